@@ -1,0 +1,50 @@
+"""prefixkey: vLLM's prefix-cache block keys, bit for bit, outside vLLM.
+
+Build a :class:`Hasher` once per replica configuration and reuse it::
+
+    from prefixkey import Hasher, Request, LoRA
+
+    hasher = Hasher(block_size=16)                     # vLLM 0.31.0, sha256
+    keys = hasher.block_hashes(Request(token_ids, lora=LoRA("sql", "/adapters/sql")))
+
+or call :func:`block_hashes` for a one-off.
+"""
+
+from .errors import (
+    InvalidRequestError,
+    PrefixKeyError,
+    UnknownAlgorithmError,
+    UnknownVersionError,
+    UnreproducibleKeysError,
+)
+from .extra_keys import event_extra_keys
+from .hasher import Hasher, RequestBlockHasher, block_hashes
+from .keys import block_hash_to_int64, block_hash_with_group_id, group_block_hashes
+from .prompt_embeds import PromptEmbeds, mixed_prompt_token_ids
+from .request import LoRA, MMItem, Request, check_api_rules
+from .schemes import DEFAULT_VLLM_VERSION, resolve_release
+
+__all__ = [
+    "DEFAULT_VLLM_VERSION",
+    "Hasher",
+    "InvalidRequestError",
+    "LoRA",
+    "MMItem",
+    "PrefixKeyError",
+    "PromptEmbeds",
+    "Request",
+    "RequestBlockHasher",
+    "UnknownAlgorithmError",
+    "UnknownVersionError",
+    "UnreproducibleKeysError",
+    "block_hash_to_int64",
+    "block_hash_with_group_id",
+    "block_hashes",
+    "check_api_rules",
+    "event_extra_keys",
+    "group_block_hashes",
+    "mixed_prompt_token_ids",
+    "resolve_release",
+]
+
+__version__ = "0.1.0"

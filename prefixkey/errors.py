@@ -1,0 +1,52 @@
+"""The exception tree: everything prefixkey raises derives from PrefixKeyError.
+
+Errors about caller input name the field (a dotted path such as
+``mm_items[2].offset``) and, where there is one, the position inside it, so a
+router can log exactly what was wrong without a traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "InvalidRequestError",
+    "PrefixKeyError",
+    "UnknownAlgorithmError",
+    "UnknownVersionError",
+    "UnreproducibleKeysError",
+]
+
+
+class PrefixKeyError(Exception):
+    """Root of every error prefixkey raises."""
+
+
+class InvalidRequestError(PrefixKeyError, ValueError):
+    """A request field is missing, ill-typed or out of range.
+
+    ``field`` is the dotted name of the offending field (``"token_ids"``,
+    ``"mm_items[1].offset"``); ``position`` is an index inside that field when
+    one element is at fault (``token_ids[position]``), else ``None``.
+    """
+
+    def __init__(self, field: str, message: str, *, position: int | None = None) -> None:
+        self.field = field
+        self.position = position
+        where = field if position is None else f"{field}[{position}]"
+        self.reason = message
+        super().__init__(f"{where}: {message}")
+
+
+class UnknownVersionError(PrefixKeyError, ValueError):
+    """A vLLM version string is malformed or names a release with no known scheme."""
+
+
+class UnknownAlgorithmError(PrefixKeyError, ValueError):
+    """The hash algorithm is not one the chosen release offers."""
+
+
+class UnreproducibleKeysError(PrefixKeyError):
+    """The configuration makes vLLM's keys random per engine process.
+
+    Returning a key here would be returning a key that cannot match, so
+    prefixkey refuses and says what the operator can set to fix it.
+    """

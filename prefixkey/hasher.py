@@ -1,0 +1,181 @@
+"""Block hashing: a Hasher bound once, and a per-request incremental hasher.
+
+A router builds one :class:`Hasher` per replica configuration (release,
+algorithm, PYTHONHASHSEED, hash block size) and reuses it for every request:
+the scheme lookup, NONE_HASH and the serializer are resolved once.
+
+vLLM hashes a request when it is created (every full prompt block) and again
+whenever appended tokens complete a block, chaining each key from the one
+before: ``key_i = H((key_{i-1}, tuple(tokens_i), extra_keys_i))`` with
+NONE_HASH as the first parent. :class:`RequestBlockHasher` does the same, and
+gives the same keys however the tokens are split into calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import InvalidRequestError
+from .extra_keys import BlockExtraKeys, ExtraKeysBuilder
+from .none_hash import NoneHash, resolve_none_hash
+from .request import Request, check_token_ids
+from .schemes import DEFAULT_VLLM_VERSION, Era, resolve_release
+
+__all__ = ["Hasher", "RequestBlockHasher", "block_hashes"]
+
+
+class Hasher:
+    """vLLM's block hasher for one configuration, bound once and reused.
+
+    ``python_hash_seed`` is the engine's ``PYTHONHASHSEED`` (None when unset).
+    ``block_size`` is the hash block size (``cache_config.block_size``, times
+    the DCP size for attention, or ``prefix_match_unit`` for hybrid models).
+    With ``strict=False`` a release newer than any known one uses the newest
+    known era; :attr:`warnings` says so.
+    """
+
+    __slots__ = (
+        "_digest", "_encode_block", "_encode_tail", "_encode_tokens", "algorithm",
+        "block_size", "era", "none_hash", "vllm_version", "warnings",
+    )
+
+    def __init__(
+        self,
+        *,
+        block_size: int,
+        hash_algo: str | None = None,
+        python_hash_seed: str | None = None,
+        vllm_version: str = DEFAULT_VLLM_VERSION,
+        strict: bool = True,
+    ) -> None:
+        if type(block_size) is not int or block_size < 1:
+            raise InvalidRequestError("block_size", f"must be an int >= 1, got {block_size!r}")
+        if python_hash_seed is not None and not isinstance(python_hash_seed, str):
+            raise InvalidRequestError(
+                "python_hash_seed",
+                f"must be a string (the environment value) or None, got "
+                f"{type(python_hash_seed).__name__}",
+            )
+        release = resolve_release(vllm_version, strict=strict)
+        self.vllm_version = release.version
+        self.warnings = release.warnings
+        self.era: Era = release.era
+        self.algorithm = self.era.algorithm(hash_algo)
+        self.block_size = block_size
+        self.none_hash: NoneHash = resolve_none_hash(
+            self.algorithm, python_hash_seed, default_seed=self.era.default_none_hash_seed
+        )
+        serializer = self.algorithm.serializer
+        self._encode_tokens = serializer.encode_tokens
+        self._encode_tail = serializer.encode_extra_keys_tail
+        self._encode_block = serializer.encode_block
+        self._digest = self.algorithm.digest
+
+    def __repr__(self) -> str:
+        return (
+            f"Hasher(vllm_version={self.vllm_version!r}, hash_algo={self.algorithm.name!r}, "
+            f"seed_source={self.none_hash.seed_source!r}, block_size={self.block_size})"
+        )
+
+    def start(self, request: Request) -> RequestBlockHasher:
+        """Hash a request's full blocks and return a hasher to extend as tokens arrive."""
+        return RequestBlockHasher(self, request)
+
+    def block_hashes(self, request: Request | Sequence[int]) -> list[bytes]:
+        """The keys of every full block of ``request`` (or of a plain token list)."""
+        if not isinstance(request, Request):
+            request = Request(request)
+        return RequestBlockHasher(self, request).block_hashes
+
+
+class RequestBlockHasher:
+    """One request's keys, extended as tokens are appended (vLLM's ``update_block_hashes``).
+
+    :attr:`block_hashes` and :attr:`extra_keys` hold one entry per full block.
+    """
+
+    __slots__ = ("_extra", "_hasher", "_tails", "_tokens", "block_hashes", "extra_keys")
+
+    def __init__(self, hasher: Hasher, request: Request) -> None:
+        check_token_ids(request.token_ids)
+        self._hasher = hasher
+        self._extra = ExtraKeysBuilder(request)
+        self._tails: dict[BlockExtraKeys, Any] = {}
+        self._tokens: list[bytes] = hasher._encode_tokens(request.token_ids)
+        self.block_hashes: list[bytes] = []
+        self.extra_keys: list[BlockExtraKeys] = []
+        self._hash_new_blocks()
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self._tokens)
+
+    def append(self, token_ids: Sequence[int]) -> list[bytes]:
+        """Append generated tokens; return the keys of the blocks they completed."""
+        if isinstance(token_ids, int):
+            token_ids = (token_ids,)
+        check_token_ids(token_ids, start=len(self._tokens))
+        self._tokens.extend(self._hasher._encode_tokens(token_ids))
+        return self._hash_new_blocks()
+
+    def _tail(self, keys: BlockExtraKeys) -> Any:
+        tail = self._tails.get(keys)
+        if tail is None:
+            tail = self._tails[keys] = self._hasher._encode_tail(keys)
+        return tail
+
+    def _hash_new_blocks(self) -> list[bytes]:
+        hasher = self._hasher
+        size = hasher.block_size
+        start = len(self.block_hashes) * size
+        num_tokens = len(self._tokens)
+        if start + size > num_tokens:
+            return []
+        tokens = self._tokens
+        encode_block, digest = hasher._encode_block, hasher._digest
+        extra = self._extra
+        parent = self.block_hashes[-1] if self.block_hashes else hasher.none_hash.value
+        new: list[bytes] = []
+        # Blocks with mm items, the salt or embeddings: keys per block.
+        while start + size <= num_tokens and not extra.plain_from(start):
+            keys = extra.block(start, start + size)
+            parent = digest(encode_block(parent, tokens[start : start + size], self._tail(keys)))
+            new.append(parent)
+            self.extra_keys.append(keys)
+            start += size
+        # The rest share one set of keys (LoRA or none) and one encoded tail.
+        if start + size <= num_tokens:
+            plain = extra.plain
+            tail = self._tail(plain)
+            first = len(new)
+            for start in range(start, num_tokens - size + 1, size):
+                parent = digest(encode_block(parent, tokens[start : start + size], tail))
+                new.append(parent)
+            self.extra_keys.extend([plain] * (len(new) - first))
+        self.block_hashes.extend(new)
+        return new
+
+
+def block_hashes(
+    token_ids: Sequence[int],
+    *,
+    block_size: int,
+    hash_algo: str | None = None,
+    python_hash_seed: str | None = None,
+    vllm_version: str = DEFAULT_VLLM_VERSION,
+    **features: Any,
+) -> list[bytes]:
+    """One call: the block keys of ``token_ids``.
+
+    ``features`` are the optional :class:`~prefixkey.request.Request` fields
+    (``lora``, ``cache_salt``, ``mm_items``, ``prompt_embeds``). A router that
+    hashes many requests should build a :class:`Hasher` once instead.
+    """
+    hasher = Hasher(
+        block_size=block_size,
+        hash_algo=hash_algo,
+        python_hash_seed=python_hash_seed,
+        vllm_version=vllm_version,
+    )
+    return hasher.block_hashes(Request(token_ids, **features))

@@ -1,0 +1,270 @@
+"""The JSON Lines request/result format (docs/request-format.md), a public contract.
+
+:func:`parse_request` turns one decoded JSON object into a :class:`HashJob`;
+:func:`run_job` hashes it and returns the result object. Errors are
+:class:`~prefixkey.errors.PrefixKeyError` subclasses naming the field;
+:func:`error_record` turns one into the error line the CLI writes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Final
+
+from .errors import InvalidRequestError, PrefixKeyError
+from .extra_keys import BlockExtraKeys, event_extra_keys
+from .hasher import Hasher
+from .keys import block_hash_to_int64, group_block_hashes
+from .prompt_embeds import PromptEmbeds
+from .request import LoRA, MMItem, Request, check_api_rules
+from .schemes import DEFAULT_VLLM_VERSION
+
+__all__ = ["HashJob", "error_record", "parse_request", "run_job", "to_json_value"]
+
+_KNOWN_FIELDS: Final = frozenset({
+    "id", "vllm_version", "hash_algo", "python_hash_seed", "block_size", "token_ids",
+    "hash_calls", "num_prompt_tokens", "engine_python", "lookahead", "lora", "cache_salt",
+    "mm_items", "prompt_embeds", "group_block_sizes",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class HashJob:
+    """One parsed request line: how to build the hasher, the request, and the calls."""
+
+    hasher: Hasher
+    request: Request
+    token_ids: list[int]
+    hash_calls: tuple[int, ...]
+    report_calls: bool
+    group_block_sizes: tuple[int, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+
+def _get(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    value = obj.get(name, default)
+    if value is None or value is default:
+        return value
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise InvalidRequestError(name, "must not be a boolean")
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise InvalidRequestError(name, f"must be {names}, got {type(value).__name__}")
+    return value
+
+
+def _int_list(obj: Mapping[str, Any], name: str) -> list[int] | None:
+    value = _get(obj, name, list, None)
+    if value is None:
+        return None
+    for i, item in enumerate(value):
+        if type(item) is not int:
+            raise InvalidRequestError(
+                name, f"must be an int, got {type(item).__name__} {item!r}", position=i
+            )
+    return value
+
+
+def _parse_lora(value: Any) -> LoRA | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidRequestError("lora", "must be an object with name and path, or null")
+    if "name" not in value:
+        raise InvalidRequestError("lora.name", "is required")
+    if "path" not in value:
+        raise InvalidRequestError("lora.path", "is required (vLLM 0.31 hashes the path)")
+    int_id = value.get("int_id")
+    if isinstance(int_id, bool):
+        raise InvalidRequestError("lora.int_id", "must be an int, got bool")
+    return LoRA(value["name"], value["path"], int_id)
+
+
+def _parse_mm_items(value: Any) -> tuple[MMItem, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidRequestError("mm_items", "must be an array of objects")
+    items = []
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise InvalidRequestError("mm_items", "must be an object", position=i)
+        for key in ("identifier", "offset", "length"):
+            if key not in item:
+                raise InvalidRequestError(f"mm_items[{i}].{key}", "is required")
+        try:
+            items.append(MMItem(item["identifier"], item["offset"], item["length"]))
+        except InvalidRequestError as exc:
+            raise InvalidRequestError(
+                exc.field.replace("mm_items.", f"mm_items[{i}]."), exc.reason
+            ) from None
+    return tuple(items)
+
+
+def _parse_prompt_embeds(value: Any) -> PromptEmbeds | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidRequestError("prompt_embeds", "must be an object with dtype, shape, hex")
+    shape = value.get("shape")
+    if not isinstance(shape, list) or not all(type(d) is int for d in shape):
+        raise InvalidRequestError("prompt_embeds.shape", "must be an array of ints")
+    try:
+        if isinstance(value.get("hex"), str):
+            data = bytes.fromhex(value["hex"])
+        elif isinstance(value.get("b64"), str):
+            data = base64.b64decode(value["b64"], validate=True)
+        else:
+            raise InvalidRequestError("prompt_embeds.hex", "hex or b64 data is required")
+    except (ValueError, binascii.Error) as exc:
+        raise InvalidRequestError("prompt_embeds.hex", f"is not valid: {exc}") from None
+    dtype = value.get("dtype")
+    if not isinstance(dtype, str):
+        raise InvalidRequestError("prompt_embeds.dtype", "must be a string")
+    return PromptEmbeds(data, dtype, tuple(shape))  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=64)
+def _hasher(version: str, algo: str | None, seed: str | None, block_size: int,
+            strict: bool) -> Hasher:
+    return Hasher(block_size=block_size, hash_algo=algo, python_hash_seed=seed,
+                  vllm_version=version, strict=strict)
+
+
+def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) -> HashJob:
+    """Validate one request object (already JSON-decoded) and bind its hasher."""
+    if not isinstance(obj, Mapping):
+        raise InvalidRequestError("<line>", f"must be a JSON object, got {type(obj).__name__}")
+    warnings = [f"unknown field {name!r} ignored" for name in obj if name not in _KNOWN_FIELDS]
+    if obj.get("engine_python") is not None:
+        warnings.append("engine_python matters only for builtin hash() eras; ignored")
+    if obj.get("lookahead", 0) not in (0, None):
+        raise InvalidRequestError("lookahead", "lookahead hashing (vLLM 0.33) is not supported yet")
+    if "token_ids" not in obj:
+        raise InvalidRequestError("token_ids", "is required")
+    token_ids = _int_list(obj, "token_ids")
+    if token_ids is None:
+        raise InvalidRequestError("token_ids", "must be an array of ints")
+    block_size = obj.get("block_size")
+    if block_size is None:
+        raise InvalidRequestError("block_size", "is required (the engine's hash block size)")
+    version = _get(obj, "vllm_version", str, DEFAULT_VLLM_VERSION)
+    algo = _get(obj, "hash_algo", str, None)
+    seed = _get(obj, "python_hash_seed", str, None)
+    if type(block_size) is not int or block_size < 1:
+        raise InvalidRequestError("block_size", f"must be an int >= 1, got {block_size!r}")
+    hasher = _hasher(version, algo, seed, block_size, strict)
+
+    hash_calls = _int_list(obj, "hash_calls")
+    num_prompt = _get(obj, "num_prompt_tokens", int, None)
+    if hash_calls is not None:
+        if not hash_calls:
+            raise InvalidRequestError("hash_calls", "must not be empty")
+        for i, (a, b) in enumerate(zip(hash_calls, hash_calls[1:])):
+            if b <= a:
+                raise InvalidRequestError("hash_calls", "must be strictly increasing",
+                                          position=i + 1)
+        if hash_calls[0] < 0 or hash_calls[-1] > len(token_ids):
+            raise InvalidRequestError(
+                "hash_calls", f"entries must lie in [0, {len(token_ids)}] (the token count)"
+            )
+        calls = tuple(hash_calls)
+    elif num_prompt is not None:
+        if not 0 <= num_prompt <= len(token_ids):
+            raise InvalidRequestError(
+                "num_prompt_tokens", f"must lie in [0, {len(token_ids)}], got {num_prompt}"
+            )
+        calls = (num_prompt, *range(num_prompt + 1, len(token_ids) + 1))
+    else:
+        calls = (len(token_ids),)
+
+    group_sizes = _int_list(obj, "group_block_sizes") or []
+    for i, size in enumerate(group_sizes):
+        if size < block_size or size % block_size:
+            raise InvalidRequestError(
+                "group_block_sizes", f"must be multiples of block_size {block_size}", position=i
+            )
+    salt = obj.get("cache_salt")
+    request = Request(
+        token_ids[: calls[0]],
+        lora=_parse_lora(obj.get("lora")),
+        cache_salt=salt,
+        mm_items=_parse_mm_items(obj.get("mm_items")),
+        prompt_embeds=_parse_prompt_embeds(obj.get("prompt_embeds")),
+    )
+    if api_checks:
+        check_api_rules(request)
+    return HashJob(
+        hasher=hasher,
+        request=request,
+        token_ids=token_ids,
+        hash_calls=calls,
+        report_calls=hash_calls is not None or num_prompt is not None,
+        group_block_sizes=tuple(group_sizes),
+        warnings=(*hasher.warnings, *warnings),
+    )
+
+
+def to_json_value(value: Any) -> Any:
+    """Tuples become arrays and bytes ``{"hex": …}``; str, int and None stay."""
+    if isinstance(value, tuple):
+        return [to_json_value(v) for v in value]
+    if isinstance(value, bytes):
+        return {"hex": value.hex()}
+    return value
+
+
+def _event_keys(keys: BlockExtraKeys) -> Any:
+    return to_json_value(event_extra_keys(keys))
+
+
+def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
+    """Hash one job; the result object of the JSON Lines format."""
+    hasher = job.hasher
+    state = hasher.start(job.request)
+    per_call = [len(state.block_hashes)]
+    for previous, current in zip(job.hash_calls, job.hash_calls[1:]):
+        per_call.append(len(state.append(job.token_ids[previous:current])))
+    hashes = state.block_hashes
+    result: dict[str, Any] = {
+        "id": request_id,
+        "block_hashes": [h.hex() for h in hashes],
+        "block_hashes_int64": [block_hash_to_int64(h) for h in hashes],
+        "extra_keys": [to_json_value(k) for k in state.extra_keys],
+        "event_extra_keys": [_event_keys(k) for k in state.extra_keys] or None,
+        "none_hash": hasher.none_hash.value.hex(),
+        "hash_type": "bytes",
+        "resolved": {
+            "vllm_version": hasher.vllm_version,
+            "era": hasher.era.name,
+            "hash_algo": hasher.algorithm.name,
+            "seed_source": hasher.none_hash.seed_source,
+        },
+        "warnings": list(job.warnings),
+    }
+    if job.report_calls:
+        result["new_hashes_per_call"] = per_call
+    if job.group_block_sizes:
+        result["group_block_hashes"] = {
+            str(size): [h.hex() for h in group_block_hashes(hashes, hasher.block_size, size)]
+            for size in job.group_block_sizes
+        }
+    return result
+
+
+def error_record(exc: PrefixKeyError, request_id: Any, line: int | None) -> dict[str, Any]:
+    """The error line for a request that could not be hashed."""
+    return {
+        "id": request_id,
+        "error": {
+            "type": type(exc).__name__,
+            "message": str(exc),
+            "field": getattr(exc, "field", None),
+            "line": line,
+        },
+    }
+
