@@ -79,13 +79,18 @@ class Hasher:
         )
 
     def start(self, request: Request) -> RequestBlockHasher:
-        """Hash a request's full blocks and return a hasher to extend as tokens arrive."""
+        """Hash a request's full blocks and return a hasher to extend as tokens arrive.
+
+        Multimodal items and embedding rows may reach past the tokens given so
+        far (a prompt that streams in); they count once appended tokens reach them.
+        """
         return RequestBlockHasher(self, request)
 
     def block_hashes(self, request: Request | Sequence[int]) -> list[bytes]:
         """The keys of every full block of ``request`` (or of a plain token list)."""
         if not isinstance(request, Request):
             request = Request(request)
+        request.check_inside(len(request.token_ids))
         return RequestBlockHasher(self, request).block_hashes
 
 

@@ -196,6 +196,7 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
         mm_items=_parse_mm_items(obj.get("mm_items")),
         prompt_embeds=_parse_prompt_embeds(obj.get("prompt_embeds")),
     )
+    request.check_inside(len(token_ids))
     if api_checks:
         check_api_rules(request)
     return HashJob(

@@ -103,8 +103,8 @@ class Request:
 
     ``token_ids`` are all tokens the engine holds (``all_token_ids``): the
     prompt after templating and placeholder expansion, then any generated
-    tokens. The sequence is not copied. Multimodal items and prompt
-    embeddings must lie within the tokens.
+    tokens. The sequence is not copied. Multimodal items must be sorted and
+    must not overlap; :meth:`check_inside` checks they lie within the tokens.
     """
 
     token_ids: Sequence[int]
@@ -127,16 +127,30 @@ class Request:
                     f"must be PromptEmbeds, got {type(self.prompt_embeds).__name__}"
                     " (use PromptEmbeds.from_tensor)",
                 )
-            if self.prompt_embeds.num_rows > len(self.token_ids):
+        check_mm_items(self.mm_items)
+
+    def check_inside(self, num_tokens: int) -> None:
+        """Raise unless multimodal items and embedding rows lie within ``num_tokens``.
+
+        One-shot hashing checks against the request's own tokens. Incremental
+        hashing may start before a prompt is complete (streaming input), so
+        it checks nothing here: items past the tokens wait for appended ones.
+        """
+        if self.prompt_embeds is not None and self.prompt_embeds.num_rows > num_tokens:
+            raise InvalidRequestError(
+                "prompt_embeds.shape",
+                f"has {self.prompt_embeds.num_rows} rows for {num_tokens} tokens",
+            )
+        for i, item in enumerate(self.mm_items):
+            if item.end > num_tokens:
                 raise InvalidRequestError(
-                    "prompt_embeds.shape",
-                    f"has {self.prompt_embeds.num_rows} rows for {len(self.token_ids)} tokens",
+                    f"mm_items[{i}]",
+                    f"placeholder [{item.offset}, {item.end}) is outside the {num_tokens} tokens",
                 )
-        check_mm_items(self.mm_items, len(self.token_ids))
 
 
-def check_mm_items(mm_items: Sequence[MMItem], num_tokens: int) -> None:
-    """Raise unless the items are sorted, non-overlapping and inside the tokens."""
+def check_mm_items(mm_items: Sequence[MMItem]) -> None:
+    """Raise unless the items are sorted by offset and do not overlap."""
     previous_end = 0
     for i, item in enumerate(mm_items):
         if not isinstance(item, MMItem):
@@ -148,11 +162,6 @@ def check_mm_items(mm_items: Sequence[MMItem], num_tokens: int) -> None:
                 f"mm_items[{i}].offset",
                 f"{item.offset} overlaps or precedes the previous item (ends at {previous_end});"
                 " items must be sorted by offset and not overlap",
-            )
-        if item.end > num_tokens:
-            raise InvalidRequestError(
-                f"mm_items[{i}]",
-                f"placeholder [{item.offset}, {item.end}) is outside the {num_tokens} tokens",
             )
         previous_end = item.end
 
