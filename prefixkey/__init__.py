@@ -12,6 +12,7 @@ or call :func:`block_hashes` for a one-off.
 
 from .errors import (
     InvalidRequestError,
+    MalformedJSONError,
     PrefixKeyError,
     UnknownAlgorithmError,
     UnknownVersionError,
@@ -30,6 +31,7 @@ __all__ = [
     "InvalidRequestError",
     "LoRA",
     "MMItem",
+    "MalformedJSONError",
     "PrefixKeyError",
     "PromptEmbeds",
     "Request",

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
 from . import __version__
-from .errors import PrefixKeyError
+from .errors import MalformedJSONError, PrefixKeyError
 from .jsonl import error_record, parse_request, run_job
 
 __all__ = ["main"]
@@ -26,7 +26,9 @@ def _hash_lines(lines: Iterable[str], out: IO[str], *, strict: bool, api_checks:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise _JSONError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+                raise MalformedJSONError(
+                    f"invalid JSON: {exc.msg} at column {exc.colno}"
+                ) from None
             if isinstance(obj, dict):
                 request_id = obj.get("id")
             job = parse_request(obj, strict=strict, api_checks=api_checks)
@@ -36,10 +38,6 @@ def _hash_lines(lines: Iterable[str], out: IO[str], *, strict: bool, api_checks:
             record = error_record(exc, request_id, number)
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
     return failures
-
-
-class _JSONError(PrefixKeyError):
-    """A line that is not JSON at all."""
 
 
 def _cmd_hash(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "InvalidRequestError",
+    "MalformedJSONError",
     "PrefixKeyError",
     "UnknownAlgorithmError",
     "UnknownVersionError",
@@ -34,6 +35,10 @@ class InvalidRequestError(PrefixKeyError, ValueError):
         where = field if position is None else f"{field}[{position}]"
         self.reason = message
         super().__init__(f"{where}: {message}")
+
+
+class MalformedJSONError(PrefixKeyError, ValueError):
+    """A JSON Lines request line is not valid JSON."""
 
 
 class UnknownVersionError(PrefixKeyError, ValueError):

@@ -38,7 +38,7 @@ MM_TAG: Final = Tag("mm")
 CACHE_SALT_TAG: Final = Tag("cache_salt")
 PROMPT_EMBEDS_TAG: Final = Tag("prompt_embeds")
 
-ExtraKey: TypeAlias = tuple[str | int | bytes, ...]
+ExtraKey: TypeAlias = tuple[str | int | bytes | None, ...]
 BlockExtraKeys: TypeAlias = "tuple[ExtraKey, ...] | None"
 
 
@@ -49,9 +49,9 @@ class ExtraKeysBuilder:
 
     def __init__(self, request: Request) -> None:
         lora = request.lora
-        self._lora: tuple[ExtraKey, ...] = (
-            ((LORA_TAG, lora.name, lora.path),) if lora is not None else ()
-        )
+        self._lora: tuple[ExtraKey, ...] = ()
+        if lora is not None:
+            self._lora = ((LORA_TAG, lora.name, lora.path),)
         self._mm_items: Sequence[MMItem] = request.mm_items
         self._mm_cursor = 0
         self._salt: tuple[ExtraKey, ...] = (

@@ -154,8 +154,9 @@ class RequestBlockHasher:
             plain = extra.plain
             tail = self._tail(plain)
             first = len(new)
-            for start in range(start, num_tokens - size + 1, size):
-                parent = digest(encode_block(parent, tokens[start : start + size], tail))
+            for block_start in range(start, num_tokens - size + 1, size):
+                block_tokens = tokens[block_start : block_start + size]
+                parent = digest(encode_block(parent, block_tokens, tail))
                 new.append(parent)
             self.extra_keys.extend([plain] * (len(new) - first))
         self.block_hashes.extend(new)

@@ -13,6 +13,7 @@ import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any, Final
 
 from .errors import InvalidRequestError, PrefixKeyError
@@ -58,7 +59,7 @@ def _get(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], defau
 
 
 def _int_list(obj: Mapping[str, Any], name: str) -> list[int] | None:
-    value = _get(obj, name, list, None)
+    value: list[int] | None = _get(obj, name, list, None)
     if value is None:
         return None
     for i, item in enumerate(value):
@@ -125,7 +126,7 @@ def _parse_prompt_embeds(value: Any) -> PromptEmbeds | None:
     dtype = value.get("dtype")
     if not isinstance(dtype, str):
         raise InvalidRequestError("prompt_embeds.dtype", "must be a string")
-    return PromptEmbeds(data, dtype, tuple(shape))  # type: ignore[arg-type]
+    return PromptEmbeds(data, dtype, tuple(shape))
 
 
 @lru_cache(maxsize=64)
@@ -143,7 +144,7 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
     if obj.get("engine_python") is not None:
         warnings.append("engine_python matters only for builtin hash() eras; ignored")
     if obj.get("lookahead", 0) not in (0, None):
-        raise InvalidRequestError("lookahead", "lookahead hashing (vLLM 0.33) is not supported yet")
+        raise InvalidRequestError("lookahead", "lookahead hashing (vLLM 0.33) is not supported")
     if "token_ids" not in obj:
         raise InvalidRequestError("token_ids", "is required")
     token_ids = _int_list(obj, "token_ids")
@@ -164,7 +165,7 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
     if hash_calls is not None:
         if not hash_calls:
             raise InvalidRequestError("hash_calls", "must not be empty")
-        for i, (a, b) in enumerate(zip(hash_calls, hash_calls[1:])):
+        for i, (a, b) in enumerate(pairwise(hash_calls)):
             if b <= a:
                 raise InvalidRequestError("hash_calls", "must be strictly increasing",
                                           position=i + 1)
@@ -228,7 +229,7 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
     hasher = job.hasher
     state = hasher.start(job.request)
     per_call = [len(state.block_hashes)]
-    for previous, current in zip(job.hash_calls, job.hash_calls[1:]):
+    for previous, current in pairwise(job.hash_calls):
         per_call.append(len(state.append(job.token_ids[previous:current])))
     hashes = state.block_hashes
     result: dict[str, Any] = {

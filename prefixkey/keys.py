@@ -33,7 +33,7 @@ def group_block_hashes(
 ) -> list[bytes]:
     """The keys of a KV-cache group whose blocks are ``k`` hash blocks long.
 
-    Block ``j`` of the group takes fine key ``(j + 1)·k − 1``: that key already
+    Block ``j`` of the group takes fine key ``(j + 1)·k - 1``: that key already
     chains the whole prefix (vLLM 0.24+, ``BlockHashListWithBlockSize``).
     """
     if (

@@ -128,10 +128,7 @@ def _str_or_bytes(header_small: bytes, header_u32: bytes, header_u64: bytes,
     n = len(payload)
     if n < 256:
         return header_small + bytes((n,)) + payload
-    if n > 0xFFFFFFFF:
-        header = header_u64 + _pack_u64(n)
-    else:
-        header = header_u32 + _pack_u32(n)
+    header = header_u64 + _pack_u64(n) if n > 0xFFFFFFFF else header_u32 + _pack_u32(n)
     if n >= _FRAME_SIZE_TARGET:
         return _Large(header, payload)
     return header + payload

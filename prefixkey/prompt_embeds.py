@@ -145,4 +145,5 @@ def mixed_prompt_token_ids(
             "prompt_is_token_ids",
             f"has {len(prompt_is_token_ids)} entries for {len(prompt_token_ids)} tokens",
         )
-    return [t if is_token else 0 for t, is_token in zip(prompt_token_ids, prompt_is_token_ids)]
+    pairs = zip(prompt_token_ids, prompt_is_token_ids, strict=True)
+    return [t if is_token else 0 for t, is_token in pairs]

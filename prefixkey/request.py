@@ -120,13 +120,12 @@ class Request:
             raise InvalidRequestError("lora", f"must be a LoRA, got {type(self.lora).__name__}")
         if self.cache_salt is not None:
             _check_str(self.cache_salt, "cache_salt")
-        if self.prompt_embeds is not None:
-            if not isinstance(self.prompt_embeds, PromptEmbeds):
-                raise InvalidRequestError(
-                    "prompt_embeds",
-                    f"must be PromptEmbeds, got {type(self.prompt_embeds).__name__}"
-                    " (use PromptEmbeds.from_tensor)",
-                )
+        if self.prompt_embeds is not None and not isinstance(self.prompt_embeds, PromptEmbeds):
+            raise InvalidRequestError(
+                "prompt_embeds",
+                f"must be PromptEmbeds, got {type(self.prompt_embeds).__name__}"
+                " (use PromptEmbeds.from_tensor)",
+            )
         check_mm_items(self.mm_items)
 
     def check_inside(self, num_tokens: int) -> None:
