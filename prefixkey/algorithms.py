@@ -2,7 +2,7 @@
 
 Each algorithm is a frozen record, looked up by the name vLLM uses for
 ``--prefix-caching-hash-algo``. The serializer modules encode the hashed
-tuple; the digest turns the bytes into the block hash.
+tuple and run the key chain; the digest turns the bytes into the block hash.
 """
 
 from __future__ import annotations
@@ -21,15 +21,17 @@ __all__ = ["ALGORITHMS", "CBOR", "PICKLE", "HashAlgorithm", "Serializer"]
 
 @dataclass(frozen=True, slots=True)
 class Serializer:
-    """How a serialization format encodes the hashed block tuple."""
+    """How a serialization format encodes the hashed block tuple.
+
+    ``encode_tokens`` prepares a request's token ids once, ``encode_extra_keys_tail``
+    one block's extra keys, and ``chain`` computes a run of keys that share
+    their extra keys: ``chain(parent, tokens, starts, size, tail, digest)``.
+    """
 
     name: str
-    #: Per-token encodings of a token id list.
-    encode_tokens: Callable[[Sequence[int]], list[bytes]]
-    #: The encoded extra keys, as handed to ``encode_block``.
+    encode_tokens: Callable[[Sequence[int]], list[Any]]
     encode_extra_keys_tail: Callable[[tuple[Any, ...] | None], Any]
-    #: ``(parent, encoded tokens of one block, tail) -> serialized tuple``.
-    encode_block: Callable[[bytes, Sequence[bytes], Any], bytes]
+    chain: Callable[[bytes, Sequence[Any], range, int, Any, Callable[[bytes], bytes]], list[bytes]]
     #: Serialize one plain value (the NONE_HASH seed string).
     dumps: Callable[[Any], bytes]
 
@@ -38,14 +40,14 @@ PICKLE: Final = Serializer(
     "pickle",
     pickle_encoding.encode_tokens,
     pickle_encoding.encode_extra_keys_tail,
-    pickle_encoding.encode_block,
+    pickle_encoding.chain,
     pickle_encoding.dumps,
 )
 CBOR: Final = Serializer(
     "cbor",
     cbor_encoding.encode_tokens,
     cbor_encoding.encode_extra_keys_tail,
-    cbor_encoding.encode_block,
+    cbor_encoding.chain,
     cbor_encoding.dumps,
 )
 
@@ -76,4 +78,3 @@ ALGORITHMS: Final[dict[str, HashAlgorithm]] = {
         HashAlgorithm("xxhash_cbor", CBOR, xxhash.xxh3_128_digest, 16, False),
     )
 }
-

@@ -10,10 +10,10 @@ are the same object.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-__all__ = ["dumps", "encode_block", "encode_extra_keys_tail", "encode_tokens"]
+__all__ = ["chain", "dumps", "encode_extra_keys_tail", "encode_tokens"]
 
 _NULL: Final = b"\xf6"
 _ARRAY3: Final = b"\x83"
@@ -100,12 +100,26 @@ def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> bytes:
     return _NULL if extra_keys is None else dumps(extra_keys)
 
 
-def encode_block(parent: bytes, tokens: Sequence[bytes], tail: bytes) -> bytes:
-    """Canonical CBOR of ``(parent, tuple(tokens), extra_keys)``.
+def chain(
+    parent: bytes,
+    tokens: Sequence[bytes],
+    starts: range,
+    size: int,
+    tail: bytes,
+    digest: Callable[[bytes], bytes],
+) -> list[bytes]:
+    """Keys of the blocks starting at ``starts``, all with encoded extra keys ``tail``.
 
-    ``tokens`` are the per-token encodings from :func:`encode_tokens`.
+    ``tokens`` are the per-token encodings from :func:`encode_tokens`. Each
+    key is the digest of the CBOR array ``[parent, [tokens…], extra_keys]`` and
+    the parent of the next; every parent has the length of the first.
     """
-    return b"".join((
-        _ARRAY3, _head(2, len(parent)), parent, _head(4, len(tokens)),
-        b"".join(tokens), tail,
-    ))
+    join = b"".join
+    opening = _ARRAY3 + _head(2, len(parent))
+    tokens_head = _head(4, size)
+    keys = []
+    for start in starts:
+        block = join(tokens[start : start + size])
+        parent = digest(join((opening, parent, tokens_head, block, tail)))
+        keys.append(parent)
+    return keys

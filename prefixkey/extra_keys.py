@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final, TypeAlias
 
-from .pickle_encoding import Tag
 from .request import MMItem, Request
 
 __all__ = [
@@ -33,10 +32,11 @@ __all__ = [
     "event_extra_keys",
 ]
 
-LORA_TAG: Final = Tag("lora")
-MM_TAG: Final = Tag("mm")
-CACHE_SALT_TAG: Final = Tag("cache_salt")
-PROMPT_EMBEDS_TAG: Final = Tag("prompt_embeds")
+# One object per tag, as vLLM's literals are: pickle back-references repeats.
+LORA_TAG: Final = "lora"
+MM_TAG: Final = "mm"
+CACHE_SALT_TAG: Final = "cache_salt"
+PROMPT_EMBEDS_TAG: Final = "prompt_embeds"
 
 ExtraKey: TypeAlias = tuple[str | int | bytes | None, ...]
 BlockExtraKeys: TypeAlias = "tuple[ExtraKey, ...] | None"

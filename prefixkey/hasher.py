@@ -36,7 +36,7 @@ class Hasher:
     """
 
     __slots__ = (
-        "_digest", "_encode_block", "_encode_tail", "_encode_tokens", "algorithm",
+        "_chain", "_digest", "_encode_tail", "_encode_tokens", "algorithm",
         "block_size", "era", "none_hash", "vllm_version", "warnings",
     )
 
@@ -69,7 +69,7 @@ class Hasher:
         serializer = self.algorithm.serializer
         self._encode_tokens = serializer.encode_tokens
         self._encode_tail = serializer.encode_extra_keys_tail
-        self._encode_block = serializer.encode_block
+        self._chain = serializer.chain
         self._digest = self.algorithm.digest
 
     def __repr__(self) -> str:
@@ -135,30 +135,21 @@ class RequestBlockHasher:
         size = hasher.block_size
         start = len(self.block_hashes) * size
         num_tokens = len(self._tokens)
-        if start + size > num_tokens:
-            return []
-        tokens = self._tokens
-        encode_block, digest = hasher._encode_block, hasher._digest
-        extra = self._extra
+        chain, digest, tokens, extra = hasher._chain, hasher._digest, self._tokens, self._extra
         parent = self.block_hashes[-1] if self.block_hashes else hasher.none_hash.value
         new: list[bytes] = []
         # Blocks with mm items, the salt or embeddings: keys per block.
         while start + size <= num_tokens and not extra.plain_from(start):
             keys = extra.block(start, start + size)
-            parent = digest(encode_block(parent, tokens[start : start + size], self._tail(keys)))
-            new.append(parent)
+            new += chain(parent, tokens, range(start, start + 1), size, self._tail(keys), digest)
+            parent = new[-1]
             self.extra_keys.append(keys)
             start += size
         # The rest share one set of keys (LoRA or none) and one encoded tail.
-        if start + size <= num_tokens:
-            plain = extra.plain
-            tail = self._tail(plain)
-            first = len(new)
-            for block_start in range(start, num_tokens - size + 1, size):
-                block_tokens = tokens[block_start : block_start + size]
-                parent = digest(encode_block(parent, block_tokens, tail))
-                new.append(parent)
-            self.extra_keys.extend([plain] * (len(new) - first))
+        starts = range(start, num_tokens - size + 1, size)
+        if starts:
+            new += chain(parent, tokens, starts, size, self._tail(extra.plain), digest)
+            self.extra_keys.extend([extra.plain] * len(starts))
         self.block_hashes.extend(new)
         return new
 

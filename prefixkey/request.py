@@ -10,8 +10,10 @@ in its API server (salt characters and length, a non-empty LoRA path) are in
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import countOf
 from typing import Final
 
 from .errors import InvalidRequestError
@@ -44,17 +46,20 @@ def check_token_ids(token_ids: Sequence[int], *, field: str = "token_ids", start
 
     ``start`` is added to reported positions, for appended tokens.
     """
-    if not set(map(type, token_ids)) <= {int}:
-        for i, t in enumerate(token_ids):
-            if type(t) is not int:
-                raise InvalidRequestError(
-                    field, f"must be an int, got {type(t).__name__} {t!r}", position=start + i
-                )
-    if token_ids and min(token_ids) < 0:
-        i = next(i for i, t in enumerate(token_ids) if t < 0)
-        raise InvalidRequestError(
-            field, f"must be non-negative, got {token_ids[i]}", position=start + i
-        )
+    # Fast path, at C speed on every request: all exact ints, all in [0, 2**64).
+    if countOf(map(type, token_ids), int) == len(token_ids):
+        try:
+            array("Q", token_ids)
+            return
+        except OverflowError:
+            pass  # a negative id, or a (valid) id of 2**64 or more
+    for i, t in enumerate(token_ids):
+        if type(t) is not int:
+            raise InvalidRequestError(
+                field, f"must be an int, got {type(t).__name__} {t!r}", position=start + i
+            )
+        if t < 0:
+            raise InvalidRequestError(field, f"must be non-negative, got {t}", position=start + i)
 
 
 @dataclass(frozen=True, slots=True)
