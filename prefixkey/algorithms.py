@@ -8,7 +8,7 @@ tuple and run the key chain; the digest turns the bytes into the block hash.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -24,14 +24,16 @@ class Serializer:
     """How a serialization format encodes the hashed block tuple.
 
     ``encode_tokens`` prepares a request's token ids once, ``encode_extra_keys_tail``
-    one block's extra keys, and ``chain`` computes a run of keys that share
-    their extra keys: ``chain(parent, tokens, starts, size, tail, digest)``.
+    one block's extra keys, and ``chain`` computes a run of keys:
+    ``chain(parent, tokens, starts, size, tails, digest)``, one tail per start.
     """
 
     name: str
     encode_tokens: Callable[[Sequence[int]], list[Any]]
     encode_extra_keys_tail: Callable[[tuple[Any, ...] | None], Any]
-    chain: Callable[[bytes, Sequence[Any], range, int, Any, Callable[[bytes], bytes]], list[bytes]]
+    chain: Callable[
+        [bytes, Sequence[Any], range, int, Iterable[Any], Callable[[bytes], bytes]], list[bytes]
+    ]
     #: Serialize one plain value (the NONE_HASH seed string).
     dumps: Callable[[Any], bytes]
 

@@ -10,7 +10,7 @@ are the same object.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 __all__ = ["chain", "dumps", "encode_extra_keys_tail", "encode_tokens"]
@@ -95,9 +95,41 @@ def dumps(obj: Any) -> bytes:
     return b"".join(out)
 
 
+# Encoded text strings: tags and a request's identifiers recur block after block.
+_TEXT_CACHE_SIZE: Final = 4096
+_text_cache: dict[str, bytes] = {}
+
+
+def _text(value: str) -> bytes:
+    encoded = _text_cache.get(value)
+    if encoded is None:
+        data = value.encode("utf-8")
+        encoded = _head(3, len(data)) + data
+        if len(_text_cache) >= _TEXT_CACHE_SIZE:
+            _text_cache.clear()
+        _text_cache[value] = encoded
+    return encoded
+
+
 def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> bytes:
-    """Encode ``extra_keys``, the last element of the block array."""
-    return _NULL if extra_keys is None else dumps(extra_keys)
+    """Encode ``extra_keys`` (None, or a tuple of flat key tuples), the block array's end."""
+    if extra_keys is None:
+        return _NULL
+    out = [_head(4, len(extra_keys))]
+    for key in extra_keys:
+        out.append(_head(4, len(key)))
+        for value in key:
+            kind = type(value)
+            if kind is str:
+                out.append(_text(value))
+            elif kind is int:
+                out.append(encode_int(value))
+            elif value is None:
+                out.append(_NULL)
+            else:
+                out.append(_head(2, len(value)))
+                out.append(value)
+    return b"".join(out)
 
 
 def chain(
@@ -105,10 +137,10 @@ def chain(
     tokens: Sequence[bytes],
     starts: range,
     size: int,
-    tail: bytes,
+    tails: Iterable[bytes],
     digest: Callable[[bytes], bytes],
 ) -> list[bytes]:
-    """Keys of the blocks starting at ``starts``, all with encoded extra keys ``tail``.
+    """Keys of the blocks starting at ``starts``, with encoded extra keys ``tails``.
 
     ``tokens`` are the per-token encodings from :func:`encode_tokens`. Each
     key is the digest of the CBOR array ``[parent, [tokens…], extra_keys]`` and
@@ -118,7 +150,7 @@ def chain(
     opening = _ARRAY3 + _head(2, len(parent))
     tokens_head = _head(4, size)
     keys = []
-    for start in starts:
+    for start, tail in zip(starts, tails, strict=True):
         block = join(tokens[start : start + size])
         parent = digest(join((opening, parent, tokens_head, block, tail)))
         keys.append(parent)

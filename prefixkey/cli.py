@@ -15,16 +15,18 @@ from .jsonl import error_record, parse_request, run_job
 __all__ = ["main"]
 
 
-def _hash_lines(lines: Iterable[str], out: IO[str], *, strict: bool, api_checks: bool) -> int:
+def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_checks: bool) -> int:
     """Hash every request line; return how many failed."""
     failures = 0
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
         request_id: Any = None
         try:
             try:
-                obj = json.loads(line)
+                obj = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise MalformedJSONError(f"not UTF-8: byte {exc.start} is invalid") from None
             except json.JSONDecodeError as exc:
                 raise MalformedJSONError(
                     f"invalid JSON: {exc.msg} at column {exc.colno}"
@@ -36,12 +38,13 @@ def _hash_lines(lines: Iterable[str], out: IO[str], *, strict: bool, api_checks:
         except PrefixKeyError as exc:
             failures += 1
             record = error_record(exc, request_id, number)
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        # ASCII output: any string a request echoes (even a lone surrogate) stays writable.
+        out.write(json.dumps(record) + "\n")
     return failures
 
 
 def _cmd_hash(args: argparse.Namespace) -> int:
-    source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+    source = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
     with source:
         failures = _hash_lines(
             source, sys.stdout, strict=not args.lenient, api_checks=not args.no_api_checks

@@ -18,7 +18,12 @@ __all__ = [
 
 
 class PrefixKeyError(Exception):
-    """Root of every error prefixkey raises."""
+    """Root of every error prefixkey raises.
+
+    ``field`` names the request field at fault, where there is one.
+    """
+
+    field: str | None = None
 
 
 class InvalidRequestError(PrefixKeyError, ValueError):
@@ -30,7 +35,7 @@ class InvalidRequestError(PrefixKeyError, ValueError):
     """
 
     def __init__(self, field: str, message: str, *, position: int | None = None) -> None:
-        self.field = field
+        self.field: str | None = field
         self.position = position
         where = field if position is None else f"{field}[{position}]"
         self.reason = message
@@ -44,9 +49,13 @@ class MalformedJSONError(PrefixKeyError, ValueError):
 class UnknownVersionError(PrefixKeyError, ValueError):
     """A vLLM version string is malformed or names a release with no known scheme."""
 
+    field = "vllm_version"
+
 
 class UnknownAlgorithmError(PrefixKeyError, ValueError):
     """The hash algorithm is not one the chosen release offers."""
+
+    field = "hash_algo"
 
 
 class UnreproducibleKeysError(PrefixKeyError):
@@ -55,3 +64,5 @@ class UnreproducibleKeysError(PrefixKeyError):
     Returning a key here would be returning a key that cannot match, so
     prefixkey refuses and says what the operator can set to fix it.
     """
+
+    field = "python_hash_seed"

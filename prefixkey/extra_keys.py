@@ -13,14 +13,19 @@ For a block covering tokens ``[start, end)`` vLLM lists, in this order:
 
 An empty list becomes ``None``, never ``()``. KV events publish an untagged
 form of the same keys (:func:`event_extra_keys`).
+
+The keys are built with the object identity the engine core has, because the
+pickle algorithms depend on it (pickle back-references a repeated object): the
+tags are shared literals, and every data string is decoded afresh from UTF-8,
+as msgpack delivers it to the engine (CPython still returns its shared objects
+for ``""`` and one-character Latin-1 strings, exactly as it does there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Final, TypeAlias
 
-from .request import MMItem, Request
+from .request import Request
 
 __all__ = [
     "CACHE_SALT_TAG",
@@ -29,6 +34,7 @@ __all__ = [
     "PROMPT_EMBEDS_TAG",
     "BlockExtraKeys",
     "ExtraKeysBuilder",
+    "engine_string",
     "event_extra_keys",
 ]
 
@@ -42,51 +48,54 @@ ExtraKey: TypeAlias = tuple[str | int | bytes | None, ...]
 BlockExtraKeys: TypeAlias = "tuple[ExtraKey, ...] | None"
 
 
+def engine_string(value: str | None) -> str | None:
+    """``value`` as its own object, the way msgpack decoding hands it to the engine."""
+    return None if value is None else value.encode("utf-8").decode("utf-8")
+
+
 class ExtraKeysBuilder:
     """Builds one request's per-block extra keys; holds what does not change per block."""
 
-    __slots__ = ("_lora", "_mm_cursor", "_mm_items", "_plain", "_prompt_embeds", "_salt")
+    __slots__ = ("_lora", "_mm_cursor", "_mm_items", "_prompt_embeds", "_salt", "plain",
+                 "plain_start")
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, block_size: int) -> None:
         lora = request.lora
         self._lora: tuple[ExtraKey, ...] = ()
         if lora is not None:
-            self._lora = ((LORA_TAG, lora.name, lora.path),)
-        self._mm_items: Sequence[MMItem] = request.mm_items
+            self._lora = ((LORA_TAG, engine_string(lora.name), engine_string(lora.path)),)
+        self._mm_items = [
+            (item.offset, item.end, engine_string(item.identifier)) for item in request.mm_items
+        ]
         self._mm_cursor = 0
-        self._salt: tuple[ExtraKey, ...] = (
-            ((CACHE_SALT_TAG, request.cache_salt),) if request.cache_salt else ()
-        )
+        self._salt: tuple[ExtraKey, ...] = ()
+        if request.cache_salt:
+            self._salt = ((CACHE_SALT_TAG, engine_string(request.cache_salt)),)
         self._prompt_embeds = request.prompt_embeds
         #: The keys of a block with no salt, item or embeddings in it.
-        self._plain: BlockExtraKeys = self._lora or None
-
-    def plain_from(self, start: int) -> bool:
-        """True when every block from ``start`` on has the same keys, :attr:`plain`."""
-        return (
-            start > 0
-            and self._prompt_embeds is None
-            and (not self._mm_items or self._mm_items[-1].end <= start)
-        )
-
-    @property
-    def plain(self) -> BlockExtraKeys:
-        return self._plain
+        self.plain: BlockExtraKeys = self._lora or None
+        #: Every block from here on has the keys :attr:`plain` (None: no block has).
+        self.plain_start: int | None = None
+        if self._prompt_embeds is None:
+            mm_end = self._mm_items[-1][1] if self._mm_items else 0
+            first = block_size if self._salt else 0
+            self.plain_start = max(first, -(-mm_end // block_size) * block_size)
 
     def block(self, start: int, end: int) -> BlockExtraKeys:
         """The extra keys of block ``[start, end)``; blocks are asked for in order."""
+        items, i = self._mm_items, self._mm_cursor
+        # Items that ended before this block are never needed again: vLLM 0.31
+        # resumes at the first item whose end is past ``start`` too.
+        while i < len(items) and items[i][1] <= start:
+            i += 1
+        self._mm_cursor = i
+        if start and self._prompt_embeds is None and (i == len(items) or items[i][0] >= end):
+            return self.plain
         keys: list[ExtraKey] = list(self._lora)
-        items = self._mm_items
-        if items:
-            # Items that ended before this block are never needed again: vLLM
-            # 0.31 resumes at the first item whose end is past ``start`` too.
-            i = self._mm_cursor
-            while i < len(items) and items[i].end <= start:
-                i += 1
-            self._mm_cursor = i
-            while i < len(items) and items[i].offset < end:
-                keys.append((MM_TAG, items[i].identifier, items[i].offset - start))
-                i += 1
+        while i < len(items) and items[i][0] < end:
+            offset, _, identifier = items[i]
+            keys.append((MM_TAG, identifier, offset - start))
+            i += 1
         if start == 0:
             keys.extend(self._salt)
         if self._prompt_embeds is not None:

@@ -100,13 +100,13 @@ class RequestBlockHasher:
     :attr:`block_hashes` and :attr:`extra_keys` hold one entry per full block.
     """
 
-    __slots__ = ("_extra", "_hasher", "_tails", "_tokens", "block_hashes", "extra_keys")
+    __slots__ = ("_extra", "_hasher", "_plain_tail", "_tokens", "block_hashes", "extra_keys")
 
     def __init__(self, hasher: Hasher, request: Request) -> None:
         check_token_ids(request.token_ids)
         self._hasher = hasher
-        self._extra = ExtraKeysBuilder(request)
-        self._tails: dict[BlockExtraKeys, Any] = {}
+        self._extra = ExtraKeysBuilder(request, hasher.block_size)
+        self._plain_tail: Any = None
         self._tokens: list[bytes] = hasher._encode_tokens(request.token_ids)
         self.block_hashes: list[bytes] = []
         self.extra_keys: list[BlockExtraKeys] = []
@@ -124,33 +124,31 @@ class RequestBlockHasher:
         self._tokens.extend(self._hasher._encode_tokens(token_ids))
         return self._hash_new_blocks()
 
-    def _tail(self, keys: BlockExtraKeys) -> Any:
-        tail = self._tails.get(keys)
-        if tail is None:
-            tail = self._tails[keys] = self._hasher._encode_tail(keys)
-        return tail
-
     def _hash_new_blocks(self) -> list[bytes]:
         hasher = self._hasher
         size = hasher.block_size
         start = len(self.block_hashes) * size
-        num_tokens = len(self._tokens)
-        chain, digest, tokens, extra = hasher._chain, hasher._digest, self._tokens, self._extra
+        stop = len(self._tokens) - size + 1
+        extra = self._extra
         parent = self.block_hashes[-1] if self.block_hashes else hasher.none_hash.value
-        new: list[bytes] = []
-        # Blocks with mm items, the salt or embeddings: keys per block.
-        while start + size <= num_tokens and not extra.plain_from(start):
-            keys = extra.block(start, start + size)
-            new += chain(parent, tokens, range(start, start + 1), size, self._tail(keys), digest)
-            parent = new[-1]
-            self.extra_keys.append(keys)
-            start += size
-        # The rest share one set of keys (LoRA or none) and one encoded tail.
-        starts = range(start, num_tokens - size + 1, size)
-        if starts:
-            new += chain(parent, tokens, starts, size, self._tail(extra.plain), digest)
-            self.extra_keys.extend([extra.plain] * len(starts))
-        self.block_hashes.extend(new)
+        # Blocks with mm items, the salt or embeddings get keys of their own;
+        # the rest share one set (LoRA or none) encoded once.
+        plain_start = stop if extra.plain_start is None else max(start, extra.plain_start)
+        own = range(start, min(plain_start, stop), size)
+        keys = [extra.block(s, s + size) for s in own]
+        tails: list[Any] = list(map(hasher._encode_tail, keys))
+        shared = range(own.stop if own else start, stop, size)
+        if shared:
+            if self._plain_tail is None:
+                self._plain_tail = hasher._encode_tail(extra.plain)
+            keys += [extra.plain] * len(shared)
+            tails += [self._plain_tail] * len(shared)
+        new = hasher._chain(
+            parent, self._tokens, range(start, max(start, stop), size), size, tails,
+            hasher._digest,
+        )
+        self.block_hashes += new
+        self.extra_keys += keys
         return new
 
 

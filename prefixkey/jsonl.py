@@ -101,7 +101,7 @@ def _parse_mm_items(value: Any) -> tuple[MMItem, ...]:
             items.append(MMItem(item["identifier"], item["offset"], item["length"]))
         except InvalidRequestError as exc:
             raise InvalidRequestError(
-                exc.field.replace("mm_items.", f"mm_items[{i}]."), exc.reason
+                (exc.field or "mm_items").replace("mm_items.", f"mm_items[{i}]."), exc.reason
             ) from None
     return tuple(items)
 
@@ -143,8 +143,12 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
     warnings = [f"unknown field {name!r} ignored" for name in obj if name not in _KNOWN_FIELDS]
     if obj.get("engine_python") is not None:
         warnings.append("engine_python matters only for builtin hash() eras; ignored")
-    if obj.get("lookahead", 0) not in (0, None):
-        raise InvalidRequestError("lookahead", "lookahead hashing (vLLM 0.33) is not supported")
+    lookahead = obj.get("lookahead")
+    if lookahead is not None and (type(lookahead) is not int or lookahead != 0):
+        raise InvalidRequestError(
+            "lookahead", f"must be 0 (lookahead hashing of vLLM 0.33 is not supported), "
+            f"got {lookahead!r}"
+        )
     if "token_ids" not in obj:
         raise InvalidRequestError("token_ids", "is required")
     token_ids = _int_list(obj, "token_ids")
@@ -153,7 +157,9 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
     block_size = obj.get("block_size")
     if block_size is None:
         raise InvalidRequestError("block_size", "is required (the engine's hash block size)")
-    version = _get(obj, "vllm_version", str, DEFAULT_VLLM_VERSION)
+    version = _get(obj, "vllm_version", str, None)
+    if version is None:  # absent or null: the default release
+        version = DEFAULT_VLLM_VERSION
     algo = _get(obj, "hash_algo", str, None)
     seed = _get(obj, "python_hash_seed", str, None)
     if type(block_size) is not int or block_size < 1:
@@ -265,7 +271,7 @@ def error_record(exc: PrefixKeyError, request_id: Any, line: int | None) -> dict
         "error": {
             "type": type(exc).__name__,
             "message": str(exc),
-            "field": getattr(exc, "field", None),
+            "field": exc.field,
             "line": line,
         },
     }

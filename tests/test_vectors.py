@@ -22,7 +22,7 @@ from prefixkey.schemes import KNOWN_RELEASES
 HERE = Path(__file__).parent
 OWN = sorted((HERE / "vectors").glob("*.jsonl"))
 PUBLIC_DIR = HERE.parent.parent / "shared" / "vectors-public"
-PUBLIC = [PUBLIC_DIR / f"{v}.jsonl" for v in KNOWN_RELEASES if (PUBLIC_DIR / f"{v}.jsonl").exists()]
+PUBLIC = [p for p in (PUBLIC_DIR / f"{v}.jsonl" for v in KNOWN_RELEASES) if p.exists()]
 
 COMPARED = (
     "block_hashes", "none_hash", "extra_keys", "event_extra_keys", "block_hashes_int64",

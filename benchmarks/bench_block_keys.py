@@ -1,0 +1,535 @@
+"""Block-key throughput: vLLM 0.31.0's own hasher vs prefixkey vs the bare digest.
+
+Run from the repository root::
+
+    python benchmarks/bench_block_keys.py            # full run (1k, 8k, 32k, 128k tokens)
+    python benchmarks/bench_block_keys.py --quick    # 1k and 8k only
+    python benchmarks/bench_block_keys.py --out benchmarks/RESULTS.md --profile
+
+Every row is measured in one process on one input:
+
+(a) **vLLM**: the real ``get_request_block_hasher(block_size, hash_fn)`` of vLLM
+    0.31.0 (loaded from the cached wheel by ``tools/vllm_loader.py``), called on a
+    fresh fake request per repetition. Requests are built outside the timed region
+    with no block hasher attached, so their ``block_hashes`` start empty and the
+    timed call hashes every full block.
+(b) **prefixkey**: ``Hasher(...)`` built once, then
+    ``hasher.block_hashes(Request(token_ids, ...))`` per repetition (building the
+    ``Request`` is inside the timed region).
+(c) **floor**: the bare digest (``hashlib.sha256(b).digest()`` or
+    ``xxhash.xxh3_128_digest(b)``) over the per-block bytes that vLLM serializes,
+    prepared once outside the timed region with ``pickle.dumps(obj, 5)`` /
+    ``cbor2.dumps(obj, canonical=True)`` of the exact tuples vLLM hashes.
+
+Before a row is timed, (a) and (b) must produce identical keys and the floor
+digests must reproduce them too; otherwise the script aborts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import hashlib
+import io
+import math
+import os
+import pickle
+import platform
+import pstats
+import random
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+VLLM_VERSION = "0.31.0"
+SEED = "0"  # python_hash_seed for every algorithm, so xxhash NONE_HASH is reproducible
+TOKEN_SEED = 20240531
+VOCAB = 128_000
+ALGOS = ("sha256", "sha256_cbor", "xxhash", "xxhash_cbor")
+BLOCK_SIZES = (16, 64)
+FULL_LENGTHS = (1024, 8192, 32768, 131072)
+QUICK_LENGTHS = (1024, 8192)
+REPEAT = 3  # best of REPEAT runs
+TARGET_S = 0.2  # seconds per run
+TARGET_S_LONG = 0.1  # seconds per run for 128k-token rows
+
+LORA_NAME, LORA_PATH, LORA_ID = "sql-adapter", "/adapters/sql", 1
+CACHE_SALT = "tenant-7f3a"
+# Two multimodal items early in the prompt (they fit inside the 1k prompt).
+MM_ITEMS = (
+    (hashlib.sha256(b"image-0").hexdigest(), 100, 256),
+    (hashlib.sha256(b"image-1").hexdigest(), 600, 300),
+)
+
+
+def _label(n: int) -> str:
+    return f"{n // 1024}k"
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def best_per_call(
+    prepare: Callable[[int], Any], run: Callable[[Any], None], single_s: float, target: float
+) -> tuple[float, int]:
+    """timeit-style: ``number`` calls per run (about ``target`` s), best of REPEAT runs.
+
+    ``prepare(number)`` builds the inputs of one run outside the timed region;
+    ``run(state)`` makes ``number`` calls. Returns (seconds per call, number).
+    """
+    number = max(1, math.ceil(target / max(single_s, 1e-9)))
+    best = math.inf
+    for _ in range(REPEAT):
+        state = prepare(number)
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            run(state)
+            elapsed = time.perf_counter() - t0
+        finally:
+            gc.enable()
+        del state
+        best = min(best, elapsed / number)
+    return best, number
+
+
+def time_once(fn: Callable[[], Any]) -> tuple[float, Any]:
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        out = fn()
+        return time.perf_counter() - t0, out
+    finally:
+        gc.enable()
+
+
+# --------------------------------------------------------------------------- rows
+
+
+@dataclass
+class Row:
+    tokens: int
+    block_size: int
+    algo: str
+    extras: bool
+    blocks: int
+    vllm_us: float
+    prefixkey_us: float
+    floor_us: float
+    reps: tuple[int, int, int]
+
+    @property
+    def speedup(self) -> float:
+        return self.vllm_us / self.prefixkey_us
+
+    @property
+    def floor_ratio(self) -> float:
+        return self.prefixkey_us / self.floor_us
+
+    @property
+    def blocks_per_s(self) -> float:
+        return self.blocks / (self.prefixkey_us * 1e-6)
+
+    @property
+    def flagged(self) -> bool:
+        """Below the expected speed-up: < 2x (pickle) or < 3x (CBOR)."""
+        return self.speedup < (3.0 if self.algo.endswith("_cbor") else 2.0)
+
+
+class Bench:
+    def __init__(self) -> None:
+        import cbor2
+        import xxhash
+
+        import prefixkey
+        from tools.vllm_loader import load_vllm
+
+        self.pk = prefixkey
+        self.vh = load_vllm(VLLM_VERSION)
+        self.cbor_dumps = cbor2.dumps
+        self.xxh = xxhash.xxh3_128_digest
+        rng = random.Random(TOKEN_SEED)
+        self.all_tokens = [rng.randrange(VOCAB) for _ in range(max(FULL_LENGTHS))]
+
+    # -- inputs
+
+    def vllm_kwargs(self, extras: bool) -> dict[str, Any]:
+        if not extras:
+            return {}
+        return {
+            "lora": (LORA_NAME, LORA_ID, LORA_PATH),
+            "cache_salt": CACHE_SALT,
+            "mm_items": MM_ITEMS,
+        }
+
+    def pk_kwargs(self, extras: bool) -> dict[str, Any]:
+        if not extras:
+            return {}
+        pk = self.pk
+        return {
+            "lora": pk.LoRA(LORA_NAME, LORA_PATH, LORA_ID),
+            "cache_salt": CACHE_SALT,
+            "mm_items": tuple(pk.MMItem(i, o, n) for i, o, n in MM_ITEMS),
+        }
+
+    def floor_digest(self, algo: str) -> Callable[[bytes], bytes]:
+        if algo.startswith("sha256"):
+            sha = hashlib.sha256
+            return lambda b: sha(b).digest()
+        return self.xxh
+
+    def serialize(self, algo: str, obj: Any) -> bytes:
+        if algo.endswith("_cbor"):
+            return bytes(self.cbor_dumps(obj, canonical=True))
+        return pickle.dumps(obj, 5)
+
+    # -- one row
+
+    def row(self, n: int, bs: int, algo: str, extras: bool) -> Row:
+        vh, pk = self.vh, self.pk
+        tokens = self.all_tokens[:n]
+        target = TARGET_S_LONG if n > 32768 else TARGET_S
+        none_hash = vh.init_none_hash(algo, SEED)
+        vllm_hasher = vh.request_block_hasher(bs, algo)
+        vkw = self.vllm_kwargs(extras)
+        pkw = self.pk_kwargs(extras)
+        hasher = pk.Hasher(
+            block_size=bs, hash_algo=algo, python_hash_seed=SEED, vllm_version=VLLM_VERSION
+        )
+        Request = pk.Request
+        hasher_block_hashes = hasher.block_hashes
+
+        def new_vllm_request() -> Any:
+            req = vh.make_request(tokens, block_hasher=None, **vkw)
+            if req.block_hashes:
+                raise AssertionError("fake request must start with no block hashes")
+            return req
+
+        # ---- correctness gate (abort loudly on any mismatch)
+        if hasher.none_hash.value != none_hash:
+            raise SystemExit(f"NONE_HASH mismatch for {algo}: prefixkey != vLLM")
+        req = new_vllm_request()
+        with vh.capture_hash_block_calls() as calls:
+            vllm_keys = [bytes(k) for k in vllm_hasher(req)]
+        pk_keys = hasher_block_hashes(Request(tokens, **pkw))
+        blocks = n // bs
+        if len(vllm_keys) != blocks or pk_keys != vllm_keys:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(vllm_keys, pk_keys, strict=False)) if a != b),
+                min(len(vllm_keys), len(pk_keys)),
+            )
+            raise SystemExit(
+                f"KEY MISMATCH: tokens={n} bs={bs} algo={algo} extras={extras}: "
+                f"vLLM {len(vllm_keys)} keys, prefixkey {len(pk_keys)} keys, "
+                f"first difference at block {first}"
+            )
+        # The floor's inputs: the exact tuples vLLM hashed, serialized once.
+        blobs: list[bytes] = []
+        for call in calls:
+            parent = call.parent if call.parent else none_hash
+            blobs.append(self.serialize(algo, (parent, call.tokens, call.extra_keys)))
+        digest = self.floor_digest(algo)
+        if [digest(b) for b in blobs] != vllm_keys:
+            raise SystemExit(f"floor bytes do not reproduce vLLM's keys ({algo}, bs={bs})")
+        del req, calls, pk_keys
+
+        # ---- (a) vLLM: fresh requests built outside the timed region
+        def vllm_prepare(number: int) -> list[Any]:
+            return [new_vllm_request() for _ in range(number)]
+
+        def vllm_run(reqs: list[Any]) -> None:
+            for r in reqs:
+                vllm_hasher(r)
+
+        probe = new_vllm_request()
+        t_v, _ = time_once(lambda: vllm_hasher(probe))
+        vllm_s, vllm_n = best_per_call(vllm_prepare, vllm_run, t_v, target)
+
+        # ---- (b) prefixkey
+        def pk_run(number: int) -> None:
+            for _ in range(number):
+                hasher_block_hashes(Request(tokens, **pkw))
+
+        t_p, _ = time_once(lambda: pk_run(1))
+        pk_s, pk_n = best_per_call(lambda k: k, pk_run, t_p, target)
+
+        # ---- (c) floor
+        if algo.startswith("sha256"):
+            sha = hashlib.sha256
+
+            def floor_run(number: int) -> None:
+                for _ in range(number):
+                    for b in blobs:
+                        sha(b).digest()
+        else:
+            xxh = self.xxh
+
+            def floor_run(number: int) -> None:
+                for _ in range(number):
+                    for b in blobs:
+                        xxh(b)
+
+        t_f, _ = time_once(lambda: floor_run(1))
+        floor_s, floor_n = best_per_call(lambda k: k, floor_run, t_f, target)
+
+        return Row(
+            n,
+            bs,
+            algo,
+            extras,
+            blocks,
+            vllm_s * 1e6,
+            pk_s * 1e6,
+            floor_s * 1e6,
+            (vllm_n, pk_n, floor_n),
+        )
+
+    def profile(self, row: Row, top: int = 12) -> str:
+        """cProfile of prefixkey alone on one row (tottime-sorted summary)."""
+        tokens = self.all_tokens[: row.tokens]
+        hasher = self.pk.Hasher(
+            block_size=row.block_size,
+            hash_algo=row.algo,
+            python_hash_seed=SEED,
+            vllm_version=VLLM_VERSION,
+        )
+        pkw = self.pk_kwargs(row.extras)
+        Request = self.pk.Request
+        reps = max(1, min(200, math.ceil(0.3 / (row.prefixkey_us * 1e-6))))
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(reps):
+            hasher.block_hashes(Request(tokens, **pkw))
+        prof.disable()
+        buf = io.StringIO()
+        stats = pstats.Stats(prof, stream=buf)
+        stats.strip_dirs().sort_stats("tottime").print_stats(top)
+        return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- report
+
+HEADER = (
+    "tokens",
+    "block",
+    "algo",
+    "extras",
+    "blocks",
+    "vLLM µs/req",
+    "prefixkey µs/req",
+    "floor µs/req",
+    "speed-up",
+    "pk/floor",
+    "pk blocks/s",
+)
+
+
+def cells(r: Row) -> list[str]:
+    mark = " *" if r.flagged else ""
+    return [
+        _label(r.tokens),
+        str(r.block_size),
+        r.algo,
+        "with" if r.extras else "none",
+        str(r.blocks),
+        f"{r.vllm_us:,.1f}",
+        f"{r.prefixkey_us:,.1f}",
+        f"{r.floor_us:,.1f}",
+        f"{r.speedup:.2f}x{mark}",
+        f"{r.floor_ratio:.2f}",
+        f"{r.blocks_per_s / 1e6:.2f} M",
+    ]
+
+
+def text_table(rows: Sequence[Row]) -> str:
+    data = [list(HEADER)] + [cells(r) for r in rows]
+    widths = [max(len(line[i]) for line in data) for i in range(len(HEADER))]
+    out = []
+    for k, line in enumerate(data):
+        out.append("  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)))
+        if k == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def md_table(rows: Sequence[Row]) -> str:
+    out = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    out += ["| " + " | ".join(cells(r)) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def machine_info() -> dict[str, str]:
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+
+    def ver(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    src = sorted((REPO / "prefixkey").glob("*.py"))
+    digest = hashlib.sha256()
+    for f in src:
+        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    newest = max(src, key=lambda f: f.stat().st_mtime)
+    mtime = datetime.fromtimestamp(newest.stat().st_mtime, timezone.utc)
+    return {
+        "CPU": cpu,
+        "cores (os.cpu_count)": str(os.cpu_count()),
+        "Python": f"{platform.python_implementation()} {platform.python_version()}",
+        "platform": platform.platform(),
+        "xxhash": ver("xxhash"),
+        "cbor2": ver("cbor2"),
+        "prefixkey": ver("prefixkey"),
+        "prefixkey sources (sha256 of prefixkey/*.py)": (
+            f"{digest.hexdigest()[:16]} (newest file {newest.name}, "
+            f"modified {mtime:%Y-%m-%d %H:%M:%S} UTC)"
+        ),
+        "vLLM (hashing code loaded from wheel)": VLLM_VERSION,
+    }
+
+
+def write_markdown(
+    path: Path,
+    rows: Sequence[Row],
+    command: str,
+    started: datetime,
+    wall: float,
+    profiles: dict[str, str],
+    info: dict[str, str],
+) -> None:
+    flagged = [r for r in rows if r.flagged]
+    lines = [
+        "# Block-key throughput: vLLM 0.31.0 vs prefixkey",
+        "",
+        f"- Date: {started.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+        f"- Command: `{command}`",
+        f"- Wall time: {wall:.0f} s",
+        *(f"- {k}: {v}" for k, v in info.items()),
+        "",
+        "Each row: one prompt of random token ids in [0, 128000) (fixed seed), hashed by "
+        "(a) vLLM 0.31.0's real `get_request_block_hasher` on a fresh fake request, "
+        "(b) `prefixkey.Hasher.block_hashes(Request(...))`, and (c) the bare digest over "
+        "pre-serialized per-block bytes (the floor). Times are µs per request, best of "
+        f"{REPEAT} runs of timeit-style repetition (~{TARGET_S} s per run, "
+        f"~{TARGET_S_LONG} s for 128k), GC disabled while timing. `python_hash_seed` "
+        f'is "{SEED}" for every algorithm. Keys of (a) and (b) were asserted identical '
+        "before each row was timed.",
+        "",
+        "`extras = with`: LoRA `sql-adapter` (`/adapters/sql`), a cache salt, and two "
+        "multimodal items at offsets 100 (length 256) and 600 (length 300).",
+        "",
+        "`speed-up` = vLLM / prefixkey (higher is better); `pk/floor` = prefixkey / floor "
+        "(1.0 would mean prefixkey costs no more than the digest alone). A `*` marks rows "
+        "below the expected speed-up (< 2x for pickle algorithms, < 3x for CBOR).",
+        "",
+        md_table(rows),
+        "",
+    ]
+    if flagged:
+        lines += ["## Rows below the expected speed-up", ""]
+        lines += [
+            f"- {_label(r.tokens)} tokens, block {r.block_size}, {r.algo}, extras "
+            f"{'with' if r.extras else 'none'}: {r.speedup:.2f}x"
+            for r in flagged
+        ]
+        lines.append("")
+    else:
+        lines += ["All rows reach the expected speed-up (>= 2x pickle, >= 3x CBOR).", ""]
+    if profiles:
+        lines += ["## cProfile of prefixkey on flagged rows", ""]
+        for title, text in profiles.items():
+            lines += [f"### {title}", "", "```", text.strip(), "```", ""]
+    path.write_text("\n".join(lines))
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="only 1k and 8k token prompts")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "benchmarks" / "RESULTS.md",
+        help="markdown report to write (default: benchmarks/RESULTS.md)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile prefixkey on rows below the expected speed-up and add it to the report",
+    )
+    args = parser.parse_args(argv)
+    command = shlex.join(["python", *sys.argv]) if argv is None else shlex.join(argv)
+
+    started = datetime.now(timezone.utc).astimezone()
+    info = machine_info()  # taken before importing prefixkey: the sources it measures
+    t_start = time.perf_counter()
+    bench = Bench()
+    lengths = QUICK_LENGTHS if args.quick else FULL_LENGTHS
+    rows: list[Row] = []
+    total = len(lengths) * len(BLOCK_SIZES) * len(ALGOS) * 2
+    for n in lengths:
+        for bs in BLOCK_SIZES:
+            for algo in ALGOS:
+                for extras in (False, True):
+                    r = bench.row(n, bs, algo, extras)
+                    rows.append(r)
+                    print(
+                        f"[{len(rows):2d}/{total}] {_label(n):>4} bs={bs:<2} {algo:<11} "
+                        f"extras={'with' if extras else 'none'}: vLLM {r.vllm_us:,.1f} µs, "
+                        f"prefixkey {r.prefixkey_us:,.1f} µs, floor {r.floor_us:,.1f} µs "
+                        f"-> {r.speedup:.2f}x",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    print(text_table(rows))
+
+    profiles: dict[str, str] = {}
+    flagged = [r for r in rows if r.flagged]
+    if flagged:
+        print("\nRows below the expected speed-up (< 2x pickle, < 3x CBOR):")
+        for r in flagged:
+            print(f"  {' '.join(cells(r)[:4])}: {r.speedup:.2f}x")
+    if args.profile:
+        for r in flagged:
+            title = (
+                f"{_label(r.tokens)} tokens, block {r.block_size}, {r.algo}, extras "
+                f"{'with' if r.extras else 'none'} ({r.speedup:.2f}x)"
+            )
+            profiles[title] = bench.profile(r)
+            print(f"\n== cProfile: {title}\n{profiles[title]}")
+
+    wall = time.perf_counter() - t_start
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    key = "prefixkey sources (sha256 of prefixkey/*.py)"
+    if machine_info()[key] != info[key]:
+        info["WARNING"] = "prefixkey/*.py changed while this benchmark ran"
+        print(f"WARNING: {info['WARNING']}", file=sys.stderr)
+    write_markdown(args.out, rows, command, started, wall, profiles, info)
+    print(f"\nwrote {args.out} ({wall:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
