@@ -23,16 +23,17 @@ __all__ = ["ALGORITHMS", "CBOR", "PICKLE", "HashAlgorithm", "Serializer"]
 class Serializer:
     """How a serialization format encodes the hashed block tuple.
 
-    ``encode_tokens`` prepares a request's token ids once, ``encode_extra_keys_tail``
+    ``encode_tokens`` prepares a request's token ids once (into a container with
+    ``len`` and ``extend``, which later appends go through), ``encode_extra_keys_tail``
     one block's extra keys, and ``chain`` computes a run of keys:
     ``chain(parent, tokens, starts, size, tails, digest)``, one tail per start.
     """
 
     name: str
-    encode_tokens: Callable[[Sequence[int]], list[Any]]
+    encode_tokens: Callable[[Sequence[int]], Any]
     encode_extra_keys_tail: Callable[[tuple[Any, ...] | None], Any]
     chain: Callable[
-        [bytes, Sequence[Any], range, int, Iterable[Any], Callable[[bytes], bytes]], list[bytes]
+        [bytes, Any, range, int, Iterable[Any], Callable[[bytes], bytes]], list[bytes]
     ]
     #: Serialize one plain value (the NONE_HASH seed string).
     dumps: Callable[[Any], bytes]

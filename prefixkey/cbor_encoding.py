@@ -10,10 +10,12 @@ are the same object.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-__all__ = ["chain", "dumps", "encode_extra_keys_tail", "encode_tokens"]
+__all__ = ["TokenStream", "chain", "dumps", "encode_extra_keys_tail", "encode_tokens"]
 
 _NULL: Final = b"\xf6"
 _ARRAY3: Final = b"\x83"
@@ -49,23 +51,100 @@ def encode_int(value: int) -> bytes:
     return bytes((tag,)) + _head(2, len(payload)) + payload
 
 
-_TABLE_SIZE: Final = 1 << 18
-_table: list[bytes] = []
+def _lookup(*values: int) -> bytes:
+    """A ``bytes.translate`` table mapping 0, 1, 2, … to ``values`` (and the rest to 0)."""
+    return bytes(values) + bytes(256 - len(values))
 
 
-def _token_table() -> list[bytes]:
-    if not _table:
-        _table.extend(_head(0, i) for i in range(_TABLE_SIZE))
-    return _table
+_NONZERO: Final = _lookup(0, *[1] * 255)
+_AT_LEAST_24: Final = _lookup(*[0] * 24, *[1] * 232)
+# By width class (0: < 24, 1: < 2**8, 2: < 2**16, 3: < 2**32) of a token id:
+_HEAD: Final = _lookup(0, 0x18, 0x19, 0x1A)
+_DROP_HEAD: Final = _lookup(0xFF)
+_DROP_HIGH16: Final = _lookup(0xFF, 0xFF, 0xFF)
+_DROP_BYTE1: Final = _lookup(0xFF, 0xFF)
+_WIDTH: Final = _lookup(1, 2, 3, 5)
 
 
-def encode_tokens(token_ids: Sequence[int]) -> list[bytes]:
-    """Per-token encodings; callers have checked the ids are non-negative ints."""
-    table = _token_table()
-    try:
-        return list(map(table.__getitem__, token_ids))
-    except IndexError:
-        return [table[t] if t < _TABLE_SIZE else encode_int(t) for t in token_ids]
+def _encode_uint32s(token_ids: Sequence[int]) -> tuple[bytes, bytes]:
+    """CBOR of many ids below 2**32, concatenated, and each one's width, at C speed.
+
+    A lookup per token would touch a table entry per id at random, which is
+    slow for long prompts; instead every step here is one pass of a C
+    routine over the whole request. Each id becomes five UTF-16 code units,
+    ``[head, b3, b2, b1, b0]`` of its big-endian bytes, where a unit that the
+    minimal-length encoding does not use is U+FF00; deleting those and
+    encoding as Latin-1 leaves the CBOR bytes. OverflowError for larger ids.
+    """
+    n = len(token_ids)
+    words = array("I", token_ids)  # OverflowError outside [0, 2**32)
+    if words.itemsize != 4:  # pragma: no cover - every supported platform
+        raise OverflowError("no 32-bit array type")
+    if sys.byteorder == "little":
+        words.byteswap()
+    raw = words.tobytes()
+    b3, b2, b1, b0 = raw[0::4], raw[1::4], raw[2::4], raw[3::4]
+
+    def num(plane: bytes) -> int:
+        return int.from_bytes(plane, "little")
+
+    high16 = num(b3) | num(b2)
+    from_2_16 = high16.to_bytes(n, "little").translate(_NONZERO)
+    from_2_8 = (high16 | num(b1)).to_bytes(n, "little").translate(_NONZERO)
+    from_24 = num(from_2_8) | num(b0.translate(_AT_LEAST_24))
+    width_class = (from_24 + num(from_2_8) + num(from_2_16)).to_bytes(n, "little")
+    units = bytearray(10 * n)
+    units[0::10] = width_class.translate(_HEAD)
+    units[1::10] = width_class.translate(_DROP_HEAD)
+    drop_high16 = width_class.translate(_DROP_HIGH16)
+    units[2::10], units[3::10] = b3, drop_high16
+    units[4::10], units[5::10] = b2, drop_high16
+    units[6::10], units[7::10] = b1, width_class.translate(_DROP_BYTE1)
+    units[8::10] = b0
+    data = units.decode("utf-16-le").replace("\uff00", "").encode("latin-1")
+    return data, width_class.translate(_WIDTH)
+
+
+class TokenStream:
+    """A request's token ids as concatenated CBOR, with each id's width in bytes."""
+
+    __slots__ = ("_data", "_mark", "_widths")
+
+    def __init__(self, token_ids: Sequence[int] = ()) -> None:
+        self._data = bytearray()
+        self._widths = bytearray()
+        self._mark = (0, 0)  # (token index, byte offset) last asked for
+        self.extend(token_ids)
+
+    def __len__(self) -> int:
+        return len(self._widths)
+
+    def __bytes__(self) -> bytes:
+        return bytes(self._data)
+
+    def extend(self, token_ids: Sequence[int]) -> None:
+        try:
+            data, widths = _encode_uint32s(token_ids)
+        except OverflowError:  # ids of 2**32 and beyond: one at a time
+            encoded = [encode_int(t) for t in token_ids]
+            data, widths = b"".join(encoded), bytes(map(len, encoded))
+        self._data += data
+        self._widths += widths
+
+    def offset(self, index: int) -> int:
+        """Byte offset of token ``index``; cheap when asked in increasing order."""
+        start, offset = self._mark
+        if index < start:
+            start, offset = 0, 0
+        offset += sum(self._widths[start:index])
+        self._mark = (index, offset)
+        return offset
+
+
+
+def encode_tokens(token_ids: Sequence[int]) -> TokenStream:
+    """The request's tokens as a :class:`TokenStream`; ids are checked non-negative ints."""
+    return TokenStream(token_ids)
 
 
 def _encode(obj: Any, out: list[bytes]) -> None:
@@ -134,7 +213,7 @@ def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> bytes:
 
 def chain(
     parent: bytes,
-    tokens: Sequence[bytes],
+    tokens: TokenStream,
     starts: range,
     size: int,
     tails: Iterable[bytes],
@@ -142,16 +221,20 @@ def chain(
 ) -> list[bytes]:
     """Keys of the blocks starting at ``starts``, with encoded extra keys ``tails``.
 
-    ``tokens`` are the per-token encodings from :func:`encode_tokens`. Each
-    key is the digest of the CBOR array ``[parent, [tokens…], extra_keys]`` and
-    the parent of the next; every parent has the length of the first.
+    Each key is the digest of the CBOR array ``[parent, [tokens…], extra_keys]``
+    and the parent of the next; every parent has the length of the first.
     """
     join = b"".join
     opening = _ARRAY3 + _head(2, len(parent))
     tokens_head = _head(4, size)
+    data, widths = tokens._data, tokens._widths
+    offset = tokens.offset(starts.start) if starts else 0
     keys = []
     for start, tail in zip(starts, tails, strict=True):
-        block = join(tokens[start : start + size])
-        parent = digest(join((opening, parent, tokens_head, block, tail)))
+        end = offset + sum(widths[start : start + size])
+        parent = digest(join((opening, parent, tokens_head, data[offset:end], tail)))
+        offset = end
         keys.append(parent)
+    if starts:
+        tokens._mark = (starts[-1] + size, offset)
     return keys

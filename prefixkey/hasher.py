@@ -107,7 +107,7 @@ class RequestBlockHasher:
         self._hasher = hasher
         self._extra = ExtraKeysBuilder(request, hasher.block_size)
         self._plain_tail: Any = None
-        self._tokens: list[bytes] = hasher._encode_tokens(request.token_ids)
+        self._tokens: Any = hasher._encode_tokens(request.token_ids)
         self.block_hashes: list[bytes] = []
         self.extra_keys: list[BlockExtraKeys] = []
         self._hash_new_blocks()
@@ -121,7 +121,7 @@ class RequestBlockHasher:
         if isinstance(token_ids, int):
             token_ids = (token_ids,)
         check_token_ids(token_ids, start=len(self._tokens))
-        self._tokens.extend(self._hasher._encode_tokens(token_ids))
+        self._tokens.extend(token_ids)
         return self._hash_new_blocks()
 
     def _hash_new_blocks(self) -> list[bytes]:

@@ -32,7 +32,7 @@ def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> tuple[Any, ...
 
 
 def encode_tokens(token_ids: Sequence[int]) -> list[int]:
-    """The pickle serializer works on the token ids themselves (a private copy)."""
+    """The pickle serializer works on the token ids themselves (a private, extendable copy)."""
     return list(token_ids)
 
 

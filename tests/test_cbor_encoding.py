@@ -70,15 +70,40 @@ def test_encode_int_matches_cbor2(value: int) -> None:
     assert ce.encode_int(value) == ref_dumps(value)
 
 
-@given(st.lists(st.one_of(st.integers(0, 2**70), st.sampled_from(HEAD_BOUNDARIES)), max_size=60))
-def test_encode_tokens_is_per_token_encode_int(tokens: list[int]) -> None:
-    encoded = ce.encode_tokens(tokens)
-    assert encoded == [ce.encode_int(t) for t in tokens]
+TOKEN_IDS = st.lists(
+    st.one_of(st.integers(0, 2**70), st.integers(0, 2**32 - 1),
+              st.sampled_from([b for b in HEAD_BOUNDARIES if b >= 0])),
+    max_size=60,
+)
+
+
+@given(TOKEN_IDS)
+def test_token_stream_is_per_token_encode_int(tokens: list[int]) -> None:
+    stream = ce.encode_tokens(tokens)
+    assert len(stream) == len(tokens)
+    assert bytes(stream) == b"".join(ce.encode_int(t) for t in tokens)
     # The array of the tokens is its head followed by exactly these items.
-    body = b"".join(encoded)
     ref = ref_dumps(tuple(tokens))
-    assert ref.endswith(body)
-    assert cbor2.loads(ref[: len(ref) - len(body)] + b"".join(encoded)) == tokens
+    assert ref.endswith(bytes(stream))
+    widths = [len(ce.encode_int(t)) for t in tokens]
+    for i in (len(tokens), 0, len(tokens) // 2, len(tokens)):  # any order
+        assert stream.offset(i) == sum(widths[:i])
+
+
+@given(TOKEN_IDS, st.lists(TOKEN_IDS, max_size=4))
+def test_token_stream_extends_like_one_stream(first: list[int], more: list[list[int]]) -> None:
+    stream = ce.encode_tokens(first)
+    for chunk in more:
+        stream.extend(chunk)
+    whole = [t for chunk in [first, *more] for t in chunk]
+    assert bytes(stream) == bytes(ce.encode_tokens(whole))
+    assert ref_dumps(tuple(whole)).endswith(bytes(stream))
+
+
+def test_token_stream_of_a_long_prompt_matches_cbor2() -> None:
+    # Long enough for every width class many times over, in the C-speed path.
+    tokens = [(i * 2654435761) % (2**32) >> (i % 4) * 8 for i in range(20000)]
+    assert bytes(ce.encode_tokens(tokens)) == b"".join(ref_dumps(t) for t in tokens)
 
 
 # --------------------------------------------------------------------------
