@@ -147,33 +147,6 @@ def encode_tokens(token_ids: Sequence[int]) -> TokenStream:
     return TokenStream(token_ids)
 
 
-def _encode(obj: Any, out: list[bytes]) -> None:
-    if obj is None:
-        out.append(_NULL)
-    elif type(obj) is int:
-        out.append(encode_int(obj))
-    elif isinstance(obj, str):
-        data = obj.encode("utf-8")
-        out.append(_head(3, len(data)))
-        out.append(data)
-    elif isinstance(obj, bytes):
-        out.append(_head(2, len(obj)))
-        out.append(obj)
-    elif type(obj) is tuple:
-        out.append(_head(4, len(obj)))
-        for item in obj:
-            _encode(item, out)
-    else:  # pragma: no cover - extra keys are built by prefixkey itself
-        raise TypeError(f"cannot encode {type(obj).__name__} in a block key")
-
-
-def dumps(obj: Any) -> bytes:
-    """``cbor2.dumps(obj, canonical=True)`` for None, int, str, bytes and tuples."""
-    out: list[bytes] = []
-    _encode(obj, out)
-    return b"".join(out)
-
-
 # Encoded text strings: tags and a request's identifiers recur block after block.
 _TEXT_CACHE_SIZE: Final = 4096
 _text_cache: dict[str, bytes] = {}
@@ -190,25 +163,35 @@ def _text(value: str) -> bytes:
     return encoded
 
 
-def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> bytes:
-    """Encode ``extra_keys`` (None, or a tuple of flat key tuples), the block array's end."""
-    if extra_keys is None:
-        return _NULL
-    out = [_head(4, len(extra_keys))]
-    for key in extra_keys:
-        out.append(_head(4, len(key)))
-        for value in key:
-            kind = type(value)
-            if kind is str:
-                out.append(_text(value))
-            elif kind is int:
-                out.append(encode_int(value))
-            elif value is None:
-                out.append(_NULL)
-            else:
-                out.append(_head(2, len(value)))
-                out.append(value)
+def _encode(obj: Any, out: list[bytes]) -> None:
+    kind = type(obj)
+    if kind is tuple:
+        out.append(_head(4, len(obj)))
+        for item in obj:
+            _encode(item, out)
+    elif kind is str:
+        out.append(_text(obj))
+    elif kind is int:
+        out.append(encode_int(obj))
+    elif obj is None:
+        out.append(_NULL)
+    elif kind is bytes:
+        out.append(_head(2, len(obj)))
+        out.append(obj)
+    else:  # pragma: no cover - extra keys are built by prefixkey itself
+        raise TypeError(f"cannot encode {kind.__name__} in a block key")
+
+
+def dumps(obj: Any) -> bytes:
+    """``cbor2.dumps(obj, canonical=True)`` for None, int, str, bytes and tuples."""
+    out: list[bytes] = []
+    _encode(obj, out)
     return b"".join(out)
+
+
+def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> bytes:
+    """Encode ``extra_keys``, the block array's last element."""
+    return dumps(extra_keys)
 
 
 def chain(

@@ -1,18 +1,23 @@
-"""The extra keys of a block: the third element of the hashed tuple (vLLM 0.31+).
+"""The extra keys of a block: the third element of the hashed tuple.
 
 For a block covering tokens ``[start, end)`` vLLM lists, in this order:
 
-1. ``("lora", name, path)`` when the request has a LoRA adapter;
-2. ``("mm", identifier, offset - start)`` for each multimodal item that
-   overlaps the block, in position order (the offset is negative for items
-   that began in an earlier block);
-3. ``("cache_salt", salt)`` in the block that starts at token 0, when the
-   salt is truthy (``""`` acts as no salt);
-4. ``("prompt_embeds", sha256(rows[start:end]))`` when the request has
-   prompt embeddings.
+1. the LoRA adapter: its server int id (0.10.2-0.11.0), its name (0.11.1+),
+   or ``("lora", name, path)`` (0.31+);
+2. each multimodal item the block names, in position order: its identifier
+   (before 0.19), ``(identifier, offset - start)`` (0.19+), or
+   ``("mm", identifier, offset - start)`` (0.31+); offsets are negative for
+   items that began in an earlier block;
+3. ``cache_salt`` (``("cache_salt", salt)`` from 0.31) in the block that starts
+   at token 0, when the salt is truthy (``""`` acts as no salt);
+4. the prompt embeddings of the block: their raw bytes (0.11.1-0.16), their
+   SHA-256 (0.17+), or ``("prompt_embeds", sha256)`` (0.31+).
 
-An empty list becomes ``None``, never ``()``. KV events publish an untagged
-form of the same keys (:func:`event_extra_keys`).
+An empty list becomes ``None``, never ``()``. From 0.31 KV events publish an
+untagged form of the same keys (:func:`event_extra_keys`). Which items a
+block names depends on the era's window rules; :class:`ExtraKeysBuilder`
+walks the items exactly as vLLM's ``_gen_mm_extra_hash_keys`` does, including
+where each hashing pass resumes.
 
 The keys are built with the object identity the engine core has, because the
 pickle algorithms depend on it (pickle back-references a repeated object): the
@@ -23,9 +28,12 @@ for ``""`` and one-character Latin-1 strings, exactly as it does there).
 
 from __future__ import annotations
 
-from typing import Final, TypeAlias
+from bisect import bisect_left
+from typing import Any, Final, TypeAlias
 
+from .errors import InvalidRequestError
 from .request import Request
+from .schemes import Era
 
 __all__ = [
     "CACHE_SALT_TAG",
@@ -44,8 +52,9 @@ MM_TAG: Final = "mm"
 CACHE_SALT_TAG: Final = "cache_salt"
 PROMPT_EMBEDS_TAG: Final = "prompt_embeds"
 
-ExtraKey: TypeAlias = tuple[str | int | bytes | None, ...]
-BlockExtraKeys: TypeAlias = "tuple[ExtraKey, ...] | None"
+ExtraKey: TypeAlias = "str | int | bytes | tuple[str | int | bytes | None, ...] | None"
+#: One block's extra keys; with lookahead, ``(extra keys, *lookahead token ids)``.
+BlockExtraKeys: TypeAlias = "tuple[Any, ...] | None"
 
 
 def engine_string(value: str | None) -> str | None:
@@ -54,52 +63,120 @@ def engine_string(value: str | None) -> str | None:
 
 
 class ExtraKeysBuilder:
-    """Builds one request's per-block extra keys; holds what does not change per block."""
+    """Builds one request's per-block extra keys under an era's rules.
 
-    __slots__ = ("_lora", "_mm_cursor", "_mm_items", "_prompt_embeds", "_salt", "plain",
-                 "plain_start")
+    Blocks are asked for in order, in passes: :meth:`begin_pass` where vLLM
+    runs its hasher (request creation, then each time appended tokens
+    complete a block), then :meth:`block` for each block of the pass.
+    """
 
-    def __init__(self, request: Request, block_size: int) -> None:
-        lora = request.lora
+    __slots__ = (
+        "_embeds", "_embeds_key", "_inclusive", "_lora", "_mm_index", "_mm_items", "_mm_key",
+        "_salt", "_tagged", "_window", "plain", "plain_start",
+    )
+
+    def __init__(self, request: Request, era: Era, block_size: int) -> None:
+        self._tagged = era.tagged
+        self._mm_key = era.mm_key
+        self._inclusive = era.mm_window == "inclusive_last_item"
+        self._window = era.mm_window == "overlap_window"
         self._lora: tuple[ExtraKey, ...] = ()
+        lora = request.lora
         if lora is not None:
-            self._lora = ((LORA_TAG, engine_string(lora.name), engine_string(lora.path)),)
+            if era.lora_key == "int_id":
+                if lora.int_id is None:
+                    raise InvalidRequestError(
+                        "lora.int_id", f"is required: vLLM {era.since}+ (era {era.name}) keys "
+                        "LoRA by the server's int id",
+                    )
+                self._lora = (lora.int_id,)
+            elif era.lora_key == "name":
+                self._lora = (engine_string(lora.name),)
+            else:
+                self._lora = ((LORA_TAG, engine_string(lora.name), engine_string(lora.path)),)
         self._mm_items = [
             (item.offset, item.end, engine_string(item.identifier)) for item in request.mm_items
         ]
-        self._mm_cursor = 0
+        self._mm_index = 0
         self._salt: tuple[ExtraKey, ...] = ()
         if request.cache_salt:
-            self._salt = ((CACHE_SALT_TAG, engine_string(request.cache_salt)),)
-        self._prompt_embeds = request.prompt_embeds
+            salt = engine_string(request.cache_salt)
+            self._salt = ((CACHE_SALT_TAG, salt),) if era.tagged else (salt,)
+        self._embeds = request.prompt_embeds
+        self._embeds_key = era.prompt_embeds_key
+        if self._embeds_key == "ignored":
+            self._embeds = None
         #: The keys of a block with no salt, item or embeddings in it.
         self.plain: BlockExtraKeys = self._lora or None
         #: Every block from here on has the keys :attr:`plain` (None: no block has).
         self.plain_start: int | None = None
-        if self._prompt_embeds is None:
-            mm_end = self._mm_items[-1][1] if self._mm_items else 0
+        if self._embeds is None:
+            # Past the last item's end (inclusive: strictly past it) no pass names it.
+            mm_end = self._mm_items[-1][1] + self._inclusive if self._mm_items else 0
             first = block_size if self._salt else 0
             self.plain_start = max(first, -(-mm_end // block_size) * block_size)
 
+    def begin_pass(self, start: int) -> None:
+        """A hashing pass starts at block ``start``: set the item index as vLLM does."""
+        items = self._mm_items
+        if start == 0 or not items:
+            self._mm_index = 0
+        elif not self._window:
+            self._mm_index = -1  # "only the last item can still be in later blocks"
+        elif items[-1][1] > start:
+            self._mm_index = bisect_left(items, start + 1, key=lambda item: item[1])
+        else:
+            self._mm_index = 0
+
+    def _mm(self, start: int, end: int) -> list[tuple[str | None, int]]:
+        """vLLM's ``_gen_mm_extra_hash_keys`` walk: (identifier, offset) of named items."""
+        items = self._mm_items
+        if not items:
+            return []
+        last_end = items[-1][1]
+        if last_end < start or (last_end == start and not self._inclusive):
+            return []
+        i = self._mm_index
+        if i < 0:
+            i += len(items)
+        named = []
+        while i < len(items):
+            offset, item_end, identifier = items[i]
+            if end <= offset:
+                break
+            if start > item_end or (start == item_end and not self._inclusive):
+                i += 1  # the block is past this item
+                continue
+            named.append((identifier, offset))
+            if end >= item_end:
+                i += 1
+            else:
+                break
+        self._mm_index = i
+        return named
+
     def block(self, start: int, end: int) -> BlockExtraKeys:
-        """The extra keys of block ``[start, end)``; blocks are asked for in order."""
-        items, i = self._mm_items, self._mm_cursor
-        # Items that ended before this block are never needed again: vLLM 0.31
-        # resumes at the first item whose end is past ``start`` too.
-        while i < len(items) and items[i][1] <= start:
-            i += 1
-        self._mm_cursor = i
-        if start and self._prompt_embeds is None and (i == len(items) or items[i][0] >= end):
+        """The extra keys of block ``[start, end)`` (the next block of the pass)."""
+        named = self._mm(start, end)
+        if start and not named and self._embeds is None:
             return self.plain
         keys: list[ExtraKey] = list(self._lora)
-        while i < len(items) and items[i][0] < end:
-            offset, _, identifier = items[i]
-            keys.append((MM_TAG, identifier, offset - start))
-            i += 1
+        for identifier, offset in named:
+            if self._mm_key == "identifier":
+                keys.append(identifier)
+            elif self._tagged:
+                keys.append((MM_TAG, identifier, offset - start))
+            else:
+                keys.append((identifier, offset - start))
         if start == 0:
             keys.extend(self._salt)
-        if self._prompt_embeds is not None:
-            keys.append((PROMPT_EMBEDS_TAG, self._prompt_embeds.block_digest(start, end)))
+        if self._embeds is not None:
+            if self._embeds_key == "raw_bytes":
+                keys.append(self._embeds.block_bytes(start, end))
+            elif self._tagged:
+                keys.append((PROMPT_EMBEDS_TAG, self._embeds.block_digest(start, end)))
+            else:
+                keys.append(self._embeds.block_digest(start, end))
         return tuple(keys) if keys else None
 
 

@@ -31,13 +31,14 @@ class Hasher:
     ``python_hash_seed`` is the engine's ``PYTHONHASHSEED`` (None when unset).
     ``block_size`` is the hash block size (``cache_config.block_size``, times
     the DCP size for attention, or ``prefix_match_unit`` for hybrid models).
-    With ``strict=False`` a release newer than any known one uses the newest
-    known era; :attr:`warnings` says so.
+    ``lookahead`` is vLLM 0.33's ``num_hash_lookahead_tokens`` (non-zero with
+    EAGLE/EAGLE3/MTP speculative decoding). With ``strict=False`` a release
+    newer than any known one uses the newest known era; :attr:`warnings` says so.
     """
 
     __slots__ = (
         "_chain", "_digest", "_encode_tail", "_encode_tokens", "algorithm",
-        "block_size", "era", "none_hash", "vllm_version", "warnings",
+        "block_size", "era", "lookahead", "none_hash", "vllm_version", "warnings",
     )
 
     def __init__(
@@ -47,6 +48,7 @@ class Hasher:
         hash_algo: str | None = None,
         python_hash_seed: str | None = None,
         vllm_version: str = DEFAULT_VLLM_VERSION,
+        lookahead: int = 0,
         strict: bool = True,
     ) -> None:
         if type(block_size) is not int or block_size < 1:
@@ -61,11 +63,16 @@ class Hasher:
         self.vllm_version = release.version
         self.warnings = release.warnings
         self.era: Era = release.era
-        self.algorithm = self.era.algorithm(hash_algo)
+        if type(lookahead) is not int or lookahead < 0:
+            raise InvalidRequestError("lookahead", f"must be an int >= 0, got {lookahead!r}")
+        if lookahead and not self.era.lookahead:
+            raise InvalidRequestError(
+                "lookahead", f"vLLM {release.release} has no lookahead hashing (0.33+)"
+            )
+        self.lookahead = lookahead
+        self.algorithm = self.era.algorithm(hash_algo, release.release)
         self.block_size = block_size
-        self.none_hash: NoneHash = resolve_none_hash(
-            self.algorithm, python_hash_seed, default_seed=self.era.default_none_hash_seed
-        )
+        self.none_hash: NoneHash = resolve_none_hash(self.era, self.algorithm, python_hash_seed)
         serializer = self.algorithm.serializer
         self._encode_tokens = serializer.encode_tokens
         self._encode_tail = serializer.encode_extra_keys_tail
@@ -75,7 +82,8 @@ class Hasher:
     def __repr__(self) -> str:
         return (
             f"Hasher(vllm_version={self.vllm_version!r}, hash_algo={self.algorithm.name!r}, "
-            f"seed_source={self.none_hash.seed_source!r}, block_size={self.block_size})"
+            f"seed_source={self.none_hash.seed_source!r}, block_size={self.block_size}, "
+            f"lookahead={self.lookahead})"
         )
 
     def start(self, request: Request) -> RequestBlockHasher:
@@ -97,17 +105,32 @@ class Hasher:
 class RequestBlockHasher:
     """One request's keys, extended as tokens are appended (vLLM's ``update_block_hashes``).
 
-    :attr:`block_hashes` and :attr:`extra_keys` hold one entry per full block.
+    :attr:`block_hashes` and :attr:`extra_keys` hold one entry per full block;
+    with lookahead, an extra key is ``(extra keys, *lookahead tokens)``.
+    :attr:`warnings` notes request features the release does not key.
     """
 
-    __slots__ = ("_extra", "_hasher", "_plain_tail", "_tokens", "block_hashes", "extra_keys")
+    __slots__ = (
+        "_extra", "_hasher", "_lookahead_ids", "_plain_tail", "_tokens", "block_hashes",
+        "extra_keys", "warnings",
+    )
 
     def __init__(self, hasher: Hasher, request: Request) -> None:
         check_token_ids(request.token_ids)
         self._hasher = hasher
-        self._extra = ExtraKeysBuilder(request, hasher.block_size)
+        self._extra = ExtraKeysBuilder(request, hasher.era, hasher.block_size)
+        self.warnings: list[str] = []
+        if request.prompt_embeds is not None and hasher.era.prompt_embeds_key == "ignored":
+            self.warnings.append(
+                f"vLLM {hasher.vllm_version} does not key prompt embeddings (and does not "
+                "prefix-cache such requests): the keys ignore them"
+            )
         self._plain_tail: Any = None
         self._tokens: Any = hasher._encode_tokens(request.token_ids)
+        # Lookahead tokens join the extra keys, so their ids are kept as ints.
+        self._lookahead_ids: list[int] | None = (
+            list(request.token_ids) if hasher.lookahead else None
+        )
         self.block_hashes: list[bytes] = []
         self.extra_keys: list[BlockExtraKeys] = []
         self._hash_new_blocks()
@@ -122,34 +145,52 @@ class RequestBlockHasher:
             token_ids = (token_ids,)
         check_token_ids(token_ids, start=len(self._tokens))
         self._tokens.extend(token_ids)
+        if self._lookahead_ids is not None:
+            self._lookahead_ids.extend(token_ids)
         return self._hash_new_blocks()
 
     def _hash_new_blocks(self) -> list[bytes]:
         hasher = self._hasher
-        size = hasher.block_size
+        size, lookahead = hasher.block_size, hasher.lookahead
         start = len(self.block_hashes) * size
-        stop = len(self._tokens) - size + 1
-        extra = self._extra
+        # A block is hashed once it is full and, with lookahead, followed by that many tokens.
+        starts = range(start, max(start, len(self._tokens) - size - lookahead + 1), size)
+        self._extra.begin_pass(start)
+        keys, tails = self._lookahead_keys(starts) if lookahead else self._keys(starts)
         parent = self.block_hashes[-1] if self.block_hashes else hasher.none_hash.value
-        # Blocks with mm items, the salt or embeddings get keys of their own;
-        # the rest share one set (LoRA or none) encoded once.
-        plain_start = stop if extra.plain_start is None else max(start, extra.plain_start)
-        own = range(start, min(plain_start, stop), size)
-        keys = [extra.block(s, s + size) for s in own]
-        tails: list[Any] = list(map(hasher._encode_tail, keys))
-        shared = range(own.stop if own else start, stop, size)
-        if shared:
-            if self._plain_tail is None:
-                self._plain_tail = hasher._encode_tail(extra.plain)
-            keys += [extra.plain] * len(shared)
-            tails += [self._plain_tail] * len(shared)
-        new = hasher._chain(
-            parent, self._tokens, range(start, max(start, stop), size), size, tails,
-            hasher._digest,
-        )
+        new = hasher._chain(parent, self._tokens, starts, size, tails, hasher._digest)
         self.block_hashes += new
         self.extra_keys += keys
         return new
+
+    def _keys(self, starts: range) -> tuple[list[BlockExtraKeys], list[Any]]:
+        """Extra keys and encoded tails of the blocks at ``starts``."""
+        extra, encode, size = self._extra, self._hasher._encode_tail, starts.step
+        # Blocks with mm items, the salt or embeddings get keys of their own;
+        # the rest share one set (LoRA or none), encoded once.
+        plain_start = starts.stop if extra.plain_start is None else extra.plain_start
+        own = range(starts.start, max(starts.start, min(plain_start, starts.stop)), size)
+        keys = [extra.block(s, s + size) for s in own]
+        tails = list(map(encode, keys))
+        shared = len(starts) - len(own)
+        if shared:
+            if self._plain_tail is None:
+                self._plain_tail = encode(extra.plain)
+            keys += [extra.plain] * shared
+            tails += [self._plain_tail] * shared
+        return keys, tails
+
+    def _lookahead_keys(self, starts: range) -> tuple[list[BlockExtraKeys], list[Any]]:
+        """As :meth:`_keys`, with vLLM 0.33's lookahead: ``(keys over the widened
+        window, *the lookahead tokens)``."""
+        extra, size, lookahead = self._extra, starts.step, self._hasher.lookahead
+        ids = self._lookahead_ids
+        assert ids is not None
+        keys: list[BlockExtraKeys] = [
+            (extra.block(s, s + size + lookahead), *ids[s + size : s + size + lookahead])
+            for s in starts
+        ]
+        return keys, list(map(self._hasher._encode_tail, keys))
 
 
 def block_hashes(

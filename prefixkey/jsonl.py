@@ -131,9 +131,9 @@ def _parse_prompt_embeds(value: Any) -> PromptEmbeds | None:
 
 @lru_cache(maxsize=64)
 def _hasher(version: str, algo: str | None, seed: str | None, block_size: int,
-            strict: bool) -> Hasher:
+            lookahead: int, strict: bool) -> Hasher:
     return Hasher(block_size=block_size, hash_algo=algo, python_hash_seed=seed,
-                  vllm_version=version, strict=strict)
+                  vllm_version=version, lookahead=lookahead, strict=strict)
 
 
 def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) -> HashJob:
@@ -143,12 +143,6 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
     warnings = [f"unknown field {name!r} ignored" for name in obj if name not in _KNOWN_FIELDS]
     if obj.get("engine_python") is not None:
         warnings.append("engine_python matters only for builtin hash() eras; ignored")
-    lookahead = obj.get("lookahead")
-    if lookahead is not None and (type(lookahead) is not int or lookahead != 0):
-        raise InvalidRequestError(
-            "lookahead", f"must be 0 (lookahead hashing of vLLM 0.33 is not supported), "
-            f"got {lookahead!r}"
-        )
     if "token_ids" not in obj:
         raise InvalidRequestError("token_ids", "is required")
     token_ids = _int_list(obj, "token_ids")
@@ -164,7 +158,11 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
     seed = _get(obj, "python_hash_seed", str, None)
     if type(block_size) is not int or block_size < 1:
         raise InvalidRequestError("block_size", f"must be an int >= 1, got {block_size!r}")
-    hasher = _hasher(version, algo, seed, block_size, strict)
+    lookahead = obj.get("lookahead")
+    lookahead = 0 if lookahead is None else lookahead
+    if type(lookahead) is not int or lookahead < 0:
+        raise InvalidRequestError("lookahead", f"must be an int >= 0, got {lookahead!r}")
+    hasher = _hasher(version, algo, seed, block_size, lookahead, strict)
 
     hash_calls = _int_list(obj, "hash_calls")
     num_prompt = _get(obj, "num_prompt_tokens", int, None)
@@ -226,8 +224,9 @@ def to_json_value(value: Any) -> Any:
     return value
 
 
-def _event_keys(keys: BlockExtraKeys) -> Any:
-    return to_json_value(event_extra_keys(keys))
+def _event_keys(keys: BlockExtraKeys, lookahead: int) -> Any:
+    # With lookahead the hashed keys are (keys, *tokens); events carry the keys.
+    return to_json_value(event_extra_keys(keys[0] if lookahead and keys else keys))
 
 
 def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
@@ -243,7 +242,12 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
         "block_hashes": [h.hex() for h in hashes],
         "block_hashes_int64": [block_hash_to_int64(h) for h in hashes],
         "extra_keys": [to_json_value(k) for k in state.extra_keys],
-        "event_extra_keys": [_event_keys(k) for k in state.extra_keys] or None,
+        # KV events publish the untagged form from 0.31; before, the hashed tuple
+        # recomputed at publish time (not always what was hashed): not reported.
+        "event_extra_keys": (
+            [_event_keys(k, hasher.lookahead) for k in state.extra_keys] or None
+            if hasher.era.tagged else None
+        ),
         "none_hash": hasher.none_hash.value.hex(),
         "hash_type": "bytes",
         "resolved": {
@@ -252,7 +256,7 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
             "hash_algo": hasher.algorithm.name,
             "seed_source": hasher.none_hash.seed_source,
         },
-        "warnings": list(job.warnings),
+        "warnings": [*job.warnings, *state.warnings],
     }
     if job.report_calls:
         result["new_hashes_per_call"] = per_call

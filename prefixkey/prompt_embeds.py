@@ -80,10 +80,14 @@ class PromptEmbeds:
         """Bytes per row."""
         return self.shape[1] * DTYPE_SIZES[self.dtype]
 
-    def block_digest(self, start: int, end: int) -> bytes:
-        """SHA-256 of rows ``[start, end)`` (rows past the end are absent)."""
+    def block_bytes(self, start: int, end: int) -> bytes:
+        """The raw bytes of rows ``[start, end)`` (rows past the end are absent)."""
         row = self.row_size
-        return hashlib.sha256(self.data[start * row : end * row]).digest()
+        return self.data[start * row : end * row]
+
+    def block_digest(self, start: int, end: int) -> bytes:
+        """SHA-256 of rows ``[start, end)``, the key of vLLM 0.17+."""
+        return hashlib.sha256(self.block_bytes(start, end)).digest()
 
     @classmethod
     def from_tensor(cls, tensor: Any, *, dtype: str | None = None) -> PromptEmbeds:

@@ -127,7 +127,7 @@ BAD_LINES: list[tuple[str, Any, str, str | None]] = [
                            {"identifier": "b", "offset": 0, "length": 1}]},
      "InvalidRequestError", "mm_items[1].offset"),
     ("unknown hash_algo", {**BASE, "hash_algo": "md5"}, "UnknownAlgorithmError", "hash_algo"),
-    ("unknown vllm_version", {**BASE, "vllm_version": "0.30.0"}, "UnknownVersionError",
+    ("unknown vllm_version", {**BASE, "vllm_version": "0.6.6"}, "UnknownVersionError",
      "vllm_version"),
     ("newer vllm_version strict", {**BASE, "vllm_version": "0.40.0"}, "UnknownVersionError",
      "vllm_version"),
@@ -207,7 +207,7 @@ def test_bad_lines_give_error_records(tmp_path: Path, capsys: pytest.CaptureFixt
     ("line", "field"),
     [
         ({**BASE, "hash_algo": "md5"}, "hash_algo"),
-        ({**BASE, "vllm_version": "0.30.0"}, "vllm_version"),
+        ({**BASE, "vllm_version": "0.6.6"}, "vllm_version"),
         ({**BASE, "vllm_version": "banana"}, "vllm_version"),
         ({**BASE, "hash_algo": "xxhash"}, "python_hash_seed"),
     ],
@@ -270,7 +270,7 @@ def test_lenient_newer_release_is_a_warning(
     record = records[0]
     assert record["block_hashes"] == WORKED_BLOCKS
     assert record["resolved"]["vllm_version"] == "0.40.0"
-    assert record["resolved"]["era"] == "N"
+    assert record["resolved"]["era"] == "O"
     assert len(record["warnings"]) == 1
     assert "0.40.0" in record["warnings"][0]
     # Without --lenient the same line is an error.
