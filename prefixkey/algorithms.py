@@ -10,13 +10,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import xxhash
 
-from . import cbor_encoding, pickle_encoding
+from . import builtin_hash, cbor_encoding, pickle_encoding
 
-__all__ = ["ALGORITHMS", "CBOR", "PICKLE", "HashAlgorithm", "Serializer"]
+__all__ = [
+    "ALGORITHMS", "BUILTIN", "CBOR", "FLAT_ALGORITHMS", "INT_ALGORITHMS", "PICKLE",
+    "BlockHash", "HashAlgorithm", "Serializer",
+]
+
+#: A block key: digest bytes (0.10.2+), or a Python int (0.7.0-0.10.1.1).
+BlockHash: TypeAlias = "bytes | int"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +38,7 @@ class Serializer:
     name: str
     encode_tokens: Callable[[Sequence[int]], Any]
     encode_extra_keys_tail: Callable[[tuple[Any, ...] | None], Any]
-    chain: Callable[
-        [bytes, Any, range, int, Iterable[Any], Callable[[bytes], bytes]], list[bytes]
-    ]
+    chain: Callable[[Any, Any, range, int, Iterable[Any], Callable[[Any], Any]], list[Any]]
     #: Serialize one plain value (the NONE_HASH seed string).
     dumps: Callable[[Any], bytes]
 
@@ -55,8 +59,39 @@ CBOR: Final = Serializer(
 )
 
 
+#: builtin hash(): the "serialization" is the value itself, hashed by a
+#: :class:`~prefixkey.builtin_hash.PythonHash` bound per engine.
+BUILTIN: Final = Serializer(
+    "builtin",
+    list,
+    builtin_hash.extra_keys_tail,
+    builtin_hash.chain,
+    builtin_hash.dumps,
+)
+#: vLLM 0.7.0 hashed ``(parent, *tokens)``, without extra keys.
+BUILTIN_FLAT: Final = Serializer(
+    "builtin_flat",
+    list,
+    builtin_hash.extra_keys_tail,
+    builtin_hash.chain_flat,
+    builtin_hash.dumps,
+)
+
+
 def _sha256(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
+
+
+def _sha256_int(data: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(data).digest(), "big")
+
+
+def _sha256_low64(data: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(data).digest()[-8:], "big")
+
+
+def _bound_per_engine(data: Any) -> int:  # pragma: no cover - replaced by the Hasher
+    raise TypeError("builtin hash() depends on the engine: use Hasher")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +100,13 @@ class HashAlgorithm:
 
     name: str
     serializer: Serializer
-    digest: Callable[[bytes], bytes]
+    digest: Callable[[Any], BlockHash]
     digest_size: int
     #: vLLM keeps a secret random NONE_HASH seed for algorithms that are not
     #: collision resistant (xxhash*) unless PYTHONHASHSEED is set.
     collision_resistant: bool
+    #: builtin hash(): the digest depends on the engine's CPython and seed.
+    engine_bound: bool = False
 
 
 ALGORITHMS: Final[dict[str, HashAlgorithm]] = {
@@ -80,4 +117,18 @@ ALGORITHMS: Final[dict[str, HashAlgorithm]] = {
         HashAlgorithm("xxhash", PICKLE, xxhash.xxh3_128_digest, 16, False),
         HashAlgorithm("xxhash_cbor", CBOR, xxhash.xxh3_128_digest, 16, False),
     )
+}
+#: The int-keyed releases (up to 0.10.1.1); "sha256" is the int of the digest.
+INT_ALGORITHMS: Final[dict[str, HashAlgorithm]] = {
+    a.name: a
+    for a in (
+        HashAlgorithm("builtin", BUILTIN, _bound_per_engine, 8, False, engine_bound=True),
+        HashAlgorithm("sha256", PICKLE, _sha256_int, 32, True),
+        HashAlgorithm("sha256_cbor_64bit", CBOR, _sha256_low64, 8, True),
+    )
+}
+#: vLLM 0.7.0.
+FLAT_ALGORITHMS: Final[dict[str, HashAlgorithm]] = {
+    "builtin": HashAlgorithm("builtin", BUILTIN_FLAT, _bound_per_engine, 8, False,
+                             engine_bound=True),
 }

@@ -195,27 +195,29 @@ def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> bytes:
 
 
 def chain(
-    parent: bytes,
+    parent: bytes | int,
     tokens: TokenStream,
     starts: range,
     size: int,
     tails: Iterable[bytes],
-    digest: Callable[[bytes], bytes],
-) -> list[bytes]:
+    digest: Callable[[bytes], Any],
+) -> list[Any]:
     """Keys of the blocks starting at ``starts``, with encoded extra keys ``tails``.
 
     Each key is the digest of the CBOR array ``[parent, [tokens…], extra_keys]``
-    and the parent of the next; every parent has the length of the first.
+    and the parent of the next. Parents are digests of one length, or ints
+    (sha256_cbor_64bit of 0.10.0-0.10.1.1).
     """
     join = b"".join
-    opening = _ARRAY3 + _head(2, len(parent))
     tokens_head = _head(4, size)
     data, widths = tokens._data, tokens._widths
     offset = tokens.offset(starts.start) if starts else 0
-    keys = []
+    opening = _ARRAY3 if isinstance(parent, int) else _ARRAY3 + _head(2, len(parent))
+    keys: list[Any] = []
     for start, tail in zip(starts, tails, strict=True):
         end = offset + sum(widths[start : start + size])
-        parent = digest(join((opening, parent, tokens_head, data[offset:end], tail)))
+        encoded_parent = encode_int(parent) if isinstance(parent, int) else parent
+        parent = digest(join((opening, encoded_parent, tokens_head, data[offset:end], tail)))
         offset = end
         keys.append(parent)
     if starts:

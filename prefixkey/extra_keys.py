@@ -71,8 +71,8 @@ class ExtraKeysBuilder:
     """
 
     __slots__ = (
-        "_embeds", "_embeds_key", "_inclusive", "_lora", "_mm_index", "_mm_items", "_mm_key",
-        "_salt", "_tagged", "_window", "plain", "plain_start",
+        "_embeds", "_embeds_key", "_empty_tuple", "_inclusive", "_lora", "_mm_index",
+        "_mm_items", "_mm_key", "_salt", "_tagged", "_window", "ignored", "plain", "plain_start",
     )
 
     def __init__(self, request: Request, era: Era, block_size: int) -> None:
@@ -80,10 +80,15 @@ class ExtraKeysBuilder:
         self._mm_key = era.mm_key
         self._inclusive = era.mm_window == "inclusive_last_item"
         self._window = era.mm_window == "overlap_window"
+        self._empty_tuple = era.empty_extra_keys == "empty_tuple"
+        #: Request features the era does not key.
+        self.ignored: list[str] = []
         self._lora: tuple[ExtraKey, ...] = ()
         lora = request.lora
         if lora is not None:
-            if era.lora_key == "int_id":
+            if era.lora_key == "unkeyed":
+                self.ignored.append("lora")
+            elif era.lora_key == "int_id":
                 if lora.int_id is None:
                     raise InvalidRequestError(
                         "lora.int_id", f"is required: vLLM {era.since}+ (era {era.name}) keys "
@@ -99,12 +104,15 @@ class ExtraKeysBuilder:
         ]
         self._mm_index = 0
         self._salt: tuple[ExtraKey, ...] = ()
-        if request.cache_salt:
+        if request.cache_salt and not era.cache_salt:
+            self.ignored.append("cache_salt")
+        elif request.cache_salt:
             salt = engine_string(request.cache_salt)
             self._salt = ((CACHE_SALT_TAG, salt),) if era.tagged else (salt,)
         self._embeds = request.prompt_embeds
         self._embeds_key = era.prompt_embeds_key
-        if self._embeds_key == "ignored":
+        if self._embeds is not None and self._embeds_key == "ignored":
+            self.ignored.append("prompt_embeds")
             self._embeds = None
         #: The keys of a block with no salt, item or embeddings in it.
         self.plain: BlockExtraKeys = self._lora or None
@@ -128,14 +136,17 @@ class ExtraKeysBuilder:
         else:
             self._mm_index = 0
 
-    def _mm(self, start: int, end: int) -> list[tuple[str | None, int]]:
-        """vLLM's ``_gen_mm_extra_hash_keys`` walk: (identifier, offset) of named items."""
+    def _mm(self, start: int, end: int) -> list[tuple[str | None, int]] | None:
+        """vLLM's ``_gen_mm_extra_hash_keys`` walk: (identifier, offset) of named items.
+
+        None where vLLM returns before walking (no items, or all behind the block).
+        """
         items = self._mm_items
         if not items:
-            return []
+            return None
         last_end = items[-1][1]
         if last_end < start or (last_end == start and not self._inclusive):
-            return []
+            return None
         i = self._mm_index
         if i < 0:
             i += len(items)
@@ -155,13 +166,18 @@ class ExtraKeysBuilder:
         self._mm_index = i
         return named
 
-    def block(self, start: int, end: int) -> BlockExtraKeys:
-        """The extra keys of block ``[start, end)`` (the next block of the pass)."""
+    def block(self, start: int, end: int, *, new_pass: bool = False) -> BlockExtraKeys:
+        """The extra keys of block ``[start, end)``: the next block of the pass,
+        or with ``new_pass`` the only one of a pass of its own."""
+        if new_pass:
+            self.begin_pass(start)
         named = self._mm(start, end)
+        # 0.7.1-0.7.2 keep an empty tuple where the walk ran but named nothing.
+        empty: BlockExtraKeys = () if self._empty_tuple and named is not None else None
         if start and not named and self._embeds is None:
-            return self.plain
+            return empty if empty is not None else self.plain
         keys: list[ExtraKey] = list(self._lora)
-        for identifier, offset in named:
+        for identifier, offset in named or ():
             if self._mm_key == "identifier":
                 keys.append(identifier)
             elif self._tagged:
@@ -177,7 +193,7 @@ class ExtraKeysBuilder:
                 keys.append((PROMPT_EMBEDS_TAG, self._embeds.block_digest(start, end)))
             else:
                 keys.append(self._embeds.block_digest(start, end))
-        return tuple(keys) if keys else None
+        return tuple(keys) if keys else empty
 
 
 def event_extra_keys(keys: BlockExtraKeys) -> tuple[object, ...] | None:

@@ -13,9 +13,11 @@ gives the same keys however the tokens are split into calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from .algorithms import BlockHash
+from .builtin_hash import python_hash_for
 from .errors import InvalidRequestError
 from .extra_keys import BlockExtraKeys, ExtraKeysBuilder
 from .none_hash import NoneHash, resolve_none_hash
@@ -32,8 +34,10 @@ class Hasher:
     ``block_size`` is the hash block size (``cache_config.block_size``, times
     the DCP size for attention, or ``prefix_match_unit`` for hybrid models).
     ``lookahead`` is vLLM 0.33's ``num_hash_lookahead_tokens`` (non-zero with
-    EAGLE/EAGLE3/MTP speculative decoding). With ``strict=False`` a release
-    newer than any known one uses the newest known era; :attr:`warnings` says so.
+    EAGLE/EAGLE3/MTP speculative decoding). ``engine_python`` is the engine's
+    CPython version, needed only for the builtin ``hash()`` of 0.7-0.10.1.
+    With ``strict=False`` a release newer than any known one uses the newest
+    known era; :attr:`warnings` says so.
     """
 
     __slots__ = (
@@ -49,6 +53,7 @@ class Hasher:
         python_hash_seed: str | None = None,
         vllm_version: str = DEFAULT_VLLM_VERSION,
         lookahead: int = 0,
+        engine_python: str | None = None,
         strict: bool = True,
     ) -> None:
         if type(block_size) is not int or block_size < 1:
@@ -72,12 +77,18 @@ class Hasher:
         self.lookahead = lookahead
         self.algorithm = self.era.algorithm(hash_algo, release.release)
         self.block_size = block_size
-        self.none_hash: NoneHash = resolve_none_hash(self.era, self.algorithm, python_hash_seed)
         serializer = self.algorithm.serializer
         self._encode_tokens = serializer.encode_tokens
         self._encode_tail = serializer.encode_extra_keys_tail
         self._chain = serializer.chain
-        self._digest = self.algorithm.digest
+        self._digest: Callable[[Any], Any] = (
+            python_hash_for(engine_python, python_hash_seed)
+            if self.algorithm.engine_bound else self.algorithm.digest
+        )
+        digest, dumps = self._digest, serializer.dumps
+        self.none_hash: NoneHash = resolve_none_hash(
+            self.era, self.algorithm, python_hash_seed, lambda value: digest(dumps(value))
+        )
 
     def __repr__(self) -> str:
         return (
@@ -94,7 +105,7 @@ class Hasher:
         """
         return RequestBlockHasher(self, request)
 
-    def block_hashes(self, request: Request | Sequence[int]) -> list[bytes]:
+    def block_hashes(self, request: Request | Sequence[int]) -> list[BlockHash]:
         """The keys of every full block of ``request`` (or of a plain token list)."""
         if not isinstance(request, Request):
             request = Request(request)
@@ -119,19 +130,17 @@ class RequestBlockHasher:
         check_token_ids(request.token_ids)
         self._hasher = hasher
         self._extra = ExtraKeysBuilder(request, hasher.era, hasher.block_size)
-        self.warnings: list[str] = []
-        if request.prompt_embeds is not None and hasher.era.prompt_embeds_key == "ignored":
-            self.warnings.append(
-                f"vLLM {hasher.vllm_version} does not key prompt embeddings (and does not "
-                "prefix-cache such requests): the keys ignore them"
-            )
+        self.warnings = [
+            f"vLLM {hasher.vllm_version} does not key {feature}: the keys ignore it"
+            for feature in self._extra.ignored
+        ]
         self._plain_tail: Any = None
         self._tokens: Any = hasher._encode_tokens(request.token_ids)
         # Lookahead tokens join the extra keys, so their ids are kept as ints.
         self._lookahead_ids: list[int] | None = (
             list(request.token_ids) if hasher.lookahead else None
         )
-        self.block_hashes: list[bytes] = []
+        self.block_hashes: list[BlockHash] = []
         self.extra_keys: list[BlockExtraKeys] = []
         self._hash_new_blocks()
 
@@ -139,7 +148,7 @@ class RequestBlockHasher:
     def num_tokens(self) -> int:
         return len(self._tokens)
 
-    def append(self, token_ids: Sequence[int]) -> list[bytes]:
+    def append(self, token_ids: Sequence[int]) -> list[BlockHash]:
         """Append generated tokens; return the keys of the blocks they completed."""
         if isinstance(token_ids, int):
             token_ids = (token_ids,)
@@ -149,7 +158,7 @@ class RequestBlockHasher:
             self._lookahead_ids.extend(token_ids)
         return self._hash_new_blocks()
 
-    def _hash_new_blocks(self) -> list[bytes]:
+    def _hash_new_blocks(self) -> list[BlockHash]:
         hasher = self._hasher
         size, lookahead = hasher.block_size, hasher.lookahead
         start = len(self.block_hashes) * size
@@ -170,7 +179,11 @@ class RequestBlockHasher:
         # the rest share one set (LoRA or none), encoded once.
         plain_start = starts.stop if extra.plain_start is None else extra.plain_start
         own = range(starts.start, max(starts.start, min(plain_start, starts.stop)), size)
-        keys = [extra.block(s, s + size) for s in own]
+        if self._hasher.era.decode_pass == "per_block" and starts.start:
+            # Up to 0.10.0 the block pool hashed each decode-time block on its own.
+            keys = [extra.block(s, s + size, new_pass=True) for s in own]
+        else:
+            keys = [extra.block(s, s + size) for s in own]
         tails = list(map(encode, keys))
         shared = len(starts) - len(own)
         if shared:
@@ -201,7 +214,7 @@ def block_hashes(
     python_hash_seed: str | None = None,
     vllm_version: str = DEFAULT_VLLM_VERSION,
     **features: Any,
-) -> list[bytes]:
+) -> list[BlockHash]:
     """One call: the block keys of ``token_ids``.
 
     ``features`` are the optional :class:`~prefixkey.request.Request` fields

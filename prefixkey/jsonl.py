@@ -24,7 +24,7 @@ from .prompt_embeds import PromptEmbeds
 from .request import LoRA, MMItem, Request, check_api_rules
 from .schemes import DEFAULT_VLLM_VERSION
 
-__all__ = ["HashJob", "error_record", "parse_request", "run_job", "to_json_value"]
+__all__ = ["HashJob", "error_record", "hash_hex", "parse_request", "run_job", "to_json_value"]
 
 _KNOWN_FIELDS: Final = frozenset({
     "id", "vllm_version", "hash_algo", "python_hash_seed", "block_size", "token_ids",
@@ -131,9 +131,10 @@ def _parse_prompt_embeds(value: Any) -> PromptEmbeds | None:
 
 @lru_cache(maxsize=64)
 def _hasher(version: str, algo: str | None, seed: str | None, block_size: int,
-            lookahead: int, strict: bool) -> Hasher:
+            lookahead: int, engine_python: str | None, strict: bool) -> Hasher:
     return Hasher(block_size=block_size, hash_algo=algo, python_hash_seed=seed,
-                  vllm_version=version, lookahead=lookahead, strict=strict)
+                  vllm_version=version, lookahead=lookahead, engine_python=engine_python,
+                  strict=strict)
 
 
 def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) -> HashJob:
@@ -141,8 +142,7 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
     if not isinstance(obj, Mapping):
         raise InvalidRequestError("<line>", f"must be a JSON object, got {type(obj).__name__}")
     warnings = [f"unknown field {name!r} ignored" for name in obj if name not in _KNOWN_FIELDS]
-    if obj.get("engine_python") is not None:
-        warnings.append("engine_python matters only for builtin hash() eras; ignored")
+    engine_python = _get(obj, "engine_python", str, None)
     if "token_ids" not in obj:
         raise InvalidRequestError("token_ids", "is required")
     token_ids = _int_list(obj, "token_ids")
@@ -162,7 +162,7 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
     lookahead = 0 if lookahead is None else lookahead
     if type(lookahead) is not int or lookahead < 0:
         raise InvalidRequestError("lookahead", f"must be an int >= 0, got {lookahead!r}")
-    hasher = _hasher(version, algo, seed, block_size, lookahead, strict)
+    hasher = _hasher(version, algo, seed, block_size, lookahead, engine_python, strict)
 
     hash_calls = _int_list(obj, "hash_calls")
     num_prompt = _get(obj, "num_prompt_tokens", int, None)
@@ -215,6 +215,15 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
     )
 
 
+def hash_hex(value: bytes | int | None) -> str | None:
+    """A block hash as hex: ``bytes.hex()``, or an int's hex digits (with ``-`` if negative)."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.hex()
+    return format(value, "x")
+
+
 def to_json_value(value: Any) -> Any:
     """Tuples become arrays and bytes ``{"hex": …}``; str, int and None stay."""
     if isinstance(value, tuple):
@@ -237,10 +246,14 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
     for previous, current in pairwise(job.hash_calls):
         per_call.append(len(state.append(job.token_ids[previous:current])))
     hashes = state.block_hashes
+    is_bytes = hasher.era.hash_type == "bytes"
     result: dict[str, Any] = {
         "id": request_id,
-        "block_hashes": [h.hex() for h in hashes],
-        "block_hashes_int64": [block_hash_to_int64(h) for h in hashes],
+        "block_hashes": [hash_hex(h) for h in hashes],
+        # Int-keyed releases publish their ints as they are.
+        "block_hashes_int64": (
+            [block_hash_to_int64(h) for h in hashes] if is_bytes else None  # type: ignore[arg-type]
+        ),
         "extra_keys": [to_json_value(k) for k in state.extra_keys],
         # KV events publish the untagged form from 0.31; before, the hashed tuple
         # recomputed at publish time (not always what was hashed): not reported.
@@ -248,8 +261,8 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
             [_event_keys(k, hasher.lookahead) for k in state.extra_keys] or None
             if hasher.era.tagged else None
         ),
-        "none_hash": hasher.none_hash.value.hex(),
-        "hash_type": "bytes",
+        "none_hash": hash_hex(hasher.none_hash.value),
+        "hash_type": hasher.era.hash_type,
         "resolved": {
             "vllm_version": hasher.vllm_version,
             "era": hasher.era.name,
@@ -262,7 +275,7 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
         result["new_hashes_per_call"] = per_call
     if job.group_block_sizes:
         result["group_block_hashes"] = {
-            str(size): [h.hex() for h in group_block_hashes(hashes, hasher.block_size, size)]
+            str(size): [hash_hex(h) for h in group_block_hashes(hashes, hasher.block_size, size)]
             for size in job.group_block_sizes
         }
     return result

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, TypeVar
 
 from .errors import InvalidRequestError
 
 __all__ = ["block_hash_to_int64", "block_hash_with_group_id", "group_block_hashes"]
 
 _UINT64_MASK: Final = (1 << 64) - 1
+_Key = TypeVar("_Key")
 
 
 def block_hash_to_int64(block_hash: bytes) -> int:
@@ -29,8 +30,8 @@ def block_hash_with_group_id(block_hash: bytes, group_id: int) -> bytes:
 
 
 def group_block_hashes(
-    block_hashes: Sequence[bytes], hash_block_size: int, group_block_size: int
-) -> list[bytes]:
+    block_hashes: Sequence[_Key], hash_block_size: int, group_block_size: int
+) -> list[_Key]:
     """The keys of a KV-cache group whose blocks are ``k`` hash blocks long.
 
     Block ``j`` of the group takes fine key ``(j + 1)·k - 1``: that key already

@@ -37,13 +37,13 @@ def encode_tokens(token_ids: Sequence[int]) -> list[int]:
 
 
 def chain(
-    parent: bytes,
+    parent: bytes | int,
     tokens: Sequence[int],
     starts: range,
     size: int,
     tails: Iterable[tuple[Any, ...] | None],
-    digest: Callable[[bytes], bytes],
-) -> list[bytes]:
+    digest: Callable[[bytes], Any],
+) -> list[Any]:
     """Keys of the blocks starting at ``starts``, with extra keys ``tails`` (one each).
 
     Each key is the digest of ``pickle.dumps((parent, tuple(block), tail), 5)``

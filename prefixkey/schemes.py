@@ -14,7 +14,7 @@ from typing import Final, Literal
 
 from packaging.version import InvalidVersion, Version
 
-from .algorithms import ALGORITHMS, HashAlgorithm
+from .algorithms import ALGORITHMS, FLAT_ALGORITHMS, INT_ALGORITHMS, HashAlgorithm
 from .errors import UnknownAlgorithmError, UnknownVersionError
 
 __all__ = [
@@ -28,8 +28,11 @@ __all__ = [
 ]
 
 
-NoneHashRule = Literal["seed_or_random", "seed_or_default"]
-LoRAKey = Literal["int_id", "name", "name_path"]
+NoneHashRule = Literal[
+    "none", "hash_of_none_string", "sha256_of_none_or_random", "sha256_of_seed_or_random",
+    "seed_or_random", "seed_or_default",
+]
+LoRAKey = Literal["unkeyed", "int_id", "name", "name_path"]
 MMKey = Literal["identifier", "identifier_offset"]
 MMWindow = Literal["inclusive_last_item", "overlap_last_item", "overlap_window"]
 PromptEmbedsKey = Literal["ignored", "raw_bytes", "digest"]
@@ -51,12 +54,13 @@ class Era:
     changes: str
     #: ``(algorithm, first release offering it)``, the era's default first.
     algorithms: tuple[tuple[str, str], ...]
-    #: NONE_HASH with PYTHONHASHSEED unset: random per engine process
-    #: ("seed_or_random"), or ``hash_fn("vllm-none-hash")`` for collision-
-    #: resistant algorithms ("seed_or_default"). A set seed always gives
-    #: ``hash_fn(seed)``.
+    #: The first block's parent (see :mod:`prefixkey.none_hash`): ``None``
+    #: itself; builtin ``hash("None")``; SHA-256 of ``None`` with the seed unset
+    #: and random with it set (0.8.3's inverted test); SHA-256 of the seed or
+    #: random; ``hash_fn(seed)`` or random; ``hash_fn(seed)`` or, for
+    #: collision-resistant algorithms, ``hash_fn("vllm-none-hash")``.
     none_hash: NoneHashRule
-    #: LoRA's extra key: the server's int id, the adapter name, or name and path.
+    #: LoRA's extra key: none, the server's int id, the adapter name, or name and path.
     lora_key: LoRAKey
     #: A multimodal item's key: its identifier, or (identifier, offset in block).
     mm_key: MMKey
@@ -72,6 +76,19 @@ class Era:
     tagged: bool = False
     #: Speculative-decoding lookahead tokens may join the extra keys.
     lookahead: bool = False
+    #: Keys are digest bytes, or Python ints (builtin hash(), int SHA-256).
+    hash_type: Literal["bytes", "int"] = "bytes"
+    #: The hashed value: ``(parent, tokens, extra_keys)``, or 0.7.0's
+    #: ``(parent, *tokens)`` with no extra keys.
+    block_tuple: Literal["nested", "flat"] = "nested"
+    #: A multimodal request's block that names no item: ``None``, or ``()``
+    #: (0.7.0-0.7.2, unless the block lies past every item).
+    empty_extra_keys: Literal["none", "empty_tuple"] = "none"
+    #: ``cache_salt`` joins block 0's keys (0.9.0+).
+    cache_salt: bool = True
+    #: Decode-time blocks: each hashed on its own, resuming at the last item
+    #: (the block pool, up to 0.10.0), or one pass per append (0.10.1+).
+    decode_pass: Literal["per_block", "per_call"] = "per_call"
     first_version: Version = field(init=False)
 
     def __post_init__(self) -> None:
@@ -90,14 +107,100 @@ class Era:
                 f"hash_algo {chosen!r} is not offered by vLLM {release} "
                 f"(choose one of {', '.join(offered)})"
             )
-        return ALGORITHMS[chosen]
+        if self.hash_type == "bytes":
+            return ALGORITHMS[chosen]
+        return (FLAT_ALGORITHMS if self.block_tuple == "flat" else INT_ALGORITHMS)[chosen]
 
 
 _SHA = (("sha256", "0.10.2"), ("sha256_cbor", "0.10.2"))
 _ALL = (*_SHA, ("xxhash", "0.13.0"), ("xxhash_cbor", "0.13.0"))
+_BUILTIN = (("builtin", "0.7.0"),)
+_BUILTIN_SHA = (*_BUILTIN, ("sha256", "0.8.3"))
+_INT = (*_BUILTIN_SHA, ("sha256_cbor_64bit", "0.10.0"))
+# The int-keyed eras: builtin hash() keys (the default up to 0.10.1.1) and
+# the int forms of SHA-256.
+_INT_ERA: Final = {
+    "hash_type": "int", "mm_key": "identifier", "mm_window": "inclusive_last_item",
+    "prompt_embeds_key": "ignored", "decode_pass": "per_block",
+}
 
 #: Ordered oldest first; each era runs until the next one starts.
 ERAS: Final[tuple[Era, ...]] = (
+    Era(
+        name="A",
+        since="0.7.0",
+        changes=(
+            "V1 prefix cache: hash((parent, *tokens)) with builtin hash(); the first parent is "
+            "None; multimodal hashes are not part of the key"
+        ),
+        algorithms=_BUILTIN, none_hash="none", lora_key="unkeyed", block_tuple="flat",
+        empty_extra_keys="empty_tuple", cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
+    ),
+    Era(
+        name="B",
+        since="0.7.1",
+        changes="the key becomes hash((parent, tuple(tokens), extra_keys)) with mm hashes",
+        algorithms=_BUILTIN, none_hash="none", lora_key="unkeyed",
+        empty_extra_keys="empty_tuple", cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
+    ),
+    Era(
+        name="C",
+        since="0.7.2",
+        changes="the first parent becomes hash('None'), which depends on PYTHONHASHSEED",
+        algorithms=_BUILTIN, none_hash="hash_of_none_string", lora_key="unkeyed",
+        empty_extra_keys="empty_tuple", cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
+    ),
+    Era(
+        name="D",
+        since="0.7.3",
+        changes="the LoRA int id joins the extra keys, which are None when empty",
+        algorithms=_BUILTIN, none_hash="hash_of_none_string", lora_key="int_id",
+        cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
+    ),
+    Era(
+        name="E",
+        since="0.8.3",
+        changes=(
+            "--prefix-caching-hash-algo sha256 (int of SHA-256 over pickle); NONE_HASH is "
+            "SHA-256 of None when PYTHONHASHSEED is unset and random when it is set"
+        ),
+        algorithms=_BUILTIN_SHA, none_hash="sha256_of_none_or_random", lora_key="int_id",
+        cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
+    ),
+    Era(
+        name="F",
+        since="0.8.5",
+        changes="NONE_HASH is SHA-256 of PYTHONHASHSEED when set, random otherwise",
+        algorithms=_BUILTIN_SHA, none_hash="sha256_of_seed_or_random", lora_key="int_id",
+        cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
+    ),
+    Era(
+        name="G",
+        since="0.9.0",
+        changes="cache_salt joins the first block's extra keys",
+        algorithms=_BUILTIN_SHA, none_hash="sha256_of_seed_or_random", lora_key="int_id",
+        **_INT_ERA,  # type: ignore[arg-type]
+    ),
+    Era(
+        name="H",
+        since="0.10.0",
+        changes=(
+            "NONE_HASH is hash_fn(PYTHONHASHSEED) when set (random otherwise); new algorithm "
+            "sha256_cbor_64bit (low 64 bits of SHA-256 over canonical CBOR)"
+        ),
+        algorithms=_INT, none_hash="seed_or_random", lora_key="int_id",
+        **_INT_ERA,  # type: ignore[arg-type]
+    ),
+    Era(
+        name="H1",
+        since="0.10.1",
+        changes=(
+            "decode-time blocks are hashed when tokens are appended, one pass per append "
+            "resuming at the last multimodal item (before, each block resumed there)"
+        ),
+        algorithms=_INT, none_hash="seed_or_random", lora_key="int_id",
+        **{**_INT_ERA, "decode_pass": "per_call"},  # type: ignore[arg-type]
+    ),
     Era(
         name="I",
         since="0.10.2",
@@ -207,6 +310,8 @@ DEFAULT_NONE_HASH_SEED: Final = "vllm-none-hash"
 
 #: Releases whose keys the project's vectors confirm.
 KNOWN_RELEASES: Final[tuple[str, ...]] = (
+    "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.8.0", "0.8.1", "0.8.2", "0.8.3", "0.8.4", "0.8.5",
+    "0.8.5.post1", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.1.1",
     "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1",
     "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0",
     "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0",
