@@ -153,7 +153,7 @@ def python_hash_for(engine_python: str | None, python_hash_seed: str | None) -> 
             "derived from an address there, so keys differ per process. CPython 3.12+ "
             "engines are reproducible."
         )
-    if python_hash_seed is None or python_hash_seed == "random":
+    if python_hash_seed in (None, "", "random"):  # CPython ignores an empty PYTHONHASHSEED
         return PythonHash(None)
     try:
         seed = int(python_hash_seed)

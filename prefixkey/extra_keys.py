@@ -124,10 +124,14 @@ class ExtraKeysBuilder:
             first = block_size if self._salt else 0
             self.plain_start = max(first, -(-mm_end // block_size) * block_size)
 
-    def begin_pass(self, start: int) -> None:
-        """A hashing pass starts at block ``start``: set the item index as vLLM does."""
+    def begin_pass(self, start: int, *, resume: bool) -> None:
+        """A hashing pass starts at block ``start``: set the item index as vLLM does.
+
+        ``resume``: vLLM treats the pass as resuming mid-request (any pass but
+        the first, or from 0.10.1 one that starts past block 0).
+        """
         items = self._mm_items
-        if start == 0 or not items:
+        if not resume or not items:
             self._mm_index = 0
         elif not self._window:
             self._mm_index = -1  # "only the last item can still be in later blocks"
@@ -168,9 +172,9 @@ class ExtraKeysBuilder:
 
     def block(self, start: int, end: int, *, new_pass: bool = False) -> BlockExtraKeys:
         """The extra keys of block ``[start, end)``: the next block of the pass,
-        or with ``new_pass`` the only one of a pass of its own."""
+        or with ``new_pass`` the only one of a resumed pass of its own."""
         if new_pass:
-            self.begin_pass(start)
+            self.begin_pass(start, resume=True)
         named = self._mm(start, end)
         # 0.7.1-0.7.2 keep an empty tuple where the walk ran but named nothing.
         empty: BlockExtraKeys = () if self._empty_tuple and named is not None else None

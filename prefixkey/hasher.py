@@ -142,7 +142,7 @@ class RequestBlockHasher:
         )
         self.block_hashes: list[BlockHash] = []
         self.extra_keys: list[BlockExtraKeys] = []
-        self._hash_new_blocks()
+        self._hash_new_blocks(decode=False)
 
     @property
     def num_tokens(self) -> int:
@@ -156,34 +156,35 @@ class RequestBlockHasher:
         self._tokens.extend(token_ids)
         if self._lookahead_ids is not None:
             self._lookahead_ids.extend(token_ids)
-        return self._hash_new_blocks()
+        return self._hash_new_blocks(decode=True)
 
-    def _hash_new_blocks(self) -> list[BlockHash]:
+    def _hash_new_blocks(self, *, decode: bool) -> list[BlockHash]:
         hasher = self._hasher
         size, lookahead = hasher.block_size, hasher.lookahead
         start = len(self.block_hashes) * size
         # A block is hashed once it is full and, with lookahead, followed by that many tokens.
         starts = range(start, max(start, len(self._tokens) - size - lookahead + 1), size)
-        self._extra.begin_pass(start)
-        keys, tails = self._lookahead_keys(starts) if lookahead else self._keys(starts)
+        # Up to 0.10.0 the block pool hashed each decode-time block on its own.
+        per_block = decode and self._hasher.era.decode_pass == "per_block"
+        self._extra.begin_pass(start, resume=start > 0)
+        if lookahead:
+            keys, tails = self._lookahead_keys(starts)
+        else:
+            keys, tails = self._keys(starts, per_block=per_block)
         parent = self.block_hashes[-1] if self.block_hashes else hasher.none_hash.value
         new = hasher._chain(parent, self._tokens, starts, size, tails, hasher._digest)
         self.block_hashes += new
         self.extra_keys += keys
         return new
 
-    def _keys(self, starts: range) -> tuple[list[BlockExtraKeys], list[Any]]:
+    def _keys(self, starts: range, *, per_block: bool) -> tuple[list[BlockExtraKeys], list[Any]]:
         """Extra keys and encoded tails of the blocks at ``starts``."""
         extra, encode, size = self._extra, self._hasher._encode_tail, starts.step
         # Blocks with mm items, the salt or embeddings get keys of their own;
         # the rest share one set (LoRA or none), encoded once.
         plain_start = starts.stop if extra.plain_start is None else extra.plain_start
         own = range(starts.start, max(starts.start, min(plain_start, starts.stop)), size)
-        if self._hasher.era.decode_pass == "per_block" and starts.start:
-            # Up to 0.10.0 the block pool hashed each decode-time block on its own.
-            keys = [extra.block(s, s + size, new_pass=True) for s in own]
-        else:
-            keys = [extra.block(s, s + size) for s in own]
+        keys = [extra.block(s, s + size, new_pass=per_block) for s in own]
         tails = list(map(encode, keys))
         shared = len(starts) - len(own)
         if shared:

@@ -81,7 +81,7 @@ class LoRA:
         if self.path is not None:
             _check_str(self.path, "lora.path")
         if self.int_id is not None:
-            _check_int(self.int_id, "lora.int_id", minimum=1)
+            _check_int(self.int_id, "lora.int_id", minimum=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +179,7 @@ def check_api_rules(request: Request) -> None:
 
     The engine core itself hashes whatever it is given, so these are opt-in:
     a non-empty cache salt of at most 128 characters without ``@ / \\`` or
-    NUL, and a non-empty LoRA path.
+    NUL, a non-empty LoRA path, and a LoRA int id of at least 1.
     """
     salt = request.cache_salt
     if salt is not None:
@@ -197,3 +197,5 @@ def check_api_rules(request: Request) -> None:
             )
     if request.lora is not None and not request.lora.path:
         raise InvalidRequestError("lora.path", "cannot be empty (vLLM asserts lora_path)")
+    if request.lora is not None and request.lora.int_id is not None and request.lora.int_id < 1:
+        raise InvalidRequestError("lora.int_id", "must be >= 1 (vLLM 0.11+ LoRARequest)")

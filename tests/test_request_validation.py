@@ -265,7 +265,7 @@ STRING_CASES: list[tuple[str, Callable[[], object], str]] = [
     ("lora path surrogate", lambda: LoRA("n", "/p\ud800"), "lora.path"),
     ("lora name int", lambda: LoRA(3, "/p"), "lora.name"),
     ("lora path bytes", lambda: LoRA("n", b"/p"), "lora.path"),
-    ("lora int_id zero", lambda: LoRA("n", "/p", 0), "lora.int_id"),
+    ("lora int_id negative", lambda: LoRA("n", "/p", -1), "lora.int_id"),
     ("lora int_id bool", lambda: LoRA("n", "/p", True), "lora.int_id"),
     ("salt surrogate", lambda: Request([1], cache_salt="s\udfff"), "cache_salt"),
     ("salt int", lambda: Request([1], cache_salt=5), "cache_salt"),
@@ -383,6 +383,16 @@ def test_lora_path_must_be_non_empty(path: str | None) -> None:
     assert info.value.field == "lora.path"
     # The engine core itself still hashes it.
     assert len(Hasher(block_size=1).block_hashes(request)) == 1
+
+
+def test_lora_int_id_zero_is_an_api_rule() -> None:
+    # vLLM before 0.11 keyed a LoRA int id of 0; 0.11+ LoRARequest rejects it.
+    request = Request([1], lora=LoRA("adapter", "/a", int_id=0))
+    with pytest.raises(InvalidRequestError) as info:
+        check_api_rules(request)
+    assert info.value.field == "lora.int_id"
+    old = Hasher(block_size=1, vllm_version="0.10.2", python_hash_seed="0")
+    assert old.start(request).extra_keys == [(0,)]
 
 
 def test_api_rules_accept_a_normal_request() -> None:
