@@ -10,6 +10,7 @@ Build a :class:`Hasher` once per replica configuration and reuse it::
 or call :func:`block_hashes` for a one-off.
 """
 
+from .drift import DriftConfig, DriftReport, drift
 from .errors import (
     InvalidRequestError,
     MalformedJSONError,
@@ -19,6 +20,7 @@ from .errors import (
     UnreproducibleKeysError,
 )
 from .extra_keys import event_extra_keys
+from .fingerprint import FingerprintReport, fingerprint
 from .hasher import Hasher, RequestBlockHasher, block_hashes
 from .keys import block_hash_to_int64, block_hash_with_group_id, group_block_hashes
 from .prompt_embeds import PromptEmbeds, mixed_prompt_token_ids
@@ -27,6 +29,9 @@ from .schemes import DEFAULT_VLLM_VERSION, resolve_release
 
 __all__ = [
     "DEFAULT_VLLM_VERSION",
+    "DriftConfig",
+    "DriftReport",
+    "FingerprintReport",
     "Hasher",
     "InvalidRequestError",
     "LoRA",
@@ -43,7 +48,9 @@ __all__ = [
     "block_hash_with_group_id",
     "block_hashes",
     "check_api_rules",
+    "drift",
     "event_extra_keys",
+    "fingerprint",
     "group_block_hashes",
     "mixed_prompt_token_ids",
     "resolve_release",

@@ -9,8 +9,11 @@ from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
 from . import __version__
+from .drift import DriftConfig, builtin_corpus, drift, read_requests
 from .errors import MalformedJSONError, PrefixKeyError
+from .fingerprint import fingerprint
 from .jsonl import error_record, parse_request, run_job
+from .report_text import drift_text, fingerprint_text
 
 __all__ = ["main"]
 
@@ -54,6 +57,66 @@ def _cmd_hash(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _read_lines(name: str) -> list[Any]:
+    source = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
+    with source:
+        return read_requests(source)
+
+
+def _cmd_drift(args: argparse.Namespace) -> int:
+    try:
+        from_config, to_config = DriftConfig.parse(args.source), DriftConfig.parse(args.target)
+        requests = builtin_corpus() if args.requests is None else _read_lines(args.requests)
+        report = drift(from_config, to_config, requests)
+    except PrefixKeyError as exc:
+        print(f"prefixkey drift: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
+    else:
+        sys.stdout.write(drift_text(report))
+    return 0
+
+
+def _cmd_fingerprint(args: argparse.Namespace) -> int:
+    try:
+        events = _read_lines(args.events)
+    except PrefixKeyError as exc:
+        print(f"prefixkey fingerprint: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    report = fingerprint(events, seeds=args.seed)
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
+    else:
+        sys.stdout.write(fingerprint_text(report))
+    return 0
+
+
+def _add_drift(commands: Any) -> None:
+    cmd = commands.add_parser(
+        "drift", help="which requests keep their keys between two configurations (docs/drift.md)"
+    )
+    spec = "VERSION[:key=value,...] with keys algo, seed, block_size, lookahead"
+    cmd.add_argument("source", metavar="FROM", help=f"the current configuration: {spec}")
+    cmd.add_argument("target", metavar="TO", help=f"the new configuration: {spec}")
+    cmd.add_argument("requests", metavar="REQUESTS", nargs="?", default=None,
+                     help="JSON Lines requests (- for stdin); default: the built-in corpus")
+    cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    cmd.set_defaults(run=_cmd_drift)
+
+
+def _add_fingerprint(commands: Any) -> None:
+    cmd = commands.add_parser(
+        "fingerprint",
+        help="infer release family, algorithm and seed from KV events (docs/fingerprint.md)",
+    )
+    cmd.add_argument("events", metavar="EVENTS", help="JSON Lines BlockStored events, or -")
+    cmd.add_argument("--seed", action="append", default=[], metavar="S",
+                     help="a PYTHONHASHSEED value to try besides unset and '0' (repeatable)")
+    cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    cmd.set_defaults(run=_cmd_fingerprint)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prefixkey", description="vLLM prefix-cache block keys, bit for bit."
@@ -74,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
         "hash what the engine core would hash",
     )
     hash_cmd.set_defaults(run=_cmd_hash)
+    _add_drift(commands)
+    _add_fingerprint(commands)
     return parser
 
 
