@@ -11,7 +11,6 @@ change explains is reported with the eras' own ``changes`` text.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -163,13 +162,10 @@ def _era_field_message(field: str, old: Era, new: Era, block: int, job: HashJob)
 def _extra_keys_under(job: HashJob, era: Era) -> list[BlockExtraKeys]:
     """The request's per-block extra keys if its hasher followed ``era``'s rules.
 
-    The core builds a Hasher from a release, not from an era record, so a copy
-    of the bound hasher gets the era swapped in; the core's own hashing passes
-    then decide every key (windows, decode-time passes, fields added later).
+    The core's own hashing passes decide every key (windows, decode-time
+    passes, fields added later).
     """
-    hasher: Hasher = copy.copy(job.hasher)
-    hasher.era = era
-    state = hasher.start(job.request)
+    state = job.hasher.with_era_rules(era).start(job.request)
     for previous, current in pairwise(job.hash_calls):
         state.append(job.token_ids[previous:current])
     return list(state.extra_keys)

@@ -13,6 +13,7 @@ gives the same keys however the tokens are split into calls.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -96,6 +97,16 @@ class Hasher:
             f"seed_source={self.none_hash.seed_source!r}, block_size={self.block_size}, "
             f"lookahead={self.lookahead})"
         )
+
+    def with_era_rules(self, era: Era) -> Hasher:
+        """This hasher with another era's extra-key and window rules (what-if analysis).
+
+        Algorithm, NONE_HASH and block size stay bound; the drift report uses it
+        to ask which one era field changes a request's extra keys.
+        """
+        twin = copy.copy(self)
+        twin.era = era
+        return twin
 
     def start(self, request: Request) -> RequestBlockHasher:
         """Hash a request's full blocks and return a hasher to extend as tokens arrive.
