@@ -21,6 +21,7 @@ from .algorithms import BlockHash
 from .builtin_hash import python_hash_for
 from .errors import InvalidRequestError
 from .extra_keys import BlockExtraKeys, ExtraKeysBuilder
+from .keys import group_block_hashes
 from .none_hash import NoneHash, resolve_none_hash
 from .request import Request, check_token_ids
 from .schemes import DEFAULT_VLLM_VERSION, Era, resolve_release
@@ -96,6 +97,20 @@ class Hasher:
             f"Hasher(vllm_version={self.vllm_version!r}, hash_algo={self.algorithm.name!r}, "
             f"seed_source={self.none_hash.seed_source!r}, block_size={self.block_size}, "
             f"lookahead={self.lookahead})"
+        )
+
+    def group_block_hashes(
+        self, block_hashes: Sequence[BlockHash], group_block_size: int
+    ) -> list[BlockHash]:
+        """The keys of a KV-cache group with blocks of ``group_block_size`` tokens."""
+        if group_block_size != self.block_size and self.era.group_keys == "none":
+            raise InvalidRequestError(
+                "group_block_sizes", f"vLLM {self.vllm_version} hashes every KV-cache group at "
+                "the block size (coarser groups arrived in 0.12.0)",
+            )
+        return group_block_hashes(
+            block_hashes, self.block_size, group_block_size,
+            concatenate=self.era.group_keys == "concatenated",
         )
 
     def with_era_rules(self, era: Era) -> Hasher:

@@ -19,7 +19,7 @@ from typing import Any, Final
 from .errors import InvalidRequestError, PrefixKeyError
 from .extra_keys import BlockExtraKeys, event_extra_keys
 from .hasher import Hasher
-from .keys import block_hash_to_int64, group_block_hashes
+from .keys import block_hash_to_int64
 from .prompt_embeds import PromptEmbeds
 from .request import LoRA, MMItem, Request, check_api_rules
 from .schemes import DEFAULT_VLLM_VERSION
@@ -275,7 +275,7 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
         result["new_hashes_per_call"] = per_call
     if job.group_block_sizes:
         result["group_block_hashes"] = {
-            str(size): [hash_hex(h) for h in group_block_hashes(hashes, hasher.block_size, size)]
+            str(size): [hash_hex(h) for h in hasher.group_block_hashes(hashes, size)]
             for size in job.group_block_sizes
         }
     return result

@@ -30,12 +30,17 @@ def block_hash_with_group_id(block_hash: bytes, group_id: int) -> bytes:
 
 
 def group_block_hashes(
-    block_hashes: Sequence[_Key], hash_block_size: int, group_block_size: int
+    block_hashes: Sequence[_Key],
+    hash_block_size: int,
+    group_block_size: int,
+    *,
+    concatenate: bool = False,
 ) -> list[_Key]:
     """The keys of a KV-cache group whose blocks are ``k`` hash blocks long.
 
     Block ``j`` of the group takes fine key ``(j + 1)·k - 1``: that key already
-    chains the whole prefix (vLLM 0.24+, ``BlockHashListWithBlockSize``).
+    chains the whole prefix (vLLM 0.24+, ``BlockHashListWithBlockSize``). With
+    ``concatenate`` (0.12-0.23) it is the k fine keys of the block joined.
     """
     if (
         type(group_block_size) is not int
@@ -48,4 +53,7 @@ def group_block_hashes(
             f"got {group_block_size!r}",
         )
     k = group_block_size // hash_block_size
+    if concatenate:  # bytes keys only: the releases that concatenated had no int keys
+        starts = range(0, len(block_hashes) - k + 1, k)
+        return [b"".join(block_hashes[j : j + k]) for j in starts]  # type: ignore[arg-type,misc]
     return list(block_hashes[k - 1 :: k])

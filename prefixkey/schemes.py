@@ -9,7 +9,7 @@ its version properly: pre-releases, post-releases, dev and local builds
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from packaging.version import InvalidVersion, Version
@@ -89,6 +89,10 @@ class Era:
     #: Decode-time blocks: each hashed on its own, resuming at the last item
     #: (the block pool, up to 0.10.0), or one pass per append (0.10.1+).
     decode_pass: Literal["per_block", "per_call"] = "per_call"
+    #: The key of a KV-cache group block k hash blocks long: not supported
+    #: (every group uses the hash block size), the concatenation of its k
+    #: hashes (0.12-0.23), or the last of them (0.24+).
+    group_keys: Literal["none", "concatenated", "last"] = "last"
     first_version: Version = field(init=False)
 
     def __post_init__(self) -> None:
@@ -112,198 +116,139 @@ class Era:
         return (FLAT_ALGORITHMS if self.block_tuple == "flat" else INT_ALGORITHMS)[chosen]
 
 
-_SHA = (("sha256", "0.10.2"), ("sha256_cbor", "0.10.2"))
-_ALL = (*_SHA, ("xxhash", "0.13.0"), ("xxhash_cbor", "0.13.0"))
 _BUILTIN = (("builtin", "0.7.0"),)
 _BUILTIN_SHA = (*_BUILTIN, ("sha256", "0.8.3"))
 _INT = (*_BUILTIN_SHA, ("sha256_cbor_64bit", "0.10.0"))
-# The int-keyed eras: builtin hash() keys (the default up to 0.10.1.1) and
-# the int forms of SHA-256.
-_INT_ERA: Final = {
-    "hash_type": "int", "mm_key": "identifier", "mm_window": "inclusive_last_item",
-    "prompt_embeds_key": "ignored", "decode_pass": "per_block",
-}
+_SHA = (("sha256", "0.10.2"), ("sha256_cbor", "0.10.2"))
+_ALL = (*_SHA, ("xxhash", "0.13.0"), ("xxhash_cbor", "0.13.0"))
 
-#: Ordered oldest first; each era runs until the next one starts.
-ERAS: Final[tuple[Era, ...]] = (
-    Era(
+
+def _eras() -> tuple[Era, ...]:
+    """Each era is the one before it with what its first release changed."""
+    a = Era(
         name="A",
         since="0.7.0",
         changes=(
             "V1 prefix cache: hash((parent, *tokens)) with builtin hash(); the first parent is "
             "None; multimodal hashes are not part of the key"
         ),
-        algorithms=_BUILTIN, none_hash="none", lora_key="unkeyed", block_tuple="flat",
-        empty_extra_keys="empty_tuple", cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
-    ),
-    Era(
-        name="B",
-        since="0.7.1",
+        algorithms=_BUILTIN, none_hash="none", lora_key="unkeyed", mm_key="identifier",
+        mm_window="inclusive_last_item", prompt_embeds_key="ignored", hash_type="int",
+        block_tuple="flat", empty_extra_keys="empty_tuple", cache_salt=False,
+        decode_pass="per_block", group_keys="none",
+    )
+    b = replace(
+        a, name="B", since="0.7.1", block_tuple="nested",
         changes="the key becomes hash((parent, tuple(tokens), extra_keys)) with mm hashes",
-        algorithms=_BUILTIN, none_hash="none", lora_key="unkeyed",
-        empty_extra_keys="empty_tuple", cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
-    ),
-    Era(
-        name="C",
-        since="0.7.2",
+    )
+    c = replace(
+        b, name="C", since="0.7.2", none_hash="hash_of_none_string",
         changes="the first parent becomes hash('None'), which depends on PYTHONHASHSEED",
-        algorithms=_BUILTIN, none_hash="hash_of_none_string", lora_key="unkeyed",
-        empty_extra_keys="empty_tuple", cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
-    ),
-    Era(
-        name="D",
-        since="0.7.3",
+    )
+    d = replace(
+        c, name="D", since="0.7.3", lora_key="int_id", empty_extra_keys="none",
         changes="the LoRA int id joins the extra keys, which are None when empty",
-        algorithms=_BUILTIN, none_hash="hash_of_none_string", lora_key="int_id",
-        cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
-    ),
-    Era(
-        name="E",
-        since="0.8.3",
+    )
+    e = replace(
+        d, name="E", since="0.8.3", algorithms=_BUILTIN_SHA, none_hash="sha256_of_none_or_random",
         changes=(
             "--prefix-caching-hash-algo sha256 (int of SHA-256 over pickle); NONE_HASH is "
             "SHA-256 of None when PYTHONHASHSEED is unset and random when it is set"
         ),
-        algorithms=_BUILTIN_SHA, none_hash="sha256_of_none_or_random", lora_key="int_id",
-        cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
-    ),
-    Era(
-        name="F",
-        since="0.8.5",
+    )
+    f = replace(
+        e, name="F", since="0.8.5", none_hash="sha256_of_seed_or_random",
         changes="NONE_HASH is SHA-256 of PYTHONHASHSEED when set, random otherwise",
-        algorithms=_BUILTIN_SHA, none_hash="sha256_of_seed_or_random", lora_key="int_id",
-        cache_salt=False, **_INT_ERA,  # type: ignore[arg-type]
-    ),
-    Era(
-        name="G",
-        since="0.9.0",
+    )
+    g = replace(
+        f, name="G", since="0.9.0", cache_salt=True,
         changes="cache_salt joins the first block's extra keys",
-        algorithms=_BUILTIN_SHA, none_hash="sha256_of_seed_or_random", lora_key="int_id",
-        **_INT_ERA,  # type: ignore[arg-type]
-    ),
-    Era(
-        name="H",
-        since="0.10.0",
+    )
+    h = replace(
+        g, name="H", since="0.10.0", algorithms=_INT, none_hash="seed_or_random",
         changes=(
             "NONE_HASH is hash_fn(PYTHONHASHSEED) when set (random otherwise); new algorithm "
             "sha256_cbor_64bit (low 64 bits of SHA-256 over canonical CBOR)"
         ),
-        algorithms=_INT, none_hash="seed_or_random", lora_key="int_id",
-        **_INT_ERA,  # type: ignore[arg-type]
-    ),
-    Era(
-        name="H1",
-        since="0.10.1",
+    )
+    h1 = replace(
+        h, name="H1", since="0.10.1", decode_pass="per_call",
         changes=(
             "decode-time blocks are hashed when tokens are appended, one pass per append "
             "resuming at the last multimodal item (before, each block resumed there)"
         ),
-        algorithms=_INT, none_hash="seed_or_random", lora_key="int_id",
-        **{**_INT_ERA, "decode_pass": "per_call"},  # type: ignore[arg-type]
-    ),
-    Era(
-        name="I",
-        since="0.10.2",
+    )
+    i = replace(
+        h1, name="I", since="0.10.2", hash_type="bytes", algorithms=_SHA,
         changes=(
             "block hashes become raw digest bytes (sha256 over pickle, or sha256_cbor); "
             "NONE_HASH is random per engine process unless PYTHONHASHSEED is set"
         ),
-        algorithms=_SHA,
-        none_hash="seed_or_random",
-        lora_key="int_id",
-        mm_key="identifier",
-        mm_window="inclusive_last_item",
-        prompt_embeds_key="ignored",
-    ),
-    Era(
-        name="J",
-        since="0.11.1",
+    )
+    j = replace(
+        i, name="J", since="0.11.1", algorithms=_ALL, lora_key="name",
+        prompt_embeds_key="raw_bytes",
         changes=(
             "LoRA is keyed by adapter name instead of the server's int id; prompt-embeds "
             "requests are keyed by each block's raw embedding bytes (xxhash algorithms "
             "from 0.13.0)"
         ),
-        algorithms=_ALL,
-        none_hash="seed_or_random",
-        lora_key="name",
-        mm_key="identifier",
-        mm_window="inclusive_last_item",
-        prompt_embeds_key="raw_bytes",
-    ),
-    Era(
-        name="K",
-        since="0.17.0",
+    )
+    j1 = replace(
+        j, name="J1", since="0.12.0", group_keys="concatenated",
+        changes=(
+            "KV-cache groups whose block size is k times the hash block size key each block "
+            "by the concatenation of its k hashes (hybrid models)"
+        ),
+    )
+    k = replace(
+        j1, name="K", since="0.17.0", prompt_embeds_key="digest",
         changes="prompt embeddings are keyed by the SHA-256 of each block's bytes",
-        algorithms=_ALL,
-        none_hash="seed_or_random",
-        lora_key="name",
-        mm_key="identifier",
-        mm_window="inclusive_last_item",
-        prompt_embeds_key="digest",
-    ),
-    Era(
-        name="L",
-        since="0.19.0",
+    )
+    l_ = replace(
+        k, name="L", since="0.19.0", mm_key="identifier_offset", mm_window="overlap_last_item",
         changes=(
             "a multimodal key becomes (identifier, offset within the block); a block that "
             "starts where an item ends no longer names it"
         ),
-        algorithms=_ALL,
-        none_hash="seed_or_random",
-        lora_key="name",
-        mm_key="identifier_offset",
-        mm_window="overlap_last_item",
-        prompt_embeds_key="digest",
-    ),
-    Era(
-        name="M",
-        since="0.29.0",
+    )
+    l1 = replace(
+        l_, name="L1", since="0.24.0", group_keys="last",
+        changes=(
+            "a coarser KV-cache group keys each block by its last hash instead of the "
+            "concatenation (the 64-bit event ints are unchanged)"
+        ),
+    )
+    m = replace(
+        l1, name="M", since="0.29.0", none_hash="seed_or_default",
         changes=(
             "NONE_HASH is deterministic by default for sha256/sha256_cbor (seed "
             "'vllm-none-hash'): replicas share keys without PYTHONHASHSEED"
         ),
-        algorithms=_ALL,
-        none_hash="seed_or_default",
-        lora_key="name",
-        mm_key="identifier_offset",
-        mm_window="overlap_last_item",
-        prompt_embeds_key="digest",
-    ),
-    Era(
-        name="N",
-        since="0.31.0",
+    )
+    n = replace(
+        m, name="N", since="0.31.0", lora_key="name_path", mm_window="overlap_window",
+        tagged=True,
         changes=(
             "extra keys are tagged: ('lora', name, path), ('mm', identifier, offset), "
             "('cache_salt', salt), ('prompt_embeds', digest); the LoRA path joins the key; "
             "decode-time hashing finds multimodal items by window; KV events publish the "
             "untagged form"
         ),
-        algorithms=_ALL,
-        none_hash="seed_or_default",
-        lora_key="name_path",
-        mm_key="identifier_offset",
-        mm_window="overlap_window",
-        prompt_embeds_key="digest",
-        tagged=True,
-    ),
-    Era(
-        name="O",
-        since="0.33.0",
+    )
+    o = replace(
+        n, name="O", since="0.33.0", lookahead=True,
         changes=(
             "with EAGLE/EAGLE3/MTP speculative decoding (on by default) a block's key also "
             "covers the next lookahead tokens: ((extra keys over the widened window), "
             "*lookahead tokens); otherwise keys are era N's"
         ),
-        algorithms=_ALL,
-        none_hash="seed_or_default",
-        lora_key="name_path",
-        mm_key="identifier_offset",
-        mm_window="overlap_window",
-        prompt_embeds_key="digest",
-        tagged=True,
-        lookahead=True,
-    ),
-)
+    )
+    return (a, b, c, d, e, f, g, h, h1, i, j, j1, k, l_, l1, m, n, o)
+
+
+#: Ordered oldest first; each era runs until the next one starts.
+ERAS: Final[tuple[Era, ...]] = _eras()
 
 #: NONE_HASH seed of the "seed_or_default" rule.
 DEFAULT_NONE_HASH_SEED: Final = "vllm-none-hash"

@@ -57,8 +57,9 @@ def test_031_sha256_seed_unset_is_029_to_033(form: str) -> None:
 def test_030_xxhash_seed_0(form: str) -> None:
     report = fingerprint([event(keys_for("0.30.0", "xxhash", "0"), form)])
     assert report.verdict == "ambiguous"
-    # xxhash is offered from 0.13.0: era J's candidate starts there.
-    assert fitting(report) == {(era, "xxhash", "0") for era in "JKLMNO"}
+    # xxhash is offered from 0.13.0: era J1's candidate starts there (J has none).
+    eras = ("J1", "K", "L", "L1", "M", "N", "O")
+    assert fitting(report) == {(era, "xxhash", "0") for era in eras}
     assert report.families[0].candidates[0].first_release == "0.13.0"
     assert report.families[0].candidates[0].last_release == "0.16.0"
 
@@ -66,8 +67,9 @@ def test_030_xxhash_seed_0(form: str) -> None:
 @pytest.mark.parametrize("form", ["bytes", "int64"])
 def test_020_sha256_cbor_seed_0(form: str) -> None:
     report = fingerprint([event(keys_for("0.20.0", "sha256_cbor", "0"), form)])
-    assert fitting(report) == {(era, "sha256_cbor", "0") for era in "IJKLMNO"}
-    assert report.summary.startswith("ambiguous: 7 candidates in 7 release families fit "
+    eras = ("I", "J", "J1", "K", "L", "L1", "M", "N", "O")
+    assert fitting(report) == {(era, "sha256_cbor", "0") for era in eras}
+    assert report.summary.startswith("ambiguous: 9 candidates in 9 release families fit "
                                      "(vLLM 0.10.2-0.33.0; sha256_cbor; PYTHONHASHSEED '0')")
 
 
@@ -76,7 +78,8 @@ def test_given_seed_is_tried() -> None:
     assert fingerprint(events).verdict == "none"
     report = fingerprint(events, seeds=["1234"])
     assert report.seeds_tried == (None, "0", "1234")
-    assert fitting(report) == {(era, "sha256_cbor", "1234") for era in "IJKLMNO"}
+    eras = ("I", "J", "J1", "K", "L", "L1", "M", "N", "O")
+    assert fitting(report) == {(era, "sha256_cbor", "1234") for era in eras}
 
 
 def test_seed_not_tried_gives_none_with_reasons() -> None:
@@ -164,9 +167,9 @@ def test_cli_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0] == "events: 2 read, 1 used (4 blocks, int64 form), 1 skipped"
     assert lines[1].startswith("  skipped event 2: parent given as a 64-bit int")
     assert lines[2] == "seeds tried: unset, '0', '7'"
-    assert lines[3] == ("verdict: ambiguous: 6 candidates in 6 release families fit "
+    assert lines[3] == ("verdict: ambiguous: 7 candidates in 7 release families fit "
                         "(vLLM 0.13.0-0.33.0; xxhash; PYTHONHASHSEED '7')")
-    assert "  era J (0.13.0-0.16.0):" in lines
+    assert "  era J1 (0.13.0-0.16.0):" in lines
     assert "    xxhash       seed '7'      vLLM 0.13.0-0.16.0" in lines
 
 
