@@ -11,6 +11,8 @@ from typing import IO, Any
 from . import __version__
 from .drift import DriftConfig, builtin_corpus, drift, read_requests
 from .errors import MalformedJSONError, PrefixKeyError
+from .event_decoding import EventDecoder
+from .event_recording import decode_recording
 from .fingerprint import fingerprint
 from .jsonl import error_record, parse_request, run_job
 from .report_text import drift_text, fingerprint_text
@@ -117,6 +119,46 @@ def _add_fingerprint(commands: Any) -> None:
     cmd.set_defaults(run=_cmd_fingerprint)
 
 
+def _cmd_events_decode(args: argparse.Namespace) -> int:
+    try:
+        decoder = EventDecoder(args.vllm_version, strict=not args.lenient)
+    except PrefixKeyError as exc:
+        print(f"prefixkey events decode: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    for warning in decoder.version_warnings:
+        print(f"prefixkey events decode: warning: {warning}", file=sys.stderr)
+    failures = 0
+    source = sys.stdin.buffer if args.recording == "-" else open(args.recording, "rb")  # noqa: SIM115
+    with source:
+        for record in decode_recording(source, decoder, framing=args.framing):
+            failures += "error" in record
+            sys.stdout.write(json.dumps(record) + "\n")
+    if decoder.ignored:
+        ignored = ", ".join(f"{key} x{n}" for key, n in sorted(decoder.ignored.items()))
+        print(f"prefixkey events decode: ignored unknown fields: {ignored}", file=sys.stderr)
+    if failures:
+        print(f"prefixkey events decode: {failures} message(s) could not be decoded",
+              file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _add_events(commands: Any) -> None:
+    events = commands.add_parser("events", help="vLLM KV-event messages (docs/events.md)")
+    sub = events.add_subparsers(dest="events_command", required=True)
+    cmd = sub.add_parser(
+        "decode", help="decode a recording of KV-event messages, one JSON result per message"
+    )
+    cmd.add_argument("recording", metavar="RECORDING",
+                     help="JSON Lines recording (docs/events.md), or - for stdin")
+    cmd.add_argument("--vllm-version", required=True, metavar="X",
+                     help="the publishing replica's vLLM release (0.9.0+)")
+    cmd.add_argument("--framing", choices=("pub", "replay"), default="pub",
+                     help="PUB messages [topic, seq, payload] (default) or replay replies")
+    cmd.add_argument("--lenient", action="store_true",
+                     help="decode a release newer than any known one as the newest era")
+    cmd.set_defaults(run=_cmd_events_decode)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prefixkey", description="vLLM prefix-cache block keys, bit for bit."
@@ -139,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     hash_cmd.set_defaults(run=_cmd_hash)
     _add_drift(commands)
     _add_fingerprint(commands)
+    _add_events(commands)
     return parser
 
 

@@ -1,0 +1,302 @@
+"""PrefixIndex: event sequences, memory bound, schemes, and a model-based state machine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from prefixkey import Hasher, LoRA, Request, block_hash_to_int64
+from prefixkey.events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from prefixkey.index import (
+    GroupSpec,
+    PrefixIndex,
+    ReplicaId,
+    ReplicaScheme,
+    UnknownReplicaError,
+    UnsupportedLayoutError,
+)
+from prefixkey.routing import Router
+
+H16 = Hasher(block_size=16, python_hash_seed="0")
+
+
+def stored(*keys: EventHash, medium: str | None = None, group: int | None = None) -> BlockStored:
+    return BlockStored(tuple(keys), None, (), 16, medium=medium, group_idx=group)
+
+
+def removed(*keys: EventHash, medium: str | None = None, group: int | None = None) -> BlockRemoved:
+    return BlockRemoved(tuple(keys), medium=medium, group_idx=group)
+
+
+def batch(*events: Any, ts: float = 1.0, rank: int | None = None) -> EventBatch:
+    return EventBatch(ts, tuple(events), rank)
+
+
+def ints(keys: list[Any]) -> list[int]:
+    """Keys as an int-publishing replica's events carry them."""
+    return [block_hash_to_int64(k) for k in keys]
+
+
+def held(index: PrefixIndex, replica: str = "a") -> set[tuple[int, EventHash, frozenset[str]]]:
+    return set(index.entries(replica))
+
+
+G, C, S = frozenset({"GPU"}), frozenset({"CPU"}), frozenset({"STORAGE"})
+
+# (name, batches, expected entries of replica "a", expected counter subset)
+CASES: list[tuple[str, list[EventBatch], set[Any], dict[str, int]]] = [
+    ("store", [batch(stored(1, 2, 3))], {(0, 1, G), (0, 2, G), (0, 3, G)},
+     {"stores": 3, "size": 3}),
+    ("store then remove", [batch(stored(1, 2, 3)), batch(removed(2), ts=2)],
+     {(0, 1, G), (0, 3, G)}, {"removes": 1, "size": 2}),
+    ("clear", [batch(stored(1, 2)), batch(AllBlocksCleared(), stored(7), ts=2)],
+     {(0, 7, G)}, {"clears": 1, "size": 1}),
+    ("remove unknown key", [batch(removed(9))], set(), {"removes_missing": 1, "size": 0}),
+    ("duplicate batch", [batch(stored(1, 2), removed(1))] * 2, {(0, 2, G)},
+     {"stores": 3, "refreshes": 1, "removes": 2, "size": 1}),
+    ("re-announcement", [batch(stored(1, 2)), batch(stored(1, 2), ts=2)],
+     {(0, 1, G), (0, 2, G)}, {"stores": 2, "refreshes": 2, "size": 2}),
+    ("media are independent",
+     [batch(stored(1, medium="GPU"), stored(1, medium="CPU"), stored(2, medium="STORAGE")),
+      batch(removed(1, medium="GPU"), ts=2)],
+     {(0, 1, C), (0, 2, S)}, {"stores": 3, "removes": 1, "size": 2}),
+    ("medium None is GPU", [batch(stored(1)), batch(removed(1, medium="GPU"), ts=2)], set(),
+     {"size": 0}),
+    ("groups are independent", [batch(stored(1, group=0), stored(1, group=1), removed(1))],
+     {(1, 1, G)}, {"size": 1}),
+    ("0.26 partial pair", [batch(stored(5)), batch(removed(5), stored(6), ts=2)],
+     {(0, 6, G)}, {"stores": 2, "removes": 1, "size": 1}),
+    ("out of order applied and counted", [batch(stored(1), ts=5), batch(stored(2), ts=3)],
+     {(0, 1, G), (0, 2, G)}, {"out_of_order_batches": 1}),
+    ("bytes reach an int publisher", [batch(stored(b"\x00" * 24 + (7).to_bytes(8, "big")))],
+     {(0, 7, G)}, {"size": 1}),
+    ("unknown medium gets a bit", [batch(stored(1, medium="disk"))],
+     {(0, 1, frozenset({"DISK"}))}, {"size": 1}),
+]
+
+
+@pytest.mark.parametrize(("batches", "expected", "counters"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_event_sequences(batches: list[EventBatch], expected: set[Any],
+                         counters: dict[str, int]) -> None:
+    index = PrefixIndex()
+    index.register("a", ReplicaScheme(H16))
+    for b in batches:
+        index.apply("a", b)
+    assert held(index) == expected
+    stats = index.stats()
+    assert {k: stats[k] for k in counters} == counters
+    assert stats["size"] == len(index) == len(expected)
+
+
+def test_unknown_replica_is_counted_not_raised() -> None:
+    index = PrefixIndex()
+    index.register("a", ReplicaScheme(H16))
+    index.apply("ghost", batch(stored(1), stored(2)))
+    stats = index.stats()
+    assert (stats["unknown_replica_batches"], stats["unknown_replica_events"]) == (1, 2)
+    assert stats["size"] == 0 and stats["batches"] == 0
+    with pytest.raises(UnknownReplicaError):
+        index.table("ghost")
+
+
+def test_dp_rank_from_batch_and_remove_replica() -> None:
+    index = PrefixIndex()
+    index.register(ReplicaId("a", 1), ReplicaScheme(H16))
+    index.apply("a", batch(stored(1), rank=1))
+    index.apply("a", batch(stored(2), rank=0))  # rank 0 of "a" is not registered
+    assert held(index, ReplicaId("a", 1)) == {(0, 1, G)}
+    assert index.stats()["unknown_replica_batches"] == 1
+    assert index.remove_replica(ReplicaId("a", 1)) == 1
+    assert len(index) == 0 and index.remove_replica("a") == 0
+
+
+def test_bytes_publisher_keeps_digests_and_drops_ints() -> None:
+    index = PrefixIndex()
+    index.register("a", ReplicaScheme(H16, publishes="bytes"))
+    digest = b"\x01" * 32
+    index.apply("a", batch(stored(digest, 5)))
+    assert held(index) == {(0, digest, G)}
+    assert index.stats()["hash_type_mismatches"] == 1
+
+
+def test_reregistering_with_another_scheme_drops_entries() -> None:
+    index = PrefixIndex()
+    index.register("a", ReplicaScheme(H16))
+    index.apply("a", batch(stored(1)))
+    index.register("a", ReplicaScheme(H16))  # same scheme: kept
+    assert len(index) == 1
+    index.register("a", ReplicaScheme(Hasher(block_size=16, vllm_version="0.30.0")))
+    assert len(index) == 0
+
+
+def test_memory_bound_evicts_lru_from_largest_replica() -> None:
+    index = PrefixIndex(max_entries=4)
+    index.register("big", ReplicaScheme(H16))
+    index.register("small", ReplicaScheme(H16))
+    index.apply("small", batch(stored(100)))
+    index.apply("big", batch(stored(1, 2, 3)))  # size 4 = bound
+    index.apply("big", batch(stored(4), ts=2))  # evicts big's least recently stored
+    assert len(index) == 4 and index.stats()["evictions"] == 1
+    # one BlockStored is recorded tail first: the chain loses block 3, not block 1
+    assert {k for _, k, _ in index.entries("big")} == {1, 2, 4}
+    assert held(index, "small") == {(0, 100, G)}
+    index.apply("big", batch(stored(1), ts=3))  # refresh 1: now 2 is the oldest
+    index.apply("big", batch(stored(5), ts=4))
+    assert {k for _, k, _ in index.entries("big")} == {1, 4, 5}
+
+
+def test_memory_bound_holds_within_one_large_event() -> None:
+    index = PrefixIndex(max_entries=10)
+    index.register("a", ReplicaScheme(H16))
+    index.apply("a", batch(stored(*range(25))))
+    assert len(index) == 10 and index.stats()["evictions"] == 15
+    assert {k for _, k, _ in index.entries("a")} == set(range(10))  # heads survive
+
+
+def test_int_and_bytes_publishers_of_one_release_match_the_same_request() -> None:
+    tokens = list(range(64))
+    fine = H16.block_hashes(tokens)
+    index = PrefixIndex()
+    index.register("ints", ReplicaScheme(H16, publishes="int"))
+    index.register("bytes", ReplicaScheme(H16, publishes="bytes"))
+    index.apply("ints", batch(stored(*ints(fine))))
+    index.apply("bytes", batch(stored(*fine)))
+    decisions = Router(index).route([*tokens, 1])
+    assert {d.replica.name: d.hit_tokens for d in decisions} == {"ints": 64, "bytes": 64}
+
+
+def test_replicas_on_different_releases_with_lora() -> None:
+    request = Request(list(range(48)), lora=LoRA("sql", "/adapters/sql", 1))
+    old = Hasher(block_size=16, python_hash_seed="0", vllm_version="0.30.0")
+    new = Hasher(block_size=16, python_hash_seed="0", vllm_version="0.31.0")
+    old_keys, new_keys = old.block_hashes(request), new.block_hashes(request)
+    assert old_keys[0] != new_keys[0]  # 0.31 keys the LoRA path too
+    index = PrefixIndex()
+    index.register("v030", ReplicaScheme(old))
+    index.register("v031", ReplicaScheme(new))
+    index.apply("v030", batch(stored(*ints(old_keys[:1]))))
+    index.apply("v031", batch(stored(*ints(new_keys))))
+    first, second = Router(index).route(request)
+    assert (first.replica.name, first.hit_tokens) == ("v031", 32)  # 48 tokens: cap at 47
+    assert (second.replica.name, second.hit_tokens) == ("v030", 16)
+    # each replica's keys are looked up under its own release only
+    swapped = PrefixIndex()
+    swapped.register("v030", ReplicaScheme(old))
+    swapped.apply("v030", batch(stored(*ints(new_keys))))
+    assert Router(swapped).route(request)[0].hit_tokens == 0
+
+
+def test_int_era_replica() -> None:
+    old = Hasher(block_size=16, hash_algo="sha256_cbor_64bit", vllm_version="0.10.1.1",
+                 python_hash_seed="0")
+    tokens = list(range(40))
+    index = PrefixIndex()
+    index.register("int-era", ReplicaScheme(old))
+    index.apply("int-era", batch(stored(*old.block_hashes(tokens))))
+    assert Router(index).route(tokens)[0].hit_tokens == 32
+    with pytest.raises(ValueError, match="publishes ints"):
+        ReplicaScheme(old, publishes="bytes")
+
+
+@pytest.mark.parametrize(("groups", "version"), [
+    ((GroupSpec(16), GroupSpec(16, "sliding_window")), "0.31.0"),
+    ((GroupSpec(16), GroupSpec(16, "mamba")), "0.31.0"),
+    ((GroupSpec(24),), "0.31.0"),
+    ((GroupSpec(16), GroupSpec(32)), "0.11.0"),
+])
+def test_unsupported_layouts_are_refused(groups: tuple[GroupSpec, ...], version: str) -> None:
+    hasher = Hasher(block_size=16, python_hash_seed="0", vllm_version=version)
+    with pytest.raises(UnsupportedLayoutError):
+        ReplicaScheme(hasher, groups=groups)
+
+
+# -- model-based: PrefixIndex against a dict of sets ---------------------------
+
+KEYS = st.integers(0, 7)
+REPLICAS = st.sampled_from(["a", "b", "ghost"])
+MEDIA = st.sampled_from([None, "GPU", "CPU", "STORAGE"])
+GROUPS = st.sampled_from([None, 0, 1])
+EVENTS = st.one_of(
+    st.builds(lambda ks, m, g: stored(*ks, medium=m, group=g), st.lists(KEYS, max_size=5),
+              MEDIA, GROUPS),
+    st.builds(lambda ks, m, g: removed(*ks, medium=m, group=g), st.lists(KEYS, max_size=5),
+              MEDIA, GROUPS),
+    st.just(AllBlocksCleared()),
+)
+
+
+class IndexMachine(RuleBasedStateMachine):
+    """Set semantics per (replica, group, medium); with a bound, the index is a subset."""
+
+    @initialize(bound=st.sampled_from([1000, 6]))
+    def setup(self, bound: int) -> None:
+        self.index = PrefixIndex(max_entries=bound)
+        self.model: dict[tuple[str, int, str], set[int]] = {}
+        self.registered = {"a", "b"}
+        self.unknown_events = 0
+        self.ts = 0.0
+        self.applied: list[tuple[str, EventBatch]] = []
+        for name in self.registered:
+            self.index.register(name, ReplicaScheme(H16))
+
+    def _model_apply(self, name: str, b: EventBatch) -> None:
+        if name not in self.registered:
+            self.unknown_events += len(b.events)
+            return
+        for ev in b.events:
+            if isinstance(ev, AllBlocksCleared):
+                for k in [k for k in self.model if k[0] == name]:
+                    del self.model[k]
+                continue
+            slot = (name, ev.group_idx or 0, ev.medium or "GPU")
+            if isinstance(ev, BlockStored):
+                self.model.setdefault(slot, set()).update(ev.block_hashes)  # type: ignore[arg-type]
+            else:
+                self.model.get(slot, set()).difference_update(ev.block_hashes)
+
+    @rule(name=REPLICAS, events=st.lists(EVENTS, max_size=4))
+    def apply(self, name: str, events: list[Any]) -> None:
+        self.ts += 1
+        b = batch(*events, ts=self.ts)
+        self.index.apply(name, b)
+        self._model_apply(name, b)
+        self.applied.append((name, b))
+
+    @rule(data=st.data())
+    def replay(self, data: st.DataObject) -> None:
+        """A duplicated (possibly stale) batch."""
+        if self.applied:
+            name, b = data.draw(st.sampled_from(self.applied))
+            self.index.apply(name, b)
+            self._model_apply(name, b)
+
+    @rule(name=st.sampled_from(["a", "b"]))
+    def remove_and_reregister(self, name: str) -> None:
+        self.index.remove_replica(name)
+        self.index.register(name, ReplicaScheme(H16))
+        for k in [k for k in self.model if k[0] == name]:
+            del self.model[k]
+
+    def _index_view(self) -> set[tuple[str, int, str, EventHash]]:
+        return {(name, g, m, key) for name in self.registered
+                for g, key, media in self.index.entries(name) for m in media}
+
+    @invariant()
+    def matches_model(self) -> None:
+        model = {(n, g, m, k) for (n, g, m), keys in self.model.items() for k in keys}
+        view = self._index_view()
+        stats = self.index.stats()
+        if stats["evictions"] == 0:
+            assert view == model
+        else:
+            assert view <= model
+        assert stats["size"] == len(self.index) <= self.index.max_entries
+        assert stats["size"] == len({(n, g, k) for n, g, _, k in view})
+        assert stats["unknown_replica_events"] == self.unknown_events
+
+
+TestIndexMachine = IndexMachine.TestCase
