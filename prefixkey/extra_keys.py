@@ -170,12 +170,24 @@ class ExtraKeysBuilder:
         self._mm_index = i
         return named
 
-    def block(self, start: int, end: int, *, new_pass: bool = False) -> BlockExtraKeys:
+    def block(
+        self, start: int, end: int, *, new_pass: bool = False, lookahead: int = 0
+    ) -> BlockExtraKeys:
         """The extra keys of block ``[start, end)``: the next block of the pass,
-        or with ``new_pass`` the only one of a resumed pass of its own."""
+        or with ``new_pass`` the only one of a resumed pass of its own.
+
+        With ``lookahead`` (0.33) the keys cover ``[start, end + lookahead)``,
+        and the walk then steps back to items that reach past ``end``, as
+        vLLM's ``generate_lookahead_block_hash_extra_keys`` does.
+        """
         if new_pass:
             self.begin_pass(start, resume=True)
-        named = self._mm(start, end)
+        named = self._mm(start, end + lookahead)
+        if lookahead:
+            items = self._mm_items
+            while self._mm_index > 0 and items[self._mm_index - 1][1] > end:
+                self._mm_index -= 1
+            end += lookahead
         # 0.7.1-0.7.2 keep an empty tuple where the walk ran but named nothing.
         empty: BlockExtraKeys = () if self._empty_tuple and named is not None else None
         if start and not named and self._embeds is None:

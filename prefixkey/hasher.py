@@ -227,7 +227,8 @@ class RequestBlockHasher:
         ids = self._lookahead_ids
         assert ids is not None
         keys: list[BlockExtraKeys] = [
-            (extra.block(s, s + size + lookahead), *ids[s + size : s + size + lookahead])
+            (extra.block(s, s + size, lookahead=lookahead),
+             *ids[s + size : s + size + lookahead])
             for s in starts
         ]
         return keys, list(map(self._hasher._encode_tail, keys))
