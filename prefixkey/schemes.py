@@ -190,15 +190,15 @@ def _eras() -> tuple[Era, ...]:
         prompt_embeds_key="raw_bytes",
         changes=(
             "LoRA is keyed by adapter name instead of the server's int id; prompt-embeds "
-            "requests are keyed by each block's raw embedding bytes (xxhash algorithms "
-            "from 0.13.0)"
+            "requests are keyed by each block's raw embedding bytes"
         ),
     )
     j1 = replace(
         j, name="J1", since="0.12.0", group_keys="concatenated",
         changes=(
             "KV-cache groups whose block size is k times the hash block size key each block "
-            "by the concatenation of its k hashes (hybrid models)"
+            "by the concatenation of its k hashes (hybrid models); xxhash and xxhash_cbor "
+            "from 0.13.0"
         ),
     )
     k = replace(

@@ -148,3 +148,12 @@ def test_lookahead_keys_wait_for_lookahead_tokens() -> None:
     assert state.extra_keys[0] == (None, 5, 6)
     assert state.block_hashes[0] != plain.block_hashes(tokens)[0]
     assert len(ahead.start(Request(tokens[:9])).block_hashes) == 1
+
+
+def test_the_era_table_in_the_docs_is_current() -> None:
+    from pathlib import Path
+
+    table = (Path(__file__).parent.parent / "docs" / "eras.md").read_text()
+    for era in ERAS:
+        assert f"| {era.name} | {era.since}" in table
+        assert era.changes in table
