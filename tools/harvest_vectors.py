@@ -1,29 +1,57 @@
-"""Harvest golden prefix-cache vectors from a real vLLM release.
+"""Harvest golden prefix-cache vectors from real vLLM releases (0.7.0-0.33.0).
 
-Maintainer tool. It loads the release's *own* hashing functions from the PyPI wheel
+Maintainer tool. It loads each release's *own* hashing functions from the PyPI wheel
 (see ``tools/vllm_loader.py``), runs a reproducible corpus of requests through them and
 writes what vLLM computed. Nothing of vLLM is copied into the repo; the output files
 are facts (inputs and the hashes vLLM produced).
 
 Usage::
 
-    python tools/harvest_vectors.py --vllm-version 0.31.0 [--out tests/vectors] \
+    python tools/harvest_vectors.py --vllm-version 0.31.0 [--compact] [--out tests/vectors] \
         [--corpus-seed N]
-    python tools/harvest_vectors.py --check-public /work/shared/vectors-public/0.31.0.jsonl
+    python tools/harvest_vectors.py --all [--out tests/vectors]
+    python tools/harvest_vectors.py --check-public /work/shared/vectors-public/0.7.0.jsonl
 
 The first form writes ``<out>/<version>.jsonl`` (one record per request and hash
-algorithm, schema of ``vectors-public/README.md``) and ``<out>/<version>.meta.json``
-(provenance: wheel name + sha256, library versions, corpus seed, counts, dropped ids).
-The same command always produces an identical ``.jsonl`` (only the meta date changes).
+algorithm the release offers, schema of ``vectors-public/README.md``) and
+``<out>/<version>.meta.json`` (provenance: wheel name + sha256, the detected
+``harness_info``, interpreters, corpus seed, counts, dropped/skipped ids). The same
+command always produces an identical ``.jsonl`` (only the meta date changes).
 
-Records with >= 4 blocks (about 40 of them) also carry
-``result.group_block_hashes`` (``{"2": [...], "3": [...]}``, every entry of the real
-``BlockHashListWithBlockSize(block_hashes, B, k*B)``) and
+Corpora: the *full* corpus (``build_corpus``; outside 0.31.0 without blocks over 256
+tokens and strings over 1000 characters, plus ``lookahead_cases`` where the release
+has lookahead hashing) and the *compact* one (``COMPACT_INDICES``, ~28 cases). Record
+ids ``prefixkey-NNNNN/<algo>`` use the same base-case index in every release.
+``--all`` writes the full corpus for the first release of each scheme era
+(``FULL_RELEASES``) and the compact one for every other release; an existing
+0.31.0 file is kept as it is.
+
+Hash calls: ``case.hash_calls[0]`` tokens are the prompt, later entries append tokens.
+``VllmHashing.run_request`` drives the release's own code the way its engine does:
+``hash_request_tokens`` + ``KVCacheManager._cache_full_blocks`` (0.7.x) or
+``BlockPool.cache_full_blocks`` (0.8.0-0.10.0) for blocks completed by appends
+(start mm index -1), and the request's block hasher (0.10.1+).
+
+Builtin ``hash()`` (0.7.0-0.10.1.1): those cases run in a separate CPython 3.12
+process (``$PREFIXKEY_BUILTIN_PYTHON`` or ``python3.12``; needs msgspec, cbor2, xxhash,
+numpy) with ``PYTHONHASHSEED`` set in its environment, twice; cases whose results
+differ between the two processes (a str hashed with the seed unset, a random
+NONE_HASH) are dropped and listed in ``nondeterministic_ids``. Seeds CPython refuses at
+start-up are listed in ``skipped_ids``. For the other algorithms a case is dropped
+when NONE_HASH comes out different on a second derivation (fresh import or second
+``init_none_hash``), e.g. sha256 with the seed set on 0.8.3-0.8.4. Where vLLM raises,
+the record's result is ``{"error": ...}``.
+
+Records with >= 4 blocks (about 40 of them) also carry, where the release has the
+functions, ``result.group_block_hashes`` (``{"2": [...], "3": [...]}``, every entry of
+the real ``BlockHashListWithBlockSize(block_hashes, B, k*B)``) and
 ``result.block_hashes_with_group_id`` (``{"1": [...]}``, real
 ``make_block_hash_with_group_id(h, 1)``).
 
 ``--check-public PATH`` replays the ``case`` of every record of a vectors file through
-the real functions and reports how many reproduce the recorded ``result``.
+the real functions of its release and reports how many reproduce the recorded
+``result`` (strictly, or only with the LoRA constructor checks skipped, which the
+public harness bypassed).
 
 Requires torch (prompt embeds), cbor2, msgspec, xxhash.
 """
@@ -31,13 +59,16 @@ Requires torch (prompt embeds), cbor2, msgspec, xxhash.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as _dt
 import hashlib
 import importlib.metadata
-import itertools
 import json
+import os
 import platform
 import random
+import shutil
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -47,10 +78,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vllm_loader import VllmHashing, engine_str, load_vllm
+from vllm_loader import engine_str, hash_value, load_vllm, load_vllm_fresh
 
-ALGOS: tuple[str, ...] = ("sha256", "sha256_cbor", "xxhash", "xxhash_cbor")
-NONDETERMINISTIC_WITHOUT_SEED = frozenset({"xxhash", "xxhash_cbor"})
 DEFAULT_CORPUS_SEED = 20250601
 GROUP_RECORD_LIMIT = 40
 GROUP_MIN_BLOCKS = 4
@@ -98,6 +127,7 @@ class BaseCase:
     prompt_embeds: dict[str, Any] | None = None
     num_prompt_tokens: int | None = None
     tags: list[str] = field(default_factory=list)
+    lookahead: int = 0
 
     def to_case(self, algo: str) -> dict[str, Any]:
         n_prompt = (
@@ -109,7 +139,7 @@ class BaseCase:
             "python_hash_seed": self.python_hash_seed,
             "token_ids": list(self.token_ids),
             "hash_calls": list(self.hash_calls or [len(self.token_ids)]),
-            "lookahead": 0,
+            "lookahead": self.lookahead,
             "lora": self.lora,
             "cache_salt": self.cache_salt,
             "mm_items": list(self.mm_items),
@@ -458,8 +488,143 @@ def random_cases(rng: random.Random, count: int) -> list[BaseCase]:
 
 
 def build_corpus(seed: int) -> list[BaseCase]:
+    """The full corpus (0.31.0 file: exactly this, unfiltered)."""
     rng = random.Random(seed)
     return hand_cases(rng) + random_cases(rng, 40)
+
+
+def lookahead_cases(seed: int) -> list[BaseCase]:
+    """0.33.0 lookahead hashing (num_hash_lookahead_tokens 1 and 2); own rng stream."""
+    rng = random.Random(seed + 33)
+    cases: list[BaseCase] = []
+    t = _tokens(rng, 48)
+    for la in (1, 2):
+        add = cases.append
+        add(BaseCase(["lookahead", "text"], 4, t[:13], lookahead=la))
+        add(BaseCase(["lookahead", "text", "length_edge"], 4, t[:8], lookahead=la))
+        add(BaseCase(["lookahead", "block_size"], 1, t[:6], lookahead=la))
+        add(BaseCase(["lookahead", "block_size"], 16, t[:35], lookahead=la))
+        add(
+            BaseCase(
+                ["lookahead", "salt", "mm"],
+                16,
+                t[:34],
+                cache_salt="s",
+                mm_items=[_mm("X", 30, 3)],
+                lookahead=la,
+            )
+        )
+        add(
+            BaseCase(
+                ["lookahead", "mm"],
+                4,
+                t[:20],
+                mm_items=[_mm("la-a", 3, 2), _mm("la-b", 8, 1), _mm("la-c", 12, 6)],
+                lookahead=la,
+            )
+        )
+        add(BaseCase(["lookahead", "lora"], 4, t[:12], lora=_lora("la", 3, "/la"), lookahead=la))
+        add(
+            BaseCase(
+                ["lookahead", "decode"], 4, t[:24], hash_calls=_decode_calls(5, 24), lookahead=la
+            )
+        )
+        add(
+            BaseCase(
+                ["lookahead", "decode_mm"],
+                4,
+                t[:24],
+                mm_items=[_mm("la-d", 2, 9), _mm("la-e", 16, 3)],
+                hash_calls=[7, 8, 9, 12, 16, 20, 24],
+                lookahead=la,
+            )
+        )
+        add(
+            BaseCase(
+                ["lookahead", "embeds"],
+                4,
+                [0] * 12,
+                prompt_embeds=_embeds(rng, "float32", 12, 2),
+                lookahead=la,
+            )
+        )
+        add(
+            BaseCase(
+                ["lookahead", "embeds", "decode"],
+                4,
+                [0] * 8 + _tokens(rng, 8),
+                prompt_embeds=_embeds(rng, "bfloat16", 8, 2),
+                hash_calls=[8, 9, 12, 16],
+                num_prompt_tokens=8,
+                lookahead=la,
+            )
+        )
+        add(BaseCase(["lookahead", "seed"], 4, t[:10], python_hash_seed=None, lookahead=la))
+    return cases
+
+
+# Base-case indices of build_corpus() used for the compact per-release files: plain
+# tokens, block sizes 1/16, big ids, seeds unset/"0"/other, LoRA (incl. an error and
+# decode), salt (incl. decode), mm layouts incl. decode appends with spanning items,
+# prompt embeds (incl. decode) and a combined case.
+COMPACT_INDICES: tuple[int, ...] = (
+    1,
+    4,
+    6,
+    14,
+    31,
+    32,
+    33,
+    37,
+    40,
+    41,
+    44,
+    47,
+    49,
+    51,
+    57,
+    59,
+    60,
+    65,
+    73,
+    76,
+    77,
+    78,
+    81,
+    83,
+    88,
+    91,
+    92,
+    93,
+)
+MAX_BLOCK_SIZE = 256
+MAX_STRING = 1000
+
+
+def select_corpus(
+    version: str, seed: int, *, compact: bool, lookahead: bool
+) -> list[tuple[int, BaseCase]]:
+    """(index, case) pairs for one release's file; indices are stable across releases."""
+    corpus = list(enumerate(build_corpus(seed)))
+    if version == "0.31.0" and not compact:
+        return corpus  # the 0.31.0 file predates the size limits; kept as it is
+
+    def small(case: BaseCase) -> bool:
+        strings = [case.cache_salt or ""]
+        if case.lora:
+            strings += [case.lora["name"] or "", case.lora["path"] or ""]
+        return case.block_size <= MAX_BLOCK_SIZE and all(len(x) <= MAX_STRING for x in strings)
+
+    chosen = [(i, c) for i, c in corpus if small(c)]
+    if compact:
+        wanted = set(COMPACT_INDICES)
+        chosen = [(i, c) for i, c in chosen if i in wanted]
+    if lookahead:
+        extra = lookahead_cases(seed)
+        if compact:
+            extra = [c for c in extra if c.shape[1] in ("text", "decode_mm", "embeds")][:6]
+        chosen += [(len(corpus) + k, c) for k, c in enumerate(extra)]
+    return chosen
 
 
 # --------------------------------------------------------------------------- running
@@ -476,56 +641,80 @@ def to_json(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
+def hash_hex(value: Any) -> str | None:
+    """Recorded form of a hash: ``bytes.hex()``; ints ``format(v, 'x')`` (``-`` if < 0)."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    return format(int(value), "x")
+
+
 @dataclass
 class RunOutput:
     result: dict[str, Any]
-    hashes: list[bytes]
+    hashes: list[Any]  # raw vLLM objects (BlockHashType / int / bytes)
 
 
-def run_case(vh: VllmHashing, case: dict[str, Any], *, validate_lora: bool = True) -> RunOutput:
-    """Run one ``case`` through the real vLLM functions."""
+def run_case(
+    version: str, case: dict[str, Any], *, validate_lora: bool = True, fresh: bool = False
+) -> RunOutput:
+    """Run one ``case`` through the real functions of ``version`` (this interpreter)."""
     algo = case["hash_algo"]
-    tokens = case["token_ids"]
-    calls_at = case["hash_calls"]
-    if case.get("lookahead", 0):
-        return RunOutput({"error": "NotApplicable: lookahead hashing not in this release"}, [])
+    seed = case["python_hash_seed"]
     try:
-        none_hash = vh.init_none_hash(algo, case["python_hash_seed"])
-        hasher = vh.request_block_hasher(case["block_size"], algo)
+        vh = load_vllm_fresh(version, seed) if fresh else load_vllm(version, seed)
+        none_hash = vh.init_none_hash(algo, seed)
         with vh.capture_hash_block_calls() as calls:
-            req = vh.make_request(
-                tokens[: calls_at[0]],
+            req = vh.run_request(
+                case["token_ids"],
+                case["hash_calls"],
+                block_size=case["block_size"],
+                algo_name=algo,
+                lookahead=case.get("lookahead", 0),
+                validate_lora=validate_lora,
                 lora=case["lora"],
                 cache_salt=case["cache_salt"],
                 mm_items=case["mm_items"],
                 prompt_embeds=case["prompt_embeds"],
-                block_hasher=hasher,
-                validate_lora=validate_lora,
             )
-            for prev, upto in itertools.pairwise(calls_at):
-                new = tokens[prev:upto]
-                req.append(new[0] if len(new) == 1 else new)
     except Exception as exc:  # vLLM raised for this input
         return RunOutput({"error": f"{type(exc).__name__}: {exc}"}, [])
-    hashes = list(req.block_hashes)
-    assert [c.result for c in calls] == hashes, "captured calls out of sync"
+    raw = list(req.block_hashes)
+    values = [hash_value(h) for h in raw]
+    assert [hash_value(c.result) for c in calls] == values, "captured calls out of sync"
     extra = [c.extra_keys for c in calls]
+    event_extra = None
+    if vh.to_event_extra_keys is not None:
+        # With lookahead the hashed key is (E, *tokens); BlockPool publishes E.
+        firsts = [e[0] if case.get("lookahead", 0) and e is not None else e for e in extra]
+        event_extra = to_json(vh.to_event_extra_keys(firsts))
+    int64 = None
+    if vh.maybe_convert_block_hash is not None:
+        int64 = [vh.maybe_convert_block_hash(h) for h in values]
+    hash_type = None
+    if values:
+        hash_type = "bytes" if isinstance(values[0], (bytes, bytearray)) else "int"
     result = {
-        "hash_type": "bytes" if hashes else None,
-        "block_hashes": [h.hex() for h in hashes],
+        "hash_type": hash_type,
+        "block_hashes": [hash_hex(v) for v in values],
         "new_hashes_per_call": list(req.new_hashes_per_call),
-        "none_hash": none_hash.hex(),
+        "none_hash": hash_hex(none_hash),
         "extra_keys": to_json(extra),
-        "event_extra_keys": to_json(vh.to_event_extra_keys(extra)),
-        "block_hashes_int64": [vh.maybe_convert_block_hash(h) for h in hashes],
+        "event_extra_keys": event_extra,
+        "block_hashes_int64": int64,
         "python": platform.python_version(),
     }
-    return RunOutput(result, hashes)
+    return RunOutput(result, values)
 
 
 def add_group_fields(
-    vh: VllmHashing, result: dict[str, Any], hashes: list[bytes], block_size: int
-) -> None:
+    version: str, result: dict[str, Any], hashes: list[Any], block_size: int
+) -> bool:
+    """Group-key extras where the release has them (``BlockHashListWithBlockSize`` etc.)."""
+    vh = load_vllm(version)
+    if vh.BlockHashListWithBlockSize is None or vh.make_block_hash_with_group_id is None:
+        return False
     result["group_block_hashes"] = {
         str(k): [
             h.hex() for h in vh.BlockHashListWithBlockSize(hashes, block_size, k * block_size)
@@ -535,6 +724,7 @@ def add_group_fields(
     result["block_hashes_with_group_id"] = {
         "1": [vh.make_block_hash_with_group_id(h, 1).hex() for h in hashes]
     }
+    return True
 
 
 def features_of(base: BaseCase, case: dict[str, Any]) -> list[str]:
@@ -550,6 +740,8 @@ def features_of(base: BaseCase, case: dict[str, Any]) -> list[str]:
         feats.add(f"embeds:{case['prompt_embeds']['dtype']}")
     if len(case["hash_calls"]) > 1:
         feats.add("incremental")
+    if case.get("lookahead", 0):
+        feats.add("lookahead")
     if any(t >= 2**31 for t in case["token_ids"]):
         feats.add("big_token_ids")
     if case["python_hash_seed"] is None:
@@ -574,47 +766,208 @@ def features_of(base: BaseCase, case: dict[str, Any]) -> list[str]:
     return sorted(feats)
 
 
-def harvest(version: str, out_dir: Path, corpus_seed: int) -> dict[str, Any]:
+# ---- builtin hash(): separate CPython >= 3.12 process with PYTHONHASHSEED in its env
+
+
+def builtin_python() -> str:
+    """Interpreter for ``builtin`` cases (``$PREFIXKEY_BUILTIN_PYTHON`` or python3.12)."""
+    env = os.environ.get("PREFIXKEY_BUILTIN_PYTHON")
+    if env:
+        return env
+    for cand in ("python3.12", "/root/.pyenv/versions/3.12.1/bin/python3.12"):
+        path = shutil.which(cand) if "/" not in cand else (cand if Path(cand).exists() else None)
+        if path:
+            probe = subprocess.run(
+                [path, "-c", "import sys;print(sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+            )
+            if probe.returncode == 0 and probe.stdout.strip() == "(3, 12)":
+                return path
+    raise RuntimeError(
+        "no CPython 3.12 found for builtin-hash cases; set PREFIXKEY_BUILTIN_PYTHON"
+    )
+
+
+def run_builtin_worker(
+    version: str, seed: str | None, cases: list[dict[str, Any]], validate_lora: bool = True
+) -> list[dict[str, Any]]:
+    """Run ``cases`` (all with ``python_hash_seed == seed``) in a fresh 3.12 process."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    if seed is not None:
+        env["PYTHONHASHSEED"] = seed
+    cmd = [builtin_python(), str(Path(__file__).resolve()), "--worker", version]
+    if not validate_lora:
+        cmd.append("--worker-lenient-lora")
+    proc = subprocess.run(
+        cmd, input=json.dumps(cases), capture_output=True, text=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"builtin worker failed for {version}: {proc.stderr[-2000:]}")
+    results: list[dict[str, Any]] = json.loads(proc.stdout)
+    return results
+
+
+def worker_main(version: str, validate_lora: bool) -> int:
+    cases = json.loads(sys.stdin.read())
+    out = [run_case(version, c, validate_lora=validate_lora).result for c in cases]
+    sys.stdout.write(json.dumps(out))
+    return 0
+
+
+def cpython_accepts_seed(seed: str | None) -> bool:
+    """Would CPython start with this ``PYTHONHASHSEED`` ("" counts as unset)?"""
+    if seed is None or seed in ("", "random"):
+        return True
+    return seed.isascii() and seed.isdigit() and int(seed) <= 4294967295
+
+
+@dataclass
+class CaseRuns:
+    outputs: list[RunOutput | None]  # None: dropped or skipped
+    dropped: list[int]  # positions whose key depends on a per-process random value
+    skipped: dict[int, str]  # positions that cannot run at all, with the reason
+
+
+def run_cases(
+    version: str, cases: list[dict[str, Any]], *, validate_lora: bool = True
+) -> CaseRuns:
+    """Run cases; builtin ones in a CPython 3.12 subprocess, the others in-process.
+
+    A case is dropped when its key depends on a per-process random value: builtin
+    cases are run in two fresh 3.12 processes (same environment) and compared;
+    for the other algorithms NONE_HASH is derived twice (fresh import / second
+    ``init_none_hash``) and compared. Builtin cases whose seed CPython rejects at
+    start-up (e.g. ``"sëed-☃"``) are skipped: no engine process can run them.
+    """
+    runs = CaseRuns([None] * len(cases), [], {})
+    groups: dict[str | None, list[int]] = {}
+    for pos, case in enumerate(cases):
+        if case["hash_algo"] == "builtin":
+            if cpython_accepts_seed(case["python_hash_seed"]):
+                groups.setdefault(case["python_hash_seed"], []).append(pos)
+            else:
+                runs.skipped[pos] = "CPython refuses to start with this PYTHONHASHSEED"
+    for seed, positions in groups.items():
+        batch = [cases[p] for p in positions]
+        first = run_builtin_worker(version, seed, batch, validate_lora)
+        second = run_builtin_worker(version, seed, batch, validate_lora)
+        for p, a, b in zip(positions, first, second, strict=True):
+            if a != b:
+                runs.dropped.append(p)
+            else:
+                runs.outputs[p] = RunOutput(a, [])
+    random_none: dict[tuple[str, str | None], bool] = {}
+    for pos, case in enumerate(cases):
+        if case["hash_algo"] == "builtin":
+            continue
+        key = (case["hash_algo"], case["python_hash_seed"])
+        if key not in random_none:
+            random_none[key] = none_hash_is_random(version, *key)
+        if random_none[key]:
+            runs.dropped.append(pos)
+            continue
+        runs.outputs[pos] = run_case(version, case, validate_lora=validate_lora)
+    runs.dropped.sort()
+    return runs
+
+
+def none_hash_is_random(version: str, algo: str, seed: str | None) -> bool:
+    """Does this release derive NONE_HASH from a per-process random value here?"""
+    try:
+        a = load_vllm_fresh(version, seed).init_none_hash(algo, seed)
+        b = load_vllm_fresh(version, seed).init_none_hash(algo, seed)
+    except Exception:
+        return False  # run_case will record the error
+    return bool(a != b)
+
+
+SEED_UNSET_VARIANT_OFFSET = 10000
+
+
+def seed_unset_variants(
+    version: str, algos: Sequence[str], selected: list[tuple[int, BaseCase]]
+) -> list[tuple[int, BaseCase]]:
+    """Copies with ``PYTHONHASHSEED`` unset, for releases where only that is reproducible.
+
+    0.8.3-0.8.4 derive a random NONE_HASH when the seed is *set*, so every seeded case
+    is dropped; the copies (index + 10000, shape ``seed_unset_variant``) keep the
+    release covered.
+    """
+    if not any(
+        none_hash_is_random(version, a, "0") and not none_hash_is_random(version, a, None)
+        for a in algos
+        if a != "builtin"
+    ):
+        return []
+    out = []
+    for idx, base in selected:
+        if base.python_hash_seed is not None and idx < SEED_UNSET_VARIANT_OFFSET:
+            variant = dataclasses.replace(
+                base, python_hash_seed=None, shape=[*base.shape, "seed_unset_variant"]
+            )
+            out.append((SEED_UNSET_VARIANT_OFFSET + idx, variant))
+    return out
+
+
+def harvest(
+    version: str, out_dir: Path, corpus_seed: int, *, compact: bool = False
+) -> dict[str, Any]:
     vh = load_vllm(version)
-    corpus = build_corpus(corpus_seed)
+    profile = vh.profile
+    selected = select_corpus(
+        version, corpus_seed, compact=compact, lookahead=profile.supports_lookahead
+    )
+    selected += seed_unset_variants(version, profile.algos, selected)
+    planned: list[tuple[int, BaseCase, str, dict[str, Any]]] = []
+    for idx, base in selected:
+        for algo in profile.algos:
+            planned.append((idx, base, algo, base.to_case(algo)))
+    runs = run_cases(version, [p[3] for p in planned])
+    outs = runs.outputs
     records: list[dict[str, Any]] = []
-    group_candidates: list[tuple[int, list[tuple[dict[str, Any], list[bytes]]]]] = []
-    dropped: list[str] = []
     errors: list[str] = []
-    for idx, base in enumerate(corpus):
-        per_base: list[tuple[dict[str, Any], list[bytes]]] = []
-        for algo in ALGOS:
-            rid = f"prefixkey-{idx:05d}/{algo}"
-            case = base.to_case(algo)
-            if algo in NONDETERMINISTIC_WITHOUT_SEED and case["python_hash_seed"] is None:
-                dropped.append(rid)
-                continue
-            out = run_case(vh, case)
-            if "error" in out.result:
-                errors.append(rid)
-            rec = {
-                "id": rid,
-                "version": version,
-                "corpus": "prefixkey",
-                "features": features_of(base, case),
-                "shape": list(base.shape),
-                "case": case,
-                "result": out.result,
-            }
-            records.append(rec)
-            per_base.append((rec, out.hashes))
-        if per_base and len(per_base[0][1]) >= GROUP_MIN_BLOCKS:
-            group_candidates.append((idx, per_base))
+
+    def rid_of(pos: int) -> str:
+        return f"prefixkey-{planned[pos][0]:05d}/{planned[pos][2]}"
+
+    dropped = [rid_of(p) for p in runs.dropped]
+    skipped = {rid_of(p): why for p, why in sorted(runs.skipped.items())}
+    by_base: dict[int, list[tuple[dict[str, Any], list[Any]]]] = {}
+    for (idx, base, algo, case), out in zip(planned, outs, strict=True):
+        if out is None:
+            continue
+        rid = f"prefixkey-{idx:05d}/{algo}"
+        if "error" in out.result:
+            errors.append(rid)
+        rec = {
+            "id": rid,
+            "version": version,
+            "corpus": "prefixkey",
+            "features": features_of(base, case),
+            "shape": list(base.shape),
+            "case": case,
+            "result": out.result,
+        }
+        records.append(rec)
+        by_base.setdefault(idx, []).append((rec, out.hashes))
     # Spread the group-id extras evenly over the eligible cases (~40 records).
-    n_bases = max(1, GROUP_RECORD_LIMIT // len(ALGOS))
+    group_candidates = [
+        per
+        for per in by_base.values()
+        if len(per) == len(profile.algos)
+        and len(per[0][1]) >= GROUP_MIN_BLOCKS
+        and not per[0][0]["case"].get("lookahead")
+    ]
+    n_bases = max(1, GROUP_RECORD_LIMIT // len(profile.algos))
     step = max(1, len(group_candidates) / n_bases)
     chosen = {int(i * step) for i in range(n_bases)} if group_candidates else set()
     n_group = 0
-    for pos, (_, per_base) in enumerate(group_candidates):
+    for pos, per_base in enumerate(group_candidates):
         if pos in chosen:
             for rec, hashes in per_base:
-                add_group_fields(vh, rec["result"], hashes, rec["case"]["block_size"])
-                n_group += 1
+                if add_group_fields(version, rec["result"], hashes, rec["case"]["block_size"]):
+                    n_group += 1
 
     out_dir.mkdir(parents=True, exist_ok=True)
     jsonl = out_dir / f"{version}.jsonl"
@@ -622,35 +975,56 @@ def harvest(version: str, out_dir: Path, corpus_seed: int) -> dict[str, Any]:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
     feature_counts = Counter(f for rec in records for f in rec["features"])
+    builtin_info = None
+    if "builtin" in profile.algos:
+        probe = subprocess.run(
+            [builtin_python(), "-c", _PROBE], capture_output=True, text=True, check=True
+        )
+        builtin_info = json.loads(probe.stdout)
     meta = {
         "version": version,
         "corpus": "prefixkey",
+        "corpus_kind": "compact" if compact else "full",
         "file": jsonl.name,
         "file_sha256": hashlib.sha256(jsonl.read_bytes()).hexdigest(),
         "corpus_seed": corpus_seed,
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "generator": "tools/harvest_vectors.py",
         "wheel": {"filename": vh.wheel_path.name, "sha256": vh.wheel_sha256},
+        "harness_info": profile.as_dict(),
         "module_modes": vh.module_modes,
         "interpreter": {
             "python": platform.python_version(),
             **{pkg: _pkg_version(pkg) for pkg in ("cbor2", "xxhash", "msgspec", "torch", "numpy")},
         },
+        "builtin_hash_interpreter": builtin_info,
         "string_identity": string_identity_facts(),
         "counts": {
-            "base_cases": len(corpus),
+            "base_cases": len(selected),
             "written": len(records),
             "errors": len(errors),
             "nondeterministic_dropped": len(dropped),
+            "skipped": len(skipped),
             "with_group_fields": n_group,
         },
         "nondeterministic_ids": dropped,
+        "skipped_ids": skipped,
         "error_ids": errors,
         "feature_counts": dict(sorted(feature_counts.items())),
     }
     meta_path = out_dir / f"{version}.meta.json"
     meta_path.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return meta
+
+
+_PROBE = (
+    "import json,platform,importlib.metadata as m\n"
+    "def v(p):\n"
+    "    try: return m.version(p)\n"
+    "    except Exception: return None\n"
+    "print(json.dumps({'python': platform.python_version(),"
+    " **{p: v(p) for p in ('cbor2','xxhash','msgspec','numpy')}}))"
+)
 
 
 def _pkg_version(name: str) -> str | None:
@@ -679,44 +1053,149 @@ def string_identity_facts() -> dict[str, bool]:
 
 
 def check_public(path: Path, version: str | None) -> int:
+    """Replay every record's ``case`` through the real functions; count matches."""
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     versions = {r["version"] for r in records}
     ver = version or (versions.pop() if len(versions) == 1 else None)
     if ver is None:
         raise SystemExit(f"{path}: several versions {sorted(versions)}; pass --vllm-version")
-    vh = load_vllm(ver)
+    cases = [rec["case"] for rec in records]
+    runs = run_cases(ver, cases)
+    outs = runs.outputs
     stats: Counter[str] = Counter()
     mismatches: list[str] = []
-    for rec in records:
+    lenient_needed: list[int] = []
+    for pos, (rec, out) in enumerate(zip(records, outs, strict=True)):
+        if pos in runs.skipped:
+            stats["skipped"] += 1
+            mismatches.append(f"{rec['id']}: skipped: {runs.skipped[pos]}")
+            continue
+        if out is None:
+            stats["nondeterministic_here"] += 1
+            mismatches.append(f"{rec['id']}: nondeterministic in this harness")
+            continue
         expected = dict(rec["result"])
-        out = run_case(vh, rec["case"])
         got = out.result
         if "group_block_hashes" in expected and "error" not in got:
-            add_group_fields(vh, got, out.hashes, rec["case"]["block_size"])
+            add_group_fields(ver, got, out.hashes, rec["case"]["block_size"])
         if _same(got, expected):
             stats["match"] += 1
-            continue
-        if "error" in got and "error" not in expected:
-            lenient = run_case(vh, rec["case"], validate_lora=False).result
-            if _same(lenient, expected):
+        elif "error" in got and "error" not in expected:
+            lenient_needed.append(pos)
+        else:
+            stats["mismatch"] += 1
+            mismatches.append(f"{rec['id']}: {_diff_keys(got, expected)}")
+    if lenient_needed:
+        lenient = run_cases(ver, [cases[p] for p in lenient_needed], validate_lora=False).outputs
+        for pos, out in zip(lenient_needed, lenient, strict=True):
+            rec = records[pos]
+            if out is not None and _same(out.result, rec["result"]):
                 stats["match_lenient_lora"] += 1
-                continue
-        stats["mismatch"] += 1
-        keys = sorted(k for k in set(got) | set(expected) if got.get(k) != expected.get(k))
-        mismatches.append(f"{rec['id']}: {keys}")
+            else:
+                stats["mismatch"] += 1
+                got = out.result if out is not None else {}
+                mismatches.append(f"{rec['id']}: {_diff_keys(got, rec['result'])}")
     total = len(records)
     print(f"{path}: {total} records, vLLM {ver}")
     print(f"  match (strict)                         : {stats['match']}")
     print(f"  match only with LoRA checks skipped    : {stats['match_lenient_lora']}")
+    print(f"  nondeterministic in this harness       : {stats['nondeterministic_here']}")
+    print(f"  skipped (cannot run)                   : {stats['skipped']}")
     print(f"  mismatch                               : {stats['mismatch']}")
     for line in mismatches[:20]:
         print("   ", line)
-    return 0 if not stats["mismatch"] else 1
+    bad = stats["mismatch"] + stats["nondeterministic_here"] + stats["skipped"]
+    return 0 if not bad else 1
+
+
+def _diff_keys(got: dict[str, Any], expected: dict[str, Any]) -> list[str]:
+    keys = (set(got) | set(expected)) - {"python"}
+    return sorted(k for k in keys if got.get(k) != expected.get(k))
 
 
 def _same(got: dict[str, Any], expected: dict[str, Any]) -> bool:
-    keys = (set(got) | set(expected)) - {"python"}
-    return all(got.get(k) == expected.get(k) for k in keys)
+    return not _diff_keys(got, expected)
+
+
+RELEASES: tuple[str, ...] = tuple(
+    [
+        "0.7.0",
+        "0.7.1",
+        "0.7.2",
+        "0.7.3",
+        "0.8.0",
+        "0.8.1",
+        "0.8.2",
+        "0.8.3",
+        "0.8.4",
+        "0.8.5",
+        "0.8.5.post1",
+        "0.9.0",
+        "0.9.0.1",
+        "0.9.1",
+        "0.9.2",
+        "0.10.0",
+        "0.10.1",
+        "0.10.1.1",
+        "0.10.2",
+        "0.11.0",
+        "0.11.1",
+        "0.11.2",
+        "0.12.0",
+        "0.13.0",
+        "0.14.0",
+        "0.14.1",
+        "0.15.0",
+        "0.15.1",
+        "0.16.0",
+        "0.17.0",
+        "0.17.1",
+        "0.18.0",
+        "0.18.1",
+        "0.19.0",
+        "0.19.1",
+        "0.20.0",
+        "0.20.1",
+        "0.20.2",
+        "0.21.0",
+        "0.22.0",
+        "0.22.1",
+        "0.23.0",
+        "0.24.0",
+        "0.25.0",
+        "0.25.1",
+        "0.26.0",
+        "0.27.0",
+        "0.27.1",
+        "0.28.0",
+        "0.29.0",
+        "0.30.0",
+        "0.31.0",
+        "0.32.0",
+        "0.33.0",
+    ]
+)
+# First release of each scheme era (full corpus); every other release gets the compact one.
+FULL_RELEASES: frozenset[str] = frozenset(
+    [
+        "0.7.0",
+        "0.7.1",
+        "0.7.2",
+        "0.7.3",
+        "0.8.3",
+        "0.8.5",
+        "0.9.0",
+        "0.10.0",
+        "0.10.1",
+        "0.10.2",
+        "0.11.1",
+        "0.17.0",
+        "0.19.0",
+        "0.29.0",
+        "0.31.0",
+        "0.33.0",
+    ]
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -724,18 +1203,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--vllm-version", help="vLLM release, e.g. 0.31.0")
     parser.add_argument("--out", type=Path, default=Path("tests/vectors"))
     parser.add_argument("--corpus-seed", type=int, default=DEFAULT_CORPUS_SEED)
+    parser.add_argument("--compact", action="store_true", help="compact corpus (~28 cases)")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="every release (full corpus for era-first releases, compact otherwise); "
+        "an existing 0.31.0 file is kept (use --vllm-version 0.31.0 to rewrite it)",
+    )
     parser.add_argument(
         "--check-public",
         type=Path,
         metavar="PATH",
         help="replay a vectors file instead of harvesting",
     )
+    parser.add_argument("--worker", metavar="VERSION", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-lenient-lora", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        return worker_main(args.worker, not args.worker_lenient_lora)
     if args.check_public:
         return check_public(args.check_public, args.vllm_version)
+    if args.all:
+        for version in RELEASES:
+            if version == "0.31.0" and (args.out / "0.31.0.jsonl").exists():
+                print("0.31.0: kept existing file", file=sys.stderr)
+                continue
+            compact = version not in FULL_RELEASES
+            meta = harvest(version, args.out, args.corpus_seed, compact=compact)
+            print(version, meta["corpus_kind"], json.dumps(meta["counts"]), file=sys.stderr)
+        return 0
     if not args.vllm_version:
         parser.error("--vllm-version is required")
-    meta = harvest(args.vllm_version, args.out, args.corpus_seed)
+    meta = harvest(args.vllm_version, args.out, args.corpus_seed, compact=args.compact)
     print(json.dumps(meta["counts"]), file=sys.stderr)
     return 0
 
