@@ -10,6 +10,7 @@ Build a :class:`Hasher` once per replica configuration and reuse it::
 or call :func:`block_hashes` for a one-off.
 """
 
+from .audit import AuditReport, RequestAudit, audit
 from .drift import DriftConfig, DriftReport, drift
 from .errors import (
     InvalidRequestError,
@@ -62,6 +63,7 @@ from .schemes import DEFAULT_VLLM_VERSION, resolve_release
 __all__ = [
     "DEFAULT_VLLM_VERSION",
     "AmbiguousExtraKeysError",
+    "AuditReport",
     "BlockKeyCandidates",
     "DecodeLimits",
     "DecodedBatch",
@@ -93,6 +95,7 @@ __all__ = [
     "ReplicaId",
     "ReplicaScheme",
     "Request",
+    "RequestAudit",
     "RequestBlockHasher",
     "RouteDecision",
     "Router",
@@ -102,6 +105,7 @@ __all__ = [
     "UnknownVersionError",
     "UnreproducibleKeysError",
     "UnsupportedLayoutError",
+    "audit",
     "block_hash_to_int64",
     "block_hash_with_group_id",
     "block_hashes",
