@@ -21,7 +21,6 @@ block gets one reason (:data:`REASONS`, decided in this order; docs/audit.md).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -30,14 +29,14 @@ from typing import Any, Final
 
 from .algorithms import BlockHash
 from .drift import DriftConfig
-from .errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
+from .errors import InvalidRequestError, PrefixKeyError
 from .event_decoding import EventDecoder, split_message
 from .event_recording import parse_recording_line
 from .events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
 from .extra_keys import event_extra_keys
 from .hasher import Hasher
 from .index import PrefixIndex, ReplicaId, ReplicaScheme
-from .jsonl import HashJob, parse_request
+from .jsonl import HashJob, parse_json_line, parse_request
 from .keys import block_hash_to_int64
 from .schemes import DEFAULT_VLLM_VERSION
 
@@ -285,10 +284,7 @@ def _parse_log_line(number: int, raw: bytes | str, replicas: Mapping[str, DriftC
                     strict: bool) -> _LogEntry:
     row = RequestAudit(number, None, None, None)
     try:
-        try:
-            obj = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise MalformedJSONError(f"invalid JSON: {exc}") from None
+        obj = parse_json_line(raw)
         if not isinstance(obj, dict):
             raise InvalidRequestError("<line>", "must be a JSON object")
         row.id = obj.get("id")

@@ -12,11 +12,11 @@ from . import __version__
 from .cli_audit import add_audit
 from .cli_testing import add_oracle, add_vectors
 from .drift import DriftConfig, builtin_corpus, drift, read_requests
-from .errors import MalformedJSONError, PrefixKeyError
+from .errors import PrefixKeyError
 from .event_decoding import EventDecoder
 from .event_recording import decode_recording
 from .fingerprint import fingerprint
-from .jsonl import error_record, parse_request, run_job
+from .jsonl import error_record, parse_json_line, parse_request, run_job
 from .report_text import drift_text, fingerprint_text
 
 __all__ = ["main"]
@@ -30,14 +30,7 @@ def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_check
             continue
         request_id: Any = None
         try:
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                raise MalformedJSONError(f"not UTF-8: byte {exc.start} is invalid") from None
-            except json.JSONDecodeError as exc:
-                raise MalformedJSONError(
-                    f"invalid JSON: {exc.msg} at column {exc.colno}"
-                ) from None
+            obj = parse_json_line(raw)
             if isinstance(obj, dict):
                 request_id = obj.get("id")
             job = parse_request(obj, strict=strict, api_checks=api_checks)

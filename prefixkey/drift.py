@@ -16,7 +16,6 @@ tried on its own against the request.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -28,7 +27,7 @@ from .algorithms import BlockHash
 from .drift_causes import Cause, explain, first_difference
 from .errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
 from .extra_keys import BlockExtraKeys
-from .jsonl import HashJob, parse_request
+from .jsonl import HashJob, parse_json_line, parse_request
 from .schemes import resolve_release
 
 __all__ = [
@@ -248,16 +247,11 @@ def read_requests(lines: Iterable[str | bytes]) -> list[Any]:
     """Decode JSON Lines (blank lines skipped); MalformedJSONError names the line."""
     requests = []
     for number, raw in enumerate(lines, start=1):
-        try:
-            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-            if text.strip():
-                requests.append(json.loads(text))
-        except UnicodeDecodeError as exc:
-            raise MalformedJSONError(f"line {number}: not UTF-8 (byte {exc.start})") from None
-        except json.JSONDecodeError as exc:
-            raise MalformedJSONError(
-                f"line {number}: invalid JSON: {exc.msg} at column {exc.colno}"
-            ) from None
+        if raw.strip():
+            try:
+                requests.append(parse_json_line(raw))
+            except MalformedJSONError as exc:
+                raise MalformedJSONError(f"line {number}: {exc}") from None
     return requests
 
 

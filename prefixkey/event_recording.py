@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from .errors import PrefixKeyError
+from .errors import MalformedJSONError, PrefixKeyError
 from .event_decoding import EventDecodeError, EventDecoder, ReplayEnd, split_message
 from .events import AllBlocksCleared, EventBatch, KVCacheEvent
+from .jsonl import parse_json_line
 
 __all__ = [
     "RecordedMessage",
@@ -112,14 +112,9 @@ class RecordedMessage:
 def parse_recording_line(raw: bytes | str) -> RecordedMessage:
     """Parse one recording line (raises :class:`RecordingFormatError`)."""
     try:
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        obj = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise RecordingFormatError(None, f"not UTF-8: byte {exc.start} is invalid") from None
-    except json.JSONDecodeError as exc:
-        raise RecordingFormatError(
-            None, f"invalid JSON: {exc.msg} at column {exc.colno}"
-        ) from None
+        obj = parse_json_line(raw)
+    except MalformedJSONError as exc:
+        raise RecordingFormatError(None, str(exc)) from None
     if not isinstance(obj, dict):
         raise RecordingFormatError(None, f"must be a JSON object, got {type(obj).__name__}")
     recv_time, source = obj.get("recv_time"), obj.get("source")

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Final
 
-from .errors import InvalidRequestError, PrefixKeyError
+from .errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
 from .extra_keys import BlockExtraKeys, event_extra_keys
 from .hasher import Hasher
 from .keys import block_hash_to_int64
@@ -24,7 +25,10 @@ from .prompt_embeds import PromptEmbeds
 from .request import LoRA, MMItem, Request, check_api_rules
 from .schemes import DEFAULT_VLLM_VERSION
 
-__all__ = ["HashJob", "error_record", "hash_hex", "parse_request", "run_job", "to_json_value"]
+__all__ = [
+    "HashJob", "error_record", "hash_hex", "parse_json_line", "parse_request", "run_job",
+    "to_json_value",
+]
 
 _KNOWN_FIELDS: Final = frozenset({
     "id", "vllm_version", "hash_algo", "python_hash_seed", "block_size", "token_ids",
@@ -213,6 +217,16 @@ def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) ->
         group_block_sizes=tuple(group_sizes),
         warnings=(*hasher.warnings, *warnings),
     )
+
+
+def parse_json_line(raw: bytes | str) -> Any:
+    """One JSON Lines line (UTF-8 bytes or text) decoded; :class:`MalformedJSONError` if not."""
+    try:
+        return json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+    except UnicodeDecodeError as exc:
+        raise MalformedJSONError(f"not UTF-8: byte {exc.start} is invalid") from None
+    except json.JSONDecodeError as exc:
+        raise MalformedJSONError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
 
 
 def hash_hex(value: bytes | int | None) -> str | None:
