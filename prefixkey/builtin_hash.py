@@ -177,33 +177,25 @@ def extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> tuple[Any, ...] | Non
     return extra_keys
 
 
-def chain(
-    parent: Any,
-    tokens: Sequence[int],
-    starts: range,
-    size: int,
-    tails: Iterable[Any],
-    digest: Callable[[Any], Any],
-) -> list[Any]:
-    """Keys ``hash((parent, tuple(block), extra_keys))`` of the blocks at ``starts``."""
-    keys = []
-    for start, tail in zip(starts, tails, strict=True):
-        parent = digest((parent, tuple(tokens[start : start + size]), tail))
-        keys.append(parent)
-    return keys
+def _chain(value: Callable[[Any, Sequence[int], Any], Any]) -> Callable[..., list[Any]]:
+    def chain(
+        parent: Any,
+        tokens: Sequence[int],
+        starts: range,
+        size: int,
+        tails: Iterable[Any],
+        digest: Callable[[Any], Any],
+    ) -> list[Any]:
+        keys = []
+        for start, tail in zip(starts, tails, strict=True):
+            parent = digest(value(parent, tokens[start : start + size], tail))
+            keys.append(parent)
+        return keys
+
+    return chain
 
 
-def chain_flat(
-    parent: Any,
-    tokens: Sequence[int],
-    starts: range,
-    size: int,
-    tails: Iterable[Any],
-    digest: Callable[[Any], Any],
-) -> list[Any]:
-    """vLLM 0.7.0's keys, ``hash((parent, *block))``: extra keys are not hashed."""
-    keys = []
-    for start in starts:
-        parent = digest((parent, *tokens[start : start + size]))
-        keys.append(parent)
-    return keys
+#: Keys ``hash((parent, tuple(block), extra_keys))`` of the blocks at ``starts``.
+chain = _chain(lambda parent, block, tail: (parent, tuple(block), tail))
+#: vLLM 0.7.0's keys, ``hash((parent, *block))``: extra keys are not hashed.
+chain_flat = _chain(lambda parent, block, tail: (parent, *block))
