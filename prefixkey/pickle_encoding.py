@@ -50,8 +50,14 @@ def chain(
     and the parent of the next.
     """
     dumps_ = pickle.dumps
-    keys = []
+    keys: list[Any] = []
+    if not starts:
+        return keys
+    # One tuple of the tokens the run covers; slicing it gives each block's tuple.
+    base = starts.start
+    window = tuple(tokens[base : starts[-1] + size])
     for start, tail in zip(starts, tails, strict=True):
-        parent = digest(dumps_((parent, tuple(tokens[start : start + size]), tail), 5))
+        block = window[start - base : start - base + size]
+        parent = digest(dumps_((parent, block, tail), 5))
         keys.append(parent)
     return keys
