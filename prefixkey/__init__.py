@@ -54,6 +54,7 @@ from .index import (
     UnknownReplicaError,
     UnsupportedLayoutError,
 )
+from .index_redis import PrefixIndexBackend, RedisPrefixIndex
 from .keys import block_hash_to_int64, block_hash_with_group_id, group_block_hashes
 from .prompt_embeds import PromptEmbeds, mixed_prompt_token_ids
 from .request import LoRA, MMItem, Request, check_api_rules
@@ -88,9 +89,11 @@ __all__ = [
     "MissingLoRAPathError",
     "PayloadTooLargeError",
     "PrefixIndex",
+    "PrefixIndexBackend",
     "PrefixKeyError",
     "PreparedRequest",
     "PromptEmbeds",
+    "RedisPrefixIndex",
     "ReplayEnd",
     "ReplicaId",
     "ReplicaScheme",
