@@ -71,6 +71,7 @@ __all__ = [
     "ReplicaScheme",
     "UnknownReplicaError",
     "UnsupportedLayoutError",
+    "as_replica_id",
 ]
 
 #: The medium of events from releases that do not publish one (before 0.10.2).
@@ -241,7 +242,7 @@ class PrefixIndex:
 
     def register(self, replica: ReplicaId | str, scheme: ReplicaScheme) -> ReplicaId:
         """Register (or re-register) a replica; a changed scheme drops its entries."""
-        rid = _as_id(replica)
+        rid = as_replica_id(replica)
         if not isinstance(scheme, ReplicaScheme):
             raise InvalidRequestError("scheme", f"must be a ReplicaScheme, got {scheme!r}")
         state = self._replicas.get(rid)
@@ -255,7 +256,7 @@ class PrefixIndex:
 
     def remove_replica(self, replica: ReplicaId | str) -> int:
         """Forget a replica that disappeared; return how many entries it held."""
-        state = self._replicas.pop(_as_id(replica), None)
+        state = self._replicas.pop(as_replica_id(replica), None)
         if state is None:
             return 0
         dropped = state.count
@@ -277,7 +278,7 @@ class PrefixIndex:
         A name given as a string takes its data-parallel rank from the batch.
         """
         rid = (ReplicaId(replica, batch.data_parallel_rank or 0)
-               if isinstance(replica, str) else _as_id(replica))
+               if isinstance(replica, str) else as_replica_id(replica))
         c = self._counters
         state = self._replicas.get(rid)
         if state is None:
@@ -374,7 +375,7 @@ class PrefixIndex:
     # -- queries ----------------------------------------------------------------
 
     def _state(self, replica: ReplicaId | str) -> _Replica:
-        rid = _as_id(replica)
+        rid = as_replica_id(replica)
         state = self._replicas.get(rid)
         if state is None:
             raise UnknownReplicaError(f"replica {rid} is not registered")
@@ -415,7 +416,8 @@ class PrefixIndex:
 _EMPTY: Final[Mapping[EventHash, int]] = OrderedDict()
 
 
-def _as_id(replica: ReplicaId | str) -> ReplicaId:
+def as_replica_id(replica: ReplicaId | str) -> ReplicaId:
+    """A replica given as a ReplicaId, a name (rank 0) or a (name, rank) pair."""
     if isinstance(replica, ReplicaId):
         return replica
     if isinstance(replica, str):

@@ -70,6 +70,7 @@ from .index import (
     ReplicaId,
     ReplicaScheme,
     UnknownReplicaError,
+    as_replica_id,
 )
 from .keys import block_hash_to_int64
 from .request import Request
@@ -306,14 +307,6 @@ def _rid_of(field: bytes) -> ReplicaId:
     return ReplicaId(name, dp)
 
 
-def _as_id(replica: ReplicaId | str) -> ReplicaId:
-    if isinstance(replica, ReplicaId):
-        return replica
-    if isinstance(replica, str):
-        return ReplicaId(replica)
-    if isinstance(replica, tuple) and len(replica) == 2:
-        return ReplicaId(*replica)
-    raise InvalidRequestError("replica", f"must be a ReplicaId or a name, got {replica!r}")
 
 
 def _encode_key(key: EventHash) -> bytes:
@@ -404,7 +397,7 @@ class RedisPrefixIndex:
 
     def register(self, replica: ReplicaId | str, scheme: ReplicaScheme) -> ReplicaId:
         """Register (or re-register) a replica; a changed scheme drops its entries."""
-        rid = _as_id(replica)
+        rid = as_replica_id(replica)
         if not isinstance(scheme, ReplicaScheme):
             raise InvalidRequestError("scheme", f"must be a ReplicaScheme, got {scheme!r}")
         spec = scheme_spec(scheme).encode()
@@ -423,7 +416,7 @@ class RedisPrefixIndex:
 
     def remove_replica(self, replica: ReplicaId | str) -> int:
         """Forget a replica that disappeared; return how many entries it held."""
-        rid = _as_id(replica)
+        rid = as_replica_id(replica)
         self._regs.pop(rid, None)
         field = _rid_field(rid)
         if not self._r.hexists(f"{self.namespace}:reg", field):
@@ -453,7 +446,7 @@ class RedisPrefixIndex:
         return {rid: reg.scheme for rid, reg in self._refresh().items()}
 
     def scheme(self, replica: ReplicaId | str) -> ReplicaScheme:
-        rid = _as_id(replica)
+        rid = as_replica_id(replica)
         spec = self._r.hget(f"{self.namespace}:reg", _rid_field(rid))
         if spec is None:
             raise UnknownReplicaError(f"replica {rid} is not registered")
@@ -467,7 +460,7 @@ class RedisPrefixIndex:
         A name given as a string takes its data-parallel rank from the batch.
         """
         rid = (ReplicaId(replica, batch.data_parallel_rank or 0)
-               if isinstance(replica, str) else _as_id(replica))
+               if isinstance(replica, str) else as_replica_id(replica))
         reg = self._regs.get(rid)
         for _ in range(3):
             spec = b"" if reg is None else reg.spec
@@ -510,7 +503,7 @@ class RedisPrefixIndex:
 
     def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]:
         """A live view of a replica group's keys and media bitmasks (one round trip a key)."""
-        rid = _as_id(replica)
+        rid = as_replica_id(replica)
         return _RedisTable(self, rid, group, self.scheme(rid).publishes)
 
     def medium_bits(self) -> dict[str, int]:
@@ -526,7 +519,7 @@ class RedisPrefixIndex:
 
     def entries(self, replica: ReplicaId | str) -> Iterator[tuple[int, EventHash, frozenset[str]]]:
         """Every ``(group, key, media)`` of a replica, least recently stored first."""
-        rid = _as_id(replica)
+        rid = as_replica_id(replica)
         as_int = self.scheme(rid).publishes == "int"
         bits = self.medium_bits()
         p = self._prefix(rid)
@@ -543,7 +536,7 @@ class RedisPrefixIndex:
                    frozenset(n for n, b in bits.items() if m & b))
 
     def replica_size(self, replica: ReplicaId | str) -> int:
-        rid = _as_id(replica)
+        rid = as_replica_id(replica)
         self.scheme(rid)
         return int(self._r.zcard(f"{self._prefix(rid)}:lru"))
 
@@ -679,13 +672,13 @@ class IndexSnapshot:
         return dict(self._schemes)
 
     def scheme(self, replica: ReplicaId | str) -> ReplicaScheme:
-        rid = _as_id(replica)
+        rid = as_replica_id(replica)
         if rid not in self._schemes:
             raise UnknownReplicaError(f"replica {rid} is not registered")
         return self._schemes[rid]
 
     def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]:
-        return self._tables.get((_as_id(replica), group), {})
+        return self._tables.get((as_replica_id(replica), group), {})
 
     def medium_bits(self) -> dict[str, int]:
         return dict(self._bits)

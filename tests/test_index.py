@@ -44,52 +44,10 @@ def held(index: PrefixIndex, replica: str = "a") -> set[tuple[int, EventHash, fr
     return set(index.entries(replica))
 
 
-G, C, S = frozenset({"GPU"}), frozenset({"CPU"}), frozenset({"STORAGE"})
+G = frozenset({"GPU"})
 
-# (name, batches, expected entries of replica "a", expected counter subset)
-CASES: list[tuple[str, list[EventBatch], set[Any], dict[str, int]]] = [
-    ("store", [batch(stored(1, 2, 3))], {(0, 1, G), (0, 2, G), (0, 3, G)},
-     {"stores": 3, "size": 3}),
-    ("store then remove", [batch(stored(1, 2, 3)), batch(removed(2), ts=2)],
-     {(0, 1, G), (0, 3, G)}, {"removes": 1, "size": 2}),
-    ("clear", [batch(stored(1, 2)), batch(AllBlocksCleared(), stored(7), ts=2)],
-     {(0, 7, G)}, {"clears": 1, "size": 1}),
-    ("remove unknown key", [batch(removed(9))], set(), {"removes_missing": 1, "size": 0}),
-    ("duplicate batch", [batch(stored(1, 2), removed(1))] * 2, {(0, 2, G)},
-     {"stores": 3, "refreshes": 1, "removes": 2, "size": 1}),
-    ("re-announcement", [batch(stored(1, 2)), batch(stored(1, 2), ts=2)],
-     {(0, 1, G), (0, 2, G)}, {"stores": 2, "refreshes": 2, "size": 2}),
-    ("media are independent",
-     [batch(stored(1, medium="GPU"), stored(1, medium="CPU"), stored(2, medium="STORAGE")),
-      batch(removed(1, medium="GPU"), ts=2)],
-     {(0, 1, C), (0, 2, S)}, {"stores": 3, "removes": 1, "size": 2}),
-    ("medium None is GPU", [batch(stored(1)), batch(removed(1, medium="GPU"), ts=2)], set(),
-     {"size": 0}),
-    ("groups are independent", [batch(stored(1, group=0), stored(1, group=1), removed(1))],
-     {(1, 1, G)}, {"size": 1}),
-    ("0.26 partial pair", [batch(stored(5)), batch(removed(5), stored(6), ts=2)],
-     {(0, 6, G)}, {"stores": 2, "removes": 1, "size": 1}),
-    ("out of order applied and counted", [batch(stored(1), ts=5), batch(stored(2), ts=3)],
-     {(0, 1, G), (0, 2, G)}, {"out_of_order_batches": 1}),
-    ("bytes reach an int publisher", [batch(stored(b"\x00" * 24 + (7).to_bytes(8, "big")))],
-     {(0, 7, G)}, {"size": 1}),
-    ("unknown medium gets a bit", [batch(stored(1, medium="disk"))],
-     {(0, 1, frozenset({"DISK"}))}, {"size": 1}),
-]
-
-
-@pytest.mark.parametrize(("batches", "expected", "counters"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
-def test_event_sequences(batches: list[EventBatch], expected: set[Any],
-                         counters: dict[str, int]) -> None:
-    index = PrefixIndex()
-    index.register("a", ReplicaScheme(H16))
-    for b in batches:
-        index.apply("a", b)
-    assert held(index) == expected
-    stats = index.stats()
-    assert {k: stats[k] for k in counters} == counters
-    assert stats["size"] == len(index) == len(expected)
+# Event sequences (store, remove, clear, duplicates, media, groups, …) are
+# checked on every backend by tests/test_index_contract.py.
 
 
 def test_unknown_replica_is_counted_not_raised() -> None:
