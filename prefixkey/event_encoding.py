@@ -14,9 +14,6 @@ map-era events (0.24.0+) are ``{"type": tag, field: value}`` with unset
 
 from __future__ import annotations
 
-import base64
-import json
-from collections.abc import Sequence
 from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
@@ -24,7 +21,7 @@ import msgpack  # type: ignore[import-untyped]
 from .event_decoding import wire_era
 from .events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, KVCacheEvent
 
-__all__ = ["encode_batch", "encode_event", "recording_line", "seq_frame"]
+__all__ = ["encode_batch", "encode_event", "seq_frame"]
 
 
 def _wire_value(value: Any) -> Any:
@@ -68,14 +65,3 @@ def encode_batch(batch: EventBatch, vllm_version: str) -> bytes:
 def seq_frame(seq: int) -> bytes:
     """A PUB message's sequence-number frame: 8 bytes, big-endian."""
     return seq.to_bytes(8, "big", signed=False)
-
-
-def recording_line(
-    frames: Sequence[bytes], *, recv_time: float | None, source: str | None
-) -> str:
-    """One recording line ``{"recv_time", "source", "frames_b64"}`` (no newline)."""
-    return json.dumps({
-        "recv_time": recv_time,
-        "source": source,
-        "frames_b64": [base64.b64encode(f).decode("ascii") for f in frames],
-    })

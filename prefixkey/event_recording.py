@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
@@ -39,6 +40,7 @@ __all__ = [
     "event_to_json",
     "hash_to_json",
     "parse_recording_line",
+    "recording_line",
     "value_to_json",
 ]
 
@@ -107,6 +109,17 @@ class RecordedMessage:
     recv_time: float | None
     source: str | None
     frames: tuple[bytes, ...]
+
+
+def recording_line(
+    frames: Sequence[bytes], *, recv_time: float | None, source: str | None
+) -> str:
+    """One recording line ``{"recv_time", "source", "frames_b64"}`` (no newline)."""
+    return json.dumps({
+        "recv_time": recv_time,
+        "source": source,
+        "frames_b64": [base64.b64encode(bytes(f)).decode("ascii") for f in frames],
+    })
 
 
 def parse_recording_line(raw: bytes | str) -> RecordedMessage:

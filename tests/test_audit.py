@@ -18,7 +18,8 @@ from prefixkey.audit import REASONS, AuditReport, audit, parse_replica_option
 from prefixkey.audit_report import audit_html, audit_text
 from prefixkey.cli import main
 from prefixkey.errors import InvalidRequestError
-from prefixkey.event_encoding import encode_batch, recording_line, seq_frame
+from prefixkey.event_encoding import encode_batch, seq_frame
+from prefixkey.event_recording import recording_line
 from prefixkey.events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch
 
 ROOT = Path(__file__).resolve().parent.parent

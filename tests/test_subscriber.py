@@ -25,7 +25,11 @@ zmq = pytest.importorskip("zmq")
 from prefixkey import Hasher, PrefixIndex, ReplicaScheme, Request, Router  # noqa: E402
 from prefixkey.cli import main  # noqa: E402
 from prefixkey.event_decoding import END_SEQ, EventDecoder, wire_era  # noqa: E402
-from prefixkey.event_recording import decode_recording, parse_recording_line  # noqa: E402
+from prefixkey.event_recording import (  # noqa: E402
+    decode_recording,
+    parse_recording_line,
+    recording_line,
+)
 from prefixkey.events import (  # noqa: E402
     AllBlocksCleared,
     BlockRemoved,
@@ -40,7 +44,6 @@ from prefixkey.subscriber import (  # noqa: E402
     data_parallel_endpoints,
     offset_endpoint,
     prometheus_text,
-    recording_line,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "events"
@@ -511,7 +514,7 @@ def test_prometheus_text_format() -> None:
 
 def test_recording_line_round_trips() -> None:
     frames = [b"kv", (5).to_bytes(8, "big"), b"\x92\x00\x90"]
-    rec = parse_recording_line(recording_line(frames, 12.5, "a"))
+    rec = parse_recording_line(recording_line(frames, recv_time=12.5, source="a"))
     assert (rec.recv_time, rec.source, rec.frames) == (12.5, "a", tuple(frames))
 
 
