@@ -1,4 +1,7 @@
-"""PrefixIndex: event sequences, memory bound, schemes, and a model-based state machine."""
+"""PrefixIndex: replicas, memory bound, schemes, and a model-based state machine.
+
+Event sequences run on every backend in tests/test_index_contract.py.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +10,10 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from index_events import G, batch, held, removed, stored
 
 from prefixkey import Hasher, LoRA, Request, block_hash_to_int64
-from prefixkey.events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from prefixkey.events import AllBlocksCleared, BlockStored, EventBatch, EventHash
 from prefixkey.index import (
     GroupSpec,
     PrefixIndex,
@@ -23,31 +27,9 @@ from prefixkey.routing import Router
 H16 = Hasher(block_size=16, python_hash_seed="0")
 
 
-def stored(*keys: EventHash, medium: str | None = None, group: int | None = None) -> BlockStored:
-    return BlockStored(tuple(keys), None, (), 16, medium=medium, group_idx=group)
-
-
-def removed(*keys: EventHash, medium: str | None = None, group: int | None = None) -> BlockRemoved:
-    return BlockRemoved(tuple(keys), medium=medium, group_idx=group)
-
-
-def batch(*events: Any, ts: float = 1.0, rank: int | None = None) -> EventBatch:
-    return EventBatch(ts, tuple(events), rank)
-
-
 def ints(keys: list[Any]) -> list[int]:
     """Keys as an int-publishing replica's events carry them."""
     return [block_hash_to_int64(k) for k in keys]
-
-
-def held(index: PrefixIndex, replica: str = "a") -> set[tuple[int, EventHash, frozenset[str]]]:
-    return set(index.entries(replica))
-
-
-G = frozenset({"GPU"})
-
-# Event sequences (store, remove, clear, duplicates, media, groups, …) are
-# checked on every backend by tests/test_index_contract.py.
 
 
 def test_unknown_replica_is_counted_not_raised() -> None:

@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import pytest
+from index_events import C, G, S, batch, held, removed, stored
 
 from prefixkey import Hasher, block_hash_to_int64
-from prefixkey.events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from prefixkey.events import AllBlocksCleared, EventBatch
 from prefixkey.index import (
     GroupSpec,
     PrefixIndex,
@@ -28,25 +29,8 @@ from prefixkey.routing import Router
 
 H16 = Hasher(block_size=16, python_hash_seed="0")
 REDIS_URL = os.environ.get("PREFIXKEY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-G, C, S = frozenset({"GPU"}), frozenset({"CPU"}), frozenset({"STORAGE"})
 
 Factory = Callable[..., PrefixIndexBackend]
-
-
-def stored(*keys: EventHash, medium: str | None = None, group: int | None = None) -> BlockStored:
-    return BlockStored(tuple(keys), None, (), 16, medium=medium, group_idx=group)
-
-
-def removed(*keys: EventHash, medium: str | None = None, group: int | None = None) -> BlockRemoved:
-    return BlockRemoved(tuple(keys), medium=medium, group_idx=group)
-
-
-def batch(*events: Any, ts: float = 1.0, rank: int | None = None) -> EventBatch:
-    return EventBatch(ts, tuple(events), rank)
-
-
-def held(index: PrefixIndexBackend, replica: str | ReplicaId = "a") -> set[Any]:
-    return set(index.entries(replica))
 
 
 def _redis_client() -> Any:
