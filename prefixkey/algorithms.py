@@ -29,14 +29,17 @@ BlockHash: TypeAlias = "bytes | int"
 class Serializer:
     """How a serialization format encodes the hashed block tuple.
 
-    ``encode_tokens`` prepares a request's token ids once (into a container with
-    ``len`` and ``extend``, which later appends go through), ``encode_extra_keys_tail``
+    ``encode_tokens`` prepares a request's checked token ids once (into a container
+    with ``len``), ``extend_tokens`` appends to it; both take the ids'
+    :func:`~prefixkey.request.token_words` when the check returned them.
+    ``encode_extra_keys_tail``
     one block's extra keys, and ``chain`` computes a run of keys:
     ``chain(parent, tokens, starts, size, tails, digest)``, one tail per start.
     """
 
     name: str
-    encode_tokens: Callable[[Sequence[int]], Any]
+    encode_tokens: Callable[[Sequence[int], bytes | None], Any]
+    extend_tokens: Callable[[Any, Sequence[int], bytes | None], None]
     encode_extra_keys_tail: Callable[[tuple[Any, ...] | None], Any]
     chain: Callable[[Any, Any, range, int, Iterable[Any], Callable[[Any], Any]], list[Any]]
     #: Serialize one plain value (the NONE_HASH seed string).
@@ -46,6 +49,7 @@ class Serializer:
 PICKLE: Final = Serializer(
     "pickle",
     pickle_encoding.encode_tokens,
+    pickle_encoding.extend_tokens,
     pickle_encoding.encode_extra_keys_tail,
     pickle_encoding.chain,
     pickle_encoding.dumps,
@@ -53,6 +57,7 @@ PICKLE: Final = Serializer(
 CBOR: Final = Serializer(
     "cbor",
     cbor_encoding.encode_tokens,
+    cbor_encoding.extend_tokens,
     cbor_encoding.encode_extra_keys_tail,
     cbor_encoding.chain,
     cbor_encoding.dumps,
@@ -63,7 +68,8 @@ CBOR: Final = Serializer(
 #: :class:`~prefixkey.builtin_hash.PythonHash` bound per engine.
 BUILTIN: Final = Serializer(
     "builtin",
-    list,
+    pickle_encoding.encode_tokens,  # builtin hash() also works on the ids themselves
+    pickle_encoding.extend_tokens,
     builtin_hash.extra_keys_tail,
     builtin_hash.chain,
     builtin_hash.dumps,
@@ -71,7 +77,8 @@ BUILTIN: Final = Serializer(
 #: vLLM 0.7.0 hashed ``(parent, *tokens)``, without extra keys.
 BUILTIN_FLAT: Final = Serializer(
     "builtin_flat",
-    list,
+    pickle_encoding.encode_tokens,
+    pickle_encoding.extend_tokens,
     builtin_hash.extra_keys_tail,
     builtin_hash.chain_flat,
     builtin_hash.dumps,

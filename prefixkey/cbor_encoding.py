@@ -10,12 +10,12 @@ are the same object.
 
 from __future__ import annotations
 
-import sys
-from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-__all__ = ["TokenStream", "chain", "dumps", "encode_extra_keys_tail", "encode_tokens"]
+__all__ = [
+    "TokenStream", "chain", "dumps", "encode_extra_keys_tail", "encode_tokens", "extend_tokens",
+]
 
 _NULL: Final = b"\xf6"
 _ARRAY3: Final = b"\x83"
@@ -58,50 +58,49 @@ def _lookup(*values: int) -> bytes:
 
 _NONZERO: Final = _lookup(0, *[1] * 255)
 _AT_LEAST_24: Final = _lookup(*[0] * 24, *[1] * 232)
-# By width class (0: < 24, 1: < 2**8, 2: < 2**16, 3: < 2**32) of a token id:
+_ZERO_TO_DROP: Final = _lookup(0xFF)  # a high byte of 0xFF makes the unit U+FFxx: dropped
+# By width class (0: < 24, 1: < 2**8, 2: < 2**16, 3: < 2**31) of a token id:
 _HEAD: Final = _lookup(0, 0x18, 0x19, 0x1A)
-_DROP_HEAD: Final = _lookup(0xFF)
-_DROP_HIGH16: Final = _lookup(0xFF, 0xFF, 0xFF)
-_DROP_BYTE1: Final = _lookup(0xFF, 0xFF)
 _WIDTH: Final = _lookup(1, 2, 3, 5)
 
 
-def _encode_uint32s(token_ids: Sequence[int]) -> tuple[bytes, bytes]:
-    """CBOR of many ids below 2**32, concatenated, and each one's width, at C speed.
+def _encode_words(words: bytes, n: int) -> tuple[bytes, bytes]:
+    """CBOR of ``n`` ids in [0, 2**31), concatenated, and each one's width, at C speed.
 
-    A lookup per token would touch a table entry per id at random, which is
-    slow for long prompts; instead every step here is one pass of a C
-    routine over the whole request. Each id becomes five UTF-16 code units,
-    ``[head, b3, b2, b1, b0]`` of its big-endian bytes, where a unit that the
-    minimal-length encoding does not use is U+FF00; deleting those and
-    encoding as Latin-1 leaves the CBOR bytes. OverflowError for larger ids.
+    ``words`` are the ids' marshal records (:func:`~prefixkey.request.token_words`):
+    a 5-byte header, then per id ``i`` and its little-endian bytes b0..b3. A
+    lookup per token would touch a table entry per id at random, which is
+    slow for long prompts; instead every step is one pass of a C routine
+    over the whole request. Each id becomes five UTF-16 code units, its head
+    and big-endian bytes ``[head, b3, b2, b1, b0]``, where a byte that the
+    minimal-length encoding does not use gets the high byte 0xFF; encoding
+    to Latin-1 with errors ignored drops exactly those units.
     """
-    n = len(token_ids)
-    words = array("I", token_ids)  # OverflowError outside [0, 2**32)
-    if words.itemsize != 4:  # pragma: no cover - every supported platform
-        raise OverflowError("no 32-bit array type")
-    if sys.byteorder == "little":
-        words.byteswap()
-    raw = words.tobytes()
-    b3, b2, b1, b0 = raw[0::4], raw[1::4], raw[2::4], raw[3::4]
-
     def num(plane: bytes) -> int:
         return int.from_bytes(plane, "little")
 
-    high16 = num(b3) | num(b2)
-    from_2_16 = high16.to_bytes(n, "little").translate(_NONZERO)
-    from_2_8 = (high16 | num(b1)).to_bytes(n, "little").translate(_NONZERO)
-    from_24 = num(from_2_8) | num(b0.translate(_AT_LEAST_24))
-    width_class = (from_24 + num(from_2_8) + num(from_2_16)).to_bytes(n, "little")
+    b0, b1, b2, b3 = words[6::5], words[7::5], words[8::5], words[9::5]
+    # Bytewise: non-zero where the id is >= 2**16, >= 2**8, >= 24.
+    high = num(b2) | num(b3)
+    mid = high | num(b1)
+    from_2_16 = high.to_bytes(n, "little")
+    from_2_8 = mid.to_bytes(n, "little")
+    from_24 = (mid | num(b0.translate(_AT_LEAST_24))).to_bytes(n, "little")
+    width_class = (
+        num(from_24.translate(_NONZERO)) + num(from_2_8.translate(_NONZERO))
+        + num(from_2_16.translate(_NONZERO))
+    ).to_bytes(n, "little")
+    drop_b0 = from_24.translate(_ZERO_TO_DROP)
+    # The head is the id itself below 24, else 0x18/0x19/0x1a.
+    head = (num(width_class.translate(_HEAD)) | (num(b0) & num(drop_b0))).to_bytes(n, "little")
+    drop_high = from_2_16.translate(_ZERO_TO_DROP)
     units = bytearray(10 * n)
-    units[0::10] = width_class.translate(_HEAD)
-    units[1::10] = width_class.translate(_DROP_HEAD)
-    drop_high16 = width_class.translate(_DROP_HIGH16)
-    units[2::10], units[3::10] = b3, drop_high16
-    units[4::10], units[5::10] = b2, drop_high16
-    units[6::10], units[7::10] = b1, width_class.translate(_DROP_BYTE1)
-    units[8::10] = b0
-    data = units.decode("utf-16-le").replace("\uff00", "").encode("latin-1")
+    units[0::10] = head
+    units[2::10], units[3::10] = b3, drop_high
+    units[4::10], units[5::10] = b2, drop_high
+    units[6::10], units[7::10] = b1, from_2_8.translate(_ZERO_TO_DROP)
+    units[8::10], units[9::10] = b0, drop_b0
+    data = units.decode("utf-16-le").encode("latin-1", "ignore")
     return data, width_class.translate(_WIDTH)
 
 
@@ -110,11 +109,11 @@ class TokenStream:
 
     __slots__ = ("_data", "_mark", "_widths")
 
-    def __init__(self, token_ids: Sequence[int] = ()) -> None:
+    def __init__(self, token_ids: Sequence[int] = (), words: bytes | None = None) -> None:
         self._data = bytearray()
         self._widths = bytearray()
         self._mark = (0, 0)  # (token index, byte offset) last asked for
-        self.extend(token_ids)
+        self.extend(token_ids, words)
 
     def __len__(self) -> int:
         return len(self._widths)
@@ -122,10 +121,12 @@ class TokenStream:
     def __bytes__(self) -> bytes:
         return bytes(self._data)
 
-    def extend(self, token_ids: Sequence[int]) -> None:
-        try:
-            data, widths = _encode_uint32s(token_ids)
-        except OverflowError:  # ids of 2**32 and beyond: one at a time
+    def extend(self, token_ids: Sequence[int], words: bytes | None = None) -> None:
+        """Append checked token ids; ``words`` are their :func:`~prefixkey.request.token_words`,
+        when that returned them (else each id is encoded on its own)."""
+        if words is not None:
+            data, widths = _encode_words(words, len(token_ids))
+        else:
             encoded = [encode_int(t) for t in token_ids]
             data, widths = b"".join(encoded), bytes(map(len, encoded))
         self._data += data
@@ -141,10 +142,14 @@ class TokenStream:
         return offset
 
 
+def encode_tokens(token_ids: Sequence[int], words: bytes | None = None) -> TokenStream:
+    """The request's checked token ids (and their words, if any) as a :class:`TokenStream`."""
+    return TokenStream(token_ids, words)
 
-def encode_tokens(token_ids: Sequence[int]) -> TokenStream:
-    """The request's tokens as a :class:`TokenStream`; ids are checked non-negative ints."""
-    return TokenStream(token_ids)
+
+def extend_tokens(tokens: TokenStream, token_ids: Sequence[int], words: bytes | None) -> None:
+    """Append checked token ids (and their words, if any) to ``tokens``."""
+    tokens.extend(token_ids, words)
 
 
 # Encoded text strings: tags and a request's identifiers recur block after block.

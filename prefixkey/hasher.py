@@ -14,7 +14,7 @@ gives the same keys however the tokens are split into calls.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .algorithms import BlockHash
@@ -23,7 +23,7 @@ from .errors import InvalidRequestError
 from .extra_keys import BlockExtraKeys, ExtraKeysBuilder
 from .keys import group_block_hashes
 from .none_hash import NoneHash, resolve_none_hash
-from .request import Request, check_token_ids
+from .request import Request, token_words
 from .schemes import DEFAULT_VLLM_VERSION, Era, resolve_release
 
 __all__ = ["Hasher", "RequestBlockHasher", "block_hashes"]
@@ -43,7 +43,7 @@ class Hasher:
     """
 
     __slots__ = (
-        "_chain", "_digest", "_encode_tail", "_encode_tokens", "algorithm",
+        "_chain", "_digest", "_encode_tail", "_encode_tokens", "_extend_tokens", "algorithm",
         "block_size", "era", "lookahead", "none_hash", "vllm_version", "warnings",
     )
 
@@ -81,6 +81,7 @@ class Hasher:
         self.block_size = block_size
         serializer = self.algorithm.serializer
         self._encode_tokens = serializer.encode_tokens
+        self._extend_tokens = serializer.extend_tokens
         self._encode_tail = serializer.encode_extra_keys_tail
         self._chain = serializer.chain
         self._digest: Callable[[Any], Any] = (
@@ -153,7 +154,7 @@ class RequestBlockHasher:
     )
 
     def __init__(self, hasher: Hasher, request: Request) -> None:
-        check_token_ids(request.token_ids)
+        words = token_words(request.token_ids)
         self._hasher = hasher
         self._extra = ExtraKeysBuilder(request, hasher.era, hasher.block_size)
         self.warnings = [
@@ -161,7 +162,7 @@ class RequestBlockHasher:
             for feature in self._extra.ignored
         ]
         self._plain_tail: Any = None
-        self._tokens: Any = hasher._encode_tokens(request.token_ids)
+        self._tokens: Any = hasher._encode_tokens(request.token_ids, words)
         # Lookahead tokens join the extra keys, so their ids are kept as ints.
         self._lookahead_ids: list[int] | None = (
             list(request.token_ids) if hasher.lookahead else None
@@ -178,8 +179,12 @@ class RequestBlockHasher:
         """Append generated tokens; return the keys of the blocks they completed."""
         if isinstance(token_ids, int):
             token_ids = (token_ids,)
-        check_token_ids(token_ids, start=len(self._tokens))
-        self._tokens.extend(token_ids)
+        elif not isinstance(token_ids, (list, tuple)):
+            if isinstance(token_ids, (str, bytes)) or not isinstance(token_ids, Iterable):
+                raise InvalidRequestError("token_ids", "must be a sequence of ints")
+            token_ids = list(token_ids)  # checked, then stored: one pass over an iterator
+        words = token_words(token_ids, start=len(self._tokens))
+        self._hasher._extend_tokens(self._tokens, token_ids, words)
         if self._lookahead_ids is not None:
             self._lookahead_ids.extend(token_ids)
         return self._hash_new_blocks(decode=True)

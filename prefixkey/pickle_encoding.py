@@ -15,7 +15,7 @@ import pickle
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["chain", "dumps", "encode_extra_keys_tail", "encode_tokens"]
+__all__ = ["chain", "dumps", "encode_extra_keys_tail", "encode_tokens", "extend_tokens"]
 
 
 def dumps(obj: Any) -> bytes:
@@ -31,9 +31,14 @@ def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> tuple[Any, ...
     return extra_keys
 
 
-def encode_tokens(token_ids: Sequence[int]) -> list[int]:
+def encode_tokens(token_ids: Sequence[int], words: bytes | None = None) -> list[int]:
     """The pickle serializer works on the token ids themselves (a private, extendable copy)."""
     return list(token_ids)
+
+
+def extend_tokens(tokens: list[int], token_ids: Sequence[int], words: bytes | None) -> None:
+    """Append checked token ids to ``tokens``."""
+    tokens.extend(token_ids)
 
 
 def chain(

@@ -10,6 +10,7 @@ in its API server (salt characters and length, a non-empty LoRA path) are in
 
 from __future__ import annotations
 
+import marshal
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Final
 from .errors import InvalidRequestError
 from .prompt_embeds import PromptEmbeds
 
-__all__ = ["LoRA", "MMItem", "Request", "check_api_rules", "check_token_ids"]
+__all__ = ["LoRA", "MMItem", "Request", "check_api_rules", "check_token_ids", "token_words"]
 
 
 def _check_str(value: object, field: str) -> None:
@@ -41,16 +42,32 @@ def _check_int(value: object, field: str, *, minimum: int | None = None) -> None
         raise InvalidRequestError(field, f"must be >= {minimum}, got {value}")
 
 
-def check_token_ids(token_ids: Sequence[int], *, field: str = "token_ids", start: int = 0) -> None:
-    """Raise unless every token id is a non-negative int (bools and floats are not).
+def token_words(
+    token_ids: Sequence[int], *, field: str = "token_ids", start: int = 0
+) -> bytes | None:
+    """Check token ids as :func:`check_token_ids` does; on the fast path, return their words.
 
-    ``start`` is added to reported positions, for appended tokens.
+    The fast path runs at C speed (a sequence other than a list or tuple is
+    listed first). ``marshal`` format version 2 (no back-references) writes an
+    exact int in [-2**31, 2**31) as five bytes, ``i`` and its little-endian
+    int32, and anything else (a bool, an int subclass, a float, a larger
+    int) in another form or not at all. So the ids are exact ints in
+    [0, 2**31) iff every fifth byte after the 5-byte header is ``i`` and no
+    sign bit is set; the serializers reuse those words. Returns None after
+    the element-wise check (invalid ids to report, valid ids of 2**31 and beyond).
     """
-    # Fast path, at C speed on every request: all exact ints, all in [0, 2**64).
+    ids = token_ids if type(token_ids) is list or type(token_ids) is tuple else list(token_ids)
+    try:
+        words = marshal.dumps(ids, 2)
+    except ValueError:  # an element marshal cannot write: reported below
+        words = b""
+    if len(words) == 5 + 5 * len(ids) and not words[5::5].strip(b"i") and words[9::5].isascii():
+        return words
+    # Still at C speed when all are exact ints in [0, 2**64) (ids of 2**31 and beyond).
     if countOf(map(type, token_ids), int) == len(token_ids):
         try:
             array("Q", token_ids)
-            return
+            return None
         except OverflowError:
             pass  # a negative id, or a (valid) id of 2**64 or more
     for i, t in enumerate(token_ids):
@@ -60,6 +77,15 @@ def check_token_ids(token_ids: Sequence[int], *, field: str = "token_ids", start
             )
         if t < 0:
             raise InvalidRequestError(field, f"must be non-negative, got {t}", position=start + i)
+    return None
+
+
+def check_token_ids(token_ids: Sequence[int], *, field: str = "token_ids", start: int = 0) -> None:
+    """Raise unless every token id is a non-negative int (bools and floats are not).
+
+    ``start`` is added to reported positions, for appended tokens.
+    """
+    token_words(token_ids, field=field, start=start)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from xxhash import xxh3_128_digest
 
 from prefixkey import cbor_encoding as ce
 from prefixkey.extra_keys import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG
+from prefixkey.request import token_words
 
 PK_TAGS = {"lora": LORA_TAG, "mm": MM_TAG, "cache_salt": CACHE_SALT_TAG,
            "prompt_embeds": PROMPT_EMBEDS_TAG}
@@ -32,9 +33,14 @@ def build(spec: tuple[tuple[Any, ...], ...] | None) -> tuple[Any, Any]:
     return ours, tuple(tuple(k) for k in spec)
 
 
+def stream_of(tokens: list[int]) -> ce.TokenStream:
+    """The tokens as the hasher encodes them: with their words when the check returns them."""
+    return ce.encode_tokens(tokens, token_words(tokens))
+
+
 def ours_block(parent: bytes, tokens: list[int], extra: Any) -> bytes:
     """The serialized block tuple: ``chain`` with the identity as digest returns it."""
-    encoded, tail = ce.encode_tokens(tokens), ce.encode_extra_keys_tail(extra)
+    encoded, tail = stream_of(tokens), ce.encode_extra_keys_tail(extra)
     (out,) = ce.chain(parent, encoded, range(0, 1), len(tokens), [tail], lambda b: b)
     return out
 
@@ -70,6 +76,9 @@ def test_encode_int_matches_cbor2(value: int) -> None:
     assert ce.encode_int(value) == ref_dumps(value)
 
 
+SMALL_IDS = st.one_of(
+    st.integers(0, 2**31 - 1), st.sampled_from([b for b in HEAD_BOUNDARIES if b < 2**31])
+)
 TOKEN_IDS = st.lists(
     st.one_of(st.integers(0, 2**70), st.integers(0, 2**32 - 1),
               st.sampled_from([b for b in HEAD_BOUNDARIES if b >= 0])),
@@ -77,9 +86,11 @@ TOKEN_IDS = st.lists(
 )
 
 
-@given(TOKEN_IDS)
-def test_token_stream_is_per_token_encode_int(tokens: list[int]) -> None:
-    stream = ce.encode_tokens(tokens)
+@pytest.mark.parametrize("with_words", [True, False], ids=["words", "per-token"])
+@given(tokens=st.one_of(TOKEN_IDS, st.lists(SMALL_IDS, max_size=60)))
+def test_token_stream_is_per_token_encode_int(with_words: bool, tokens: list[int]) -> None:
+    # Ids below 2**31 come with their words (the C-speed path); larger ones without.
+    stream = stream_of(tokens) if with_words else ce.encode_tokens(tokens)
     assert len(stream) == len(tokens)
     assert bytes(stream) == b"".join(ce.encode_int(t) for t in tokens)
     # The array of the tokens is its head followed by exactly these items.
@@ -90,11 +101,14 @@ def test_token_stream_is_per_token_encode_int(tokens: list[int]) -> None:
         assert stream.offset(i) == sum(widths[:i])
 
 
-@given(TOKEN_IDS, st.lists(TOKEN_IDS, max_size=4))
+CHUNKS = st.one_of(TOKEN_IDS, st.lists(SMALL_IDS, max_size=60))
+
+
+@given(CHUNKS, st.lists(CHUNKS, max_size=4))
 def test_token_stream_extends_like_one_stream(first: list[int], more: list[list[int]]) -> None:
-    stream = ce.encode_tokens(first)
+    stream = stream_of(first)
     for chunk in more:
-        stream.extend(chunk)
+        ce.extend_tokens(stream, chunk, token_words(chunk))
     whole = [t for chunk in [first, *more] for t in chunk]
     assert bytes(stream) == bytes(ce.encode_tokens(whole))
     assert ref_dumps(tuple(whole)).endswith(bytes(stream))
@@ -102,8 +116,9 @@ def test_token_stream_extends_like_one_stream(first: list[int], more: list[list[
 
 def test_token_stream_of_a_long_prompt_matches_cbor2() -> None:
     # Long enough for every width class many times over, in the C-speed path.
-    tokens = [(i * 2654435761) % (2**32) >> (i % 4) * 8 for i in range(20000)]
-    assert bytes(ce.encode_tokens(tokens)) == b"".join(ref_dumps(t) for t in tokens)
+    tokens = [(i * 2654435761) % (2**31) >> (i % 4) * 8 for i in range(20000)]
+    assert token_words(tokens) is not None
+    assert bytes(stream_of(tokens)) == b"".join(ref_dumps(t) for t in tokens)
 
 
 # --------------------------------------------------------------------------
@@ -212,7 +227,7 @@ def test_chain_matches_cbor2_chain(
         p = digest(ref_dumps((p, tuple(tokens[s : s + size]), ref)))
         expected.append(p)
     starts = range(0, len(tokens) - size + 1, size)
-    got = ce.chain(parent, ce.encode_tokens(tokens), starts, size,
+    got = ce.chain(parent, stream_of(tokens), starts, size,
                    [ce.encode_extra_keys_tail(ours)] * len(starts), digest)
     assert got == expected
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from prefixkey import (
     Hasher,
@@ -23,9 +26,22 @@ from prefixkey import (
     group_block_hashes,
     resolve_release,
 )
+from prefixkey.request import token_words
 
 # --------------------------------------------------------------------------
 # Token ids.
+
+
+class MyInt(int):
+    pass
+
+
+class Index:
+    """Not an int, though ``operator.index`` (and so ``array``) would take it."""
+
+    def __index__(self) -> int:
+        return 3
+
 
 TOKEN_CASES: list[tuple[list[Any], int, str]] = [
     ([True], 0, "bool"),
@@ -38,6 +54,14 @@ TOKEN_CASES: list[tuple[list[Any], int, str]] = [
     ([-1], 0, "non-negative"),
     ([0, 1, 2, -3, -4], 3, "non-negative"),
     ([5] * 100 + [-(2**70)], 100, "non-negative"),
+    ([MyInt(5)], 0, "MyInt"),
+    ([1, Index()], 1, "Index"),
+    ([[1]], 0, "list"),
+    ([2**31, -1], 1, "non-negative"),
+    ([2**31 - 1, -(2**31)], 1, "non-negative"),
+    # Three bools (1 marshal byte each) and two big ints (11 each) are as long as five
+    # small ints: the fast path checks every record, not only the length.
+    ([2**40, True, True, True, 2**40, 7], 1, "bool"),
 ]
 
 
@@ -65,6 +89,45 @@ def test_bad_appended_token_ids_report_absolute_position(
     # A rejected append leaves the state untouched.
     assert state.block_hashes == before
     assert state.num_tokens == prefix
+
+
+WORDS_CASES: list[tuple[Any, bool]] = [
+    # (valid token ids, whether token_words returns their words: the C-speed path)
+    ([], True),
+    ([0, 1, 23, 24, 255, 256, 65535, 65536, 2**24, 2**31 - 1], True),
+    ((7, 8, 9), True),
+    (range(1000), True),
+    (array("I", [5, 2**32 - 1 >> 1]), True),
+    ([2**31], False),
+    ([1, 2, 2**64 + 5], False),
+    (array("Q", [2**40]), False),
+]
+
+
+@pytest.mark.parametrize(("tokens", "fast"), WORDS_CASES)
+def test_token_words_are_marshal_int32_records(tokens: Any, fast: bool) -> None:
+    words = token_words(tokens)
+    if not fast:
+        assert words is None
+        return
+    assert words is not None
+    assert len(words) == 5 + 5 * len(tokens)
+    records = [words[5 + 5 * i : 10 + 5 * i] for i in range(len(tokens))]
+    assert records == [b"i" + t.to_bytes(4, "little") for t in tokens]
+
+
+@given(st.lists(st.one_of(
+    st.integers(-(2**33), 2**65), st.booleans(), st.floats(), st.none(), st.text(max_size=3),
+    st.integers(0, 2**31 - 1),
+), max_size=12))
+def test_token_words_accepts_exactly_non_negative_ints(tokens: list[Any]) -> None:
+    valid = all(type(t) is int and t >= 0 for t in tokens)
+    if not valid:
+        with pytest.raises(InvalidRequestError):
+            token_words(tokens)
+        return
+    words = token_words(tokens)
+    assert (words is not None) == all(t < 2**31 for t in tokens)
 
 
 @pytest.mark.parametrize("tokens", ["1234", b"1234", 1234, {1, 2}, None])
