@@ -60,7 +60,7 @@ ALGOS = ("sha256", "sha256_cbor", "xxhash", "xxhash_cbor")
 BLOCK_SIZES = (16, 64)
 FULL_LENGTHS = (1024, 8192, 32768, 131072)
 QUICK_LENGTHS = (1024, 8192)
-REPEAT = 3  # best of REPEAT runs
+REPEAT = 5  # best of REPEAT interleaved rounds
 TARGET_S = 0.2  # seconds per run
 TARGET_S_LONG = 0.1  # seconds per run for 128k-token rows
 
@@ -80,29 +80,36 @@ def _label(n: int) -> str:
 # --------------------------------------------------------------------------- timing
 
 
-def best_per_call(
-    prepare: Callable[[int], Any], run: Callable[[Any], None], single_s: float, target: float
-) -> tuple[float, int]:
-    """timeit-style: ``number`` calls per run (about ``target`` s), best of REPEAT runs.
+@dataclass
+class Contender:
+    """One way of hashing a row's input: ``prepare(number)`` builds a run's inputs
+    outside the timed region, ``run(state)`` makes ``number`` calls."""
 
-    ``prepare(number)`` builds the inputs of one run outside the timed region;
-    ``run(state)`` makes ``number`` calls. Returns (seconds per call, number).
-    """
-    number = max(1, math.ceil(target / max(single_s, 1e-9)))
-    best = math.inf
+    prepare: Callable[[int], Any]
+    run: Callable[[Any], None]
+    single_s: float  # one untimed-warm call, to size ``number``
+
+
+def best_per_call(contenders: Sequence[Contender], target: float) -> list[float]:
+    """timeit-style, interleaved: each round runs every contender once (``number``
+    calls, about ``target`` s); returns each one's best seconds per call over
+    REPEAT rounds. Interleaving gives every contender the same machine weather."""
+    numbers = [max(1, math.ceil(target / max(c.single_s, 1e-9))) for c in contenders]
+    best = [math.inf] * len(contenders)
     for _ in range(REPEAT):
-        state = prepare(number)
-        gc.collect()
-        gc.disable()
-        try:
-            t0 = time.perf_counter()
-            run(state)
-            elapsed = time.perf_counter() - t0
-        finally:
-            gc.enable()
-        del state
-        best = min(best, elapsed / number)
-    return best, number
+        for i, (c, number) in enumerate(zip(contenders, numbers, strict=True)):
+            state = c.prepare(number)
+            gc.collect()
+            gc.disable()
+            try:
+                t0 = time.perf_counter()
+                c.run(state)
+                elapsed = time.perf_counter() - t0
+            finally:
+                gc.enable()
+            del state
+            best[i] = min(best[i], elapsed / number)
+    return best
 
 
 def time_once(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -128,7 +135,6 @@ class Row:
     vllm_us: float
     prefixkey_us: float
     floor_us: float
-    reps: tuple[int, int, int]
 
     @property
     def speedup(self) -> float:
@@ -255,7 +261,6 @@ class Bench:
 
         probe = new_vllm_request()
         t_v, _ = time_once(lambda: vllm_hasher(probe))
-        vllm_s, vllm_n = best_per_call(vllm_prepare, vllm_run, t_v, target)
 
         # ---- (b) prefixkey
         def pk_run(number: int) -> None:
@@ -263,7 +268,6 @@ class Bench:
                 hasher_block_hashes(Request(tokens, **pkw))
 
         t_p, _ = time_once(lambda: pk_run(1))
-        pk_s, pk_n = best_per_call(lambda k: k, pk_run, t_p, target)
 
         # ---- (c) floor
         if algo.startswith("sha256"):
@@ -282,7 +286,14 @@ class Bench:
                         xxh(b)
 
         t_f, _ = time_once(lambda: floor_run(1))
-        floor_s, floor_n = best_per_call(lambda k: k, floor_run, t_f, target)
+        vllm_s, pk_s, floor_s = best_per_call(
+            [
+                Contender(vllm_prepare, vllm_run, t_v),
+                Contender(lambda k: k, pk_run, t_p),
+                Contender(lambda k: k, floor_run, t_f),
+            ],
+            target,
+        )
 
         return Row(
             n,
@@ -293,7 +304,6 @@ class Bench:
             vllm_s * 1e6,
             pk_s * 1e6,
             floor_s * 1e6,
-            (vllm_n, pk_n, floor_n),
         )
 
     def profile(self, row: Row, top: int = 12) -> str:
@@ -430,8 +440,9 @@ def write_markdown(
         "(a) vLLM 0.31.0's real `get_request_block_hasher` on a fresh fake request, "
         "(b) `prefixkey.Hasher.block_hashes(Request(...))`, and (c) the bare digest over "
         "pre-serialized per-block bytes (the floor). Times are µs per request, best of "
-        f"{REPEAT} runs of timeit-style repetition (~{TARGET_S} s per run, "
-        f"~{TARGET_S_LONG} s for 128k), GC disabled while timing. `python_hash_seed` "
+        f"{REPEAT} interleaved rounds (each round times (a), (b) and (c) in turn, "
+        f"timeit-style, ~{TARGET_S} s each, ~{TARGET_S_LONG} s for 128k), GC disabled "
+        "while timing. `python_hash_seed` "
         f'is "{SEED}" for every algorithm. Keys of (a) and (b) were asserted identical '
         "before each row was timed.",
         "",
@@ -479,6 +490,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="cProfile prefixkey on rows below the expected speed-up and add it to the report",
     )
+    parser.add_argument(
+        "--only",
+        metavar="TOKENS:BLOCK",
+        action="append",
+        help="measure only these rows, e.g. --only 8192:64 (repeatable)",
+    )
     args = parser.parse_args(argv)
     command = shlex.join(["python", *sys.argv]) if argv is None else shlex.join(argv)
 
@@ -487,22 +504,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     t_start = time.perf_counter()
     bench = Bench()
     lengths = QUICK_LENGTHS if args.quick else FULL_LENGTHS
+    shapes = [(n, bs) for n in lengths for bs in BLOCK_SIZES]
+    if args.only:
+        shapes = [(int(n), int(bs)) for n, bs in (spec.split(":") for spec in args.only)]
     rows: list[Row] = []
-    total = len(lengths) * len(BLOCK_SIZES) * len(ALGOS) * 2
-    for n in lengths:
-        for bs in BLOCK_SIZES:
-            for algo in ALGOS:
-                for extras in (False, True):
-                    r = bench.row(n, bs, algo, extras)
-                    rows.append(r)
-                    print(
-                        f"[{len(rows):2d}/{total}] {_label(n):>4} bs={bs:<2} {algo:<11} "
-                        f"extras={'with' if extras else 'none'}: vLLM {r.vllm_us:,.1f} µs, "
-                        f"prefixkey {r.prefixkey_us:,.1f} µs, floor {r.floor_us:,.1f} µs "
-                        f"-> {r.speedup:.2f}x",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+    total = len(shapes) * len(ALGOS) * 2
+    for n, bs in shapes:
+        for algo in ALGOS:
+            for extras in (False, True):
+                r = bench.row(n, bs, algo, extras)
+                rows.append(r)
+                print(
+                    f"[{len(rows):2d}/{total}] {_label(n):>4} bs={bs:<2} {algo:<11} "
+                    f"extras={'with' if extras else 'none'}: vLLM {r.vllm_us:,.1f} µs, "
+                    f"prefixkey {r.prefixkey_us:,.1f} µs, floor {r.floor_us:,.1f} µs "
+                    f"-> {r.speedup:.2f}x",
+                    file=sys.stderr,
+                    flush=True,
+                )
     print(text_table(rows))
 
     profiles: dict[str, str] = {}

@@ -29,8 +29,9 @@ BlockHash: TypeAlias = "bytes | int"
 class Serializer:
     """How a serialization format encodes the hashed block tuple.
 
-    ``encode_tokens`` prepares a request's checked token ids once (into a container
-    with ``len``), ``extend_tokens`` appends to it; both take the ids'
+    ``encode_tokens(token_ids, words, block_size)`` prepares a request's checked
+    token ids once (into a container with ``len``), ``extend_tokens`` returns
+    that container with more ids appended; both take the ids'
     :func:`~prefixkey.request.token_words` when the check returned them.
     ``encode_extra_keys_tail``
     one block's extra keys, and ``chain`` computes a run of keys:
@@ -38,8 +39,8 @@ class Serializer:
     """
 
     name: str
-    encode_tokens: Callable[[Sequence[int], bytes | None], Any]
-    extend_tokens: Callable[[Any, Sequence[int], bytes | None], None]
+    encode_tokens: Callable[[Sequence[int], bytes | None, int], Any]
+    extend_tokens: Callable[[Any, Sequence[int], bytes | None], Any]
     encode_extra_keys_tail: Callable[[tuple[Any, ...] | None], Any]
     chain: Callable[[Any, Any, range, int, Iterable[Any], Callable[[Any], Any]], list[Any]]
     #: Serialize one plain value (the NONE_HASH seed string).

@@ -59,27 +59,28 @@ def _lookup(*values: int) -> bytes:
 _NONZERO: Final = _lookup(0, *[1] * 255)
 _AT_LEAST_24: Final = _lookup(*[0] * 24, *[1] * 232)
 _ZERO_TO_DROP: Final = _lookup(0xFF)  # a high byte of 0xFF makes the unit U+FFxx: dropped
-# By width class (0: < 24, 1: < 2**8, 2: < 2**16, 3: < 2**31) of a token id:
+# By width class (0: < 24, 1: < 2**8, 2: < 2**16, 3: < 2**31) of a token id, its head:
 _HEAD: Final = _lookup(0, 0x18, 0x19, 0x1A)
-_WIDTH: Final = _lookup(1, 2, 3, 5)
 
 
-def _encode_words(words: bytes, n: int) -> tuple[bytes, bytes]:
-    """CBOR of ``n`` ids in [0, 2**31), concatenated, and each one's width, at C speed.
+def _encode_blocks(records: bytes, first: int, n: int, size: int) -> list[bytes]:
+    """CBOR of each block of ``size`` ids, for ``n`` ids (a multiple of ``size``) in [0, 2**31).
 
-    ``words`` are the ids' marshal records (:func:`~prefixkey.request.token_words`):
-    a 5-byte header, then per id ``i`` and its little-endian bytes b0..b3. A
-    lookup per token would touch a table entry per id at random, which is
-    slow for long prompts; instead every step is one pass of a C routine
-    over the whole request. Each id becomes five UTF-16 code units, its head
-    and big-endian bytes ``[head, b3, b2, b1, b0]``, where a byte that the
-    minimal-length encoding does not use gets the high byte 0xFF; encoding
-    to Latin-1 with errors ignored drops exactly those units.
+    ``records`` holds the ids' marshal records from ``records[first]`` on (see
+    :func:`~prefixkey.request.token_words`): per id ``i`` and its
+    little-endian bytes b0..b3. A lookup per token would touch a table entry
+    per id at random, which is slow for long prompts; instead every step is
+    one pass of a C routine over the whole run. Each id becomes five UTF-16
+    code units, its head and big-endian bytes ``[head, b3, b2, b1, b0]``,
+    where a byte that the minimal-length encoding does not use gets the high
+    byte 0xFF; encoding a block's units to Latin-1 with errors ignored drops
+    exactly those.
     """
     def num(plane: bytes) -> int:
         return int.from_bytes(plane, "little")
 
-    b0, b1, b2, b3 = words[6::5], words[7::5], words[8::5], words[9::5]
+    end = first + 5 * n
+    b0, b1, b2, b3 = (records[first + k : end : 5] for k in (1, 2, 3, 4))
     # Bytewise: non-zero where the id is >= 2**16, >= 2**8, >= 24.
     high = num(b2) | num(b3)
     mid = high | num(b1)
@@ -100,56 +101,71 @@ def _encode_words(words: bytes, n: int) -> tuple[bytes, bytes]:
     units[4::10], units[5::10] = b2, drop_high
     units[6::10], units[7::10] = b1, from_2_8.translate(_ZERO_TO_DROP)
     units[8::10], units[9::10] = b0, drop_b0
-    data = units.decode("utf-16-le").encode("latin-1", "ignore")
-    return data, width_class.translate(_WIDTH)
+    text, step = units.decode("utf-16-le"), 5 * size
+    return [text[i : i + step].encode("latin-1", "ignore") for i in range(0, 5 * n, step)]
 
 
 class TokenStream:
-    """A request's token ids as concatenated CBOR, with each id's width in bytes."""
+    """A request's token ids as CBOR: one bytes object per full block of
+    ``block_size`` ids (:attr:`blocks`), then the ids of the partial block."""
 
-    __slots__ = ("_data", "_mark", "_widths")
+    __slots__ = ("_pending", "_pending_records", "block_size", "blocks")
 
-    def __init__(self, token_ids: Sequence[int] = (), words: bytes | None = None) -> None:
-        self._data = bytearray()
-        self._widths = bytearray()
-        self._mark = (0, 0)  # (token index, byte offset) last asked for
+    def __init__(
+        self, block_size: int, token_ids: Sequence[int] = (), words: bytes | None = None
+    ) -> None:
+        self.block_size = block_size
+        self.blocks: list[bytes] = []
+        self._pending: list[int] = []
+        self._pending_records: bytes | None = b""  # their marshal records, if all have them
         self.extend(token_ids, words)
 
     def __len__(self) -> int:
-        return len(self._widths)
+        return len(self.blocks) * self.block_size + len(self._pending)
 
     def __bytes__(self) -> bytes:
-        return bytes(self._data)
+        return b"".join(self.blocks) + b"".join(map(encode_int, self._pending))
 
     def extend(self, token_ids: Sequence[int], words: bytes | None = None) -> None:
         """Append checked token ids; ``words`` are their :func:`~prefixkey.request.token_words`,
         when that returned them (else each id is encoded on its own)."""
-        if words is not None:
-            data, widths = _encode_words(words, len(token_ids))
+        ids, records, first = token_ids, words, 5  # 5: the records follow marshal's header
+        if self._pending:
+            ids = [*self._pending, *token_ids]
+            if words is None or self._pending_records is None:
+                records = None
+            else:
+                records, first = self._pending_records + words[5:], 0
+        size = self.block_size
+        full = len(ids) // size * size
+        if records is None:
+            self.blocks += [
+                b"".join(map(encode_int, ids[s : s + size])) for s in range(0, full, size)
+            ]
+        elif full:
+            self.blocks += _encode_blocks(records, first, full, size)
+        self._pending = list(ids[full:])
+        if not self._pending:
+            self._pending_records = b""
+        elif records is None:
+            self._pending_records = None
         else:
-            encoded = [encode_int(t) for t in token_ids]
-            data, widths = b"".join(encoded), bytes(map(len, encoded))
-        self._data += data
-        self._widths += widths
-
-    def offset(self, index: int) -> int:
-        """Byte offset of token ``index``; cheap when asked in increasing order."""
-        start, offset = self._mark
-        if index < start:
-            start, offset = 0, 0
-        offset += sum(self._widths[start:index])
-        self._mark = (index, offset)
-        return offset
+            self._pending_records = records[first + 5 * full : first + 5 * len(ids)]
 
 
-def encode_tokens(token_ids: Sequence[int], words: bytes | None = None) -> TokenStream:
+def encode_tokens(
+    token_ids: Sequence[int], words: bytes | None, block_size: int
+) -> TokenStream:
     """The request's checked token ids (and their words, if any) as a :class:`TokenStream`."""
-    return TokenStream(token_ids, words)
+    return TokenStream(block_size, token_ids, words)
 
 
-def extend_tokens(tokens: TokenStream, token_ids: Sequence[int], words: bytes | None) -> None:
-    """Append checked token ids (and their words, if any) to ``tokens``."""
+def extend_tokens(
+    tokens: TokenStream, token_ids: Sequence[int], words: bytes | None
+) -> TokenStream:
+    """``tokens`` with checked token ids (and their words, if any) appended."""
     tokens.extend(token_ids, words)
+    return tokens
 
 
 # Encoded text strings: tags and a request's identifiers recur block after block.
@@ -215,16 +231,11 @@ def chain(
     """
     join = b"".join
     tokens_head = _head(4, size)
-    data, widths = tokens._data, tokens._widths
-    offset = tokens.offset(starts.start) if starts else 0
+    blocks = tokens.blocks
     opening = _ARRAY3 if isinstance(parent, int) else _ARRAY3 + _head(2, len(parent))
     keys: list[Any] = []
     for start, tail in zip(starts, tails, strict=True):
-        end = offset + sum(widths[start : start + size])
         encoded_parent = encode_int(parent) if isinstance(parent, int) else parent
-        parent = digest(join((opening, encoded_parent, tokens_head, data[offset:end], tail)))
-        offset = end
+        parent = digest(join((opening, encoded_parent, tokens_head, blocks[start // size], tail)))
         keys.append(parent)
-    if starts:
-        tokens._mark = (starts[-1] + size, offset)
     return keys

@@ -160,9 +160,9 @@ class RequestBlockHasher:
         self.warnings = [
             f"vLLM {hasher.vllm_version} does not key {feature}: the keys ignore it"
             for feature in self._extra.ignored
-        ]
+        ] if self._extra.ignored else []
         self._plain_tail: Any = None
-        self._tokens: Any = hasher._encode_tokens(request.token_ids, words)
+        self._tokens: Any = hasher._encode_tokens(request.token_ids, words, hasher.block_size)
         # Lookahead tokens join the extra keys, so their ids are kept as ints.
         self._lookahead_ids: list[int] | None = (
             list(request.token_ids) if hasher.lookahead else None
@@ -184,7 +184,7 @@ class RequestBlockHasher:
                 raise InvalidRequestError("token_ids", "must be a sequence of ints")
             token_ids = list(token_ids)  # checked, then stored: one pass over an iterator
         words = token_words(token_ids, start=len(self._tokens))
-        self._hasher._extend_tokens(self._tokens, token_ids, words)
+        self._tokens = self._hasher._extend_tokens(self._tokens, token_ids, words)
         if self._lookahead_ids is not None:
             self._lookahead_ids.extend(token_ids)
         return self._hash_new_blocks(decode=True)
@@ -194,13 +194,16 @@ class RequestBlockHasher:
         size, lookahead = hasher.block_size, hasher.lookahead
         start = len(self.block_hashes) * size
         # A block is hashed once it is full and, with lookahead, followed by that many tokens.
-        starts = range(start, max(start, len(self._tokens) - size - lookahead + 1), size)
-        # Up to 0.10.0 the block pool hashed each decode-time block on its own.
-        per_block = decode and self._hasher.era.decode_pass == "per_block"
+        stop = len(self._tokens) - size - lookahead + 1
+        if stop <= start:
+            return []  # vLLM's hasher returns before it starts a pass, too
+        starts = range(start, stop, size)
         self._extra.begin_pass(start, resume=start > 0)
         if lookahead:
             keys, tails = self._lookahead_keys(starts)
         else:
+            # Up to 0.10.0 the block pool hashed each decode-time block on its own.
+            per_block = decode and hasher.era.decode_pass == "per_block"
             keys, tails = self._keys(starts, per_block=per_block)
         parent = self.block_hashes[-1] if self.block_hashes else hasher.none_hash.value
         new = hasher._chain(parent, self._tokens, starts, size, tails, hasher._digest)
@@ -214,10 +217,13 @@ class RequestBlockHasher:
         # Blocks with mm items, the salt or embeddings get keys of their own;
         # the rest share one set (LoRA or none), encoded once.
         plain_start = starts.stop if extra.plain_start is None else extra.plain_start
-        own = range(starts.start, max(starts.start, min(plain_start, starts.stop)), size)
-        keys = [extra.block(s, s + size, new_pass=per_block) for s in own]
-        tails = list(map(encode, keys))
-        shared = len(starts) - len(own)
+        if plain_start > starts.start:
+            own = range(starts.start, min(plain_start, starts.stop), size)
+            keys = [extra.block(s, s + size, new_pass=per_block) for s in own]
+            tails = list(map(encode, keys))
+        else:
+            keys, tails = [], []
+        shared = len(starts) - len(keys)
         if shared:
             if self._plain_tail is None:
                 self._plain_tail = encode(extra.plain)

@@ -31,14 +31,24 @@ def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> tuple[Any, ...
     return extra_keys
 
 
-def encode_tokens(token_ids: Sequence[int], words: bytes | None = None) -> list[int]:
-    """The pickle serializer works on the token ids themselves (a private, extendable copy)."""
-    return list(token_ids)
+def encode_tokens(
+    token_ids: Sequence[int], words: bytes | None = None, block_size: int = 1
+) -> tuple[int, ...]:
+    """The pickle serializer works on the token ids themselves, in a private snapshot.
+
+    A tuple: immutable, so it can be the first run's window as it is.
+    """
+    return tuple(token_ids)
 
 
-def extend_tokens(tokens: list[int], token_ids: Sequence[int], words: bytes | None) -> None:
-    """Append checked token ids to ``tokens``."""
+def extend_tokens(
+    tokens: list[int] | tuple[int, ...], token_ids: Sequence[int], words: bytes | None
+) -> list[int]:
+    """``tokens`` with checked token ids appended (a list from the first append on)."""
+    if type(tokens) is not list:
+        tokens = list(tokens)
     tokens.extend(token_ids)
+    return tokens
 
 
 def chain(
@@ -58,9 +68,12 @@ def chain(
     keys: list[Any] = []
     if not starts:
         return keys
-    # One tuple of the tokens the run covers; slicing it gives each block's tuple.
+    # One tuple of the tokens the run covers (on the first run, the snapshot
+    # itself); slicing it gives each block's tuple.
     base = starts.start
-    window = tuple(tokens[base : starts[-1] + size])
+    window = tokens
+    if base or type(window) is not tuple:
+        window = tuple(tokens[base : starts[-1] + size])
     for start, tail in zip(starts, tails, strict=True):
         block = window[start - base : start - base + size]
         parent = digest(dumps_((parent, block, tail), 5))

@@ -33,14 +33,14 @@ def build(spec: tuple[tuple[Any, ...], ...] | None) -> tuple[Any, Any]:
     return ours, tuple(tuple(k) for k in spec)
 
 
-def stream_of(tokens: list[int]) -> ce.TokenStream:
+def stream_of(tokens: list[int], block_size: int) -> ce.TokenStream:
     """The tokens as the hasher encodes them: with their words when the check returns them."""
-    return ce.encode_tokens(tokens, token_words(tokens))
+    return ce.encode_tokens(tokens, token_words(tokens), block_size)
 
 
 def ours_block(parent: bytes, tokens: list[int], extra: Any) -> bytes:
     """The serialized block tuple: ``chain`` with the identity as digest returns it."""
-    encoded, tail = stream_of(tokens), ce.encode_extra_keys_tail(extra)
+    encoded, tail = stream_of(tokens, len(tokens)), ce.encode_extra_keys_tail(extra)
     (out,) = ce.chain(parent, encoded, range(0, 1), len(tokens), [tail], lambda b: b)
     return out
 
@@ -86,39 +86,56 @@ TOKEN_IDS = st.lists(
 )
 
 
-@pytest.mark.parametrize("with_words", [True, False], ids=["words", "per-token"])
-@given(tokens=st.one_of(TOKEN_IDS, st.lists(SMALL_IDS, max_size=60)))
-def test_token_stream_is_per_token_encode_int(with_words: bool, tokens: list[int]) -> None:
-    # Ids below 2**31 come with their words (the C-speed path); larger ones without.
-    stream = stream_of(tokens) if with_words else ce.encode_tokens(tokens)
+def check_stream(stream: ce.TokenStream, tokens: list[int], size: int) -> None:
+    """Each full block is its ids' CBOR items (the array body cbor2 writes); the rest pend."""
     assert len(stream) == len(tokens)
+    full = len(tokens) // size * size
+    assert stream.blocks == [
+        ref_dumps(tuple(tokens[s : s + size]))[len(ce._head(4, size)):]
+        for s in range(0, full, size)
+    ]
     assert bytes(stream) == b"".join(ce.encode_int(t) for t in tokens)
-    # The array of the tokens is its head followed by exactly these items.
-    ref = ref_dumps(tuple(tokens))
-    assert ref.endswith(bytes(stream))
-    widths = [len(ce.encode_int(t)) for t in tokens]
-    for i in (len(tokens), 0, len(tokens) // 2, len(tokens)):  # any order
-        assert stream.offset(i) == sum(widths[:i])
+
+
+@pytest.mark.parametrize("with_words", [True, False], ids=["words", "per-token"])
+@given(tokens=st.one_of(TOKEN_IDS, st.lists(SMALL_IDS, max_size=60)), size=st.integers(1, 9))
+def test_token_stream_blocks_are_cbor_items(
+    with_words: bool, tokens: list[int], size: int
+) -> None:
+    # Ids below 2**31 come with their words (the C-speed path); larger ones without.
+    words = token_words(tokens) if with_words else None
+    check_stream(ce.encode_tokens(tokens, words, size), tokens, size)
 
 
 CHUNKS = st.one_of(TOKEN_IDS, st.lists(SMALL_IDS, max_size=60))
 
 
-@given(CHUNKS, st.lists(CHUNKS, max_size=4))
-def test_token_stream_extends_like_one_stream(first: list[int], more: list[list[int]]) -> None:
-    stream = stream_of(first)
+@given(CHUNKS, st.lists(CHUNKS, max_size=6), st.integers(1, 9))
+def test_token_stream_extends_like_one_stream(
+    first: list[int], more: list[list[int]], size: int
+) -> None:
+    stream = stream_of(first, size)
     for chunk in more:
-        ce.extend_tokens(stream, chunk, token_words(chunk))
+        stream = ce.extend_tokens(stream, chunk, token_words(chunk))
     whole = [t for chunk in [first, *more] for t in chunk]
-    assert bytes(stream) == bytes(ce.encode_tokens(whole))
-    assert ref_dumps(tuple(whole)).endswith(bytes(stream))
+    check_stream(stream, whole, size)
 
 
-def test_token_stream_of_a_long_prompt_matches_cbor2() -> None:
+@given(st.lists(SMALL_IDS, min_size=1, max_size=40), st.integers(1, 9))
+def test_token_stream_one_id_at_a_time(tokens: list[int], size: int) -> None:
+    # Decode-time appends: the partial block's records carry over to the next append.
+    stream = stream_of([], size)
+    for t in tokens:
+        stream = ce.extend_tokens(stream, [t], token_words([t]))
+    check_stream(stream, tokens, size)
+
+
+@pytest.mark.parametrize("size", [1, 16, 64, 1000])
+def test_token_stream_of_a_long_prompt_matches_cbor2(size: int) -> None:
     # Long enough for every width class many times over, in the C-speed path.
     tokens = [(i * 2654435761) % (2**31) >> (i % 4) * 8 for i in range(20000)]
     assert token_words(tokens) is not None
-    assert bytes(stream_of(tokens)) == b"".join(ref_dumps(t) for t in tokens)
+    check_stream(stream_of(tokens, size), tokens, size)
 
 
 # --------------------------------------------------------------------------
@@ -227,7 +244,7 @@ def test_chain_matches_cbor2_chain(
         p = digest(ref_dumps((p, tuple(tokens[s : s + size]), ref)))
         expected.append(p)
     starts = range(0, len(tokens) - size + 1, size)
-    got = ce.chain(parent, stream_of(tokens), starts, size,
+    got = ce.chain(parent, stream_of(tokens, size), starts, size,
                    [ce.encode_extra_keys_tail(ours)] * len(starts), digest)
     assert got == expected
 
