@@ -230,12 +230,16 @@ def chain(
     (sha256_cbor_64bit of 0.10.0-0.10.1.1).
     """
     join = b"".join
-    tokens_head = _head(4, size)
-    blocks = tokens.blocks
-    opening = _ARRAY3 if isinstance(parent, int) else _ARRAY3 + _head(2, len(parent))
-    keys: list[Any] = []
-    for start, tail in zip(starts, tails, strict=True):
-        encoded_parent = encode_int(parent) if isinstance(parent, int) else parent
-        parent = digest(join((opening, encoded_parent, tokens_head, blocks[start // size], tail)))
-        keys.append(parent)
-    return keys
+    head = _head(4, size)
+    first = starts.start // size
+    blocks = tokens.blocks[first : first + len(starts)]
+    if isinstance(parent, int):
+        return [
+            parent := digest(join((_ARRAY3, encode_int(parent), head, block, tail)))
+            for block, tail in zip(blocks, tails, strict=True)
+        ]
+    opening = _ARRAY3 + _head(2, len(parent))
+    return [
+        parent := digest(join((opening, parent, head, block, tail)))
+        for block, tail in zip(blocks, tails, strict=True)
+    ]

@@ -64,18 +64,16 @@ def chain(
     Each key is the digest of ``pickle.dumps((parent, tuple(block), tail), 5)``
     and the parent of the next.
     """
-    dumps_ = pickle.dumps
-    keys: list[Any] = []
     if not starts:
-        return keys
+        return []
     # One tuple of the tokens the run covers (on the first run, the snapshot
     # itself); slicing it gives each block's tuple.
-    base = starts.start
     window = tokens
-    if base or type(window) is not tuple:
-        window = tuple(tokens[base : starts[-1] + size])
-    for start, tail in zip(starts, tails, strict=True):
-        block = window[start - base : start - base + size]
-        parent = digest(dumps_((parent, block, tail), 5))
-        keys.append(parent)
-    return keys
+    if starts.start or type(window) is not tuple:
+        window = tuple(tokens[starts.start : starts[-1] + size])
+    blocks = [window[i : i + size] for i in range(0, len(starts) * size, size)]
+    dumps_ = pickle.dumps
+    return [
+        parent := digest(dumps_((parent, block, tail), 5))
+        for block, tail in zip(blocks, tails, strict=True)
+    ]
