@@ -137,7 +137,7 @@ class Hasher:
         if not isinstance(request, Request):
             request = Request(request)
         request.check_inside(len(request.token_ids))
-        return RequestBlockHasher(self, request).block_hashes
+        return RequestBlockHasher(self, request, snapshot=False).block_hashes
 
 
 class RequestBlockHasher:
@@ -146,6 +146,8 @@ class RequestBlockHasher:
     :attr:`block_hashes` and :attr:`extra_keys` hold one entry per full block;
     with lookahead, an extra key is ``(extra keys, *lookahead tokens)``.
     :attr:`warnings` notes request features the release does not key.
+    ``snapshot=False`` skips copying the request's token ids: only for a
+    caller that will not change them while this object is in use.
     """
 
     __slots__ = (
@@ -153,8 +155,11 @@ class RequestBlockHasher:
         "extra_keys", "warnings",
     )
 
-    def __init__(self, hasher: Hasher, request: Request) -> None:
-        words = token_words(request.token_ids)
+    def __init__(self, hasher: Hasher, request: Request, *, snapshot: bool = True) -> None:
+        token_ids = request.token_ids
+        words = token_words(token_ids)
+        if snapshot and type(token_ids) is not tuple:
+            token_ids = list(token_ids)
         self._hasher = hasher
         self._extra = ExtraKeysBuilder(request, hasher.era, hasher.block_size)
         self.warnings = [
@@ -162,7 +167,7 @@ class RequestBlockHasher:
             for feature in self._extra.ignored
         ] if self._extra.ignored else []
         self._plain_tail: Any = None
-        self._tokens: Any = hasher._encode_tokens(request.token_ids, words, hasher.block_size)
+        self._tokens: Any = hasher._encode_tokens(token_ids, words, hasher.block_size)
         # Lookahead tokens join the extra keys, so their ids are kept as ints.
         self._lookahead_ids: list[int] | None = (
             list(request.token_ids) if hasher.lookahead else None

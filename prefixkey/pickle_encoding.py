@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from typing import Any
 
 __all__ = ["chain", "dumps", "encode_extra_keys_tail", "encode_tokens", "extend_tokens"]
@@ -33,18 +34,15 @@ def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> tuple[Any, ...
 
 def encode_tokens(
     token_ids: Sequence[int], words: bytes | None = None, block_size: int = 1
-) -> tuple[int, ...]:
-    """The pickle serializer works on the token ids themselves, in a private snapshot.
-
-    A tuple: immutable, so it can be the first run's window as it is.
-    """
-    return tuple(token_ids)
+) -> Sequence[int]:
+    """The pickle serializer works on the token ids themselves (the hasher snapshots them)."""
+    return token_ids
 
 
 def extend_tokens(
-    tokens: list[int] | tuple[int, ...], token_ids: Sequence[int], words: bytes | None
+    tokens: Sequence[int], token_ids: Sequence[int], words: bytes | None
 ) -> list[int]:
-    """``tokens`` with checked token ids appended (a list from the first append on)."""
+    """``tokens`` with checked token ids appended (a list of its own from the first append on)."""
     if type(tokens) is not list:
         tokens = list(tokens)
     tokens.extend(token_ids)
@@ -66,12 +64,10 @@ def chain(
     """
     if not starts:
         return []
-    # One tuple of the tokens the run covers (on the first run, the snapshot
-    # itself); slicing it gives each block's tuple.
-    window = tokens
-    if starts.start or type(window) is not tuple:
-        window = tuple(tokens[starts.start : starts[-1] + size])
-    blocks = [window[i : i + size] for i in range(0, len(starts) * size, size)]
+    # Each block's tuple, built straight from the ids: zip over one iterator
+    # taken ``size`` times groups them (the run's partial block is left out).
+    ids = iter(tokens) if not starts.start else iter(tokens[starts.start : starts[-1] + size])
+    blocks = islice(zip(*[ids] * size, strict=False), len(starts))
     dumps_ = pickle.dumps
     return [
         parent := digest(dumps_((parent, block, tail), 5))

@@ -169,6 +169,24 @@ def test_single_token_appends_equal_one_shot(
     assert state.block_hashes == hasher.block_hashes(req)
 
 
+@given(algo=algo_st, case=requests())
+def test_incremental_state_does_not_follow_the_callers_list(
+    algo: str, case: tuple[Request, int, int]
+) -> None:
+    # Request does not copy its ids, but start() does: a caller that goes on
+    # using its list (here: appending the same tokens to it) changes nothing.
+    req, bs, floor = case
+    hasher = make_hasher(algo, bs)
+    ids = list(req.token_ids[:floor])
+    state = hasher.start(replace(req, token_ids=ids))
+    for t in req.token_ids[floor:]:
+        ids.append(t)
+        if ids[0:1]:
+            ids[0] += 1
+        state.append([t])
+    assert state.block_hashes == hasher.block_hashes(req)
+
+
 @given(algo=algo_st, case=requests(), data=st.data())
 def test_keys_of_a_prefix_are_a_prefix(
     algo: str, case: tuple[Request, int, int], data: st.DataObject
