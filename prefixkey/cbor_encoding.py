@@ -168,9 +168,11 @@ def extend_tokens(
     return tokens
 
 
-# Encoded text strings: tags and a request's identifiers recur block after block.
-_TEXT_CACHE_SIZE: Final = 4096
+# Encoded text strings and keys: tags, a request's identifiers and its LoRA and
+# salt keys recur block after block (CBOR has no object identity: equal is same).
+_CACHE_SIZE: Final = 4096
 _text_cache: dict[str, bytes] = {}
+_key_cache: dict[tuple[Any, ...], bytes] = {}
 
 
 def _text(value: str) -> bytes:
@@ -178,9 +180,22 @@ def _text(value: str) -> bytes:
     if encoded is None:
         data = value.encode("utf-8")
         encoded = _head(3, len(data)) + data
-        if len(_text_cache) >= _TEXT_CACHE_SIZE:
+        if len(_text_cache) >= _CACHE_SIZE:
             _text_cache.clear()
         _text_cache[value] = encoded
+    return encoded
+
+
+def _key(key: Any) -> bytes:
+    """One extra key; tuples (small: tags, strings, ints, a digest) from the cache."""
+    if type(key) is not tuple:
+        return dumps(key)  # a bare key: raw embedding bytes can be large
+    encoded = _key_cache.get(key)
+    if encoded is None:
+        encoded = dumps(key)
+        if len(_key_cache) >= _CACHE_SIZE:
+            _key_cache.clear()
+        _key_cache[key] = encoded
     return encoded
 
 
@@ -212,7 +227,9 @@ def dumps(obj: Any) -> bytes:
 
 def encode_extra_keys_tail(extra_keys: tuple[Any, ...] | None) -> bytes:
     """Encode ``extra_keys``, the block array's last element."""
-    return dumps(extra_keys)
+    if extra_keys is None:
+        return _NULL
+    return _head(4, len(extra_keys)) + b"".join(map(_key, extra_keys))
 
 
 def chain(
