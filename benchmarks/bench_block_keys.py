@@ -65,6 +65,7 @@ TARGET_S = 0.2  # seconds per run
 TARGET_S_LONG = 0.1  # seconds per run for 128k-token rows
 
 ANATOMY_TOKENS = 8192
+ANATOMY_TARGET_S = 0.05  # seconds per part and round
 ANATOMY_NOTES = """\
 Reading it: prefixkey's `rest` is small and its serializer does the same C work as
 vLLM's (the C pickler itself for pickle; a bulk CBOR encoder that beats `cbor2`), so the
@@ -321,7 +322,8 @@ class Bench:
         )
 
     def anatomy(self, n: int, bs: int, algo: str) -> dict[str, float]:
-        """Where a request's time goes, in ns per token (no extras, best of 7 each).
+        """Where a request's time goes, in ns per token (no extras; best of REPEAT
+        interleaved rounds).
 
         ``vLLM`` and ``prefixkey`` are whole requests as in the rows. ``C work``
         is what vLLM cannot avoid: serializing the exact block tuples it hashes
@@ -366,21 +368,16 @@ class Bench:
             "token check": lambda: token_words(tokens),
             "encode + chain": encode_and_chain,
         }
-        out: dict[str, float] = {}
-        for name, fn in parts.items():
-            single, _ = time_once(fn)
-            number = max(1, math.ceil(0.05 / max(single, 1e-9)))
-            best = math.inf
-            for _ in range(7):
-                gc.disable()
-                try:
-                    t0 = time.perf_counter()
-                    for _ in range(number):
-                        fn()
-                    best = min(best, (time.perf_counter() - t0) / number)
-                finally:
-                    gc.enable()
-            out[name] = best * 1e9 / n
+
+        def contender(fn: Callable[[], Any]) -> Contender:
+            def run(number: int) -> None:
+                for _ in range(number):
+                    fn()
+
+            return Contender(lambda k: k, run, time_once(fn)[0])
+
+        seconds = best_per_call([contender(fn) for fn in parts.values()], ANATOMY_TARGET_S)
+        out = {name: s * 1e9 / n for name, s in zip(parts, seconds, strict=True)}
         out["vLLM"] -= out.pop("vLLM's fake request")  # built untimed in the rows
         return out
 
@@ -549,7 +546,9 @@ def write_markdown(
             "## Where the time goes",
             "",
             f"ns per token for one {_label(ANATOMY_TOKENS)}-token request without extras, "
-            "each part timed on its own (best of 7). `C work` is what vLLM cannot avoid: "
+            f"each part timed on its own (best of {REPEAT} interleaved rounds, as the rows; "
+            "parts are timed separately, so they need not add up exactly). "
+            "`C work` is what vLLM cannot avoid: "
             "`pickle.dumps` / `cbor2.dumps` of the exact block tuples it hashes, and the "
             "digest; `vLLM Python` is the rest of vLLM's time. prefixkey's time is its "
             "`token check` (every id an exact int >= 0: `marshal` records, see "
