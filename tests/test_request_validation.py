@@ -62,6 +62,8 @@ TOKEN_CASES: list[tuple[list[Any], int, str]] = [
     # Three bools (1 marshal byte each) and two big ints (11 each) are as long as five
     # small ints: the fast path checks every record, not only the length.
     ([2**40, True, True, True, 2**40, 7], 1, "bool"),
+    # b"" marshals to five bytes too ("s" and a zero length): the record's type byte tells.
+    ([1, b"", 2], 1, "bytes"),
 ]
 
 
