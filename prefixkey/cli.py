@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
@@ -308,6 +309,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
+    except BrokenPipeError:
+        # The reader went away (`prefixkey hash … | head`): stop without a
+        # message and with the status of a tool SIGPIPE ended (128 + 13); stdout
+        # goes to devnull so that Python's flush at exit does not complain.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:
         print(f"prefixkey: {exc}", file=sys.stderr)
         return 2

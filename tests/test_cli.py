@@ -81,6 +81,20 @@ def test_worked_values_via_subprocess(tmp_path: Path) -> None:
     assert records[1]["id"] is None
 
 
+def test_a_reader_that_goes_away_ends_the_job_quietly(tmp_path: Path) -> None:
+    # `prefixkey hash big.jsonl | head -1`: no traceback, no message, SIGPIPE's status.
+    path = write_lines(tmp_path / "req.jsonl", [WORKED_REQUEST] * 20000)
+    proc = subprocess.Popen([sys.executable, "-m", "prefixkey", "hash", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert_worked(json.loads(first))
+    assert stderr == b""
+
+
 def test_worked_values_from_stdin(monkeypatch: pytest.MonkeyPatch,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     import io
