@@ -140,8 +140,9 @@ class ExtraKeysBuilder:
         else:
             self._mm_index = 0
 
-    def _mm(self, start: int, end: int) -> list[tuple[str | None, int]] | None:
-        """vLLM's ``_gen_mm_extra_hash_keys`` walk: (identifier, offset) of named items.
+    def _mm(self, start: int, end: int) -> list[ExtraKey] | None:
+        """vLLM's ``_gen_mm_extra_hash_keys`` walk: the keys of the items it names
+        for a block starting at ``start``, in the era's form.
 
         None where vLLM returns before walking (no items, or all behind the block).
         """
@@ -154,7 +155,8 @@ class ExtraKeysBuilder:
         i = self._mm_index
         if i < 0:
             i += len(items)
-        named = []
+        named: list[ExtraKey] = []
+        form = self._mm_key
         while i < len(items):
             offset, item_end, identifier = items[i]
             if end <= offset:
@@ -162,7 +164,12 @@ class ExtraKeysBuilder:
             if start > item_end or (start == item_end and not self._inclusive):
                 i += 1  # the block is past this item
                 continue
-            named.append((identifier, offset))
+            if form == "identifier":
+                named.append(identifier)
+            elif self._tagged:
+                named.append((MM_TAG, identifier, offset - start))
+            else:
+                named.append((identifier, offset - start))
             if end >= item_end:
                 i += 1
             else:
@@ -192,16 +199,9 @@ class ExtraKeysBuilder:
         empty: BlockExtraKeys = () if self._empty_tuple and named is not None else None
         if start and not named and self._embeds is None:
             return empty if empty is not None else self.plain
-        keys: list[ExtraKey] = list(self._lora)
-        for identifier, offset in named or ():
-            if self._mm_key == "identifier":
-                keys.append(identifier)
-            elif self._tagged:
-                keys.append((MM_TAG, identifier, offset - start))
-            else:
-                keys.append((identifier, offset - start))
+        keys: list[ExtraKey] = [*self._lora, *named] if named else list(self._lora)
         if start == 0:
-            keys.extend(self._salt)
+            keys += self._salt
         if self._embeds is not None:
             if self._embeds_key == "raw_bytes":
                 keys.append(self._embeds.block_bytes(start, end))
