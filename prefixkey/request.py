@@ -65,13 +65,13 @@ def token_words(
     if len(words) == 5 + 5 * n and words[5::5] == b"i" * n and words[9::5].isascii():
         return words
     # Still at C speed when all are exact ints in [0, 2**64) (ids of 2**31 and beyond).
-    if countOf(map(type, token_ids), int) == len(token_ids):
+    if countOf(map(type, ids), int) == n:
         try:
-            array("Q", token_ids)
+            array("Q", ids)
             return None
         except OverflowError:
             pass  # a negative id, or a (valid) id of 2**64 or more
-    for i, t in enumerate(token_ids):
+    for i, t in enumerate(ids):
         if type(t) is not int:
             raise InvalidRequestError(
                 field, f"must be an int, got {type(t).__name__} {t!r}", position=start + i
@@ -161,7 +161,7 @@ class Request:
                 f"must be PromptEmbeds, got {type(self.prompt_embeds).__name__}"
                 " (use PromptEmbeds.from_tensor)",
             )
-        if self.mm_items != ():
+        if type(self.mm_items) is not tuple or self.mm_items:
             check_mm_items(self.mm_items)
 
     def check_inside(self, num_tokens: int) -> None:
