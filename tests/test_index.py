@@ -1,6 +1,7 @@
 """PrefixIndex: replicas, memory bound, schemes, and a model-based state machine.
 
-Event sequences run on every backend in tests/test_index_contract.py.
+Event sequences, replica registration and removal run on every backend
+(the in-memory one included) in tests/test_index_contract.py.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from prefixkey.events import AllBlocksCleared, BlockStored, EventBatch, EventHas
 from prefixkey.index import (
     GroupSpec,
     PrefixIndex,
-    ReplicaId,
     ReplicaScheme,
-    UnknownReplicaError,
     UnsupportedLayoutError,
 )
 from prefixkey.routing import Router
@@ -30,47 +29,6 @@ H16 = Hasher(block_size=16, python_hash_seed="0")
 def ints(keys: list[Any]) -> list[int]:
     """Keys as an int-publishing replica's events carry them."""
     return [block_hash_to_int64(k) for k in keys]
-
-
-def test_unknown_replica_is_counted_not_raised() -> None:
-    index = PrefixIndex()
-    index.register("a", ReplicaScheme(H16))
-    index.apply("ghost", batch(stored(1), stored(2)))
-    stats = index.stats()
-    assert (stats["unknown_replica_batches"], stats["unknown_replica_events"]) == (1, 2)
-    assert stats["size"] == 0 and stats["batches"] == 0
-    with pytest.raises(UnknownReplicaError):
-        index.table("ghost")
-
-
-def test_dp_rank_from_batch_and_remove_replica() -> None:
-    index = PrefixIndex()
-    index.register(ReplicaId("a", 1), ReplicaScheme(H16))
-    index.apply("a", batch(stored(1), rank=1))
-    index.apply("a", batch(stored(2), rank=0))  # rank 0 of "a" is not registered
-    assert held(index, ReplicaId("a", 1)) == {(0, 1, G)}
-    assert index.stats()["unknown_replica_batches"] == 1
-    assert index.remove_replica(ReplicaId("a", 1)) == 1
-    assert len(index) == 0 and index.remove_replica("a") == 0
-
-
-def test_bytes_publisher_keeps_digests_and_drops_ints() -> None:
-    index = PrefixIndex()
-    index.register("a", ReplicaScheme(H16, publishes="bytes"))
-    digest = b"\x01" * 32
-    index.apply("a", batch(stored(digest, 5)))
-    assert held(index) == {(0, digest, G)}
-    assert index.stats()["hash_type_mismatches"] == 1
-
-
-def test_reregistering_with_another_scheme_drops_entries() -> None:
-    index = PrefixIndex()
-    index.register("a", ReplicaScheme(H16))
-    index.apply("a", batch(stored(1)))
-    index.register("a", ReplicaScheme(H16))  # same scheme: kept
-    assert len(index) == 1
-    index.register("a", ReplicaScheme(Hasher(block_size=16, vllm_version="0.30.0")))
-    assert len(index) == 0
 
 
 def test_memory_bound_evicts_lru_from_largest_replica() -> None:
