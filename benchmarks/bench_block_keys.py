@@ -332,7 +332,7 @@ class Bench:
         ``token check`` (validating the ids, ``token_words``), its own
         ``encode + chain`` (with the real digest) and the rest.
         """
-        from prefixkey.request import token_words
+        from prefixkey.core import token_words
 
         vh, pk = self.vh, self.pk
         tokens = self.all_tokens[:n]
@@ -552,7 +552,7 @@ def write_markdown(
             "`pickle.dumps` / `cbor2.dumps` of the exact block tuples it hashes, and the "
             "digest; `vLLM Python` is the rest of vLLM's time. prefixkey's time is its "
             "`token check` (every id an exact int >= 0: `marshal` records, see "
-            "`prefixkey.request.token_words`), its `encode + chain` (serializer and "
+            "`prefixkey.core.token_words`), its `encode + chain` (serializer and "
             "digest) and the rest (request objects, extra keys).",
             "",
             "| block | algo | vLLM | C work | vLLM Python | prefixkey | token check "

@@ -37,8 +37,9 @@ import msgpack  # type: ignore[import-untyped]
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from prefixkey import Hasher, PrefixIndex, ReplicaScheme  # noqa: E402
-from prefixkey.event_decoding import EventDecoder  # noqa: E402
+from prefixkey import Hasher  # noqa: E402
+from prefixkey.events import EventDecoder  # noqa: E402
+from prefixkey.fleet import PrefixIndex, ReplicaScheme  # noqa: E402
 
 VERSION = "0.31.0"
 BLOCK = 16

@@ -27,9 +27,13 @@ from typing import Any, cast
 
 from prefixkey import Hasher, block_hash_to_int64
 from prefixkey.events import BlockStored, EventBatch
-from prefixkey.index import PrefixIndex, ReplicaScheme
-from prefixkey.index_redis import PrefixIndexBackend, RedisPrefixIndex
-from prefixkey.routing import Router
+from prefixkey.fleet import (
+    PrefixIndex,
+    PrefixIndexBackend,
+    RedisPrefixIndex,
+    ReplicaScheme,
+    Router,
+)
 
 REPLICAS = 16
 H = Hasher(block_size=16, python_hash_seed="0")

@@ -35,8 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prefixkey import Hasher, PrefixIndex, ReplicaScheme, Request, Router
+from prefixkey import Hasher, Request
 from prefixkey.events import BlockStored, EventBatch
+from prefixkey.fleet import PrefixIndex, ReplicaScheme, Router
 
 BLOCK = 16
 HASHER = Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version="0.31.0")

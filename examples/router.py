@@ -11,15 +11,9 @@ its own release.
 
 from __future__ import annotations
 
-from prefixkey import (
-    Hasher,
-    LoRA,
-    PrefixIndex,
-    ReplicaScheme,
-    Request,
-    Router,
-)
+from prefixkey import Hasher, LoRA, Request
 from prefixkey.events import BlockRemoved, BlockStored, EventBatch
+from prefixkey.fleet import PrefixIndex, ReplicaScheme, Router
 
 BLOCK = 16
 new = Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version="0.31.0")

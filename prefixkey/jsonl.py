@@ -17,13 +17,19 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Final
 
+from .core import (
+    DEFAULT_VLLM_VERSION,
+    BlockExtraKeys,
+    Hasher,
+    LoRA,
+    MMItem,
+    PromptEmbeds,
+    Request,
+    block_hash_to_int64,
+    check_api_rules,
+    event_extra_keys,
+)
 from .errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
-from .extra_keys import BlockExtraKeys, event_extra_keys
-from .hasher import Hasher
-from .keys import block_hash_to_int64
-from .prompt_embeds import PromptEmbeds
-from .request import LoRA, MMItem, Request, check_api_rules
-from .schemes import DEFAULT_VLLM_VERSION
 
 __all__ = [
     "HashJob", "error_record", "hash_hex", "parse_json_line", "parse_request", "run_job",

@@ -5,7 +5,7 @@
 
 Harvests the release's vectors with ``tools/harvest_vectors.py`` (into a
 temporary directory unless ``--out`` is given), then replays every record
-under each era of ``prefixkey.schemes.ERAS`` (as its newest known release) and
+under each era of ``prefixkey.core.ERAS`` (as its newest known release) and
 reports how many records each era reproduces. An era that reproduces them all
 is the release's era: add the release to ``KNOWN_RELEASES``. If none does, the
 release changed the scheme: see CONTRIBUTING.md, "Adding a release".
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from prefixkey.schemes import ERAS, KNOWN_RELEASES, Era, resolve_release
-from prefixkey.vectors import replay
+from prefixkey.core import ERAS, KNOWN_RELEASES, Era, resolve_release
+from prefixkey.testing import replay
 
 HERE = Path(__file__).resolve().parent
 

@@ -17,9 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from prefixkey import Hasher, Request, block_hash_to_int64, event_extra_keys
-from prefixkey.event_encoding import encode_batch, seq_frame
-from prefixkey.event_recording import recording_line
-from prefixkey.events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch
+from prefixkey.events import (
+    AllBlocksCleared,
+    BlockRemoved,
+    BlockStored,
+    EventBatch,
+    encode_batch,
+    recording_line,
+    seq_frame,
+)
 
 VERSION, BS, T0 = "0.31.0", 16, 1_700_000_000.0
 HERE = Path(__file__).parent

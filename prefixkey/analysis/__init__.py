@@ -1,0 +1,56 @@
+from ._audit import AUDIT_FIELDS, REASONS, AuditReport, RequestAudit, audit, parse_replica_option
+from ._audit_report import audit_html, audit_text
+from ._drift import (
+    FEATURES,
+    FROM_REQUEST,
+    Cause,
+    DriftConfig,
+    DriftReport,
+    FeatureSummary,
+    RequestDrift,
+    SideResult,
+    builtin_corpus,
+    drift,
+    read_requests,
+)
+from ._fingerprint import (
+    DEFAULT_SEEDS,
+    Candidate,
+    FamilyMatch,
+    FingerprintReport,
+    SkippedEvent,
+    Verdict,
+    fingerprint,
+)
+from ._report_text import drift_text, fingerprint_text
+
+__all__ = [
+    "AUDIT_FIELDS",
+    "DEFAULT_SEEDS",
+    "FEATURES",
+    "FROM_REQUEST",
+    "REASONS",
+    "AuditReport",
+    "Candidate",
+    "Cause",
+    "DriftConfig",
+    "DriftReport",
+    "FamilyMatch",
+    "FeatureSummary",
+    "FingerprintReport",
+    "RequestAudit",
+    "RequestDrift",
+    "SideResult",
+    "SkippedEvent",
+    "Verdict",
+    "audit",
+    "audit_html",
+    "audit_text",
+    "builtin_corpus",
+    "drift",
+    "drift_text",
+    "fingerprint",
+    "fingerprint_text",
+    "parse_replica_option",
+    "read_requests",
+]

@@ -1,0 +1,527 @@
+"""Cache-hit audit: replay recorded KV events, then explain every request's prefix miss.
+
+Sans-IO: lines in (a recording of KV-event messages, docs/events.md, and a
+request log in the JSON Lines request format with the optional fields
+``replica``, ``arrival_time`` and ``cached_tokens``), an :class:`AuditReport`
+out. Nothing here opens files or sockets.
+
+The recorded batches are applied per source (= replica name) in ``recv_time``
+order to a :class:`~prefixkey.fleet.PrefixIndex`; each request is audited
+against the index as it stood at its arrival: every message with
+``recv_time <= arrival_time + clock_offset`` has been applied, no later one.
+Messages without ``recv_time`` are applied first; requests without
+``arrival_time`` are audited after the whole recording.
+
+The predicted hit is vLLM's: the leading run of the request's block keys the
+serving replica holds (any medium), capped at ``num_tokens - 1`` tokens in
+whole blocks. When it is short of the prompt's full blocks, the first missed
+block gets one reason (:data:`REASONS`, decided in this order; docs/audit.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..core import DEFAULT_VLLM_VERSION, BlockHash, Hasher, block_hash_to_int64, event_extra_keys
+from ..errors import InvalidRequestError, PrefixKeyError
+from ..events import (
+    AllBlocksCleared,
+    BlockRemoved,
+    BlockStored,
+    EventBatch,
+    EventDecoder,
+    EventHash,
+    parse_recording_line,
+    split_message,
+)
+from ..fleet import PrefixIndex, ReplicaId, ReplicaScheme
+from ..jsonl import HashJob, parse_json_line, parse_request
+from ._drift import DriftConfig
+
+__all__ = [
+    "AUDIT_FIELDS",
+    "REASONS",
+    "AuditReport",
+    "RequestAudit",
+    "audit",
+    "parse_replica_option",
+]
+
+#: Miss reasons, in the order they are decided.
+REASONS: Final = (
+    "short_prompt", "last_block_cap", "no_events", "evicted", "block_size_mismatch",
+    "salt_or_lora", "seed_or_release", "other_replica", "never_stored",
+)
+#: The request-log fields the audit adds to the request format.
+AUDIT_FIELDS: Final = ("replica", "arrival_time", "cached_tokens")
+_ROOT: Final = b"prefixkey-audit-root"
+_UNPUBLISHED: Final = object()
+
+
+def parse_replica_option(spec: str) -> tuple[str, DriftConfig]:
+    """``NAME=VERSION[:algo=..,seed=..,block_size=..]`` -> (name, scheme overrides)."""
+    name, eq, config = spec.partition("=")
+    if not eq or not name or not config:
+        raise InvalidRequestError("replica", f"{spec!r}: expected NAME=VERSION[:key=value,...]")
+    return name, DriftConfig.parse(config)
+
+
+def _replica_id(name: str) -> ReplicaId:
+    base, sep, rank = name.rpartition("#dp")
+    if sep and base and rank.isdigit():
+        return ReplicaId(base, int(rank))
+    return ReplicaId(name)
+
+
+def _digest(parent: bytes, tokens: Iterable[int]) -> bytes:
+    h = hashlib.blake2b(parent, digest_size=16)
+    for t in tokens:
+        h.update(t.to_bytes(8, "big", signed=True) if -(1 << 63) <= t < 1 << 63
+                 else str(t).encode())
+    return h.digest()
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    key: EventHash
+    extra: Any
+    lora: str | None
+    time: float
+
+
+@dataclass(slots=True)
+class _History:
+    """What one replica stored and removed so far (group 0), for the diagnosis."""
+
+    publishes: str
+    stored_at: dict[EventHash, float] = field(default_factory=dict)
+    removed_at: dict[EventHash, float] = field(default_factory=dict)
+    cleared_at: float | None = None
+    prefix: dict[EventHash, bytes] = field(default_factory=dict)
+    by_prefix: dict[bytes, list[_Block]] = field(default_factory=dict)
+    block_sizes: Counter[int] = field(default_factory=Counter)
+
+    def apply(self, batch: EventBatch, time: float) -> None:
+        for event in batch.events:
+            if isinstance(event, AllBlocksCleared):
+                self.cleared_at = time
+            elif (event.group_idx or 0) != 0:
+                continue
+            elif isinstance(event, BlockRemoved):
+                for key in event.block_hashes:
+                    self.removed_at[self._key(key)] = time
+            elif isinstance(event, BlockStored):
+                self._store(event, time)
+
+    def _key(self, key: EventHash) -> EventHash:
+        return block_hash_to_int64(key) if self.publishes == "int" and isinstance(
+            key, bytes) else key
+
+    def _store(self, event: BlockStored, time: float) -> None:
+        bs = event.block_size
+        self.block_sizes[bs] += 1
+        parent = event.parent_block_hash
+        digest = _ROOT if parent is None else self.prefix.get(self._key(parent))
+        lora = event.lora_name if event.lora_name is not None else (
+            None if event.lora_id is None else f"lora_id {event.lora_id}")
+        for i, raw in enumerate(event.block_hashes):
+            key = self._key(raw)
+            self.stored_at.setdefault(key, time)
+            tokens = event.token_ids[i * bs : (i + 1) * bs]
+            if digest is None or len(tokens) != bs:
+                digest = None
+                continue
+            digest = _digest(digest, tokens)
+            self.prefix[key] = digest
+            extra = (_UNPUBLISHED if event.extra_keys is None else
+                     _tuples(event.extra_keys[i]) if i < len(event.extra_keys) else None)
+            self.by_prefix.setdefault(digest, []).append(_Block(key, extra, lora, time))
+
+
+@dataclass(slots=True)
+class RequestAudit:
+    """One request of the log: predicted and reported hit, and why the rest missed."""
+
+    line: int
+    id: Any
+    replica: str | None
+    arrival_time: float | None
+    num_tokens: int = 0
+    block_size: int = 0
+    #: Leading blocks the serving replica held at arrival (before the cap).
+    held_blocks: int = 0
+    predicted_hit_tokens: int = 0
+    reported_hit_tokens: int | None = None
+    #: "full" (every full block hit), "partial", "miss" (nothing hit) or "error".
+    outcome: str = "miss"
+    reason: str | None = None
+    detail: str = ""
+    #: Full-block tokens not hit (the whole prompt for a prompt shorter than a block).
+    missed_tokens: int = 0
+    #: Reported vs predicted: "match", "over" (predicted more), "under", or None.
+    agreement: str | None = None
+    error: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+def _rate(hit: int, total: int) -> float | None:
+    return None if total == 0 else hit / total
+
+
+@dataclass
+class AuditReport:
+    """The audit: one :class:`RequestAudit` per request line, and aggregates."""
+
+    requests: list[RequestAudit]
+    recording: dict[str, Any]
+    clock_offset: float = 0.0
+    bucket_seconds: float | None = None
+
+    def audited(self) -> list[RequestAudit]:
+        return [r for r in self.requests if r.error is None]
+
+    def _summary(self, rows: list[RequestAudit]) -> dict[str, Any]:
+        tokens = sum(r.num_tokens for r in rows)
+        predicted = sum(r.predicted_hit_tokens for r in rows)
+        rep_rows = [r for r in rows if r.reported_hit_tokens is not None]
+        reported = sum(r.reported_hit_tokens or 0 for r in rep_rows)
+        rep_tokens = sum(r.num_tokens for r in rep_rows)
+        return {
+            "requests": len(rows), "prompt_tokens": tokens,
+            "predicted_hit_tokens": predicted, "predicted_hit_rate": _rate(predicted, tokens),
+            "reported_requests": len(rep_rows), "reported_hit_tokens": reported,
+            "reported_hit_rate": _rate(reported, rep_tokens),
+            "predicted_hit_rate_where_reported": _rate(
+                sum(r.predicted_hit_tokens for r in rep_rows), rep_tokens),
+            "outcomes": dict(Counter(r.outcome for r in rows)),
+            "agreement": dict(Counter(r.agreement for r in rep_rows)),
+        }
+
+    def totals(self) -> dict[str, Any]:
+        return {**self._summary(self.audited()),
+                "errors": sum(r.error is not None for r in self.requests)}
+
+    def per_replica(self) -> dict[str, dict[str, Any]]:
+        names = sorted({r.replica or "" for r in self.audited()})
+        return {n: self._summary([r for r in self.audited() if (r.replica or "") == n])
+                for n in names}
+
+    def per_reason(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for reason in (*REASONS, "unknown"):
+            rows = [r for r in self.audited() if r.reason == reason]
+            if rows:
+                out[reason] = {"requests": len(rows),
+                               "missed_tokens": sum(r.missed_tokens for r in rows)}
+        return out
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Per time bucket (arrival_time) and replica: hit rates predicted and reported."""
+        timed = [r for r in self.audited() if r.arrival_time is not None]
+        if not timed:
+            return []
+        times = [r.arrival_time for r in timed if r.arrival_time is not None]
+        start, end = min(times), max(times)
+        width = self.bucket_seconds or _nice_width(end - start)
+        buckets: dict[tuple[int, str], list[RequestAudit]] = {}
+        for r in timed:
+            assert r.arrival_time is not None
+            slot = int((r.arrival_time - start) // width)
+            buckets.setdefault((slot, r.replica or ""), []).append(r)
+        out = []
+        for (slot, name), rows in sorted(buckets.items()):
+            s = self._summary(rows)
+            out.append({"start": start + slot * width, "end": start + (slot + 1) * width,
+                        "replica": name, "requests": s["requests"],
+                        "prompt_tokens": s["prompt_tokens"],
+                        "predicted_hit_rate": s["predicted_hit_rate"],
+                        "reported_hit_rate": s["reported_hit_rate"]})
+        return out
+
+    def worst(self, n: int = 10) -> list[RequestAudit]:
+        """The requests that missed most (missed tokens, then predicted-reported gap)."""
+        rows = [r for r in self.audited() if r.missed_tokens or r.agreement not in (None, "match")]
+        rows.sort(key=lambda r: (-r.missed_tokens, -abs(
+            r.predicted_hit_tokens - (r.reported_hit_tokens or r.predicted_hit_tokens)), r.line))
+        return rows[:n]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "totals": self.totals(), "per_replica": self.per_replica(),
+            "per_reason": self.per_reason(), "timeline": self.timeline(),
+            "recording": self.recording, "clock_offset": self.clock_offset,
+            "requests": [r.to_dict() for r in self.requests],
+        }
+
+
+def _nice_width(span: float) -> float:
+    if span <= 0:
+        return 1.0
+    raw = span / 12
+    power = 10 ** math.floor(math.log10(raw))
+    return float(next(m * power for m in (1, 2, 5, 10) if m * power >= raw))
+
+
+@dataclass(slots=True)
+class _LogEntry:
+    line: int
+    audit: RequestAudit
+    job: HashJob | None
+    effective_time: float | None
+
+
+def _parse_log_line(number: int, raw: bytes | str, replicas: Mapping[str, DriftConfig],
+                    strict: bool) -> _LogEntry:
+    row = RequestAudit(number, None, None, None)
+    try:
+        obj = parse_json_line(raw)
+        if not isinstance(obj, dict):
+            raise InvalidRequestError("<line>", "must be a JSON object")
+        row.id = obj.get("id")
+        replica, arrival, cached = (obj.get(k) for k in AUDIT_FIELDS)
+        if replica is not None and not isinstance(replica, str):
+            raise InvalidRequestError("replica", "must be a string (the recording's source)")
+        if arrival is not None and (type(arrival) not in (int, float)
+                                    or not math.isfinite(arrival)):
+            raise InvalidRequestError("arrival_time", "must be a number (unix seconds)")
+        if cached is not None and (type(cached) is not int or cached < 0):
+            raise InvalidRequestError("cached_tokens", "must be an int >= 0")
+        row.replica, row.reported_hit_tokens = replica, cached
+        row.arrival_time = None if arrival is None else float(arrival)
+        fields = {k: v for k, v in obj.items() if k not in AUDIT_FIELDS}
+        if replica is not None and replica in replicas:
+            fields.update(replicas[replica].overrides())
+        job = parse_request(fields, strict=strict, api_checks=False)
+        return _LogEntry(number, row, job, row.arrival_time)
+    except PrefixKeyError as exc:
+        row.outcome = "error"
+        row.error = {"type": type(exc).__name__, "message": str(exc), "field": exc.field}
+        return _LogEntry(number, row, None, None)
+
+
+@dataclass(slots=True)
+class _Message:
+    time: float | None
+    order: int
+    rid: ReplicaId
+    batch: EventBatch
+
+
+class _Auditor:
+    def __init__(self, messages: list[_Message]) -> None:
+        self.index = PrefixIndex()
+        self.history: dict[ReplicaId, _History] = {}
+        publishes: dict[ReplicaId, str] = {}
+        for m in messages:
+            kind = publishes.setdefault(m.rid, "int")
+            if kind == "int" and any(isinstance(h, bytes) for e in m.batch.events
+                                     if isinstance(e, BlockStored) for h in e.block_hashes):
+                publishes[m.rid] = "bytes"
+        placeholder = Hasher(block_size=1, vllm_version=DEFAULT_VLLM_VERSION)
+        for rid, kind in publishes.items():
+            self.index.register(rid, ReplicaScheme(placeholder, "bytes" if kind == "bytes"
+                                                   else "int"))
+            self.history[rid] = _History(kind)
+
+    def apply(self, m: _Message) -> None:
+        self.index.apply(m.rid, m.batch)
+        self.history[m.rid].apply(m.batch, -math.inf if m.time is None else m.time)
+
+    def audit(self, row: RequestAudit, job: HashJob) -> None:
+        hasher, request = job.hasher, job.request
+        n, bs = len(request.token_ids), hasher.block_size
+        row.num_tokens, row.block_size = n, bs
+        rid = _replica_id(row.replica or "")
+        hist = self.history.get(rid)
+        fine = hasher.block_hashes(request) if n >= bs else []
+        keys = [] if hist is None else [hist._key(k) for k in fine]
+        table = self.index.table(rid, 0) if hist is not None else {}
+        held = 0
+        while held < len(keys) and keys[held] in table:
+            held += 1
+        full, cap = n // bs, max(n - 1, 0) // bs
+        hit = min(held, cap)
+        row.held_blocks, row.predicted_hit_tokens = held, hit * bs
+        if row.reported_hit_tokens is not None:
+            diff = row.predicted_hit_tokens - row.reported_hit_tokens
+            row.agreement = "match" if diff == 0 else "over" if diff > 0 else "under"
+        row.outcome = "full" if n >= bs and hit == full else "partial" if hit else "miss"
+        if row.outcome == "full":
+            return
+        row.missed_tokens = (full - hit) * bs if n >= bs else n
+        if n < bs:
+            row.reason = "short_prompt"
+            row.detail = f"{n} tokens < block size {bs}: no full block, no key"
+        elif hit < held:
+            row.reason = "last_block_cap"
+            row.detail = (f"all {full} blocks held, but vLLM caps a hit at num_tokens-1 = "
+                          f"{n - 1} tokens: the last block is recomputed")
+        elif hist is None:
+            row.reason = "no_events"
+            row.detail = f"the recording has no events from replica {row.replica!r}"
+        else:
+            self._diagnose(row, job, rid, hist, fine, hit)
+
+    def _diagnose(self, row: RequestAudit, job: HashJob, rid: ReplicaId, hist: _History,
+                  fine: list[BlockHash], m: int) -> None:
+        key, bs = hist._key(fine[m]), job.hasher.block_size
+        where = f"block {m}"
+        if key in hist.stored_at:
+            removed = hist.removed_at.get(key)
+            if removed is not None and (hist.cleared_at is None or removed >= hist.cleared_at):
+                how = f"removed (BlockRemoved) at {removed:.3f}"
+            elif hist.cleared_at is not None:
+                how = f"cleared (AllBlocksCleared) at {hist.cleared_at:.3f}"
+            else:
+                how = "evicted by the index's memory bound"
+            row.reason = "evicted"
+            row.detail = (f"{where} stored at {hist.stored_at[key]:.3f}, {how}, "
+                          "before arrival")
+            return
+        sizes = hist.block_sizes.most_common(1)
+        if sizes and sizes[0][0] != bs:
+            row.reason = "block_size_mismatch"
+            row.detail = (f"the replica's events have block_size {sizes[0][0]}, the request "
+                          f"is hashed with block_size {bs}")
+            return
+        tokens = job.request.token_ids
+        digest = _ROOT
+        for i in range(m + 1):
+            digest = _digest(digest, tokens[i * bs : (i + 1) * bs])
+        same_tokens = hist.by_prefix.get(digest, [])
+        if same_tokens:
+            self._same_tokens(row, job, m, same_tokens)
+            return
+        for other, ohist in self.history.items():
+            okey = ohist._key(fine[m])
+            if other != rid and okey in ohist.stored_at:
+                held = "holds it" if okey in self.index.table(other, 0) else "held it"
+                row.reason = "other_replica"
+                row.detail = f"{where} never stored here; replica {other} {held}"
+                return
+        row.reason = "never_stored"
+        row.detail = f"no replica stored {where} (nor the same tokens) before arrival"
+
+    @staticmethod
+    def _same_tokens(row: RequestAudit, job: HashJob, m: int, blocks: list[_Block]) -> None:
+        request, hasher = job.request, job.hasher
+        ek = hasher.start(request).extra_keys[m]
+        if hasher.lookahead and ek:
+            ek = ek[0]
+        mine = _tuples(event_extra_keys(ek) if hasher.era.tagged else ek)
+        lora = None if request.lora is None else request.lora.name
+        where = f"block {m}: same tokens stored under another key"
+        for b in blocks:
+            if b.lora != lora:
+                row.reason = "salt_or_lora"
+                row.detail = f"{where}; LoRA differs (stored {b.lora!r}, request {lora!r})"
+                return
+        for b in blocks:
+            if b.extra is not _UNPUBLISHED and b.extra != mine:
+                row.reason = "salt_or_lora"
+                row.detail = (f"{where}; extra keys differ (stored {b.extra!r}, request "
+                              f"{mine!r}): cache_salt (or multimodal)")
+                return
+        seen = "" if any(b.extra is not _UNPUBLISHED for b in blocks) else (
+            " (the release publishes no extra keys: a salt cannot be ruled out)")
+        row.reason = "seed_or_release"
+        row.detail = (f"{where} with the same extra keys: the replica's PYTHONHASHSEED, hash "
+                      f"algorithm or release differ from {hasher!r}{seen}")
+
+
+def _read_recording(lines: Iterable[bytes | str], replicas: Mapping[str, DriftConfig],
+                    versions: Mapping[str, str], strict: bool
+                    ) -> tuple[list[_Message], dict[str, Any]]:
+    decoders: dict[str, EventDecoder] = {}
+    messages: list[_Message] = []
+    errors: list[dict[str, Any]] = []
+    sources: Counter[str] = Counter()
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            msg = parse_recording_line(raw)
+            source = msg.source or ""
+            decoder = decoders.get(source)
+            if decoder is None:
+                config = replicas.get(source)
+                version = (config.vllm_version if config is not None
+                           and isinstance(config.vllm_version, str)
+                           else versions.get(source, DEFAULT_VLLM_VERSION))
+                decoder = decoders[source] = EventDecoder(version, strict=strict)
+            _, _, payload = split_message(msg.frames)
+            batch = decoder.decode_batch(payload)
+        except PrefixKeyError as exc:
+            errors.append({"line": number, "type": type(exc).__name__, "message": str(exc)})
+            continue
+        sources[source] += 1
+        rid = ReplicaId(source, batch.data_parallel_rank or 0)
+        messages.append(_Message(msg.recv_time, number, rid, batch))
+    info = {"messages": len(messages), "sources": dict(sources), "errors": errors,
+            "untimed": sum(m.time is None for m in messages)}
+    return messages, info
+
+
+def audit(
+    recording: Iterable[bytes | str],
+    request_log: Iterable[bytes | str],
+    *,
+    replicas: Mapping[str, DriftConfig] | None = None,
+    clock_offset: float = 0.0,
+    bucket_seconds: float | None = None,
+    strict: bool = True,
+) -> AuditReport:
+    """Audit a request log against a recording (see the module docs and docs/audit.md).
+
+    ``replicas`` maps a replica name (the recording's ``source``) to the scheme
+    overrides of that replica; fields it leaves unset come from each request.
+    ``clock_offset`` is added to every ``arrival_time`` to put it on the
+    recording's ``recv_time`` clock.
+    """
+    replicas = dict(replicas or {})
+    entries = [_parse_log_line(i, raw, replicas, strict)
+               for i, raw in enumerate(request_log, start=1) if raw.strip()]
+    versions: dict[str, str] = {}
+    for e in entries:
+        if e.job is not None and e.audit.replica is not None:
+            versions.setdefault(e.audit.replica.partition("#dp")[0], e.job.hasher.vllm_version)
+    messages, info = _read_recording(recording, replicas, versions, strict)
+    sources = sorted({str(m.rid) for m in messages})
+    for e in entries:
+        if e.job is not None and e.audit.replica is None and len(sources) == 1:
+            e.audit.replica = sources[0]
+        if e.effective_time is not None:
+            e.effective_time += clock_offset
+    messages.sort(key=lambda m: (m.time is not None, m.time or 0.0, m.order))
+    auditor = _Auditor(messages)
+    pending = iter(messages)
+    upcoming = next(pending, None)
+    ordered = sorted((e for e in entries if e.job is not None),
+                     key=lambda e: (e.effective_time is None, e.effective_time or 0.0, e.line))
+    for e in ordered:
+        while upcoming is not None and (e.effective_time is None or upcoming.time is None
+                                        or upcoming.time <= e.effective_time):
+            auditor.apply(upcoming)
+            upcoming = next(pending, None)
+        assert e.job is not None
+        if e.audit.replica is None:
+            e.audit.outcome = "error"
+            e.audit.error = {"type": "InvalidRequestError", "field": "replica",
+                             "message": "replica: is required when the recording has "
+                                        f"{len(sources)} sources"}
+            continue
+        auditor.audit(e.audit, e.job)
+    return AuditReport([e.audit for e in entries], info, clock_offset, bucket_seconds)

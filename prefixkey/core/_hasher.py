@@ -1,0 +1,274 @@
+"""Block hashing: a Hasher bound once, and a per-request incremental hasher.
+
+A router builds one :class:`Hasher` per replica configuration (release,
+algorithm, PYTHONHASHSEED, hash block size) and reuses it for every request:
+the scheme lookup, NONE_HASH and the serializer are resolved once.
+
+vLLM hashes a request when it is created (every full prompt block) and again
+whenever appended tokens complete a block, chaining each key from the one
+before: ``key_i = H((key_{i-1}, tuple(tokens_i), extra_keys_i))`` with
+NONE_HASH as the first parent. :class:`RequestBlockHasher` does the same, and
+gives the same keys however the tokens are split into calls.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ..errors import InvalidRequestError
+from ._algorithms import BlockHash
+from ._builtin_hash import python_hash_for
+from ._extra_keys import BlockExtraKeys, ExtraKeysBuilder
+from ._keys import group_block_hashes
+from ._none_hash import NoneHash, resolve_none_hash
+from ._request import Request, token_words
+from ._schemes import DEFAULT_VLLM_VERSION, Era, resolve_release
+
+__all__ = ["Hasher", "RequestBlockHasher", "block_hashes"]
+
+
+class Hasher:
+    """vLLM's block hasher for one configuration, bound once and reused.
+
+    ``python_hash_seed`` is the engine's ``PYTHONHASHSEED`` (None when unset).
+    ``block_size`` is the hash block size (``cache_config.block_size``, times
+    the DCP size for attention, or ``prefix_match_unit`` for hybrid models).
+    ``lookahead`` is vLLM 0.33's ``num_hash_lookahead_tokens`` (non-zero with
+    EAGLE/EAGLE3/MTP speculative decoding). ``engine_python`` is the engine's
+    CPython version, needed only for the builtin ``hash()`` of 0.7-0.10.1.
+    With ``strict=False`` a release newer than any known one uses the newest
+    known era; :attr:`warnings` says so.
+    """
+
+    __slots__ = (
+        "_chain", "_digest", "_encode_tail", "_encode_tokens", "_extend_tokens", "algorithm",
+        "block_size", "era", "lookahead", "none_hash", "vllm_version", "warnings",
+    )
+
+    def __init__(
+        self,
+        *,
+        block_size: int,
+        hash_algo: str | None = None,
+        python_hash_seed: str | None = None,
+        vllm_version: str = DEFAULT_VLLM_VERSION,
+        lookahead: int = 0,
+        engine_python: str | None = None,
+        strict: bool = True,
+    ) -> None:
+        if type(block_size) is not int or block_size < 1:
+            raise InvalidRequestError("block_size", f"must be an int >= 1, got {block_size!r}")
+        if python_hash_seed is not None and not isinstance(python_hash_seed, str):
+            raise InvalidRequestError(
+                "python_hash_seed",
+                f"must be a string (the environment value) or None, got "
+                f"{type(python_hash_seed).__name__}",
+            )
+        release = resolve_release(vllm_version, strict=strict)
+        self.vllm_version = release.version
+        self.warnings = release.warnings
+        self.era: Era = release.era
+        if type(lookahead) is not int or lookahead < 0:
+            raise InvalidRequestError("lookahead", f"must be an int >= 0, got {lookahead!r}")
+        if lookahead and not self.era.lookahead:
+            raise InvalidRequestError(
+                "lookahead", f"vLLM {release.release} has no lookahead hashing (0.33+)"
+            )
+        self.lookahead = lookahead
+        self.algorithm = self.era.algorithm(hash_algo, release.release)
+        self.block_size = block_size
+        serializer = self.algorithm.serializer
+        self._encode_tokens = serializer.encode_tokens
+        self._extend_tokens = serializer.extend_tokens
+        self._encode_tail = serializer.encode_extra_keys_tail
+        self._chain = serializer.chain
+        self._digest: Callable[[Any], Any] = (
+            python_hash_for(engine_python, python_hash_seed)
+            if self.algorithm.engine_bound else self.algorithm.digest
+        )
+        digest, dumps = self._digest, serializer.dumps
+        self.none_hash: NoneHash = resolve_none_hash(
+            self.era, self.algorithm, python_hash_seed, lambda value: digest(dumps(value))
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Hasher(vllm_version={self.vllm_version!r}, hash_algo={self.algorithm.name!r}, "
+            f"seed_source={self.none_hash.seed_source!r}, block_size={self.block_size}, "
+            f"lookahead={self.lookahead})"
+        )
+
+    def group_block_hashes(
+        self, block_hashes: Sequence[BlockHash], group_block_size: int
+    ) -> list[BlockHash]:
+        """The keys of a KV-cache group with blocks of ``group_block_size`` tokens."""
+        if group_block_size != self.block_size and self.era.group_keys == "none":
+            raise InvalidRequestError(
+                "group_block_sizes", f"vLLM {self.vllm_version} hashes every KV-cache group at "
+                "the block size (coarser groups arrived in 0.12.0)",
+            )
+        return group_block_hashes(
+            block_hashes, self.block_size, group_block_size,
+            concatenate=self.era.group_keys == "concatenated",
+        )
+
+    def with_era_rules(self, era: Era) -> Hasher:
+        """This hasher with another era's extra-key and window rules (what-if analysis).
+
+        Algorithm, NONE_HASH and block size stay bound; the drift report uses it
+        to ask which one era field changes a request's extra keys.
+        """
+        twin = copy.copy(self)
+        twin.era = era
+        return twin
+
+    def start(self, request: Request) -> RequestBlockHasher:
+        """Hash a request's full blocks and return a hasher to extend as tokens arrive.
+
+        Multimodal items and embedding rows may reach past the tokens given so
+        far (a prompt that streams in); they count once appended tokens reach them.
+        """
+        return RequestBlockHasher(self, request)
+
+    def block_hashes(self, request: Request | Sequence[int]) -> list[BlockHash]:
+        """The keys of every full block of ``request`` (or of a plain token list)."""
+        if not isinstance(request, Request):
+            request = Request(request)
+        request.check_inside(len(request.token_ids))
+        return RequestBlockHasher(self, request, snapshot=False).block_hashes
+
+
+class RequestBlockHasher:
+    """One request's keys, extended as tokens are appended (vLLM's ``update_block_hashes``).
+
+    :attr:`block_hashes` and :attr:`extra_keys` hold one entry per full block;
+    with lookahead, an extra key is ``(extra keys, *lookahead tokens)``.
+    :attr:`warnings` notes request features the release does not key.
+    ``snapshot=False`` skips copying the request's token ids: only for a
+    caller that will not change them while this object is in use.
+    """
+
+    __slots__ = (
+        "_extra", "_hasher", "_lookahead_ids", "_plain_tail", "_tokens", "block_hashes",
+        "extra_keys", "warnings",
+    )
+
+    def __init__(self, hasher: Hasher, request: Request, *, snapshot: bool = True) -> None:
+        token_ids = request.token_ids
+        words = token_words(token_ids)
+        if snapshot and type(token_ids) is not tuple:
+            token_ids = list(token_ids)
+        self._hasher = hasher
+        self._extra = ExtraKeysBuilder(request, hasher.era, hasher.block_size)
+        self.warnings = [
+            f"vLLM {hasher.vllm_version} does not key {feature}: the keys ignore it"
+            for feature in self._extra.ignored
+        ] if self._extra.ignored else []
+        self._plain_tail: Any = None
+        self._tokens: Any = hasher._encode_tokens(token_ids, words, hasher.block_size)
+        # Lookahead tokens join the extra keys, so their ids are kept as ints.
+        self._lookahead_ids: list[int] | None = (
+            list(request.token_ids) if hasher.lookahead else None
+        )
+        self.block_hashes: list[BlockHash] = []
+        self.extra_keys: list[BlockExtraKeys] = []
+        self._hash_new_blocks(decode=False)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self._tokens)
+
+    def append(self, token_ids: Sequence[int]) -> list[BlockHash]:
+        """Append generated tokens; return the keys of the blocks they completed."""
+        if isinstance(token_ids, int):
+            token_ids = (token_ids,)
+        elif not isinstance(token_ids, (list, tuple)):
+            if isinstance(token_ids, (str, bytes)) or not isinstance(token_ids, Iterable):
+                raise InvalidRequestError("token_ids", "must be a sequence of ints")
+            token_ids = list(token_ids)  # checked, then stored: one pass over an iterator
+        words = token_words(token_ids, start=len(self._tokens))
+        self._tokens = self._hasher._extend_tokens(self._tokens, token_ids, words)
+        if self._lookahead_ids is not None:
+            self._lookahead_ids.extend(token_ids)
+        return self._hash_new_blocks(decode=True)
+
+    def _hash_new_blocks(self, *, decode: bool) -> list[BlockHash]:
+        hasher = self._hasher
+        size, lookahead = hasher.block_size, hasher.lookahead
+        start = len(self.block_hashes) * size
+        # A block is hashed once it is full and, with lookahead, followed by that many tokens.
+        stop = len(self._tokens) - size - lookahead + 1
+        if stop <= start:
+            return []  # vLLM's hasher returns before it starts a pass, too
+        starts = range(start, stop, size)
+        self._extra.begin_pass(start, resume=start > 0)
+        if lookahead:
+            keys, tails = self._lookahead_keys(starts)
+        else:
+            # Up to 0.10.0 the block pool hashed each decode-time block on its own.
+            per_block = decode and hasher.era.decode_pass == "per_block"
+            keys, tails = self._keys(starts, per_block=per_block)
+        parent = self.block_hashes[-1] if self.block_hashes else hasher.none_hash.value
+        new = hasher._chain(parent, self._tokens, starts, size, tails, hasher._digest)
+        self.block_hashes += new
+        self.extra_keys += keys
+        return new
+
+    def _keys(self, starts: range, *, per_block: bool) -> tuple[list[BlockExtraKeys], list[Any]]:
+        """Extra keys and encoded tails of the blocks at ``starts``."""
+        extra, encode, size = self._extra, self._hasher._encode_tail, starts.step
+        # Blocks with mm items, the salt or embeddings get keys of their own;
+        # the rest share one set (LoRA or none), encoded once.
+        plain_start = starts.stop if extra.plain_start is None else extra.plain_start
+        if plain_start > starts.start:
+            own = range(starts.start, min(plain_start, starts.stop), size)
+            keys = [extra.block(s, s + size, new_pass=per_block) for s in own]
+            tails = list(map(encode, keys))
+        else:
+            keys, tails = [], []
+        shared = len(starts) - len(keys)
+        if shared:
+            if self._plain_tail is None:
+                self._plain_tail = encode(extra.plain)
+            keys += [extra.plain] * shared
+            tails += [self._plain_tail] * shared
+        return keys, tails
+
+    def _lookahead_keys(self, starts: range) -> tuple[list[BlockExtraKeys], list[Any]]:
+        """As :meth:`_keys`, with vLLM 0.33's lookahead: ``(keys over the widened
+        window, *the lookahead tokens)``."""
+        extra, size, lookahead = self._extra, starts.step, self._hasher.lookahead
+        ids = self._lookahead_ids
+        assert ids is not None
+        keys: list[BlockExtraKeys] = [
+            (extra.block(s, s + size, lookahead=lookahead),
+             *ids[s + size : s + size + lookahead])
+            for s in starts
+        ]
+        return keys, list(map(self._hasher._encode_tail, keys))
+
+
+def block_hashes(
+    token_ids: Sequence[int],
+    *,
+    block_size: int,
+    hash_algo: str | None = None,
+    python_hash_seed: str | None = None,
+    vllm_version: str = DEFAULT_VLLM_VERSION,
+    **features: Any,
+) -> list[BlockHash]:
+    """One call: the block keys of ``token_ids``.
+
+    ``features`` are the optional :class:`~prefixkey.core.Request` fields
+    (``lora``, ``cache_salt``, ``mm_items``, ``prompt_embeds``). A router that
+    hashes many requests should build a :class:`Hasher` once instead.
+    """
+    hasher = Hasher(
+        block_size=block_size,
+        hash_algo=hash_algo,
+        python_hash_seed=python_hash_seed,
+        vllm_version=vllm_version,
+    )
+    return hasher.block_hashes(Request(token_ids, **features))

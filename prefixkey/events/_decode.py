@@ -1,0 +1,554 @@
+"""Decode vLLM's KV-cache event messages into :mod:`prefixkey.events` values (sans-IO).
+
+Bytes in, typed events out: no sockets, threads or logging. Build one
+:class:`EventDecoder` per replica release and reuse it::
+
+    decoder = EventDecoder("0.31.0")
+    message = decoder.decode_message(frames)   # [topic, seq (8-byte BE), payload]
+    for event in message.batch.events: ...
+
+The wire format of each release is data (:data:`WIRE_ERAS`): array-like
+events with every field positional up to 0.23.0, tagged maps with defaults
+omitted from 0.24.0, replay replies that carry the topic from 0.26.0. The
+decoder is strict about what a release requires (a typed error names the
+field and the event index) and tolerant of what a later release adds: unknown
+trailing array fields and unknown map keys are ignored *and reported* in
+:attr:`DecodedBatch.warnings` and :attr:`EventDecoder.ignored`. Every length
+is bounded (:class:`DecodeLimits`) before anything is allocated.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, NamedTuple
+
+import msgpack  # type: ignore[import-untyped]
+from packaging.version import Version
+
+from ..core import resolve_release
+from ..errors import PrefixKeyError, UnknownVersionError
+from ._model import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, KVCacheEvent
+
+__all__ = [
+    "END_SEQ",
+    "WIRE_ERAS",
+    "DecodeLimits",
+    "DecodedBatch",
+    "DecodedMessage",
+    "EventDecodeError",
+    "EventDecoder",
+    "EventFieldError",
+    "EventFramingError",
+    "MalformedPayloadError",
+    "MissingEventFieldError",
+    "PayloadTooLargeError",
+    "ReplayEnd",
+    "UnknownEventTypeError",
+    "WireEra",
+    "replay_request",
+    "split_message",
+    "wire_era",
+]
+
+# ----------------------------------------------------------------------------- errors
+
+
+class EventDecodeError(PrefixKeyError, ValueError):
+    """A KV-event message could not be decoded.
+
+    ``field`` is the dotted field at fault (``"events[2].block_hashes"``),
+    ``event_index`` the position of the event in its batch (None for the batch
+    or the framing), ``reason`` the message without the location.
+    """
+
+    def __init__(
+        self, reason: str, *, field: str | None = None, event_index: int | None = None
+    ) -> None:
+        self.field: str | None = field
+        self.event_index = event_index
+        self.reason = reason
+        super().__init__(f"{field}: {reason}" if field else reason)
+
+
+class MalformedPayloadError(EventDecodeError):
+    """The payload is not one complete msgpack value (truncated, invalid, trailing bytes)."""
+
+
+class PayloadTooLargeError(EventDecodeError):
+    """The payload, or a length it announces, exceeds :class:`DecodeLimits`."""
+
+
+class EventFieldError(EventDecodeError):
+    """A field has the wrong type or shape for the release (also the batch itself)."""
+
+
+class MissingEventFieldError(EventFieldError):
+    """A field the release always publishes is missing."""
+
+
+class UnknownEventTypeError(EventDecodeError):
+    """An event's tag is not BlockStored, BlockRemoved or AllBlocksCleared."""
+
+
+class EventFramingError(EventDecodeError):
+    """A ZMQ message does not have the frames a publisher or replay socket sends."""
+
+
+# ----------------------------------------------------------------------------- eras
+
+_STORED_0_9: Final = ("block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id")
+
+
+@dataclass(frozen=True, slots=True)
+class WireEra:
+    """Releases that publish KV events in the same wire format."""
+
+    #: First release of the era.
+    since: str
+    #: What changed on the wire in ``since``.
+    changes: str
+    #: Events as ``[tag, field, …]`` (all fields, trailing nils included) or
+    #: as ``{"type": tag, field: value, …}`` with defaults omitted.
+    event_encoding: Literal["array", "map"]
+    #: BlockStored's fields in declaration (= wire) order.
+    block_stored_fields: tuple[str, ...]
+    #: How many leading BlockStored fields have no default (always published).
+    block_stored_required: int
+    block_removed_fields: tuple[str, ...]
+    block_removed_required: int
+    #: The batch is ``[ts, events, data_parallel_rank]`` (else ``[ts, events]``).
+    batch_has_dp_rank: bool
+    #: Replay replies: ``[seq, payload]`` or, from 0.26.0, ``[topic, seq, payload]``.
+    replay_carries_topic: bool
+    #: ``extra_keys``: not published, the hashed tuple, or its untagged form (0.31+).
+    extra_keys_form: Literal["none", "hashed", "untagged"]
+    first_version: Version = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "first_version", Version(self.since))
+
+
+def _eras() -> tuple[WireEra, ...]:
+    stored: tuple[str, ...] = _STORED_0_9
+    removed: tuple[str, ...] = ("block_hashes",)
+    req_s, req_r = 5, 1
+    rank, topic = False, False
+    form: Literal["none", "hashed", "untagged"] = "none"
+    enc: Literal["array", "map"] = "array"
+    out: list[WireEra] = []
+
+    def add(since: str, changes: str) -> None:
+        out.append(WireEra(since, changes, enc, stored, req_s, removed, req_r, rank, topic, form))
+
+    add("0.9.0", "KV events: [ts, events]; events [tag, *fields]; int block hashes")
+    rank = True
+    add("0.9.1", "the batch carries data_parallel_rank")
+    stored, removed, req_s, req_r = (*stored, "medium"), (*removed, "medium"), 6, 2
+    add("0.10.2", "required medium on both events; hashes int64 or digest bytes")
+    stored, req_s = (*stored, "lora_name"), 7
+    add("0.14.0", "required BlockStored.lora_name")
+    stored, form = (*stored, "extra_keys"), "hashed"
+    add("0.17.0", "optional BlockStored.extra_keys (the hashed per-block tuples)")
+    stored, removed = (*stored, "group_idx"), (*removed, "group_idx")
+    add("0.20.0", "optional group_idx on both events")
+    stored = (*stored, "kv_cache_spec_kind", "kv_cache_spec_sliding_window")
+    add("0.22.0", "optional BlockStored.kv_cache_spec_kind and kv_cache_spec_sliding_window")
+    enc = "map"
+    add("0.24.0", "events become maps {type, fields…} with default (nil) optionals omitted")
+    stored, removed, topic = (*stored, "locality"), (*removed, "locality"), True
+    add("0.26.0", "optional locality on both events; replay replies carry the topic")
+    stored, removed = (*stored, "ownership"), (*removed, "ownership")
+    add("0.29.0", "optional ownership on both events")
+    stored = (*stored, "session_id")
+    add("0.30.0", "optional BlockStored.session_id")
+    form = "untagged"
+    add("0.31.0", "same wire; extra_keys publish the untagged form of the tagged keys")
+    stored = (*stored, "lookahead_token_ids")
+    add("0.33.0", "optional BlockStored.lookahead_token_ids")
+    return tuple(out)
+
+
+#: Ordered oldest first; each era runs until the next one starts.
+WIRE_ERAS: Final[tuple[WireEra, ...]] = _eras()
+
+#: The replay end marker's sequence number: -1 as 8 signed big-endian bytes.
+END_SEQ: Final = (-1).to_bytes(8, "big", signed=True)
+
+
+def wire_era(vllm_version: str, *, strict: bool = True) -> tuple[WireEra, tuple[str, ...]]:
+    """The wire era of a release, and the warnings of resolving it (lenient mode)."""
+    resolved = resolve_release(vllm_version, strict=strict)
+    if resolved.release < WIRE_ERAS[0].first_version:
+        raise UnknownVersionError(
+            f"vllm_version {vllm_version}: vLLM publishes KV events from "
+            f"{WIRE_ERAS[0].since} on"
+        )
+    era = next(e for e in reversed(WIRE_ERAS) if e.first_version <= resolved.release)
+    return era, resolved.warnings
+
+
+def replay_request(start_seq: int) -> bytes:
+    """The frame a replay client sends: the first wanted sequence number, 8 bytes BE."""
+    return start_seq.to_bytes(8, "big", signed=False)
+
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeLimits:
+    """Bounds checked before allocating: a hostile payload cannot exhaust memory."""
+
+    max_payload_bytes: int = 64 * 1024 * 1024
+    #: Elements of any one array (events, block hashes, token ids, …).
+    max_array_len: int = 4 * 1024 * 1024
+    max_map_len: int = 64
+    max_str_len: int = 1024 * 1024
+    max_bin_len: int = 1024 * 1024
+    #: Nesting inside one extra key (vLLM's are at most two levels deep).
+    max_extra_key_depth: int = 4
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedBatch:
+    """A decoded payload, with what the decoder ignored (unknown trailing fields or keys)."""
+
+    batch: EventBatch
+    warnings: tuple[str, ...] = ()
+
+
+class DecodedMessage(NamedTuple):
+    """A PUB message or replay reply: ``topic, seq, batch``."""
+
+    topic: str
+    seq: int
+    batch: EventBatch
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayEnd:
+    """The replay socket's end marker: no more buffered batches."""
+
+    topic: str = ""
+
+
+class _Map:
+    """A msgpack map as its ordered pairs (duplicates are detected, not merged)."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple[Any, Any]]) -> None:
+        self.pairs = pairs
+
+
+# ----------------------------------------------------------------------------- decoder
+
+_TAGS: Final = ("BlockStored", "BlockRemoved", "AllBlocksCleared")
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "nil"
+    if isinstance(value, _Map):
+        return "map"
+    return {tuple: "array", bytes: "bin", str: "str", bool: "bool", float: "float",
+            int: "int"}.get(type(value), type(value).__name__)
+
+
+class EventDecoder:
+    """Decodes the KV-event payloads and messages of one vLLM release.
+
+    ``strict=False`` accepts a release newer than any known one, decoding it
+    as the newest known era (said in :attr:`version_warnings`). The decoder
+    keeps no per-message state except :attr:`ignored`, a running count of the
+    unknown fields it skipped (``"BlockStored.<key>"`` or
+    ``"BlockStored[+trailing]"``).
+    """
+
+    def __init__(
+        self, vllm_version: str, *, strict: bool = True, limits: DecodeLimits | None = None
+    ) -> None:
+        self.vllm_version = vllm_version
+        self.era, self.version_warnings = wire_era(vllm_version, strict=strict)
+        self.limits = limits or DecodeLimits()
+        self.ignored: Counter[str] = Counter()
+        era = self.era
+        self._fields = {
+            "BlockStored": (era.block_stored_fields, era.block_stored_required),
+            "BlockRemoved": (era.block_removed_fields, era.block_removed_required),
+            "AllBlocksCleared": ((), 0),
+        }
+
+    def __repr__(self) -> str:
+        return f"EventDecoder({self.vllm_version!r}, era={self.era.since})"
+
+    # -- payloads
+
+    def _unpack(self, payload: bytes) -> Any:
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise EventFieldError(f"payload must be bytes, got {type(payload).__name__}")
+        lim, size = self.limits, len(payload)
+        if size > lim.max_payload_bytes:
+            raise PayloadTooLargeError(
+                f"payload of {size} bytes exceeds max_payload_bytes ({lim.max_payload_bytes})"
+            )
+        try:
+            return msgpack.unpackb(
+                payload, raw=False, use_list=False, strict_map_key=True,
+                object_pairs_hook=_Map,
+                max_array_len=min(lim.max_array_len, size), max_map_len=min(lim.max_map_len, size),
+                max_str_len=min(lim.max_str_len, size), max_bin_len=min(lim.max_bin_len, size),
+                max_ext_len=0,
+            )
+        except msgpack.ExtraData:
+            raise MalformedPayloadError("trailing bytes after the batch") from None
+        except UnicodeDecodeError as exc:
+            raise MalformedPayloadError(f"a string is not UTF-8 (byte {exc.start})") from None
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            text = str(exc) or type(exc).__name__
+            if "exceeds max_" in text:
+                if "max_ext_len" in text:
+                    raise MalformedPayloadError("msgpack ext types are never published") from None
+                raise PayloadTooLargeError(f"announced length {text}") from None
+            if isinstance(exc, msgpack.StackError):
+                raise PayloadTooLargeError("nesting too deep") from None
+            raise MalformedPayloadError(f"not a msgpack value: {text}") from None
+
+    def decode(self, payload: bytes) -> DecodedBatch:
+        """Decode one payload (``KVEventBatch`` msgpack) with its warnings."""
+        raw = self._unpack(payload)
+        warnings: list[str] = []
+        if not isinstance(raw, tuple):
+            raise EventFieldError(f"the batch must be an array, got {_kind(raw)}", field="batch")
+        known = 3 if self.era.batch_has_dp_rank else 2
+        if len(raw) < 2:
+            missing = "ts" if not raw else "events"
+            raise MissingEventFieldError("is missing from the batch", field=missing)
+        ts, events = raw[0], raw[1]
+        if type(ts) not in (float, int):
+            raise EventFieldError(f"must be a float, got {_kind(ts)}", field="ts")
+        if not isinstance(events, tuple):
+            raise EventFieldError(f"must be an array, got {_kind(events)}", field="events")
+        rank = raw[2] if self.era.batch_has_dp_rank and len(raw) > 2 else None
+        if rank is not None and type(rank) is not int:
+            raise EventFieldError(f"must be an int or nil, got {_kind(rank)}",
+                                  field="data_parallel_rank")
+        if len(raw) > known:
+            self._ignore(warnings, "batch[+trailing]",
+                         f"batch: {len(raw) - known} trailing field(s) ignored")
+        decoded = tuple(self._event(i, ev, warnings) for i, ev in enumerate(events))
+        return DecodedBatch(EventBatch(float(ts), decoded, rank), tuple(warnings))
+
+    def decode_batch(self, payload: bytes) -> EventBatch:
+        """Decode one payload; ignored unknown fields are counted in :attr:`ignored`."""
+        return self.decode(payload).batch
+
+    def _ignore(self, warnings: list[str], key: str, text: str) -> None:
+        self.ignored[key] += 1
+        warnings.append(text)
+
+    def _event(self, index: int, raw: Any, warnings: list[str]) -> KVCacheEvent:
+        where = f"events[{index}]"
+        values: tuple[Any, ...] | dict[str, Any]
+        if self.era.event_encoding == "array":
+            if not isinstance(raw, tuple):
+                raise EventFieldError(
+                    f"must be an array [tag, fields…] in vLLM {self.era.since}-0.23 events, "
+                    f"got {_kind(raw)} (is the vLLM version right?)", field=where,
+                    event_index=index)
+            if not raw:
+                raise MissingEventFieldError("is missing", field=f"{where}.type",
+                                             event_index=index)
+            tag, values = raw[0], raw[1:]
+        else:
+            if not isinstance(raw, _Map):
+                raise EventFieldError(
+                    f"must be a map {{type, fields…}} in vLLM 0.24+ events, got {_kind(raw)} "
+                    "(is the vLLM version right?)", field=where, event_index=index)
+            tag, values = self._pairs(index, raw)
+        if not isinstance(tag, str) or tag not in _TAGS:
+            raise UnknownEventTypeError(
+                f"unknown event type {tag!r} (expected one of {', '.join(_TAGS)})",
+                field=f"{where}.type", event_index=index)
+        names, required = self._fields[tag]
+        fields: dict[str, Any]
+        if isinstance(values, dict):
+            fields = {}
+            for name in names:
+                if name in values:
+                    fields[name] = values.pop(name)
+            unknown = sorted(values)
+            for key in unknown:
+                self.ignored[f"{tag}.{key}"] += 1
+            if unknown:
+                warnings.append(f"{where} {tag}: unknown key(s) ignored: {', '.join(unknown)}")
+        else:
+            fields = dict(zip(names, values, strict=False))
+            if len(values) > len(names):
+                self._ignore(warnings, f"{tag}[+trailing]",
+                             f"{where} {tag}: {len(values) - len(names)} trailing field(s) "
+                             f"beyond vLLM {self.era.since}'s {len(names)} ignored")
+        for name in names[:required]:
+            if name not in fields:
+                raise MissingEventFieldError(
+                    f"is required in vLLM {self.era.since}+ {tag} events",
+                    field=f"{where}.{name}", event_index=index)
+        if tag == "AllBlocksCleared":
+            return AllBlocksCleared()
+        typed = {name: self._field(index, name, value) for name, value in fields.items()}
+        if tag == "BlockStored":
+            return BlockStored(**typed)
+        return BlockRemoved(**typed)
+
+    def _pairs(self, index: int, raw: _Map) -> tuple[Any, dict[str, Any]]:
+        values: dict[str, Any] = {}
+        for key, value in raw.pairs:
+            if not isinstance(key, str):
+                raise EventFieldError(f"map keys must be strings, got {_kind(key)}",
+                                      field=f"events[{index}]", event_index=index)
+            if key in values:
+                raise EventFieldError(f"duplicate key {key!r}", field=f"events[{index}]",
+                                      event_index=index)
+            values[key] = value
+        if "type" not in values:
+            raise MissingEventFieldError("is missing", field=f"events[{index}].type",
+                                         event_index=index)
+        return values.pop("type"), values
+
+    # -- fields
+
+    def _field(self, index: int, name: str, value: Any) -> Any:
+        where = f"events[{index}].{name}"
+
+        def bad(expected: str, got: Any = value, at: str = where) -> EventFieldError:
+            return EventFieldError(f"must be {expected}, got {_kind(got)}", field=at,
+                                   event_index=index)
+
+        if name == "block_hashes":
+            if not isinstance(value, tuple):
+                raise bad("an array of hashes")
+            for j, h in enumerate(value):
+                if type(h) not in (int, bytes):
+                    raise bad("an int or bin hash", h, f"{where}[{j}]")
+            return value
+        if name == "parent_block_hash":
+            if value is not None and type(value) not in (int, bytes):
+                raise bad("an int or bin hash, or nil")
+            return value
+        if name == "token_ids":
+            if not isinstance(value, tuple):
+                raise bad("an array of ints")
+            for j, t in enumerate(value):
+                if type(t) is not int:
+                    raise bad("an int", t, f"{where}[{j}]")
+            return value
+        if name == "block_size":
+            if type(value) is not int:
+                raise bad("an int")
+            return value
+        if name in ("lora_id", "group_idx", "kv_cache_spec_sliding_window"):
+            if value is not None and type(value) is not int:
+                raise bad("an int or nil")
+            return value
+        if name == "extra_keys":
+            return self._extra_keys(index, value)
+        if name == "lookahead_token_ids":
+            if value is None:
+                return None
+            if not isinstance(value, tuple):
+                raise bad("an array of token arrays, or nil")
+            for j, row in enumerate(value):
+                if not isinstance(row, tuple) or any(type(t) is not int for t in row):
+                    raise bad("an array of ints", row, f"{where}[{j}]")
+            return value
+        # medium, lora_name, kv_cache_spec_kind, locality, ownership, session_id
+        if value is not None and not isinstance(value, str):
+            raise bad("a str or nil")
+        return value
+
+    def _extra_keys(self, index: int, value: Any) -> tuple[Any, ...] | None:
+        where = f"events[{index}].extra_keys"
+        if value is None:
+            return None
+        if not isinstance(value, tuple):
+            raise EventFieldError(f"must be an array or nil, got {_kind(value)}", field=where,
+                                  event_index=index)
+        for j, entry in enumerate(value):
+            if entry is not None and not isinstance(entry, tuple):
+                raise EventFieldError(f"must be an array or nil, got {_kind(entry)}",
+                                      field=f"{where}[{j}]", event_index=index)
+            self._check_key(entry, f"{where}[{j}]", index, 0)
+        return value
+
+    def _check_key(self, value: Any, where: str, index: int, depth: int) -> None:
+        if isinstance(value, tuple):
+            if depth > self.limits.max_extra_key_depth:
+                raise PayloadTooLargeError("nests too deep", field=where, event_index=index)
+            for j, item in enumerate(value):
+                self._check_key(item, f"{where}[{j}]", index, depth + 1)
+        elif isinstance(value, _Map):
+            raise EventFieldError("must not contain maps", field=where, event_index=index)
+
+    # -- framing
+
+    def decode_message(self, frames: Sequence[bytes]) -> DecodedMessage:
+        """Decode a PUB message ``[topic, seq (8-byte BE), payload]``.
+
+        Unknown fields are counted in :attr:`ignored`; for the per-message
+        warnings, :func:`split_message` and :meth:`decode` the payload.
+        """
+        topic, seq, payload = split_message(frames)
+        return DecodedMessage(topic, seq, self.decode_batch(payload))
+
+    def split_replay_reply(self, frames: Sequence[bytes]) -> tuple[str, int, bytes] | ReplayEnd:
+        """One reply of the replay ROUTER socket as ``(topic, seq, payload)``, or its end.
+
+        Up to 0.25.x a reply is ``[seq, payload]`` (topic ``""``) and the end
+        marker ``[ff*8, b""]``; from 0.26.0 ``[topic, seq, payload]`` and
+        ``[b"", ff*8, b""]``. A DEALER client also sees the leading empty
+        delimiter frame, which is dropped here (a REQ socket drops it itself).
+        """
+        want = 3 if self.era.replay_carries_topic else 2
+        parts = list(frames)
+        if len(parts) == want + 1 and parts[0] == b"":
+            parts = parts[1:]
+        if len(parts) != want:
+            shape = "[topic, seq, payload]" if want == 3 else "[seq, payload]"
+            raise EventFramingError(
+                f"a vLLM {self.era.since}+ replay reply has {want} frames {shape} "
+                f"(after any empty delimiter), got {len(frames)}")
+        topic = _topic(parts[0]) if want == 3 else ""
+        if bytes(parts[-2]) == END_SEQ:
+            return ReplayEnd(topic)
+        return topic, _seq(parts[-2]), bytes(parts[-1])
+
+    def decode_replay_reply(self, frames: Sequence[bytes]) -> DecodedMessage | ReplayEnd:
+        """Decode one replay reply (:meth:`split_replay_reply`), or return its end marker."""
+        split = self.split_replay_reply(frames)
+        if isinstance(split, ReplayEnd):
+            return split
+        topic, seq, payload = split
+        return DecodedMessage(topic, seq, self.decode_batch(payload))
+
+
+def split_message(frames: Sequence[bytes]) -> tuple[str, int, bytes]:
+    """A PUB message's frames ``[topic, seq (8-byte BE), payload]`` as a tuple."""
+    if len(frames) != 3:
+        raise EventFramingError(
+            f"a KV-event message has 3 frames [topic, seq, payload], got {len(frames)}")
+    return _topic(frames[0]), _seq(frames[1]), bytes(frames[2])
+
+
+def _topic(frame: bytes) -> str:
+    try:
+        return bytes(frame).decode("utf-8")
+    except UnicodeDecodeError:
+        raise EventFramingError("is not UTF-8", field="topic") from None
+
+
+def _seq(frame: bytes) -> int:
+    if len(frame) != 8:
+        raise EventFramingError(f"must be 8 bytes (big-endian), got {len(frame)}", field="seq")
+    return int.from_bytes(frame, "big", signed=False)

@@ -1,0 +1,218 @@
+"""Decoded KV events as JSON, and recordings of KV-event messages decoded to JSON Lines.
+
+JSON form: hashes are written as the release published them: with
+``tagged_hashes`` as ``{"int": n}`` or ``{"hex": "…"}`` (the wire fixtures'
+form), otherwise ints as JSON ints and digest bytes as a hex string (the CLI's
+form). Bytes anywhere else (an extra key's embeddings digest) are always
+``{"hex": "…"}``, so they cannot be mistaken for a string. Every field of the
+event model is written; a field the release does not publish (or left unset)
+is ``null``.
+
+A recording holds one received ZMQ message per line (docs/events.md)::
+
+    {"recv_time": 1700000000.5, "source": "replica-a", "frames_b64": ["", "AAAAAAAAAAA=", "…"]}
+
+:func:`decode_recording` turns each line into one output record: the decoded
+batch, or an error record for a line that could not be read or decoded
+(decoding goes on with the next line).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+from ..errors import MalformedJSONError, PrefixKeyError
+from ..jsonl import parse_json_line
+from ._decode import EventDecodeError, EventDecoder, ReplayEnd, split_message
+from ._model import AllBlocksCleared, EventBatch, KVCacheEvent
+
+__all__ = [
+    "RecordedMessage",
+    "RecordingFormatError",
+    "batch_to_json",
+    "decode_recording",
+    "event_to_json",
+    "hash_to_json",
+    "parse_recording_line",
+    "recording_line",
+    "value_to_json",
+]
+
+_HASH_FIELDS = frozenset({"block_hashes", "parent_block_hash"})
+
+
+def hash_to_json(value: int | bytes | None, *, tagged: bool = False) -> Any:
+    """One block hash: an int or a hex string (``{"int": n}`` / ``{"hex": …}`` if tagged)."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return {"hex": value.hex()} if tagged else value.hex()
+    return {"int": value} if tagged else value
+
+
+def value_to_json(value: Any) -> Any:
+    """Any other field value: tuples become lists, bytes ``{"hex": …}``."""
+    if isinstance(value, (tuple, list)):
+        return [value_to_json(v) for v in value]
+    if isinstance(value, bytes):
+        return {"hex": value.hex()}
+    return value
+
+
+def event_to_json(event: KVCacheEvent, *, tagged_hashes: bool = False) -> dict[str, Any]:
+    """``{"type": <class name>, <every model field>: …}``."""
+    out: dict[str, Any] = {"type": type(event).__name__}
+    if isinstance(event, AllBlocksCleared):
+        return out
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if f.name == "block_hashes":
+            out[f.name] = [hash_to_json(h, tagged=tagged_hashes) for h in value]
+        elif f.name in _HASH_FIELDS:
+            out[f.name] = hash_to_json(value, tagged=tagged_hashes)
+        else:
+            out[f.name] = value_to_json(value)
+    return out
+
+
+def batch_to_json(batch: EventBatch, *, tagged_hashes: bool = False) -> dict[str, Any]:
+    """``{"ts", "data_parallel_rank", "events": [...]}``."""
+    return {
+        "ts": batch.ts,
+        "data_parallel_rank": batch.data_parallel_rank,
+        "events": [event_to_json(e, tagged_hashes=tagged_hashes) for e in batch.events],
+    }
+
+
+#: Frames per message at most: a PUB message has 3, a DEALER's replay reply 4.
+MAX_FRAMES = 8
+
+
+class RecordingFormatError(PrefixKeyError, ValueError):
+    """A recording line is not ``{"recv_time", "source", "frames_b64"}`` (``field`` says which)."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        self.field: str | None = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedMessage:
+    """One received ZMQ message: when, from where, and its frames."""
+
+    recv_time: float | None
+    source: str | None
+    frames: tuple[bytes, ...]
+
+
+def recording_line(
+    frames: Sequence[bytes], *, recv_time: float | None, source: str | None
+) -> str:
+    """One recording line ``{"recv_time", "source", "frames_b64"}`` (no newline)."""
+    return json.dumps({
+        "recv_time": recv_time,
+        "source": source,
+        "frames_b64": [base64.b64encode(bytes(f)).decode("ascii") for f in frames],
+    })
+
+
+def parse_recording_line(raw: bytes | str) -> RecordedMessage:
+    """Parse one recording line (raises :class:`RecordingFormatError`)."""
+    try:
+        obj = parse_json_line(raw)
+    except MalformedJSONError as exc:
+        raise RecordingFormatError(None, str(exc)) from None
+    if not isinstance(obj, dict):
+        raise RecordingFormatError(None, f"must be a JSON object, got {type(obj).__name__}")
+    recv_time, source = obj.get("recv_time"), obj.get("source")
+    if recv_time is not None and (
+        type(recv_time) not in (int, float) or not math.isfinite(recv_time)
+    ):
+        raise RecordingFormatError("recv_time", "must be a number (unix seconds)")
+    if source is not None and not isinstance(source, str):
+        raise RecordingFormatError("source", "must be a string")
+    frames_b64 = obj.get("frames_b64")
+    if not isinstance(frames_b64, list):
+        raise RecordingFormatError("frames_b64", "must be a list of base64 strings")
+    if len(frames_b64) > MAX_FRAMES:
+        raise RecordingFormatError(
+            "frames_b64", f"has {len(frames_b64)} frames (max {MAX_FRAMES})"
+        )
+    frames = []
+    for i, item in enumerate(frames_b64):
+        if not isinstance(item, str):
+            raise RecordingFormatError(f"frames_b64[{i}]", "must be a base64 string")
+        try:
+            frames.append(base64.b64decode(item, validate=True))
+        except (binascii.Error, ValueError):
+            raise RecordingFormatError(f"frames_b64[{i}]", "is not valid base64") from None
+    return RecordedMessage(
+        None if recv_time is None else float(recv_time), source, tuple(frames)
+    )
+
+
+def _error(exc: PrefixKeyError, line: int, message: RecordedMessage | None) -> dict[str, Any]:
+    error: dict[str, Any] = {
+        "type": type(exc).__name__, "message": str(exc), "field": exc.field, "line": line,
+    }
+    if isinstance(exc, EventDecodeError):
+        error["event_index"] = exc.event_index
+    return {
+        "source": message.source if message else None,
+        "recv_time": message.recv_time if message else None,
+        "error": error,
+    }
+
+
+def decode_recording(
+    lines: Iterable[bytes | str],
+    decoder: EventDecoder,
+    *,
+    framing: Literal["pub", "replay"] = "pub",
+) -> Iterator[dict[str, Any]]:
+    """One JSON record per non-blank line: a decoded message or an error.
+
+    A decoded message is ``{"source", "recv_time", "topic", "seq", "ts",
+    "data_parallel_rank", "events", "warnings"}`` with hashes as published (ints,
+    or hex strings for digest bytes); a replay end marker is
+    ``{"source", "recv_time", "topic", "replay_end": true}``; an error is
+    ``{"source", "recv_time", "error": {"type", "message", "field", "line",
+    "event_index"}}``.
+    """
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        message: RecordedMessage | None = None
+        try:
+            message = parse_recording_line(raw)
+            if framing == "pub":
+                split = split_message(message.frames)
+            else:
+                reply = decoder.split_replay_reply(message.frames)
+                if isinstance(reply, ReplayEnd):
+                    yield {"source": message.source, "recv_time": message.recv_time,
+                           "topic": reply.topic, "replay_end": True}
+                    continue
+                split = reply
+            topic, seq, payload = split
+            decoded = decoder.decode(payload)
+        except PrefixKeyError as exc:
+            yield _error(exc, number, message)
+            continue
+        batch = decoded.batch
+        yield {
+            "source": message.source,
+            "recv_time": message.recv_time,
+            "topic": topic,
+            "seq": seq,
+            "ts": batch.ts,
+            "data_parallel_rank": batch.data_parallel_rank,
+            "events": [event_to_json(e) for e in batch.events],
+            "warnings": list(decoded.warnings),
+        }

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._index import (
+    DEFAULT_MEDIUM,
+    GroupSpec,
+    PrefixIndex,
+    ReplicaId,
+    ReplicaScheme,
+    UnknownReplicaError,
+    UnsupportedLayoutError,
+    as_replica_id,
+)
+from ._metrics import COUNTERS, prometheus_text
+from ._redis import (
+    IndexSnapshot,
+    PrefixIndexBackend,
+    RedisPrefixIndex,
+    route,
+    scheme_from_spec,
+    scheme_spec,
+)
+from ._routing import (
+    DEFAULT_TIER_WEIGHTS,
+    LoadFn,
+    PreparedRequest,
+    RouteDecision,
+    Router,
+    SchemeKeys,
+    affinity_digest,
+    rendezvous_weight,
+)
+
+if TYPE_CHECKING:
+    from ._subscriber import (
+        ReceivedBatch,
+        ReplicaEndpoint,
+        Subscriber,
+        data_parallel_endpoints,
+        offset_endpoint,
+    )
+
+_LAZY = {
+    "ReceivedBatch": "_subscriber",
+    "ReplicaEndpoint": "_subscriber",
+    "Subscriber": "_subscriber",
+    "data_parallel_endpoints": "_subscriber",
+    "offset_endpoint": "_subscriber",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The subscriber needs pyzmq (extra `zmq`): imported on first use only.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = [
+    "COUNTERS",
+    "DEFAULT_MEDIUM",
+    "DEFAULT_TIER_WEIGHTS",
+    "GroupSpec",
+    "IndexSnapshot",
+    "LoadFn",
+    "PrefixIndex",
+    "PrefixIndexBackend",
+    "PreparedRequest",
+    "ReceivedBatch",
+    "RedisPrefixIndex",
+    "ReplicaEndpoint",
+    "ReplicaId",
+    "ReplicaScheme",
+    "RouteDecision",
+    "Router",
+    "SchemeKeys",
+    "Subscriber",
+    "UnknownReplicaError",
+    "UnsupportedLayoutError",
+    "affinity_digest",
+    "as_replica_id",
+    "data_parallel_endpoints",
+    "offset_endpoint",
+    "prometheus_text",
+    "rendezvous_weight",
+    "route",
+    "scheme_from_spec",
+    "scheme_spec",
+]

@@ -1,0 +1,97 @@
+"""The subscriber's counters in Prometheus' text exposition format (0.0.4).
+
+Pure formatting of :meth:`prefixkey.fleet.Subscriber.stats`: no sockets,
+no client library; metric names are prefixed ``prefixkey_``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+__all__ = ["COUNTERS", "prometheus_text"]
+
+#: The subscriber's per-replica counters and their help text.
+COUNTERS: Final[dict[str, str]] = {
+    "messages": "PUB messages received (before the queue)",
+    "dropped": "PUB messages dropped because the queue was full",
+    "batches": "batches decoded and applied (PUB and replay)",
+    "events": "events in applied batches",
+    "gaps": "sequence gaps detected",
+    "missing_batches": "batches missing in detected gaps",
+    "late_joins": "first messages with seq > 0 (history published before subscribing)",
+    "replay_requests": "replay requests sent",
+    "replay_completed": "replay requests answered up to the end marker",
+    "replay_failures": "replay requests that timed out or failed",
+    "replayed_batches": "batches recovered by replay and applied",
+    "lost_batches": "missing batches neither received nor replayed",
+    "duplicates": "batches skipped as duplicates (same seq, same payload)",
+    "late_batches": "batches that arrived after their gap was detected",
+    "restarts": "publisher restarts (seq went backwards): new epochs",
+    "cleared_entries": "index entries dropped on publisher restarts",
+    "decode_errors": "payloads that failed to decode (batch skipped)",
+    "framing_errors": "messages or replay replies with bad framing",
+    "ignored_fields": "unknown fields ignored by the decoder",
+    "apply_errors": "batches the index failed to apply",
+    "callback_errors": "on_batch callbacks that raised",
+    "connects": "connections (and reconnections) to the publisher",
+    "disconnects": "disconnections from the publisher",
+    "idle_periods": "times the replica went silent for longer than idle_timeout",
+}
+
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def prometheus_text(stats: dict[str, Any]) -> str:
+    """Render :meth:`Subscriber.stats` in the Prometheus text exposition format (0.0.4)."""
+    lines: list[str] = []
+    replicas: dict[str, dict[str, Any]] = stats["replicas"]
+
+    def family(name: str, kind: str, help_text: str,
+               samples: Iterable[tuple[dict[str, str], float]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+            number = repr(float(value)) if isinstance(value, float) else str(int(value))
+            lines.append(f"{name}{{{text}}} {number}" if text else f"{name} {number}")
+
+    for counter, help_text in COUNTERS.items():
+        family(f"prefixkey_subscriber_{counter}_total", "counter", help_text.capitalize() + ".",
+               (({"replica": k}, v[counter]) for k, v in replicas.items()))
+    family("prefixkey_subscriber_decode_errors_by_type_total", "counter",
+           "Payloads that failed to decode, by error type.",
+           (({"replica": k, "error": e}, n) for k, v in replicas.items()
+            for e, n in sorted(v["decode_errors_by_type"].items())))
+    family("prefixkey_subscriber_last_message_timestamp_seconds", "gauge",
+           "Unix time of the last message received from the replica.",
+           (({"replica": k}, float(v["last_seen"])) for k, v in replicas.items()
+            if v["last_seen"] is not None))
+    family("prefixkey_subscriber_idle_seconds", "gauge",
+           "Seconds since the last message (or since start).",
+           (({"replica": k}, float(v["idle_seconds"])) for k, v in replicas.items()))
+    family("prefixkey_subscriber_idle", "gauge", "1 while the replica is idle, else 0.",
+           (({"replica": k}, int(v["idle"])) for k, v in replicas.items()))
+    family("prefixkey_subscriber_epochs", "gauge",
+           "Publisher epochs seen after the first (restarts).",
+           (({"replica": k}, v["epochs"]) for k, v in replicas.items()))
+    family("prefixkey_index_replica_entries", "gauge", "Index entries held for the replica.",
+           (({"replica": k}, v["index_size"]) for k, v in replicas.items()))
+    family("prefixkey_subscriber_queue_depth", "gauge", "Messages waiting to be decoded.",
+           [({}, stats["queue_depth"])])
+    family("prefixkey_subscriber_queue_capacity", "gauge", "Bound of the message queue.",
+           [({}, stats["queue_capacity"])])
+    index = stats.get("index")
+    if index is not None:
+        family("prefixkey_index_entries", "gauge", "Entries held by the index.",
+               [({}, index["size"])])
+        family("prefixkey_index_max_entries", "gauge", "The index's entry bound.",
+               [({}, index["max_entries"])])
+        for name in ("stores", "removes", "clears", "evictions", "unknown_replica_batches",
+                     "hash_type_mismatches", "out_of_order_batches"):
+            family(f"prefixkey_index_{name}_total", "counter", f"PrefixIndex {name}.",
+                   [({}, index[name])])
+    return "\n".join(lines) + "\n"

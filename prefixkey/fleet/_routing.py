@@ -1,0 +1,358 @@
+"""Rank replicas for a request by how much of its prefix they hold (sans-IO).
+
+For each candidate the request's block keys are computed under that
+replica's :class:`~prefixkey.fleet.ReplicaScheme` (once per distinct scheme
+within a call), then the index is asked for the longest run of consecutive
+blocks, from block 0, that the replica holds on some medium. Each matched
+block counts with the best weight among the media holding it
+(``tier_weights``: GPU 1.0 > CPU 0.8 > STORAGE 0.5 by default; a medium
+weighted 0 does not count as a hit).
+
+vLLM's lookup caps a hit at ``num_tokens - 1`` tokens, so a prompt that is an
+exact multiple of the block size never hits its last block: the cap is
+applied before scoring. With several KV-cache groups every group must hit
+(full-attention groups only): the hit is the smallest group hit, aligned down
+to the LCM of the group block sizes, as vLLM's hybrid coordinator does.
+
+``score = weighted hit tokens / num_tokens - load_weight * load(replica)``;
+ties go to the lower load, then to the rendezvous weight. When no candidate
+holds any block of the prefix, candidates are ranked by rendezvous
+(highest-random-weight) hashing on the request's first block key (under each
+replica's scheme; a prompt shorter than one block uses a digest of its tokens
+and extra keys) so identical prefixes land on the same replica and start
+building cache there; load is reported but not used in that case.
+
+Hashing and routing are separable: :meth:`Router.prepare` hashes (timed in
+:attr:`PreparedRequest.hash_seconds`), :meth:`Router.rank` only reads the
+index, and :meth:`PreparedRequest.add_keys` accepts keys computed elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from ..core import BlockHash, Request
+from ..errors import InvalidRequestError
+from ..events import EventHash
+from ._index import PrefixIndex, ReplicaId, ReplicaScheme
+
+__all__ = [
+    "DEFAULT_TIER_WEIGHTS",
+    "LoadFn",
+    "PreparedRequest",
+    "RouteDecision",
+    "Router",
+    "SchemeKeys",
+    "affinity_digest",
+    "rendezvous_weight",
+]
+
+#: Weight of a block hit per storage medium (media not listed: ``other_tier_weight``).
+DEFAULT_TIER_WEIGHTS: Final[Mapping[str, float]] = {"GPU": 1.0, "CPU": 0.8, "STORAGE": 0.5}
+
+_CHUNK: Final = 128
+
+#: A replica's load, in the caller's units (e.g. utilisation in [0, 1]).
+LoadFn = Callable[[ReplicaId], float]
+
+
+def affinity_digest(request: Request) -> bytes:
+    """A digest of a request's tokens and extra keys (LoRA, salt, mm items).
+
+    The rendezvous key of a prompt too short to have a block key.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    h.update(len(request.token_ids).to_bytes(8, "big"))
+    for t in request.token_ids:
+        h.update(t.to_bytes(8, "big", signed=False) if t < 1 << 64 else str(t).encode())
+    if request.lora is not None:
+        h.update(b"\x01lora" + request.lora.name.encode() + b"\x00" +
+                 (request.lora.path or "").encode())
+    if request.cache_salt is not None:
+        h.update(b"\x02salt" + request.cache_salt.encode())
+    for item in request.mm_items:
+        h.update(b"\x03mm" + f"{item.identifier}@{item.offset}+{item.length}".encode())
+    return h.digest()
+
+
+def rendezvous_weight(affinity: bytes, replica: ReplicaId) -> int:
+    """Highest-random-weight hashing: the weight of ``replica`` for ``affinity``."""
+    h = hashlib.blake2b(affinity, digest_size=8)
+    h.update(b"\x00" + replica.name.encode() + b"\x00" + str(replica.dp_rank).encode())
+    return int.from_bytes(h.digest(), "big")
+
+
+def _affinity_of_key(key: BlockHash) -> bytes:
+    if isinstance(key, bytes):
+        return key
+    return key.to_bytes((key.bit_length() + 8) // 8 + 1, "big", signed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemeKeys:
+    """A request's published keys under one scheme: per group, and its rendezvous key."""
+
+    groups: tuple[tuple[EventHash, ...], ...]
+    affinity: bytes
+
+
+class PreparedRequest:
+    """A request hashed for routing: its length and its keys per scheme.
+
+    Built by :meth:`Router.prepare`, or by hand from keys computed elsewhere
+    with :meth:`add_keys`. ``request`` (optional) lets :meth:`Router.rank`
+    hash schemes that were not prepared.
+    """
+
+    __slots__ = ("_schemes", "hash_seconds", "num_tokens", "request")
+
+    def __init__(self, num_tokens: int, request: Request | None = None) -> None:
+        if type(num_tokens) is not int or num_tokens < 0:
+            raise InvalidRequestError("num_tokens", f"must be an int >= 0, got {num_tokens!r}")
+        self.num_tokens = num_tokens
+        self.request = request
+        self.hash_seconds = 0.0
+        self._schemes: dict[tuple[object, ...], SchemeKeys] = {}
+
+    def add_keys(
+        self, scheme: ReplicaScheme, block_hashes: Sequence[BlockHash],
+        affinity: bytes | None = None,
+    ) -> SchemeKeys:
+        """Record the request's fine keys under ``scheme`` (as a Hasher returns them)."""
+        fine = list(block_hashes)
+        if affinity is None:
+            if fine:
+                affinity = _affinity_of_key(fine[0])
+            elif self.request is not None:
+                affinity = affinity_digest(self.request)
+            else:
+                affinity = self.num_tokens.to_bytes(8, "big")
+        keys = SchemeKeys(scheme.group_keys(fine), affinity)
+        self._schemes[scheme.key] = keys
+        return keys
+
+    def keys_for(self, scheme: ReplicaScheme) -> SchemeKeys:
+        """The keys under ``scheme``, hashing the request now if they were not prepared."""
+        keys = self._schemes.get(scheme.key)
+        if keys is not None:
+            return keys
+        if self.request is None:
+            raise InvalidRequestError(
+                "block_hashes", f"no keys prepared for the scheme of {scheme.hasher!r}"
+            )
+        start = time.perf_counter()
+        fine = scheme.hasher.block_hashes(self.request)
+        keys = self.add_keys(scheme, fine)
+        self.hash_seconds += time.perf_counter() - start
+        return keys
+
+
+@dataclass(frozen=True, slots=True)
+class RouteDecision:
+    """One candidate's place in the ranking, and why."""
+
+    replica: ReplicaId
+    rank: int
+    score: float
+    #: Tokens vLLM would reuse (after the ``num_tokens - 1`` cap and group alignment).
+    hit_tokens: int
+    #: Per KV-cache group, consecutive blocks from block 0 held (before the cap).
+    matched_blocks: tuple[int, ...]
+    #: ``hit_tokens`` with each block weighted by its best medium.
+    weighted_hit_tokens: float
+    load: float | None
+    #: True when no candidate held anything and the order is rendezvous hashing.
+    fallback: bool
+    why: str
+
+
+@dataclass(slots=True)
+class _Match:
+    replica: ReplicaId
+    matched: tuple[int, ...]
+    hit_tokens: int
+    weighted: float
+    media: str
+    capped: bool
+    hrw: int
+
+
+class Router:
+    """Scores candidate replicas from a :class:`PrefixIndex` (see the module docs)."""
+
+    def __init__(
+        self,
+        index: PrefixIndex,
+        *,
+        tier_weights: Mapping[str, float] = DEFAULT_TIER_WEIGHTS,
+        other_tier_weight: float = 0.5,
+        load: LoadFn | None = None,
+        load_weight: float = 1.0,
+    ) -> None:
+        for name, w in {**tier_weights, "other": other_tier_weight}.items():
+            if not isinstance(w, (int, float)) or not 0 <= w <= 1:
+                raise InvalidRequestError("tier_weights", f"{name}: must be in [0, 1], got {w!r}")
+        self.index = index
+        self.tier_weights = {k.upper(): float(v) for k, v in tier_weights.items()}
+        self.other_tier_weight = float(other_tier_weight)
+        self.load = load
+        self.load_weight = float(load_weight)
+        self._mask_weights: dict[int, tuple[float, str]] = {}
+        self._bit_weights: list[tuple[int, float, str]] = []
+        self._bits_seen = -1
+
+    # -- hashing ------------------------------------------------------------
+
+    def prepare(
+        self, request: Request | Sequence[int], candidates: Iterable[ReplicaId | str] | None = None
+    ) -> PreparedRequest:
+        """Hash ``request`` once per distinct scheme among the candidates."""
+        if not isinstance(request, Request):
+            request = Request(request)
+        request.check_inside(len(request.token_ids))
+        prepared = PreparedRequest(len(request.token_ids), request)
+        schemes = self.index.replicas()
+        hashed: dict[tuple[object, ...], list[BlockHash]] = {}
+        start = time.perf_counter()
+        for rid in self._candidates(candidates):
+            scheme = schemes[rid]
+            if scheme.key in prepared._schemes:
+                continue
+            fine = hashed.get(scheme.hash_key)
+            if fine is None:
+                fine = hashed[scheme.hash_key] = scheme.hasher.block_hashes(request)
+            prepared.add_keys(scheme, fine)
+        prepared.hash_seconds = time.perf_counter() - start
+        return prepared
+
+    # -- routing ------------------------------------------------------------
+
+    def route(
+        self, request: Request | Sequence[int] | PreparedRequest,
+        candidates: Iterable[ReplicaId | str] | None = None,
+    ) -> list[RouteDecision]:
+        """Rank the candidates (all registered replicas by default), best first."""
+        if not isinstance(request, PreparedRequest):
+            request = self.prepare(request, candidates)
+        return self.rank(request, candidates)
+
+    def rank(
+        self, prepared: PreparedRequest, candidates: Iterable[ReplicaId | str] | None = None
+    ) -> list[RouteDecision]:
+        """Rank the candidates for an already hashed request (reads the index only)."""
+        ids = self._candidates(candidates)
+        self._refresh_weights()
+        matches = [self._match(rid, prepared) for rid in ids]
+        loads = {m.replica: (None if self.load is None else float(self.load(m.replica)))
+                 for m in matches}
+        fallback = all(m.hit_tokens == 0 for m in matches)
+        denom = max(prepared.num_tokens, 1)
+        scored: list[tuple[_Match, float]] = []
+        for m in matches:
+            load = loads[m.replica]
+            score = m.weighted / denom - (0.0 if load is None else self.load_weight * load)
+            scored.append((m, score))
+        if fallback:
+            scored.sort(key=lambda ms: -ms[0].hrw)
+        else:
+            scored.sort(key=lambda ms: (-ms[1], loads[ms[0].replica] or 0.0, -ms[0].hrw))
+        decisions = []
+        for rank, (m, score) in enumerate(scored, 1):
+            load = loads[m.replica]
+            why = self._why(m, prepared.num_tokens, load, score, fallback, rank, len(scored))
+            decisions.append(RouteDecision(
+                m.replica, rank, score, m.hit_tokens, m.matched, m.weighted, load, fallback, why
+            ))
+        return decisions
+
+    def _candidates(self, candidates: Iterable[ReplicaId | str] | None) -> list[ReplicaId]:
+        known = self.index.replicas()
+        if candidates is None:
+            return list(known)
+        ids = []
+        for c in candidates:
+            rid = ReplicaId(c) if isinstance(c, str) else ReplicaId(*c)
+            if rid not in known:
+                raise InvalidRequestError("candidates", f"replica {rid} is not registered")
+            ids.append(rid)
+        return ids
+
+    def _refresh_weights(self) -> None:
+        bits = self.index.medium_bits()
+        if len(bits) == self._bits_seen:
+            return
+        self._bits_seen = len(bits)
+        self._bit_weights = [(bit, self.tier_weights.get(name, self.other_tier_weight), name)
+                             for name, bit in bits.items()]
+        self._mask_weights = {}
+
+    def _mask_weight(self, mask: int) -> tuple[float, str]:
+        hit = self._mask_weights.get(mask)
+        if hit is None:
+            weight, name = max(((w, n) for b, w, n in self._bit_weights if mask & b),
+                               default=(0.0, ""))
+            hit = self._mask_weights[mask] = (weight, name)
+        return hit
+
+    def _leading(self, table: Mapping[EventHash, int], keys: Sequence[EventHash]) -> list[int]:
+        """Media masks of the leading run of ``keys`` held with a positive tier weight."""
+        get = table.get
+        masks: list[int] = []
+        for start in range(0, len(keys), _CHUNK):  # dict lookups at C speed, chunk by chunk
+            chunk = list(map(get, keys[start : start + _CHUNK]))
+            if None in chunk:
+                masks += chunk[: chunk.index(None)]  # type: ignore[arg-type]
+                break
+            masks += chunk  # type: ignore[arg-type]
+        zero = {m for m in set(masks) if self._mask_weight(m)[0] <= 0.0}
+        if zero:  # a medium weighted 0 does not count: the run ends there
+            masks = masks[: next(i for i, m in enumerate(masks) if m in zero)]
+        return masks
+
+    def _match(self, rid: ReplicaId, prepared: PreparedRequest) -> _Match:
+        scheme = self.index.scheme(rid)
+        keys = prepared.keys_for(scheme)
+        cap = max(prepared.num_tokens - 1, 0)
+        runs = [self._leading(self.index.table(rid, gi), group_keys)
+                for gi, group_keys in enumerate(keys.groups)]
+        matched = tuple(map(len, runs))
+        hit = cap
+        for run, spec in zip(matched, scheme.groups, strict=True):
+            hit = min(hit, min(run, cap // spec.block_size) * spec.block_size)
+        hit -= hit % math.lcm(*(g.block_size for g in scheme.groups))
+        weighted = 0.0
+        media: set[str] = set()
+        for masks, g in zip(runs, scheme.groups, strict=True):
+            used = masks[: hit // g.block_size]
+            for mask in set(masks):  # a handful of distinct masks: count them at C speed
+                weight, medium = self._mask_weights[mask]
+                weighted += weight * used.count(mask) * g.block_size
+                media.add(medium)
+        weighted /= len(runs)
+        full = min(run * g.block_size for run, g in zip(matched, scheme.groups, strict=True))
+        return _Match(rid, matched, hit, weighted, "+".join(sorted(media)),
+                      capped=full > hit, hrw=rendezvous_weight(keys.affinity, rid))
+
+    @staticmethod
+    def _why(m: _Match, num_tokens: int, load: float | None, score: float,
+             fallback: bool, rank: int, total: int) -> str:
+        load_text = "" if load is None else f", load {load:.3g}"
+        if fallback:
+            return (f"no candidate holds a block of this prefix: rendezvous hashing on the "
+                    f"first block key (or, under one block, a token digest) puts {m.replica} "
+                    f"at {rank} of {total}{load_text}")
+        blocks = "/".join(map(str, m.matched))
+        if m.hit_tokens == 0:
+            text = f"no usable prefix hit ({blocks} leading blocks held)"
+        else:
+            text = (f"{blocks} leading blocks held ({m.media}): {m.hit_tokens} of "
+                    f"{num_tokens} tokens reusable")
+        if m.capped:
+            text += " (capped: vLLM reuses at most num_tokens - 1 tokens, in whole blocks"
+            text += ", aligned to the groups' LCM block size)" if len(m.matched) > 1 else ")"
+        return f"{text}{load_text}, score {score:.4f}"

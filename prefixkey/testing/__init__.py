@@ -1,0 +1,27 @@
+from ._export import FORMAT_VERSION, export_vectors, generate_records, vector_record
+from ._oracle import (
+    COMPARABLE_FIELDS,
+    DEFAULT_COMPARED,
+    ForeignImplementation,
+    ImplementationStartError,
+    OracleError,
+    OracleReport,
+    check_implementation,
+)
+from ._vectors import COMPARED_FIELDS, replay
+
+__all__ = [
+    "COMPARABLE_FIELDS",
+    "COMPARED_FIELDS",
+    "DEFAULT_COMPARED",
+    "FORMAT_VERSION",
+    "ForeignImplementation",
+    "ImplementationStartError",
+    "OracleError",
+    "OracleReport",
+    "check_implementation",
+    "export_vectors",
+    "generate_records",
+    "replay",
+    "vector_record",
+]

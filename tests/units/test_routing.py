@@ -1,0 +1,245 @@
+"""Router: longest prefix, tiers, the num_tokens - 1 cap, load, rendezvous fallback, groups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from prefixkey import Hasher, InvalidRequestError, Request, block_hash_to_int64, group_block_hashes
+from prefixkey.events import BlockStored, EventBatch, EventHash
+from prefixkey.fleet import (
+    GroupSpec,
+    PrefixIndex,
+    PreparedRequest,
+    ReplicaId,
+    ReplicaScheme,
+    Router,
+    rendezvous_weight,
+)
+
+H = Hasher(block_size=16, python_hash_seed="0")
+TOKENS = list(range(1000, 1000 + 16 * 8 + 5))  # 8 full blocks and 5 tokens
+FINE = H.block_hashes(TOKENS)
+
+
+def ints(keys: list[Any]) -> list[int]:
+    return [block_hash_to_int64(k) for k in keys]
+
+
+def store(index: PrefixIndex, name: str, keys: list[Any], *, medium: str | None = None,
+          group: int | None = None) -> None:
+    event = BlockStored(tuple(keys), None, (), 16, medium=medium, group_idx=group)
+    index.apply(name, EventBatch(0.0, (event,)))
+
+
+def make_index(*names: str, scheme: ReplicaScheme | None = None) -> PrefixIndex:
+    index = PrefixIndex()
+    for name in names:
+        index.register(name, scheme or ReplicaScheme(H))
+    return index
+
+
+def order(decisions: list[Any]) -> list[str]:
+    return [d.replica.name for d in decisions]
+
+
+def test_longest_consecutive_prefix_wins() -> None:
+    index = make_index("a", "b", "c")
+    store(index, "a", ints(FINE[:3]))
+    store(index, "b", ints(FINE[:5]))
+    store(index, "c", ints(FINE[:1] + FINE[2:8]))  # a hole at block 1: only block 0 counts
+    decisions = Router(index).route(TOKENS)
+    assert order(decisions) == ["b", "a", "c"]
+    assert [d.hit_tokens for d in decisions] == [80, 48, 16]
+    assert [d.matched_blocks for d in decisions] == [(5,), (3,), (1,)]
+    assert not any(d.fallback for d in decisions)
+    assert "5 leading blocks held (GPU): 80 of 133 tokens" in decisions[0].why
+
+
+def test_tier_weights() -> None:
+    index = make_index("gpu", "cpu", "storage")
+    store(index, "gpu", ints(FINE[:4]), medium="GPU")
+    store(index, "cpu", ints(FINE[:4]), medium="CPU")
+    store(index, "storage", ints(FINE[:4]), medium="STORAGE")
+    decisions = Router(index).route(TOKENS)
+    assert order(decisions) == ["gpu", "cpu", "storage"]
+    assert {d.hit_tokens for d in decisions} == {64}
+    assert [d.weighted_hit_tokens for d in decisions] == pytest.approx([64, 51.2, 32])
+    # a longer CPU run beats a shorter GPU run...
+    store(index, "cpu", ints(FINE[4:8]), medium="CPU")
+    assert order(Router(index).route(TOKENS))[0] == "cpu"
+    # ...unless CPU hits are weighted out: the run then stops at the first CPU-only block
+    router = Router(index, tier_weights={"GPU": 1.0, "CPU": 0.0, "STORAGE": 0.5})
+    decisions = router.route(TOKENS)
+    assert order(decisions) == ["gpu", "storage", "cpu"]
+    assert decisions[-1].hit_tokens == 0
+
+
+def test_best_medium_counts_and_mixed_runs_continue() -> None:
+    index = make_index("a")
+    store(index, "a", ints(FINE[:2]), medium="GPU")
+    store(index, "a", ints(FINE[:4]), medium="CPU")
+    (decision,) = Router(index).route(TOKENS)
+    assert decision.hit_tokens == 64
+    assert decision.weighted_hit_tokens == pytest.approx(2 * 16 + 2 * 16 * 0.8)
+    assert "CPU+GPU" in decision.why
+
+
+@pytest.mark.parametrize(("num_tokens", "held", "hit"), [
+    (64, 4, 48),   # exact multiple: the last block never hits
+    (65, 4, 64),
+    (63, 3, 48),
+    (16, 1, 0),    # one exact block: nothing reusable
+    (17, 1, 16),
+    (1, 0, 0),
+])
+def test_num_tokens_minus_one_cap(num_tokens: int, held: int, hit: int) -> None:
+    tokens = TOKENS[:num_tokens]
+    index = make_index("a", "b")
+    store(index, "a", ints(H.block_hashes(tokens)))
+    decisions = Router(index).route(tokens)
+    by_name = {d.replica.name: d for d in decisions}
+    assert by_name["a"].matched_blocks == (held,)
+    assert by_name["a"].hit_tokens == hit
+    if held * 16 > hit and hit:
+        assert "capped" in by_name["a"].why
+
+
+def test_load_breaks_ties_and_weighs_in() -> None:
+    index = make_index("a", "b", "c")
+    for name in "abc":
+        store(index, name, ints(FINE[:4]))
+    loads = {"a": 0.5, "b": 0.1, "c": 0.3}
+    router = Router(index, load=lambda r: loads[r.name])
+    decisions = router.route(TOKENS)
+    assert order(decisions) == ["b", "c", "a"]
+    assert decisions[0].load == 0.1 and "load 0.1" in decisions[0].why
+    # a replica with a longer prefix but a much higher load loses with load_weight 1
+    store(index, "a", ints(FINE[4:8]))
+    loads["a"] = 0.9
+    assert order(router.route(TOKENS))[0] == "b"
+    # ...and wins when load counts little
+    assert order(Router(index, load=lambda r: loads[r.name], load_weight=0.1)
+                 .route(TOKENS))[0] == "a"
+
+
+def test_equal_scores_without_load_are_ordered_by_rendezvous() -> None:
+    index = make_index("a", "b", "c")
+    for name in "abc":
+        store(index, name, ints(FINE[:2]))
+    first = order(Router(index).route(TOKENS))
+    assert first == order(Router(index).route(TOKENS[:100]))
+
+
+def test_rendezvous_fallback_is_stable() -> None:
+    names = [f"r{i}" for i in range(8)]
+    index = make_index(*names)
+    router = Router(index)
+    decisions = router.route(TOKENS)
+    assert all(d.fallback and d.hit_tokens == 0 for d in decisions)
+    assert "rendezvous" in decisions[0].why
+    winner = decisions[0].replica.name
+    # same first block, different tails: same replica
+    assert router.route([*TOKENS[:16], 7, 7, 7])[0].replica.name == winner
+    # removing another candidate does not move the prefix
+    others = [n for n in names if n != winner][1:]
+    assert router.route(TOKENS, [winner, *others])[0].replica.name == winner
+    # different prefixes spread over the replicas
+    winners = {router.route([p, *TOKENS[1:]])[0].replica.name for p in range(40)}
+    assert len(winners) >= 5
+
+
+def test_rendezvous_for_prompts_shorter_than_a_block() -> None:
+    index = make_index(*(f"r{i}" for i in range(8)))
+    router = Router(index)
+    short = Request([5, 6, 7], cache_salt="tenant-1")
+    winner = router.route(short)[0].replica
+    assert router.route(Request([5, 6, 7], cache_salt="tenant-1"))[0].replica == winner
+    spread = {router.route(Request([5, 6, 7], cache_salt=f"t{i}"))[0].replica for i in range(40)}
+    assert len(spread) >= 5  # the salt is part of the digest
+
+
+def test_rendezvous_weight_depends_on_rank() -> None:
+    assert rendezvous_weight(b"k", ReplicaId("a", 0)) != rendezvous_weight(b"k", ReplicaId("a", 1))
+
+
+def test_hybrid_groups_must_all_hit() -> None:
+    scheme = ReplicaScheme(H, groups=(GroupSpec(16), GroupSpec(32)))
+    index = make_index("a", "b", scheme=scheme)
+    coarse = group_block_hashes(FINE, 16, 32)
+    store(index, "a", ints(FINE), group=0)
+    store(index, "a", ints(coarse[:2]), group=1)       # group 1: 64 tokens
+    store(index, "b", ints(FINE[:3]), group=0)          # group 0: 48 tokens
+    store(index, "b", ints(coarse), group=1)
+    decisions = {d.replica.name: d for d in Router(index).route(TOKENS)}
+    assert decisions["a"].matched_blocks == (8, 2)
+    assert decisions["a"].hit_tokens == 64
+    assert decisions["b"].matched_blocks == (3, 4)
+    assert decisions["b"].hit_tokens == 32              # 48 aligned down to lcm(16, 32)
+    # the cap applies per group: 128 tokens, everything held -> 112 / 96 -> 96
+    index.register("c", scheme)
+    store(index, "c", ints(FINE), group=0)
+    store(index, "c", ints(coarse), group=1)
+    exact = {d.replica.name: d for d in Router(index).route(TOKENS[:128])}
+    assert exact["c"].hit_tokens == 96 and "capped" in exact["c"].why
+    assert exact["a"].hit_tokens == 64
+
+
+def test_hybrid_bytes_keys_before_0_24_are_concatenated() -> None:
+    h = Hasher(block_size=16, python_hash_seed="0", vllm_version="0.22.0")
+    fine = h.block_hashes(TOKENS)
+    scheme = ReplicaScheme(h, publishes="bytes", groups=(GroupSpec(16), GroupSpec(32)))
+    keys = scheme.group_keys(fine)
+    assert keys[1][0] == fine[0] + fine[1]  # type: ignore[operator]
+    index = make_index("a", scheme=scheme)
+    store(index, "a", list(keys[0]), group=0)
+    store(index, "a", list(keys[1]), group=1)
+    assert Router(index).route(TOKENS)[0].hit_tokens == 128
+    # int events of both forms end with the last fine key's low 64 bits
+    int_scheme = ReplicaScheme(h, groups=(GroupSpec(16), GroupSpec(32)))
+    assert int_scheme.group_keys(fine)[1][0] == block_hash_to_int64(fine[1])  # type: ignore[arg-type]
+
+
+def test_lookahead_keys_as_published() -> None:
+    h = Hasher(block_size=16, python_hash_seed="0", vllm_version="0.33.0", lookahead=1)
+    tokens = TOKENS[:64]
+    keys = h.block_hashes(tokens)
+    assert len(keys) == 3  # the 4th block has no lookahead token yet
+    index = make_index("eagle", scheme=ReplicaScheme(h))
+    index.register("plain", ReplicaScheme(H))
+    store(index, "eagle", ints(keys))
+    store(index, "plain", ints(keys))  # lookahead keys mean nothing to a plain replica
+    decisions = Router(index).route(tokens)
+    assert (decisions[0].replica.name, decisions[0].hit_tokens) == ("eagle", 48)
+    assert decisions[1].hit_tokens == 0
+
+
+def test_precomputed_keys_and_separate_hashing() -> None:
+    index = make_index("a", "b")  # two replicas, one scheme: hashed once
+    store(index, "a", ints(FINE[:2]))
+    router = Router(index)
+    prepared = router.prepare(Request(TOKENS))
+    assert len(prepared._schemes) == 1 and prepared.hash_seconds > 0
+    assert router.rank(prepared)[0].hit_tokens == 32
+    by_hand = PreparedRequest(len(TOKENS))
+    by_hand.add_keys(index.scheme("a"), FINE)
+    assert [d.replica for d in router.rank(by_hand)] == [d.replica for d in router.rank(prepared)]
+    bare = PreparedRequest(len(TOKENS))
+    with pytest.raises(InvalidRequestError):
+        router.rank(bare)
+
+
+def test_unknown_candidate_and_bad_weights() -> None:
+    index = make_index("a")
+    with pytest.raises(InvalidRequestError):
+        Router(index).route(TOKENS, ["nope"])
+    with pytest.raises(InvalidRequestError):
+        Router(index, tier_weights={"GPU": 2.0})
+
+
+def test_int_keys_are_published_form() -> None:
+    scheme = ReplicaScheme(H)
+    key: EventHash = scheme.publish(FINE[0])
+    assert key == block_hash_to_int64(FINE[0])  # type: ignore[arg-type]
+    assert ReplicaScheme(H, publishes="bytes").publish(FINE[0]) == FINE[0]
