@@ -332,7 +332,7 @@ class Bench:
         ``token check`` (validating the ids, ``token_words``), its own
         ``encode + chain`` (with the real digest) and the rest.
         """
-        from prefixkey.core import token_words
+        from prefixkey.core._request import token_words
 
         vh, pk = self.vh, self.pk
         tokens = self.all_tokens[:n]

@@ -25,16 +25,8 @@ from typing import Any, Final, Literal
 
 from packaging.version import Version
 
-from ..core import (
-    ALGORITHMS,
-    ERAS,
-    KNOWN_RELEASES,
-    BlockHash,
-    Era,
-    Hasher,
-    block_hash_to_int64,
-    check_token_ids,
-)
+from ..core import ALGORITHMS, ERAS, KNOWN_RELEASES, BlockHash, Era, Hasher, block_hash_to_int64
+from ..core._request import check_token_ids
 from ..errors import PrefixKeyError, UnreproducibleKeysError
 
 __all__ = [

@@ -1,13 +1,7 @@
 from ._algorithms import (
     ALGORITHMS,
-    BUILTIN,
-    CBOR,
-    FLAT_ALGORITHMS,
-    INT_ALGORITHMS,
-    PICKLE,
     BlockHash,
     HashAlgorithm,
-    Serializer,
 )
 from ._extra_keys import (
     CACHE_SALT_TAG,
@@ -15,15 +9,13 @@ from ._extra_keys import (
     MM_TAG,
     PROMPT_EMBEDS_TAG,
     BlockExtraKeys,
-    ExtraKeysBuilder,
-    engine_string,
     event_extra_keys,
 )
 from ._hasher import Hasher, RequestBlockHasher, block_hashes
 from ._keys import block_hash_to_int64, block_hash_with_group_id, group_block_hashes
-from ._none_hash import NoneHash, SeedSource, resolve_none_hash
+from ._none_hash import NoneHash, SeedSource
 from ._prompt_embeds import DTYPE_SIZES, PromptEmbeds, mixed_prompt_token_ids
-from ._request import LoRA, MMItem, Request, check_api_rules, check_token_ids, token_words
+from ._request import LoRA, MMItem, Request, check_api_rules
 from ._schemes import (
     DEFAULT_NONE_HASH_SEED,
     DEFAULT_VLLM_VERSION,
@@ -36,24 +28,18 @@ from ._schemes import (
 
 __all__ = [
     "ALGORITHMS",
-    "BUILTIN",
     "CACHE_SALT_TAG",
-    "CBOR",
     "DEFAULT_NONE_HASH_SEED",
     "DEFAULT_VLLM_VERSION",
     "DTYPE_SIZES",
     "ERAS",
-    "FLAT_ALGORITHMS",
-    "INT_ALGORITHMS",
     "KNOWN_RELEASES",
     "LORA_TAG",
     "MM_TAG",
-    "PICKLE",
     "PROMPT_EMBEDS_TAG",
     "BlockExtraKeys",
     "BlockHash",
     "Era",
-    "ExtraKeysBuilder",
     "HashAlgorithm",
     "Hasher",
     "LoRA",
@@ -64,17 +50,12 @@ __all__ = [
     "RequestBlockHasher",
     "ResolvedRelease",
     "SeedSource",
-    "Serializer",
     "block_hash_to_int64",
     "block_hash_with_group_id",
     "block_hashes",
     "check_api_rules",
-    "check_token_ids",
-    "engine_string",
     "event_extra_keys",
     "group_block_hashes",
     "mixed_prompt_token_ids",
-    "resolve_none_hash",
     "resolve_release",
-    "token_words",
 ]

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xxhash import xxh3_128_digest
 
-from prefixkey.core import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG, token_words
+from prefixkey.core import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG
 from prefixkey.core import _cbor_encoding as ce
+from prefixkey.core._request import token_words
 
 PK_TAGS = {"lora": LORA_TAG, "mm": MM_TAG, "cache_salt": CACHE_SALT_TAG,
            "prompt_embeds": PROMPT_EMBEDS_TAG}

@@ -21,8 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xxhash import xxh3_128_digest
 
-from prefixkey.core import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG, engine_string
+from prefixkey.core import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG
 from prefixkey.core import _pickle_encoding as pe
+from prefixkey.core._extra_keys import engine_string
 
 # --------------------------------------------------------------------------
 # Building the prefixkey input and the engine-shaped reference side by side.

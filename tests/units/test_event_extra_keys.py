@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from prefixkey import LoRA, MMItem, Request
-from prefixkey.core import ExtraKeysBuilder, event_extra_keys, resolve_release
+from prefixkey.core import event_extra_keys, resolve_release
+from prefixkey.core._extra_keys import ExtraKeysBuilder
 from prefixkey.events import (
     UNKNOWN,
     AmbiguousExtraKeysError,

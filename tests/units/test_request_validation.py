@@ -26,7 +26,7 @@ from prefixkey import (
     group_block_hashes,
     resolve_release,
 )
-from prefixkey.core import token_words
+from prefixkey.core._request import token_words
 
 # --------------------------------------------------------------------------
 # Token ids.
