@@ -42,6 +42,7 @@ __all__ = [
 #: Seeds always tried: PYTHONHASHSEED unset, and "0".
 DEFAULT_SEEDS: Final[tuple[str | None, ...]] = (None, "0")
 
+#: How many candidate configurations reproduce the events: one, several, none, or no usable events.
 Verdict = Literal["unique", "ambiguous", "none", "no_events"]
 HashForm = Literal["bytes", "int64"]
 

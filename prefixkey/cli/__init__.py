@@ -311,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `prefixkey` command line; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))

@@ -125,6 +125,7 @@ class HashAlgorithm:
     engine_bound: bool = False
 
 
+#: The algorithms of the bytes-keyed releases (0.10.2+), by ``--prefix-caching-hash-algo`` name.
 ALGORITHMS: Final[dict[str, HashAlgorithm]] = {
     a.name: a
     for a in (

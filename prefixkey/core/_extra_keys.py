@@ -47,9 +47,13 @@ __all__ = [
 ]
 
 # One object per tag, as vLLM's literals are: pickle back-references repeats.
+#: The tag of a LoRA extra key (0.31+): ``("lora", name, path)``.
 LORA_TAG: Final = "lora"
+#: The tag of a multimodal extra key (0.31+): ``("mm", identifier, offset)``.
 MM_TAG: Final = "mm"
+#: The tag of the cache salt extra key (0.31+): ``("cache_salt", salt)``.
 CACHE_SALT_TAG: Final = "cache_salt"
+#: The tag of a prompt embeddings extra key (0.31+): ``("prompt_embeds", digest)``.
 PROMPT_EMBEDS_TAG: Final = "prompt_embeds"
 
 ExtraKey: TypeAlias = "str | int | bytes | tuple[str | int | bytes | None, ...] | None"

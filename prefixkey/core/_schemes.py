@@ -263,6 +263,7 @@ KNOWN_RELEASES: Final[tuple[str, ...]] = (
     "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0",
     "0.30.0", "0.31.0", "0.32.0", "0.33.0",
 )
+#: The release assumed when none is given.
 DEFAULT_VLLM_VERSION: Final = "0.31.0"
 _NEWEST_KNOWN: Final = max(Version(v) for v in KNOWN_RELEASES)
 

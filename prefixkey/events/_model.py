@@ -65,6 +65,7 @@ class AllBlocksCleared:
     """The replica reset its prefix cache."""
 
 
+#: One event of a batch.
 KVCacheEvent: TypeAlias = "BlockStored | BlockRemoved | AllBlocksCleared"
 
 

@@ -52,6 +52,7 @@ COMPARABLE_FIELDS: Final = (
     "block_hashes", "block_hashes_int64", "extra_keys", "event_extra_keys", "none_hash",
     "new_hashes_per_call",
 )
+#: The fields compared unless the caller names others.
 DEFAULT_COMPARED: Final = ("block_hashes",)
 
 Status = Literal["passed", "mismatch", "crashed", "garbled", "timeout"]

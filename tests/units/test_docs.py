@@ -1,0 +1,37 @@
+"""The docs tell the truth about themselves: every page is indexed and the API reference is current."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+
+def test_docs_index_links_every_page() -> None:
+    index = (DOCS / "README.md").read_text()
+    linked = set(re.findall(r"\]\(([\w.-]+\.md)\)", index))
+    pages = {p.name for p in DOCS.glob("*.md")} - {"README.md"}
+    assert pages - linked == set()
+    assert linked - pages == set()
+
+
+def test_relative_links_in_docs_resolve() -> None:
+    broken = [
+        f"{page.relative_to(ROOT)}: {target}"
+        for page in [*DOCS.glob("*.md"), ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+        for target in re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", page.read_text())
+        if not (page.parent / target).exists()
+    ]
+    assert broken == []
+
+
+def test_api_reference_is_current() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "api_reference.py"), "--check"],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
