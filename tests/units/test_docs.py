@@ -1,4 +1,4 @@
-"""The docs tell the truth about themselves: every page is indexed and the API reference is current."""
+"""The docs tell the truth about themselves: every page indexed, the API reference current."""
 
 from __future__ import annotations
 
