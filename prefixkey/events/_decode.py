@@ -46,6 +46,7 @@ __all__ = [
     "PayloadTooLargeError",
     "ReplayEnd",
     "UnknownEventTypeError",
+    "Via",
     "WireEra",
     "replay_request",
     "split_message",
@@ -175,6 +176,9 @@ WIRE_ERAS: Final[tuple[WireEra, ...]] = _eras()
 
 #: The replay end marker's sequence number: -1 as 8 signed big-endian bytes.
 END_SEQ: Final = (-1).to_bytes(8, "big", signed=True)
+
+#: The socket a message came from: the publisher's PUB or the replay ROUTER.
+Via = Literal["pub", "replay"]
 
 
 def wire_era(vllm_version: str, *, strict: bool = True) -> tuple[WireEra, tuple[str, ...]]:
@@ -526,7 +530,7 @@ class EventDecoder:
             return ReplayEnd(topic)
         return topic, _seq(parts[-2]), bytes(parts[-1])
 
-    def framing_of(self, frames: Sequence[bytes]) -> Literal["pub", "replay"] | None:
+    def framing_of(self, frames: Sequence[bytes]) -> Via | None:
         """The socket that sent ``frames`` when their shape tells: ``"pub"`` or ``"replay"``.
 
         A PUB message has 3 frames. A replay reply has the era's count (2, or 3

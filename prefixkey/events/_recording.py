@@ -30,18 +30,17 @@ import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import MalformedJSONError, PrefixKeyError
 from ..jsonl import parse_json_line
-from ._decode import EventDecodeError, EventDecoder, ReplayEnd, split_message
+from ._decode import EventDecodeError, EventDecoder, ReplayEnd, Via, split_message
 from ._model import AllBlocksCleared, EventBatch, KVCacheEvent
 
 __all__ = [
     "RecordedMessage",
     "RecordedPayload",
     "RecordingFormatError",
-    "Via",
     "batch_to_json",
     "decode_recording",
     "event_to_json",
@@ -52,8 +51,6 @@ __all__ = [
     "value_to_json",
 ]
 
-#: The socket a message came from: the publisher's PUB or the replay ROUTER.
-Via = Literal["pub", "replay"]
 _VIAS: tuple[Via, ...] = ("pub", "replay")
 
 _HASH_FIELDS = frozenset({"block_hashes", "parent_block_hash"})
