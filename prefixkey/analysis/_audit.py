@@ -6,7 +6,10 @@ request log in the JSON Lines request format with the optional fields
 out. Nothing here opens files or sockets.
 
 The recorded batches are applied per source (= replica name) in ``recv_time``
-order to a :class:`~prefixkey.fleet.PrefixIndex`; each request is audited
+order to a :class:`~prefixkey.fleet.PrefixIndex`, sequenced as the live
+subscriber does: a duplicate seq is skipped, and a replay reply that fills a
+gap is applied just before the message that revealed the gap (at its
+``recv_time``); other replay replies are skipped. Each request is audited
 against the index as it stood at its arrival: every message with
 ``recv_time <= arrival_time + clock_offset`` has been applied, no later one.
 Messages without ``recv_time`` are applied first; requests without
@@ -36,8 +39,11 @@ from ..events import (
     EventBatch,
     EventDecoder,
     EventHash,
+    ReplayEnd,
+    StreamSequence,
+    Via,
     parse_recording_line,
-    split_message,
+    split_recorded,
 )
 from ..fleet import PrefixIndex, ReplicaId, ReplicaScheme
 from ..jsonl import HashJob, parse_json_line, parse_request
@@ -315,9 +321,36 @@ def _parse_log_line(number: int, raw: bytes | str, replicas: Mapping[str, DriftC
 @dataclass(slots=True)
 class _Message:
     time: float | None
-    order: int
+    #: After ``time``: (line it is applied at, 0 for a replayed batch else 1, own line).
+    order: tuple[int, int, int]
     rid: ReplicaId
     batch: EventBatch
+
+
+@dataclass(slots=True)
+class _Stream:
+    """One ``(source, topic)`` stream of the recording, sequenced as the subscriber does."""
+
+    seq: StreamSequence = field(default_factory=StreamSequence)
+    #: Each gap ``[start, end)`` with the time and line of the message that revealed it.
+    gaps: list[tuple[int, int, float | None, int]] = field(default_factory=list)
+
+    def observe(self, seq: int, payload: bytes, time: float | None, line: int) -> bool:
+        """A PUB message: False for a duplicate (the subscriber skips it)."""
+        verdict = self.seq.observe(seq, hash(payload))
+        if verdict.kind == "restart":
+            self.gaps.clear()
+        if verdict.missing is not None:
+            self.gaps.append((*verdict.missing, time, line))
+        return verdict.kind != "duplicate"
+
+    def fill(self, seq: int, payload: bytes) -> tuple[float | None, int] | None:
+        """A replay reply: the time and line of the gap it fills, None if it fills none."""
+        if not self.seq.fill(seq, hash(payload)):
+            return None
+        # Gaps of one epoch are disjoint: the newest holding seq is the one filled.
+        return next((t, line) for start, end, t, line in reversed(self.gaps)
+                    if start <= seq < end)
 
 
 class _Auditor:
@@ -443,12 +476,14 @@ class _Auditor:
 
 
 def _read_recording(lines: Iterable[bytes | str], replicas: Mapping[str, DriftConfig],
-                    versions: Mapping[str, str], strict: bool
+                    versions: Mapping[str, str], strict: bool, framing: Via | None
                     ) -> tuple[list[_Message], dict[str, Any]]:
     decoders: dict[str, EventDecoder] = {}
+    streams: dict[str, dict[str, _Stream]] = {}
     messages: list[_Message] = []
     errors: list[dict[str, Any]] = []
     sources: Counter[str] = Counter()
+    replayed = skipped = 0
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -462,16 +497,37 @@ def _read_recording(lines: Iterable[bytes | str], replicas: Mapping[str, DriftCo
                            and isinstance(config.vllm_version, str)
                            else versions.get(source, DEFAULT_VLLM_VERSION))
                 decoder = decoders[source] = EventDecoder(version, strict=strict)
-            _, _, payload = split_message(msg.frames)
-            batch = decoder.decode_batch(payload)
+            split = split_recorded(msg, decoder, framing=framing)
+            if isinstance(split, ReplayEnd):
+                continue
+            own = streams.setdefault(source, {})
+            at: tuple[float | None, int] | None = (msg.recv_time, number)
+            if split.via == "pub":
+                stream = own.setdefault(split.topic, _Stream())
+                if not stream.observe(split.seq, split.payload, msg.recv_time, number):
+                    at = None
+            else:
+                if decoder.era.replay_carries_topic:
+                    candidates = [own[split.topic]] if split.topic in own else []
+                else:  # the reply carries no topic: it belongs to the gap it fills
+                    candidates = list(own.values())
+                at = next((a for c in candidates
+                           if (a := c.fill(split.seq, split.payload)) is not None), None)
+            if at is None:
+                skipped += 1
+                continue
+            batch = decoder.decode_batch(split.payload)
         except PrefixKeyError as exc:
             errors.append({"line": number, "type": type(exc).__name__, "message": str(exc)})
             continue
         sources[source] += 1
+        replayed += split.via == "replay"
         rid = ReplicaId(source, batch.data_parallel_rank or 0)
-        messages.append(_Message(msg.recv_time, number, rid, batch))
+        when, line = at
+        messages.append(_Message(when, (line, int(split.via == "pub"), number), rid, batch))
     info = {"messages": len(messages), "sources": dict(sources), "errors": errors,
-            "untimed": sum(m.time is None for m in messages)}
+            "untimed": sum(m.time is None for m in messages), "replayed": replayed,
+            "skipped": skipped}
     return messages, info
 
 
@@ -483,13 +539,16 @@ def audit(
     clock_offset: float = 0.0,
     bucket_seconds: float | None = None,
     strict: bool = True,
+    framing: Via | None = None,
 ) -> AuditReport:
     """Audit a request log against a recording (see the module docs and docs/audit.md).
 
     ``replicas`` maps a replica name (the recording's ``source``) to the scheme
     overrides of that replica; fields it leaves unset come from each request.
     ``clock_offset`` is added to every ``arrival_time`` to put it on the
-    recording's ``recv_time`` clock.
+    recording's ``recv_time`` clock. ``framing`` frames the recording's lines
+    that neither say their ``via`` nor show it by their shape (default
+    ``"pub"``; :func:`~prefixkey.events.split_recorded`).
     """
     replicas = dict(replicas or {})
     entries = [_parse_log_line(i, raw, replicas, strict)
@@ -498,7 +557,7 @@ def audit(
     for e in entries:
         if e.job is not None and e.audit.replica is not None:
             versions.setdefault(e.audit.replica.partition("#dp")[0], e.job.hasher.vllm_version)
-    messages, info = _read_recording(recording, replicas, versions, strict)
+    messages, info = _read_recording(recording, replicas, versions, strict, framing)
     sources = sorted({str(m.rid) for m in messages})
     for e in entries:
         if e.job is not None and e.audit.replica is None and len(sources) == 1:

@@ -153,8 +153,9 @@ def _add_events(commands: Any) -> None:
                      help="JSON Lines recording (docs/events.md), or - for stdin")
     cmd.add_argument("--vllm-version", required=True, metavar="X",
                      help="the publishing replica's vLLM release (0.9.0+)")
-    cmd.add_argument("--framing", choices=("pub", "replay"), default="pub",
-                     help="PUB messages [topic, seq, payload] (default) or replay replies")
+    cmd.add_argument("--framing", choices=("pub", "replay"), default=None,
+                     help="framing of the lines whose \"via\" and frame count do not tell: "
+                     "PUB messages [topic, seq, payload] (default) or replay replies")
     cmd.add_argument("--lenient", action="store_true",
                      help="decode a release newer than any known one as the newest era")
     cmd.set_defaults(run=_cmd_events_decode)
@@ -269,7 +270,8 @@ def _add_listen(commands: Any) -> None:
                      help="replay ROUTER endpoint, once per endpoint in order ('-' for none)")
     cmd.add_argument("--topic", default="", help="topic prefix to subscribe to (default all)")
     cmd.add_argument("--record", metavar="FILE",
-                     help="write every raw message to FILE (recording format, docs/events.md)")
+                     help="write every raw PUB message and replay reply to FILE (recording "
+                     "format, docs/events.md)")
     cmd.add_argument("--duration", type=float, metavar="SECONDS",
                      help="stop after SECONDS (default: until Ctrl-C)")
     cmd.add_argument("--idle-timeout", type=float, default=30.0, metavar="SECONDS",

@@ -19,7 +19,8 @@ def run_audit(args: argparse.Namespace) -> int:
         replicas: dict[str, DriftConfig] = dict(map(parse_replica_option, args.replica))
         with open(args.recording, "rb") as rec, open(args.request_log, "rb") as log:
             report = audit(rec, log, replicas=replicas, clock_offset=args.clock_offset,
-                           bucket_seconds=args.bucket, strict=not args.lenient)
+                           bucket_seconds=args.bucket, strict=not args.lenient,
+                           framing=args.framing)
     except PrefixKeyError as exc:
         print(f"prefixkey audit: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -54,6 +55,9 @@ def add_audit(commands: Any) -> None:
                      help="timeline bucket width in seconds (default: span / 12, rounded)")
     cmd.add_argument("--worst", type=int, default=10, metavar="N",
                      help="how many worst requests the summary lists (default 10)")
+    cmd.add_argument("--framing", choices=("pub", "replay"), default=None,
+                     help="framing of the recording lines whose \"via\" and frame count do "
+                     "not tell (default pub; docs/events.md)")
     cmd.add_argument("--lenient", action="store_true",
                      help="treat a release newer than any known one as the newest era")
     cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")

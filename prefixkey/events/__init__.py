@@ -13,6 +13,7 @@ from ._decode import (
     PayloadTooLargeError,
     ReplayEnd,
     UnknownEventTypeError,
+    Via,
     WireEra,
     replay_request,
     split_message,
@@ -39,6 +40,7 @@ from ._model import (
 )
 from ._recording import (
     RecordedMessage,
+    RecordedPayload,
     RecordingFormatError,
     batch_to_json,
     decode_recording,
@@ -46,6 +48,7 @@ from ._recording import (
     hash_to_json,
     parse_recording_line,
     recording_line,
+    split_recorded,
     value_to_json,
 )
 from ._sequencing import SeqVerdict, StreamSequence
@@ -76,11 +79,13 @@ __all__ = [
     "MissingLoRAPathError",
     "PayloadTooLargeError",
     "RecordedMessage",
+    "RecordedPayload",
     "RecordingFormatError",
     "ReplayEnd",
     "SeqVerdict",
     "StreamSequence",
     "UnknownEventTypeError",
+    "Via",
     "WireEra",
     "batch_to_json",
     "decode_recording",
@@ -94,6 +99,7 @@ __all__ = [
     "replay_request",
     "seq_frame",
     "split_message",
+    "split_recorded",
     "typed_extra_keys_of",
     "value_to_json",
     "wire_era",

@@ -46,6 +46,7 @@ __all__ = [
     "PayloadTooLargeError",
     "ReplayEnd",
     "UnknownEventTypeError",
+    "Via",
     "WireEra",
     "replay_request",
     "split_message",
@@ -176,6 +177,9 @@ WIRE_ERAS: Final[tuple[WireEra, ...]] = _eras()
 #: The replay end marker's sequence number: -1 as 8 signed big-endian bytes.
 END_SEQ: Final = (-1).to_bytes(8, "big", signed=True)
 
+#: The socket a message came from: the publisher's PUB or the replay ROUTER.
+Via = Literal["pub", "replay"]
+
 
 def wire_era(vllm_version: str, *, strict: bool = True) -> tuple[WireEra, tuple[str, ...]]:
     """The wire era of a release, and the warnings of resolving it (lenient mode)."""
@@ -275,6 +279,8 @@ class EventDecoder:
         self.limits = limits or DecodeLimits()
         self.ignored: Counter[str] = Counter()
         era = self.era
+        #: A replay reply's frames as a REQ socket receives them (a DEALER gets one more).
+        self._reply_frames = 3 if era.replay_carries_topic else 2
         self._fields = {
             "BlockStored": (era.block_stored_fields, era.block_stored_required),
             "BlockRemoved": (era.block_removed_fields, era.block_removed_required),
@@ -510,7 +516,7 @@ class EventDecoder:
         ``[b"", ff*8, b""]``. A DEALER client also sees the leading empty
         delimiter frame, which is dropped here (a REQ socket drops it itself).
         """
-        want = 3 if self.era.replay_carries_topic else 2
+        want = self._reply_frames
         parts = list(frames)
         if len(parts) == want + 1 and parts[0] == b"":
             parts = parts[1:]
@@ -523,6 +529,24 @@ class EventDecoder:
         if bytes(parts[-2]) == END_SEQ:
             return ReplayEnd(topic)
         return topic, _seq(parts[-2]), bytes(parts[-1])
+
+    def framing_of(self, frames: Sequence[bytes]) -> Via | None:
+        """The socket that sent ``frames`` when their shape tells: ``"pub"`` or ``"replay"``.
+
+        A PUB message has 3 frames. A replay reply has the era's count (2, or 3
+        with the topic from 0.26.0) as a REQ socket receives it, one more, the
+        empty delimiter first, as a DEALER does. None when both sockets send
+        this shape (from 0.26.0 a reply as a REQ sees it; before, one as a
+        DEALER sees it, ``[b"", seq, payload]``, which is also a PUB message on
+        the default empty topic) or when neither does.
+        """
+        count = len(frames)
+        pub = count == 3
+        replay = count == self._reply_frames or (
+            count == self._reply_frames + 1 and frames[0] == b"")
+        if pub == replay:
+            return None
+        return "pub" if pub else "replay"
 
     def decode_replay_reply(self, frames: Sequence[bytes]) -> DecodedMessage | ReplayEnd:
         """Decode one replay reply (:meth:`split_replay_reply`), or return its end marker."""

@@ -10,8 +10,13 @@ is ``null``.
 
 A recording holds one received ZMQ message per line (docs/events.md)::
 
-    {"recv_time": 1700000000.5, "source": "replica-a", "frames_b64": ["", "AAAAAAAAAAA=", "…"]}
+    {"recv_time": 1700000000.5, "source": "replica-a", "via": "pub",
+     "frames_b64": ["", "AAAAAAAAAAA=", "…"]}
 
+``via`` says which socket the message came from: the publisher (``"pub"``) or
+the replay socket (``"replay"``). A line without it is framed by its shape
+when that tells (:meth:`EventDecoder.framing_of`), else by the caller's
+``framing`` (default ``"pub"``), so one recording may mix both sockets.
 :func:`decode_recording` turns each line into one output record: the decoded
 batch, or an error record for a line that could not be read or decoded
 (decoding goes on with the next line).
@@ -25,15 +30,16 @@ import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any, NamedTuple
 
 from ..errors import MalformedJSONError, PrefixKeyError
 from ..jsonl import parse_json_line
-from ._decode import EventDecodeError, EventDecoder, ReplayEnd, split_message
+from ._decode import EventDecodeError, EventDecoder, ReplayEnd, Via, split_message
 from ._model import AllBlocksCleared, EventBatch, KVCacheEvent
 
 __all__ = [
     "RecordedMessage",
+    "RecordedPayload",
     "RecordingFormatError",
     "batch_to_json",
     "decode_recording",
@@ -41,8 +47,11 @@ __all__ = [
     "hash_to_json",
     "parse_recording_line",
     "recording_line",
+    "split_recorded",
     "value_to_json",
 ]
+
+_VIAS: tuple[Via, ...] = ("pub", "replay")
 
 _HASH_FIELDS = frozenset({"block_hashes", "parent_block_hash"})
 
@@ -95,7 +104,10 @@ MAX_FRAMES = 8
 
 
 class RecordingFormatError(PrefixKeyError, ValueError):
-    """A recording line is not ``{"recv_time", "source", "frames_b64"}`` (``field`` says which)."""
+    """A recording line is not ``{"recv_time", "source", "via", "frames_b64"}``.
+
+    ``field`` names the field at fault (None for the line itself).
+    """
 
     def __init__(self, field: str | None, message: str) -> None:
         self.field: str | None = field
@@ -104,22 +116,36 @@ class RecordingFormatError(PrefixKeyError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RecordedMessage:
-    """One received ZMQ message: when, from where, and its frames."""
+    """One received ZMQ message: when, from where, through which socket, and its frames."""
 
     recv_time: float | None
     source: str | None
     frames: tuple[bytes, ...]
+    #: None when the line does not say (:func:`split_recorded` then decides).
+    via: Via | None = None
+
+
+class RecordedPayload(NamedTuple):
+    """A recorded message's payload, where it sits in its stream, and its socket."""
+
+    via: Via
+    topic: str
+    seq: int
+    payload: bytes
 
 
 def recording_line(
-    frames: Sequence[bytes], *, recv_time: float | None, source: str | None
+    frames: Sequence[bytes], *, recv_time: float | None, source: str | None,
+    via: Via | None = None,
 ) -> str:
-    """One recording line ``{"recv_time", "source", "frames_b64"}`` (no newline)."""
-    return json.dumps({
-        "recv_time": recv_time,
-        "source": source,
-        "frames_b64": [base64.b64encode(bytes(f)).decode("ascii") for f in frames],
-    })
+    """One recording line ``{"recv_time", "source", ["via",] "frames_b64"}`` (no newline)."""
+    line: dict[str, Any] = {"recv_time": recv_time, "source": source}
+    if via is not None:
+        if via not in _VIAS:
+            raise RecordingFormatError("via", f"must be 'pub' or 'replay', got {via!r}")
+        line["via"] = via
+    line["frames_b64"] = [base64.b64encode(bytes(f)).decode("ascii") for f in frames]
+    return json.dumps(line)
 
 
 def parse_recording_line(raw: bytes | str) -> RecordedMessage:
@@ -137,6 +163,9 @@ def parse_recording_line(raw: bytes | str) -> RecordedMessage:
         raise RecordingFormatError("recv_time", "must be a number (unix seconds)")
     if source is not None and not isinstance(source, str):
         raise RecordingFormatError("source", "must be a string")
+    via = obj.get("via")
+    if via is not None and via not in _VIAS:
+        raise RecordingFormatError("via", f"must be 'pub' or 'replay', got {via!r}")
     frames_b64 = obj.get("frames_b64")
     if not isinstance(frames_b64, list):
         raise RecordingFormatError("frames_b64", "must be a list of base64 strings")
@@ -153,8 +182,27 @@ def parse_recording_line(raw: bytes | str) -> RecordedMessage:
         except (binascii.Error, ValueError):
             raise RecordingFormatError(f"frames_b64[{i}]", "is not valid base64") from None
     return RecordedMessage(
-        None if recv_time is None else float(recv_time), source, tuple(frames)
+        None if recv_time is None else float(recv_time), source, tuple(frames), via
     )
+
+
+def split_recorded(
+    message: RecordedMessage, decoder: EventDecoder, *, framing: Via | None = None
+) -> RecordedPayload | ReplayEnd:
+    """A recorded message's payload, or the replay end marker it is.
+
+    The framing is the line's ``via``; failing that the frames' shape, where
+    it tells (:meth:`EventDecoder.framing_of`); failing that ``framing``
+    (default ``"pub"``). Raises :class:`EventFramingError` when the frames do
+    not have that socket's shape.
+    """
+    via = message.via or decoder.framing_of(message.frames) or framing or "pub"
+    if via == "pub":
+        return RecordedPayload(via, *split_message(message.frames))
+    reply = decoder.split_replay_reply(message.frames)
+    if isinstance(reply, ReplayEnd):
+        return reply
+    return RecordedPayload(via, *reply)
 
 
 def _error(exc: PrefixKeyError, line: int, message: RecordedMessage | None) -> dict[str, Any]:
@@ -174,16 +222,17 @@ def decode_recording(
     lines: Iterable[bytes | str],
     decoder: EventDecoder,
     *,
-    framing: Literal["pub", "replay"] = "pub",
+    framing: Via | None = None,
 ) -> Iterator[dict[str, Any]]:
     """One JSON record per non-blank line: a decoded message or an error.
 
-    A decoded message is ``{"source", "recv_time", "topic", "seq", "ts",
-    "data_parallel_rank", "events", "warnings"}`` with hashes as published (ints,
-    or hex strings for digest bytes); a replay end marker is
-    ``{"source", "recv_time", "topic", "replay_end": true}``; an error is
-    ``{"source", "recv_time", "error": {"type", "message", "field", "line",
-    "event_index"}}``.
+    Each line is framed by :func:`split_recorded` (``framing`` is for lines
+    whose ``via`` and shape leave it open). A decoded message is ``{"source",
+    "recv_time", "via", "topic", "seq", "ts", "data_parallel_rank", "events",
+    "warnings"}`` with hashes as published (ints, or hex strings for digest
+    bytes); a replay end marker is ``{"source", "recv_time", "via": "replay",
+    "topic", "replay_end": true}``; an error is ``{"source", "recv_time",
+    "error": {"type", "message", "field", "line", "event_index"}}``.
     """
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
@@ -191,17 +240,12 @@ def decode_recording(
         message: RecordedMessage | None = None
         try:
             message = parse_recording_line(raw)
-            if framing == "pub":
-                split = split_message(message.frames)
-            else:
-                reply = decoder.split_replay_reply(message.frames)
-                if isinstance(reply, ReplayEnd):
-                    yield {"source": message.source, "recv_time": message.recv_time,
-                           "topic": reply.topic, "replay_end": True}
-                    continue
-                split = reply
-            topic, seq, payload = split
-            decoded = decoder.decode(payload)
+            split = split_recorded(message, decoder, framing=framing)
+            if isinstance(split, ReplayEnd):
+                yield {"source": message.source, "recv_time": message.recv_time,
+                       "via": "replay", "topic": split.topic, "replay_end": True}
+                continue
+            decoded = decoder.decode(split.payload)
         except PrefixKeyError as exc:
             yield _error(exc, number, message)
             continue
@@ -209,8 +253,9 @@ def decode_recording(
         yield {
             "source": message.source,
             "recv_time": message.recv_time,
-            "topic": topic,
-            "seq": seq,
+            "via": split.via,
+            "topic": split.topic,
+            "seq": split.seq,
             "ts": batch.ts,
             "data_parallel_rank": batch.data_parallel_rank,
             "events": [event_to_json(e) for e in batch.events],

@@ -17,12 +17,12 @@ between them::
             decision = Router(index).route(token_ids)[0]
 
 Two background threads: the *receiver* owns the SUB sockets (and their
-monitors), records raw messages and puts them on a bounded queue (a full queue
+monitors), records raw PUB messages and puts them on a bounded queue (a full queue
 drops the message and counts it: the seq gap it leaves is then recovered by
 replay like any other); the *worker* decodes, sequences, replays (it owns the
-DEALER sockets) and applies batches to the index under :attr:`Subscriber.lock`,
-then calls ``on_batch``. See docs/subscriber.md for the fault and restart policies
-and the counters.
+DEALER sockets and records their replies) and applies batches to the index under
+:attr:`Subscriber.lock`, then calls ``on_batch``. See docs/subscriber.md for the
+fault and restart policies and the counters.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from ..events import (
     EventDecoder,
     ReplayEnd,
     StreamSequence,
+    Via,
     recording_line,
     replay_request,
     split_message,
@@ -156,7 +157,8 @@ class Subscriber:
     ``index`` (optional) receives every applied batch under :attr:`lock`;
     ``on_batch`` (optional) is called after it, in the worker thread, with a
     :class:`ReceivedBatch`. ``record`` (a text file) receives every raw PUB
-    message in the recording format. ``queue_size`` bounds the messages
+    message and replay reply in the recording format, each line with its
+    ``"via"``. ``queue_size`` bounds the messages
     waiting to be decoded; ``replay_timeout`` bounds one replay exchange;
     ``idle_timeout`` is the silence after which a replica counts as idle.
     ``restart_policy`` is ``"clear"`` (default: a restarted publisher's
@@ -203,6 +205,8 @@ class Subscriber:
         self.index = index
         self.on_batch = on_batch
         self.record = record
+        # Both threads write the recording: the receiver PUB messages, the worker replies.
+        self._record_lock = threading.Lock()
         self.replay_timeout = replay_timeout
         self.idle_timeout = idle_timeout
         self.restart_policy = restart_policy
@@ -309,7 +313,9 @@ class Subscriber:
                 else:
                     self._drain_sub(i, sock)
             if self.record is not None and time.monotonic() - last_flush > 1.0:
-                self.record.flush()
+                with self._record_lock:
+                    if self.record is not None:
+                        self.record.flush()
                 last_flush = time.monotonic()
 
     def _drain_monitor(self, i: int, sock: zmq.Socket[bytes]) -> None:
@@ -339,19 +345,27 @@ class Subscriber:
                 return
             now = time.time()
             self._count(r, "messages")
-            if self.record is not None:
-                try:
-                    line = recording_line(frames, recv_time=now, source=r.config.key)
-                    self.record.write(line + "\n")
-                except (OSError, ValueError) as exc:
-                    logger.error("recording failed, recording stops: %s", exc)
-                    self.record = None
+            self._write_record(r, frames, now, "pub")
             try:
                 self._queue.put_nowait((i, now, frames))
             except queue.Full:
                 self._count(r, "dropped")
                 logger.warning("%s: queue full (%d), message dropped", r.config.key,
                                self._queue_size)
+
+    def _write_record(self, r: _Replica, frames: list[bytes], recv_time: float,
+                      via: Via) -> None:
+        if self.record is None:
+            return
+        line = recording_line(frames, recv_time=recv_time, source=r.config.key, via=via)
+        with self._record_lock:
+            if self.record is None:
+                return
+            try:
+                self.record.write(line + "\n")
+            except (OSError, ValueError) as exc:
+                logger.error("recording failed, recording stops: %s", exc)
+                self.record = None
 
     # -- worker thread ---------------------------------------------------------------
 
@@ -468,6 +482,8 @@ class Subscriber:
                 if remaining <= 0 or not sock.poll(max(1, int(remaining * 1000))):
                     break
                 frames = sock.recv_multipart()
+                now = time.time()
+                self._write_record(r, frames, now, "replay")
                 try:
                     reply = r.decoder.split_replay_reply(frames)
                 except EventDecodeError as exc:
@@ -483,7 +499,7 @@ class Subscriber:
                 if not start <= seq < end or not stream.fill(seq, hash(payload)):
                     continue
                 filled += 1
-                if self._decode_apply(r, topic, seq, payload, "replay", time.time()):
+                if self._decode_apply(r, topic, seq, payload, "replay", now):
                     recovered += 1
         except zmq.ZMQError as exc:
             logger.warning("%s: replay failed: %s", key, exc)
