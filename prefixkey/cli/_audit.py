@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from ..analysis import DriftConfig, audit, audit_html, audit_text, parse_replica_option
 from ..errors import PrefixKeyError
+from ._common import Commands, fail
 
-__all__ = ["add_audit", "run_audit"]
+__all__ = ["register"]
 
 
-def run_audit(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     """Run the subcommand: 0 on success, 2 on a bad option or unreadable input."""
     try:
         replicas: dict[str, DriftConfig] = dict(map(parse_replica_option, args.replica))
@@ -21,8 +21,7 @@ def run_audit(args: argparse.Namespace) -> int:
             report = audit(rec, log, replicas=replicas, clock_offset=args.clock_offset,
                            bucket_seconds=args.bucket, strict=not args.lenient)
     except PrefixKeyError as exc:
-        print(f"prefixkey audit: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        return fail("audit", exc)
     if args.html:
         with open(args.html, "w", encoding="utf-8") as out:
             out.write(audit_html(report))
@@ -35,8 +34,8 @@ def run_audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_audit(commands: Any) -> None:
-    """Add the ``audit`` subcommand to the CLI's subparsers."""
+def register(commands: Commands) -> None:
+    """Add ``prefixkey audit``."""
     cmd = commands.add_parser(
         "audit", help="predicted vs reported prefix-cache hits, and why each miss happened "
         "(docs/audit.md)")
@@ -59,4 +58,4 @@ def add_audit(commands: Any) -> None:
     cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
     cmd.add_argument("--html", metavar="FILE", default=None,
                      help="also write a self-contained HTML report (inline CSS and SVG)")
-    cmd.set_defaults(run=run_audit)
+    cmd.set_defaults(run=_run)
