@@ -8,7 +8,7 @@ from typing import IO, TypeAlias
 
 from ..errors import PrefixKeyError
 
-__all__ = ["NO_HYPOTHESIS", "Commands", "fail", "open_input", "warn"]
+__all__ = ["NO_HYPOTHESIS", "Commands", "fail", "input_name", "open_input", "warn"]
 
 #: Why ``oracle`` and ``vectors`` cannot run without the ``hypothesis`` extra.
 NO_HYPOTHESIS = "needs Hypothesis: pip install 'prefixkey[hypothesis]'"
@@ -20,6 +20,11 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 def open_input(name: str) -> IO[bytes]:
     """The named file opened for binary reading, or stdin for ``-``."""
     return sys.stdin.buffer if name == "-" else open(name, "rb")
+
+
+def input_name(name: str) -> str:
+    """How messages name an input: the path, or ``stdin`` for ``-``."""
+    return "stdin" if name == "-" else name
 
 
 def fail(command: str, error: PrefixKeyError | str) -> int:

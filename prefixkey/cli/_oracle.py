@@ -79,9 +79,13 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--command", required=True, metavar="CMD",
                      help="the implementation's command line (shell-quoted): it reads request "
                      "lines on stdin and writes one result line each")
-    cmd.add_argument("--vllm-version", default=DEFAULT_VLLM_VERSION, metavar="X")
-    cmd.add_argument("--max-examples", type=int, default=200, metavar="N")
-    cmd.add_argument("--seed", type=int, default=None, metavar="S")
+    cmd.add_argument("--vllm-version", default=DEFAULT_VLLM_VERSION, metavar="X",
+                     help="the release whose requests to generate "
+                     f"(default {DEFAULT_VLLM_VERSION})")
+    cmd.add_argument("--max-examples", type=int, default=200, metavar="N",
+                     help="how many generated requests to check at most (default 200)")
+    cmd.add_argument("--seed", type=int, default=None, metavar="S",
+                     help="Hypothesis seed, to repeat a run exactly (default: random)")
     cmd.add_argument("--compare", action="append", metavar="FIELD",
                      help="a result field to compare (repeatable; default block_hashes)")
     cmd.add_argument("--features", default=None, metavar="LIST",
@@ -89,7 +93,8 @@ def register(commands: Commands) -> None:
                      "release keys): lora,cache_salt,mm_items,prompt_embeds,hash_calls,lookahead")
     cmd.add_argument("--hash-algo", action="append", metavar="ALGO",
                      help="only generate this algorithm (repeatable)")
-    cmd.add_argument("--block-size", type=int, default=None, metavar="N")
+    cmd.add_argument("--block-size", type=int, default=None, metavar="N",
+                     help="only generate this block size (default: several)")
     cmd.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                      help="how long to wait for each answer")
     cmd.add_argument("--json", action="store_true", help="print the report as one JSON object")

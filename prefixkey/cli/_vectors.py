@@ -36,6 +36,8 @@ def register(commands: Commands) -> None:
     )
     cmd.add_argument("--release", required=True, metavar="X", help="the vLLM release")
     cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    cmd.add_argument("--count", type=int, default=100, metavar="N")
-    cmd.add_argument("--seed", type=int, default=0, metavar="S")
+    cmd.add_argument("--count", type=int, default=100, metavar="N",
+                     help="how many vector records to write (default 100)")
+    cmd.add_argument("--seed", type=int, default=0, metavar="S",
+                     help="generation seed: the same seed writes the same set (default 0)")
     cmd.set_defaults(run=_run)
