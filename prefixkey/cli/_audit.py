@@ -63,7 +63,8 @@ def _run(args: argparse.Namespace) -> int:
     """Run the subcommand: 0 on success, 1 if nothing could be audited, 2 on a bad option or
     unreadable input."""
     try:
-        replicas: dict[str, DriftConfig] = dict(map(parse_replica_option, args.replica))
+        replicas: dict[str, DriftConfig] = dict(
+            parse_replica_option(spec, strict=not args.lenient) for spec in args.replica)
         with open(args.recording, "rb") as rec, open(args.request_log, "rb") as log:
             report = audit(rec, log, replicas=replicas, clock_offset=args.clock_offset,
                            bucket_seconds=args.bucket, strict=not args.lenient)

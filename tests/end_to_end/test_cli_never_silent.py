@@ -333,3 +333,12 @@ def test_every_option_has_help_text() -> None:
     assert {"prefixkey hash --strict", "prefixkey events decode --framing",
             "prefixkey oracle --seed", "prefixkey vectors --count"} <= names
     assert [name for name, text in options if not text] == []
+
+
+def test_audit_lenient_covers_the_replica_option(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["audit", str(AUDIT_SAMPLE / "recording.jsonl"), str(AUDIT_SAMPLE / "requests.jsonl"),
+            "--replica", "replica-a=0.40.0", "--json"]
+    status, _, err = run_text(capsys, *argv)
+    assert status == 2 and "UnknownVersionError: vllm_version 0.40.0 is newer" in err
+    status, (report,), _ = run(capsys, *argv, "--lenient")
+    assert status == 0 and report["totals"]["requests"] > 0
