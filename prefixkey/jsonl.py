@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from .core import (
     block_hash_to_int64,
     check_api_rules,
     event_extra_keys,
+    resolve_release,
 )
 from .errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
 
@@ -147,11 +149,29 @@ def _hasher(version: str, algo: str | None, seed: str | None, block_size: int,
                   strict=strict)
 
 
-def parse_request(obj: Any, *, strict: bool = True, api_checks: bool = False) -> HashJob:
-    """Validate one request object (already JSON-decoded) and bind its hasher."""
+def _did_you_mean(name: str) -> str:
+    """The request field a misspelled ``name`` likely meant (``cache_slat``), as a hint."""
+    close = difflib.get_close_matches(name, sorted(_KNOWN_FIELDS), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def parse_request(
+    obj: Any, *, strict: bool = True, api_checks: bool = False,
+    reject_unknown_fields: bool = False,
+) -> HashJob:
+    """Validate one request object (already JSON-decoded) and bind its hasher.
+
+    An unknown field (often a misspelled one, whose value would then be
+    silently left out of the keys) is a warning, or with
+    ``reject_unknown_fields`` an :class:`InvalidRequestError` naming it.
+    """
     if not isinstance(obj, Mapping):
         raise InvalidRequestError("<line>", f"must be a JSON object, got {type(obj).__name__}")
-    warnings = [f"unknown field {name!r} ignored" for name in obj if name not in _KNOWN_FIELDS]
+    unknown = [name for name in obj if name not in _KNOWN_FIELDS]
+    if unknown and reject_unknown_fields:
+        name = str(unknown[0])
+        raise InvalidRequestError(name, f"is not a request field{_did_you_mean(name)}")
+    warnings = [f"unknown field {name!r} ignored{_did_you_mean(str(name))}" for name in unknown]
     engine_python = _get(obj, "engine_python", str, None)
     if "token_ids" not in obj:
         raise InvalidRequestError("token_ids", "is required")
@@ -258,6 +278,20 @@ def _event_keys(keys: BlockExtraKeys, lookahead: int) -> Any:
     return to_json_value(event_extra_keys(keys[0] if lookahead and keys else keys))
 
 
+@lru_cache(maxsize=64)
+def _release(version: str) -> str:
+    """The release a version string resolves to, as ``X.Y.Z`` ("0.31", "v0.31.0rc1": "0.31.0")."""
+    parts = resolve_release(version, strict=False).release.release
+    return ".".join(map(str, (*parts, 0, 0)[: max(3, len(parts))]))
+
+
+def _no_full_block(job: HashJob) -> str:
+    hasher = job.hasher
+    lookahead = f" (plus lookahead {hasher.lookahead})" if hasher.lookahead else ""
+    return (f"no full block: {len(job.token_ids)} token(s) at block_size {hasher.block_size}"
+            f"{lookahead}, so no keys (vLLM caches only full blocks)")
+
+
 def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
     """Hash one job; the result object of the JSON Lines format."""
     hasher = job.hasher
@@ -266,6 +300,8 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
     for previous, current in pairwise(job.hash_calls):
         per_call.append(len(state.append(job.token_ids[previous:current])))
     hashes = state.block_hashes
+    # An empty result is a valid answer, but rarely the one meant (block_size too large?).
+    empty = (_no_full_block(job),) if not hashes else ()
     is_bytes = hasher.era.hash_type == "bytes"
     result: dict[str, Any] = {
         "id": request_id,
@@ -284,12 +320,12 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
         "none_hash": hash_hex(hasher.none_hash.value),
         "hash_type": hasher.era.hash_type,
         "resolved": {
-            "vllm_version": hasher.vllm_version,
+            "vllm_version": _release(hasher.vllm_version),
             "era": hasher.era.name,
             "hash_algo": hasher.algorithm.name,
             "seed_source": hasher.none_hash.seed_source,
         },
-        "warnings": [*job.warnings, *state.warnings],
+        "warnings": [*job.warnings, *state.warnings, *empty],
     }
     if job.report_calls:
         result["new_hashes_per_call"] = per_call

@@ -20,6 +20,7 @@ from ._fingerprint import (
     FingerprintReport,
     SkippedEvent,
     Verdict,
+    block_stored_events,
     fingerprint,
 )
 from ._report_text import drift_text, fingerprint_text
@@ -46,6 +47,7 @@ __all__ = [
     "audit",
     "audit_html",
     "audit_text",
+    "block_stored_events",
     "builtin_corpus",
     "drift",
     "drift_text",

@@ -69,12 +69,15 @@ _ROOT: Final = b"prefixkey-audit-root"
 _UNPUBLISHED: Final = object()
 
 
-def parse_replica_option(spec: str) -> tuple[str, DriftConfig]:
-    """``NAME=VERSION[:algo=..,seed=..,block_size=..]`` -> (name, scheme overrides)."""
+def parse_replica_option(spec: str, *, strict: bool = True) -> tuple[str, DriftConfig]:
+    """``NAME=VERSION[:algo=..,seed=..,block_size=..]`` -> (name, scheme overrides).
+
+    ``strict=False`` maps a release newer than any known one to the newest era.
+    """
     name, eq, config = spec.partition("=")
     if not eq or not name or not config:
         raise InvalidRequestError("replica", f"{spec!r}: expected NAME=VERSION[:key=value,...]")
-    return name, DriftConfig.parse(config)
+    return name, DriftConfig.parse(config, strict=strict)
 
 
 def _replica_id(name: str) -> ReplicaId:

@@ -78,16 +78,17 @@ class DriftConfig:
     strict: bool = True
 
     @classmethod
-    def parse(cls, spec: str) -> DriftConfig:
+    def parse(cls, spec: str, *, strict: bool = True) -> DriftConfig:
         """Parse ``VERSION[:key=value,...]`` (keys: algo, seed, block_size, lookahead, python).
 
         ``seed=unset`` (or ``none``) means PYTHONHASHSEED unset; ``seed=`` is the
-        empty string, which vLLM treats as a value.
+        empty string, which vLLM treats as a value. ``strict=False`` maps a
+        release newer than any known one to the newest era.
         """
         version, _, options = spec.partition(":")
         if not version:
             raise InvalidRequestError("config", f"{spec!r}: the vLLM version is missing")
-        values: dict[str, Any] = {"vllm_version": version}
+        values: dict[str, Any] = {"vllm_version": version, "strict": strict}
         for item in filter(None, options.split(",")):
             key, eq, value = item.partition("=")
             name = _CONFIG_KEYS.get(key.strip())
@@ -271,11 +272,11 @@ class _Side:
     extra: tuple[BlockExtraKeys, ...] = ()
 
 
-def _compute(obj: Any, config: DriftConfig) -> _Side:
+def _compute(obj: Any, config: DriftConfig, api_checks: bool) -> _Side:
     merged = {**obj, **config.overrides()} if isinstance(obj, Mapping) else obj
     get = merged.get if isinstance(merged, Mapping) else (lambda _key: None)
     try:
-        job = parse_request(merged, strict=config.strict)
+        job = parse_request(merged, strict=config.strict, api_checks=api_checks)
         state = job.hasher.start(job.request)
         for previous, current in pairwise(job.hash_calls):
             state.append(job.token_ids[previous:current])
@@ -331,8 +332,8 @@ def _expected_blocks(obj: Any, config: DriftConfig) -> int:
 
 
 def _compare(index: int, obj: Any, from_config: DriftConfig,
-             to_config: DriftConfig) -> RequestDrift:
-    a, b = _compute(obj, from_config), _compute(obj, to_config)
+             to_config: DriftConfig, api_checks: bool) -> RequestDrift:
+    a, b = _compute(obj, from_config, api_checks), _compute(obj, to_config, api_checks)
     raw_id = obj.get("id") if isinstance(obj, Mapping) else None
     request_id = f"#{index + 1}" if raw_id is None else str(raw_id)
     features = _features(obj, (a, b))
@@ -372,16 +373,21 @@ def drift(
     from_config: DriftConfig,
     to_config: DriftConfig,
     requests: Iterable[Any] | None = None,
+    *,
+    api_checks: bool = False,
 ) -> DriftReport:
     """Compare the keys of ``requests`` (decoded request objects, docs/request-format.md)
     under two configurations; ``None`` uses :func:`builtin_corpus`.
 
     Bad configurations raise (a PrefixKeyError subclass); a request that
     cannot be hashed on one side is reported with that side's reason.
+    ``api_checks`` applies vLLM's API-server rules as ``prefixkey hash`` does
+    (:func:`prefixkey.core.check_api_rules`).
     """
     from_config.validate()
     to_config.validate()
     objs = builtin_corpus() if requests is None else list(requests)
-    results = tuple(_compare(i, obj, from_config, to_config) for i, obj in enumerate(objs))
+    results = tuple(_compare(i, obj, from_config, to_config, api_checks)
+                    for i, obj in enumerate(objs))
     return DriftReport(from_config, to_config, results, _summarize(results))
 

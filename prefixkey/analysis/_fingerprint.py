@@ -19,7 +19,7 @@ says "ambiguous" and lists them all.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -36,6 +36,7 @@ __all__ = [
     "FingerprintReport",
     "SkippedEvent",
     "Verdict",
+    "block_stored_events",
     "fingerprint",
 ]
 
@@ -331,6 +332,19 @@ def _summary(verdict: Verdict, families: Sequence[FamilyMatch], reasons: Sequenc
     seeds = ", ".join(dict.fromkeys(_seed_words(c.python_hash_seed) for c in candidates))
     return (f"ambiguous: {len(candidates)} candidates in {len(families)} release families fit "
             f"(vLLM {span}; {algos}; PYTHONHASHSEED {seeds})")
+
+
+def block_stored_events(messages: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """The BlockStored events of decoded recording messages, as :func:`fingerprint` takes them.
+
+    ``messages`` are the records of :func:`prefixkey.events.decode_recording`,
+    whose events already carry hashes as published (ints, or hex for digest
+    bytes); error records and replay end markers hold no events.
+    """
+    for message in messages:
+        for event in message.get("events", ()):
+            if event.get("type") == "BlockStored":
+                yield event
 
 
 def fingerprint(events: Iterable[Any], seeds: Iterable[str] = ()) -> FingerprintReport:

@@ -7,23 +7,74 @@ import json
 import sys
 from typing import Any
 
-from ..analysis import DriftConfig, audit, audit_html, audit_text, parse_replica_option
+from ..analysis import (
+    AuditReport,
+    DriftConfig,
+    audit,
+    audit_html,
+    audit_text,
+    parse_replica_option,
+)
 from ..errors import PrefixKeyError
+from ..jsonl import parse_json_line
+from ._common import Commands, fail, warn
 
-__all__ = ["add_audit", "run_audit"]
+__all__ = ["register"]
 
 
-def run_audit(args: argparse.Namespace) -> int:
-    """Run the subcommand: 0 on success, 2 on a bad option or unreadable input."""
+def _first_object(path: str) -> Any:
+    """The first line of ``path`` decoded, or None (blank file, not JSON)."""
+    with open(path, "rb") as lines:
+        for raw in lines:
+            if raw.strip():
+                try:
+                    return parse_json_line(raw)
+                except PrefixKeyError:
+                    return None
+    return None
+
+
+def _has(obj: Any, key: str) -> bool:
+    return isinstance(obj, dict) and key in obj
+
+
+def _nothing_audited(report: AuditReport, args: argparse.Namespace) -> int:
+    """Say on stderr why no request could be audited; the exit status 1."""
+    rows = report.requests
+    if not rows:
+        print(f"prefixkey audit: no requests in {args.request_log} (empty input), "
+              "nothing audited", file=sys.stderr)
+    else:
+        first = next(r for r in rows if r.error is not None)
+        assert first.error is not None
+        print(f"prefixkey audit: nothing audited: none of the {len(rows)} request line(s) "
+              f"could be audited (first: line {first.line}: {first.error['type']}: "
+              f"{first.error['message']})", file=sys.stderr)
+    # A recording line carries frames_b64, a request token_ids: the usual mistake is the order.
+    if _has(_first_object(args.request_log), "frames_b64") or _has(
+            _first_object(args.recording), "token_ids"):
+        print("prefixkey audit: hint: the arguments look swapped: the RECORDING (KV-event "
+              "messages, frames_b64) comes first, then the REQUEST_LOG (requests)",
+              file=sys.stderr)
+    return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the subcommand: 0 on success, 1 if nothing could be audited, 2 on a bad option or
+    unreadable input."""
     try:
-        replicas: dict[str, DriftConfig] = dict(map(parse_replica_option, args.replica))
+        replicas: dict[str, DriftConfig] = dict(
+            parse_replica_option(spec, strict=not args.lenient) for spec in args.replica)
         with open(args.recording, "rb") as rec, open(args.request_log, "rb") as log:
             report = audit(rec, log, replicas=replicas, clock_offset=args.clock_offset,
                            bucket_seconds=args.bucket, strict=not args.lenient,
                            framing=args.framing)
     except PrefixKeyError as exc:
-        print(f"prefixkey audit: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        return fail("audit", exc)
+    recorded = report.recording
+    if not recorded["messages"] and not recorded["errors"]:
+        warn("audit", f"no messages in {args.recording} (empty input): every request meets "
+             "an empty cache")
     if args.html:
         with open(args.html, "w", encoding="utf-8") as out:
             out.write(audit_html(report))
@@ -33,11 +84,11 @@ def run_audit(args: argparse.Namespace) -> int:
         sys.stdout.write(audit_text(report, worst=args.worst))
         if args.html:
             sys.stdout.write(f"HTML report written to {args.html}\n")
-    return 0
+    return 0 if report.audited() else _nothing_audited(report, args)
 
 
-def add_audit(commands: Any) -> None:
-    """Add the ``audit`` subcommand to the CLI's subparsers."""
+def register(commands: Commands) -> None:
+    """Add ``prefixkey audit``."""
     cmd = commands.add_parser(
         "audit", help="predicted vs reported prefix-cache hits, and why each miss happened "
         "(docs/audit.md)")
@@ -63,4 +114,4 @@ def add_audit(commands: Any) -> None:
     cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
     cmd.add_argument("--html", metavar="FILE", default=None,
                      help="also write a self-contained HTML report (inline CSS and SVG)")
-    cmd.set_defaults(run=run_audit)
+    cmd.set_defaults(run=_run)

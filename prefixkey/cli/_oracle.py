@@ -1,9 +1,9 @@
-"""The ``prefixkey oracle`` and ``prefixkey vectors`` subcommands (need the ``hypothesis`` extra).
+"""``prefixkey oracle``: check a foreign implementation of the JSON Lines format.
 
-Kept apart from :mod:`prefixkey.cli` so that the rest of the command line
-works without Hypothesis: these modules are imported only when the
-subcommands run. Exit statuses: 0 success, 1 a mismatch, 2 a crashing or
-garbled implementation, bad arguments, or a missing extra.
+Needs the ``hypothesis`` extra, imported only when the command runs so that
+the rest of the command line works without it. Exit statuses: 0 success, 1 a
+mismatch, 2 a crashing or garbled implementation, bad arguments, or a missing
+extra.
 """
 
 from __future__ import annotations
@@ -16,28 +16,20 @@ from typing import Any
 
 from ..core import DEFAULT_VLLM_VERSION
 from ..errors import PrefixKeyError
+from ._common import NO_HYPOTHESIS, Commands, fail
 
-__all__ = ["add_oracle", "add_vectors"]
-
-_NO_HYPOTHESIS = (
-    "needs Hypothesis: pip install 'prefixkey[hypothesis]'"
-)
+__all__ = ["register"]
 
 
-def _fail(command: str, message: str) -> int:
-    print(f"prefixkey {command}: {message}", file=sys.stderr)
-    return 2
-
-
-def _cmd_oracle(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     try:
         from ..testing import check_implementation
     except ImportError:
-        return _fail("oracle", _NO_HYPOTHESIS)
+        return fail("oracle", NO_HYPOTHESIS)
     try:
         command = shlex.split(args.command)
     except ValueError as exc:
-        return _fail("oracle", f"--command: {exc}")
+        return fail("oracle", f"--command: {exc}")
     features = None if args.features is None else [
         f.strip() for f in args.features.split(",") if f.strip()]
     try:
@@ -48,7 +40,7 @@ def _cmd_oracle(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
     except PrefixKeyError as exc:
-        return _fail("oracle", f"{type(exc).__name__}: {exc}")
+        return fail("oracle", exc)
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict()) + "\n")
     elif report.ok:
@@ -78,8 +70,8 @@ def _failure_text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def add_oracle(commands: Any) -> None:
-    """Register ``prefixkey oracle``."""
+def register(commands: Commands) -> None:
+    """Add ``prefixkey oracle``."""
     cmd = commands.add_parser(
         "oracle", help="check a foreign implementation of the JSON Lines format against "
         "prefixkey on generated requests, shrinking any mismatch (docs/oracle.md)",
@@ -87,9 +79,13 @@ def add_oracle(commands: Any) -> None:
     cmd.add_argument("--command", required=True, metavar="CMD",
                      help="the implementation's command line (shell-quoted): it reads request "
                      "lines on stdin and writes one result line each")
-    cmd.add_argument("--vllm-version", default=DEFAULT_VLLM_VERSION, metavar="X")
-    cmd.add_argument("--max-examples", type=int, default=200, metavar="N")
-    cmd.add_argument("--seed", type=int, default=None, metavar="S")
+    cmd.add_argument("--vllm-version", default=DEFAULT_VLLM_VERSION, metavar="X",
+                     help="the release whose requests to generate "
+                     f"(default {DEFAULT_VLLM_VERSION})")
+    cmd.add_argument("--max-examples", type=int, default=200, metavar="N",
+                     help="how many generated requests to check at most (default 200)")
+    cmd.add_argument("--seed", type=int, default=None, metavar="S",
+                     help="Hypothesis seed, to repeat a run exactly (default: random)")
     cmd.add_argument("--compare", action="append", metavar="FIELD",
                      help="a result field to compare (repeatable; default block_hashes)")
     cmd.add_argument("--features", default=None, metavar="LIST",
@@ -97,36 +93,9 @@ def add_oracle(commands: Any) -> None:
                      "release keys): lora,cache_salt,mm_items,prompt_embeds,hash_calls,lookahead")
     cmd.add_argument("--hash-algo", action="append", metavar="ALGO",
                      help="only generate this algorithm (repeatable)")
-    cmd.add_argument("--block-size", type=int, default=None, metavar="N")
+    cmd.add_argument("--block-size", type=int, default=None, metavar="N",
+                     help="only generate this block size (default: several)")
     cmd.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                      help="how long to wait for each answer")
     cmd.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    cmd.set_defaults(run=_cmd_oracle)
-
-
-def _cmd_vectors(args: argparse.Namespace) -> int:
-    try:
-        from ..testing import export_vectors
-    except ImportError:
-        return _fail("vectors", _NO_HYPOTHESIS)
-    if args.count < 1:
-        return _fail("vectors", f"--count must be >= 1, got {args.count}")
-    try:
-        path = export_vectors(args.release, args.out, count=args.count, seed=args.seed)
-    except PrefixKeyError as exc:
-        return _fail("vectors", f"{type(exc).__name__}: {exc}")
-    print(f"wrote {path} and {path.parent / 'README.md'}")
-    return 0
-
-
-def add_vectors(commands: Any) -> None:
-    """Register ``prefixkey vectors``."""
-    cmd = commands.add_parser(
-        "vectors", help="export a language-neutral golden-vector set for one release "
-        "(docs/oracle.md)",
-    )
-    cmd.add_argument("--release", required=True, metavar="X", help="the vLLM release")
-    cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    cmd.add_argument("--count", type=int, default=100, metavar="N")
-    cmd.add_argument("--seed", type=int, default=0, metavar="S")
-    cmd.set_defaults(run=_cmd_vectors)
+    cmd.set_defaults(run=_run)

@@ -1,0 +1,135 @@
+"""``prefixkey listen``: subscribe to replicas' KV-event publishers, print live summaries."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import PrefixKeyError
+from ._common import Commands
+
+__all__ = ["register"]
+
+
+def _listen_summary(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
+    replicas = {
+        name: {"batches": v["batches"], "events": v["events"], "gaps": v["gaps"],
+               "errors": v["decode_errors"] + v["framing_errors"], "index_size": v["index_size"],
+               "dropped": v["dropped"], "restarts": v["restarts"], "idle": v["idle"]}
+        for name, v in stats["replicas"].items()
+    }
+    return {"elapsed": round(elapsed, 3), "replicas": replicas}
+
+
+def _listen_text(summary: dict[str, Any]) -> str:
+    parts = [
+        f"{name}: batches={v['batches']} events={v['events']} gaps={v['gaps']} "
+        f"errors={v['errors']} index={v['index_size']}" + (" IDLE" if v["idle"] else "")
+        for name, v in summary["replicas"].items()
+    ]
+    return f"[{summary['elapsed']:6.1f}s] " + " | ".join(parts)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import logging
+    import time
+
+    try:
+        import zmq
+
+        from ..fleet import ReplicaEndpoint, Subscriber
+    except ImportError as exc:  # pragma: no cover - pyzmq missing
+        print(f"prefixkey listen: needs pyzmq (pip install 'prefixkey[zmq]'): {exc}",
+              file=sys.stderr)
+        return 2
+    from ..core import Hasher
+    from ..fleet import PrefixIndex, ReplicaScheme
+
+    endpoints: list[str] = args.endpoints
+    names: list[str] = args.name or endpoints
+    replays: list[str] = args.replay or []
+    if len(names) != len(endpoints) or (replays and len(replays) != len(endpoints)):
+        print("prefixkey listen: give one --name (and one --replay, '-' for none) per endpoint",
+              file=sys.stderr)
+        return 2
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                            format="prefixkey listen: %(levelname)s %(message)s")
+    # Entries are counted as published: one scheme that keeps int keys (bytes reduced).
+    scheme = ReplicaScheme(Hasher(block_size=16))
+    try:
+        replicas = [
+            ReplicaEndpoint(name, endpoint, args.vllm_version,
+                            replay_endpoint=None if not replays or replays[i] == "-"
+                            else replays[i],
+                            topic=args.topic, scheme=scheme, strict=not args.lenient)
+            for i, (name, endpoint) in enumerate(zip(names, endpoints, strict=True))
+        ]
+        index = PrefixIndex()
+        record = open(args.record, "w", encoding="utf-8") if args.record else None  # noqa: SIM115
+        sub = Subscriber(replicas, index=index, record=record, idle_timeout=args.idle_timeout)
+    except PrefixKeyError as exc:
+        print(f"prefixkey listen: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    start = time.monotonic()
+    try:
+        with sub:
+            next_tick = start + 1.0
+            while args.duration is None or time.monotonic() - start < args.duration:
+                now = time.monotonic()
+                end = next_tick if args.duration is None else min(next_tick,
+                                                                  start + args.duration)
+                if end > now:
+                    time.sleep(end - now)
+                if time.monotonic() >= next_tick:
+                    next_tick += 1.0
+                    summary = _listen_summary(sub.stats(), time.monotonic() - start)
+                    line = json.dumps(summary) if args.json else _listen_text(summary)
+                    sys.stdout.write(line + "\n")
+                    sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+    except zmq.ZMQError as exc:  # a malformed endpoint, an address in use
+        print(f"prefixkey listen: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if record is not None:
+            record.close()
+    stats = sub.stats()
+    final = {**_listen_summary(stats, time.monotonic() - start), "final": True,
+             "totals": stats["totals"]}
+    if args.json:
+        sys.stdout.write(json.dumps(final) + "\n")
+    else:
+        totals = ", ".join(f"{k}={v}" for k, v in stats["totals"].items() if v)
+        sys.stdout.write("final " + _listen_text(final) + "\n" + f"totals: {totals}\n")
+    return 0
+
+
+def register(commands: Commands) -> None:
+    """Add ``prefixkey listen``."""
+    cmd = commands.add_parser(
+        "listen", help="subscribe to replicas' KV-event publishers (docs/subscriber.md)"
+    )
+    cmd.add_argument("endpoints", metavar="ENDPOINT", nargs="+",
+                     help="a replica's KV-event PUB endpoint, e.g. tcp://10.0.0.1:5557")
+    cmd.add_argument("--name", action="append", default=[], metavar="NAME",
+                     help="replica name, once per endpoint in order (default: the endpoint)")
+    cmd.add_argument("--vllm-version", default="0.31.0", metavar="X",
+                     help="the replicas' vLLM release (default 0.31.0)")
+    cmd.add_argument("--replay", action="append", default=[], metavar="ENDPOINT",
+                     help="replay ROUTER endpoint, once per endpoint in order ('-' for none)")
+    cmd.add_argument("--topic", default="", help="topic prefix to subscribe to (default all)")
+    cmd.add_argument("--record", metavar="FILE",
+                     help="write every raw PUB message and replay reply to FILE (recording "
+                     "format, docs/events.md)")
+    cmd.add_argument("--duration", type=float, metavar="SECONDS",
+                     help="stop after SECONDS (default: until Ctrl-C)")
+    cmd.add_argument("--idle-timeout", type=float, default=30.0, metavar="SECONDS",
+                     help="silence after which a replica is reported idle (default 30)")
+    cmd.add_argument("--json", action="store_true", help="print the summaries as JSON lines")
+    cmd.add_argument("--lenient", action="store_true",
+                     help="decode a release newer than any known one as the newest era")
+    cmd.set_defaults(run=_run)
