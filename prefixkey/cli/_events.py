@@ -8,7 +8,7 @@ import sys
 
 from ..errors import PrefixKeyError
 from ..events import EventDecoder, decode_recording
-from ._common import Commands, fail, open_input
+from ._common import Commands, fail, input_name, open_input, warn
 
 __all__ = ["register"]
 
@@ -20,11 +20,15 @@ def _run_decode(args: argparse.Namespace) -> int:
         return fail("events decode", exc)
     for warning in decoder.version_warnings:
         print(f"prefixkey events decode: warning: {warning}", file=sys.stderr)
-    failures = 0
+    failures = messages = 0
     with open_input(args.recording) as source:
         for record in decode_recording(source, decoder, framing=args.framing):
+            messages += 1
             failures += "error" in record
             sys.stdout.write(json.dumps(record) + "\n")
+    if not messages:
+        warn("events decode", f"no messages in {input_name(args.recording)} (empty input), "
+             "nothing decoded")
     if decoder.ignored:
         ignored = ", ".join(f"{key} x{n}" for key, n in sorted(decoder.ignored.items()))
         print(f"prefixkey events decode: ignored unknown fields: {ignored}", file=sys.stderr)

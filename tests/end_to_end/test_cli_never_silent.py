@@ -342,3 +342,13 @@ def test_audit_lenient_covers_the_replica_option(capsys: pytest.CaptureFixture[s
     assert status == 2 and "UnknownVersionError: vllm_version 0.40.0 is newer" in err
     status, (report,), _ = run(capsys, *argv, "--lenient")
     assert status == 0 and report["totals"]["requests"] > 0
+
+
+def test_events_decode_empty_input_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_lines(tmp_path / "empty.jsonl", ["", " "])
+    status, records, err = run(capsys, "events", "decode", str(path), "--vllm-version", "0.31.0")
+    assert status == 0 and records == []
+    assert err == (f"prefixkey events decode: warning: no messages in {path} (empty input), "
+                   "nothing decoded\n")
