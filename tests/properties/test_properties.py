@@ -29,6 +29,7 @@ from prefixkey import (
     PromptEmbeds,
     Request,
     block_hash_to_int64,
+    block_hashes,
     event_extra_keys,
     group_block_hashes,
 )
@@ -370,7 +371,13 @@ def test_vector_keys_at_every_split(record_id: str) -> None:
     request = replace(job.request, token_ids=tokens)  # the job's starts at its first call
     assert len(expected) >= 2
     assert [h.hex() for h in _bytes(hasher.block_hashes(request))] == expected
-    size = hasher.block_size
+    size, case = hasher.block_size, record["case"]
+    one_call = block_hashes(
+        tokens, block_size=size, hash_algo=case["hash_algo"],
+        python_hash_seed=case["python_hash_seed"], vllm_version=record["version"],
+        lora=request.lora, cache_salt=request.cache_salt, mm_items=request.mm_items,
+    )
+    assert [h.hex() for h in _bytes(one_call)] == expected
     floor = max((m.end for m in request.mm_items), default=0)  # items sit in the prompt
     for split in sorted({0, 1, size - 1, size, size + 1, 2 * size + 1, len(tokens)}):
         state = hasher.start(replace(request, token_ids=tokens[: max(split, floor)]))
