@@ -175,7 +175,9 @@ class Bench:
         import xxhash
 
         import prefixkey
-        from tools.vllm_loader import load_vllm
+
+        sys.path.insert(0, str(REPO / "tools"))  # the tools import each other by basename
+        from vllm_loader import load_vllm
 
         self.pk = prefixkey
         self.vh = load_vllm(VLLM_VERSION)
@@ -344,10 +346,15 @@ class Bench:
         with vh.capture_hash_block_calls() as calls:
             vllm_hasher(vh.make_request(tokens, block_hasher=None))
         tuples = [(c.parent if c.parent else none_hash, c.tokens, c.extra_keys) for c in calls]
-        serialize = (
-            (lambda obj: self.cbor_dumps(obj, canonical=True))
-            if algo.endswith("_cbor") else (lambda obj: pickle.dumps(obj, 5))
-        )
+        cbor_dumps = self.cbor_dumps
+
+        def cbor_block(obj: Any) -> bytes:
+            return cbor_dumps(obj, canonical=True)
+
+        def pickle_block(obj: Any) -> bytes:
+            return pickle.dumps(obj, 5)
+
+        serialize = cbor_block if algo.endswith("_cbor") else pickle_block
         digest = self.floor_digest(algo)
         blobs = [serialize(t) for t in tuples]
         serializer = hasher.algorithm.serializer

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -72,7 +72,7 @@ def vllm_decoder() -> tuple[Callable[[bytes], Any], str]:
 
     try:
         sys.path.insert(0, str(ROOT / "tools"))
-        from harvest_events import load_kv_events  # type: ignore[import-not-found]
+        from harvest_events import load_kv_events
 
         module, wheel, _ = load_kv_events(VERSION)
         dec = msgspec.msgpack.Decoder(module.KVEventBatch)

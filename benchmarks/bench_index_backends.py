@@ -54,7 +54,8 @@ def ingest(index: PrefixIndexBackend, batches: int, per_event: int, rng: random.
 def lookups(index: PrefixIndexBackend, tokens: int, repeats: int,
             rng: random.Random) -> list[float]:
     prompt = [rng.randrange(50_000) for _ in range(tokens)]
-    fine = [block_hash_to_int64(k) for k in H.block_hashes(prompt)]
+    keys = cast("list[bytes]", H.block_hashes(prompt))  # sha256 keys are bytes
+    fine = [block_hash_to_int64(k) for k in keys]
     for i in range(REPLICAS):
         depth = rng.randint(0, len(fine))
         index.apply(f"r{i}", EventBatch(1e9, (BlockStored(tuple(fine[:depth]), None, (), 16),)))

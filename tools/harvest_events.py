@@ -184,7 +184,7 @@ def expected_form(value: Any) -> dict[str, Any]:
         unknown = set(ev.__struct_fields__) - set(names)
         assert not unknown, f"{tag} fields missing from prefixkey.events: {unknown}"
         for name in names:
-            v = getattr(ev, name, None)
+            v: Any = getattr(ev, name, None)
             if name == "block_hashes":
                 out[name] = [hsh(h) for h in v]
             elif name == "parent_block_hash":

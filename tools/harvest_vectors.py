@@ -940,7 +940,7 @@ def harvest(
         rid = f"prefixkey-{idx:05d}/{algo}"
         if "error" in out.result:
             errors.append(rid)
-        rec = {
+        rec: dict[str, Any] = {
             "id": rid,
             "version": version,
             "corpus": "prefixkey",

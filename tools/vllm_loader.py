@@ -94,7 +94,8 @@ runs them in a separate 3.12 process (see ``tools/harvest_vectors.py``).
 
 Example::
 
-    from tools.vllm_loader import load_vllm   # or sys.path.insert(0, "tools")
+    sys.path.insert(0, "tools")
+    from vllm_loader import load_vllm
     vh = load_vllm("0.31.0")
     vh.init_none_hash("sha256", "0")
     req = vh.run_request([1, 2, 3, 4, 5], [4, 5], block_size=2, algo_name="sha256")
@@ -219,10 +220,10 @@ def ensure_sources(version: str, *, keep_wheel: bool = False) -> tuple[Path, Pat
     cache.mkdir(parents=True, exist_ok=True)
     done = _read_marker(cache)
     if done is not None:
-        wheel = cache / done[0]
-        if not keep_wheel and wheel.exists():
-            wheel.unlink()
-        return cache, wheel, done[1]
+        extracted_from = cache / done[0]
+        if not keep_wheel and extracted_from.exists():
+            extracted_from.unlink()
+        return cache, extracted_from, done[1]
     wheel = _find_wheel(cache, version)
     if wheel is None:
         cmd = [
@@ -472,7 +473,10 @@ def _allowed_algos(root: Path, profile_takes_fn: bool) -> tuple[tuple[str, ...],
             ):
                 elts = node.value.slice
                 items = elts.elts if isinstance(elts, ast.Tuple) else [elts]
-                names = tuple(e.value for e in items if isinstance(e, ast.Constant))
+                names = tuple(
+                    e.value for e in items
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                )
                 return names, f"{rel}:PrefixCachingHashAlgo"
     path = root / "vllm/v1/core/kv_cache_manager.py"
     if profile_takes_fn and path.exists() and '== "sha256"' in path.read_text():
@@ -752,7 +756,9 @@ class VllmHashing:
         kcu = self.kv_cache_utils
         self.LoRARequest = modules["vllm.lora.request"].LoRARequest
         self.get_request_block_hasher = getattr(kcu, "get_request_block_hasher", None)
-        self.hash_request_tokens = getattr(kcu, "hash_request_tokens", None)
+        self.hash_request_tokens: Callable[..., Any] | None = getattr(
+            kcu, "hash_request_tokens", None
+        )
         self.hash_block_tokens = kcu.hash_block_tokens
         self.generate_block_hash_extra_keys = kcu.generate_block_hash_extra_keys
         self.to_event_extra_keys = getattr(kcu, "to_event_extra_keys", None)
@@ -920,6 +926,8 @@ class VllmHashing:
         )
         hash_fn = self.hash_fn(algo_name)
         api_args = {"hash_function": hash_fn, "block_size": block_size, "request": req}
+        # Releases without request_block_hasher (<= 0.10.0) all have hash_request_tokens.
+        assert self.hash_request_tokens is not None, f"vLLM {self.version}: no hashing API"
         prompt_hashes = self.hash_request_tokens(*(api_args[p] for p in self.profile.api_params))
         req.set_kv_block_hashes(list(prompt_hashes))
         req.new_hashes_per_call.append(len(req.block_hashes))

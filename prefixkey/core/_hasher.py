@@ -180,8 +180,8 @@ class RequestBlockHasher:
     def num_tokens(self) -> int:
         return len(self._tokens)
 
-    def append(self, token_ids: Sequence[int]) -> list[BlockHash]:
-        """Append generated tokens; return the keys of the blocks they completed."""
+    def append(self, token_ids: int | Sequence[int]) -> list[BlockHash]:
+        """Append generated tokens (or a bare id); return the keys of the blocks they completed."""
         if isinstance(token_ids, int):
             token_ids = (token_ids,)
         elif not isinstance(token_ids, (list, tuple)):

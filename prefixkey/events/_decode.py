@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 from packaging.version import Version
 
 from ..core import resolve_release

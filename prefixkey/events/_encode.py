@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 
 from ._decode import wire_era
 from ._model import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, KVCacheEvent

@@ -66,7 +66,8 @@ def recording(*messages: tuple[float, str, list[Any]], version: str = "0.31.0") 
             for i, (t, src, ev) in enumerate(messages)]
 
 
-def req(tokens: list[int], t: float | None = 100.0, replica: str = "r", **extra: Any) -> str:
+def req(tokens: list[int], t: float | None = 100.0, replica: str | None = "r",
+        **extra: Any) -> str:
     line = {"block_size": BS, "token_ids": tokens, "replica": replica, **extra}
     if t is not None:
         line["arrival_time"] = t

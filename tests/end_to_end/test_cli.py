@@ -5,23 +5,30 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from vector_records import vector_record
 
 from prefixkey import Hasher, LoRA, Request
 from prefixkey.cli import main
+from prefixkey.core import BlockHash
 
-# The worked values of docs/request-format.md, computed by vLLM 0.31.0 itself.
-WORKED_NONE_HASH = "066b1e8987e027138e98701c46128929378935f9b6cd1549105ae6b4f0d71198"
-WORKED_BLOCKS = [
-    "7b255da405e1d722823892e4fef187b4d8ac78215d7f0dd2137bb037547f4caf",
-    "8e717becdc2054b7a3223b7b844f462c0db0ac86287b752b16d077ad0843c577",
-]
-WORKED_INTS = [1403909460543360175, 1643945449041937783]
-WORKED_REQUEST = {"id": "worked", "block_size": 16, "hash_algo": "sha256",
-                  "token_ids": list(range(1, 41))}
+# A request and vLLM 0.31.0's own results for it (sha256, block size 7, PYTHONHASHSEED unset).
+WORKED = vector_record("0.31.0", "prefixkey-00032/sha256")
+WORKED_NONE_HASH = WORKED["result"]["none_hash"]
+WORKED_BLOCKS = WORKED["result"]["block_hashes"]
+WORKED_INTS = WORKED["result"]["block_hashes_int64"]
+WORKED_REQUEST = {"id": "worked", "block_size": 7, "hash_algo": "sha256",
+                  "token_ids": WORKED["case"]["token_ids"]}
+
+
+def hex_keys(keys: Sequence[BlockHash]) -> list[str]:
+    """sha256 keys (bytes) as the CLI writes them."""
+    assert all(isinstance(k, bytes) for k in keys)
+    return [cast(bytes, k).hex() for k in keys]
 
 
 def write_lines(path: Path, lines: list[Any]) -> Path:
@@ -69,8 +76,8 @@ def test_worked_values_via_main(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_worked_values_via_subprocess(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "req.jsonl", [WORKED_REQUEST, {"block_size": 16,
-                                                                "token_ids": list(range(1, 41))}])
+    path = write_lines(tmp_path / "req.jsonl", [WORKED_REQUEST, {
+        "block_size": WORKED_REQUEST["block_size"], "token_ids": WORKED_REQUEST["token_ids"]}])
     proc = subprocess.run([sys.executable, "-m", "prefixkey", "hash", str(path)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -110,7 +117,7 @@ def test_worked_values_from_stdin(monkeypatch: pytest.MonkeyPatch,
 # --------------------------------------------------------------------------
 # Bad lines, each between good ones.
 
-GOOD = {"block_size": 4, "token_ids": [1, 2, 3, 4, 5, 6, 7, 8]}
+GOOD: dict[str, Any] = {"block_size": 4, "token_ids": [1, 2, 3, 4, 5, 6, 7, 8]}
 BASE = {"block_size": 4, "token_ids": [1, 2, 3, 4]}
 
 BAD_LINES: list[tuple[str, Any, str, str | None]] = [
@@ -198,7 +205,7 @@ def test_bad_lines_give_error_records(tmp_path: Path, capsys: pytest.CaptureFixt
     assert status == 1
     assert f"{len(BAD_LINES)} request(s)" in err
     assert len(records) == 2 * len(BAD_LINES) + 1
-    expected_good = [h.hex() for h in Hasher(block_size=4).block_hashes(GOOD["token_ids"])]
+    expected_good = hex_keys(Hasher(block_size=4).block_hashes(GOOD["token_ids"]))
     for number, record in enumerate(records, start=1):
         if number in bad_numbers:
             continue
@@ -258,7 +265,7 @@ def test_no_api_checks_accepts_what_the_engine_hashes(
         hasher.block_hashes(Request([1, 2, 3, 4], lora=LoRA("sql", ""))),
         hasher.block_hashes(Request([1, 2, 3, 4], lora=LoRA("sql", None))),
     ]
-    assert [r["block_hashes"] for r in records] == [[h.hex() for h in e] for e in expected]
+    assert [r["block_hashes"] for r in records] == [hex_keys(e) for e in expected]
     assert records[0]["extra_keys"] == [[["cache_salt", "a/b"]]]
     assert records[0]["event_extra_keys"] == [["a/b"]]
     assert records[3]["extra_keys"] == [[["lora", "sql", None]]]
@@ -308,10 +315,10 @@ def test_features_and_calls_in_results(tmp_path: Path, capsys: pytest.CaptureFix
     request = Request(list(range(20)), lora=LoRA("sql", "/a", 3), cache_salt="t",
                       mm_items=[__import__("prefixkey").MMItem("img", 2, 4)])
     keys = Hasher(block_size=4).block_hashes(request)
-    assert record["block_hashes"] == [k.hex() for k in keys]
+    assert record["block_hashes"] == hex_keys(keys)
     assert record["new_hashes_per_call"] == [2, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]
     assert sum(record["new_hashes_per_call"]) == 5
-    assert record["group_block_hashes"] == {"8": [keys[1].hex(), keys[3].hex()]}
+    assert record["group_block_hashes"] == {"8": hex_keys([keys[1], keys[3]])}
     assert record["extra_keys"][0] == [["lora", "sql", "/a"], ["mm", "img", 2],
                                        ["cache_salt", "t"]]
     assert record["extra_keys"][1] == [["lora", "sql", "/a"], ["mm", "img", -2]]

@@ -1,9 +1,10 @@
 """Hypothesis properties of Hasher / RequestBlockHasher, for all four algorithms.
 
 Besides the structural properties (split independence, prefix stability,
-chaining), every request is checked against a from-scratch reference of the
-0.31 closed form (spec §3.9) built on the real ``pickle.dumps`` / ``cbor2``
-with engine-shaped object identity.
+chaining), every request is checked against a from-scratch reference of vLLM 0.31's
+block key, ``digest(serialize((parent, tuple(block_tokens), extra_keys)))``,
+built on the real ``pickle.dumps`` / ``cbor2`` with engine-shaped object
+identity; the table at the end replays vLLM's own keys.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import cbor2
 import msgpack
@@ -19,6 +20,7 @@ import pytest
 import xxhash
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from vector_records import vector_record
 
 from prefixkey import (
     Hasher,
@@ -31,6 +33,8 @@ from prefixkey import (
     event_extra_keys,
     group_block_hashes,
 )
+from prefixkey.core import BlockHash
+from prefixkey.jsonl import parse_request
 
 ALGOS = ["sha256", "sha256_cbor", "xxhash", "xxhash_cbor"]
 SEEDS = {"sha256": None, "sha256_cbor": None, "xxhash": "0", "xxhash_cbor": "0"}
@@ -41,8 +45,14 @@ def make_hasher(algo: str, block_size: int, seed: str | None = None) -> Hasher:
                   python_hash_seed=seed if seed is not None else SEEDS[algo])
 
 
+def _bytes(keys: list[BlockHash]) -> list[bytes]:
+    """Keys of these algorithms are digests (``BlockHash`` also covers builtin hash() ints)."""
+    assert all(isinstance(k, bytes) for k in keys)
+    return cast("list[bytes]", keys)
+
+
 # --------------------------------------------------------------------------
-# Reference: spec §3.9, on the real serializers.
+# Reference: vLLM 0.31's block key, on the real serializers.
 
 
 def _wire(s: Any) -> Any:
@@ -57,7 +67,10 @@ def reference_keys(req: Request, block_size: int, algo: str, seed: str | None) -
         def ser(obj: Any) -> bytes:
             return pickle.dumps(obj, protocol=5)
     digest = hashlib.sha256 if algo.startswith("sha256") else xxhash.xxh3_128
-    h = lambda obj: digest(ser(obj)).digest()  # noqa: E731
+
+    def h(obj: Any) -> bytes:
+        return digest(ser(obj)).digest()
+
     parent = h(_wire(seed if seed is not None else "vllm-none-hash"))
     tokens = list(req.token_ids)
     out = []
@@ -229,8 +242,9 @@ def test_salt_changes_every_key(algo: str, case: tuple[Request, int, int], salt:
     salted = hasher.start(replace(req, cache_salt=salt))
     assert all(a != b for a, b in zip(plain.block_hashes, salted.block_hashes, strict=True))
     if salted.extra_keys:
-        assert salted.extra_keys[0][-1 if req.prompt_embeds is None else -2] == (
-            "cache_salt", salt)
+        first = salted.extra_keys[0]
+        assert first is not None
+        assert first[-1 if req.prompt_embeds is None else -2] == ("cache_salt", salt)
         # Only block 0 carries it; later blocks differ through the chain alone.
         assert salted.extra_keys[1:] == plain.extra_keys[1:]
 
@@ -288,7 +302,7 @@ def test_mm_item_changes_keys_from_its_first_block_on(
 @given(algo=algo_st, case=requests())
 def test_event_int_is_low_64_bits_big_endian(algo: str, case: tuple[Request, int, int]) -> None:
     req, bs, _ = case
-    for key in make_hasher(algo, bs).block_hashes(req):
+    for key in _bytes(make_hasher(algo, bs).block_hashes(req)):
         value = block_hash_to_int64(key)
         assert value == int.from_bytes(key[-8:], "big")
         assert 0 <= value < 2**64
@@ -335,55 +349,45 @@ def test_seed_changes_every_key_and_is_used_verbatim(
 
 
 # --------------------------------------------------------------------------
-# Table checks of the same properties on the spec's vectors (§3.8).
+# vLLM 0.31.0's own keys (tests/vectors/0.31.0.jsonl) for one request of each
+# algorithm and feature, with the prompt cut anywhere and the rest appended.
 
-SPEC_ROWS: list[tuple[str, str | None, dict[str, Any], str, str]] = [
-    ("sha256", None, {}, "7b255da405e1d722823892e4fef187b4d8ac78215d7f0dd2137bb037547f4caf",
-     "8e717becdc2054b7a3223b7b844f462c0db0ac86287b752b16d077ad0843c577"),
-    ("sha256_cbor", None, {}, "cd7c51bc5a8fc8643f383a2b9e01522fba7473c669e9270c7b0bf7bf7fd01682",
-     "2533ea50426b36e9e4d68296cac6bce8cf602e46957d0fe40b368b33d87bf3bf"),
-    ("xxhash", "0", {}, "6ba7d7fc1608e5f0a4612b1b0c87458f", "dbd92304eaa08219c5cf8f4ce18166b6"),
-    ("xxhash_cbor", "0", {}, "c2d7a75070fc6d6b0c3fb0af456c1009",
-     "93add93233ea572fb2e2b1685bac6f8d"),
-    ("sha256", None, {"cache_salt": "tenant-a"},
-     "67b47fff1fdd4b5d223a715393ac45d1f1159748b35948c1cc5af6f21812adb0",
-     "c95bea24a5e5b77ca1ef0ac100eaf16646db162490a5668ca214b8232315c4d9"),
-    ("sha256", None, {"lora": LoRA("sql-adapter", "/models/sql")},
-     "55d8be3775c0f1f9090eead060b4dbd675f4638c8429e2983162a4959c44fad4",
-     "5ca95c2fb6f81e7aec1f0365c7844f1d447a1e31dce4953d54d3736ccd949aab"),
-    ("sha256", None, {"mm_items": [MMItem("f" * 64, 5, 20)]},
-     "6da45e0ac43623a627c57dad289433e6105664f0184989261f955ed1e7f8ef51",
-     "95c9cabe143a2c167f5f8cf8d422228568c8876ffa57baf4c25248f74a133438"),
-    ("sha256", None, {"lora": LoRA("sql-adapter", "/models/sql"), "cache_salt": "tenant-a",
-                      "mm_items": [MMItem("f" * 64, 5, 20)]},
-     "70a754744b7fb96fa8ef5e9e28c31b4bebeb72426c3b4c864bb8587c0d211967",
-     "ed6f422ddee8b2a85ceec335b54689cf459f07ef860078f5b6cb99e37b3ec827"),
+SPLIT_RECORDS = [
+    "prefixkey-00006/sha256", "prefixkey-00006/sha256_cbor", "prefixkey-00006/xxhash",
+    "prefixkey-00006/xxhash_cbor",
+    "prefixkey-00054/sha256",  # cache_salt
+    "prefixkey-00040/sha256",  # lora
+    "prefixkey-00059/sha256",  # mm_items
+    "prefixkey-00092/sha256",  # all three, PYTHONHASHSEED unset
 ]
 
 
-@pytest.mark.parametrize(("algo", "seed", "features", "block0", "block1"), SPEC_ROWS)
-@pytest.mark.parametrize("split", [None, 0, 1, 15, 16, 17, 33, 40])
-def test_spec_vectors_at_every_split(
-    algo: str, seed: str | None, features: dict[str, Any], block0: str, block1: str,
-    split: int | None,
-) -> None:
-    tokens = list(range(1, 41))
-    expected = [block0, block1]
-    if split is None:
-        got = block_hashes(tokens, block_size=16, hash_algo=algo, python_hash_seed=seed,
-                           **features)
-        assert [h.hex() for h in got] == expected
-        return
-    floor = max((m.end for m in features.get("mm_items", [])), default=0)
-    hasher = Hasher(block_size=16, hash_algo=algo, python_hash_seed=seed)
-    state = hasher.start(Request(tokens[: max(split, floor)], **features))
-    for t in tokens[max(split, floor):]:
-        state.append([t])
-    assert [h.hex() for h in state.block_hashes] == expected
+@pytest.mark.parametrize("record_id", SPLIT_RECORDS)
+def test_vector_keys_at_every_split(record_id: str) -> None:
+    record = vector_record("0.31.0", record_id)
+    expected = record["result"]["block_hashes"]
+    job = parse_request({**record["case"], "vllm_version": record["version"]})
+    hasher, tokens = job.hasher, job.token_ids
+    request = replace(job.request, token_ids=tokens)  # the job's starts at its first call
+    assert len(expected) >= 2
+    assert [h.hex() for h in _bytes(hasher.block_hashes(request))] == expected
+    size, case = hasher.block_size, record["case"]
+    one_call = block_hashes(
+        tokens, block_size=size, hash_algo=case["hash_algo"],
+        python_hash_seed=case["python_hash_seed"], vllm_version=record["version"],
+        lora=request.lora, cache_salt=request.cache_salt, mm_items=request.mm_items,
+    )
+    assert [h.hex() for h in _bytes(one_call)] == expected
+    floor = max((m.end for m in request.mm_items), default=0)  # items sit in the prompt
+    for split in sorted({0, 1, size - 1, size, size + 1, 2 * size + 1, len(tokens)}):
+        state = hasher.start(replace(request, token_ids=tokens[: max(split, floor)]))
+        for t in tokens[max(split, floor):]:
+            state.append([t])
+        assert [h.hex() for h in _bytes(state.block_hashes)] == expected, split
 
 
-def test_spec_decode_window_example() -> None:
-    # §1.6: A@33+2, B@36+2, prompt 40 then decode to 64: block 32-47 names both.
+def test_decode_block_names_the_items_of_the_prompt_tail() -> None:
+    # A@33+2, B@36+2, prompt 40 then decode to 64: block 32-47 names both (vLLM 0.31+).
     tokens = list(range(64))
     items = [MMItem("A", 33, 2), MMItem("B", 36, 2)]
     hasher = Hasher(block_size=16)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from vector_records import vector_record
 
 from prefixkey import Hasher, LoRA, MMItem, PromptEmbeds, Request, resolve_release
 from prefixkey.core import ERAS, KNOWN_RELEASES
@@ -126,9 +127,10 @@ def test_seed_sources() -> None:
     assert Hasher(block_size=16, python_hash_seed="").none_hash.seed_source == "PYTHONHASHSEED"
     old = Hasher(block_size=16, vllm_version="0.8.3", hash_algo="sha256")
     assert old.none_hash.seed_source == "constant"
-    assert old.none_hash.value == int(
-        "6c09635decb8153d3c12e3782a69fd2eb097426f912547d351a8647b27d5580a", 16
-    )  # sha256(pickle(None)), vllm-block-keys.md §1.2
+    # vLLM 0.8.3's own NONE_HASH with PYTHONHASHSEED unset (sha256 of pickle(None)).
+    unset = vector_record("0.8.3", "prefixkey-00032/sha256")
+    assert unset["case"]["python_hash_seed"] is None
+    assert old.none_hash.value == int(unset["result"]["none_hash"], 16)
     first = Hasher(block_size=16, vllm_version="0.7.0", engine_python="3.12")
     assert first.none_hash.value is None
     assert first.none_hash.seed_source == "none"

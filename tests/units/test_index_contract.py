@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import pytest
 from index_events import C, G, S, batch, held, removed, stored
 
 from prefixkey import Hasher, block_hash_to_int64
+from prefixkey.core import BlockHash
 from prefixkey.events import AllBlocksCleared, EventBatch
 from prefixkey.fleet import (
     GroupSpec,
@@ -30,6 +31,12 @@ from prefixkey.fleet import (
 )
 
 H16 = Hasher(block_size=16, python_hash_seed="0")
+
+
+def _sha256(keys: Sequence[BlockHash]) -> list[bytes]:
+    """sha256 keys, which are bytes (``BlockHash`` also covers builtin ``hash()`` ints)."""
+    assert all(isinstance(k, bytes) for k in keys)
+    return cast("list[bytes]", keys)
 REDIS_URL = os.environ.get("PREFIXKEY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 Factory = Callable[..., PrefixIndexBackend]
@@ -286,7 +293,9 @@ def test_router_decisions_are_identical_across_backends(redis_client: Any, seed:
         assert held(memory, name) == held(shared, name)
     tokens_list = [*prompts, [p + 1 for p in prompts[0]], prompts[1][:5]]
     for tokens in tokens_list:
-        for kw in ({}, {"tier_weights": {"GPU": 1.0, "CPU": 0.0, "STORAGE": 0.5}}):
+        weightings: list[dict[str, Any]] = [
+            {}, {"tier_weights": {"GPU": 1.0, "CPU": 0.0, "STORAGE": 0.5}}]
+        for kw in weightings:
             expected = _decide(memory, tokens, **kw)
             assert _decide(shared, tokens, **kw) == expected
             assert _decide(shared, tokens, ["b0", "old"], **kw) == _decide(
@@ -324,7 +333,7 @@ def test_routers_share_registrations_and_entries(redis_client: Any) -> None:
     # two re-registers "a" as an int publisher: one's next batch is converted again
     two.register("a", ReplicaScheme(H16, publishes="int"))
     one.apply("a", batch(stored(*fine[:2]), ts=2))
-    assert held(two) == {(0, block_hash_to_int64(k), G) for k in fine[:2]}
+    assert held(two) == {(0, block_hash_to_int64(k), G) for k in _sha256(fine[:2])}
     # one's cached registration is stale: its lookup notices and rehashes
     assert route(Router(cast(PrefixIndex, one)), tokens)[0].hit_tokens == 32
 
@@ -342,7 +351,7 @@ def test_lookup_is_one_round_trip_and_per_medium(redis_client: Any) -> None:
     for name in names:
         index.register(name, ReplicaScheme(H16))
     tokens = list(range(16 * 8 + 1))
-    fine = [block_hash_to_int64(k) for k in H16.block_hashes(tokens)]
+    fine = [block_hash_to_int64(k) for k in _sha256(H16.block_hashes(tokens))]
     index.apply("r3", batch(stored(*fine[:5]), stored(*fine[:2], medium="CPU")))
     router = Router(cast(PrefixIndex, index))
     route(router, tokens)  # warm the registry and media caches

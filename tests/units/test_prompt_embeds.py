@@ -286,7 +286,7 @@ def test_embeds_only_request_and_decode_blocks() -> None:
     hasher = Hasher(block_size=2)
     state = hasher.start(Request([0] * 5, prompt_embeds=embeds))
     state.append([42, 43, 44])
-    digests = [k[0][1] for k in state.extra_keys]
+    digests = [k[0][1] for k in state.extra_keys if k is not None]
     assert digests == [
         hashlib.sha256(rows[0:2].tobytes()).digest(),
         hashlib.sha256(rows[2:4].tobytes()).digest(),

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 from prefixkey.errors import PrefixKeyError
 from prefixkey.jsonl import error_record, parse_request, run_job
 
 
-def answer(obj: dict, *, ignore_salt: bool = False, mask_high_ids: bool = False) -> dict:
+def answer(
+    obj: dict[str, Any], *, ignore_salt: bool = False, mask_high_ids: bool = False
+) -> dict[str, Any]:
     if ignore_salt:
         obj = {k: v for k, v in obj.items() if k != "cache_salt"}
     if mask_high_ids:
