@@ -191,6 +191,9 @@ def wire_era(vllm_version: str, *, strict: bool = True) -> tuple[WireEra, tuple[
 
 def replay_request(start_seq: int) -> bytes:
     """The frame a replay client sends: the first wanted sequence number, 8 bytes BE."""
+    if type(start_seq) is not int or not 0 <= start_seq < 1 << 64:
+        raise EventFramingError(f"must be an int in [0, 2**64), got {start_seq!r}",
+                                field="start_seq")
     return start_seq.to_bytes(8, "big", signed=False)
 
 

@@ -55,7 +55,7 @@ from ..core import (  # noqa: E402  # noqa: E402  # noqa: E402
     Request,
     resolve_release,
 )
-from ..errors import PrefixKeyError  # noqa: E402
+from ..errors import InvalidRequestError, PrefixKeyError  # noqa: E402
 from ..events import (  # noqa: E402
     AllBlocksCleared,
     BlockRemoved,
@@ -116,7 +116,7 @@ def token_ids(
     carry); prefixkey itself accepts larger ids.
     """
     if max_id < 0:
-        raise ValueError(f"max_id must be >= 0, got {max_id}")
+        raise InvalidRequestError("max_id", f"must be >= 0, got {max_id}")
     edges = [b for b in TOKEN_ID_BOUNDARIES if b <= max_id]
     ids = st.one_of(
         st.integers(0, min(max_id, 300)),
@@ -151,7 +151,7 @@ def mm_layouts(
     twice). ``identifiers`` defaults to short hex-like or Unicode strings.
     """
     if num_tokens < 0:
-        raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+        raise InvalidRequestError("num_tokens", f"must be >= 0, got {num_tokens}")
     ids = identifiers if identifiers is not None else st.one_of(
         st.sampled_from(("img-a", "img-b")), st.text("0123456789abcdef", min_size=1, max_size=8),
         _text(),
@@ -222,7 +222,8 @@ def prompt_embeds(
     """
     unknown = [d for d in dtypes if d not in DTYPE_SIZES]
     if unknown or not dtypes:
-        raise ValueError(f"dtypes must be non-empty names from {list(DTYPE_SIZES)}, got {dtypes}")
+        raise InvalidRequestError(
+            "dtypes", f"must be non-empty names from {list(DTYPE_SIZES)}, got {dtypes}")
     return _prompt_embeds(rows, max_rows, max_hidden, dtypes)
 
 
@@ -252,7 +253,8 @@ def _wanted(vllm_version: str, features: Sequence[str] | None) -> tuple[Era, fro
     if features is not None:
         unknown = set(features) - set(FEATURES)
         if unknown:
-            raise ValueError(f"unknown features {sorted(unknown)} (known: {', '.join(FEATURES)})")
+            raise InvalidRequestError(
+                "features", f"unknown features {sorted(unknown)} (known: {', '.join(FEATURES)})")
     keyed = _keyed(era)
     return era, keyed if features is None else keyed & frozenset(features)
 
@@ -411,10 +413,11 @@ def request_objects(
     era, wanted = _wanted(vllm_version, features)
     configs = tuple(c for c in _configs(vllm_version) if hash_algos is None or c[0] in hash_algos)
     if not configs:
-        raise ValueError(f"no reproducible configuration of vLLM {vllm_version} uses "
-                         f"{', '.join(hash_algos or ())}")
+        raise InvalidRequestError(
+            "hash_algos", f"no reproducible configuration of vLLM {vllm_version} uses "
+            f"{', '.join(hash_algos or ())}")
     if block_size is not None and block_size < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size}")
+        raise InvalidRequestError("block_size", f"must be >= 1, got {block_size}")
     return _request_objects(vllm_version, era, wanted, block_size, max_blocks, max_id,
                             api_valid, configs)
 
