@@ -19,7 +19,6 @@ from typing import Any, Final
 
 from .core import (
     DEFAULT_VLLM_VERSION,
-    BlockExtraKeys,
     Hasher,
     LoRA,
     MMItem,
@@ -253,11 +252,6 @@ def to_json_value(value: Any) -> Any:
     return value
 
 
-def _event_keys(keys: BlockExtraKeys, lookahead: int) -> Any:
-    # With lookahead the hashed keys are (keys, *tokens); events carry the keys.
-    return to_json_value(event_extra_keys(keys[0] if lookahead and keys else keys))
-
-
 def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
     """Hash one job; the result object of the JSON Lines format."""
     hasher = job.hasher
@@ -275,12 +269,10 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
             [block_hash_to_int64(h) for h in hashes] if is_bytes else None  # type: ignore[arg-type]
         ),
         "extra_keys": [to_json_value(k) for k in state.extra_keys],
-        # KV events publish the untagged form from 0.31; before, the hashed tuple
-        # recomputed at publish time (not always what was hashed): not reported.
-        "event_extra_keys": (
-            [_event_keys(k, hasher.lookahead) for k in state.extra_keys] or None
-            if hasher.era.tagged else None
-        ),
+        "event_extra_keys": [
+            to_json_value(event_extra_keys(k, hasher.era, lookahead=hasher.lookahead))
+            for k in state.extra_keys
+        ] or None if hasher.era.published_extra_keys != "none" else None,
         "none_hash": hash_hex(hasher.none_hash.value),
         "hash_type": hasher.era.hash_type,
         "resolved": {

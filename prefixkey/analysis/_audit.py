@@ -419,9 +419,7 @@ class _Auditor:
     def _same_tokens(row: RequestAudit, job: HashJob, m: int, blocks: list[_Block]) -> None:
         request, hasher = job.request, job.hasher
         ek = hasher.start(request).extra_keys[m]
-        if hasher.lookahead and ek:
-            ek = ek[0]
-        mine = _tuples(event_extra_keys(ek) if hasher.era.tagged else ek)
+        mine = _tuples(event_extra_keys(ek, hasher.era, lookahead=hasher.lookahead))
         lora = None if request.lora is None else request.lora.name
         where = f"block {m}: same tokens stored under another key"
         for b in blocks:

@@ -267,10 +267,14 @@ def _none_reasons(events: Sequence[_Event], seeds: Sequence[str | None],
     reasons = []
     sizes = {len(k) for e in events if e.form == "bytes" for k in e.keys if isinstance(k, bytes)}
     digest_sizes = {a.digest_size for a in ALGORITHMS.values()}
+    concatenating = [e for e in ERAS if e.group_keys == "concatenated"]
+    later = ERAS[ERAS.index(concatenating[-1]) + 1:]
+    until = f" until {later[0].since}" if later else ""
     for size in sorted(sizes - digest_sizes):
         reasons.append(f"keys are {size} bytes long, which no algorithm produces "
                        f"({', '.join(f'{s} bytes' for s in sorted(digest_sizes))}): "
-                       "group-level keys (several hashes concatenated, 0.12-0.23)?")
+                       "group-level keys (several hashes concatenated, vLLM "
+                       f"{concatenating[0].since}{until})?")
     tried = ", ".join(_seed_words(s) for s in seeds)
     reasons.append(f"PYTHONHASHSEED set to a value not tried (tried: {tried}): "
                    "pass the replica's value with --seed")

@@ -103,7 +103,10 @@ _STORED_0_9: Final = ("block_hashes", "parent_block_hash", "token_ids", "block_s
 
 @dataclass(frozen=True, slots=True)
 class WireEra:
-    """Releases that publish KV events in the same wire format."""
+    """Releases that publish KV events in the same wire format.
+
+    What ``extra_keys`` holds is a key-scheme fact: ``Era.published_extra_keys``.
+    """
 
     #: First release of the era.
     since: str
@@ -122,8 +125,6 @@ class WireEra:
     batch_has_dp_rank: bool
     #: Replay replies: ``[seq, payload]`` or, from 0.26.0, ``[topic, seq, payload]``.
     replay_carries_topic: bool
-    #: ``extra_keys``: not published, the hashed tuple, or its untagged form (0.31+).
-    extra_keys_form: Literal["none", "hashed", "untagged"]
     first_version: Version = field(init=False)
 
     def __post_init__(self) -> None:
@@ -135,12 +136,11 @@ def _eras() -> tuple[WireEra, ...]:
     removed: tuple[str, ...] = ("block_hashes",)
     req_s, req_r = 5, 1
     rank, topic = False, False
-    form: Literal["none", "hashed", "untagged"] = "none"
     enc: Literal["array", "map"] = "array"
     out: list[WireEra] = []
 
     def add(since: str, changes: str) -> None:
-        out.append(WireEra(since, changes, enc, stored, req_s, removed, req_r, rank, topic, form))
+        out.append(WireEra(since, changes, enc, stored, req_s, removed, req_r, rank, topic))
 
     add("0.9.0", "KV events: [ts, events]; events [tag, *fields]; int block hashes")
     rank = True
@@ -149,7 +149,7 @@ def _eras() -> tuple[WireEra, ...]:
     add("0.10.2", "required medium on both events; hashes int64 or digest bytes")
     stored, req_s = (*stored, "lora_name"), 7
     add("0.14.0", "required BlockStored.lora_name")
-    stored, form = (*stored, "extra_keys"), "hashed"
+    stored = (*stored, "extra_keys")
     add("0.17.0", "optional BlockStored.extra_keys (the hashed per-block tuples)")
     stored, removed = (*stored, "group_idx"), (*removed, "group_idx")
     add("0.20.0", "optional group_idx on both events")
@@ -163,8 +163,7 @@ def _eras() -> tuple[WireEra, ...]:
     add("0.29.0", "optional ownership on both events")
     stored = (*stored, "session_id")
     add("0.30.0", "optional BlockStored.session_id")
-    form = "untagged"
-    add("0.31.0", "same wire; extra_keys publish the untagged form of the tagged keys")
+    add("0.31.0", "same wire; extra_keys carry the untagged keys (Era.published_extra_keys)")
     stored = (*stored, "lookahead_token_ids")
     add("0.33.0", "optional BlockStored.lookahead_token_ids")
     return tuple(out)

@@ -24,7 +24,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..core import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG, BlockExtraKeys
+from ..core import (
+    CACHE_SALT_TAG,
+    LORA_TAG,
+    MM_TAG,
+    PROMPT_EMBEDS_TAG,
+    BlockExtraKeys,
+    resolve_release,
+)
 from ..errors import PrefixKeyError
 from ._decode import wire_era
 from ._model import BlockStored
@@ -177,8 +184,9 @@ def event_extra_keys_to_typed(
     request's block 0 (its ``parent_block_hash`` is nil); ``None`` if not
     known. Only that block can carry the salt.
     """
-    era, _ = wire_era(vllm_version, strict=strict)
-    if era.extra_keys_form == "none":
+    wire_era(vllm_version, strict=strict)  # a release that publishes KV events at all
+    form = resolve_release(vllm_version, strict=strict).era.published_extra_keys
+    if form == "none":
         raise ExtraKeysNotPublishedError(
             f"vLLM {vllm_version} publishes no extra keys in KV events (0.17.0+)")
     if extra_keys is None:
@@ -196,7 +204,7 @@ def event_extra_keys_to_typed(
             return keys
         return (keys, *lookahead_token_ids[b])
 
-    if era.extra_keys_form == "hashed":
+    if form == "hashed":
         return tuple(BlockKeyCandidates(b, (tail(b, e),)) for b, e in enumerate(entries))
     if isinstance(lora_name, _Unknown):
         lora_name = _infer_lora(entries, starts_request)

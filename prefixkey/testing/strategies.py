@@ -43,7 +43,6 @@ def _hypothesis_setup_hook() -> None:
 
 
 from hypothesis import strategies as st  # noqa: E402
-from packaging.version import Version  # noqa: E402
 
 from ..core import (  # noqa: E402  # noqa: E402  # noqa: E402
     DEFAULT_VLLM_VERSION,
@@ -323,9 +322,7 @@ def _configs(vllm_version: str) -> tuple[tuple[str, str | None, str | None], ...
     if "prompt_embeds" in keyed:
         probe["prompt_embeds"] = {"dtype": "float16", "shape": [1, 1], "hex": "0000"}
     found = []
-    for algo, since in era.algorithms:
-        if resolved.release < Version(since):
-            continue
+    for algo in era.offered_algorithms(resolved.release):
         engine = "3.12" if algo == "builtin" else None
         for seed in _SEEDS:
             try:
@@ -428,7 +425,7 @@ def request_objects(
 def _hashes(era: WireEra, form: str) -> st.SearchStrategy[EventHash]:
     if form == "bytes":
         return st.sampled_from((16, 32)).flatmap(lambda n: st.binary(min_size=n, max_size=n))
-    if era.first_version < Version("0.10.2"):  # int-keyed releases: signed 64-bit ints
+    if form == "signed":  # int-keyed releases publish their keys: signed 64-bit ints
         return st.integers(-(2**63), 2**63 - 1)
     return st.integers(0, 2**64 - 1)  # the low 64 bits of a digest, unsigned
 
@@ -496,10 +493,11 @@ def _block_removed(draw: st.DrawFn, era: WireEra, form: str) -> BlockRemoved:
     )
 
 
-def _forms(era: WireEra) -> st.SearchStrategy[str]:
-    # From 0.10.2 VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0 publishes digest bytes.
-    if era.first_version < Version("0.10.2"):
-        return st.just("int")
+def _forms(vllm_version: str) -> st.SearchStrategy[str]:
+    # Digest-keyed releases publish their low 64 bits, or with
+    # VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0 the digest bytes.
+    if resolve_release(vllm_version).era.hash_type == "int":
+        return st.just("signed")
     return st.sampled_from(("int", "bytes"))
 
 
@@ -511,19 +509,20 @@ def block_stored_events(*, vllm_version: str = DEFAULT_VLLM_VERSION,
     unsigned 64-bit ints or 16/32-byte digests.
     """
     era, _ = wire_era(vllm_version)
-    return _forms(era).flatmap(lambda form: _block_stored(era, form))
+    return _forms(vllm_version).flatmap(lambda form: _block_stored(era, form))
 
 
 def block_removed_events(*, vllm_version: str = DEFAULT_VLLM_VERSION,
                          ) -> st.SearchStrategy[BlockRemoved]:
     """BlockRemoved events with the fields ``vllm_version`` publishes (others None)."""
     era, _ = wire_era(vllm_version)
-    return _forms(era).flatmap(lambda form: _block_removed(era, form))
+    return _forms(vllm_version).flatmap(lambda form: _block_removed(era, form))
 
 
 @st.composite
-def _event_batches(draw: st.DrawFn, era: WireEra, max_events: int) -> EventBatch:
-    form = draw(_forms(era))
+def _event_batches(draw: st.DrawFn, era: WireEra, forms: st.SearchStrategy[str],
+                   max_events: int) -> EventBatch:
+    form = draw(forms)
     event = st.one_of(_block_stored(era, form), _block_removed(era, form),
                       st.just(AllBlocksCleared()))
     events = tuple(draw(st.lists(event, max_size=max_events)))
@@ -541,7 +540,7 @@ def event_batches(*, vllm_version: str = DEFAULT_VLLM_VERSION, max_events: int =
     ``data_parallel_rank`` appears from 0.9.1.
     """
     era, _ = wire_era(vllm_version)
-    return _event_batches(era, max_events)
+    return _event_batches(era, _forms(vllm_version), max_events)
 
 
 # ----------------------------------------------------------------------------- registration
