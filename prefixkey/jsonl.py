@@ -1,7 +1,8 @@
 """The JSON Lines request/result format (docs/request-format.md), a public contract.
 
-:func:`parse_request` turns one decoded JSON object into a :class:`HashJob`;
-:func:`run_job` hashes it and returns the result object. Errors are
+:func:`parse_request` turns one decoded JSON object into a typed
+:class:`~prefixkey.core.HashJob`; :func:`run_job` hashes it and returns the
+result object. Errors are
 :class:`~prefixkey.errors.PrefixKeyError` subclasses naming the field;
 :func:`error_record` turns one into the error line the CLI writes.
 """
@@ -12,7 +13,6 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Final
@@ -20,6 +20,7 @@ from typing import Any, Final
 from .core import (
     DEFAULT_VLLM_VERSION,
     Hasher,
+    HashJob,
     LoRA,
     MMItem,
     PromptEmbeds,
@@ -31,7 +32,7 @@ from .core import (
 from .errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
 
 __all__ = [
-    "HashJob", "error_record", "hash_hex", "parse_json_line", "parse_request", "run_job",
+    "error_record", "hash_hex", "parse_json_line", "parse_request", "run_job",
     "to_json_value",
 ]
 
@@ -40,19 +41,6 @@ _KNOWN_FIELDS: Final = frozenset({
     "hash_calls", "num_prompt_tokens", "engine_python", "lookahead", "lora", "cache_salt",
     "mm_items", "prompt_embeds", "group_block_sizes",
 })
-
-
-@dataclass(frozen=True, slots=True)
-class HashJob:
-    """One parsed request line: how to build the hasher, the request, and the calls."""
-
-    hasher: Hasher
-    request: Request
-    token_ids: list[int]
-    hash_calls: tuple[int, ...]
-    report_calls: bool
-    group_block_sizes: tuple[int, ...] = ()
-    warnings: tuple[str, ...] = field(default=())
 
 
 def _get(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
@@ -254,12 +242,8 @@ def to_json_value(value: Any) -> Any:
 
 def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
     """Hash one job; the result object of the JSON Lines format."""
-    hasher = job.hasher
-    state = hasher.start(job.request)
-    per_call = [len(state.block_hashes)]
-    for previous, current in pairwise(job.hash_calls):
-        per_call.append(len(state.append(job.token_ids[previous:current])))
-    hashes = state.block_hashes
+    keys = job.run()
+    hasher, hashes = keys.hasher, keys.block_hashes
     is_bytes = hasher.era.hash_type == "bytes"
     result: dict[str, Any] = {
         "id": request_id,
@@ -268,10 +252,10 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
         "block_hashes_int64": (
             [block_hash_to_int64(h) for h in hashes] if is_bytes else None  # type: ignore[arg-type]
         ),
-        "extra_keys": [to_json_value(k) for k in state.extra_keys],
+        "extra_keys": [to_json_value(k) for k in keys.extra_keys],
         "event_extra_keys": [
             to_json_value(event_extra_keys(k, hasher.era, lookahead=hasher.lookahead))
-            for k in state.extra_keys
+            for k in keys.extra_keys
         ] or None if hasher.era.published_extra_keys != "none" else None,
         "none_hash": hash_hex(hasher.none_hash.value),
         "hash_type": hasher.era.hash_type,
@@ -281,14 +265,14 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
             "hash_algo": hasher.algorithm.name,
             "seed_source": hasher.none_hash.seed_source,
         },
-        "warnings": [*job.warnings, *state.warnings],
+        "warnings": list(keys.warnings),
     }
     if job.report_calls:
-        result["new_hashes_per_call"] = per_call
-    if job.group_block_sizes:
+        result["new_hashes_per_call"] = list(keys.new_hashes_per_call)
+    if keys.group_block_hashes:
         result["group_block_hashes"] = {
-            str(size): [hash_hex(h) for h in hasher.group_block_hashes(hashes, size)]
-            for size in job.group_block_sizes
+            str(size): [hash_hex(h) for h in group]
+            for size, group in keys.group_block_hashes.items()
         }
     return result
 

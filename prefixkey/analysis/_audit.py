@@ -27,7 +27,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..core import DEFAULT_VLLM_VERSION, BlockHash, Hasher, block_hash_to_int64, event_extra_keys
+from ..core import (
+    DEFAULT_VLLM_VERSION,
+    BlockHash,
+    Hasher,
+    HashJob,
+    block_hash_to_int64,
+    event_extra_keys,
+)
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..events import (
     AllBlocksCleared,
@@ -40,7 +47,7 @@ from ..events import (
     split_message,
 )
 from ..fleet import PrefixIndex, ReplicaId, ReplicaScheme
-from ..jsonl import HashJob, parse_json_line, parse_request
+from ..jsonl import parse_json_line, parse_request
 from ._drift import DriftConfig
 
 __all__ = [

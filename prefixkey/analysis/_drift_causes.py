@@ -14,12 +14,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Final
 
-from ..core import ERAS, BlockExtraKeys, Era, Hasher
+from ..core import ERAS, BlockExtraKeys, Era, Hasher, HashJob
 from ..errors import PrefixKeyError
-from ..jsonl import HashJob
 
 __all__ = ["Cause", "eras_between", "explain", "first_difference"]
 
@@ -163,10 +161,7 @@ def _extra_keys_under(job: HashJob, era: Era) -> list[BlockExtraKeys]:
     The core's own hashing passes decide every key (windows, decode-time
     passes, fields added later).
     """
-    state = job.hasher.with_era_rules(era).start(job.request)
-    for previous, current in pairwise(job.hash_calls):
-        state.append(job.token_ids[previous:current])
-    return list(state.extra_keys)
+    return job.run(job.hasher.with_era_rules(era)).extra_keys
 
 
 def first_difference(a: Sequence[object], b: Sequence[object]) -> int | None:

@@ -48,10 +48,12 @@ from ..core import (  # noqa: E402  # noqa: E402  # noqa: E402
     DEFAULT_VLLM_VERSION,
     DTYPE_SIZES,
     Era,
+    Hasher,
     LoRA,
     MMItem,
     PromptEmbeds,
     Request,
+    check_api_rules,
     resolve_release,
 )
 from ..errors import InvalidRequestError, PrefixKeyError  # noqa: E402
@@ -64,7 +66,6 @@ from ..events import (  # noqa: E402
     WireEra,
     wire_era,
 )
-from ..jsonl import parse_request, run_job  # noqa: E402
 
 __all__ = [
     "FEATURES",
@@ -312,22 +313,22 @@ def _configs(vllm_version: str) -> tuple[tuple[str, str | None, str | None], ...
     resolved = resolve_release(vllm_version)
     era = resolved.era
     keyed = _keyed(era)
-    probe: dict[str, Any] = {"vllm_version": vllm_version, "block_size": 1, "token_ids": [1]}
-    if "lora" in keyed:
-        probe["lora"] = {"name": "a", "path": "a", "int_id": 1}
-    if "cache_salt" in keyed:
-        probe["cache_salt"] = "s"
-    if "mm_items" in keyed:
-        probe["mm_items"] = [{"identifier": "i", "offset": 0, "length": 1}]
-    if "prompt_embeds" in keyed:
-        probe["prompt_embeds"] = {"dtype": "float16", "shape": [1, 1], "hex": "0000"}
+    probe = Request(
+        [1],
+        lora=LoRA("a", "a", 1) if "lora" in keyed else None,
+        cache_salt="s" if "cache_salt" in keyed else None,
+        mm_items=(MMItem("i", 0, 1),) if "mm_items" in keyed else (),
+        prompt_embeds=(PromptEmbeds(bytes(2), "float16", (1, 1))
+                       if "prompt_embeds" in keyed else None),
+    )
+    check_api_rules(probe)
     found = []
     for algo in era.offered_algorithms(resolved.release):
         engine = "3.12" if algo == "builtin" else None
         for seed in _SEEDS:
             try:
-                run_job(parse_request({**probe, "hash_algo": algo, "python_hash_seed": seed,
-                                       "engine_python": engine}, api_checks=True))
+                Hasher(block_size=1, vllm_version=vllm_version, hash_algo=algo,
+                       python_hash_seed=seed, engine_python=engine).block_hashes(probe)
             except PrefixKeyError:
                 continue
             found.append((algo, seed, engine))

@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 
 from prefixkey import InvalidRequestError
-from prefixkey.core import KNOWN_RELEASES, Hasher, Request, event_extra_keys, resolve_release
+from prefixkey.core import (
+    KNOWN_RELEASES,
+    Hasher,
+    JobKeys,
+    Request,
+    event_extra_keys,
+    resolve_release,
+)
 from prefixkey.events import event_extra_keys_to_typed, wire_era
 from prefixkey.fleet import GroupSpec, ReplicaScheme, UnsupportedLayoutError
 from prefixkey.jsonl import parse_request, to_json_value
@@ -32,15 +39,12 @@ def _records(release: str) -> tuple[dict[str, Any], ...]:
     return tuple(r for r in map(json.loads, lines) if "error" not in r["result"])
 
 
-def _state(record: dict[str, Any]) -> tuple[Hasher, Any]:
+def _state(record: dict[str, Any]) -> tuple[Hasher, JobKeys]:
     """The record's request hashed call by call, as vLLM hashed it."""
     case = {**record["case"], "vllm_version": record["version"],
             "engine_python": record["result"].get("python")}
     job = parse_request(case)
-    state = job.hasher.start(job.request)
-    for previous, current in zip(job.hash_calls, job.hash_calls[1:], strict=False):
-        state.append(job.token_ids[previous:current])
-    return job.hasher, state
+    return job.hasher, job.run()
 
 
 def _keyed_records(release: str) -> Iterator[dict[str, Any]]:
