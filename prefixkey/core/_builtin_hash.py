@@ -141,6 +141,9 @@ def python_hash_for(engine_python: str | None, python_hash_seed: str | None) -> 
             "builtin hash() keys depend on the engine's CPython version: pass engine_python "
             "(3.12 or newer reproduces them)"
         )
+    if not isinstance(engine_python, str):
+        raise InvalidRequestError("engine_python", f"must be a string like '3.12', got "
+                                  f"{type(engine_python).__name__}")
     try:
         version = tuple(int(part) for part in engine_python.split(".")[:2])
     except ValueError:

@@ -20,7 +20,7 @@ is bounded (:class:`DecodeLimits`) before anything is allocated.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple
 
@@ -513,7 +513,7 @@ class EventDecoder:
         delimiter frame, which is dropped here (a REQ socket drops it itself).
         """
         want = 3 if self.era.replay_carries_topic else 2
-        parts = list(frames)
+        parts = _frames(frames)
         if len(parts) == want + 1 and parts[0] == b"":
             parts = parts[1:]
         if len(parts) != want:
@@ -537,10 +537,23 @@ class EventDecoder:
 
 def split_message(frames: Sequence[bytes]) -> tuple[str, int, bytes]:
     """A PUB message's frames ``[topic, seq (8-byte BE), payload]`` as a tuple."""
+    frames = _frames(frames)
     if len(frames) != 3:
         raise EventFramingError(
             f"a KV-event message has 3 frames [topic, seq, payload], got {len(frames)}")
     return _topic(frames[0]), _seq(frames[1]), bytes(frames[2])
+
+
+def _frames(frames: Sequence[bytes]) -> list[bytes]:
+    if isinstance(frames, (str, bytes)) or not isinstance(frames, Iterable):
+        raise EventFramingError(f"a message must be a list of frames, got "
+                                f"{type(frames).__name__}")
+    parts = list(frames)
+    for i, frame in enumerate(parts):
+        if not isinstance(frame, (bytes, bytearray, memoryview)):
+            raise EventFramingError(f"must be bytes, got {type(frame).__name__}",
+                                    field=f"frames[{i}]")
+    return parts
 
 
 def _topic(frame: bytes) -> str:

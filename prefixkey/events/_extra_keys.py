@@ -191,6 +191,9 @@ def event_extra_keys_to_typed(
             f"vLLM {vllm_version} publishes no extra keys in KV events (0.17.0+)")
     if extra_keys is None:
         return ()
+    if isinstance(extra_keys, (str, bytes)) or not isinstance(extra_keys, Sequence):
+        raise ExtraKeysConversionError(
+            f"must be an array (one entry per block) or nil, got {type(extra_keys).__name__}")
     entries = [_tuples(e) for e in extra_keys]
     for b, entry in enumerate(entries):
         if entry is not None and not isinstance(entry, tuple):

@@ -273,3 +273,28 @@ def test_nothing_raises_a_builtin_exception() -> None:
                     where, target.id) not in _PROTOCOL_RAISES:
                 offenders.append(f"{where}:{node.lineno} raises {target.id}")
     assert offenders == []
+
+
+# ------------------------------------------------------------------------ data reaching the API
+
+
+def test_values_from_configuration_and_the_wire() -> None:
+    """Values that come from configuration files or sockets, not from typed code."""
+    from prefixkey.core import group_block_hashes
+    from prefixkey.events import EventDecoder, event_extra_keys_to_typed, split_message
+
+    with pytest.raises(InvalidRequestError) as info:
+        Hasher(block_size=2, vllm_version="0.9.0", python_hash_seed="0",
+               engine_python=3.12)  # type: ignore[arg-type]
+    assert _field(info) == "engine_python"
+    with pytest.raises(InvalidRequestError) as info:
+        group_block_hashes([b"a"], 0, 2)
+    assert _field(info) == "hash_block_size"
+    with pytest.raises(EventFramingError) as framing:
+        split_message(["", "seq", "payload"])  # type: ignore[list-item]
+    assert framing.value.field == "frames[0]"
+    with pytest.raises(EventFramingError):
+        EventDecoder("0.31.0").split_replay_reply(b"seq")
+    with pytest.raises(PrefixKeyError) as conversion:
+        event_extra_keys_to_typed(5, vllm_version="0.31.0")  # type: ignore[arg-type]
+    assert _field(conversion) == "extra_keys"
