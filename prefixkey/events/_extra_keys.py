@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from ..core import (
     CACHE_SALT_TAG,
+    ERAS,
     LORA_TAG,
     MM_TAG,
     PROMPT_EMBEDS_TAG,
@@ -73,6 +74,10 @@ class AmbiguousExtraKeysError(ExtraKeysConversionError):
     """:meth:`BlockKeyCandidates.resolve` on a block with several readings."""
 
 
+_PATH_SINCE: Final = next(e.since for e in ERAS if e.lora_key == "name_path")
+_PUBLISHED_SINCE: Final = next(e.since for e in ERAS if e.published_extra_keys != "none")
+
+
 class _Unknown:
     __slots__ = ()
 
@@ -117,7 +122,7 @@ def _path_for(name: str, lora_path: str | Mapping[str, str] | None, block: int) 
     path = lora_path.get(name) if isinstance(lora_path, Mapping) else lora_path
     if path is None:
         raise MissingLoRAPathError(
-            f"LoRA adapter {name!r}: vLLM 0.31+ hashes its path, which events do not "
+            f"LoRA adapter {name!r}: vLLM {_PATH_SINCE}+ hashes its path, which events do not "
             "publish; supply lora_path (a path or a name -> path mapping)", block=block)
     return path
 
@@ -188,7 +193,7 @@ def event_extra_keys_to_typed(
     form = resolve_release(vllm_version, strict=strict).era.published_extra_keys
     if form == "none":
         raise ExtraKeysNotPublishedError(
-            f"vLLM {vllm_version} publishes no extra keys in KV events (0.17.0+)")
+            f"vLLM {vllm_version} publishes no extra keys in KV events ({_PUBLISHED_SINCE}+)")
     if extra_keys is None:
         return ()
     if isinstance(extra_keys, (str, bytes)) or not isinstance(extra_keys, Sequence):
