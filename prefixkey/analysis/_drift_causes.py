@@ -83,9 +83,9 @@ _FIELD_SUBJECTS: Final = {
 }
 #: Era fields that change every key of every request when they differ.
 _WHOLE_KEY_FIELDS: Final = ("hash_type", "block_tuple")
-#: Era fields that describe the era, or that the config comparison covers.
+#: Era fields that describe the era or its KV events, or that the config comparison covers.
 _NOT_KEY_FIELDS: Final = frozenset({"name", "since", "changes", "algorithms", "none_hash",
-                                    "lookahead", *_WHOLE_KEY_FIELDS})
+                                    "lookahead", "published_extra_keys", *_WHOLE_KEY_FIELDS})
 
 
 def _words(field: str, value: object, other: object = None) -> str:
