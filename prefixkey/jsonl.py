@@ -1,7 +1,8 @@
 """The JSON Lines request/result format (docs/request-format.md), a public contract.
 
-:func:`parse_request` turns one decoded JSON object into a :class:`HashJob`;
-:func:`run_job` hashes it and returns the result object. Errors are
+:func:`parse_request` turns one decoded JSON object into a typed
+:class:`~prefixkey.core.HashJob`; :func:`run_job` hashes it and returns the
+result object. Errors are
 :class:`~prefixkey.errors.PrefixKeyError` subclasses naming the field;
 :func:`error_record` turns one into the error line the CLI writes.
 """
@@ -13,15 +14,14 @@ import binascii
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Final
 
 from .core import (
     DEFAULT_VLLM_VERSION,
-    BlockExtraKeys,
     Hasher,
+    HashJob,
     LoRA,
     MMItem,
     PromptEmbeds,
@@ -34,7 +34,7 @@ from .core import (
 from .errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
 
 __all__ = [
-    "HashJob", "error_record", "hash_hex", "parse_json_line", "parse_request", "run_job",
+    "error_record", "hash_hex", "parse_json_line", "parse_request", "run_job",
     "to_json_value",
 ]
 
@@ -43,19 +43,6 @@ _KNOWN_FIELDS: Final = frozenset({
     "hash_calls", "num_prompt_tokens", "engine_python", "lookahead", "lora", "cache_salt",
     "mm_items", "prompt_embeds", "group_block_sizes",
 })
-
-
-@dataclass(frozen=True, slots=True)
-class HashJob:
-    """One parsed request line: how to build the hasher, the request, and the calls."""
-
-    hasher: Hasher
-    request: Request
-    token_ids: list[int]
-    hash_calls: tuple[int, ...]
-    report_calls: bool
-    group_block_sizes: tuple[int, ...] = ()
-    warnings: tuple[str, ...] = field(default=())
 
 
 def _get(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
@@ -273,11 +260,6 @@ def to_json_value(value: Any) -> Any:
     return value
 
 
-def _event_keys(keys: BlockExtraKeys, lookahead: int) -> Any:
-    # With lookahead the hashed keys are (keys, *tokens); events carry the keys.
-    return to_json_value(event_extra_keys(keys[0] if lookahead and keys else keys))
-
-
 @lru_cache(maxsize=64)
 def _release(version: str) -> str:
     """The release a version string resolves to, as ``X.Y.Z`` ("0.31", "v0.31.0rc1": "0.31.0")."""
@@ -294,12 +276,8 @@ def _no_full_block(job: HashJob) -> str:
 
 def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
     """Hash one job; the result object of the JSON Lines format."""
-    hasher = job.hasher
-    state = hasher.start(job.request)
-    per_call = [len(state.block_hashes)]
-    for previous, current in pairwise(job.hash_calls):
-        per_call.append(len(state.append(job.token_ids[previous:current])))
-    hashes = state.block_hashes
+    keys = job.run()
+    hasher, hashes = keys.hasher, keys.block_hashes
     # An empty result is a valid answer, but rarely the one meant (block_size too large?).
     empty = (_no_full_block(job),) if not hashes else ()
     is_bytes = hasher.era.hash_type == "bytes"
@@ -310,13 +288,11 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
         "block_hashes_int64": (
             [block_hash_to_int64(h) for h in hashes] if is_bytes else None  # type: ignore[arg-type]
         ),
-        "extra_keys": [to_json_value(k) for k in state.extra_keys],
-        # KV events publish the untagged form from 0.31; before, the hashed tuple
-        # recomputed at publish time (not always what was hashed): not reported.
-        "event_extra_keys": (
-            [_event_keys(k, hasher.lookahead) for k in state.extra_keys] or None
-            if hasher.era.tagged else None
-        ),
+        "extra_keys": [to_json_value(k) for k in keys.extra_keys],
+        "event_extra_keys": [
+            to_json_value(event_extra_keys(k, hasher.era, lookahead=hasher.lookahead))
+            for k in keys.extra_keys
+        ] or None if hasher.era.published_extra_keys != "none" else None,
         "none_hash": hash_hex(hasher.none_hash.value),
         "hash_type": hasher.era.hash_type,
         "resolved": {
@@ -325,14 +301,14 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
             "hash_algo": hasher.algorithm.name,
             "seed_source": hasher.none_hash.seed_source,
         },
-        "warnings": [*job.warnings, *state.warnings, *empty],
+        "warnings": [*keys.warnings, *empty],
     }
     if job.report_calls:
-        result["new_hashes_per_call"] = per_call
-    if job.group_block_sizes:
+        result["new_hashes_per_call"] = list(keys.new_hashes_per_call)
+    if keys.group_block_hashes:
         result["group_block_hashes"] = {
-            str(size): [hash_hex(h) for h in hasher.group_block_hashes(hashes, size)]
-            for size in job.group_block_sizes
+            str(size): [hash_hex(h) for h in group]
+            for size, group in keys.group_block_hashes.items()
         }
     return result
 

@@ -48,7 +48,7 @@ def stored(toks: list[int], salt: str | None = None, first: int = 0
     """The BlockStored of a prompt's full blocks from block ``first`` on."""
     state = hasher.start(Request(toks, cache_salt=salt))
     keys = [block_hash_to_int64(k) for k in state.block_hashes]  # type: ignore[arg-type]
-    extra = tuple(event_extra_keys(k) for k in state.extra_keys[first:])
+    extra = tuple(event_extra_keys(k, hasher.era) for k in state.extra_keys[first:])
     parent = keys[first - 1] if first else None
     return BlockStored(tuple(keys[first:]), parent, tuple(toks[first * BS : len(keys) * BS]),
                        BS, medium="GPU", extra_keys=extra, group_idx=0), keys

@@ -30,7 +30,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..core import DEFAULT_VLLM_VERSION, BlockHash, Hasher, block_hash_to_int64, event_extra_keys
+from ..core import (
+    DEFAULT_VLLM_VERSION,
+    BlockHash,
+    Hasher,
+    HashJob,
+    block_hash_to_int64,
+    event_extra_keys,
+)
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..events import (
     AllBlocksCleared,
@@ -46,7 +53,7 @@ from ..events import (
     split_recorded,
 )
 from ..fleet import PrefixIndex, ReplicaId, ReplicaScheme
-from ..jsonl import HashJob, parse_json_line, parse_request
+from ..jsonl import parse_json_line, parse_request
 from ._drift import DriftConfig
 
 __all__ = [
@@ -455,9 +462,7 @@ class _Auditor:
     def _same_tokens(row: RequestAudit, job: HashJob, m: int, blocks: list[_Block]) -> None:
         request, hasher = job.request, job.hasher
         ek = hasher.start(request).extra_keys[m]
-        if hasher.lookahead and ek:
-            ek = ek[0]
-        mine = _tuples(event_extra_keys(ek) if hasher.era.tagged else ek)
+        mine = _tuples(event_extra_keys(ek, hasher.era, lookahead=hasher.lookahead))
         lora = None if request.lora is None else request.lora.name
         where = f"block {m}: same tokens stored under another key"
         for b in blocks:

@@ -20,12 +20,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from importlib import resources
-from itertools import pairwise
 from typing import Any, Final
 
-from ..core import BlockExtraKeys, BlockHash, resolve_release
+from ..core import BlockExtraKeys, BlockHash, HashJob, resolve_release
 from ..errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
-from ..jsonl import HashJob, parse_json_line, parse_request
+from ..jsonl import parse_json_line, parse_request
 from ._drift_causes import Cause, explain, first_difference
 
 __all__ = [
@@ -277,9 +276,7 @@ def _compute(obj: Any, config: DriftConfig, api_checks: bool) -> _Side:
     get = merged.get if isinstance(merged, Mapping) else (lambda _key: None)
     try:
         job = parse_request(merged, strict=config.strict, api_checks=api_checks)
-        state = job.hasher.start(job.request)
-        for previous, current in pairwise(job.hash_calls):
-            state.append(job.token_ids[previous:current])
+        keys = job.run()
     except PrefixKeyError as exc:
         version = get("vllm_version")
         size = get("block_size")
@@ -293,8 +290,8 @@ def _compute(obj: Any, config: DriftConfig, api_checks: bool) -> _Side:
     if seed is None and isinstance(get("python_hash_seed"), str):
         seed = get("python_hash_seed")  # set, but this era's NONE_HASH does not use it
     result = SideResult(hasher.vllm_version, hasher.era.name, hasher.algorithm.name, seed,
-                        hasher.block_size, hasher.lookahead, len(state.block_hashes))
-    return _Side(result, job, tuple(state.block_hashes), tuple(state.extra_keys))
+                        hasher.block_size, hasher.lookahead, len(keys.block_hashes))
+    return _Side(result, job, tuple(keys.block_hashes), tuple(keys.extra_keys))
 
 
 def _features(obj: Any, sides: Sequence[_Side]) -> tuple[str, ...]:

@@ -14,12 +14,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Final
 
-from ..core import ERAS, BlockExtraKeys, Era, Hasher
+from ..core import ERAS, BlockExtraKeys, Era, Hasher, HashJob
 from ..errors import PrefixKeyError
-from ..jsonl import HashJob
 
 __all__ = ["Cause", "eras_between", "explain", "first_difference"]
 
@@ -85,9 +83,9 @@ _FIELD_SUBJECTS: Final = {
 }
 #: Era fields that change every key of every request when they differ.
 _WHOLE_KEY_FIELDS: Final = ("hash_type", "block_tuple")
-#: Era fields that describe the era, or that the config comparison covers.
+#: Era fields that describe the era or its KV events, or that the config comparison covers.
 _NOT_KEY_FIELDS: Final = frozenset({"name", "since", "changes", "algorithms", "none_hash",
-                                    "lookahead", *_WHOLE_KEY_FIELDS})
+                                    "lookahead", "published_extra_keys", *_WHOLE_KEY_FIELDS})
 
 
 def _words(field: str, value: object, other: object = None) -> str:
@@ -163,10 +161,7 @@ def _extra_keys_under(job: HashJob, era: Era) -> list[BlockExtraKeys]:
     The core's own hashing passes decide every key (windows, decode-time
     passes, fields added later).
     """
-    state = job.hasher.with_era_rules(era).start(job.request)
-    for previous, current in pairwise(job.hash_calls):
-        state.append(job.token_ids[previous:current])
-    return list(state.extra_keys)
+    return job.run(job.hasher.with_era_rules(era)).extra_keys
 
 
 def first_difference(a: Sequence[object], b: Sequence[object]) -> int | None:

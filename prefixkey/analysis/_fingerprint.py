@@ -27,7 +27,7 @@ from packaging.version import Version
 
 from ..core import ALGORITHMS, ERAS, KNOWN_RELEASES, BlockHash, Era, Hasher, block_hash_to_int64
 from ..core._request import check_token_ids
-from ..errors import PrefixKeyError, UnreproducibleKeysError
+from ..errors import InvalidRequestError, PrefixKeyError, UnreproducibleKeysError
 
 __all__ = [
     "DEFAULT_SEEDS",
@@ -133,55 +133,61 @@ class _Slot:
     last: str | None
 
 
+class _UnusableEvent(PrefixKeyError, ValueError):
+    """Why one event cannot be fingerprinted; it becomes a :class:`SkippedEvent`."""
+
+    def __init__(self, field: str | None, reason: str) -> None:
+        self.field: str | None = field
+        super().__init__(reason)
+
+
 def _hash_form(values: Any, what: str) -> tuple[HashForm, tuple[bytes | int, ...]]:
     if not isinstance(values, list) or not values:
-        raise ValueError(f"{what} must be a non-empty array of hex strings or ints")
+        raise _UnusableEvent(what, f"{what} must be a non-empty array of hex strings or ints")
     if all(isinstance(v, str) for v in values):
         try:
             return "bytes", tuple(bytes.fromhex(v) for v in values)
         except ValueError:
-            raise ValueError(f"{what} holds a string that is not hex") from None
+            raise _UnusableEvent(what, f"{what} holds a string that is not hex") from None
     if all(type(v) is int and _INT64_MIN <= v < _UINT64 for v in values):
         return "int64", tuple(values)
-    raise ValueError(f"{what} must be all hex strings (bytes mode) or all 64-bit ints "
-                     "(uint64, or signed for builtin hash()), not a mix")
+    raise _UnusableEvent(what, f"{what} must be all hex strings (bytes mode) or all 64-bit "
+                         "ints (uint64, or signed for builtin hash()), not a mix")
 
 
 def _parse_event(obj: Any) -> _Event:
-    """The usable event, or ValueError saying why it cannot be used."""
+    """The usable event, or :class:`_UnusableEvent` saying why it cannot be used."""
     if not isinstance(obj, Mapping):
-        raise ValueError(f"not a JSON object ({type(obj).__name__})")
+        raise _UnusableEvent(None, f"not a JSON object ({type(obj).__name__})")
     kind = obj.get("type")
     if kind is not None and kind != "BlockStored":
-        raise ValueError(f"a {kind} event, not BlockStored")
+        raise _UnusableEvent("type", f"a {kind} event, not BlockStored")
     parent = obj.get("parent_block_hash")
     if type(parent) is int:
-        raise ValueError("parent given as a 64-bit int: the chain cannot be resumed from a "
-                         "truncated key")
+        raise _UnusableEvent("parent_block_hash", "parent given as a 64-bit int: the chain "
+                             "cannot be resumed from a truncated key")
     if parent is not None:
-        raise ValueError("parent given: the blocks continue a chain that starts elsewhere, "
-                         "so NONE_HASH (the seed) is not in them")
+        raise _UnusableEvent("parent_block_hash", "parent given: the blocks continue a chain "
+                             "that starts elsewhere, so NONE_HASH (the seed) is not in them")
     form, keys = _hash_form(obj.get("block_hashes"), "block_hashes")
     extra = obj.get("extra_keys")
     if isinstance(extra, list) and any(entry is not None for entry in extra):
-        raise ValueError("blocks carry extra keys (LoRA, multimodal, salt or embeddings): "
-                         "only token-only blocks are fingerprinted")
+        raise _UnusableEvent("extra_keys", "blocks carry extra keys (LoRA, multimodal, salt or "
+                             "embeddings): only token-only blocks are fingerprinted")
     if obj.get("lora_name") is not None or obj.get("lora_id") is not None:
-        raise ValueError("the blocks belong to a LoRA adapter, which joins their keys")
+        raise _UnusableEvent("lora_name", "the blocks belong to a LoRA adapter, which joins "
+                             "their keys")
     size = obj.get("block_size")
     if type(size) is not int or size < 1:
-        raise ValueError(f"block_size must be an int >= 1, got {size!r}")
+        raise _UnusableEvent("block_size", f"block_size must be an int >= 1, got {size!r}")
     tokens = obj.get("token_ids")
     if not isinstance(tokens, list):
-        raise ValueError("token_ids must be an array of ints")
-    try:
-        check_token_ids(tokens)
-    except PrefixKeyError as exc:
-        raise ValueError(str(exc)) from None
+        raise _UnusableEvent("token_ids", "token_ids must be an array of ints")
+    check_token_ids(tokens)
     if len(tokens) != len(keys) * size:
-        raise ValueError(
-            f"{len(tokens)} token_ids for {len(keys)} blocks of {size}: a partial or "
-            "group-level block (hash block size differs from block_size)"
+        raise _UnusableEvent(
+            "token_ids", f"{len(tokens)} token_ids for {len(keys)} blocks of {size}: a partial "
+            "or group-level block (hash block size differs from block_size)"
         )
     return _Event(form, keys, tuple(tokens), size)
 
@@ -214,14 +220,14 @@ class _Search:
         if key not in self.hashers:
             try:
                 algorithm = slot.era.algorithm(slot.algo, Version(slot.first))
-                python = ENGINE_PYTHON if getattr(algorithm, "engine_bound", False) else None
+                python = ENGINE_PYTHON if algorithm.engine_bound else None
                 self.hashers[key] = Hasher(block_size=size, hash_algo=slot.algo,
                                            python_hash_seed=seed, vllm_version=slot.first,
                                            engine_python=python)
             except UnreproducibleKeysError:
                 self.unreproducible.add((slot.algo, slot.era.name))
                 self.hashers[key] = None
-            except (PrefixKeyError, NotImplementedError) as exc:
+            except PrefixKeyError as exc:
                 self.errors.add(f"era {slot.era.name} ({slot.first}): {exc}")
                 self.hashers[key] = None
         return self.hashers[key]
@@ -263,10 +269,14 @@ def _none_reasons(events: Sequence[_Event], seeds: Sequence[str | None],
     reasons = []
     sizes = {len(k) for e in events if e.form == "bytes" for k in e.keys if isinstance(k, bytes)}
     digest_sizes = {a.digest_size for a in ALGORITHMS.values()}
+    concatenating = [e for e in ERAS if e.group_keys == "concatenated"]
+    later = ERAS[ERAS.index(concatenating[-1]) + 1:]
+    until = f" until {later[0].since}" if later else ""
     for size in sorted(sizes - digest_sizes):
         reasons.append(f"keys are {size} bytes long, which no algorithm produces "
                        f"({', '.join(f'{s} bytes' for s in sorted(digest_sizes))}): "
-                       "group-level keys (several hashes concatenated, 0.12-0.23)?")
+                       "group-level keys (several hashes concatenated, vLLM "
+                       f"{concatenating[0].since}{until})?")
     tried = ", ".join(_seed_words(s) for s in seeds)
     reasons.append(f"PYTHONHASHSEED set to a value not tried (tried: {tried}): "
                    "pass the replica's value with --seed")
@@ -353,7 +363,16 @@ def fingerprint(events: Iterable[Any], seeds: Iterable[str] = ()) -> Fingerprint
     ``events`` are decoded BlockStored objects (docs/fingerprint.md); ``seeds``
     are PYTHONHASHSEED values to try besides unset and ``"0"``.
     """
-    tried: tuple[str | None, ...] = tuple(dict.fromkeys((*DEFAULT_SEEDS, *seeds)))
+    if isinstance(seeds, str):
+        raise InvalidRequestError("seeds", "must be an iterable of PYTHONHASHSEED strings, "
+                                  "not one string")
+    extra = tuple(seeds)
+    for i, seed in enumerate(extra):
+        if not isinstance(seed, str):
+            raise InvalidRequestError(
+                "seeds", f"must be a PYTHONHASHSEED string, got {type(seed).__name__}",
+                position=i)
+    tried: tuple[str | None, ...] = tuple(dict.fromkeys((*DEFAULT_SEEDS, *extra)))
     used: list[_Event] = []
     skipped: list[SkippedEvent] = []
     total = 0
@@ -361,7 +380,7 @@ def fingerprint(events: Iterable[Any], seeds: Iterable[str] = ()) -> Fingerprint
         total += 1
         try:
             used.append(_parse_event(obj))
-        except ValueError as exc:
+        except PrefixKeyError as exc:
             skipped.append(SkippedEvent(index, str(exc)))
     forms = {e.form for e in used}
     hash_form = forms.pop() if len(forms) == 1 else ("mixed" if forms else "none")

@@ -12,6 +12,7 @@ from ._extra_keys import (
     event_extra_keys,
 )
 from ._hasher import Hasher, RequestBlockHasher, block_hashes
+from ._job import HashJob, JobKeys
 from ._keys import block_hash_to_int64, block_hash_with_group_id, group_block_hashes
 from ._none_hash import NoneHash, SeedSource
 from ._prompt_embeds import DTYPE_SIZES, PromptEmbeds, mixed_prompt_token_ids
@@ -41,7 +42,9 @@ __all__ = [
     "BlockHash",
     "Era",
     "HashAlgorithm",
+    "HashJob",
     "Hasher",
+    "JobKeys",
     "LoRA",
     "MMItem",
     "NoneHash",

@@ -14,6 +14,7 @@ from typing import Any, Final, TypeAlias
 
 import xxhash
 
+from ..errors import UnreproducibleKeysError
 from . import (
     _builtin_hash as builtin_hash,
 )
@@ -106,8 +107,12 @@ def _sha256_low64(data: bytes) -> int:
     return int.from_bytes(hashlib.sha256(data).digest()[-8:], "big")
 
 
-def _bound_per_engine(data: Any) -> int:  # pragma: no cover - replaced by the Hasher
-    raise TypeError("builtin hash() depends on the engine: use Hasher")
+def _bound_per_engine(data: Any) -> int:
+    # The Hasher binds the engine's hash(); this placeholder is all a bare algorithm has.
+    raise UnreproducibleKeysError(
+        "builtin hash() depends on the engine's CPython and PYTHONHASHSEED: hash with a "
+        "Hasher given engine_python"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,7 +127,7 @@ class PythonHash:
             return self._bytes(data, "string")
         if kind is bytes:
             return self._bytes(value, "bytes value")
-        raise TypeError(f"cannot hash {kind.__name__} like vLLM's keys")  # pragma: no cover
+        raise InvalidRequestError("extra_keys", f"cannot hash {kind.__name__} like vLLM's keys")
 
 
 def python_hash_for(engine_python: str | None, python_hash_seed: str | None) -> PythonHash:
@@ -141,6 +141,9 @@ def python_hash_for(engine_python: str | None, python_hash_seed: str | None) -> 
             "builtin hash() keys depend on the engine's CPython version: pass engine_python "
             "(3.12 or newer reproduces them)"
         )
+    if not isinstance(engine_python, str):
+        raise InvalidRequestError("engine_python", f"must be a string like '3.12', got "
+                                  f"{type(engine_python).__name__}")
     try:
         version = tuple(int(part) for part in engine_python.split(".")[:2])
     except ValueError:
@@ -157,14 +160,14 @@ def python_hash_for(engine_python: str | None, python_hash_seed: str | None) -> 
         return PythonHash(None)
     try:
         seed = int(python_hash_seed)
-        if not 0 <= seed <= 0xFFFFFFFF:
-            raise ValueError
     except ValueError:
+        seed = -1  # reported below
+    if not 0 <= seed <= 0xFFFFFFFF:
         raise InvalidRequestError(
             "python_hash_seed",
             f"CPython accepts only 'random' or an integer in [0, 4294967295], got "
             f"{python_hash_seed!r}",
-        ) from None
+        )
     return PythonHash(_secret_keys(seed))
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
+from ..errors import InvalidRequestError
+
 __all__ = [
     "TokenStream", "chain", "dumps", "encode_extra_keys_tail", "encode_tokens", "extend_tokens",
 ]
@@ -214,8 +216,8 @@ def _encode(obj: Any, out: list[bytes]) -> None:
     elif kind is bytes:
         out.append(_head(2, len(obj)))
         out.append(obj)
-    else:  # pragma: no cover - extra keys are built by prefixkey itself
-        raise TypeError(f"cannot encode {kind.__name__} in a block key")
+    else:  # only reached by calling the serializer directly: prefixkey builds the keys
+        raise InvalidRequestError("extra_keys", f"cannot encode {kind.__name__} in a block key")
 
 
 def dumps(obj: Any) -> bytes:

@@ -13,8 +13,8 @@ For a block covering tokens ``[start, end)`` vLLM lists, in this order:
 4. the prompt embeddings of the block: their raw bytes (0.11.1-0.16), their
    SHA-256 (0.17+), or ``("prompt_embeds", sha256)`` (0.31+).
 
-An empty list becomes ``None``, never ``()``. From 0.31 KV events publish an
-untagged form of the same keys (:func:`event_extra_keys`). Which items a
+An empty list becomes ``None``, never ``()``. KV events publish the keys as
+hashed (0.17-0.30) or untagged (0.31+): :func:`event_extra_keys`. Which items a
 block names depends on the era's window rules; :class:`ExtraKeysBuilder`
 walks the items exactly as vLLM's ``_gen_mm_extra_hash_keys`` does, including
 where each hashing pass resumes.
@@ -216,13 +216,34 @@ class ExtraKeysBuilder:
         return tuple(keys) if keys else empty
 
 
-def event_extra_keys(keys: BlockExtraKeys) -> tuple[object, ...] | None:
-    """The untagged form vLLM 0.31+ publishes in KV events for one block.
+def event_extra_keys(
+    keys: BlockExtraKeys, era: Era, *, lookahead: int = 0
+) -> tuple[object, ...] | None:
+    """What a KV event of ``era`` publishes for a block whose hashed extra keys are ``keys``.
 
-    The tag is dropped from every key: LoRA becomes its name alone (the path
-    is not published), mm becomes ``(identifier, offset)``, the salt and the
-    embeddings digest stand alone.
+    Before 0.17.0 nothing (BlockStored has no ``extra_keys``): None. From
+    0.17.0 the hashed tuple itself; from 0.31.0 its untagged form, the tag
+    dropped from every key: LoRA becomes its name alone (the path is not
+    published), mm becomes ``(identifier, offset)``, the salt and the
+    embeddings digest stand alone. With 0.33's ``lookahead`` the hashed keys
+    are ``(keys, *lookahead tokens)`` and the event publishes ``keys`` (the
+    tokens travel in ``lookahead_token_ids``).
+
+    vLLM recomputes the keys when it publishes, walking the multimodal items
+    from the first item at the event's first block. Up to 0.30 that walk can
+    name items the hash did not: a block hashed in a resumed pass (appended
+    tokens) that overlaps several items names only the last in its key, and
+    before 0.19 an event's first block that starts where an item ends names
+    that item. Those blocks' published keys differ from what this returns.
     """
-    if keys is None:
+    if lookahead and not era.lookahead:
+        raise InvalidRequestError(
+            "lookahead", f"era {era.name} (vLLM {era.since}) has no lookahead hashing")
+    form = era.published_extra_keys
+    if form == "none":
         return None
+    if lookahead and keys is not None:
+        keys = keys[0]
+    if keys is None or form == "hashed":
+        return keys
     return tuple(key[1:] if key[0] == MM_TAG else key[1] for key in keys)

@@ -23,7 +23,8 @@ from ._builtin_hash import python_hash_for
 from ._extra_keys import BlockExtraKeys, ExtraKeysBuilder
 from ._keys import group_block_hashes
 from ._none_hash import NoneHash, resolve_none_hash
-from ._request import Request, token_words
+from ._prompt_embeds import PromptEmbeds
+from ._request import LoRA, MMItem, Request, token_words
 from ._schemes import DEFAULT_VLLM_VERSION, Era, resolve_release
 
 __all__ = ["Hasher", "RequestBlockHasher", "block_hashes"]
@@ -257,18 +258,31 @@ def block_hashes(
     hash_algo: str | None = None,
     python_hash_seed: str | None = None,
     vllm_version: str = DEFAULT_VLLM_VERSION,
-    **features: Any,
+    lookahead: int = 0,
+    engine_python: str | None = None,
+    strict: bool = True,
+    lora: LoRA | None = None,
+    cache_salt: str | None = None,
+    mm_items: Sequence[MMItem] = (),
+    prompt_embeds: PromptEmbeds | None = None,
 ) -> list[BlockHash]:
     """One call: the block keys of ``token_ids``.
 
-    ``features`` are the optional :class:`~prefixkey.core.Request` fields
-    (``lora``, ``cache_salt``, ``mm_items``, ``prompt_embeds``). A router that
-    hashes many requests should build a :class:`Hasher` once instead.
+    The configuration arguments are :class:`Hasher`'s, the request features
+    (``lora``, ``cache_salt``, ``mm_items``, ``prompt_embeds``) those of
+    :class:`~prefixkey.core.Request`. A router that hashes many requests
+    should build a :class:`Hasher` once instead.
     """
     hasher = Hasher(
         block_size=block_size,
         hash_algo=hash_algo,
         python_hash_seed=python_hash_seed,
         vllm_version=vllm_version,
+        lookahead=lookahead,
+        engine_python=engine_python,
+        strict=strict,
     )
-    return hasher.block_hashes(Request(token_ids, **features))
+    return hasher.block_hashes(Request(
+        token_ids, lora=lora, cache_salt=cache_salt, mm_items=mm_items,
+        prompt_embeds=prompt_embeds,
+    ))

@@ -42,6 +42,9 @@ def group_block_hashes(
     chains the whole prefix (vLLM 0.24+, ``BlockHashListWithBlockSize``). With
     ``concatenate`` (0.12-0.23) it is the k fine keys of the block joined.
     """
+    if type(hash_block_size) is not int or hash_block_size < 1:
+        raise InvalidRequestError(
+            "hash_block_size", f"must be an int >= 1, got {hash_block_size!r}")
     if (
         type(group_block_size) is not int
         or group_block_size < hash_block_size

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from ..errors import UnreproducibleKeysError
 from . import _pickle_encoding as pickle_encoding
 from ._algorithms import HashAlgorithm
-from ._schemes import DEFAULT_NONE_HASH_SEED, Era
+from ._schemes import DEFAULT_NONE_HASH_SEED, ERAS, Era
 
 __all__ = ["NoneHash", "SeedSource", "resolve_none_hash"]
 
@@ -81,9 +81,10 @@ def resolve_none_hash(
         return NoneHash(hash_value(seed), seed, "PYTHONHASHSEED")
     if rule == "seed_or_default" and algorithm.collision_resistant:
         return NoneHash(hash_value(DEFAULT_NONE_HASH_SEED), DEFAULT_NONE_HASH_SEED, "default")
+    default_since = next(e.since for e in ERAS if e.none_hash == "seed_or_default")
     fix = _SET_SEED + (
         ", or use sha256/sha256_cbor." if rule == "seed_or_default"
-        else ", or upgrade to vLLM 0.29+ with sha256/sha256_cbor."
+        else f", or upgrade to vLLM {default_since}+ with sha256/sha256_cbor."
     )
     raise _random(era, algorithm, "without PYTHONHASHSEED", fix)
 

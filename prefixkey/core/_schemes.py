@@ -44,7 +44,9 @@ class Era:
 
     Each field is consulted in one place: ``none_hash`` by
     :func:`prefixkey.core.resolve_none_hash`, the key shapes and the
-    multimodal window by :class:`prefixkey.core.ExtraKeysBuilder`.
+    multimodal window by :class:`prefixkey.core.ExtraKeysBuilder`,
+    ``published_extra_keys`` by :func:`prefixkey.core.event_extra_keys` (and
+    its inverse in :mod:`prefixkey.events`).
     """
 
     name: str
@@ -93,6 +95,10 @@ class Era:
     #: (every group uses the hash block size), the concatenation of its k
     #: hashes (0.12-0.23), or the last of them (0.24+).
     group_keys: Literal["none", "concatenated", "last"] = "last"
+    #: What a BlockStored event's ``extra_keys`` carries per block: nothing
+    #: (the field arrived in 0.17.0), the hashed tuple itself, or its untagged
+    #: form (0.31+: vLLM's ``to_event_extra_keys``).
+    published_extra_keys: Literal["none", "hashed", "untagged"] = "untagged"
     first_version: Version = field(init=False)
 
     def __post_init__(self) -> None:
@@ -102,10 +108,14 @@ class Era:
     def default_algorithm(self) -> str:
         return self.algorithms[0][0]
 
+    def offered_algorithms(self, release: Version) -> tuple[str, ...]:
+        """The algorithms ``release`` (a release of this era) offers, the default first."""
+        return tuple(a for a, since in self.algorithms if Version(since) <= release)
+
     def algorithm(self, name: str | None, release: Version) -> HashAlgorithm:
         """The algorithm ``name`` (the era's default for None), if ``release`` offers it."""
         chosen = self.default_algorithm if name is None else name
-        offered = [a for a, since in self.algorithms if Version(since) <= release]
+        offered = self.offered_algorithms(release)
         if chosen not in offered:
             raise UnknownAlgorithmError(
                 f"hash_algo {chosen!r} is not offered by vLLM {release} "
@@ -135,7 +145,7 @@ def _eras() -> tuple[Era, ...]:
         algorithms=_BUILTIN, none_hash="none", lora_key="unkeyed", mm_key="identifier",
         mm_window="inclusive_last_item", prompt_embeds_key="ignored", hash_type="int",
         block_tuple="flat", empty_extra_keys="empty_tuple", cache_salt=False,
-        decode_pass="per_block", group_keys="none",
+        decode_pass="per_block", group_keys="none", published_extra_keys="none",
     )
     b = replace(
         a, name="B", since="0.7.1", block_tuple="nested",
@@ -202,8 +212,11 @@ def _eras() -> tuple[Era, ...]:
         ),
     )
     k = replace(
-        j1, name="K", since="0.17.0", prompt_embeds_key="digest",
-        changes="prompt embeddings are keyed by the SHA-256 of each block's bytes",
+        j1, name="K", since="0.17.0", prompt_embeds_key="digest", published_extra_keys="hashed",
+        changes=(
+            "prompt embeddings are keyed by the SHA-256 of each block's bytes; KV events "
+            "publish each block's extra keys"
+        ),
     )
     l_ = replace(
         k, name="L", since="0.19.0", mm_key="identifier_offset", mm_window="overlap_last_item",
@@ -228,7 +241,7 @@ def _eras() -> tuple[Era, ...]:
     )
     n = replace(
         m, name="N", since="0.31.0", lora_key="name_path", mm_window="overlap_window",
-        tagged=True,
+        tagged=True, published_extra_keys="untagged",
         changes=(
             "extra keys are tagged: ('lora', name, path), ('mm', identifier, offset), "
             "('cache_salt', salt), ('prompt_embeds', digest); the LoRA path joins the key; "

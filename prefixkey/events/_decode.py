@@ -20,7 +20,7 @@ is bounded (:class:`DecodeLimits`) before anything is allocated.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple
 
@@ -104,7 +104,10 @@ _STORED_0_9: Final = ("block_hashes", "parent_block_hash", "token_ids", "block_s
 
 @dataclass(frozen=True, slots=True)
 class WireEra:
-    """Releases that publish KV events in the same wire format."""
+    """Releases that publish KV events in the same wire format.
+
+    What ``extra_keys`` holds is a key-scheme fact: ``Era.published_extra_keys``.
+    """
 
     #: First release of the era.
     since: str
@@ -123,8 +126,6 @@ class WireEra:
     batch_has_dp_rank: bool
     #: Replay replies: ``[seq, payload]`` or, from 0.26.0, ``[topic, seq, payload]``.
     replay_carries_topic: bool
-    #: ``extra_keys``: not published, the hashed tuple, or its untagged form (0.31+).
-    extra_keys_form: Literal["none", "hashed", "untagged"]
     first_version: Version = field(init=False)
 
     def __post_init__(self) -> None:
@@ -136,12 +137,11 @@ def _eras() -> tuple[WireEra, ...]:
     removed: tuple[str, ...] = ("block_hashes",)
     req_s, req_r = 5, 1
     rank, topic = False, False
-    form: Literal["none", "hashed", "untagged"] = "none"
     enc: Literal["array", "map"] = "array"
     out: list[WireEra] = []
 
     def add(since: str, changes: str) -> None:
-        out.append(WireEra(since, changes, enc, stored, req_s, removed, req_r, rank, topic, form))
+        out.append(WireEra(since, changes, enc, stored, req_s, removed, req_r, rank, topic))
 
     add("0.9.0", "KV events: [ts, events]; events [tag, *fields]; int block hashes")
     rank = True
@@ -150,7 +150,7 @@ def _eras() -> tuple[WireEra, ...]:
     add("0.10.2", "required medium on both events; hashes int64 or digest bytes")
     stored, req_s = (*stored, "lora_name"), 7
     add("0.14.0", "required BlockStored.lora_name")
-    stored, form = (*stored, "extra_keys"), "hashed"
+    stored = (*stored, "extra_keys")
     add("0.17.0", "optional BlockStored.extra_keys (the hashed per-block tuples)")
     stored, removed = (*stored, "group_idx"), (*removed, "group_idx")
     add("0.20.0", "optional group_idx on both events")
@@ -164,8 +164,7 @@ def _eras() -> tuple[WireEra, ...]:
     add("0.29.0", "optional ownership on both events")
     stored = (*stored, "session_id")
     add("0.30.0", "optional BlockStored.session_id")
-    form = "untagged"
-    add("0.31.0", "same wire; extra_keys publish the untagged form of the tagged keys")
+    add("0.31.0", "same wire; extra_keys carry the untagged keys (Era.published_extra_keys)")
     stored = (*stored, "lookahead_token_ids")
     add("0.33.0", "optional BlockStored.lookahead_token_ids")
     return tuple(out)
@@ -195,6 +194,9 @@ def wire_era(vllm_version: str, *, strict: bool = True) -> tuple[WireEra, tuple[
 
 def replay_request(start_seq: int) -> bytes:
     """The frame a replay client sends: the first wanted sequence number, 8 bytes BE."""
+    if type(start_seq) is not int or not 0 <= start_seq < 1 << 64:
+        raise EventFramingError(f"must be an int in [0, 2**64), got {start_seq!r}",
+                                field="start_seq")
     return start_seq.to_bytes(8, "big", signed=False)
 
 
@@ -517,7 +519,7 @@ class EventDecoder:
         delimiter frame, which is dropped here (a REQ socket drops it itself).
         """
         want = self._reply_frames
-        parts = list(frames)
+        parts = _frames(frames)
         if len(parts) == want + 1 and parts[0] == b"":
             parts = parts[1:]
         if len(parts) != want:
@@ -559,10 +561,23 @@ class EventDecoder:
 
 def split_message(frames: Sequence[bytes]) -> tuple[str, int, bytes]:
     """A PUB message's frames ``[topic, seq (8-byte BE), payload]`` as a tuple."""
+    frames = _frames(frames)
     if len(frames) != 3:
         raise EventFramingError(
             f"a KV-event message has 3 frames [topic, seq, payload], got {len(frames)}")
     return _topic(frames[0]), _seq(frames[1]), bytes(frames[2])
+
+
+def _frames(frames: Sequence[bytes]) -> list[bytes]:
+    if isinstance(frames, (str, bytes)) or not isinstance(frames, Iterable):
+        raise EventFramingError(f"a message must be a list of frames, got "
+                                f"{type(frames).__name__}")
+    parts = list(frames)
+    for i, frame in enumerate(parts):
+        if not isinstance(frame, (bytes, bytearray, memoryview)):
+            raise EventFramingError(f"must be bytes, got {type(frame).__name__}",
+                                    field=f"frames[{i}]")
+    return parts
 
 
 def _topic(frame: bytes) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgpack
 
+from ..errors import InvalidRequestError
 from ._decode import wire_era
 from ._model import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, KVCacheEvent
 
@@ -40,8 +41,10 @@ def encode_event(event: KVCacheEvent, vllm_version: str) -> Any:
         names, required = era.block_stored_fields, era.block_stored_required
     elif isinstance(event, BlockRemoved):
         names, required = era.block_removed_fields, era.block_removed_required
-    else:  # pragma: no cover - the union is closed
-        raise TypeError(f"not a KV event: {event!r}")
+    else:
+        raise InvalidRequestError(
+            "event", f"must be BlockStored, BlockRemoved or AllBlocksCleared, got "
+            f"{type(event).__name__}")
     values = [_wire_value(getattr(event, name)) for name in names]
     if era.event_encoding == "array":
         return [tag, *values]
@@ -54,14 +57,21 @@ def encode_event(event: KVCacheEvent, vllm_version: str) -> Any:
 
 def encode_batch(batch: EventBatch, vllm_version: str) -> bytes:
     """The msgpack payload of one ``KVEventBatch`` as ``vllm_version`` publishes it."""
+    if not isinstance(batch, EventBatch):
+        raise InvalidRequestError("batch", f"must be an EventBatch, got {type(batch).__name__}")
     era, _ = wire_era(vllm_version)
     events = [encode_event(e, vllm_version) for e in batch.events]
     raw: list[Any] = [batch.ts, events]
     if era.batch_has_dp_rank:
         raw.append(batch.data_parallel_rank)
-    return bytes(msgpack.packb(raw, use_bin_type=True))
+    try:
+        return bytes(msgpack.packb(raw, use_bin_type=True))
+    except (TypeError, ValueError, OverflowError) as exc:  # a field value msgpack cannot carry
+        raise InvalidRequestError("batch", f"cannot be encoded: {exc}") from None
 
 
 def seq_frame(seq: int) -> bytes:
     """A PUB message's sequence-number frame: 8 bytes, big-endian."""
+    if type(seq) is not int or not 0 <= seq < 1 << 64:
+        raise InvalidRequestError("seq", f"must be an int in [0, 2**64), got {seq!r}")
     return seq.to_bytes(8, "big", signed=False)

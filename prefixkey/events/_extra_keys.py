@@ -24,7 +24,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..core import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG, BlockExtraKeys
+from ..core import (
+    CACHE_SALT_TAG,
+    ERAS,
+    LORA_TAG,
+    MM_TAG,
+    PROMPT_EMBEDS_TAG,
+    BlockExtraKeys,
+    resolve_release,
+)
 from ..errors import PrefixKeyError
 from ._decode import wire_era
 from ._model import BlockStored
@@ -64,6 +72,10 @@ class MissingLoRAPathError(ExtraKeysConversionError):
 
 class AmbiguousExtraKeysError(ExtraKeysConversionError):
     """:meth:`BlockKeyCandidates.resolve` on a block with several readings."""
+
+
+_PATH_SINCE: Final = next(e.since for e in ERAS if e.lora_key == "name_path")
+_PUBLISHED_SINCE: Final = next(e.since for e in ERAS if e.published_extra_keys != "none")
 
 
 class _Unknown:
@@ -110,7 +122,7 @@ def _path_for(name: str, lora_path: str | Mapping[str, str] | None, block: int) 
     path = lora_path.get(name) if isinstance(lora_path, Mapping) else lora_path
     if path is None:
         raise MissingLoRAPathError(
-            f"LoRA adapter {name!r}: vLLM 0.31+ hashes its path, which events do not "
+            f"LoRA adapter {name!r}: vLLM {_PATH_SINCE}+ hashes its path, which events do not "
             "publish; supply lora_path (a path or a name -> path mapping)", block=block)
     return path
 
@@ -177,12 +189,16 @@ def event_extra_keys_to_typed(
     request's block 0 (its ``parent_block_hash`` is nil); ``None`` if not
     known. Only that block can carry the salt.
     """
-    era, _ = wire_era(vllm_version, strict=strict)
-    if era.extra_keys_form == "none":
+    wire_era(vllm_version, strict=strict)  # a release that publishes KV events at all
+    form = resolve_release(vllm_version, strict=strict).era.published_extra_keys
+    if form == "none":
         raise ExtraKeysNotPublishedError(
-            f"vLLM {vllm_version} publishes no extra keys in KV events (0.17.0+)")
+            f"vLLM {vllm_version} publishes no extra keys in KV events ({_PUBLISHED_SINCE}+)")
     if extra_keys is None:
         return ()
+    if isinstance(extra_keys, (str, bytes)) or not isinstance(extra_keys, Sequence):
+        raise ExtraKeysConversionError(
+            f"must be an array (one entry per block) or nil, got {type(extra_keys).__name__}")
     entries = [_tuples(e) for e in extra_keys]
     for b, entry in enumerate(entries):
         if entry is not None and not isinstance(entry, tuple):
@@ -196,7 +212,7 @@ def event_extra_keys_to_typed(
             return keys
         return (keys, *lookahead_token_ids[b])
 
-    if era.extra_keys_form == "hashed":
+    if form == "hashed":
         return tuple(BlockKeyCandidates(b, (tail(b, e),)) for b, e in enumerate(entries))
     if isinstance(lora_name, _Unknown):
         lora_name = _infer_lora(entries, starts_request)

@@ -55,9 +55,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
-from packaging.version import Version
-
-from ..core import BlockHash, Hasher, block_hash_to_int64, group_block_hashes
+from ..core import ERAS, BlockHash, Hasher, block_hash_to_int64, group_block_hashes
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
 
@@ -76,9 +74,6 @@ __all__ = [
 DEFAULT_MEDIUM: Final = "GPU"
 #: KV-cache group kinds a prefix hit can be computed for (every block must hit).
 _SUPPORTED_KINDS: Final = frozenset({"full_attention"})
-#: Coarser groups' keys: concatenated fine keys (0.12-0.23), last fine key (0.24+).
-_GROUP_VIEW_FROM: Final = Version("0.12.0")
-_LAST_KEY_FROM: Final = Version("0.24.0")
 
 
 class UnsupportedLayoutError(PrefixKeyError, ValueError):
@@ -139,7 +134,7 @@ class ReplicaScheme:
                 "publishes", f"vLLM {self.hasher.vllm_version} keys are ints and publishes ints"
             )
         groups = tuple(self.groups) or (GroupSpec(self.hasher.block_size),)
-        version = Version(self.hasher.vllm_version)
+        era = self.hasher.era
         for i, group in enumerate(groups):
             if not isinstance(group, GroupSpec):
                 raise InvalidRequestError(
@@ -156,10 +151,11 @@ class ReplicaScheme:
                     f"groups[{i}]: block size {bs!r} is not a multiple of the hash block "
                     f"size {self.hasher.block_size}"
                 )
-            if bs != self.hasher.block_size and version < _GROUP_VIEW_FROM:
+            if bs != self.hasher.block_size and era.group_keys == "none":
+                first = next(e.since for e in ERAS if e.group_keys != "none")
                 raise UnsupportedLayoutError(
                     f"groups[{i}]: vLLM {self.hasher.vllm_version} has no coarser-group keys "
-                    "(hash block size = group block size before 0.12.0)"
+                    f"(hash block size = group block size before {first})"
                 )
         object.__setattr__(self, "groups", groups)
 
@@ -184,23 +180,14 @@ class ReplicaScheme:
 
     def group_keys(self, fine: list[BlockHash]) -> tuple[tuple[EventHash, ...], ...]:
         """Per group, the published keys of its blocks, from the request's fine keys."""
-        out = []
+        out: list[tuple[EventHash, ...]] = []
         hash_bs = self.hasher.block_size
-        concat = (self.publishes == "bytes"
-                  and Version(self.hasher.vllm_version) < _LAST_KEY_FROM)
+        # Event ints are the low 64 bits: a concatenation's are its last key's.
+        concat = self.publishes == "bytes" and self.hasher.era.group_keys == "concatenated"
         for group in self.groups:
-            k = group.block_size // hash_bs
-            if k == 1:
-                out.append(tuple(map(self.publish, fine)))
-            elif concat:  # 0.12-0.23 bytes events: the k fine digests concatenated
-                digests = [h for h in fine if isinstance(h, bytes)]
-                blocks: list[EventHash] = [
-                    b"".join(digests[j : j + k]) for j in range(0, len(digests) - k + 1, k)
-                ]
-                out.append(tuple(blocks))
-            else:
-                out.append(tuple(map(self.publish,
-                                     group_block_hashes(fine, hash_bs, group.block_size))))
+            keys = fine if group.block_size == hash_bs else group_block_hashes(
+                fine, hash_bs, group.block_size, concatenate=concat)
+            out.append(tuple(map(self.publish, keys)))
         return tuple(out)
 
 

@@ -61,7 +61,7 @@ from typing import Any, Final, Protocol, cast, runtime_checkable
 from urllib.parse import quote
 
 from ..core import Hasher, Request, block_hash_to_int64
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, PrefixKeyError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
 from ._index import (
     DEFAULT_MEDIUM,
@@ -78,10 +78,21 @@ __all__ = [
     "IndexSnapshot",
     "PrefixIndexBackend",
     "RedisPrefixIndex",
+    "RegistrationConflictError",
     "route",
     "scheme_from_spec",
     "scheme_spec",
 ]
+
+
+class RegistrationConflictError(PrefixKeyError, RuntimeError):
+    """Other routers re-registered a replica during every retry of one batch.
+
+    The batch was not applied (its keys would belong to a scheme the replica
+    no longer has).
+    """
+
+    field = "replica"
 
 
 @runtime_checkable
@@ -287,13 +298,29 @@ def scheme_spec(scheme: ReplicaScheme) -> str:
 
 
 def scheme_from_spec(spec: str | bytes) -> ReplicaScheme:
-    """The scheme (with a new Hasher) a stored spec describes."""
-    d = json.loads(spec)
-    hasher = Hasher(block_size=d["block_size"], hash_algo=d["hash_algo"],
-                    python_hash_seed=d["python_hash_seed"], vllm_version=d["vllm_version"],
-                    lookahead=d["lookahead"], strict=False)
-    groups = tuple(GroupSpec(bs, kind) for bs, kind in d["groups"])
-    return ReplicaScheme(hasher, publishes=d["publishes"], groups=groups)
+    """The scheme (with a new Hasher) a stored spec describes.
+
+    A spec that is not what :func:`scheme_spec` writes raises
+    :class:`~prefixkey.errors.InvalidRequestError` (field ``spec``, or the
+    scheme field at fault).
+    """
+    try:
+        d = json.loads(spec)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise InvalidRequestError("spec", f"is not JSON: {exc}") from None
+    if not isinstance(d, dict):
+        raise InvalidRequestError("spec", f"must be a JSON object, got {type(d).__name__}")
+    try:
+        hasher = Hasher(block_size=d["block_size"], hash_algo=d["hash_algo"],
+                        python_hash_seed=d["python_hash_seed"], vllm_version=d["vllm_version"],
+                        lookahead=d["lookahead"], strict=False)
+        groups = tuple(GroupSpec(bs, kind) for bs, kind in d["groups"])
+        return ReplicaScheme(hasher, publishes=d["publishes"], groups=groups)
+    except PrefixKeyError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:  # a key missing, a value of a bad shape
+        what = f"lacks {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise InvalidRequestError("spec", f"is not a scheme spec: {what}") from None
 
 
 def _rid_field(rid: ReplicaId) -> bytes:
@@ -470,7 +497,8 @@ class RedisPrefixIndex:
                     self._regs.pop(rid, None)
                 return
             reg = self._regs[rid] = _Reg(result, self._scheme_of(result))  # re-registered
-        raise RuntimeError(f"replica {rid} keeps being re-registered; batch not applied")
+        raise RegistrationConflictError(
+            f"replica {rid} keeps being re-registered; batch not applied")
 
     def _batch_args(self, rid: ReplicaId, spec: bytes, publishes: str | None,
                     batch: EventBatch) -> list[Any]:

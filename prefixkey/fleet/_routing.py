@@ -61,6 +61,18 @@ _CHUNK: Final = 128
 LoadFn = Callable[[ReplicaId], float]
 
 
+def _is_number(value: object) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _load(load: LoadFn, replica: ReplicaId) -> float:
+    value = load(replica)
+    if not _is_number(value):
+        raise InvalidRequestError("load", f"returned {value!r} for {replica}: not a finite number")
+    return float(value)
+
+
 def affinity_digest(request: Request) -> bytes:
     """A digest of a request's tokens and extra keys (LoRA, salt, mm items).
 
@@ -195,8 +207,13 @@ class Router:
         load_weight: float = 1.0,
     ) -> None:
         for name, w in {**tier_weights, "other": other_tier_weight}.items():
+            if not isinstance(name, str):
+                raise InvalidRequestError("tier_weights",
+                                          f"keys must be media names, got {name!r}")
             if not isinstance(w, (int, float)) or not 0 <= w <= 1:
                 raise InvalidRequestError("tier_weights", f"{name}: must be in [0, 1], got {w!r}")
+        if not _is_number(load_weight):
+            raise InvalidRequestError("load_weight", f"must be a number, got {load_weight!r}")
         self.index = index
         self.tier_weights = {k.upper(): float(v) for k, v in tier_weights.items()}
         self.other_tier_weight = float(other_tier_weight)
@@ -248,7 +265,8 @@ class Router:
         ids = self._candidates(candidates)
         self._refresh_weights()
         matches = [self._match(rid, prepared) for rid in ids]
-        loads = {m.replica: (None if self.load is None else float(self.load(m.replica)))
+        load_of = self.load
+        loads = {m.replica: (None if load_of is None else _load(load_of, m.replica))
                  for m in matches}
         fallback = all(m.hit_tokens == 0 for m in matches)
         denom = max(prepared.num_tokens, 1)

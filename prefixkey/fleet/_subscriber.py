@@ -41,7 +41,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from ..core import DEFAULT_VLLM_VERSION
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, PrefixKeyError
 from ..events import (
     EventBatch,
     EventDecodeError,
@@ -61,11 +61,17 @@ __all__ = [
     "ReceivedBatch",
     "ReplicaEndpoint",
     "Subscriber",
+    "SubscriberStateError",
     "data_parallel_endpoints",
     "offset_endpoint",
 ]
 
 logger = logging.getLogger("prefixkey.fleet._subscriber")
+
+
+class SubscriberStateError(PrefixKeyError, RuntimeError):
+    """A lifecycle call out of order: starting a subscriber twice, or after close."""
+
 
 def offset_endpoint(endpoint: str, dp_rank: int) -> str:
     """vLLM's endpoint of data-parallel rank ``dp_rank``: tcp port + rank, inproc ``_dp{rank}``.
@@ -78,6 +84,8 @@ def offset_endpoint(endpoint: str, dp_rank: int) -> str:
         return f"{endpoint}_dp{dp_rank}"
     if "tcp" in endpoint and ":" in endpoint:
         base, _, port = endpoint.rpartition(":")
+        if not (port.isascii() and port.isdigit()):  # int() also takes " 5557", "5_557"
+            raise InvalidRequestError("endpoint", f"has no tcp port number: {endpoint!r}")
         return endpoint if int(port) == 0 else f"{base}:{int(port) + dp_rank}"
     raise InvalidRequestError("endpoint", f"must be tcp:// or inproc://, got {endpoint!r}")
 
@@ -231,9 +239,9 @@ class Subscriber:
     def start(self) -> Subscriber:
         """Connect the SUB sockets and start the receiver and worker threads."""
         if self._threads:
-            raise RuntimeError("the subscriber is already started")
+            raise SubscriberStateError("the subscriber is already started")
         if self._closed:
-            raise RuntimeError("the subscriber is closed")
+            raise SubscriberStateError("the subscriber is closed: build a new one")
         for r in self._replicas:
             sub = self._ctx.socket(zmq.SUB)
             sub.setsockopt(zmq.LINGER, 0)

@@ -43,19 +43,20 @@ def _hypothesis_setup_hook() -> None:
 
 
 from hypothesis import strategies as st  # noqa: E402
-from packaging.version import Version  # noqa: E402
 
 from ..core import (  # noqa: E402  # noqa: E402  # noqa: E402
     DEFAULT_VLLM_VERSION,
     DTYPE_SIZES,
     Era,
+    Hasher,
     LoRA,
     MMItem,
     PromptEmbeds,
     Request,
+    check_api_rules,
     resolve_release,
 )
-from ..errors import PrefixKeyError  # noqa: E402
+from ..errors import InvalidRequestError, PrefixKeyError  # noqa: E402
 from ..events import (  # noqa: E402
     AllBlocksCleared,
     BlockRemoved,
@@ -65,7 +66,6 @@ from ..events import (  # noqa: E402
     WireEra,
     wire_era,
 )
-from ..jsonl import parse_request, run_job  # noqa: E402
 
 __all__ = [
     "FEATURES",
@@ -116,7 +116,7 @@ def token_ids(
     carry); prefixkey itself accepts larger ids.
     """
     if max_id < 0:
-        raise ValueError(f"max_id must be >= 0, got {max_id}")
+        raise InvalidRequestError("max_id", f"must be >= 0, got {max_id}")
     edges = [b for b in TOKEN_ID_BOUNDARIES if b <= max_id]
     ids = st.one_of(
         st.integers(0, min(max_id, 300)),
@@ -151,7 +151,7 @@ def mm_layouts(
     twice). ``identifiers`` defaults to short hex-like or Unicode strings.
     """
     if num_tokens < 0:
-        raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+        raise InvalidRequestError("num_tokens", f"must be >= 0, got {num_tokens}")
     ids = identifiers if identifiers is not None else st.one_of(
         st.sampled_from(("img-a", "img-b")), st.text("0123456789abcdef", min_size=1, max_size=8),
         _text(),
@@ -222,7 +222,8 @@ def prompt_embeds(
     """
     unknown = [d for d in dtypes if d not in DTYPE_SIZES]
     if unknown or not dtypes:
-        raise ValueError(f"dtypes must be non-empty names from {list(DTYPE_SIZES)}, got {dtypes}")
+        raise InvalidRequestError(
+            "dtypes", f"must be non-empty names from {list(DTYPE_SIZES)}, got {dtypes}")
     return _prompt_embeds(rows, max_rows, max_hidden, dtypes)
 
 
@@ -252,7 +253,8 @@ def _wanted(vllm_version: str, features: Sequence[str] | None) -> tuple[Era, fro
     if features is not None:
         unknown = set(features) - set(FEATURES)
         if unknown:
-            raise ValueError(f"unknown features {sorted(unknown)} (known: {', '.join(FEATURES)})")
+            raise InvalidRequestError(
+                "features", f"unknown features {sorted(unknown)} (known: {', '.join(FEATURES)})")
     keyed = _keyed(era)
     return era, keyed if features is None else keyed & frozenset(features)
 
@@ -311,24 +313,22 @@ def _configs(vllm_version: str) -> tuple[tuple[str, str | None, str | None], ...
     resolved = resolve_release(vllm_version)
     era = resolved.era
     keyed = _keyed(era)
-    probe: dict[str, Any] = {"vllm_version": vllm_version, "block_size": 1, "token_ids": [1]}
-    if "lora" in keyed:
-        probe["lora"] = {"name": "a", "path": "a", "int_id": 1}
-    if "cache_salt" in keyed:
-        probe["cache_salt"] = "s"
-    if "mm_items" in keyed:
-        probe["mm_items"] = [{"identifier": "i", "offset": 0, "length": 1}]
-    if "prompt_embeds" in keyed:
-        probe["prompt_embeds"] = {"dtype": "float16", "shape": [1, 1], "hex": "0000"}
+    probe = Request(
+        [1],
+        lora=LoRA("a", "a", 1) if "lora" in keyed else None,
+        cache_salt="s" if "cache_salt" in keyed else None,
+        mm_items=(MMItem("i", 0, 1),) if "mm_items" in keyed else (),
+        prompt_embeds=(PromptEmbeds(bytes(2), "float16", (1, 1))
+                       if "prompt_embeds" in keyed else None),
+    )
+    check_api_rules(probe)
     found = []
-    for algo, since in era.algorithms:
-        if resolved.release < Version(since):
-            continue
+    for algo in era.offered_algorithms(resolved.release):
         engine = "3.12" if algo == "builtin" else None
         for seed in _SEEDS:
             try:
-                run_job(parse_request({**probe, "hash_algo": algo, "python_hash_seed": seed,
-                                       "engine_python": engine}, api_checks=True))
+                Hasher(block_size=1, vllm_version=vllm_version, hash_algo=algo,
+                       python_hash_seed=seed, engine_python=engine).block_hashes(probe)
             except PrefixKeyError:
                 continue
             found.append((algo, seed, engine))
@@ -411,10 +411,11 @@ def request_objects(
     era, wanted = _wanted(vllm_version, features)
     configs = tuple(c for c in _configs(vllm_version) if hash_algos is None or c[0] in hash_algos)
     if not configs:
-        raise ValueError(f"no reproducible configuration of vLLM {vllm_version} uses "
-                         f"{', '.join(hash_algos or ())}")
+        raise InvalidRequestError(
+            "hash_algos", f"no reproducible configuration of vLLM {vllm_version} uses "
+            f"{', '.join(hash_algos or ())}")
     if block_size is not None and block_size < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size}")
+        raise InvalidRequestError("block_size", f"must be >= 1, got {block_size}")
     return _request_objects(vllm_version, era, wanted, block_size, max_blocks, max_id,
                             api_valid, configs)
 
@@ -425,7 +426,7 @@ def request_objects(
 def _hashes(era: WireEra, form: str) -> st.SearchStrategy[EventHash]:
     if form == "bytes":
         return st.sampled_from((16, 32)).flatmap(lambda n: st.binary(min_size=n, max_size=n))
-    if era.first_version < Version("0.10.2"):  # int-keyed releases: signed 64-bit ints
+    if form == "signed":  # int-keyed releases publish their keys: signed 64-bit ints
         return st.integers(-(2**63), 2**63 - 1)
     return st.integers(0, 2**64 - 1)  # the low 64 bits of a digest, unsigned
 
@@ -493,10 +494,11 @@ def _block_removed(draw: st.DrawFn, era: WireEra, form: str) -> BlockRemoved:
     )
 
 
-def _forms(era: WireEra) -> st.SearchStrategy[str]:
-    # From 0.10.2 VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0 publishes digest bytes.
-    if era.first_version < Version("0.10.2"):
-        return st.just("int")
+def _forms(vllm_version: str) -> st.SearchStrategy[str]:
+    # Digest-keyed releases publish their low 64 bits, or with
+    # VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0 the digest bytes.
+    if resolve_release(vllm_version).era.hash_type == "int":
+        return st.just("signed")
     return st.sampled_from(("int", "bytes"))
 
 
@@ -508,19 +510,20 @@ def block_stored_events(*, vllm_version: str = DEFAULT_VLLM_VERSION,
     unsigned 64-bit ints or 16/32-byte digests.
     """
     era, _ = wire_era(vllm_version)
-    return _forms(era).flatmap(lambda form: _block_stored(era, form))
+    return _forms(vllm_version).flatmap(lambda form: _block_stored(era, form))
 
 
 def block_removed_events(*, vllm_version: str = DEFAULT_VLLM_VERSION,
                          ) -> st.SearchStrategy[BlockRemoved]:
     """BlockRemoved events with the fields ``vllm_version`` publishes (others None)."""
     era, _ = wire_era(vllm_version)
-    return _forms(era).flatmap(lambda form: _block_removed(era, form))
+    return _forms(vllm_version).flatmap(lambda form: _block_removed(era, form))
 
 
 @st.composite
-def _event_batches(draw: st.DrawFn, era: WireEra, max_events: int) -> EventBatch:
-    form = draw(_forms(era))
+def _event_batches(draw: st.DrawFn, era: WireEra, forms: st.SearchStrategy[str],
+                   max_events: int) -> EventBatch:
+    form = draw(forms)
     event = st.one_of(_block_stored(era, form), _block_removed(era, form),
                       st.just(AllBlocksCleared()))
     events = tuple(draw(st.lists(event, max_size=max_events)))
@@ -538,7 +541,7 @@ def event_batches(*, vllm_version: str = DEFAULT_VLLM_VERSION, max_events: int =
     ``data_parallel_rank`` appears from 0.9.1.
     """
     era, _ = wire_era(vllm_version)
-    return _event_batches(era, max_events)
+    return _event_batches(era, _forms(vllm_version), max_events)
 
 
 # ----------------------------------------------------------------------------- registration

@@ -55,7 +55,8 @@ def stored(tokens: list[int], *, salt: str | None = None, lora: LoRA | None = No
         tuple(keys[first:]), keys[first - 1] if first else None,
         tuple(tokens[first * bs : len(keys) * bs]), bs, medium="GPU",
         lora_name=None if lora is None else lora.name,
-        extra_keys=tuple(event_extra_keys(k) for k in state.extra_keys[first:]), group_idx=0,
+        extra_keys=tuple(event_extra_keys(k, hasher.era) for k in state.extra_keys[first:]),
+        group_idx=0,
     ), keys
 
 

@@ -324,8 +324,9 @@ def test_group_block_hashes_pick_every_kth_fine_key(
 @given(algo=algo_st, case=requests())
 def test_event_extra_keys_drop_the_tags(algo: str, case: tuple[Request, int, int]) -> None:
     req, bs, _ = case
-    for keys in make_hasher(algo, bs).start(req).extra_keys:
-        event = event_extra_keys(keys)
+    hasher = make_hasher(algo, bs)
+    for keys in hasher.start(req).extra_keys:
+        event = event_extra_keys(keys, hasher.era)
         if keys is None:
             assert event is None
             continue

@@ -44,9 +44,10 @@ def _resolved(result: tuple[BlockKeyCandidates, ...]) -> list[object]:
 )
 def test_round_trip_through_the_published_form(request_: Request) -> None:
     """prefixkey's own 0.31 keys, published as vLLM publishes them, come back exactly."""
-    builder = ExtraKeysBuilder(request_, resolve_release("0.31.0").era, 16)
+    era = resolve_release("0.31.0").era
+    builder = ExtraKeysBuilder(request_, era, 16)
     hashed = [builder.block(s, s + 16) for s in range(0, 48, 16)]
-    published = [event_extra_keys(k) for k in hashed]
+    published = [event_extra_keys(k, era) for k in hashed]
     lora = request_.lora
     result = event_extra_keys_to_typed(
         published, vllm_version="0.31.0", lora_name=lora.name if lora else None,
