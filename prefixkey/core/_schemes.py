@@ -315,7 +315,8 @@ def resolve_release(version: str, *, strict: bool = True) -> ResolvedRelease:
     if strict:
         raise UnknownVersionError(
             f"vllm_version {version} is newer than the newest known release "
-            f"{_NEWEST_KNOWN}; its keys may differ (pass strict=False to assume era {era.name})"
+            f"{_NEWEST_KNOWN}; its keys may differ (pass strict=False, or --lenient on the "
+            f"command line, to assume era {era.name})"
         )
     return ResolvedRelease(
         version,
