@@ -22,7 +22,13 @@ from ._builtin_hash import python_hash_for
 from ._extra_keys import BlockExtraKeys, ExtraKeysBuilder
 from ._keys import group_block_hashes
 from ._none_hash import NoneHash, resolve_none_hash
-from ._request import IntArray, Request, checked_token_ids, numpy_int
+from ._request import (
+    Request,
+    TokenIds,
+    TokenIdsLike,
+    checked_token_ids,
+    is_numpy_scalar,
+)
 from ._schemes import DEFAULT_VLLM_VERSION, Era, resolve_release
 
 __all__ = ["Hasher", "RequestBlockHasher", "block_hashes"]
@@ -161,7 +167,7 @@ class Hasher:
         """
         return RequestBlockHasher(self, request)
 
-    def block_hashes(self, request: Request | Sequence[int] | IntArray) -> list[BlockHash]:
+    def block_hashes(self, request: Request | TokenIdsLike) -> list[BlockHash]:
         """The keys of every full block of ``request`` (or of plain token ids)."""
         if not isinstance(request, Request):
             request = Request(request)
@@ -207,12 +213,11 @@ class RequestBlockHasher:
     def num_tokens(self) -> int:
         return len(self._tokens)
 
-    def append(self, token_ids: Sequence[int] | IntArray | int) -> list[BlockHash]:
+    def append(self, token_ids: TokenIdsLike | int) -> list[BlockHash]:
         """Append generated tokens (or one); return the keys of the blocks they completed."""
-        one = token_ids if isinstance(token_ids, int) else numpy_int(token_ids)
-        if one is not None:
-            token_ids = (one,)
-        elif not isinstance(token_ids, (list, tuple)) and not hasattr(
+        if isinstance(token_ids, int) or is_numpy_scalar(token_ids):
+            token_ids = (token_ids,)  # type: ignore[assignment]  # checked below, as one id
+        elif not isinstance(token_ids, (list, tuple, TokenIds)) and not hasattr(
             type(token_ids), "__array_interface__"
         ):
             if isinstance(token_ids, (str, bytes)) or not isinstance(token_ids, Iterable):

@@ -16,14 +16,22 @@ from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import countOf, index
-from typing import Any, Final, Protocol, final, overload
+from typing import Any, Final, Protocol, TypeAlias, final, overload
 
 from ..errors import FrozenError, InvalidRequestError
 from ._prompt_embeds import PromptEmbeds
 
 __all__ = [
-    "IntArray", "LoRA", "MMItem", "Request", "TokenIds", "check_api_rules", "check_token_ids",
-    "checked_token_ids", "numpy_int",
+    "IntArray",
+    "LoRA",
+    "MMItem",
+    "Request",
+    "TokenIds",
+    "TokenIdsLike",
+    "check_api_rules",
+    "check_token_ids",
+    "checked_token_ids",
+    "is_numpy_scalar",
 ]
 
 
@@ -54,6 +62,9 @@ class IntArray(Protocol):
     def __array_interface__(self) -> dict[str, Any]: ...
 
 
+#: What token ids may be given as: exact ints, NumPy integer scalars, or a NumPy array.
+TokenIdsLike: TypeAlias = "Sequence[int | IntArray] | IntArray"
+
 _KIND_NAMES: Final = {"b": "bools", "f": "floats", "c": "complex numbers", "O": "objects"}
 # array typecodes by NumPy kind and item size ('q'/'Q' are 8 bytes everywhere, 'i'/'I' 4).
 _ARRAY_CODES: Final = {
@@ -66,8 +77,8 @@ _NATIVE_ORDER: Final = "<" if sys.byteorder == "little" else ">"
 def _array_ids(values: IntArray, field: str) -> list[int]:
     """A 1-d NumPy integer array's values as exact ints (endianness and strides applied)."""
     typestr = values.__array_interface__["typestr"]  # e.g. "<i8", "|u1", ">u4", "|b1"
-    kind, itemsize = typestr[1], int(typestr[2:] or 0)
-    code = _ARRAY_CODES.get(kind, {}).get(itemsize)
+    kind, codes = typestr[1], _ARRAY_CODES.get(typestr[1])
+    code = codes.get(int(typestr[2:])) if codes else None
     if code is None:
         raise InvalidRequestError(
             field, f"must be integers, got an array of "
@@ -84,14 +95,18 @@ def _array_ids(values: IntArray, field: str) -> list[int]:
     return ids.tolist()
 
 
-def numpy_int(value: object) -> int | None:
+def is_numpy_scalar(value: object) -> bool:
+    """Whether ``value`` is a NumPy scalar (or 0-d array) of any dtype."""
+    return (hasattr(type(value), "__array_interface__")
+            and value.__array_interface__.get("shape") == ())  # type: ignore[attr-defined]
+
+
+def _numpy_int(value: object) -> int | None:
     """A NumPy integer scalar's exact value (None for anything else, NumPy bools included)."""
-    if not hasattr(type(value), "__array_interface__"):
+    if not is_numpy_scalar(value):
         return None
-    info = value.__array_interface__  # type: ignore[attr-defined]
-    if info.get("shape") != () or info["typestr"][1:2] not in ("i", "u"):
-        return None
-    return index(value)  # type: ignore[arg-type]
+    kind = value.__array_interface__["typestr"][1]  # type: ignore[attr-defined]
+    return index(value) if kind in ("i", "u") else None  # type: ignore[arg-type]
 
 
 _MARSHAL_HEADER: Final = marshal.dumps([], 2)[:1]  # a list's type byte; its length follows
@@ -168,7 +183,7 @@ class TokenIds(Sequence[int]):
 
 
 def checked_token_ids(
-    token_ids: Sequence[int] | IntArray, *, field: str = "token_ids", start: int = 0
+    token_ids: TokenIdsLike, *, field: str = "token_ids", start: int = 0
 ) -> tuple[Sequence[int], bytes | None]:
     """Raise unless every token id is an exact int >= 0; return the ids and their words.
 
@@ -210,7 +225,7 @@ def checked_token_ids(
     exact: list[int] | None = None  # the ids with NumPy scalars replaced, once one is seen
     for i, t in enumerate(ids):
         if type(t) is not int:
-            value = numpy_int(t)
+            value = _numpy_int(t)
             if value is None:
                 raise InvalidRequestError(
                     field, f"must be an int, got {type(t).__name__} {t!r}", position=start + i
@@ -226,7 +241,7 @@ def checked_token_ids(
 
 
 def check_token_ids(
-    token_ids: Sequence[int] | IntArray, *, field: str = "token_ids", start: int = 0
+    token_ids: TokenIdsLike, *, field: str = "token_ids", start: int = 0
 ) -> TokenIds:
     """The ids as :class:`TokenIds`; raise unless every one is an int >= 0.
 
@@ -300,7 +315,7 @@ class Request:
 
     def __init__(
         self,
-        token_ids: Sequence[int] | IntArray,
+        token_ids: TokenIdsLike,
         lora: LoRA | None = None,
         cache_salt: str | None = None,
         mm_items: Sequence[MMItem] = (),
