@@ -53,6 +53,20 @@ class Hasher:
         "block_size", "era", "lookahead", "none_hash", "vllm_version", "warnings",
     )
 
+    # Declared for type checkers; __slots__ holds them, set once by _bind.
+    vllm_version: str
+    warnings: tuple[str, ...]
+    era: Era
+    lookahead: int
+    algorithm: HashAlgorithm
+    block_size: int
+    none_hash: NoneHash
+    _encode_tokens: Callable[[Sequence[int], bytes | None, int], Any]
+    _extend_tokens: Callable[[Any, Sequence[int], bytes | None], Any]
+    _encode_tail: Callable[[Any], Any]
+    _chain: Callable[..., list[Any]]
+    _digest: Callable[[Any], Any]
+
     def __init__(
         self,
         *,
@@ -97,20 +111,6 @@ class Hasher:
             _encode_tail=serializer.encode_extra_keys_tail, _chain=serializer.chain,
             _digest=digest, none_hash=none_hash,
         )
-
-    # Declared for type checkers; __slots__ holds them, set once by _bind.
-    vllm_version: str
-    warnings: tuple[str, ...]
-    era: Era
-    lookahead: int
-    algorithm: HashAlgorithm
-    block_size: int
-    none_hash: NoneHash
-    _encode_tokens: Callable[[Sequence[int], bytes | None, int], Any]
-    _extend_tokens: Callable[[Any, Sequence[int], bytes | None], Any]
-    _encode_tail: Callable[[Any], Any]
-    _chain: Callable[..., list[Any]]
-    _digest: Callable[[Any], Any]
 
     def _bind(self, **fields: Any) -> None:
         for name, value in fields.items():

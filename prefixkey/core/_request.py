@@ -11,11 +11,12 @@ in its API server (salt characters and length, a non-empty LoRA path) are in
 from __future__ import annotations
 
 import marshal
+import operator
 import sys
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from operator import countOf, index
+from operator import countOf
 from typing import Any, Final, Protocol, TypeAlias, final, overload
 
 from ..errors import FrozenError, InvalidRequestError
@@ -76,15 +77,22 @@ _NATIVE_ORDER: Final = "<" if sys.byteorder == "little" else ">"
 
 def _array_ids(values: IntArray, field: str) -> list[int]:
     """A 1-d NumPy integer array's values as exact ints (endianness and strides applied)."""
-    typestr = values.__array_interface__["typestr"]  # e.g. "<i8", "|u1", ">u4", "|b1"
+    typestr = values.__array_interface__.get("typestr")  # e.g. "<i8", "|u1", ">u4", "|b1"
+    if not isinstance(typestr, str) or len(typestr) < 2:
+        raise InvalidRequestError(field, f"must be a NumPy integer array, got {typestr=}")
     kind, codes = typestr[1], _ARRAY_CODES.get(typestr[1])
-    code = codes.get(int(typestr[2:])) if codes else None
+    code = codes.get(int(typestr[2:])) if codes and typestr[2:].isdigit() else None
     if code is None:
         raise InvalidRequestError(
             field, f"must be integers, got an array of "
             f"{_KIND_NAMES.get(kind, 'non-integers')} (dtype {typestr})",
         )
-    view = memoryview(values)  # type: ignore[arg-type]  # NumPy arrays export buffers
+    try:
+        view = memoryview(values)  # type: ignore[arg-type]  # NumPy arrays export buffers
+    except TypeError:
+        raise InvalidRequestError(
+            field, f"{type(values).__name__} has an array interface but no buffer to read"
+        ) from None
     if view.ndim != 1:
         raise InvalidRequestError(
             field, f"must be one-dimensional, got an array of shape {tuple(view.shape or ())}"
@@ -106,7 +114,7 @@ def _numpy_int(value: object) -> int | None:
     if not is_numpy_scalar(value):
         return None
     kind = value.__array_interface__["typestr"][1]  # type: ignore[attr-defined]
-    return index(value) if kind in ("i", "u") else None  # type: ignore[arg-type]
+    return operator.index(value) if kind in ("i", "u") else None  # type: ignore[arg-type]
 
 
 _MARSHAL_HEADER: Final = marshal.dumps([], 2)[:1]  # a list's type byte; its length follows

@@ -91,6 +91,29 @@ def test_other_arrays_are_typed_errors(array: Any, words: str) -> None:
         assert words in str(info.value)
 
 
+class InterfaceOnly:
+    """An array interface with no buffer behind it (not NumPy)."""
+
+    def __init__(self, typestr: object) -> None:
+        self.typestr = typestr
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        return {"typestr": self.typestr, "shape": (2,), "version": 3}
+
+
+@pytest.mark.parametrize(
+    ("typestr", "words"),
+    [("<i8", "no buffer to read"), (None, "typestr=None"), ("i", "typestr='i'"),
+     ("<i3", "dtype <i3")],
+)
+def test_foreign_array_interfaces_are_typed_errors(typestr: object, words: str) -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        Request(InterfaceOnly(typestr))
+    assert info.value.field == "token_ids"
+    assert words in str(info.value)
+
+
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
 def test_negative_array_values_report_their_position(dtype: str) -> None:
     with pytest.raises(InvalidRequestError) as info:
