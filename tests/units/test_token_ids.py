@@ -320,3 +320,22 @@ def test_with_era_rules_leaves_the_hasher_alone() -> None:
                if name != "era")
     with pytest.raises(FrozenError):
         twin.era = h.era
+
+
+@pytest.mark.parametrize(
+    ("version", "algo", "lookahead"),
+    [("0.9.2", "sha256", 0), ("0.10.1.1", "sha256_cbor_64bit", 0), ("0.10.0", "sha256", 0),
+     ("0.31.0", "xxhash_cbor", 0), ("0.33.0", "sha256", 2)],
+)
+def test_every_era_keys_checked_ids_as_lists(version: str, algo: str, lookahead: int) -> None:
+    h = Hasher(block_size=4, hash_algo=algo, python_hash_seed="0", vllm_version=version,
+               lookahead=lookahead)
+    values = [9, 2**31 + 5, *range(200, 230)]
+    expected = h.block_hashes(values)
+    assert len(expected) > 4
+    assert h.block_hashes(np.array(values, dtype=np.uint64)) == expected
+    assert h.block_hashes(check_token_ids(values)) == expected
+    state = h.start(Request(np.array(values[:6])))
+    state.append(check_token_ids(values)[6:17])
+    state.append(np.array(values[17:], dtype=">i8"))
+    assert state.block_hashes == expected
