@@ -15,7 +15,13 @@ Every row is measured in one process on one input:
     timed call hashes every full block.
 (b) **prefixkey**: ``Hasher(...)`` built once, then
     ``hasher.block_hashes(Request(token_ids, ...))`` per repetition (building the
-    ``Request`` is inside the timed region).
+    ``Request`` is inside the timed region), on three inputs (the ``input`` column):
+    ``list``, a plain list of ints (checked on every call); ``TokenIds``, the same
+    ids checked once by ``check_token_ids`` outside the timed region (what the JSON
+    reader and a router that keeps a prompt hand the hasher); and, for 8k-token
+    prompts, ``JSON line``: the per-line work of ``prefixkey hash`` on the request's
+    JSON Lines line (``parse_json_line``, ``parse_request``, ``run_job`` and
+    ``json.dumps`` of the result), while vLLM is still given the decoded ids free.
 (c) **floor**: the bare digest (``hashlib.sha256(b).digest()`` or
     ``xxhash.xxh3_128_digest(b)``) over the per-block bytes that vLLM serializes,
     prepared once outside the timed region with ``pickle.dumps(obj, 5)`` /
@@ -32,6 +38,7 @@ import cProfile
 import gc
 import hashlib
 import io
+import json
 import math
 import os
 import pickle
@@ -59,6 +66,7 @@ VOCAB = 128_000
 ALGOS = ("sha256", "sha256_cbor", "xxhash", "xxhash_cbor")
 BLOCK_SIZES = (16, 64)
 FULL_LENGTHS = (1024, 8192, 32768, 131072)
+JSON_LENGTHS = (8192,)  # prompts also measured as a `prefixkey hash` line
 QUICK_LENGTHS = (1024, 8192)
 REPEAT = 5  # best of REPEAT interleaved rounds
 TARGET_S = 0.2  # seconds per run
@@ -75,9 +83,12 @@ bool, a float or an int subclass would otherwise pickle to a key vLLM never make
 cheapest exact check pure Python has is one `marshal.dumps` over the ids (`type(t) is int`
 per id costs about twice as much), a fixed cost per token. vLLM's Python overhead is a
 cost per block, so it shrinks per token as blocks grow: at block size 16 it is several
-times the token check, at 64 it is about the same size, which is why the pickle rows at
-block size 64 sit near 1x and no pure-Python arrangement of the same C calls can reach 2x
-there."""
+times the token check, at 64 it is about the same size, which is why the pickle `list`
+rows at block size 64 sit near 1x. Ids checked once (`TokenIds`: what the JSON reader
+hands the hasher, or a prompt a router keeps) skip the check's whole cost, so
+`prefixkey (TokenIds)` is about `encode + chain` plus the small rest; the pickle
+`TokenIds` rows at block size 64 show what that leaves: the same C work as vLLM, less
+vLLM's per-block Python."""
 
 LORA_NAME, LORA_PATH, LORA_ID = "sql-adapter", "/adapters/sql", 1
 CACHE_SALT = "tenant-7f3a"
@@ -146,6 +157,7 @@ class Row:
     block_size: int
     algo: str
     extras: bool
+    input: str  # "list", "TokenIds" or "JSON line"
     blocks: int
     vllm_us: float
     prefixkey_us: float
@@ -220,9 +232,26 @@ class Bench:
 
     # -- one row
 
-    def row(self, n: int, bs: int, algo: str, extras: bool) -> Row:
+    def json_line(self, tokens: list[int], bs: int, algo: str, extras: bool) -> bytes:
+        """The row's request as one line of ``prefixkey hash`` input."""
+        obj: dict[str, Any] = {
+            "vllm_version": VLLM_VERSION, "hash_algo": algo, "python_hash_seed": SEED,
+            "block_size": bs, "token_ids": tokens,
+        }
+        if extras:
+            obj["lora"] = {"name": LORA_NAME, "path": LORA_PATH, "int_id": LORA_ID}
+            obj["cache_salt"] = CACHE_SALT
+            obj["mm_items"] = [{"identifier": i, "offset": o, "length": k} for i, o, k in MM_ITEMS]
+        return json.dumps(obj).encode()
+
+    def rows(self, n: int, bs: int, algo: str, extras: bool) -> list[Row]:
+        """One row per input kind, all timed in the same interleaved rounds."""
+        from prefixkey.core import check_token_ids
+        from prefixkey.jsonl import parse_json_line, parse_request, run_job
+
         vh, pk = self.vh, self.pk
         tokens = self.all_tokens[:n]
+        validated = check_token_ids(tokens)
         target = TARGET_S_LONG if n > 32768 else TARGET_S
         none_hash = vh.init_none_hash(algo, SEED)
         vllm_hasher = vh.request_block_hasher(bs, algo)
@@ -233,6 +262,11 @@ class Bench:
         )
         Request = pk.Request
         hasher_block_hashes = hasher.block_hashes
+        line = self.json_line(tokens, bs, algo, extras) if n in JSON_LENGTHS else None
+        dumps = json.dumps
+
+        def hash_line() -> str:
+            return dumps(run_job(parse_request(parse_json_line(line))))  # type: ignore[arg-type]
 
         def new_vllm_request() -> Any:
             req = vh.make_request(tokens, block_hasher=None, **vkw)
@@ -246,18 +280,26 @@ class Bench:
         req = new_vllm_request()
         with vh.capture_hash_block_calls() as calls:
             vllm_keys = [bytes(k) for k in vllm_hasher(req)]
-        pk_keys = hasher_block_hashes(Request(tokens, **pkw))
         blocks = n // bs
-        if len(vllm_keys) != blocks or pk_keys != vllm_keys:
-            first = next(
-                (i for i, (a, b) in enumerate(zip(vllm_keys, pk_keys, strict=False)) if a != b),
-                min(len(vllm_keys), len(pk_keys)),
-            )
-            raise SystemExit(
-                f"KEY MISMATCH: tokens={n} bs={bs} algo={algo} extras={extras}: "
-                f"vLLM {len(vllm_keys)} keys, prefixkey {len(pk_keys)} keys, "
-                f"first difference at block {first}"
-            )
+        outputs = {
+            "list": hasher_block_hashes(Request(tokens, **pkw)),
+            "TokenIds": hasher_block_hashes(Request(validated, **pkw)),
+        }
+        if line is not None:
+            result = json.loads(hash_line())
+            outputs["JSON line"] = [bytes.fromhex(k) for k in result["block_hashes"]]
+        for kind, pk_keys in outputs.items():
+            if len(vllm_keys) != blocks or pk_keys != vllm_keys:
+                first = next(
+                    (i for i, (a, b) in enumerate(zip(vllm_keys, pk_keys, strict=False))
+                     if a != b),
+                    min(len(vllm_keys), len(pk_keys)),
+                )
+                raise SystemExit(
+                    f"KEY MISMATCH: tokens={n} bs={bs} algo={algo} extras={extras} "
+                    f"input={kind}: vLLM {len(vllm_keys)} keys, prefixkey {len(pk_keys)} keys, "
+                    f"first difference at block {first}"
+                )
         # The floor's inputs: the exact tuples vLLM hashed, serialized once.
         blobs: list[bytes] = []
         for call in calls:
@@ -266,7 +308,7 @@ class Bench:
         digest = self.floor_digest(algo)
         if [digest(b) for b in blobs] != vllm_keys:
             raise SystemExit(f"floor bytes do not reproduce vLLM's keys ({algo}, bs={bs})")
-        del req, calls, pk_keys
+        del req, calls, outputs
 
         # ---- (a) vLLM: fresh requests built outside the timed region
         def vllm_prepare(number: int) -> list[Any]:
@@ -279,12 +321,20 @@ class Bench:
         probe = new_vllm_request()
         t_v, _ = time_once(lambda: vllm_hasher(probe))
 
-        # ---- (b) prefixkey
-        def pk_run(number: int) -> None:
-            for _ in range(number):
-                hasher_block_hashes(Request(tokens, **pkw))
+        # ---- (b) prefixkey, one contender per input kind
+        def repeated(fn: Callable[[], Any]) -> Contender:
+            def run(number: int) -> None:
+                for _ in range(number):
+                    fn()
 
-        t_p, _ = time_once(lambda: pk_run(1))
+            return Contender(lambda k: k, run, time_once(lambda: run(1))[0])
+
+        inputs: dict[str, Callable[[], Any]] = {
+            "list": lambda: hasher_block_hashes(Request(tokens, **pkw)),
+            "TokenIds": lambda: hasher_block_hashes(Request(validated, **pkw)),
+        }
+        if line is not None:
+            inputs["JSON line"] = hash_line
 
         # ---- (c) floor
         if algo.startswith("sha256"):
@@ -303,25 +353,18 @@ class Bench:
                         xxh(b)
 
         t_f, _ = time_once(lambda: floor_run(1))
-        vllm_s, pk_s, floor_s = best_per_call(
+        vllm_s, floor_s, *pk_s = best_per_call(
             [
                 Contender(vllm_prepare, vllm_run, t_v),
-                Contender(lambda k: k, pk_run, t_p),
                 Contender(lambda k: k, floor_run, t_f),
+                *(repeated(fn) for fn in inputs.values()),
             ],
             target,
         )
-
-        return Row(
-            n,
-            bs,
-            algo,
-            extras,
-            blocks,
-            vllm_s * 1e6,
-            pk_s * 1e6,
-            floor_s * 1e6,
-        )
+        return [
+            Row(n, bs, algo, extras, kind, blocks, vllm_s * 1e6, s * 1e6, floor_s * 1e6)
+            for kind, s in zip(inputs, pk_s, strict=True)
+        ]
 
     def anatomy(self, n: int, bs: int, algo: str) -> dict[str, float]:
         """Where a request's time goes, in ns per token (no extras; best of REPEAT
@@ -330,11 +373,14 @@ class Bench:
         ``vLLM`` and ``prefixkey`` are whole requests as in the rows. ``C work``
         is what vLLM cannot avoid: serializing the exact block tuples it hashes
         (``pickle.dumps`` / ``cbor2.dumps``) and digesting them; the rest of
-        vLLM's time is Python around those calls. prefixkey's time splits into
-        ``token check`` (validating the ids, ``token_words``), its own
-        ``encode + chain`` (with the real digest) and the rest.
+        vLLM's time is Python around those calls. prefixkey's time on a list
+        splits into ``token check`` (validating the ids, ``checked_token_ids``),
+        its own ``encode + chain`` (with the real digest) and the rest;
+        ``prefixkey (TokenIds)`` is a whole request on ids checked beforehand.
         """
-        from prefixkey.core._request import token_words
+        from prefixkey.core import check_token_ids
+        from prefixkey.core._request import checked_token_ids
+        from prefixkey.jsonl import parse_json_line, parse_request, run_job
 
         vh, pk = self.vh, self.pk
         tokens = self.all_tokens[:n]
@@ -359,7 +405,9 @@ class Bench:
         blobs = [serialize(t) for t in tuples]
         serializer = hasher.algorithm.serializer
         starts = range(0, n - bs + 1, bs)
-        words = token_words(tokens)
+        words = checked_token_ids(tokens)[1]
+        validated = check_token_ids(tokens)
+        line = self.json_line(tokens, bs, algo, False)
         tails = [serializer.encode_extra_keys_tail(None)] * len(starts)
 
         def encode_and_chain() -> None:
@@ -372,8 +420,11 @@ class Bench:
             "C work (vLLM's serializer + digest)": lambda: [digest(serialize(t)) for t in tuples],
             "digest alone (floor)": lambda: [digest(b) for b in blobs],
             "prefixkey": lambda: hasher.block_hashes(pk.Request(tokens)),
-            "token check": lambda: token_words(tokens),
+            "token check": lambda: checked_token_ids(tokens),
             "encode + chain": encode_and_chain,
+            "prefixkey (TokenIds)": lambda: hasher.block_hashes(pk.Request(validated)),
+            "JSON line": lambda: json.dumps(run_job(parse_request(parse_json_line(line)))),
+            "JSON decode": lambda: parse_json_line(line),
         }
 
         def contender(fn: Callable[[], Any]) -> Contender:
@@ -399,11 +450,12 @@ class Bench:
         )
         pkw = self.pk_kwargs(row.extras)
         Request = self.pk.Request
+        ids = self.pk.core.check_token_ids(tokens) if row.input == "TokenIds" else tokens
         reps = max(1, min(200, math.ceil(0.3 / (row.prefixkey_us * 1e-6))))
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(reps):
-            hasher.block_hashes(Request(tokens, **pkw))
+            hasher.block_hashes(Request(ids, **pkw))
         prof.disable()
         buf = io.StringIO()
         stats = pstats.Stats(prof, stream=buf)
@@ -418,6 +470,7 @@ HEADER = (
     "block",
     "algo",
     "extras",
+    "input",
     "blocks",
     "vLLM µs/req",
     "prefixkey µs/req",
@@ -435,6 +488,7 @@ def cells(r: Row) -> list[str]:
         str(r.block_size),
         r.algo,
         "with" if r.extras else "none",
+        r.input,
         str(r.blocks),
         f"{r.vllm_us:,.1f}",
         f"{r.prefixkey_us:,.1f}",
@@ -478,10 +532,11 @@ def machine_info() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             return "not installed"
 
-    src = sorted((REPO / "prefixkey").glob("*.py"))
+    src = sorted((REPO / "prefixkey").rglob("*.py"))
     digest = hashlib.sha256()
     for f in src:
-        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        name = f.relative_to(REPO / "prefixkey").as_posix()
+        digest.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
     newest = max(src, key=lambda f: f.stat().st_mtime)
     mtime = datetime.fromtimestamp(newest.stat().st_mtime, timezone.utc)
     return {
@@ -492,8 +547,8 @@ def machine_info() -> dict[str, str]:
         "xxhash": ver("xxhash"),
         "cbor2": ver("cbor2"),
         "prefixkey": ver("prefixkey"),
-        "prefixkey sources (sha256 of prefixkey/*.py)": (
-            f"{digest.hexdigest()[:16]} (newest file {newest.name}, "
+        "prefixkey sources (sha256 of prefixkey/**/*.py)": (
+            f"{digest.hexdigest()[:16]} (newest file {newest.relative_to(REPO).as_posix()}, "
             f"modified {mtime:%Y-%m-%d %H:%M:%S} UTC)"
         ),
         "vLLM (hashing code loaded from wheel)": VLLM_VERSION,
@@ -523,7 +578,7 @@ def write_markdown(
         "(a) vLLM 0.31.0's real `get_request_block_hasher` on a fresh fake request, "
         "(b) `prefixkey.Hasher.block_hashes(Request(...))`, and (c) the bare digest over "
         "pre-serialized per-block bytes (the floor). Times are µs per request, best of "
-        f"{REPEAT} interleaved rounds (each round times (a), (b) and (c) in turn, "
+        f"{REPEAT} interleaved rounds (each round times (a), every input of (b) and (c) in turn, "
         f"timeit-style, ~{TARGET_S} s each, ~{TARGET_S_LONG} s for 128k), GC disabled "
         "while timing. `python_hash_seed` "
         f'is "{SEED}" for every algorithm. Keys of (a) and (b) were asserted identical '
@@ -531,6 +586,15 @@ def write_markdown(
         "",
         "`extras = with`: LoRA `sql-adapter` (`/adapters/sql`), a cache salt, and two "
         "multimodal items at offsets 100 (length 256) and 600 (length 300).",
+        "",
+        "`input` is what prefixkey is given: `list`, a plain list of ints, checked on every "
+        "call; `TokenIds`, the same ids checked once beforehand by `check_token_ids` (what "
+        "the JSON reader produces, and what a router can keep), which the hasher takes "
+        "without a second check; `JSON line` (8k-token prompts), the per-line work of "
+        "`prefixkey hash` on the request's JSON Lines line: `parse_json_line`, "
+        "`parse_request`, `run_job` and `json.dumps` of the result, against vLLM's hasher "
+        "alone (vLLM is handed the decoded ids for free). The rows of one prompt share "
+        "the vLLM and floor times.",
         "",
         "`speed-up` = vLLM / prefixkey (higher is better); `pk/floor` = prefixkey / floor "
         "(1.0 would mean prefixkey costs no more than the digest alone). A `*` marks rows "
@@ -543,8 +607,8 @@ def write_markdown(
     lines += [
         f"Rows slower than vLLM: {len(slower)} of {len(rows)}"
         + (": " + "; ".join(
-            f"{_label(r.tokens)}/{r.block_size}/{r.algo}/{'with' if r.extras else 'none'} "
-            f"{r.speedup:.2f}x" for r in slower) if slower else "."),
+            f"{_label(r.tokens)}/{r.block_size}/{r.algo}/{'with' if r.extras else 'none'}"
+            f"/{r.input} {r.speedup:.2f}x" for r in slower) if slower else "."),
         f"Rows below the aim (2x pickle, 3x CBOR): {len(flagged)} of {len(rows)}.",
         "",
     ]
@@ -559,12 +623,14 @@ def write_markdown(
             "`pickle.dumps` / `cbor2.dumps` of the exact block tuples it hashes, and the "
             "digest; `vLLM Python` is the rest of vLLM's time. prefixkey's time is its "
             "`token check` (every id an exact int >= 0: `marshal` records, see "
-            "`prefixkey.core.token_words`), its `encode + chain` (serializer and "
-            "digest) and the rest (request objects, extra keys).",
+            "`checked_token_ids` in `prefixkey/core/_request.py`), its `encode + chain` "
+            "(serializer and digest) and the rest (request objects, extra keys). "
+            "`prefixkey (TokenIds)` is a whole request on ids checked beforehand: no token "
+            "check.",
             "",
             "| block | algo | vLLM | C work | vLLM Python | prefixkey | token check "
-            "| encode + chain | rest | digest (floor) |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| encode + chain | rest | prefixkey (TokenIds) | digest (floor) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for (bs, algo), a in anatomy.items():
             vllm, cwork, pk = a["vLLM"], a["C work (vLLM's serializer + digest)"], a["prefixkey"]
@@ -572,7 +638,23 @@ def write_markdown(
             lines.append(
                 f"| {bs} | {algo} | {vllm:.1f} | {cwork:.1f} | {vllm - cwork:.1f} | {pk:.1f} "
                 f"| {check:.1f} | {chain:.1f} | {pk - check - chain:.1f} "
-                f"| {a['digest alone (floor)']:.1f} |"
+                f"| {a['prefixkey (TokenIds)']:.1f} | {a['digest alone (floor)']:.1f} |"
+            )
+        lines += [
+            "",
+            "The `JSON line` rows, in the same ns per token: `prefixkey hash`'s work on one "
+            "line, of which decoding the JSON (`parse_json_line`, the standard library's "
+            "`json.loads`) is the largest part; the rest is `parse_request` (one token check, "
+            "into TokenIds), `run_job` and `json.dumps` of the result.",
+            "",
+            "| block | algo | JSON line | JSON decode | the rest | vLLM (hasher alone) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for (bs, algo), a in anatomy.items():
+            whole, decode = a["JSON line"], a["JSON decode"]
+            lines.append(
+                f"| {bs} | {algo} | {whole:.1f} | {decode:.1f} | {whole - decode:.1f} "
+                f"| {a['vLLM']:.1f} |"
             )
         lines += ["", ANATOMY_NOTES, ""]
     if profiles:
@@ -617,20 +699,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only:
         shapes = [(int(n), int(bs)) for n, bs in (spec.split(":") for spec in args.only)]
     rows: list[Row] = []
-    total = len(shapes) * len(ALGOS) * 2
+    total = sum(2 + (n in JSON_LENGTHS) for n, _ in shapes) * len(ALGOS) * 2
     for n, bs in shapes:
         for algo in ALGOS:
             for extras in (False, True):
-                r = bench.row(n, bs, algo, extras)
-                rows.append(r)
-                print(
-                    f"[{len(rows):2d}/{total}] {_label(n):>4} bs={bs:<2} {algo:<11} "
-                    f"extras={'with' if extras else 'none'}: vLLM {r.vllm_us:,.1f} µs, "
-                    f"prefixkey {r.prefixkey_us:,.1f} µs, floor {r.floor_us:,.1f} µs "
-                    f"-> {r.speedup:.2f}x",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                for r in bench.rows(n, bs, algo, extras):
+                    rows.append(r)
+                    print(
+                        f"[{len(rows):3d}/{total}] {_label(n):>4} bs={bs:<2} {algo:<11} "
+                        f"extras={'with' if extras else 'none'} {r.input:<9}: "
+                        f"vLLM {r.vllm_us:,.1f} µs, prefixkey {r.prefixkey_us:,.1f} µs, "
+                        f"floor {r.floor_us:,.1f} µs -> {r.speedup:.2f}x",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     print(text_table(rows))
 
     anatomy = {
@@ -642,21 +724,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if flagged:
         print("\nRows below the expected speed-up (< 2x pickle, < 3x CBOR):")
         for r in flagged:
-            print(f"  {' '.join(cells(r)[:4])}: {r.speedup:.2f}x")
+            print(f"  {' '.join(cells(r)[:5])}: {r.speedup:.2f}x")
     if args.profile:
         for r in flagged:
+            if r.input == "JSON line":
+                continue  # the JSON rows' own parts are not profiled
             title = (
                 f"{_label(r.tokens)} tokens, block {r.block_size}, {r.algo}, extras "
-                f"{'with' if r.extras else 'none'} ({r.speedup:.2f}x)"
+                f"{'with' if r.extras else 'none'}, {r.input} ({r.speedup:.2f}x)"
             )
             profiles[title] = bench.profile(r)
             print(f"\n== cProfile: {title}\n{profiles[title]}")
 
     wall = time.perf_counter() - t_start
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    key = "prefixkey sources (sha256 of prefixkey/*.py)"
+    key = "prefixkey sources (sha256 of prefixkey/**/*.py)"
     if machine_info()[key] != info[key]:
-        info["WARNING"] = "prefixkey/*.py changed while this benchmark ran"
+        info["WARNING"] = "prefixkey/**/*.py changed while this benchmark ran"
         print(f"WARNING: {info['WARNING']}", file=sys.stderr)
     write_markdown(args.out, rows, command, started, wall, profiles, info, anatomy)
     print(f"\nwrote {args.out} ({wall:.0f} s)")

@@ -32,6 +32,7 @@ from .core import (
     resolve_release,
 )
 from .errors import (
+    FrozenError,
     InvalidRequestError,
     MalformedJSONError,
     PrefixKeyError,
@@ -42,6 +43,7 @@ from .errors import (
 
 __all__ = [
     "DEFAULT_VLLM_VERSION",
+    "FrozenError",
     "Hasher",
     "InvalidRequestError",
     "LoRA",

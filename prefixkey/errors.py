@@ -8,6 +8,7 @@ router can log exactly what was wrong without a traceback.
 from __future__ import annotations
 
 __all__ = [
+    "FrozenError",
     "InvalidRequestError",
     "MalformedJSONError",
     "PrefixKeyError",
@@ -40,6 +41,22 @@ class InvalidRequestError(PrefixKeyError, ValueError):
         where = field if position is None else f"{field}[{position}]"
         self.reason = message
         super().__init__(f"{where}: {message}")
+
+
+class FrozenError(PrefixKeyError, AttributeError):
+    """An attribute of an immutable object (a ``Hasher``, ``TokenIds``) was set or deleted.
+
+    A hasher is shared by every request of a replica configuration (and cached
+    by the JSON Lines reader), so changing one in place would change the keys
+    of requests that never asked; build another instead. ``field`` names the
+    attribute.
+    """
+
+    def __init__(self, obj: object, name: str) -> None:
+        self.field = name
+        super().__init__(
+            f"{type(obj).__name__} is immutable: cannot set {name!r} (build a new one)"
+        )
 
 
 class MalformedJSONError(PrefixKeyError, ValueError):

@@ -28,6 +28,7 @@ from .core import (
     Request,
     block_hash_to_int64,
     check_api_rules,
+    check_token_ids,
     event_extra_keys,
     resolve_release,
 )
@@ -162,9 +163,11 @@ def parse_request(
     engine_python = _get(obj, "engine_python", str, None)
     if "token_ids" not in obj:
         raise InvalidRequestError("token_ids", "is required")
-    token_ids = _int_list(obj, "token_ids")
-    if token_ids is None:
+    ids = _get(obj, "token_ids", list, None)
+    if ids is None:
         raise InvalidRequestError("token_ids", "must be an array of ints")
+    # Checked once, here: the hasher takes TokenIds (and their slices) as they are.
+    token_ids = check_token_ids(ids)
     block_size = obj.get("block_size")
     if block_size is None:
         raise InvalidRequestError("block_size", "is required (the engine's hash block size)")

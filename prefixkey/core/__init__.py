@@ -16,7 +16,7 @@ from ._job import HashJob, JobKeys
 from ._keys import block_hash_to_int64, block_hash_with_group_id, group_block_hashes
 from ._none_hash import NoneHash, SeedSource
 from ._prompt_embeds import DTYPE_SIZES, PromptEmbeds, mixed_prompt_token_ids
-from ._request import LoRA, MMItem, Request, check_api_rules
+from ._request import IntArray, LoRA, MMItem, Request, TokenIds, check_api_rules, check_token_ids
 from ._schemes import (
     DEFAULT_NONE_HASH_SEED,
     DEFAULT_VLLM_VERSION,
@@ -44,6 +44,7 @@ __all__ = [
     "HashAlgorithm",
     "HashJob",
     "Hasher",
+    "IntArray",
     "JobKeys",
     "LoRA",
     "MMItem",
@@ -53,10 +54,12 @@ __all__ = [
     "RequestBlockHasher",
     "ResolvedRelease",
     "SeedSource",
+    "TokenIds",
     "block_hash_to_int64",
     "block_hash_with_group_id",
     "block_hashes",
     "check_api_rules",
+    "check_token_ids",
     "event_extra_keys",
     "group_block_hashes",
     "mixed_prompt_token_ids",

@@ -41,7 +41,7 @@ class Serializer:
     ``encode_tokens(token_ids, words, block_size)`` prepares a request's checked
     token ids once (into a container with ``len``), ``extend_tokens`` returns
     that container with more ids appended; both take the ids'
-    :func:`~prefixkey.core.token_words` when the check returned them.
+    :func:`~prefixkey.core._request.checked_token_ids` when the check returned them.
     ``encode_extra_keys_tail``
     one block's extra keys, and ``chain`` computes a run of keys:
     ``chain(parent, tokens, starts, size, tails, digest)``, one tail per start.

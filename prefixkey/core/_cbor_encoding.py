@@ -69,7 +69,7 @@ def _encode_blocks(records: bytes, first: int, n: int, size: int) -> list[bytes]
     """CBOR of each block of ``size`` ids, for ``n`` ids (a multiple of ``size``) in [0, 2**31).
 
     ``records`` holds the ids' marshal records from ``records[first]`` on (see
-    :func:`~prefixkey.core.token_words`): per id ``i`` and its
+    :func:`~prefixkey.core._request.checked_token_ids`): per id ``i`` and its
     little-endian bytes b0..b3. A lookup per token would touch a table entry
     per id at random, which is slow for long prompts; instead every step is
     one pass of a C routine over the whole run. Each id becomes five UTF-16
@@ -129,8 +129,9 @@ class TokenStream:
         return b"".join(self.blocks) + b"".join(map(encode_int, self._pending))
 
     def extend(self, token_ids: Sequence[int], words: bytes | None = None) -> None:
-        """Append checked token ids; ``words`` are their :func:`~prefixkey.core.token_words`,
-        when that returned them (else each id is encoded on its own)."""
+        """Append checked token ids; ``words`` are their marshal records from
+        :func:`~prefixkey.core._request.checked_token_ids`, when that returned
+        them (else each id is encoded on its own)."""
         ids, records, first = token_ids, words, 5  # 5: the records follow marshal's header
         if self._pending:
             ids = [*self._pending, *token_ids]

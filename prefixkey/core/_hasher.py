@@ -13,18 +13,25 @@ gives the same keys however the tokens are split into calls.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..errors import InvalidRequestError
-from ._algorithms import BlockHash
+from ..errors import FrozenError, InvalidRequestError
+from ._algorithms import BlockHash, HashAlgorithm
 from ._builtin_hash import python_hash_for
 from ._extra_keys import BlockExtraKeys, ExtraKeysBuilder
 from ._keys import group_block_hashes
 from ._none_hash import NoneHash, resolve_none_hash
 from ._prompt_embeds import PromptEmbeds
-from ._request import LoRA, MMItem, Request, token_words
+from ._request import (
+    LoRA,
+    MMItem,
+    Request,
+    TokenIds,
+    TokenIdsLike,
+    checked_token_ids,
+    is_numpy_scalar,
+)
 from ._schemes import DEFAULT_VLLM_VERSION, Era, resolve_release
 
 __all__ = ["Hasher", "RequestBlockHasher", "block_hashes"]
@@ -40,13 +47,28 @@ class Hasher:
     EAGLE/EAGLE3/MTP speculative decoding). ``engine_python`` is the engine's
     CPython version, needed only for the builtin ``hash()`` of 0.7-0.10.1.
     With ``strict=False`` a release newer than any known one uses the newest
-    known era; :attr:`warnings` says so.
+    known era; :attr:`warnings` says so. A hasher is immutable: it is shared by
+    every request of its configuration.
     """
 
     __slots__ = (
         "_chain", "_digest", "_encode_tail", "_encode_tokens", "_extend_tokens", "algorithm",
         "block_size", "era", "lookahead", "none_hash", "vllm_version", "warnings",
     )
+
+    # Declared for type checkers; __slots__ holds them, set once by _bind.
+    vllm_version: str
+    warnings: tuple[str, ...]
+    era: Era
+    lookahead: int
+    algorithm: HashAlgorithm
+    block_size: int
+    none_hash: NoneHash
+    _encode_tokens: Callable[[Sequence[int], bytes | None, int], Any]
+    _extend_tokens: Callable[[Any, Sequence[int], bytes | None], Any]
+    _encode_tail: Callable[[Any], Any]
+    _chain: Callable[..., list[Any]]
+    _digest: Callable[[Any], Any]
 
     def __init__(
         self,
@@ -68,31 +90,46 @@ class Hasher:
                 f"{type(python_hash_seed).__name__}",
             )
         release = resolve_release(vllm_version, strict=strict)
-        self.vllm_version = release.version
-        self.warnings = release.warnings
-        self.era: Era = release.era
+        era = release.era
         if type(lookahead) is not int or lookahead < 0:
             raise InvalidRequestError("lookahead", f"must be an int >= 0, got {lookahead!r}")
-        if lookahead and not self.era.lookahead:
+        if lookahead and not era.lookahead:
             raise InvalidRequestError(
                 "lookahead", f"vLLM {release.release} has no lookahead hashing (0.33+)"
             )
-        self.lookahead = lookahead
-        self.algorithm = self.era.algorithm(hash_algo, release.release)
-        self.block_size = block_size
-        serializer = self.algorithm.serializer
-        self._encode_tokens = serializer.encode_tokens
-        self._extend_tokens = serializer.extend_tokens
-        self._encode_tail = serializer.encode_extra_keys_tail
-        self._chain = serializer.chain
-        self._digest: Callable[[Any], Any] = (
+        algorithm = era.algorithm(hash_algo, release.release)
+        serializer = algorithm.serializer
+        digest: Callable[[Any], Any] = (
             python_hash_for(engine_python, python_hash_seed)
-            if self.algorithm.engine_bound else self.algorithm.digest
+            if algorithm.engine_bound else algorithm.digest
         )
-        digest, dumps = self._digest, serializer.dumps
-        self.none_hash: NoneHash = resolve_none_hash(
-            self.era, self.algorithm, python_hash_seed, lambda value: digest(dumps(value))
+        dumps = serializer.dumps
+        none_hash = resolve_none_hash(
+            era, algorithm, python_hash_seed, lambda value: digest(dumps(value))
         )
+        self._bind(
+            vllm_version=release.version, warnings=release.warnings, era=era,
+            lookahead=lookahead, algorithm=algorithm, block_size=block_size,
+            _encode_tokens=serializer.encode_tokens, _extend_tokens=serializer.extend_tokens,
+            _encode_tail=serializer.encode_extra_keys_tail, _chain=serializer.chain,
+            _digest=digest, none_hash=none_hash,
+        )
+
+    def _bind(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenError(self, name)
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenError(self, name)
+
+    def __copy__(self) -> Hasher:
+        return self  # immutable, like a tuple
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Hasher:
+        return self
 
     def __repr__(self) -> str:
         return (
@@ -121,8 +158,8 @@ class Hasher:
         Algorithm, NONE_HASH and block size stay bound; the drift report uses it
         to ask which one era field changes a request's extra keys.
         """
-        twin = copy.copy(self)
-        twin.era = era
+        twin = object.__new__(Hasher)
+        twin._bind(**{**{name: getattr(self, name) for name in Hasher.__slots__}, "era": era})
         return twin
 
     def start(self, request: Request) -> RequestBlockHasher:
@@ -133,8 +170,8 @@ class Hasher:
         """
         return RequestBlockHasher(self, request)
 
-    def block_hashes(self, request: Request | Sequence[int]) -> list[BlockHash]:
-        """The keys of every full block of ``request`` (or of a plain token list)."""
+    def block_hashes(self, request: Request | TokenIdsLike) -> list[BlockHash]:
+        """The keys of every full block of ``request`` (or of plain token ids)."""
         if not isinstance(request, Request):
             request = Request(request)
         request.check_inside(len(request.token_ids))
@@ -148,7 +185,8 @@ class RequestBlockHasher:
     with lookahead, an extra key is ``(extra keys, *lookahead tokens)``.
     :attr:`warnings` notes request features the release does not key.
     ``snapshot=False`` skips copying the request's token ids: only for a
-    caller that will not change them while this object is in use.
+    caller that will not change them while this object is in use
+    (:class:`~prefixkey.core.TokenIds` are never copied: they cannot change).
     """
 
     __slots__ = (
@@ -157,8 +195,7 @@ class RequestBlockHasher:
     )
 
     def __init__(self, hasher: Hasher, request: Request, *, snapshot: bool = True) -> None:
-        token_ids = request.token_ids
-        words = token_words(token_ids)
+        token_ids, words = checked_token_ids(request.token_ids)
         if snapshot and type(token_ids) is not tuple:
             token_ids = list(token_ids)
         self._hasher = hasher
@@ -170,9 +207,7 @@ class RequestBlockHasher:
         self._plain_tail: Any = None
         self._tokens: Any = hasher._encode_tokens(token_ids, words, hasher.block_size)
         # Lookahead tokens join the extra keys, so their ids are kept as ints.
-        self._lookahead_ids: list[int] | None = (
-            list(request.token_ids) if hasher.lookahead else None
-        )
+        self._lookahead_ids: list[int] | None = list(token_ids) if hasher.lookahead else None
         self.block_hashes: list[BlockHash] = []
         self.extra_keys: list[BlockExtraKeys] = []
         self._hash_new_blocks(decode=False)
@@ -181,15 +216,19 @@ class RequestBlockHasher:
     def num_tokens(self) -> int:
         return len(self._tokens)
 
-    def append(self, token_ids: int | Sequence[int]) -> list[BlockHash]:
-        """Append generated tokens (or a bare id); return the keys of the blocks they completed."""
-        if isinstance(token_ids, int):
-            token_ids = (token_ids,)
-        elif not isinstance(token_ids, (list, tuple)):
+    def append(self, token_ids: TokenIdsLike | int) -> list[BlockHash]:
+        """Append generated tokens (or one); return the keys of the blocks they completed."""
+        if isinstance(token_ids, int) or is_numpy_scalar(token_ids):
+            token_ids = (token_ids,)  # type: ignore[assignment]  # checked below, as one id
+        elif not isinstance(token_ids, (list, tuple, TokenIds)) and not hasattr(
+            type(token_ids), "__array_interface__"
+        ):
             if isinstance(token_ids, (str, bytes)) or not isinstance(token_ids, Iterable):
                 raise InvalidRequestError("token_ids", "must be a sequence of ints")
             token_ids = list(token_ids)  # checked, then stored: one pass over an iterator
-        words = token_words(token_ids, start=len(self._tokens))
+        token_ids, words = checked_token_ids(
+            token_ids, start=len(self._tokens)  # type: ignore[arg-type]
+        )
         self._tokens = self._hasher._extend_tokens(self._tokens, token_ids, words)
         if self._lookahead_ids is not None:
             self._lookahead_ids.extend(token_ids)

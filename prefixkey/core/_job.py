@@ -18,7 +18,7 @@ from itertools import pairwise
 from ._algorithms import BlockHash
 from ._extra_keys import BlockExtraKeys
 from ._hasher import Hasher
-from ._request import Request
+from ._request import Request, TokenIds
 
 __all__ = ["HashJob", "JobKeys"]
 
@@ -48,7 +48,7 @@ class HashJob:
     #: The prompt (``token_ids[:hash_calls[0]]``) with the request's features.
     request: Request
     #: Every token the engine holds once all calls are made.
-    token_ids: list[int]
+    token_ids: TokenIds
     #: Token counts at which the engine hashes: the prompt, then each append.
     hash_calls: tuple[int, ...]
     #: Whether the calls were given (a result then reports the keys per call).

@@ -11,16 +11,29 @@ in its API server (salt characters and length, a non-empty LoRA path) are in
 from __future__ import annotations
 
 import marshal
+import operator
+import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import countOf
-from typing import Final
+from typing import Any, Final, Protocol, TypeAlias, final, overload
 
-from ..errors import InvalidRequestError
+from ..errors import FrozenError, InvalidRequestError
 from ._prompt_embeds import PromptEmbeds
 
-__all__ = ["LoRA", "MMItem", "Request", "check_api_rules", "check_token_ids", "token_words"]
+__all__ = [
+    "IntArray",
+    "LoRA",
+    "MMItem",
+    "Request",
+    "TokenIds",
+    "TokenIdsLike",
+    "check_api_rules",
+    "check_token_ids",
+    "checked_token_ids",
+    "is_numpy_scalar",
+]
 
 
 def _check_str(value: object, field: str) -> None:
@@ -42,51 +55,212 @@ def _check_int(value: object, field: str, *, minimum: int | None = None) -> None
         raise InvalidRequestError(field, f"must be >= {minimum}, got {value}")
 
 
-def token_words(
-    token_ids: Sequence[int], *, field: str = "token_ids", start: int = 0
-) -> bytes | None:
-    """Check token ids as :func:`check_token_ids` does; on the fast path, return their words.
+class IntArray(Protocol):
+    """A NumPy integer array or scalar, as prefixkey sees one without importing NumPy:
+    its dtype from ``__array_interface__``, its values through the buffer protocol."""
 
-    The fast path runs at C speed (a sequence other than a list or tuple is
-    listed first). ``marshal`` format version 2 (no back-references) writes an
-    exact int in [-2**31, 2**31) as five bytes, ``i`` and its little-endian
-    int32, and anything else (a bool, an int subclass, a float, a larger
-    int) in another form or not at all. So the ids are exact ints in
-    [0, 2**31) iff every fifth byte after the 5-byte header is ``i`` and no
-    sign bit is set; the serializers reuse those words. Returns None after
-    the element-wise check (invalid ids to report, valid ids of 2**31 and beyond).
+    @property
+    def __array_interface__(self) -> dict[str, Any]: ...
+
+
+#: What token ids may be given as: exact ints, NumPy integer scalars, or a NumPy array.
+TokenIdsLike: TypeAlias = "Sequence[int | IntArray] | IntArray"
+
+_KIND_NAMES: Final = {"b": "bools", "f": "floats", "c": "complex numbers", "O": "objects"}
+# array typecodes by NumPy kind and item size ('q'/'Q' are 8 bytes everywhere, 'i'/'I' 4).
+_ARRAY_CODES: Final = {
+    "i": {1: "b", 2: "h", 4: "i", 8: "q"},
+    "u": {1: "B", 2: "H", 4: "I", 8: "Q"},
+}
+_NATIVE_ORDER: Final = "<" if sys.byteorder == "little" else ">"
+
+
+def _array_ids(values: IntArray, field: str) -> list[int]:
+    """A 1-d NumPy integer array's values as exact ints (endianness and strides applied)."""
+    typestr = values.__array_interface__.get("typestr")  # e.g. "<i8", "|u1", ">u4", "|b1"
+    if not isinstance(typestr, str) or len(typestr) < 2:
+        raise InvalidRequestError(field, f"must be a NumPy integer array, got {typestr=}")
+    kind, codes = typestr[1], _ARRAY_CODES.get(typestr[1])
+    code = codes.get(int(typestr[2:])) if codes and typestr[2:].isdigit() else None
+    if code is None:
+        raise InvalidRequestError(
+            field, f"must be integers, got an array of "
+            f"{_KIND_NAMES.get(kind, 'non-integers')} (dtype {typestr})",
+        )
+    try:
+        view = memoryview(values)  # type: ignore[arg-type]  # NumPy arrays export buffers
+    except TypeError:
+        raise InvalidRequestError(
+            field, f"{type(values).__name__} has an array interface but no buffer to read"
+        ) from None
+    if view.ndim != 1:
+        raise InvalidRequestError(
+            field, f"must be one-dimensional, got an array of shape {tuple(view.shape or ())}"
+        )
+    ids = array(code, view.tobytes())  # tobytes: C order, so strided views read right
+    if typestr[0] not in (_NATIVE_ORDER, "|", "="):
+        ids.byteswap()
+    return ids.tolist()
+
+
+def is_numpy_scalar(value: object) -> bool:
+    """Whether ``value`` is a NumPy scalar (or 0-d array) of any dtype."""
+    return (hasattr(type(value), "__array_interface__")
+            and value.__array_interface__.get("shape") == ())  # type: ignore[attr-defined]
+
+
+def _numpy_int(value: object) -> int | None:
+    """A NumPy integer scalar's exact value (None for anything else, NumPy bools included)."""
+    if not is_numpy_scalar(value):
+        return None
+    kind = value.__array_interface__["typestr"][1]  # type: ignore[attr-defined]
+    return operator.index(value) if kind in ("i", "u") else None  # type: ignore[arg-type]
+
+
+_MARSHAL_HEADER: Final = marshal.dumps([], 2)[:1]  # a list's type byte; its length follows
+_CONSTRUCT: Final = object()  # TokenIds' private constructor key
+
+
+@final
+class TokenIds(Sequence[int]):
+    """Token ids prefixkey has checked: exact ints >= 0, immutable.
+
+    Only prefixkey builds them (:func:`check_token_ids`, the JSON Lines reader),
+    so a :class:`~prefixkey.core.Hasher` hashes them without checking each id
+    again. Slices are TokenIds too. A router can check a prompt once and pass
+    it to several hashers, or keep it to append to later requests.
     """
-    ids = token_ids if type(token_ids) is list or type(token_ids) is tuple else list(token_ids)
+
+    __slots__ = ("_ids", "_words")
+    _ids: tuple[int, ...]
+    _words: bytes | None
+
+    def __init__(self, ids: tuple[int, ...], words: bytes | None, key: object = None) -> None:
+        if key is not _CONSTRUCT:
+            raise InvalidRequestError(
+                "token_ids", "TokenIds are built by check_token_ids(ids), which checks them"
+            )
+        object.__setattr__(self, "_ids", ids)
+        # Their marshal records (see checked_token_ids), for the CBOR encoder.
+        object.__setattr__(self, "_words", words)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenError(self, name)
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenError(self, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return check_token_ids, (self._ids,)  # unpickling checks them again
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> TokenIds: ...
+    def __getitem__(self, index: int | slice) -> int | TokenIds:
+        if not isinstance(index, slice):
+            return self._ids[index]
+        start, stop, step = index.indices(len(self._ids))
+        words = self._words
+        if words is not None:
+            if step == 1:
+                n = max(0, stop - start)
+                words = (_MARSHAL_HEADER + n.to_bytes(4, "little")
+                         + words[5 + 5 * start : 5 + 5 * (start + n)])
+            else:
+                words = marshal.dumps(list(self._ids[index]), 2)
+        return TokenIds(self._ids[index], words, _CONSTRUCT)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._ids
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TokenIds) and self._ids == other._ids
+
+    def __hash__(self) -> int:
+        return hash(self._ids)
+
+    def __repr__(self) -> str:
+        return f"TokenIds({list(self._ids)!r})"
+
+
+def checked_token_ids(
+    token_ids: TokenIdsLike, *, field: str = "token_ids", start: int = 0
+) -> tuple[Sequence[int], bytes | None]:
+    """Raise unless every token id is an exact int >= 0; return the ids and their words.
+
+    :class:`TokenIds` pass unchecked; a NumPy integer array is read as exact
+    ints, and NumPy integer scalars in a sequence count as their values (the
+    ids returned are then a new list). The fast path runs at C speed (a
+    sequence other than a list or tuple is listed first). ``marshal`` format
+    version 2 (no back-references) writes an exact int in [-2**31, 2**31) as
+    five bytes, ``i`` and its little-endian int32, and anything else (a bool,
+    an int subclass, a float, a larger int) in another form or not at all. So
+    the ids are exact ints in [0, 2**31) iff every fifth byte after the 5-byte
+    header is ``i`` and no sign bit is set; the serializers reuse those words.
+    The words are None after the element-wise check (valid ids of 2**31 and
+    beyond). ``start`` is added to reported positions, for appended tokens.
+    """
+    ids: list[int] | tuple[int, ...]
+    if type(token_ids) is TokenIds:  # exact: a subclass could set its ids unchecked
+        return token_ids._ids, token_ids._words
+    if type(token_ids) is list or type(token_ids) is tuple:
+        ids = token_ids
+    elif hasattr(type(token_ids), "__array_interface__"):
+        ids = _array_ids(token_ids, field)  # type: ignore[arg-type]
+    else:
+        ids = list(token_ids)  # type: ignore[arg-type]
     try:
         words = marshal.dumps(ids, 2)
     except ValueError:  # an element marshal cannot write: reported below
         words = b""
     n = len(ids)
     if len(words) == 5 + 5 * n and words[5::5] == b"i" * n and words[9::5].isascii():
-        return words
+        return ids, words
     # Still at C speed when all are exact ints in [0, 2**64) (ids of 2**31 and beyond).
     if countOf(map(type, ids), int) == n:
         try:
             array("Q", ids)
-            return None
+            return ids, None
         except OverflowError:
             pass  # a negative id, or a (valid) id of 2**64 or more
+    exact: list[int] | None = None  # the ids with NumPy scalars replaced, once one is seen
     for i, t in enumerate(ids):
         if type(t) is not int:
-            raise InvalidRequestError(
-                field, f"must be an int, got {type(t).__name__} {t!r}", position=start + i
-            )
+            value = _numpy_int(t)
+            if value is None:
+                raise InvalidRequestError(
+                    field, f"must be an int, got {type(t).__name__} {t!r}", position=start + i
+                )
+            if exact is None:
+                exact = list(ids)
+            exact[i] = t = value
         if t < 0:
             raise InvalidRequestError(field, f"must be non-negative, got {t}", position=start + i)
-    return None
+    if exact is not None:
+        return checked_token_ids(exact, field=field, start=start)
+    return ids, None
 
 
-def check_token_ids(token_ids: Sequence[int], *, field: str = "token_ids", start: int = 0) -> None:
-    """Raise unless every token id is a non-negative int (bools and floats are not).
+def check_token_ids(
+    token_ids: TokenIdsLike, *, field: str = "token_ids", start: int = 0
+) -> TokenIds:
+    """The ids as :class:`TokenIds`; raise unless every one is an int >= 0.
 
-    ``start`` is added to reported positions, for appended tokens.
+    Accepts sequences of exact ints (bools, floats and int subclasses are
+    errors), NumPy integer arrays of one dimension and NumPy integer scalars.
+    ``start`` is added to reported positions.
     """
-    token_words(token_ids, field=field, start=start)
+    if type(token_ids) is TokenIds:
+        return token_ids
+    ids, words = checked_token_ids(token_ids, field=field, start=start)
+    return TokenIds(tuple(ids), words, _CONSTRUCT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,13 +303,15 @@ class MMItem:
         return self.offset + self.length
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Request:
     """A request's hashing inputs.
 
     ``token_ids`` are all tokens the engine holds (``all_token_ids``): the
     prompt after templating and placeholder expansion, then any generated
-    tokens. The sequence is not copied. Multimodal items must be sorted and
+    tokens. A list or other sequence is not copied (the hasher checks it when
+    it hashes); :class:`TokenIds` are already checked; a NumPy integer array
+    is checked here and kept as TokenIds. Multimodal items must be sorted and
     must not overlap; :meth:`check_inside` checks they lie within the tokens.
     """
 
@@ -145,24 +321,39 @@ class Request:
     mm_items: Sequence[MMItem] = ()
     prompt_embeds: PromptEmbeds | None = None
 
-    def __post_init__(self) -> None:
-        ids = self.token_ids
-        if type(ids) is not list and type(ids) is not tuple and (
+    def __init__(
+        self,
+        token_ids: TokenIdsLike,
+        lora: LoRA | None = None,
+        cache_salt: str | None = None,
+        mm_items: Sequence[MMItem] = (),
+        prompt_embeds: PromptEmbeds | None = None,
+    ) -> None:
+        ids = token_ids
+        if hasattr(type(ids), "__array_interface__"):
+            ids = check_token_ids(ids)  # a snapshot: the array may change after
+        elif type(ids) is not list and type(ids) is not tuple and (
             isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence)
         ):
             raise InvalidRequestError("token_ids", "must be a sequence of ints")
-        if self.lora is not None and not isinstance(self.lora, LoRA):
-            raise InvalidRequestError("lora", f"must be a LoRA, got {type(self.lora).__name__}")
-        if self.cache_salt is not None:
-            _check_str(self.cache_salt, "cache_salt")
-        if self.prompt_embeds is not None and not isinstance(self.prompt_embeds, PromptEmbeds):
+        if lora is not None and not isinstance(lora, LoRA):
+            raise InvalidRequestError("lora", f"must be a LoRA, got {type(lora).__name__}")
+        if cache_salt is not None:
+            _check_str(cache_salt, "cache_salt")
+        if prompt_embeds is not None and not isinstance(prompt_embeds, PromptEmbeds):
             raise InvalidRequestError(
                 "prompt_embeds",
-                f"must be PromptEmbeds, got {type(self.prompt_embeds).__name__}"
+                f"must be PromptEmbeds, got {type(prompt_embeds).__name__}"
                 " (use PromptEmbeds.from_tensor)",
             )
-        if type(self.mm_items) is not tuple or self.mm_items:
-            check_mm_items(self.mm_items)
+        if type(mm_items) is not tuple or mm_items:
+            check_mm_items(mm_items)
+        set_field = object.__setattr__  # frozen: the dataclass's own __init__ does the same
+        set_field(self, "token_ids", ids)
+        set_field(self, "lora", lora)
+        set_field(self, "cache_salt", cache_salt)
+        set_field(self, "mm_items", mm_items)
+        set_field(self, "prompt_embeds", prompt_embeds)
 
     def check_inside(self, num_tokens: int) -> None:
         """Raise unless multimodal items and embedding rows lie within ``num_tokens``.

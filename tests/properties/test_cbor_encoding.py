@@ -16,7 +16,7 @@ from xxhash import xxh3_128_digest
 
 from prefixkey.core import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG
 from prefixkey.core import _cbor_encoding as ce
-from prefixkey.core._request import token_words
+from prefixkey.core._request import checked_token_ids
 
 PK_TAGS = {"lora": LORA_TAG, "mm": MM_TAG, "cache_salt": CACHE_SALT_TAG,
            "prompt_embeds": PROMPT_EMBEDS_TAG}
@@ -35,7 +35,7 @@ def build(spec: tuple[tuple[Any, ...], ...] | None) -> tuple[Any, Any]:
 
 def stream_of(tokens: list[int], block_size: int) -> ce.TokenStream:
     """The tokens as the hasher encodes them: with their words when the check returns them."""
-    return ce.encode_tokens(tokens, token_words(tokens), block_size)
+    return ce.encode_tokens(tokens, checked_token_ids(tokens)[1], block_size)
 
 
 def ours_block(parent: bytes, tokens: list[int], extra: Any) -> bytes:
@@ -104,7 +104,7 @@ def test_token_stream_blocks_are_cbor_items(
     with_words: bool, tokens: list[int], size: int
 ) -> None:
     # Ids below 2**31 come with their words (the C-speed path); larger ones without.
-    words = token_words(tokens) if with_words else None
+    words = checked_token_ids(tokens)[1] if with_words else None
     check_stream(ce.encode_tokens(tokens, words, size), tokens, size)
 
 
@@ -117,7 +117,7 @@ def test_token_stream_extends_like_one_stream(
 ) -> None:
     stream = stream_of(first, size)
     for chunk in more:
-        stream = ce.extend_tokens(stream, chunk, token_words(chunk))
+        stream = ce.extend_tokens(stream, chunk, checked_token_ids(chunk)[1])
     whole = [t for chunk in [first, *more] for t in chunk]
     check_stream(stream, whole, size)
 
@@ -127,7 +127,7 @@ def test_token_stream_one_id_at_a_time(tokens: list[int], size: int) -> None:
     # Decode-time appends: the partial block's records carry over to the next append.
     stream = stream_of([], size)
     for t in tokens:
-        stream = ce.extend_tokens(stream, [t], token_words([t]))
+        stream = ce.extend_tokens(stream, [t], checked_token_ids([t])[1])
     check_stream(stream, tokens, size)
 
 
@@ -135,7 +135,7 @@ def test_token_stream_one_id_at_a_time(tokens: list[int], size: int) -> None:
 def test_token_stream_of_a_long_prompt_matches_cbor2(size: int) -> None:
     # Long enough for every width class many times over, in the C-speed path.
     tokens = [(i * 2654435761) % (2**31) >> (i % 4) * 8 for i in range(20000)]
-    assert token_words(tokens) is not None
+    assert checked_token_ids(tokens)[1] is not None
     check_stream(stream_of(tokens, size), tokens, size)
 
 

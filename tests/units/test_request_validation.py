@@ -28,7 +28,7 @@ from prefixkey import (
     resolve_release,
 )
 from prefixkey.core import BlockHash
-from prefixkey.core._request import token_words
+from prefixkey.core._request import checked_token_ids
 
 #: vLLM's own sha256 keys for 20 tokens, block size 7, PYTHONHASHSEED unset.
 SEED_UNSET_RECORD = "prefixkey-00032/sha256"
@@ -106,7 +106,7 @@ def test_bad_appended_token_ids_report_absolute_position(
 
 
 WORDS_CASES: list[tuple[Any, bool]] = [
-    # (valid token ids, whether token_words returns their words: the C-speed path)
+    # (valid token ids, whether the check returns their words: the C-speed path)
     ([], True),
     ([0, 1, 23, 24, 255, 256, 65535, 65536, 2**24, 2**31 - 1], True),
     ((7, 8, 9), True),
@@ -120,7 +120,7 @@ WORDS_CASES: list[tuple[Any, bool]] = [
 
 @pytest.mark.parametrize(("tokens", "fast"), WORDS_CASES)
 def test_token_words_are_marshal_int32_records(tokens: Any, fast: bool) -> None:
-    words = token_words(tokens)
+    words = checked_token_ids(tokens)[1]
     if not fast:
         assert words is None
         return
@@ -138,9 +138,9 @@ def test_token_words_accepts_exactly_non_negative_ints(tokens: list[Any]) -> Non
     valid = all(type(t) is int and t >= 0 for t in tokens)
     if not valid:
         with pytest.raises(InvalidRequestError):
-            token_words(tokens)
+            checked_token_ids(tokens)[1]
         return
-    words = token_words(tokens)
+    words = checked_token_ids(tokens)[1]
     assert (words is not None) == all(t < 2**31 for t in tokens)
 
 
