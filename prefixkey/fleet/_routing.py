@@ -33,10 +33,10 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
-from ..core import BlockHash, Request
+from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ..events import EventHash
 from ._index import PrefixIndex, ReplicaId, ReplicaScheme
@@ -231,6 +231,9 @@ class Router:
         """Hash ``request`` once per distinct scheme among the candidates."""
         if not isinstance(request, Request):
             request = Request(request)
+        if type(request.token_ids) is not TokenIds:
+            # Checked once for every scheme, and NumPy scalars become ints for the digest.
+            request = replace(request, token_ids=check_token_ids(request.token_ids))
         request.check_inside(len(request.token_ids))
         prepared = PreparedRequest(len(request.token_ids), request)
         schemes = self.index.replicas()

@@ -339,3 +339,20 @@ def test_every_era_keys_checked_ids_as_lists(version: str, algo: str, lookahead:
     state.append(check_token_ids(values)[6:17])
     state.append(np.array(values[17:], dtype=">i8"))
     assert state.block_hashes == expected
+
+
+def test_router_takes_numpy_scalars_in_a_list() -> None:
+    # A prompt too short for a block key is routed by a digest of its ids: NumPy
+    # scalars must count as their values there too.
+    from prefixkey.fleet import PrefixIndex, ReplicaScheme, Router
+
+    index = PrefixIndex()
+    for name in "abcd":
+        index.register(name, ReplicaScheme(Hasher(block_size=16)))
+    router = Router(index)
+    ids = [1, 2, 3]
+    scalars = [np.int64(1), np.uint16(2), np.int32(3)]
+    ranked = router.route(scalars)  # type: ignore[arg-type]
+    assert [d.replica for d in ranked] == [d.replica for d in router.route(ids)]
+    prepared = router.prepare(scalars)  # type: ignore[arg-type]
+    assert prepared.request is not None and list(prepared.request.token_ids) == ids
