@@ -14,7 +14,9 @@ decoder is strict about what a release requires (a typed error names the
 field and the event index) and tolerant of what a later release adds: unknown
 trailing array fields and unknown map keys are ignored *and reported* in
 :attr:`DecodedBatch.warnings` and :attr:`EventDecoder.ignored`. Every length
-is bounded (:class:`DecodeLimits`) before anything is allocated.
+is bounded before anything is allocated, and a payload's arrays and maps are
+counted while msgpack unpacks it (:class:`DecodeLimits`), so the cost of a
+payload is bounded by its size.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 import msgpack  # type: ignore[import-untyped]
 from packaging.version import Version
@@ -203,14 +205,28 @@ def replay_request(start_seq: int) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class DecodeLimits:
-    """Bounds checked before allocating: a hostile payload cannot exhaust memory."""
+    """Bounds on one payload, so that its decoding cost is bounded by its size.
 
-    max_payload_bytes: int = 64 * 1024 * 1024
+    Lengths are checked before msgpack allocates; containers are counted as
+    msgpack completes them. With the defaults a payload decodes or fails
+    within about 1.5 GB and a few seconds whatever its bytes (docs/events.md,
+    "Bounds").
+    """
+
+    #: Decoding may take up to ~40 bytes of memory per payload byte (a flood
+    #: of 1-byte ints inside arrays that are never closed, where no count can
+    #: reach), so this bounds the worst case: 32 MiB -> ~1.3 GB.
+    max_payload_bytes: int = 32 * 1024 * 1024
     #: Elements of any one array (events, block hashes, token ids, …).
     max_array_len: int = 4 * 1024 * 1024
     max_map_len: int = 64
     max_str_len: int = 1024 * 1024
     max_bin_len: int = 1024 * 1024
+    #: Arrays, maps and map entries in one payload, all levels together. Each
+    #: costs 50-90 bytes from one or two payload bytes, and the garbage
+    #: collector's time grows with their number; vLLM publishes about one per
+    #: 10 bytes (an event map, its entries, its hash and token arrays).
+    max_containers: int = 2 * 1024 * 1024
     #: Nesting inside one extra key (vLLM's are at most two levels deep).
     max_extra_key_depth: int = 4
 
@@ -238,13 +254,13 @@ class ReplayEnd:
     topic: str = ""
 
 
-class _Map:
-    """A msgpack map as its ordered pairs (duplicates are detected, not merged)."""
+class _OverBudget(Exception):
+    """Raised inside msgpack's hooks: the payload has more containers than allowed."""
 
-    __slots__ = ("pairs",)
 
-    def __init__(self, pairs: list[tuple[Any, Any]]) -> None:
-        self.pairs = pairs
+#: A msgpack map as its ordered pairs (duplicates are detected, not merged).
+#: Arrays decode as tuples, so a list is always a map.
+_Map: TypeAlias = list[tuple[Any, Any]]
 
 
 # ----------------------------------------------------------------------------- decoder
@@ -255,7 +271,7 @@ _TAGS: Final = ("BlockStored", "BlockRemoved", "AllBlocksCleared")
 def _kind(value: object) -> str:
     if value is None:
         return "nil"
-    if isinstance(value, _Map):
+    if isinstance(value, list):
         return "map"
     return {tuple: "array", bytes: "bin", str: "str", bool: "bool", float: "float",
             int: "int"}.get(type(value), type(value).__name__)
@@ -300,14 +316,37 @@ class EventDecoder:
             raise PayloadTooLargeError(
                 f"payload of {size} bytes exceeds max_payload_bytes ({lim.max_payload_bytes})"
             )
+        # msgpack calls these as it completes each array or map, so a flood of
+        # containers fails once over budget instead of after allocating them all.
+        # A map's entries count too: each is a (key, value) tuple.
+        left = lim.max_containers
+
+        def array(items: tuple[Any, ...]) -> tuple[Any, ...]:
+            nonlocal left
+            left -= 1
+            if left < 0:
+                raise _OverBudget
+            return items
+
+        def pairs(items: _Map) -> _Map:
+            nonlocal left
+            left -= 1 + len(items)
+            if left < 0:
+                raise _OverBudget
+            return items
+
         try:
             return msgpack.unpackb(
                 payload, raw=False, use_list=False, strict_map_key=True,
-                object_pairs_hook=_Map,
+                list_hook=array, object_pairs_hook=pairs,
                 max_array_len=min(lim.max_array_len, size), max_map_len=min(lim.max_map_len, size),
                 max_str_len=min(lim.max_str_len, size), max_bin_len=min(lim.max_bin_len, size),
                 max_ext_len=0,
             )
+        except _OverBudget:
+            raise PayloadTooLargeError(
+                f"more than max_containers ({lim.max_containers}) arrays, maps and map "
+                "entries") from None
         except msgpack.ExtraData:
             raise MalformedPayloadError("trailing bytes after the batch") from None
         except UnicodeDecodeError as exc:
@@ -369,7 +408,7 @@ class EventDecoder:
                                              event_index=index)
             tag, values = raw[0], raw[1:]
         else:
-            if not isinstance(raw, _Map):
+            if not isinstance(raw, list):
                 raise EventFieldError(
                     f"must be a map {{type, fields…}} in vLLM 0.24+ events, got {_kind(raw)} "
                     "(is the vLLM version right?)", field=where, event_index=index)
@@ -410,7 +449,7 @@ class EventDecoder:
 
     def _pairs(self, index: int, raw: _Map) -> tuple[Any, dict[str, Any]]:
         values: dict[str, Any] = {}
-        for key, value in raw.pairs:
+        for key, value in raw:
             if not isinstance(key, str):
                 raise EventFieldError(f"map keys must be strings, got {_kind(key)}",
                                       field=f"events[{index}]", event_index=index)
@@ -494,7 +533,7 @@ class EventDecoder:
                 raise PayloadTooLargeError("nests too deep", field=where, event_index=index)
             for j, item in enumerate(value):
                 self._check_key(item, f"{where}[{j}]", index, depth + 1)
-        elif isinstance(value, _Map):
+        elif isinstance(value, list):
             raise EventFieldError("must not contain maps", field=where, event_index=index)
 
     # -- framing
