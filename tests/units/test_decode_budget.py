@@ -17,7 +17,7 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 import pytest
 
-from prefixkey.events import DecodeLimits, EventDecoder, PayloadTooLargeError
+from prefixkey.events import BlockRemoved, DecodeLimits, EventDecoder, PayloadTooLargeError
 
 GiB = 1024**3
 
@@ -133,7 +133,7 @@ _CONTAINERS = 7
 
 def test_the_budget_counts_arrays_maps_and_map_entries() -> None:
     fits = EventDecoder("0.31.0", limits=DecodeLimits(max_containers=_CONTAINERS))
-    assert fits.decode_batch(_BATCH).events[0].block_hashes == (7,)
+    assert fits.decode_batch(_BATCH).events == (BlockRemoved(block_hashes=(7,), medium="GPU"),)
     short = EventDecoder("0.31.0", limits=DecodeLimits(max_containers=_CONTAINERS - 1))
     with pytest.raises(PayloadTooLargeError, match=rf"max_containers \({_CONTAINERS - 1}\)"):
         short.decode_batch(_BATCH)
