@@ -3,15 +3,14 @@
 A payload as large as the default decoder accepts, of the shapes that cost
 the most memory per byte, must decode or fail with a typed error within 2 GiB
 and 5 s of CPU. Each runs in a subprocess whose address space is limited to
-2 GiB, so a decoder that allocates past the bound dies there with a
-MemoryError instead of taking the machine with it.
+2 GiB (the ``bounded`` fixture), so a decoder that allocates past the bound
+gets a MemoryError there instead of taking the machine with it.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from collections.abc import Callable
 from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
@@ -22,14 +21,13 @@ from prefixkey.events import BlockRemoved, DecodeLimits, EventDecoder, PayloadTo
 GiB = 1024**3
 
 # The child builds the payload itself (the parent never holds it), decodes it
-# under the address-space limit and prints what happened as one JSON line.
+# and prints what happened as one JSON line.
 _CHILD = r"""
-import json, resource, struct, sys, time
-shape, size, max_payload = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+import json, struct, time
 import msgpack
 from prefixkey.events import DecodeLimits, EventDecoder
 
+shape, size, max_payload = json.load(sys.stdin)
 head = b"\x92\xcb" + struct.pack(">d", 1.0)           # [ts, events]
 
 def flood(unit, closed):
@@ -69,16 +67,17 @@ except Exception as exc:
     outcome = {"error": type(exc).__name__, "message": str(exc)}
 outcome["cpu_s"] = time.process_time() - start
 outcome["size"] = len(payload)
-outcome["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+outcome["peak_rss"] = peak_rss()
 print(json.dumps(outcome))
 """
 
+Bounded = Callable[..., dict[str, Any]]
 
-def _decode_in_child(shape: str, size: int, max_payload: int) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, shape, str(size), str(max_payload)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    outcome: dict[str, Any] = json.loads(proc.stdout)
+
+def _decode_in_child(bounded: Bounded, shape: str, size: int,
+                     max_payload: int) -> dict[str, Any]:
+    outcome = bounded(_CHILD, address_space=2 * GiB,
+                      stdin=json.dumps([shape, size, max_payload]))
     assert outcome["peak_rss"] < 2 * GiB, outcome
     assert outcome["cpu_s"] < 5, outcome
     return outcome
@@ -88,16 +87,18 @@ DEFAULT_MAX = DecodeLimits().max_payload_bytes
 
 
 @pytest.mark.parametrize("shape", ["empty maps", "one-entry maps", "one-element arrays"])
-def test_a_container_flood_of_the_maximum_size_fails_on_the_budget(shape: str) -> None:
-    outcome = _decode_in_child(shape, DEFAULT_MAX, DEFAULT_MAX)
+def test_a_container_flood_of_the_maximum_size_fails_on_the_budget(
+        bounded: Bounded, shape: str) -> None:
+    outcome = _decode_in_child(bounded, shape, DEFAULT_MAX, DEFAULT_MAX)
     assert outcome["size"] > DEFAULT_MAX * 0.99
     assert outcome["error"] == "PayloadTooLargeError", outcome
     assert "max_containers" in outcome["message"]
 
 
-def test_the_issues_60_mb_of_empty_maps_fails_on_the_budget_under_a_64_mib_limit() -> None:
+def test_the_issues_60_mb_of_empty_maps_fails_on_the_budget_under_a_64_mib_limit(
+        bounded: Bounded) -> None:
     # The issue's payload, decoded with the old default limit: it took 7.5 GB and 73 s.
-    outcome = _decode_in_child("empty maps", 60_000_000, 64 * 1024**2)
+    outcome = _decode_in_child(bounded, "empty maps", 60_000_000, 64 * 1024**2)
     assert outcome["error"] == "PayloadTooLargeError", outcome
     assert "max_containers" in outcome["message"]
 
@@ -108,16 +109,18 @@ def test_the_issues_60_mb_payload_is_over_the_default_size() -> None:
         EventDecoder("0.31.0").decode(bytes(60_000_000))
 
 
-def test_open_arrays_of_1_byte_ints_fail_within_the_bound() -> None:
+def test_open_arrays_of_1_byte_ints_fail_within_the_bound(bounded: Bounded) -> None:
     # No hook sees an array that never completes: the payload size alone bounds
     # this flood, the costliest per byte (a 32-byte int object per byte).
-    outcome = _decode_in_child("negative fixints in open arrays", DEFAULT_MAX, DEFAULT_MAX)
+    outcome = _decode_in_child(bounded, "negative fixints in open arrays", DEFAULT_MAX,
+                               DEFAULT_MAX)
     assert outcome["size"] > DEFAULT_MAX * 0.99
     assert outcome["error"] == "MalformedPayloadError", outcome
 
 
-def test_a_vllm_shaped_payload_of_the_maximum_size_decodes_within_the_bound() -> None:
-    outcome = _decode_in_child("vLLM-shaped events", DEFAULT_MAX, DEFAULT_MAX)
+def test_a_vllm_shaped_payload_of_the_maximum_size_decodes_within_the_bound(
+        bounded: Bounded) -> None:
+    outcome = _decode_in_child(bounded, "vLLM-shaped events", DEFAULT_MAX, DEFAULT_MAX)
     assert outcome["size"] > DEFAULT_MAX * 0.99
     assert outcome.get("events", 0) > 10_000, outcome
 
