@@ -224,9 +224,10 @@ class DecodeLimits:
     max_bin_len: int = 1024 * 1024
     #: Arrays, maps and map entries in one payload, all levels together. Each
     #: costs 50-90 bytes from one or two payload bytes, and the garbage
-    #: collector's time grows with their number; vLLM publishes about one per
-    #: 10 bytes (an event map, its entries, its hash and token arrays).
-    max_containers: int = 2 * 1024 * 1024
+    #: collector's time and the decoder's per-event work grow with their
+    #: number; vLLM publishes at most about one per 10 bytes (an event map,
+    #: its entries, its hash array).
+    max_containers: int = 1024 * 1024
     #: Nesting inside one extra key (vLLM's are at most two levels deep).
     max_extra_key_depth: int = 4
 
@@ -266,6 +267,24 @@ _Map: TypeAlias = list[tuple[Any, Any]]
 # ----------------------------------------------------------------------------- decoder
 
 _TAGS: Final = ("BlockStored", "BlockRemoved", "AllBlocksCleared")
+
+
+_INT_TYPES: Final = frozenset({int})
+_HASH_TYPES: Final = frozenset({int, bytes})
+_ENTRY_TYPES: Final[frozenset[type]] = frozenset({type(None), tuple})
+#: What msgpack arrays and maps decode to.
+_CONTAINER_TYPES: Final = frozenset({tuple, list})
+
+
+def _first_not(values: tuple[Any, ...], types: frozenset[type]) -> int | None:
+    """The index of the first value whose exact type is not in ``types``, or None.
+
+    The common case, all well typed, is one scan in C; an array of millions
+    of ids would take seconds item by item in Python.
+    """
+    if types.issuperset(map(type, values)):
+        return None
+    return next(j for j, v in enumerate(values) if type(v) not in types)
 
 
 def _kind(value: object) -> str:
@@ -474,9 +493,9 @@ class EventDecoder:
         if name == "block_hashes":
             if not isinstance(value, tuple):
                 raise bad("an array of hashes")
-            for j, h in enumerate(value):
-                if type(h) not in (int, bytes):
-                    raise bad("an int or bin hash", h, f"{where}[{j}]")
+            j = _first_not(value, _HASH_TYPES)
+            if j is not None:
+                raise bad("an int or bin hash", value[j], f"{where}[{j}]")
             return value
         if name == "parent_block_hash":
             if value is not None and type(value) not in (int, bytes):
@@ -485,9 +504,9 @@ class EventDecoder:
         if name == "token_ids":
             if not isinstance(value, tuple):
                 raise bad("an array of ints")
-            for j, t in enumerate(value):
-                if type(t) is not int:
-                    raise bad("an int", t, f"{where}[{j}]")
+            j = _first_not(value, _INT_TYPES)
+            if j is not None:
+                raise bad("an int", value[j], f"{where}[{j}]")
             return value
         if name == "block_size":
             if type(value) is not int:
@@ -505,7 +524,7 @@ class EventDecoder:
             if not isinstance(value, tuple):
                 raise bad("an array of token arrays, or nil")
             for j, row in enumerate(value):
-                if not isinstance(row, tuple) or any(type(t) is not int for t in row):
+                if not isinstance(row, tuple) or _first_not(row, _INT_TYPES) is not None:
                     raise bad("an array of ints", row, f"{where}[{j}]")
             return value
         # medium, lora_name, kv_cache_spec_kind, locality, ownership, session_id
@@ -520,21 +539,27 @@ class EventDecoder:
         if not isinstance(value, tuple):
             raise EventFieldError(f"must be an array or nil, got {_kind(value)}", field=where,
                                   event_index=index)
-        for j, entry in enumerate(value):
-            if entry is not None and not isinstance(entry, tuple):
-                raise EventFieldError(f"must be an array or nil, got {_kind(entry)}",
-                                      field=f"{where}[{j}]", event_index=index)
-            self._check_key(entry, f"{where}[{j}]", index, 0)
+        j = _first_not(value, _ENTRY_TYPES)
+        if j is not None:
+            raise EventFieldError(f"must be an array or nil, got {_kind(value[j])}",
+                                  field=f"{where}[{j}]", event_index=index)
+        if tuple in map(type, value):
+            for j, entry in enumerate(value):
+                if entry is not None:
+                    self._check_key(entry, f"{where}[{j}]", index, 0)
         return value
 
-    def _check_key(self, value: Any, where: str, index: int, depth: int) -> None:
-        if isinstance(value, tuple):
-            if depth > self.limits.max_extra_key_depth:
-                raise PayloadTooLargeError("nests too deep", field=where, event_index=index)
-            for j, item in enumerate(value):
+    def _check_key(self, value: tuple[Any, ...], where: str, index: int, depth: int) -> None:
+        if depth > self.limits.max_extra_key_depth:
+            raise PayloadTooLargeError("nests too deep", field=where, event_index=index)
+        if _CONTAINER_TYPES.isdisjoint(map(type, value)):
+            return  # flat, as vLLM's keys mostly are: no walk item by item
+        for j, item in enumerate(value):
+            if isinstance(item, tuple):
                 self._check_key(item, f"{where}[{j}]", index, depth + 1)
-        elif isinstance(value, list):
-            raise EventFieldError("must not contain maps", field=where, event_index=index)
+            elif isinstance(item, list):
+                raise EventFieldError("must not contain maps", field=f"{where}[{j}]",
+                                      event_index=index)
 
     # -- framing
 
