@@ -1,4 +1,4 @@
-"""Shared pytest configuration: Hypothesis profiles.
+"""Shared pytest configuration: Hypothesis profiles, and the ``bounded`` fixture.
 
 ``ci`` (selected when the ``CI`` environment variable is set) runs more
 examples, never derandomized; ``dev`` is the quicker default.
@@ -6,8 +6,14 @@ examples, never derandomized; ``dev`` is the quicker default.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -19,3 +25,36 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=100)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+# Run before a bounded child's code: its address-space limit, and peak_rss(), its
+# own peak (VmHWM; ru_maxrss keeps the forking pytest process's peak over exec).
+_BOUNDED_PRELUDE = """
+import resource, sys
+def peak_rss():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status
+                    if line.startswith("VmHWM:"))
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]),) * 2)
+"""
+
+
+def _run_bounded(code: str, *, address_space: int, stdin: str = "",
+                 timeout: float = 120) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-c", _BOUNDED_PRELUDE + code, str(address_space)],
+                          input=stdin, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.fixture
+def bounded() -> Callable[..., dict[str, Any]]:
+    """Runs Python code in a fresh interpreter whose address space is limited.
+
+    ``bounded(code, address_space=…, stdin="")`` returns the JSON object the
+    code prints last; the code may call ``peak_rss()``. A child that would
+    allocate past the limit gets a MemoryError there instead of exhausting
+    the machine; one that hangs fails the test after ``timeout`` seconds.
+    """
+    return _run_bounded

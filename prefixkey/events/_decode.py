@@ -14,7 +14,9 @@ decoder is strict about what a release requires (a typed error names the
 field and the event index) and tolerant of what a later release adds: unknown
 trailing array fields and unknown map keys are ignored *and reported* in
 :attr:`DecodedBatch.warnings` and :attr:`EventDecoder.ignored`. Every length
-is bounded (:class:`DecodeLimits`) before anything is allocated.
+is bounded before anything is allocated, and a payload's arrays and maps are
+counted while msgpack unpacks it (:class:`DecodeLimits`), so the cost of a
+payload is bounded by its size.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 import msgpack
 from packaging.version import Version
@@ -205,14 +207,29 @@ def replay_request(start_seq: int) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class DecodeLimits:
-    """Bounds checked before allocating: a hostile payload cannot exhaust memory."""
+    """Bounds on one payload, so that its decoding cost is bounded by its size.
 
-    max_payload_bytes: int = 64 * 1024 * 1024
+    Lengths are checked before msgpack allocates; containers are counted as
+    msgpack completes them. With the defaults a payload decodes or fails
+    within about 1.5 GB and a few seconds whatever its bytes (docs/events.md,
+    "Bounds").
+    """
+
+    #: Decoding may take up to ~40 bytes of memory per payload byte (a flood
+    #: of 1-byte ints inside arrays that are never closed, where no count can
+    #: reach), so this bounds the worst case: 32 MiB -> ~1.3 GB.
+    max_payload_bytes: int = 32 * 1024 * 1024
     #: Elements of any one array (events, block hashes, token ids, …).
     max_array_len: int = 4 * 1024 * 1024
     max_map_len: int = 64
     max_str_len: int = 1024 * 1024
     max_bin_len: int = 1024 * 1024
+    #: Arrays, maps and map entries in one payload, all levels together. Each
+    #: costs 50-90 bytes from one or two payload bytes, and the garbage
+    #: collector's time and the decoder's per-event work grow with their
+    #: number; vLLM publishes at most about one per 10 bytes (an event map,
+    #: its entries, its hash array).
+    max_containers: int = 1024 * 1024
     #: Nesting inside one extra key (vLLM's are at most two levels deep).
     max_extra_key_depth: int = 4
 
@@ -240,13 +257,13 @@ class ReplayEnd:
     topic: str = ""
 
 
-class _Map:
-    """A msgpack map as its ordered pairs (duplicates are detected, not merged)."""
+class _OverBudget(Exception):
+    """Raised inside msgpack's hooks: the payload has more containers than allowed."""
 
-    __slots__ = ("pairs",)
 
-    def __init__(self, pairs: list[tuple[Any, Any]]) -> None:
-        self.pairs = pairs
+#: A msgpack map as its ordered pairs (duplicates are detected, not merged).
+#: Arrays decode as tuples, so a list is always a map.
+_Map: TypeAlias = list[tuple[Any, Any]]
 
 
 # ----------------------------------------------------------------------------- decoder
@@ -254,10 +271,28 @@ class _Map:
 _TAGS: Final = ("BlockStored", "BlockRemoved", "AllBlocksCleared")
 
 
+_INT_TYPES: Final = frozenset({int})
+_HASH_TYPES: Final = frozenset({int, bytes})
+_ENTRY_TYPES: Final[frozenset[type]] = frozenset({type(None), tuple})
+#: What msgpack arrays and maps decode to.
+_CONTAINER_TYPES: Final = frozenset({tuple, list})
+
+
+def _first_not(values: tuple[Any, ...], types: frozenset[type]) -> int | None:
+    """The index of the first value whose exact type is not in ``types``, or None.
+
+    The common case, all well typed, is one scan in C; an array of millions
+    of ids would take seconds item by item in Python.
+    """
+    if types.issuperset(map(type, values)):
+        return None
+    return next(j for j, v in enumerate(values) if type(v) not in types)
+
+
 def _kind(value: object) -> str:
     if value is None:
         return "nil"
-    if isinstance(value, _Map):
+    if isinstance(value, list):
         return "map"
     return {tuple: "array", bytes: "bin", str: "str", bool: "bool", float: "float",
             int: "int"}.get(type(value), type(value).__name__)
@@ -302,14 +337,37 @@ class EventDecoder:
             raise PayloadTooLargeError(
                 f"payload of {size} bytes exceeds max_payload_bytes ({lim.max_payload_bytes})"
             )
+        # msgpack calls these as it completes each array or map, so a flood of
+        # containers fails once over budget instead of after allocating them all.
+        # A map's entries count too: each is a (key, value) tuple.
+        left = lim.max_containers
+
+        def array(items: tuple[Any, ...]) -> tuple[Any, ...]:
+            nonlocal left
+            left -= 1
+            if left < 0:
+                raise _OverBudget
+            return items
+
+        def pairs(items: _Map) -> _Map:
+            nonlocal left
+            left -= 1 + len(items)
+            if left < 0:
+                raise _OverBudget
+            return items
+
         try:
             return msgpack.unpackb(
                 payload, raw=False, use_list=False, strict_map_key=True,
-                object_pairs_hook=_Map,
+                list_hook=array, object_pairs_hook=pairs,
                 max_array_len=min(lim.max_array_len, size), max_map_len=min(lim.max_map_len, size),
                 max_str_len=min(lim.max_str_len, size), max_bin_len=min(lim.max_bin_len, size),
                 max_ext_len=0,
             )
+        except _OverBudget:
+            raise PayloadTooLargeError(
+                f"more than max_containers ({lim.max_containers}) arrays, maps and map "
+                "entries") from None
         except msgpack.ExtraData:
             raise MalformedPayloadError("trailing bytes after the batch") from None
         except UnicodeDecodeError as exc:
@@ -371,7 +429,7 @@ class EventDecoder:
                                              event_index=index)
             tag, values = raw[0], raw[1:]
         else:
-            if not isinstance(raw, _Map):
+            if not isinstance(raw, list):
                 raise EventFieldError(
                     f"must be a map {{type, fields…}} in vLLM 0.24+ events, got {_kind(raw)} "
                     "(is the vLLM version right?)", field=where, event_index=index)
@@ -412,7 +470,7 @@ class EventDecoder:
 
     def _pairs(self, index: int, raw: _Map) -> tuple[Any, dict[str, Any]]:
         values: dict[str, Any] = {}
-        for key, value in raw.pairs:
+        for key, value in raw:
             if not isinstance(key, str):
                 raise EventFieldError(f"map keys must be strings, got {_kind(key)}",
                                       field=f"events[{index}]", event_index=index)
@@ -437,9 +495,9 @@ class EventDecoder:
         if name == "block_hashes":
             if not isinstance(value, tuple):
                 raise bad("an array of hashes")
-            for j, h in enumerate(value):
-                if type(h) not in (int, bytes):
-                    raise bad("an int or bin hash", h, f"{where}[{j}]")
+            j = _first_not(value, _HASH_TYPES)
+            if j is not None:
+                raise bad("an int or bin hash", value[j], f"{where}[{j}]")
             return value
         if name == "parent_block_hash":
             if value is not None and type(value) not in (int, bytes):
@@ -448,9 +506,9 @@ class EventDecoder:
         if name == "token_ids":
             if not isinstance(value, tuple):
                 raise bad("an array of ints")
-            for j, t in enumerate(value):
-                if type(t) is not int:
-                    raise bad("an int", t, f"{where}[{j}]")
+            j = _first_not(value, _INT_TYPES)
+            if j is not None:
+                raise bad("an int", value[j], f"{where}[{j}]")
             return value
         if name == "block_size":
             if type(value) is not int:
@@ -468,7 +526,7 @@ class EventDecoder:
             if not isinstance(value, tuple):
                 raise bad("an array of token arrays, or nil")
             for j, row in enumerate(value):
-                if not isinstance(row, tuple) or any(type(t) is not int for t in row):
+                if not isinstance(row, tuple) or _first_not(row, _INT_TYPES) is not None:
                     raise bad("an array of ints", row, f"{where}[{j}]")
             return value
         # medium, lora_name, kv_cache_spec_kind, locality, ownership, session_id
@@ -483,21 +541,27 @@ class EventDecoder:
         if not isinstance(value, tuple):
             raise EventFieldError(f"must be an array or nil, got {_kind(value)}", field=where,
                                   event_index=index)
-        for j, entry in enumerate(value):
-            if entry is not None and not isinstance(entry, tuple):
-                raise EventFieldError(f"must be an array or nil, got {_kind(entry)}",
-                                      field=f"{where}[{j}]", event_index=index)
-            self._check_key(entry, f"{where}[{j}]", index, 0)
+        j = _first_not(value, _ENTRY_TYPES)
+        if j is not None:
+            raise EventFieldError(f"must be an array or nil, got {_kind(value[j])}",
+                                  field=f"{where}[{j}]", event_index=index)
+        if tuple in map(type, value):
+            for j, entry in enumerate(value):
+                if entry is not None:
+                    self._check_key(entry, f"{where}[{j}]", index, 0)
         return value
 
-    def _check_key(self, value: Any, where: str, index: int, depth: int) -> None:
-        if isinstance(value, tuple):
-            if depth > self.limits.max_extra_key_depth:
-                raise PayloadTooLargeError("nests too deep", field=where, event_index=index)
-            for j, item in enumerate(value):
+    def _check_key(self, value: tuple[Any, ...], where: str, index: int, depth: int) -> None:
+        if depth > self.limits.max_extra_key_depth:
+            raise PayloadTooLargeError("nests too deep", field=where, event_index=index)
+        if _CONTAINER_TYPES.isdisjoint(map(type, value)):
+            return  # flat, as vLLM's keys mostly are: no walk item by item
+        for j, item in enumerate(value):
+            if isinstance(item, tuple):
                 self._check_key(item, f"{where}[{j}]", index, depth + 1)
-        elif isinstance(value, _Map):
-            raise EventFieldError("must not contain maps", field=where, event_index=index)
+            elif isinstance(item, list):
+                raise EventFieldError("must not contain maps", field=f"{where}[{j}]",
+                                      event_index=index)
 
     # -- framing
 

@@ -12,7 +12,8 @@ shrink the request to a minimal one that still disagrees::
         print(report.request, report.expected, report.got)
 
 The program is restarted when it dies; a crash, a line that is not a JSON
-object, or a silence longer than ``timeout`` counts as a failure too
+object or is longer than ``max_line_bytes``, or an exchange (writing the
+request, reading the answer) longer than ``timeout`` counts as a failure too
 (:attr:`OracleReport.status`). See docs/oracle.md.
 """
 
@@ -20,14 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import queue
+import os
+import selectors
 import subprocess
-import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from random import Random
-from typing import IO, Any, Final, Literal
+from typing import IO, Any, ClassVar, Final, Literal
 
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
@@ -40,8 +42,14 @@ from .strategies import request_objects
 __all__ = [
     "COMPARABLE_FIELDS",
     "DEFAULT_COMPARED",
+    "MAX_LINE_BYTES",
+    "AnswerTooLongError",
     "ForeignImplementation",
+    "GarbledAnswerError",
+    "ImplementationCrashedError",
+    "ImplementationFailure",
     "ImplementationStartError",
+    "ImplementationTimeoutError",
     "OracleError",
     "OracleReport",
     "check_implementation",
@@ -54,6 +62,11 @@ COMPARABLE_FIELDS: Final = (
 )
 #: The fields compared unless the caller names others.
 DEFAULT_COMPARED: Final = ("block_hashes",)
+#: The longest answer line read by default: answers to generated requests are a few KB.
+MAX_LINE_BYTES: Final = 1024 * 1024
+#: How much of the implementation's stderr is kept for :meth:`ForeignImplementation.stderr_tail`.
+_STDERR_KEPT: Final = 64 * 1024
+_CHUNK: Final = 64 * 1024
 
 Status = Literal["passed", "mismatch", "crashed", "garbled", "timeout"]
 
@@ -66,31 +79,91 @@ class ImplementationStartError(OracleError):
     """The foreign implementation's command could not be started."""
 
 
-class _Failure(Exception):
-    """One exchange with the implementation went wrong (not a disagreement)."""
+class ImplementationFailure(OracleError):
+    """One exchange with the implementation went wrong (a failure, not a disagreement).
 
-    def __init__(self, status: Status, message: str) -> None:
+    ``status`` is the :attr:`OracleReport.status` it counts as.
+    """
+
+    status: ClassVar[Status]
+
+    def __init__(self, message: str) -> None:
         super().__init__(message)
-        self.status: Status = status
         self.message = message
+
+
+class ImplementationCrashedError(ImplementationFailure):
+    """The implementation exited (or closed its stdout or stdin) during an exchange."""
+
+    status = "crashed"
+
+
+class GarbledAnswerError(ImplementationFailure):
+    """The answer is not one JSON object on one line."""
+
+    status = "garbled"
+
+
+class AnswerTooLongError(GarbledAnswerError):
+    """The answer line is longer than ``max_line_bytes`` (it is not read further)."""
+
+
+class ImplementationTimeoutError(ImplementationFailure):
+    """Writing the request and reading its answer took longer than ``timeout``."""
+
+    status = "timeout"
+
+
+class _StderrTail:
+    """The last bytes a process wrote to stderr, read as it writes them (bounded memory)."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._data = bytearray()
+        self._lock = threading.Lock()
+
+    def drain(self, stream: IO[bytes]) -> None:
+        with stream:
+            for chunk in iter(lambda: os.read(stream.fileno(), _CHUNK), b""):
+                with self._lock:
+                    self._data += chunk
+                    del self._data[:-self.keep]
+
+    def last(self, limit: int) -> bytes:
+        with self._lock:
+            return bytes(self._data[-limit:]) if limit > 0 else b""
 
 
 class ForeignImplementation:
     """A foreign implementation as a subprocess: one request line in, one result line out.
 
-    The process is started lazily and restarted after it dies. Its stderr
-    goes to a temporary file whose tail :meth:`stderr_tail` returns.
+    The process is started lazily and restarted after it dies. Each exchange
+    (writing a request, reading its answer line) must finish within
+    ``timeout`` seconds, and an answer line may have at most
+    ``max_line_bytes`` bytes: a process that stops reading its stdin or
+    floods its stdout costs that bound, never more. Its stderr is read as it
+    is written; :meth:`stderr_tail` returns the last of it. POSIX only (the
+    pipes are polled with :mod:`selectors`).
     """
 
-    def __init__(self, command: Sequence[str], *, timeout: float = 10.0) -> None:
+    def __init__(self, command: Sequence[str], *, timeout: float = 10.0,
+                 max_line_bytes: int = MAX_LINE_BYTES) -> None:
         if not command:
             raise OracleError("the implementation command is empty")
+        if not timeout > 0:
+            raise OracleError(f"timeout must be > 0 seconds, got {timeout}")
+        if max_line_bytes < 1:
+            raise OracleError(f"max_line_bytes must be >= 1, got {max_line_bytes}")
         self.command = list(command)
         self.timeout = timeout
+        self.max_line_bytes = max_line_bytes
         self.restarts = 0
         self._proc: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[bytes] = queue.Queue()
-        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        self._drainer: threading.Thread | None = None
+        #: Read from stdout and not yet answered: at most ``max_line_bytes + 1`` bytes
+        #: without a newline, as stdout is read only while no whole line is buffered.
+        self._out = bytearray()
+        self._stderr = _StderrTail(_STDERR_KEPT)
 
     def start(self) -> subprocess.Popen[bytes]:
         """Start the process unless it is running (a restart if it ran before)."""
@@ -98,52 +171,102 @@ class ForeignImplementation:
             return self._proc
         if self._proc is not None:
             self.restarts += 1
+            self._close_pipes()
         try:
             proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=self._stderr)
+                                    stderr=subprocess.PIPE)
         except OSError as exc:
             raise ImplementationStartError(
                 f"cannot start {self.command[0]!r}: {exc.strerror or exc}") from None
-        lines: queue.Queue[bytes] = queue.Queue()
-        stdout = proc.stdout
-        assert stdout is not None
-
-        def pump() -> None:
-            for line in iter(stdout.readline, b""):
-                lines.put(line)
-            lines.put(b"")  # end of output
-
-        threading.Thread(target=pump, daemon=True).start()
-        self._proc, self._lines = proc, lines
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        os.set_blocking(proc.stdin.fileno(), False)
+        os.set_blocking(proc.stdout.fileno(), False)
+        self._drainer = threading.Thread(target=self._stderr.drain, args=(proc.stderr,),
+                                         daemon=True)
+        self._drainer.start()
+        self._proc, self._out = proc, bytearray()
         return proc
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Send one request; return the decoded result object (raises :class:`_Failure`)."""
+        """Send one request; return the decoded result object.
+
+        Raises an :class:`ImplementationFailure` (crashed, garbled, timeout);
+        after any but a non-object answer the process is killed, as it may be
+        out of step.
+        """
         proc = self.start()
-        assert proc.stdin is not None
-        try:
-            proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
-            proc.stdin.flush()
-        except OSError:
-            self._kill()
-            raise _Failure("crashed", f"the implementation exited ({self._exit()})") from None
-        try:
-            line = self._lines.get(timeout=self.timeout)
-        except queue.Empty:
-            self._kill()
-            raise _Failure("timeout", f"no answer within {self.timeout} s") from None
-        if not line:
-            self._kill()
-            raise _Failure("crashed", f"the implementation exited ({self._exit()})")
+        line = self._exchange(proc, json.dumps(request).encode("utf-8") + b"\n")
         try:
             result = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             self._kill()  # the stream may be out of step now
-            raise _Failure("garbled", f"answer is not a JSON line ({exc}): {line[:200]!r}"
-                           ) from None
+            raise GarbledAnswerError(f"answer is not a JSON line ({exc}): {line[:200]!r}"
+                                     ) from None
         if not isinstance(result, dict):
-            raise _Failure("garbled", f"answer is not a JSON object: {line[:200]!r}")
+            raise GarbledAnswerError(f"answer is not a JSON object: {line[:200]!r}")
         return result
+
+    def _exchange(self, proc: subprocess.Popen[bytes], request: bytes) -> bytes:
+        """Write ``request`` and read one answer line, both within the timeout."""
+        assert proc.stdin is not None and proc.stdout is not None
+        stdin, stdout = proc.stdin.fileno(), proc.stdout.fileno()
+        pending = memoryview(request)
+        deadline = time.monotonic() + self.timeout
+        with selectors.DefaultSelector() as selector:
+            # stdout is read while the request is written, so a process that
+            # answers before it has read everything cannot deadlock with us.
+            while True:
+                end = self._out.find(b"\n")
+                if end > self.max_line_bytes or (end < 0 and len(self._out) > self.max_line_bytes):
+                    self._kill()
+                    raise AnswerTooLongError(
+                        f"answer line longer than max_line_bytes ({self.max_line_bytes})")
+                if end >= 0 and not pending:
+                    line = bytes(self._out[:end + 1])
+                    del self._out[:end + 1]
+                    return line
+                wanted = {stdin: selectors.EVENT_WRITE} if pending else {}
+                if end < 0:
+                    wanted[stdout] = selectors.EVENT_READ
+                for fd, events in wanted.items():
+                    selector.register(fd, events)
+                remaining = deadline - time.monotonic()
+                ready = selector.select(remaining) if remaining > 0 else []
+                for fd in wanted:
+                    selector.unregister(fd)
+                if not ready:
+                    self._kill()
+                    if pending:
+                        raise ImplementationTimeoutError(
+                            f"the request was not read within {self.timeout} s "
+                            f"({len(pending)} of {len(request)} bytes unwritten)")
+                    raise ImplementationTimeoutError(f"no answer within {self.timeout} s")
+                for key, _ in ready:
+                    if key.fd == stdin:
+                        pending = self._write(stdin, pending)
+                    else:
+                        self._read(stdout)
+
+    def _write(self, fd: int, pending: memoryview) -> memoryview:
+        try:
+            return pending[os.write(fd, pending):]
+        except BlockingIOError:
+            return pending
+        except OSError:  # EPIPE: it closed stdin or exited
+            self._reap()
+            raise ImplementationCrashedError(
+                f"the implementation stopped reading ({self._exit()})") from None
+
+    def _read(self, fd: int) -> None:
+        # Never more than one byte past the line limit without a newline.
+        try:
+            chunk = os.read(fd, min(_CHUNK, self.max_line_bytes + 1 - len(self._out)))
+        except BlockingIOError:
+            return
+        if not chunk:
+            self._reap()
+            raise ImplementationCrashedError(f"the implementation exited ({self._exit()})")
+        self._out += chunk
 
     def restart(self) -> None:
         """Kill the process; the next request starts a fresh one."""
@@ -154,30 +277,48 @@ class ForeignImplementation:
         code = proc.wait(timeout=5) if proc is not None else None
         return f"exit status {code}"
 
+    def _reap(self) -> None:
+        """Give a process that is ending a moment to exit by itself (its own status), then kill."""
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        self._join_drainer()
+
     def _kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
+        self._join_drainer()
 
-    def stderr_tail(self, limit: int = 2000) -> str:
-        """The last ``limit`` bytes the implementation wrote to stderr."""
-        self._stderr.seek(0, 2)
-        size = self._stderr.tell()
-        self._stderr.seek(max(0, size - limit))
-        return self._stderr.read().decode("utf-8", "replace")
+    def _join_drainer(self) -> None:
+        # Its stderr ends with it (unless a child of it still holds the pipe).
+        if self._drainer is not None:
+            self._drainer.join(timeout=1)
 
-    def close(self) -> None:
-        """Close stdin, let the process end (killing it after a grace period)."""
+    def _close_pipes(self) -> None:
         proc = self._proc
         if proc is not None:
-            if proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+
+    def stderr_tail(self, limit: int = 2000) -> str:
+        """The last ``limit`` bytes the implementation wrote to stderr (up to 64 KiB)."""
+        return self._stderr.last(limit).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Close its stdin and stdout, let the process end (killing it after a grace period)."""
+        proc = self._proc
+        if proc is not None:
+            self._close_pipes()  # stdout too: a process still writing fails instead of blocking
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self._kill()
-        self._stderr.close()
+            self._join_drainer()
 
     def __enter__(self) -> ForeignImplementation:
         return self
@@ -242,7 +383,7 @@ def _compare(implementation: ForeignImplementation, request: dict[str, Any],
         raise OracleError(f"prefixkey refused a generated request: {exc}") from exc
     try:
         got = implementation.ask(request)
-    except _Failure as failure:
+    except ImplementationFailure as failure:
         return _Outcome(failure.status, expected, None, (failure.message,))
     if "error" in got:
         return _Outcome("mismatch", expected, got, ("the implementation refused the request",))
