@@ -96,6 +96,6 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--block-size", type=int, default=None, metavar="N",
                      help="only generate this block size (default: several)")
     cmd.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                     help="how long to wait for each answer")
+                     help="how long writing each request and reading its answer may take")
     cmd.add_argument("--json", action="store_true", help="print the report as one JSON object")
     cmd.set_defaults(run=_run)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 import pytest
 
 from prefixkey.events import BlockRemoved, DecodeLimits, EventDecoder, PayloadTooLargeError
