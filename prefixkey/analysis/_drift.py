@@ -22,7 +22,7 @@ from enum import Enum
 from importlib import resources
 from typing import Any, Final
 
-from ..core import BlockExtraKeys, BlockHash, HashJob, resolve_release
+from ..core import BlockExtraKeys, BlockHash, HashJob, check_api_rules, resolve_release
 from ..errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
 from ..jsonl import parse_json_line, parse_request
 from ._drift_causes import Cause, explain, first_difference
@@ -271,11 +271,30 @@ class _Side:
     extra: tuple[BlockExtraKeys, ...] = ()
 
 
+def _side_job(obj: Any, config: DriftConfig, api_checks: bool) -> HashJob:
+    """The request as ``config`` hashes it; a PrefixKeyError when it cannot be."""
+    overrides = config.overrides()
+    if isinstance(obj, HashJob):
+        job = dataclasses.replace(
+            obj, hasher=obj.hasher.replace(**overrides, strict=config.strict)
+        )
+        if api_checks:
+            check_api_rules(job.request)
+        return job
+    merged = {**obj, **overrides} if isinstance(obj, Mapping) else obj
+    return parse_request(merged, strict=config.strict, api_checks=api_checks)
+
+
+def _fields(obj: Any, config: DriftConfig) -> Mapping[str, Any]:
+    """The configuration fields a side asked for (what its result shows when it fails)."""
+    given = obj.hasher.arguments if isinstance(obj, HashJob) else obj
+    return {**given, **config.overrides()} if isinstance(given, Mapping) else {}
+
+
 def _compute(obj: Any, config: DriftConfig, api_checks: bool) -> _Side:
-    merged = {**obj, **config.overrides()} if isinstance(obj, Mapping) else obj
-    get = merged.get if isinstance(merged, Mapping) else (lambda _key: None)
+    get = _fields(obj, config).get
     try:
-        job = parse_request(merged, strict=config.strict, api_checks=api_checks)
+        job = _side_job(obj, config, api_checks)
         keys = job.run()
     except PrefixKeyError as exc:
         version = get("vllm_version")
@@ -295,20 +314,27 @@ def _compute(obj: Any, config: DriftConfig, api_checks: bool) -> _Side:
 
 
 def _features(obj: Any, sides: Sequence[_Side]) -> tuple[str, ...]:
-    if not isinstance(obj, Mapping):
+    lookahead: object
+    if isinstance(obj, HashJob):
+        request = obj.request
+        lora, mm, salt, embeds = (request.lora is not None, bool(request.mm_items),
+                                  bool(request.cache_salt), request.prompt_embeds is not None)
+        decode, lookahead = len(obj.hash_calls) > 1, obj.hasher.lookahead
+    elif isinstance(obj, Mapping):
+        lora, mm, salt, embeds = (
+            obj.get("lora") is not None, bool(obj.get("mm_items")),
+            bool(obj.get("cache_salt")), obj.get("prompt_embeds") is not None,
+        )
+        calls = obj.get("hash_calls")
+        decode = (isinstance(calls, list) and len(calls) > 1) or (
+            obj.get("num_prompt_tokens") is not None
+        )
+        lookahead = obj.get("lookahead")
+    else:
         return ()
-    found = {
-        "lora": obj.get("lora") is not None,
-        "mm": bool(obj.get("mm_items")),
-        "salt": bool(obj.get("cache_salt")),
-        "embeds": obj.get("prompt_embeds") is not None,
-    }
-    found["plain"] = not any(found.values())
-    calls = obj.get("hash_calls")
-    found["decode"] = (isinstance(calls, list) and len(calls) > 1) or (
-        obj.get("num_prompt_tokens") is not None
-    )
-    found["lookahead"] = any(s.result.lookahead for s in sides) or bool(obj.get("lookahead"))
+    found = {"lora": lora, "mm": mm, "salt": salt, "embeds": embeds, "decode": decode,
+             "plain": not (lora or mm or salt or embeds),
+             "lookahead": any(s.result.lookahead for s in sides) or bool(lookahead)}
     return tuple(f for f in FEATURES if found[f])
 
 
@@ -319,11 +345,10 @@ def _unavailable(side: _Side, which: str) -> Cause:
 
 
 def _expected_blocks(obj: Any, config: DriftConfig) -> int:
-    if not isinstance(obj, Mapping):
-        return 0
-    size = config.block_size if isinstance(config.block_size, int) else obj.get("block_size")
-    tokens = obj.get("token_ids")
-    if type(size) is not int or size < 1 or not isinstance(tokens, list):
+    size = _fields(obj, config).get("block_size")
+    tokens = obj.token_ids if isinstance(obj, HashJob) else (
+        obj.get("token_ids") if isinstance(obj, Mapping) else None)
+    if type(size) is not int or size < 1 or not isinstance(tokens, Sequence):
         return 0
     return len(tokens) // size
 
@@ -373,8 +398,12 @@ def drift(
     *,
     api_checks: bool = False,
 ) -> DriftReport:
-    """Compare the keys of ``requests`` (decoded request objects, docs/request-format.md)
-    under two configurations; ``None`` uses :func:`builtin_corpus`.
+    """Compare the keys of ``requests`` under two configurations.
+
+    Each request is a typed :class:`~prefixkey.core.HashJob` (its hasher's
+    settings are the request's own: a side's fields replace them) or a decoded
+    JSON Lines request object (docs/request-format.md); ``None`` uses
+    :func:`builtin_corpus`.
 
     Bad configurations raise (a PrefixKeyError subclass); a request that
     cannot be hashed on one side is reported with that side's reason.

@@ -13,7 +13,8 @@ gives the same keys however the tokens are split into calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import FrozenError, InvalidRequestError
@@ -53,7 +54,7 @@ class Hasher:
 
     __slots__ = (
         "_chain", "_digest", "_encode_tail", "_encode_tokens", "_extend_tokens", "algorithm",
-        "block_size", "era", "lookahead", "none_hash", "vllm_version", "warnings",
+        "arguments", "block_size", "era", "lookahead", "none_hash", "vllm_version", "warnings",
     )
 
     # Declared for type checkers; __slots__ holds them, set once by _bind.
@@ -69,6 +70,8 @@ class Hasher:
     _encode_tail: Callable[[Any], Any]
     _chain: Callable[..., list[Any]]
     _digest: Callable[[Any], Any]
+    #: The arguments it was built with (``hash_algo=None``: the release's default).
+    arguments: Mapping[str, Any]
 
     def __init__(
         self,
@@ -113,6 +116,11 @@ class Hasher:
             _encode_tokens=serializer.encode_tokens, _extend_tokens=serializer.extend_tokens,
             _encode_tail=serializer.encode_extra_keys_tail, _chain=serializer.chain,
             _digest=digest, none_hash=none_hash,
+            arguments=MappingProxyType({
+                "block_size": block_size, "hash_algo": hash_algo,
+                "python_hash_seed": python_hash_seed, "vllm_version": vllm_version,
+                "lookahead": lookahead, "engine_python": engine_python, "strict": strict,
+            }),
         )
 
     def _bind(self, **fields: Any) -> None:
@@ -151,6 +159,20 @@ class Hasher:
             block_hashes, self.block_size, group_block_size,
             concatenate=self.era.group_keys == "concatenated",
         )
+
+    def replace(self, **changes: Any) -> Hasher:
+        """A new hasher built from this one's arguments with ``changes`` applied.
+
+        ``Hasher(block_size=16).replace(vllm_version="0.33.0")`` keys the same
+        requests under another release; an argument left unchanged keeps the
+        value given here (``hash_algo=None`` stays "the release's default").
+        """
+        unknown = changes.keys() - self.arguments.keys()
+        if unknown:
+            raise InvalidRequestError(
+                sorted(unknown)[0], f"is not a Hasher argument ({', '.join(self.arguments)})"
+            )
+        return Hasher(**{**self.arguments, **changes})
 
     def with_era_rules(self, era: Era) -> Hasher:
         """This hasher with another era's extra-key and window rules (what-if analysis).
