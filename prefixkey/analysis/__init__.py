@@ -1,4 +1,12 @@
-from ._audit import AUDIT_FIELDS, REASONS, AuditReport, RequestAudit, audit, parse_replica_option
+from ._audit import (
+    AUDIT_FIELDS,
+    REASONS,
+    AuditReport,
+    LoggedRequest,
+    RequestAudit,
+    audit,
+    parse_replica_option,
+)
 from ._audit_report import audit_html, audit_text
 from ._drift import (
     FEATURES,
@@ -39,6 +47,7 @@ __all__ = [
     "FamilyMatch",
     "FeatureSummary",
     "FingerprintReport",
+    "LoggedRequest",
     "RequestAudit",
     "RequestDrift",
     "SideResult",

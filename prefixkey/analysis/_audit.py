@@ -23,6 +23,7 @@ block gets one reason (:data:`REASONS`, decided in this order; docs/audit.md).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections import Counter
@@ -60,6 +61,7 @@ __all__ = [
     "AUDIT_FIELDS",
     "REASONS",
     "AuditReport",
+    "LoggedRequest",
     "RequestAudit",
     "audit",
     "parse_replica_option",
@@ -299,33 +301,74 @@ class _LogEntry:
     effective_time: float | None
 
 
-def _parse_log_line(number: int, raw: bytes | str, replicas: Mapping[str, DriftConfig],
-                    strict: bool) -> _LogEntry:
+@dataclass(frozen=True, slots=True)
+class LoggedRequest:
+    """One request of a log, typed: the job its replica hashed and what it reported.
+
+    The typed form of a request-log line (docs/audit.md): ``replica`` is the
+    recording's ``source``, ``arrival_time`` unix seconds, ``cached_tokens``
+    the hit the replica reported.
+    """
+
+    job: HashJob
+    id: Any = None
+    replica: str | None = None
+    arrival_time: float | None = None
+    cached_tokens: int | None = None
+
+
+def _check_log_fields(replica: Any, arrival: Any, cached: Any) -> None:
+    if replica is not None and not isinstance(replica, str):
+        raise InvalidRequestError("replica", "must be a string (the recording's source)")
+    if arrival is not None and (type(arrival) not in (int, float) or not math.isfinite(arrival)):
+        raise InvalidRequestError("arrival_time", "must be a number (unix seconds)")
+    if cached is not None and (type(cached) is not int or cached < 0):
+        raise InvalidRequestError("cached_tokens", "must be an int >= 0")
+
+
+def _typed_entry(logged: LoggedRequest, replicas: Mapping[str, DriftConfig],
+                 strict: bool) -> LoggedRequest:
+    """A typed log entry with its replica's scheme overrides applied."""
+    _check_log_fields(logged.replica, logged.arrival_time, logged.cached_tokens)
+    config = replicas.get(logged.replica) if logged.replica is not None else None
+    if config is None:
+        return logged
+    hasher = logged.job.hasher.replace(**config.overrides(), strict=strict)
+    return dataclasses.replace(logged, job=dataclasses.replace(logged.job, hasher=hasher))
+
+
+def _json_entry(obj: dict[str, Any], replicas: Mapping[str, DriftConfig],
+                strict: bool) -> LoggedRequest:
+    """A request-log line's object as a typed entry (the replica's overrides applied)."""
+    replica, arrival, cached = (obj.get(k) for k in AUDIT_FIELDS)
+    _check_log_fields(replica, arrival, cached)
+    fields = {k: v for k, v in obj.items() if k not in AUDIT_FIELDS}
+    if replica is not None and replica in replicas:
+        fields.update(replicas[replica].overrides())
+    job = parse_request(fields, strict=strict, api_checks=False)
+    return LoggedRequest(job, obj.get("id"), replica, arrival, cached)
+
+
+def _parse_log_line(number: int, raw: bytes | str | LoggedRequest,
+                    replicas: Mapping[str, DriftConfig], strict: bool) -> _LogEntry:
     row = RequestAudit(number, None, None, None)
     try:
-        obj = parse_json_line(raw)
-        if not isinstance(obj, dict):
-            raise InvalidRequestError("<line>", "must be a JSON object")
-        row.id = obj.get("id")
-        replica, arrival, cached = (obj.get(k) for k in AUDIT_FIELDS)
-        if replica is not None and not isinstance(replica, str):
-            raise InvalidRequestError("replica", "must be a string (the recording's source)")
-        if arrival is not None and (type(arrival) not in (int, float)
-                                    or not math.isfinite(arrival)):
-            raise InvalidRequestError("arrival_time", "must be a number (unix seconds)")
-        if cached is not None and (type(cached) is not int or cached < 0):
-            raise InvalidRequestError("cached_tokens", "must be an int >= 0")
-        row.replica, row.reported_hit_tokens = replica, cached
-        row.arrival_time = None if arrival is None else float(arrival)
-        fields = {k: v for k, v in obj.items() if k not in AUDIT_FIELDS}
-        if replica is not None and replica in replicas:
-            fields.update(replicas[replica].overrides())
-        job = parse_request(fields, strict=strict, api_checks=False)
-        return _LogEntry(number, row, job, row.arrival_time)
+        if isinstance(raw, LoggedRequest):
+            row.id = raw.id
+            logged = _typed_entry(raw, replicas, strict)
+        else:
+            obj = parse_json_line(raw)
+            if not isinstance(obj, dict):
+                raise InvalidRequestError("<line>", "must be a JSON object")
+            row.id = obj.get("id")
+            logged = _json_entry(obj, replicas, strict)
     except PrefixKeyError as exc:
         row.outcome = "error"
         row.error = {"type": type(exc).__name__, "message": str(exc), "field": exc.field}
         return _LogEntry(number, row, None, None)
+    row.replica, row.reported_hit_tokens = logged.replica, logged.cached_tokens
+    row.arrival_time = None if logged.arrival_time is None else float(logged.arrival_time)
+    return _LogEntry(number, row, logged.job, row.arrival_time)
 
 
 @dataclass(slots=True)
@@ -541,7 +584,7 @@ def _read_recording(lines: Iterable[bytes | str], replicas: Mapping[str, DriftCo
 
 def audit(
     recording: Iterable[bytes | str],
-    request_log: Iterable[bytes | str],
+    request_log: Iterable[bytes | str | LoggedRequest],
     *,
     replicas: Mapping[str, DriftConfig] | None = None,
     clock_offset: float = 0.0,
@@ -550,6 +593,8 @@ def audit(
     framing: Via | None = None,
 ) -> AuditReport:
     """Audit a request log against a recording (see the module docs and docs/audit.md).
+
+    ``request_log`` holds JSON Lines lines, or typed :class:`LoggedRequest`s.
 
     ``replicas`` maps a replica name (the recording's ``source``) to the scheme
     overrides of that replica; fields it leaves unset come from each request.
@@ -560,7 +605,8 @@ def audit(
     """
     replicas = dict(replicas or {})
     entries = [_parse_log_line(i, raw, replicas, strict)
-               for i, raw in enumerate(request_log, start=1) if raw.strip()]
+               for i, raw in enumerate(request_log, start=1)
+               if isinstance(raw, LoggedRequest) or raw.strip()]
     versions: dict[str, str] = {}
     for e in entries:
         if e.job is not None and e.audit.replica is not None:

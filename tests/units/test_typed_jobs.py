@@ -1,14 +1,24 @@
-"""Typed jobs: ``Hasher.replace`` and drift over ``HashJob``s give what the JSON path gives."""
+"""Typed jobs: ``Hasher.replace``; drift and audit over typed requests match the JSON path."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from prefixkey import Hasher, InvalidRequestError
-from prefixkey.analysis import DriftConfig, RequestDrift, builtin_corpus, drift
+from prefixkey.analysis import (
+    AUDIT_FIELDS,
+    DriftConfig,
+    LoggedRequest,
+    RequestDrift,
+    audit,
+    builtin_corpus,
+    drift,
+)
 from prefixkey.core import HashJob
 from prefixkey.errors import PrefixKeyError
 from prefixkey.jsonl import parse_request
@@ -92,3 +102,27 @@ def test_drift_over_jobs_applies_api_checks() -> None:
     checked = drift(config, config, [job], api_checks=True)
     assert plain.requests[0].identical
     assert checked.requests[0].from_side.error_type == "InvalidRequestError"
+
+
+AUDIT_SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "audit"
+
+
+def test_audit_over_typed_requests_matches_the_request_log() -> None:
+    lines = (AUDIT_SAMPLE / "requests.jsonl").read_bytes().splitlines()
+    typed = []
+    for line in lines:
+        obj = json.loads(line)
+        job = parse_request({k: v for k, v in obj.items() if k not in AUDIT_FIELDS})
+        typed.append(LoggedRequest(job, obj.get("id"), obj.get("replica"),
+                                   obj.get("arrival_time"), obj.get("cached_tokens")))
+    recording = (AUDIT_SAMPLE / "recording.jsonl").read_bytes().splitlines()
+    from_lines = audit(recording, lines).to_dict()
+    assert audit(recording, typed).to_dict() == from_lines
+    assert {"full", "partial", "miss"} <= set(from_lines["totals"]["outcomes"])
+    # A replica override (another seed: every key of replica-a changes) goes
+    # through Hasher.replace on the typed path and through the fields on the other.
+    replicas = {"replica-a": DriftConfig.parse("0.31.0:seed=1")}
+    overridden = audit(recording, lines, replicas=replicas).to_dict()
+    assert audit(recording, typed, replicas=replicas).to_dict() == overridden
+    assert overridden["totals"]["predicted_hit_tokens"] < from_lines["totals"][
+        "predicted_hit_tokens"]
