@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-zmq = pytest.importorskip("zmq")
+zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
 from test_subscriber import (  # noqa: E402
     BLOCK,

@@ -20,7 +20,7 @@ from typing import Any
 import msgpack
 import pytest
 
-zmq = pytest.importorskip("zmq")
+zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
 from prefixkey import Hasher, Request  # noqa: E402
 from prefixkey.cli import main  # noqa: E402

@@ -188,7 +188,7 @@ def test_router_weights_and_loads_are_checked() -> None:
 
 
 def test_subscriber_lifecycle_and_endpoints() -> None:
-    pytest.importorskip("zmq")
+    pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
     from prefixkey.fleet import ReplicaEndpoint, Subscriber, SubscriberStateError, offset_endpoint
 
     with pytest.raises(InvalidRequestError) as info:
