@@ -19,24 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "api.md"
 
+#: Each package's summary is the first line of its docstring.
 PACKAGES = (
-    ("prefixkey", "what a router author uses first (re-exported from `prefixkey.core` and "
-                  "`prefixkey.errors`)"),
-    ("prefixkey.core", "the keys: schemes, algorithms, NONE_HASH, requests, extra keys, "
-                       "the hasher, key forms (sans-IO)"),
-    ("prefixkey.errors", "the exception tree's root and the request errors"),
-    ("prefixkey.events", "KV-cache events: model, wire eras, decoding, encoding, recordings, "
-                         "sequencing (sans-IO)"),
-    ("prefixkey.fleet", "the prefix index (memory, Redis), routing, the ZMQ subscriber (extra "
-                        "`zmq`), metrics"),
-    ("prefixkey.analysis", "drift between configurations, replica fingerprints, cache-hit "
-                           "audits"),
-    ("prefixkey.testing", "the oracle for other implementations, vector replay and export "
-                          "(extra `hypothesis`)"),
-    ("prefixkey.testing.strategies", "Hypothesis strategies (extra `hypothesis`)"),
-    ("prefixkey.jsonl", "the JSON Lines request/result format "
-                        "([request-format.md](request-format.md))"),
-    ("prefixkey.cli", "the `prefixkey` command"),
+    "prefixkey", "prefixkey.core", "prefixkey.errors", "prefixkey.events", "prefixkey.fleet",
+    "prefixkey.analysis", "prefixkey.testing", "prefixkey.testing.strategies", "prefixkey.jsonl",
+    "prefixkey.cli",
 )
 
 HEADER = """# API reference
@@ -75,9 +62,10 @@ def _summary(package: str, name: str, obj: object) -> tuple[str, str]:
 
 def render() -> str:
     parts = [HEADER]
-    for name, what in PACKAGES:
+    for name in PACKAGES:
         module = importlib.import_module(name)
-        parts.append(f"\n## `{name}`\n\n{what[0].upper()}{what[1:]}.\n\n")
+        what = (inspect.getdoc(module) or "").split("\n\n")[0].replace("\n", " ")
+        parts.append(f"\n## `{name}`\n\n{what}\n\n")
         parts.append("| name | kind | summary |\n|---|---|---|\n")
         for public in sorted(module.__all__, key=lambda n: (n.lower(), n)):
             kind, summary = _summary(name, public, getattr(module, public))

@@ -1,3 +1,11 @@
+"""Explaining keys: drift between configurations, replica fingerprints, cache-hit audits.
+
+:func:`drift` says which requests keep their keys across an upgrade or a
+configuration change, and why; :func:`fingerprint` names the release family,
+algorithm and seed behind a replica's events; :func:`audit` explains every
+cache miss of a request log against a recording of events.
+"""
+
 from ._audit import (
     AUDIT_FIELDS,
     REASONS,

@@ -1,3 +1,12 @@
+"""The keys: vLLM's prefix-cache block hashing for every release, sans-IO.
+
+Scheme eras as data (:data:`ERAS`, :func:`resolve_release`), the algorithms,
+NONE_HASH, validated requests (:class:`Request`, :class:`TokenIds`), per-block
+extra keys, the :class:`Hasher` and its incremental :class:`RequestBlockHasher`,
+hash jobs, and the key forms KV events and KV-cache groups use. This package
+imports nothing from the rest of prefixkey but :mod:`prefixkey.errors`.
+"""
+
 from ._algorithms import (
     ALGORITHMS,
     BlockHash,

@@ -1,3 +1,11 @@
+"""vLLM's KV-cache events, sans-IO: the typed model, every wire era, recordings.
+
+:class:`EventDecoder` turns a replica's messages (PUB or replay) into
+:class:`EventBatch` values under its release's wire era (:data:`WIRE_ERAS`),
+within :class:`DecodeLimits`; the encoder is its inverse; recordings are JSON
+Lines of raw messages; :class:`StreamSequence` tracks sequence numbers.
+"""
+
 from ._decode import (
     END_SEQ,
     WIRE_ERAS,

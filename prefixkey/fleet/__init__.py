@@ -1,3 +1,12 @@
+"""Replicas: which holds which blocks, and where to route a request.
+
+:class:`PrefixIndex` (in memory) and :class:`RedisPrefixIndex` (shared, extra
+``redis``) implement :class:`PrefixIndexBackend`; :class:`Router` ranks
+replicas by the longest prefix they hold. :class:`Subscriber` feeds an index
+from live ZMQ publishers; it needs pyzmq (extra ``zmq``) and is imported on
+first use of its names.
+"""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

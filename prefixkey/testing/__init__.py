@@ -1,3 +1,12 @@
+"""For other test suites and implementations: the oracle, vector replay and export.
+
+:func:`check_implementation` runs another implementation that speaks the JSON
+Lines format against prefixkey and shrinks any mismatch; :func:`replay`
+checks a golden vector record; :func:`export_vectors` writes a vector set.
+Hypothesis strategies are in :mod:`prefixkey.testing.strategies`. Needs the
+``hypothesis`` extra.
+"""
+
 from ._export import FORMAT_VERSION, export_vectors, generate_records, vector_record
 from ._oracle import (
     COMPARABLE_FIELDS,
