@@ -203,17 +203,17 @@ class ExtraKeysBuilder:
         empty: BlockExtraKeys = () if self._empty_tuple and named is not None else None
         if start and not named and self._embeds is None:
             return empty if empty is not None else self.plain
-        keys: list[ExtraKey] = [*self._lora, *named] if named else list(self._lora)
+        keys: tuple[ExtraKey, ...] = (*self._lora, *named) if named else self._lora
         if start == 0:
             keys += self._salt
         if self._embeds is not None:
             if self._embeds_key == "raw_bytes":
-                keys.append(self._embeds.block_bytes(start, end))
+                keys += (self._embeds.block_bytes(start, end),)
             elif self._tagged:
-                keys.append((PROMPT_EMBEDS_TAG, self._embeds.block_digest(start, end)))
+                keys += ((PROMPT_EMBEDS_TAG, self._embeds.block_digest(start, end)),)
             else:
-                keys.append(self._embeds.block_digest(start, end))
-        return tuple(keys) if keys else empty
+                keys += (self._embeds.block_digest(start, end),)
+        return keys if keys else empty
 
 
 def event_extra_keys(

@@ -330,11 +330,12 @@ class Request:
         prompt_embeds: PromptEmbeds | None = None,
     ) -> None:
         ids = token_ids
-        if hasattr(type(ids), "__array_interface__"):
+        kind = type(ids)
+        if kind is TokenIds or kind is list or kind is tuple:
+            pass  # the common inputs first: the ABC check below costs more than the rest
+        elif hasattr(kind, "__array_interface__"):
             ids = check_token_ids(ids)  # a snapshot: the array may change after
-        elif type(ids) is not list and type(ids) is not tuple and (
-            isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence)
-        ):
+        elif isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
             raise InvalidRequestError("token_ids", "must be a sequence of ints")
         if lora is not None and not isinstance(lora, LoRA):
             raise InvalidRequestError("lora", f"must be a LoRA, got {type(lora).__name__}")
