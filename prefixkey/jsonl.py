@@ -74,7 +74,7 @@ class JsonLimits:
     #: Entries of ``mm_items``.
     max_mm_items: int = 4096
     #: ``lookahead`` (each block's key carries that many token ids).
-    max_lookahead: int = 256
+    max_lookahead: int = 64
 
 
 #: The defaults every reader and command uses unless told otherwise.
@@ -340,8 +340,11 @@ def parse_json_line(raw: bytes | str, limits: JsonLimits = JSON_LIMITS, *,
     except UnicodeDecodeError as exc:
         raise MalformedJSONError(f"not UTF-8: byte {exc.start} is invalid") from None
     duplicates: list[str] = []
+    objects = 0
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal objects
+        objects += 1
         obj = dict(pairs)
         if len(obj) != len(pairs):
             seen: set[str] = set()
@@ -368,9 +371,10 @@ def parse_json_line(raw: bytes | str, limits: JsonLimits = JSON_LIMITS, *,
                              f"nesting deeper than {limits.max_depth} levels") from None
     except ValueError:  # CPython's own digit limit, met in C
         raise _located(_too_many_digits(digits), text, digits) from None
-    # Depth cannot exceed the number of brackets, which C counts quickly.
+    # Depth cannot exceed the number of containers: the objects counted, and at most one
+    # array per "[" (which C counts quickly), so most lines need no walk.
     if (isinstance(value, (list, dict))
-            and text.count("[") + text.count("{") > limits.max_depth
+            and text.count("[") + objects > limits.max_depth
             and (where := _too_deep(value, limits.max_depth)) is not None):
         raise JSONLimitError("max_depth", f"nesting deeper than {limits.max_depth} levels",
                              field=where[0], position=where[1])
