@@ -21,7 +21,7 @@ import difflib
 import json
 import math
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
@@ -365,12 +365,12 @@ def parse_json_line(raw: bytes | str, limits: JsonLimits = JSON_LIMITS, *,
     except json.JSONDecodeError as exc:
         raise MalformedJSONError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
     except _Refused as exc:
-        raise _located(exc.error, text, digits) from None
+        raise _refusal(exc.limit, exc.message, text, digits) from None
     except RecursionError:
         raise JSONLimitError("max_depth",
                              f"nesting deeper than {limits.max_depth} levels") from None
     except ValueError:  # CPython's own digit limit, met in C
-        raise _located(_too_many_digits(digits), text, digits) from None
+        raise _refusal("max_int_digits", _too_many_digits(digits), text, digits) from None
     # Depth cannot exceed the number of containers: the objects counted, and at most one
     # array per "[" (which C counts quickly), so most lines need no walk.
     if (isinstance(value, (list, dict))
@@ -388,32 +388,32 @@ _C_INT_DIGITS: Final = getattr(sys, "get_int_max_str_digits", lambda: 0)() or sy
 
 
 class _Refused(Exception):
-    """Carries a hook's error out of the C parser, to be placed on its field."""
+    """A number refused inside the C parser; placed on its field once the parser is out."""
 
-    def __init__(self, error: MalformedJSONError) -> None:
-        self.error = error
+    def __init__(self, limit: str | None, message: str) -> None:
+        self.limit = limit
+        self.message = message
 
 
 def _refuse_constant(name: str) -> Any:
-    raise _Refused(MalformedJSONError(f"invalid JSON: {name} is not a JSON number"))
+    raise _Refused(None, f"invalid JSON: {name} is not a JSON number")
 
 
 def _finite_float(literal: str) -> float:
     value = float(literal)
     if not math.isfinite(value):
-        raise _Refused(MalformedJSONError(
-            f"invalid JSON: {literal[:24]} is too large for a double"))
+        raise _Refused(None, f"invalid JSON: {literal[:24]} is too large for a double")
     return value
 
 
-def _too_many_digits(digits: int) -> JSONLimitError:
-    return JSONLimitError("max_int_digits", f"an integer of more than {digits} digits")
+def _too_many_digits(digits: int) -> str:
+    return f"an integer of more than {digits} digits"
 
 
-def _digits_checker(digits: int) -> Any:
+def _digits_checker(digits: int) -> Callable[[str], int]:
     def parse_int(literal: str) -> int:
         if len(literal) - literal.startswith("-") > digits:
-            raise _Refused(_too_many_digits(digits))
+            raise _Refused("max_int_digits", _too_many_digits(digits))
         return int(literal)
     return parse_int
 
@@ -421,12 +421,14 @@ def _digits_checker(digits: int) -> Any:
 _BAD: Final = object()
 
 
-def _located(error: MalformedJSONError, text: str, digits: int) -> MalformedJSONError:
-    """``error`` placed on the top-level field (and index) of the first refused number.
+def _refusal(limit: str | None, message: str, text: str, digits: int) -> MalformedJSONError:
+    """The error for a refused number, on the top-level field (and index) where the first
+    one lies.
 
     Only on the error path: the line is parsed again with every refused number
     read as a marker, then searched for it.
     """
+    field = position = None
     try:
         value = json.loads(
             text, parse_constant=lambda _: _BAD,
@@ -434,15 +436,12 @@ def _located(error: MalformedJSONError, text: str, digits: int) -> MalformedJSON
             parse_int=lambda s: _BAD if len(s) - s.startswith("-") > digits else 0,
         )
     except (ValueError, RecursionError):
-        return error
-    where = _find(value, lambda node, _: node is _BAD)
-    if where is None or where == (None, None):
-        return error
-    field, position = where
-    if isinstance(error, JSONLimitError):
-        return JSONLimitError(error.limit, str(error).removesuffix(f" ({error.limit})"),
-                              field=field, position=position)
-    return MalformedJSONError(str(error), field=field, position=position)
+        pass
+    else:
+        field, position = _find(value, lambda node, _: node is _BAD) or (None, None)
+    if limit is None:
+        return MalformedJSONError(message, field=field, position=position)
+    return JSONLimitError(limit, message, field=field, position=position)
 
 
 def _too_deep(value: Any, max_depth: int) -> tuple[str | None, int | None] | None:
