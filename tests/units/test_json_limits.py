@@ -91,6 +91,24 @@ def test_a_tighter_digit_limit_is_checked_per_int() -> None:
     assert "more than 20 digits" in str(error)
 
 
+@pytest.mark.parametrize(("field", "request_fields"), [
+    ("mm_items[0].offset", {"mm_items": [{"identifier": "x", "offset": 10**4299, "length": 10}]}),
+    ("prompt_embeds.shape", {"prompt_embeds": {"dtype": "float32", "shape": [10**4299, 10],
+                                               "hex": ""}}),
+    ("vllm_version", {"vllm_version": "0." + "9" * 4_400}),
+    ("lora.int_id", {"lora": {"name": "a", "path": "/a", "int_id": 2**63}}),
+])
+def test_a_long_int_inside_the_limit_is_still_a_typed_error(
+    field: str, request_fields: dict[str, Any]
+) -> None:
+    """Ints of up to 4300 digits parse; their sums (an item's end, the embeddings' byte
+    count) or a version part of more digits were raw ``ValueError`` from str() or int()."""
+    line = json.dumps({**PLAIN, **request_fields})
+    with pytest.raises(PrefixKeyError) as info:
+        run_job(parse_request(parse_json_line(line)))
+    assert (info.value.field or "").startswith(field)
+
+
 # ----------------------------------------------------------------------------- non-finite
 
 
