@@ -34,6 +34,7 @@ from .core import (
 from .errors import (
     FrozenError,
     InvalidRequestError,
+    JSONLimitError,
     MalformedJSONError,
     PrefixKeyError,
     UnknownAlgorithmError,
@@ -46,6 +47,7 @@ __all__ = [
     "FrozenError",
     "Hasher",
     "InvalidRequestError",
+    "JSONLimitError",
     "LoRA",
     "MMItem",
     "MalformedJSONError",

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "FrozenError",
     "InvalidRequestError",
+    "JSONLimitError",
     "MalformedJSONError",
     "PrefixKeyError",
     "UnknownAlgorithmError",
@@ -60,7 +61,32 @@ class FrozenError(PrefixKeyError, AttributeError):
 
 
 class MalformedJSONError(PrefixKeyError, ValueError):
-    """A JSON Lines request line is not valid JSON."""
+    """A JSON Lines line is not valid JSON (``NaN`` and ``Infinity`` are not).
+
+    ``field`` names the top-level field at fault, and ``position`` an index
+    inside it, where the fault can be placed (a ``NaN`` in ``id``), else None.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None,
+                 position: int | None = None) -> None:
+        self.field = field
+        self.position = position
+        where = "" if field is None else f"{field}: " if position is None else (
+            f"{field}[{position}]: ")
+        super().__init__(f"{where}{message}")
+
+
+class JSONLimitError(MalformedJSONError):
+    """A JSON Lines line exceeds one of its limits (``prefixkey.jsonl.JsonLimits``).
+
+    ``limit`` names the bound (``"max_line_bytes"``, ``"max_depth"``,
+    ``"max_int_digits"``); the line was not decoded, or not kept.
+    """
+
+    def __init__(self, limit: str, message: str, *, field: str | None = None,
+                 position: int | None = None) -> None:
+        self.limit = limit
+        super().__init__(f"{message} ({limit})", field=field, position=position)
 
 
 class UnknownVersionError(PrefixKeyError, ValueError):

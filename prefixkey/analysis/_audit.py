@@ -54,7 +54,7 @@ from ..events import (
     split_recorded,
 )
 from ..fleet import PrefixIndex, ReplicaId, ReplicaScheme
-from ..jsonl import parse_json_line, parse_request
+from ..jsonl import JSON_LIMITS, JsonLimits, bounded_lines, parse_json_line, parse_request
 from ._drift import DriftConfig
 
 __all__ = [
@@ -338,30 +338,31 @@ def _typed_entry(logged: LoggedRequest, replicas: Mapping[str, DriftConfig],
 
 
 def _json_entry(obj: dict[str, Any], replicas: Mapping[str, DriftConfig],
-                strict: bool) -> LoggedRequest:
+                strict: bool, limits: JsonLimits) -> LoggedRequest:
     """A request-log line's object as a typed entry (the replica's overrides applied)."""
     replica, arrival, cached = (obj.get(k) for k in AUDIT_FIELDS)
     _check_log_fields(replica, arrival, cached)
     fields = {k: v for k, v in obj.items() if k not in AUDIT_FIELDS}
     if replica is not None and replica in replicas:
         fields.update(replicas[replica].overrides())
-    job = parse_request(fields, strict=strict, api_checks=False)
+    job = parse_request(fields, strict=strict, api_checks=False, limits=limits)
     return LoggedRequest(job, obj.get("id"), replica, arrival, cached)
 
 
 def _parse_log_line(number: int, raw: bytes | str | LoggedRequest,
-                    replicas: Mapping[str, DriftConfig], strict: bool) -> _LogEntry:
+                    replicas: Mapping[str, DriftConfig], strict: bool,
+                    limits: JsonLimits) -> _LogEntry:
     row = RequestAudit(number, None, None, None)
     try:
         if isinstance(raw, LoggedRequest):
             row.id = raw.id
             logged = _typed_entry(raw, replicas, strict)
         else:
-            obj = parse_json_line(raw)
+            obj = parse_json_line(raw, limits)
             if not isinstance(obj, dict):
                 raise InvalidRequestError("<line>", "must be a JSON object")
             row.id = obj.get("id")
-            logged = _json_entry(obj, replicas, strict)
+            logged = _json_entry(obj, replicas, strict, limits)
     except PrefixKeyError as exc:
         row.outcome = "error"
         row.error = {"type": type(exc).__name__, "message": str(exc), "field": exc.field}
@@ -527,19 +528,19 @@ class _Auditor:
 
 
 def _read_recording(lines: Iterable[bytes | str], replicas: Mapping[str, DriftConfig],
-                    versions: Mapping[str, str], strict: bool, framing: Via | None
-                    ) -> tuple[list[_Message], dict[str, Any]]:
+                    versions: Mapping[str, str], strict: bool, framing: Via | None,
+                    limits: JsonLimits) -> tuple[list[_Message], dict[str, Any]]:
     decoders: dict[str, EventDecoder] = {}
     streams: dict[str, dict[str, _Stream]] = {}
     messages: list[_Message] = []
     errors: list[dict[str, Any]] = []
     sources: Counter[str] = Counter()
     replayed = skipped = 0
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(bounded_lines(lines, limits), start=1):
         if not raw.strip():
             continue
         try:
-            msg = parse_recording_line(raw)
+            msg = parse_recording_line(raw, limits)
             source = msg.source or ""
             decoder = decoders.get(source)
             if decoder is None:
@@ -591,6 +592,7 @@ def audit(
     bucket_seconds: float | None = None,
     strict: bool = True,
     framing: Via | None = None,
+    limits: JsonLimits = JSON_LIMITS,
 ) -> AuditReport:
     """Audit a request log against a recording (see the module docs and docs/audit.md).
 
@@ -601,17 +603,18 @@ def audit(
     ``clock_offset`` is added to every ``arrival_time`` to put it on the
     recording's ``recv_time`` clock. ``framing`` frames the recording's lines
     that neither say their ``via`` nor show it by their shape (default
-    ``"pub"``; :func:`~prefixkey.events.split_recorded`).
+    ``"pub"``; :func:`~prefixkey.events.split_recorded`). ``limits`` bounds
+    every line of both inputs (:class:`~prefixkey.jsonl.JsonLimits`).
     """
     replicas = dict(replicas or {})
-    entries = [_parse_log_line(i, raw, replicas, strict)
-               for i, raw in enumerate(request_log, start=1)
+    entries = [_parse_log_line(i, raw, replicas, strict, limits)
+               for i, raw in enumerate(bounded_lines(request_log, limits), start=1)
                if isinstance(raw, LoggedRequest) or raw.strip()]
     versions: dict[str, str] = {}
     for e in entries:
         if e.job is not None and e.audit.replica is not None:
             versions.setdefault(e.audit.replica.partition("#dp")[0], e.job.hasher.vllm_version)
-    messages, info = _read_recording(recording, replicas, versions, strict, framing)
+    messages, info = _read_recording(recording, replicas, versions, strict, framing, limits)
     sources = sorted({str(m.rid) for m in messages})
     for e in entries:
         if e.job is not None and e.audit.replica is None and len(sources) == 1:

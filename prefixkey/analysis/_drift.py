@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from ..core import BlockExtraKeys, BlockHash, HashJob, check_api_rules, resolve_release
 from ..errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
-from ..jsonl import parse_json_line, parse_request
+from ..jsonl import JSON_LIMITS, JsonLimits, bounded_lines, parse_json_line, parse_request
 from ._drift_causes import Cause, explain, first_difference
 
 __all__ = [
@@ -241,15 +241,25 @@ class DriftReport:
 # Reading requests.
 
 
-def read_requests(lines: Iterable[str | bytes]) -> list[Any]:
-    """Decode JSON Lines (blank lines skipped); MalformedJSONError names the line."""
+def read_requests(lines: Iterable[str | bytes], limits: JsonLimits = JSON_LIMITS, *,
+                  warnings: list[str] | None = None) -> list[Any]:
+    """Decode JSON Lines (blank lines skipped) within ``limits``.
+
+    A :class:`MalformedJSONError` (or :class:`~prefixkey.errors.JSONLimitError`)
+    names the line; duplicate keys are warnings (``line N: …``) appended to
+    ``warnings`` when given.
+    """
     requests = []
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(bounded_lines(lines, limits), start=1):
         if raw.strip():
+            line_warnings: list[str] = []
             try:
-                requests.append(parse_json_line(raw))
+                requests.append(parse_json_line(raw, limits, warnings=line_warnings))
             except MalformedJSONError as exc:
-                raise MalformedJSONError(f"line {number}: {exc}") from None
+                exc.args = (f"line {number}: {exc}",)
+                raise
+            if warnings is not None:
+                warnings.extend(f"line {number}: {w}" for w in line_warnings)
     return requests
 
 

@@ -16,19 +16,19 @@ from ..analysis import (
     parse_replica_option,
 )
 from ..errors import PrefixKeyError
-from ..jsonl import parse_json_line
-from ._common import Commands, fail, warn
+from ..jsonl import JsonLimits, bounded_lines, parse_json_line
+from ._common import Commands, add_limit_options, fail, json_limits, warn
 
 __all__ = ["register"]
 
 
-def _first_object(path: str) -> Any:
+def _first_object(path: str, limits: JsonLimits) -> Any:
     """The first line of ``path`` decoded, or None (blank file, not JSON)."""
     with open(path, "rb") as lines:
-        for raw in lines:
+        for raw in bounded_lines(lines, limits):
             if raw.strip():
                 try:
-                    return parse_json_line(raw)
+                    return parse_json_line(raw, limits)
                 except PrefixKeyError:
                     return None
     return None
@@ -51,8 +51,9 @@ def _nothing_audited(report: AuditReport, args: argparse.Namespace) -> int:
               f"could be audited (first: line {first.line}: {first.error['type']}: "
               f"{first.error['message']})", file=sys.stderr)
     # A recording line carries frames_b64, a request token_ids: the usual mistake is the order.
-    if _has(_first_object(args.request_log), "frames_b64") or _has(
-            _first_object(args.recording), "token_ids"):
+    limits = json_limits(args)
+    if _has(_first_object(args.request_log, limits), "frames_b64") or _has(
+            _first_object(args.recording, limits), "token_ids"):
         print("prefixkey audit: hint: the arguments look swapped: the RECORDING (KV-event "
               "messages, frames_b64) comes first, then the REQUEST_LOG (requests)",
               file=sys.stderr)
@@ -68,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         with open(args.recording, "rb") as rec, open(args.request_log, "rb") as log:
             report = audit(rec, log, replicas=replicas, clock_offset=args.clock_offset,
                            bucket_seconds=args.bucket, strict=not args.lenient,
-                           framing=args.framing)
+                           framing=args.framing, limits=json_limits(args))
     except PrefixKeyError as exc:
         return fail("audit", exc)
     recorded = report.recording
@@ -114,4 +115,5 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
     cmd.add_argument("--html", metavar="FILE", default=None,
                      help="also write a self-contained HTML report (inline CSS and SVG)")
+    add_limit_options(cmd)
     cmd.set_defaults(run=_run)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import IO, TypeAlias
 
 from ..errors import PrefixKeyError
+from ..jsonl import JSON_LIMITS, JsonLimits
 
-__all__ = ["NO_HYPOTHESIS", "Commands", "fail", "input_name", "open_input", "warn"]
+__all__ = [
+    "NO_HYPOTHESIS", "Commands", "add_limit_options", "fail", "input_name", "json_limits",
+    "open_input", "warn",
+]
 
 #: Why ``oracle`` and ``vectors`` cannot run without the ``hypothesis`` extra.
 NO_HYPOTHESIS = "needs Hypothesis: pip install 'prefixkey[hypothesis]'"
@@ -20,6 +25,27 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 def open_input(name: str) -> IO[bytes]:
     """The named file opened for binary reading, or stdin for ``-``."""
     return sys.stdin.buffer if name == "-" else open(name, "rb")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def add_limit_options(cmd: argparse.ArgumentParser) -> None:
+    """Add ``--max-line-bytes`` (docs/request-format.md, "Limits")."""
+    cmd.add_argument(
+        "--max-line-bytes", type=_positive, default=JSON_LIMITS.max_line_bytes, metavar="N",
+        help="refuse an input line longer than N bytes with an error for that line, and "
+        f"read on (default {JSON_LIMITS.max_line_bytes}, 64 MiB)",
+    )
+
+
+def json_limits(args: argparse.Namespace) -> JsonLimits:
+    """The input limits the options ask for."""
+    return dataclasses.replace(JSON_LIMITS, max_line_bytes=args.max_line_bytes)
 
 
 def input_name(name: str) -> str:

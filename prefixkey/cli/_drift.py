@@ -9,13 +9,14 @@ import sys
 from ..analysis import DriftConfig, builtin_corpus, drift, drift_text, read_requests
 from ..core import resolve_release
 from ..errors import PrefixKeyError
-from ._common import Commands, fail, input_name, open_input, warn
+from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
     strict = not args.lenient
+    line_warnings: list[str] = []
     try:
         from_config = DriftConfig.parse(args.source, strict=strict)
         to_config = DriftConfig.parse(args.target, strict=strict)
@@ -23,10 +24,12 @@ def _run(args: argparse.Namespace) -> int:
             requests = builtin_corpus()
         else:
             with open_input(args.requests) as source:
-                requests = read_requests(source)
+                requests = read_requests(source, json_limits(args), warnings=line_warnings)
         report = drift(from_config, to_config, requests, api_checks=not args.no_api_checks)
     except PrefixKeyError as exc:
         return fail("drift", exc)
+    for warning in line_warnings:
+        warn("drift", warning)
     for config in (from_config, to_config):
         if isinstance(config.vllm_version, str):  # a --lenient guess, said once, not per request
             for warning in resolve_release(config.vllm_version, strict=strict).warnings:
@@ -61,4 +64,5 @@ def register(commands: Commands) -> None:
         help="skip the checks vLLM's API server makes (salt rules, non-empty LoRA path), as "
         "prefixkey hash --no-api-checks does",
     )
+    add_limit_options(cmd)
     cmd.set_defaults(run=_run)

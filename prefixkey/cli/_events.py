@@ -8,7 +8,7 @@ import sys
 
 from ..errors import PrefixKeyError
 from ..events import EventDecoder, decode_recording
-from ._common import Commands, fail, input_name, open_input, warn
+from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
 
 __all__ = ["register"]
 
@@ -22,7 +22,8 @@ def _run_decode(args: argparse.Namespace) -> int:
         print(f"prefixkey events decode: warning: {warning}", file=sys.stderr)
     failures = messages = 0
     with open_input(args.recording) as source:
-        for record in decode_recording(source, decoder, framing=args.framing):
+        for record in decode_recording(source, decoder, framing=args.framing,
+                                       limits=json_limits(args)):
             messages += 1
             failures += "error" in record
             sys.stdout.write(json.dumps(record) + "\n")
@@ -54,4 +55,5 @@ def register(commands: Commands) -> None:
                      "PUB messages [topic, seq, payload] (default) or replay replies")
     cmd.add_argument("--lenient", action="store_true",
                      help="decode a release newer than any known one as the newest era")
+    add_limit_options(cmd)
     cmd.set_defaults(run=_run_decode)

@@ -16,7 +16,7 @@ from typing import IO, Any
 from ..analysis import block_stored_events, fingerprint, fingerprint_text, read_requests
 from ..errors import PrefixKeyError
 from ..events import EventDecoder, decode_recording
-from ._common import Commands, fail, input_name, open_input, warn
+from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
 
 __all__ = ["register"]
 
@@ -26,7 +26,7 @@ def _recorded_events(source: IO[bytes], args: argparse.Namespace) -> list[Mappin
     decoder = EventDecoder(args.vllm_version, strict=not args.lenient)
     for warning in decoder.version_warnings:
         warn("fingerprint", warning)
-    messages = list(decode_recording(source, decoder))
+    messages = list(decode_recording(source, decoder, limits=json_limits(args)))
     failed = [m["error"] for m in messages if "error" in m]
     if failed:
         first = failed[0]
@@ -41,14 +41,17 @@ def _looks_recorded(events: list[Any]) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
+    line_warnings: list[str] = []
     try:
         with open_input(args.events) as source:
             if args.vllm_version is None:
-                events = read_requests(source)
+                events = read_requests(source, json_limits(args), warnings=line_warnings)
             else:
                 events = _recorded_events(source, args)
     except PrefixKeyError as exc:
         return fail("fingerprint", exc)
+    for warning in line_warnings:
+        warn("fingerprint", warning)
     report = fingerprint(events, seeds=args.seed)
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict()) + "\n")
@@ -89,4 +92,5 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--seed", action="append", default=[], metavar="S",
                      help="a PYTHONHASHSEED value to try besides unset and '0' (repeatable)")
     cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    add_limit_options(cmd)
     cmd.set_defaults(run=_run)

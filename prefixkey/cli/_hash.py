@@ -10,8 +10,15 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 from ..errors import PrefixKeyError
-from ..jsonl import error_record, parse_json_line, parse_request, run_job
-from ._common import Commands, input_name, open_input, warn
+from ..jsonl import (
+    JsonLimits,
+    bounded_lines,
+    error_record,
+    parse_json_line,
+    parse_request,
+    run_job,
+)
+from ._common import Commands, add_limit_options, input_name, json_limits, open_input, warn
 
 __all__ = ["register"]
 
@@ -38,21 +45,23 @@ class _Tally:
 
 
 def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_checks: bool,
-                reject_unknown_fields: bool) -> _Tally:
+                reject_unknown_fields: bool, limits: JsonLimits) -> _Tally:
     """Hash every request line, writing one record each."""
     tally = _Tally()
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(bounded_lines(lines, limits), start=1):
         if not raw.strip():
             continue
         tally.requests += 1
         request_id: Any = None
         try:
-            obj = parse_json_line(raw)
+            line_warnings: list[str] = []
+            obj = parse_json_line(raw, limits, warnings=line_warnings)
             if isinstance(obj, dict):
                 request_id = obj.get("id")
             job = parse_request(obj, strict=strict, api_checks=api_checks,
-                                reject_unknown_fields=reject_unknown_fields)
+                                reject_unknown_fields=reject_unknown_fields, limits=limits)
             record = run_job(job, request_id)
+            record["warnings"][:0] = line_warnings
             tally.warned(number, record["warnings"])
         except PrefixKeyError as exc:
             tally.failed(number, exc)
@@ -66,7 +75,7 @@ def _run(args: argparse.Namespace) -> int:
     with open_input(args.file) as source:
         tally = _hash_lines(source, sys.stdout, strict=not args.lenient,
                             api_checks=not args.no_api_checks,
-                            reject_unknown_fields=args.strict)
+                            reject_unknown_fields=args.strict, limits=json_limits(args))
     for warning, count in tally.warnings.items():
         if count > 1:
             warn("hash", f"{count - 1} more line(s): {warning}")
@@ -98,4 +107,5 @@ def register(commands: Commands) -> None:
         help="skip the checks vLLM's API server makes (salt rules, non-empty LoRA path) and "
         "hash what the engine core would hash",
     )
+    add_limit_options(cmd)
     cmd.set_defaults(run=_run)

@@ -58,10 +58,11 @@ class PromptEmbeds:
         if (
             not isinstance(shape, tuple)
             or len(shape) != 2
-            or not all(type(d) is int and d >= 0 for d in shape)
+            # Bounded, so that the byte count below stays printable.
+            or not all(type(d) is int and 0 <= d < 2**63 for d in shape)
         ):
             raise InvalidRequestError(
-                f"{_FIELD}.shape", f"must be two non-negative ints (rows, hidden), got {shape!r}"
+                f"{_FIELD}.shape", "must be two non-negative ints below 2**63 (rows, hidden)"
             )
         expected = shape[0] * shape[1] * DTYPE_SIZES[self.dtype]
         if len(self.data) != expected:

@@ -48,11 +48,18 @@ def _check_str(value: object, field: str) -> None:
         ) from None
 
 
+# Offsets, lengths and ids are int64 in vLLM; a larger one (4300 digits from JSON) would
+# only make the sums that error messages print overflow CPython's str() limit.
+_INT64_MAX: Final = 2**63 - 1
+
+
 def _check_int(value: object, field: str, *, minimum: int | None = None) -> None:
     if type(value) is not int:
         raise InvalidRequestError(field, f"must be an int, got {type(value).__name__}")
     if minimum is not None and value < minimum:
         raise InvalidRequestError(field, f"must be >= {minimum}, got {value}")
+    if value > _INT64_MAX:
+        raise InvalidRequestError(field, f"must be < 2**63, got a {value.bit_length()}-bit int")
 
 
 class IntArray(Protocol):

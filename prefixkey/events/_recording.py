@@ -33,7 +33,7 @@ from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
 from ..errors import MalformedJSONError, PrefixKeyError
-from ..jsonl import parse_json_line
+from ..jsonl import JSON_LIMITS, JsonLimits, bounded_lines, parse_json_line
 from ._decode import EventDecodeError, EventDecoder, ReplayEnd, Via, split_message
 from ._model import AllBlocksCleared, EventBatch, KVCacheEvent
 
@@ -148,12 +148,17 @@ def recording_line(
     return json.dumps(line)
 
 
-def parse_recording_line(raw: bytes | str) -> RecordedMessage:
-    """Parse one recording line (raises :class:`RecordingFormatError`)."""
+def parse_recording_line(raw: bytes | str, limits: JsonLimits = JSON_LIMITS, *,
+                         warnings: list[str] | None = None) -> RecordedMessage:
+    """Parse one recording line (raises :class:`RecordingFormatError`).
+
+    ``limits`` bounds the line (:class:`~prefixkey.jsonl.JsonLimits`); a
+    duplicate key is a warning, appended to ``warnings`` when given.
+    """
     try:
-        obj = parse_json_line(raw)
+        obj = parse_json_line(raw, limits, warnings=warnings)
     except MalformedJSONError as exc:
-        raise RecordingFormatError(None, str(exc)) from None
+        raise RecordingFormatError(exc.field, str(exc)) from None
     if not isinstance(obj, dict):
         raise RecordingFormatError(None, f"must be a JSON object, got {type(obj).__name__}")
     recv_time, source = obj.get("recv_time"), obj.get("source")
@@ -223,8 +228,12 @@ def decode_recording(
     decoder: EventDecoder,
     *,
     framing: Via | None = None,
+    limits: JsonLimits = JSON_LIMITS,
 ) -> Iterator[dict[str, Any]]:
     """One JSON record per non-blank line: a decoded message or an error.
+
+    A stream is read line by line within ``limits`` (:func:`~prefixkey.jsonl.bounded_lines`):
+    an overlong line is an error record, and decoding goes on with the next.
 
     Each line is framed by :func:`split_recorded` (``framing`` is for lines
     whose ``via`` and shape leave it open). A decoded message is ``{"source",
@@ -234,12 +243,13 @@ def decode_recording(
     "topic", "replay_end": true}``; an error is ``{"source", "recv_time",
     "error": {"type", "message", "field", "line", "event_index"}}``.
     """
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(bounded_lines(lines, limits), start=1):
         if not raw.strip():
             continue
         message: RecordedMessage | None = None
+        line_warnings: list[str] = []
         try:
-            message = parse_recording_line(raw)
+            message = parse_recording_line(raw, limits, warnings=line_warnings)
             split = split_recorded(message, decoder, framing=framing)
             if isinstance(split, ReplayEnd):
                 yield {"source": message.source, "recv_time": message.recv_time,
@@ -259,5 +269,5 @@ def decode_recording(
             "ts": batch.ts,
             "data_parallel_rank": batch.data_parallel_rank,
             "events": [event_to_json(e) for e in batch.events],
-            "warnings": list(decoded.warnings),
+            "warnings": [*line_warnings, *decoded.warnings],
         }
