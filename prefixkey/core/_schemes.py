@@ -302,7 +302,7 @@ def resolve_release(version: str, *, strict: bool = True) -> ResolvedRelease:
         if not isinstance(version, str):
             raise InvalidVersion
         parsed = Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a part of over 4300 digits int() refuses
         raise UnknownVersionError(f"vllm_version {version!r} is not a valid version") from None
     release = Version(parsed.base_version)
     if release < ERAS[0].first_version:
