@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import tempfile
 import time
 import traceback
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 import pytest
+from hypothesis import HealthCheck, Phase, seed, settings
 
 from prefixkey.errors import PrefixKeyError
 
@@ -47,6 +49,8 @@ TIME_BOUND: Final = 2.0
 #: Trace the memory of every this-many-th input, and of every slow one.
 TRACE_EVERY: Final = 16
 TRACE_SLOWER_THAN: Final = 0.01
+#: Examples per Hypothesis run: what a target may overrun its budget by.
+HYPOTHESIS_RUN: Final = 10
 
 #: Why a finding is not one (yet): the known JSON Lines crashes that issue 14
 #: item 1 fixes in prefixkey/jsonl.py. Delete once that work is merged.
@@ -105,6 +109,8 @@ class Report:
     slowest_input: bytes = b""
     elapsed: float = 0.0
     findings: list[str] = field(default_factory=list)
+    #: The known crashes met, by exception type.
+    known_kinds: dict[str, int] = field(default_factory=dict)
 
 
 #: Every target's report of this session, in run order.
@@ -147,6 +153,8 @@ class Fuzz:
         elif isinstance(outcome, BaseException):
             if self.known is not None and self.known(outcome, data):
                 report.known += 1
+                kind = type(outcome).__name__
+                report.known_kinds[kind] = report.known_kinds.get(kind, 0) + 1
             else:
                 self._finding(data, "".join(traceback.format_exception(outcome)))
         if elapsed > TIME_BOUND:
@@ -192,12 +200,31 @@ class Fuzz:
             self.one(data)
 
     def replaying(self) -> bool:
-        """True when a replay file is set; it is run here if it is this target's."""
+        """True when a replay file is set and is this target's: it is run here, alone.
+
+        Any exception propagates, traceback and all. Other targets skip.
+        """
         if self.replay is None:
             return False
-        if self.replay.name.startswith(_file_name(self.target) + "-"):
-            self.check(self.replay.read_bytes())  # any exception propagates, traceback and all
+        if not self.replay.name.startswith(_file_name(self.target) + "-"):
+            pytest.skip(f"replaying {self.replay.name}, not a {self.target} input")
+        self.report.inputs += 1
+        self.check(self.replay.read_bytes())
         return True
+
+    def hypothesis(self, test: Callable[[], None]) -> None:
+        """Run a ``@given`` test in runs of :data:`HYPOTHESIS_RUN` examples until expired.
+
+        Hypothesis counts examples, not seconds; each run has its own seed,
+        derived from this target's. ``test`` should return at once when the
+        budget is spent (the rest of a run is then only generation).
+        """
+        run = settings(max_examples=HYPOTHESIS_RUN, database=None, deadline=None,
+                       phases=[Phase.generate], suppress_health_check=list(HealthCheck))(test)
+        number = 0
+        while not self.expired:
+            seed(self.seed + number)(run)()
+            number += 1
 
     def finish(self) -> Report:
         """Record the report; fail the test if anything was found."""
@@ -230,11 +257,27 @@ def summary(terminal: pytest.TerminalReporter) -> None:
          "known": r.known, "failures": r.failures, "traced": r.traced,
          "peak_bytes": r.peak_bytes, "slowest_seconds": r.slowest,
          "slowest_input_hex": r.slowest_input.hex(), "elapsed": r.elapsed,
-         "findings": r.findings}
+         "known_kinds": r.known_kinds, "findings": r.findings}
         for r in REPORTS], indent=1) + "\n", encoding="utf-8")
     if any(r.known for r in REPORTS):
         write(f"known: crashes of {KNOWN_JSONL}; not findings")
     write(f"report: {path}")
+
+
+# ----------------------------------------------------------------------------- seeds
+
+FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "events"
+
+
+def harvested_payloads() -> dict[str, list[bytes]]:
+    """The payloads harvested from real vLLM wheels (tests/fixtures/events), by release."""
+    by_version: dict[str, list[bytes]] = {}
+    for path in sorted(FIXTURES.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            by_version.setdefault(record["version"], []).append(
+                bytes.fromhex(record["payload_hex"]))
+    return by_version
 
 
 # ----------------------------------------------------------------------------- mutations
@@ -388,7 +431,10 @@ def mutate_payload(rng: random.Random, payload: bytes, corpus: list[bytes]) -> b
 
     if rng.random() < 0.4:
         return mutate_bytes(rng, payload, corpus)
-    tree = msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
+    try:
+        tree = msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
+    except ValueError:  # not one msgpack value (an empty frame): bytes only
+        return mutate_bytes(rng, payload, corpus)
     raw: bytes | None = None
     for _ in range(rng.randint(1, 3)):
         tree, spliced = mutate_tree(rng, tree)
@@ -463,4 +509,8 @@ def known_jsonl(exc: BaseException, data: bytes) -> bool:
         return True
     if parsing and isinstance(exc, ValueError) and "integer string conversion" in str(exc):
         return True
-    return isinstance(exc, NotJSON) and (b"NaN" in data or b"Infinity" in data)
+    return isinstance(exc, NotJSON) and _NON_FINITE.search(data) is not None
+
+
+#: NaN or Infinity as a JSON value (not inside a string, such as base64 text).
+_NON_FINITE: Final = re.compile(rb"[:\[,]\s*-?(NaN|Infinity)\s*[,\]}]")

@@ -10,13 +10,11 @@ a decoded batch must have a JSON form (``events decode`` writes it).
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 
 import pytest
-from fuzzing import Fuzz, batches, mutate_payload, strict_json
-from hypothesis import HealthCheck, given, seed, settings
+from fuzzing import Fuzz, batches, harvested_payloads, mutate_payload, strict_json
+from hypothesis import given
 from hypothesis import strategies as st
 
 from prefixkey.events import WIRE_ERAS, EventBatch, EventDecoder, batch_to_json, encode_batch
@@ -24,21 +22,8 @@ from prefixkey.testing.strategies import event_batches
 
 pytestmark = pytest.mark.fuzz
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "events"
 ERAS = [era.since for era in WIRE_ERAS]
-
-
-def _payloads() -> dict[str, list[bytes]]:
-    by_version: dict[str, list[bytes]] = {}
-    for path in sorted(FIXTURES.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            by_version.setdefault(record["version"], []).append(
-                bytes.fromhex(record["payload_hex"]))
-    return by_version
-
-
-PAYLOADS = _payloads()
+PAYLOADS = harvested_payloads()
 ALL = [p for payloads in PAYLOADS.values() for p in payloads]
 
 
@@ -69,8 +54,6 @@ def test_structured_payloads(version: str) -> None:
     fuzz = Fuzz(f"events/{version}/structured", lambda data: _decode(decoder, data))
     if not fuzz.replaying():
 
-        @settings(max_examples=50, database=None, deadline=None,
-                  suppress_health_check=list(HealthCheck))
         # The mutation's seed is drawn whole: a Random drawing as it is used would
         # draw less when the budget runs out, which Hypothesis takes for flakiness.
         @given(event_batches(vllm_version=version, max_events=6), st.integers(0, 2**32))
@@ -81,8 +64,5 @@ def test_structured_payloads(version: str) -> None:
             fuzz.one(payload)
             fuzz.one(mutate_payload(random.Random(mutation), payload, ALL))
 
-        chunk = 0
-        while not fuzz.expired:  # Hypothesis counts examples, not seconds: runs of 50
-            seed(fuzz.seed + chunk)(feed)()
-            chunk += 1
+        fuzz.hypothesis(feed)
     fuzz.finish()
