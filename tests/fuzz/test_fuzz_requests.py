@@ -89,7 +89,8 @@ def test_json_values() -> None:
         scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
                    | st.text(max_size=20))
         values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=6)
-                              | st.dictionaries(st.text(max_size=12), inner, max_size=6))
+                              | st.dictionaries(st.text(max_size=12), inner, max_size=6),
+                              max_leaves=20)
         fields = st.fixed_dictionaries(
             {}, optional={name: values for name in CASES[0]})
 
