@@ -58,3 +58,10 @@ def bounded() -> Callable[..., dict[str, Any]]:
     the machine; one that hangs fails the test after ``timeout`` seconds.
     """
     return _run_bounded
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The fuzz suite's table (tests/fuzz/fuzzing.py), when fuzz targets ran."""
+    fuzzing = sys.modules.get("fuzzing")
+    if fuzzing is not None:
+        fuzzing.summary(terminalreporter)

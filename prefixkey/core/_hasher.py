@@ -30,6 +30,7 @@ from ._request import (
     Request,
     TokenIds,
     TokenIdsLike,
+    _check_str,
     checked_token_ids,
     is_numpy_scalar,
 )
@@ -86,12 +87,14 @@ class Hasher:
     ) -> None:
         if type(block_size) is not int or block_size < 1:
             raise InvalidRequestError("block_size", f"must be an int >= 1, got {block_size!r}")
-        if python_hash_seed is not None and not isinstance(python_hash_seed, str):
-            raise InvalidRequestError(
-                "python_hash_seed",
-                f"must be a string (the environment value) or None, got "
-                f"{type(python_hash_seed).__name__}",
-            )
+        if python_hash_seed is not None:
+            if not isinstance(python_hash_seed, str):
+                raise InvalidRequestError(
+                    "python_hash_seed",
+                    f"must be a string (the environment value) or None, got "
+                    f"{type(python_hash_seed).__name__}",
+                )
+            _check_str(python_hash_seed, "python_hash_seed")  # NONE_HASH hashes it as text
         release = resolve_release(vllm_version, strict=strict)
         era = release.era
         if type(lookahead) is not int or lookahead < 0:

@@ -21,6 +21,7 @@ payload is bounded by its size.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -274,8 +275,10 @@ _TAGS: Final = ("BlockStored", "BlockRemoved", "AllBlocksCleared")
 _INT_TYPES: Final = frozenset({int})
 _HASH_TYPES: Final = frozenset({int, bytes})
 _ENTRY_TYPES: Final[frozenset[type]] = frozenset({type(None), tuple})
-#: What msgpack arrays and maps decode to.
-_CONTAINER_TYPES: Final = frozenset({tuple, list})
+#: What makes an extra key need a walk item by item: arrays and maps (msgpack's
+#: decoded forms) to check, and floats, which vLLM never puts in a key, to
+#: check for NaN and infinities (no JSON form).
+_WALK_TYPES: Final = frozenset({tuple, list, float})
 
 
 def _first_not(values: tuple[Any, ...], types: frozenset[type]) -> int | None:
@@ -296,6 +299,19 @@ def _kind(value: object) -> str:
         return "map"
     return {tuple: "array", bytes: "bin", str: "str", bool: "bool", float: "float",
             int: "int"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: object) -> str:
+    """A hostile value as an error message shows it: a short string's repr, else its kind.
+
+    A repr of the value itself could be megabytes long, or recurse past the
+    interpreter's limit (an array nested a thousand deep).
+    """
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 64 else f"{value[:64]!r}… ({len(value)} chars)"
+    if isinstance(value, (int, float, bool)) or value is None:
+        return repr(value)
+    return _kind(value)
 
 
 class EventDecoder:
@@ -395,6 +411,8 @@ class EventDecoder:
         ts, events = raw[0], raw[1]
         if type(ts) not in (float, int):
             raise EventFieldError(f"must be a float, got {_kind(ts)}", field="ts")
+        if not math.isfinite(ts):  # vLLM sends time.time(); NaN has no JSON form
+            raise EventFieldError(f"must be a finite float, got {ts}", field="ts")
         if not isinstance(events, tuple):
             raise EventFieldError(f"must be an array, got {_kind(events)}", field="events")
         rank = raw[2] if self.era.batch_has_dp_rank and len(raw) > 2 else None
@@ -436,7 +454,7 @@ class EventDecoder:
             tag, values = self._pairs(index, raw)
         if not isinstance(tag, str) or tag not in _TAGS:
             raise UnknownEventTypeError(
-                f"unknown event type {tag!r} (expected one of {', '.join(_TAGS)})",
+                f"unknown event type {_shown(tag)} (expected one of {', '.join(_TAGS)})",
                 field=f"{where}.type", event_index=index)
         names, required = self._fields[tag]
         fields: dict[str, Any]
@@ -475,7 +493,7 @@ class EventDecoder:
                 raise EventFieldError(f"map keys must be strings, got {_kind(key)}",
                                       field=f"events[{index}]", event_index=index)
             if key in values:
-                raise EventFieldError(f"duplicate key {key!r}", field=f"events[{index}]",
+                raise EventFieldError(f"duplicate key {_shown(key)}", field=f"events[{index}]",
                                       event_index=index)
             values[key] = value
         if "type" not in values:
@@ -554,7 +572,7 @@ class EventDecoder:
     def _check_key(self, value: tuple[Any, ...], where: str, index: int, depth: int) -> None:
         if depth > self.limits.max_extra_key_depth:
             raise PayloadTooLargeError("nests too deep", field=where, event_index=index)
-        if _CONTAINER_TYPES.isdisjoint(map(type, value)):
+        if _WALK_TYPES.isdisjoint(map(type, value)):
             return  # flat, as vLLM's keys mostly are: no walk item by item
         for j, item in enumerate(value):
             if isinstance(item, tuple):
@@ -562,6 +580,9 @@ class EventDecoder:
             elif isinstance(item, list):
                 raise EventFieldError("must not contain maps", field=f"{where}[{j}]",
                                       event_index=index)
+            elif isinstance(item, float) and not math.isfinite(item):
+                raise EventFieldError(f"must be a finite number, got {item}",
+                                      field=f"{where}[{j}]", event_index=index)
 
     # -- framing
 
