@@ -39,7 +39,7 @@ from typing import Final
 from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ..events import EventHash
-from ._index import PrefixIndex, ReplicaId, ReplicaScheme
+from ._index import PrefixIndex, ReplicaId, ReplicaScheme, Run
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",
@@ -54,8 +54,6 @@ __all__ = [
 
 #: Weight of a block hit per storage medium (media not listed: ``other_tier_weight``).
 DEFAULT_TIER_WEIGHTS: Final[Mapping[str, float]] = {"GPU": 1.0, "CPU": 0.8, "STORAGE": 0.5}
-
-_CHUNK: Final = 128
 
 #: A replica's load, in the caller's units (e.g. utilisation in [0, 1]).
 LoadFn = Callable[[ReplicaId], float]
@@ -191,7 +189,34 @@ class _Match:
     weighted: float
     media: str
     capped: bool
-    hrw: int
+    affinity: bytes
+    _hrw: int | None = None
+
+    @property
+    def hrw(self) -> int:
+        """The rendezvous weight, computed on first use (ties and fallback only)."""
+        if self._hrw is None:
+            self._hrw = rendezvous_weight(self.affinity, self.replica)
+        return self._hrw
+
+
+_Scored = tuple[_Match, float]
+
+
+def _break_ties(scored: list[_Scored], tie: Callable[[_Scored], object]) -> None:
+    """Order each run of equal ``tie`` keys in sorted ``scored`` by rendezvous weight.
+
+    Only tied candidates need a weight, so the rest never compute one.
+    """
+    start = 0
+    while start < len(scored):
+        end = start + 1
+        key = tie(scored[start])
+        while end < len(scored) and tie(scored[end]) == key:
+            end += 1
+        if end - start > 1:
+            scored[start:end] = sorted(scored[start:end], key=lambda ms: -ms[0].hrw)
+        start = end
 
 
 class Router:
@@ -221,6 +246,7 @@ class Router:
         self.load_weight = float(load_weight)
         self._mask_weights: dict[int, tuple[float, str]] = {}
         self._bit_weights: list[tuple[int, float, str]] = []
+        self._counted = 0  # bits of the media with a positive weight: those that hit
         self._bits_seen = -1
 
     # -- hashing ------------------------------------------------------------
@@ -267,7 +293,7 @@ class Router:
         """Rank the candidates for an already hashed request (reads the index only)."""
         ids = self._candidates(candidates)
         self._refresh_weights()
-        matches = [self._match(rid, prepared) for rid in ids]
+        matches = self._matches(ids, prepared)
         load_of = self.load
         loads = {m.replica: (None if load_of is None else _load(load_of, m.replica))
                  for m in matches}
@@ -281,7 +307,8 @@ class Router:
         if fallback:
             scored.sort(key=lambda ms: -ms[0].hrw)
         else:
-            scored.sort(key=lambda ms: (-ms[1], loads[ms[0].replica] or 0.0, -ms[0].hrw))
+            scored.sort(key=lambda ms: (-ms[1], loads[ms[0].replica] or 0.0))
+            _break_ties(scored, lambda ms: (ms[1], loads[ms[0].replica] or 0.0))
         decisions = []
         for rank, (m, score) in enumerate(scored, 1):
             load = loads[m.replica]
@@ -310,6 +337,7 @@ class Router:
         self._bits_seen = len(bits)
         self._bit_weights = [(bit, self.tier_weights.get(name, self.other_tier_weight), name)
                              for name, bit in bits.items()]
+        self._counted = sum(bit for bit, weight, _ in self._bit_weights if weight > 0)
         self._mask_weights = {}
 
     def _mask_weight(self, mask: int) -> tuple[float, str]:
@@ -320,44 +348,47 @@ class Router:
             hit = self._mask_weights[mask] = (weight, name)
         return hit
 
-    def _leading(self, table: Mapping[EventHash, int], keys: Sequence[EventHash]) -> list[int]:
-        """Media masks of the leading run of ``keys`` held with a positive tier weight."""
-        get = table.get
-        masks: list[int] = []
-        for start in range(0, len(keys), _CHUNK):  # dict lookups at C speed, chunk by chunk
-            chunk = list(map(get, keys[start : start + _CHUNK]))
-            if None in chunk:
-                masks += chunk[: chunk.index(None)]  # type: ignore[arg-type]
-                break
-            masks += chunk  # type: ignore[arg-type]
-        zero = {m for m in set(masks) if self._mask_weight(m)[0] <= 0.0}
-        if zero:  # a medium weighted 0 does not count: the run ends there
-            masks = masks[: next(i for i, m in enumerate(masks) if m in zero)]
-        return masks
+    def _matches(self, ids: list[ReplicaId], prepared: PreparedRequest) -> list[_Match]:
+        """Each candidate's match, asking the index once per scheme and group."""
+        by_scheme: dict[tuple[object, ...], list[ReplicaId]] = {}
+        schemes: dict[tuple[object, ...], ReplicaScheme] = {}
+        for rid in ids:
+            scheme = self.index.scheme(rid)
+            by_scheme.setdefault(scheme.key, []).append(rid)
+            schemes[scheme.key] = scheme
+        found: dict[ReplicaId, _Match] = {}
+        for key, rids in by_scheme.items():
+            scheme = schemes[key]
+            keys = prepared.keys_for(scheme)
+            per_group = [self.index.longest_runs(rids, gi, group_keys, self._counted)
+                         for gi, group_keys in enumerate(keys.groups)]
+            for i, rid in enumerate(rids):
+                found[rid] = self._match(rid, scheme, keys, [runs[i] for runs in per_group],
+                                         prepared.num_tokens)
+        return [found[rid] for rid in ids]
 
-    def _match(self, rid: ReplicaId, prepared: PreparedRequest) -> _Match:
-        scheme = self.index.scheme(rid)
-        keys = prepared.keys_for(scheme)
-        cap = max(prepared.num_tokens - 1, 0)
-        runs = [self._leading(self.index.table(rid, gi), group_keys)
-                for gi, group_keys in enumerate(keys.groups)]
-        matched = tuple(map(len, runs))
+    def _match(self, rid: ReplicaId, scheme: ReplicaScheme, keys: SchemeKeys,
+               runs: list[Run], num_tokens: int) -> _Match:
+        cap = max(num_tokens - 1, 0)
+        matched = tuple(sum(n for _, n in run) for run in runs)
         hit = cap
-        for run, spec in zip(matched, scheme.groups, strict=True):
-            hit = min(hit, min(run, cap // spec.block_size) * spec.block_size)
+        for run_len, spec in zip(matched, scheme.groups, strict=True):
+            hit = min(hit, min(run_len, cap // spec.block_size) * spec.block_size)
         hit -= hit % math.lcm(*(g.block_size for g in scheme.groups))
         weighted = 0.0
         media: set[str] = set()
-        for masks, g in zip(runs, scheme.groups, strict=True):
-            used = masks[: hit // g.block_size]
-            for mask in set(masks):  # a handful of distinct masks: count them at C speed
-                weight, medium = self._mask_weights[mask]
-                weighted += weight * used.count(mask) * g.block_size
+        for run, g in zip(runs, scheme.groups, strict=True):
+            used = hit // g.block_size  # blocks of the run vLLM would reuse
+            for mask, n in run:
+                weight, medium = self._mask_weight(mask)
+                weighted += weight * min(n, max(used, 0)) * g.block_size
+                used -= n
                 media.add(medium)
         weighted /= len(runs)
-        full = min(run * g.block_size for run, g in zip(matched, scheme.groups, strict=True))
+        full = min(run_len * g.block_size
+                   for run_len, g in zip(matched, scheme.groups, strict=True))
         return _Match(rid, matched, hit, weighted, "+".join(sorted(media)),
-                      capped=full > hit, hrw=rendezvous_weight(keys.affinity, rid))
+                      capped=full > hit, affinity=keys.affinity)
 
     @staticmethod
     def _why(m: _Match, num_tokens: int, load: float | None, score: float,
