@@ -235,7 +235,7 @@ _COUNTERS: Final = (
 )
 
 #: A leading run, run-length encoded: ``(media mask, number of keys)`` segments.
-Run = list[tuple[int, int]]
+Run = tuple[tuple[int, int], ...]
 
 
 #: Per KV-cache group, per medium bit: block key -> bitmask of the replica slots holding it.
@@ -473,14 +473,14 @@ class PrefixIndex:
                 walked = len(keys)
             _ended(alive, walked, length)
             only = maps[0][0]
-            return [[(only, n)] if (n := length[b]) else [] for b in bits]
+            return [((only, n),) if (n := length[b]) else () for b in bits]
         return self._runs_over_media(bits, alive, maps, keys)
 
     @staticmethod
     def _runs_over_media(bits: list[int], alive: int, maps: list[tuple[int, dict[EventHash, int]]],
                          keys: Sequence[EventHash]) -> list[Run]:
         """:meth:`longest_runs` with several media: a replica's segment changes with its mask."""
-        runs: dict[int, Run] = {b: [] for b in bits}
+        runs: dict[int, list[tuple[int, int]]] = {b: [] for b in bits}
         opened: dict[int, tuple[int, int]] = {}  # replica bit -> (mask, start) of its segment
         last = [0] * len(maps)
         i = 0
@@ -511,7 +511,7 @@ class PrefixIndex:
             i = len(keys)
         for rbit, (mask, first) in opened.items():
             runs[rbit].append((mask, i - first))
-        return [runs[b] for b in bits]
+        return [tuple(runs[b]) for b in bits]
 
     def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]:
         """A replica group's keys, each mapped to a media bitmask (read-only use)."""
@@ -560,7 +560,7 @@ def _ended(mask: int, at: int, length: dict[int, int]) -> None:
 
 def runs_in_table(table: Mapping[EventHash, int], keys: Sequence[EventHash], media: int) -> Run:
     """:meth:`PrefixIndex.longest_runs` for one replica, from its table (other backends)."""
-    run: Run = []
+    run: list[tuple[int, int]] = []
     for key in keys:
         mask = table.get(key, 0) & media
         if not mask:
@@ -569,7 +569,7 @@ def runs_in_table(table: Mapping[EventHash, int], keys: Sequence[EventHash], med
             run[-1] = (mask, run[-1][1] + 1)
         else:
             run.append((mask, 1))
-    return run
+    return tuple(run)
 
 
 _EMPTY: Final[Mapping[EventHash, int]] = MappingProxyType({})

@@ -29,12 +29,13 @@ index, and :meth:`PreparedRequest.add_keys` accepts keys computed elsewhere.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Final
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
 from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
@@ -93,8 +94,13 @@ def affinity_digest(request: Request) -> bytes:
 def rendezvous_weight(affinity: bytes, replica: ReplicaId) -> int:
     """Highest-random-weight hashing: the weight of ``replica`` for ``affinity``."""
     h = hashlib.blake2b(affinity, digest_size=8)
-    h.update(b"\x00" + replica.name.encode() + b"\x00" + str(replica.dp_rank).encode())
+    h.update(_rendezvous_suffix(replica))
     return int.from_bytes(h.digest(), "big")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _rendezvous_suffix(replica: ReplicaId) -> bytes:
+    return b"\x00" + replica.name.encode() + b"\x00" + str(replica.dp_rank).encode()
 
 
 def _affinity_of_key(key: BlockHash) -> bytes:
@@ -178,44 +184,57 @@ class RouteDecision:
     load: float | None
     #: True when no candidate held anything and the order is rendezvous hashing.
     fallback: bool
-    why: str
+    #: The explanation, or what builds it on first read of :attr:`why` (most never are).
+    _why: str | Callable[[], str] = field(repr=False, compare=False)
+
+    @property
+    def why(self) -> str:
+        """Why the candidate is at this rank, in words."""
+        why = self._why
+        return why if isinstance(why, str) else why()
 
 
-@dataclass(slots=True)
-class _Match:
-    replica: ReplicaId
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a leading run is worth: shared by the candidates with the same runs."""
+
     matched: tuple[int, ...]
     hit_tokens: int
     weighted: float
     media: str
     capped: bool
-    affinity: bytes
-    _hrw: int | None = None
+
+
+class _Match:
+    __slots__ = ("_hrw", "affinity", "outcome", "replica")
+
+    def __init__(self, replica: ReplicaId, outcome: _Outcome, affinity: Any) -> None:
+        self.replica = replica
+        self.outcome = outcome
+        self.affinity = affinity  # blake2b seeded with the affinity key, shared per scheme
+        self._hrw: int | None = None
 
     @property
     def hrw(self) -> int:
-        """The rendezvous weight, computed on first use (ties and fallback only)."""
+        """:func:`rendezvous_weight`, computed on first use (ties and fallback only)."""
         if self._hrw is None:
-            self._hrw = rendezvous_weight(self.affinity, self.replica)
+            h = self.affinity.copy()
+            h.update(_rendezvous_suffix(self.replica))
+            self._hrw = int.from_bytes(h.digest(), "big")
         return self._hrw
 
 
-_Scored = tuple[_Match, float]
-
-
-def _break_ties(scored: list[_Scored], tie: Callable[[_Scored], object]) -> None:
-    """Order each run of equal ``tie`` keys in sorted ``scored`` by rendezvous weight.
+def _break_ties(rows: list[tuple[float, float, int, float]], matches: list[_Match]) -> None:
+    """Order each run of equal score and load in sorted ``rows`` by rendezvous weight.
 
     Only tied candidates need a weight, so the rest never compute one.
     """
     start = 0
-    while start < len(scored):
-        end = start + 1
-        key = tie(scored[start])
-        while end < len(scored) and tie(scored[end]) == key:
-            end += 1
+    for end in range(1, len(rows) + 1):
+        if end < len(rows) and rows[end][:2] == rows[start][:2]:
+            continue
         if end - start > 1:
-            scored[start:end] = sorted(scored[start:end], key=lambda ms: -ms[0].hrw)
+            rows[start:end] = sorted(rows[start:end], key=lambda row: -matches[row[2]].hrw)
         start = end
 
 
@@ -297,24 +316,28 @@ class Router:
         load_of = self.load
         loads = {m.replica: (None if load_of is None else _load(load_of, m.replica))
                  for m in matches}
-        fallback = all(m.hit_tokens == 0 for m in matches)
+        fallback = all(m.outcome.hit_tokens == 0 for m in matches)
         denom = max(prepared.num_tokens, 1)
-        scored: list[tuple[_Match, float]] = []
-        for m in matches:
+        rows: list[tuple[float, float, int, float]] = []  # (-score, load, position, score)
+        for i, m in enumerate(matches):
             load = loads[m.replica]
-            score = m.weighted / denom - (0.0 if load is None else self.load_weight * load)
-            scored.append((m, score))
+            score = m.outcome.weighted / denom - (
+                0.0 if load is None else self.load_weight * load)
+            rows.append((-score, load or 0.0, i, score))
         if fallback:
-            scored.sort(key=lambda ms: -ms[0].hrw)
+            rows.sort(key=lambda row: -matches[row[2]].hrw)
         else:
-            scored.sort(key=lambda ms: (-ms[1], loads[ms[0].replica] or 0.0))
-            _break_ties(scored, lambda ms: (ms[1], loads[ms[0].replica] or 0.0))
+            rows.sort()  # the position keeps equal candidates in the given order
+            _break_ties(rows, matches)
+        scored = [(matches[row[2]], row[3]) for row in rows]
         decisions = []
+        total = len(scored)
         for rank, (m, score) in enumerate(scored, 1):
-            load = loads[m.replica]
-            why = self._why(m, prepared.num_tokens, load, score, fallback, rank, len(scored))
+            load, o = loads[m.replica], m.outcome
+            why = functools.partial(self._why, m.replica, o, prepared.num_tokens, load, score,
+                                    fallback, rank, total)
             decisions.append(RouteDecision(
-                m.replica, rank, score, m.hit_tokens, m.matched, m.weighted, load, fallback, why
+                m.replica, rank, score, o.hit_tokens, o.matched, o.weighted, load, fallback, why
             ))
         return decisions
 
@@ -350,26 +373,39 @@ class Router:
 
     def _matches(self, ids: list[ReplicaId], prepared: PreparedRequest) -> list[_Match]:
         """Each candidate's match, asking the index once per scheme and group."""
-        by_scheme: dict[tuple[object, ...], list[ReplicaId]] = {}
-        schemes: dict[tuple[object, ...], ReplicaScheme] = {}
+        by_scheme: dict[int, tuple[ReplicaScheme, list[ReplicaId]]] = {}
         for rid in ids:
             scheme = self.index.scheme(rid)
-            by_scheme.setdefault(scheme.key, []).append(rid)
-            schemes[scheme.key] = scheme
+            entry = by_scheme.get(id(scheme))  # schemes are usually shared objects
+            if entry is None:
+                entry = by_scheme[id(scheme)] = (scheme, [])
+            entry[1].append(rid)
+        merged: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
+        for scheme, rids in by_scheme.values():
+            merged.setdefault(scheme.key, (scheme, []))[1].extend(rids)
         found: dict[ReplicaId, _Match] = {}
-        for key, rids in by_scheme.items():
-            scheme = schemes[key]
+        for scheme, rids in merged.values():
             keys = prepared.keys_for(scheme)
             per_group = [self.index.longest_runs(rids, gi, group_keys, self._counted)
                          for gi, group_keys in enumerate(keys.groups)]
+            outcomes: dict[tuple[Run, ...], _Outcome] = {}  # candidates with equal runs share one
+            seeded = hashlib.blake2b(keys.affinity, digest_size=8)
             for i, rid in enumerate(rids):
-                found[rid] = self._match(rid, scheme, keys, [runs[i] for runs in per_group],
-                                         prepared.num_tokens)
+                runs = tuple(group_runs[i] for group_runs in per_group)
+                outcome = outcomes.get(runs)
+                if outcome is None:
+                    outcome = outcomes[runs] = self._outcome(scheme, runs, prepared.num_tokens)
+                found[rid] = _Match(rid, outcome, seeded)
         return [found[rid] for rid in ids]
 
-    def _match(self, rid: ReplicaId, scheme: ReplicaScheme, keys: SchemeKeys,
-               runs: list[Run], num_tokens: int) -> _Match:
+    def _outcome(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Outcome:
         cap = max(num_tokens - 1, 0)
+        if len(runs) == 1 and len(runs[0]) == 1:  # one group, one medium: the usual case
+            (mask, n), = runs[0]
+            bs = scheme.groups[0].block_size
+            blocks = min(n, cap // bs)
+            weight, medium = self._mask_weight(mask)
+            return _Outcome((n,), blocks * bs, weight * blocks * bs, medium, capped=n > blocks)
         matched = tuple(sum(n for _, n in run) for run in runs)
         hit = cap
         for run_len, spec in zip(matched, scheme.groups, strict=True):
@@ -387,16 +423,15 @@ class Router:
         weighted /= len(runs)
         full = min(run_len * g.block_size
                    for run_len, g in zip(matched, scheme.groups, strict=True))
-        return _Match(rid, matched, hit, weighted, "+".join(sorted(media)),
-                      capped=full > hit, affinity=keys.affinity)
+        return _Outcome(matched, hit, weighted, "+".join(sorted(media)), capped=full > hit)
 
     @staticmethod
-    def _why(m: _Match, num_tokens: int, load: float | None, score: float,
+    def _why(replica: ReplicaId, m: _Outcome, num_tokens: int, load: float | None, score: float,
              fallback: bool, rank: int, total: int) -> str:
         load_text = "" if load is None else f", load {load:.3g}"
         if fallback:
             return (f"no candidate holds a block of this prefix: rendezvous hashing on the "
-                    f"first block key (or, under one block, a token digest) puts {m.replica} "
+                    f"first block key (or, under one block, a token digest) puts {replica} "
                     f"at {rank} of {total}{load_text}")
         blocks = "/".join(map(str, m.matched))
         if m.hit_tokens == 0:

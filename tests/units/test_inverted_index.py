@@ -17,7 +17,7 @@ ORDERS: tuple[list[int], ...] = ([*range(8)], [3, 1, 0, 2, 7, 6, 5, 4], [])
 
 
 def expected_run(index: PrefixIndex, name: str, group: int, keys: list[int],
-                 media: int) -> list[tuple[int, int]]:
+                 media: int) -> tuple[tuple[int, int], ...]:
     """The run from the replica's own entries (not the holder sets longest_runs walks)."""
     bits = index.medium_bits()
     masks = {key: sum(bits[m] for m in held) for g, key, held in index.entries(name)
@@ -31,7 +31,7 @@ def expected_run(index: PrefixIndex, name: str, group: int, keys: list[int],
             run[-1] = (mask, run[-1][1] + 1)
         else:
             run.append((mask, 1))
-    return run
+    return tuple(run)
 
 
 class RunsMachine(IndexMachine):
@@ -80,9 +80,9 @@ def test_eviction_after_many_deletions_keeps_lru_order() -> None:
     assert index.stats()["evictions"] == 2
     kept = [key for _, key, _ in index.entries("a")]
     assert kept == [*range(2502, 3997), *range(10_000, 12_502)]
-    assert index.longest_runs(["a", "b"], 0, [2501], 1) == [[], []]
-    assert index.longest_runs(["a", "b"], 0, [2502, 2503], 1) == [[(1, 2)], []]
-    assert index.longest_runs(["b", "a"], 0, [1, 2, 3], 1) == [[(1, 3)], []]
+    assert index.longest_runs(["a", "b"], 0, [2501], 1) == [(), ()]
+    assert index.longest_runs(["a", "b"], 0, [2502, 2503], 1) == [((1, 2),), ()]
+    assert index.longest_runs(["b", "a"], 0, [1, 2, 3], 1) == [((1, 3),), ()]
 
 
 def test_replicas_on_other_schemes_do_not_share_runs() -> None:
@@ -93,8 +93,8 @@ def test_replicas_on_other_schemes_do_not_share_runs() -> None:
     index.apply("a", batch(stored(5, 6, 7)))
     index.apply(ReplicaId("a", 1), batch(stored(5, 6), stored(7, medium="CPU")))
     runs = index.longest_runs(["a", ReplicaId("a", 1)], 0, [5, 6, 7, 8], 0b11)
-    assert runs == [[(1, 3)], [(1, 2), (2, 1)]]
-    assert index.longest_runs([ReplicaId("a", 1)], 0, [5, 6, 7], 0b01) == [[(1, 2)]]
+    assert runs == [((1, 3),), ((1, 2), (2, 1))]
+    assert index.longest_runs([ReplicaId("a", 1)], 0, [5, 6, 7], 0b01) == [((1, 2),)]
 
 
 @pytest.mark.parametrize("holders", [1, 16])
