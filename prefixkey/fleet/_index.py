@@ -34,6 +34,14 @@ Semantics
 * Batches for unregistered replicas are counted (``unknown_replica_batches``,
   ``unknown_replica_events``) and ignored.
 
+Layout
+------
+Inverted: per group and medium, block key -> bitmask of the replica slots
+holding it, so :meth:`PrefixIndex.longest_runs` walks a request's keys once
+for all candidates. Each replica also keeps, per group, its keys in store
+order (key -> media bitmask) for eviction, :meth:`~PrefixIndex.entries` and
+:meth:`~PrefixIndex.table`.
+
 Memory bound and eviction
 -------------------------
 One *entry* is one ``(replica, group, key)`` whatever the number of media
@@ -450,7 +458,11 @@ class PrefixIndex:
         The keys are walked once for all the replicas, narrowing the set of
         those still matching and stopping when it is empty.
         """
-        bits = [self._state(r).bit for r in replicas]
+        known = self._replicas
+        bits = []
+        for r in replicas:
+            state = known.get(r) if isinstance(r, ReplicaId) else None
+            bits.append((state or self._state(r)).bit)
         alive = 0
         for rbit in bits:
             alive |= rbit

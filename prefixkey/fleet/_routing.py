@@ -3,7 +3,9 @@
 For each candidate the request's block keys are computed under that
 replica's :class:`~prefixkey.fleet.ReplicaScheme` (once per distinct scheme
 within a call), then the index is asked for the longest run of consecutive
-blocks, from block 0, that the replica holds on some medium. Each matched
+blocks, from block 0, that the replica holds on some medium
+(``longest_runs``: once per scheme and group for all its candidates, walking
+the keys once). Each matched
 block counts with the best weight among the media holding it
 (``tier_weights``: GPU 1.0 > CPU 0.8 > STORAGE 0.5 by default; a medium
 weighted 0 does not count as a hit).
@@ -310,9 +312,9 @@ class Router:
         self, prepared: PreparedRequest, candidates: Iterable[ReplicaId | str] | None = None
     ) -> list[RouteDecision]:
         """Rank the candidates for an already hashed request (reads the index only)."""
-        ids = self._candidates(candidates)
+        schemes = self._schemes_of(candidates)
         self._refresh_weights()
-        matches = self._matches(ids, prepared)
+        matches = self._matches(schemes, prepared)
         load_of = self.load
         loads = {m.replica: (None if load_of is None else _load(load_of, m.replica))
                  for m in matches}
@@ -342,16 +344,23 @@ class Router:
         return decisions
 
     def _candidates(self, candidates: Iterable[ReplicaId | str] | None) -> list[ReplicaId]:
+        return [rid for rid, _ in self._schemes_of(candidates)]
+
+    def _schemes_of(
+        self, candidates: Iterable[ReplicaId | str] | None
+    ) -> list[tuple[ReplicaId, ReplicaScheme]]:
+        """The candidates (all registered replicas when None) and their schemes."""
         known = self.index.replicas()
         if candidates is None:
-            return list(known)
-        ids = []
+            return list(known.items())
+        out = []
         for c in candidates:
             rid = ReplicaId(c) if isinstance(c, str) else ReplicaId(*c)
-            if rid not in known:
+            scheme = known.get(rid)
+            if scheme is None:
                 raise InvalidRequestError("candidates", f"replica {rid} is not registered")
-            ids.append(rid)
-        return ids
+            out.append((rid, scheme))
+        return out
 
     def _refresh_weights(self) -> None:
         bits = self.index.medium_bits()
@@ -371,11 +380,11 @@ class Router:
             hit = self._mask_weights[mask] = (weight, name)
         return hit
 
-    def _matches(self, ids: list[ReplicaId], prepared: PreparedRequest) -> list[_Match]:
+    def _matches(self, schemes: list[tuple[ReplicaId, ReplicaScheme]],
+                 prepared: PreparedRequest) -> list[_Match]:
         """Each candidate's match, asking the index once per scheme and group."""
         by_scheme: dict[int, tuple[ReplicaScheme, list[ReplicaId]]] = {}
-        for rid in ids:
-            scheme = self.index.scheme(rid)
+        for rid, scheme in schemes:
             entry = by_scheme.get(id(scheme))  # schemes are usually shared objects
             if entry is None:
                 entry = by_scheme[id(scheme)] = (scheme, [])
@@ -396,7 +405,7 @@ class Router:
                 if outcome is None:
                     outcome = outcomes[runs] = self._outcome(scheme, runs, prepared.num_tokens)
                 found[rid] = _Match(rid, outcome, seeded)
-        return [found[rid] for rid in ids]
+        return [found[rid] for rid, _ in schemes]
 
     def _outcome(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Outcome:
         cap = max(num_tokens - 1, 0)
