@@ -283,11 +283,9 @@ class Router:
             request = replace(request, token_ids=check_token_ids(request.token_ids))
         request.check_inside(len(request.token_ids))
         prepared = PreparedRequest(len(request.token_ids), request)
-        schemes = self.index.replicas()
         hashed: dict[tuple[object, ...], list[BlockHash]] = {}
         start = time.perf_counter()
-        for rid in self._candidates(candidates):
-            scheme = schemes[rid]
+        for _, scheme in self._schemes_of(candidates):
             if scheme.key in prepared._schemes:
                 continue
             fine = hashed.get(scheme.hash_key)
@@ -342,9 +340,6 @@ class Router:
                 m.replica, rank, score, o.hit_tokens, o.matched, o.weighted, load, fallback, why
             ))
         return decisions
-
-    def _candidates(self, candidates: Iterable[ReplicaId | str] | None) -> list[ReplicaId]:
-        return [rid for rid, _ in self._schemes_of(candidates)]
 
     def _schemes_of(
         self, candidates: Iterable[ReplicaId | str] | None
