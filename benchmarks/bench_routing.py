@@ -1,28 +1,35 @@
-"""Routing latency over a synthetic PrefixIndex, apart from hashing time, and memory per block.
+"""Routing latency over a synthetic PrefixIndex as a ratio to hashing, and memory per entry.
 
 Run from the repository root:
 
-    python benchmarks/bench_routing.py            # ~1M indexed blocks (a few minutes on 2 cores)
-    python benchmarks/bench_routing.py --quick    # ~200k blocks
+    python benchmarks/bench_routing.py            # ~1M indexed entries (a few minutes on 2 cores)
+    python benchmarks/bench_routing.py --quick    # ~200k entries, 16 and 64 replicas
+    python benchmarks/bench_routing.py --big      # also 10M entries at 64 and 1024 replicas
 
-For 16 and 64 replicas the index is filled with ``--blocks`` (replica, key)
-entries through ordinary ``BlockStored`` batches: random 64-bit keys plus, per
-replica, a prefix of the benchmark request's own keys. Rows then time, for
-8k- and 32k-token prompts (block size 16, sha256, vLLM 0.31.0):
+For 16, 64, 256 and 1024 replicas the index is filled with ``--blocks``
+random (replica, key) entries through ordinary ``BlockStored`` batches, plus,
+per replica, a prefix of the benchmark request's own keys. Rows then time,
+for 8k- and 32k-token prompts (block size 16, sha256, vLLM 0.31.0):
 
 * hashing: ``Router.prepare`` (all replicas share one scheme: hashed once);
 * routing: ``Router.rank`` on the prepared request, in two layouts: each
   replica holds a random-length prefix ("mixed"), or every replica holds the
-  whole prompt ("worst": every key of every replica is looked up).
+  whole prompt ("worst": every key is walked and every candidate ties, so
+  every rendezvous weight is computed).
 
-Memory per indexed block is tracemalloc's traced growth over filling the
-16-replica index, divided by its entries. Results go to stdout and to
+The two are timed interleaved in one process (one call of each in turn) and
+``ratio`` is the median routing time over the median hashing time, so it
+does not move with the machine's load. Memory per entry is tracemalloc's
+traced growth over filling a 1M-entry index, divided by its entries, where
+each key is held by one replica (16 replicas, disjoint keys: the worst case)
+and by 16 (16 replicas holding the same keys). Results go to stdout and to
 ``--out`` (default benchmarks/ROUTING.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import platform
 import random
 import statistics
@@ -63,22 +70,55 @@ def fill(replicas: int, blocks: int, prefixes: dict[str, list[int]], seed: int =
     return index
 
 
-def timeit(fn: Callable[[], object], seconds: float) -> tuple[float, float]:
-    """Median and p99 of ``fn`` in milliseconds, repeating for about ``seconds``."""
-    fn()
-    samples: list[float] = []
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline or len(samples) < 5:
-        start = time.perf_counter()
+def interleaved(fns: list[Callable[[], object]], seconds: float) -> list[tuple[float, float]]:
+    """Median and p99 of each of ``fns`` in milliseconds, called in turn for about ``seconds``."""
+    for fn in fns:
         fn()
-        samples.append((time.perf_counter() - start) * 1e3)
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+    samples: list[list[float]] = [[] for _ in fns]
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(samples[0]) < 5:
+        for fn, out in zip(fns, samples, strict=True):
+            start = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - start) * 1e3)
+    result = []
+    for out in samples:
+        out.sort()
+        result.append((statistics.median(out), out[min(len(out) - 1, int(len(out) * 0.99))]))
+    return result
+
+
+def memory_per_entry(entries: int, holders: int) -> float:
+    """Traced bytes per (block, replica) entry of an index whose keys have ``holders`` each."""
+    rng = random.Random(3)
+    distinct = entries // holders
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        index = PrefixIndex(max_entries=entries)
+        shared = [rng.getrandbits(64) for _ in range(distinct)] if holders > 1 else []
+        for r in range(16):
+            name = f"replica-{r}"
+            index.register(name, SCHEME)
+            for start in range(r * entries // 16, (r + 1) * entries // 16, 64):
+                stop = min(start + 64, (r + 1) * entries // 16)
+                # Fresh int objects per replica, as decoded events carry them.
+                keys = (tuple(int(str(shared[i % distinct])) for i in range(start, stop))
+                        if holders > 1 else tuple(rng.getrandbits(64) for _ in range(start, stop)))
+                index.apply(name, EventBatch(0.0, (BlockStored(keys, None, (), BLOCK),)))
+        del shared
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(index) == entries, len(index)
+    return used / entries
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="200k blocks, shorter timing")
+    parser.add_argument("--quick", action="store_true", help="200k entries, 16 and 64 replicas")
+    parser.add_argument("--big", action="store_true", help="also 10M entries (64, 1024 replicas)")
     parser.add_argument("--blocks", type=int, default=None, help="indexed entries per index")
     parser.add_argument("--out", default="benchmarks/ROUTING.md")
     args = parser.parse_args()
@@ -94,49 +134,52 @@ def main() -> None:
         print(text, flush=True)
         lines.append(text)
 
-    report("| replicas | indexed blocks | prompt tokens | layout | hashing ms (median) "
-           "| routing ms (median) | routing ms (p99) | fill s |")
-    report("|---|---|---|---|---|---|---|---|")
-    memory_per_block = 0.0
-    for replicas in (16, 64):
-        for n, request in prompts.items():
-            prefix = keys[n]
-            for layout in ("mixed", "worst"):
-                lengths = {f"replica-{r}": (len(prefix) if layout == "worst"
-                                            else rng.randrange(len(prefix) + 1))
-                           for r in range(replicas)}
-                own = {name: prefix[:length] for name, length in lengths.items()}
-                measure = replicas == 16 and n == 8192 and layout == "mixed"
-                if measure:
-                    tracemalloc.start()
-                    before = tracemalloc.get_traced_memory()[0]
-                start = time.perf_counter()
-                index = fill(replicas, blocks, own)
-                fill_s = time.perf_counter() - start
-                if measure:
-                    memory_per_block = (tracemalloc.get_traced_memory()[0] - before) / len(index)
-                    tracemalloc.stop()
-                router = Router(index)
-                hash_ms, _ = timeit(partial(router.prepare, request), seconds / 2)
-                prepared = router.prepare(request)
-                route_ms, route_p99 = timeit(partial(router.rank, prepared), seconds)
-                report(f"| {replicas} | {len(index):,} | {n:,} | {layout} | {hash_ms:.2f} "
-                       f"| {route_ms:.2f} | {route_p99:.2f} | {fill_s:.1f} |")
-                del index, router, prepared
+    report("| replicas | indexed entries | prompt tokens | layout | hashing ms (median) "
+           "| routing ms (median) | routing ms (p99) | ratio | fill s |")
+    report("|---|---|---|---|---|---|---|---|---|")
+    configs = [(r, blocks, n) for r in ((16, 64) if args.quick else (16, 64, 256, 1024))
+               for n in prompts]
+    if args.big:
+        configs += [(r, 10_000_000, 32768) for r in (64, 1024)]
+    for replicas, size, n in configs:
+        request, prefix = prompts[n], keys[n]
+        for layout in ("mixed", "worst"):
+            lengths = {f"replica-{r}": (len(prefix) if layout == "worst"
+                                        else rng.randrange(len(prefix) + 1))
+                       for r in range(replicas)}
+            own = {name: prefix[:length] for name, length in lengths.items()}
+            start = time.perf_counter()
+            index = fill(replicas, size, own)
+            fill_s = time.perf_counter() - start
+            router = Router(index)
+            prepared = router.prepare(request)
+            (hash_ms, _), (route_ms, route_p99) = interleaved(
+                [partial(router.prepare, request), partial(router.rank, prepared)], seconds)
+            report(f"| {replicas} | {len(index):,} | {n:,} | {layout} | {hash_ms:.2f} "
+                   f"| {route_ms:.2f} | {route_p99:.2f} | {route_ms / hash_ms:.2f} "
+                   f"| {fill_s:.1f} |")
+            del index, router, prepared
+            gc.collect()
     report("")
-    report(f"Memory per indexed block (16 replicas, {blocks:,} entries, tracemalloc): "
-           f"{memory_per_block:.0f} bytes")
+    for holders in (1, 16):
+        per_entry = memory_per_entry(blocks, holders)
+        report(f"Memory per (block, replica) entry, {blocks:,} entries over 16 replicas, "
+               f"each key held by {holders} (tracemalloc): {per_entry:.0f} bytes")
     header = [
         "# Routing benchmark",
         "",
-        f"`python benchmarks/bench_routing.py{' --quick' if args.quick else ''}` on "
+        f"`python benchmarks/bench_routing.py{' --quick' if args.quick else ''}"
+        f"{' --big' if args.big else ''}` on "
         f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}. Block size 16, sha256, vLLM 0.31.0 scheme, int events.",
         "",
         "Hashing is `Router.prepare` (one scheme shared by all replicas, so one hash per "
-        "request); routing is `Router.rank` on the prepared request. `mixed`: each replica "
-        "holds a random-length prefix of the prompt; `worst`: every replica holds all of it. "
-        "`fill s` is the time to apply the BlockStored batches that build the index.",
+        "request); routing is `Router.rank` on the prepared request, timed interleaved with "
+        "hashing in one process; `ratio` is routing over hashing (medians). `mixed`: each "
+        "replica holds a random-length prefix of the prompt; `worst`: every replica holds all "
+        "of it (so every candidate ties and every rendezvous weight is computed). "
+        "`indexed entries` counts the prompt prefixes too. `fill s` is the time to apply the "
+        "BlockStored batches that build the index.",
         "",
     ]
     Path(args.out).write_text("\n".join(header + lines) + "\n")

@@ -34,6 +34,14 @@ Semantics
 * Batches for unregistered replicas are counted (``unknown_replica_batches``,
   ``unknown_replica_events``) and ignored.
 
+Layout
+------
+Inverted: per group and medium, block key -> bitmask of the replica slots
+holding it, so :meth:`PrefixIndex.longest_runs` walks a request's keys once
+for all candidates. Each replica also keeps, per group, its keys in store
+order (key -> media bitmask) for eviction, :meth:`~PrefixIndex.entries` and
+:meth:`~PrefixIndex.table`.
+
 Memory bound and eviction
 -------------------------
 One *entry* is one ``(replica, group, key)`` whatever the number of media
@@ -50,9 +58,10 @@ triggers: vLLM's own BlockRemoved events keep the index exact.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final, Literal, NamedTuple
 
 from ..core import ERAS, BlockHash, Hasher, block_hash_to_int64, group_block_hashes
@@ -191,14 +200,37 @@ class ReplicaScheme:
         return tuple(out)
 
 
-_Table = OrderedDict[EventHash, int]  # key -> bitmask of media holding it
+class _Table:
+    """One replica group's keys, each mapped to a media bitmask, least recently stored first.
+
+    A plain dict kept in store order (a refresh deletes and re-inserts): half
+    the memory of an OrderedDict. Deleting leaves holes that ``next(iter())``
+    scans past, so eviction (which takes the first key) compacts the dict once
+    the deletions since the last compaction pass ``8 * sqrt(len) + 1024``:
+    both the scan and the copy stay O(sqrt(len)) per eviction, amortised.
+    """
+
+    __slots__ = ("deleted", "keys")
+
+    def __init__(self) -> None:
+        self.keys: dict[EventHash, int] = {}
+        self.deleted = 0
+
+    def oldest(self) -> EventHash:
+        keys = self.keys
+        if self.deleted > 8 * math.isqrt(len(keys)) + 1024:
+            keys = self.keys = dict(keys)  # a copy of a dict with holes is compact
+            self.deleted = 0
+        return next(iter(keys))
 
 
 class _Replica:
-    __slots__ = ("count", "last_ts", "scheme", "tables")
+    __slots__ = ("bit", "count", "last_ts", "scheme", "slot", "tables")
 
-    def __init__(self, scheme: ReplicaScheme) -> None:
+    def __init__(self, scheme: ReplicaScheme, slot: int) -> None:
         self.scheme = scheme
+        self.slot = slot
+        self.bit = 1 << slot  # one shared int: the holder set of keys only this replica holds
         self.tables: dict[int, _Table] = {}
         self.count = 0
         self.last_ts: float | None = None
@@ -210,6 +242,13 @@ _COUNTERS: Final = (
     "out_of_order_batches",
 )
 
+#: A leading run, run-length encoded: ``(media mask, number of keys)`` segments.
+Run = tuple[tuple[int, int], ...]
+
+
+#: Per KV-cache group, per medium bit: block key -> bitmask of the replica slots holding it.
+_Holders = dict[int, dict[int, dict[EventHash, int]]]
+
 
 class PrefixIndex:
     """Block keys per replica, KV-cache group and medium, bounded to ``max_entries``."""
@@ -219,6 +258,8 @@ class PrefixIndex:
             raise InvalidRequestError("max_entries", f"must be an int >= 1, got {max_entries!r}")
         self.max_entries = max_entries
         self._replicas: dict[ReplicaId, _Replica] = {}
+        self._free_slots: list[int] = []
+        self._holders: _Holders = {}
         self._size = 0
         self._counters = dict.fromkeys(_COUNTERS, 0)
         self._medium_bits: dict[str, int] = {"GPU": 1, "CPU": 2, "STORAGE": 4}
@@ -234,7 +275,8 @@ class PrefixIndex:
         if state is not None and state.scheme.key != scheme.key:
             self._clear(state)
         if state is None:
-            self._replicas[rid] = _Replica(scheme)
+            slot = self._free_slots.pop() if self._free_slots else len(self._replicas)
+            self._replicas[rid] = _Replica(scheme, slot)
         else:
             state.scheme = scheme
         return rid
@@ -245,7 +287,8 @@ class PrefixIndex:
         if state is None:
             return 0
         dropped = state.count
-        self._size -= dropped
+        self._clear(state)
+        self._free_slots.append(state.slot)
         return dropped
 
     def replicas(self) -> dict[ReplicaId, ReplicaScheme]:
@@ -300,59 +343,96 @@ class PrefixIndex:
         self._counters["hash_type_mismatches"] += len(hashes) - len(keys)
         return keys
 
+    def _holders_of(self, group: int, bit: int) -> dict[EventHash, int]:
+        media = self._holders.get(group)
+        if media is None:
+            media = self._holders[group] = {}
+        holders = media.get(bit)
+        if holders is None:
+            holders = media[bit] = {}
+        return holders
+
+    def _drop(self, group: int, key: EventHash, mask: int, rbit: int) -> None:
+        """Take replica ``rbit`` out of ``key``'s holders on every medium of ``mask``."""
+        media = self._holders[group]
+        for bit, holders in media.items():
+            if mask & bit:
+                rest = holders[key] & ~rbit
+                if rest:
+                    holders[key] = rest
+                else:
+                    del holders[key]
+
     def _store(self, state: _Replica, event: BlockStored) -> None:
         bit = self._bit(event.medium)
         group = event.group_idx or 0
         table = state.tables.get(group)
         if table is None:
-            table = state.tables[group] = OrderedDict()
+            table = state.tables[group] = _Table()
+        holders = self._holders_of(group, bit)
+        rbit = state.bit
         c = self._counters
         for key in reversed(self._keys(state, event.block_hashes)):  # tail first
-            mask = table.get(key)
+            keys = table.keys  # eviction may compact (replace) it
+            mask = keys.get(key)
             if mask is None:
                 if self._size >= self.max_entries:
                     self._evict_one()
-                table[key] = bit
+                    keys = table.keys
+                keys[key] = bit
                 state.count += 1
                 self._size += 1
                 c["stores"] += 1
             else:
-                table.move_to_end(key)
+                del keys[key]  # re-inserted last: most recently stored
+                table.deleted += 1
+                keys[key] = mask | bit
                 if mask & bit:
                     c["refreshes"] += 1
-                else:
-                    table[key] = mask | bit
-                    c["stores"] += 1
+                    continue
+                c["stores"] += 1
+            held = holders.get(key)
+            # The replica's own bit object when alone: no int allocated per entry.
+            holders[key] = rbit if held is None else held | rbit
 
     def _remove(self, state: _Replica, event: BlockRemoved) -> None:
         bit = self._bit(event.medium)
-        table = state.tables.get(event.group_idx or 0)
+        group = event.group_idx or 0
+        table = state.tables.get(group)
         c = self._counters
         for key in self._keys(state, event.block_hashes):
-            mask = None if table is None else table.get(key)
+            mask = None if table is None else table.keys.get(key)
             if mask is None or not mask & bit:
                 c["removes_missing"] += 1
                 continue
             assert table is not None
             c["removes"] += 1
+            self._drop(group, key, bit, state.bit)
             mask &= ~bit
             if mask:
-                table[key] = mask
+                table.keys[key] = mask
             else:
-                del table[key]
+                del table.keys[key]
+                table.deleted += 1
                 state.count -= 1
                 self._size -= 1
 
     def _clear(self, state: _Replica) -> None:
+        rbit = state.bit
+        for group, table in state.tables.items():
+            for key, mask in table.keys.items():
+                self._drop(group, key, mask, rbit)
         self._size -= state.count
         state.count = 0
         state.tables = {}
 
     def _evict_one(self) -> None:
         state = max(self._replicas.values(), key=lambda s: s.count)
-        group = max(state.tables, key=lambda g: len(state.tables[g]))
+        group = max(state.tables, key=lambda g: len(state.tables[g].keys))
         table = state.tables[group]
-        table.popitem(last=False)  # an emptied table stays, so callers' references hold
+        key = table.oldest()
+        self._drop(group, key, table.keys.pop(key), state.bit)
+        table.deleted += 1
         state.count -= 1
         self._size -= 1
         self._counters["evictions"] += 1
@@ -366,9 +446,89 @@ class PrefixIndex:
             raise UnknownReplicaError(f"replica {rid} is not registered")
         return state
 
+    def longest_runs(
+        self, replicas: Sequence[ReplicaId | str], group: int, keys: Sequence[EventHash],
+        media: int,
+    ) -> list[Run]:
+        """Per replica, the leading run of ``keys`` it holds in ``group`` on ``media``.
+
+        ``media`` is a bitmask of :meth:`medium_bits`; a key held only on
+        other media ends the run. Each run is run-length encoded: ``(mask,
+        count)`` pairs, ``mask`` the media of ``media`` holding the keys.
+        The keys are walked once for all the replicas, narrowing the set of
+        those still matching and stopping when it is empty.
+        """
+        known = self._replicas
+        bits = []
+        for r in replicas:
+            state = known.get(r) if isinstance(r, ReplicaId) else None
+            bits.append((state or self._state(r)).bit)
+        alive = 0
+        for rbit in bits:
+            alive |= rbit
+        maps = [(bit, holders) for bit, holders in self._holders.get(group, {}).items()
+                if bit & media and holders]
+        length: dict[int, int] = {}  # replica bit -> run length, once its run ended
+        walked = 0
+        if len(maps) == 1:  # one medium in use: only the run lengths to find
+            get = maps[0][1].get
+            for walked, held in enumerate(map(get, keys)):
+                if held is None:
+                    break
+                still = alive & held
+                if still != alive:
+                    _ended(alive & ~held, walked, length)
+                    alive = still
+                    if not alive:
+                        break
+            else:
+                walked = len(keys)
+            _ended(alive, walked, length)
+            only = maps[0][0]
+            return [((only, n),) if (n := length[b]) else () for b in bits]
+        return self._runs_over_media(bits, alive, maps, keys)
+
+    @staticmethod
+    def _runs_over_media(bits: list[int], alive: int, maps: list[tuple[int, dict[EventHash, int]]],
+                         keys: Sequence[EventHash]) -> list[Run]:
+        """:meth:`longest_runs` with several media: a replica's segment changes with its mask."""
+        runs: dict[int, list[tuple[int, int]]] = {b: [] for b in bits}
+        opened: dict[int, tuple[int, int]] = {}  # replica bit -> (mask, start) of its segment
+        last = [0] * len(maps)
+        i = 0
+        for i, key in enumerate(keys):
+            now = [holders.get(key, 0) & alive for _, holders in maps]
+            held = 0
+            for b in now:
+                held |= b
+            ended = alive & ~held
+            changed = 0
+            for b, before in zip(now, last, strict=True):
+                changed |= b ^ before
+            changed &= held
+            for rbit in _bits_of(ended | changed) if ended | changed else ():
+                seg = opened.pop(rbit, None)
+                if seg is not None:
+                    runs[rbit].append((seg[0], i - seg[1]))
+                if rbit & held:
+                    mask = 0
+                    for (mbit, _), b in zip(maps, now, strict=True):
+                        if b & rbit:
+                            mask |= mbit
+                    opened[rbit] = (mask, i)
+            alive, last = held, now
+            if not alive:
+                break
+        else:
+            i = len(keys)
+        for rbit, (mask, first) in opened.items():
+            runs[rbit].append((mask, i - first))
+        return [tuple(runs[b]) for b in bits]
+
     def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]:
         """A replica group's keys, each mapped to a media bitmask (read-only use)."""
-        return self._state(replica).tables.get(group) or _EMPTY
+        table = self._state(replica).tables.get(group)
+        return _EMPTY if table is None else table.keys
 
     def medium_bits(self) -> dict[str, int]:
         """The bit of each medium seen so far (``GPU``, ``CPU``, ``STORAGE`` preassigned)."""
@@ -383,7 +543,7 @@ class PrefixIndex:
         """Every ``(group, key, media)`` of a replica, least recently stored first."""
         state = self._state(replica)
         for group, table in state.tables.items():
-            for key, mask in table.items():
+            for key, mask in table.keys.items():
                 yield group, key, frozenset(n for n, b in self._medium_bits.items() if mask & b)
 
     def replica_size(self, replica: ReplicaId | str) -> int:
@@ -398,7 +558,33 @@ class PrefixIndex:
                 "replicas": len(self._replicas)}
 
 
-_EMPTY: Final[Mapping[EventHash, int]] = OrderedDict()
+def _bits_of(mask: int) -> Iterator[int]:
+    while mask:
+        low = mask & -mask
+        yield low
+        mask ^= low
+
+
+def _ended(mask: int, at: int, length: dict[int, int]) -> None:
+    for rbit in _bits_of(mask):
+        length[rbit] = at
+
+
+def runs_in_table(table: Mapping[EventHash, int], keys: Sequence[EventHash], media: int) -> Run:
+    """:meth:`PrefixIndex.longest_runs` for one replica, from its table (other backends)."""
+    run: list[tuple[int, int]] = []
+    for key in keys:
+        mask = table.get(key, 0) & media
+        if not mask:
+            break
+        if run and run[-1][0] == mask:
+            run[-1] = (mask, run[-1][1] + 1)
+        else:
+            run.append((mask, 1))
+    return tuple(run)
+
+
+_EMPTY: Final[Mapping[EventHash, int]] = MappingProxyType({})
 
 
 def as_replica_id(replica: ReplicaId | str) -> ReplicaId:

@@ -69,8 +69,10 @@ from ._index import (
     PrefixIndex,
     ReplicaId,
     ReplicaScheme,
+    Run,
     UnknownReplicaError,
     as_replica_id,
+    runs_in_table,
 )
 from ._routing import PreparedRequest, RouteDecision, Router
 
@@ -105,6 +107,8 @@ class PrefixIndexBackend(Protocol):
     def scheme(self, replica: ReplicaId | str) -> ReplicaScheme: ...
     def apply(self, replica: ReplicaId | str, batch: EventBatch) -> None: ...
     def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]: ...
+    def longest_runs(self, replicas: Sequence[ReplicaId | str], group: int,
+                     keys: Sequence[EventHash], media: int) -> list[Run]: ...
     def medium_bits(self) -> dict[str, int]: ...
     def media(self, replica: ReplicaId | str, key: EventHash,
               group: int = 0) -> frozenset[str]: ...
@@ -532,6 +536,11 @@ class RedisPrefixIndex:
         rid = as_replica_id(replica)
         return _RedisTable(self, rid, group, self.scheme(rid).publishes)
 
+    def longest_runs(self, replicas: Sequence[ReplicaId | str], group: int,
+                     keys: Sequence[EventHash], media: int) -> list[Run]:
+        """:meth:`PrefixIndex.longest_runs`, over :meth:`table` (a round trip a key walked)."""
+        return [runs_in_table(self.table(r, group), keys, media) for r in replicas]
+
     def medium_bits(self) -> dict[str, int]:
         """The bit of each medium seen so far (``GPU``, ``CPU``, ``STORAGE`` preassigned)."""
         raw = self._r.hgetall(f"{self.namespace}:media")
@@ -705,6 +714,10 @@ class IndexSnapshot:
 
     def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]:
         return self._tables.get((as_replica_id(replica), group), {})
+
+    def longest_runs(self, replicas: Sequence[ReplicaId | str], group: int,
+                     keys: Sequence[EventHash], media: int) -> list[Run]:
+        return [runs_in_table(self.table(r, group), keys, media) for r in replicas]
 
     def medium_bits(self) -> dict[str, int]:
         return dict(self._bits)

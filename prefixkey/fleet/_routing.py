@@ -3,7 +3,9 @@
 For each candidate the request's block keys are computed under that
 replica's :class:`~prefixkey.fleet.ReplicaScheme` (once per distinct scheme
 within a call), then the index is asked for the longest run of consecutive
-blocks, from block 0, that the replica holds on some medium. Each matched
+blocks, from block 0, that the replica holds on some medium
+(``longest_runs``: once per scheme and group for all its candidates, walking
+the keys once). Each matched
 block counts with the best weight among the media holding it
 (``tier_weights``: GPU 1.0 > CPU 0.8 > STORAGE 0.5 by default; a medium
 weighted 0 does not count as a hit).
@@ -29,17 +31,18 @@ index, and :meth:`PreparedRequest.add_keys` accepts keys computed elsewhere.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Final
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
 from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ..events import EventHash
-from ._index import PrefixIndex, ReplicaId, ReplicaScheme
+from ._index import PrefixIndex, ReplicaId, ReplicaScheme, Run
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",
@@ -54,8 +57,6 @@ __all__ = [
 
 #: Weight of a block hit per storage medium (media not listed: ``other_tier_weight``).
 DEFAULT_TIER_WEIGHTS: Final[Mapping[str, float]] = {"GPU": 1.0, "CPU": 0.8, "STORAGE": 0.5}
-
-_CHUNK: Final = 128
 
 #: A replica's load, in the caller's units (e.g. utilisation in [0, 1]).
 LoadFn = Callable[[ReplicaId], float]
@@ -95,8 +96,13 @@ def affinity_digest(request: Request) -> bytes:
 def rendezvous_weight(affinity: bytes, replica: ReplicaId) -> int:
     """Highest-random-weight hashing: the weight of ``replica`` for ``affinity``."""
     h = hashlib.blake2b(affinity, digest_size=8)
-    h.update(b"\x00" + replica.name.encode() + b"\x00" + str(replica.dp_rank).encode())
+    h.update(_rendezvous_suffix(replica))
     return int.from_bytes(h.digest(), "big")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _rendezvous_suffix(replica: ReplicaId) -> bytes:
+    return b"\x00" + replica.name.encode() + b"\x00" + str(replica.dp_rank).encode()
 
 
 def _affinity_of_key(key: BlockHash) -> bytes:
@@ -180,18 +186,58 @@ class RouteDecision:
     load: float | None
     #: True when no candidate held anything and the order is rendezvous hashing.
     fallback: bool
-    why: str
+    #: The explanation, or what builds it on first read of :attr:`why` (most never are).
+    _why: str | Callable[[], str] = field(repr=False, compare=False)
+
+    @property
+    def why(self) -> str:
+        """Why the candidate is at this rank, in words."""
+        why = self._why
+        return why if isinstance(why, str) else why()
 
 
-@dataclass(slots=True)
-class _Match:
-    replica: ReplicaId
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a leading run is worth: shared by the candidates with the same runs."""
+
     matched: tuple[int, ...]
     hit_tokens: int
     weighted: float
     media: str
     capped: bool
-    hrw: int
+
+
+class _Match:
+    __slots__ = ("_hrw", "affinity", "outcome", "replica")
+
+    def __init__(self, replica: ReplicaId, outcome: _Outcome, affinity: Any) -> None:
+        self.replica = replica
+        self.outcome = outcome
+        self.affinity = affinity  # blake2b seeded with the affinity key, shared per scheme
+        self._hrw: int | None = None
+
+    @property
+    def hrw(self) -> int:
+        """:func:`rendezvous_weight`, computed on first use (ties and fallback only)."""
+        if self._hrw is None:
+            h = self.affinity.copy()
+            h.update(_rendezvous_suffix(self.replica))
+            self._hrw = int.from_bytes(h.digest(), "big")
+        return self._hrw
+
+
+def _break_ties(rows: list[tuple[float, float, int, float]], matches: list[_Match]) -> None:
+    """Order each run of equal score and load in sorted ``rows`` by rendezvous weight.
+
+    Only tied candidates need a weight, so the rest never compute one.
+    """
+    start = 0
+    for end in range(1, len(rows) + 1):
+        if end < len(rows) and rows[end][:2] == rows[start][:2]:
+            continue
+        if end - start > 1:
+            rows[start:end] = sorted(rows[start:end], key=lambda row: -matches[row[2]].hrw)
+        start = end
 
 
 class Router:
@@ -221,6 +267,7 @@ class Router:
         self.load_weight = float(load_weight)
         self._mask_weights: dict[int, tuple[float, str]] = {}
         self._bit_weights: list[tuple[int, float, str]] = []
+        self._counted = 0  # bits of the media with a positive weight: those that hit
         self._bits_seen = -1
 
     # -- hashing ------------------------------------------------------------
@@ -236,11 +283,9 @@ class Router:
             request = replace(request, token_ids=check_token_ids(request.token_ids))
         request.check_inside(len(request.token_ids))
         prepared = PreparedRequest(len(request.token_ids), request)
-        schemes = self.index.replicas()
         hashed: dict[tuple[object, ...], list[BlockHash]] = {}
         start = time.perf_counter()
-        for rid in self._candidates(candidates):
-            scheme = schemes[rid]
+        for _, scheme in self._schemes_of(candidates):
             if scheme.key in prepared._schemes:
                 continue
             fine = hashed.get(scheme.hash_key)
@@ -265,43 +310,52 @@ class Router:
         self, prepared: PreparedRequest, candidates: Iterable[ReplicaId | str] | None = None
     ) -> list[RouteDecision]:
         """Rank the candidates for an already hashed request (reads the index only)."""
-        ids = self._candidates(candidates)
+        schemes = self._schemes_of(candidates)
         self._refresh_weights()
-        matches = [self._match(rid, prepared) for rid in ids]
+        matches = self._matches(schemes, prepared)
         load_of = self.load
         loads = {m.replica: (None if load_of is None else _load(load_of, m.replica))
                  for m in matches}
-        fallback = all(m.hit_tokens == 0 for m in matches)
+        fallback = all(m.outcome.hit_tokens == 0 for m in matches)
         denom = max(prepared.num_tokens, 1)
-        scored: list[tuple[_Match, float]] = []
-        for m in matches:
+        rows: list[tuple[float, float, int, float]] = []  # (-score, load, position, score)
+        for i, m in enumerate(matches):
             load = loads[m.replica]
-            score = m.weighted / denom - (0.0 if load is None else self.load_weight * load)
-            scored.append((m, score))
+            score = m.outcome.weighted / denom - (
+                0.0 if load is None else self.load_weight * load)
+            rows.append((-score, load or 0.0, i, score))
         if fallback:
-            scored.sort(key=lambda ms: -ms[0].hrw)
+            rows.sort(key=lambda row: -matches[row[2]].hrw)
         else:
-            scored.sort(key=lambda ms: (-ms[1], loads[ms[0].replica] or 0.0, -ms[0].hrw))
+            rows.sort()  # the position keeps equal candidates in the given order
+            _break_ties(rows, matches)
+        scored = [(matches[row[2]], row[3]) for row in rows]
         decisions = []
+        total = len(scored)
         for rank, (m, score) in enumerate(scored, 1):
-            load = loads[m.replica]
-            why = self._why(m, prepared.num_tokens, load, score, fallback, rank, len(scored))
+            load, o = loads[m.replica], m.outcome
+            why = functools.partial(self._why, m.replica, o, prepared.num_tokens, load, score,
+                                    fallback, rank, total)
             decisions.append(RouteDecision(
-                m.replica, rank, score, m.hit_tokens, m.matched, m.weighted, load, fallback, why
+                m.replica, rank, score, o.hit_tokens, o.matched, o.weighted, load, fallback, why
             ))
         return decisions
 
-    def _candidates(self, candidates: Iterable[ReplicaId | str] | None) -> list[ReplicaId]:
+    def _schemes_of(
+        self, candidates: Iterable[ReplicaId | str] | None
+    ) -> list[tuple[ReplicaId, ReplicaScheme]]:
+        """The candidates (all registered replicas when None) and their schemes."""
         known = self.index.replicas()
         if candidates is None:
-            return list(known)
-        ids = []
+            return list(known.items())
+        out = []
         for c in candidates:
             rid = ReplicaId(c) if isinstance(c, str) else ReplicaId(*c)
-            if rid not in known:
+            scheme = known.get(rid)
+            if scheme is None:
                 raise InvalidRequestError("candidates", f"replica {rid} is not registered")
-            ids.append(rid)
-        return ids
+            out.append((rid, scheme))
+        return out
 
     def _refresh_weights(self) -> None:
         bits = self.index.medium_bits()
@@ -310,6 +364,7 @@ class Router:
         self._bits_seen = len(bits)
         self._bit_weights = [(bit, self.tier_weights.get(name, self.other_tier_weight), name)
                              for name, bit in bits.items()]
+        self._counted = sum(bit for bit, weight, _ in self._bit_weights if weight > 0)
         self._mask_weights = {}
 
     def _mask_weight(self, mask: int) -> tuple[float, str]:
@@ -320,52 +375,67 @@ class Router:
             hit = self._mask_weights[mask] = (weight, name)
         return hit
 
-    def _leading(self, table: Mapping[EventHash, int], keys: Sequence[EventHash]) -> list[int]:
-        """Media masks of the leading run of ``keys`` held with a positive tier weight."""
-        get = table.get
-        masks: list[int] = []
-        for start in range(0, len(keys), _CHUNK):  # dict lookups at C speed, chunk by chunk
-            chunk = list(map(get, keys[start : start + _CHUNK]))
-            if None in chunk:
-                masks += chunk[: chunk.index(None)]  # type: ignore[arg-type]
-                break
-            masks += chunk  # type: ignore[arg-type]
-        zero = {m for m in set(masks) if self._mask_weight(m)[0] <= 0.0}
-        if zero:  # a medium weighted 0 does not count: the run ends there
-            masks = masks[: next(i for i, m in enumerate(masks) if m in zero)]
-        return masks
+    def _matches(self, schemes: list[tuple[ReplicaId, ReplicaScheme]],
+                 prepared: PreparedRequest) -> list[_Match]:
+        """Each candidate's match, asking the index once per scheme and group."""
+        by_scheme: dict[int, tuple[ReplicaScheme, list[ReplicaId]]] = {}
+        for rid, scheme in schemes:
+            entry = by_scheme.get(id(scheme))  # schemes are usually shared objects
+            if entry is None:
+                entry = by_scheme[id(scheme)] = (scheme, [])
+            entry[1].append(rid)
+        merged: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
+        for scheme, rids in by_scheme.values():
+            merged.setdefault(scheme.key, (scheme, []))[1].extend(rids)
+        found: dict[ReplicaId, _Match] = {}
+        for scheme, rids in merged.values():
+            keys = prepared.keys_for(scheme)
+            per_group = [self.index.longest_runs(rids, gi, group_keys, self._counted)
+                         for gi, group_keys in enumerate(keys.groups)]
+            outcomes: dict[tuple[Run, ...], _Outcome] = {}  # candidates with equal runs share one
+            seeded = hashlib.blake2b(keys.affinity, digest_size=8)
+            for i, rid in enumerate(rids):
+                runs = tuple(group_runs[i] for group_runs in per_group)
+                outcome = outcomes.get(runs)
+                if outcome is None:
+                    outcome = outcomes[runs] = self._outcome(scheme, runs, prepared.num_tokens)
+                found[rid] = _Match(rid, outcome, seeded)
+        return [found[rid] for rid, _ in schemes]
 
-    def _match(self, rid: ReplicaId, prepared: PreparedRequest) -> _Match:
-        scheme = self.index.scheme(rid)
-        keys = prepared.keys_for(scheme)
-        cap = max(prepared.num_tokens - 1, 0)
-        runs = [self._leading(self.index.table(rid, gi), group_keys)
-                for gi, group_keys in enumerate(keys.groups)]
-        matched = tuple(map(len, runs))
+    def _outcome(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Outcome:
+        cap = max(num_tokens - 1, 0)
+        if len(runs) == 1 and len(runs[0]) == 1:  # one group, one medium: the usual case
+            (mask, n), = runs[0]
+            bs = scheme.groups[0].block_size
+            blocks = min(n, cap // bs)
+            weight, medium = self._mask_weight(mask)
+            return _Outcome((n,), blocks * bs, weight * blocks * bs, medium, capped=n > blocks)
+        matched = tuple(sum(n for _, n in run) for run in runs)
         hit = cap
-        for run, spec in zip(matched, scheme.groups, strict=True):
-            hit = min(hit, min(run, cap // spec.block_size) * spec.block_size)
+        for run_len, spec in zip(matched, scheme.groups, strict=True):
+            hit = min(hit, min(run_len, cap // spec.block_size) * spec.block_size)
         hit -= hit % math.lcm(*(g.block_size for g in scheme.groups))
         weighted = 0.0
         media: set[str] = set()
-        for masks, g in zip(runs, scheme.groups, strict=True):
-            used = masks[: hit // g.block_size]
-            for mask in set(masks):  # a handful of distinct masks: count them at C speed
-                weight, medium = self._mask_weights[mask]
-                weighted += weight * used.count(mask) * g.block_size
+        for run, g in zip(runs, scheme.groups, strict=True):
+            used = hit // g.block_size  # blocks of the run vLLM would reuse
+            for mask, n in run:
+                weight, medium = self._mask_weight(mask)
+                weighted += weight * min(n, max(used, 0)) * g.block_size
+                used -= n
                 media.add(medium)
         weighted /= len(runs)
-        full = min(run * g.block_size for run, g in zip(matched, scheme.groups, strict=True))
-        return _Match(rid, matched, hit, weighted, "+".join(sorted(media)),
-                      capped=full > hit, hrw=rendezvous_weight(keys.affinity, rid))
+        full = min(run_len * g.block_size
+                   for run_len, g in zip(matched, scheme.groups, strict=True))
+        return _Outcome(matched, hit, weighted, "+".join(sorted(media)), capped=full > hit)
 
     @staticmethod
-    def _why(m: _Match, num_tokens: int, load: float | None, score: float,
+    def _why(replica: ReplicaId, m: _Outcome, num_tokens: int, load: float | None, score: float,
              fallback: bool, rank: int, total: int) -> str:
         load_text = "" if load is None else f", load {load:.3g}"
         if fallback:
             return (f"no candidate holds a block of this prefix: rendezvous hashing on the "
-                    f"first block key (or, under one block, a token digest) puts {m.replica} "
+                    f"first block key (or, under one block, a token digest) puts {replica} "
                     f"at {rank} of {total}{load_text}")
         blocks = "/".join(map(str, m.matched))
         if m.hit_tokens == 0:

@@ -1,0 +1,123 @@
+"""The inverted layout: runs found by walking the keys once agree with the per-replica tables."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import invariant, rule
+from index_events import batch, removed, stored
+from test_index import H16, IndexMachine
+
+from prefixkey.events import EventHash
+from prefixkey.fleet import PrefixIndex, ReplicaId, ReplicaScheme, UnknownReplicaError
+
+ORDERS: tuple[list[int], ...] = ([*range(8)], [3, 1, 0, 2, 7, 6, 5, 4], [])
+
+
+def expected_run(index: PrefixIndex, name: str, group: int, keys: list[int],
+                 media: int) -> tuple[tuple[int, int], ...]:
+    """The run from the replica's own entries (not the holder sets longest_runs walks)."""
+    bits = index.medium_bits()
+    masks = {key: sum(bits[m] for m in held) for g, key, held in index.entries(name)
+             if g == group}
+    run: list[tuple[int, int]] = []
+    for key in keys:
+        mask = masks.get(key, 0) & media
+        if not mask:
+            break
+        if run and run[-1][0] == mask:
+            run[-1] = (mask, run[-1][1] + 1)
+        else:
+            run.append((mask, 1))
+    return tuple(run)
+
+
+class RunsMachine(IndexMachine):
+    """The index state machine, also checking every replica's run for a few key orders."""
+
+    @rule(name=st.sampled_from(["a", "b"]))
+    def remove_for_good(self, name: str) -> None:
+        # Its slot is reused by the next registration: no holder bit may survive.
+        self.index.remove_replica(name)
+        self.index.register(name + "2", ReplicaScheme(H16))
+        self.index.remove_replica(name + "2")
+        self.index.register(name, ReplicaScheme(H16))
+        for k in [k for k in self.model if k[0] == name]:
+            del self.model[k]
+
+    @invariant()
+    def runs_match_tables(self) -> None:
+        names = sorted(self.registered)
+        for media in (0b111, 0b001, 0b101, 0b010):
+            for group in (0, 1, 2):
+                for keys in ORDERS:
+                    got = self.index.longest_runs(names, group, keys, media)
+                    assert got == [expected_run(self.index, n, group, keys, media)
+                                   for n in names]
+
+
+TestRunsMachine = RunsMachine.TestCase
+
+
+def test_unknown_replica_in_longest_runs() -> None:
+    index = PrefixIndex()
+    with pytest.raises(UnknownReplicaError):
+        index.longest_runs(["ghost"], 0, [1], 1)
+
+
+def test_eviction_after_many_deletions_keeps_lru_order() -> None:
+    # Enough removals at the front of the table that eviction compacts it first.
+    index = PrefixIndex(max_entries=4000)
+    index.register("a", ReplicaScheme(H16))
+    index.register("b", ReplicaScheme(H16))
+    index.apply("b", batch(stored(1, 2, 3)))
+    for key in range(4000 - 3):
+        index.apply("a", batch(stored(key)))
+    index.apply("a", batch(removed(*range(2500))))
+    index.apply("a", batch(*(stored(10_000 + k) for k in range(2500 + 2))))
+    assert index.stats()["evictions"] == 2
+    kept = [key for _, key, _ in index.entries("a")]
+    assert kept == [*range(2502, 3997), *range(10_000, 12_502)]
+    assert index.longest_runs(["a", "b"], 0, [2501], 1) == [(), ()]
+    assert index.longest_runs(["a", "b"], 0, [2502, 2503], 1) == [((1, 2),), ()]
+    assert index.longest_runs(["b", "a"], 0, [1, 2, 3], 1) == [((1, 3),), ()]
+
+
+def test_replicas_on_other_schemes_do_not_share_runs() -> None:
+    # Equal published keys from replicas of another scheme: each is asked for its own.
+    index = PrefixIndex()
+    index.register("a", ReplicaScheme(H16))
+    index.register(ReplicaId("a", 1), ReplicaScheme(H16))
+    index.apply("a", batch(stored(5, 6, 7)))
+    index.apply(ReplicaId("a", 1), batch(stored(5, 6), stored(7, medium="CPU")))
+    runs = index.longest_runs(["a", ReplicaId("a", 1)], 0, [5, 6, 7, 8], 0b11)
+    assert runs == [((1, 3),), ((1, 2), (2, 1))]
+    assert index.longest_runs([ReplicaId("a", 1)], 0, [5, 6, 7], 0b01) == [((1, 2),)]
+
+
+@pytest.mark.parametrize("holders", [1, 16])
+def test_memory_per_entry(holders: int) -> None:
+    """At most 150 bytes per (block, replica) entry (tracemalloc; the benchmark does 1M)."""
+    entries = 100_000
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        index = PrefixIndex()
+        for r in range(16):
+            index.register(f"r{r}", ReplicaScheme(H16))
+        for r in range(16):
+            # Fresh int objects per replica, as decoded events carry them.
+            if holders == 1:
+                keys: list[EventHash] = [r * entries + k for k in range(entries // 16)]
+            else:
+                keys = [int(str(k)) for k in range(entries // 16)]
+            for start in range(0, len(keys), 64):
+                index.apply(f"r{r}", batch(stored(*keys[start:start + 64])))
+            del keys
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(index) == entries
+    assert used / entries <= 150
