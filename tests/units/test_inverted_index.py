@@ -12,6 +12,7 @@ from test_index import H16, IndexMachine
 
 from prefixkey.events import EventHash
 from prefixkey.fleet import PrefixIndex, ReplicaId, ReplicaScheme, UnknownReplicaError
+from prefixkey.fleet._index import runs_in_table
 
 ORDERS: tuple[list[int], ...] = ([*range(8)], [3, 1, 0, 2, 7, 6, 5, 4], [])
 
@@ -22,16 +23,7 @@ def expected_run(index: PrefixIndex, name: str, group: int, keys: list[int],
     bits = index.medium_bits()
     masks = {key: sum(bits[m] for m in held) for g, key, held in index.entries(name)
              if g == group}
-    run: list[tuple[int, int]] = []
-    for key in keys:
-        mask = masks.get(key, 0) & media
-        if not mask:
-            break
-        if run and run[-1][0] == mask:
-            run[-1] = (mask, run[-1][1] + 1)
-        else:
-            run.append((mask, 1))
-    return tuple(run)
+    return runs_in_table(masks, keys, media)  # the table walk, not the holder sets
 
 
 class RunsMachine(IndexMachine):
