@@ -39,7 +39,6 @@ from .core import (
     check_api_rules,
     check_token_ids,
     event_extra_keys,
-    resolve_release,
 )
 from .errors import InvalidRequestError, JSONLimitError, MalformedJSONError, PrefixKeyError
 
@@ -488,13 +487,6 @@ def to_json_value(value: Any) -> Any:
     return value
 
 
-@lru_cache(maxsize=64)
-def _release(version: str) -> str:
-    """The release a version string resolves to, as ``X.Y.Z`` ("0.31", "v0.31.0rc1": "0.31.0")."""
-    parts = resolve_release(version, strict=False).release.release
-    return ".".join(map(str, (*parts, 0, 0)[: max(3, len(parts))]))
-
-
 def _no_full_block(job: HashJob) -> str:
     hasher = job.hasher
     lookahead = f" (plus lookahead {hasher.lookahead})" if hasher.lookahead else ""
@@ -524,7 +516,7 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
         "none_hash": hash_hex(hasher.none_hash.value),
         "hash_type": hasher.era.hash_type,
         "resolved": {
-            "vllm_version": _release(hasher.vllm_version),
+            "vllm_version": hasher.release,
             "era": hasher.era.name,
             "hash_algo": hasher.algorithm.name,
             "seed_source": hasher.none_hash.seed_source,

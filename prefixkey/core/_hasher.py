@@ -55,11 +55,14 @@ class Hasher:
 
     __slots__ = (
         "_chain", "_digest", "_encode_tail", "_encode_tokens", "_extend_tokens", "algorithm",
-        "arguments", "block_size", "era", "lookahead", "none_hash", "vllm_version", "warnings",
+        "arguments", "block_size", "era", "lookahead", "none_hash", "release", "vllm_version",
+        "warnings",
     )
 
     # Declared for type checkers; __slots__ holds them, set once by _bind.
     vllm_version: str
+    #: The release ``vllm_version`` names, as at least ``X.Y.Z`` ("0.31" gives "0.31.0").
+    release: str
     warnings: tuple[str, ...]
     era: Era
     lookahead: int
@@ -114,7 +117,8 @@ class Hasher:
             era, algorithm, python_hash_seed, lambda value: digest(dumps(value))
         )
         self._bind(
-            vllm_version=release.version, warnings=release.warnings, era=era,
+            vllm_version=release.version, release=release.release_name,
+            warnings=release.warnings, era=era,
             lookahead=lookahead, algorithm=algorithm, block_size=block_size,
             _encode_tokens=serializer.encode_tokens, _extend_tokens=serializer.extend_tokens,
             _encode_tail=serializer.encode_extra_keys_tail, _chain=serializer.chain,

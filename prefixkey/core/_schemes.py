@@ -291,6 +291,12 @@ class ResolvedRelease:
     era: Era
     warnings: tuple[str, ...] = ()
 
+    @property
+    def release_name(self) -> str:
+        """The release as at least ``X.Y.Z`` ("0.31", "v0.31.0rc1": "0.31.0")."""
+        parts = self.release.release
+        return ".".join(map(str, (*parts, 0, 0)[: max(3, len(parts))]))
+
 
 def resolve_release(version: str, *, strict: bool = True) -> ResolvedRelease:
     """Map a vLLM version string to its scheme era.
