@@ -59,9 +59,10 @@ from ._recording import (
     split_recorded,
     value_to_json,
 )
-from ._sequencing import SeqVerdict, StreamSequence
+from ._sequencing import DEFAULT_MAX_JUMP, SeqVerdict, StreamSequence
 
 __all__ = [
+    "DEFAULT_MAX_JUMP",
     "END_SEQ",
     "UNKNOWN",
     "WIRE_ERAS",

@@ -16,7 +16,16 @@ Rules (``expected`` is the last consumed seq + 1):
 * ``seq < expected`` inside a gap still open: ``"late"`` (a lost batch after
   all: apply it);
 * any other ``seq < expected``: ``"restart"`` (the publisher restarted and
-  counts from 0 again: a new epoch; ``missing`` is ``[0, seq)`` when ``seq > 0``).
+  counts from 0 again: a new epoch; ``missing`` is ``[0, seq)`` when ``seq > 0``);
+* ``seq > expected + max_jump``: ``"jump"``, handled as a restart (a new epoch
+  starting at ``seq``, nothing missing): no publisher skips that many batches
+  (vLLM's replay buffer holds 10,000 by default), so the stream is either
+  bogus or unrecoverable. If the old numbering resumes, that is a ``"restart"``
+  again, so one bogus seq costs two epochs, never gap detection.
+
+No missing range is longer than ``max_jump``: a first message or a restart at a
+huge seq asks for the last ``max_jump`` seqs only, so a hostile seq cannot
+inflate the counters or the replay.
 
 A restarted vLLM stamps its batches with the wall clock, so its new seq 0 never
 has the digest of the old seq 0; a re-sent identical message does.
@@ -27,9 +36,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Literal, NamedTuple
 
-__all__ = ["SeqVerdict", "StreamSequence"]
+__all__ = ["DEFAULT_MAX_JUMP", "SeqVerdict", "StreamSequence"]
 
-Kind = Literal["first", "next", "gap", "duplicate", "late", "restart"]
+Kind = Literal["first", "next", "gap", "duplicate", "late", "restart", "jump"]
+
+#: The largest gap taken as a gap; beyond it a seq is a restart (``"jump"``).
+DEFAULT_MAX_JUMP = 10_000
 
 
 class SeqVerdict(NamedTuple):
@@ -42,9 +54,11 @@ class SeqVerdict(NamedTuple):
 class StreamSequence:
     """The sequence state of one ``(replica, topic)`` stream."""
 
-    def __init__(self, *, window: int = 4096, max_open_gaps: int = 64) -> None:
+    def __init__(self, *, window: int = 4096, max_open_gaps: int = 64,
+                 max_jump: int = DEFAULT_MAX_JUMP) -> None:
         self.window = window
         self.max_open_gaps = max_open_gaps
+        self.max_jump = max_jump
         #: The next seq in order (None before the first message).
         self.expected: int | None = None
         #: How many times the stream restarted (seq went backwards).
@@ -58,9 +72,10 @@ class StreamSequence:
         while len(self._recent) > self.window:
             self._recent.popitem(last=False)
 
-    def _open_gap(self, start: int, end: int) -> None:
+    def _open_gap(self, start: int, end: int) -> tuple[int, int]:
         self._open.append((start, end))
         del self._open[: -self.max_open_gaps]
+        return start, end
 
     def is_open(self, seq: int) -> bool:
         """Whether ``seq`` lies in a gap that was never filled."""
@@ -76,13 +91,15 @@ class StreamSequence:
             self.expected = seq + 1
             self._remember(seq, digest)
             if seq > 0:
-                self._open_gap(0, seq)
-                return SeqVerdict("first", (0, seq))
+                return SeqVerdict("first", self._open_gap(max(0, seq - self.max_jump), seq))
             return SeqVerdict("first")
         if seq == expected:
             self.expected = seq + 1
             self._remember(seq, digest)
             return SeqVerdict("next")
+        if seq > expected + self.max_jump:
+            self._new_epoch(seq, digest)
+            return SeqVerdict("jump")
         if seq > expected:
             self._open_gap(expected, seq)
             self.expected = seq + 1
@@ -93,15 +110,17 @@ class StreamSequence:
         if self.is_open(seq):
             self.fill(seq, digest)
             return SeqVerdict("late")
+        self._new_epoch(seq, digest)
+        if seq > 0:
+            return SeqVerdict("restart", self._open_gap(max(0, seq - self.max_jump), seq))
+        return SeqVerdict("restart")
+
+    def _new_epoch(self, seq: int, digest: int) -> None:
         self.epoch += 1
         self._recent.clear()
         self._open.clear()
         self.expected = seq + 1
         self._remember(seq, digest)
-        if seq > 0:
-            self._open_gap(0, seq)
-            return SeqVerdict("restart", (0, seq))
-        return SeqVerdict("restart")
 
     def fill(self, seq: int, digest: int) -> bool:
         """Record a batch recovered for an open gap; False if ``seq`` was not missing."""

@@ -53,12 +53,12 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
-    "ReceivedBatch": "_subscriber",
-    "ReplicaEndpoint": "_subscriber",
+    "ReceivedBatch": "_feed",
+    "ReplicaEndpoint": "_feed",
     "Subscriber": "_subscriber",
     "SubscriberStateError": "_subscriber",
-    "data_parallel_endpoints": "_subscriber",
-    "offset_endpoint": "_subscriber",
+    "data_parallel_endpoints": "_feed",
+    "offset_endpoint": "_feed",
 }
 
 

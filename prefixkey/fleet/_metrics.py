@@ -14,7 +14,7 @@ __all__ = ["COUNTERS", "prometheus_text"]
 #: The subscriber's per-replica counters and their help text.
 COUNTERS: Final[dict[str, str]] = {
     "messages": "PUB messages received (before the queue)",
-    "dropped": "PUB messages dropped because the queue was full",
+    "dropped": "PUB messages dropped because the replica's queue was full (messages or bytes)",
     "batches": "batches decoded and applied (PUB and replay)",
     "events": "events in applied batches",
     "gaps": "sequence gaps detected",
@@ -27,12 +27,15 @@ COUNTERS: Final[dict[str, str]] = {
     "lost_batches": "missing batches neither received nor replayed",
     "duplicates": "batches skipped as duplicates (same seq, same payload)",
     "late_batches": "batches that arrived after their gap was detected",
-    "restarts": "publisher restarts (seq went backwards): new epochs",
+    "restarts": "publisher restarts (seq went backwards, or jumped): new epochs",
+    "seq_jumps": "seqs beyond expected + max_jump, handled as restarts",
     "cleared_entries": "index entries dropped on publisher restarts",
     "decode_errors": "payloads that failed to decode (batch skipped)",
     "framing_errors": "messages or replay replies with bad framing",
     "ignored_fields": "unknown fields ignored by the decoder",
     "apply_errors": "batches the index failed to apply",
+    "rank_overflows": "batches skipped for announcing a rank beyond max_ranks",
+    "unlearned_batches": "batches dropped while the replica's scheme was being learned",
     "callback_errors": "on_batch callbacks that raised",
     "connects": "connections (and reconnections) to the publisher",
     "disconnects": "disconnections from the publisher",
@@ -82,6 +85,8 @@ def prometheus_text(stats: dict[str, Any]) -> str:
            (({"replica": k}, v["index_size"]) for k, v in replicas.items()))
     family("prefixkey_subscriber_queue_depth", "gauge", "Messages waiting to be decoded.",
            [({}, stats["queue_depth"])])
+    family("prefixkey_subscriber_queued_bytes", "gauge", "Bytes of the messages waiting.",
+           (({"replica": k}, v["queued_bytes"]) for k, v in replicas.items()))
     family("prefixkey_subscriber_queue_capacity", "gauge", "Bound of the message queue.",
            [({}, stats["queue_capacity"])])
     index = stats.get("index")

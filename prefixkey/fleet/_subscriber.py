@@ -1,11 +1,11 @@
-"""Subscribe to vLLM replicas' KV-event publishers over ZMQ (the edge: sockets, threads, logs).
+"""Subscribe to vLLM replicas' KV-event publishers over ZMQ, with threads.
 
-Decoding (:mod:`prefixkey.events._decode`), sequencing (:mod:`prefixkey.events._sequencing`)
-and the index (:mod:`prefixkey.fleet._index`) stay sans-IO; this module moves bytes
-between them::
+Decoding, sequencing and the replica's bounds live in the sans-IO feed
+(:mod:`prefixkey.fleet._feed`), shared with the asyncio subscriber
+(:mod:`prefixkey.fleet._async_subscriber`); this module moves bytes::
 
     from prefixkey import Hasher, PrefixIndex, ReplicaScheme, Router
-    from prefixkey.fleet._subscriber import ReplicaEndpoint, Subscriber
+    from prefixkey.fleet import ReplicaEndpoint, Subscriber
 
     index = PrefixIndex()
     scheme = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0"))
@@ -16,44 +16,44 @@ between them::
         with sub.lock:                       # the index is not thread-safe
             decision = Router(index).route(token_ids)[0]
 
-Two background threads: the *receiver* owns the SUB sockets (and their
-monitors), records raw PUB messages and puts them on a bounded queue (a full queue
-drops the message and counts it: the seq gap it leaves is then recovered by
-replay like any other); the *worker* decodes, sequences, replays (it owns the
-DEALER sockets and records their replies) and applies batches to the index under
-:attr:`Subscriber.lock`, then calls ``on_batch``. See docs/subscriber.md for the
-fault and restart policies and the counters.
+Threads: one *receiver* owns the SUB sockets (and their monitors), records
+raw PUB messages and puts each on its replica's queue, bounded in messages and
+bytes (a full queue drops the message and counts it: the seq gap it leaves is
+then recovered by replay like any other); one *worker per replica* decodes,
+sequences, replays (it owns the replica's DEALER socket and records its
+replies) and applies batches to the index under :attr:`Subscriber.lock`, a
+fair lock, then calls ``on_batch``. A replica whose replay never answers, or
+that floods, stalls only its own worker. See docs/subscriber.md.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import threading
 import time
-from collections import Counter
+from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import IO, Any, Literal
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from ..core import DEFAULT_VLLM_VERSION
-from ..errors import InvalidRequestError, PrefixKeyError
-from ..events import (
-    EventBatch,
-    EventDecodeError,
-    EventDecoder,
-    ReplayEnd,
-    StreamSequence,
-    Via,
-    recording_line,
-    replay_request,
-    split_message,
+from ..errors import PrefixKeyError
+from ..events import DEFAULT_MAX_JUMP, DecodeLimits, Via, recording_line, replay_request
+from ._fair_lock import FairLock
+from ._feed import (
+    DEFAULT_MAX_RANKS,
+    DEFAULT_QUEUE_BYTES,
+    Accepted,
+    FeedSet,
+    ReceivedBatch,
+    ReplicaEndpoint,
+    ReplicaFeed,
+    data_parallel_endpoints,
+    offset_endpoint,
 )
-from ._index import PrefixIndex, ReplicaId, ReplicaScheme
+from ._index import PrefixIndex
 from ._metrics import COUNTERS, prometheus_text
 
 __all__ = [
@@ -66,113 +66,60 @@ __all__ = [
     "offset_endpoint",
 ]
 
-logger = logging.getLogger("prefixkey.fleet._subscriber")
+logger = logging.getLogger("prefixkey.fleet.Subscriber")
+
+#: The SUB sockets' bound on one frame: the decoder's payload bound plus framing.
+#: libzmq drops a connection that sends more (counted as a disconnect).
+DEFAULT_MAX_MESSAGE_BYTES = DecodeLimits().max_payload_bytes + 64 * 1024
 
 
 class SubscriberStateError(PrefixKeyError, RuntimeError):
     """A lifecycle call out of order: starting a subscriber twice, or after close."""
 
 
-def offset_endpoint(endpoint: str, dp_rank: int) -> str:
-    """vLLM's endpoint of data-parallel rank ``dp_rank``: tcp port + rank, inproc ``_dp{rank}``.
-
-    A tcp port of 0 is left alone (0.31+), as is every endpoint of rank 0.
-    """
-    if dp_rank == 0:
-        return endpoint
-    if "inproc" in endpoint:
-        return f"{endpoint}_dp{dp_rank}"
-    if "tcp" in endpoint and ":" in endpoint:
-        base, _, port = endpoint.rpartition(":")
-        if not (port.isascii() and port.isdigit()):  # int() also takes " 5557", "5_557"
-            raise InvalidRequestError("endpoint", f"has no tcp port number: {endpoint!r}")
-        return endpoint if int(port) == 0 else f"{base}:{int(port) + dp_rank}"
-    raise InvalidRequestError("endpoint", f"must be tcp:// or inproc://, got {endpoint!r}")
+def configure_sub(sock: zmq.Socket[Any], config: ReplicaEndpoint, *, rcvhwm: int,
+                  reconnect_ivl_ms: int, reconnect_ivl_max_ms: int,
+                  max_message_bytes: int) -> None:
+    """The SUB socket options both subscribers set."""
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RCVHWM, rcvhwm)
+    sock.setsockopt(zmq.RECONNECT_IVL, reconnect_ivl_ms)
+    sock.setsockopt(zmq.RECONNECT_IVL_MAX, reconnect_ivl_max_ms)
+    sock.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+    sock.setsockopt(zmq.SUBSCRIBE, config.topic.encode("utf-8"))
 
 
-@dataclass(frozen=True)
-class ReplicaEndpoint:
-    """One publisher: a replica (one data-parallel rank of it) and how to reach it.
+class _Worker:
+    """One replica's queue and thread (and its DEALER socket)."""
 
-    ``scheme``, when given, registers ``ReplicaId(name, rank)`` with the index
-    on the first batch of each rank (``rank`` from the batch). ``strict=False``
-    decodes a release newer than any known one as the newest era.
-    """
-
-    name: str
-    endpoint: str
-    vllm_version: str = DEFAULT_VLLM_VERSION
-    replay_endpoint: str | None = None
-    topic: str = ""
-    dp_rank: int | None = None
-    scheme: ReplicaScheme | None = None
-    strict: bool = True
-
-    @property
-    def key(self) -> str:
-        """The label of this publisher in stats: the name, ``name#dpN`` for ranks > 0."""
-        return self.name if self.dp_rank is None else str(ReplicaId(self.name, self.dp_rank))
-
-
-def data_parallel_endpoints(
-    name: str, endpoint: str, dp_size: int, *, replay_endpoint: str | None = None,
-    **options: Any,
-) -> list[ReplicaEndpoint]:
-    """One :class:`ReplicaEndpoint` per DP rank, at vLLM's offset endpoints (port base+rank)."""
-    return [
-        ReplicaEndpoint(
-            name, offset_endpoint(endpoint, rank), replay_endpoint=(
-                None if replay_endpoint is None else offset_endpoint(replay_endpoint, rank)),
-            dp_rank=rank, **options,
-        )
-        for rank in range(dp_size)
-    ]
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedBatch:
-    """A batch handed to ``on_batch``: who sent it, its seq, and how it arrived."""
-
-    replica: str
-    topic: str
-    seq: int
-    batch: EventBatch
-    via: Literal["pub", "replay"]
-    recv_time: float
-
-
-@dataclass
-class _Replica:
-    config: ReplicaEndpoint
-    decoder: EventDecoder
-    sub: zmq.Socket[bytes] | None = None
-    monitor: zmq.Socket[bytes] | None = None
-    dealer: zmq.Socket[bytes] | None = None
-    streams: dict[str, StreamSequence] = field(default_factory=dict)
-    ranks: dict[str, set[int]] = field(default_factory=dict)
-    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
-    decode_errors_by_type: Counter[str] = field(default_factory=Counter)
-    last_seen: float | None = None
-    idle: bool = False
-
-
-_Item = tuple[int, float, list[bytes]]
+    def __init__(self, feed: ReplicaFeed) -> None:
+        self.feed = feed
+        self.items: deque[tuple[float, list[bytes], int]] = deque()
+        self.ready = threading.Condition(threading.Lock())
+        self.sub: zmq.Socket[bytes] | None = None
+        self.monitor: zmq.Socket[bytes] | None = None
+        self.dealer: zmq.Socket[bytes] | None = None
+        self.thread: threading.Thread | None = None
 
 
 class Subscriber:
     """SUBs to many replicas' KV-event publishers and feeds a :class:`PrefixIndex`.
 
     ``index`` (optional) receives every applied batch under :attr:`lock`;
-    ``on_batch`` (optional) is called after it, in the worker thread, with a
+    ``on_batch`` (optional) is called after it, in the replica's worker
+    thread (so callbacks of different replicas may run at once), with a
     :class:`ReceivedBatch`. ``record`` (a text file) receives every raw PUB
     message and replay reply in the recording format, each line with its
-    ``"via"``. ``queue_size`` bounds the messages
-    waiting to be decoded; ``replay_timeout`` bounds one replay exchange;
-    ``idle_timeout`` is the silence after which a replica counts as idle.
-    ``restart_policy`` is ``"clear"`` (default: a restarted publisher's
-    replica loses its index entries; its new process starts with an empty
-    prefix cache) or ``"keep"``. ``catch_up`` replays the history of a
-    publisher first met at seq > 0.
+    ``"via"``. ``queue_size`` and ``queue_bytes`` bound, per replica, the
+    messages waiting to be decoded; ``replay_timeout`` bounds one replay
+    exchange; ``idle_timeout`` is the silence after which a replica counts
+    as idle. ``restart_policy`` is ``"clear"`` (default: a restarted
+    publisher's replica loses its index entries; its new process starts with
+    an empty prefix cache) or ``"keep"``. ``catch_up`` replays the history of
+    a publisher first met at seq > 0. ``max_jump`` is the largest seq gap
+    taken as a gap (beyond: a restart); ``max_ranks`` bounds the
+    data-parallel ranks one endpoint may announce. ``learn_schemes`` learns
+    the scheme of a replica configured without one from its events.
     """
 
     def __init__(
@@ -183,81 +130,69 @@ class Subscriber:
         on_batch: Callable[[ReceivedBatch], None] | None = None,
         record: IO[str] | None = None,
         queue_size: int = 10_000,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
         replay_timeout: float = 2.0,
         idle_timeout: float = 30.0,
         restart_policy: Literal["clear", "keep"] = "clear",
         catch_up: bool = True,
+        max_jump: int = DEFAULT_MAX_JUMP,
+        max_ranks: int = DEFAULT_MAX_RANKS,
+        learn_schemes: bool = True,
         rcvhwm: int = 100_000,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         reconnect_ivl_ms: int = 100,
         reconnect_ivl_max_ms: int = 2_000,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
     ) -> None:
-        configs = list(replicas)
-        if not configs:
-            raise InvalidRequestError("replicas", "needs at least one replica")
-        keys = [c.key for c in configs]
-        dupes = sorted({k for k in keys if keys.count(k) > 1})
-        if dupes:
-            raise InvalidRequestError("replicas", f"duplicate replica names: {', '.join(dupes)}")
-        if restart_policy not in ("clear", "keep"):
-            raise InvalidRequestError(
-                "restart_policy", f"must be 'clear' or 'keep', got {restart_policy!r}")
-        if type(queue_size) is not int or queue_size < 1:
-            raise InvalidRequestError("queue_size", f"must be an int >= 1, got {queue_size!r}")
-        self._replicas = [
-            _Replica(c, EventDecoder(c.vllm_version, strict=c.strict)) for c in configs
-        ]
-        for r in self._replicas:
-            for warning in r.decoder.version_warnings:
-                logger.warning("%s: %s", r.config.key, warning)
+        self._feeds = FeedSet(
+            list(replicas), index=index, on_batch=on_batch, queue_size=queue_size,
+            queue_bytes=queue_bytes, restart_policy=restart_policy, catch_up=catch_up,
+            max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes)
+        self._workers = [_Worker(f) for f in self._feeds.feeds]
         self.index = index
-        self.on_batch = on_batch
         self.record = record
-        # Both threads write the recording: the receiver PUB messages, the worker replies.
+        # The receiver writes PUB messages, each worker its replies.
         self._record_lock = threading.Lock()
         self.replay_timeout = replay_timeout
         self.idle_timeout = idle_timeout
-        self.restart_policy = restart_policy
-        self.catch_up = catch_up
         self.rcvhwm = rcvhwm
+        self.max_message_bytes = max_message_bytes
         self.reconnect_ivl_ms = reconnect_ivl_ms
         self.reconnect_ivl_max_ms = reconnect_ivl_max_ms
         #: Held while a batch is applied to the index: hold it to read the index.
-        self.lock = threading.RLock()
-        self._stats_lock = threading.Lock()
-        self._queue: queue.Queue[_Item] = queue.Queue(maxsize=queue_size)
-        self._queue_size = queue_size
+        #: Fair: a reader ranking in a loop cannot starve the workers.
+        self.lock: FairLock = self._feeds.lock
         self._own_context = context is None
         self._ctx: zmq.Context[zmq.Socket[bytes]] = context or zmq.Context()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._started_at = time.time()
         self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------
 
     def start(self) -> Subscriber:
-        """Connect the SUB sockets and start the receiver and worker threads."""
+        """Connect the SUB sockets and start the receiver and the replicas' workers."""
         if self._threads:
             raise SubscriberStateError("the subscriber is already started")
         if self._closed:
             raise SubscriberStateError("the subscriber is closed: build a new one")
-        for r in self._replicas:
+        for w in self._workers:
             sub = self._ctx.socket(zmq.SUB)
-            sub.setsockopt(zmq.LINGER, 0)
-            sub.setsockopt(zmq.RCVHWM, self.rcvhwm)
-            sub.setsockopt(zmq.RECONNECT_IVL, self.reconnect_ivl_ms)
-            sub.setsockopt(zmq.RECONNECT_IVL_MAX, self.reconnect_ivl_max_ms)
-            sub.setsockopt(zmq.SUBSCRIBE, r.config.topic.encode("utf-8"))
-            r.monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
-            r.sub = sub
-            sub.connect(r.config.endpoint)
-        self._started_at = time.time()
+            configure_sub(sub, w.feed.config, rcvhwm=self.rcvhwm,
+                          reconnect_ivl_ms=self.reconnect_ivl_ms,
+                          reconnect_ivl_max_ms=self.reconnect_ivl_max_ms,
+                          max_message_bytes=self.max_message_bytes)
+            w.monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+            w.sub = sub
+            sub.connect(w.feed.config.endpoint)
+        self._feeds.started_at = time.time()
         self._stop.clear()
         self._threads = [
-            threading.Thread(target=self._receive_loop, name="prefixkey-sub-recv", daemon=True),
-            threading.Thread(target=self._work_loop, name="prefixkey-sub-work", daemon=True),
-        ]
+            threading.Thread(target=self._receive_loop, name="prefixkey-sub-recv", daemon=True)]
+        for w in self._workers:
+            w.thread = threading.Thread(target=self._work_loop, args=(w,), daemon=True,
+                                        name=f"prefixkey-sub-{w.feed.key}")
+            self._threads.append(w.thread)
         for t in self._threads:
             t.start()
         return self
@@ -265,18 +200,24 @@ class Subscriber:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the threads and close the sockets (the context too, if the subscriber made it)."""
         self._stop.set()
+        for w in self._workers:
+            with w.ready:
+                w.ready.notify()
         for t in self._threads:
             t.join(timeout)
         self._threads = []
-        for r in self._replicas:
-            for sock in (r.dealer, r.monitor):
+        for w in self._workers:
+            for sock in (w.dealer, w.monitor):
                 if sock is not None:
                     sock.close(linger=0)
-            if r.sub is not None:
+            if w.sub is not None:
                 with contextlib.suppress(zmq.ZMQError):
-                    r.sub.disable_monitor()
-                r.sub.close(linger=0)
-            r.sub = r.monitor = r.dealer = None
+                    w.sub.disable_monitor()
+                w.sub.close(linger=0)
+            w.sub = w.monitor = w.dealer = None
+            with w.ready:
+                while w.items:
+                    w.feed.taken(w.items.popleft()[2])
         if self.record is not None:
             self.record.flush()
 
@@ -300,13 +241,13 @@ class Subscriber:
 
     def _receive_loop(self) -> None:
         poller = zmq.Poller()
-        owners: dict[zmq.Socket[bytes], tuple[int, bool]] = {}
-        for i, r in enumerate(self._replicas):
-            assert r.sub is not None and r.monitor is not None
-            poller.register(r.sub, zmq.POLLIN)
-            poller.register(r.monitor, zmq.POLLIN)
-            owners[r.sub] = (i, False)
-            owners[r.monitor] = (i, True)
+        owners: dict[zmq.Socket[bytes], tuple[_Worker, bool]] = {}
+        for w in self._workers:
+            assert w.sub is not None and w.monitor is not None
+            poller.register(w.sub, zmq.POLLIN)
+            poller.register(w.monitor, zmq.POLLIN)
+            owners[w.sub] = (w, False)
+            owners[w.monitor] = (w, True)
         last_flush = time.monotonic()
         while not self._stop.is_set():
             try:
@@ -315,57 +256,38 @@ class Subscriber:
                 logger.error("poll failed: %s", exc)
                 return
             for sock, _ in ready:
-                i, is_monitor = owners[sock]
+                w, is_monitor = owners[sock]
                 if is_monitor:
-                    self._drain_monitor(i, sock)
+                    drain_monitor(w.feed, sock)
                 else:
-                    self._drain_sub(i, sock)
+                    self._drain_sub(w, sock)
             if self.record is not None and time.monotonic() - last_flush > 1.0:
                 with self._record_lock:
                     if self.record is not None:
                         self.record.flush()
                 last_flush = time.monotonic()
 
-    def _drain_monitor(self, i: int, sock: zmq.Socket[bytes]) -> None:
-        r = self._replicas[i]
-        while True:
-            try:
-                event = recv_monitor_message(sock, zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            except zmq.ZMQError:  # pragma: no cover - closed while stopping
-                return
-            kind = event.get("event")
-            if kind == zmq.EVENT_CONNECTED:
-                self._count(r, "connects")
-                logger.info("%s: connected to %s", r.config.key, r.config.endpoint)
-            elif kind == zmq.EVENT_DISCONNECTED:
-                self._count(r, "disconnects")
-                logger.warning("%s: disconnected from %s (reconnecting)", r.config.key,
-                               r.config.endpoint)
-
-    def _drain_sub(self, i: int, sock: zmq.Socket[bytes]) -> None:
-        r = self._replicas[i]
-        for _ in range(1000):
+    def _drain_sub(self, w: _Worker, sock: zmq.Socket[bytes]) -> None:
+        feed = w.feed
+        for _ in range(1000):  # then the other replicas' turn
             try:
                 frames = sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
             now = time.time()
-            self._count(r, "messages")
-            self._write_record(r, frames, now, "pub")
-            try:
-                self._queue.put_nowait((i, now, frames))
-            except queue.Full:
-                self._count(r, "dropped")
-                logger.warning("%s: queue full (%d), message dropped", r.config.key,
-                               self._queue_size)
+            feed.count("messages")
+            self._write_record(feed, frames, now, "pub")
+            size = feed.admit(frames)
+            if size is not None:
+                with w.ready:
+                    w.items.append((now, frames, size))
+                    w.ready.notify()
 
-    def _write_record(self, r: _Replica, frames: list[bytes], recv_time: float,
+    def _write_record(self, feed: ReplicaFeed, frames: list[bytes], recv_time: float,
                       via: Via) -> None:
         if self.record is None:
             return
-        line = recording_line(frames, recv_time=recv_time, source=r.config.key, via=via)
+        line = recording_line(frames, recv_time=recv_time, source=feed.key, via=via)
         with self._record_lock:
             if self.record is None:
                 return
@@ -375,243 +297,81 @@ class Subscriber:
                 logger.error("recording failed, recording stops: %s", exc)
                 self.record = None
 
-    # -- worker thread ---------------------------------------------------------------
+    # -- worker threads ----------------------------------------------------------------
 
-    def _work_loop(self) -> None:
+    def _work_loop(self, w: _Worker) -> None:
+        feed = w.feed
         last_idle_check = 0.0
         while not self._stop.is_set():
-            try:
-                i, recv_time, frames = self._queue.get(timeout=0.05)
-            except queue.Empty:
-                pass
-            else:
+            with w.ready:
+                if not w.items:
+                    w.ready.wait(0.05)
+                item = w.items.popleft() if w.items else None
+            if item is not None:
+                recv_time, frames, size = item
+                feed.taken(size)
                 try:
-                    self._handle(self._replicas[i], recv_time, frames)
+                    accepted = feed.accept(frames, recv_time)
+                    if accepted is not None:
+                        if accepted.replay is not None:
+                            self._replay(w, accepted)
+                        feed.apply(accepted.topic, accepted.seq, accepted.payload, "pub",
+                                   recv_time)
                 except Exception:  # a bug must not kill the subscriber
-                    logger.exception("%s: unexpected error handling a message",
-                                     self._replicas[i].config.key)
+                    logger.exception("%s: unexpected error handling a message", feed.key)
             now = time.monotonic()
             if now - last_idle_check > 0.2:
                 last_idle_check = now
-                self._check_idle()
+                feed.check_idle(time.time(), self._feeds.started_at, self.idle_timeout)
 
-    def _count(self, r: _Replica, key: str, n: int = 1) -> None:
-        with self._stats_lock:
-            r.counters[key] += n
-
-    def _check_idle(self) -> None:
-        now = time.time()
-        for r in self._replicas:
-            since = now - (r.last_seen if r.last_seen is not None else self._started_at)
-            if since > self.idle_timeout and not r.idle:
-                r.idle = True
-                self._count(r, "idle_periods")
-                logger.warning("%s: no message for %.1f s", r.config.key, since)
-
-    def _handle(self, r: _Replica, recv_time: float, frames: list[bytes]) -> None:
-        key = r.config.key
-        if r.idle:
-            r.idle = False
-            logger.info("%s: messages again", key)
-        r.last_seen = recv_time
-        try:
-            topic, seq, payload = split_message(frames)
-        except EventDecodeError as exc:
-            self._count(r, "framing_errors")
-            logger.warning("%s: bad message framing: %s", key, exc)
-            return
-        stream = r.streams.get(topic)
-        if stream is None:
-            stream = r.streams[topic] = StreamSequence()
-        verdict = stream.observe(seq, hash(payload))
-        kind = verdict.kind
-        if kind == "duplicate":
-            self._count(r, "duplicates")
-            logger.debug("%s: duplicate seq %d skipped", key, seq)
-            return
-        if kind == "late":
-            self._count(r, "late_batches")
-            logger.info("%s: seq %d arrived after its gap", key, seq)
-        elif kind == "restart":
-            self._new_epoch(r, topic, seq)
-        if verdict.missing is not None:
-            start, end = verdict.missing
-            if kind == "first":
-                self._count(r, "late_joins")
-            else:
-                self._count(r, "gaps")
-                self._count(r, "missing_batches", end - start)
-                logger.warning("%s: gap, seq %d-%d missing", key, start, end - 1)
-            if r.config.replay_endpoint is not None and (kind != "first" or self.catch_up):
-                self._replay(r, topic, stream, start, end)
-            elif kind != "first":
-                self._count(r, "lost_batches", end - start)
-        self._decode_apply(r, topic, seq, payload, "pub", recv_time)
-
-    def _new_epoch(self, r: _Replica, topic: str, seq: int) -> None:
-        self._count(r, "restarts")
-        ranks = r.ranks.pop(topic, set())
-        cleared = 0
-        if self.restart_policy == "clear" and self.index is not None:
-            with self.lock:
-                registered = self.index.replicas()
-                for rank in sorted(ranks):
-                    rid = ReplicaId(r.config.name, rank)
-                    scheme = registered.get(rid)
-                    if scheme is not None:
-                        cleared += self.index.remove_replica(rid)
-                        self.index.register(rid, scheme)
-        self._count(r, "cleared_entries", cleared)
-        logger.warning("%s: publisher restarted (seq back to %d): new epoch, %d entries %s",
-                       r.config.key, seq, cleared,
-                       "cleared" if self.restart_policy == "clear" else "kept")
-
-    def _dealer(self, r: _Replica) -> zmq.Socket[bytes]:
-        if r.dealer is None:
-            assert r.config.replay_endpoint is not None
+    def _dealer(self, w: _Worker) -> zmq.Socket[bytes]:
+        if w.dealer is None:
+            assert w.feed.config.replay_endpoint is not None
             sock = self._ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
-            sock.connect(r.config.replay_endpoint)
-            r.dealer = sock
-        return r.dealer
+            sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+            sock.connect(w.feed.config.replay_endpoint)
+            w.dealer = sock
+        return w.dealer
 
-    def _replay(self, r: _Replica, topic: str, stream: StreamSequence, start: int,
-                end: int) -> None:
-        key = r.config.key
-        self._count(r, "replay_requests")
-        filled = recovered = 0
-        ended = False
+    def _replay(self, w: _Worker, accepted: Accepted) -> None:
+        feed = w.feed
+        exchange = feed.replay_exchange(accepted)
         try:
-            sock = self._dealer(r)
-            sock.send_multipart([b"", replay_request(start)], zmq.NOBLOCK)
+            sock = self._dealer(w)
+            sock.send_multipart([b"", replay_request(exchange.start)], zmq.NOBLOCK)
             deadline = time.monotonic() + self.replay_timeout
-            while True:
+            while not self._stop.is_set():
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not sock.poll(max(1, int(remaining * 1000))):
-                    break
+                if remaining <= 0 or not sock.poll(max(1, int(min(remaining, 0.1) * 1000))):
+                    if remaining <= 0:
+                        break
+                    continue
                 frames = sock.recv_multipart()
                 now = time.time()
-                self._write_record(r, frames, now, "replay")
-                try:
-                    reply = r.decoder.split_replay_reply(frames)
-                except EventDecodeError as exc:
-                    self._count(r, "framing_errors")
-                    logger.warning("%s: bad replay reply framing: %s", key, exc)
-                    continue
-                if isinstance(reply, ReplayEnd):
-                    ended = True
+                self._write_record(feed, frames, now, "replay")
+                if feed.on_reply(exchange, frames, now):
                     break
-                rtopic, seq, payload = reply
-                if r.decoder.era.replay_carries_topic and rtopic != topic:
-                    continue
-                if not start <= seq < end or not stream.fill(seq, hash(payload)):
-                    continue
-                filled += 1
-                if self._decode_apply(r, topic, seq, payload, "replay", now):
-                    recovered += 1
         except zmq.ZMQError as exc:
-            logger.warning("%s: replay failed: %s", key, exc)
-        if ended:
-            self._count(r, "replay_completed")
-        else:
-            self._count(r, "replay_failures")
-            logger.warning("%s: replay from seq %d got no end marker within %.1f s", key,
-                           start, self.replay_timeout)
-            if r.dealer is not None:  # late replies must not answer the next request
-                r.dealer.close(linger=0)
-                r.dealer = None
-        self._count(r, "replayed_batches", recovered)
-        self._count(r, "lost_batches", (end - start) - filled)
-
-    def _decode_apply(self, r: _Replica, topic: str, seq: int, payload: bytes,
-                      via: Literal["pub", "replay"], recv_time: float) -> bool:
-        key = r.config.key
-        try:
-            decoded = r.decoder.decode(payload)
-        except EventDecodeError as exc:
-            with self._stats_lock:
-                r.counters["decode_errors"] += 1
-                r.decode_errors_by_type[type(exc).__name__] += 1
-            logger.warning("%s: seq %d (%s) not decoded, skipped: %s: %s", key, seq, via,
-                           type(exc).__name__, exc)
-            return False
-        batch = decoded.batch
-        if decoded.warnings:
-            self._count(r, "ignored_fields", len(decoded.warnings))
-        rank = batch.data_parallel_rank
-        if rank is None:
-            rank = r.config.dp_rank or 0
-        r.ranks.setdefault(topic, set()).add(rank)
-        if self.index is not None:
-            try:
-                with self.lock:
-                    rid = ReplicaId(r.config.name, rank)
-                    if r.config.scheme is not None and rid not in self.index.replicas():
-                        self.index.register(rid, r.config.scheme)
-                    self.index.apply(rid, batch)
-            except Exception:
-                self._count(r, "apply_errors")
-                logger.exception("%s: seq %d could not be applied", key, seq)
-                return False
-        with self._stats_lock:
-            r.counters["batches"] += 1
-            r.counters["events"] += len(batch.events)
-        if self.on_batch is not None:
-            try:
-                self.on_batch(ReceivedBatch(key, topic, seq, batch, via, recv_time))
-            except Exception:
-                self._count(r, "callback_errors")
-                logger.exception("%s: on_batch raised", key)
-        return True
+            logger.warning("%s: replay failed: %s", feed.key, exc)
+        feed.replay_finished(exchange, self.replay_timeout)
+        if not exchange.ended and w.dealer is not None:
+            # Late replies must not answer the next request.
+            w.dealer.close(linger=0)
+            w.dealer = None
 
     # -- observability ---------------------------------------------------------------
-
-    def _index_sizes(self) -> dict[str, int]:
-        sizes = dict.fromkeys((r.config.key for r in self._replicas), 0)
-        if self.index is None:
-            return sizes
-        with self.lock:
-            for rid in self.index.replicas():
-                for r in self._replicas:
-                    if r.config.name == rid.name and r.config.dp_rank in (None, rid.dp_rank):
-                        sizes[r.config.key] += self.index.replica_size(rid)
-                        break
-        return sizes
 
     def stats(self) -> dict[str, Any]:
         """A snapshot: per replica counters and liveness, totals, queue and index sizes.
 
         ``{"replicas": {key: {<COUNTERS>…, "decode_errors_by_type", "last_seen",
-        "idle_seconds", "idle", "epochs", "index_size"}}, "totals": {<COUNTERS>…,
-        "index_size"}, "queue_depth", "queue_capacity", "index": PrefixIndex.stats()
-        or None, "running"}``.
+        "idle_seconds", "idle", "epochs", "index_size", "queued", "queued_bytes",
+        "vllm_version", "scheme"}}, "totals": {<COUNTERS>…, "index_size", "queued",
+        "queued_bytes"}, "queue_depth", "queue_capacity", "queue_bytes",
+        "queue_bytes_capacity", "index": PrefixIndex.stats() or None, "running"}``.
         """
-        now = time.time()
-        sizes = self._index_sizes()
-        out: dict[str, dict[str, Any]] = {}
-        with self._stats_lock:
-            for r in self._replicas:
-                seen = r.last_seen
-                out[r.config.key] = {
-                    **r.counters,
-                    "decode_errors_by_type": dict(r.decode_errors_by_type),
-                    "last_seen": seen,
-                    "idle_seconds": now - (seen if seen is not None else self._started_at),
-                    "idle": r.idle,
-                    "epochs": sum(s.epoch for s in r.streams.values()),
-                    "index_size": sizes[r.config.key],
-                }
-        totals: dict[str, int] = {
-            name: sum(int(v[name]) for v in out.values()) for name in (*COUNTERS, "index_size")
-        }
-        index_stats = None
-        if self.index is not None:
-            with self.lock:
-                index_stats = self.index.stats()
-        return {
-            "replicas": out, "totals": totals, "queue_depth": self._queue.qsize(),
-            "queue_capacity": self._queue_size, "index": index_stats, "running": self.running,
-        }
+        return self._feeds.stats(running=self.running)
 
     def wait_until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0,
                    interval: float = 0.01) -> bool:
@@ -627,3 +387,22 @@ class Subscriber:
     def prometheus_text(self) -> str:
         """The counters in Prometheus' text exposition format (names prefixed ``prefixkey_``)."""
         return prometheus_text(self.stats())
+
+
+def drain_monitor(feed: ReplicaFeed, sock: zmq.Socket[bytes]) -> None:
+    """Count the SUB socket's connects and disconnects (both subscribers)."""
+    while True:
+        try:
+            event = recv_monitor_message(sock, zmq.NOBLOCK)
+        except zmq.Again:
+            return
+        except zmq.ZMQError:  # pragma: no cover - closed while stopping
+            return
+        kind = event.get("event")
+        if kind == zmq.EVENT_CONNECTED:
+            feed.count("connects")
+            logger.info("%s: connected to %s", feed.key, feed.config.endpoint)
+        elif kind == zmq.EVENT_DISCONNECTED:
+            feed.count("disconnects")
+            logger.warning("%s: disconnected from %s (reconnecting)", feed.key,
+                           feed.config.endpoint)

@@ -1,0 +1,533 @@
+"""One replica's feed: framing, sequencing, replay bookkeeping, decoding, applying (sans-IO).
+
+The threaded :class:`~prefixkey.fleet.Subscriber` and the asyncio
+:class:`~prefixkey.fleet.AsyncSubscriber` move bytes; everything they decide
+about a message is here, per replica, so that each replica's state, bounds and
+counters are its own and both transports behave alike:
+
+* :meth:`ReplicaFeed.admit` bounds the messages queued for the replica, in
+  count and in bytes (a drop is counted, and the seq gap it leaves is replayed);
+* :meth:`ReplicaFeed.accept` frames and sequences a PUB message and says which
+  range to replay (bounded by ``max_jump``);
+* :class:`ReplayExchange` collects one replay's replies;
+* :meth:`ReplicaFeed.apply` decodes a payload, bounds the data-parallel ranks
+  an endpoint may announce, learns the scheme when none is configured
+  (:mod:`prefixkey.fleet._learning`) and applies the batch to the index under
+  the shared :class:`~prefixkey.fleet._fair_lock.FairLock`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from ..core import DEFAULT_VLLM_VERSION
+from ..errors import InvalidRequestError
+from ..events import (
+    EventBatch,
+    EventDecodeError,
+    EventDecoder,
+    ReplayEnd,
+    StreamSequence,
+    split_message,
+)
+from ._fair_lock import FairLock
+from ._index import PrefixIndex, ReplicaId, ReplicaScheme
+from ._learning import SchemeLearner, WireEraGuess
+from ._metrics import COUNTERS
+
+__all__ = [
+    "DEFAULT_MAX_RANKS",
+    "DEFAULT_QUEUE_BYTES",
+    "ReceivedBatch",
+    "ReplayExchange",
+    "ReplicaEndpoint",
+    "ReplicaFeed",
+    "data_parallel_endpoints",
+    "offset_endpoint",
+]
+
+logger = logging.getLogger("prefixkey.fleet.Subscriber")
+
+#: Bytes of messages that may wait per replica (their frames' lengths).
+DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
+#: Distinct data-parallel ranks one endpoint may announce (vLLM: one per publisher).
+DEFAULT_MAX_RANKS = 8
+
+
+def offset_endpoint(endpoint: str, dp_rank: int) -> str:
+    """vLLM's endpoint of data-parallel rank ``dp_rank``: tcp port + rank, inproc ``_dp{rank}``.
+
+    A tcp port of 0 is left alone (0.31+), as is every endpoint of rank 0.
+    """
+    if dp_rank == 0:
+        return endpoint
+    if "inproc" in endpoint:
+        return f"{endpoint}_dp{dp_rank}"
+    if "tcp" in endpoint and ":" in endpoint:
+        base, _, port = endpoint.rpartition(":")
+        if not (port.isascii() and port.isdigit()):  # int() also takes " 5557", "5_557"
+            raise InvalidRequestError("endpoint", f"has no tcp port number: {endpoint!r}")
+        return endpoint if int(port) == 0 else f"{base}:{int(port) + dp_rank}"
+    raise InvalidRequestError("endpoint", f"must be tcp:// or inproc://, got {endpoint!r}")
+
+
+@dataclass(frozen=True)
+class ReplicaEndpoint:
+    """One publisher: a replica (one data-parallel rank of it) and how to reach it.
+
+    ``scheme``, when given, registers ``ReplicaId(name, rank)`` with the index
+    on the first batch of each rank (``rank`` from the batch); without it the
+    subscriber learns the scheme from the replica's events (``learn_schemes``).
+    ``vllm_version=None`` infers the wire era from the payloads (the era
+    that decodes them). ``strict=False`` decodes a release newer than any known
+    one as the newest era.
+    """
+
+    name: str
+    endpoint: str
+    vllm_version: str | None = DEFAULT_VLLM_VERSION
+    replay_endpoint: str | None = None
+    topic: str = ""
+    dp_rank: int | None = None
+    scheme: ReplicaScheme | None = None
+    strict: bool = True
+
+    @property
+    def key(self) -> str:
+        """The label of this publisher in stats: the name, ``name#dpN`` for ranks > 0."""
+        return self.name if self.dp_rank is None else str(ReplicaId(self.name, self.dp_rank))
+
+
+def data_parallel_endpoints(
+    name: str, endpoint: str, dp_size: int, *, replay_endpoint: str | None = None,
+    **options: Any,
+) -> list[ReplicaEndpoint]:
+    """One :class:`ReplicaEndpoint` per DP rank, at vLLM's offset endpoints (port base+rank)."""
+    return [
+        ReplicaEndpoint(
+            name, offset_endpoint(endpoint, rank), replay_endpoint=(
+                None if replay_endpoint is None else offset_endpoint(replay_endpoint, rank)),
+            dp_rank=rank, **options,
+        )
+        for rank in range(dp_size)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedBatch:
+    """A batch handed to ``on_batch``: who sent it, its seq, and how it arrived."""
+
+    replica: str
+    topic: str
+    seq: int
+    batch: EventBatch
+    via: Literal["pub", "replay"]
+    recv_time: float
+
+
+class Accepted(NamedTuple):
+    """A PUB message to apply, after replaying ``replay`` (``[start, end)``) when given."""
+
+    topic: str
+    seq: int
+    payload: bytes
+    recv_time: float
+    replay: tuple[int, int] | None
+
+
+@dataclass
+class ReplayExchange:
+    """One replay request's progress: the range wanted and what came back."""
+
+    topic: str
+    stream: StreamSequence
+    start: int
+    end: int
+    filled: int = 0
+    recovered: int = 0
+    ended: bool = False
+
+
+@dataclass
+class _Options:
+    index: PrefixIndex | None
+    lock: FairLock
+    on_batch: Callable[[ReceivedBatch], None] | None
+    restart_policy: Literal["clear", "keep"]
+    catch_up: bool
+    queue_size: int
+    queue_bytes: int
+    max_jump: int
+    max_ranks: int
+    learn_schemes: bool
+
+
+@dataclass
+class ReplicaFeed:
+    """The state and counters of one publisher (see the module docstring)."""
+
+    config: ReplicaEndpoint
+    options: _Options
+    stats_lock: threading.Lock = field(default_factory=threading.Lock)
+    streams: dict[str, StreamSequence] = field(default_factory=dict)
+    ranks: dict[str, set[int]] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    decode_errors_by_type: Counter[str] = field(default_factory=Counter)
+    last_seen: float | None = None
+    idle: bool = False
+    queued: int = 0
+    queued_bytes: int = 0
+    decoder: EventDecoder | None = None
+    era_guess: WireEraGuess | None = None
+    learner: SchemeLearner | None = None
+
+    def __post_init__(self) -> None:
+        version = self.config.vllm_version
+        if version is None:
+            self.era_guess = WireEraGuess(self.config.key)
+        else:
+            self.decoder = EventDecoder(version, strict=self.config.strict)
+            for warning in self.decoder.version_warnings:
+                logger.warning("%s: %s", self.config.key, warning)
+        if self.config.scheme is None and self.options.learn_schemes:
+            self.learner = SchemeLearner(self.config.key, version,
+                                         on_drop=lambda: self.count("unlearned_batches"))
+
+    @property
+    def key(self) -> str:
+        return self.config.key
+
+    def count(self, name: str, n: int = 1) -> None:
+        with self.stats_lock:
+            self.counters[name] += n
+
+    # -- the queue's bounds (the transport holds the queue) ----------------------------
+
+    def admit(self, frames: list[bytes]) -> int | None:
+        """Reserve queue room for ``frames``: their size, or None (dropped and counted)."""
+        size = sum(map(len, frames))
+        opts = self.options
+        with self.stats_lock:
+            if self.queued >= opts.queue_size or self.queued_bytes + size > opts.queue_bytes:
+                self.counters["dropped"] += 1
+                full = True
+            else:
+                self.queued += 1
+                self.queued_bytes += size
+                full = False
+        if full:
+            logger.warning("%s: queue full (%d messages, %d bytes), message dropped", self.key,
+                           opts.queue_size, opts.queue_bytes)
+            return None
+        return size
+
+    def taken(self, size: int) -> None:
+        """A message admitted with ``size`` left the queue."""
+        with self.stats_lock:
+            self.queued -= 1
+            self.queued_bytes -= size
+
+    def check_idle(self, now: float, started_at: float, idle_timeout: float) -> None:
+        since = now - (self.last_seen if self.last_seen is not None else started_at)
+        if since > idle_timeout and not self.idle:
+            self.idle = True
+            self.count("idle_periods")
+            logger.warning("%s: no message for %.1f s", self.key, since)
+
+    # -- PUB messages ----------------------------------------------------------------
+
+    def accept(self, frames: list[bytes], recv_time: float) -> Accepted | None:
+        """Frame and sequence a PUB message: what to apply (and replay first), or None."""
+        key = self.key
+        if self.idle:
+            self.idle = False
+            logger.info("%s: messages again", key)
+        self.last_seen = recv_time
+        try:
+            topic, seq, payload = split_message(frames)
+        except EventDecodeError as exc:
+            self.count("framing_errors")
+            logger.warning("%s: bad message framing: %s", key, exc)
+            return None
+        stream = self.streams.get(topic)
+        if stream is None:
+            stream = self.streams[topic] = StreamSequence(max_jump=self.options.max_jump)
+        verdict = stream.observe(seq, hash(payload))
+        kind = verdict.kind
+        if kind == "duplicate":
+            self.count("duplicates")
+            logger.debug("%s: duplicate seq %d skipped", key, seq)
+            return None
+        if kind == "late":
+            self.count("late_batches")
+            logger.info("%s: seq %d arrived after its gap", key, seq)
+        elif kind == "restart":
+            self._new_epoch(topic, f"seq back to {seq}")
+        elif kind == "jump":
+            self.count("seq_jumps")
+            self._new_epoch(topic, f"seq jumped to {seq}, over max_jump {self.options.max_jump}")
+        replay = None
+        if verdict.missing is not None:
+            start, end = verdict.missing
+            if kind == "first":
+                self.count("late_joins")
+            else:
+                self.count("gaps")
+                self.count("missing_batches", end - start)
+                logger.warning("%s: gap, seq %d-%d missing", key, start, end - 1)
+            if self.config.replay_endpoint is not None and (kind != "first"
+                                                            or self.options.catch_up):
+                self.count("replay_requests")
+                replay = verdict.missing
+            elif kind != "first":
+                self.count("lost_batches", end - start)
+        return Accepted(topic, seq, payload, recv_time, replay)
+
+    def _new_epoch(self, topic: str, why: str) -> None:
+        self.count("restarts")
+        ranks = self.ranks.pop(topic, set())
+        cleared = 0
+        index = self.options.index
+        if self.options.restart_policy == "clear" and index is not None:
+            with self.options.lock:
+                registered = index.replicas()
+                for rank in sorted(ranks):
+                    rid = ReplicaId(self.config.name, rank)
+                    scheme = registered.get(rid)
+                    if scheme is not None:
+                        cleared += index.remove_replica(rid)
+                        index.register(rid, scheme)
+        self.count("cleared_entries", cleared)
+        logger.warning("%s: publisher restarted (%s): new epoch, %d entries %s", self.key, why,
+                       cleared, "cleared" if self.options.restart_policy == "clear" else "kept")
+
+    # -- replay ------------------------------------------------------------------------
+
+    def replay_exchange(self, accepted: Accepted) -> ReplayExchange:
+        assert accepted.replay is not None
+        start, end = accepted.replay
+        return ReplayExchange(accepted.topic, self.streams[accepted.topic], start, end)
+
+    def on_reply(self, exchange: ReplayExchange, frames: list[bytes], recv_time: float) -> bool:
+        """Take one replay reply; True once the end marker arrived."""
+        decoder = self._decoder(None)
+        if decoder is None:  # no payload has decoded yet: the framing is unknown
+            self.count("framing_errors")
+            return False
+        try:
+            reply = decoder.split_replay_reply(frames)
+        except EventDecodeError as exc:
+            self.count("framing_errors")
+            logger.warning("%s: bad replay reply framing: %s", self.key, exc)
+            return False
+        if isinstance(reply, ReplayEnd):
+            exchange.ended = True
+            return True
+        topic, seq, payload = reply
+        if decoder.era.replay_carries_topic and topic != exchange.topic:
+            return False
+        if not exchange.start <= seq < exchange.end or not exchange.stream.fill(seq,
+                                                                                hash(payload)):
+            return False
+        exchange.filled += 1
+        if self.apply(exchange.topic, seq, payload, "replay", recv_time):
+            exchange.recovered += 1
+        return False
+
+    def replay_finished(self, exchange: ReplayExchange, timeout: float) -> None:
+        if exchange.ended:
+            self.count("replay_completed")
+        else:
+            self.count("replay_failures")
+            logger.warning("%s: replay from seq %d got no end marker within %.1f s", self.key,
+                           exchange.start, timeout)
+        self.count("replayed_batches", exchange.recovered)
+        self.count("lost_batches", (exchange.end - exchange.start) - exchange.filled)
+
+    # -- payloads ------------------------------------------------------------------------
+
+    def _decoder(self, payload: bytes | None) -> EventDecoder | None:
+        """The decoder for ``payload`` (None: for replay framing); may raise EventDecodeError."""
+        guess = self.era_guess
+        if guess is None:
+            return self.decoder
+        if payload is None:
+            return guess.decoder if guess.seen else None
+        decoder = guess.observe(payload)
+        if guess.settled:
+            self.decoder, self.era_guess = guess.decoder, None
+        return decoder
+
+    def apply(self, topic: str, seq: int, payload: bytes, via: Literal["pub", "replay"],
+              recv_time: float) -> bool:
+        """Decode ``payload`` and apply it to the index; True if it applied."""
+        key = self.key
+        try:
+            decoder = self._decoder(payload)
+            assert decoder is not None
+            decoded = decoder.decode(payload)
+        except EventDecodeError as exc:
+            with self.stats_lock:
+                self.counters["decode_errors"] += 1
+                self.decode_errors_by_type[type(exc).__name__] += 1
+            logger.warning("%s: seq %d (%s) not decoded, skipped: %s: %s", key, seq, via,
+                           type(exc).__name__, exc)
+            return False
+        batch = decoded.batch
+        if decoded.warnings:
+            self.count("ignored_fields", len(decoded.warnings))
+        rank = batch.data_parallel_rank
+        if rank is None:
+            rank = self.config.dp_rank or 0
+        seen = self.ranks.setdefault(topic, set())
+        if rank not in seen:
+            if sum(map(len, self.ranks.values())) >= self.options.max_ranks:
+                self.count("rank_overflows")
+                logger.warning("%s: seq %d announces rank %d beyond max_ranks %d: skipped", key,
+                               seq, rank, self.options.max_ranks)
+                return False
+            seen.add(rank)
+        index = self.options.index
+        if index is not None and not self._to_index(index, ReplicaId(self.config.name, rank),
+                                                    batch, seq):
+            return False
+        with self.stats_lock:
+            self.counters["batches"] += 1
+            self.counters["events"] += len(batch.events)
+        on_batch = self.options.on_batch
+        if on_batch is not None:
+            try:
+                on_batch(ReceivedBatch(key, topic, seq, batch, via, recv_time))
+            except Exception:
+                self.count("callback_errors")
+                logger.exception("%s: on_batch raised", key)
+        return True
+
+    def _to_index(self, index: PrefixIndex, rid: ReplicaId, batch: EventBatch, seq: int) -> bool:
+        lock = self.options.lock
+        scheme = self.config.scheme
+        todo = [(rid, batch)]
+        learner = self.learner
+        if scheme is None and learner is not None:
+            with lock:
+                registered = rid in index.replicas()
+            if not registered:
+                # Fingerprinting runs outside the lock: readers are not held up by it.
+                span = self.era_guess.span() if self.era_guess is not None else None
+                todo = learner.observe(rid, batch, span)
+                scheme = learner.scheme
+        try:
+            with lock:
+                known = index.replicas()
+                for held_rid, held in todo:
+                    if scheme is not None and held_rid not in known:
+                        index.register(held_rid, scheme)
+                        known = index.replicas()
+                    index.apply(held_rid, held)
+        except Exception:
+            self.count("apply_errors")
+            logger.exception("%s: seq %d could not be applied", self.key, seq)
+            return False
+        return True
+
+    # -- observability -------------------------------------------------------------------
+
+    def snapshot(self, now: float, started_at: float, index_size: int) -> dict[str, Any]:
+        with self.stats_lock:
+            seen = self.last_seen
+            return {
+                **self.counters,
+                "decode_errors_by_type": dict(self.decode_errors_by_type),
+                "last_seen": seen,
+                "idle_seconds": now - (seen if seen is not None else started_at),
+                "idle": self.idle,
+                "epochs": sum(s.epoch for s in self.streams.values()),
+                "index_size": index_size,
+                "queued": self.queued,
+                "queued_bytes": self.queued_bytes,
+                "vllm_version": None if self.decoder is None else self.decoder.vllm_version,
+                "scheme": ("configured" if self.config.scheme is not None
+                           else "none" if self.learner is None else self.learner.state),
+            }
+
+
+def sizes_by_feed(feeds: list[ReplicaFeed], index: PrefixIndex | None,
+                  lock: FairLock) -> dict[str, int]:
+    """Index entries per feed (its replica name and rank)."""
+    sizes = dict.fromkeys((f.key for f in feeds), 0)
+    if index is None:
+        return sizes
+    with lock:
+        for rid in index.replicas():
+            for f in feeds:
+                if f.config.name == rid.name and f.config.dp_rank in (None, rid.dp_rank):
+                    sizes[f.key] += index.replica_size(rid)
+                    break
+    return sizes
+
+
+class FeedSet:
+    """The feeds of one subscriber and what both transports share: options, lock, stats."""
+
+    def __init__(
+        self,
+        replicas: list[ReplicaEndpoint],
+        *,
+        index: PrefixIndex | None,
+        on_batch: Callable[[ReceivedBatch], None] | None,
+        queue_size: int,
+        queue_bytes: int,
+        restart_policy: Literal["clear", "keep"],
+        catch_up: bool,
+        max_jump: int,
+        max_ranks: int,
+        learn_schemes: bool,
+    ) -> None:
+        if not replicas:
+            raise InvalidRequestError("replicas", "needs at least one replica")
+        keys = [c.key for c in replicas]
+        dupes = sorted({k for k in keys if keys.count(k) > 1})
+        if dupes:
+            raise InvalidRequestError("replicas", f"duplicate replica names: {', '.join(dupes)}")
+        if restart_policy not in ("clear", "keep"):
+            raise InvalidRequestError(
+                "restart_policy", f"must be 'clear' or 'keep', got {restart_policy!r}")
+        for name, value in (("queue_size", queue_size), ("queue_bytes", queue_bytes),
+                            ("max_jump", max_jump), ("max_ranks", max_ranks)):
+            if type(value) is not int or value < 1:
+                raise InvalidRequestError(name, f"must be an int >= 1, got {value!r}")
+        #: Held while a batch is applied to the index: hold it to read the index.
+        self.lock = FairLock()
+        self.index = index
+        self.options = _Options(index, self.lock, on_batch, restart_policy, catch_up,
+                                queue_size, queue_bytes, max_jump, max_ranks, learn_schemes)
+        self.feeds = [ReplicaFeed(c, self.options) for c in replicas]
+        self.started_at = time.time()
+
+    def stats(self, *, running: bool) -> dict[str, Any]:
+        now = time.time()
+        sizes = sizes_by_feed(self.feeds, self.index, self.lock)
+        out = {f.key: f.snapshot(now, self.started_at, sizes[f.key]) for f in self.feeds}
+        totals: dict[str, int] = {
+            name: sum(int(v[name]) for v in out.values())
+            for name in (*COUNTERS, "index_size", "queued", "queued_bytes")
+        }
+        index_stats = None
+        if self.index is not None:
+            with self.lock:
+                index_stats = self.index.stats()
+        opts = self.options
+        return {
+            "replicas": out, "totals": totals, "queue_depth": totals["queued"],
+            "queue_capacity": opts.queue_size * len(self.feeds),
+            "queue_bytes": totals["queued_bytes"],
+            "queue_bytes_capacity": opts.queue_bytes * len(self.feeds),
+            "index": index_stats, "running": running,
+        }
+
