@@ -43,16 +43,23 @@ from ._routing import (
 )
 
 if TYPE_CHECKING:
-    from ._subscriber import (
-        ReceivedBatch,
-        ReplicaEndpoint,
-        Subscriber,
-        SubscriberStateError,
-        data_parallel_endpoints,
-        offset_endpoint,
-    )
+    from ._async_subscriber import AsyncSubscriber
+    from ._fair_lock import FairLock
+    from ._feed import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints, offset_endpoint
+    from ._learning import AmbiguousSchemeWarning, FleetWarning, SchemeNotLearnedWarning
+    from ._lora import LoRAPathChangedWarning, LoRAPaths, LoRAPollError, fetch_lora_paths
+    from ._subscriber import Subscriber, SubscriberStateError
 
 _LAZY = {
+    "AmbiguousSchemeWarning": "_learning",
+    "AsyncSubscriber": "_async_subscriber",
+    "FairLock": "_fair_lock",
+    "FleetWarning": "_learning",
+    "LoRAPathChangedWarning": "_lora",
+    "LoRAPaths": "_lora",
+    "LoRAPollError": "_lora",
+    "SchemeNotLearnedWarning": "_learning",
+    "fetch_lora_paths": "_lora",
     "ReceivedBatch": "_feed",
     "ReplicaEndpoint": "_feed",
     "Subscriber": "_subscriber",
@@ -63,7 +70,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    # The subscriber needs pyzmq (extra `zmq`): imported on first use only.
+    # The subscribers need pyzmq (extra `zmq`), and the feed imports prefixkey.analysis
+    # (which imports this package): imported on first use only.
     if name in _LAZY:
         import importlib
 
@@ -74,8 +82,15 @@ __all__ = [
     "COUNTERS",
     "DEFAULT_MEDIUM",
     "DEFAULT_TIER_WEIGHTS",
+    "AmbiguousSchemeWarning",
+    "AsyncSubscriber",
+    "FairLock",
+    "FleetWarning",
     "GroupSpec",
     "IndexSnapshot",
+    "LoRAPathChangedWarning",
+    "LoRAPaths",
+    "LoRAPollError",
     "LoadFn",
     "PrefixIndex",
     "PrefixIndexBackend",
@@ -89,6 +104,7 @@ __all__ = [
     "RouteDecision",
     "Router",
     "SchemeKeys",
+    "SchemeNotLearnedWarning",
     "Subscriber",
     "SubscriberStateError",
     "UnknownReplicaError",
@@ -96,6 +112,7 @@ __all__ = [
     "affinity_digest",
     "as_replica_id",
     "data_parallel_endpoints",
+    "fetch_lora_paths",
     "offset_endpoint",
     "prometheus_text",
     "rendezvous_weight",

@@ -22,6 +22,8 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from subscribers import KINDS, AnySubscriber, make_subscriber  # noqa: E402
+
 from prefixkey import Hasher, Request  # noqa: E402
 from prefixkey.cli import main  # noqa: E402
 from prefixkey.events import (  # noqa: E402
@@ -178,15 +180,21 @@ def publishers(ctx: Any) -> Iterator[list[FakePublisher]]:
         p.close()
 
 
-def wait(sub: Subscriber, predicate: Callable[[dict[str, Any]], bool], what: str) -> None:
+@pytest.fixture(params=KINDS)
+def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
+    """The threaded Subscriber, or the AsyncSubscriber (on a loop in a thread)."""
+    return make_subscriber(request.param)
+
+
+def wait(sub: AnySubscriber, predicate: Callable[[dict[str, Any]], bool], what: str) -> None:
     assert sub.wait_until(predicate, TIMEOUT), f"timed out waiting for {what}: {sub.stats()}"
 
 
-def count(sub: Subscriber, replica: str, key: str) -> int:
+def count(sub: AnySubscriber, replica: str, key: str) -> int:
     return int(sub.stats()["replicas"][replica][key])
 
 
-def hello(sub: Subscriber, pairs: Sequence[tuple[FakePublisher, str, list[bytes]]],
+def hello(sub: AnySubscriber, pairs: Sequence[tuple[FakePublisher, str, list[bytes]]],
           key: str = "batches", at_least: int = 1) -> None:
     """Re-send each publisher's message until the subscriber counted it (slow joiner)."""
     deadline = time.monotonic() + TIMEOUT
@@ -219,7 +227,7 @@ def stored(scheme: ReplicaScheme, request: Request) -> BlockStored:
 
 
 def test_route_follow_evictions_and_clears_across_replicas(
-    ctx: Any, publishers: list[FakePublisher]
+    ctx: Any, publishers: list[FakePublisher], make: Callable[..., AnySubscriber]
 ) -> None:
     versions = {"a": "0.31.0", "b": "0.24.0", "c": "0.22.0"}
     pubs = {name: FakePublisher(ctx, v, topic="kv" if name == "a" else "")
@@ -239,7 +247,7 @@ def test_route_follow_evictions_and_clears_across_replicas(
             top = router.route(request)[0]
         return top.replica.name, top.hit_tokens
 
-    with Subscriber(replicas, index=index, context=ctx) as sub:
+    with make(replicas, index=index, context=ctx) as sub:
         def pub(name: str, *events: KVCacheEvent) -> list[bytes]:
             return pubs[name].publish(encode_batch(versions[name], time.time(), events),
                                       send=False)
@@ -272,14 +280,16 @@ def test_route_follow_evictions_and_clears_across_replicas(
         assert stats["replicas"]["b"]["index_size"] == 4
 
 
-def test_publisher_restart_is_a_new_epoch(ctx: Any, publishers: list[FakePublisher]) -> None:
+def test_publisher_restart_is_a_new_epoch(
+    ctx: Any, publishers: list[FakePublisher], make: Callable[..., AnySubscriber]
+) -> None:
     scheme = ReplicaScheme(hasher("0.31.0"))
     index = PrefixIndex()
     pub = FakePublisher(ctx, "0.31.0")
     publishers.append(pub)
     r_old, r_new = Request(list(range(100, 164))), Request(list(range(500, 564)))
     endpoint = ReplicaEndpoint("a", pub.endpoint, "0.31.0", scheme=scheme)
-    with Subscriber([endpoint], index=index, context=ctx) as sub:
+    with make([endpoint], index=index, context=ctx) as sub:
         hello(sub, [(pub, "a", pub.publish(encode_batch("0.31.0", 1.0, [
             stored(scheme, r_old)]), send=False))])
         pub.publish(encode_batch("0.31.0", 2.0, [stored(scheme, Request(list(range(32))))]))
@@ -303,7 +313,9 @@ def test_publisher_restart_is_a_new_epoch(ctx: Any, publishers: list[FakePublish
 
 
 @pytest.mark.parametrize("version", ["0.24.0", "0.31.0"])  # replies without / with the topic
-def test_gap_recovered_by_replay(ctx: Any, publishers: list[FakePublisher], version: str) -> None:
+def test_gap_recovered_by_replay(
+    ctx: Any, publishers: list[FakePublisher], make: Callable[..., AnySubscriber], version: str
+) -> None:
     pub = FakePublisher(ctx, version, topic="kv", replay=True)
     publishers.append(pub)
     scheme = ReplicaScheme(hasher(version))
@@ -312,7 +324,7 @@ def test_gap_recovered_by_replay(ctx: Any, publishers: list[FakePublisher], vers
     endpoint = ReplicaEndpoint("a", pub.endpoint, version, replay_endpoint=pub.replay_endpoint,
                                topic="kv", scheme=scheme)
     lost = Request(list(range(300, 332)))
-    with Subscriber([endpoint], index=index, context=ctx,
+    with make([endpoint], index=index, context=ctx,
                     on_batch=lambda rb: seen.append((rb.seq, rb.via))) as sub:
         hello(sub, [(pub, "a", pub.publish(encode_batch(version, 1.0, []), send=False))])
         pub.publish(encode_batch(version, 2.0, [stored(scheme, lost)]), send=False)  # dropped
@@ -327,7 +339,9 @@ def test_gap_recovered_by_replay(ctx: Any, publishers: list[FakePublisher], vers
     assert (1, "replay") in seen and (2, "pub") in seen
 
 
-def test_late_join_catches_up_through_replay(ctx: Any, publishers: list[FakePublisher]) -> None:
+def test_late_join_catches_up_through_replay(
+    ctx: Any, publishers: list[FakePublisher], make: Callable[..., AnySubscriber]
+) -> None:
     pub = FakePublisher(ctx, "0.31.0", replay=True)
     publishers.append(pub)
     for i in range(3):  # published before anyone subscribed
@@ -336,7 +350,7 @@ def test_late_join_catches_up_through_replay(ctx: Any, publishers: list[FakePubl
     index = PrefixIndex()
     endpoint = ReplicaEndpoint("a", pub.endpoint, "0.31.0", replay_endpoint=pub.replay_endpoint,
                                scheme=ReplicaScheme(hasher("0.31.0")))
-    with Subscriber([endpoint], index=index, context=ctx) as sub:
+    with make([endpoint], index=index, context=ctx) as sub:
         hello(sub, [(pub, "a", pub.publish(encode_batch("0.31.0", 3.0, []), send=False))])
         wait(sub, lambda s: s["replicas"]["a"]["batches"] == 4, "history")
         a = sub.stats()["replicas"]["a"]
@@ -345,7 +359,7 @@ def test_late_join_catches_up_through_replay(ctx: Any, publishers: list[FakePubl
 
 
 def test_garbage_is_counted_and_the_next_batch_applies(
-    ctx: Any, publishers: list[FakePublisher]
+    ctx: Any, publishers: list[FakePublisher], make: Callable[..., AnySubscriber]
 ) -> None:
     pub = FakePublisher(ctx, "0.31.0")
     publishers.append(pub)
@@ -354,7 +368,7 @@ def test_garbage_is_counted_and_the_next_batch_applies(
     endpoint = ReplicaEndpoint("a", pub.endpoint, "0.31.0", scheme=scheme)
     good = encode_batch("0.31.0", 1.0, [BlockStored((1, 2), None, tuple(range(32)), BLOCK,
                                                     medium="GPU")])
-    with Subscriber([endpoint], index=index, context=ctx) as sub:
+    with make([endpoint], index=index, context=ctx) as sub:
         first = pub.publish(good, send=False)
         hello(sub, [(pub, "a", first)])
         pub.send(first)  # a duplicate by seq and payload: skipped
@@ -411,7 +425,9 @@ def test_full_queue_drops_are_counted_and_replayed(
     assert order == [0, 1, 2, 3, 4, 5, 6]
 
 
-def test_every_fixture_era_over_real_sockets(ctx: Any, publishers: list[FakePublisher]) -> None:
+def test_every_fixture_era_over_real_sockets(
+    ctx: Any, publishers: list[FakePublisher], make: Callable[..., AnySubscriber]
+) -> None:
     fixtures = sorted(FIXTURES.glob("*.jsonl"))
     batches: dict[str, list[bytes]] = {}
     for path in fixtures:
@@ -422,7 +438,7 @@ def test_every_fixture_era_over_real_sockets(ctx: Any, publishers: list[FakePubl
     expected_events = sum(len(EventDecoder(v).decode_batch(p).events)
                           for v, ps in batches.items() for p in ps)
     replicas = [ReplicaEndpoint(v, pubs[v].endpoint, v) for v in batches]
-    with Subscriber(replicas, context=ctx) as sub:
+    with make(replicas, context=ctx) as sub:
         hello(sub, [(pubs[v], v, pubs[v].publish(ps[0], send=False))
                     for v, ps in batches.items()])
         for v, ps in batches.items():
@@ -436,10 +452,12 @@ def test_every_fixture_era_over_real_sockets(ctx: Any, publishers: list[FakePubl
     assert totals["decode_errors"] == totals["gaps"] == totals["lost_batches"] == 0
 
 
-def test_idle_replica_is_reported(ctx: Any, publishers: list[FakePublisher]) -> None:
+def test_idle_replica_is_reported(
+    ctx: Any, publishers: list[FakePublisher], make: Callable[..., AnySubscriber]
+) -> None:
     pub = FakePublisher(ctx, "0.31.0")
     publishers.append(pub)
-    with Subscriber([ReplicaEndpoint("quiet", pub.endpoint)], idle_timeout=0.2,
+    with make([ReplicaEndpoint("quiet", pub.endpoint)], idle_timeout=0.2,
                     context=ctx) as sub:
         wait(sub, lambda s: s["replicas"]["quiet"]["idle"], "idle")
         assert count(sub, "quiet", "idle_periods") == 1

@@ -1,0 +1,297 @@
+"""Subscribe to vLLM replicas' KV-event publishers from asyncio (``zmq.asyncio``).
+
+The same sans-IO feed as the threaded :class:`~prefixkey.fleet.Subscriber`
+(:mod:`prefixkey.fleet._feed`), driven by tasks on the running loop: per
+replica, one task receives (SUB and monitor sockets) into the replica's queue,
+bounded in messages and bytes, and one task decodes, sequences, replays (its
+own DEALER) and applies. Batches are applied on the loop, so a handler on the
+same loop reads the index between two batches without any lock::
+
+    async with AsyncSubscriber(replicas, index=index) as sub:
+        ...
+        decision = router.route(token_ids)[0]    # on the loop: no apply runs meanwhile
+
+Threads other than the loop's must still hold :attr:`AsyncSubscriber.lock`.
+Decoding runs on the loop too: one payload costs at most what
+:class:`~prefixkey.events.DecodeLimits` allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Literal
+
+import zmq
+import zmq.asyncio
+from zmq.utils.monitor import parse_monitor_message
+
+from ..events import DEFAULT_MAX_JUMP, replay_request
+from ._fair_lock import FairLock
+from ._feed import (
+    DEFAULT_MAX_RANKS,
+    DEFAULT_QUEUE_BYTES,
+    Accepted,
+    FeedSet,
+    ReceivedBatch,
+    ReplicaEndpoint,
+    ReplicaFeed,
+)
+from ._index import PrefixIndex
+from ._metrics import prometheus_text
+from ._subscriber import DEFAULT_MAX_MESSAGE_BYTES, SubscriberStateError, configure_sub
+
+__all__ = ["AsyncSubscriber"]
+
+logger = logging.getLogger("prefixkey.fleet.Subscriber")
+
+
+class _Lane:
+    """One replica's sockets, queue and tasks."""
+
+    def __init__(self, feed: ReplicaFeed) -> None:
+        self.feed = feed
+        self.items: deque[tuple[float, list[bytes], int]] = deque()
+        self.ready = asyncio.Event()
+        self.sub: zmq.asyncio.Socket | None = None
+        self.monitor: zmq.asyncio.Socket | None = None
+        self.dealer: zmq.asyncio.Socket | None = None
+
+
+class AsyncSubscriber:
+    """The asyncio twin of :class:`~prefixkey.fleet.Subscriber`: same options, same stats.
+
+    ``start()``, ``stop()`` and ``wait_until()`` are coroutines; ``on_batch``
+    is called on the loop. ``context`` may be a ``zmq.asyncio.Context`` or a
+    plain ``zmq.Context`` (shadowed).
+    """
+
+    def __init__(
+        self,
+        replicas: Iterable[ReplicaEndpoint],
+        *,
+        index: PrefixIndex | None = None,
+        on_batch: Callable[[ReceivedBatch], None] | None = None,
+        queue_size: int = 10_000,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
+        replay_timeout: float = 2.0,
+        idle_timeout: float = 30.0,
+        restart_policy: Literal["clear", "keep"] = "clear",
+        catch_up: bool = True,
+        max_jump: int = DEFAULT_MAX_JUMP,
+        max_ranks: int = DEFAULT_MAX_RANKS,
+        learn_schemes: bool = True,
+        rcvhwm: int = 100_000,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        reconnect_ivl_ms: int = 100,
+        reconnect_ivl_max_ms: int = 2_000,
+        context: zmq.Context[Any] | None = None,
+    ) -> None:
+        self._feeds = FeedSet(
+            list(replicas), index=index, on_batch=on_batch, queue_size=queue_size,
+            queue_bytes=queue_bytes, restart_policy=restart_policy, catch_up=catch_up,
+            max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes)
+        self.index = index
+        self.replay_timeout = replay_timeout
+        self.idle_timeout = idle_timeout
+        self.rcvhwm = rcvhwm
+        self.max_message_bytes = max_message_bytes
+        self.reconnect_ivl_ms = reconnect_ivl_ms
+        self.reconnect_ivl_max_ms = reconnect_ivl_max_ms
+        #: Held while a batch is applied (on the loop); other threads hold it to read.
+        self.lock: FairLock = self._feeds.lock
+        self._own_context = context is None
+        if context is None:
+            self._ctx = zmq.asyncio.Context()
+        elif isinstance(context, zmq.asyncio.Context):
+            self._ctx = context
+        else:
+            self._ctx = zmq.asyncio.Context.shadow(context.underlying)
+        self._lanes = [_Lane(f) for f in self._feeds.feeds]
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    async def start(self) -> AsyncSubscriber:
+        """Connect the SUB sockets and start the replicas' tasks on the running loop."""
+        if self._tasks:
+            raise SubscriberStateError("the subscriber is already started")
+        if self._closed:
+            raise SubscriberStateError("the subscriber is closed: build a new one")
+        for lane in self._lanes:
+            sub = self._ctx.socket(zmq.SUB)
+            configure_sub(sub, lane.feed.config, rcvhwm=self.rcvhwm,
+                          reconnect_ivl_ms=self.reconnect_ivl_ms,
+                          reconnect_ivl_max_ms=self.reconnect_ivl_max_ms,
+                          max_message_bytes=self.max_message_bytes)
+            lane.monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+            lane.sub = sub
+            sub.connect(lane.feed.config.endpoint)
+        self._feeds.started_at = time.time()
+        for lane in self._lanes:
+            key = lane.feed.key
+            self._tasks += [
+                asyncio.create_task(self._guard(self._receive(lane), key),
+                                    name=f"prefixkey-sub-recv-{key}"),
+                asyncio.create_task(self._guard(self._monitor(lane), key),
+                                    name=f"prefixkey-sub-mon-{key}"),
+                asyncio.create_task(self._guard(self._work(lane), key),
+                                    name=f"prefixkey-sub-work-{key}"),
+            ]
+        return self
+
+    async def stop(self) -> None:
+        """Cancel the tasks and close the sockets (the context too, if the subscriber made it)."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        for lane in self._lanes:
+            for sock in (lane.dealer, lane.monitor):
+                if sock is not None:
+                    sock.close(linger=0)
+            if lane.sub is not None:
+                with contextlib.suppress(zmq.ZMQError):
+                    lane.sub.disable_monitor()
+                lane.sub.close(linger=0)
+            lane.sub = lane.monitor = lane.dealer = None
+            while lane.items:
+                lane.feed.taken(lane.items.popleft()[2])
+
+    async def close(self) -> None:
+        await self.stop()
+        if self._own_context and not self._closed:
+            self._ctx.term()
+        self._closed = True
+
+    async def __aenter__(self) -> AsyncSubscriber:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def running(self) -> bool:
+        return any(not t.done() for t in self._tasks)
+
+    @staticmethod
+    async def _guard(work: Awaitable[None], key: str) -> None:
+        try:
+            await work
+        except asyncio.CancelledError:
+            raise
+        except zmq.ZMQError as exc:  # pragma: no cover - context terminated under us
+            logger.error("%s: socket failed: %s", key, exc)
+
+    # -- tasks -----------------------------------------------------------------------
+
+    async def _receive(self, lane: _Lane) -> None:
+        assert lane.sub is not None
+        feed = lane.feed
+        while True:
+            frames = await lane.sub.recv_multipart()
+            now = time.time()
+            feed.count("messages")
+            size = feed.admit(frames)
+            if size is not None:
+                lane.items.append((now, frames, size))
+                lane.ready.set()
+
+    async def _monitor(self, lane: _Lane) -> None:
+        assert lane.monitor is not None
+        feed = lane.feed
+        while True:
+            event = parse_monitor_message(await lane.monitor.recv_multipart())["event"]
+            if event == zmq.EVENT_CONNECTED:
+                feed.count("connects")
+                logger.info("%s: connected to %s", feed.key, feed.config.endpoint)
+            elif event == zmq.EVENT_DISCONNECTED:
+                feed.count("disconnects")
+                logger.warning("%s: disconnected from %s (reconnecting)", feed.key,
+                               feed.config.endpoint)
+
+    async def _work(self, lane: _Lane) -> None:
+        feed = lane.feed
+        while True:
+            if not lane.items:
+                lane.ready.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(lane.ready.wait(), 0.2)
+            feed.check_idle(time.time(), self._feeds.started_at, self.idle_timeout)
+            if not lane.items:
+                continue
+            recv_time, frames, size = lane.items.popleft()
+            feed.taken(size)
+            try:
+                accepted = feed.accept(frames, recv_time)
+                if accepted is not None:
+                    if accepted.replay is not None:
+                        await self._replay(lane, accepted)
+                    feed.apply(accepted.topic, accepted.seq, accepted.payload, "pub", recv_time)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug must not kill the subscriber
+                logger.exception("%s: unexpected error handling a message", feed.key)
+            await asyncio.sleep(0)  # a burst of batches yields to the loop between batches
+
+    def _dealer(self, lane: _Lane) -> zmq.asyncio.Socket:
+        if lane.dealer is None:
+            assert lane.feed.config.replay_endpoint is not None
+            sock = self._ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+            sock.connect(lane.feed.config.replay_endpoint)
+            lane.dealer = sock
+        return lane.dealer
+
+    async def _replay(self, lane: _Lane, accepted: Accepted) -> None:
+        feed = lane.feed
+        exchange = feed.replay_exchange(accepted)
+        try:
+            sock = self._dealer(lane)
+            await sock.send_multipart([b"", replay_request(exchange.start)])
+            deadline = time.monotonic() + self.replay_timeout
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    frames = await asyncio.wait_for(sock.recv_multipart(), remaining)
+                except asyncio.TimeoutError:
+                    break
+                if feed.on_reply(exchange, frames, time.time()):
+                    break
+        except zmq.ZMQError as exc:
+            logger.warning("%s: replay failed: %s", feed.key, exc)
+        feed.replay_finished(exchange, self.replay_timeout)
+        if not exchange.ended and lane.dealer is not None:
+            # Late replies must not answer the next request.
+            lane.dealer.close(linger=0)
+            lane.dealer = None
+
+    # -- observability ---------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """The same snapshot as :meth:`prefixkey.fleet.Subscriber.stats`."""
+        return self._feeds.stats(running=self.running)
+
+    async def wait_until(self, predicate: Callable[[dict[str, Any]], bool],
+                         timeout: float = 5.0, interval: float = 0.01) -> bool:
+        """Poll :meth:`stats` until ``predicate`` holds (True) or ``timeout`` passes (False)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if predicate(self.stats()):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(interval)
+
+    def prometheus_text(self) -> str:
+        return prometheus_text(self.stats())

@@ -1,0 +1,80 @@
+"""Both subscribers behind one synchronous surface, for the end-to-end suite.
+
+:class:`LoopSubscriber` runs an :class:`~prefixkey.fleet.AsyncSubscriber` on an
+event loop of its own thread, so that a test body written for the threaded
+:class:`~prefixkey.fleet.Subscriber` (``with …``, ``stats()``, ``lock``,
+``wait_until``) drives the asyncio code unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from prefixkey.fleet import AsyncSubscriber, FairLock, ReplicaEndpoint, Subscriber
+
+T = TypeVar("T")
+KINDS = ("thread", "asyncio")
+
+
+class LoopSubscriber:
+    def __init__(self, replicas: list[ReplicaEndpoint], **options: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self.sub = AsyncSubscriber(replicas, **options)
+        self.lock: FairLock = self.sub.lock
+        self.index = self.sub.index
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def __enter__(self) -> LoopSubscriber:
+        self._run(self.sub.start())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self._run(self.sub.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        self.loop.close()
+
+    @property
+    def running(self) -> bool:
+        return self.sub.running
+
+    def stats(self) -> dict[str, Any]:
+        return self.sub.stats()
+
+    def prometheus_text(self) -> str:
+        return self.sub.prometheus_text()
+
+    def wait_until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0,
+                   interval: float = 0.01) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            if predicate(self.stats()):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(interval)
+
+
+AnySubscriber = Subscriber | LoopSubscriber
+
+
+def make_subscriber(kind: str) -> Callable[..., AnySubscriber]:
+    """A constructor with :class:`Subscriber`'s signature for ``kind`` ("thread", "asyncio")."""
+    def make(replicas: list[ReplicaEndpoint], **options: Any) -> AnySubscriber:
+        if kind == "thread":
+            return Subscriber(replicas, **options)
+        return LoopSubscriber(replicas, **options)
+    return make
