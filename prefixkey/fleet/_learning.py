@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from packaging.version import Version
 
-from ..core import KNOWN_RELEASES, Hasher
+from ..core import KNOWN_RELEASES, Hasher, resolve_release
 from ..errors import PrefixKeyError
 from ..events import (
     WIRE_ERAS,
@@ -210,8 +210,8 @@ class SchemeLearner:
             logger.warning("%s", message)
             warnings.warn(AmbiguousSchemeWarning(message), stacklevel=2)
         try:
-            algorithm = Hasher(block_size=1, vllm_version=release,
-                               hash_algo=candidate.hash_algo).algorithm
+            resolved = resolve_release(release)
+            algorithm = resolved.era.algorithm(candidate.hash_algo, resolved.release)
             hasher = Hasher(
                 block_size=events[0].block_size, hash_algo=candidate.hash_algo,
                 python_hash_seed=candidate.python_hash_seed, vllm_version=release,
