@@ -1,0 +1,166 @@
+"""Soak: a healthy and a hostile replica on loopback, for PREFIXKEY_SOAK_SECONDS.
+
+The hostile replica does, in a loop, everything issue 13 probed: gaps whose
+replay endpoint never answers, floods of large payloads, a seq of 2**62+5,
+invented data-parallel ranks and garbage. The healthy replica publishes a
+steady stream of BlockStored batches. Over both subscribers the test checks
+that the healthy replica loses nothing (every batch applied, no gap, no drop,
+its index entries exact) and that memory stays bounded: the process's resident
+set is sampled throughout and its growth must stay under the subscriber's own
+bounds (the queue's bytes per replica) plus a fixed allowance.
+
+``.ci/run`` runs it as its own step (30 s per subscriber); a plain ``pytest``
+run gives it 2 s per subscriber (PREFIXKEY_SOAK_SECONDS unset).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
+# The loopback publishers and the subscriber harness of the end-to-end suite.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "end_to_end"))
+
+from subscribers import KINDS, AnySubscriber, make_subscriber  # noqa: E402
+from test_subscriber import BLOCK, FakePublisher, encode_batch, hasher, hello, stored  # noqa: E402
+
+from prefixkey import Request  # noqa: E402
+from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme, Router  # noqa: E402
+
+pytestmark = pytest.mark.soak
+
+V = "0.31.0"
+SECONDS = float(os.environ.get("PREFIXKEY_SOAK_SECONDS", "2"))
+QUEUE_BYTES = 16 * 1024 * 1024
+#: Interpreter, sockets and allocator slack allowed on top of the queues' bound.
+ALLOWANCE = 192 * 1024 * 1024
+HUGE = 2 * 1024 * 1024  # bytes per flooded payload
+
+
+def rss() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status
+                    if line.startswith("VmRSS:"))
+
+
+@pytest.fixture(params=KINDS)
+def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
+    return make_subscriber(request.param)
+
+
+@pytest.fixture
+def ctx() -> Iterator[Any]:
+    context = zmq.Context()
+    yield context
+    context.destroy(linger=0)
+
+
+class Hostile:
+    """A publisher misbehaving every way issue 13 lists, until stopped."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.pub = ctx.socket(zmq.PUB)
+        self.pub.setsockopt(zmq.LINGER, 0)
+        self.pub.setsockopt(zmq.SNDHWM, 64)
+        self.endpoint = f"tcp://127.0.0.1:{self.pub.bind_to_random_port('tcp://127.0.0.1')}"
+        self.dead = ctx.socket(zmq.ROUTER)  # replay requests are taken and never answered
+        self.dead.setsockopt(zmq.LINGER, 0)
+        self.replay_endpoint = (
+            f"tcp://127.0.0.1:{self.dead.bind_to_random_port('tcp://127.0.0.1')}")
+        self.stop = threading.Event()
+        self.sent = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _send(self, seq: int, payload: bytes) -> None:
+        try:
+            self.pub.send_multipart([b"", seq.to_bytes(8, "big"), payload], zmq.NOBLOCK)
+            self.sent += 1
+        except zmq.Again:
+            pass
+
+    def _run(self) -> None:
+        seq = 0
+        huge = encode_batch(V, 0.0, [])[:-1] + b"\x00" * HUGE  # garbage after a valid head
+        while not self.stop.is_set():
+            for _ in range(4):  # a flood of big payloads
+                self._send(seq, huge)
+                seq += 1
+            seq += 3  # a gap: the replay never answers
+            self._send(seq, encode_batch(V, 1.0, []))
+            self._send(2**62 + 5, encode_batch(V, 2.0, []))  # a bogus seq
+            for rank in range(20):  # invented ranks
+                seq += 1
+                self._send(seq, encode_batch(V, 3.0, [], rank=1000 + rank + seq))
+            seq += 1
+            self._send(seq, b"\xc1garbage")
+            self.stop.wait(0.02)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.pub.close(0)
+        self.dead.close(0)
+
+
+def test_a_hostile_replica_costs_the_healthy_one_nothing(
+    ctx: Any, make: Callable[..., AnySubscriber]
+) -> None:
+    healthy = FakePublisher(ctx, V)
+    hostile = Hostile(ctx)
+    scheme = ReplicaScheme(hasher(V))
+    index = PrefixIndex()
+    replicas = [ReplicaEndpoint("healthy", healthy.endpoint, V, scheme=scheme),
+                ReplicaEndpoint("hostile", hostile.endpoint, V,
+                                replay_endpoint=hostile.replay_endpoint, scheme=scheme)]
+    baseline = peak = rss()
+    published = 0
+    try:
+        with make(replicas, index=index, context=ctx, queue_bytes=QUEUE_BYTES,
+                  replay_timeout=2.0, max_ranks=4) as sub:
+            hello(sub, [(healthy, "healthy", healthy.publish(
+                encode_batch(V, 0.0, [stored(scheme, Request(range(BLOCK)))]), send=False))])
+            published = 1
+            hostile.thread.start()
+            deadline = time.monotonic() + SECONDS
+            while time.monotonic() < deadline:
+                for _ in range(20):  # ~1,000 batches a second, each a block of its own
+                    tokens = range(published * BLOCK, (published + 1) * BLOCK)
+                    healthy.publish(encode_batch(V, float(published),
+                                                 [stored(scheme, Request(tokens))]))
+                    published += 1
+                peak = max(peak, rss())
+                time.sleep(0.02)
+            hostile.stop.set()
+
+            def settled(s: dict[str, Any]) -> bool:
+                return bool(s["replicas"]["healthy"]["batches"] >= published)
+
+            done = sub.wait_until(settled, 30)
+            peak = max(peak, rss())
+            stats = sub.stats()
+            good, bad = stats["replicas"]["healthy"], stats["replicas"]["hostile"]
+            with sub.lock:
+                probe = Router(index).route(Request([*range(BLOCK), 1]))[0]
+    finally:
+        hostile.close()
+        healthy.close()
+    print(f"\nsoak {SECONDS:.0f} s: healthy {published} batches; hostile sent {hostile.sent};"
+          f" rss +{(peak - baseline) >> 20} MiB peak; hostile counters {bad}")
+    assert done, f"healthy replica applied {good['batches']} of {published}: {good}"
+    assert good["batches"] == published and good["index_size"] == published
+    for counter in ("dropped", "gaps", "lost_batches", "decode_errors", "restarts"):
+        assert good[counter] == 0, (counter, good)
+    assert (probe.replica.name, probe.hit_tokens) == ("healthy", BLOCK)
+    # The hostile replica's faults were seen, counted and bounded.
+    assert bad["decode_errors"] > 0 and bad["seq_jumps"] > 0
+    assert bad["rank_overflows"] > 0 and bad["replay_requests"] > 0
+    assert bad["queued_bytes"] <= QUEUE_BYTES
+    assert peak - baseline < 2 * QUEUE_BYTES + ALLOWANCE, (peak - baseline) >> 20
