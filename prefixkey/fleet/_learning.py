@@ -59,8 +59,12 @@ SETTLE_PAYLOADS: Final = 32
 MAX_HELD_BATCHES: Final = 256
 
 
-class FleetWarning(UserWarning):
-    """Something the fleet told the subscriber that it could not take as certain."""
+class FleetWarning(PrefixKeyError, UserWarning):
+    """Something the fleet told the subscriber that it could not take as certain.
+
+    A warning (``warnings.warn``), in the :class:`PrefixKeyError` tree like every
+    public exception so that one ``except``/filter catches them all.
+    """
 
 
 class AmbiguousSchemeWarning(FleetWarning):
