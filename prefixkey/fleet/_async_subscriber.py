@@ -24,7 +24,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import zmq
 import zmq.asyncio
@@ -43,7 +43,12 @@ from ._feed import (
 )
 from ._index import PrefixIndex
 from ._metrics import prometheus_text
-from ._subscriber import DEFAULT_MAX_MESSAGE_BYTES, SubscriberStateError, configure_sub
+from ._subscriber import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Recorder,
+    SubscriberStateError,
+    configure_sub,
+)
 
 __all__ = ["AsyncSubscriber"]
 
@@ -66,7 +71,8 @@ class AsyncSubscriber:
     """The asyncio twin of :class:`~prefixkey.fleet.Subscriber`: same options, same stats.
 
     ``start()``, ``stop()`` and ``wait_until()`` are coroutines; ``on_batch``
-    is called on the loop. ``context`` may be a ``zmq.asyncio.Context`` or a
+    is called on the loop; ``record`` is written on the loop (a slow file
+    slows the loop: give it a buffered one). ``context`` may be a ``zmq.asyncio.Context`` or a
     plain ``zmq.Context`` (shadowed).
     """
 
@@ -76,6 +82,7 @@ class AsyncSubscriber:
         *,
         index: PrefixIndex | None = None,
         on_batch: Callable[[ReceivedBatch], None] | None = None,
+        record: IO[str] | None = None,
         queue_size: int = 10_000,
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
         replay_timeout: float = 2.0,
@@ -96,6 +103,7 @@ class AsyncSubscriber:
             queue_bytes=queue_bytes, restart_policy=restart_policy, catch_up=catch_up,
             max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes)
         self.index = index
+        self._recorder = Recorder(record)
         self.replay_timeout = replay_timeout
         self.idle_timeout = idle_timeout
         self.rcvhwm = rcvhwm
@@ -164,6 +172,7 @@ class AsyncSubscriber:
             lane.sub = lane.monitor = lane.dealer = None
             while lane.items:
                 lane.feed.taken(lane.items.popleft()[2])
+        self._recorder.flush()
 
     async def close(self) -> None:
         await self.stop()
@@ -199,6 +208,8 @@ class AsyncSubscriber:
             frames = await lane.sub.recv_multipart()
             now = time.time()
             feed.count("messages")
+            self._recorder.write(feed.key, frames, now, "pub")
+            self._recorder.flush(every=1.0)
             size = feed.admit(frames)
             if size is not None:
                 lane.items.append((now, frames, size))
@@ -266,7 +277,9 @@ class AsyncSubscriber:
                     frames = await asyncio.wait_for(sock.recv_multipart(), remaining)
                 except asyncio.TimeoutError:
                     break
-                if feed.on_reply(exchange, frames, time.time()):
+                now = time.time()
+                self._recorder.write(feed.key, frames, now, "replay")
+                if feed.on_reply(exchange, frames, now):
                     break
         except zmq.ZMQError as exc:
             logger.warning("%s: replay failed: %s", feed.key, exc)

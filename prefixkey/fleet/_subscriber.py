@@ -89,6 +89,37 @@ def configure_sub(sock: zmq.Socket[Any], config: ReplicaEndpoint, *, rcvhwm: int
     sock.setsockopt(zmq.SUBSCRIBE, config.topic.encode("utf-8"))
 
 
+class Recorder:
+    """Writes raw messages to a recording (docs/events.md) from any thread; stops on error."""
+
+    def __init__(self, file: IO[str] | None) -> None:
+        self.file = file
+        self._lock = threading.Lock()
+        self._last_flush = time.monotonic()
+
+    def write(self, source: str, frames: list[bytes], recv_time: float, via: Via) -> None:
+        if self.file is None:
+            return
+        line = recording_line(frames, recv_time=recv_time, source=source, via=via)
+        with self._lock:
+            if self.file is None:
+                return
+            try:
+                self.file.write(line + "\n")
+            except (OSError, ValueError) as exc:
+                logger.error("recording failed, recording stops: %s", exc)
+                self.file = None
+
+    def flush(self, every: float = 0.0) -> None:
+        """Flush, at most once per ``every`` seconds."""
+        if self.file is None or time.monotonic() - self._last_flush < every:
+            return
+        with self._lock:
+            if self.file is not None:
+                self.file.flush()
+        self._last_flush = time.monotonic()
+
+
 class _Worker:
     """One replica's queue and thread (and its DEALER socket)."""
 
@@ -150,9 +181,8 @@ class Subscriber:
             max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes)
         self._workers = [_Worker(f) for f in self._feeds.feeds]
         self.index = index
-        self.record = record
         # The receiver writes PUB messages, each worker its replies.
-        self._record_lock = threading.Lock()
+        self._recorder = Recorder(record)
         self.replay_timeout = replay_timeout
         self.idle_timeout = idle_timeout
         self.rcvhwm = rcvhwm
@@ -218,8 +248,7 @@ class Subscriber:
             with w.ready:
                 while w.items:
                     w.feed.taken(w.items.popleft()[2])
-        if self.record is not None:
-            self.record.flush()
+        self._recorder.flush()
 
     def close(self) -> None:
         self.stop()
@@ -237,6 +266,11 @@ class Subscriber:
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
 
+    @property
+    def record(self) -> IO[str] | None:
+        """The recording file (None once a write failed)."""
+        return self._recorder.file
+
     # -- receiver thread -------------------------------------------------------------
 
     def _receive_loop(self) -> None:
@@ -248,7 +282,6 @@ class Subscriber:
             poller.register(w.monitor, zmq.POLLIN)
             owners[w.sub] = (w, False)
             owners[w.monitor] = (w, True)
-        last_flush = time.monotonic()
         while not self._stop.is_set():
             try:
                 ready = poller.poll(100)
@@ -261,11 +294,7 @@ class Subscriber:
                     drain_monitor(w.feed, sock)
                 else:
                     self._drain_sub(w, sock)
-            if self.record is not None and time.monotonic() - last_flush > 1.0:
-                with self._record_lock:
-                    if self.record is not None:
-                        self.record.flush()
-                last_flush = time.monotonic()
+            self._recorder.flush(every=1.0)
 
     def _drain_sub(self, w: _Worker, sock: zmq.Socket[bytes]) -> None:
         feed = w.feed
@@ -276,26 +305,12 @@ class Subscriber:
                 return
             now = time.time()
             feed.count("messages")
-            self._write_record(feed, frames, now, "pub")
+            self._recorder.write(feed.key, frames, now, "pub")
             size = feed.admit(frames)
             if size is not None:
                 with w.ready:
                     w.items.append((now, frames, size))
                     w.ready.notify()
-
-    def _write_record(self, feed: ReplicaFeed, frames: list[bytes], recv_time: float,
-                      via: Via) -> None:
-        if self.record is None:
-            return
-        line = recording_line(frames, recv_time=recv_time, source=feed.key, via=via)
-        with self._record_lock:
-            if self.record is None:
-                return
-            try:
-                self.record.write(line + "\n")
-            except (OSError, ValueError) as exc:
-                logger.error("recording failed, recording stops: %s", exc)
-                self.record = None
 
     # -- worker threads ----------------------------------------------------------------
 
@@ -349,7 +364,7 @@ class Subscriber:
                     continue
                 frames = sock.recv_multipart()
                 now = time.time()
-                self._write_record(feed, frames, now, "replay")
+                self._recorder.write(feed.key, frames, now, "replay")
                 if feed.on_reply(exchange, frames, now):
                     break
         except zmq.ZMQError as exc:

@@ -9,6 +9,7 @@ subscriber has it (the re-sends are counted duplicates).
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import threading
@@ -324,8 +325,9 @@ def test_gap_recovered_by_replay(
     endpoint = ReplicaEndpoint("a", pub.endpoint, version, replay_endpoint=pub.replay_endpoint,
                                topic="kv", scheme=scheme)
     lost = Request(list(range(300, 332)))
-    with make([endpoint], index=index, context=ctx,
-                    on_batch=lambda rb: seen.append((rb.seq, rb.via))) as sub:
+    record = io.StringIO()
+    with make([endpoint], index=index, context=ctx, record=record,
+              on_batch=lambda rb: seen.append((rb.seq, rb.via))) as sub:
         hello(sub, [(pub, "a", pub.publish(encode_batch(version, 1.0, []), send=False))])
         pub.publish(encode_batch(version, 2.0, [stored(scheme, lost)]), send=False)  # dropped
         pub.publish(encode_batch(version, 3.0, [AllBlocksCleared()][:0]))
@@ -337,6 +339,10 @@ def test_gap_recovered_by_replay(
         assert pub.replay_requests == [1]
     assert [s for s, _ in seen if s > 0] == [1, 2]
     assert (1, "replay") in seen and (2, "pub") in seen
+    # The recording holds the PUB messages and every replay reply: seq 1, seq 2 (buffered
+    # too, not missing) and the end marker.
+    vias = [json.loads(line)["via"] for line in record.getvalue().splitlines()]
+    assert vias.count("replay") == 3 and vias.count("pub") >= 2
 
 
 def test_late_join_catches_up_through_replay(
