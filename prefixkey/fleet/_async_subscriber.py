@@ -48,6 +48,7 @@ from ._subscriber import (
     Recorder,
     SubscriberStateError,
     configure_sub,
+    on_disconnect,
 )
 
 __all__ = ["AsyncSubscriber"]
@@ -224,9 +225,8 @@ class AsyncSubscriber:
                 feed.count("connects")
                 logger.info("%s: connected to %s", feed.key, feed.config.endpoint)
             elif event == zmq.EVENT_DISCONNECTED:
-                feed.count("disconnects")
-                logger.warning("%s: disconnected from %s (reconnecting)", feed.key,
-                               feed.config.endpoint)
+                assert lane.sub is not None
+                on_disconnect(feed, lane.sub)
 
     async def _work(self, lane: _Lane) -> None:
         feed = lane.feed

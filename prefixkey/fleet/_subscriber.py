@@ -291,7 +291,8 @@ class Subscriber:
             for sock, _ in ready:
                 w, is_monitor = owners[sock]
                 if is_monitor:
-                    drain_monitor(w.feed, sock)
+                    assert w.sub is not None
+                    drain_monitor(w.feed, sock, w.sub)
                 else:
                     self._drain_sub(w, sock)
             self._recorder.flush(every=1.0)
@@ -404,8 +405,23 @@ class Subscriber:
         return prometheus_text(self.stats())
 
 
-def drain_monitor(feed: ReplicaFeed, sock: zmq.Socket[bytes]) -> None:
-    """Count the SUB socket's connects and disconnects (both subscribers)."""
+def on_disconnect(feed: ReplicaFeed, sub: zmq.Socket[Any]) -> None:
+    """Count a disconnection and connect again.
+
+    libzmq reconnects by itself after most disconnections, but not after a
+    protocol error such as a frame over ``MAXMSGSIZE``: one oversized message
+    would end the subscription for good. Connecting afresh covers both.
+    """
+    feed.count("disconnects")
+    endpoint = feed.config.endpoint
+    logger.warning("%s: disconnected from %s (reconnecting)", feed.key, endpoint)
+    with contextlib.suppress(zmq.ZMQError):  # already gone
+        sub.disconnect(endpoint)
+    sub.connect(endpoint)
+
+
+def drain_monitor(feed: ReplicaFeed, sock: zmq.Socket[bytes], sub: zmq.Socket[bytes]) -> None:
+    """Count the SUB socket's connects and disconnects (reconnecting: :func:`on_disconnect`)."""
     while True:
         try:
             event = recv_monitor_message(sock, zmq.NOBLOCK)
@@ -418,6 +434,4 @@ def drain_monitor(feed: ReplicaFeed, sock: zmq.Socket[bytes]) -> None:
             feed.count("connects")
             logger.info("%s: connected to %s", feed.key, feed.config.endpoint)
         elif kind == zmq.EVENT_DISCONNECTED:
-            feed.count("disconnects")
-            logger.warning("%s: disconnected from %s (reconnecting)", feed.key,
-                           feed.config.endpoint)
+            on_disconnect(feed, sub)

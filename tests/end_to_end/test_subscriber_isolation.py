@@ -145,6 +145,32 @@ def test_bogus_seq_is_a_restart_not_the_new_normal(
         pub.close()
 
 
+def test_an_oversized_frame_costs_only_its_connection(
+    ctx: Any, make: Callable[..., AnySubscriber]
+) -> None:
+    big, good = FakePublisher(ctx, V), FakePublisher(ctx, V)
+    scheme = ReplicaScheme(hasher(V))
+    index = PrefixIndex()
+    replicas = [ReplicaEndpoint("big", big.endpoint, V, scheme=scheme),
+                ReplicaEndpoint("good", good.endpoint, V, scheme=scheme)]
+    try:
+        with make(replicas, index=index, context=ctx, max_message_bytes=64 * 1024) as sub:
+            hello(sub, [(big, "big", big.publish(block_batch(scheme, 0), send=False)),
+                        (good, "good", good.publish(block_batch(scheme, 0), send=False))])
+            big.publish(b"\x00" * (1024 * 1024))  # libzmq refuses it and drops the connection
+            wait(sub, lambda s: s["replicas"]["big"]["disconnects"] >= 1, "the refusal")
+            publish_paced(sub, good, "good", [block_batch(scheme, i) for i in range(1, 50)])
+            wait(sub, lambda s: s["replicas"]["good"]["batches"] == 50, "the good batches")
+            # The big publisher's next message arrives on the new connection (a gap: seq 1).
+            hello(sub, [(big, "big", big.publish(block_batch(scheme, 2), send=False))], at_least=2)
+            stats = sub.stats()["replicas"]
+            assert stats["big"]["decode_errors"] == 0 and stats["big"]["gaps"] == 1
+            assert stats["good"]["disconnects"] == 0 and stats["good"]["lost_batches"] == 0
+    finally:
+        for p in (big, good):
+            p.close()
+
+
 def test_invented_ranks_are_bounded(ctx: Any, make: Callable[..., AnySubscriber]) -> None:
     pub = FakePublisher(ctx, V)
     scheme = ReplicaScheme(hasher(V))
