@@ -189,12 +189,17 @@ class ReplicaFeed:
 
     def __post_init__(self) -> None:
         version = self.config.vllm_version
-        if version is None:
-            self.era_guess = WireEraGuess(self.config.key)
-        else:
+        if version is not None:
             self.decoder = EventDecoder(version, strict=self.config.strict)
             for warning in self.decoder.version_warnings:
                 logger.warning("%s: %s", self.config.key, warning)
+        self._start_learning()
+
+    def _start_learning(self) -> None:
+        """Guess the wire era (no release configured) and learn the scheme (none configured)."""
+        version = self.config.vllm_version
+        if version is None:
+            self.era_guess = WireEraGuess(self.config.key)
         if self.config.scheme is None and self.options.learn_schemes:
             self.learner = SchemeLearner(self.config.key, version,
                                          on_drop=lambda: self.count("unlearned_batches"))
@@ -294,7 +299,11 @@ class ReplicaFeed:
         ranks = self.ranks.pop(topic, set())
         cleared = 0
         index = self.options.index
-        if self.options.restart_policy == "clear" and index is not None:
+        clear = self.options.restart_policy == "clear"
+        learner = self.learner
+        # A restarted process may run another release or seed: what was learned is learned again.
+        relearn = clear and learner is not None and learner.scheme is not None
+        if clear and index is not None:
             with self.options.lock:
                 registered = index.replicas()
                 for rank in sorted(ranks):
@@ -302,7 +311,10 @@ class ReplicaFeed:
                     scheme = registered.get(rid)
                     if scheme is not None:
                         cleared += index.remove_replica(rid)
-                        index.register(rid, scheme)
+                        if not (relearn and learner is not None and scheme is learner.scheme):
+                            index.register(rid, scheme)
+        if relearn:
+            self._start_learning()
         self.count("cleared_entries", cleared)
         logger.warning("%s: publisher restarted (%s): new epoch, %d entries %s", self.key, why,
                        cleared, "cleared" if self.options.restart_policy == "clear" else "kept")
@@ -316,8 +328,9 @@ class ReplicaFeed:
 
     def on_reply(self, exchange: ReplayExchange, frames: list[bytes], recv_time: float) -> bool:
         """Take one replay reply; True once the end marker arrived."""
-        decoder = self._decoder(None)
-        if decoder is None:  # no payload has decoded yet: the framing is unknown
+        decoder = (self.decoder if self.era_guess is None
+                    else self.era_guess.replay_decoder(frames))
+        if decoder is None:  # no era the payloads fit frames replies like this
             self.count("framing_errors")
             return False
         try:
@@ -352,13 +365,11 @@ class ReplicaFeed:
 
     # -- payloads ------------------------------------------------------------------------
 
-    def _decoder(self, payload: bytes | None) -> EventDecoder | None:
-        """The decoder for ``payload`` (None: for replay framing); may raise EventDecodeError."""
+    def _decoder(self, payload: bytes) -> EventDecoder | None:
+        """The decoder for ``payload``; may raise EventDecodeError (no era decodes it)."""
         guess = self.era_guess
         if guess is None:
             return self.decoder
-        if payload is None:
-            return guess.decoder if guess.seen else None
         decoder = guess.observe(payload)
         if guess.settled:
             self.decoder, self.era_guess = guess.decoder, None

@@ -99,6 +99,12 @@ class WireEraGuess:
         """The releases the fitting eras cover: ``[first, end)``."""
         return self.candidates[0].first_version, _era_end(self.candidates[-1])
 
+    def replay_decoder(self, frames: list[bytes]) -> EventDecoder | None:
+        """The newest fitting era that frames replay replies as ``frames`` (DEALER side)."""
+        with_topic = len(frames) == 4  # b"", [topic,] seq, payload
+        fitting = [e for e in self.candidates if e.replay_carries_topic == with_topic]
+        return self._decoders[fitting[-1].since] if fitting else None
+
     def observe(self, payload: bytes) -> EventDecoder:
         """Narrow the eras by ``payload``; the decoder to decode it with.
 

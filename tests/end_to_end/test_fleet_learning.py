@@ -44,7 +44,7 @@ VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "0.31.0.jsonl"
 
 
 def vllm_vector(algo: str, block_size: int, skip: int = 0) -> dict[str, Any]:
-    """A text-only 0.31.0 vector with at least two full blocks (its keys are vLLM's)."""
+    """A text-only 0.31.0 vector with two full blocks or more, ids a batch can carry."""
     found = 0
     for line in VECTORS.read_text().splitlines():
         row: dict[str, Any] = json.loads(line)
@@ -52,7 +52,8 @@ def vllm_vector(algo: str, block_size: int, skip: int = 0) -> dict[str, Any]:
         if (case["hash_algo"] == algo and case["block_size"] == block_size
                 and case["lora"] is None and not case["mm_items"] and case["cache_salt"] is None
                 and case["prompt_embeds"] is None and case["lookahead"] == 0
-                and len(row["result"]["block_hashes"]) >= 2):
+                and len(row["result"]["block_hashes"]) >= 2
+                and all(0 <= t < 2**63 for t in case["token_ids"])):  # msgpack ints
             if found == skip:
                 return row
             found += 1
@@ -141,6 +142,67 @@ def test_a_configured_scheme_always_wins(ctx: Any, make: Callable[..., AnySubscr
                 assert Router(index).route(Request([*tokens, 7]))[0].hit_tokens == 0
     finally:
         pub.close()
+
+
+def test_a_restarted_replica_is_learned_again(
+    ctx: Any, make: Callable[..., AnySubscriber]
+) -> None:
+    before, after = vllm_vector("sha256", 16), vllm_vector("xxhash_cbor", 4)
+    (old_event, old_tokens), (new_event, new_tokens) = stored_event(before), stored_event(after)
+    pub = FakePublisher(ctx, "0.31.0")
+    index = PrefixIndex()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AmbiguousSchemeWarning)
+            with make([ReplicaEndpoint("a", pub.endpoint, vllm_version=None)], index=index,
+                      context=ctx) as sub:
+                hello(sub, [(pub, "a", pub.publish(encode_batch(EventBatch(1.0, (old_event,)),
+                                                                "0.31.0"), send=False))])
+                with sub.lock:
+                    assert index.scheme("a").hasher.algorithm.name == "sha256"
+                # The replica restarts with another hash algorithm and block size.
+                pub.close()
+                pub = FakePublisher(ctx, "0.31.0", port=pub.port)
+                hello(sub, [(pub, "a", pub.publish(encode_batch(EventBatch(2.0, (new_event,)),
+                                                                "0.31.0"), send=False))],
+                      key="restarts")
+                assert sub.wait_until(lambda s: s["replicas"]["a"]["batches"] == 2, TIMEOUT)
+                assert sub.stats()["replicas"]["a"]["scheme"] == "learned"
+                with sub.lock:
+                    scheme = index.scheme("a")
+                    router = Router(index)
+                    new_hit = router.route(Request([*new_tokens, 7]))[0].hit_tokens
+                    old_hit = router.route(Request([*old_tokens, 7]))[0].hit_tokens
+    finally:
+        pub.close()
+    assert (scheme.hasher.algorithm.name, scheme.hasher.block_size) == ("xxhash_cbor", 4)
+    assert (new_hit, old_hit) == (len(new_tokens), 0)
+
+
+def test_a_late_join_is_replayed_with_the_inferred_era(
+    ctx: Any, make: Callable[..., AnySubscriber]
+) -> None:
+    rows = [vllm_vector("sha256", 16, skip=i) for i in range(3)]
+    pub = FakePublisher(ctx, "0.31.0", replay=True)
+    for i, row in enumerate(rows):  # published before anyone subscribed
+        pub.publish(encode_batch(EventBatch(float(i), (stored_event(row)[0],)), "0.31.0"),
+                    send=False)
+    index = PrefixIndex()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AmbiguousSchemeWarning)
+            with make([ReplicaEndpoint("a", pub.endpoint, vllm_version=None,
+                                       replay_endpoint=pub.replay_endpoint)],
+                      index=index, context=ctx) as sub:
+                hello(sub, [(pub, "a", pub.publish(encode_batch(EventBatch(3.0, ()), "0.31.0"),
+                                                   send=False))])
+                assert sub.wait_until(lambda s: s["replicas"]["a"]["batches"] == 4, TIMEOUT)
+                a = sub.stats()["replicas"]["a"]
+    finally:
+        pub.close()
+    assert (a["late_joins"], a["replayed_batches"], a["framing_errors"]) == (1, 3, 0)
+    assert a["scheme"] == "learned"
+    assert a["index_size"] == sum(len(r["result"]["block_hashes"]) for r in rows)
 
 
 # ----------------------------------------------------------------------------- LoRA paths
