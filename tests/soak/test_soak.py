@@ -124,7 +124,7 @@ def test_a_hostile_replica_costs_the_healthy_one_nothing(
     published = 0
     try:
         with make(replicas, index=index, context=ctx, queue_bytes=QUEUE_BYTES,
-                  replay_timeout=2.0, max_ranks=4) as sub:
+                  replay_timeout=0.25, max_ranks=4) as sub:
             hello(sub, [(healthy, "healthy", healthy.publish(
                 encode_batch(V, 0.0, [stored(scheme, Request(range(BLOCK)))]), send=False))])
             published = 1
