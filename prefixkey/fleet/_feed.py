@@ -227,8 +227,10 @@ class ReplicaFeed:
                 self.queued_bytes += size
                 full = False
         if full:
-            logger.warning("%s: queue full (%d messages, %d bytes), message dropped", self.key,
-                           opts.queue_size, opts.queue_bytes)
+            if _sampled(self.counters["dropped"]):
+                logger.warning("%s: queue full (%d messages, %d bytes), message dropped (%d so "
+                               "far)", self.key, opts.queue_size, opts.queue_bytes,
+                               self.counters["dropped"])
             return None
         return size
 
@@ -400,8 +402,10 @@ class ReplicaFeed:
         if rank not in seen:
             if sum(map(len, self.ranks.values())) >= self.options.max_ranks:
                 self.count("rank_overflows")
-                logger.warning("%s: seq %d announces rank %d beyond max_ranks %d: skipped", key,
-                               seq, rank, self.options.max_ranks)
+                if _sampled(self.counters["rank_overflows"]):
+                    logger.warning("%s: seq %d announces rank %d beyond max_ranks %d: skipped "
+                                   "(%d so far)", key, seq, rank, self.options.max_ranks,
+                                   self.counters["rank_overflows"])
                 return False
             seen.add(rank)
         index = self.options.index
@@ -466,6 +470,15 @@ class ReplicaFeed:
                 "scheme": ("configured" if self.config.scheme is not None
                            else "none" if self.learner is None else self.learner.state),
             }
+
+
+def _sampled(n: int) -> bool:
+    """Log the 1st, 10th, 100th… occurrence only: a flood must not flood the log too."""
+    if n < 1:
+        return False
+    while n % 10 == 0:
+        n //= 10
+    return n == 1
 
 
 def sizes_by_feed(feeds: list[ReplicaFeed], index: PrefixIndex | None,

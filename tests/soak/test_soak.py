@@ -5,9 +5,11 @@ replay endpoint never answers, floods of large payloads, a seq of 2**62+5,
 invented data-parallel ranks and garbage. The healthy replica publishes a
 steady stream of BlockStored batches. Over both subscribers the test checks
 that the healthy replica loses nothing (every batch applied, no gap, no drop,
-its index entries exact) and that memory stays bounded: the process's resident
-set is sampled throughout and its growth must stay under the subscriber's own
-bounds (the queue's bytes per replica) plus a fixed allowance.
+its index entries exact) and that memory stays bounded: the test process's
+resident set is sampled throughout and its growth must stay under the
+subscriber's own bounds (the queue's bytes per replica) plus a fixed allowance.
+The hostile publisher runs in a child process (tests/soak/hostile_publisher.py),
+so that its send buffers are not counted as the subscriber's.
 
 ``.ci/run`` runs it as its own step (30 s per subscriber); a plain ``pytest``
 run gives it 2 s per subscriber (PREFIXKEY_SOAK_SECONDS unset).
@@ -15,9 +17,10 @@ run gives it 2 s per subscriber (PREFIXKEY_SOAK_SECONDS unset).
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,7 +45,6 @@ SECONDS = float(os.environ.get("PREFIXKEY_SOAK_SECONDS", "2"))
 QUEUE_BYTES = 16 * 1024 * 1024
 #: Interpreter, sockets and allocator slack allowed on top of the queues' bound.
 ALLOWANCE = 192 * 1024 * 1024
-HUGE = 2 * 1024 * 1024  # bytes per flooded payload
 
 
 def rss() -> int:
@@ -64,57 +66,41 @@ def ctx() -> Iterator[Any]:
 
 
 class Hostile:
-    """A publisher misbehaving every way issue 13 lists, until stopped."""
+    """tests/soak/hostile_publisher.py in a child process (its buffers are not ours)."""
 
-    def __init__(self, ctx: Any) -> None:
-        self.pub = ctx.socket(zmq.PUB)
-        self.pub.setsockopt(zmq.LINGER, 0)
-        self.pub.setsockopt(zmq.SNDHWM, 64)
-        self.endpoint = f"tcp://127.0.0.1:{self.pub.bind_to_random_port('tcp://127.0.0.1')}"
-        self.dead = ctx.socket(zmq.ROUTER)  # replay requests are taken and never answered
-        self.dead.setsockopt(zmq.LINGER, 0)
-        self.replay_endpoint = (
-            f"tcp://127.0.0.1:{self.dead.bind_to_random_port('tcp://127.0.0.1')}")
-        self.stop = threading.Event()
+    def __init__(self) -> None:
+        script = Path(__file__).with_name("hostile_publisher.py")
+        self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        endpoints = json.loads(self.proc.stdout.readline())
+        self.endpoint: str = endpoints["endpoint"]
+        self.replay_endpoint: str = endpoints["replay_endpoint"]
         self.sent = 0
-        self.thread = threading.Thread(target=self._run, daemon=True)
 
-    def _send(self, seq: int, payload: bytes) -> None:
-        try:
-            self.pub.send_multipart([b"", seq.to_bytes(8, "big"), payload], zmq.NOBLOCK)
-            self.sent += 1
-        except zmq.Again:
-            pass
-
-    def _run(self) -> None:
-        seq = 0
-        huge = encode_batch(V, 0.0, [])[:-1] + b"\x00" * HUGE  # garbage after a valid head
-        while not self.stop.is_set():
-            for _ in range(4):  # a flood of big payloads
-                self._send(seq, huge)
-                seq += 1
-            seq += 3  # a gap: the replay never answers
-            self._send(seq, encode_batch(V, 1.0, []))
-            self._send(2**62 + 5, encode_batch(V, 2.0, []))  # a bogus seq
-            for rank in range(20):  # invented ranks
-                seq += 1
-                self._send(seq, encode_batch(V, 3.0, [], rank=1000 + rank + seq))
-            seq += 1
-            self._send(seq, b"\xc1garbage")
-            self.stop.wait(0.02)
+    def start(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
     def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.pub.close(0)
-        self.dead.close(0)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            line = self.proc.stdout.readline()
+            self.sent = json.loads(line)["sent"] if line else 0
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def test_a_hostile_replica_costs_the_healthy_one_nothing(
     ctx: Any, make: Callable[..., AnySubscriber]
 ) -> None:
     healthy = FakePublisher(ctx, V)
-    hostile = Hostile(ctx)
+    hostile = Hostile()
     scheme = ReplicaScheme(hasher(V))
     index = PrefixIndex()
     replicas = [ReplicaEndpoint("healthy", healthy.endpoint, V, scheme=scheme),
@@ -128,7 +114,7 @@ def test_a_hostile_replica_costs_the_healthy_one_nothing(
             hello(sub, [(healthy, "healthy", healthy.publish(
                 encode_batch(V, 0.0, [stored(scheme, Request(range(BLOCK)))]), send=False))])
             published = 1
-            hostile.thread.start()
+            hostile.start()
             deadline = time.monotonic() + SECONDS
             while time.monotonic() < deadline:
                 for _ in range(20):  # ~1,000 batches a second, each a block of its own
@@ -138,7 +124,7 @@ def test_a_hostile_replica_costs_the_healthy_one_nothing(
                     published += 1
                 peak = max(peak, rss())
                 time.sleep(0.02)
-            hostile.stop.set()
+            hostile.close()
 
             def settled(s: dict[str, Any]) -> bool:
                 return bool(s["replicas"]["healthy"]["batches"] >= published)
