@@ -2,9 +2,11 @@
 
 :class:`PrefixIndex` (in memory) and :class:`RedisPrefixIndex` (shared, extra
 ``redis``) implement :class:`PrefixIndexBackend`; :class:`Router` ranks
-replicas by the longest prefix they hold. :class:`Subscriber` feeds an index
-from live ZMQ publishers; it needs pyzmq (extra ``zmq``) and is imported on
-first use of its names.
+replicas by the longest prefix they hold. :class:`Subscriber` (threads) and
+:class:`AsyncSubscriber` (asyncio) feed an index from live ZMQ publishers,
+learning a replica's scheme from its events when none is configured;
+:class:`LoRAPaths` follows a replica's adapters. The subscribers need pyzmq
+(extra ``zmq``) and are imported on first use of their names.
 """
 
 from __future__ import annotations

@@ -403,6 +403,8 @@ def test_garbage_is_counted_and_the_next_batch_applies(
 def test_full_queue_drops_are_counted_and_replayed(
     ctx: Any, publishers: list[FakePublisher]
 ) -> None:
+    # Threaded only: a callback that blocks stalls the whole event loop of the asyncio
+    # subscriber, its receiver included, so its queue cannot fill this way.
     pub = FakePublisher(ctx, "0.31.0", replay=True)
     publishers.append(pub)
     entered, release = threading.Event(), threading.Event()
