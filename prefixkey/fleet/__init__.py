@@ -2,9 +2,10 @@
 
 :class:`PrefixIndex` (in memory) and :class:`RedisPrefixIndex` (shared, extra
 ``redis``) implement :class:`PrefixIndexBackend`; :class:`Router` ranks
-replicas by the longest prefix they hold. :class:`Subscriber` feeds an index
-from live ZMQ publishers; it needs pyzmq (extra ``zmq``) and is imported on
-first use of its names.
+replicas by the longest prefix they hold; :class:`PredictedIndex` adds the
+keys of the requests a router sent, for fleets without KV events.
+:class:`Subscriber` feeds an index from live ZMQ publishers; it needs pyzmq
+(extra ``zmq``) and is imported on first use of its names.
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ from ._index import (
     as_replica_id,
 )
 from ._metrics import COUNTERS, prometheus_text
+from ._predictions import (
+    PREDICTED,
+    PREDICTION_COUNTERS,
+    Evidence,
+    PredictedIndex,
+    Predictions,
+    evidence,
+    predictions_prometheus_text,
+)
 from ._redis import (
     IndexSnapshot,
     PrefixIndexBackend,
@@ -74,9 +84,14 @@ __all__ = [
     "COUNTERS",
     "DEFAULT_MEDIUM",
     "DEFAULT_TIER_WEIGHTS",
+    "PREDICTED",
+    "PREDICTION_COUNTERS",
+    "Evidence",
     "GroupSpec",
     "IndexSnapshot",
     "LoadFn",
+    "PredictedIndex",
+    "Predictions",
     "PrefixIndex",
     "PrefixIndexBackend",
     "PreparedRequest",
@@ -96,7 +111,9 @@ __all__ = [
     "affinity_digest",
     "as_replica_id",
     "data_parallel_endpoints",
+    "evidence",
     "offset_endpoint",
+    "predictions_prometheus_text",
     "prometheus_text",
     "rendezvous_weight",
     "route",
