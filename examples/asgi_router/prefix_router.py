@@ -69,6 +69,8 @@ def prompt_token_ids(body: Mapping[str, Any]) -> Request:
     if not isinstance(prompt, list):
         hint = " (chat messages need a renderer: pass tokenize=)" if "messages" in body else ""
         raise InvalidRequestError("prompt", f"must be a list of token ids{hint}")
+    if body.get("truncate_prompt_tokens") is not None:  # vLLM would hash other tokens
+        raise InvalidRequestError("truncate_prompt_tokens", "is not supported by this tokenize")
     salt = body.get("cache_salt")
     if salt is not None and not isinstance(salt, str):
         raise InvalidRequestError("cache_salt", f"must be a string, got {salt!r}")

@@ -177,6 +177,8 @@ def test_a_custom_tokenize_plugs_in(
     (json.dumps({"prompt": [1, -2, 3]}).encode(), 400, "InvalidRequestError", "token_ids"),
     (json.dumps({"prompt": [1], "cache_salt": 5}).encode(), 400, "InvalidRequestError",
      "cache_salt"),
+    (json.dumps({"prompt": [1], "truncate_prompt_tokens": 1}).encode(), 400,
+     "InvalidRequestError", "truncate_prompt_tokens"),
     (b" " * (9 << 20), 413, "UpstreamError", None),
 ])
 def test_bad_bodies_get_a_typed_error(
