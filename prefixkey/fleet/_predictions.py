@@ -35,8 +35,9 @@ Semantics
   evicts, from the replica holding most, its group holding most, the entry
   recorded least recently: the policy of :class:`~prefixkey.fleet.PrefixIndex`),
   and at most ``max_entries_per_replica`` per replica when given (its KV-cache
-  size in blocks: a replica cannot hold more). Expired entries read as absent
-  and are swept from the oldest end whenever the replica records.
+  size in blocks: a replica cannot hold more). Expired entries are swept from
+  the oldest end whenever the replica records or is looked up, and by
+  :meth:`Predictions.expire`.
 
 Time comes from ``clock`` (``time.monotonic`` by default; injectable for
 tests); a clock that goes backwards is read as standing still. Sans-IO and not
@@ -54,7 +55,7 @@ from typing import Final, Literal
 
 from ..errors import InvalidRequestError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
-from ._index import ReplicaId, ReplicaScheme, Run, UnknownReplicaError, as_replica_id
+from ._index import ReplicaId, ReplicaScheme, Run, UnknownReplicaError, _ended, as_replica_id
 from ._metrics import family_lines
 from ._redis import PrefixIndexBackend
 from ._routing import PreparedRequest, RouteDecision
@@ -113,9 +114,11 @@ def _bound(name: str, value: int | None) -> int | None:
 
 
 class _Replica:
-    __slots__ = ("confirmed", "count", "tables")
+    __slots__ = ("bit", "confirmed", "count", "slot", "tables")
 
-    def __init__(self) -> None:
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+        self.bit = 1 << slot
         # Per group: key -> time of its last record, least recently recorded first.
         self.tables: dict[int, OrderedDict[EventHash, float]] = {}
         self.count = 0
@@ -123,7 +126,12 @@ class _Replica:
 
 
 class Predictions:
-    """Predicted entries per replica and KV-cache group, with a TTL and bounds."""
+    """Predicted entries per replica and KV-cache group, with a TTL and bounds.
+
+    Inverted like :class:`~prefixkey.fleet.PrefixIndex`: per group, key ->
+    bitmask of the replica slots predicted to hold it, so :meth:`leading_runs`
+    walks a request's keys once for all candidates.
+    """
 
     def __init__(
         self, *, ttl_seconds: float = 300.0, confirmed_ttl_seconds: float = 30.0,
@@ -139,6 +147,8 @@ class Predictions:
         self._clock = clock
         self._now = float("-inf")
         self._replicas: dict[ReplicaId, _Replica] = {}
+        self._free_slots: list[int] = []
+        self._holders: dict[int, dict[EventHash, int]] = {}  # group -> key -> replica bits
         self._size = 0
         self._counters = dict.fromkeys(PREDICTION_COUNTERS, 0)
 
@@ -151,22 +161,30 @@ class Predictions:
     def _ttl(self, state: _Replica) -> float:
         return self.confirmed_ttl_seconds if state.confirmed else self.ttl_seconds
 
+    def _state(self, rid: ReplicaId) -> _Replica:
+        state = self._replicas.get(rid)
+        if state is None:
+            slot = self._free_slots.pop() if self._free_slots else len(self._replicas)
+            state = self._replicas[rid] = _Replica(slot)
+        return state
+
     # -- recording ----------------------------------------------------------------
 
     def record(self, replica: ReplicaId | str, groups: Sequence[Sequence[EventHash]]) -> None:
         """Record a request sent to ``replica``: its published keys, per group."""
-        rid = as_replica_id(replica)
         now = self._time()
-        state = self._replicas.get(rid)
-        if state is None:
-            state = self._replicas[rid] = _Replica()
+        state = self._state(as_replica_id(replica))
         self._expire(state, now)
         c = self._counters
         cap = self.max_entries_per_replica
+        rbit = state.bit
         for group, keys in enumerate(groups):
             table = state.tables.get(group)
             if table is None:
                 table = state.tables[group] = OrderedDict()
+            holders = self._holders.get(group)
+            if holders is None:
+                holders = self._holders[group] = {}
             for key in reversed(keys):  # tail first: the head is the most recent
                 if key in table:
                     table[key] = now
@@ -178,26 +196,38 @@ class Predictions:
                 if self._size >= self.max_entries:
                     self._evict_from(max(self._replicas.values(), key=lambda s: s.count))
                 table[key] = now
+                held = holders.get(key)
+                holders[key] = rbit if held is None else held | rbit
                 state.count += 1
                 self._size += 1
                 c["recorded"] += 1
 
-    def _evict_from(self, state: _Replica) -> None:
-        table = max(state.tables.values(), key=len)
-        table.popitem(last=False)
+    def _unhold(self, group: int, key: EventHash, rbit: int) -> None:
+        holders = self._holders[group]
+        rest = holders[key] & ~rbit
+        if rest:
+            holders[key] = rest
+        else:
+            del holders[key]
+
+    def _pop_oldest(self, state: _Replica, group: int, table: OrderedDict[EventHash, float],
+                    counter: str) -> None:
+        key, _ = table.popitem(last=False)
+        self._unhold(group, key, state.bit)
         state.count -= 1
         self._size -= 1
-        self._counters["evicted"] += 1
+        self._counters[counter] += 1
+
+    def _evict_from(self, state: _Replica) -> None:
+        group, table = max(state.tables.items(), key=lambda item: len(item[1]))
+        self._pop_oldest(state, group, table, "evicted")
 
     def _expire(self, state: _Replica, now: float) -> None:
         oldest = now - self._ttl(state)
-        for table in state.tables.values():
+        for group, table in state.tables.items():
             # Records are in time order, so the expired entries are the oldest ones.
             while table and next(iter(table.values())) < oldest:
-                table.popitem(last=False)
-                state.count -= 1
-                self._size -= 1
-                self._counters["expired"] += 1
+                self._pop_oldest(state, group, table, "expired")
 
     def expire(self) -> int:
         """Sweep every replica's expired entries now; return how many went."""
@@ -211,26 +241,29 @@ class Predictions:
 
     def observe(self, replica: ReplicaId | str, scheme: ReplicaScheme, batch: EventBatch) -> None:
         """Let a batch the backend applied for ``replica`` replace its predictions."""
-        rid = as_replica_id(replica)
-        state = self._replicas.get(rid)
-        if state is None:
-            state = self._replicas[rid] = _Replica()
+        state = self._state(as_replica_id(replica))
         state.confirmed = True
         for event in batch.events:
             if isinstance(event, AllBlocksCleared):
                 self._drop_all(state)
             elif isinstance(event, (BlockStored, BlockRemoved)) and state.count:
-                table = state.tables.get(event.group_idx or 0)
+                group = event.group_idx or 0
+                table = state.tables.get(group)
                 if not table:
                     continue
                 counter = "confirmed" if isinstance(event, BlockStored) else "removed"
                 for h in event.block_hashes:
-                    if table.pop(scheme.publish(h), None) is not None:
+                    key = scheme.publish(h)
+                    if table.pop(key, None) is not None:
+                        self._unhold(group, key, state.bit)
                         state.count -= 1
                         self._size -= 1
                         self._counters[counter] += 1
 
     def _drop_all(self, state: _Replica) -> None:
+        for group, table in state.tables.items():
+            for key in table:
+                self._unhold(group, key, state.bit)
         self._counters["cleared"] += state.count
         self._size -= state.count
         state.count = 0
@@ -243,26 +276,65 @@ class Predictions:
             return 0
         dropped = state.count
         self._drop_all(state)
+        self._free_slots.append(state.slot)
         return dropped
 
     # -- queries ------------------------------------------------------------------
 
+    def leading_runs(self, replicas: Sequence[ReplicaId], group: int,
+                     keys: Sequence[EventHash], starts: Sequence[int]) -> list[int]:
+        """Per replica, how many consecutive keys from ``keys[start]`` on are predicted.
+
+        The candidates' expired entries are swept first; then the keys are
+        walked once for all of them, each joining the walk at its start.
+        """
+        out = [0] * len(replicas)
+        holders = self._holders.get(group)
+        if not holders:
+            return out
+        now = self._time()
+        pending: list[tuple[int, int, int]] = []  # (start, position, replica bit)
+        joined: dict[int, int] = {}  # replica bit -> its start in this walk
+        again = []  # a replica listed twice with another start: walked on its own
+        for i, rid in enumerate(replicas):
+            state = self._replicas.get(rid)
+            if state is not None and state.count:
+                self._expire(state, now)
+                if joined.setdefault(state.bit, starts[i]) != starts[i]:
+                    again.append(i)
+                elif state.count:
+                    pending.append((starts[i], i, state.bit))
+        for i in again:
+            out[i] = self.leading_runs([replicas[i]], group, keys, [starts[i]])[0]
+        if not pending:
+            return out
+        pending.sort()
+        ends: dict[int, int] = {}  # replica bit -> where its run ended
+        alive, p, j, n = 0, 0, pending[0][0], len(keys)
+        get = holders.get
+        while j < n:
+            while p < len(pending) and pending[p][0] <= j:
+                alive |= pending[p][2]
+                p += 1
+            if not alive:
+                if p == len(pending):
+                    break
+                j = pending[p][0]
+                continue
+            held = get(keys[j], 0)
+            if alive & ~held:
+                _ended(alive & ~held, j, ends)
+                alive &= held
+            j += 1
+        _ended(alive, n, ends)
+        for start, i, rbit in pending:
+            out[i] = ends.get(rbit, start) - start
+        return out
+
     def leading(self, replica: ReplicaId, group: int, keys: Sequence[EventHash],
                 start: int = 0) -> int:
-        """How many consecutive keys from ``keys[start]`` on are predicted (and fresh)."""
-        state = self._replicas.get(replica)
-        table = None if state is None else state.tables.get(group)
-        if not table:
-            return 0
-        assert state is not None
-        oldest = self._time() - self._ttl(state)
-        n = 0
-        for i in range(start, len(keys)):
-            recorded = table.get(keys[i])
-            if recorded is None or recorded < oldest:
-                break
-            n += 1
-        return n
+        """:meth:`leading_runs` for one replica."""
+        return self.leading_runs([replica], group, keys, [start])[0]
 
     def entries(self, replica: ReplicaId | str) -> Iterator[tuple[int, EventHash, float]]:
         """Every ``(group, key, recorded at)`` of a replica, least recently recorded first.
@@ -329,12 +401,11 @@ class PredictedIndex:
         runs = self.index.longest_runs(replicas, group, keys, media & ~_PREDICTED_BIT)
         if not media & _PREDICTED_BIT or not len(self.predictions):
             return runs
-        out = []
-        for replica, run in zip(replicas, runs, strict=True):
-            start = sum(n for _, n in run)
-            n = self.predictions.leading(as_replica_id(replica), group, keys, start)
-            out.append((*run, (_PREDICTED_BIT, n)) if n else run)
-        return out
+        starts = [sum(n for _, n in run) for run in runs]
+        predicted = self.predictions.leading_runs(
+            [as_replica_id(r) for r in replicas], group, keys, starts)
+        return [(*run, (_PREDICTED_BIT, n)) if n else run
+                for run, n in zip(runs, predicted, strict=True)]
 
     def medium_bits(self) -> dict[str, int]:
         """The backend's media and :data:`PREDICTED`."""

@@ -411,16 +411,27 @@ class PredictionsMachine(RuleBasedStateMachine):
         else:
             assert got <= n
 
+    @rule(names=st.lists(REPLICA_NAMES, min_size=1, max_size=4), keys=st.lists(KEY, max_size=6),
+          data=st.data())
+    def leading_runs(self, names: list[str], keys: list[int], data: st.DataObject) -> None:
+        """One walk for several candidates, each from its own start (its confirmed run)."""
+        starts = [data.draw(st.integers(0, len(keys))) for _ in names]
+        got = self.store.leading_runs([ReplicaId(n) for n in names], 0, keys, starts)
+        for name, start, n in zip(names, starts, got, strict=True):
+            expected = 0
+            for k in keys[start:]:
+                t = self.model.get((name, 0, k))
+                if t is None or not self._fresh(name, t):
+                    break
+                expected += 1
+            assert n == expected or (self.store.stats()["evicted"] > 0 and n <= expected)
+
     @invariant()
     def matches_model(self) -> None:
         stats = self.store.stats()
         view = {(name, g, k): t for name in ("a", "b", "c")
                 for g, k, t in self.store.entries(name)}
         assert view.items() <= self.model.items()  # nothing invented, times as recorded
-        evicted = stats["evicted"] > 0
-        for (name, g, k), t in self.model.items():
-            one = self.store.leading(ReplicaId(name), g, [k])
-            assert one == 0 if not self._fresh(name, t) else (one == 1 or evicted)
         fresh = {k: t for k, t in self.model.items() if self._fresh(k[0], t)}
         if stats["evicted"] == 0:
             assert fresh.items() <= view.items()  # nothing fresh lost
@@ -429,6 +440,11 @@ class PredictionsMachine(RuleBasedStateMachine):
         for name in ("a", "b", "c"):
             assert self.store.is_confirmed(name) is (name in self.confirmed)
             assert cap is None or self.store.replica_size(name) <= cap
+        # Last: a lookup sweeps the replica's expired entries.
+        evicted = stats["evicted"] > 0
+        for (name, g, k), t in self.model.items():
+            one = self.store.leading(ReplicaId(name), g, [k])
+            assert one == 0 if not self._fresh(name, t) else (one == 1 or evicted)
 
 
 TestPredictionsMachine = PredictionsMachine.TestCase
