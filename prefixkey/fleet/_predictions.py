@@ -408,12 +408,16 @@ class PredictedIndex:
                 for run, n in zip(runs, predicted, strict=True)]
 
     def medium_bits(self) -> dict[str, int]:
-        """The backend's media and :data:`PREDICTED`."""
-        bits = self.index.medium_bits()
-        if max(bits.values(), default=0) >= _PREDICTED_BIT or PREDICTED in bits:
-            raise InvalidRequestError(
-                "medium", f"the backend's media collide with the {PREDICTED} pseudo-medium")
-        return {**bits, PREDICTED: _PREDICTED_BIT}
+        """The backend's media and :data:`PREDICTED`.
+
+        A backend medium that collides with it (an event's medium named
+        ``PREDICTED``, or a 49th medium name) is left out, so its blocks are
+        not routed on: one replica's odd events cannot stop routing.
+        """
+        bits = {name: bit for name, bit in self.index.medium_bits().items()
+                if name != PREDICTED and bit != _PREDICTED_BIT}
+        bits[PREDICTED] = _PREDICTED_BIT
+        return bits
 
     def replicas(self) -> dict[ReplicaId, ReplicaScheme]:
         return self.index.replicas()

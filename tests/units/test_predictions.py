@@ -275,13 +275,15 @@ def test_the_chain_tail_is_evicted_first() -> None:
     assert p.stats()["evicted"] == 2
 
 
-def test_backend_media_colliding_with_predicted_are_refused() -> None:
-    index = PrefixIndex()
-    index.register("a", SCHEME)
-    index.apply("a", batch(stored(1, medium=PREDICTED)))
-    with pytest.raises(InvalidRequestError) as err:
-        PredictedIndex(index).medium_bits()
-    assert err.value.field == "medium"
+def test_an_event_medium_named_predicted_is_not_routed_on() -> None:
+    """A replica's events cannot pass themselves off as predictions, nor stop routing."""
+    fleet = make_fleet(PrefixIndex())
+    fleet.events("a", stored(*KEYS, medium=PREDICTED))
+    fleet.send("b")
+    by_name = {d.replica.name: d for d in fleet.router.route(PROMPT)}
+    assert (by_name["a"].hit_tokens, evidence(by_name["a"])) == (0, "none")
+    assert (by_name["b"].hit_tokens, evidence(by_name["b"])) == (FULL, "predicted")
+    assert list(fleet.index.medium_bits()).count(PREDICTED) == 1
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [
