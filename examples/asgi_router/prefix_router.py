@@ -55,10 +55,12 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 #: An OpenAI body to the request whose prefix is routed.
 Tokenize = Callable[[Mapping[str, Any]], Request]
-#: POST ``body`` to ``url``; the reply's status, content type and body.
-Forward = Callable[[str, bytes, float], tuple[int, str, bytes]]
+#: POST ``body`` to ``url`` with ``headers``; the reply's status, content type and body.
+Forward = Callable[[str, bytes, Mapping[str, str], float], tuple[int, str, bytes]]
 
 ROUTES = frozenset({"/v1/completions", "/v1/chat/completions"})
+#: Request headers passed on to the replica (vLLM's ``--api-key`` checks ``authorization``).
+FORWARDED_HEADERS = frozenset({"authorization"})
 
 
 def prompt_token_ids(body: Mapping[str, Any]) -> Request:
@@ -77,10 +79,11 @@ def prompt_token_ids(body: Mapping[str, Any]) -> Request:
     return Request(prompt, cache_salt=salt)
 
 
-def post(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
+def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float
+         ) -> tuple[int, str, bytes]:
     """The default ``forward``: one HTTP POST of a JSON body."""
     request = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"content-type": "application/json"})
+                                     headers={**headers, "content-type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as reply:
             return reply.status, reply.headers.get("content-type", ""), reply.read()
@@ -132,7 +135,10 @@ class PrefixRouterApp:
         if body is None:
             await _reply(send, *_error(413, None, f"body over {self.limits.max_line_bytes} bytes"))
             return
-        status, content_type, reply, headers = await self.handle(scope["path"], body)
+        passed = {k.decode("latin-1").lower(): v.decode("latin-1")
+                  for k, v in scope.get("headers", ())
+                  if k.decode("latin-1").lower() in FORWARDED_HEADERS}
+        status, content_type, reply, headers = await self.handle(scope["path"], body, passed)
         await _reply(send, status, reply, content_type, headers)
 
     async def _body(self, receive: Receive) -> bytes | None:
@@ -147,7 +153,7 @@ class PrefixRouterApp:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def handle(self, path: str, body: bytes
+    async def handle(self, path: str, body: bytes, headers: Mapping[str, str] | None = None,
                      ) -> tuple[int, str, bytes, list[tuple[bytes, bytes]]]:
         """Route one body; the reply's status, content type, body and extra headers."""
         try:
@@ -167,7 +173,7 @@ class PrefixRouterApp:
             url = self.upstreams[decision.replica] + path
             try:
                 status, content_type, reply = await asyncio.to_thread(
-                    self.forward, url, body, self.timeout)
+                    self.forward, url, body, headers or {}, self.timeout)
             except OSError as exc:  # refused, reset, timed out
                 failures.append(f"{decision.replica}: {exc}")
                 continue
@@ -177,9 +183,9 @@ class PrefixRouterApp:
             if status < 300:  # the replica computed it: its cache now holds the prefix
                 with self.lock:
                     self.index.sent(prepared, decision)
-            headers = [(b"x-prefixkey-replica", str(decision.replica).encode()),
-                       (b"x-prefixkey-evidence", evidence(decision).encode())]
-            return status, content_type, reply, headers
+            extra = [(b"x-prefixkey-replica", str(decision.replica).encode()),
+                     (b"x-prefixkey-evidence", evidence(decision).encode())]
+            return status, content_type, reply, extra
         status, reply = _error(502, None, "no replica answered: " + "; ".join(failures))
         return status, "application/json", reply, []
 

@@ -43,6 +43,7 @@ class FakeReplica:
     def __init__(self, name: str) -> None:
         self.name = name
         self.received: list[dict[str, Any]] = []
+        self.authorization: list[str | None] = []
         self.status = 200
         replica = self
 
@@ -50,6 +51,7 @@ class FakeReplica:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["content-length"]))
                 replica.received.append({"path": self.path, **json.loads(body)})
+                replica.authorization.append(self.headers.get("authorization"))
                 reply = json.dumps({"served_by": replica.name}).encode()
                 self.send_response(replica.status)
                 self.send_header("content-type", "application/json")
@@ -91,7 +93,8 @@ def fleet() -> Iterator[tuple[PrefixRouterApp, dict[str, FakeReplica]]]:
         r.server.server_close()
 
 
-def call(app: Any, path: str, body: bytes, method: str = "POST"
+def call(app: Any, path: str, body: bytes, method: str = "POST",
+         request_headers: tuple[tuple[bytes, bytes], ...] = ()
          ) -> tuple[int, dict[str, str], bytes]:
     """One HTTP request through the ASGI interface: status, headers, body."""
     sent: list[dict[str, Any]] = []
@@ -104,7 +107,7 @@ def call(app: Any, path: str, body: bytes, method: str = "POST"
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": method, "path": path, "headers": []}
+    scope = {"type": "http", "method": method, "path": path, "headers": list(request_headers)}
     asyncio.run(app(scope, receive, send))
     start, reply = sent
     headers = {k.decode(): v.decode() for k, v in start["headers"]}
@@ -129,13 +132,16 @@ def test_events_send_the_request_to_the_replica_holding_the_prefix(
     holder = rendezvous_order(app, PROMPT)[-1]  # the replica hashing alone would pick last
     keys = tuple(map(SCHEME.publish, SCHEME.hasher.block_hashes(Request(PROMPT))))
     app.index.apply(holder, EventBatch(1.0, (BlockStored(keys, None, (), BLOCK),)))
-    status, headers, body = post(app, {"model": "m", "prompt": PROMPT, "max_tokens": 1})
+    body = json.dumps({"model": "m", "prompt": PROMPT, "max_tokens": 1}).encode()
+    status, headers, body = call(app, "/v1/completions", body, request_headers=(
+        (b"Authorization", b"Bearer k"), (b"cookie", b"not passed on")))
     assert status == 200 and json.loads(body) == {"served_by": holder}
     assert (headers["x-prefixkey-replica"], headers["x-prefixkey-evidence"]) == (
         holder, "confirmed")
     assert {n: r.prompts() for n, r in replicas.items()} == {
         n: ([PROMPT] if n == holder else []) for n in replicas}
     assert replicas[holder].received[0]["max_tokens"] == 1  # the body is forwarded as sent
+    assert replicas[holder].authorization == ["Bearer k"]
 
 
 def test_without_events_the_follow_up_goes_where_the_prefix_went(
