@@ -70,9 +70,9 @@ def _frozen_kwargs(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
 class ServerOptions:
     """The ``vllm serve`` flags that decide a request's token ids (vLLM 0.31).
 
-    ``model`` is ``--model``, the model folder as the server was given it (a
-    body's ``model`` must name it unless ``served_model_name`` lists the
-    names). ``chat_template`` is a file path or the template text, as vLLM
+    ``model`` is ``--model`` as the server was given it, a folder or a hub
+    name (a body's ``model`` must name it unless ``served_model_name`` lists
+    the names). ``chat_template`` is a file path or the template text, as vLLM
     takes it. ``lora_modules`` are the static adapters; their int ids follow
     their order from 1, as vLLM assigns them.
     """
@@ -95,7 +95,7 @@ class ServerOptions:
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
-            raise ModelFolderError("--model", "must be a non-empty path")
+            raise ModelFolderError("--model", "must be a non-empty name or path")
         if isinstance(self.served_model_name, str):
             object.__setattr__(self, "served_model_name", (self.served_model_name,))
         object.__setattr__(self, "lora_modules", tuple(self.lora_modules))

@@ -70,15 +70,20 @@ class Renderer:
     """Renders OpenAI bodies into the token ids vLLM 0.31.0 computes, for one model folder.
 
     Build one per replica configuration and reuse it: the folder, its
-    tokenizer and its compiled templates are read once. ``clock`` is what
-    templates' ``strftime_now`` reads (tests pin it). ``content_parts`` handles
-    parts other than text (refused by default). Rendering is thread-safe.
+    tokenizer and its compiled templates are read once. ``model_dir`` is the
+    local folder holding the model's files when ``options.model`` is a name
+    (a hub id the server downloaded); by default ``options.model`` is the
+    folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it).
+    ``content_parts`` handles parts other than text (refused by default).
+    Rendering is thread-safe.
     """
 
-    def __init__(self, options: ServerOptions, *, clock: Clock = datetime.now,
-                 content_parts: ContentParts | None = None) -> None:
+    def __init__(self, options: ServerOptions, model_dir: str | None = None, *,
+                 clock: Clock = datetime.now, content_parts: ContentParts | None = None
+                 ) -> None:
         self.options = options
-        self.folder = ModelFolder.load(options.model, options.tokenizer, options.max_model_len)
+        self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
+                                       options.max_model_len)
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._env = TemplateEnvironment(clock)
         self._parts = content_parts or ContentParts()

@@ -245,15 +245,15 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     for key in list(init):
         if key in _NAMED_TOKENS:
             value = init.pop(key)
-            if value is not None:
+            if value is None:  # an explicit null overrides the class's default
+                named.pop(key, None)
+            else:
                 token = _added_token(value, key)
                 named[key] = by_content.get(str(token), token) if by_content else token
         elif key.endswith("_token") and isinstance(init[key], dict):
             token = _added_token(init.pop(key), key)
             if isinstance(token, AddedToken):
                 auto[key] = token
-    if kind == "qwen2" and named.get("bos_token") is None:
-        named.pop("bos_token", None)
     specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
     specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()}})
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
