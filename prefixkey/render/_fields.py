@@ -186,13 +186,16 @@ class TokenizeParams:
         return self.max_total_tokens - self.max_output_tokens
 
     def encode_max_length(self) -> int | None:
-        """The tokenizer's own truncation length (``get_encode_kwargs``), or None."""
-        if self.truncation_side is not None and self.truncate_prompt_tokens is not None:
-            return None  # the full sequence, sliced from the requested side after
+        """The tokenizer's own truncation length (``get_encode_kwargs``), or None.
+
+        Without ``truncate_prompt_tokens`` vLLM truncates to one token past the
+        bound only to fail sooner; untruncated ids fail the same length check
+        (the character bound already capped their cost), so none is applied.
+        """
         length = self.truncate_prompt_tokens
-        if length is not None and length < 0:
-            return self.max_input_tokens
-        return self.max_input_tokens + 1 if length is None else length
+        if length is None or self.truncation_side is not None:
+            return None  # with a side: the full sequence, sliced from that side after
+        return self.max_input_tokens if length < 0 else length
 
     def pre_tokenization(self, text: str, tokenizer: HfTokenizer) -> str:
         """The character bound on the text (``_text_len_check``): an error, or a pre-trim."""
