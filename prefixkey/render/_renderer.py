@@ -54,16 +54,12 @@ class Rendered:
     """One engine prompt: the request to hash, and the text the template produced (chat)."""
 
     request: Request
+    #: The request's ids (``request.token_ids``), checked once.
+    token_ids: TokenIds
     #: The rendered chat text; None for completions and for ids given verbatim.
     prompt: str | None
     #: The body's model name (the served name or a LoRA adapter's).
     model: str
-
-    @property
-    def token_ids(self) -> TokenIds:
-        ids = self.request.token_ids
-        assert isinstance(ids, TokenIds)
-        return ids
 
 
 class Renderer:
@@ -157,7 +153,7 @@ class Renderer:
         kwargs = self._chat_kwargs(fields, tools)
         text_or_ids = self._apply_template(body.get("messages"), request_template, kwargs)
         if isinstance(text_or_ids, str):
-            ids = self._tokenize(text_or_ids, tok_params)
+            ids = self._tokenize(text_or_ids, tok_params, "messages")
             return self._result(ids, text_or_ids, fields, lora)
         return self._result(tok_params.post_tokenization(text_or_ids, self.tokenizer), None,
                             fields, lora)
@@ -170,7 +166,7 @@ class Renderer:
         results = []
         for prompt in fields.prompts:
             if isinstance(prompt, str):
-                ids = self._tokenize(prompt, tok_params)
+                ids = self._tokenize(prompt, tok_params, "prompt")
             else:
                 ids = tok_params.post_tokenization(prompt, self.tokenizer)
             results.append(self._result(ids, None, fields, lora))
@@ -184,10 +180,15 @@ class Renderer:
             raise RenderRequestError("messages" if fields.is_chat else "prompt",
                                      "No token_ids rendered")
         token_ids = check_token_ids(ids)  # tokenizer output: ints >= 0, checked at C speed
-        return Rendered(Request(token_ids, lora=lora, cache_salt=fields.cache_salt), prompt,
-                        fields.model or self.options.served_names[0])
+        return Rendered(Request(token_ids, lora=lora, cache_salt=fields.cache_salt), token_ids,
+                        prompt, fields.model or self.options.served_names[0])
 
-    def _tokenize(self, text: str, params: TokenizeParams) -> list[int]:
+    def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:
+        try:
+            text.encode("utf-8")  # the tokenizer takes UTF-8: a lone surrogate cannot pass
+        except UnicodeEncodeError as exc:
+            raise RenderRequestError(field, f"is not valid Unicode (lone surrogate at "
+                                     f"character {exc.start} of the text to tokenize)") from None
         text = params.pre_tokenization(text, self.tokenizer)
         length = params.encode_max_length()
         if length is None:
