@@ -1,7 +1,9 @@
 """An example prefix-aware router: a plain ASGI app in front of vLLM replicas.
 
 It receives OpenAI-compatible bodies (``POST /v1/completions`` and
-``/v1/chat/completions``), turns each into token ids (the ``tokenize`` seam),
+``/v1/chat/completions``), turns each into token ids (the ``tokenize`` seam:
+:func:`rendering` renders them as vLLM 0.31.0 does with
+:mod:`prefixkey.render`, :func:`prompt_token_ids` takes token-id prompts),
 ranks the replicas by the prefix they hold and forwards the body to the best
 one, failing over to the next on a connection error or a 5xx reply. Each
 request a replica accepts is recorded as predicted entries
@@ -14,14 +16,15 @@ the predictions. Replies carry ``x-prefixkey-replica`` and
 Run with any ASGI server, e.g. ``pip install uvicorn``, then::
 
     PREFIXKEY_REPLICAS="a=http://10.0.0.1:8000,b=http://10.0.0.2:8000" \\
+    PREFIXKEY_MODEL_DIR=/models/qwen2-7b PREFIXKEY_SERVED_MODEL_NAME=qwen2 \\
     PREFIXKEY_BLOCK_SIZE=16 PREFIXKEY_PYTHONHASHSEED=0 PREFIXKEY_VLLM_VERSION=0.31.0 \\
         uvicorn --app-dir examples/asgi_router prefix_router:app --port 8080
 
-Only standard-library code besides prefixkey. What an example leaves out:
-replies are buffered whole (no streaming), forwarding runs urllib in a thread,
-hashing runs on the event loop, and the default ``tokenize`` accepts only
-prompts given as token ids (a chat body needs its chat template rendered:
-plug a renderer in as ``tokenize``).
+(``PREFIXKEY_MODEL_DIR`` needs the ``render`` extra; without it only
+completions bodies whose ``prompt`` is token ids are routed.) Only
+standard-library code besides prefixkey. What an example leaves out: replies
+are buffered whole (no streaming), forwarding runs urllib in a thread, and
+rendering and hashing run on the event loop.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from contextlib import AbstractContextManager
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from prefixkey import Hasher, Request
 from prefixkey.errors import InvalidRequestError, PrefixKeyError
@@ -49,12 +52,15 @@ from prefixkey.fleet import (
 )
 from prefixkey.jsonl import JsonLimits, parse_json_line
 
+if TYPE_CHECKING:
+    from prefixkey.render import Renderer
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-#: An OpenAI body to the request whose prefix is routed.
-Tokenize = Callable[[Mapping[str, Any]], Request]
+#: An OpenAI body (and the path it was posted to) to the request whose prefix is routed.
+Tokenize = Callable[[str, Mapping[str, Any]], Request]
 #: POST ``body`` to ``url`` with ``headers``; the reply's status, content type and body.
 Forward = Callable[[str, bytes, Mapping[str, str], float], tuple[int, str, bytes]]
 
@@ -63,13 +69,28 @@ ROUTES = frozenset({"/v1/completions", "/v1/chat/completions"})
 FORWARDED_HEADERS = frozenset({"authorization"})
 
 
-def prompt_token_ids(body: Mapping[str, Any]) -> Request:
-    """The default ``tokenize``: a completions body whose ``prompt`` is token ids."""
+def rendering(renderer: Renderer) -> Tokenize:
+    """A ``tokenize`` rendering each body as vLLM 0.31.0's OpenAI server does.
+
+    A completions body with several prompts is several engine requests in
+    vLLM, so it has no single prefix to route on: it is refused.
+    """
+    def tokenize(path: str, body: Mapping[str, Any]) -> Request:
+        rendered = renderer.render(path, body)
+        if len(rendered) != 1:
+            raise InvalidRequestError("prompt", f"{len(rendered)} prompts: route one per request")
+        return rendered[0].request
+    return tokenize
+
+
+def prompt_token_ids(path: str, body: Mapping[str, Any]) -> Request:
+    """A ``tokenize`` without a model folder: completions bodies whose ``prompt`` is ids."""
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], list):
         prompt = prompt[0]  # OpenAI's batch form, with one prompt
     if not isinstance(prompt, list):
-        hint = " (chat messages need a renderer: pass tokenize=)" if "messages" in body else ""
+        hint = " (chat messages need a model folder: tokenize=rendering(...))" \
+            if "messages" in body else ""
         raise InvalidRequestError("prompt", f"must be a list of token ids{hint}")
     if body.get("truncate_prompt_tokens") is not None:  # vLLM would hash other tokens
         raise InvalidRequestError("truncate_prompt_tokens", "is not supported by this tokenize")
@@ -160,13 +181,13 @@ class PrefixRouterApp:
             parsed = parse_json_line(body, self.limits)
             if not isinstance(parsed, dict):
                 raise InvalidRequestError("body", "must be a JSON object")
-            request = self.tokenize(parsed)
+            request = self.tokenize(path, parsed)
             candidates = list(self.upstreams)
             with self.lock:
                 prepared = self.router.prepare(request, candidates)
                 decisions = self.router.rank(prepared, candidates)
-        except PrefixKeyError as exc:
-            status, reply = _error(400, exc, str(exc))
+        except PrefixKeyError as exc:  # a RenderRequestError carries vLLM's status (400, 404)
+            status, reply = _error(getattr(exc, "status", 400), exc, str(exc))
             return status, "application/json", reply, []
         failures = []
         for decision in decisions[:self.attempts]:
@@ -211,7 +232,15 @@ def from_environ(environ: Mapping[str, str] = os.environ) -> PrefixRouterApp:
     for name in upstreams:
         index.register(name, ReplicaScheme(hasher))
     router = Router(cast(PrefixIndex, index))  # Router reads only the backend protocol
-    return PrefixRouterApp(router, index, cast("dict[ReplicaId | str, str]", upstreams))
+    tokenize: Tokenize = prompt_token_ids
+    model_dir = environ.get("PREFIXKEY_MODEL_DIR")
+    if model_dir:
+        from prefixkey.render import Renderer, ServerOptions  # the render extra
+
+        names = tuple(n for n in environ.get("PREFIXKEY_SERVED_MODEL_NAME", "").split(",") if n)
+        tokenize = rendering(Renderer(ServerOptions(model=model_dir, served_model_name=names)))
+    return PrefixRouterApp(router, index, cast("dict[ReplicaId | str, str]", upstreams),
+                           tokenize=tokenize)
 
 
 _app: PrefixRouterApp | None = None

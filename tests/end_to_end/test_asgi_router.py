@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "asgi_router"))
 
-from prefix_router import PrefixRouterApp, from_environ
+from prefix_router import PrefixRouterApp, from_environ, rendering
 
 from prefixkey import Hasher, Request
 from prefixkey.events import BlockStored, EventBatch
@@ -35,6 +35,7 @@ BLOCK = 16
 SCHEME = ReplicaScheme(Hasher(block_size=BLOCK, python_hash_seed="0"))
 PROMPT = list(range(3000, 3000 + 4 * BLOCK + 1))
 PORTS = range(18400, 18500)  # this suite's loopback range
+MODEL = Path(__file__).resolve().parents[1] / "render" / "models" / "qwen2_rebuilt"
 
 
 class FakeReplica:
@@ -162,10 +163,40 @@ def test_without_events_the_follow_up_goes_where_the_prefix_went(
     assert app.index.predictions.stats()["sent_predicted"] == 1
 
 
+def test_a_chat_conversation_rendered_by_prefixkey_render_stays_on_its_replica(
+        fleet: tuple[PrefixRouterApp, dict[str, FakeReplica]]) -> None:
+    pytest.importorskip("tokenizers", reason="needs the render extra: pip install -e '.[test]'")
+    from prefixkey.render import Renderer, ServerOptions
+
+    app, replicas = fleet
+    renderer = Renderer(ServerOptions(model=str(MODEL), served_model_name=("qwen2",)))
+    app.tokenize = rendering(renderer)
+    system = {"role": "system", "content": "You are a helpful assistant. " * 8}
+    first = {"model": "qwen2", "messages": [system, {"role": "user", "content": "Hi!"}]}
+    (ids,) = renderer.render("/v1/chat/completions", first)
+    order = rendezvous_order(app, list(ids.request.token_ids))
+    replicas[order[0]].status = 503  # the rendezvous pick is down for the first turn
+    status, headers, _ = post(app, first, "/v1/chat/completions")
+    assert (status, headers["x-prefixkey-replica"]) == (200, order[1])
+    replicas[order[0]].status = 200
+    follow_up = {**first, "messages": [*first["messages"], {"role": "assistant",
+                 "content": "Hello!"}, {"role": "user", "content": "And tomorrow?"}]}
+    status, headers, _ = post(app, follow_up, "/v1/chat/completions")
+    assert (status, headers["x-prefixkey-replica"], headers["x-prefixkey-evidence"]) == (
+        200, order[1], "predicted")
+    assert [r["messages"][-1]["content"] for r in replicas[order[1]].received] == [
+        "Hi!", "And tomorrow?"]
+    # vLLM's own refusals keep vLLM's status: an unknown model is its 404.
+    status, _, reply = post(app, {**first, "model": "nope"}, "/v1/chat/completions")
+    assert (status, json.loads(reply)["error"]["type"]) == (404, "RenderRequestError")
+    status, _, reply = post(app, {"model": "qwen2", "prompt": ["a", "b"]})
+    assert (status, json.loads(reply)["error"]["field"]) == (400, "prompt")
+
+
 def test_a_custom_tokenize_plugs_in(
         fleet: tuple[PrefixRouterApp, dict[str, FakeReplica]]) -> None:
     app, replicas = fleet
-    app.tokenize = lambda body: Request([ord(c) for c in body["text"]])
+    app.tokenize = lambda path, body: Request([ord(c) for c in body["text"]])
     text = "the same long system prompt, then a question " * 2
     status, headers, _ = post(app, {"text": text})
     chosen = headers["x-prefixkey-replica"]
@@ -223,3 +254,18 @@ def test_from_environ(fleet: tuple[PrefixRouterApp, dict[str, FakeReplica]]) -> 
     status, headers, _ = post(app, {"prompt": PROMPT})
     assert (status, headers["x-prefixkey-replica"]) == (200, "x")
     assert replicas["r0"].prompts() == [PROMPT]
+    assert post(app, {"messages": [{"role": "user", "content": "hi"}]},
+                "/v1/chat/completions")[0] == 400  # no model folder: no chat
+
+
+def test_from_environ_with_a_model_folder(
+        fleet: tuple[PrefixRouterApp, dict[str, FakeReplica]]) -> None:
+    pytest.importorskip("tokenizers", reason="needs the render extra: pip install -e '.[test]'")
+    _, replicas = fleet
+    app = from_environ({"PREFIXKEY_REPLICAS": f"x={replicas['r1'].url}",
+                        "PREFIXKEY_MODEL_DIR": str(MODEL),
+                        "PREFIXKEY_SERVED_MODEL_NAME": "qwen2,chat"})
+    body = {"model": "chat", "messages": [{"role": "user", "content": "hi"}]}
+    status, headers, _ = post(app, body, "/v1/chat/completions")
+    assert (status, headers["x-prefixkey-replica"]) == (200, "x")
+    assert replicas["r1"].received[0]["messages"] == body["messages"]
