@@ -35,6 +35,7 @@ from .core import (
     MMItem,
     PromptEmbeds,
     Request,
+    TokenIds,
     block_hash_to_int64,
     check_api_rules,
     check_token_ids,
@@ -110,6 +111,7 @@ _KNOWN_FIELDS: Final = frozenset({
     "id", "vllm_version", "hash_algo", "python_hash_seed", "block_size", "token_ids",
     "hash_calls", "num_prompt_tokens", "engine_python", "lookahead", "lora", "cache_salt",
     "mm_items", "prompt_embeds", "group_block_sizes",
+    "prompt",  # informational: the text prefixkey render rendered, not hashed
 })
 
 
@@ -245,10 +247,11 @@ def parse_request(
     engine_python = _get(obj, "engine_python", str, None)
     if "token_ids" not in obj:
         raise InvalidRequestError("token_ids", "is required")
-    ids = _get(obj, "token_ids", list, None)
+    ids = _get(obj, "token_ids", (list, TokenIds), None)
     if ids is None:
         raise InvalidRequestError("token_ids", "must be an array of ints")
-    # Checked once, here: the hasher takes TokenIds (and their slices) as they are.
+    # Checked once, here (rendered ids arrive as TokenIds, already checked): the hasher
+    # takes TokenIds (and their slices) as they are.
     token_ids = check_token_ids(ids)
     block_size = obj.get("block_size")
     if block_size is None:

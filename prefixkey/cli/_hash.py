@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from ..errors import PrefixKeyError
@@ -18,7 +18,19 @@ from ..jsonl import (
     parse_request,
     run_job,
 )
-from ._common import Commands, add_limit_options, input_name, json_limits, open_input, warn
+from ._common import (
+    Commands,
+    add_limit_options,
+    fail,
+    input_name,
+    json_limits,
+    open_input,
+    warn,
+)
+from ._render import add_render_options, rendered_lines, renderer_from_args
+
+#: Turns one decoded line into the request lines to hash (a body into its prompts).
+Expand = Callable[[Any], list[Any]]
 
 __all__ = ["register"]
 
@@ -45,37 +57,60 @@ class _Tally:
 
 
 def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_checks: bool,
-                reject_unknown_fields: bool, limits: JsonLimits) -> _Tally:
-    """Hash every request line, writing one record each."""
+                reject_unknown_fields: bool, limits: JsonLimits,
+                expand: Expand | None = None) -> _Tally:
+    """Hash every request line, writing one record each (one per prompt it expands to)."""
     tally = _Tally()
     for number, raw in enumerate(bounded_lines(lines, limits), start=1):
         if not raw.strip():
             continue
         tally.requests += 1
         request_id: Any = None
+        records = []
         try:
             line_warnings: list[str] = []
             obj = parse_json_line(raw, limits, warnings=line_warnings)
             if isinstance(obj, dict):
                 request_id = obj.get("id")
-            job = parse_request(obj, strict=strict, api_checks=api_checks,
-                                reject_unknown_fields=reject_unknown_fields, limits=limits)
-            record = run_job(job, request_id)
-            record["warnings"][:0] = line_warnings
-            tally.warned(number, record["warnings"])
+            for request in expand(obj) if expand is not None else [obj]:
+                if isinstance(request, dict):
+                    request_id = request.get("id")
+                job = parse_request(request, strict=strict, api_checks=api_checks,
+                                    reject_unknown_fields=reject_unknown_fields, limits=limits)
+                record = run_job(job, request_id)
+                record["warnings"][:0] = line_warnings
+                tally.warned(number, record["warnings"])
+                records.append(record)
         except PrefixKeyError as exc:
             tally.failed(number, exc)
-            record = error_record(exc, request_id, number)
-        # ASCII output: any string a request echoes (even a lone surrogate) stays writable.
-        out.write(json.dumps(record) + "\n")
+            records.append(error_record(exc, request_id, number))
+        for record in records:
+            # ASCII output: any string a request echoes (even a lone surrogate) stays writable.
+            out.write(json.dumps(record) + "\n")
     return tally
 
 
+def _model_dir_expand(args: argparse.Namespace) -> Expand:
+    """``--model-dir``: lines with ``endpoint`` + ``body`` are rendered, then hashed."""
+    renderer = renderer_from_args(args)
+    return lambda obj: rendered_lines(renderer, obj)
+
+
 def _run(args: argparse.Namespace) -> int:
+    expand: Expand | None = None
+    if args.model_dir is not None:
+        try:
+            expand = _model_dir_expand(args)
+        except ImportError:
+            return fail("hash", "--model-dir needs the render extra: "
+                        "pip install 'prefixkey[render]'")
+        except PrefixKeyError as exc:
+            return fail("hash", exc)
     with open_input(args.file) as source:
         tally = _hash_lines(source, sys.stdout, strict=not args.lenient,
                             api_checks=not args.no_api_checks,
-                            reject_unknown_fields=args.strict, limits=json_limits(args))
+                            reject_unknown_fields=args.strict, limits=json_limits(args),
+                            expand=expand)
     for warning, count in tally.warnings.items():
         if count > 1:
             warn("hash", f"{count - 1} more line(s): {warning}")
@@ -108,4 +143,5 @@ def register(commands: Commands) -> None:
         "hash what the engine core would hash",
     )
     add_limit_options(cmd)
+    add_render_options(cmd, required=False)
     cmd.set_defaults(run=_run)

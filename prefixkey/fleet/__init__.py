@@ -2,11 +2,13 @@
 
 :class:`PrefixIndex` (in memory) and :class:`RedisPrefixIndex` (shared, extra
 ``redis``) implement :class:`PrefixIndexBackend`; :class:`Router` ranks
-replicas by the longest prefix they hold. :class:`Subscriber` (threads) and
-:class:`AsyncSubscriber` (asyncio) feed an index from live ZMQ publishers,
-learning a replica's scheme from its events when none is configured;
-:class:`LoRAPaths` follows a replica's adapters. The subscribers need pyzmq
-(extra ``zmq``) and are imported on first use of their names.
+replicas by the longest prefix they hold; :class:`PredictedIndex` adds the
+keys of the requests a router sent, for fleets without KV events.
+:class:`Subscriber` (threads) and :class:`AsyncSubscriber` (asyncio) feed an
+index from live ZMQ publishers, learning a replica's scheme from its events
+when none is configured; :class:`LoRAPaths` follows a replica's adapters. The
+subscribers need pyzmq (extra ``zmq``) and are imported on first use of their
+names.
 """
 
 from __future__ import annotations
@@ -24,6 +26,15 @@ from ._index import (
     as_replica_id,
 )
 from ._metrics import COUNTERS, prometheus_text
+from ._predictions import (
+    PREDICTED,
+    PREDICTION_COUNTERS,
+    Evidence,
+    PredictedIndex,
+    Predictions,
+    evidence,
+    predictions_prometheus_text,
+)
 from ._redis import (
     IndexSnapshot,
     PrefixIndexBackend,
@@ -88,12 +99,17 @@ __all__ = [
     "AsyncSubscriber",
     "FairLock",
     "FleetWarning",
+    "PREDICTED",
+    "PREDICTION_COUNTERS",
+    "Evidence",
     "GroupSpec",
     "IndexSnapshot",
     "LoRAPathChangedWarning",
     "LoRAPaths",
     "LoRAPollError",
     "LoadFn",
+    "PredictedIndex",
+    "Predictions",
     "PrefixIndex",
     "PrefixIndexBackend",
     "PreparedRequest",
@@ -115,7 +131,9 @@ __all__ = [
     "as_replica_id",
     "data_parallel_endpoints",
     "fetch_lora_paths",
+    "evidence",
     "offset_endpoint",
+    "predictions_prometheus_text",
     "prometheus_text",
     "rendezvous_weight",
     "route",

@@ -6,6 +6,7 @@ no client library; metric names are prefixed ``prefixkey_``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -48,19 +49,22 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+def family_lines(lines: list[str], name: str, kind: str, help_text: str,
+                 samples: Iterable[tuple[dict[str, str], float]]) -> None:
+    """Append one metric family (HELP, TYPE and its samples) to ``lines``."""
+    lines.append(f"# HELP {name} {help_text}")
+    lines.append(f"# TYPE {name} {kind}")
+    for labels, value in samples:
+        text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+        number = repr(float(value)) if isinstance(value, float) else str(int(value))
+        lines.append(f"{name}{{{text}}} {number}" if text else f"{name} {number}")
+
+
 def prometheus_text(stats: dict[str, Any]) -> str:
     """Render :meth:`Subscriber.stats` in the Prometheus text exposition format (0.0.4)."""
     lines: list[str] = []
     replicas: dict[str, dict[str, Any]] = stats["replicas"]
-
-    def family(name: str, kind: str, help_text: str,
-               samples: Iterable[tuple[dict[str, str], float]]) -> None:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
-            number = repr(float(value)) if isinstance(value, float) else str(int(value))
-            lines.append(f"{name}{{{text}}} {number}" if text else f"{name} {number}")
+    family = functools.partial(family_lines, lines)
 
     for counter, help_text in COUNTERS.items():
         family(f"prefixkey_subscriber_{counter}_total", "counter", help_text.capitalize() + ".",

@@ -186,6 +186,8 @@ class RouteDecision:
     load: float | None
     #: True when no candidate held anything and the order is rendezvous hashing.
     fallback: bool
+    #: The media of the blocks counted in ``hit_tokens`` (empty without a hit).
+    media: frozenset[str]
     #: The explanation, or what builds it on first read of :attr:`why` (most never are).
     _why: str | Callable[[], str] = field(repr=False, compare=False)
 
@@ -205,6 +207,7 @@ class _Outcome:
     weighted: float
     media: str
     capped: bool
+    used: frozenset[str]  # the media of the blocks counted in hit_tokens
 
 
 class _Match:
@@ -337,7 +340,8 @@ class Router:
             why = functools.partial(self._why, m.replica, o, prepared.num_tokens, load, score,
                                     fallback, rank, total)
             decisions.append(RouteDecision(
-                m.replica, rank, score, o.hit_tokens, o.matched, o.weighted, load, fallback, why
+                m.replica, rank, score, o.hit_tokens, o.matched, o.weighted, load, fallback,
+                o.used, why
             ))
         return decisions
 
@@ -409,7 +413,8 @@ class Router:
             bs = scheme.groups[0].block_size
             blocks = min(n, cap // bs)
             weight, medium = self._mask_weight(mask)
-            return _Outcome((n,), blocks * bs, weight * blocks * bs, medium, capped=n > blocks)
+            return _Outcome((n,), blocks * bs, weight * blocks * bs, medium, capped=n > blocks,
+                            used=frozenset((medium,)) if blocks else frozenset())
         matched = tuple(sum(n for _, n in run) for run in runs)
         hit = cap
         for run_len, spec in zip(matched, scheme.groups, strict=True):
@@ -417,17 +422,21 @@ class Router:
         hit -= hit % math.lcm(*(g.block_size for g in scheme.groups))
         weighted = 0.0
         media: set[str] = set()
+        counted: set[str] = set()
         for run, g in zip(runs, scheme.groups, strict=True):
             used = hit // g.block_size  # blocks of the run vLLM would reuse
             for mask, n in run:
                 weight, medium = self._mask_weight(mask)
                 weighted += weight * min(n, max(used, 0)) * g.block_size
+                if used > 0:
+                    counted.add(medium)
                 used -= n
                 media.add(medium)
         weighted /= len(runs)
         full = min(run_len * g.block_size
                    for run_len, g in zip(matched, scheme.groups, strict=True))
-        return _Outcome(matched, hit, weighted, "+".join(sorted(media)), capped=full > hit)
+        return _Outcome(matched, hit, weighted, "+".join(sorted(media)), capped=full > hit,
+                        used=frozenset(counted))
 
     @staticmethod
     def _why(replica: ReplicaId, m: _Outcome, num_tokens: int, load: float | None, score: float,

@@ -1,0 +1,218 @@
+"""``prefixkey render``: OpenAI bodies in, request-format lines (token ids) out.
+
+Each input line is ``{"id", "endpoint", "body", …}``; each output line is a
+request-format line (docs/request-format.md): the input's other fields, then
+``token_ids`` and the ``lora``, ``cache_salt`` and ``mm_items`` the body
+implies, plus ``prompt`` (the rendered chat text), so that
+``prefixkey render … | prefixkey hash`` composes. The server flags are
+vLLM's own; :func:`add_render_options` and :func:`renderer_from_args` are
+shared with ``prefixkey hash --model-dir``, whose per-line expansion is
+:func:`rendered_lines`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from typing import IO, Any
+
+from ..errors import InvalidRequestError, PrefixKeyError
+from ..jsonl import JsonLimits, bounded_lines, error_record, parse_json_line
+from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
+
+__all__ = ["add_render_options", "register", "rendered_lines", "renderer_from_args"]
+
+_NO_RENDER = "needs the render extra: pip install 'prefixkey[render]'"
+
+
+def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
+    """The model folder and the vLLM server flags that change rendering."""
+    group = cmd.add_argument_group("rendering (vLLM 0.31 server flags)")
+    group.add_argument("--model-dir", required=required, metavar="DIR",
+                       help="the local model folder the server serves (config.json, "
+                       "tokenizer files, chat template)")
+    group.add_argument("--model", metavar="NAME",
+                       help="vLLM's --model as the server was given it (default: the folder "
+                       "as given); the served name unless --served-model-name says otherwise")
+    group.add_argument("--served-model-name", action="append", metavar="NAME",
+                       help="a served name (repeat for several)")
+    group.add_argument("--tokenizer", metavar="DIR", help="vLLM's --tokenizer: a local folder")
+    group.add_argument("--vllm-version", default="0.31.0", metavar="X",
+                       help="the server's vLLM release (default 0.31.0, the only one verified)")
+    group.add_argument("--chat-template", metavar="FILE",
+                       help="vLLM's --chat-template: a file, or the template itself")
+    group.add_argument("--chat-template-content-format", default="auto",
+                       choices=("auto", "string", "openai"),
+                       help="how message content reaches the template (default: auto, "
+                       "detected from the template)")
+    group.add_argument("--default-chat-template-kwargs", metavar="JSON",
+                       help="vLLM's --default-chat-template-kwargs (a JSON object)")
+    group.add_argument("--trust-request-chat-template", action="store_true",
+                       help="use a body's chat_template (else vLLM's 400)")
+    group.add_argument("--max-model-len", type=int, metavar="N",
+                       help="the context length (default: the folder's)")
+    group.add_argument("--enable-auto-tool-choice", action="store_true",
+                       help="accept tools without tool_choice (needs --tool-call-parser)")
+    group.add_argument("--tool-call-parser", metavar="NAME",
+                       help="vLLM's --tool-call-parser (it decides which tool_choice values "
+                       "are accepted, not the ids)")
+    group.add_argument("--exclude-tools-when-tool-choice-none", action="store_true",
+                       help="leave tools out of the template when tool_choice is none")
+    group.add_argument("--lora-modules", action="append", default=[], metavar="NAME=PATH",
+                       help="a static LoRA adapter, NAME=PATH or vLLM's JSON form (repeat for "
+                       "several)")
+
+
+def renderer_from_args(args: argparse.Namespace) -> Any:
+    """The Renderer the options describe (raises PrefixKeyError or ImportError)."""
+    from ..render import ModelFolderError, Renderer, ServerOptions
+
+    kwargs: Any = None
+    if args.default_chat_template_kwargs is not None:
+        try:
+            kwargs = json.loads(args.default_chat_template_kwargs)
+        except json.JSONDecodeError as exc:
+            raise ModelFolderError("--default-chat-template-kwargs", f"not JSON: {exc}") from None
+    options = ServerOptions(
+        model=args.model or args.model_dir,
+        served_model_name=tuple(args.served_model_name or ()),
+        tokenizer=args.tokenizer,
+        max_model_len=args.max_model_len,
+        chat_template=args.chat_template,
+        chat_template_content_format=args.chat_template_content_format,
+        default_chat_template_kwargs=kwargs,
+        trust_request_chat_template=args.trust_request_chat_template,
+        enable_auto_tool_choice=args.enable_auto_tool_choice,
+        tool_call_parser=args.tool_call_parser,
+        exclude_tools_when_tool_choice_none=args.exclude_tools_when_tool_choice_none,
+        lora_modules=ServerOptions.lora_modules_from(args.lora_modules),
+        vllm_version=args.vllm_version,
+    )
+    return Renderer(options, args.model_dir)
+
+
+def _lora_json(lora: Any) -> dict[str, Any] | None:
+    if lora is None:
+        return None
+    return {"name": lora.name, "path": lora.path, "int_id": lora.int_id}
+
+
+def _render_body(renderer: Any, obj: Mapping[str, Any]) -> tuple[Any, ...]:
+    if "endpoint" not in obj or "body" not in obj:
+        raise InvalidRequestError("endpoint" if "endpoint" not in obj else "body", "is required")
+    endpoint = obj["endpoint"]
+    if not isinstance(endpoint, str):
+        raise InvalidRequestError("endpoint", "must be a string")
+    return tuple(renderer.render(endpoint, obj["body"]))
+
+
+def _prompt_list(obj: Mapping[str, Any]) -> bool:
+    """Whether a completions body's ``prompt`` is a list of prompts (not one id list)."""
+    prompt = obj["body"].get("prompt") if isinstance(obj["body"], Mapping) else None
+    return (obj["endpoint"] == "/v1/completions" and isinstance(prompt, list)
+            and any(isinstance(p, (str, list)) for p in prompt))
+
+
+def render_record(renderer: Any, obj: Any) -> dict[str, Any]:
+    """One ``prefixkey render`` output line for one decoded input line."""
+    if not isinstance(obj, Mapping):
+        raise InvalidRequestError("<line>", f"must be a JSON object, got {type(obj).__name__}")
+    rendered = _render_body(renderer, obj)
+    record = {k: v for k, v in obj.items() if k not in ("endpoint", "body")}
+    first = rendered[0]
+    ids = [list(r.token_ids) for r in rendered]
+    record["token_ids"] = ids if _prompt_list(obj) else ids[0]
+    record["lora"] = _lora_json(first.request.lora)
+    record["cache_salt"] = first.request.cache_salt
+    record["mm_items"] = []
+    if first.prompt is not None:
+        record["prompt"] = first.prompt
+    return record
+
+
+def _merge_field(line: dict[str, Any], name: str, value: Any) -> None:
+    """A body-implied value wins over the line's none; two different values are an error."""
+    given = line.get(name)
+    if value is None:
+        return
+    if given is not None and given != value:
+        raise InvalidRequestError(name, f"the line says {given!r} but the body implies "
+                                  f"{value!r}")
+    line[name] = value
+
+
+def rendered_lines(renderer: Any, obj: Any) -> list[dict[str, Any]]:
+    """``hash --model-dir``: a line with ``endpoint`` + ``body`` as request lines to hash.
+
+    A line without them passes unchanged. The token ids are TokenIds (checked
+    once, by the renderer); a list of prompts gives one line per prompt, with
+    ids ``"<id>#<n>"``.
+    """
+    if not isinstance(obj, dict) or ("endpoint" not in obj and "body" not in obj):
+        return [obj]
+    if "token_ids" in obj:
+        raise InvalidRequestError("token_ids", "give token_ids or endpoint + body, not both")
+    rendered = _render_body(renderer, obj)
+    lines = []
+    for n, item in enumerate(rendered):
+        line = {k: v for k, v in obj.items() if k not in ("endpoint", "body")}
+        line["token_ids"] = item.token_ids
+        _merge_field(line, "lora", _lora_json(item.request.lora))
+        _merge_field(line, "cache_salt", item.request.cache_salt)
+        if _prompt_list(obj):
+            line["id"] = f"{obj.get('id')}#{n}"
+        lines.append(line)
+    return lines
+
+
+def _render_lines(renderer: Any, lines: Iterable[bytes], out: IO[str],
+                  limits: JsonLimits) -> tuple[int, int, str]:
+    count = failures = 0
+    first = ""
+    for number, raw in enumerate(bounded_lines(lines, limits), start=1):
+        if not raw.strip():
+            continue
+        count += 1
+        request_id: Any = None
+        try:
+            obj = parse_json_line(raw, limits)
+            if isinstance(obj, dict):
+                request_id = obj.get("id")
+            record = render_record(renderer, obj)
+        except PrefixKeyError as exc:
+            if not failures:
+                first = f"line {number}: {type(exc).__name__}: {exc}"
+            failures += 1
+            record = error_record(exc, request_id, number)
+        out.write(json.dumps(record) + "\n")
+    return count, failures, first
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        renderer = renderer_from_args(args)
+    except ImportError:
+        return fail("render", _NO_RENDER)
+    except PrefixKeyError as exc:
+        return fail("render", exc)
+    with open_input(args.file) as source:
+        count, failures, first = _render_lines(renderer, source, sys.stdout, json_limits(args))
+    if not count:
+        warn("render", f"no requests in {input_name(args.file)} (empty input), nothing rendered")
+    if failures:
+        print(f"prefixkey render: {failures} request(s) could not be rendered (first: {first})",
+              file=sys.stderr)
+    return 1 if failures else 0
+
+
+def register(commands: Commands) -> None:
+    """Add ``prefixkey render``."""
+    cmd = commands.add_parser(
+        "render", help="render OpenAI bodies into token ids as vLLM 0.31 does (docs/render.md)")
+    cmd.add_argument("file", nargs="?", default="-",
+                     help="JSON Lines of {id, endpoint, body}, or - for stdin")
+    add_render_options(cmd, required=True)
+    add_limit_options(cmd)
+    cmd.set_defaults(run=_run)

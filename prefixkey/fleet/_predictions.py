@@ -1,0 +1,489 @@
+"""Routing without KV events: predicted entries, from the requests a router sent.
+
+Many fleets run vLLM without KV events. A router can still route by prefix if
+it remembers where it sent each prompt: the replica that served it caches its
+full blocks until its cache evicts them. :class:`Predictions` holds those keys
+as *predicted* entries; :class:`PredictedIndex` wraps any prefix-index backend
+(:class:`~prefixkey.fleet.PrefixIndexBackend`) so that an unchanged
+:class:`~prefixkey.fleet.Router` reads them as one more medium,
+:data:`PREDICTED`, weighted like any medium by the router's ``tier_weights``
+(``other_tier_weight``, 0.5, unless ``tier_weights`` names ``"PREDICTED"``;
+weight 0 turns predictions off).
+
+Semantics
+---------
+* :meth:`PredictedIndex.sent` records the request's published keys under the
+  chosen replica's scheme, per KV-cache group. The blocks of one request are
+  recorded tail first, so under eviction a chain loses its tail before its
+  head, as in vLLM's free queue; recording a key again refreshes its recency
+  and its age.
+* A predicted entry lives ``ttl_seconds`` after its last record (the router's
+  guess of how long an unobserved replica keeps a prefix). A replica whose
+  events reach the index is *confirmed*: from its first batch on, its events
+  are the truth and its predictions only bridge the time until the events of
+  a request arrive, so they live ``confirmed_ttl_seconds``.
+* Events replace predictions: a ``BlockStored`` turns the predicted entries of
+  its keys into confirmed ones (the prediction is dropped, the backend holds
+  the key), a ``BlockRemoved`` drops the prediction of its keys whatever the
+  medium, ``AllBlocksCleared`` drops all the replica's predictions.
+  Re-registering a replica with another scheme, or removing it, drops them too.
+* A candidate's run is its confirmed leading run (from the backend) followed by
+  the predicted keys that continue it: a confirmed block always counts as
+  confirmed, and a request's evidence (:func:`evidence`) is ``"predicted"``
+  when a block vLLM would reuse is only predicted.
+* Bounds: at most ``max_entries`` predicted entries in all (a new one past it
+  evicts, from the replica holding most, its group holding most, the entry
+  recorded least recently: the policy of :class:`~prefixkey.fleet.PrefixIndex`),
+  and at most ``max_entries_per_replica`` per replica when given (its KV-cache
+  size in blocks: a replica cannot hold more). Expired entries are swept from
+  the oldest end whenever the replica records or is looked up, and by
+  :meth:`Predictions.expire`.
+
+Time comes from ``clock`` (``time.monotonic`` by default; injectable for
+tests); a clock that goes backwards is read as standing still. Sans-IO and not
+thread-safe, like :class:`~prefixkey.fleet.PrefixIndex`: hold the lock that
+guards the backend (e.g. :attr:`Subscriber.lock`) around :meth:`sent`,
+routing and :meth:`apply`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Final, Literal
+
+from ..errors import InvalidRequestError
+from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from ._index import ReplicaId, ReplicaScheme, Run, UnknownReplicaError, _ended, as_replica_id
+from ._metrics import family_lines
+from ._redis import PrefixIndexBackend
+from ._routing import PreparedRequest, RouteDecision
+
+__all__ = [
+    "PREDICTED",
+    "PREDICTION_COUNTERS",
+    "Evidence",
+    "PredictedIndex",
+    "Predictions",
+    "evidence",
+    "predictions_prometheus_text",
+]
+
+#: The medium name under which the Router sees predicted entries.
+PREDICTED: Final = "PREDICTED"
+# Far above the bits backends give real media (one per medium name seen, from 1).
+_PREDICTED_BIT: Final = 1 << 48
+
+#: Which evidence a decision's hit rests on.
+Evidence = Literal["confirmed", "predicted", "none"]
+
+#: The counters of :meth:`Predictions.stats` and their help text.
+PREDICTION_COUNTERS: Final[dict[str, str]] = {
+    "recorded": "predicted entries recorded (new keys of requests sent)",
+    "refreshed": "keys recorded again while still predicted (recency and age refreshed)",
+    "confirmed": "predicted entries a BlockStored event confirmed (replaced by the event's entry)",
+    "removed": "predicted entries a BlockRemoved event dropped",
+    "cleared": "predicted entries dropped by AllBlocksCleared, re-registration or removal",
+    "expired": "predicted entries swept after their TTL (never confirmed in time)",
+    "evicted": "predicted entries evicted by max_entries or max_entries_per_replica",
+    "sent_confirmed": "requests sent to a replica whose hit rests on confirmed blocks only",
+    "sent_predicted": "requests sent to a replica whose hit uses predicted blocks",
+    "sent_none": "requests sent without a prefix hit (rendezvous fallback or no usable hit)",
+}
+
+
+def evidence(decision: RouteDecision) -> Evidence:
+    """What ``decision``'s hit rests on: events only, a prediction, or nothing."""
+    if decision.hit_tokens == 0:
+        return "none"
+    return "predicted" if PREDICTED in decision.media else "confirmed"
+
+
+def _positive(name: str, value: float) -> float:
+    if (not isinstance(value, (int, float)) or isinstance(value, bool)
+            or not 0 < value < float("inf")):
+        raise InvalidRequestError(name, f"must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _bound(name: str, value: int | None) -> int | None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise InvalidRequestError(name, f"must be an int >= 1 or None, got {value!r}")
+    return value
+
+
+class _Replica:
+    __slots__ = ("bit", "confirmed", "count", "slot", "tables")
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+        self.bit = 1 << slot
+        # Per group: key -> time of its last record, least recently recorded first.
+        self.tables: dict[int, OrderedDict[EventHash, float]] = {}
+        self.count = 0
+        self.confirmed = False
+
+
+class Predictions:
+    """Predicted entries per replica and KV-cache group, with a TTL and bounds.
+
+    Inverted like :class:`~prefixkey.fleet.PrefixIndex`: per group, key ->
+    bitmask of the replica slots predicted to hold it, so :meth:`leading_runs`
+    walks a request's keys once for all candidates.
+    """
+
+    def __init__(
+        self, *, ttl_seconds: float = 300.0, confirmed_ttl_seconds: float = 30.0,
+        max_entries: int = 1_000_000, max_entries_per_replica: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ttl_seconds = _positive("ttl_seconds", ttl_seconds)
+        self.confirmed_ttl_seconds = _positive("confirmed_ttl_seconds", confirmed_ttl_seconds)
+        if type(max_entries) is not int or max_entries < 1:
+            raise InvalidRequestError("max_entries", f"must be an int >= 1, got {max_entries!r}")
+        self.max_entries = max_entries
+        self.max_entries_per_replica = _bound("max_entries_per_replica", max_entries_per_replica)
+        self._clock = clock
+        self._now = float("-inf")
+        self._replicas: dict[ReplicaId, _Replica] = {}
+        self._free_slots: list[int] = []
+        self._holders: dict[int, dict[EventHash, int]] = {}  # group -> key -> replica bits
+        self._size = 0
+        self._counters = dict.fromkeys(PREDICTION_COUNTERS, 0)
+
+    def _time(self) -> float:
+        now = float(self._clock())
+        if now > self._now:
+            self._now = now
+        return self._now
+
+    def _ttl(self, state: _Replica) -> float:
+        return self.confirmed_ttl_seconds if state.confirmed else self.ttl_seconds
+
+    def _state(self, rid: ReplicaId) -> _Replica:
+        state = self._replicas.get(rid)
+        if state is None:
+            slot = self._free_slots.pop() if self._free_slots else len(self._replicas)
+            state = self._replicas[rid] = _Replica(slot)
+        return state
+
+    # -- recording ----------------------------------------------------------------
+
+    def record(self, replica: ReplicaId | str, groups: Sequence[Sequence[EventHash]]) -> None:
+        """Record a request sent to ``replica``: its published keys, per group."""
+        now = self._time()
+        state = self._state(as_replica_id(replica))
+        self._expire(state, now)
+        c = self._counters
+        cap = self.max_entries_per_replica
+        rbit = state.bit
+        for group, keys in enumerate(groups):
+            table = state.tables.get(group)
+            if table is None:
+                table = state.tables[group] = OrderedDict()
+            holders = self._holders.get(group)
+            if holders is None:
+                holders = self._holders[group] = {}
+            for key in reversed(keys):  # tail first: the head is the most recent
+                if key in table:
+                    table[key] = now
+                    table.move_to_end(key)
+                    c["refreshed"] += 1
+                    continue
+                if cap is not None and state.count >= cap:
+                    self._evict_from(state)
+                if self._size >= self.max_entries:
+                    self._evict_from(max(self._replicas.values(), key=lambda s: s.count))
+                table[key] = now
+                held = holders.get(key)
+                holders[key] = rbit if held is None else held | rbit
+                state.count += 1
+                self._size += 1
+                c["recorded"] += 1
+
+    def _unhold(self, group: int, key: EventHash, rbit: int) -> None:
+        holders = self._holders[group]
+        rest = holders[key] & ~rbit
+        if rest:
+            holders[key] = rest
+        else:
+            del holders[key]
+
+    def _pop_oldest(self, state: _Replica, group: int, table: OrderedDict[EventHash, float],
+                    counter: str) -> None:
+        key, _ = table.popitem(last=False)
+        self._unhold(group, key, state.bit)
+        state.count -= 1
+        self._size -= 1
+        self._counters[counter] += 1
+
+    def _evict_from(self, state: _Replica) -> None:
+        group, table = max(state.tables.items(), key=lambda item: len(item[1]))
+        self._pop_oldest(state, group, table, "evicted")
+
+    def _expire(self, state: _Replica, now: float) -> None:
+        oldest = now - self._ttl(state)
+        for group, table in state.tables.items():
+            # Records are in time order, so the expired entries are the oldest ones.
+            while table and next(iter(table.values())) < oldest:
+                self._pop_oldest(state, group, table, "expired")
+
+    def expire(self) -> int:
+        """Sweep every replica's expired entries now; return how many went."""
+        before = self._counters["expired"]
+        now = self._time()
+        for state in self._replicas.values():
+            self._expire(state, now)
+        return self._counters["expired"] - before
+
+    # -- events -------------------------------------------------------------------
+
+    def observe(self, replica: ReplicaId | str, scheme: ReplicaScheme, batch: EventBatch) -> None:
+        """Let a batch the backend applied for ``replica`` replace its predictions."""
+        state = self._state(as_replica_id(replica))
+        state.confirmed = True
+        for event in batch.events:
+            if isinstance(event, AllBlocksCleared):
+                self._drop_all(state)
+            elif isinstance(event, (BlockStored, BlockRemoved)) and state.count:
+                group = event.group_idx or 0
+                table = state.tables.get(group)
+                if not table:
+                    continue
+                counter = "confirmed" if isinstance(event, BlockStored) else "removed"
+                for h in event.block_hashes:
+                    key = scheme.publish(h)
+                    if table.pop(key, None) is not None:
+                        self._unhold(group, key, state.bit)
+                        state.count -= 1
+                        self._size -= 1
+                        self._counters[counter] += 1
+
+    def _drop_all(self, state: _Replica) -> None:
+        for group, table in state.tables.items():
+            for key in table:
+                self._unhold(group, key, state.bit)
+        self._counters["cleared"] += state.count
+        self._size -= state.count
+        state.count = 0
+        state.tables = {}
+
+    def forget(self, replica: ReplicaId | str) -> int:
+        """Drop a replica's predictions and its confirmed flag; return how many entries went."""
+        state = self._replicas.pop(as_replica_id(replica), None)
+        if state is None:
+            return 0
+        dropped = state.count
+        self._drop_all(state)
+        self._free_slots.append(state.slot)
+        return dropped
+
+    # -- queries ------------------------------------------------------------------
+
+    def leading_runs(self, replicas: Sequence[ReplicaId], group: int,
+                     keys: Sequence[EventHash], starts: Sequence[int]) -> list[int]:
+        """Per replica, how many consecutive keys from ``keys[start]`` on are predicted.
+
+        The candidates' expired entries are swept first; then the keys are
+        walked once for all of them, each joining the walk at its start.
+        """
+        out = [0] * len(replicas)
+        holders = self._holders.get(group)
+        if not holders:
+            return out
+        now = self._time()
+        pending: list[tuple[int, int, int]] = []  # (start, position, replica bit)
+        joined: dict[int, int] = {}  # replica bit -> its start in this walk
+        again = []  # a replica listed twice with another start: walked on its own
+        for i, rid in enumerate(replicas):
+            state = self._replicas.get(rid)
+            if state is not None and state.count:
+                self._expire(state, now)
+                if joined.setdefault(state.bit, starts[i]) != starts[i]:
+                    again.append(i)
+                elif state.count:
+                    pending.append((starts[i], i, state.bit))
+        for i in again:
+            out[i] = self.leading_runs([replicas[i]], group, keys, [starts[i]])[0]
+        if not pending:
+            return out
+        pending.sort()
+        ends: dict[int, int] = {}  # replica bit -> where its run ended
+        alive, p, j, n = 0, 0, pending[0][0], len(keys)
+        get = holders.get
+        while j < n:
+            while p < len(pending) and pending[p][0] <= j:
+                alive |= pending[p][2]
+                p += 1
+            if not alive:
+                if p == len(pending):
+                    break
+                j = pending[p][0]
+                continue
+            held = get(keys[j], 0)
+            if alive & ~held:
+                _ended(alive & ~held, j, ends)
+                alive &= held
+            j += 1
+        _ended(alive, n, ends)
+        for start, i, rbit in pending:
+            out[i] = ends.get(rbit, start) - start
+        return out
+
+    def leading(self, replica: ReplicaId, group: int, keys: Sequence[EventHash],
+                start: int = 0) -> int:
+        """:meth:`leading_runs` for one replica."""
+        return self.leading_runs([replica], group, keys, [start])[0]
+
+    def entries(self, replica: ReplicaId | str) -> Iterator[tuple[int, EventHash, float]]:
+        """Every ``(group, key, recorded at)`` of a replica, least recently recorded first.
+
+        Expired entries not swept yet are included.
+        """
+        state = self._replicas.get(as_replica_id(replica))
+        for group, table in ({} if state is None else state.tables).items():
+            for key, recorded in table.items():
+                yield group, key, recorded
+
+    def is_confirmed(self, replica: ReplicaId | str) -> bool:
+        """True once a batch of the replica's events reached the index."""
+        state = self._replicas.get(as_replica_id(replica))
+        return state is not None and state.confirmed
+
+    def count_sent(self, decision: RouteDecision) -> Evidence:
+        """Count the evidence of the decision a request was sent by; return it."""
+        used = evidence(decision)
+        self._counters[f"sent_{used}"] += 1
+        return used
+
+    def replica_size(self, replica: ReplicaId | str) -> int:
+        state = self._replicas.get(as_replica_id(replica))
+        return 0 if state is None else state.count
+
+    def __len__(self) -> int:
+        return self._size
+
+    def stats(self) -> dict[str, int]:
+        """Counters, plus ``size``, ``max_entries``, ``replicas`` and ``confirmed_replicas``."""
+        return {**self._counters, "size": self._size, "max_entries": self.max_entries,
+                "replicas": len(self._replicas),
+                "confirmed_replicas": sum(s.confirmed for s in self._replicas.values())}
+
+
+class PredictedIndex:
+    """A backend with predicted entries: what a Router reads, events and predictions merged.
+
+    Every :class:`~prefixkey.fleet.PrefixIndexBackend` method is the wrapped
+    ``index``'s, except that :meth:`apply` also lets the batch replace
+    predictions, :meth:`medium_bits` adds :data:`PREDICTED` and
+    :meth:`longest_runs` extends each run with predicted keys.
+    """
+
+    def __init__(self, index: PrefixIndexBackend, predictions: Predictions | None = None) -> None:
+        self.index = index
+        self.predictions = Predictions() if predictions is None else predictions
+
+    # -- the Router's side --------------------------------------------------------
+
+    def sent(self, prepared: PreparedRequest, chosen: RouteDecision | ReplicaId | str) -> None:
+        """Record that ``prepared`` was sent to ``chosen`` (a decision is also counted)."""
+        if isinstance(chosen, RouteDecision):
+            self.predictions.count_sent(chosen)
+            rid = chosen.replica
+        else:
+            rid = as_replica_id(chosen)
+        self.predictions.record(rid, prepared.keys_for(self.index.scheme(rid)).groups)
+
+    def longest_runs(self, replicas: Sequence[ReplicaId | str], group: int,
+                     keys: Sequence[EventHash], media: int) -> list[Run]:
+        """The backend's runs, each followed by the predicted keys that continue it."""
+        runs = self.index.longest_runs(replicas, group, keys, media & ~_PREDICTED_BIT)
+        if not media & _PREDICTED_BIT or not len(self.predictions):
+            return runs
+        starts = [sum(n for _, n in run) for run in runs]
+        predicted = self.predictions.leading_runs(
+            [as_replica_id(r) for r in replicas], group, keys, starts)
+        return [(*run, (_PREDICTED_BIT, n)) if n else run
+                for run, n in zip(runs, predicted, strict=True)]
+
+    def medium_bits(self) -> dict[str, int]:
+        """The backend's media and :data:`PREDICTED`.
+
+        A backend medium that collides with it (an event's medium named
+        ``PREDICTED``, or a 49th medium name) is left out, so its blocks are
+        not routed on: one replica's odd events cannot stop routing.
+        """
+        bits = {name: bit for name, bit in self.index.medium_bits().items()
+                if name != PREDICTED and bit != _PREDICTED_BIT}
+        bits[PREDICTED] = _PREDICTED_BIT
+        return bits
+
+    def replicas(self) -> dict[ReplicaId, ReplicaScheme]:
+        return self.index.replicas()
+
+    def scheme(self, replica: ReplicaId | str) -> ReplicaScheme:
+        return self.index.scheme(replica)
+
+    # -- the events' side ---------------------------------------------------------
+
+    def register(self, replica: ReplicaId | str, scheme: ReplicaScheme) -> ReplicaId:
+        """Register with the backend; a changed scheme drops the replica's predictions."""
+        rid = as_replica_id(replica)
+        try:
+            before: ReplicaScheme | None = self.index.scheme(rid)
+        except UnknownReplicaError:
+            before = None
+        rid = self.index.register(rid, scheme)
+        if before is not None and before.key != scheme.key:
+            self.predictions.forget(rid)
+        return rid
+
+    def remove_replica(self, replica: ReplicaId | str) -> int:
+        self.predictions.forget(replica)
+        return self.index.remove_replica(replica)
+
+    def apply(self, replica: ReplicaId | str, batch: EventBatch) -> None:
+        """Apply to the backend, then let the batch replace the replica's predictions."""
+        rid = (ReplicaId(replica, batch.data_parallel_rank or 0)
+               if isinstance(replica, str) else as_replica_id(replica))
+        self.index.apply(rid, batch)
+        try:
+            scheme = self.index.scheme(rid)
+        except UnknownReplicaError:
+            return  # ignored (and counted) by the backend: it predicts nothing either
+        self.predictions.observe(rid, scheme, batch)
+
+    # -- the rest of the backend, unchanged ---------------------------------------
+
+    def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]:
+        return self.index.table(replica, group)
+
+    def media(self, replica: ReplicaId | str, key: EventHash, group: int = 0) -> frozenset[str]:
+        return self.index.media(replica, key, group)
+
+    def entries(self, replica: ReplicaId | str) -> Iterator[tuple[int, EventHash, frozenset[str]]]:
+        return self.index.entries(replica)
+
+    def replica_size(self, replica: ReplicaId | str) -> int:
+        return self.index.replica_size(replica)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def stats(self) -> dict[str, int]:
+        return self.index.stats()
+
+
+def predictions_prometheus_text(stats: Mapping[str, int]) -> str:
+    """Render :meth:`Predictions.stats` in the Prometheus text exposition format (0.0.4)."""
+    lines: list[str] = []
+    for counter, help_text in PREDICTION_COUNTERS.items():
+        family_lines(lines, f"prefixkey_predictions_{counter}_total", "counter",
+                     help_text.capitalize() + ".", [({}, stats[counter])])
+    for gauge, help_text in (("size", "Predicted entries held."),
+                             ("max_entries", "The predictions' entry bound."),
+                             ("confirmed_replicas", "Replicas whose events reach the index.")):
+        family_lines(lines, f"prefixkey_predictions_{gauge}", "gauge", help_text,
+                     [({}, stats[gauge])])
+    return "\n".join(lines) + "\n"

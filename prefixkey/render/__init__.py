@@ -1,0 +1,42 @@
+"""Render OpenAI request bodies into the token ids vLLM hashes, in process.
+
+A :class:`Renderer`, built once from a model folder and the replica's server
+flags (:class:`ServerOptions`), turns a ``/v1/chat/completions`` or
+``/v1/completions`` body into the token ids vLLM 0.31.0's OpenAI server
+computes for it, as :class:`~prefixkey.core.Request` objects a hasher keys
+directly::
+
+    from prefixkey import Hasher
+    from prefixkey.render import Renderer, ServerOptions
+
+    renderer = Renderer(ServerOptions(model="/models/qwen2-7b"))
+    (rendered,) = renderer.render("/v1/chat/completions", body)
+    keys = Hasher(block_size=16).block_hashes(rendered.request)
+
+What cannot be rendered exactly in pure Python (Mistral and Harmony models,
+renderers that are not Jinja, tokenizer classes whose rebuild is not
+reproduced, images) is a :class:`RenderUnsupportedError`: render those with
+vLLM's render endpoint. Bodies vLLM itself refuses are a
+:class:`RenderRequestError` with the status vLLM answers. Needs the
+``render`` extra (``tokenizers``, ``jinja2``).
+"""
+
+from ._chat import ContentParts
+from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
+from ._options import VERIFIED_RELEASES, LoRAModule, ServerOptions, parse_lora_module
+from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered, Renderer
+
+__all__ = [
+    "CHAT_ENDPOINT",
+    "COMPLETIONS_ENDPOINT",
+    "VERIFIED_RELEASES",
+    "ContentParts",
+    "LoRAModule",
+    "ModelFolderError",
+    "RenderRequestError",
+    "RenderUnsupportedError",
+    "Rendered",
+    "Renderer",
+    "ServerOptions",
+    "parse_lora_module",
+]

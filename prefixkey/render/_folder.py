@@ -1,0 +1,228 @@
+"""A model folder as vLLM 0.31 reads it for rendering: configuration, templates, context length.
+
+Only what decides token ids is read: ``config.json`` (its ``model_type``
+picks tokenizer overrides and special renderers; its length keys bound the
+prompt), ``tokenizer_config.json``, ``special_tokens_map.json``, the chat
+templates (``chat_template.jinja``, ``additional_chat_templates/*.jinja``, or
+the template inside ``tokenizer_config.json``). Folders vLLM renders with
+something other than a Jinja template and a Hugging Face tokenizer are
+refused here, before any request.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ._errors import ModelFolderError, RenderUnsupportedError
+
+__all__ = ["ModelFolder", "load_server_template"]
+
+# config.json keys vLLM 0.31 reads for the context length; it takes the smallest
+# (transformers_utils/model_arch_config_convertor.py), then model_max_length wins.
+_LENGTH_KEYS: Final = (
+    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+    "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
+)
+# RoPE types whose max_position_embeddings is already scaled (config/model.py).
+_PRESCALED_ROPE: Final = frozenset({
+    "su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling",
+})
+# Architectures for which vLLM picks a renderer that is not Jinja (config/model.py).
+_NON_JINJA_ARCHITECTURES: Final = frozenset({
+    "MoonshotKimiaForCausalLM", "KimiK3ForConditionalGeneration", "DeepseekV32ForCausalLM",
+    "DeepseekV4ForCausalLM", "DeepseekV4ForConditionalGeneration", "DeepseekV41ForCausalLM",
+    "InklingForCausalLM", "InklingForConditionalGeneration",
+})
+# Model types with a chat template bundled in vLLM's wheel, used when the folder has none.
+_BUNDLED_FALLBACK_TEMPLATES: Final = frozenset({
+    "blip-2", "clip", "colpali", "deepseek_ocr", "deepseek_ocr2", "unlimited-ocr",
+    "deepseek_vl_v2", "minicpmv", "minicpmv4_6", "paligemma", "siglip", "siglip2",
+})
+# Files whose presence means a processor (its own chat template), a sentence-transformers
+# tokenizer setup, or Mistral's own tokenizer: none rendered here.
+_REFUSED_FILES: Final = {
+    "processor_config.json": "a processor config (the processor's chat template wins)",
+    "preprocessor_config.json": "a multimodal preprocessor config",
+    "chat_template.json": "a processor chat template",
+    "tekken.json": "Mistral's tekken tokenizer (tokenizer mode mistral)",
+    "params.json": "Mistral's native format",
+    "modules.json": "a sentence-transformers setup (its tokenizer options)",
+    "added_tokens.json": "a legacy added_tokens.json",
+}
+
+
+def _read_json(path: Path, name: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read as JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ModelFolderError(name, "must hold a JSON object")
+    return value
+
+
+def _read_text(path: Path, name: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+
+
+def load_server_template(value: str) -> str:
+    """``--chat-template`` as vLLM loads it: a readable file's text, else the value itself.
+
+    A value without ``{``, ``}`` or a newline that is not a file names one of
+    vLLM's bundled templates, which prefixkey does not ship.
+    """
+    try:
+        with open(value, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        if not any(c in value for c in "{}\n"):
+            raise RenderUnsupportedError(
+                "--chat-template",
+                f"{value!r} is not a readable file, so vLLM would look it up among its own "
+                "bundled templates, which prefixkey does not copy",
+            ) from None
+        return value
+
+
+def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
+                    max_model_len: int | None) -> int:
+    """The context length vLLM 0.31 derives (config/model.py ``_get_and_verify_max_len``)."""
+    derived: float = float("inf")
+    for key in _LENGTH_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            derived = min(derived, value)
+    if isinstance(config.get("model_max_length"), int) and config["model_max_length"]:
+        derived = config["model_max_length"]
+    tokenizer_max = tokenizer_config.get("model_max_length")
+    if isinstance(tokenizer_max, (int, float)) and not isinstance(tokenizer_max, bool):
+        derived = min(derived, tokenizer_max)
+    if derived == float("inf"):
+        if max_model_len is not None:
+            return max_model_len
+        raise RenderUnsupportedError(
+            "config.json", "has no context-length key (max_position_embeddings, …), so vLLM "
+            "takes its model class's default, which prefixkey does not know")
+    rope = config.get("rope_parameters", config.get("rope_scaling"))
+    if isinstance(rope, dict) and rope:
+        layers = rope.values() if all(isinstance(v, dict) for v in rope.values()) else [rope]
+        factor: Any = 1.0
+        for layer in layers:
+            if layer is None:
+                continue
+            kind = layer.get("rope_type", layer.get("type", "default"))
+            if kind not in _PRESCALED_ROPE:
+                factor = layer.get("factor", factor)
+            if kind == "longrope":
+                raise RenderUnsupportedError("config.json", "LongRoPE context lengths are not "
+                                             "derived here")
+        derived *= 1.0 if factor is None else float(factor)
+    if max_model_len is None:
+        return int(derived)
+    if max_model_len > derived:
+        raise ModelFolderError(
+            "--max-model-len", f"{max_model_len} exceeds the model's context length "
+            f"{int(derived)} (vLLM will not start)")
+    return max_model_len
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFolder:
+    """The files of one model folder (and tokenizer folder) that rendering reads."""
+
+    path: Path
+    tokenizer_path: Path
+    config: dict[str, Any]
+    tokenizer_config: dict[str, Any]
+    special_tokens_map: dict[str, Any] | None
+    #: The folder's template: a string, a dict of named templates, or None.
+    chat_template: str | dict[str, str] | None
+    max_model_len: int
+
+    @property
+    def model_type(self) -> str:
+        return str(self.config.get("model_type", ""))
+
+    @classmethod
+    def load(cls, model: str, tokenizer: str | None, max_model_len: int | None) -> ModelFolder:
+        """Read a local model folder; refuse what vLLM would not render with Jinja."""
+        path = Path(model)
+        tokenizer_path = Path(tokenizer) if tokenizer else path
+        if not path.is_dir():
+            raise ModelFolderError("--model", f"{model!r} is not a local model folder "
+                                   "(prefixkey reads no hub)")
+        if not tokenizer_path.is_dir():
+            raise ModelFolderError("--tokenizer", f"{tokenizer!r} is not a local folder")
+        if not (path / "config.json").is_file():
+            raise ModelFolderError("config.json", f"missing in {model!r} (vLLM needs it)")
+        config = _read_json(path / "config.json", "config.json")
+        model_type = config.get("model_type")
+        if not isinstance(model_type, str):
+            raise ModelFolderError("config.json", "has no model_type")
+        if model_type == "gpt_oss":
+            raise RenderUnsupportedError(
+                "config.json", "model_type gpt_oss renders with Harmony, not a chat template")
+        architectures = config.get("architectures") or []
+        if isinstance(architectures, list) and _NON_JINJA_ARCHITECTURES & set(
+                a for a in architectures if isinstance(a, str)):
+            raise RenderUnsupportedError(
+                "config.json", f"architecture {architectures[0]!r} has a vLLM renderer that "
+                "is not a Jinja chat template")
+        for folder in {path, tokenizer_path}:
+            for name, why in _REFUSED_FILES.items():
+                if (folder / name).exists():
+                    raise RenderUnsupportedError(name, f"the folder has {why}")
+            if any(folder.glob("tokenizer.model.v*")):
+                raise RenderUnsupportedError("tokenizer.model.v*",
+                                             "Mistral's tokenizer (tokenizer mode mistral)")
+        if not (tokenizer_path / "tokenizer.json").is_file():
+            raise RenderUnsupportedError(
+                "tokenizer.json", "missing: transformers would build a slow or converted "
+                "tokenizer, which prefixkey does not reproduce")
+        tokenizer_config = (
+            _read_json(tokenizer_path / "tokenizer_config.json", "tokenizer_config.json")
+            if (tokenizer_path / "tokenizer_config.json").is_file() else {})
+        special_tokens_map = (
+            _read_json(tokenizer_path / "special_tokens_map.json", "special_tokens_map.json")
+            if (tokenizer_path / "special_tokens_map.json").is_file() else None)
+        template = cls._templates(tokenizer_path, tokenizer_config)
+        if template is None and model_type in _BUNDLED_FALLBACK_TEMPLATES:
+            raise RenderUnsupportedError(
+                "chat_template", f"the folder has none, so vLLM uses the template it bundles "
+                f"for model_type {model_type!r}, which prefixkey does not copy")
+        length = _context_length(config, tokenizer_config, max_model_len)
+        return cls(path, tokenizer_path, config, tokenizer_config, special_tokens_map,
+                   template, length)
+
+    @staticmethod
+    def _templates(folder: Path, tokenizer_config: dict[str, Any]) -> str | dict[str, str] | None:
+        """The chat template(s) as transformers 5 loads them: files first, then the config."""
+        templates: dict[str, str] = {}
+        if (folder / "chat_template.jinja").is_file():
+            templates["default"] = _read_text(folder / "chat_template.jinja",
+                                              "chat_template.jinja")
+        extra = folder / "additional_chat_templates"
+        if extra.is_dir():
+            for file in sorted(extra.glob("*.jinja")):
+                templates[file.name.removesuffix(".jinja")] = _read_text(
+                    file, f"additional_chat_templates/{file.name}")
+        if len(templates) == 1 and "default" in templates:
+            return templates["default"]
+        if templates:
+            return templates
+        value = tokenizer_config.get("chat_template")
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(
+                isinstance(t, dict) and isinstance(t.get("name"), str)
+                and isinstance(t.get("template"), str) for t in value):
+            return {t["name"]: t["template"] for t in value}
+        raise ModelFolderError("tokenizer_config.json",
+                               "chat_template must be a string or a list of {name, template}")

