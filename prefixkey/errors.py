@@ -13,8 +13,10 @@ __all__ = [
     "JSONLimitError",
     "MalformedJSONError",
     "PrefixKeyError",
+    "UndecodableMediaError",
     "UnknownAlgorithmError",
     "UnknownVersionError",
+    "UnreproducibleIdentifierError",
     "UnreproducibleKeysError",
 ]
 
@@ -109,3 +111,30 @@ class UnreproducibleKeysError(PrefixKeyError):
     """
 
     field = "python_hash_seed"
+
+
+class UndecodableMediaError(InvalidRequestError):
+    """A media item is not one vLLM's media path loads (not an image, truncated, too large).
+
+    vLLM rejects the request too, so there is no identifier to give. ``field``
+    names the item (``"image"``, a file name on the command line).
+    """
+
+
+class UnreproducibleIdentifierError(PrefixKeyError):
+    """vLLM's multimodal identifier for this item cannot be computed from its encoded bytes.
+
+    Releases 0.7-0.12 hash decoded pixels, which match across Pillow (and
+    libjpeg, libwebp) versions only for lossless formats; audio and video are
+    hashed after decoders prefixkey does not run. ``reason`` says which;
+    vLLM's render endpoint (``/v1/chat/completions/render``, 0.31+) or the
+    engine's own identifiers are the way to key such requests.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field: str | None = field
+        self.reason = reason
+        super().__init__(
+            f"{field}: {reason}; the identifier is not reproducible from the encoded bytes "
+            "(take it from vLLM's render endpoint instead)"
+        )
