@@ -76,6 +76,10 @@ class Case:
     tokenization_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     media_io_kwargs: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     uuid: str | None = None
+    #: The request's LoRA adapter under --enable-tower-connector-lora (0.14+).
+    lora_name: str | None = None
+    #: VLLM_MAX_IMAGE_PIXELS (None: the release's default).
+    max_image_pixels: int | None = None
 
 
 _EVERY_IMAGE = (Case(), Case(model=LLAVA), Case(algorithm="sha256"), Case(algorithm="sha512"))
@@ -94,6 +98,9 @@ _SOME_IMAGES = (
     Case(uuid="user-image-0001"),
     Case(uuid="user-image-0001", mm_processor_kwargs={"max_pixels": 1003520}),
     Case(uuid="user-image-0001", media_io_kwargs={"image": {"rgba_background_color": [9, 9, 9]}}),
+    Case(lora_name="vision-adapter"),
+    Case(lora_name="vision-adapter", uuid="user-image-0001"),
+    Case(max_image_pixels=100),
 )
 _SOME = ("rgb.png", "rgba.png", "palette_transparent.png", "gray.png", "rgb.jpg")
 
@@ -131,6 +138,23 @@ def _compile_function(fn: ast.FunctionDef, path: Path, namespace: dict[str, Any]
     return namespace[fn.name]
 
 
+def _mm_identifier(root: Path) -> Callable[[str, str | None], str] | None:
+    """``InputProcessor._get_mm_identifier`` (0.14+): the tower-connector LoRA prefix."""
+    path = root / "vllm/v1/engine/input_processor.py"
+    fn = _class_method(path, "InputProcessor", "_get_mm_identifier") if path.exists() else None
+    if fn is None:
+        return None
+    method = _compile_function(fn, path, {})
+    me = types.SimpleNamespace(
+        lora_config=types.SimpleNamespace(enable_tower_connector_lora=True))
+
+    def identify(mm_hash: str, lora_name: str | None) -> str:
+        lora = None if lora_name is None else types.SimpleNamespace(lora_name=lora_name)
+        return str(method(me, mm_hash, lora))
+
+    return identify
+
+
 @dataclasses.dataclass
 class Release:
     version: str
@@ -139,6 +163,7 @@ class Release:
     image_io: Callable[[Mapping[str, Mapping[str, Any]]], Any]
     hashes: Callable[[Any, Case], str]
     algorithms: tuple[str, ...]
+    mm_identifier: Callable[[str, str | None], str] | None
 
 
 def _defining(root: Path, rels: tuple[str, ...], cls: str, name: str) -> Path:
@@ -210,19 +235,20 @@ def load_release(version: str) -> Release:
         sys.modules.update(saved)
     image_io = _media_connector_image_io(cache, image_mod.ImageMediaIO)
     items_cls = parse.__dict__.get("ImageProcessorItems")
+    if not isinstance(items_cls, type) or issubclass(items_cls, _Inert):
+        raise RuntimeError(f"vllm {version}: no real ImageProcessorItems in multimodal/parse.py")
     mmh = hasher.MultiModalHasher
     hashes = _call_site(cache, version, mmh, inputs, items_cls)
     # Releases with _get_hasher_factory offer sha256 and sha512 besides blake3.
     algorithms: tuple[str, ...] = ("blake3",)
     if hasattr(hasher, "_get_hasher_factory"):
         algorithms = ("blake3", "sha256", "sha512")
-    return Release(version, hasher, envs, image_io, hashes, algorithms)
+    return Release(version, hasher, envs, image_io, hashes, algorithms, _mm_identifier(cache))
 
 
 def _items(items_cls: Any, media: Any) -> Any:
-    """The real ``ImageProcessorItems`` over one item (a list where the slice found none)."""
-    real = isinstance(items_cls, type) and not issubclass(items_cls, _Inert)
-    return items_cls([media]) if real else [media]
+    """The release's real ``ImageProcessorItems`` over one item."""
+    return items_cls([media])
 
 
 def _call_site(root: Path, version: str, mmh: Any, inputs: Any,
@@ -303,7 +329,12 @@ def _inline_call_site(path: Path, mmh: Any, items_cls: Any) -> Callable[[Any, Ca
 
 
 def _applies(release: Release, case: Case) -> bool:
-    """Algorithms a release does not offer are not asked."""
+    """Algorithms and options a release does not have are not asked."""
+    if case.lora_name is not None and release.mm_identifier is None:
+        return False
+    if case.max_image_pixels is not None and "VLLM_MAX_IMAGE_PIXELS" not in getattr(
+            release.envs, "environment_variables", {}):
+        return False
     return case.algorithm is None or case.algorithm in release.algorithms
 
 
@@ -314,10 +345,14 @@ def identifier(release: Release, data: bytes, case: Case) -> dict[str, Any]:
     if "VLLM_MM_HASHER_ALGORITHM" in variables:
         envs.VLLM_MM_HASHER_ALGORITHM = case.algorithm or "blake3"
     if "VLLM_MAX_IMAGE_PIXELS" in variables:
-        envs.VLLM_MAX_IMAGE_PIXELS = int(variables["VLLM_MAX_IMAGE_PIXELS"]())
+        envs.VLLM_MAX_IMAGE_PIXELS = (int(variables["VLLM_MAX_IMAGE_PIXELS"]())
+                                      if case.max_image_pixels is None else case.max_image_pixels)
     try:
         media = release.image_io(case.media_io_kwargs).load_bytes(data)
-        return {"identifier": release.hashes(media, case)}
+        mm_hash = release.hashes(media, case)
+        if release.mm_identifier is not None:
+            mm_hash = release.mm_identifier(mm_hash, case.lora_name)
+        return {"identifier": mm_hash}
     except Exception as exc:  # what vLLM raises is the vector
         # Object addresses in messages differ per run.
         message = re.sub(r" at 0x[0-9a-f]+", "", str(exc))[:200]
@@ -338,7 +373,7 @@ def harvest(versions: list[str], out: Path) -> None:
                     record: dict[str, Any] = {"vllm_version": version, "file": path.name,
                                               "model": case.model}
                     for key in ("algorithm", "mm_processor_kwargs", "tokenization_kwargs",
-                                "media_io_kwargs", "uuid"):
+                                "media_io_kwargs", "uuid", "lora_name", "max_image_pixels"):
                         value = getattr(case, key)
                         if value:
                             record[key] = value
