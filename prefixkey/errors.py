@@ -127,8 +127,8 @@ class UnreproducibleIdentifierError(PrefixKeyError):
     Releases 0.7-0.12 hash decoded pixels, which match across Pillow (and
     libjpeg, libwebp) versions only for lossless formats; audio and video are
     hashed after decoders prefixkey does not run. ``reason`` says which;
-    vLLM's render endpoint (``/v1/chat/completions/render``, 0.31+) or the
-    engine's own identifiers are the way to key such requests.
+    vLLM's render endpoint (0.31+) or the identifiers the engine reports are
+    the way to key such requests.
     """
 
     def __init__(self, field: str, reason: str) -> None:
@@ -136,5 +136,6 @@ class UnreproducibleIdentifierError(PrefixKeyError):
         self.reason = reason
         super().__init__(
             f"{field}: {reason}; the identifier is not reproducible from the encoded bytes "
-            "(take it from vLLM's render endpoint instead)"
+            "(take it from vLLM itself: its render endpoint from 0.31, or the identifiers "
+            "its engine reports)"
         )

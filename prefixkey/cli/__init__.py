@@ -12,12 +12,12 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import _audit, _drift, _events, _fingerprint, _hash, _listen, _oracle, _vectors
+from . import _audit, _drift, _events, _fingerprint, _hash, _listen, _mm_id, _oracle, _vectors
 
 __all__ = ["build_parser", "main"]
 
 # In the order `prefixkey --help` lists them.
-_COMMANDS = (_hash, _drift, _fingerprint, _events, _listen, _audit, _oracle, _vectors)
+_COMMANDS = (_hash, _mm_id, _drift, _fingerprint, _events, _listen, _audit, _oracle, _vectors)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, Protocol
 
+from blake3 import blake3
+
 from ..core import DEFAULT_VLLM_VERSION, resolve_release
 from ..errors import FrozenError, InvalidRequestError, UnreproducibleIdentifierError
 from ._encoding import Value, check_value, item_chunks
@@ -29,23 +31,16 @@ class _Digest(Protocol):
     def hexdigest(self) -> str: ...
 
 
-def _blake3() -> _Digest:
-    from blake3 import blake3  # the `multimodal` extra
-
-    digest: _Digest = blake3()
-    return digest
-
-
 _FACTORIES: Final[Mapping[str, Callable[[], _Digest]]] = {
-    "blake3": _blake3, "sha256": hashlib.sha256, "sha512": hashlib.sha512,
+    "blake3": blake3, "sha256": hashlib.sha256, "sha512": hashlib.sha512,
 }
 #: Processor kwargs scoped to one modality (0.30+ keep only the item's own).
 _SCOPED_PROCESSOR_KWARGS: Final = {
     "image": "images_kwargs", "video": "videos_kwargs", "audio": "audio_kwargs",
 }
 _ALGORITHM_OPTION: Final = {
-    "fixed": "blake3 only", "env": "VLLM_MM_HASHER_ALGORITHM",
-    "config": "--mm-hasher-algorithm",
+    "fixed": "no choice of algorithm", "env": "chosen with VLLM_MM_HASHER_ALGORITHM",
+    "config": "chosen with --mm-hasher-algorithm",
 }
 
 
@@ -111,8 +106,8 @@ class MMHasher:
         if algorithm not in era.algorithms:
             raise InvalidRequestError(
                 "mm_hasher_algorithm",
-                f"{algorithm!r} is not offered by vLLM {resolved.release_name} "
-                f"({_ALGORITHM_OPTION[era.algorithm_option]}: {', '.join(era.algorithms)})",
+                f"{algorithm!r} is not offered by vLLM {resolved.release_name} (it offers "
+                f"{', '.join(era.algorithms)}: {_ALGORITHM_OPTION[era.algorithm_option]})",
             )
         processor = _mapping(mm_processor_kwargs, "mm_processor_kwargs")
         tokenization = _mapping(tokenization_kwargs, "tokenization_kwargs")

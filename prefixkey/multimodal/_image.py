@@ -12,6 +12,7 @@ integer blending. Other images in those eras are refused with
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -99,7 +100,9 @@ def _open(data: bytes, era: IdentifierEra, max_pixels: int, field: str) -> Image
     except Image.DecompressionBombError as exc:
         raise UndecodableMediaError(field, f"not loadable: {exc}") from None
     except (OSError, SyntaxError, ValueError) as exc:  # what Pillow raises for bad images
-        raise UndecodableMediaError(field, f"not a loadable image: {exc}") from None
+        # Pillow names the stream object by its address; the message stays reproducible.
+        reason = re.sub(r" <_io\.BytesIO object at 0x[0-9a-f]+>", "", str(exc))
+        raise UndecodableMediaError(field, f"not a loadable image: {reason}") from None
     return image
 
 
@@ -110,9 +113,8 @@ def _portable(image: Image.Image, data: bytes, field: str) -> None:
         fmt == "WEBP" and data[12:16] == b"VP8L")
     if not lossless:
         raise UnreproducibleIdentifierError(
-            field, f"vLLM 0.7-0.12 hash decoded pixels, and a {fmt or 'this'} image "
-            "(lossy, or a lossy variant) decodes differently across Pillow/libjpeg/libwebp "
-            "builds")
+            field, f"vLLM 0.7-0.12 hash decoded pixels, and a lossy {fmt} image decodes "
+            "differently across Pillow/libjpeg/libwebp builds")
     if image.mode not in _PORTABLE_MODES:
         raise UnreproducibleIdentifierError(
             field, f"vLLM 0.7-0.12 hash decoded pixels, and mode {image.mode} converts to RGB "
