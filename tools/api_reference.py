@@ -22,8 +22,8 @@ OUT = ROOT / "docs" / "api.md"
 #: Each package's summary is the first line of its docstring.
 PACKAGES = (
     "prefixkey", "prefixkey.core", "prefixkey.errors", "prefixkey.events", "prefixkey.fleet",
-    "prefixkey.analysis", "prefixkey.testing", "prefixkey.testing.strategies", "prefixkey.jsonl",
-    "prefixkey.cli",
+    "prefixkey.analysis", "prefixkey.multimodal", "prefixkey.testing",
+    "prefixkey.testing.strategies", "prefixkey.jsonl", "prefixkey.cli",
 )
 
 HEADER = """# API reference

@@ -165,3 +165,10 @@ def test_audio_and_video_are_refused_with_the_reason() -> None:
         hasher.audio(b"RIFF")
     with pytest.raises(UnreproducibleIdentifierError, match="video loader"):
         hasher.video(b"\0\0\0\x18ftypmp42")
+
+
+def test_the_era_table_in_the_docs_is_current() -> None:
+    table = (HERE.parents[1] / "docs" / "multimodal.md").read_text()
+    for era in IDENTIFIER_ERAS:
+        assert f"| {era.name} | {era.since}" in table
+        assert era.changes in table
