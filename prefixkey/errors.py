@@ -13,6 +13,7 @@ __all__ = [
     "JSONLimitError",
     "MalformedJSONError",
     "PrefixKeyError",
+    "RemoteMediaError",
     "UndecodableMediaError",
     "UnknownAlgorithmError",
     "UnknownVersionError",
@@ -139,3 +140,15 @@ class UnreproducibleIdentifierError(PrefixKeyError):
             "(take it from vLLM itself: its render endpoint from 0.31, or the identifiers "
             "its engine reports)"
         )
+
+
+class RemoteMediaError(InvalidRequestError):
+    """An http(s) media URL: prefixkey fetches nothing, the caller passes the bytes.
+
+    ``url`` is the URL, its host already checked against the allowed media
+    domains (vLLM's ``--allowed-media-domains``) where those are set.
+    """
+
+    def __init__(self, field: str, url: str) -> None:
+        self.url = url
+        super().__init__(field, "an http(s) URL: fetch its bytes (as vLLM would) and pass them")

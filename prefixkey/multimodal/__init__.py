@@ -16,5 +16,9 @@ except ImportError as exc:  # pragma: no cover - the extra is part of `test`
 
 from ._eras import IDENTIFIER_ERAS, IdentifierEra, identifier_era
 from ._hasher import MMHasher, image_identifier
+from ._media import MediaSource
 
-__all__ = ["IDENTIFIER_ERAS", "IdentifierEra", "MMHasher", "identifier_era", "image_identifier"]
+__all__ = [
+    "IDENTIFIER_ERAS", "IdentifierEra", "MMHasher", "MediaSource", "identifier_era",
+    "image_identifier",
+]
