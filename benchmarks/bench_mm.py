@@ -145,7 +145,7 @@ def main() -> None:
         *notes,
         "",
         "| release | image | bytes | prefixkey ms | vLLM ms | vLLM / prefixkey | "
-        "digest floor ms |",
+        "digest floor µs |",
         "|---|---|---|---|---|---|---|",
     ]
     def ms(t: float | None) -> str:
@@ -155,7 +155,7 @@ def main() -> None:
         ratio = (f"{theirs / ours:.2f}x" if ours and theirs else
                  f"refused ({refusal})" if refusal else "-")
         lines.append(f"| {version} | {name} | {size} | {ms(ours)} | {ms(theirs)} | {ratio} | "
-                     f"{ms(floor)} |")
+                     f"{floor * 1e6:.1f} |")
     lines += [
         "",
         "Both sides decode the image (vLLM rejects what does not decode, and 0.27+ need the "

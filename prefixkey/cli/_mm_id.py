@@ -57,8 +57,8 @@ def _identify(files: list[str], hasher: Any, out: IO[str], limit: int) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         from ..multimodal import MMHasher
-    except ImportError:
-        return fail("mm-id", _NO_EXTRA)
+    except ImportError as exc:  # blake3 or Pillow missing
+        return fail("mm-id", f"{_NO_EXTRA} ({exc})")
     try:
         hasher = MMHasher(
             model=args.model, vllm_version=args.vllm_version,

@@ -6,14 +6,6 @@ blake3 and Pillow). docs/multimodal.md says which identifiers are exact.
 
 from __future__ import annotations
 
-try:
-    import blake3  # noqa: F401
-    import PIL  # noqa: F401
-except ImportError as exc:  # pragma: no cover - the extra is part of `test`
-    raise ImportError(
-        "prefixkey.multimodal needs the multimodal extra: pip install 'prefixkey[multimodal]'"
-    ) from exc
-
 from ._eras import IDENTIFIER_ERAS, IdentifierEra, identifier_era
 from ._hasher import MMHasher, image_identifier
 from ._media import MediaSource
