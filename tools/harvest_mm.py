@@ -63,6 +63,12 @@ RELEASES = (
 )
 
 QWEN = "Qwen/Qwen2-VL-2B-Instruct"
+#: 0.33's processors that re-hash image identifiers in their own _get_mm_hashes, by module.
+REHASHING = {
+    "deepseek_vl2": "DeepseekVL2MultiModalProcessor",
+    "h2ovl": "H2OVLMultiModalProcessor",
+    "unlimited_ocr": "UnlimitedOCRMultiModalProcessor",
+}
 LLAVA = "llava-hf/llava-1.5-7b-hf"
 
 
@@ -80,6 +86,10 @@ class Case:
     lora_name: str | None = None
     #: VLLM_MAX_IMAGE_PIXELS (None: the release's default).
     max_image_pixels: int | None = None
+    #: A model module whose processor re-hashes image identifiers (0.33), and the
+    #: number of images in the request (its re-hash depends on it).
+    architecture: str | None = None
+    images: int = 1
 
 
 _EVERY_IMAGE = (Case(), Case(model=LLAVA), Case(algorithm="sha256"), Case(algorithm="sha512"))
@@ -101,6 +111,8 @@ _SOME_IMAGES = (
     Case(lora_name="vision-adapter"),
     Case(lora_name="vision-adapter", uuid="user-image-0001"),
     Case(max_image_pixels=100),
+    *(Case(architecture=arch, images=n) for arch in REHASHING for n in (1, 3)),
+    Case(architecture="deepseek_vl2", uuid="user-image-0001"),
 )
 _SOME = ("rgb.png", "rgba.png", "palette_transparent.png", "gray.png", "rgb.jpg")
 
@@ -155,6 +167,45 @@ def _mm_identifier(root: Path) -> Callable[[str, str | None], str] | None:
     return identify
 
 
+def _model_rehash(root: Path, mmh: Any, items_cls: Any,
+                  module: str) -> Callable[[Any, dict[str, list[str]]], list[str]] | None:
+    """A processor's own ``_get_mm_hashes`` (0.33), run over the generic hashes it wraps.
+
+    The real method is compiled into a class whose base returns the generic
+    hashes (what ``super()._get_mm_hashes`` gives); the processor's config reads
+    are stand-ins: H2OVL's image processor has ``use_msac`` on, Unlimited-OCR's
+    merged kwargs are the request's (``crop_mode`` at its default).
+    """
+    path = root / "vllm/model_executor/models" / f"{module}.py"
+    fn = _class_method(path, REHASHING[module], "_get_mm_hashes") if path.exists() else None
+    if fn is None:
+        return None
+    crop_mode = True  # vllm/transformers_utils/processors/deepseek_ocr.py CROP_MODE
+    base = type("_Base", (), {"_get_mm_hashes": lambda self, inputs: inputs.generic})
+    cls_def = ast.parse("class Processor(_Base):\n    pass\n").body[0]
+    assert isinstance(cls_def, ast.ClassDef)
+    cls_def.body = [fn]
+    ns: dict[str, Any] = {"_Base": base, "MultiModalHasher": mmh,
+                          "ImageProcessorItems": items_cls, "CROP_MODE": crop_mode}
+    flags = __future__.annotations.compiler_flag
+    exec(compile(ast.fix_missing_locations(ast.Module(body=[cls_def], type_ignores=[])),
+                 str(path), "exec", flags=flags, dont_inherit=True), ns)
+    processor = ns["Processor"]()
+
+    def rehash(inputs: Any, generic: dict[str, list[str]]) -> list[str]:
+        algorithm = inputs.algorithm
+        processor.info = types.SimpleNamespace(
+            ctx=types.SimpleNamespace(
+                get_mm_config=lambda: types.SimpleNamespace(mm_hasher_algorithm=algorithm),
+                get_merged_mm_kwargs=lambda kwargs: dict(kwargs)),
+            get_image_processor=lambda **kwargs: types.SimpleNamespace(use_msac=True))
+        wrapped = types.SimpleNamespace(generic=generic, mm_data_items=inputs.mm_data_items,
+                                        hf_processor_mm_kwargs=inputs.hf_processor_mm_kwargs)
+        return list(processor._get_mm_hashes(wrapped)["image"])
+
+    return rehash
+
+
 @dataclasses.dataclass
 class Release:
     version: str
@@ -164,6 +215,8 @@ class Release:
     hashes: Callable[[Any, Case], str]
     algorithms: tuple[str, ...]
     mm_identifier: Callable[[str, str | None], str] | None
+    #: The REHASHING architectures whose processor re-hashes in this release.
+    rehashing: frozenset[str]
 
 
 def _defining(root: Path, rels: tuple[str, ...], cls: str, name: str) -> Path:
@@ -243,7 +296,9 @@ def load_release(version: str) -> Release:
     algorithms: tuple[str, ...] = ("blake3",)
     if hasattr(hasher, "_get_hasher_factory"):
         algorithms = ("blake3", "sha256", "sha512")
-    return Release(version, hasher, envs, image_io, hashes, algorithms, _mm_identifier(cache))
+    rehashing = frozenset(m for m in REHASHING if _model_rehash(cache, mmh, items_cls, m))
+    return Release(version, hasher, envs, image_io, hashes, algorithms, _mm_identifier(cache),
+                   rehashing)
 
 
 def _items(items_cls: Any, media: Any) -> Any:
@@ -259,10 +314,12 @@ def _call_site(root: Path, version: str, mmh: Any, inputs: Any,
         names = {f.name for f in dataclasses.fields(pi)}
         takes_algorithm = "hash_algorithm" in inspect.signature(pi.get_mm_hashes).parameters
 
+        rehashers = {m: _model_rehash(root, mmh, items_cls, m) for m in REHASHING}
+
         def get_mm_hashes(media: Any, case: Case) -> str:
             kwargs: dict[str, Any] = {
-                "prompt": [], "mm_data_items": {"image": _items(items_cls, media)},
-                "mm_uuid_items": {"image": [case.uuid]},
+                "prompt": [], "mm_data_items": {"image": items_cls([media] * case.images)},
+                "mm_uuid_items": {"image": [case.uuid] * case.images},
                 "hf_processor_mm_kwargs": dict(case.mm_processor_kwargs),
             }
             if "media_io_kwargs" in names:
@@ -274,6 +331,10 @@ def _call_site(root: Path, version: str, mmh: Any, inputs: Any,
                 out = obj.get_mm_hashes(case.model, case.algorithm or "blake3")
             else:
                 out = obj.get_mm_hashes(case.model)
+            rehash = None if case.architecture is None else rehashers[case.architecture]
+            if rehash is not None:
+                obj.algorithm = case.algorithm or "blake3"
+                return str(rehash(obj, out)[0])
             return str(out["image"][0])
 
         return get_mm_hashes
@@ -332,6 +393,8 @@ def _applies(release: Release, case: Case) -> bool:
     """Algorithms and options a release does not have are not asked."""
     if case.lora_name is not None and release.mm_identifier is None:
         return False
+    if case.architecture is not None and case.architecture not in release.rehashing:
+        return False
     if case.max_image_pixels is not None and "VLLM_MAX_IMAGE_PIXELS" not in getattr(
             release.envs, "environment_variables", {}):
         return False
@@ -373,10 +436,13 @@ def harvest(versions: list[str], out: Path) -> None:
                     record: dict[str, Any] = {"vllm_version": version, "file": path.name,
                                               "model": case.model}
                     for key in ("algorithm", "mm_processor_kwargs", "tokenization_kwargs",
-                                "media_io_kwargs", "uuid", "lora_name", "max_image_pixels"):
+                                "media_io_kwargs", "uuid", "lora_name", "max_image_pixels",
+                                "architecture"):
                         value = getattr(case, key)
                         if value:
                             record[key] = value
+                    if case.architecture is not None:
+                        record["images"] = case.images
                     record.update(identifier(release, data, case))
                     # Nested objects keep their order: unsorted releases hash kwargs in it.
                     fh.write(json.dumps(dict(sorted(record.items()))) + "\n")

@@ -75,6 +75,9 @@ class IdentifierEra:
     max_image_pixels: int
     #: Formats ``Image.open`` may use (None: every format Pillow registers).
     image_formats: tuple[str, ...] | None = None
+    #: Some processors re-hash each image identifier with their own kwargs
+    #: (``MMHasher.image``'s ``model_hash_kwargs``).
+    processor_rehash: bool = False
     first_version: Version = field(init=False)
 
     def __post_init__(self) -> None:
@@ -190,7 +193,11 @@ def _eras() -> tuple[IdentifierEra, ...]:
     )
     q = replace(
         p, name="P", since="0.33.0", image_formats=_ALLOWED_FORMATS_0_33,
-        changes="Image.open accepts only ALLOWED_IMAGE_FORMATS (no EPS, WMF, …)",
+        processor_rehash=True,
+        changes=(
+            "Image.open accepts only ALLOWED_IMAGE_FORMATS (no EPS, WMF, …); DeepSeek-VL2, "
+            "H2OVL and Unlimited-OCR re-hash each identifier with their own kwargs"
+        ),
     )
     return (a, b, c, d, e, f, g, h, i, j, k, m, n, o, p, q)
 

@@ -202,15 +202,19 @@ class MMHasher:
                 f"era={self.era.name!r})")
 
     def image(self, data: bytes | None, *, uuid: str | None = None,
-              lora_name: str | None = None, field: str = "image") -> str:
+              lora_name: str | None = None,
+              model_hash_kwargs: Mapping[str, Any] | None = None,
+              field: str = "image") -> str:
         """The identifier vLLM gives the image whose encoded bytes are ``data``.
 
         ``uuid`` is the content part's ``uuid`` (or ``multi_modal_uuids``
         entry): the identifier when there are no hash factors, else hashed in
         the image's place; ``data`` may then be None (vLLM needs no image
         either). ``lora_name`` is the request's LoRA adapter when the server
-        runs ``--enable-tower-connector-lora``. ``field`` names the item in
-        errors.
+        runs ``--enable-tower-connector-lora``. ``model_hash_kwargs`` are the
+        kwargs a 0.33 processor re-hashes the identifier with (docs/multimodal.md:
+        DeepSeek-VL2 and Unlimited-OCR ``{"cropping": …}``, H2OVL
+        ``{"use_msac": …}``). ``field`` names the item in errors.
         """
         era = self.era
         if uuid is not None:
@@ -226,6 +230,15 @@ class MMHasher:
                                           "--enable-tower-connector-lora (0.14.0+)")
             if not isinstance(lora_name, str):
                 raise InvalidRequestError("lora_name", "must be a string")
+        rehash = None
+        if model_hash_kwargs is not None:
+            if not era.processor_rehash:
+                raise InvalidRequestError("model_hash_kwargs", f"vLLM {self.release}'s "
+                                          "processors do not re-hash identifiers (0.33+)")
+            rehash = _mapping(model_hash_kwargs, "model_hash_kwargs")
+            if "mm_hash" in rehash:
+                raise InvalidRequestError("model_hash_kwargs.mm_hash",
+                                          "collides with the identifier's own argument")
         if data is not None:
             if not isinstance(data, (bytes, bytearray, memoryview)):
                 raise InvalidRequestError(field, f"must be bytes, got {type(data).__name__}")
@@ -233,17 +246,26 @@ class MMHasher:
                                            max_pixels=self._max_pixels, field=field)
         elif uuid is None:
             raise InvalidRequestError(field, "an image needs its bytes or a uuid")
-        if uuid is not None:
-            if not self._has_factors:
-                return uuid if lora_name is None else f"{lora_name}:{uuid}"
-            payload = uuid
-        digest = self._factory()
-        digest.update(self._before)
-        for chunk in item_chunks(era.encoding, "image", payload,
-                                 none_key_only=self._none_key_only):
-            digest.update(chunk)
-        digest.update(self._after)
-        identifier = digest.hexdigest()
+        if uuid is not None and not self._has_factors:
+            identifier = uuid
+        else:
+            if uuid is not None:
+                payload = uuid
+            digest = self._factory()
+            digest.update(self._before)
+            for chunk in item_chunks(era.encoding, "image", payload,
+                                     none_key_only=self._none_key_only):
+                digest.update(chunk)
+            digest.update(self._after)
+            identifier = digest.hexdigest()
+        if rehash is not None:
+            # The processor's _get_mm_hashes: hash_kwargs(mm_hash=identifier, **kwargs).
+            digest = self._factory()
+            for key, value in sorted({"mm_hash": identifier, **rehash}.items()):
+                for chunk in item_chunks(era.encoding, key, value,
+                                         none_key_only=self._none_key_only):
+                    digest.update(chunk)
+            identifier = digest.hexdigest()
         return identifier if lora_name is None else f"{lora_name}:{identifier}"
 
     def audio(self, data: bytes, *, field: str = "audio") -> str:

@@ -172,3 +172,14 @@ def test_the_era_table_in_the_docs_is_current() -> None:
     for era in IDENTIFIER_ERAS:
         assert f"| {era.name} | {era.since}" in table
         assert era.changes in table
+
+
+def test_model_hash_kwargs_exist_from_0_33() -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        MMHasher(model=MODEL, vllm_version="0.32.0").image(RGB_PNG,
+                                                           model_hash_kwargs={"cropping": True})
+    assert info.value.field == "model_hash_kwargs"
+    with pytest.raises(InvalidRequestError) as info:
+        MMHasher(model=MODEL, vllm_version="0.33.0").image(RGB_PNG,
+                                                           model_hash_kwargs={"mm_hash": "x"})
+    assert info.value.field == "model_hash_kwargs.mm_hash"

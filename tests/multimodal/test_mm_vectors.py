@@ -74,6 +74,17 @@ def _expected(record: dict[str, Any]) -> tuple[type[PrefixKeyError], str] | str:
     return str(record["identifier"])
 
 
+def _model_hash_kwargs(record: dict[str, Any]) -> dict[str, bool] | None:
+    """What 0.33's re-hashing processors add, for the request's image count (their code)."""
+    n = record.get("images", 1)
+    return {
+        None: None,
+        "deepseek_vl2": {"cropping": n <= 2},  # process_one crops up to two images
+        "unlimited_ocr": {"cropping": n == 1},  # and crop_mode, on by default
+        "h2ovl": {"use_msac": n == 1},  # and the image processor's use_msac, on here
+    }[record.get("architecture")]
+
+
 def _replay(record: dict[str, Any]) -> str | tuple[type[PrefixKeyError], str]:
     try:
         hasher = MMHasher(
@@ -85,7 +96,8 @@ def _replay(record: dict[str, Any]) -> str | tuple[type[PrefixKeyError], str]:
             max_image_pixels=record.get("max_image_pixels"),
         )
         return hasher.image(DATA[record["file"]], uuid=record.get("uuid"),
-                            lora_name=record.get("lora_name"))
+                            lora_name=record.get("lora_name"),
+                            model_hash_kwargs=_model_hash_kwargs(record))
     except PrefixKeyError as exc:
         return type(exc), str(exc.field)
 
