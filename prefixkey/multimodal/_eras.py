@@ -163,12 +163,12 @@ def _eras() -> tuple[IdentifierEra, ...]:
                 changes="keyword arguments are hashed in sorted order")
     k = replace(j, name="K", since="0.17.0", hash_factors="processor",
                 changes="tokenization kwargs no longer join the identifier")
-    m = replace(
+    l_ = replace(
         k, name="L", since="0.25.0", max_image_pixels=_MAX_PIXELS,
         changes="VLLM_MAX_IMAGE_PIXELS (default 178956970) refuses larger images",
     )
-    n = replace(
-        m, name="M", since="0.27.0", algorithm_option="config",
+    m = replace(
+        l_, name="M", since="0.27.0", algorithm_option="config",
         image_payload="encoded_io_config", media_io_kwargs="merged",
         changes=(
             "--mm-hasher-algorithm replaces the environment variable; a decode whose mode "
@@ -176,30 +176,30 @@ def _eras() -> tuple[IdentifierEra, ...]:
             "media_io_kwargs may set image_mode (None keeps the decoded mode)"
         ),
     )
-    o = replace(
-        n, name="N", since="0.30.0", hash_factors="scoped",
+    n = replace(
+        m, name="N", since="0.30.0", hash_factors="scoped",
         changes=(
             "hash factors are {media_io_kwargs: {image: …}, mm_processor_kwargs: …} scoped "
             "to the item's modality (other modalities' *_kwargs dropped); media_io_kwargs "
             "join the identifier"
         ),
     )
-    p = replace(
-        o, name="O", since="0.31.0", encoding="framed",
+    o = replace(
+        n, name="O", since="0.31.0", encoding="framed",
         changes=(
             "the digest input is framed: each chunk preceded by its 8-byte little-endian "
             "length, each value tagged None / sequence / mapping / leaf"
         ),
     )
-    q = replace(
-        p, name="P", since="0.33.0", image_formats=_ALLOWED_FORMATS_0_33,
+    p = replace(
+        o, name="P", since="0.33.0", image_formats=_ALLOWED_FORMATS_0_33,
         processor_rehash=True,
         changes=(
             "Image.open accepts only ALLOWED_IMAGE_FORMATS (no EPS, WMF, …); DeepSeek-VL2, "
             "H2OVL and Unlimited-OCR re-hash each identifier with their own kwargs"
         ),
     )
-    return (a, b, c, d, e, f, g, h, i, j, k, m, n, o, p, q)
+    return (a, b, c, d, e, f, g, h, i, j, k, l_, m, n, o, p)
 
 
 #: Ordered oldest first; each era runs until the next one starts.

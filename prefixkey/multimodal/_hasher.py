@@ -154,7 +154,7 @@ class MMHasher:
             return {k: v for k, v in factors.items() if v}
         flat = dict(processor)
         if era.hash_factors == "processor_tokenization":
-            for key in tokenization.keys() & processor.keys():
+            for key in sorted(tokenization.keys() & processor.keys()):
                 raise InvalidRequestError(  # vLLM: "got multiple values for keyword argument"
                     f"tokenization_kwargs.{key}", "is also a processor kwarg")
             flat.update(tokenization)
