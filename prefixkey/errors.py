@@ -13,8 +13,11 @@ __all__ = [
     "JSONLimitError",
     "MalformedJSONError",
     "PrefixKeyError",
+    "RemoteMediaError",
+    "UndecodableMediaError",
     "UnknownAlgorithmError",
     "UnknownVersionError",
+    "UnreproducibleIdentifierError",
     "UnreproducibleKeysError",
 ]
 
@@ -109,3 +112,43 @@ class UnreproducibleKeysError(PrefixKeyError):
     """
 
     field = "python_hash_seed"
+
+
+class UndecodableMediaError(InvalidRequestError):
+    """A media item is not one vLLM's media path loads (not an image, truncated, too large).
+
+    vLLM rejects the request too, so there is no identifier to give. ``field``
+    names the item (``"image"``, a file name on the command line).
+    """
+
+
+class UnreproducibleIdentifierError(PrefixKeyError):
+    """vLLM's multimodal identifier for this item cannot be computed from its encoded bytes.
+
+    Releases 0.7-0.12 hash decoded pixels, which match across Pillow (and
+    libjpeg, libwebp) versions only for lossless formats; audio and video are
+    hashed after decoders prefixkey does not run. ``reason`` says which;
+    vLLM's render endpoint (0.31+) or the identifiers the engine reports are
+    the way to key such requests.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field: str | None = field
+        self.reason = reason
+        super().__init__(
+            f"{field}: {reason}; the identifier is not reproducible from the encoded bytes "
+            "(take it from vLLM itself: its render endpoint from 0.31, or the identifiers "
+            "its engine reports)"
+        )
+
+
+class RemoteMediaError(InvalidRequestError):
+    """An http(s) media URL: prefixkey fetches nothing, the caller passes the bytes.
+
+    ``url`` is the URL, its host already checked against the allowed media
+    domains (vLLM's ``--allowed-media-domains``) where those are set.
+    """
+
+    def __init__(self, field: str, url: str) -> None:
+        self.url = url
+        super().__init__(field, "an http(s) URL: fetch its bytes (as vLLM would) and pass them")

@@ -19,6 +19,7 @@ from . import (
     _fingerprint,
     _hash,
     _listen,
+    _mm_id,
     _oracle,
     _render,
     _vectors,
@@ -27,7 +28,9 @@ from . import (
 __all__ = ["build_parser", "main"]
 
 # In the order `prefixkey --help` lists them.
-_COMMANDS = (_hash, _render, _drift, _fingerprint, _events, _listen, _audit, _oracle, _vectors)
+_COMMANDS = (
+    _hash, _render, _mm_id, _drift, _fingerprint, _events, _listen, _audit, _oracle, _vectors,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

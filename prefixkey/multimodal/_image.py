@@ -1,0 +1,167 @@
+"""An image's part of the identifier: decoded as vLLM's ``ImageMediaIO.load_bytes`` does.
+
+Every release decodes the image (an undecodable one fails the request) and
+reads its mode; what it then hashes depends on the era: the original bytes
+(0.13+, with ``io_config`` from 0.27 when the decoded mode is converted), or
+the decoded pixels converted to RGB (0.7-0.12). Pixels are exact only when the
+decode is: lossless formats in modes whose RGB conversion is table lookup or
+integer blending. Other images in those eras are refused with
+:class:`~prefixkey.errors.UnreproducibleIdentifierError`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from PIL import Image
+
+from ..errors import InvalidRequestError, UndecodableMediaError, UnreproducibleIdentifierError
+from ._encoding import Keyed, Value
+from ._eras import IdentifierEra
+
+__all__ = ["ImageLoader", "image_loader", "image_payload"]
+
+_WHITE: Final = (255, 255, 255)
+#: Formats whose decode is lossless, hence the same pixels under any Pillow build.
+_LOSSLESS_FORMATS: Final = frozenset({"PNG", "GIF", "BMP", "DIB", "PPM", "TGA", "QOI"})
+_LOSSLESS_TIFF: Final = frozenset({"raw", "tiff_lzw", "tiff_adobe_deflate", "tiff_deflate",
+                                   "packbits"})
+#: Modes whose conversion to RGB is a lookup or an integer blend, stable across Pillow
+#: (16-bit and float modes were rescaled differently by different Pillow releases).
+_PORTABLE_MODES: Final = frozenset({"1", "L", "LA", "P", "PA", "RGB", "RGBA"})
+
+
+@dataclass(frozen=True, slots=True)
+class ImageLoader:
+    """What ``ImageMediaIO`` was built with: the target mode and the RGBA background."""
+
+    #: None keeps the decoded mode (0.27+: ``media_io_kwargs={"image": {"image_mode": None}}``).
+    image_mode: str | None
+    rgba_background_color: tuple[int, int, int]
+
+
+def _background(value: Any) -> tuple[int, int, int]:
+    # ImageMediaIO's own rule: a list or tuple of three ints in [0, 255].
+    if isinstance(value, list):
+        value = tuple(value)
+    if not (isinstance(value, tuple) and len(value) == 3
+            and all(isinstance(c, int) and 0 <= c <= 255 for c in value)):
+        raise InvalidRequestError(
+            "media_io_kwargs.image.rgba_background_color",
+            "must be a list or tuple of 3 integers in the range [0, 255]",
+        )
+    return (int(value[0]), int(value[1]), int(value[2]))
+
+
+def image_loader(era: IdentifierEra, image_kwargs: Mapping[str, Any],
+                 version: str) -> ImageLoader:
+    """The loader ``MediaConnector.fetch_image`` builds from ``media_io_kwargs["image"]``."""
+    if era.media_io_kwargs == "none":
+        if image_kwargs:
+            raise InvalidRequestError(
+                "media_io_kwargs", f"vLLM {version} has no --media-io-kwargs (0.9.2+)")
+        return ImageLoader("RGB", _WHITE)
+    mode: Any = "RGB"
+    if "image_mode" in image_kwargs:
+        if era.media_io_kwargs == "extra":
+            # ImageMediaIO(image_mode="RGB", **kwargs): a TypeError in vLLM.
+            raise InvalidRequestError(
+                "media_io_kwargs.image.image_mode",
+                f"vLLM {version} passes image_mode itself (settable from 0.27.0)")
+        mode = image_kwargs["image_mode"]
+        if mode is not None and not isinstance(mode, str):
+            raise InvalidRequestError("media_io_kwargs.image.image_mode",
+                                      "must be a Pillow mode string or null")
+    background = _WHITE
+    if era.rgb_conversion == "background_option" or not era.hashes_pixels:
+        background = _background(image_kwargs.get("rgba_background_color", _WHITE))
+    return ImageLoader(mode, background)
+
+
+def _open(data: bytes, era: IdentifierEra, max_pixels: int, field: str) -> Image.Image:
+    try:
+        with warnings.catch_warnings():
+            # Pillow warns about corrupt metadata and past MAX_IMAGE_PIXELS (the error
+            # comes at twice that); the outcome is the identifier or the error alone.
+            warnings.simplefilter("ignore")
+            image = Image.open(io.BytesIO(data), formats=era.image_formats)
+            w, h = image.size
+            if max_pixels > 0 and w * h > max_pixels:
+                raise UndecodableMediaError(
+                    field, f"image dimensions {w}x{h} ({w * h} pixels) exceed "
+                    f"VLLM_MAX_IMAGE_PIXELS ({max_pixels})")
+            image.load()
+    except UndecodableMediaError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise UndecodableMediaError(field, f"not loadable: {exc}") from None
+    except Exception as exc:  # any failure of Pillow's decoders
+        # vLLM fails the request on it too. Pillow names the stream object by its
+        # address; the message stays reproducible without it.
+        reason = re.sub(r" <_io\.BytesIO object at 0x[0-9a-f]+>", "", str(exc))
+        raise UndecodableMediaError(field, f"not a loadable image: {reason}") from None
+    return image
+
+
+def _portable(image: Image.Image, data: bytes, field: str) -> None:
+    fmt = image.format or ""
+    lossless = fmt in _LOSSLESS_FORMATS or (
+        fmt == "TIFF" and image.info.get("compression") in _LOSSLESS_TIFF) or (
+        fmt == "WEBP" and data[12:16] == b"VP8L")
+    if not lossless:
+        raise UnreproducibleIdentifierError(
+            field, f"vLLM 0.7-0.12 hash decoded pixels, and a lossy {fmt} image decodes "
+            "differently across Pillow/libjpeg/libwebp builds")
+    if image.mode not in _PORTABLE_MODES:
+        raise UnreproducibleIdentifierError(
+            field, f"vLLM 0.7-0.12 hash decoded pixels, and mode {image.mode} converts to RGB "
+            "differently across Pillow versions")
+
+
+def _rgb(image: Image.Image, era: IdentifierEra, loader: ImageLoader) -> Image.Image:
+    # The release's conversion to RGB (ImageMediaIO._convert_image_mode / convert_image_mode).
+    if image.mode == "RGB":
+        return image
+    if image.mode == "RGBA" and era.rgb_conversion != "convert":
+        converted = Image.new("RGB", image.size, loader.rgba_background_color)
+        converted.paste(image, mask=image.split()[3])
+        return converted
+    return image.convert("RGB")
+
+
+def _array(image: Image.Image, channels: int) -> Keyed:
+    # np.asarray(image) of a uint8 RGB/RGBA image: dtype, (height, width, channels), bytes.
+    w, h = image.size
+    return Keyed("ndarray", {"dtype": "|u1", "shape": (h, w, channels), "data": image.tobytes()})
+
+
+def image_payload(era: IdentifierEra, data: bytes, loader: ImageLoader, *, max_pixels: int,
+                  field: str) -> Value:
+    """The value vLLM hashes under the ``image`` keyword for the image ``data``."""
+    image = _open(data, era, max_pixels, field)
+    if era.hashes_pixels:
+        _portable(image, data, field)
+        rgb = _rgb(image, era, loader)
+        if era.image_payload == "rgb_bytes":
+            return rgb.tobytes()
+        if era.image_payload == "rgba_array":
+            return Keyed("image", _array(rgb.convert("RGBA"), 4))
+        return Keyed("image", {"mode": "RGB", "data": _array(rgb, 3)})
+    if era.image_payload == "encoded_io_config" and loader.image_mode is not None and (
+            image.mode != loader.image_mode):
+        # vLLM converts the decode; a mode Pillow cannot convert to fails the request
+        # there. Every mode converts to RGB, so only other targets are tried.
+        if loader.image_mode != "RGB":
+            try:
+                image.convert(loader.image_mode)
+            except ValueError as exc:
+                raise InvalidRequestError("media_io_kwargs.image.image_mode", str(exc)) from None
+        io_config: dict[str, Value] = {"image_mode": loader.image_mode,
+                     "rgba_background_color": loader.rgba_background_color}
+        return Keyed("image", {"io_config": io_config, "data": data})
+    return Keyed("image", data)
