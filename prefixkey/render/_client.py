@@ -100,20 +100,24 @@ class RenderClient:
     def post(self, path: str, body: Mapping[str, Any]) -> tuple[int, bytes]:
         """POST ``body`` as JSON to ``path`` under the URL; the status and the raw answer."""
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        for attempt in (1, 2):
-            try:
-                self._connection.request("POST", self._prefix + path, body=payload,
-                                         headers=self._headers)
-                response = self._connection.getresponse()
-                return response.status, self._read(response)
-            except _STALE_CONNECTION as exc:
-                self._connection.close()
-                if attempt == 2:
-                    raise self._unreachable(exc) from None
-            except (OSError, http.client.HTTPException) as exc:
-                self._connection.close()
-                raise self._unreachable(exc) from None
-        raise AssertionError("unreachable")
+        try:
+            return self._exchange(path, payload)
+        except _STALE_CONNECTION:
+            self._connection.close()  # closed under us while idle: once more, reconnected
+        except (OSError, http.client.HTTPException) as exc:
+            self._connection.close()
+            raise self._unreachable(exc) from None
+        try:
+            return self._exchange(path, payload)
+        except (OSError, http.client.HTTPException) as exc:
+            self._connection.close()
+            raise self._unreachable(exc) from None
+
+    def _exchange(self, path: str, payload: bytes) -> tuple[int, bytes]:
+        self._connection.request("POST", self._prefix + path, body=payload,
+                                 headers=self._headers)
+        response = self._connection.getresponse()
+        return response.status, self._read(response)
 
     def _read(self, response: http.client.HTTPResponse) -> bytes:
         bound = self.limits.max_line_bytes
