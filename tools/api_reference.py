@@ -22,7 +22,8 @@ OUT = ROOT / "docs" / "api.md"
 #: Each package's summary is the first line of its docstring.
 PACKAGES = (
     "prefixkey", "prefixkey.core", "prefixkey.errors", "prefixkey.events", "prefixkey.fleet",
-    "prefixkey.analysis", "prefixkey.testing", "prefixkey.testing.strategies", "prefixkey.jsonl",
+    "prefixkey.analysis", "prefixkey.render", "prefixkey.testing",
+    "prefixkey.testing.strategies", "prefixkey.jsonl",
     "prefixkey.cli",
 )
 

@@ -12,6 +12,7 @@ name: the prompt-length bound, truncation and the context-length check.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -93,6 +94,40 @@ def _token_prompt(value: list[Any], field: str) -> list[int]:
     return value
 
 
+# SamplingParams._verify_args (sampling_params.py): a body breaking one is a 400, so it
+# has no ids to key. (lower, upper, lower bound inclusive); None is unbounded.
+_SAMPLING_RANGES: Final = {
+    "temperature": (0.0, 2.0, True), "top_p": (0.0, 1.0, False), "min_p": (0.0, 1.0, True),
+    "presence_penalty": (-2.0, 2.0, True), "frequency_penalty": (-2.0, 2.0, True),
+    "repetition_penalty": (0.0, None, False),
+}
+
+
+def _check_sampling(body: Mapping[str, Any]) -> None:
+    """The sampling fields vLLM validates before it answers (it refuses the body otherwise)."""
+    for name, (low, high, inclusive) in _SAMPLING_RANGES.items():
+        value = body.get(name)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                raise RenderRequestError(name, "Input should be a valid number, unable to "
+                                         "parse string as a number") from None
+            raise RenderUnsupportedError(name, "a number given as a string is pydantic's "
+                                         "coercion, not reproduced")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise RenderRequestError(name, "Input should be a valid number")
+        if not math.isfinite(value) or value < low or (value == low and not inclusive) or (
+                high is not None and value > high):
+            raise RenderRequestError(name, f"{name} is out of range, got {value}.")
+    for name, minimum in (("n", 1), ("top_k", -1), ("min_tokens", 0)):
+        value = body.get(name)
+        if value is not None and _int(value, name) < minimum:
+            raise RenderRequestError(name, f"{name} must be at least {minimum}, got {value}.")
+
+
 def _prompts(body: Mapping[str, Any]) -> list[str | list[int]]:
     """A completions ``prompt`` as the engine prompts it gives (vLLM's ``prompt_to_seq``)."""
     if body.get("prompt_embeds") is not None:
@@ -151,13 +186,16 @@ class TokenizeParams:
         return self.max_total_tokens - self.max_output_tokens
 
     def encode_max_length(self) -> int | None:
-        """The tokenizer's own truncation length (``get_encode_kwargs``), or None."""
-        if self.truncation_side is not None and self.truncate_prompt_tokens is not None:
-            return None  # the full sequence, sliced from the requested side after
+        """The tokenizer's own truncation length (``get_encode_kwargs``), or None.
+
+        Without ``truncate_prompt_tokens`` vLLM truncates to one token past the
+        bound only to fail sooner; untruncated ids fail the same length check
+        (the character bound already capped their cost), so none is applied.
+        """
         length = self.truncate_prompt_tokens
-        if length is not None and length < 0:
-            return self.max_input_tokens
-        return self.max_input_tokens + 1 if length is None else length
+        if length is None or self.truncation_side is not None:
+            return None  # with a side: the full sequence, sliced from that side after
+        return self.max_input_tokens if length < 0 else length
 
     def pre_tokenization(self, text: str, tokenizer: HfTokenizer) -> str:
         """The character bound on the text (``_text_len_check``): an error, or a pre-trim."""
@@ -229,6 +267,7 @@ class BodyFields:
     def _common(body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise RenderRequestError("body", "must be a JSON object")
+        _check_sampling(body)
         model = body.get("model")
         if model is not None and not isinstance(model, str):
             raise RenderRequestError("model", "Input should be a valid string")

@@ -24,17 +24,19 @@ CORPUS = [
     "user assistant system tool weather Paris London",
 ] * 20
 
+# Newlines are written as expressions: whitespace control would eat literal ones.
 CHATML = (
-    "{%- if tools %}<|im_start|>system\nTools: {{ tools | tojson }}<|im_end|>\n{% endif %}"
+    "{%- if tools %}{{ '<|im_start|>system\\nTools: ' + tools | tojson + '<|im_end|>\\n' }}"
+    "{% endif %}"
     "{%- for message in messages %}"
-    "<|im_start|>{{ message.role }}\n"
+    "{{ '<|im_start|>' + message.role + '\\n' }}"
     "{%- if message.content is string %}{{ message.content }}"
     "{%- else %}{% for part in message.content %}{{ part.text }}{% endfor %}{% endif %}"
     "{%- if message.tool_calls %}{% for call in message.tool_calls %}"
     "<tool_call>{{ call.function.arguments | tojson }}</tool_call>{% endfor %}{% endif %}"
-    "<|im_end|>\n"
+    "{{ '<|im_end|>\\n' }}"
     "{%- endfor %}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 
 STRING_TEMPLATE = (
