@@ -30,10 +30,10 @@ _STALE_CONNECTION = (http.client.RemoteDisconnected, BrokenPipeError, Connection
 
 
 class RenderClient:
-    """Renders bodies through one vLLM render server (``vllm launch render``, or
-    ``vllm serve --enable-scale-out``) at ``url`` (``http://host:port``, optionally with
-    a path prefix; ``https`` too).
+    """Renders bodies through one vLLM render server: a body in, the prompts to hash out.
 
+    The server (``vllm launch render``, or ``vllm serve --enable-scale-out``) is at
+    ``url``: ``http://host:port``, optionally with a path prefix; ``https`` too.
     ``parser`` describes the server (release, ``--lora-modules``, served names); the
     default is vLLM 0.31.0 without adapters. ``api_key`` is sent as a bearer token
     (``--api-key``). ``limits`` bound the answer (its ``max_line_bytes`` and depth).

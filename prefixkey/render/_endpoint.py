@@ -70,6 +70,7 @@ class RenderResponseShape:
         return Version(self.since)
 
 
+#: The answer shapes, oldest first (:func:`render_response_shape` picks a release's).
 RENDER_RESPONSE_SHAPES: Final = (
     RenderResponseShape(
         "engine-prompts",
