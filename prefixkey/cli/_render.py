@@ -44,16 +44,22 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
     group.add_argument("--chat-template", metavar="FILE",
                        help="vLLM's --chat-template: a file, or the template itself")
     group.add_argument("--chat-template-content-format", default="auto",
-                       choices=("auto", "string", "openai"))
+                       choices=("auto", "string", "openai"),
+                       help="how message content reaches the template (default: auto, "
+                       "detected from the template)")
     group.add_argument("--default-chat-template-kwargs", metavar="JSON",
                        help="vLLM's --default-chat-template-kwargs (a JSON object)")
-    group.add_argument("--trust-request-chat-template", action="store_true")
-    group.add_argument("--max-model-len", type=int, metavar="N")
-    group.add_argument("--enable-auto-tool-choice", action="store_true")
+    group.add_argument("--trust-request-chat-template", action="store_true",
+                       help="use a body's chat_template (else vLLM's 400)")
+    group.add_argument("--max-model-len", type=int, metavar="N",
+                       help="the context length (default: the folder's)")
+    group.add_argument("--enable-auto-tool-choice", action="store_true",
+                       help="accept tools without tool_choice (needs --tool-call-parser)")
     group.add_argument("--tool-call-parser", metavar="NAME",
                        help="vLLM's --tool-call-parser (it decides which tool_choice values "
                        "are accepted, not the ids)")
-    group.add_argument("--exclude-tools-when-tool-choice-none", action="store_true")
+    group.add_argument("--exclude-tools-when-tool-choice-none", action="store_true",
+                       help="leave tools out of the template when tool_choice is none")
     group.add_argument("--lora-modules", action="append", default=[], metavar="NAME=PATH",
                        help="a static LoRA adapter, NAME=PATH or vLLM's JSON form (repeat for "
                        "several)")

@@ -352,3 +352,18 @@ def test_a_missing_template_is_vllms_error(tmp_path: Path) -> None:
         renderer(folder).render_chat({"messages": [USER]})
     (rendered,) = renderer(folder).render_completion({"prompt": "Hello"})
     assert len(rendered.token_ids) > 0
+
+
+def test_a_trusted_kwargs_template_renders_but_does_not_set_the_format(tmp_path: Path) -> None:
+    # vLLM detects the content format from the folder's template (STRING_TEMPLATE: 'string',
+    # parts joined), then renders with the template chat_template_kwargs carries.
+    folder = build_folder(tmp_path, "generic", chat_template=STRING_TEMPLATE)
+    body = {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+                                                      {"type": "text", "text": "b"}]}],
+            "chat_template_kwargs": {"chat_template": "{{ messages[0].content }}"}}
+    with pytest.raises(RenderRequestError, match="trust-request-chat-template"):
+        renderer(folder).render_chat(body)
+    assert renderer(folder, trust_request_chat_template=True).render_chat(body).prompt == "a\nb"
+    with pytest.raises(RenderRequestError):
+        renderer(folder).render_chat({"messages": [USER],
+                                      "chat_template_kwargs": {"tools": "not a list"}})
