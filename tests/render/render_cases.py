@@ -2,7 +2,8 @@
 
 ``bodies.jsonl`` (tools/build_render_bodies.py) holds each body with its model folder and
 the server's flags; ``vectors.jsonl`` (tools/harvest_render.py) vLLM's answer, line for
-line. :func:`render_cases` pairs them, read once.
+line; ``serve_bodies.jsonl`` and ``serve_vectors.jsonl`` the same for ``vllm serve
+--enable-scale-out`` with LoRA adapters. :func:`render_cases` pairs them, read once.
 """
 
 from __future__ import annotations
@@ -49,9 +50,10 @@ def _lines(name: str) -> list[dict[str, Any]]:
 
 
 @cache
-def render_cases() -> tuple[RenderCase, ...]:
-    bodies = _lines("bodies.jsonl")
-    vectors = {v["id"]: v for v in _lines("vectors.jsonl")}
+def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
+    """The render server's cases, or with ``corpus="serve_"`` vllm serve's (LoRA adapters)."""
+    bodies = _lines(f"{corpus}bodies.jsonl")
+    vectors = {v["id"]: v for v in _lines(f"{corpus}vectors.jsonl")}
     if set(vectors) != {b["id"] for b in bodies}:
         raise AssertionError("vectors.jsonl does not answer bodies.jsonl: re-harvest")
     return tuple(

@@ -4,12 +4,11 @@ Every answer of tests/render/vectors.jsonl: a rendered one must give exactly the
 put in it, one prompt per completions prompt, with the body's ``cache_salt``; an error
 one must raise the typed error with vLLM's status, message and field. The render server
 has no LoRA support, so the corpus's adapter names are vLLM's 404s here; the LoRA a
-``model`` implies is checked on answers whose ``model`` names a configured adapter.
+``model`` implies comes from tests/render/serve_vectors.jsonl, vllm serve's answers (an
+engine with two adapters), also replayed here.
 """
 
 from __future__ import annotations
-
-import copy
 
 import pytest
 from render_cases import RenderCase, render_cases
@@ -23,8 +22,11 @@ from prefixkey.render import (
 )
 
 CASES = render_cases()
-RENDERED = [c for c in CASES if c.status == 200]
-REFUSED = [c for c in CASES if c.status != 200]
+# vllm serve --enable-scale-out (an engine with two adapters): what the render server
+# cannot answer, bodies naming a --lora-modules adapter.
+SERVE_CASES = render_cases("serve_")
+RENDERED = [c for c in CASES + SERVE_CASES if c.status == 200]
+REFUSED = [c for c in CASES + SERVE_CASES if c.status != 200]
 
 
 def parser_for(case: RenderCase) -> RenderResponseParser:
@@ -39,6 +41,17 @@ def test_the_corpus_has_both_outcomes() -> None:
     assert len(RENDERED) > 700
     assert len(REFUSED) > 200
     assert {c.status for c in REFUSED} == {400, 404}
+    adapters = {c.body.get("model") for c in SERVE_CASES if c.status == 200}
+    assert {"adapter-a", "adapter-b"} <= adapters
+
+
+def expected_lora(case: RenderCase) -> LoRA | None:
+    """The adapter the body's model names on its server (vLLM numbers them from 1)."""
+    for i, spec in enumerate(case.lora_modules, start=1):
+        module = parse_lora_module(spec)
+        if module.name == case.body.get("model"):
+            return LoRA(module.name, module.path, i)
+    return None
 
 
 @pytest.mark.parametrize("case", RENDERED, ids=lambda c: c.id)
@@ -50,7 +63,7 @@ def test_rendered_answer_replays(case: RenderCase) -> None:
     assert ids == expected
     for prompt in prompts:
         assert prompt.request.cache_salt == case.body.get("cache_salt")
-        assert prompt.request.lora is None
+        assert prompt.request.lora == expected_lora(case)
         assert prompt.request.mm_items == ()
         assert prompt.model == (case.body.get("model") or "")
 
@@ -78,18 +91,3 @@ def test_unknown_model_field_is_model() -> None:
     with pytest.raises(RenderRequestError) as caught:
         parser_for(case).parse(case.endpoint, case.status, case.response)
     assert (caught.value.field, caught.value.status) == ("model", 404)
-
-
-@pytest.mark.parametrize("adapter", ["adapter-a", "adapter-b"])
-def test_an_adapter_model_carries_its_lora(adapter: str) -> None:
-    # A server with adapters (vllm serve --enable-scale-out) echoes the adapter's name
-    # as the answer's model; the path is the one --lora-modules gave.
-    case = next(c for c in RENDERED if c.id == "gpt2-tools/chat-base")
-    answer = copy.deepcopy(case.response)
-    answer["model"] = adapter
-    (prompt,) = parser_for(case).parse(case.endpoint, 200, answer)
-    expected = {"adapter-a": LoRA("adapter-a", "/adapters/a", 1),
-                "adapter-b": LoRA("adapter-b", "/adapters/b", 2)}[adapter]
-    assert prompt.request.lora == expected
-    assert list(prompt.token_ids) == case.token_ids
-    assert prompt.request.cache_salt == "s1"
