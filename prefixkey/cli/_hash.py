@@ -28,6 +28,7 @@ from ._common import (
     warn,
 )
 from ._render import add_render_options, rendered_lines, renderer_from_args
+from ._render_url import add_render_url_options, render_url_expand
 
 #: Turns one decoded line into the request lines to hash (a body into its prompts).
 Expand = Callable[[Any], list[Any]]
@@ -98,7 +99,15 @@ def _model_dir_expand(args: argparse.Namespace) -> Expand:
 
 def _run(args: argparse.Namespace) -> int:
     expand: Expand | None = None
-    if args.model_dir is not None:
+    if args.render_url is not None:
+        try:
+            expand = render_url_expand(args)
+        except ImportError:
+            return fail("hash", "--render-url needs the render extra: "
+                        "pip install 'prefixkey[render]'")
+        except PrefixKeyError as exc:
+            return fail("hash", exc)
+    elif args.model_dir is not None:
         try:
             expand = _model_dir_expand(args)
         except ImportError:
@@ -144,4 +153,5 @@ def register(commands: Commands) -> None:
     )
     add_limit_options(cmd)
     add_render_options(cmd, required=False)
+    add_render_url_options(cmd)
     cmd.set_defaults(run=_run)

@@ -161,6 +161,9 @@ def rendered_lines(renderer: Any, obj: Any) -> list[dict[str, Any]]:
         line["token_ids"] = item.token_ids
         _merge_field(line, "lora", _lora_json(item.request.lora))
         _merge_field(line, "cache_salt", item.request.cache_salt)
+        _merge_field(line, "mm_items", [
+            {"identifier": m.identifier, "offset": m.offset, "length": m.length}
+            for m in item.request.mm_items] or None)
         if _prompt_list(obj):
             line["id"] = f"{obj.get('id')}#{n}"
         lines.append(line)

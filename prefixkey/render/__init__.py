@@ -22,6 +22,15 @@ vLLM's render endpoint. Bodies vLLM itself refuses are a
 """
 
 from ._chat import ContentParts
+from ._client import RenderClient
+from ._endpoint import (
+    RENDER_PATHS,
+    RENDER_RESPONSE_SHAPES,
+    RenderEndpointError,
+    RenderResponseParser,
+    RenderResponseShape,
+    render_response_shape,
+)
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._options import VERIFIED_RELEASES, LoRAModule, ServerOptions, parse_lora_module
 from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered, Renderer
@@ -29,14 +38,21 @@ from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered, Renderer
 __all__ = [
     "CHAT_ENDPOINT",
     "COMPLETIONS_ENDPOINT",
+    "RENDER_PATHS",
+    "RENDER_RESPONSE_SHAPES",
     "VERIFIED_RELEASES",
     "ContentParts",
     "LoRAModule",
     "ModelFolderError",
+    "RenderClient",
+    "RenderEndpointError",
     "RenderRequestError",
+    "RenderResponseParser",
+    "RenderResponseShape",
     "RenderUnsupportedError",
     "Rendered",
     "Renderer",
     "ServerOptions",
     "parse_lora_module",
+    "render_response_shape",
 ]

@@ -34,6 +34,13 @@ _MEDIA_PARTS: Final = frozenset({
 })
 _MEDIA_KEYS: Final = ("image_url", "image_pil", "image_embeds", "audio_embeds", "video_embeds",
                       "prompt_embeds", "audio_url", "input_audio", "video_url")
+# The fields vLLM's content-part types declare (chat_utils._KNOWN_CONTENT_PART_FIELDS):
+# any other field of a text part reaches an 'openai' template with it.
+_KNOWN_PART_FIELDS: Final = frozenset({
+    "audio_embeds", "audio_url", "closed", "data", "file", "image_embeds", "image_pil",
+    "image_url", "input_audio", "name", "prompt_cache_breakpoint", "refusal", "text",
+    "thinking", "type", "uuid", "video_embeds", "video_url",
+})
 
 
 class ContentParts:
@@ -79,7 +86,10 @@ def _parse_part(part: Any, field: str, wrap: bool, media: ContentParts) -> Any:
             return None  # vLLM skips a text part without text
         if not isinstance(text, str):
             raise RenderRequestError(f"{field}.{_TEXT_PARTS[part_type]}", "must be a string")
-        return {"type": "text", "text": text} if wrap else text
+        if not wrap:
+            return text
+        return {"type": "text", "text": text,
+                **{k: v for k, v in part.items() if k not in _KNOWN_PART_FIELDS}}
     if part_type == "tool_reference":
         name = part.get("name")
         return {"type": "tool_reference", "name": name} if wrap else name
@@ -89,16 +99,28 @@ def _parse_part(part: Any, field: str, wrap: bool, media: ContentParts) -> Any:
                              f"{part_type!r}.")
 
 
+def _tool_call(call: Any, field: str) -> Any:
+    """One tool call as vLLM's request model validates and orders it (id, function, type)."""
+    if not isinstance(call, dict):
+        raise RenderRequestError(field, "assistant tool_calls entries must be objects.")
+    if call.get("type") != "function":
+        return call  # a custom tool call passes validation, then vLLM refuses it (below)
+    function = call.get("function")
+    if not isinstance(call.get("id"), str) or not isinstance(function, dict) or not all(
+            isinstance(function.get(k), str) for k in ("name", "arguments")):
+        raise RenderRequestError(field, "a function tool call needs a string id and a function "
+                                 "with string name and arguments")
+    known = ("id", "function", "type")
+    ordered_function = {"arguments": function["arguments"], "name": function["name"],
+                        **{k: v for k, v in function.items() if k not in ("arguments", "name")}}
+    return {"id": call["id"], "function": ordered_function, "type": "function",
+            **{k: v for k, v in call.items() if k not in known}}
+
+
 def _tool_calls(value: Any, field: str) -> list[Any]:
     if not isinstance(value, list):
         raise RenderRequestError(field, "must be an array")
-    calls = []
-    for i, call in enumerate(value):
-        if not isinstance(call, dict):
-            raise RenderRequestError(field, "assistant tool_calls entries must be objects.",
-                                     position=i)
-        calls.append(call)
-    return calls
+    return [_tool_call(call, f"{field}[{i}]") for i, call in enumerate(value)]
 
 
 def parse_messages(messages: Any, content_format: str,
@@ -116,6 +138,8 @@ def parse_messages(messages: Any, content_format: str,
         if not isinstance(role, str):
             raise RenderRequestError(f"{field}.role", "must be a string")
         content = message.get("content")
+        if content is None and "content" in message and role != "assistant":
+            raise RenderRequestError(f"{field}.content", f"cannot be null for role {role!r}")
         if content is None:
             parts: list[Any] = []
         elif isinstance(content, str):

@@ -13,6 +13,7 @@ name: the prompt-length bound, truncation and the context-length check.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,15 +45,33 @@ def _bool(body: Mapping[str, Any], name: str, default: bool) -> bool:
     raise RenderRequestError(name, f"Input should be a valid boolean, got {value!r}")
 
 
-def _int(value: Any, name: str) -> int:
+_INT_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+(?:_[0-9]+)*\s*")
+_INTEGRAL_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\.0*\s*")
+
+
+def _int(value: Any, name: str, position: int | None = None) -> int:
+    """An int field as pydantic's lax mode reads JSON: bools, integral floats and integer
+    strings (signs, underscores, surrounding spaces, ``"2.0"``) count; other strings are
+    not reproduced."""
     if type(value) is int:
         return value
-    if type(value) is float and value.is_integer():
+    if isinstance(value, bool):
         return int(value)
-    if isinstance(value, (bool, str)):
-        raise RenderUnsupportedError(name, f"{value!r} as an integer is pydantic's coercion, "
-                                     "not reproduced")
-    raise RenderRequestError(name, f"Input should be a valid integer, got {value!r}")
+    if type(value) is float:
+        if value.is_integer():
+            return int(value)
+        raise RenderRequestError(name, "Input should be a valid integer, got a number with a "
+                                 "fractional part", position=position)
+    if isinstance(value, str):
+        if _INT_TEXT.fullmatch(value):
+            return int(value)
+        if _INTEGRAL_TEXT.fullmatch(value):
+            return int(float(value))
+        where = name if position is None else f"{name}[{position}]"
+        raise RenderUnsupportedError(where, f"{value!r} as an integer is not reproduced "
+                                     "(pydantic's string parsing)")
+    raise RenderRequestError(name, f"Input should be a valid integer, got {value!r}",
+                             position=position)
 
 
 def _optional_int(body: Mapping[str, Any], name: str) -> int | None:
@@ -81,17 +100,21 @@ def _cache_salt(body: Mapping[str, Any]) -> str | None:
 
 
 def _token_prompt(value: list[Any], field: str) -> list[int]:
-    for i, t in enumerate(value):
-        if type(t) is not int:
-            if isinstance(t, bool) or (isinstance(t, float) and t.is_integer()):
-                raise RenderUnsupportedError(f"{field}[{i}]", f"{t!r} as a token id is "
-                                             "pydantic's coercion, not reproduced")
-            raise RenderRequestError(field, f"must be an int, got {type(t).__name__}",
-                                     position=i)
+    if all(type(t) is int for t in value):
+        ids = value
+    else:  # what pydantic's lax mode makes of them (True, 2.0, "3")
+        ids = [t if type(t) is int else _int(t, field, i) if isinstance(
+            t, (bool, float, str)) else _not_an_id(t, field, i) for i, t in enumerate(value)]
+    for i, t in enumerate(ids):
         if t < 0:
             raise RenderRequestError(field, "Input should be greater than or equal to 0",
                                      position=i)
-    return value
+    return ids
+
+
+def _not_an_id(value: Any, field: str, position: int) -> int:
+    raise RenderRequestError(field, f"must be an int, got {type(value).__name__}",
+                             position=position)
 
 
 # SamplingParams._verify_args (sampling_params.py): a body breaking one is a 400, so it
@@ -109,15 +132,13 @@ def _check_sampling(body: Mapping[str, Any]) -> None:
         value = body.get(name)
         if value is None:
             continue
-        if isinstance(value, str):
+        if isinstance(value, str):  # pydantic reads numbers from strings; only the range matters
             try:
-                float(value)
+                value = float(value)
             except ValueError:
                 raise RenderRequestError(name, "Input should be a valid number, unable to "
                                          "parse string as a number") from None
-            raise RenderUnsupportedError(name, "a number given as a string is pydantic's "
-                                         "coercion, not reproduced")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        elif not isinstance(value, (int, float)):
             raise RenderRequestError(name, "Input should be a valid number")
         if not math.isfinite(value) or value < low or (value == low and not inclusive) or (
                 high is not None and value > high):
@@ -143,16 +164,20 @@ def _prompts(body: Mapping[str, Any]) -> list[str | list[int]]:
                                  "token ids or an array of those")
     if not prompt:
         raise RenderRequestError("prompt", "You must pass at least one prompt")
-    if all(not isinstance(p, (list, str)) for p in prompt):
+    # pydantic's union: strings when all are strings, else token ids read leniently
+    # (``[1, "2"]`` is ``[1, 2]``), else one list of token ids per prompt.
+    if all(isinstance(p, str) for p in prompt):
+        prompts: list[str | list[int]] = list(prompt)
+    elif not any(isinstance(p, list) for p in prompt):
         return [_token_prompt(prompt, "prompt")]
-    if len(prompt) > _MAX_COMPLETION_PROMPTS:
+    elif all(isinstance(p, list) for p in prompt):
+        prompts = [_token_prompt(p, f"prompt[{i}]") for i, p in enumerate(prompt)]
+    else:
+        raise RenderRequestError("prompt", "must not mix token-id arrays with other values")
+    if len(prompts) > _MAX_COMPLETION_PROMPTS:
         raise RenderRequestError("prompt", f"prompt list length {len(prompt)} exceeds the "
                                  f"maximum allowed count of {_MAX_COMPLETION_PROMPTS}.")
-    if all(isinstance(p, str) for p in prompt):
-        return list(prompt)
-    if all(isinstance(p, list) for p in prompt):
-        return [_token_prompt(p, f"prompt[{i}]") for i, p in enumerate(prompt)]
-    raise RenderRequestError("prompt", "must not mix strings and token-id arrays")
+    return prompts
 
 
 @dataclass(frozen=True, slots=True)

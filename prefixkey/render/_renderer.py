@@ -54,12 +54,15 @@ class Rendered:
     """One engine prompt: the request to hash, and the text the template produced (chat)."""
 
     request: Request
-    #: The request's ids (``request.token_ids``), checked once.
-    token_ids: TokenIds
     #: The rendered chat text; None for completions and for ids given verbatim.
     prompt: str | None
     #: The body's model name (the served name or a LoRA adapter's).
     model: str
+
+    @property
+    def token_ids(self) -> TokenIds:
+        """The request's ids (already TokenIds: returned as they are)."""
+        return check_token_ids(self.request.token_ids)
 
 
 class Renderer:
@@ -180,8 +183,8 @@ class Renderer:
             raise RenderRequestError("messages" if fields.is_chat else "prompt",
                                      "No token_ids rendered")
         token_ids = check_token_ids(ids)  # tokenizer output: ints >= 0, checked at C speed
-        return Rendered(Request(token_ids, lora=lora, cache_salt=fields.cache_salt), token_ids,
-                        prompt, fields.model or self.options.served_names[0])
+        return Rendered(Request(token_ids, lora=lora, cache_salt=fields.cache_salt), prompt,
+                        fields.model or self.options.served_names[0])
 
     def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:
         try:
@@ -216,10 +219,9 @@ class Renderer:
                           {"tools": tools, "tokenize": False})
         return _merge(defaults, request_kwargs)
 
-    def _resolve_template(self, request_template: str | None,
-                          tools: list[dict[str, Any]] | None) -> str:
-        """vLLM's template order: request (trusted) or server, else the folder's."""
-        given = request_template or self._server_template
+    def _resolve_template(self, given: str | None, tools: list[dict[str, Any]] | None) -> str:
+        """vLLM's template order: the given one (a folder template's name or a text), else
+        the folder's (``tool_use`` with tools when it has named ones, else ``default``)."""
         folder = self.folder.chat_template
         if given is not None:
             if isinstance(folder, dict) and given in folder:
@@ -240,15 +242,23 @@ class Renderer:
                         kwargs: dict[str, Any]) -> str | list[int]:
         """``safe_apply_chat_template``: the rendered text (or ids, with ``tokenize``)."""
         tools = kwargs.pop("tools", None)
+        if tools is not None and not (isinstance(tools, list)
+                                      and all(isinstance(t, dict) for t in tools)):
+            raise RenderRequestError("chat_template_kwargs.tools", "Tools should either be a "
+                                     "JSON schema, or a callable function")
         tokenize = kwargs.pop("tokenize", False)
+        # A (trusted) request's kwargs may carry a template: it renders when neither the
+        # body nor the server gives one, but vLLM detects the content format without it.
+        given = request_template or self._server_template
+        rendering = given if given is not None else kwargs.pop("chat_template", None)
         kwargs.pop("chat_template", None)
-        source = self._resolve_template(request_template, tools)
-        try:
-            template = self._env.compile(source)
-        except ChatTemplateSyntaxError as exc:
-            raise RenderRequestError("chat_template", str(exc)) from None
-        given = self.options.chat_template_content_format
-        content_format = template.detected_format if given == "auto" else given
+        if rendering is not None and not isinstance(rendering, str):
+            raise RenderRequestError("chat_template_kwargs.chat_template", "must be a string")
+        template = self._compile(self._resolve_template(rendering, tools))
+        content_format: str = self.options.chat_template_content_format
+        if content_format == "auto":
+            detected = template if rendering is given else self._format_template(tools)
+            content_format = "string" if detected is None else detected.detected_format
         conversation = parse_messages(messages, content_format, self._parts)
         if any(m["role"] == "developer" for m in conversation) and \
                 not template.supports_developer:
@@ -262,6 +272,23 @@ class Renderer:
         if tokenize:
             return self.tokenizer.encode(text, add_special_tokens=False)
         return text
+
+    def _compile(self, source: str) -> ChatTemplate:
+        try:
+            return self._env.compile(source)
+        except ChatTemplateSyntaxError as exc:
+            raise RenderRequestError("chat_template", str(exc)) from None
+
+    def _format_template(self, tools: list[dict[str, Any]] | None) -> ChatTemplate | None:
+        """The folder's template vLLM reads the content format from (None: 'string')."""
+        try:
+            source = self._resolve_template(None, tools)
+        except RenderRequestError:
+            return None
+        try:
+            return self._env.compile(source)
+        except ChatTemplateSyntaxError:
+            return None  # vLLM logs it and takes 'string'
 
     def _render_template(self, template: ChatTemplate, conversation: list[dict[str, Any]],
                          tools: list[dict[str, Any]] | None, kwargs: dict[str, Any]) -> str:

@@ -182,9 +182,14 @@ def test_tool_call_arguments_become_objects(tmp_path: Path) -> None:
         "{{ c.function.arguments | tojson }};{% endfor %}{% endfor %}"))
     r = renderer(folder)
     calls = [{"id": str(i), "type": "function", "function": {"name": "f", "arguments": a}}
-             for i, a in enumerate(['{"x": 1}', "not json", "[1]", "", {"y": 2}])]
+             for i, a in enumerate(['{"x": 1}', "not json", "[1]", ""])]
     body = {"messages": [USER, {"role": "assistant", "content": None, "tool_calls": calls}]}
-    assert r.render_chat(body).prompt == '{"x": 1};{};{};{};{"y": 2};'
+    assert r.render_chat(body).prompt == '{"x": 1};{};{};{};'
+    # The request model wants arguments as a JSON string (and an id).
+    for call in ({"id": "a", "type": "function", "function": {"name": "f", "arguments": {}}},
+                 {"type": "function", "function": {"name": "f", "arguments": "{}"}}):
+        with pytest.raises(RenderRequestError):
+            r.render_chat({"messages": [USER, {"role": "assistant", "tool_calls": [call]}]})
 
 
 def test_developer_becomes_system_unless_the_template_names_it(tmp_path: Path) -> None:
@@ -352,3 +357,34 @@ def test_a_missing_template_is_vllms_error(tmp_path: Path) -> None:
         renderer(folder).render_chat({"messages": [USER]})
     (rendered,) = renderer(folder).render_completion({"prompt": "Hello"})
     assert len(rendered.token_ids) > 0
+
+
+def test_a_trusted_kwargs_template_renders_but_does_not_set_the_format(tmp_path: Path) -> None:
+    # vLLM detects the content format from the folder's template (STRING_TEMPLATE: 'string',
+    # parts joined), then renders with the template chat_template_kwargs carries.
+    folder = build_folder(tmp_path, "generic", chat_template=STRING_TEMPLATE)
+    body = {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+                                                      {"type": "text", "text": "b"}]}],
+            "chat_template_kwargs": {"chat_template": "{{ messages[0].content }}"}}
+    with pytest.raises(RenderRequestError, match="trust-request-chat-template"):
+        renderer(folder).render_chat(body)
+    assert renderer(folder, trust_request_chat_template=True).render_chat(body).prompt == "a\nb"
+    with pytest.raises(RenderRequestError):
+        renderer(folder).render_chat({"messages": [USER],
+                                      "chat_template_kwargs": {"tools": "not a list"}})
+
+
+def test_json_values_are_read_as_vllms_request_models_read_them(
+        folders: dict[str, Path]) -> None:
+    r = renderer(folders["generic"])
+    (lenient,) = r.render_completion({"prompt": [1, "2", 3.0, True], "max_tokens": "4"})
+    assert list(lenient.token_ids) == [1, 2, 3, 1]
+    assert [list(x.token_ids) for x in r.render_completion({"prompt": ["1", "2"]})] == [
+        list(r.render_completion({"prompt": p})[0].token_ids) for p in ("1", "2")]
+    for bad in ({"prompt": [1, 2.5]}, {"prompt": [1, "a"]}, {"prompt": ["a", [1]]}):
+        with pytest.raises((RenderRequestError, RenderUnsupportedError)):
+            r.render_completion(bad)
+    with pytest.raises(RenderRequestError):
+        r.render_chat({"messages": [{"role": "user", "content": None}]})
+    assert r.render_chat({"messages": [{"role": "user"}]}).prompt == (
+        "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n")

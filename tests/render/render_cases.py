@@ -1,0 +1,72 @@
+"""The render corpus joined with what vLLM 0.31.0's render server answered for it.
+
+``bodies.jsonl`` (tools/build_render_bodies.py) holds each body with its model folder and
+the server's flags; ``vectors.jsonl`` (tools/harvest_render.py) vLLM's answer, line for
+line; ``serve_bodies.jsonl`` and ``serve_vectors.jsonl`` the same for ``vllm serve
+--enable-scale-out`` with LoRA adapters. :func:`render_cases` pairs them, read once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+RENDER_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class RenderCase:
+    """One corpus body and vLLM's answer to it."""
+
+    id: str
+    model_dir: Path
+    endpoint: str
+    body: dict[str, Any]
+    #: The server's flags, spelled as vLLM's (``{"--served-model-name": ..., ...}``).
+    server: dict[str, Any]
+    status: int
+    #: vLLM's JSON answer (``request_id`` tails zeroed by the harvester).
+    response: Any
+    #: The chat answer's ids, or per prompt for completions; None for an error.
+    token_ids: Any
+    error: dict[str, Any] | None
+
+    @property
+    def served_names(self) -> tuple[str, ...]:
+        names = self.server.get("--served-model-name", ())
+        return (names,) if isinstance(names, str) else tuple(names)
+
+    @property
+    def lora_modules(self) -> list[str]:
+        return list(self.server.get("--lora-modules", []))
+
+
+def _lines(name: str) -> list[dict[str, Any]]:
+    text = (RENDER_DIR / name).read_text("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line]
+
+
+@cache
+def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
+    """The render server's cases, or with ``corpus="serve_"`` vllm serve's (LoRA adapters)."""
+    bodies = _lines(f"{corpus}bodies.jsonl")
+    vectors = {v["id"]: v for v in _lines(f"{corpus}vectors.jsonl")}
+    if set(vectors) != {b["id"] for b in bodies}:
+        raise AssertionError("vectors.jsonl does not answer bodies.jsonl: re-harvest")
+    return tuple(
+        RenderCase(
+            id=b["id"],
+            model_dir=RENDER_DIR / b["model_dir"],
+            endpoint=b["endpoint"],
+            body=b["body"],
+            server=b["server"],
+            status=vectors[b["id"]]["status"],
+            response=vectors[b["id"]]["response"],
+            token_ids=vectors[b["id"]]["token_ids"],
+            error=vectors[b["id"]]["error"],
+        )
+        for b in bodies
+    )

@@ -1,0 +1,72 @@
+"""vllm serve's answers for LoRA bodies, replayed through the in-process Renderer.
+
+tests/render/serve_vectors.jsonl is what ``vllm serve --enable-scale-out`` (an engine
+with two ``--lora-modules`` adapters) rendered: the one source of vLLM's own rendering
+of bodies that name an adapter, which the render server answers 404. The Renderer must
+give the same ids and the adapter's ``LoRA(name, path, int_id)``. Beam search is the
+render endpoint's own refusal (``vllm serve``'s chat path renders it), as in
+test_render_vectors.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from render_cases import RenderCase, render_cases
+
+from prefixkey import LoRA
+from prefixkey.render import (
+    COMPLETIONS_ENDPOINT,
+    Renderer,
+    RenderRequestError,
+    ServerOptions,
+    parse_lora_module,
+)
+
+CASES = render_cases("serve_")
+# Engine flags of the serve run that do not change rendering.
+ENGINE_FLAGS = {"--enable-scale-out", "--enable-lora", "--max-lora-rank", "--enforce-eager"}
+FLAGS = {"--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
+         "--enable-auto-tool-choice": "enable_auto_tool_choice",
+         "--tool-call-parser": "tool_call_parser"}
+
+
+def _renderer(case: RenderCase) -> Renderer:
+    fields: dict[str, Any] = {}
+    for flag, value in case.server.items():
+        if flag == "--lora-modules":
+            fields["lora_modules"] = tuple(parse_lora_module(v) for v in value)
+        elif flag not in ENGINE_FLAGS:
+            fields[FLAGS[flag]] = value
+    return Renderer(ServerOptions(model=str(case.model_dir), **fields))
+
+
+RENDERER = _renderer(CASES[0])
+
+
+def test_one_server_and_both_adapters() -> None:
+    assert len({str(sorted(c.server.items())) for c in CASES}) == 1
+    assert {c.body.get("model") for c in CASES if c.status == 200} >= {"adapter-a", "adapter-b"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_serve_rendering_replays(case: RenderCase) -> None:
+    if case.body.get("use_beam_search"):
+        assert case.status == 400  # the render endpoint's refusal, not the server's
+        return
+    if case.status != 200:
+        with pytest.raises(RenderRequestError) as caught:
+            RENDERER.render(case.endpoint, case.body)
+        assert caught.value.status == case.status
+        return
+    prompts = RENDERER.render(case.endpoint, case.body)
+    ids = [list(p.token_ids) for p in prompts]
+    assert ids == (case.token_ids if case.endpoint == COMPLETIONS_ENDPOINT
+                   else [case.token_ids])
+    adapters = {"adapter-a": LoRA("adapter-a", "/adapters/a", 1),
+                "adapter-b": LoRA("adapter-b", "/adapters/b", 2)}
+    model = case.body.get("model")
+    for prompt in prompts:
+        assert prompt.request.lora == (adapters.get(model) if isinstance(model, str) else None)
+        assert prompt.request.cache_salt == case.body.get("cache_salt")
