@@ -61,6 +61,9 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
     group.add_argument("--served-model-name", action="append", metavar="NAME",
                        help="a served name (repeat for several)")
     group.add_argument("--tokenizer", metavar="DIR", help="vLLM's --tokenizer: a local folder")
+    group.add_argument("--tokenizer-mode", default="auto", metavar="MODE",
+                       help="vLLM's --tokenizer-mode (auto or hf; the others render without "
+                       "a Jinja template and are refused)")
     group.add_argument("--vllm-version", default="0.31.0", metavar="X",
                        help="the server's vLLM release (default 0.31.0, the only one verified)")
     group.add_argument("--chat-template", metavar="FILE",
@@ -102,6 +105,7 @@ def renderer_from_args(args: argparse.Namespace) -> Any:
         model=args.model or args.model_dir,
         served_model_name=tuple(args.served_model_name or ()),
         tokenizer=args.tokenizer,
+        tokenizer_mode=args.tokenizer_mode,
         max_model_len=args.max_model_len,
         chat_template=args.chat_template,
         chat_template_content_format=args.chat_template_content_format,

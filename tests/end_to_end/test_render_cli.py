@@ -122,3 +122,11 @@ def test_max_model_len_reads_as_vllm_reads_it(capsys: pytest.CaptureFixture[str]
     status, out, _ = run(capsys, "render", "--model-dir", str(folder), "--max-model-len", flag,
                          source)
     assert "error" not in out[0] and out[1]["error"]["field"] == "input_tokens" and status == 1
+
+
+def test_a_tokenizer_mode_without_jinja_is_refused(capsys: pytest.CaptureFixture[str],
+                                                  folder: Path, tmp_path: Path) -> None:
+    empty = lines(tmp_path / "in.jsonl")
+    assert main(["render", "--model-dir", str(folder), "--tokenizer-mode", "mistral",
+                 empty]) == 2
+    assert "RenderUnsupportedError: --tokenizer-mode" in capsys.readouterr().err
