@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
-from typing import IO, Any
+from typing import IO, Any, Final
 
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..jsonl import JsonLimits, bounded_lines, error_record, parse_json_line
@@ -25,6 +26,27 @@ from ._common import Commands, add_limit_options, fail, input_name, json_limits,
 __all__ = ["add_render_options", "register", "rendered_lines", "renderer_from_args"]
 
 _NO_RENDER = "needs the render extra: pip install 'prefixkey[render]'"
+# vLLM reads --max-model-len as a human-readable int: k/m/g/t are powers of 1000 (decimals
+# allowed), K/M/G/T powers of 1024; -1 and "auto" mean the model's own length.
+_LENGTH: Final = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_SCALE: Final = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
+                 "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _max_model_len(text: str) -> int | None:
+    text = text.strip()
+    if text in ("auto", "-1"):
+        return None
+    match = _LENGTH.fullmatch(text)
+    try:
+        if match is None:
+            return int(text)
+        number, suffix = match.groups()
+        if suffix.isupper():
+            return int(number) * _SCALE[suffix]  # no decimals with binary suffixes
+        return int(float(number) * _SCALE[suffix])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a length: {text!r}") from None
 
 
 def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
@@ -39,6 +61,9 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
     group.add_argument("--served-model-name", action="append", metavar="NAME",
                        help="a served name (repeat for several)")
     group.add_argument("--tokenizer", metavar="DIR", help="vLLM's --tokenizer: a local folder")
+    group.add_argument("--tokenizer-mode", default="auto", metavar="MODE",
+                       help="vLLM's --tokenizer-mode (auto or hf; the others render without "
+                       "a Jinja template and are refused)")
     group.add_argument("--vllm-version", default="0.31.0", metavar="X",
                        help="the server's vLLM release (default 0.31.0, the only one verified)")
     group.add_argument("--chat-template", metavar="FILE",
@@ -51,8 +76,9 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
                        help="vLLM's --default-chat-template-kwargs (a JSON object)")
     group.add_argument("--trust-request-chat-template", action="store_true",
                        help="use a body's chat_template (else vLLM's 400)")
-    group.add_argument("--max-model-len", type=int, metavar="N",
-                       help="the context length (default: the folder's)")
+    group.add_argument("--max-model-len", type=_max_model_len, metavar="N",
+                       help="the context length, as vLLM reads it (32k, 32K, auto; default: "
+                       "the folder's)")
     group.add_argument("--enable-auto-tool-choice", action="store_true",
                        help="accept tools without tool_choice (needs --tool-call-parser)")
     group.add_argument("--tool-call-parser", metavar="NAME",
@@ -79,6 +105,7 @@ def renderer_from_args(args: argparse.Namespace) -> Any:
         model=args.model or args.model_dir,
         served_model_name=tuple(args.served_model_name or ()),
         tokenizer=args.tokenizer,
+        tokenizer_mode=args.tokenizer_mode,
         max_model_len=args.max_model_len,
         chat_template=args.chat_template,
         chat_template_content_format=args.chat_template_content_format,

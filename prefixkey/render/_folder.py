@@ -140,6 +140,9 @@ class ModelFolder:
     path: Path
     tokenizer_path: Path
     config: dict[str, Any]
+    #: The config.json transformers reads when it picks the tokenizer class (the
+    #: tokenizer folder's, with ``--tokenizer``).
+    tokenizer_model_config: dict[str, Any]
     tokenizer_config: dict[str, Any]
     special_tokens_map: dict[str, Any] | None
     #: The folder's template: a string, a dict of named templates, or None.
@@ -147,8 +150,8 @@ class ModelFolder:
     max_model_len: int
 
     @property
-    def model_type(self) -> str:
-        return str(self.config.get("model_type", ""))
+    def tokenizer_model_type(self) -> str:
+        return str(self.tokenizer_model_config.get("model_type", ""))
 
     @classmethod
     def load(cls, model: str, tokenizer: str | None, max_model_len: int | None) -> ModelFolder:
@@ -198,8 +201,16 @@ class ModelFolder:
                 "chat_template", f"the folder has none, so vLLM uses the template it bundles "
                 f"for model_type {model_type!r}, which prefixkey does not copy")
         length = _context_length(config, tokenizer_config, max_model_len)
-        return cls(path, tokenizer_path, config, tokenizer_config, special_tokens_map,
-                   template, length)
+        tokenizer_model_config = config
+        if tokenizer_path != path:
+            if not (tokenizer_path / "config.json").is_file():
+                raise RenderUnsupportedError(
+                    "--tokenizer", "the tokenizer folder has no config.json, so transformers "
+                    "picks the tokenizer class without a model type")
+            tokenizer_model_config = _read_json(tokenizer_path / "config.json",
+                                                "--tokenizer config.json")
+        return cls(path, tokenizer_path, config, tokenizer_model_config, tokenizer_config,
+                   special_tokens_map, template, length)
 
     @staticmethod
     def _templates(folder: Path, tokenizer_config: dict[str, Any]) -> str | dict[str, str] | None:

@@ -77,12 +77,12 @@ def _added_token(value: Any, field: str) -> AddedToken | str:
 
 def _tokenizer_class(folder: ModelFolder) -> str:
     """Which tokenizer transformers 5.17's AutoTokenizer builds: generic, qwen2 or llama."""
-    model_type = folder.model_type
+    model_type = folder.tokenizer_model_type
     config = folder.tokenizer_config
     if "auto_map" in config:
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "auto_map names remote tokenizer code")
-    hub = config.get("tokenizer_class") or folder.config.get("tokenizer_class")
+    hub = config.get("tokenizer_class") or folder.tokenizer_model_config.get("tokenizer_class")
     if hub is not None and not isinstance(hub, str):
         raise ModelFolderError("tokenizer_config.json", "tokenizer_class must be a string")
     hub_base = hub.removesuffix("Fast") if hub else None

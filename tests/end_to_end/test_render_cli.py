@@ -108,3 +108,25 @@ def test_bad_options_are_exit_status_2(capsys: pytest.CaptureFixture[str], folde
                  empty]) == 2
     err = capsys.readouterr().err
     assert "ModelFolderError" in err and "RenderUnsupportedError" in err
+
+
+@pytest.mark.parametrize(("flag", "length"), [("2k", 2000), ("1K", 1024), ("1.5k", 1500),
+                                              ("auto", 2048), ("-1", 2048), ("100", 100)])
+def test_max_model_len_reads_as_vllm_reads_it(capsys: pytest.CaptureFixture[str], folder: Path,
+                                              tmp_path: Path, flag: str, length: int) -> None:
+    # The llama folder's context is 2048: one token over the bound is refused, at it not.
+    def body(n: int) -> dict[str, Any]:
+        return {"id": n, "endpoint": "/v1/completions",
+                "body": {"prompt": [5] * n, "max_tokens": 1}}
+    source = lines(tmp_path / "in.jsonl", body(length - 1), body(length))
+    status, out, _ = run(capsys, "render", "--model-dir", str(folder), "--max-model-len", flag,
+                         source)
+    assert "error" not in out[0] and out[1]["error"]["field"] == "input_tokens" and status == 1
+
+
+def test_a_tokenizer_mode_without_jinja_is_refused(capsys: pytest.CaptureFixture[str],
+                                                  folder: Path, tmp_path: Path) -> None:
+    empty = lines(tmp_path / "in.jsonl")
+    assert main(["render", "--model-dir", str(folder), "--tokenizer-mode", "mistral",
+                 empty]) == 2
+    assert "RenderUnsupportedError: --tokenizer-mode" in capsys.readouterr().err

@@ -96,9 +96,9 @@ def test_import_prefixkey_loads_no_edge() -> None:
     code = (
         "import sys, prefixkey; "
         "print(' '.join(sorted(m for m in sys.modules "
-        "if m.split('.')[0] in ('zmq', 'redis', 'hypothesis', 'numpy') "
+        "if m.split('.')[0] in ('zmq', 'redis', 'hypothesis', 'numpy', 'tokenizers', 'jinja2') "
         "or m.startswith(('prefixkey.analysis', 'prefixkey.fleet', 'prefixkey.events', "
-        "'prefixkey.testing', 'prefixkey.cli', 'prefixkey.jsonl')))))"
+        "'prefixkey.testing', 'prefixkey.cli', 'prefixkey.jsonl', 'prefixkey.render')))))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True).stdout.split()

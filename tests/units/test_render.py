@@ -388,3 +388,16 @@ def test_json_values_are_read_as_vllms_request_models_read_them(
         r.render_chat({"messages": [{"role": "user", "content": None}]})
     assert r.render_chat({"messages": [{"role": "user"}]}).prompt == (
         "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_a_tokenizer_folder_brings_its_own_tokenizer_class(folders: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    body = {"prompt": "Hello, world! don't", "max_tokens": 1}
+    split = renderer(folders["generic"], tokenizer=str(folders["qwen2"]))
+    (ids,) = split.render_completion(body)
+    assert list(ids.token_ids) == list(renderer(folders["qwen2"]).render_completion(body)[0]
+                                       .token_ids)
+    bare = build_folder(tmp_path, "qwen2")
+    (bare / "config.json").unlink()
+    with pytest.raises(RenderUnsupportedError):
+        renderer(folders["generic"], tokenizer=str(bare))
