@@ -9,8 +9,8 @@ Ingestion: 16 replicas, ``BlockStored`` batches of ``--blocks-per-event`` random
 int keys (one event per batch, as a scheduler step), applied one batch at a
 time: events/s and blocks/s. Lookup: one request (block size 16, vLLM 0.31.0,
 sha256) whose prefix is held to a random depth by each of 16 replicas;
-``Router.rank`` on the prepared request (memory), and the snapshot lookup plus
-``Router.rank`` (Redis: one EVALSHA for the 16 replicas), median and p99.
+``Router.rank`` on the prepared request (Redis: one EVALSHA for the 16
+replicas, keys walked server side), median and p99.
 Results go to stdout and ``--out`` (default benchmarks/INDEX_BACKENDS.md).
 """
 
@@ -59,19 +59,11 @@ def lookups(index: PrefixIndexBackend, tokens: int, repeats: int,
     for i in range(REPLICAS):
         depth = rng.randint(0, len(fine))
         index.apply(f"r{i}", EventBatch(1e9, (BlockStored(tuple(fine[:depth]), None, (), 16),)))
-    router = Router(cast(PrefixIndex, index))
-    if isinstance(index, RedisPrefixIndex):
-        prepared = router.prepare(prompt)
-        index.snapshot(prepared)  # warm the registry cache
+    router = Router(index)
+    prepared = router.prepare(prompt)
 
-        def one() -> Any:
-            worker = Router(cast(PrefixIndex, index.snapshot(prepared)))
-            return worker.rank(prepared)
-    else:
-        prepared = router.prepare(prompt)
-
-        def one() -> Any:
-            return router.rank(prepared)
+    def one() -> Any:
+        return router.rank(prepared)
     one()
     times = []
     for _ in range(repeats):
@@ -124,7 +116,7 @@ def main() -> None:
         f"Ingestion: {batches:,} batches of one BlockStored of {args.blocks_per_event} keys, "
         f"over {REPLICAS} replicas, one `apply` (one EVALSHA for Redis) per batch. Lookup: "
         f"one prepared request ranked over {REPLICAS} replicas (hashing excluded); Redis: "
-        "one EVALSHA returning every replica's leading run, then `Router.rank`.", "",
+        "`Router.rank`, one EVALSHA walking the keys server side.", "",
         header, "|" + "---|" * 7,
         *("| " + " | ".join(r) + " |" for r in rows), "",
     ]

@@ -2,7 +2,8 @@
 
 :class:`PrefixIndex` (in memory) and :class:`RedisPrefixIndex` (shared, extra
 ``redis``) implement :class:`PrefixIndexBackend`; :class:`Router` ranks
-replicas by the longest prefix they hold. :class:`Subscriber` feeds an index
+replicas by the longest prefix they hold over any :class:`RoutingIndex`
+(one ``leading_runs`` call per request). :class:`Subscriber` feeds an index
 from live ZMQ publishers; it needs pyzmq (extra ``zmq``) and is imported on
 first use of its names.
 """
@@ -11,6 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._backend import (
+    IndexUnavailableError,
+    PrefixIndexBackend,
+    RoutingIndex,
+    RunsQuery,
+    RunsResult,
+)
 from ._index import (
     DEFAULT_MEDIUM,
     GroupSpec,
@@ -21,13 +29,11 @@ from ._index import (
     UnsupportedLayoutError,
     as_replica_id,
 )
-from ._metrics import COUNTERS, prometheus_text
+from ._metrics import COUNTERS, RouterMetrics, prometheus_text
 from ._redis import (
-    IndexSnapshot,
-    PrefixIndexBackend,
+    CHUNK_BLOCKS,
     RedisPrefixIndex,
     RegistrationConflictError,
-    route,
     scheme_from_spec,
     scheme_spec,
 )
@@ -71,11 +77,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
+    "CHUNK_BLOCKS",
     "COUNTERS",
     "DEFAULT_MEDIUM",
     "DEFAULT_TIER_WEIGHTS",
     "GroupSpec",
-    "IndexSnapshot",
+    "IndexUnavailableError",
     "LoadFn",
     "PrefixIndex",
     "PrefixIndexBackend",
@@ -88,6 +95,10 @@ __all__ = [
     "ReplicaScheme",
     "RouteDecision",
     "Router",
+    "RouterMetrics",
+    "RoutingIndex",
+    "RunsQuery",
+    "RunsResult",
     "SchemeKeys",
     "Subscriber",
     "SubscriberStateError",
@@ -99,7 +110,6 @@ __all__ = [
     "offset_endpoint",
     "prometheus_text",
     "rendezvous_weight",
-    "route",
     "scheme_from_spec",
     "scheme_spec",
 ]

@@ -1,0 +1,438 @@
+"""The Lua scripts of :class:`~prefixkey.fleet.RedisPrefixIndex` (one per operation).
+
+Every script gets ``KEYS[1] = "{ns}:epoch"`` (so a Redis Cluster client sends
+it to the node of the namespace's slot) and ``ARGV[1] = "{ns}"``, the prefix of
+every key it touches; all keys of a namespace share the ``{ns}`` hash tag.
+
+A key's holders are one string per block key, in the hash ``{ns}:h:<group>``:
+sorted 6-byte tokens, a replica slot (4 bytes, big-endian) then a medium id
+(2 bytes). No bit table, so no width limit on media or replicas (Lua's bit
+operations are 32-bit; a slot is a number below 2**32, a token value below
+2**48, exact in Lua's doubles). Tokens are compared as numbers, never as
+strings: Redis' Lua compares strings with strcoll (the server's locale). A
+sorted string is canonical, so two keys with the same holders have equal
+strings, which Lua compares in O(1) (its strings are interned): ranking
+re-reads holders only where they change.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Token helpers shared by the scripts that edit holder strings.
+_TOKENS: Final = r"""
+local function tok(slot, mid)
+  return string.char(math.floor(slot / 16777216) % 256, math.floor(slot / 65536) % 256,
+                     math.floor(slot / 256) % 256, slot % 256, math.floor(mid / 256), mid % 256)
+end
+local function val(h, i)
+  local a, b, c, d, e, f = string.byte(h, i * 6 + 1, i * 6 + 6)
+  return ((((a * 256 + b) * 256 + c) * 256 + d) * 256 + e) * 256 + f
+end
+local function lower(h, v)
+  local lo, hi = 0, #h / 6
+  while lo < hi do
+    local m = math.floor((lo + hi) / 2)
+    if val(h, m) < v then lo = m + 1 else hi = m end
+  end
+  return lo
+end
+local function has_slot(h, slot)
+  local i = lower(h, slot * 65536)
+  return i < #h / 6 and math.floor(val(h, i) / 65536) == slot
+end
+local function add(h, slot, mid)
+  local v = slot * 65536 + mid
+  local had = has_slot(h, slot)
+  local j = lower(h, v)
+  if j < #h / 6 and val(h, j) == v then return h, true, had end
+  return string.sub(h, 1, j * 6) .. tok(slot, mid) .. string.sub(h, j * 6 + 1), false, had
+end
+local function del(h, slot, mid)
+  local v = slot * 65536 + mid
+  local j = lower(h, v)
+  if j >= #h / 6 or val(h, j) ~= v then return h, false, true end
+  h = string.sub(h, 1, j * 6) .. string.sub(h, j * 6 + 7)
+  return h, true, has_slot(h, slot)
+end
+local function drop(h, slot)
+  local i, j = lower(h, slot * 65536), lower(h, (slot + 1) * 65536)
+  return string.sub(h, 1, i * 6) .. string.sub(h, j * 6 + 1)
+end
+local function put(hk, field, h)
+  if h == '' then redis.call('HDEL', hk, field) else redis.call('HSET', hk, field, h) end
+end
+"""
+
+#: Creates the namespace epoch (and the default media) when missing, then
+#: registers a replica (none when rid is ''). ARGV: P, new epoch, rid, spec, ttl,
+#: mode ('set' | 'restore': keep a registration another router restored first).
+#: A new or changed registration gets a new slot: the old slot's holder tokens
+#: are never read again. Returns {epoch, slot, generation}.
+REGISTER: Final = r"""
+local P, rid, spec, ttl, mode = ARGV[1], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local ep = redis.call('GET', KEYS[1])
+if not ep then
+  ep = ARGV[2]
+  redis.call('SET', KEYS[1], ep)
+  redis.call('HSET', P .. ':media', 'GPU', 0, 'CPU', 1, 'STORAGE', 2)
+end
+if rid == '' then return {ep, 0, 0} end
+local reg = redis.call('HGET', P .. ':reg', rid)
+if reg and (reg == spec or mode == 'restore') then
+  return {ep, tonumber(redis.call('HGET', P .. ':slot', rid)),
+          tonumber(redis.call('HGET', P .. ':gen', rid))}
+end
+local old = redis.call('HGET', P .. ':slot', rid)
+if old then redis.call('UNLINK', P .. ':s:' .. old .. ':lru', P .. ':s:' .. old .. ':clock') end
+local slot = redis.call('INCR', P .. ':nextslot')
+redis.call('HSET', P .. ':reg', rid, spec)
+redis.call('HSET', P .. ':slot', rid, slot)
+redis.call('HSET', P .. ':gen', rid, slot)
+redis.call('HDEL', P .. ':inflight', rid)
+redis.call('SET', P .. ':s:' .. slot .. ':clock', 0)
+if ttl > 0 then redis.call('EXPIRE', P .. ':s:' .. slot .. ':clock', ttl) end
+return {ep, slot, slot}
+"""
+
+#: Forgets a replica. ARGV: P, rid. Returns the entries it held (-1: not registered).
+REMOVE: Final = r"""
+local P, rid = ARGV[1], ARGV[2]
+local slot = redis.call('HGET', P .. ':slot', rid)
+if not redis.call('HGET', P .. ':reg', rid) then return -1 end
+local n = 0
+if slot then
+  n = redis.call('ZCARD', P .. ':s:' .. slot .. ':lru')
+  redis.call('UNLINK', P .. ':s:' .. slot .. ':lru', P .. ':s:' .. slot .. ':clock')
+end
+for _, h in ipairs({'reg', 'slot', 'gen', 'lastts', 'inflight'}) do
+  redis.call('HDEL', P .. ':' .. h, rid)
+end
+return n
+"""
+
+#: Applies one chunk of a batch (at most a bounded number of blocks).
+#: ARGV: P, epoch, rid, spec, nonce, chunk, ts, max_entries, ttl, events, mismatches,
+#: then ops: 'C' | ('S' | 'R', medium, group, n, key * n).
+#: Returns {'E', epoch} (namespace lost), {'U'} (not registered), {'S', spec, generation}
+#: (re-registered: convert again), {'D'} (this chunk of this nonce was applied),
+#: {'M'} (refused before any write: a 65,537th medium name) or {'A'} (applied).
+#: Batch and event counters count in chunk 0 only.
+APPLY: Final = _TOKENS + r"""
+local P, rid = ARGV[1], ARGV[3]
+local ep = redis.call('GET', KEYS[1])
+if ep ~= ARGV[2] then return {'E', ep or ''} end
+local stats = P .. ':stats'
+local chunk = tonumber(ARGV[6])
+local reg = redis.call('HGET', P .. ':reg', rid)
+if not reg then
+  if chunk == 0 then
+    redis.call('HINCRBY', stats, 'unknown_replica_batches', 1)
+    redis.call('HINCRBY', stats, 'unknown_replica_events', tonumber(ARGV[10]))
+  end
+  return {'U'}
+end
+if reg ~= ARGV[4] then return {'S', reg, redis.call('HGET', P .. ':gen', rid)} end
+local inflight = redis.call('HGET', P .. ':inflight', rid)
+if inflight then
+  local sep = string.find(inflight, '|', 1, true)
+  if string.sub(inflight, 1, sep - 1) == ARGV[5]
+      and tonumber(string.sub(inflight, sep + 1)) >= chunk then
+    return {'D'}
+  end
+end
+local media, mids = P .. ':media', {}
+local i, nargs = 12, #ARGV
+while i <= nargs do  -- media ids first: a refusal must come before any write
+  if ARGV[i] == 'C' then
+    i = i + 1
+  else
+    local name = ARGV[i + 1]
+    if not mids[name] then
+      local m = redis.call('HGET', media, name)
+      if not m then
+        m = redis.call('HLEN', media)
+        if m >= 65536 then return {'M'} end
+        redis.call('HSET', media, name, m)
+      end
+      mids[name] = tonumber(m)
+    end
+    i = i + 4 + tonumber(ARGV[i + 3])
+  end
+end
+local ts, maxn, ttl = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local c = {batches = 0, events = 0, stores = 0, refreshes = 0, removes = 0,
+           removes_missing = 0, clears = 0, evictions = 0, hash_type_mismatches = 0,
+           out_of_order_batches = 0}
+if chunk == 0 then
+  c.batches, c.events, c.hash_type_mismatches = 1, tonumber(ARGV[10]), tonumber(ARGV[11])
+  local last = redis.call('HGET', P .. ':lastts', rid)
+  if last and ts < tonumber(last) then
+    c.out_of_order_batches = 1
+  else
+    redis.call('HSET', P .. ':lastts', rid, ARGV[7])
+  end
+end
+local slot = tonumber(redis.call('HGET', P .. ':slot', rid))
+local lru, clockkey = P .. ':s:' .. slot .. ':lru', P .. ':s:' .. slot .. ':clock'
+local function incarnate()
+  redis.call('UNLINK', lru, clockkey)
+  slot = redis.call('INCR', P .. ':nextslot')
+  redis.call('HSET', P .. ':slot', rid, slot)
+  lru, clockkey = P .. ':s:' .. slot .. ':lru', P .. ':s:' .. slot .. ':clock'
+end
+local clock = redis.call('GET', clockkey)
+if not clock then  -- expired (ttl): its holder tokens must not come back
+  incarnate()
+  clock = 0
+end
+clock = tonumber(clock)
+local count = redis.call('ZCARD', lru)
+local function evict()
+  local m = redis.call('ZPOPMIN', lru)[1]
+  local sep = string.find(m, '|', 1, true)
+  local hk, f = P .. ':h:' .. string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
+  local h = redis.call('HGET', hk, f)
+  if h then put(hk, f, drop(h, slot)) end
+  count = count - 1
+  c.evictions = c.evictions + 1
+end
+local stored_any = false
+i = 12
+while i <= nargs do
+  local kind = ARGV[i]
+  if kind == 'C' then
+    incarnate()
+    clock, count = 0, 0
+    c.clears = c.clears + 1
+    i = i + 1
+  else
+    local mb = mids[ARGV[i + 1]]
+    local g, n = ARGV[i + 2], tonumber(ARGV[i + 3])
+    local hk = P .. ':h:' .. g
+    if kind == 'S' then
+      if n > 0 then
+        redis.call('SADD', P .. ':groups', g)
+        stored_any = true
+      end
+      for j = i + 3 + n, i + 4, -1 do  -- tail first
+        local k = ARGV[j]
+        local h = redis.call('HGET', hk, k) or ''
+        local nh, exact, had = add(h, slot, mb)
+        clock = clock + 1
+        if exact then
+          c.refreshes = c.refreshes + 1
+        else
+          if not had then
+            if count >= maxn then evict() end
+            count = count + 1
+          end
+          c.stores = c.stores + 1
+          redis.call('HSET', hk, k, nh)
+        end
+        redis.call('ZADD', lru, clock, g .. '|' .. k)
+      end
+    else
+      for j = i + 4, i + 3 + n do
+        local k = ARGV[j]
+        local h = redis.call('HGET', hk, k)
+        local nh, gone, still = h, false, true
+        if h then nh, gone, still = del(h, slot, mb) end
+        if not gone then
+          c.removes_missing = c.removes_missing + 1
+        else
+          c.removes = c.removes + 1
+          put(hk, k, nh)
+          if not still then
+            redis.call('ZREM', lru, g .. '|' .. k)
+            count = count - 1
+          end
+        end
+      end
+    end
+    i = i + 4 + n
+  end
+end
+redis.call('SET', clockkey, clock)
+redis.call('HSET', P .. ':inflight', rid, ARGV[5] .. '|' .. ARGV[6])
+for name, v in pairs(c) do
+  if v ~= 0 then redis.call('HINCRBY', stats, name, v) end
+end
+if ttl > 0 then
+  if stored_any then redis.call('EXPIRE', lru, ttl) end
+  if stored_any or redis.call('TTL', clockkey) < 0 then redis.call('EXPIRE', clockkey, ttl) end
+end
+return {'A'}
+"""
+
+#: Ranks in one call. ARGV: P, epoch, number of media ids, media ids..., number of
+#: queries, then per query: n candidates, (rid, generation) * n, n groups, then per
+#: group: group, n keys, keys. Returns {'E', epoch}, or per query, per candidate:
+#: {0, spec or '', generation} (re-registered or removed since the caller read it) or {1, runs
+#: per group}, a run being a flat list of (media ids "0,2", count) segments.
+#: The keys of a group are read in growing slices and the walk stops once no
+#: candidate still matches.
+RANK: Final = r"""
+local P = ARGV[1]
+local ep = redis.call('GET', KEYS[1])
+if ep ~= ARGV[2] then return {'E', ep or ''} end
+local want = {}
+for j = 4, 3 + tonumber(ARGV[3]) do want[tonumber(ARGV[j])] = true end
+local i = 4 + tonumber(ARGV[3])
+local out = {}
+local nq = tonumber(ARGV[i])
+i = i + 1
+for q = 1, nq do
+  local nc = tonumber(ARGV[i])
+  local rids, gens = {}, {}
+  for j = 1, nc do
+    rids[j] = ARGV[i + 2 * j - 1]
+    gens[j] = ARGV[i + 2 * j]
+  end
+  i = i + 1 + 2 * nc
+  local res, slots = {}, {}
+  local cur = redis.call('HMGET', P .. ':gen', unpack(rids))
+  local sl = redis.call('HMGET', P .. ':slot', unpack(rids))
+  for j = 1, nc do
+    if cur[j] ~= gens[j] then
+      res[j] = {0, redis.call('HGET', P .. ':reg', rids[j]) or '', cur[j] or ''}
+    else
+      res[j] = {1}
+      if redis.call('EXISTS', P .. ':s:' .. sl[j] .. ':clock') == 1 then
+        slots[j] = tonumber(sl[j])
+      end
+    end
+  end
+  local ng = tonumber(ARGV[i])
+  i = i + 1
+  for _ = 1, ng do
+    local hk, nk = P .. ':h:' .. ARGV[i], tonumber(ARGV[i + 1])
+    local first, last = i + 2, i + 1 + nk
+    i = last + 1
+    local alive, nalive, sig, start, segs = {}, 0, {}, {}, {}
+    for j = 1, nc do
+      if res[j][1] == 1 then
+        segs[j] = {}
+        if slots[j] then
+          alive[slots[j]] = j
+          nalive = nalive + 1
+        end
+      end
+    end
+    local pos, prev, s, step = 0, nil, first, 16
+    while s <= last and nalive > 0 do
+      local e = math.min(s + step - 1, last)
+      step = math.min(step * 2, 512)
+      for _, h in ipairs(redis.call('HMGET', hk, unpack(ARGV, s, e))) do
+        if h ~= prev then
+          local now = {}
+          if h then
+            for t = 0, #h / 6 - 1 do
+              local a, b, c, d, x, y = string.byte(h, t * 6 + 1, t * 6 + 6)
+              local slot, m = ((a * 256 + b) * 256 + c) * 256 + d, x * 256 + y
+              if alive[slot] and want[m] then
+                now[slot] = now[slot] and (now[slot] .. ',' .. m) or tostring(m)
+              end
+            end
+          end
+          for slot, j in pairs(alive) do
+            local ms = now[slot]
+            if ms ~= sig[slot] then
+              if sig[slot] then
+                local seg = segs[j]
+                seg[#seg + 1] = sig[slot]
+                seg[#seg + 1] = pos - start[slot]
+              end
+              if ms then
+                sig[slot], start[slot] = ms, pos
+              else
+                alive[slot] = nil
+                nalive = nalive - 1
+              end
+            end
+          end
+          prev = h
+          if nalive == 0 then break end
+        end
+        pos = pos + 1
+      end
+      s = e + 1
+    end
+    for slot, j in pairs(alive) do
+      if sig[slot] then  -- not walked: no keys in this group
+        local seg = segs[j]
+        seg[#seg + 1] = sig[slot]
+        seg[#seg + 1] = pos - start[slot]
+      end
+    end
+    for j = 1, nc do
+      if segs[j] then res[j][#res[j] + 1] = segs[j] end
+    end
+  end
+  out[q] = res
+end
+return out
+"""
+
+#: A replica's entries, least recently stored first: ARGV: P, rid, start, stop.
+#: Returns {member "<group>|<key>", media ids "0,2"} pairs (a replica that does
+#: not apply any more since its ttl expired holds nothing).
+ENTRIES: Final = r"""
+local P, rid = ARGV[1], ARGV[2]
+local slot = redis.call('HGET', P .. ':slot', rid)
+if not slot or redis.call('EXISTS', P .. ':s:' .. slot .. ':clock') == 0 then return {} end
+slot = tonumber(slot)
+local out = {}
+for _, m in ipairs(redis.call('ZRANGE', P .. ':s:' .. slot .. ':lru', ARGV[3], ARGV[4])) do
+  local sep = string.find(m, '|', 1, true)
+  local h = redis.call('HGET', P .. ':h:' .. string.sub(m, 1, sep - 1), string.sub(m, sep + 1))
+  local ms = {}
+  if h then
+    for t = 0, #h / 6 - 1 do
+      local a, b, c, d, x, y = string.byte(h, t * 6 + 1, t * 6 + 6)
+      if ((a * 256 + b) * 256 + c) * 256 + d == slot then ms[#ms + 1] = x * 256 + y end
+    end
+  end
+  out[#out + 1] = m
+  out[#out + 1] = table.concat(ms, ',')
+end
+return out
+"""
+
+#: One bounded step of garbage collection. ARGV: P, budget. Drops the tokens of
+#: dead slots (not a registered replica's current slot, or expired) from about
+#: ``budget`` fields of one holder hash, resuming where the last step stopped
+#: ({ns}:sweep). Returns the tokens dropped.
+SWEEP: Final = _TOKENS + r"""
+local P, budget = ARGV[1], tonumber(ARGV[2])
+local live = {}
+for _, s in ipairs(redis.call('HVALS', P .. ':slot')) do
+  if redis.call('EXISTS', P .. ':s:' .. s .. ':clock') == 1 then live[tonumber(s)] = true end
+end
+local groups = redis.call('SMEMBERS', P .. ':groups')
+if #groups == 0 then return 0 end
+table.sort(groups, function(a, b) return tonumber(a) < tonumber(b) end)
+local state = P .. ':sweep'
+local gi = tonumber(redis.call('HGET', state, 'group') or '1')
+local cursor = redis.call('HGET', state, 'cursor') or '0'
+if gi > #groups then gi, cursor = 1, '0' end
+local hk = P .. ':h:' .. groups[gi]
+local r = redis.call('HSCAN', hk, cursor, 'COUNT', budget)
+local dropped, kv = 0, r[2]
+for j = 1, #kv, 2 do
+  local h, keep = kv[j + 1], {}
+  for t = 0, #h / 6 - 1 do
+    local a, b, c, d = string.byte(h, t * 6 + 1, t * 6 + 4)
+    if live[((a * 256 + b) * 256 + c) * 256 + d] then
+      keep[#keep + 1] = string.sub(h, t * 6 + 1, t * 6 + 6)
+    end
+  end
+  if #keep < #h / 6 then
+    dropped = dropped + #h / 6 - #keep
+    put(hk, kv[j], table.concat(keep))
+  end
+end
+if r[1] == '0' then gi, cursor = gi + 1, '0' else cursor = r[1] end
+redis.call('HSET', state, 'group', gi, 'cursor', cursor)
+return dropped
+"""
