@@ -7,13 +7,13 @@ redis tests fail when ``CI`` is set and are skipped otherwise.
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import pytest
 from index_events import C, G, S, batch, held, removed, stored
+from redis_servers import shared_client
 
 from prefixkey import Hasher, block_hash_to_int64
 from prefixkey.core import BlockHash
@@ -37,30 +37,11 @@ def _sha256(keys: Sequence[BlockHash]) -> list[bytes]:
     """sha256 keys, which are bytes (``BlockHash`` also covers builtin ``hash()`` ints)."""
     assert all(isinstance(k, bytes) for k in keys)
     return cast("list[bytes]", keys)
-REDIS_URL = os.environ.get("PREFIXKEY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-
 Factory = Callable[..., PrefixIndexBackend]
 
 
 def _redis_client() -> Any:
-    try:
-        import redis
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        if os.environ.get("CI"):
-            pytest.fail(f"redis-py is not installed (pip install 'prefixkey[test]'): {exc}")
-        pytest.skip("redis-py is not installed")
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
-        message = (f"no Redis server answers at {REDIS_URL} ({exc}); start one with "
-                   "`redis-server --port 6379 --save '' --daemonize yes` or set "
-                   "PREFIXKEY_TEST_REDIS_URL")
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    client.flushdb()
-    return client
+    return shared_client()
 
 
 @pytest.fixture(params=["memory", "redis"])

@@ -1,0 +1,133 @@
+"""Redis for the tests: the shared server's client, and private redis-server processes.
+
+The shared server is ``PREFIXKEY_TEST_REDIS_URL`` (default
+redis://127.0.0.1:6379/15, flushed before each test). Tests that kill and
+restart a server start their own :class:`RedisServer` on a free loopback port
+(from ``PREFIXKEY_TEST_REDIS_PORTS``, e.g. ``18200-18299``, else an ephemeral
+one), without persistence, so a restart loses everything as a crashed
+production server without persistence would. Missing pieces (redis-py,
+redis-server, a server answering) fail the test when ``CI`` is set and skip
+it otherwise, saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+REDIS_URL = os.environ.get("PREFIXKEY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def missing(message: str) -> None:
+    """Fail under CI, skip otherwise: a missing service is never a pass."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def redis_module() -> Any:
+    try:
+        import redis
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        missing(f"redis-py is not installed (pip install 'prefixkey[test]'): {exc}")
+    return redis
+
+
+def shared_client() -> Any:
+    """A client of the shared server's test database, flushed."""
+    redis = redis_module()
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as exc:
+        missing(f"no Redis server answers at {REDIS_URL} ({exc}); start one with "
+                "`redis-server --port 6379 --save '' --daemonize yes` or set "
+                "PREFIXKEY_TEST_REDIS_URL")
+    client.flushdb()
+    return client
+
+
+def _free_port() -> int:
+    spec = os.environ.get("PREFIXKEY_TEST_REDIS_PORTS")
+    if not spec:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+            return port
+    low, high = (int(p) for p in spec.split("-"))
+    for port in range(low, high + 1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in PREFIXKEY_TEST_REDIS_PORTS={spec}")
+
+
+class RedisServer:
+    """A redis-server process of this test, on its own port, without persistence."""
+
+    def __init__(self, *extra: str) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            missing("redis-server is not installed (Debian: apt-get install redis-server)")
+        self.binary = str(binary)
+        self.extra = extra
+        self.port = _free_port()
+        self.dir = tempfile.mkdtemp(prefix="prefixkey-redis-")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir, *self.extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.kill()
+        missing(f"redis-server did not start on port {self.port}")
+
+    def kill(self) -> None:
+        """Kill the server (SIGKILL: no shutdown, no save)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def close(self) -> None:
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextmanager
+def redis_server(*extra: str) -> Iterator[RedisServer]:
+    server = RedisServer(*extra)
+    try:
+        yield server
+    finally:
+        server.close()
