@@ -188,12 +188,16 @@ if not clock then  -- expired (ttl): its holder tokens must not come back
 end
 clock = tonumber(clock)
 local count = redis.call('ZCARD', lru)
-local function evict()
+local function evict(fresh, at)  -- ``fresh``: holders read in this op, kept exact
   local m = redis.call('ZPOPMIN', lru)[1]
   local sep = string.find(m, '|', 1, true)
   local hk, f = P .. ':h:' .. string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
   local h = redis.call('HGET', hk, f)
-  if h then put(hk, f, drop(h, slot)) end
+  if h then
+    h = drop(h, slot)
+    put(hk, f, h)
+    if hk == at then fresh[f] = h end
+  end
   count = count - 1
   c.evictions = c.evictions + 1
 end
@@ -215,22 +219,44 @@ while i <= nargs do
         redis.call('SADD', P .. ':groups', g)
         stored_any = true
       end
-      for j = i + 3 + n, i + 4, -1 do  -- tail first
-        local k = ARGV[j]
-        local h = redis.call('HGET', hk, k) or ''
-        local nh, exact, had = add(h, slot, mb)
-        clock = clock + 1
-        if exact then
-          c.refreshes = c.refreshes + 1
-        else
-          if not had then
-            if count >= maxn then evict() end
-            count = count + 1
+      -- Tail first, in slices: one HMGET, one HSET and one ZADD per slice. ``fresh``
+      -- holds what this op wrote, so a key repeated in the op reads its own write.
+      local fresh, sets, zs = {}, {}, {}
+      local function flush()
+        if #sets > 0 then redis.call('HSET', hk, unpack(sets)) end
+        if #zs > 0 then redis.call('ZADD', lru, unpack(zs)) end
+        sets, zs = {}, {}
+      end
+      local j = i + 3 + n
+      while j >= i + 4 do
+        local lo = math.max(j - 199, i + 4)
+        local got = redis.call('HMGET', hk, unpack(ARGV, lo, j))
+        for x = j, lo, -1 do
+          local k = ARGV[x]
+          local h = fresh[k]
+          if h == nil then h = got[x - lo + 1] or '' end
+          local nh, exact, had = add(h, slot, mb)
+          clock = clock + 1
+          if exact then
+            c.refreshes = c.refreshes + 1
+          else
+            if not had then
+              if count >= maxn then
+                flush()
+                evict(fresh, hk)  -- never k: k is not held by this slot
+              end
+              count = count + 1
+            end
+            c.stores = c.stores + 1
+            fresh[k] = nh
+            sets[#sets + 1] = k
+            sets[#sets + 1] = nh
           end
-          c.stores = c.stores + 1
-          redis.call('HSET', hk, k, nh)
+          zs[#zs + 1] = clock
+          zs[#zs + 1] = g .. '|' .. k
         end
-        redis.call('ZADD', lru, clock, g .. '|' .. k)
+        flush()
+        j = lo - 1
       end
     else
       for j = i + 4, i + 3 + n do
