@@ -115,7 +115,14 @@ def _pings_during(server: RedisServer, work: Any) -> tuple[int, list[str]]:
     pinger = redis.Redis.from_url(server.url, socket_timeout=10)
     answered, errors = 0, []
     done = threading.Event()
-    thread = threading.Thread(target=lambda: (work(), done.set()))
+
+    def run() -> None:
+        try:
+            work()
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=run)
     thread.start()
     while not done.is_set():
         try:
