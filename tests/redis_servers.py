@@ -131,3 +131,35 @@ def redis_server(*extra: str) -> Iterator[RedisServer]:
         yield server
     finally:
         server.close()
+
+
+@contextmanager
+def redis_cluster(masters: int = 3) -> Iterator[list[RedisServer]]:
+    """A loopback Redis Cluster of ``masters`` masters (no replicas), slots spread evenly."""
+    cli = shutil.which("redis-cli")
+    if cli is None:
+        missing("redis-cli is not installed (Debian: apt-get install redis-tools)")
+    servers: list[RedisServer] = []
+    try:
+        for _ in range(masters):
+            servers.append(RedisServer("--cluster-enabled", "yes",
+                                       "--cluster-config-file", "nodes.conf"))
+        create = subprocess.run(
+            [str(cli), "--cluster", "create", *(f"127.0.0.1:{s.port}" for s in servers),
+             "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True, text=True, timeout=60)
+        if create.returncode != 0:
+            missing(f"redis-cli --cluster create failed: {create.stdout[-500:]}")
+        deadline = time.monotonic() + 20
+        while True:
+            info = subprocess.run([str(cli), "-p", str(servers[0].port), "cluster", "info"],
+                                  capture_output=True, text=True, timeout=10).stdout
+            if "cluster_state:ok" in info:
+                break
+            if time.monotonic() > deadline:
+                missing(f"the loopback cluster never became ready: {info[:300]}")
+            time.sleep(0.1)
+        yield servers
+    finally:
+        for server in servers:
+            server.close()
