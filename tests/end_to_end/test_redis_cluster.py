@@ -21,7 +21,7 @@ def test_namespaces_on_a_loopback_cluster() -> None:
     with redis_cluster() as servers:
         client = redis.cluster.RedisCluster(host="127.0.0.1", port=servers[0].port)
         tokens = list(range(16 * 9 + 5))
-        fine = H16.block_hashes(tokens)
+        fine = tuple(H16.block_hashes(tokens))
         namespaces = ["model-a", "model-b", "model-c", "model-d"]
         slots = {client.keyslot(f"{{{ns}}}:epoch") for ns in namespaces}
         nodes = {client.get_node_from_key(f"{{{ns}}}:epoch").port for ns in namespaces}
