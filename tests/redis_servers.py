@@ -13,6 +13,7 @@ it otherwise, saying why.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -56,34 +57,44 @@ def shared_client() -> Any:
     return client
 
 
-def _free_port() -> int:
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _free_port(bus: bool = False) -> int:
+    """A free loopback port; with ``bus``, port + 10000 (the cluster bus) is free too."""
     spec = os.environ.get("PREFIXKEY_TEST_REDIS_PORTS")
-    if not spec:
+    if spec:
+        low, high = (int(p) for p in spec.split("-"))
+        candidates = list(range(low, high + 1))
+    elif bus:  # ephemeral ports plus 10000 may pass 65535: pick below 30000
+        candidates = random.Random().sample(range(20_000, 30_000), 200)
+    else:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port: int = s.getsockname()[1]
             return port
-    low, high = (int(p) for p in spec.split("-"))
-    for port in range(low, high + 1):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
+    for port in candidates:
+        if _bindable(port) and (not bus or _bindable(port + 10_000)):
             return port
-    raise RuntimeError(f"no free port in PREFIXKEY_TEST_REDIS_PORTS={spec}")
+    raise RuntimeError(f"no free port among {candidates[0]}..{candidates[-1]}")
 
 
 class RedisServer:
     """A redis-server process of this test, on its own port, without persistence."""
 
-    def __init__(self, *extra: str) -> None:
+    def __init__(self, *extra: str, bus: bool = False) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             missing("redis-server is not installed (Debian: apt-get install redis-server)")
         self.binary = str(binary)
         self.extra = extra
-        self.port = _free_port()
+        self.port = _free_port(bus)
         self.dir = tempfile.mkdtemp(prefix="prefixkey-redis-")
         self.proc: subprocess.Popen[bytes] | None = None
         self.start()
@@ -143,13 +154,14 @@ def redis_cluster(masters: int = 3) -> Iterator[list[RedisServer]]:
     try:
         for _ in range(masters):
             servers.append(RedisServer("--cluster-enabled", "yes",
-                                       "--cluster-config-file", "nodes.conf"))
+                                       "--cluster-config-file", "nodes.conf", bus=True))
         create = subprocess.run(
             [str(cli), "--cluster", "create", *(f"127.0.0.1:{s.port}" for s in servers),
              "--cluster-replicas", "0", "--cluster-yes"],
             capture_output=True, text=True, timeout=60)
         if create.returncode != 0:
-            missing(f"redis-cli --cluster create failed: {create.stdout[-500:]}")
+            missing("redis-cli --cluster create failed: "
+                    f"{create.stdout[-500:]} {create.stderr[-500:]}")
         deadline = time.monotonic() + 20
         while True:
             info = subprocess.run([str(cli), "-p", str(servers[0].port), "cluster", "info"],
