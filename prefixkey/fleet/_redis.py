@@ -68,10 +68,11 @@ from __future__ import annotations
 
 import json
 import secrets
+import struct
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from ..core import Hasher, block_hash_to_int64
 from ..errors import InvalidRequestError, PrefixKeyError
@@ -177,8 +178,49 @@ def _rid_of(field: bytes) -> ReplicaId:
     return ReplicaId(name, dp)
 
 
-def _encode_key(key: EventHash) -> bytes:
-    return key if isinstance(key, bytes) else str(key).encode()
+_UINT64: Final = 1 << 64
+
+
+def _key_bytes(key: EventHash) -> bytes:
+    """A key as a holder-hash field: 8 bytes for ints in uint64 range (what vLLM's
+    sha256-era events carry), ``-`` and 8 bytes for negative ones above -2**64
+    (builtin-hash eras), decimal otherwise (20+ digits: never 8 or 9 long)."""
+    if isinstance(key, bytes):
+        return key
+    if 0 <= key < _UINT64:
+        return key.to_bytes(8, "big")
+    if -_UINT64 < key < 0:
+        return b"-" + (-key).to_bytes(8, "big")
+    return str(key).encode()
+
+
+def _pack(keys: Sequence[EventHash]) -> bytes:
+    """Keys as the scripts read them, in one string.
+
+    A first byte gives the keys' common width (8 for ints in uint64 range, the
+    digest length for digests of one length); else 0, then each key as a
+    2-byte length and its :func:`_key_bytes`.
+    """
+    if all(type(k) is int and 0 <= k < _UINT64 for k in keys):
+        return b"\x08" + struct.pack(f">{len(keys)}Q", *keys)
+    width = len(keys[0]) if keys and isinstance(keys[0], bytes) else 0
+    if 0 < width < 256 and all(isinstance(k, bytes) and len(k) == width for k in keys):
+        return bytes((width,)) + b"".join(cast("list[bytes]", keys))
+    parts = [b"\x00"]
+    for key in keys:
+        raw = _key_bytes(key)
+        if len(raw) > 0xFFFF:
+            raise InvalidRequestError("block_hashes", f"a {len(raw):,}-byte key is too long")
+        parts.append(len(raw).to_bytes(2, "big") + raw)
+    return b"".join(parts)
+
+
+def _unpack_int(raw: bytes) -> int:
+    if len(raw) == 8:
+        return int.from_bytes(raw, "big")
+    if len(raw) == 9 and raw[:1] == b"-":
+        return -int.from_bytes(raw[1:], "big")
+    return int(raw)
 
 
 def _unavailable(exc: BaseException) -> bool:
@@ -197,9 +239,10 @@ def _unavailable(exc: BaseException) -> bool:
 
 
 class _Reg:
-    __slots__ = ("gen", "scheme", "spec")
+    __slots__ = ("field", "gen", "scheme", "spec")
 
-    def __init__(self, spec: bytes, scheme: ReplicaScheme, gen: bytes) -> None:
+    def __init__(self, rid: ReplicaId, spec: bytes, scheme: ReplicaScheme, gen: bytes) -> None:
+        self.field = _rid_field(rid)
         self.spec = spec
         self.scheme = scheme
         self.gen = gen
@@ -339,7 +382,7 @@ class RedisPrefixIndex:
         ep = seen or self._register_raw(b"", b"", "set")[0]
         for rid, reg in list(self._regs.items()):
             ep, gen = self._register_raw(_rid_field(rid), reg.spec, "restore")
-            self._regs[rid] = _Reg(reg.spec, reg.scheme, gen)
+            self._regs[rid] = _Reg(rid, reg.spec, reg.scheme, gen)
         self._epoch = ep
         self._regs_at = self._bits_at = float("-inf")
 
@@ -356,7 +399,7 @@ class RedisPrefixIndex:
             self._resync(ep)  # the namespace was lost since our last call
         self._epoch = ep
         self._schemes.setdefault(spec, scheme)
-        self._regs[rid] = _Reg(spec, self._schemes[spec], gen)
+        self._regs[rid] = _Reg(rid, spec, self._schemes[spec], gen)
         return rid
 
     def remove_replica(self, replica: ReplicaId | str) -> int:
@@ -377,9 +420,12 @@ class RedisPrefixIndex:
             return self._refresh()
         if ep is not None:
             self._epoch = bytes(ep)
-        self._regs = {_rid_of(f): _Reg(bytes(s), self._scheme_of(bytes(s)),
-                                       bytes(gens.get(f, b"")))
-                      for f, s in sorted(raw.items())}
+        regs = {}
+        for f, spec in sorted(raw.items()):
+            rid = _rid_of(f)
+            regs[rid] = _Reg(rid, bytes(spec), self._scheme_of(bytes(spec)),
+                             bytes(gens.get(f, b"")))
+        self._regs = regs
         self._regs_at = time.monotonic()
         return self._regs
 
@@ -444,7 +490,8 @@ class RedisPrefixIndex:
                         "medium", "the namespace already has 65,536 medium names")
                 if tag == b"S":  # another router re-registered it: convert again
                     spec = bytes(res[1])
-                    reg = self._regs[rid] = _Reg(spec, self._scheme_of(spec), bytes(res[2]))
+                    reg = self._regs[rid] = _Reg(rid, spec, self._scheme_of(spec),
+                                                 bytes(res[2]))
                 else:  # b"E": the namespace was lost (restart) or is new to us
                     self._resync(bytes(res[1]))
                     reg = self._regs.get(rid)
@@ -471,8 +518,9 @@ class RedisPrefixIndex:
                 continue
             if not isinstance(event, (BlockStored, BlockRemoved)):
                 continue
+            keys: list[EventHash]
             if publishes == "int":
-                keys = [_encode_key(block_hash_to_int64(h) if isinstance(h, bytes) else h)
+                keys = [block_hash_to_int64(h) if isinstance(h, bytes) else h
                         for h in event.block_hashes]
             else:
                 keys = [h for h in event.block_hashes if isinstance(h, bytes)]
@@ -485,7 +533,8 @@ class RedisPrefixIndex:
                     chunks.append([])
                     room = limit
                 take = min(room, end)
-                chunks[-1] += [kind, medium, event.group_idx or 0, take, *keys[end - take:end]]
+                chunks[-1] += [kind, medium, event.group_idx or 0, take,
+                               _pack(keys[end - take:end])]
                 room -= take
                 end -= take
                 if not end:
@@ -518,10 +567,11 @@ class RedisPrefixIndex:
                 args.append(len(q.replicas))
                 for rid in q.replicas:
                     reg = regs.get(rid)
-                    args += [_rid_field(rid), b"-" if reg is None else reg.gen]
+                    args += [_rid_field(rid) if reg is None else reg.field,
+                             b"-" if reg is None else reg.gen]
                 args.append(len(q.groups))
                 for gi, keys in enumerate(q.groups):
-                    args += [gi, len(keys), *map(_encode_key, keys)]
+                    args += [gi, _pack(keys)]
             res = self._script("rank", args)
             if res and res[0] == b"E":
                 if attempt == 0:
@@ -530,14 +580,16 @@ class RedisPrefixIndex:
                 return [[tuple(() for _ in q.groups) for _ in q.replicas] for q in queries]
             break
         out: list[list[RunsResult]] = []
-        for q, per_replica in zip(queries, res, strict=True):
+        for q, (text, *stale) in zip(queries, res, strict=True):
             row: list[RunsResult] = []
-            for rid, r in zip(q.replicas, per_replica, strict=True):
-                if r[0] == 1:
-                    row.append(tuple(self._run_of(segs) for segs in r[1:]))
-                elif r[1]:
-                    spec = bytes(r[1])
-                    reg = self._regs[rid] = _Reg(spec, self._scheme_of(spec), bytes(r[2]))
+            changed = iter(stale)
+            for rid, line in zip(q.replicas, bytes(text).split(b"\n"), strict=True):
+                if line[:1] == b"=":
+                    row.append(tuple(self._run_of(g) for g in line[1:].split(b"|")))
+                    continue
+                spec, gen = bytes(next(changed)), bytes(next(changed))
+                if spec:  # re-registered: the Router hashes it again
+                    reg = self._regs[rid] = _Reg(rid, spec, self._scheme_of(spec), gen)
                     row.append(reg.scheme)
                 else:  # removed meanwhile: holds nothing
                     self._regs.pop(rid, None)
@@ -545,15 +597,18 @@ class RedisPrefixIndex:
             out.append(row)
         return out
 
-    def _run_of(self, segs: list[Any]) -> Run:
+    def _run_of(self, text: bytes) -> Run:
+        """A run from its text: ``media ids:count`` segments, comma-separated."""
+        if not text:
+            return ()
         masks = self._run_masks
         run = []
-        for i in range(0, len(segs), 2):
-            sig = bytes(segs[i])
+        for seg in text.split(b","):
+            sig, _, n = seg.partition(b":")
             mask = masks.get(sig)
             if mask is None:
-                mask = masks[sig] = sum(1 << int(m) for m in sig.split(b","))
-            run.append((mask, int(segs[i + 1])))
+                mask = masks[sig] = sum(1 << int(m) for m in sig.split(b"."))
+            run.append((mask, int(n)))
         return tuple(run)
 
     def medium_bits(self) -> dict[str, int]:
@@ -581,7 +636,7 @@ class RedisPrefixIndex:
                 group, key = bytes(flat[i]).split(b"|", 1)
                 ids = bytes(flat[i + 1])
                 mask = sum(1 << int(m) for m in ids.split(b",")) if ids else 0
-                yield int(group), (int(key) if as_int else key), mask
+                yield int(group), (_unpack_int(key) if as_int else key), mask
             if len(flat) < 2 * page:
                 return
             start += page

@@ -1,5 +1,10 @@
 """The Lua scripts of :class:`~prefixkey.fleet.RedisPrefixIndex` (one per operation).
 
+Block keys travel packed, one argument per event or group (redis-py spends
+about a microsecond per argument): a first byte gives the keys' common width
+(8 for int keys, 32 for sha256 digests), or 0 and then each key as a 2-byte
+length and its bytes.
+
 Every script gets ``KEYS[1] = "{ns}:epoch"`` (so a Redis Cluster client sends
 it to the node of the namespace's slot) and ``ARGV[1] = "{ns}"``, the prefix of
 every key it touches; all keys of a namespace share the ``{ns}`` hash tag.
@@ -59,6 +64,25 @@ local function drop(h, slot)
   local i, j = lower(h, slot * 65536), lower(h, (slot + 1) * 65536)
   return string.sub(h, 1, i * 6) .. string.sub(h, j * 6 + 1)
 end
+local function keys_of(p, pos, count)  -- up to count keys of packed p, from byte pos
+  local out, n, width = {}, 0, string.byte(p, 1)
+  if width > 0 then  -- keys of one width
+    while n < count and pos <= #p do
+      n = n + 1
+      out[n] = string.sub(p, pos, pos + width - 1)
+      pos = pos + width
+    end
+    return out, pos
+  end
+  while n < count and pos <= #p do
+    local a, b = string.byte(p, pos, pos + 1)
+    local len = a * 256 + b
+    n = n + 1
+    out[n] = string.sub(p, pos + 2, pos + 1 + len)
+    pos = pos + 2 + len
+  end
+  return out, pos
+end
 local function put(hk, field, h)
   if h == '' then redis.call('HDEL', hk, field) else redis.call('HSET', hk, field, h) end
 end
@@ -113,7 +137,8 @@ return n
 
 #: Applies one chunk of a batch (at most a bounded number of blocks).
 #: ARGV: P, epoch, rid, spec, nonce, chunk, ts, max_entries, ttl, events, mismatches,
-#: then ops: 'C' | ('S' | 'R', medium, group, n, key * n).
+#: then ops: 'C' | ('S' | 'R', medium, group, n, n packed keys). Keys are packed in
+#: one argument (a 2-byte length, then the key, each): one argument to parse per op.
 #: Returns {'E', epoch} (namespace lost), {'U'} (not registered), {'S', spec, generation}
 #: (re-registered: convert again), {'D'} (this chunk of this nonce was applied),
 #: {'M'} (refused before any write: a 65,537th medium name) or {'A'} (applied).
@@ -157,7 +182,7 @@ while i <= nargs do  -- media ids first: a refusal must come before any write
       end
       mids[name] = tonumber(m)
     end
-    i = i + 4 + tonumber(ARGV[i + 3])
+    i = i + 5
   end
 end
 local ts, maxn, ttl = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -227,12 +252,13 @@ while i <= nargs do
         if #zs > 0 then redis.call('ZADD', lru, unpack(zs)) end
         sets, zs = {}, {}
       end
-      local j = i + 3 + n
-      while j >= i + 4 do
-        local lo = math.max(j - 199, i + 4)
-        local got = redis.call('HMGET', hk, unpack(ARGV, lo, j))
+      local ks = keys_of(ARGV[i + 4], 2, n)
+      local j = n
+      while j >= 1 do
+        local lo = math.max(j - 199, 1)
+        local got = redis.call('HMGET', hk, unpack(ks, lo, j))
         for x = j, lo, -1 do
-          local k = ARGV[x]
+          local k = ks[x]
           local h = fresh[k]
           if h == nil then h = got[x - lo + 1] or '' end
           local nh, exact, had = add(h, slot, mb)
@@ -259,8 +285,7 @@ while i <= nargs do
         j = lo - 1
       end
     else
-      for j = i + 4, i + 3 + n do
-        local k = ARGV[j]
+      for _, k in ipairs(keys_of(ARGV[i + 4], 2, n)) do
         local h = redis.call('HGET', hk, k)
         local nh, gone, still = h, false, true
         if h then nh, gone, still = del(h, slot, mb) end
@@ -276,7 +301,7 @@ while i <= nargs do
         end
       end
     end
-    i = i + 4 + n
+    i = i + 5
   end
 end
 redis.call('SET', clockkey, clock)
@@ -293,12 +318,15 @@ return {'A'}
 
 #: Ranks in one call. ARGV: P, epoch, number of media ids, media ids..., number of
 #: queries, then per query: n candidates, (rid, generation) * n, n groups, then per
-#: group: group, n keys, keys. Returns {'E', epoch}, or per query, per candidate:
-#: {0, spec or '', generation} (re-registered or removed since the caller read it) or {1, runs
-#: per group}, a run being a flat list of (media ids "0,2", count) segments.
+#: group: group, its keys packed (as APPLY's). Returns {'E', epoch}, or per query
+#: {text, (spec or '', generation) per stale candidate}: the text has a line per
+#: candidate, "!" when it was re-registered or removed since the caller read it
+#: (its spec and generation follow the text, in order), else "=" and its runs per
+#: group joined by "|", a run being "media ids:count" segments ("0.2:5,0:3").
+#: One string per query: redis-py parses a reply element in microseconds.
 #: The keys of a group are read in growing slices and the walk stops once no
 #: candidate still matches.
-RANK: Final = r"""
+RANK: Final = _TOKENS + r"""
 local P = ARGV[1]
 local ep = redis.call('GET', KEYS[1])
 if ep ~= ARGV[2] then return {'E', ep or ''} end
@@ -316,14 +344,15 @@ for q = 1, nq do
     gens[j] = ARGV[i + 2 * j]
   end
   i = i + 1 + 2 * nc
-  local res, slots = {}, {}
+  local res, slots, stale = {}, {}, {}
   local cur = redis.call('HMGET', P .. ':gen', unpack(rids))
   local sl = redis.call('HMGET', P .. ':slot', unpack(rids))
   for j = 1, nc do
     if cur[j] ~= gens[j] then
-      res[j] = {0, redis.call('HGET', P .. ':reg', rids[j]) or '', cur[j] or ''}
+      stale[#stale + 1] = redis.call('HGET', P .. ':reg', rids[j]) or ''
+      stale[#stale + 1] = cur[j] or ''
     else
-      res[j] = {1}
+      res[j] = {}
       if redis.call('EXISTS', P .. ':s:' .. sl[j] .. ':clock') == 1 then
         slots[j] = tonumber(sl[j])
       end
@@ -332,12 +361,11 @@ for q = 1, nq do
   local ng = tonumber(ARGV[i])
   i = i + 1
   for _ = 1, ng do
-    local hk, nk = P .. ':h:' .. ARGV[i], tonumber(ARGV[i + 1])
-    local first, last = i + 2, i + 1 + nk
-    i = last + 1
+    local hk, packed = P .. ':h:' .. ARGV[i], ARGV[i + 1]
+    i = i + 2
     local alive, nalive, sig, start, segs = {}, 0, {}, {}, {}
     for j = 1, nc do
-      if res[j][1] == 1 then
+      if res[j] then
         segs[j] = {}
         if slots[j] then
           alive[slots[j]] = j
@@ -345,19 +373,25 @@ for q = 1, nq do
         end
       end
     end
-    local pos, prev, s, step = 0, nil, first, 16
-    while s <= last and nalive > 0 do
-      local e = math.min(s + step - 1, last)
+    local pos, prev, at, step = 0, nil, 2, 16
+    while at <= #packed and nalive > 0 do
+      local ks
+      ks, at = keys_of(packed, at, step)
       step = math.min(step * 2, 512)
-      for _, h in ipairs(redis.call('HMGET', hk, unpack(ARGV, s, e))) do
+      for _, h in ipairs(redis.call('HMGET', hk, unpack(ks))) do
         if h ~= prev then
           local now = {}
-          if h then
-            for t = 0, #h / 6 - 1 do
-              local a, b, c, d, x, y = string.byte(h, t * 6 + 1, t * 6 + 6)
-              local slot, m = ((a * 256 + b) * 256 + c) * 256 + d, x * 256 + y
-              if alive[slot] and want[m] then
-                now[slot] = now[slot] and (now[slot] .. ',' .. m) or tostring(m)
+          if h then  -- bytes fetched 1,200 at a time: one C call, not one per token
+            for off = 0, #h - 1, 1200 do
+              local bs = {string.byte(h, off + 1, math.min(off + 1200, #h))}
+              for t = 1, #bs, 6 do
+                local slot = ((bs[t] * 256 + bs[t + 1]) * 256 + bs[t + 2]) * 256 + bs[t + 3]
+                if alive[slot] then
+                  local m = bs[t + 4] * 256 + bs[t + 5]
+                  if want[m] then
+                    now[slot] = now[slot] and (now[slot] .. '.' .. m) or tostring(m)
+                  end
+                end
               end
             end
           end
@@ -366,8 +400,7 @@ for q = 1, nq do
             if ms ~= sig[slot] then
               if sig[slot] then
                 local seg = segs[j]
-                seg[#seg + 1] = sig[slot]
-                seg[#seg + 1] = pos - start[slot]
+                seg[#seg + 1] = sig[slot] .. ':' .. (pos - start[slot])
               end
               if ms then
                 sig[slot], start[slot] = ms, pos
@@ -382,20 +415,22 @@ for q = 1, nq do
         end
         pos = pos + 1
       end
-      s = e + 1
     end
     for slot, j in pairs(alive) do
       if sig[slot] then  -- not walked: no keys in this group
         local seg = segs[j]
-        seg[#seg + 1] = sig[slot]
-        seg[#seg + 1] = pos - start[slot]
+        seg[#seg + 1] = sig[slot] .. ':' .. (pos - start[slot])
       end
     end
     for j = 1, nc do
-      if segs[j] then res[j][#res[j] + 1] = segs[j] end
+      if segs[j] then res[j][#res[j] + 1] = table.concat(segs[j], ',') end
     end
   end
-  out[q] = res
+  local lines = {}
+  for j = 1, nc do
+    lines[j] = res[j] and ('=' .. table.concat(res[j], '|')) or '!'
+  end
+  out[q] = {table.concat(lines, '\n'), unpack(stale)}
 end
 return out
 """

@@ -110,6 +110,10 @@ CASES: list[tuple[str, list[EventBatch], set[Any], dict[str, int]]] = [
      {(0, 7, G)}, {"size": 1}),
     ("negative and large int keys", [batch(stored(-5, 2**63 - 1, -(2**63)))],
      {(0, -5, G), (0, 2**63 - 1, G), (0, -(2**63), G)}, {"size": 3}),
+    ("ints past 64 bits, 8-digit and 9-byte ones",
+     [batch(stored(2**64 + 5, -(2**70), 12345678, -12345678, 2**64 - 1, -(2**64) + 1))],
+     {(0, 2**64 + 5, G), (0, -(2**70), G), (0, 12345678, G), (0, -12345678, G),
+      (0, 2**64 - 1, G), (0, -(2**64) + 1, G)}, {"size": 6}),
     ("unknown medium gets a bit", [batch(stored(1, medium="disk"))],
      {(0, 1, frozenset({"DISK"}))}, {"size": 1}),
 ]
@@ -366,8 +370,9 @@ def test_inverted_layout_and_ttl_expires_silent_replicas(redis_client: Any) -> N
     slot_a, slot_b = (int(redis_client.hget("{prefixkey}:slot", f'["{n}", 0]'))
                       for n in "ab")
     # one holder string per block key: sorted (slot, medium id) tokens, no bit table
+    one, two = (k.to_bytes(8, "big") for k in (1, 2))  # int keys: 8 bytes
     assert redis_client.hgetall("{prefixkey}:h:0") == {
-        b"1": token(slot_a, 0) + token(slot_b, 1), b"2": token(slot_a, 0)}
+        one: token(slot_a, 0) + token(slot_b, 1), two: token(slot_a, 0)}
     ttls = [redis_client.ttl(k) for k in redis_client.keys("{prefixkey}:s:*")]
     assert ttls and all(0 < t <= 100 for t in ttls)
     for key in redis_client.keys(f"{{prefixkey}}:s:{slot_a}:*"):
@@ -375,7 +380,7 @@ def test_inverted_layout_and_ttl_expires_silent_replicas(redis_client: Any) -> N
     assert index.replica_size("a") == 0 and held(index) == set()
     assert Router(index).route(list(range(17)), ["a", "b"])[0].hit_tokens == 0
     assert index.sweep() == 2  # a's tokens in group 0 are garbage now
-    assert redis_client.hgetall("{prefixkey}:h:0") == {b"1": token(slot_b, 1)}
+    assert redis_client.hgetall("{prefixkey}:h:0") == {one: token(slot_b, 1)}
     index.apply("a", batch(stored(4), ts=2))  # a new slot: the old tokens stay dead
     assert held(index) == {(0, 4, G)} and held(index, "b") == {(0, 1, C)}
 
