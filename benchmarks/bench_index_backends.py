@@ -167,7 +167,8 @@ def main() -> None:
          f"{batches:,} batches of one BlockStored of {args.blocks_per_event} keys over 16 "
          "replicas, one `apply` per batch (one EVALSHA for Redis); then, Redis only, "
          "100k-block batches cut in 10k-block chunks (one EVALSHA each).", "",
-         "| backend | batch | events/s | blocks/s | longest script call ms |", "|---|---|---|---|---|")
+         "| backend | batch | events/s | blocks/s | longest script call ms |",
+         "|---|---|---|---|---|")
     for backend in ("memory", "redis"):
         index: PrefixIndexBackend
         index = PrefixIndex() if backend == "memory" else RedisPrefixIndex(client)
@@ -193,8 +194,8 @@ def main() -> None:
          "of the request); hashing is `Router.prepare`, ranking `Router.rank` on the prepared "
          "request (Redis: one EVALSHA walking the keys server side), interleaved in one "
          "process; ratio = median ranking / median hashing.", "",
-         "| backend | replicas | prompt tokens | layout | hashing ms | ranking ms | ranking p99 ms "
-         "| ratio |", "|---|---|---|---|---|---|---|---|")
+         "| backend | replicas | prompt tokens | layout | hashing ms | ranking ms "
+         "| ranking p99 ms | ratio |", "|---|---|---|---|---|---|---|---|")
     memory_rows: list[str] = []
     two: list[dict[str, float]] = []
     used_per_entry: list[tuple[int, float]] = []
