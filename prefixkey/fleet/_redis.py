@@ -415,8 +415,8 @@ class RedisPrefixIndex:
         pipe.hgetall(f"{self._p}:reg")
         pipe.hgetall(f"{self._p}:gen")
         ep, raw, gens = self._call(pipe.execute)
-        if ep is not None and self._epoch is not None and bytes(ep) != self._epoch:
-            self._resync(bytes(ep))
+        if self._epoch is not None and (ep is None or bytes(ep) != self._epoch):
+            self._resync(b"" if ep is None else bytes(ep))  # lost: restore what we know
             return self._refresh()
         if ep is not None:
             self._epoch = bytes(ep)
