@@ -189,3 +189,17 @@ def test_memory_and_restarted_redis_agree_after_recovery() -> None:
             shared.apply(name, b)
             memory.apply(name, b)
         assert Router(shared).route(tokens) == Router(memory).route(tokens)
+
+
+def test_a_router_that_only_ranks_restores_registrations() -> None:
+    with redis_server() as server:
+        feeder = RedisPrefixIndex.from_url(server.url, timeout=0.5)
+        feeder.register("a", SCHEME)
+        ranker = RedisPrefixIndex.from_url(server.url, timeout=0.5, registry_max_age=0.0)
+        assert set(ranker.replicas()) == {ReplicaId("a")}
+        server.restart()
+        assert [d.replica for d in Router(ranker).route(list(range(40)))] == [ReplicaId("a")]
+        assert ranker.restarts_detected == 1
+        feeder.apply("a", batch(stored(5), ts=2))  # feeder adopts the restored namespace
+        assert feeder.stats()["unknown_replica_batches"] == 0
+        assert _keys(feeder, "a") == {5}
