@@ -112,18 +112,28 @@ def fill(index: PrefixIndexBackend, replicas: int, blocks: int, tokens: int, lay
                 for i in range(start, min(start + chunk, len(filler)), 64))))
 
 
-def ranking(index: PrefixIndexBackend, tokens: int, seconds: float) -> list[tuple[float, float]]:
+def ranking(index: PrefixIndexBackend, tokens: int, seconds: float
+            ) -> tuple[list[tuple[float, float]], float]:
+    """Hashing and ranking (median, p99 ms), and the server's mean ms per ranking call."""
     router = Router(index)
     request = prompt(tokens)
     prepared = router.prepare(request)
-    return interleaved([lambda: router.prepare(request), lambda: router.rank(prepared)],
-                       seconds)
+    client = getattr(index, "_r", None)
+    if client is not None:
+        router.rank(prepared)
+        client.config_resetstat()
+    times = interleaved([lambda: router.prepare(request), lambda: router.rank(prepared)],
+                        seconds)
+    server = 0.0
+    if client is not None:
+        server = client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"] / 1e3
+    return times, server
 
 
 def child(url: str, namespace: str, tokens: int, seconds: float) -> None:
     """One of the two routers sharing Redis: print its medians as JSON."""
     index = RedisPrefixIndex.from_url(url, namespace=namespace, timeout=5.0)
-    (h, _), (r, p99) = ranking(index, tokens, seconds)
+    ((h, _), (r, p99)), _ = ranking(index, tokens, seconds)
     print(json.dumps({"hash_ms": h, "rank_ms": r, "rank_p99_ms": p99}))
 
 
@@ -193,9 +203,12 @@ def main() -> None:
          f"~{entries:,} indexed entries (random 64-block chains plus each replica's prefix "
          "of the request); hashing is `Router.prepare`, ranking `Router.rank` on the prepared "
          "request (Redis: one EVALSHA walking the keys server side), interleaved in one "
-         "process; ratio = median ranking / median hashing.", "",
+         "process; ratio = median ranking / median hashing; server ms per call is the "
+         "script's mean time inside redis-server (INFO commandstats), the rest of a Redis "
+         "ranking is the client, the round trip and waiting for a CPU.", "",
          "| backend | replicas | prompt tokens | layout | hashing ms | ranking ms "
-         "| ranking p99 ms | ratio |", "|---|---|---|---|---|---|---|---|")
+         "| ranking p99 ms | ratio | server ms per call |",
+         "|---|---|---|---|---|---|---|---|---|")
     memory_rows: list[str] = []
     two: list[dict[str, float]] = []
     used_per_entry: list[tuple[int, float]] = []
@@ -213,9 +226,10 @@ def main() -> None:
                     if backend == "redis" and layout == "mixed" and tokens == 8192:
                         used = int(client.info("memory")["used_memory"]) - before
                         used_per_entry.append((replicas, used / len(index)))
-                    (h, _), (r, p99) = ranking(index, tokens, seconds)
+                    ((h, _), (r, p99)), server = ranking(index, tokens, seconds)
                     row = (f"| {backend} | {replicas} | {tokens:,} | {layout} | {h:.2f} | "
-                           f"{r:.2f} | {p99:.2f} | {r / h:.2f} |")
+                           f"{r:.2f} | {p99:.2f} | {r / h:.2f} | "
+                           f"{f'{server:.2f}' if server else ''} |")
                     if backend == "redis":
                         emit(row)
                     else:
