@@ -30,13 +30,8 @@ from ._index import (
     as_replica_id,
 )
 from ._metrics import COUNTERS, RouterMetrics, prometheus_text
-from ._redis import (
-    CHUNK_BLOCKS,
-    RedisPrefixIndex,
-    RegistrationConflictError,
-    scheme_from_spec,
-    scheme_spec,
-)
+from ._redis import CHUNK_BLOCKS, RedisPrefixIndex, RegistrationConflictError
+from ._redis_codec import scheme_from_spec, scheme_spec
 from ._routing import (
     DEFAULT_TIER_WEIGHTS,
     LoadFn,

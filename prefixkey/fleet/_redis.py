@@ -66,36 +66,28 @@ keys on its own (``maxmemory-policy noeviction``, the default).
 
 from __future__ import annotations
 
-import json
 import secrets
-import struct
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from ..core import Hasher, block_hash_to_int64
+from ..core import block_hash_to_int64
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
 from . import _redis_lua as lua
 from ._backend import IndexUnavailableError, RunsQuery, RunsResult
 from ._index import (
     DEFAULT_MEDIUM,
-    GroupSpec,
     ReplicaId,
     ReplicaScheme,
     Run,
     UnknownReplicaError,
     as_replica_id,
 )
+from ._redis_codec import pack_keys, rid_field, rid_of, scheme_from_spec, scheme_spec, unpack_int
 
-__all__ = [
-    "CHUNK_BLOCKS",
-    "RedisPrefixIndex",
-    "RegistrationConflictError",
-    "scheme_from_spec",
-    "scheme_spec",
-]
+__all__ = ["CHUNK_BLOCKS", "RedisPrefixIndex", "RegistrationConflictError"]
 
 #: Blocks applied by one script call: bigger batches are cut in chunks of this size.
 CHUNK_BLOCKS: Final = 10_000
@@ -120,109 +112,6 @@ _COUNTERS: Final = (
 _TRANSIENT: Final = ("BUSY", "LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS")
 
 
-# -- scheme specs ---------------------------------------------------------------
-
-def scheme_spec(scheme: ReplicaScheme) -> str:
-    """A scheme as the JSON text stored in Redis (what another router rebuilds it from)."""
-    h = scheme.hasher
-    if h.algorithm.engine_bound:
-        raise InvalidRequestError(
-            "scheme", f"hash_algo {h.algorithm.name} is bound to one engine process (builtin "
-            "hash()): its keys cannot be reproduced by another router, so it cannot be shared"
-        )
-    seed = h.none_hash.seed if h.none_hash.seed_source == "PYTHONHASHSEED" else None
-    spec = {
-        "vllm_version": h.vllm_version, "hash_algo": h.algorithm.name,
-        "python_hash_seed": seed, "block_size": h.block_size, "lookahead": h.lookahead,
-        "publishes": scheme.publishes,
-        "groups": [[g.block_size, g.kind] for g in scheme.groups],
-    }
-    rebuilt = scheme_from_spec(json.dumps(spec))
-    if rebuilt.key != scheme.key:
-        raise InvalidRequestError("scheme", f"{h!r} cannot be rebuilt from its spec {spec}")
-    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
-
-
-def scheme_from_spec(spec: str | bytes) -> ReplicaScheme:
-    """The scheme (with a new Hasher) a stored spec describes.
-
-    A spec that is not what :func:`scheme_spec` writes raises
-    :class:`~prefixkey.errors.InvalidRequestError` (field ``spec``, or the
-    scheme field at fault).
-    """
-    try:
-        d = json.loads(spec)
-    except ValueError as exc:  # not JSON, or not UTF-8
-        raise InvalidRequestError("spec", f"is not JSON: {exc}") from None
-    if not isinstance(d, dict):
-        raise InvalidRequestError("spec", f"must be a JSON object, got {type(d).__name__}")
-    try:
-        hasher = Hasher(block_size=d["block_size"], hash_algo=d["hash_algo"],
-                        python_hash_seed=d["python_hash_seed"], vllm_version=d["vllm_version"],
-                        lookahead=d["lookahead"], strict=False)
-        groups = tuple(GroupSpec(bs, kind) for bs, kind in d["groups"])
-        return ReplicaScheme(hasher, publishes=d["publishes"], groups=groups)
-    except PrefixKeyError:
-        raise
-    except (KeyError, TypeError, ValueError) as exc:  # a key missing, a value of a bad shape
-        what = f"lacks {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise InvalidRequestError("spec", f"is not a scheme spec: {what}") from None
-
-
-def _rid_field(rid: ReplicaId) -> bytes:
-    return json.dumps([rid.name, rid.dp_rank]).encode()
-
-
-def _rid_of(field: bytes) -> ReplicaId:
-    name, dp = json.loads(field)
-    return ReplicaId(name, dp)
-
-
-_UINT64: Final = 1 << 64
-
-
-def _key_bytes(key: EventHash) -> bytes:
-    """A key as a holder-hash field: 8 bytes for ints in uint64 range (what vLLM's
-    sha256-era events carry), ``-`` and 8 bytes for negative ones above -2**64
-    (builtin-hash eras), decimal otherwise (20+ digits: never 8 or 9 long)."""
-    if isinstance(key, bytes):
-        return key
-    if 0 <= key < _UINT64:
-        return key.to_bytes(8, "big")
-    if -_UINT64 < key < 0:
-        return b"-" + (-key).to_bytes(8, "big")
-    return str(key).encode()
-
-
-def _pack(keys: Sequence[EventHash]) -> bytes:
-    """Keys as the scripts read them, in one string.
-
-    A first byte gives the keys' common width (8 for ints in uint64 range, the
-    digest length for digests of one length); else 0, then each key as a
-    2-byte length and its :func:`_key_bytes`.
-    """
-    if all(type(k) is int and 0 <= k < _UINT64 for k in keys):
-        return b"\x08" + struct.pack(f">{len(keys)}Q", *keys)
-    width = len(keys[0]) if keys and isinstance(keys[0], bytes) else 0
-    if 0 < width < 256 and all(isinstance(k, bytes) and len(k) == width for k in keys):
-        return bytes((width,)) + b"".join(cast("list[bytes]", keys))
-    parts = [b"\x00"]
-    for key in keys:
-        raw = _key_bytes(key)
-        if len(raw) > 0xFFFF:
-            raise InvalidRequestError("block_hashes", f"a {len(raw):,}-byte key is too long")
-        parts.append(len(raw).to_bytes(2, "big") + raw)
-    return b"".join(parts)
-
-
-def _unpack_int(raw: bytes) -> int:
-    if len(raw) == 8:
-        return int.from_bytes(raw, "big")
-    if len(raw) == 9 and raw[:1] == b"-":
-        return -int.from_bytes(raw[1:], "big")
-    return int(raw)
-
-
 def _unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` (from the client) means the server did not answer in time."""
     if isinstance(exc, (ConnectionError, TimeoutError)):  # builtins (OSError family)
@@ -242,7 +131,7 @@ class _Reg:
     __slots__ = ("field", "gen", "scheme", "spec")
 
     def __init__(self, rid: ReplicaId, spec: bytes, scheme: ReplicaScheme, gen: bytes) -> None:
-        self.field = _rid_field(rid)
+        self.field = rid_field(rid)
         self.spec = spec
         self.scheme = scheme
         self.gen = gen
@@ -381,7 +270,7 @@ class RedisPrefixIndex:
             self.restarts_detected += 1
         ep = seen or self._register_raw(b"", b"", "set")[0]
         for rid, reg in list(self._regs.items()):
-            ep, gen = self._register_raw(_rid_field(rid), reg.spec, "restore")
+            ep, gen = self._register_raw(rid_field(rid), reg.spec, "restore")
             self._regs[rid] = _Reg(rid, reg.spec, reg.scheme, gen)
         self._epoch = ep
         self._regs_at = self._bits_at = float("-inf")
@@ -394,7 +283,7 @@ class RedisPrefixIndex:
         if not isinstance(scheme, ReplicaScheme):
             raise InvalidRequestError("scheme", f"must be a ReplicaScheme, got {scheme!r}")
         spec = scheme_spec(scheme).encode()
-        ep, gen = self._register_raw(_rid_field(rid), spec, "set")
+        ep, gen = self._register_raw(rid_field(rid), spec, "set")
         if self._epoch is not None and ep != self._epoch:
             self._resync(ep)  # the namespace was lost since our last call
         self._epoch = ep
@@ -407,7 +296,7 @@ class RedisPrefixIndex:
         rid = as_replica_id(replica)
         self._regs.pop(rid, None)
         self._pending.pop(rid, None)
-        return max(int(self._script("remove", [self._p, _rid_field(rid)])), 0)
+        return max(int(self._script("remove", [self._p, rid_field(rid)])), 0)
 
     def _refresh(self) -> dict[ReplicaId, _Reg]:
         pipe = self._r.pipeline(transaction=True)
@@ -422,7 +311,7 @@ class RedisPrefixIndex:
             self._epoch = bytes(ep)
         regs = {}
         for f, spec in sorted(raw.items()):
-            rid = _rid_of(f)
+            rid = rid_of(f)
             regs[rid] = _Reg(rid, bytes(spec), self._scheme_of(bytes(spec)),
                              bytes(gens.get(f, b"")))
         self._regs = regs
@@ -440,7 +329,7 @@ class RedisPrefixIndex:
 
     def scheme(self, replica: ReplicaId | str) -> ReplicaScheme:
         rid = as_replica_id(replica)
-        spec = self._call(self._r.hget, f"{self._p}:reg", _rid_field(rid))
+        spec = self._call(self._r.hget, f"{self._p}:reg", rid_field(rid))
         if spec is None:
             raise UnknownReplicaError(f"replica {rid} is not registered")
         return self._scheme_of(bytes(spec))
@@ -469,7 +358,7 @@ class RedisPrefixIndex:
             self.sweep()
 
     def _apply(self, rid: ReplicaId, batch: EventBatch, nonce: str) -> None:
-        field = _rid_field(rid)
+        field = rid_field(rid)
         reg = self._regs.get(rid)
         for _ in range(3):
             publishes = None if reg is None else reg.scheme.publishes
@@ -534,7 +423,7 @@ class RedisPrefixIndex:
                     room = limit
                 take = min(room, end)
                 chunks[-1] += [kind, medium, event.group_idx or 0, take,
-                               _pack(keys[end - take:end])]
+                               pack_keys(keys[end - take:end])]
                 room -= take
                 end -= take
                 if not end:
@@ -567,11 +456,11 @@ class RedisPrefixIndex:
                 args.append(len(q.replicas))
                 for rid in q.replicas:
                     reg = regs.get(rid)
-                    args += [_rid_field(rid) if reg is None else reg.field,
+                    args += [rid_field(rid) if reg is None else reg.field,
                              b"-" if reg is None else reg.gen]
                 args.append(len(q.groups))
                 for gi, keys in enumerate(q.groups):
-                    args += [gi, _pack(keys)]
+                    args += [gi, pack_keys(keys)]
             res = self._script("rank", args)
             if res and res[0] == b"E":
                 if attempt == 0:
@@ -629,14 +518,14 @@ class RedisPrefixIndex:
     def _entry_masks(self, rid: ReplicaId) -> Iterator[tuple[int, EventHash, int]]:
         """``(group, key, media mask)`` of a replica, least recently stored first."""
         as_int = self.scheme(rid).publishes == "int"
-        field, start, page = _rid_field(rid), 0, 10_000
+        field, start, page = rid_field(rid), 0, 10_000
         while True:  # pages: one bounded call each
             flat = self._script("entries", [self._p, field, start, start + page - 1])
             for i in range(0, len(flat), 2):
                 group, key = bytes(flat[i]).split(b"|", 1)
                 ids = bytes(flat[i + 1])
                 mask = sum(1 << int(m) for m in ids.split(b",")) if ids else 0
-                yield int(group), (_unpack_int(key) if as_int else key), mask
+                yield int(group), (unpack_int(key) if as_int else key), mask
             if len(flat) < 2 * page:
                 return
             start += page
@@ -668,7 +557,7 @@ class RedisPrefixIndex:
     def _sizes(self, rids: list[ReplicaId]) -> list[int]:
         if not rids:
             return []
-        slots = self._call(self._r.hmget, f"{self._p}:slot", [_rid_field(r) for r in rids])
+        slots = self._call(self._r.hmget, f"{self._p}:slot", [rid_field(r) for r in rids])
         pipe = self._r.pipeline(transaction=False)
         for slot in slots:
             pipe.zcard(f"{self._p}:s:{int(slot or 0)}:lru")
