@@ -333,6 +333,50 @@ if ep ~= ARGV[2] then return {'E', ep or ''} end
 local want = {}
 for j = 4, 3 + tonumber(ARGV[3]) do want[tonumber(ARGV[j])] = true end
 local i = 4 + tonumber(ARGV[3])
+-- The wanted media ids slot holds a key on, from the key's holder string h ("0.2"),
+-- or nil: its tokens are contiguous (sorted), found by binary search.
+local function sig_of(h, slot)
+  local t, n, ms = lower(h, slot * 65536), #h / 6, nil
+  while t < n do
+    local v = val(h, t)
+    if math.floor(v / 65536) ~= slot then break end
+    local m = v % 65536
+    if want[m] then ms = ms and (ms .. '.' .. m) or tostring(m) end
+    t = t + 1
+  end
+  return ms
+end
+-- The slots of the tokens of holder string a missing from b, when b is a less 1 to
+-- limit tokens, else nil (then decoding every token is cheaper). Along a prefix
+-- chain the next key's holders are usually the previous ones less a replica or two.
+-- When b is a subset of a (both sorted), a[m] == b[m - r] exactly while m is before
+-- the (r+1)-th missing token: a binary search on single tokens finds each one,
+-- with no substring built; one concatenation then checks the guess.
+local function missing(a, b, limit)
+  local na, nb = #a / 6, #b / 6
+  local k = na - nb
+  if k < 1 or k > limit then return nil end
+  local at, lo = {}, 0
+  for r = 0, k - 1 do
+    local hi = na - 1
+    while lo < hi do
+      local m = math.floor((lo + hi) / 2)
+      if m - r < nb and val(a, m) == val(b, m - r) then lo = m + 1 else hi = m end
+    end
+    at[r + 1] = lo
+    lo = lo + 1
+  end
+  local parts, from = {}, 0
+  for _, p in ipairs(at) do
+    parts[#parts + 1] = string.sub(a, from * 6 + 1, p * 6)
+    from = p + 1
+  end
+  parts[#parts + 1] = string.sub(a, from * 6 + 1)
+  if table.concat(parts) ~= b then return nil end
+  local slots = {}
+  for _, p in ipairs(at) do slots[math.floor(val(a, p) / 65536)] = true end
+  return slots
+end
 local out = {}
 local nq = tonumber(ARGV[i])
 i = i + 1
@@ -374,41 +418,48 @@ for q = 1, nq do
       end
     end
     local pos, prev, at, step = 0, nil, 2, 16
+    local function update(slot, ms)  -- slot's wanted media at key pos are ms (nil: none)
+      local cur = sig[slot]
+      if ms ~= nil and ms == cur then return end
+      if cur then
+        local seg = segs[alive[slot]]
+        seg[#seg + 1] = cur .. ':' .. (pos - start[slot])
+      end
+      if ms then
+        sig[slot], start[slot] = ms, pos
+      else  -- the run ended (or, at the first key, never began)
+        alive[slot] = nil
+        nalive = nalive - 1
+      end
+    end
     while at <= #packed and nalive > 0 do
       local ks
       ks, at = keys_of(packed, at, step)
       step = math.min(step * 2, 512)
       for _, h in ipairs(redis.call('HMGET', hk, unpack(ks))) do
         if h ~= prev then
-          local now = {}
-          if h then  -- bytes fetched 1,200 at a time: one C call, not one per token
-            for off = 0, #h - 1, 1200 do
-              local bs = {string.byte(h, off + 1, math.min(off + 1200, #h))}
-              for t = 1, #bs, 6 do
-                local slot = ((bs[t] * 256 + bs[t + 1]) * 256 + bs[t + 2]) * 256 + bs[t + 3]
-                if alive[slot] then
-                  local m = bs[t + 4] * 256 + bs[t + 5]
-                  if want[m] then
-                    now[slot] = now[slot] and (now[slot] .. '.' .. m) or tostring(m)
+          local affected = h and prev and (missing(prev, h, 8) or missing(h, prev, 8))
+          if affected then  -- a few slots changed: look only at those
+            for slot in pairs(affected) do
+              if alive[slot] then update(slot, sig_of(h, slot)) end
+            end
+          else  -- the first key, a missing key, or many changes: decode every token
+            local now = {}
+            if h then  -- bytes fetched 1,200 at a time: one C call, not one per token
+              for off = 0, #h - 1, 1200 do
+                local bs = {string.byte(h, off + 1, math.min(off + 1200, #h))}
+                for t = 1, #bs, 6 do
+                  local slot = ((bs[t] * 256 + bs[t + 1]) * 256 + bs[t + 2]) * 256 + bs[t + 3]
+                  if alive[slot] then
+                    local m = bs[t + 4] * 256 + bs[t + 5]
+                    if want[m] then
+                      now[slot] = now[slot] and (now[slot] .. '.' .. m) or tostring(m)
+                    end
                   end
                 end
               end
             end
-          end
-          for slot, j in pairs(alive) do
-            local ms = now[slot]
-            if ms ~= sig[slot] then
-              if sig[slot] then
-                local seg = segs[j]
-                seg[#seg + 1] = sig[slot] .. ':' .. (pos - start[slot])
-              end
-              if ms then
-                sig[slot], start[slot] = ms, pos
-              else
-                alive[slot] = nil
-                nalive = nalive - 1
-              end
-            end
+            for slot in pairs(alive) do update(slot, now[slot]) end
           end
           prev = h
           if nalive == 0 then break end

@@ -9,6 +9,7 @@ tests/redis_servers.py); kills and restarts are in tests/end_to_end/test_redis_f
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -237,3 +238,41 @@ def test_router_metrics(client: Any) -> None:
     text = prometheus_text({"replicas": {}, "queue_depth": 0, "queue_capacity": 1,
                             "router": m.as_dict()})
     assert "prefixkey_router_fallbacks_total 1" in text
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ranking_matches_memory_on_large_random_fleets(client: Any, seed: int) -> None:
+    """40 replicas, prefixes of random depth on random media, holes and re-stores:
+    the server-side walk (equal holders skipped, few-token changes found by
+    binary search, others decoded) ranks as the in-memory walk does."""
+    rng = random.Random(seed)
+    memory, shared = PrefixIndex(), RedisPrefixIndex(client, sweep_every=0)
+    prompts = [[rng.randrange(1000) for _ in range(16 * 64 + 3)] for _ in range(3)]
+    fine = [H16.block_hashes(p) for p in prompts]
+    media = ["GPU", "CPU", "STORAGE", "DISK"]
+    names = [f"r{i}" for i in range(40)]
+    schemes = {n: ReplicaScheme(H16, publishes=rng.choice(["int", "bytes"])) for n in names}
+    for index in (memory, shared):
+        for name in names:
+            index.register(name, schemes[name])
+    for step in range(300):
+        name, keys = rng.choice(names), rng.choice(fine)
+        depth = rng.randint(0, len(keys))
+        event: Any = stored(*keys[:depth], medium=rng.choice(media))
+        if rng.random() < 0.25:  # a hole, or a medium dropped
+            start = rng.randrange(depth + 1)
+            event = removed(*keys[start:start + rng.randint(1, 4)], medium=rng.choice(media))
+        for index in (memory, shared):
+            index.apply(name, batch(event, ts=float(step)))
+    weights = [{"GPU": 1.0, "CPU": 0.8, "STORAGE": 0.5},
+               {"GPU": 1.0, "CPU": 0.0, "STORAGE": 0.5, "DISK": 0.7}]
+    held_some = False
+    for tokens in prompts:
+        for w in weights:
+            expected = Router(memory, tier_weights=w).route(tokens)
+            held_some |= expected[0].hit_tokens > 0
+            assert Router(shared, tier_weights=w).route(tokens) == expected
+            some = rng.sample(names, 7)
+            assert (Router(shared, tier_weights=w).route(tokens, some)
+                    == Router(memory, tier_weights=w).route(tokens, some))
+    assert held_some
