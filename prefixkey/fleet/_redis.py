@@ -355,7 +355,9 @@ class RedisPrefixIndex:
             raise
         self._applies += 1
         if self.sweep_every and self._applies % self.sweep_every == 0:
-            self.sweep()
+            # The batch is applied: raising now would make the caller send it again.
+            with contextlib.suppress(IndexUnavailableError):
+                self.sweep()  # a failed step is resumed by the next one
 
     def _apply(self, rid: ReplicaId, batch: EventBatch, nonce: str) -> None:
         field = rid_field(rid)

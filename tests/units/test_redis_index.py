@@ -276,3 +276,15 @@ def test_ranking_matches_memory_on_large_random_fleets(client: Any, seed: int) -
             assert (Router(shared, tier_weights=w).route(tokens, some)
                     == Router(memory, tier_weights=w).route(tokens, some))
     assert held_some
+
+
+def test_a_failed_sweep_step_does_not_fail_an_applied_batch(client: Any) -> None:
+    index = RedisPrefixIndex(client, sweep_every=1)
+    index.register("a", ReplicaScheme(H16))
+
+    def down(budget: int = 512) -> int:
+        raise IndexUnavailableError("down (test)")
+
+    index.sweep = down  # type: ignore[method-assign]
+    index.apply("a", batch(stored(1, 2)))  # applied, then the sweep step fails: no error
+    assert index.stats()["batches"] == 1 and held(index) == {(0, 1, G), (0, 2, G)}
