@@ -66,6 +66,7 @@ keys on its own (``maxmemory-policy noeviction``, the default).
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import sys
 import time
