@@ -1,31 +1,50 @@
-"""Index backends: batch ingestion and one-request lookup, in-memory vs Redis on loopback.
+"""Index backends: in-memory vs Redis on loopback — ingestion, ranking as a ratio to
+hashing, two routers sharing one Redis, Redis memory per entry.
 
-Run from the repository root with a redis-server on 127.0.0.1:6379 (db 15 is flushed):
+Run from the repository root with a redis-server on 127.0.0.1:6379 (``--url``'s
+database is flushed):
 
-    python benchmarks/bench_index_backends.py            # ~1 minute
-    python benchmarks/bench_index_backends.py --quick    # ~15 s
+    python benchmarks/bench_index_backends.py            # a few minutes on 2 cores
+    python benchmarks/bench_index_backends.py --quick    # ~1 minute
 
-Ingestion: 16 replicas, ``BlockStored`` batches of ``--blocks-per-event`` random
-int keys (one event per batch, as a scheduler step), applied one batch at a
-time: events/s and blocks/s. Lookup: one request (block size 16, vLLM 0.31.0,
-sha256) whose prefix is held to a random depth by each of 16 replicas;
-``Router.rank`` on the prepared request (memory), and the snapshot lookup plus
-``Router.rank`` (Redis: one EVALSHA for the 16 replicas), median and p99.
+* Ingestion: 16 replicas, ``BlockStored`` batches of ``--blocks-per-event``
+  random int keys applied one batch at a time (events/s, blocks/s); for Redis
+  also 100k-block batches (cut in 10k-block chunks, one EVALSHA each), with
+  the longest script call from the server's SLOWLOG.
+* Ranking: for 16, 64 and 256 replicas, ~1M indexed entries (random 64-block
+  chains plus each replica's prefix of the request), an 8k- and a 32k-token
+  request (block size 16, sha256, vLLM 0.31.0). ``Router.prepare`` (hashing)
+  and ``Router.rank`` (one ``leading_runs`` call: one EVALSHA for Redis,
+  keys walked server side) are timed interleaved in one process; ``ratio`` is
+  the median ranking time over the median hashing time, for the ``mixed``
+  layout (each replica holds a random-length prefix) and ``worst`` (every
+  replica holds all of it: every key walked for every candidate).
+* Two routers: two processes rank the same request over the same 64-replica
+  namespace at the same time, each interleaving hashing and ranking.
+* Redis memory per (block, replica) entry: ``used_memory`` growth over the
+  fill, divided by the entries added.
+
+Timings on a shared machine are noisy; the ratios are what to compare.
 Results go to stdout and ``--out`` (default benchmarks/INDEX_BACKENDS.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
-from typing import Any, cast
+from collections.abc import Callable
+from pathlib import Path
 
-from prefixkey import Hasher, block_hash_to_int64
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from prefixkey import Hasher
 from prefixkey.events import BlockStored, EventBatch
 from prefixkey.fleet import (
     PrefixIndex,
@@ -35,15 +54,16 @@ from prefixkey.fleet import (
     Router,
 )
 
-REPLICAS = 16
-H = Hasher(block_size=16, python_hash_seed="0")
+BLOCK = 16
+HASHER = Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version="0.31.0")
+SCHEME = ReplicaScheme(HASHER)
 
 
 def ingest(index: PrefixIndexBackend, batches: int, per_event: int, rng: random.Random) -> float:
-    names = [f"r{i}" for i in range(REPLICAS)]
-    work = [(names[i % REPLICAS],
+    names = [f"r{i}" for i in range(16)]
+    work = [(names[i % 16],
              EventBatch(float(i), (BlockStored(
-                 tuple(rng.getrandbits(63) for _ in range(per_event)), None, (), 16),)))
+                 tuple(rng.getrandbits(63) for _ in range(per_event)), None, (), BLOCK),)))
             for i in range(batches)]
     start = time.perf_counter()
     for name, b in work:
@@ -51,34 +71,70 @@ def ingest(index: PrefixIndexBackend, batches: int, per_event: int, rng: random.
     return time.perf_counter() - start
 
 
-def lookups(index: PrefixIndexBackend, tokens: int, repeats: int,
-            rng: random.Random) -> list[float]:
-    prompt = [rng.randrange(50_000) for _ in range(tokens)]
-    keys = cast("list[bytes]", H.block_hashes(prompt))  # sha256 keys are bytes
-    fine = [block_hash_to_int64(k) for k in keys]
-    for i in range(REPLICAS):
-        depth = rng.randint(0, len(fine))
-        index.apply(f"r{i}", EventBatch(1e9, (BlockStored(tuple(fine[:depth]), None, (), 16),)))
-    router = Router(cast(PrefixIndex, index))
-    if isinstance(index, RedisPrefixIndex):
-        prepared = router.prepare(prompt)
-        index.snapshot(prepared)  # warm the registry cache
+def interleaved(fns: list[Callable[[], object]], seconds: float) -> list[tuple[float, float]]:
+    """Median and p99 of each of ``fns`` in milliseconds, called in turn for about ``seconds``."""
+    for fn in fns:
+        fn()
+    samples: list[list[float]] = [[] for _ in fns]
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(samples[0]) < 5:
+        for fn, out in zip(fns, samples, strict=True):
+            start = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - start) * 1e3)
+    result = []
+    for out in samples:
+        out.sort()
+        result.append((statistics.median(out), out[min(len(out) - 1, int(len(out) * 0.99))]))
+    return result
 
-        def one() -> Any:
-            worker = Router(cast(PrefixIndex, index.snapshot(prepared)))
-            return worker.rank(prepared)
-    else:
-        prepared = router.prepare(prompt)
 
-        def one() -> Any:
-            return router.rank(prepared)
-    one()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        one()
-        times.append(time.perf_counter() - start)
-    return times
+def prompt(tokens: int) -> list[int]:
+    rng = random.Random(tokens)
+    return [rng.randrange(50_000) for _ in range(tokens)]
+
+
+def fill(index: PrefixIndexBackend, replicas: int, blocks: int, tokens: int, layout: str,
+         chunk: int) -> None:
+    """``blocks`` entries over ``replicas``: each one's prefix of the request, then random."""
+    rng = random.Random(1)
+    keys = HASHER.block_hashes(prompt(tokens))
+    per_replica = blocks // replicas
+    for r in range(replicas):
+        name = f"replica-{r}"
+        index.register(name, SCHEME)
+        depth = len(keys) if layout == "worst" else rng.randint(0, len(keys))
+        index.apply(name, EventBatch(0.0, (BlockStored(tuple(keys[:depth]), None, (), BLOCK),)))
+        filler = [rng.getrandbits(63) for _ in range(max(per_replica - depth, 0))]
+        for start in range(0, len(filler), chunk):
+            index.apply(name, EventBatch(1.0, tuple(
+                BlockStored(tuple(filler[i:i + 64]), None, (), BLOCK)
+                for i in range(start, min(start + chunk, len(filler)), 64))))
+
+
+def ranking(index: PrefixIndexBackend, tokens: int, seconds: float
+            ) -> tuple[list[tuple[float, float]], float]:
+    """Hashing and ranking (median, p99 ms), and the server's mean ms per ranking call."""
+    router = Router(index)
+    request = prompt(tokens)
+    prepared = router.prepare(request)
+    client = getattr(index, "_r", None)
+    if client is not None:
+        router.rank(prepared)
+        client.config_resetstat()
+    times = interleaved([lambda: router.prepare(request), lambda: router.rank(prepared)],
+                        seconds)
+    server = 0.0
+    if client is not None:
+        server = client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"] / 1e3
+    return times, server
+
+
+def child(url: str, namespace: str, tokens: int, seconds: float) -> None:
+    """One of the two routers sharing Redis: print its medians as JSON."""
+    index = RedisPrefixIndex.from_url(url, namespace=namespace, timeout=5.0)
+    ((h, _), (r, p99)), _ = ranking(index, tokens, seconds)
+    print(json.dumps({"hash_ms": h, "rank_ms": r, "rank_p99_ms": p99}))
 
 
 def main() -> None:
@@ -88,48 +144,129 @@ def main() -> None:
                                                         "redis://127.0.0.1:6379/15"))
     parser.add_argument("--blocks-per-event", type=int, default=32)
     parser.add_argument("--out", default="benchmarks/INDEX_BACKENDS.md")
+    parser.add_argument("--child", nargs=3, metavar=("NAMESPACE", "TOKENS", "SECONDS"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(args.url, args.child[0], int(args.child[1]), float(args.child[2]))
+        return
     import redis
 
     client = redis.Redis.from_url(args.url)
     client.flushdb()
     info = client.info("server")
-    batches = 2_000 if args.quick else 10_000
-    repeats = 200 if args.quick else 1_000
-    rows = []
-    for backend in ("memory", "redis"):
-        rng = random.Random(1)
-        index: PrefixIndexBackend
-        index = PrefixIndex() if backend == "memory" else RedisPrefixIndex(client)
-        for i in range(REPLICAS):
-            index.register(f"r{i}", ReplicaScheme(H))
-        seconds = ingest(index, batches, args.blocks_per_event, rng)
-        row = [backend, f"{batches / seconds:,.0f}",
-               f"{batches * args.blocks_per_event / seconds:,.0f}"]
-        for tokens in (2048, 8192):
-            times = sorted(lookups(index, tokens, repeats, rng))
-            row += [f"{statistics.median(times) * 1e6:,.0f}",
-                    f"{times[int(len(times) * 0.99) - 1] * 1e6:,.0f}"]
-        rows.append(row)
-        print(" | ".join(row), flush=True)
-    client.flushdb()
-    header = ("| backend | events/s | blocks/s | 2k-token lookup median µs | p99 µs "
-              "| 8k-token lookup median µs | p99 µs |")
+    quick = args.quick
+    batches = 2_000 if quick else 10_000
+    seconds = 2.0 if quick else 5.0
+    entries = 200_000 if quick else 1_000_000
     lines = [
         "# Index backends: in-memory vs Redis (loopback)", "",
-        f"`python benchmarks/bench_index_backends.py{' --quick' if args.quick else ''}` on "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {sys.version.split()[0]}, redis-server {info.get('redis_version')} on "
-        f"127.0.0.1, redis-py {redis.__version__}.", "",
-        f"Ingestion: {batches:,} batches of one BlockStored of {args.blocks_per_event} keys, "
-        f"over {REPLICAS} replicas, one `apply` (one EVALSHA for Redis) per batch. Lookup: "
-        f"one prepared request ranked over {REPLICAS} replicas (hashing excluded); Redis: "
-        "one EVALSHA returning every replica's leading run, then `Router.rank`.", "",
-        header, "|" + "---|" * 7,
-        *("| " + " | ".join(r) + " |" for r in rows), "",
+        f"`python benchmarks/bench_index_backends.py{' --quick' if quick else ''}` on "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared with "
+        f"other jobs: timings are noisy, compare the ratios), Python "
+        f"{sys.version.split()[0]}, redis-server {info.get('redis_version')} on 127.0.0.1, "
+        f"redis-py {redis.__version__}, {time.strftime('%Y-%m-%d')}.", "",
     ]
+
+    def emit(*text: str) -> None:
+        print(*text, sep="\n", flush=True)
+        lines.extend(text)
+
+    # -- ingestion -----------------------------------------------------------------
+    emit("## Ingestion", "",
+         f"{batches:,} batches of one BlockStored of {args.blocks_per_event} keys over 16 "
+         "replicas, one `apply` per batch (one EVALSHA for Redis); then, Redis only, "
+         "100k-block batches cut in 10k-block chunks (one EVALSHA each).", "",
+         "| backend | batch | events/s | blocks/s | longest script call ms |",
+         "|---|---|---|---|---|")
+    for backend in ("memory", "redis"):
+        index: PrefixIndexBackend
+        index = PrefixIndex() if backend == "memory" else RedisPrefixIndex(client)
+        for i in range(16):
+            index.register(f"r{i}", SCHEME)
+        s = ingest(index, batches, args.blocks_per_event, random.Random(1))
+        emit(f"| {backend} | {args.blocks_per_event} blocks | {batches / s:,.0f} | "
+             f"{batches * args.blocks_per_event / s:,.0f} | |")
+    client.config_set("slowlog-log-slower-than", 0)
+    client.slowlog_reset()
+    big = 3 if quick else 5
+    s = ingest(RedisPrefixIndex(client), big, 100_000, random.Random(2))
+    calls = [e["duration"] / 1e3 for e in client.slowlog_get(1000)
+             if e["command"].upper().startswith(b"EVALSHA")]
+    client.config_set("slowlog-log-slower-than", 10_000)
+    emit(f"| redis | 100,000 blocks | {big / s:,.1f} | {big * 100_000 / s:,.0f} | "
+         f"{max(calls):,.0f} |", "")
+    client.flushdb()
+
+    # -- ranking -------------------------------------------------------------------
+    emit("## Ranking as a ratio to hashing", "",
+         f"~{entries:,} indexed entries (random 64-block chains plus each replica's prefix "
+         "of the request); hashing is `Router.prepare`, ranking `Router.rank` on the prepared "
+         "request (Redis: one EVALSHA walking the keys server side), interleaved in one "
+         "process; ratio = median ranking / median hashing; server ms per call is the "
+         "script's mean time inside redis-server (INFO commandstats), the rest of a Redis "
+         "ranking is the client, the round trip and waiting for a CPU.", "",
+         "| backend | replicas | prompt tokens | layout | hashing ms | ranking ms "
+         "| ranking p99 ms | ratio | server ms per call |",
+         "|---|---|---|---|---|---|---|---|---|")
+    memory_rows: list[str] = []
+    two: list[dict[str, float]] = []
+    used_per_entry: list[tuple[int, float]] = []
+    for replicas in ((16, 64) if quick else (16, 64, 256)):
+        for tokens in (8192, 32768):
+            for layout in ("mixed", "worst"):
+                for backend in ("redis", "memory"):
+                    client.flushdb()
+                    before = int(client.info("memory")["used_memory"])
+                    if backend == "redis":
+                        index = RedisPrefixIndex(client, namespace="bench", sweep_every=0)
+                    else:
+                        index = PrefixIndex(max_entries=2 * entries + 10 ** 6)
+                    fill(index, replicas, entries, tokens, layout, chunk=10_000)
+                    if backend == "redis" and layout == "mixed" and tokens == 8192:
+                        used = int(client.info("memory")["used_memory"]) - before
+                        used_per_entry.append((replicas, used / len(index)))
+                    ((h, _), (r, p99)), server = ranking(index, tokens, seconds)
+                    row = (f"| {backend} | {replicas} | {tokens:,} | {layout} | {h:.2f} | "
+                           f"{r:.2f} | {p99:.2f} | {r / h:.2f} | "
+                           f"{f'{server:.2f}' if server else ''} |")
+                    if backend == "redis":
+                        emit(row)
+                    else:
+                        print(row, flush=True)
+                        memory_rows.append(row)
+                    if backend == "redis" and replicas == 64 and tokens == 8192 \
+                            and layout == "mixed":
+                        two = two_routers(args.url, tokens, seconds)
+    emit(*memory_rows, "")
+
+    # -- two routers -----------------------------------------------------------------
+    emit("## Two routers sharing one Redis", "",
+         "Two processes rank the same 8k-token request over the same 64-replica namespace "
+         "(mixed layout) at the same time, each interleaving hashing and ranking.", "",
+         "| router | hashing ms | ranking ms | ranking p99 ms | ratio |", "|---|---|---|---|---|",
+         *(f"| {i + 1} | {t['hash_ms']:.2f} | {t['rank_ms']:.2f} | {t['rank_p99_ms']:.2f} | "
+           f"{t['rank_ms'] / t['hash_ms']:.2f} |" for i, t in enumerate(two)), "")
+
+    # -- memory ----------------------------------------------------------------------
+    emit("## Redis memory", "",
+         *(f"Redis `used_memory` per (block, replica) entry, {entries:,} entries over "
+           f"{n} replicas, mostly one holder per key: {b:.0f} bytes" for n, b in used_per_entry),
+         "")
+    client.flushdb()
     with open(args.out, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines))
+
+
+def two_routers(url: str, tokens: int, seconds: float) -> list[dict[str, float]]:
+    procs = [subprocess.Popen([sys.executable, __file__, "--url", url, "--child", "bench",
+                               str(tokens), str(seconds)], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    out: list[dict[str, float]] = []
+    for p in procs:
+        stdout, _ = p.communicate(timeout=600)
+        out.append(json.loads(stdout.splitlines()[-1]))
+    return out
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 :class:`PrefixIndex` (in memory) and :class:`RedisPrefixIndex` (shared, extra
 ``redis``) implement :class:`PrefixIndexBackend`; :class:`Router` ranks
-replicas by the longest prefix they hold; :class:`PredictedIndex` adds the
+replicas by the longest prefix they hold over any :class:`RoutingIndex`
+(one ``leading_runs`` call per request); :class:`PredictedIndex` adds the
 keys of the requests a router sent, for fleets without KV events.
 :class:`Subscriber` (threads) and :class:`AsyncSubscriber` (asyncio) feed an
 index from live ZMQ publishers, learning a replica's scheme from its events
@@ -15,6 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._backend import (
+    IndexUnavailableError,
+    PrefixIndexBackend,
+    RoutingIndex,
+    RunsQuery,
+    RunsResult,
+)
 from ._index import (
     DEFAULT_MEDIUM,
     GroupSpec,
@@ -25,7 +33,7 @@ from ._index import (
     UnsupportedLayoutError,
     as_replica_id,
 )
-from ._metrics import COUNTERS, prometheus_text
+from ._metrics import COUNTERS, RouterMetrics, prometheus_text
 from ._predictions import (
     PREDICTED,
     PREDICTION_COUNTERS,
@@ -35,15 +43,8 @@ from ._predictions import (
     evidence,
     predictions_prometheus_text,
 )
-from ._redis import (
-    IndexSnapshot,
-    PrefixIndexBackend,
-    RedisPrefixIndex,
-    RegistrationConflictError,
-    route,
-    scheme_from_spec,
-    scheme_spec,
-)
+from ._redis import CHUNK_BLOCKS, RedisPrefixIndex, RegistrationConflictError
+from ._redis_codec import scheme_from_spec, scheme_spec
 from ._routing import (
     DEFAULT_TIER_WEIGHTS,
     LoadFn,
@@ -92,6 +93,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
+    "CHUNK_BLOCKS",
     "COUNTERS",
     "DEFAULT_MEDIUM",
     "DEFAULT_TIER_WEIGHTS",
@@ -103,7 +105,7 @@ __all__ = [
     "FairLock",
     "FleetWarning",
     "GroupSpec",
-    "IndexSnapshot",
+    "IndexUnavailableError",
     "LoRAPathChangedWarning",
     "LoRAPaths",
     "LoRAPollError",
@@ -121,6 +123,10 @@ __all__ = [
     "ReplicaScheme",
     "RouteDecision",
     "Router",
+    "RouterMetrics",
+    "RoutingIndex",
+    "RunsQuery",
+    "RunsResult",
     "SchemeKeys",
     "SchemeNotLearnedWarning",
     "Subscriber",
@@ -136,7 +142,6 @@ __all__ = [
     "predictions_prometheus_text",
     "prometheus_text",
     "rendezvous_weight",
-    "route",
     "scheme_from_spec",
     "scheme_spec",
 ]

@@ -62,11 +62,14 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
 from ..core import ERAS, BlockHash, Hasher, block_hash_to_int64, group_block_hashes
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+
+if TYPE_CHECKING:
+    from ._backend import RunsQuery, RunsResult
 
 __all__ = [
     "DEFAULT_MEDIUM",
@@ -487,6 +490,15 @@ class PrefixIndex:
             only = maps[0][0]
             return [((only, n),) if (n := length[b]) else () for b in bits]
         return self._runs_over_media(bits, alive, maps, keys)
+
+    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
+        """:meth:`longest_runs` for every query and group (the Router's one call)."""
+        out: list[list[RunsResult]] = []
+        for q in queries:
+            per_group = [self.longest_runs(q.replicas, gi, keys, media)
+                         for gi, keys in enumerate(q.groups)]
+            out.append([tuple(runs[i] for runs in per_group) for i in range(len(q.replicas))])
+        return out
 
     @staticmethod
     def _runs_over_media(bits: list[int], alive: int, maps: list[tuple[int, dict[EventHash, int]]],

@@ -1,7 +1,9 @@
-"""The subscriber's counters in Prometheus' text exposition format (0.0.4).
+"""Fleet metrics: the Router's decision counters, and Prometheus' text format (0.0.4).
 
-Pure formatting of :meth:`prefixkey.fleet.Subscriber.stats`: no sockets,
-no client library; metric names are prefixed ``prefixkey_``.
+:class:`RouterMetrics` counts what a :class:`~prefixkey.fleet.Router` decided;
+:func:`prometheus_text` formats :meth:`prefixkey.fleet.Subscriber.stats` (and
+a router's metrics) with no sockets and no client library; metric names are
+prefixed ``prefixkey_``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import functools
 from collections.abc import Iterable
 from typing import Any, Final
 
-__all__ = ["COUNTERS", "prometheus_text"]
+__all__ = ["COUNTERS", "RouterMetrics", "prometheus_text"]
 
 #: The subscriber's per-replica counters and their help text.
 COUNTERS: Final[dict[str, str]] = {
@@ -44,6 +46,46 @@ COUNTERS: Final[dict[str, str]] = {
 }
 
 
+class RouterMetrics:
+    """What a Router decided: requests ranked, fallbacks, tokens reusable at the top pick.
+
+    Updated by every :meth:`~prefixkey.fleet.Router.rank` with at least one
+    candidate; read the attributes, :attr:`fallback_rate`, :attr:`hit_rate`, or
+    :meth:`as_dict`.
+    """
+
+    __slots__ = ("decisions", "fallbacks", "hit_tokens", "prompt_tokens")
+
+    def __init__(self) -> None:
+        #: Requests ranked.
+        self.decisions = 0
+        #: Requests no candidate held a block of (ranked by rendezvous hashing).
+        self.fallbacks = 0
+        #: Tokens the top-ranked replica would reuse, summed over the requests.
+        self.hit_tokens = 0
+        #: Prompt tokens of the ranked requests.
+        self.prompt_tokens = 0
+
+    def observe(self, hit_tokens: int, num_tokens: int, fallback: bool) -> None:
+        self.decisions += 1
+        self.fallbacks += fallback
+        self.hit_tokens += hit_tokens
+        self.prompt_tokens += num_tokens
+
+    @property
+    def fallback_rate(self) -> float:
+        """Share of the requests ranked by rendezvous hashing (0.0 before any)."""
+        return self.fallbacks / self.decisions if self.decisions else 0.0
+
+    @property
+    def hit_rate(self) -> float:
+        """Share of the prompt tokens the top picks would reuse (0.0 before any)."""
+        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"decisions": self.decisions, "fallbacks": self.fallbacks,
+                "hit_tokens": self.hit_tokens, "prompt_tokens": self.prompt_tokens}
+
 
 def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
@@ -60,8 +102,19 @@ def family_lines(lines: list[str], name: str, kind: str, help_text: str,
         lines.append(f"{name}{{{text}}} {number}" if text else f"{name} {number}")
 
 
+_ROUTER_HELP: Final = {
+    "decisions": "Requests ranked by the router.",
+    "fallbacks": "Requests no candidate held a block of (rendezvous hashing).",
+    "hit_tokens": "Tokens the top-ranked replica would reuse.",
+    "prompt_tokens": "Prompt tokens of the ranked requests.",
+}
+
+
 def prometheus_text(stats: dict[str, Any]) -> str:
-    """Render :meth:`Subscriber.stats` in the Prometheus text exposition format (0.0.4)."""
+    """Render :meth:`Subscriber.stats` in the Prometheus text exposition format (0.0.4).
+
+    A ``"router"`` entry (:meth:`RouterMetrics.as_dict`) adds the router's counters.
+    """
     lines: list[str] = []
     replicas: dict[str, dict[str, Any]] = stats["replicas"]
     family = functools.partial(family_lines, lines)
@@ -103,4 +156,8 @@ def prometheus_text(stats: dict[str, Any]) -> str:
                      "hash_type_mismatches", "out_of_order_batches"):
             family(f"prefixkey_index_{name}_total", "counter", f"PrefixIndex {name}.",
                    [({}, index[name])])
+    router = stats.get("router")
+    if router is not None:
+        for name, help_text in _ROUTER_HELP.items():
+            family(f"prefixkey_router_{name}_total", "counter", help_text, [({}, router[name])])
     return "\n".join(lines) + "\n"

@@ -55,9 +55,9 @@ from typing import Final, Literal
 
 from ..errors import InvalidRequestError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
-from ._index import ReplicaId, ReplicaScheme, Run, UnknownReplicaError, _ended, as_replica_id
+from ._backend import PrefixIndexBackend, RunsQuery, RunsResult
+from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError, _ended, as_replica_id
 from ._metrics import family_lines
-from ._redis import PrefixIndexBackend
 from ._routing import PreparedRequest, RouteDecision
 
 __all__ = [
@@ -377,7 +377,7 @@ class PredictedIndex:
     Every :class:`~prefixkey.fleet.PrefixIndexBackend` method is the wrapped
     ``index``'s, except that :meth:`apply` also lets the batch replace
     predictions, :meth:`medium_bits` adds :data:`PREDICTED` and
-    :meth:`longest_runs` extends each run with predicted keys.
+    :meth:`leading_runs` extends each run with predicted keys.
     """
 
     def __init__(self, index: PrefixIndexBackend, predictions: Predictions | None = None) -> None:
@@ -395,17 +395,27 @@ class PredictedIndex:
             rid = as_replica_id(chosen)
         self.predictions.record(rid, prepared.keys_for(self.index.scheme(rid)).groups)
 
-    def longest_runs(self, replicas: Sequence[ReplicaId | str], group: int,
-                     keys: Sequence[EventHash], media: int) -> list[Run]:
-        """The backend's runs, each followed by the predicted keys that continue it."""
-        runs = self.index.longest_runs(replicas, group, keys, media & ~_PREDICTED_BIT)
+    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
+        """The backend's runs (one call), each followed by the predicted keys that continue it."""
+        results = self.index.leading_runs(queries, media & ~_PREDICTED_BIT)
         if not media & _PREDICTED_BIT or not len(self.predictions):
-            return runs
-        starts = [sum(n for _, n in run) for run in runs]
-        predicted = self.predictions.leading_runs(
-            [as_replica_id(r) for r in replicas], group, keys, starts)
-        return [(*run, (_PREDICTED_BIT, n)) if n else run
-                for run, n in zip(runs, predicted, strict=True)]
+            return results
+        for query, per_replica in zip(queries, results, strict=True):
+            # A candidate re-registered since (a scheme, not runs) is passed through.
+            held = [(i, r) for i, r in enumerate(per_replica) if isinstance(r, tuple)]
+            if not held:
+                continue
+            rids = [query.replicas[i] for i, _ in held]
+            extended = [list(runs) for _, runs in held]
+            for group, keys in enumerate(query.groups):
+                starts = [sum(n for _, n in runs[group]) for runs in extended]
+                predicted = self.predictions.leading_runs(rids, group, keys, starts)
+                for runs, n in zip(extended, predicted, strict=True):
+                    if n:
+                        runs[group] = (*runs[group], (_PREDICTED_BIT, n))
+            for (i, _), runs in zip(held, extended, strict=True):
+                per_replica[i] = tuple(runs)
+        return results
 
     def medium_bits(self) -> dict[str, int]:
         """The backend's media and :data:`PREDICTED`.

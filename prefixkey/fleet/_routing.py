@@ -42,7 +42,9 @@ from typing import Any, Final
 from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ..events import EventHash
-from ._index import PrefixIndex, ReplicaId, ReplicaScheme, Run
+from ._backend import RoutingIndex, RunsQuery
+from ._index import ReplicaId, ReplicaScheme, Run
+from ._metrics import RouterMetrics
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",
@@ -190,6 +192,10 @@ class RouteDecision:
     media: frozenset[str]
     #: The explanation, or what builds it on first read of :attr:`why` (most never are).
     _why: str | Callable[[], str] = field(repr=False, compare=False)
+    #: What the rank rests on: ``"index"`` (prefix hits read from the index) or
+    #: ``"rendezvous"`` (nothing held: rendezvous hashing). Layers around the
+    #: Router (e.g. predicted entries) name their own evidence.
+    evidence: str = "index"
 
     @property
     def why(self) -> str:
@@ -244,11 +250,14 @@ def _break_ties(rows: list[tuple[float, float, int, float]], matches: list[_Matc
 
 
 class Router:
-    """Scores candidate replicas from a :class:`PrefixIndex` (see the module docs)."""
+    """Scores candidate replicas from any :class:`~prefixkey.fleet.RoutingIndex` backend.
+
+    See the module docs. ``metrics`` counts its decisions (:class:`RouterMetrics`).
+    """
 
     def __init__(
         self,
-        index: PrefixIndex,
+        index: RoutingIndex,
         *,
         tier_weights: Mapping[str, float] = DEFAULT_TIER_WEIGHTS,
         other_tier_weight: float = 0.5,
@@ -268,6 +277,7 @@ class Router:
         self.other_tier_weight = float(other_tier_weight)
         self.load = load
         self.load_weight = float(load_weight)
+        self.metrics = RouterMetrics()
         self._mask_weights: dict[int, tuple[float, str]] = {}
         self._bit_weights: list[tuple[int, float, str]] = []
         self._counted = 0  # bits of the media with a positive weight: those that hit
@@ -341,8 +351,10 @@ class Router:
                                     fallback, rank, total)
             decisions.append(RouteDecision(
                 m.replica, rank, score, o.hit_tokens, o.matched, o.weighted, load, fallback,
-                o.used, why
+                o.used, why, evidence="rendezvous" if fallback else "index",
             ))
+        if decisions:
+            self.metrics.observe(decisions[0].hit_tokens, prepared.num_tokens, fallback)
         return decisions
 
     def _schemes_of(
@@ -381,29 +393,45 @@ class Router:
 
     def _matches(self, schemes: list[tuple[ReplicaId, ReplicaScheme]],
                  prepared: PreparedRequest) -> list[_Match]:
-        """Each candidate's match, asking the index once per scheme and group."""
+        """Each candidate's match, from one :meth:`RoutingIndex.leading_runs` call.
+
+        A candidate re-registered with another scheme since :meth:`replicas`
+        was read is hashed under its new scheme and asked again (twice at
+        most; then it counts as holding nothing).
+        """
         by_scheme: dict[int, tuple[ReplicaScheme, list[ReplicaId]]] = {}
         for rid, scheme in schemes:
             entry = by_scheme.get(id(scheme))  # schemes are usually shared objects
             if entry is None:
                 entry = by_scheme[id(scheme)] = (scheme, [])
             entry[1].append(rid)
-        merged: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
+        todo: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
         for scheme, rids in by_scheme.values():
-            merged.setdefault(scheme.key, (scheme, []))[1].extend(rids)
+            todo.setdefault(scheme.key, (scheme, []))[1].extend(rids)
         found: dict[ReplicaId, _Match] = {}
-        for scheme, rids in merged.values():
-            keys = prepared.keys_for(scheme)
-            per_group = [self.index.longest_runs(rids, gi, group_keys, self._counted)
-                         for gi, group_keys in enumerate(keys.groups)]
-            outcomes: dict[tuple[Run, ...], _Outcome] = {}  # candidates with equal runs share one
-            seeded = hashlib.blake2b(keys.affinity, digest_size=8)
-            for i, rid in enumerate(rids):
-                runs = tuple(group_runs[i] for group_runs in per_group)
-                outcome = outcomes.get(runs)
-                if outcome is None:
-                    outcome = outcomes[runs] = self._outcome(scheme, runs, prepared.num_tokens)
-                found[rid] = _Match(rid, outcome, seeded)
+        for attempt in range(3):
+            queries = [RunsQuery(scheme, tuple(rids), prepared.keys_for(scheme).groups)
+                       for scheme, rids in todo.values()]
+            results = self.index.leading_runs(queries, self._counted)
+            changed: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
+            for query, per_replica in zip(queries, results, strict=True):
+                scheme = query.scheme
+                outcomes: dict[tuple[Run, ...], _Outcome] = {}  # equal runs share one outcome
+                seeded = hashlib.blake2b(prepared.keys_for(scheme).affinity, digest_size=8)
+                for rid, runs in zip(query.replicas, per_replica, strict=True):
+                    if isinstance(runs, ReplicaScheme):
+                        if attempt < 2:
+                            changed.setdefault(runs.key, (runs, []))[1].append(rid)
+                            continue
+                        runs = tuple(() for _ in scheme.groups)
+                    outcome = outcomes.get(runs)
+                    if outcome is None:
+                        outcome = outcomes[runs] = self._outcome(scheme, runs,
+                                                                 prepared.num_tokens)
+                    found[rid] = _Match(rid, outcome, seeded)
+            if not changed:
+                break
+            todo = changed
         return [found[rid] for rid, _ in schemes]
 
     def _outcome(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Outcome:

@@ -156,9 +156,9 @@ class _RacingRedis:
         self.calls = 0
 
     def register_script(self, source: str) -> Any:
-        def run(*, args: list[Any]) -> bytes:
+        def run(*, keys: list[Any], args: list[Any]) -> list[bytes]:
             self.calls += 1
-            return self.spec
+            return [b"S", self.spec, b"1"]
         return run
 
 

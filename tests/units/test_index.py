@@ -126,7 +126,7 @@ class IndexMachine(RuleBasedStateMachine):
 
     @initialize(bound=st.sampled_from([1000, 6]))
     def setup(self, bound: int) -> None:
-        self.index = PrefixIndex(max_entries=bound)
+        self.index = self.make_index(bound)
         self.model: dict[tuple[str, int, str], set[int]] = {}
         self.registered = {"a", "b"}
         self.unknown_events = 0
@@ -134,6 +134,9 @@ class IndexMachine(RuleBasedStateMachine):
         self.applied: list[tuple[str, EventBatch]] = []
         for name in self.registered:
             self.index.register(name, ReplicaScheme(H16))
+
+    def make_index(self, bound: int) -> Any:
+        return PrefixIndex(max_entries=bound)
 
     def _model_apply(self, name: str, b: EventBatch) -> None:
         if name not in self.registered:

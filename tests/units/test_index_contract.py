@@ -7,13 +7,13 @@ redis tests fail when ``CI`` is set and are skipped otherwise.
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import pytest
 from index_events import C, G, S, batch, held, removed, stored
+from redis_servers import shared_client
 
 from prefixkey import Hasher, block_hash_to_int64
 from prefixkey.core import BlockHash
@@ -26,8 +26,8 @@ from prefixkey.fleet import (
     ReplicaId,
     ReplicaScheme,
     Router,
+    RunsQuery,
     UnknownReplicaError,
-    route,
 )
 
 H16 = Hasher(block_size=16, python_hash_seed="0")
@@ -37,30 +37,11 @@ def _sha256(keys: Sequence[BlockHash]) -> list[bytes]:
     """sha256 keys, which are bytes (``BlockHash`` also covers builtin ``hash()`` ints)."""
     assert all(isinstance(k, bytes) for k in keys)
     return cast("list[bytes]", keys)
-REDIS_URL = os.environ.get("PREFIXKEY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-
 Factory = Callable[..., PrefixIndexBackend]
 
 
 def _redis_client() -> Any:
-    try:
-        import redis
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        if os.environ.get("CI"):
-            pytest.fail(f"redis-py is not installed (pip install 'prefixkey[test]'): {exc}")
-        pytest.skip("redis-py is not installed")
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
-        message = (f"no Redis server answers at {REDIS_URL} ({exc}); start one with "
-                   "`redis-server --port 6379 --save '' --daemonize yes` or set "
-                   "PREFIXKEY_TEST_REDIS_URL")
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    client.flushdb()
-    return client
+    return shared_client()
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -129,6 +110,10 @@ CASES: list[tuple[str, list[EventBatch], set[Any], dict[str, int]]] = [
      {(0, 7, G)}, {"size": 1}),
     ("negative and large int keys", [batch(stored(-5, 2**63 - 1, -(2**63)))],
      {(0, -5, G), (0, 2**63 - 1, G), (0, -(2**63), G)}, {"size": 3}),
+    ("ints past 64 bits, 8-digit and 9-byte ones",
+     [batch(stored(2**64 + 5, -(2**70), 12345678, -12345678, 2**64 - 1, -(2**64) + 1))],
+     {(0, 2**64 + 5, G), (0, -(2**70), G), (0, 12345678, G), (0, -12345678, G),
+      (0, 2**64 - 1, G), (0, -(2**64) + 1, G)}, {"size": 6}),
     ("unknown medium gets a bit", [batch(stored(1, medium="disk"))],
      {(0, 1, frozenset({"DISK"}))}, {"size": 1}),
 ]
@@ -244,8 +229,7 @@ def test_bound_holds_within_one_large_event(make: Factory) -> None:
 
 def _decide(index: PrefixIndexBackend, tokens: list[int],
             candidates: list[str] | None = None, **kw: Any) -> list[Any]:
-    router = Router(cast(PrefixIndex, index), **kw)
-    return route(router, tokens, candidates)
+    return Router(index, **kw).route(tokens, candidates)
 
 
 def _fleet(index: PrefixIndexBackend, seed: int) -> list[list[int]]:
@@ -300,8 +284,6 @@ def test_router_decisions_are_identical_across_backends(redis_client: Any, seed:
             assert _decide(shared, tokens, **kw) == expected
             assert _decide(shared, tokens, ["b0", "old"], **kw) == _decide(
                 memory, tokens, ["b0", "old"], **kw)
-            # the unchanged Router over the live (per-key round trip) tables agrees too
-            assert Router(cast(PrefixIndex, shared), **kw).route(tokens) == expected
 
 
 def test_decisions_identical_on_the_contract_backends(make: Factory) -> None:
@@ -329,16 +311,16 @@ def test_routers_share_registrations_and_entries(redis_client: Any) -> None:
     one.apply("a", batch(stored(*fine[:3])))
     assert set(two.replicas()) == {ReplicaId("a")} and other.replicas() == {}
     assert held(two) == held(one) and len(two) == 3
-    assert route(Router(cast(PrefixIndex, two)), tokens)[0].hit_tokens == 48
+    assert Router(two).route(tokens)[0].hit_tokens == 48
     # two re-registers "a" as an int publisher: one's next batch is converted again
     two.register("a", ReplicaScheme(H16, publishes="int"))
     one.apply("a", batch(stored(*fine[:2]), ts=2))
     assert held(two) == {(0, block_hash_to_int64(k), G) for k in _sha256(fine[:2])}
     # one's cached registration is stale: its lookup notices and rehashes
-    assert route(Router(cast(PrefixIndex, one)), tokens)[0].hit_tokens == 32
+    assert Router(one).route(tokens)[0].hit_tokens == 32
 
 
-def test_lookup_is_one_round_trip_and_per_medium(redis_client: Any) -> None:
+def test_ranking_is_one_round_trip_and_per_medium(redis_client: Any) -> None:
     calls: list[Any] = []
     original = redis_client.execute_command
 
@@ -350,38 +332,57 @@ def test_lookup_is_one_round_trip_and_per_medium(redis_client: Any) -> None:
     names = [f"r{i}" for i in range(16)]
     for name in names:
         index.register(name, ReplicaScheme(H16))
+    hybrid = ReplicaScheme(H16, groups=(GroupSpec(16), GroupSpec(32)))
+    index.register("hyb", hybrid)
     tokens = list(range(16 * 8 + 1))
     fine = [block_hash_to_int64(k) for k in _sha256(H16.block_hashes(tokens))]
     index.apply("r3", batch(stored(*fine[:5]), stored(*fine[:2], medium="CPU")))
-    router = Router(cast(PrefixIndex, index))
-    route(router, tokens)  # warm the registry and media caches
+    router = Router(index)
+    router.route(tokens)  # warm the registry and media caches
     redis_client.execute_command = counting
     try:
-        decisions = route(router, tokens)
+        decisions = router.route(tokens)
     finally:
         redis_client.execute_command = original
-    assert calls == ["EVALSHA"]
+    assert calls == ["EVALSHA"]  # every scheme and group of every candidate: one call
     assert decisions[0].replica.name == "r3" and decisions[0].hit_tokens == 80
-    masks = index.lookup({ReplicaId("r3"): [fine], ReplicaId("r4"): [fine]})
-    run = masks[ReplicaId("r3")]
-    assert isinstance(run, tuple)
-    assert index.leading_runs(run[0]) == {"GPU": 5, "CPU": 2, "STORAGE": 0}
-    assert masks[ReplicaId("r4")] == ([],)
+    assert decisions[0].evidence == "index" and router.metrics.decisions == 2
+    result = index.leading_runs(
+        [RunsQuery(ReplicaScheme(H16), (ReplicaId("r3"), ReplicaId("r4")), (tuple(fine),))],
+        media=1 | 2 | 4)
+    assert result == [[(((3, 2), (1, 3)),), ((),)]]
+    assert index.leading_runs(
+        [RunsQuery(ReplicaScheme(H16), (ReplicaId("r3"),), (tuple(fine),))], media=2) == [
+        [(((2, 2),),)]]
 
 
-def test_apply_is_one_script_call_and_ttl_expires_silent_replicas(redis_client: Any) -> None:
-    index = RedisPrefixIndex(redis_client, ttl_seconds=100)
+def token(slot: int, mid: int) -> bytes:
+    """A holder token: a replica slot (4 bytes) then a medium id (2 bytes), big-endian."""
+    return slot.to_bytes(4, "big") + mid.to_bytes(2, "big")
+
+
+def test_inverted_layout_and_ttl_expires_silent_replicas(redis_client: Any) -> None:
+    index = RedisPrefixIndex(redis_client, ttl_seconds=100, sweep_every=0)
     index.register("a", ReplicaScheme(H16))
+    index.register("b", ReplicaScheme(H16))
     index.apply("a", batch(stored(1, 2), stored(3, group=1)))
-    ttls = [redis_client.ttl(k) for k in redis_client.keys("prefixkey:r:*")]
+    index.apply("b", batch(stored(1, medium="CPU")))
+    slot_a, slot_b = (int(redis_client.hget("{prefixkey}:slot", f'["{n}", 0]'))
+                      for n in "ab")
+    # one holder string per block key: sorted (slot, medium id) tokens, no bit table
+    one, two = (k.to_bytes(8, "big") for k in (1, 2))  # int keys: 8 bytes
+    assert redis_client.hgetall("{prefixkey}:h:0") == {
+        one: token(slot_a, 0) + token(slot_b, 1), two: token(slot_a, 0)}
+    ttls = [redis_client.ttl(k) for k in redis_client.keys("{prefixkey}:s:*")]
     assert ttls and all(0 < t <= 100 for t in ttls)
-    assert redis_client.type("prefixkey:r:a:0:lru") == b"zset"
-    assert redis_client.hgetall("prefixkey:r:a:0:t:0") == {b"1": b"1", b"2": b"1"}
-    for key in redis_client.keys("prefixkey:r:*"):
-        redis_client.expire(key, 0)  # the replica went silent for ttl_seconds
-    assert len(index) == 0 and held(index) == set()
-    index.apply("a", batch(stored(4), ts=2))
-    assert held(index) == {(0, 4, G)}
+    for key in redis_client.keys(f"{{prefixkey}}:s:{slot_a}:*"):
+        redis_client.expire(key, 0)  # "a" went silent for ttl_seconds
+    assert index.replica_size("a") == 0 and held(index) == set()
+    assert Router(index).route(list(range(17)), ["a", "b"])[0].hit_tokens == 0
+    assert index.sweep() == 2  # a's tokens in group 0 are garbage now
+    assert redis_client.hgetall("{prefixkey}:h:0") == {one: token(slot_b, 1)}
+    index.apply("a", batch(stored(4), ts=2))  # a new slot: the old tokens stay dead
+    assert held(index) == {(0, 4, G)} and held(index, "b") == {(0, 1, C)}
 
 
 def test_engine_bound_schemes_are_refused(redis_client: Any) -> None:

@@ -1,0 +1,123 @@
+"""How RedisPrefixIndex writes things to Redis: scheme specs, replica ids, block keys.
+
+A scheme is shared as a spec (JSON) that every router rebuilds its own
+:class:`~prefixkey.core.Hasher` from; a replica id is a JSON ``[name,
+dp_rank]`` field; block keys travel to the scripts packed in one string (see
+:func:`pack_keys`) and are stored as :func:`key_bytes`.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Sequence
+from typing import Final, cast
+
+from ..core import Hasher
+from ..errors import InvalidRequestError, PrefixKeyError
+from ..events import EventHash
+from ._index import GroupSpec, ReplicaId, ReplicaScheme
+
+__all__ = ["key_bytes", "pack_keys", "rid_field", "rid_of", "scheme_from_spec", "scheme_spec",
+           "unpack_int"]
+
+
+def scheme_spec(scheme: ReplicaScheme) -> str:
+    """A scheme as the JSON text stored in Redis (what another router rebuilds it from)."""
+    h = scheme.hasher
+    if h.algorithm.engine_bound:
+        raise InvalidRequestError(
+            "scheme", f"hash_algo {h.algorithm.name} is bound to one engine process (builtin "
+            "hash()): its keys cannot be reproduced by another router, so it cannot be shared"
+        )
+    seed = h.none_hash.seed if h.none_hash.seed_source == "PYTHONHASHSEED" else None
+    spec = {
+        "vllm_version": h.vllm_version, "hash_algo": h.algorithm.name,
+        "python_hash_seed": seed, "block_size": h.block_size, "lookahead": h.lookahead,
+        "publishes": scheme.publishes,
+        "groups": [[g.block_size, g.kind] for g in scheme.groups],
+    }
+    rebuilt = scheme_from_spec(json.dumps(spec))
+    if rebuilt.key != scheme.key:
+        raise InvalidRequestError("scheme", f"{h!r} cannot be rebuilt from its spec {spec}")
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+def scheme_from_spec(spec: str | bytes) -> ReplicaScheme:
+    """The scheme (with a new Hasher) a stored spec describes.
+
+    A spec that is not what :func:`scheme_spec` writes raises
+    :class:`~prefixkey.errors.InvalidRequestError` (field ``spec``, or the
+    scheme field at fault).
+    """
+    try:
+        d = json.loads(spec)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise InvalidRequestError("spec", f"is not JSON: {exc}") from None
+    if not isinstance(d, dict):
+        raise InvalidRequestError("spec", f"must be a JSON object, got {type(d).__name__}")
+    try:
+        hasher = Hasher(block_size=d["block_size"], hash_algo=d["hash_algo"],
+                        python_hash_seed=d["python_hash_seed"], vllm_version=d["vllm_version"],
+                        lookahead=d["lookahead"], strict=False)
+        groups = tuple(GroupSpec(bs, kind) for bs, kind in d["groups"])
+        return ReplicaScheme(hasher, publishes=d["publishes"], groups=groups)
+    except PrefixKeyError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:  # a key missing, a value of a bad shape
+        what = f"lacks {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise InvalidRequestError("spec", f"is not a scheme spec: {what}") from None
+
+
+def rid_field(rid: ReplicaId) -> bytes:
+    return json.dumps([rid.name, rid.dp_rank]).encode()
+
+
+def rid_of(field: bytes) -> ReplicaId:
+    name, dp = json.loads(field)
+    return ReplicaId(name, dp)
+
+
+_UINT64: Final = 1 << 64
+
+
+def key_bytes(key: EventHash) -> bytes:
+    """A key as a holder-hash field: 8 bytes for ints in uint64 range (what vLLM's
+    sha256-era events carry), ``-`` and 8 bytes for negative ones above -2**64
+    (builtin-hash eras), decimal otherwise (20+ digits: never 8 or 9 long)."""
+    if isinstance(key, bytes):
+        return key
+    if 0 <= key < _UINT64:
+        return key.to_bytes(8, "big")
+    if -_UINT64 < key < 0:
+        return b"-" + (-key).to_bytes(8, "big")
+    return str(key).encode()
+
+
+def pack_keys(keys: Sequence[EventHash]) -> bytes:
+    """Keys as the scripts read them, in one string.
+
+    A first byte gives the keys' common width (8 for ints in uint64 range, the
+    digest length for digests of one length); else 0, then each key as a
+    2-byte length and its :func:`key_bytes`.
+    """
+    if all(type(k) is int and 0 <= k < _UINT64 for k in keys):
+        return b"\x08" + struct.pack(f">{len(keys)}Q", *keys)
+    width = len(keys[0]) if keys and isinstance(keys[0], bytes) else 0
+    if 0 < width < 256 and all(isinstance(k, bytes) and len(k) == width for k in keys):
+        return bytes((width,)) + b"".join(cast("list[bytes]", keys))
+    parts = [b"\x00"]
+    for key in keys:
+        raw = key_bytes(key)
+        if len(raw) > 0xFFFF:
+            raise InvalidRequestError("block_hashes", f"a {len(raw):,}-byte key is too long")
+        parts.append(len(raw).to_bytes(2, "big") + raw)
+    return b"".join(parts)
+
+
+def unpack_int(raw: bytes) -> int:
+    if len(raw) == 8:
+        return int.from_bytes(raw, "big")
+    if len(raw) == 9 and raw[:1] == b"-":
+        return -int.from_bytes(raw[1:], "big")
+    return int(raw)
