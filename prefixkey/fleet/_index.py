@@ -60,10 +60,10 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal, NamedTuple
+from typing import Final, Literal, NamedTuple, cast
 
 from ..core import ERAS, BlockHash, Hasher, block_hash_to_int64, group_block_hashes
 from ..errors import InvalidRequestError, PrefixKeyError
@@ -569,34 +569,33 @@ class PrefixIndex:
         The keys are walked once for all the replicas, narrowing the set of
         those still matching and stopping when it is empty.
         """
-        known = self._replicas
-        bits = []
-        for r in replicas:
-            state = known.get(r) if isinstance(r, ReplicaId) else None
-            bits.append((state or self._state(r)).bit)
+        # A name (str) is never a key: _state looks it up.
+        get = cast("Callable[[object], _Replica | None]", self._replicas.get)
+        bits = [state.bit if (state := get(r)) is not None else self._state(r).bit
+                for r in replicas]
         alive = 0
         for rbit in bits:
             alive |= rbit
         maps = [(bit, holders) for bit, holders in self._holders.get(group, {}).items()
                 if bit & media and holders]
-        length: dict[int, int] = {}  # replica bit -> run length, once its run ended
-        walked = 0
         if len(maps) == 1:  # one medium in use: only the run lengths to find
-            get = maps[0][1].get
-            for walked, held in enumerate(map(get, keys)):
+            only, holders = maps[0]
+            # replica bit -> its run, once it ended: one shared run per length.
+            run_of: dict[int, Run] = {}
+            walked = 0
+            for walked, held in enumerate(map(holders.get, keys)):
                 if held is None:
                     break
                 still = alive & held
                 if still != alive:
-                    _ended(alive & ~held, walked, length)
+                    _ended(alive & ~held, ((only, walked),) if walked else (), run_of)
                     alive = still
                     if not alive:
                         break
             else:
                 walked = len(keys)
-            _ended(alive, walked, length)
-            only = maps[0][0]
-            return [((only, n),) if (n := length[b]) else () for b in bits]
+            _ended(alive, ((only, walked),) if walked else (), run_of)
+            return list(map(run_of.__getitem__, bits))
         return self._runs_over_media(bits, alive, maps, keys)
 
     @staticmethod
@@ -676,9 +675,11 @@ def _bits_of(mask: int) -> Iterator[int]:
         mask ^= low
 
 
-def _ended(mask: int, at: int, length: dict[int, int]) -> None:
-    for rbit in _bits_of(mask):
-        length[rbit] = at
+def _ended(mask: int, run: Run, run_of: dict[int, Run]) -> None:
+    while mask:  # each replica bit of the mask
+        low = mask & -mask
+        run_of[low] = run
+        mask ^= low
 
 
 def runs_in_table(table: Mapping[EventHash, int], keys: Sequence[EventHash], media: int) -> Run:
