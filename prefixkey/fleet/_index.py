@@ -62,6 +62,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from types import MappingProxyType
 from typing import Final, Literal, NamedTuple, cast
 
@@ -583,7 +584,9 @@ class PrefixIndex:
             # replica bit -> its run, once it ended: one shared run per length.
             run_of: dict[int, Run] = {}
             walked = 0
-            for walked, held in enumerate(map(holders.get, keys)):
+            # Consecutive keys mostly have equal holder sets (a prefix shared by the same
+            # replicas): groupby walks each run of them in C, Python sees only the changes.
+            for held, same in groupby(map(holders.get, keys)):
                 if held is None:
                     break
                 still = alive & held
@@ -592,8 +595,7 @@ class PrefixIndex:
                     alive = still
                     if not alive:
                         break
-            else:
-                walked = len(keys)
+                walked += len(list(same))
             _ended(alive, ((only, walked),) if walked else (), run_of)
             return list(map(run_of.__getitem__, bits))
         return self._runs_over_media(bits, alive, maps, keys)
