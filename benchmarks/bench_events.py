@@ -237,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         f"BlockStored of 4 blocks x {BLOCK} tokens per batch, plus a BlockRemoved once the "
         f"index holds 20k keys), {nbytes / n:.0f} bytes per payload on average. {rounds} "
         "rounds; in each round every path runs once over the same bytes, in turn; seconds are "
-        "medians over the rounds, `x raw` the median over the rounds of the path's time over "
-        "the same round's raw unpack (so the machine's load moves it less).",
+        "CPU time (`process_time`), medians over the rounds, `x raw` the median over the "
+        "rounds of the path's time over the same round's raw unpack (so the machine's load "
+        "moves it less).",
         "",
         f"vLLM side: {vllm_source}.",
         "",

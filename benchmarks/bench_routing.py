@@ -72,16 +72,21 @@ def fill(replicas: int, blocks: int, prefixes: dict[str, list[int]], seed: int =
 
 
 def interleaved(fns: list[Callable[[], object]], seconds: float) -> list[tuple[float, float]]:
-    """Median and p99 of each of ``fns`` in milliseconds, called in turn for about ``seconds``."""
+    """Median and p99 of each of ``fns`` in CPU milliseconds, called in turn for ``seconds``.
+
+    CPU time (``process_time``), not wall time: on a shared machine a call is
+    often descheduled, and the longer calls more often, which wall time would
+    charge to them.
+    """
     for fn in fns:
         fn()
     samples: list[list[float]] = [[] for _ in fns]
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline or len(samples[0]) < 5:
         for fn, out in zip(fns, samples, strict=True):
-            start = time.perf_counter()
+            start = time.process_time()
             fn()
-            out.append((time.perf_counter() - start) * 1e3)
+            out.append((time.process_time() - start) * 1e3)
     result = []
     for out in samples:
         out.sort()
@@ -180,7 +185,7 @@ def main() -> None:
         "request); routing is `Router.rank` on the prepared request (every candidate ranked), "
         "`top-1` is `Router.rank(prepared, limit=1)` (the same ranking's head: the tied "
         "candidates' rendezvous weights are still computed, no other decision is built), "
-        "each timed interleaved with hashing in one process; ratios are over hashing "
+        "each timed (CPU time) interleaved with hashing in one process; ratios are over hashing "
         "(medians). `mixed`: each "
         "replica holds a random-length prefix of the prompt; `worst`: every replica holds all "
         "of it (so every candidate ties and every rendezvous weight is computed). "
