@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from types import MappingProxyType
@@ -76,7 +76,7 @@ from ..events import (
     EventDecoder,
     EventHash,
 )
-from ..events._layouts import REMOVED, STORED
+from ..events._layouts import CLEARED_OP, REMOVED, STORED, BlockOp
 
 __all__ = [
     "DEFAULT_MEDIUM",
@@ -321,16 +321,8 @@ class PrefixIndex:
         A name given as a string takes its data-parallel rank from the batch.
         """
         state = self._batch_state(replica, batch.data_parallel_rank, batch.ts, len(batch.events))
-        if state is None:
-            return
-        for event in batch.events:
-            if isinstance(event, BlockStored):
-                self._store(state, event.block_hashes, event.medium, event.group_idx)
-            elif isinstance(event, BlockRemoved):
-                self._remove(state, event.block_hashes, event.medium, event.group_idx)
-            elif isinstance(event, AllBlocksCleared):
-                self._counters["clears"] += 1
-                self._clear(state)
+        if state is not None:
+            self._apply_ops(state, _ops_of(batch.events))
 
     def ingest(self, replica: ReplicaId | str, decoder: EventDecoder,
                payload: bytes) -> tuple[str, ...]:
@@ -342,18 +334,34 @@ class PrefixIndex:
         """
         ts, rank, ops, warnings = decoder._ops(payload)  # the decoder's fast path, shared
         state = self._batch_state(replica, rank, ts, len(ops))
-        if state is None:
-            return warnings
-        store, remove = self._store, self._remove
+        if state is not None:
+            self._apply_ops(state, ops)
+        return warnings
+
+    def _apply_ops(self, state: _Replica, ops: Iterable[BlockOp]) -> None:
+        """Apply a batch's events in order; consecutive BlockStored of one medium and group
+        are stored in one go (the same keys in the same order: one event after another)."""
+        chains: list[tuple[EventHash, ...]] = []  # pending BlockStored hashes
+        where: tuple[str | None, int | None] = (None, None)
         for code, hashes, medium, group in ops:
             if code == STORED:
-                store(state, hashes, medium, group)
-            elif code == REMOVED:
-                remove(state, hashes, medium, group)
+                if chains and (medium, group) == where:
+                    chains.append(hashes)
+                    continue
+                if chains:
+                    self._store(state, chains, *where)
+                chains, where = [hashes], (medium, group)
+                continue
+            if chains:
+                self._store(state, chains, *where)
+                chains = []
+            if code == REMOVED:
+                self._remove(state, hashes, medium, group)
             else:
                 self._counters["clears"] += 1
                 self._clear(state)
-        return warnings
+        if chains:
+            self._store(state, chains, *where)
 
     def _batch_state(self, replica: ReplicaId | str, rank: int | None, ts: float,
                      events: int) -> _Replica | None:
@@ -417,8 +425,9 @@ class PrefixIndex:
                 else:
                     del holders[key]
 
-    def _store(self, state: _Replica, hashes: tuple[EventHash, ...], medium: str | None,
+    def _store(self, state: _Replica, chains: list[tuple[EventHash, ...]], medium: str | None,
                group_idx: int | None) -> None:
+        """Store the blocks of one or more BlockStored events (``chains``), in order."""
         bit = self._bit_of.get(medium) or self._bit(medium)
         group = group_idx or 0
         table = state.tables.get(group)
@@ -426,7 +435,12 @@ class PrefixIndex:
             table = state.tables[group] = _Table()
         holders = self._holders_of(group, bit)
         rbit = state.bit
-        tail_first = self._keys(state, hashes)[::-1]  # a chain loses its tail first
+        # Each chain is recorded tail first, so a chain loses its tail before its head.
+        if len(chains) == 1:
+            tail_first = self._keys(state, chains[0])[::-1]
+        else:
+            keys_of = self._keys
+            tail_first = [key for hashes in chains for key in keys_of(state, hashes)[::-1]]
         keys = table.keys
         n = len(tail_first)
         if n >= _BULK and self._size + n <= self.max_entries:
@@ -668,6 +682,17 @@ class PrefixIndex:
         """Counters, plus ``size`` (entries held), ``max_entries`` and ``replicas``."""
         return {**self._counters, "size": self._size, "max_entries": self.max_entries,
                 "replicas": len(self._replicas)}
+
+
+def _ops_of(events: Iterable[object]) -> Iterator[BlockOp]:
+    """The :data:`BlockOp` of each event (what is not an event is skipped)."""
+    for event in events:
+        if isinstance(event, BlockStored):
+            yield (STORED, event.block_hashes, event.medium, event.group_idx)
+        elif isinstance(event, BlockRemoved):
+            yield (REMOVED, event.block_hashes, event.medium, event.group_idx)
+        elif isinstance(event, AllBlocksCleared):
+            yield CLEARED_OP
 
 
 def _bits_of(mask: int) -> Iterator[int]:
