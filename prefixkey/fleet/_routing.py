@@ -197,9 +197,12 @@ class RouteDecision:
         return why if isinstance(why, str) else why()
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """What a leading run is worth: shared by the candidates with the same runs."""
+class _Outcome(NamedTuple):
+    """What a leading run is worth: shared by the candidates with the same runs.
+
+    A NamedTuple: one is made per distinct run, hundreds per ranking at 1024
+    replicas, and a tuple is made in a third of a frozen dataclass's time.
+    """
 
     matched: tuple[int, ...]
     hit_tokens: int
