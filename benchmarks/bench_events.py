@@ -22,6 +22,8 @@ steady size. The same payload bytes are timed:
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gc
 import os
 import platform
 import random
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from prefixkey import Hasher  # noqa: E402
-from prefixkey.events import EventDecoder  # noqa: E402
+from prefixkey.events import EventBatch, EventDecoder  # noqa: E402
 from prefixkey.fleet import PrefixIndex, ReplicaScheme  # noqa: E402
 
 VERSION = "0.31.0"
@@ -128,13 +130,23 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def timed(fn: Callable[[], None], repeats: int) -> float:
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs)
+def interleaved(fns: dict[str, Callable[[], None]], rounds: int) -> dict[str, list[float]]:
+    """Seconds of each of ``fns`` per round, the paths called in turn within each round."""
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            gc.collect()
+            start = time.process_time()
+            fn()
+            out[name].append(time.process_time() - start)
+    return out
+
+
+def event_args(batches: list[EventBatch]) -> list[tuple[float, int | None, list[Any]]]:
+    """Each batch's events as (class, field values): what building the objects takes."""
+    return [(b.ts, b.data_parallel_rank,
+             [(type(e), tuple(getattr(e, f.name) for f in dataclasses.fields(e)))
+              for e in b.events]) for b in batches]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,20 +156,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "EVENTS.md"))
     args = parser.parse_args(argv)
     n = 500 if args.quick else 3000
-    repeats = 3 if args.quick else 5
+    rounds = 5 if args.quick else 11
     payloads, events = make_payloads(n, args.stored)
     decoder = EventDecoder(VERSION)
     scheme = ReplicaScheme(Hasher(block_size=BLOCK))
+    batches = [decoder.decode_batch(p) for p in payloads]
+    built = event_args(batches)
+    unpack, hooked, decode = msgpack.unpackb, decoder._unpack, decoder.decode_batch
+
+    def raw_unpack() -> None:
+        for p in payloads:
+            unpack(p)
+
+    def bounded_unpack() -> None:
+        for p in payloads:
+            hooked(p)
 
     def decode_only() -> None:
         for p in payloads:
-            decoder.decode_batch(p)
+            decode(p)
+
+    def objects_only() -> None:
+        for ts, rank, evs in built:
+            EventBatch(ts, tuple([cls(*values) for cls, values in evs]), rank)
+
+    def apply_only() -> None:
+        index = PrefixIndex()
+        index.register("a", scheme)
+        for b in batches:
+            index.apply("a", b)
 
     def decode_apply() -> None:
         index = PrefixIndex()
         index.register("a", scheme)
         for p in payloads:
-            index.apply("a", decoder.decode_batch(p))
+            index.apply("a", decode(p))
+
+    def ingest() -> None:
+        index = PrefixIndex()
+        index.register("a", scheme)
+        for p in payloads:
+            index.ingest("a", decoder, p)
 
     vllm_decode, vllm_source = vllm_decoder()
 
@@ -165,13 +204,28 @@ def main(argv: list[str] | None = None) -> int:
         for p in payloads:
             vllm_decode(p)
 
-    rows = []
+    paths = {"raw": raw_unpack, "bounded": bounded_unpack, "decode": decode_only,
+             "objects": objects_only, "apply": apply_only, "decode+apply": decode_apply,
+             "ingest": ingest, "vllm": vllm_only}
+    times = interleaved(paths, rounds)
+    med = {name: statistics.median(xs) for name, xs in times.items()}
+    # Ratios per round (each path against the raw unpack of the same round), then medians.
+    ratio = {name: statistics.median(x / r for x, r in zip(xs, times["raw"], strict=True))
+             for name, xs in times.items()}
+    per_event = {name: s / events * 1e6 for name, s in med.items()}
+
+    def row(label: str, name: str) -> str:
+        return (f"| {label} | {med[name]:.3f} | {per_event[name]:.2f} | "
+                f"{events / med[name]:,.0f} | {ratio[name]:.2f} |")
+
     nbytes = sum(map(len, payloads))
-    for label, fn in (("prefixkey decode", decode_only),
-                      ("prefixkey decode + PrefixIndex.apply", decode_apply),
-                      ("vLLM msgspec decode (typed structs)", vllm_only)):
-        seconds = timed(fn, repeats)
-        rows.append((label, seconds, events / seconds, n / seconds, nbytes / seconds / 1e6))
+    split = {  # the parts of decode + apply, each as the difference of two measured paths
+        "unpack with bounds (list and map hooks)": med["bounded"],
+        "validation (decode - bounded unpack - objects)":
+            med["decode"] - med["bounded"] - med["objects"],
+        "event objects (EventBatch, BlockStored, BlockRemoved)": med["objects"],
+        "PrefixIndex.apply (index upkeep)": med["apply"],
+    }
     lines = [
         "# KV-event ingestion benchmark",
         "",
@@ -181,15 +235,30 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Workload: {n} synthetic vLLM {VERSION} batches ({events} events: {args.stored} "
         f"BlockStored of 4 blocks x {BLOCK} tokens per batch, plus a BlockRemoved once the "
-        f"index holds 20k keys), {nbytes / n:.0f} bytes per payload on average. Median of "
-        f"{repeats} runs over the same bytes.",
+        f"index holds 20k keys), {nbytes / n:.0f} bytes per payload on average. {rounds} "
+        "rounds; in each round every path runs once over the same bytes, in turn; seconds are "
+        "CPU time (`process_time`), medians over the rounds, `x raw` the median over the "
+        "rounds of the path's time over the same round's raw unpack (so the machine's load "
+        "moves it less).",
         "",
         f"vLLM side: {vllm_source}.",
         "",
-        "| path | seconds | events/s | batches/s | MB/s |",
+        "| path | seconds | us/event | events/s | x raw |",
         "|---|---|---|---|---|",
-        *(f"| {label} | {s:.3f} | {e:,.0f} | {b:,.0f} | {mb:.1f} |"
-          for label, s, e, b, mb in rows),
+        row("msgpack.unpackb (raw unpack, the reference)", "raw"),
+        row("prefixkey decode (EventDecoder.decode_batch)", "decode"),
+        row("prefixkey decode + PrefixIndex.apply", "decode+apply"),
+        row("PrefixIndex.ingest (decode + apply, no event objects)", "ingest"),
+        row("vLLM msgspec decode (typed structs)", "vllm"),
+        "",
+        "Where the time of decode + apply goes (medians; validation is what remains of "
+        "decode once the bounded unpack and the object construction, timed alone on the same "
+        "values, are taken out):",
+        "",
+        "| part | seconds | us/event | share |",
+        "|---|---|---|---|",
+        *(f"| {label} | {s:.3f} | {s / events * 1e6:.2f} | {s / sum(split.values()):.0%} |"
+          for label, s in split.items()),
         "",
         "prefixkey's decoder is pure Python over `msgpack` (bounds checks, typed errors, "
         "unknown-field reporting); msgspec decodes into C structs. Sockets are not timed "

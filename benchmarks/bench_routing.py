@@ -12,7 +12,8 @@ per replica, a prefix of the benchmark request's own keys. Rows then time,
 for 8k- and 32k-token prompts (block size 16, sha256, vLLM 0.31.0):
 
 * hashing: ``Router.prepare`` (all replicas share one scheme: hashed once);
-* routing: ``Router.rank`` on the prepared request, in two layouts: each
+* routing: ``Router.rank`` on the prepared request (the full ranking, and
+  ``limit=1``: the best candidate only), in two layouts: each
   replica holds a random-length prefix ("mixed"), or every replica holds the
   whole prompt ("worst": every key is walked and every candidate ties, so
   every rendezvous weight is computed).
@@ -71,16 +72,21 @@ def fill(replicas: int, blocks: int, prefixes: dict[str, list[int]], seed: int =
 
 
 def interleaved(fns: list[Callable[[], object]], seconds: float) -> list[tuple[float, float]]:
-    """Median and p99 of each of ``fns`` in milliseconds, called in turn for about ``seconds``."""
+    """Median and p99 of each of ``fns`` in CPU milliseconds, called in turn for ``seconds``.
+
+    CPU time (``process_time``), not wall time: on a shared machine a call is
+    often descheduled, and the longer calls more often, which wall time would
+    charge to them.
+    """
     for fn in fns:
         fn()
     samples: list[list[float]] = [[] for _ in fns]
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline or len(samples[0]) < 5:
         for fn, out in zip(fns, samples, strict=True):
-            start = time.perf_counter()
+            start = time.process_time()
             fn()
-            out.append((time.perf_counter() - start) * 1e3)
+            out.append((time.process_time() - start) * 1e3)
     result = []
     for out in samples:
         out.sort()
@@ -135,8 +141,9 @@ def main() -> None:
         lines.append(text)
 
     report("| replicas | indexed entries | prompt tokens | layout | hashing ms (median) "
-           "| routing ms (median) | routing ms (p99) | ratio | fill s |")
-    report("|---|---|---|---|---|---|---|---|---|")
+           "| routing ms (median) | routing ms (p99) | ratio | top-1 ms (median) | top-1 ratio "
+           "| fill s |")
+    report("|---|---|---|---|---|---|---|---|---|---|---|")
     configs = [(r, blocks, n) for r in ((16, 64) if args.quick else (16, 64, 256, 1024))
                for n in prompts]
     if args.big:
@@ -153,11 +160,12 @@ def main() -> None:
             fill_s = time.perf_counter() - start
             router = Router(index)
             prepared = router.prepare(request)
-            (hash_ms, _), (route_ms, route_p99) = interleaved(
-                [partial(router.prepare, request), partial(router.rank, prepared)], seconds)
+            (hash_ms, _), (route_ms, route_p99), (top_ms, _) = interleaved(
+                [partial(router.prepare, request), partial(router.rank, prepared),
+                 partial(router.rank, prepared, limit=1)], seconds)
             report(f"| {replicas} | {len(index):,} | {n:,} | {layout} | {hash_ms:.2f} "
                    f"| {route_ms:.2f} | {route_p99:.2f} | {route_ms / hash_ms:.2f} "
-                   f"| {fill_s:.1f} |")
+                   f"| {top_ms:.2f} | {top_ms / hash_ms:.2f} | {fill_s:.1f} |")
             del index, router, prepared
             gc.collect()
     report("")
@@ -174,8 +182,11 @@ def main() -> None:
         f"{time.strftime('%Y-%m-%d')}. Block size 16, sha256, vLLM 0.31.0 scheme, int events.",
         "",
         "Hashing is `Router.prepare` (one scheme shared by all replicas, so one hash per "
-        "request); routing is `Router.rank` on the prepared request, timed interleaved with "
-        "hashing in one process; `ratio` is routing over hashing (medians). `mixed`: each "
+        "request); routing is `Router.rank` on the prepared request (every candidate ranked), "
+        "`top-1` is `Router.rank(prepared, limit=1)` (the same ranking's head: the tied "
+        "candidates' rendezvous weights are still computed, no other decision is built), "
+        "each timed (CPU time) interleaved with hashing in one process; ratios are over hashing "
+        "(medians). `mixed`: each "
         "replica holds a random-length prefix of the prompt; `worst`: every replica holds all "
         "of it (so every candidate ties and every rendezvous weight is computed). "
         "`indexed entries` counts the prompt prefixes too. `fill s` is the time to apply the "

@@ -32,6 +32,7 @@ from packaging.version import Version
 
 from ..core import resolve_release
 from ..errors import PrefixKeyError, UnknownVersionError
+from ._layouts import BlockOp, EventLayouts
 from ._model import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, KVCacheEvent
 
 __all__ = [
@@ -339,6 +340,9 @@ class EventDecoder:
             "BlockRemoved": (era.block_removed_fields, era.block_removed_required),
             "AllBlocksCleared": ((), 0),
         }
+        # The fast path; ``_event`` and ``_field`` are the reference it falls back on.
+        self._layouts = EventLayouts(self._fields, era.event_encoding, era.since, self._event,
+                                     self._field, self.ignored)
 
     def __repr__(self) -> str:
         return f"EventDecoder({self.vllm_version!r}, era={self.era.since})"
@@ -400,8 +404,24 @@ class EventDecoder:
 
     def decode(self, payload: bytes) -> DecodedBatch:
         """Decode one payload (``KVEventBatch`` msgpack) with its warnings."""
-        raw = self._unpack(payload)
         warnings: list[str] = []
+        ts, events, rank = self._batch(payload, warnings)
+        decoded = self._layouts.events(events, warnings)
+        return DecodedBatch(EventBatch(ts, decoded, rank), tuple(warnings))
+
+    def _ops(self, payload: bytes) -> tuple[float, int | None, list[BlockOp], tuple[str, ...]]:
+        """:meth:`decode` without the event objects: ``ts, rank, ops, warnings``.
+
+        The same checks and errors; what ``PrefixIndex.ingest`` applies.
+        """
+        warnings: list[str] = []
+        ts, events, rank = self._batch(payload, warnings)
+        ops = self._layouts.ops(events, warnings)
+        return ts, rank, ops, tuple(warnings)
+
+    def _batch(self, payload: bytes, warnings: list[str]) -> tuple[float, Any, int | None]:
+        """The checked ``ts``, raw events and data-parallel rank of a payload."""
+        raw = self._unpack(payload)
         if not isinstance(raw, tuple):
             raise EventFieldError(f"the batch must be an array, got {_kind(raw)}", field="batch")
         known = 3 if self.era.batch_has_dp_rank else 2
@@ -422,8 +442,7 @@ class EventDecoder:
         if len(raw) > known:
             self._ignore(warnings, "batch[+trailing]",
                          f"batch: {len(raw) - known} trailing field(s) ignored")
-        decoded = tuple(self._event(i, ev, warnings) for i, ev in enumerate(events))
-        return DecodedBatch(EventBatch(float(ts), decoded, rank), tuple(warnings))
+        return float(ts), events, rank
 
     def decode_batch(self, payload: bytes) -> EventBatch:
         """Decode one payload; ignored unknown fields are counted in :attr:`ignored`."""
@@ -434,6 +453,7 @@ class EventDecoder:
         warnings.append(text)
 
     def _event(self, index: int, raw: Any, warnings: list[str]) -> KVCacheEvent:
+        """One event the reference way, field by field (the fast path's fallback)."""
         where = f"events[{index}]"
         values: tuple[Any, ...] | dict[str, Any]
         if self.era.event_encoding == "array":

@@ -59,14 +59,24 @@ triggers: vLLM's own BlockRemoved events keep the index exact.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeVar, cast
 
 from ..core import ERAS, BlockHash, Hasher, block_hash_to_int64, group_block_hashes
 from ..errors import InvalidRequestError, PrefixKeyError
-from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from ..events import (
+    AllBlocksCleared,
+    BlockRemoved,
+    BlockStored,
+    EventBatch,
+    EventDecoder,
+    EventHash,
+)
+from ..events._layouts import CLEARED_OP, REMOVED, STORED, BlockOp
 
 if TYPE_CHECKING:
     from ._backend import RunsQuery, RunsResult
@@ -84,6 +94,10 @@ __all__ = [
 
 #: The medium of events from releases that do not publish one (before 0.10.2).
 DEFAULT_MEDIUM: Final = "GPU"
+_INT_ONLY: Final = frozenset({int})
+#: From this many keys a BlockStored of new keys is applied with dict-wide operations.
+_BULK: Final = 16
+_BYTES_ONLY: Final = frozenset({bytes})
 #: KV-cache group kinds a prefix hit can be computed for (every block must hit).
 _SUPPORTED_KINDS: Final = frozenset({"full_attention"})
 
@@ -266,6 +280,7 @@ class PrefixIndex:
         self._size = 0
         self._counters = dict.fromkeys(_COUNTERS, 0)
         self._medium_bits: dict[str, int] = {"GPU": 1, "CPU": 2, "STORAGE": 4}
+        self._bit_of: dict[str | None, int] = {}  # medium as published -> its bit
 
     # -- replicas ---------------------------------------------------------------
 
@@ -308,40 +323,87 @@ class PrefixIndex:
 
         A name given as a string takes its data-parallel rank from the batch.
         """
-        rid = (ReplicaId(replica, batch.data_parallel_rank or 0)
-               if isinstance(replica, str) else as_replica_id(replica))
+        state = self._batch_state(replica, batch.data_parallel_rank, batch.ts, len(batch.events))
+        if state is not None:
+            self._apply_ops(state, _ops_of(batch.events))
+
+    def ingest(self, replica: ReplicaId | str, decoder: EventDecoder,
+               payload: bytes) -> tuple[str, ...]:
+        """Decode one payload of ``replica`` with ``decoder`` and apply it; its warnings.
+
+        The same as ``apply(replica, decoder.decode(payload).batch)``, with the
+        same checks and typed errors (nothing is applied from a payload that
+        fails), but without building the event objects: the subscriber's hot path.
+        """
+        ts, rank, ops, warnings = decoder._ops(payload)  # the decoder's fast path, shared
+        state = self._batch_state(replica, rank, ts, len(ops))
+        if state is not None:
+            self._apply_ops(state, ops)
+        return warnings
+
+    def _apply_ops(self, state: _Replica, ops: Iterable[BlockOp]) -> None:
+        """Apply a batch's events in order; consecutive BlockStored of one medium and group
+        are stored in one go (the same keys in the same order: one event after another)."""
+        chains: list[tuple[EventHash, ...]] = []  # pending BlockStored hashes
+        where: tuple[str | None, int | None] = (None, None)
+        for code, hashes, medium, group in ops:
+            if code == STORED:
+                if chains and (medium, group) == where:
+                    chains.append(hashes)
+                    continue
+                if chains:
+                    self._store(state, chains, *where)
+                chains, where = [hashes], (medium, group)
+                continue
+            if chains:
+                self._store(state, chains, *where)
+                chains = []
+            if code == REMOVED:
+                self._remove(state, hashes, medium, group)
+            else:
+                self._counters["clears"] += 1
+                self._clear(state)
+        if chains:
+            self._store(state, chains, *where)
+
+    def _batch_state(self, replica: ReplicaId | str, rank: int | None, ts: float,
+                     events: int) -> _Replica | None:
+        """The replica a batch applies to (None: unknown, counted), its counters updated."""
+        rid = (ReplicaId(replica, rank or 0) if isinstance(replica, str)
+               else as_replica_id(replica))
         c = self._counters
         state = self._replicas.get(rid)
         if state is None:
             c["unknown_replica_batches"] += 1
-            c["unknown_replica_events"] += len(batch.events)
-            return
+            c["unknown_replica_events"] += events
+            return None
         c["batches"] += 1
-        c["events"] += len(batch.events)
-        if state.last_ts is not None and batch.ts < state.last_ts:
+        c["events"] += events
+        if state.last_ts is not None and ts < state.last_ts:
             c["out_of_order_batches"] += 1
         else:
-            state.last_ts = batch.ts
-        for event in batch.events:
-            if isinstance(event, BlockStored):
-                self._store(state, event)
-            elif isinstance(event, BlockRemoved):
-                self._remove(state, event)
-            elif isinstance(event, AllBlocksCleared):
-                c["clears"] += 1
-                self._clear(state)
+            state.last_ts = ts
+        return state
 
     def _bit(self, medium: str | None) -> int:
+        bit = self._bit_of.get(medium)
+        if bit is not None:
+            return bit
         name = DEFAULT_MEDIUM if medium is None else medium.upper()
         bit = self._medium_bits.get(name)
         if bit is None:
             bit = self._medium_bits[name] = 1 << len(self._medium_bits)
+        if len(self._bit_of) < 64:  # medium names as published: a bounded cache
+            self._bit_of[medium] = bit
         return bit
 
-    def _keys(self, state: _Replica, hashes: tuple[EventHash, ...]) -> list[EventHash]:
-        keys: list[EventHash]
+    def _keys(self, state: _Replica, hashes: tuple[EventHash, ...]) -> Sequence[EventHash]:
         if state.scheme.publishes == "int":
+            if _INT_ONLY.issuperset(map(type, hashes)):
+                return hashes
             return [block_hash_to_int64(h) if isinstance(h, bytes) else h for h in hashes]
+        if _BYTES_ONLY.issuperset(map(type, hashes)):
+            return hashes
         keys = [h for h in hashes if isinstance(h, bytes)]
         self._counters["hash_type_mismatches"] += len(hashes) - len(keys)
         return keys
@@ -366,56 +428,120 @@ class PrefixIndex:
                 else:
                     del holders[key]
 
-    def _store(self, state: _Replica, event: BlockStored) -> None:
-        bit = self._bit(event.medium)
-        group = event.group_idx or 0
+    def _store(self, state: _Replica, chains: list[tuple[EventHash, ...]], medium: str | None,
+               group_idx: int | None) -> None:
+        """Store the blocks of one or more BlockStored events (``chains``), in order."""
+        bit = self._bit_of.get(medium) or self._bit(medium)
+        group = group_idx or 0
         table = state.tables.get(group)
         if table is None:
             table = state.tables[group] = _Table()
         holders = self._holders_of(group, bit)
         rbit = state.bit
-        c = self._counters
-        for key in reversed(self._keys(state, event.block_hashes)):  # tail first
-            keys = table.keys  # eviction may compact (replace) it
-            mask = keys.get(key)
-            if mask is None:
-                if self._size >= self.max_entries:
-                    self._evict_one()
-                    keys = table.keys
-                keys[key] = bit
-                state.count += 1
-                self._size += 1
-                c["stores"] += 1
+        # Each chain is recorded tail first, so a chain loses its tail before its head.
+        if len(chains) == 1:
+            tail_first = self._keys(state, chains[0])[::-1]
+        else:
+            keys_of = self._keys
+            tail_first = [key for hashes in chains for key in keys_of(state, hashes)[::-1]]
+        keys = table.keys
+        n = len(tail_first)
+        if n >= _BULK and self._size + n <= self.max_entries:
+            fresh = dict.fromkeys(tail_first, bit)
+            if len(fresh) == n and keys.keys().isdisjoint(fresh):
+                # A long chain of new keys, no eviction: in bulk (the same order and counts).
+                keys.update(fresh)
+                self._added(state, n)
+                if holders.keys().isdisjoint(fresh):
+                    holders.update(dict.fromkeys(tail_first, rbit))
+                    return
+                get = holders.get
+                for key in tail_first:
+                    held = get(key)
+                    holders[key] = rbit if held is None else held | rbit
+                return
+        added = 0
+        room = self.max_entries - self._size  # new entries before one must be evicted
+        # setdefault and a length check: one probe of each (large) dict per new key.
+        for key in tail_first:
+            mask: int | None
+            if added < room:
+                size = len(keys)
+                mask = keys.setdefault(key, bit)
+                new = len(keys) != size
             else:
+                mask = keys.get(key)
+                new = mask is None
+                if new:
+                    self._added(state, added)
+                    added = 0
+                    self._evict_one()
+                    room = self.max_entries - self._size
+                    keys = table.keys  # eviction may compact (replace) it
+                    keys[key] = bit
+            if new:
+                added += 1
+            else:
+                assert mask is not None
                 del keys[key]  # re-inserted last: most recently stored
                 table.deleted += 1
                 keys[key] = mask | bit
                 if mask & bit:
-                    c["refreshes"] += 1
+                    self._counters["refreshes"] += 1
                     continue
-                c["stores"] += 1
-            held = holders.get(key)
+                self._counters["stores"] += 1
+            size = len(holders)
             # The replica's own bit object when alone: no int allocated per entry.
-            holders[key] = rbit if held is None else held | rbit
+            held = holders.setdefault(key, rbit)
+            if len(holders) == size:
+                holders[key] = held | rbit
+        self._added(state, added)
 
-    def _remove(self, state: _Replica, event: BlockRemoved) -> None:
-        bit = self._bit(event.medium)
-        group = event.group_idx or 0
+    def _added(self, state: _Replica, n: int) -> None:
+        """Count ``n`` new entries of ``state``."""
+        state.count += n
+        self._size += n
+        self._counters["stores"] += n
+
+    def _remove(self, state: _Replica, hashes: tuple[EventHash, ...], medium: str | None,
+                group_idx: int | None) -> None:
+        bit = self._bit(medium)
+        group = group_idx or 0
         table = state.tables.get(group)
         c = self._counters
-        for key in self._keys(state, event.block_hashes):
-            mask = None if table is None else table.keys.get(key)
+        keys = self._keys(state, hashes)
+        if table is None:
+            c["removes_missing"] += len(keys)
+            return
+        held, rbit = table.keys, state.bit
+        n = len(keys)
+        masks = list(map(held.get, keys))
+        if n and masks.count(bit) == n and len(set(keys)) == n:
+            # Each key held on this medium only, once in the event: the usual removal, in bulk.
+            holders = self._holders[group][bit]
+            owners = list(map(holders.pop, keys))  # holder sets are unordered: pop, put back
+            if owners.count(rbit) != n:  # some are also held by other replicas
+                for key, owner in zip(keys, owners, strict=True):
+                    if owner != rbit:
+                        holders[key] = owner & ~rbit
+            deque(map(held.__delitem__, keys), 0)
+            table.deleted += n
+            state.count -= n
+            self._size -= n
+            c["removes"] += n
+            return
+        for key in keys:
+            mask = held.get(key)
             if mask is None or not mask & bit:
                 c["removes_missing"] += 1
                 continue
-            assert table is not None
             c["removes"] += 1
-            self._drop(group, key, bit, state.bit)
+            self._drop(group, key, bit, rbit)
             mask &= ~bit
             if mask:
-                table.keys[key] = mask
+                held[key] = mask
             else:
-                del table.keys[key]
+                del held[key]
                 table.deleted += 1
                 state.count -= 1
                 self._size -= 1
@@ -461,34 +587,34 @@ class PrefixIndex:
         The keys are walked once for all the replicas, narrowing the set of
         those still matching and stopping when it is empty.
         """
-        known = self._replicas
-        bits = []
-        for r in replicas:
-            state = known.get(r) if isinstance(r, ReplicaId) else None
-            bits.append((state or self._state(r)).bit)
+        # A name (str) is never a key: _state looks it up.
+        get = cast("Callable[[object], _Replica | None]", self._replicas.get)
+        bits = [state.bit if (state := get(r)) is not None else self._state(r).bit
+                for r in replicas]
         alive = 0
         for rbit in bits:
             alive |= rbit
         maps = [(bit, holders) for bit, holders in self._holders.get(group, {}).items()
                 if bit & media and holders]
-        length: dict[int, int] = {}  # replica bit -> run length, once its run ended
-        walked = 0
         if len(maps) == 1:  # one medium in use: only the run lengths to find
-            get = maps[0][1].get
-            for walked, held in enumerate(map(get, keys)):
+            only, holders = maps[0]
+            # replica bit -> its run, once it ended: one shared run per length.
+            run_of: dict[int, Run] = {}
+            walked = 0
+            # Consecutive keys mostly have equal holder sets (a prefix shared by the same
+            # replicas): groupby walks each run of them in C, Python sees only the changes.
+            for held, same in groupby(map(holders.get, keys)):
                 if held is None:
                     break
                 still = alive & held
                 if still != alive:
-                    _ended(alive & ~held, walked, length)
+                    _ended(alive & ~held, ((only, walked),) if walked else (), run_of)
                     alive = still
                     if not alive:
                         break
-            else:
-                walked = len(keys)
-            _ended(alive, walked, length)
-            only = maps[0][0]
-            return [((only, n),) if (n := length[b]) else () for b in bits]
+                walked += len(list(same))
+            _ended(alive, ((only, walked),) if walked else (), run_of)
+            return list(map(run_of.__getitem__, bits))
         return self._runs_over_media(bits, alive, maps, keys)
 
     def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
@@ -570,16 +696,32 @@ class PrefixIndex:
                 "replicas": len(self._replicas)}
 
 
+def _ops_of(events: Iterable[object]) -> Iterator[BlockOp]:
+    """The :data:`BlockOp` of each event (what is not an event is skipped)."""
+    for event in events:
+        if isinstance(event, BlockStored):
+            yield (STORED, event.block_hashes, event.medium, event.group_idx)
+        elif isinstance(event, BlockRemoved):
+            yield (REMOVED, event.block_hashes, event.medium, event.group_idx)
+        elif isinstance(event, AllBlocksCleared):
+            yield CLEARED_OP
+
+
 def _bits_of(mask: int) -> Iterator[int]:
     while mask:
         low = mask & -mask
         yield low
         mask ^= low
 
+_T = TypeVar("_T")
 
-def _ended(mask: int, at: int, length: dict[int, int]) -> None:
-    for rbit in _bits_of(mask):
-        length[rbit] = at
+
+def _ended(mask: int, value: _T, ended: dict[int, _T]) -> None:
+    """Note ``value`` (a run, or where it ended) for each replica bit of ``mask``."""
+    while mask:
+        low = mask & -mask
+        ended[low] = value
+        mask ^= low
 
 
 def runs_in_table(table: Mapping[EventHash, int], keys: Sequence[EventHash], media: int) -> Run:

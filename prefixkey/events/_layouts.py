@@ -1,0 +1,294 @@
+"""The event decoder's fast path: each wire layout's checks, compiled once and reused.
+
+An event's *layout* is what its shape says before its values are looked at:
+for a map event (0.24+) its keys in wire order and its tag, for an array
+event its tag and length. vLLM writes every event of a kind the same way, so
+a replica sends a handful of layouts. For each one this module compiles, once,
+which value position feeds which field of the event class, the field names a
+release does not know (ignored and reported), and the exact Python types each
+position may hold; then it remembers each tuple of value types that passed
+(*signatures*), so checking a well-formed event's scalar fields is one set
+lookup, and the event is built positionally from its values.
+
+The fast path accepts exactly what the reference path
+(:meth:`EventDecoder._event <prefixkey.events.EventDecoder>`) accepts and
+builds the same event; whatever it does not recognise (a new layout once the
+caches are full, a signature that fails, element types that fail) goes to the
+reference path, which raises the typed error naming the field and the event.
+The caches are bounded, so a hostile stream of distinct layouts costs the
+reference path's time, never memory.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any, Final, TypeAlias
+
+from ._model import AllBlocksCleared, BlockRemoved, BlockStored, EventHash, KVCacheEvent
+
+#: Exact types msgpack decodes to here (arrays as tuples, maps as pair lists).
+_NIL: Final = type(None)
+_ANY: Final[frozenset[type]] = frozenset({_NIL, bool, int, float, str, bytes, tuple, list})
+_STR_OR_NIL: Final[frozenset[type]] = frozenset({str, _NIL})
+_INT_OR_NIL: Final[frozenset[type]] = frozenset({int, _NIL})
+_ARRAY_OR_NIL: Final[frozenset[type]] = frozenset({tuple, _NIL})
+_STR: Final[frozenset[type]] = frozenset({str})
+#: Appended to an event's values: what its absent fields read.
+_ABSENT: Final = (None,)
+
+#: What each field's value may be at the top level (elements are checked apart).
+_FIELD_TYPES: Final[dict[str, frozenset[type]]] = {
+    "block_hashes": frozenset({tuple}),
+    "parent_block_hash": frozenset({int, bytes, _NIL}),
+    "token_ids": frozenset({tuple}),
+    "block_size": frozenset({int}),
+    "lora_id": _INT_OR_NIL,
+    "group_idx": _INT_OR_NIL,
+    "kv_cache_spec_sliding_window": _INT_OR_NIL,
+    "extra_keys": _ARRAY_OR_NIL,
+    "lookahead_token_ids": _ARRAY_OR_NIL,
+}
+_CLASSES: Final[dict[str, type[BlockStored] | type[BlockRemoved]]] = {
+    "BlockStored": BlockStored, "BlockRemoved": BlockRemoved}
+#: One shared value: AllBlocksCleared has no fields.
+_CLEARED: Final = AllBlocksCleared()
+
+#: Bounds on the caches (layouts per decoder, signatures per layout) and on the
+#: names a cached layout may carry: past them the reference path decodes.
+_MAX_LAYOUTS: Final = 64
+_MAX_SIGNATURES: Final = 32
+_MAX_KEY_CHARS: Final = 2048
+
+#: What the index needs of an event: (STORED | REMOVED | CLEARED, block_hashes, medium,
+#: group_idx), without building the event.
+BlockOp: TypeAlias = "tuple[int, tuple[EventHash, ...], str | None, int | None]"
+STORED: Final = 0
+REMOVED: Final = 1
+CLEARED: Final = 2
+CLEARED_OP: Final[BlockOp] = (CLEARED, (), None, None)
+
+
+def op_of(event: KVCacheEvent) -> BlockOp:
+    """An event object's :data:`BlockOp` (what the reference path built)."""
+    if isinstance(event, BlockStored):
+        return (STORED, event.block_hashes, event.medium, event.group_idx)
+    if isinstance(event, BlockRemoved):
+        return (REMOVED, event.block_hashes, event.medium, event.group_idx)
+    return CLEARED_OP
+
+
+#: The reference path: (event index, raw event, warnings) -> the event, or a typed error.
+Reference: TypeAlias = Callable[[int, Any, list[str]], KVCacheEvent]
+#: A field checked by the reference path's own code: (event index, field, value).
+FieldCheck: TypeAlias = Callable[[int, str, Any], Any]
+
+
+def _cleared(values: tuple[Any, ...]) -> KVCacheEvent:
+    return _CLEARED
+
+
+def _cleared_op(values: tuple[Any, ...]) -> BlockOp:
+    return CLEARED_OP
+
+
+def _builders(cls: type[BlockStored] | type[BlockRemoved], names: tuple[str, ...],
+              positions: dict[str, int], width: int,
+              ) -> tuple[Callable[[tuple[Any, ...]], KVCacheEvent],
+                         Callable[[tuple[Any, ...]], BlockOp]]:
+    """The event and the :data:`BlockOp` of a layout's values, positionally.
+
+    Absent fields read the None appended after the values (``_ABSENT``).
+    """
+    code = STORED if cls is BlockStored else REMOVED
+    get_op = itemgetter(*(positions.get(n, width) for n in ("block_hashes", "medium",
+                                                            "group_idx")))
+    at = [positions.get(n, width) for n in names]
+    get: Callable[[tuple[Any, ...]], tuple[Any, ...]] = itemgetter(*at)
+    if len(at) == 1:  # 0.9's BlockRemoved: an itemgetter of one index returns no tuple
+        def get(values: tuple[Any, ...], one: int = at[0]) -> tuple[Any, ...]:
+            return (values[one],)
+
+    def build(values: tuple[Any, ...]) -> KVCacheEvent:
+        return cls(*get(values + _ABSENT))
+
+    def op(values: tuple[Any, ...]) -> BlockOp:
+        return (code, *get_op(values + _ABSENT))
+
+    return build, op
+
+
+class _Layout:
+    """One compiled layout: where each field's value is and what it may be."""
+
+    __slots__ = ("allowed", "build", "checked", "extra", "hashes", "ignored", "look", "note",
+                 "op", "plain", "signatures", "tokens")
+
+    def __init__(self, names: tuple[str, ...], positions: dict[str, int], width: int,
+                 tag_at: int, cls: type[BlockStored] | type[BlockRemoved] | None,
+                 ignored: tuple[str, ...], note: str) -> None:
+        allowed = [_ANY] * width
+        for name, at in positions.items():
+            allowed[at] = _FIELD_TYPES.get(name, _STR_OR_NIL)
+        allowed[tag_at] = _STR
+        self.allowed = tuple(allowed)
+        self.signatures: set[tuple[type, ...]] = set()
+        self.ignored = ignored  # counter keys of the names the release does not know
+        self.note = note  # the warning's text after "events[i] "
+        self.hashes = positions.get("block_hashes", -1)
+        self.tokens = positions.get("token_ids", -1)
+        self.extra = positions.get("extra_keys", -1)
+        self.look = positions.get("lookahead_token_ids", -1)
+        #: Nothing to count or check beyond the signature and the two arrays.
+        self.plain = not ignored and self.extra < 0 and self.look < 0
+        self.build: Callable[[tuple[Any, ...]], KVCacheEvent] = _cleared
+        self.op: Callable[[tuple[Any, ...]], BlockOp] = _cleared_op
+        if cls is not None:
+            self.build, self.op = _builders(cls, names, positions, width)
+        self.checked = self._checker()
+
+    def _checker(self) -> Callable[[tuple[Any, ...]], bool]:
+        """Whether an event's values pass: its signature, its hashes and token ids.
+
+        Element types are counted in a tuple of them (``count`` compares by
+        identity first): a third faster than a set lookup per element.
+        """
+        signatures, admits, at, tokens = self.signatures, self.admits, self.hashes, self.tokens
+
+        def checked(values: tuple[Any, ...]) -> bool:
+            signature = tuple(map(type, values))
+            if signature not in signatures and not admits(signature):
+                return False
+            if at < 0:
+                return True
+            kinds = tuple(map(type, values[at]))
+            ints = kinds.count(int)
+            if ints != len(kinds) and ints + kinds.count(bytes) != len(kinds):
+                return False
+            if tokens < 0:
+                return True
+            kinds = tuple(map(type, values[tokens]))
+            return kinds.count(int) == len(kinds)
+
+        return checked
+
+    def admits(self, signature: tuple[type, ...]) -> bool:
+        """Whether values of these types pass the scalar checks (remembered when they do)."""
+        if signature in self.signatures:
+            return True
+        if len(signature) != len(self.allowed) or not all(
+                map(frozenset.__contains__, self.allowed, signature)):
+            return False
+        if len(self.signatures) < _MAX_SIGNATURES:
+            self.signatures.add(signature)
+        return True
+
+
+class EventLayouts:
+    """The compiled layouts of one decoder's wire era, and the fast loop over a batch."""
+
+    def __init__(self, fields: dict[str, tuple[tuple[str, ...], int]], encoding: str,
+                 since: str, reference: Reference, field_check: FieldCheck,
+                 ignored: Counter[str]) -> None:
+        self._fields = fields
+        self._maps = encoding == "map"
+        self._since = since
+        self._reference = reference
+        self._field = field_check
+        self._ignored = ignored  # the decoder's running count
+        #: Keys in wire order -> (position of "type", layout per tag), or None: reference path.
+        self._map_layouts: dict[tuple[str, ...], tuple[int, dict[str, _Layout]]] = {}
+        self._array_layouts: dict[tuple[str, int], _Layout | None] = {}
+
+    def events(self, events: tuple[Any, ...], warnings: list[str]) -> tuple[KVCacheEvent, ...]:
+        """Every event of a batch, the fast way where its layout is known."""
+        return tuple(self._each(events, warnings, False))
+
+    def ops(self, events: tuple[Any, ...], warnings: list[str]) -> list[BlockOp]:
+        """Every event of a batch as a :data:`BlockOp`, building no event objects."""
+        return self._each(events, warnings, True)
+
+    def _each(self, events: tuple[Any, ...], warnings: list[str], ops: bool) -> list[Any]:
+        out: list[Any] = []
+        append = out.append
+        maps, map_layouts, array_layouts = self._maps, self._map_layouts, self._array_layouts
+        for i, raw in enumerate(events):
+            layout: _Layout | None = None
+            values: tuple[Any, ...] = ()
+            if maps:
+                if type(raw) is list and raw:
+                    keys, values = zip(*raw, strict=True)
+                    compiled = map_layouts.get(keys) or self._map_layout(keys)
+                    if compiled is not None:
+                        tag = values[compiled[0]]
+                        if type(tag) is str:
+                            layout = compiled[1].get(tag)
+            elif type(raw) is tuple and raw:
+                tag = raw[0]
+                if type(tag) is str:
+                    shape = (tag, len(raw))
+                    layout = array_layouts.get(shape)
+                    if layout is None and shape not in array_layouts:
+                        layout = self._array_layout(shape)
+                values = raw
+            # The common case inline: a known layout and signature, well-typed arrays.
+            if layout is not None and layout.checked(values):
+                if not layout.plain:
+                    self._rest(i, layout, values, warnings)
+                append(layout.op(values) if ops else layout.build(values))
+                continue
+            event = self._reference(i, raw, warnings)
+            append(op_of(event) if ops else event)
+        return out
+
+    def _rest(self, i: int, layout: _Layout, values: tuple[Any, ...],
+              warnings: list[str]) -> None:
+        """An admitted event's ignored fields, then its extra keys and lookahead tokens."""
+        if layout.ignored:  # counted before the fields are checked, as the reference path does
+            for key in layout.ignored:
+                self._ignored[key] += 1
+            warnings.append(f"events[{i}] {layout.note}")
+        if layout.extra >= 0 and values[layout.extra] is not None:
+            self._field(i, "extra_keys", values[layout.extra])  # raises where it fails
+        if layout.look >= 0 and values[layout.look] is not None:
+            self._field(i, "lookahead_token_ids", values[layout.look])
+
+    def _map_layout(self, keys: tuple[Any, ...]) -> tuple[int, dict[str, _Layout]] | None:
+        """Compile (and cache, within bounds) a map layout; None: the reference path's case."""
+        if (len(self._map_layouts) >= _MAX_LAYOUTS or not all(type(k) is str for k in keys)
+                or len(set(keys)) != len(keys) or "type" not in keys
+                or sum(map(len, keys)) > _MAX_KEY_CHARS):
+            return None
+        tag_at = keys.index("type")
+        by_tag: dict[str, _Layout] = {}
+        for tag, (names, required) in self._fields.items():
+            positions = {name: keys.index(name) for name in names if name in keys}
+            if any(name not in positions for name in names[:required]):
+                continue  # the reference path names the missing field
+            unknown = sorted(k for k in keys if k != "type" and k not in positions)
+            by_tag[tag] = _Layout(
+                names, positions, len(keys), tag_at, _CLASSES.get(tag),
+                tuple(f"{tag}.{k}" for k in unknown),
+                f"{tag}: unknown key(s) ignored: {', '.join(unknown)}")
+        compiled = self._map_layouts[keys] = (tag_at, by_tag)
+        return compiled
+
+    def _array_layout(self, shape: tuple[str, int]) -> _Layout | None:
+        """Compile (and cache) an array layout ``(tag, length)``; None: the reference path's."""
+        tag, length = shape
+        spec = self._fields.get(tag)
+        if spec is None or len(self._array_layouts) >= _MAX_LAYOUTS:
+            return None  # an unknown tag is not cached: it could be any string
+        names, required = spec
+        given = length - 1
+        layout = None
+        if given >= required:
+            positions = {name: 1 + j for j, name in enumerate(names[:given])}
+            trailing = given - len(names)
+            note = (f"{tag}: {trailing} trailing field(s) beyond vLLM {self._since}'s "
+                    f"{len(names)} ignored")
+            layout = _Layout(names, positions, length, 0, _CLASSES.get(tag),
+                             (f"{tag}[+trailing]",) if trailing > 0 else (), note)
+        self._array_layouts[shape] = layout
+        return layout

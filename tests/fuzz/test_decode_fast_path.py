@@ -1,0 +1,102 @@
+"""The decoder's fast path (compiled layouts) against its reference path, and ingest vs apply.
+
+:mod:`prefixkey.events._layouts` decodes an event of a known layout without
+the field-by-field reference path, and ``PrefixIndex.ingest`` applies a
+payload without building event objects. Both must be unobservable: on the
+harvested payloads of every era and on mutations of them (as the fuzz
+targets make them), the fast path gives the same batch, warnings, ignored
+counts and typed errors (type, field, event index, message) as the reference
+path, and ``ingest`` leaves the index in the same state as ``apply`` of the
+decoded batch (or, for a payload that fails, raises the same error and
+applies nothing).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from fuzzing import harvested_payloads, mutate_payload
+
+from prefixkey import Hasher
+from prefixkey.errors import PrefixKeyError
+from prefixkey.events import WIRE_ERAS, DecodedBatch, EventBatch, EventDecoder
+from prefixkey.fleet import PrefixIndex, ReplicaScheme
+
+ERAS = [era.since for era in WIRE_ERAS]
+PAYLOADS = harvested_payloads()
+ALL = [p for payloads in PAYLOADS.values() for p in payloads]
+#: Mutated payloads per era, besides the harvested ones.
+MUTATIONS = 400
+
+
+def _reference(decoder: EventDecoder, payload: bytes) -> DecodedBatch:
+    """The reference path: every event field by field (``EventDecoder._event``)."""
+    warnings: list[str] = []
+    ts, events, rank = decoder._batch(payload, warnings)
+    decoded = tuple(decoder._event(i, raw, warnings) for i, raw in enumerate(events))
+    return DecodedBatch(EventBatch(ts, decoded, rank), tuple(warnings))
+
+
+def _outcome(decode: Any, decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
+    try:
+        result = decode(decoder, payload)
+    except PrefixKeyError as exc:
+        return ("error", type(exc), getattr(exc, "field", None),
+                getattr(exc, "event_index", None), str(exc), dict(decoder.ignored))
+    return ("ok", result, dict(decoder.ignored))
+
+
+def _inputs(version: str) -> list[bytes]:
+    rng = random.Random(f"fast-path/{version}")
+    own = PAYLOADS[version]
+    mutated = [mutate_payload(rng, rng.choice(own) if rng.random() < 0.8 else rng.choice(ALL),
+                              ALL) for _ in range(MUTATIONS)]
+    return [*own, *mutated]
+
+
+@pytest.mark.parametrize("version", ERAS)
+def test_the_fast_path_decodes_as_the_reference_path(version: str) -> None:
+    # One long-lived pair too, so the layout caches fill up and overflow as in a subscriber.
+    fast_long, slow_long = EventDecoder(version), EventDecoder(version)
+    fast_seen = 0
+    for payload in _inputs(version):
+        fast, slow = EventDecoder(version), EventDecoder(version)
+        got = _outcome(EventDecoder.decode, fast, payload)
+        assert got == _outcome(_reference, slow, payload), payload
+        assert (_outcome(EventDecoder.decode, fast_long, payload)
+                == _outcome(_reference, slow_long, payload)), payload
+        fast_seen += got[0] == "ok"
+    assert fast_seen >= len(PAYLOADS[version])  # the harvested payloads all decode
+    layouts = fast_long._layouts
+    assert layouts._map_layouts or layouts._array_layouts  # the fast path was taken
+
+
+def _state(index: PrefixIndex) -> tuple[Any, ...]:
+    return (index.stats(), {rid: list(index.entries(rid)) for rid in index.replicas()})
+
+
+@pytest.mark.parametrize("version", ERAS)
+def test_ingest_applies_as_apply_of_the_decoded_batch(version: str) -> None:
+    hasher = Hasher(block_size=16, vllm_version=version, python_hash_seed="0",
+                    engine_python="3.12")
+    publishes = "int" if hasher.era.hash_type == "int" else "bytes"
+    for publish in {"int", publishes}:
+        scheme = ReplicaScheme(hasher, publishes=publish)  # type: ignore[arg-type]
+        applied, ingested = PrefixIndex(max_entries=64), PrefixIndex(max_entries=64)
+        for index in (applied, ingested):
+            index.register("r", scheme)
+        decoder, other = EventDecoder(version), EventDecoder(version)
+        for payload in _inputs(version):
+            try:
+                batch = decoder.decode(payload)
+            except PrefixKeyError as exc:
+                with pytest.raises(type(exc)) as info:
+                    ingested.ingest("r", other, payload)
+                assert str(info.value) == str(exc)
+            else:
+                applied.apply("r", batch.batch)
+                assert ingested.ingest("r", other, payload) == batch.warnings
+            assert _state(ingested) == _state(applied)
+        assert applied.stats()["batches"] > 0

@@ -1,0 +1,86 @@
+"""Router.rank's order, from its definition, and ``limit``.
+
+The order is score (best first), then load (lower first), then
+:func:`rendezvous_weight` on the request's affinity under the candidate's
+scheme (higher first); when no candidate holds a block, rendezvous alone.
+Rank groups candidates that share an outcome and computes weights only for
+ties: here the expected order is computed the plain way, one candidate at a
+time with the public :func:`rendezvous_weight`, over indexes full of ties
+(random prefix lengths among few values), two schemes (each also as equal
+copies), loads and none, and
+the fallback. ``limit=k`` must give the first ``k`` decisions of the full
+ranking.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from prefixkey import Hasher, InvalidRequestError
+from prefixkey.events import BlockStored, EventBatch
+from prefixkey.fleet import (
+    PrefixIndex,
+    ReplicaId,
+    ReplicaScheme,
+    RouteDecision,
+    Router,
+    rendezvous_weight,
+)
+
+TOKENS = list(range(2000, 2000 + 16 * 6 + 3))
+SCHEMES = [ReplicaScheme(Hasher(block_size=16, python_hash_seed="0")),
+           ReplicaScheme(Hasher(block_size=16, python_hash_seed="1"))]
+
+
+def _index(rng: random.Random, replicas: int, held: bool, schemes: int = 2) -> PrefixIndex:
+    index = PrefixIndex()
+    for r in range(replicas):
+        name, scheme = f"r{r}", SCHEMES[r % schemes]
+        if r % 3 == 0:  # an equal scheme in another object: grouped with the shared one
+            scheme = ReplicaScheme(scheme.hasher)
+        index.register(name, scheme)
+        keys = [scheme.publish(k) for k in scheme.hasher.block_hashes(TOKENS)]
+        if held:
+            n = rng.choice([0, 2, 2, 4, 6])
+            index.apply(name, EventBatch(0.0, (BlockStored(tuple(keys[:n]), None, (), 16),)))
+    return index
+
+
+def _expected(router: Router, decisions: list[RouteDecision]) -> list[ReplicaId]:
+    prepared = router.prepare(TOKENS)
+    schemes = router.index.replicas()
+
+    def weight(d: RouteDecision) -> int:
+        return rendezvous_weight(prepared.keys_for(schemes[d.replica]).affinity, d.replica)
+
+    if decisions[0].fallback:
+        return [d.replica for d in sorted(decisions, key=lambda d: -weight(d))]
+    return [d.replica for d in sorted(
+        decisions, key=lambda d: (-d.score, d.load or 0.0, -weight(d)))]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_rank_order_is_score_load_then_rendezvous(seed: int) -> None:
+    rng = random.Random(seed)
+    held = seed % 4 != 3  # every fourth: nothing held, the fallback
+    index = _index(rng, rng.randint(1, 40), held, schemes=1 + seed % 2)
+    loads = {ReplicaId(f"r{r}"): rng.choice([0.0, 0.1, 0.1, 0.5]) for r in range(40)}
+    for load in (None, loads.__getitem__):
+        router = Router(index, load=load, load_weight=0.05)
+        decisions = router.route(TOKENS)
+        assert [d.replica for d in decisions] == _expected(router, decisions)
+        assert [d.rank for d in decisions] == list(range(1, len(decisions) + 1))
+        assert decisions[0].fallback is not held
+        for k in (1, 2, 5, len(decisions)):
+            head = router.route(TOKENS, limit=k)
+            assert head == decisions[:k]
+            assert [d.why for d in head] == [d.why for d in decisions[:k]]
+
+
+@pytest.mark.parametrize("limit", [0, -1, 1.5, True])
+def test_limit_must_be_a_positive_int(limit: object) -> None:
+    router = Router(_index(random.Random(0), 2, True))
+    with pytest.raises(InvalidRequestError, match="limit"):
+        router.route(TOKENS, limit=limit)  # type: ignore[arg-type]
