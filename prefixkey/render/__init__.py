@@ -15,7 +15,8 @@ directly::
 
 What cannot be rendered exactly in pure Python (Mistral and Harmony models,
 renderers that are not Jinja, tokenizer classes whose rebuild is not
-reproduced, images) is a :class:`RenderUnsupportedError`: render those with
+reproduced, images of architectures other than BLIP-2) is a
+:class:`RenderUnsupportedError`: render those with
 vLLM's render endpoint. Bodies vLLM itself refuses are a
 :class:`RenderRequestError` with the status vLLM answers. Needs the
 ``render`` extra (``tokenizers``, ``jinja2``).
