@@ -117,16 +117,18 @@ class ImageChat:
         if self._hasher is None or self._source is None:
             raise RenderUnsupportedError(
                 field, "an image needs the multimodal extra: pip install 'prefixkey[multimodal]'")
-        limit = IMAGE_ARCHITECTURES[self._architecture].limit
-        if number > limit:
-            raise RenderRequestError(field, f"At most {limit} image(s) may be provided in "
-                                     "one prompt.")
         uuid = part.get("uuid")
         if uuid is not None and not isinstance(uuid, str):
             raise RenderUnsupportedError(f"{field}.uuid", "only a string uuid is reproduced")
         url, url_field = _url(part_type, part, field)
         data = None if not url else self._source.image_bytes(url, field=url_field)
-        return self._hasher.image(data, uuid=uuid, field=url_field)
+        identifier = self._hasher.image(data, uuid=uuid, field=url_field)
+        # vLLM loads the image, then counts it (MultiModalItemTracker.add).
+        limit = IMAGE_ARCHITECTURES[self._architecture].limit
+        if number > limit:
+            raise RenderRequestError(field, f"At most {limit} image(s) may be provided in "
+                                     "one prompt.")
+        return identifier
 
     def place(self, ids: list[int], identifiers: Sequence[str],
               placeholder_token_ids: Any) -> tuple[list[int], tuple[MMItem, ...]]:

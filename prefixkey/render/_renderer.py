@@ -167,6 +167,9 @@ class Renderer:
         tok_params = fields.tokenize_params(self.max_model_len)
         reused = fields.reused_token_ids
         if reused is not None:
+            if placeholder_token_ids is not None:
+                raise RenderUnsupportedError("kv_transfer_params.prompt_token_ids",
+                                             "reused prompt ids with images are not reproduced")
             checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
             return self._result(list(checked), None, fields, lora)
         kwargs = self._chat_kwargs(fields, tools)
@@ -186,6 +189,17 @@ class Renderer:
                 raise RenderUnsupportedError(name, "a request's own multimodal kwargs are not "
                                              "reproduced")
         ids, mm_items = self._images.place(ids, identifiers, placeholder_token_ids)
+        if len(ids) >= self.max_model_len:
+            # The engine's input check (v1/engine/input_processor.py), after the processor.
+            suggestion = ("Make sure that `max_model_len` is no smaller than the number of text "
+                          "tokens plus multimodal tokens. For image inputs, the number of image "
+                          "tokens depends on the number of images, and possibly their aspect "
+                          "ratios as well.")
+            over = ("" if len(ids) > self.max_model_len else " plus the number of requested "
+                    "output tokens (at least 1)")
+            raise RenderRequestError("messages", f"The decoder prompt (length {len(ids)})"
+                                     f"{over} is longer than the maximum model length of "
+                                     f"{self.max_model_len}. {suggestion}")
         return self._result(ids, prompt, fields, lora, mm_items)
 
     def render_completion(self, body: Any) -> tuple[Rendered, ...]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,20 @@ def test_placeholder_ids_without_images_are_refused() -> None:
 def test_a_text_only_body_has_no_items() -> None:
     rendered = _renderer("{}").render_chat(_body({"type": "text", "text": "hi"}))
     assert rendered.request.mm_items == ()
+
+
+@pytest.mark.parametrize(("max_model_len", "words"), [(23, "(length 24) is longer"),
+                                                       (24, "(length 24) plus the number")])
+def test_the_engine_s_length_check_counts_the_image_tokens(max_model_len: int,
+                                                           words: str) -> None:
+    """The text (20 ids) fits; with the 4 image ids the engine's input check refuses it
+    (v1/engine/input_processor.py; the render server runs no engine, so this is read
+    from vLLM's code, not harvested)."""
+    (record,) = [r for r in RECORDS if r["case"] == "text-then-image" and not r["options"]]
+    renderer = Renderer(ServerOptions(model=record["model"], max_model_len=max_model_len),
+                        str(FOLDER))
+    with pytest.raises(RenderRequestError, match=re.escape(words)):
+        renderer.render_chat(_materialize(record["body"]), placeholder_token_ids=[EXPANSION])
 
 
 def test_a_file_outside_the_allowed_path_is_never_read(tmp_path: Path) -> None:
