@@ -33,6 +33,7 @@ from ._endpoint import (
     render_response_shape,
 )
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
+from ._media import MediaFetcher, fetch_media_url
 from ._options import VERIFIED_RELEASES, LoRAModule, ServerOptions, parse_lora_module
 from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered, Renderer
 
@@ -44,6 +45,7 @@ __all__ = [
     "VERIFIED_RELEASES",
     "ContentParts",
     "LoRAModule",
+    "MediaFetcher",
     "ModelFolderError",
     "RenderClient",
     "RenderEndpointError",
@@ -54,6 +56,7 @@ __all__ = [
     "Rendered",
     "Renderer",
     "ServerOptions",
+    "fetch_media_url",
     "parse_lora_module",
     "render_response_shape",
 ]

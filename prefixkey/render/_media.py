@@ -2,26 +2,31 @@
 
 vLLM's ``chat_utils`` loads each ``image_url`` / ``input_image`` part
 (``MediaConnector``: data: URLs, file:// URLs under
-``--allowed-local-media-path``; http(s) is fetched by the caller here), hands
-the template ``{"type": "image", <the part's unknown fields>}`` in 'openai'
-format, or the model's placeholder string in 'string' format (BLIP-2 has none:
-``get_placeholder_str`` returns None, so the image leaves no text), and checks
-the per-prompt item limit as each part arrives. After tokenization the model's
-processor puts each image's expansion into the prompt; where it lands is the
-architecture's own rule (:data:`IMAGE_ARCHITECTURES`), and what it is comes
-from the caller (``placeholder_token_ids``): prefixkey never guesses a span.
+``--allowed-local-media-path``; an http(s) URL is fetched by the caller, or by
+a fetcher the caller opts into, and only from ``--allowed-media-domains``:
+:func:`fetch_media_url`), hands the template ``{"type": "image", <the part's
+unknown fields>}`` in 'openai' format or the model's placeholder string in
+'string' format (BLIP-2 has none: ``get_placeholder_str`` returns None, so the
+image leaves no text), and checks the per-prompt item limit as each part
+arrives. After tokenization the model's processor puts each image's expansion
+into the prompt; where it lands is the architecture's own rule
+(:data:`IMAGE_ARCHITECTURES`), and what it is comes from the caller
+(``placeholder_token_ids``): prefixkey never guesses a span.
 The identifier is :class:`~prefixkey.multimodal.MMHasher`'s, with the
 ``--model`` string, ``--mm-hasher-algorithm`` and ``--media-io-kwargs``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import http.client
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from ..core import MMItem, check_token_ids
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, RemoteMediaError
 from ._chat import _KNOWN_PART_FIELDS, ContentParts
 from ._errors import RenderRequestError, RenderUnsupportedError
 from ._options import ServerOptions
@@ -29,7 +34,13 @@ from ._options import ServerOptions
 if TYPE_CHECKING:
     from ..multimodal import MediaSource, MMHasher
 
-__all__ = ["IMAGE_ARCHITECTURES", "ImageChat", "ImageParts"]
+__all__ = ["IMAGE_ARCHITECTURES", "ImageChat", "ImageParts", "MediaFetcher", "fetch_media_url"]
+
+#: Fetches an http(s) image URL's bytes (``field`` names the part in errors).
+MediaFetcher = Callable[[str, str], bytes]
+# vLLM's VLLM_IMAGE_FETCH_TIMEOUT default, and MediaSource's per-item bound.
+_FETCH_TIMEOUT: Final = 5.0
+_FETCH_MAX_BYTES: Final = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +95,16 @@ class ImageParts(ContentParts):
 class ImageChat:
     """The image path of one replica: its hasher, media rules and architecture, built once."""
 
-    __slots__ = ("_architecture", "_hasher", "_source")
+    __slots__ = ("_architecture", "_fetch", "_hasher", "_source")
 
     _hasher: MMHasher | None
     _source: MediaSource | None
 
-    def __init__(self, options: ServerOptions, config: Mapping[str, Any]) -> None:
+    def __init__(self, options: ServerOptions, config: Mapping[str, Any],
+                 fetch: MediaFetcher | None = None) -> None:
         self._architecture = image_architecture(config)
+        # Only with a list of domains: vLLM fetches from any host when it has none.
+        self._fetch = fetch if options.allowed_media_domains else None
         try:
             from ..multimodal import MediaSource, MMHasher
         except ImportError:  # the multimodal extra is missing: images are refused when met
@@ -121,7 +135,7 @@ class ImageChat:
         if uuid is not None and not isinstance(uuid, str):
             raise RenderUnsupportedError(f"{field}.uuid", "only a string uuid is reproduced")
         url, url_field = _url(part_type, part, field)
-        data = None if not url else self._source.image_bytes(url, field=url_field)
+        data = None if not url else self._image_bytes(self._source, url, url_field)
         identifier = self._hasher.image(data, uuid=uuid, field=url_field)
         # vLLM loads the image, then counts it (MultiModalItemTracker.add).
         limit = IMAGE_ARCHITECTURES[self._architecture].limit
@@ -129,6 +143,14 @@ class ImageChat:
             raise RenderRequestError(field, f"At most {limit} image(s) may be provided in "
                                      "one prompt.")
         return identifier
+
+    def _image_bytes(self, source: MediaSource, url: str, field: str) -> bytes:
+        try:
+            return source.image_bytes(url, field=field)
+        except RemoteMediaError:  # raised only for a host the domain list allows
+            if self._fetch is None:
+                raise
+            return self._fetch(url, field)
 
     def place(self, ids: list[int], identifiers: Sequence[str],
               placeholder_token_ids: Any) -> tuple[list[int], tuple[MMItem, ...]]:
@@ -168,3 +190,34 @@ def _url(part_type: str, part: Mapping[str, Any], field: str) -> tuple[Any, str]
     if value is not None and part.get("type") == "image_url" and part.get("uuid") is None:
         raise RenderRequestError(f"{field}.image_url", "must be an object with a url")
     return value, f"{field}.image_url"
+
+
+def fetch_media_url(url: str, field: str, *, timeout: float = _FETCH_TIMEOUT,
+                    max_bytes: int = _FETCH_MAX_BYTES) -> bytes:
+    """An http(s) URL's body, as vLLM's MediaConnector gets it: one GET, bounded.
+
+    A :data:`MediaFetcher` for ``Renderer(…, media_fetcher=fetch_media_url)``.
+    A redirect is refused (vLLM follows it to any host by default, which would
+    step outside ``--allowed-media-domains``), as is a status other than 200, a
+    body over ``max_bytes`` and a failure to connect within ``timeout`` seconds.
+    """
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(urllib.request.Request(url), timeout=timeout) as response:
+            data: bytes = response.read(max_bytes + 1)
+    except urllib.error.HTTPError as exc:
+        _fetch_failed(field, url, f"HTTP {exc.code}")
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        _fetch_failed(field, url, str(getattr(exc, "reason", exc)))
+    if len(data) > max_bytes:
+        _fetch_failed(field, url, f"more than {max_bytes} bytes")
+    return data
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 3xx then surfaces as an HTTPError
+
+
+def _fetch_failed(field: str, url: str, why: str) -> NoReturn:
+    raise InvalidRequestError(field, f"cannot fetch {url}: {why}")

@@ -27,7 +27,7 @@ from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams
 from ._folder import ModelFolder, load_server_template
-from ._media import ImageChat, ImageParts
+from ._media import ImageChat, ImageParts, MediaFetcher
 from ._options import ServerOptions
 from ._template import (
     HF_BASE_PARAMS,
@@ -76,19 +76,23 @@ class Renderer:
     folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it).
     ``content_parts`` handles parts other than text; by default image parts are
     rendered as vLLM does (:mod:`._media`, docs/multimodal.md) and others refused.
+    ``media_fetcher`` (e.g. :func:`fetch_media_url`) loads http(s) image URLs from
+    ``options.allowed_media_domains``; without it, or without domains, they are a
+    :class:`~prefixkey.errors.RemoteMediaError` for the caller to fetch.
     Rendering is thread-safe.
     """
 
     def __init__(self, options: ServerOptions, model_dir: str | None = None, *,
-                 clock: Clock = datetime.now, content_parts: ContentParts | None = None
-                 ) -> None:
+                 clock: Clock = datetime.now, content_parts: ContentParts | None = None,
+                 media_fetcher: MediaFetcher | None = None) -> None:
         self.options = options
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
                                        options.max_model_len)
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._env = TemplateEnvironment(clock)
         self._parts = content_parts or ContentParts()
-        self._images = ImageChat(options, self.folder.config) if content_parts is None else None
+        self._images = (ImageChat(options, self.folder.config, media_fetcher)
+                        if content_parts is None else None)
         self._server_template = (None if options.chat_template is None
                                  else load_server_template(options.chat_template))
         self._loras = {m.name: LoRA(m.name, m.path, i)

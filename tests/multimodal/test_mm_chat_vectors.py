@@ -13,8 +13,11 @@ as the answer read by RenderResponseParser; what the server refused, it refuses.
 from __future__ import annotations
 
 import base64
+import http.server
 import json
 import re
+import threading
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from prefixkey.render import (
     RenderResponseParser,
     RenderUnsupportedError,
     ServerOptions,
+    fetch_media_url,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -263,3 +267,78 @@ def test_a_line_without_placeholder_ids_is_an_error_record(
     status, out = _run(["render", *SERVER], [line], tmp_path, capsys)
     assert status == 1
     assert out[0]["error"]["field"] == "placeholder_token_ids"
+
+
+# ------------------------------------------------------------------ the opt-in fetcher
+
+PORT = 18520  # this suite's loopback port (18500-18599)
+
+
+class _Images(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path == "/moved":
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{PORT}/rgb.png")
+            self.end_headers()
+            return
+        path = IMAGES / self.path.lstrip("/")
+        if not path.is_file():
+            self.send_error(404)
+            return
+        data = path.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def image_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", PORT), _Images)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{PORT}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _fetching(domains: tuple[str, ...]) -> Renderer:
+    return Renderer(ServerOptions(model=RECORDS[0]["model"], allowed_media_domains=domains),
+                    str(FOLDER), media_fetcher=fetch_media_url)
+
+
+def test_a_fetched_url_keys_as_its_bytes_do(image_server: str) -> None:
+    """vLLM hashes a fetched image by its bytes: the recorded data: URL answer of the
+    same file is the fetched one's."""
+    (record,) = [r for r in RECORDS if r["case"] == "text-then-image" and not r["options"]]
+    body = _materialize(record["body"])
+    body["messages"][0]["content"][1]["image_url"]["url"] = f"{image_server}/rgb.png"
+    rendered = _fetching(("127.0.0.1",)).render_chat(body, placeholder_token_ids=[EXPANSION])
+    assert list(rendered.token_ids) == record["response"]["token_ids"]
+    assert [m.identifier for m in rendered.request.mm_items] == \
+        record["response"]["features"]["mm_hashes"]["image"]
+
+
+@pytest.mark.parametrize(("path", "words"), [("/moved", "HTTP 302"),
+                                             ("/missing.png", "HTTP 404")])
+def test_a_redirect_or_a_failure_is_not_followed(image_server: str, path: str,
+                                                 words: str) -> None:
+    with pytest.raises(InvalidRequestError, match=words) as caught:
+        _fetching(("127.0.0.1",)).render_chat(_body(_image_part(image_server + path)),
+                                              placeholder_token_ids=[EXPANSION])
+    assert caught.value.field == "messages[0].content[0].image_url.url"
+
+
+def test_the_fetcher_stays_inside_the_allowed_domains(image_server: str) -> None:
+    with pytest.raises(InvalidRequestError, match="allowed domains"):
+        _fetching(("images.example",)).render_chat(
+            _body(_image_part(f"{image_server}/rgb.png")), placeholder_token_ids=[EXPANSION])
+    # Without a domain list vLLM fetches from any host: the fetcher is then never used.
+    with pytest.raises(RemoteMediaError):
+        _fetching(()).render_chat(_body(_image_part(f"{image_server}/rgb.png")),
+                                  placeholder_token_ids=[EXPANSION])
