@@ -1,6 +1,8 @@
 """``prefixkey render``: OpenAI bodies in, request-format lines (token ids) out.
 
-Each input line is ``{"id", "endpoint", "body", …}``; each output line is a
+Each input line is ``{"id", "endpoint", "body", …}`` (with
+``placeholder_token_ids`` when the body has images: per image, the token ids
+the model's processor puts in the prompt); each output line is a
 request-format line (docs/request-format.md): the input's other fields, then
 ``token_ids`` and the ``lora``, ``cache_salt`` and ``mm_items`` the body
 implies, plus ``prompt`` (the rendered chat text), so that
@@ -26,6 +28,8 @@ from ._common import Commands, add_limit_options, fail, input_name, json_limits,
 __all__ = ["add_render_options", "register", "rendered_lines", "renderer_from_args"]
 
 _NO_RENDER = "needs the render extra: pip install 'prefixkey[render]'"
+# A line's fields that are the renderer's input, not the request line's.
+_RENDER_INPUTS: Final = ("endpoint", "body", "placeholder_token_ids")
 # vLLM reads --max-model-len as a human-readable int: k/m/g/t are powers of 1000 (decimals
 # allowed), K/M/G/T powers of 1024; -1 and "auto" mean the model's own length.
 _LENGTH: Final = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
@@ -89,6 +93,16 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
     group.add_argument("--lora-modules", action="append", default=[], metavar="NAME=PATH",
                        help="a static LoRA adapter, NAME=PATH or vLLM's JSON form (repeat for "
                        "several)")
+    media = cmd.add_argument_group("image parts (docs/multimodal.md)")
+    media.add_argument("--allowed-local-media-path", metavar="DIR",
+                       help="file:// image URLs load only from under this folder (none: no file)")
+    media.add_argument("--allowed-media-domains", nargs="+", metavar="HOST",
+                       help="the hosts http(s) image URLs may name (the caller fetches them)")
+    media.add_argument("--mm-hasher-algorithm", default="blake3",
+                       choices=("blake3", "sha256", "sha512"),
+                       help="vLLM's --mm-hasher-algorithm (default blake3)")
+    media.add_argument("--media-io-kwargs", metavar="JSON",
+                       help='vLLM\'s --media-io-kwargs, e.g. \'{"image": {...}}\'')
 
 
 def renderer_from_args(args: argparse.Namespace) -> Any:
@@ -101,6 +115,12 @@ def renderer_from_args(args: argparse.Namespace) -> Any:
             kwargs = json.loads(args.default_chat_template_kwargs)
         except json.JSONDecodeError as exc:
             raise ModelFolderError("--default-chat-template-kwargs", f"not JSON: {exc}") from None
+    media_io_kwargs: Any = {}
+    if args.media_io_kwargs is not None:
+        try:
+            media_io_kwargs = json.loads(args.media_io_kwargs)
+        except json.JSONDecodeError as exc:
+            raise ModelFolderError("--media-io-kwargs", f"not JSON: {exc}") from None
     options = ServerOptions(
         model=args.model or args.model_dir,
         served_model_name=tuple(args.served_model_name or ()),
@@ -115,6 +135,10 @@ def renderer_from_args(args: argparse.Namespace) -> Any:
         tool_call_parser=args.tool_call_parser,
         exclude_tools_when_tool_choice_none=args.exclude_tools_when_tool_choice_none,
         lora_modules=ServerOptions.lora_modules_from(args.lora_modules),
+        allowed_local_media_path=args.allowed_local_media_path,
+        allowed_media_domains=tuple(args.allowed_media_domains or ()),
+        mm_hasher_algorithm=args.mm_hasher_algorithm,
+        media_io_kwargs=media_io_kwargs,
         vllm_version=args.vllm_version,
     )
     return Renderer(options, args.model_dir)
@@ -126,13 +150,25 @@ def _lora_json(lora: Any) -> dict[str, Any] | None:
     return {"name": lora.name, "path": lora.path, "int_id": lora.int_id}
 
 
+def _mm_json(items: Iterable[Any]) -> list[dict[str, Any]]:
+    return [{"identifier": m.identifier, "offset": m.offset, "length": m.length} for m in items]
+
+
 def _render_body(renderer: Any, obj: Mapping[str, Any]) -> tuple[Any, ...]:
     if "endpoint" not in obj or "body" not in obj:
         raise InvalidRequestError("endpoint" if "endpoint" not in obj else "body", "is required")
     endpoint = obj["endpoint"]
     if not isinstance(endpoint, str):
         raise InvalidRequestError("endpoint", "must be a string")
-    return tuple(renderer.render(endpoint, obj["body"]))
+    placeholders = obj.get("placeholder_token_ids")
+    if placeholders is None:
+        return tuple(renderer.render(endpoint, obj["body"]))
+    from ..render import Renderer
+
+    if not isinstance(renderer, Renderer):
+        raise InvalidRequestError("placeholder_token_ids", "the render endpoint places images "
+                                  "itself: leave it out with --render-url")
+    return tuple(renderer.render(endpoint, obj["body"], placeholder_token_ids=placeholders))
 
 
 def _prompt_list(obj: Mapping[str, Any]) -> bool:
@@ -147,13 +183,13 @@ def render_record(renderer: Any, obj: Any) -> dict[str, Any]:
     if not isinstance(obj, Mapping):
         raise InvalidRequestError("<line>", f"must be a JSON object, got {type(obj).__name__}")
     rendered = _render_body(renderer, obj)
-    record = {k: v for k, v in obj.items() if k not in ("endpoint", "body")}
+    record = {k: v for k, v in obj.items() if k not in _RENDER_INPUTS}
     first = rendered[0]
     ids = [list(r.token_ids) for r in rendered]
     record["token_ids"] = ids if _prompt_list(obj) else ids[0]
     record["lora"] = _lora_json(first.request.lora)
     record["cache_salt"] = first.request.cache_salt
-    record["mm_items"] = []
+    record["mm_items"] = _mm_json(first.request.mm_items)
     if first.prompt is not None:
         record["prompt"] = first.prompt
     return record
@@ -184,13 +220,11 @@ def rendered_lines(renderer: Any, obj: Any) -> list[dict[str, Any]]:
     rendered = _render_body(renderer, obj)
     lines = []
     for n, item in enumerate(rendered):
-        line = {k: v for k, v in obj.items() if k not in ("endpoint", "body")}
+        line = {k: v for k, v in obj.items() if k not in _RENDER_INPUTS}
         line["token_ids"] = item.token_ids
         _merge_field(line, "lora", _lora_json(item.request.lora))
         _merge_field(line, "cache_salt", item.request.cache_salt)
-        _merge_field(line, "mm_items", [
-            {"identifier": m.identifier, "offset": m.offset, "length": m.length}
-            for m in item.request.mm_items] or None)
+        _merge_field(line, "mm_items", _mm_json(item.request.mm_items) or None)
         if _prompt_list(obj):
             line["id"] = f"{obj.get('id')}#{n}"
         lines.append(line)

@@ -15,7 +15,8 @@ directly::
 
 What cannot be rendered exactly in pure Python (Mistral and Harmony models,
 renderers that are not Jinja, tokenizer classes whose rebuild is not
-reproduced, images) is a :class:`RenderUnsupportedError`: render those with
+reproduced, images of architectures other than BLIP-2) is a
+:class:`RenderUnsupportedError`: render those with
 vLLM's render endpoint. Bodies vLLM itself refuses are a
 :class:`RenderRequestError` with the status vLLM answers. Needs the
 ``render`` extra (``tokenizers``, ``jinja2``).
@@ -32,6 +33,7 @@ from ._endpoint import (
     render_response_shape,
 )
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
+from ._media import MediaFetcher, fetch_media_url
 from ._options import VERIFIED_RELEASES, LoRAModule, ServerOptions, parse_lora_module
 from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered, Renderer
 
@@ -43,6 +45,7 @@ __all__ = [
     "VERIFIED_RELEASES",
     "ContentParts",
     "LoRAModule",
+    "MediaFetcher",
     "ModelFolderError",
     "RenderClient",
     "RenderEndpointError",
@@ -53,6 +56,7 @@ __all__ = [
     "Rendered",
     "Renderer",
     "ServerOptions",
+    "fetch_media_url",
     "parse_lora_module",
     "render_response_shape",
 ]

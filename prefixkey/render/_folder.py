@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ._errors import ModelFolderError, RenderUnsupportedError
+from ._media import image_architecture
 
 __all__ = ["ModelFolder", "load_server_template"]
 
@@ -70,6 +71,21 @@ def _read_text(path: Path, name: str) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelFolderError(name, f"cannot be read: {exc}") from None
+
+
+def _image_processor_files(path: Path, config: dict[str, Any]) -> frozenset[str]:
+    """The processor files an image architecture prefixkey renders may have (render/_media.py).
+
+    Its processor's chat template, when it has one, would win over the tokenizer's
+    (vLLM's resolve_chat_template): only a processor config without one is taken.
+    """
+    if image_architecture(config) is None or (path / "chat_template.json").exists():
+        return frozenset()
+    processor = path / "processor_config.json"
+    if processor.is_file() and "chat_template" in _read_json(processor,
+                                                              "processor_config.json"):
+        return frozenset()
+    return frozenset({"processor_config.json", "preprocessor_config.json"})
 
 
 def load_server_template(value: str) -> str:
@@ -178,9 +194,10 @@ class ModelFolder:
             raise RenderUnsupportedError(
                 "config.json", f"architecture {architectures[0]!r} has a vLLM renderer that "
                 "is not a Jinja chat template")
+        allowed = _image_processor_files(path, config)
         for folder in {path, tokenizer_path}:
             for name, why in _REFUSED_FILES.items():
-                if (folder / name).exists():
+                if (folder / name).exists() and not (folder == path and name in allowed):
                     raise RenderUnsupportedError(name, f"the folder has {why}")
             if any(folder.glob("tokenizer.model.v*")):
                 raise RenderUnsupportedError("tokenizer.model.v*",

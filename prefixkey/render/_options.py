@@ -74,7 +74,10 @@ class ServerOptions:
     name (a body's ``model`` must name it unless ``served_model_name`` lists
     the names). ``chat_template`` is a file path or the template text, as vLLM
     takes it. ``lora_modules`` are the static adapters; their int ids follow
-    their order from 1, as vLLM assigns them.
+    their order from 1, as vLLM assigns them. ``allowed_local_media_path``,
+    ``allowed_media_domains``, ``mm_hasher_algorithm`` and ``media_io_kwargs``
+    (per modality, e.g. ``{"image": {...}}``) decide image parts' identifiers
+    and which URLs load (docs/multimodal.md).
     """
 
     model: str
@@ -91,6 +94,10 @@ class ServerOptions:
     tool_call_parser: str | None = None
     exclude_tools_when_tool_choice_none: bool = False
     lora_modules: tuple[LoRAModule, ...] = ()
+    allowed_local_media_path: str | None = None
+    allowed_media_domains: tuple[str, ...] = ()
+    mm_hasher_algorithm: str = "blake3"
+    media_io_kwargs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     vllm_version: str = "0.31.0"
 
     def __post_init__(self) -> None:
@@ -101,6 +108,13 @@ class ServerOptions:
         object.__setattr__(self, "lora_modules", tuple(self.lora_modules))
         object.__setattr__(self, "default_chat_template_kwargs",
                            _frozen_kwargs(self.default_chat_template_kwargs))
+        object.__setattr__(self, "allowed_media_domains", tuple(self.allowed_media_domains))
+        if not isinstance(self.media_io_kwargs, Mapping) or not all(
+                isinstance(v, Mapping) for v in self.media_io_kwargs.values()):
+            raise ModelFolderError("--media-io-kwargs", "must be a JSON object of objects, "
+                                   "one per modality")
+        object.__setattr__(self, "media_io_kwargs", MappingProxyType(
+            {k: MappingProxyType(dict(v)) for k, v in self.media_io_kwargs.items()}))
         if self.chat_template_content_format not in _CONTENT_FORMATS:
             raise ModelFolderError(
                 "--chat-template-content-format",

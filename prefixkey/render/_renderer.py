@@ -21,12 +21,13 @@ from typing import Any, Final
 
 import jinja2
 
-from ..core import LoRA, Request, TokenIds, check_token_ids
+from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams
 from ._folder import ModelFolder, load_server_template
+from ._media import ImageChat, ImageParts, MediaFetcher
 from ._options import ServerOptions
 from ._template import (
     HF_BASE_PARAMS,
@@ -73,19 +74,25 @@ class Renderer:
     local folder holding the model's files when ``options.model`` is a name
     (a hub id the server downloaded); by default ``options.model`` is the
     folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it).
-    ``content_parts`` handles parts other than text (refused by default).
+    ``content_parts`` handles parts other than text; by default image parts are
+    rendered as vLLM does (:mod:`._media`, docs/multimodal.md) and others refused.
+    ``media_fetcher`` (e.g. :func:`fetch_media_url`) loads http(s) image URLs from
+    ``options.allowed_media_domains``; without it, or without domains, they are a
+    :class:`~prefixkey.errors.RemoteMediaError` for the caller to fetch.
     Rendering is thread-safe.
     """
 
     def __init__(self, options: ServerOptions, model_dir: str | None = None, *,
-                 clock: Clock = datetime.now, content_parts: ContentParts | None = None
-                 ) -> None:
+                 clock: Clock = datetime.now, content_parts: ContentParts | None = None,
+                 media_fetcher: MediaFetcher | None = None) -> None:
         self.options = options
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
                                        options.max_model_len)
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._env = TemplateEnvironment(clock)
         self._parts = content_parts or ContentParts()
+        self._images = (ImageChat(options, self.folder.config, media_fetcher)
+                        if content_parts is None else None)
         self._server_template = (None if options.chat_template is None
                                  else load_server_template(options.chat_template))
         self._loras = {m.name: LoRA(m.name, m.path, i)
@@ -108,10 +115,18 @@ class Renderer:
 
     # ------------------------------------------------------------------ public entry points
 
-    def render(self, endpoint: str, body: Any) -> tuple[Rendered, ...]:
-        """Render a body for ``/v1/chat/completions`` or ``/v1/completions``."""
+    def render(self, endpoint: str, body: Any, *,
+               placeholder_token_ids: Any = None) -> tuple[Rendered, ...]:
+        """Render a body for ``/v1/chat/completions`` or ``/v1/completions``.
+
+        ``placeholder_token_ids`` (chat only): per image part in order, the token
+        ids the model's processor puts in the prompt for it (docs/multimodal.md).
+        """
         if endpoint == CHAT_ENDPOINT:
-            return (self.render_chat(body),)
+            return (self.render_chat(body, placeholder_token_ids=placeholder_token_ids),)
+        if placeholder_token_ids is not None:
+            raise InvalidRequestError("placeholder_token_ids", f"only {CHAT_ENDPOINT} bodies "
+                                      "carry images")
         if endpoint == COMPLETIONS_ENDPOINT:
             return self.render_completion(body)
         raise InvalidRequestError("endpoint", f"must be {CHAT_ENDPOINT!r} or "
@@ -129,8 +144,13 @@ class Renderer:
                                      status=404)
         return lora
 
-    def render_chat(self, body: Any) -> Rendered:
-        """The engine prompt vLLM renders for a chat-completions body."""
+    def render_chat(self, body: Any, *, placeholder_token_ids: Any = None) -> Rendered:
+        """The engine prompt vLLM renders for a chat-completions body.
+
+        With image parts, ``placeholder_token_ids`` gives each image's expansion
+        (see :meth:`render`); the request's ``mm_items`` then hold each image's
+        identifier and where its expansion lies.
+        """
         fields = BodyFields.chat(body)
         lora = self.lora_for(fields.model)
         tools = dump_tools(body.get("tools"))
@@ -151,15 +171,40 @@ class Renderer:
         tok_params = fields.tokenize_params(self.max_model_len)
         reused = fields.reused_token_ids
         if reused is not None:
+            if placeholder_token_ids is not None:
+                raise RenderUnsupportedError("kv_transfer_params.prompt_token_ids",
+                                             "reused prompt ids with images are not reproduced")
             checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
             return self._result(list(checked), None, fields, lora)
         kwargs = self._chat_kwargs(fields, tools)
-        text_or_ids = self._apply_template(body.get("messages"), request_template, kwargs)
+        parts = self._parts if self._images is None else self._images.parts()
+        text_or_ids = self._apply_template(body.get("messages"), request_template, kwargs,
+                                           parts)
         if isinstance(text_or_ids, str):
             ids = self._tokenize(text_or_ids, tok_params, "messages")
-            return self._result(ids, text_or_ids, fields, lora)
-        return self._result(tok_params.post_tokenization(text_or_ids, self.tokenizer), None,
-                            fields, lora)
+            prompt: str | None = text_or_ids
+        else:
+            ids, prompt = tok_params.post_tokenization(text_or_ids, self.tokenizer), None
+        identifiers = parts.identifiers if isinstance(parts, ImageParts) else []
+        if self._images is None or not (identifiers or placeholder_token_ids is not None):
+            return self._result(ids, prompt, fields, lora)
+        for name in ("mm_processor_kwargs", "media_io_kwargs"):
+            if body.get(name):
+                raise RenderUnsupportedError(name, "a request's own multimodal kwargs are not "
+                                             "reproduced")
+        ids, mm_items = self._images.place(ids, identifiers, placeholder_token_ids)
+        if len(ids) >= self.max_model_len:
+            # The engine's input check (v1/engine/input_processor.py), after the processor.
+            suggestion = ("Make sure that `max_model_len` is no smaller than the number of text "
+                          "tokens plus multimodal tokens. For image inputs, the number of image "
+                          "tokens depends on the number of images, and possibly their aspect "
+                          "ratios as well.")
+            over = ("" if len(ids) > self.max_model_len else " plus the number of requested "
+                    "output tokens (at least 1)")
+            raise RenderRequestError("messages", f"The decoder prompt (length {len(ids)})"
+                                     f"{over} is longer than the maximum model length of "
+                                     f"{self.max_model_len}. {suggestion}")
+        return self._result(ids, prompt, fields, lora, mm_items)
 
     def render_completion(self, body: Any) -> tuple[Rendered, ...]:
         """The engine prompts vLLM renders for a completions body, one per prompt."""
@@ -178,12 +223,13 @@ class Renderer:
     # ------------------------------------------------------------------------- the steps
 
     def _result(self, ids: list[int], prompt: str | None, fields: BodyFields,
-                lora: LoRA | None) -> Rendered:
+                lora: LoRA | None, mm_items: tuple[MMItem, ...] = ()) -> Rendered:
         if not ids:
             raise RenderRequestError("messages" if fields.is_chat else "prompt",
                                      "No token_ids rendered")
         token_ids = check_token_ids(ids)  # tokenizer output: ints >= 0, checked at C speed
-        return Rendered(Request(token_ids, lora=lora, cache_salt=fields.cache_salt), prompt,
+        return Rendered(Request(token_ids, lora=lora, cache_salt=fields.cache_salt,
+                                mm_items=mm_items), prompt,
                         fields.model or self.options.served_names[0])
 
     def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:
@@ -239,7 +285,7 @@ class Renderer:
             "allowed, so you must provide a chat template if the tokenizer does not define one.")
 
     def _apply_template(self, messages: Any, request_template: str | None,
-                        kwargs: dict[str, Any]) -> str | list[int]:
+                        kwargs: dict[str, Any], parts: ContentParts) -> str | list[int]:
         """``safe_apply_chat_template``: the rendered text (or ids, with ``tokenize``)."""
         tools = kwargs.pop("tools", None)
         if tools is not None and not (isinstance(tools, list)
@@ -259,7 +305,7 @@ class Renderer:
         if content_format == "auto":
             detected = template if rendering is given else self._format_template(tools)
             content_format = "string" if detected is None else detected.detected_format
-        conversation = parse_messages(messages, content_format, self._parts)
+        conversation = parse_messages(messages, content_format, parts)
         if any(m["role"] == "developer" for m in conversation) and \
                 not template.supports_developer:
             conversation = _consolidate_system(_developer_to_system(conversation))
