@@ -152,6 +152,7 @@ class Renderer:
         reused = fields.reused_token_ids
         if reused is not None:
             checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
+            tok_params.check_reused_length(len(checked))
             return self._result(list(checked), None, fields, lora)
         kwargs = self._chat_kwargs(fields, tools)
         text_or_ids = self._apply_template(body.get("messages"), request_template, kwargs)
