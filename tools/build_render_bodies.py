@@ -573,6 +573,12 @@ def _edge_short(corpus: Corpus, group: str, folder: str, server: Server) -> None
                                               {"prompt_token_ids": list(range(1, 80))}}),
         "chat-kv-params-over": (CHAT, _chat(model, [USER], kv_transfer_params={
             "prompt_token_ids": list(range(1, 80))})),
+        "chat-kv-params-over-truncated": (CHAT, _chat(
+            model, [USER], truncate_prompt_tokens=10,
+            kv_transfer_params={"prompt_token_ids": list(range(1, 80))})),
+        "chat-kv-params-over-truncate-all": (CHAT, _chat(
+            model, [USER], truncate_prompt_tokens=-1,
+            kv_transfer_params={"prompt_token_ids": list(range(1, 80))})),
         "chat-max-tokens-over": (CHAT, _chat(model, [USER], max_tokens=60)),
         "chat-max-tokens-at": (CHAT, _chat(model, [USER], max_tokens=1)),
         "chat-truncate-long-left": (CHAT, _chat(model, CONVERSATIONS["long"],

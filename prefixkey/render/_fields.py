@@ -246,7 +246,8 @@ class TokenizeParams:
     def check_reused_length(self, length: int) -> None:
         """``get_max_tokens``' bound (entrypoints/serve/utils/api_utils.py), the only one
         ids reused from ``kv_transfer_params`` meet: the truncation size caps the length
-        it counts, though the ids are not truncated."""
+        it counts, though the ids are not truncated; a length that leaves no output token
+        makes the derived ``max_tokens`` 0, which SamplingParams refuses."""
         limit = self.truncate_prompt_tokens
         if limit is not None:
             length = min(length, self.max_total_tokens if limit == -1 else limit)
@@ -254,6 +255,8 @@ class TokenizeParams:
             raise RenderRequestError(
                 "kv_transfer_params.prompt_token_ids", f"Input length ({length}) exceeds "
                 f"model's maximum context length ({self.max_total_tokens}).")
+        if length == self.max_total_tokens:  # no room left: the max_tokens vLLM derives is 0
+            raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
 
     def post_tokenization(self, ids: list[int], tokenizer: HfTokenizer) -> list[int]:
         """Truncation (from the left unless the body says right) and the length check."""
