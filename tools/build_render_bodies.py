@@ -414,6 +414,219 @@ def _invalid(corpus: Corpus, group: str, folder: str, server: Server) -> None:
         corpus.add(group, f"bad-cmpl-{label}", folder, COMPLETIONS, body, server)
 
 
+# Edge cases of how vLLM's request models read a body (lenient JSON values, content and
+# tool-call validation, whitespace, unicode): each body is vLLM's answer, not an assumption.
+EDGE_TEXTS = {
+    "emoji_zwj": "Family 👨‍👩‍👧‍👦, flag 🏳️‍🌈, skin tone 👋🏿, keycap 1️⃣",
+    "combining": "a\u0301e\u0300o\u0302 Z\u0335\u0321a\u0337l\u0334g\u0338o\u0336 n\u0303",
+    "rtl": "\u202bمرحبا\u202c and \u200fשלום\u200e mixed: abc אבג 123",
+    "whitespace_only": " \n\t  \n",
+}
+
+
+def _edge_chat(corpus: Corpus, group: str, folder: str, server: Server) -> None:
+    model = server["--served-model-name"]
+    call = _tool_call("call_1", "get_weather", '{"unit": "celsius", "city": "Paris"}')
+    no_id = {"type": "function", "function": call["function"]}
+    dict_args = {**call, "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    list_args = {**call, "function": {"name": "get_weather", "arguments": "[1, 2]"}}
+    empty_args = {**call, "function": {"name": "get_weather", "arguments": ""}}
+
+    def with_call(tool_call: Any) -> list[dict[str, Any]]:
+        return [USER, {"role": "assistant", "content": None, "tool_calls": [tool_call]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
+
+    bodies: dict[str, Body] = {
+        # content: null and missing content, per role.
+        "null-user": _chat(model, [{"role": "user", "content": None}]),
+        "null-system": _chat(model, [{"role": "system", "content": None}, USER]),
+        "null-assistant": _chat(model, [USER, {"role": "assistant", "content": None}, FOLLOW_UP]),
+        "null-tool": _chat(model, [*with_call(call)[:2],
+                                   {"role": "tool", "tool_call_id": "call_1", "content": None}]),
+        "missing-content-user": _chat(model, [{"role": "user"}]),
+        "missing-content-assistant": _chat(model, [USER, {"role": "assistant"}, FOLLOW_UP]),
+        # tool calls: the arguments' key order, validation.
+        "toolcall-args-key-order": _chat(model, with_call(call)),
+        "toolcall-no-id": _chat(model, with_call(no_id)),
+        "toolcall-dict-args": _chat(model, with_call(dict_args)),
+        "toolcall-list-args": _chat(model, with_call(list_args)),
+        "toolcall-empty-args": _chat(model, with_call(empty_args)),
+        "toolcall-no-type": _chat(model, with_call({"id": "call_1",
+                                                    "function": call["function"]})),
+        "toolcall-extra-field": _chat(model, with_call({**call, "index": 0})),
+        # the template in chat_template_kwargs (untrusted here unless the server trusts).
+        "kwargs-template": _chat(model, [USER], chat_template_kwargs={
+            "chat_template": "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"}),
+        # extra fields on text parts.
+        "part-extra-field": _chat(model, [{"role": "user", "content": [
+            {"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "there", "name": "x"}]}]),
+        "part-no-type": _chat(model, [{"role": "user", "content": [{"text": "Hi"}]}]),
+        "part-empty-list": _chat(model, [{"role": "user", "content": []}]),
+        "part-empty-text": _chat(model, [{"role": "user", "content": [
+            {"type": "text", "text": ""}, {"type": "text", "text": " "}]}]),
+        # lenient values.
+        "lenient-max-tokens-string": _chat(model, [USER], max_tokens="5"),
+        "lenient-max-tokens-float": _chat(model, [USER], max_tokens=5.0),
+        "lenient-max-tokens-1e3": _chat(model, [USER], max_tokens="1e3"),
+        "lenient-max-tokens-float-1e3": _chat(model, [USER], max_tokens=1e3),
+        "lenient-max-tokens-fraction": _chat(model, [USER], max_tokens=5.5),
+        "lenient-max-tokens-hex": _chat(model, [USER], max_tokens="0x5"),
+        "lenient-max-tokens-padded": _chat(model, [USER], max_tokens=" 5 "),
+        "lenient-max-tokens-underscore": _chat(model, [USER], max_tokens="1_0"),
+        "lenient-max-tokens-bool": _chat(model, [USER], max_tokens=True),
+        "lenient-max-tokens-word": _chat(model, [USER], max_tokens="five"),
+        "lenient-max-tokens-empty": _chat(model, [USER], max_tokens=""),
+        "lenient-max-tokens-1E3": _chat(model, [USER], max_tokens="1E3"),
+        "lenient-max-tokens-exponent-fraction": _chat(model, [USER], max_tokens="1.5e1"),
+        "lenient-max-tokens-negative-hex": _chat(model, [USER], max_tokens="-0x1"),
+        "lenient-max-tokens-octal": _chat(model, [USER], max_tokens="0o7"),
+        "lenient-generation-prompt-string": _chat(model, [USER], add_generation_prompt="false"),
+        "lenient-generation-prompt-int": _chat(model, [USER], add_generation_prompt=0),
+        "lenient-generation-prompt-word": _chat(model, [USER], add_generation_prompt="off"),
+        "lenient-generation-prompt-bad": _chat(model, [USER], add_generation_prompt="maybe"),
+        "lenient-special-tokens-string": _chat(model, [USER], add_special_tokens="true"),
+        "lenient-truncate-string": _chat(model, [USER], truncate_prompt_tokens="4"),
+        "lenient-truncate-1e1": _chat(model, [USER], truncate_prompt_tokens="1e1"),
+        # continue_final_message spelled out with add_generation_prompt true (vLLM's 400).
+        "continue-generation-true": _chat(model, CONVERSATIONS["assistant_last"],
+                                          continue_final_message=True,
+                                          add_generation_prompt=True),
+        # reasoning_effort values.
+        "reasoning-high": _chat(model, [SYSTEM, USER], reasoning_effort="high"),
+        "reasoning-bad": _chat(model, [SYSTEM, USER], reasoning_effort="extreme"),
+        "reasoning-and-kwarg": _chat(model, [SYSTEM, USER], reasoning_effort="none",
+                                     chat_template_kwargs={"enable_thinking": True}),
+        # documents.
+        "documents-empty": _chat(model, [SYSTEM, USER], documents=[]),
+        "documents-not-strings": _chat(model, [SYSTEM, USER],
+                                       documents=[{"title": 1, "text": "x"}]),
+        "documents-not-list": _chat(model, [SYSTEM, USER], documents="a doc"),
+        # kv_transfer_params on chat.
+        "kv-params-empty": _chat(model, [USER], kv_transfer_params={"prompt_token_ids": []}),
+        "kv-params-no-ids": _chat(model, [USER], kv_transfer_params={"other": 1}),
+    }
+    for label, text in EDGE_TEXTS.items():
+        bodies[f"text-{label}"] = _chat(model, [SYSTEM, {"role": "user", "content": text}])
+    bodies["text-whitespace-system"] = _chat(model, [{"role": "system", "content": "  "}, USER])
+    bodies["text-newline-assistant"] = _chat(model, [USER, {"role": "assistant",
+                                                            "content": "\n"}, FOLLOW_UP])
+    for label, body in bodies.items():
+        corpus.add(group, f"edge-chat-{label}", folder, CHAT, body, server)
+
+
+def _edge_completions(corpus: Corpus, group: str, folder: str, server: Server) -> None:
+    model = server["--served-model-name"]
+    prompts: dict[str, Body] = {
+        "lenient-ids": {"prompt": [1, "2", 3.0, True], "max_tokens": "4"},
+        "lenient-id-1e3": {"prompt": [1, "1e3"]},
+        "lenient-id-float-1e2": {"prompt": [1, 1e2]},
+        "lenient-id-padded": {"prompt": [1, " 2"]},
+        "lenient-id-false": {"prompt": [False, 2]},
+        "lenient-id-strings-only": {"prompt": ["1", "2"]},
+        "lenient-max-tokens-1e3": {"prompt": "x", "max_tokens": "1e3"},
+        "lenient-max-tokens-float": {"prompt": "x", "max_tokens": 4.0},
+        "lenient-truncate-string": {"prompt": LONG_PARAGRAPH, "truncate_prompt_tokens": "5"},
+        "lenient-special-tokens-int": {"prompt": "x", "add_special_tokens": 0},
+        "list-empty-first": {"prompt": ["", "a"]},
+        "list-all-empty": {"prompt": ["", ""]},
+        "list-one-empty": {"prompt": [""]},
+        "list-empty-whitespace": {"prompt": ["", " ", "\n"]},
+        "list-empty": {"prompt": [[]]},
+        "list-of-empty-id-lists": {"prompt": [[], [1]]},
+        "whitespace-only": {"prompt": " \n\t  \n"},
+        "truncate-ids-right": {"prompt": list(range(10, 30)), "truncate_prompt_tokens": 4,
+                               "truncation_side": "right"},
+        "truncate-over-length": {"prompt": "short", "truncate_prompt_tokens": 50},
+        "truncate-zero": {"prompt": "short prompt", "truncate_prompt_tokens": 0},
+        "truncate-list-right": {"prompt": ["one two three four five six", "x"],
+                                "truncate_prompt_tokens": 3, "truncation_side": "right"},
+        "kv-params-list": {"prompt": ["a", "b"],
+                           "kv_transfer_params": {"prompt_token_ids": [5, 6]}},
+        "kv-params-token-ids": {"prompt": [1, 2],
+                                "kv_transfer_params": {"prompt_token_ids": [5, 6]}},
+        "kv-params-empty": {"prompt": "x", "kv_transfer_params": {"prompt_token_ids": []}},
+    }
+    for label, text in EDGE_TEXTS.items():
+        prompts[f"text-{label}"] = {"prompt": text}
+    for label, fields in prompts.items():
+        corpus.add(group, f"edge-cmpl-{label}", folder, COMPLETIONS,
+                   {"model": model, **fields}, server)
+
+
+def _edge_short(corpus: Corpus, group: str, folder: str, server: Server) -> None:
+    """Bodies at and over a 64-token context (the server's --max-model-len)."""
+    model = server["--served-model-name"]
+    bodies: dict[str, tuple[str, Body]] = {
+        "cmpl-ids-at-limit": (COMPLETIONS, {"model": model, "prompt": list(range(1, 49)),
+                                            "max_tokens": 16}),
+        "cmpl-ids-over-limit": (COMPLETIONS, {"model": model, "prompt": list(range(1, 50)),
+                                              "max_tokens": 16}),
+        "cmpl-ids-over-no-max": (COMPLETIONS, {"model": model, "prompt": list(range(1, 66))}),
+        "cmpl-list-one-over": (COMPLETIONS, {"model": model,
+                                             "prompt": ["short", LONG_PARAGRAPH * 3]}),
+        "cmpl-truncated-under": (COMPLETIONS, {"model": model, "prompt": LONG_PARAGRAPH * 3,
+                                               "truncate_prompt_tokens": 40}),
+        "cmpl-truncate-over-limit": (COMPLETIONS, {"model": model, "prompt": "x",
+                                                   "truncate_prompt_tokens": 100}),
+        "cmpl-kv-params-over": (COMPLETIONS, {"model": model, "prompt": "x", "kv_transfer_params":
+                                              {"prompt_token_ids": list(range(1, 80))}}),
+        "chat-kv-params-over": (CHAT, _chat(model, [USER], kv_transfer_params={
+            "prompt_token_ids": list(range(1, 80))})),
+        "chat-kv-params-over-truncated": (CHAT, _chat(
+            model, [USER], truncate_prompt_tokens=10,
+            kv_transfer_params={"prompt_token_ids": list(range(1, 80))})),
+        "chat-kv-params-over-truncate-all": (CHAT, _chat(
+            model, [USER], truncate_prompt_tokens=-1,
+            kv_transfer_params={"prompt_token_ids": list(range(1, 80))})),
+        "chat-max-tokens-over": (CHAT, _chat(model, [USER], max_tokens=60)),
+        "chat-max-tokens-at": (CHAT, _chat(model, [USER], max_tokens=1)),
+        "chat-truncate-long-left": (CHAT, _chat(model, CONVERSATIONS["long"],
+                                                truncate_prompt_tokens=20)),
+        "chat-truncate-long-right": (CHAT, _chat(model, CONVERSATIONS["long"],
+                                                 truncate_prompt_tokens=20,
+                                                 truncation_side="right")),
+    }
+    for label, (endpoint, body) in bodies.items():
+        corpus.add(group, f"edge-{label}", folder, endpoint, body, server)
+
+
+def _edge_tool_choice(corpus: Corpus, group: str, folder: str, server: Server) -> None:
+    """tool_choice forms beyond the matrix: named with a wrong type, none with a tool turn."""
+    model = server["--served-model-name"]
+    two = TOOL_SETS["two"]
+    bodies: dict[str, Body] = {
+        "named-second": _chat(model, [USER], tools=two, tool_choice={
+            "type": "function", "function": {"name": "get_time"}}),
+        "named-no-type": _chat(model, [USER], tools=two,
+                               tool_choice={"function": {"name": "get_time"}}),
+        "named-string": _chat(model, [USER], tools=two, tool_choice="get_time"),
+        "none-no-tools": _chat(model, [USER], tool_choice="none"),
+        "required-no-tools": _chat(model, [USER], tool_choice="required"),
+        "auto-no-tools": _chat(model, [USER], tool_choice="auto"),
+        "none-tool-turn": _chat(model, TOOL_TURN, tools=two, tool_choice="none"),
+        "tools-null": _chat(model, [USER], tools=None, tool_choice="none"),
+        "tool-extra-field": _chat(model, [USER], tool_choice="none", tools=[
+            {**GET_TIME, "function": {**GET_TIME["function"], "x-extra": 1}}]),
+    }
+    for label, body in bodies.items():
+        corpus.add(group, f"edge-tools-{label}", folder, CHAT, body, server)
+
+
+def _edge_developer(corpus: Corpus, group: str, folder: str, server: Server) -> None:
+    """A trusted request template with and without a quoted "developer"."""
+    model = server["--served-model-name"]
+    loop = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+    with_dev = ("{% for m in messages %}{% if m['role'] == \"developer\" %}[dev]"
+                "{% endif %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}")
+    conv = [SYSTEM, {"role": "developer", "content": "Be terse."}, USER]
+    for label, template in {"plain": loop, "developer": with_dev}.items():
+        corpus.add(group, f"edge-chat-developer-{label}-template", folder, CHAT,
+                   _chat(model, conv, chat_template=template), server)
+        corpus.add(group, f"edge-chat-developer-{label}-kwargs-template", folder, CHAT,
+                   _chat(model, conv, chat_template_kwargs={"chat_template": template}), server)
+
+
 def _server(name: str, **flags: Any) -> Server:
     return {"--served-model-name": name, **flags}
 
@@ -436,6 +649,9 @@ def build() -> list[dict[str, Any]]:
     _invalid(corpus, "gpt2", "gpt2_bytelevel", srv)
     long_chat = _chat("gpt2-chatml", [{"role": "user", "content": LONG_PARAGRAPH * 900}])
     corpus.add("gpt2", "chat-very-long", "gpt2_bytelevel", CHAT, long_chat, srv)
+    _edge_chat(corpus, "gpt2", "gpt2_bytelevel", srv)
+    _edge_completions(corpus, "gpt2", "gpt2_bytelevel", srv)
+    _edge_tool_choice(corpus, "gpt2", "gpt2_bytelevel", srv)
 
     srv = _server(
         "gpt2-tools",
@@ -447,6 +663,7 @@ def build() -> list[dict[str, Any]]:
         },
     )
     _tools(corpus, "gpt2-tools", "gpt2_bytelevel", srv)
+    _edge_tool_choice(corpus, "gpt2-tools", "gpt2_bytelevel", srv)
     for label, model in {
         "lora_a": "adapter-a",
         "lora_b": "adapter-b",
@@ -481,6 +698,7 @@ def build() -> list[dict[str, Any]]:
         ["plain", "truncate", "truncate_right", "max_tokens"],
     )
     _completions(corpus, "gpt2-short", "gpt2_bytelevel", srv, None, long_repeat=3)
+    _edge_short(corpus, "gpt2-short", "gpt2_bytelevel", srv)
 
     # neox_wordlevel: named templates; auto tool choice to reach the 'tool_use' one.
     srv = _server("wordlevel")
@@ -508,6 +726,7 @@ def build() -> list[dict[str, Any]]:
         ["user", "parts", "system", "multiturn"],
         [],
     )
+    _edge_chat(corpus, "wordlevel-openai", "neox_wordlevel", srv)
 
     # stablelm_unigram: chat_template.jinja; server default kwargs; trusted request templates.
     srv = _server("unigram")
@@ -545,6 +764,8 @@ def build() -> list[dict[str, Any]]:
             "request_template",
         ],
     )
+    _edge_chat(corpus, "unigram-kwargs", "stablelm_unigram", srv)
+    _edge_developer(corpus, "unigram-kwargs", "stablelm_unigram", srv)
 
     # llama3_bos: BOS from the template and the post-processor.
     srv = _server("llama3")

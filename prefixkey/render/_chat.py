@@ -103,7 +103,11 @@ def _tool_call(call: Any, field: str) -> Any:
     """One tool call as vLLM's request model validates and orders it (id, function, type)."""
     if not isinstance(call, dict):
         raise RenderRequestError(field, "assistant tool_calls entries must be objects.")
-    if call.get("type") != "function":
+    kind = call.get("type")
+    if kind != "function":
+        if kind != "custom":  # neither of vLLM's tool-call models validates it
+            raise RenderRequestError(field, "a tool call's type must be 'function' or "
+                                     "'custom'")
         return call  # a custom tool call passes validation, then vLLM refuses it (below)
     function = call.get("function")
     if not isinstance(call.get("id"), str) or not isinstance(function, dict) or not all(

@@ -47,12 +47,15 @@ def _bool(body: Mapping[str, Any], name: str, default: bool) -> bool:
 
 _INT_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+(?:_[0-9]+)*\s*")
 _INTEGRAL_TEXT: Final = re.compile(r"\s*[+-]?[0-9]+\.0*\s*")
+# Strings vLLM's models are seen to refuse as ints (int_parsing, tests/render vectors):
+# exponents, radix prefixes, words: any ASCII letter, or no digit at all.
+_NOT_INT_TEXT: Final = re.compile(r".*[A-Za-z].*|[^0-9]*", re.DOTALL)
 
 
 def _int(value: Any, name: str, position: int | None = None) -> int:
     """An int field as pydantic's lax mode reads JSON: bools, integral floats and integer
-    strings (signs, underscores, surrounding spaces, ``"2.0"``) count; other strings are
-    not reproduced."""
+    strings (signs, underscores, surrounding spaces, ``"2.0"``) count; strings with a letter
+    (exponents, radix prefixes) or no digit are vLLM's 400; other strings are not reproduced."""
     if type(value) is int:
         return value
     if isinstance(value, bool):
@@ -67,6 +70,9 @@ def _int(value: Any, name: str, position: int | None = None) -> int:
             return int(value)
         if _INTEGRAL_TEXT.fullmatch(value):
             return int(float(value))
+        if _NOT_INT_TEXT.fullmatch(value):
+            raise RenderRequestError(name, "Input should be a valid integer, unable to parse "
+                                     f"string as an integer, got {value!r}", position=position)
         where = name if position is None else f"{name}[{position}]"
         raise RenderUnsupportedError(where, f"{value!r} as an integer is not reproduced "
                                      "(pydantic's string parsing)")
@@ -236,6 +242,21 @@ class TokenizeParams:
         elif self.truncation_side is not None and len(text) > chars:
             text = text[-chars:] if self.truncation_side == "left" else text[:chars]
         return text
+
+    def check_reused_length(self, length: int) -> None:
+        """``get_max_tokens``' bound (entrypoints/serve/utils/api_utils.py), the only one
+        ids reused from ``kv_transfer_params`` meet: the truncation size caps the length
+        it counts, though the ids are not truncated; a length that leaves no output token
+        makes the derived ``max_tokens`` 0, which SamplingParams refuses."""
+        limit = self.truncate_prompt_tokens
+        if limit is not None:
+            length = min(length, self.max_total_tokens if limit == -1 else limit)
+        if length > self.max_total_tokens:
+            raise RenderRequestError(
+                "kv_transfer_params.prompt_token_ids", f"Input length ({length}) exceeds "
+                f"model's maximum context length ({self.max_total_tokens}).")
+        if length == self.max_total_tokens:  # no room left: the max_tokens vLLM derives is 0
+            raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
 
     def post_tokenization(self, ids: list[int], tokenizer: HfTokenizer) -> list[int]:
         """Truncation (from the left unless the body says right) and the length check."""

@@ -175,6 +175,7 @@ class Renderer:
                 raise RenderUnsupportedError("kv_transfer_params.prompt_token_ids",
                                              "reused prompt ids with images are not reproduced")
             checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
+            tok_params.check_reused_length(len(checked))
             return self._result(list(checked), None, fields, lora)
         kwargs = self._chat_kwargs(fields, tools)
         parts = self._parts if self._images is None else self._images.parts()
@@ -233,19 +234,25 @@ class Renderer:
                         fields.model or self.options.served_names[0])
 
     def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:
-        try:
-            text.encode("utf-8")  # the tokenizer takes UTF-8: a lone surrogate cannot pass
-        except UnicodeEncodeError as exc:
-            raise RenderRequestError(field, f"is not valid Unicode (lone surrogate at "
-                                     f"character {exc.start} of the text to tokenize)") from None
         text = params.pre_tokenization(text, self.tokenizer)
         length = params.encode_max_length()
-        if length is None:
-            ids = self.tokenizer.encode(text, add_special_tokens=params.add_special_tokens)
-        else:
-            ids = self.tokenizer.encode_truncated(
-                text, add_special_tokens=params.add_special_tokens, max_length=length,
-                side="left")  # vLLM loads the tokenizer with truncation_side="left"
+        try:
+            if length is None:
+                ids = self.tokenizer.encode(text, add_special_tokens=params.add_special_tokens)
+            else:
+                ids = self.tokenizer.encode_truncated(
+                    text, add_special_tokens=params.add_special_tokens, max_length=length,
+                    side="left")  # vLLM loads the tokenizer with truncation_side="left"
+        except TypeError:
+            # The tokenizer takes UTF-8 and answers a str it cannot convert (a lone
+            # surrogate) with a bare TypeError; checked here, not on every text.
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise RenderRequestError(field, f"is not valid Unicode (lone surrogate at "
+                                         f"character {exc.start} of the text to tokenize)"
+                                         ) from None
+            raise
         return params.post_tokenization(ids, self.tokenizer)
 
     def _chat_kwargs(self, fields: BodyFields, tools: list[dict[str, Any]] | None
@@ -309,7 +316,7 @@ class Renderer:
         if any(m["role"] == "developer" for m in conversation) and \
                 not template.supports_developer:
             conversation = _consolidate_system(_developer_to_system(conversation))
-        accepted = (template.variables | HF_BASE_PARAMS) - {"chat_template", "tokenize"}
+        accepted = template.accepted_kwargs
         kwargs = {k: v for k, v in kwargs.items() if k in accepted}
         if tokenize and any(kwargs.get(k) for k in (*_UNSUPPORTED_CALL_KWARGS, "return_dict")):
             raise RenderUnsupportedError("chat_template_kwargs", "tokenize with padding, "

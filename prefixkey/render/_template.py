@@ -25,6 +25,7 @@ import jinja2.ext
 import jinja2.meta
 import jinja2.nodes
 import jinja2.parser
+import jinja2.runtime
 import jinja2.sandbox
 
 __all__ = ["ChatTemplate", "Clock", "TemplateEnvironment"]
@@ -66,11 +67,39 @@ def _tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: 
                       sort_keys=sort_keys)
 
 
+_DICT_ATTRIBUTES: Final = frozenset(dir(dict))
+# The loop variable's public names, which the sandbox allows (no underscore, not a method
+# of a mutable container).
+_LOOP_ATTRIBUTES: Final = frozenset({
+    "first", "last", "index", "index0", "revindex", "revindex0", "length", "depth", "depth0",
+    "previtem", "nextitem", "cycle", "changed"})
+_MISSING: Final = object()
+
+
+class _SandboxedEnvironment(jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """The sandbox, with the two lookups chat templates make most read directly, to the
+    same values: ``message.role`` on a plain dict without the failed attribute lookup
+    jinja2 tries first (a dict has no attributes but its class's, so for any other name
+    jinja2 ends at the item, or undefined, anyway), and ``loop.first`` without the safety
+    checks those public names pass."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        kind = type(obj)
+        if kind is dict and attribute not in _DICT_ATTRIBUTES:
+            value = obj.get(attribute, _MISSING)
+            if value is not _MISSING:
+                return value
+            return self.undefined(obj=obj, name=attribute)
+        if kind is jinja2.runtime.LoopContext and attribute in _LOOP_ATTRIBUTES:
+            return getattr(obj, attribute)
+        return super().getattr(obj, attribute)
+
+
 class TemplateEnvironment:
     """transformers' chat-template environment, with ``strftime_now`` reading ``clock``."""
 
     def __init__(self, clock: Clock = datetime.now) -> None:
-        env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        env = _SandboxedEnvironment(
             trim_blocks=True, lstrip_blocks=True,
             extensions=[_GenerationTag, jinja2.ext.loopcontrols])
         env.filters["tojson"] = _tojson
@@ -189,6 +218,9 @@ class ChatTemplate:
     variables: frozenset[str]
     #: Whether the text has a quoted "developer" (else vLLM maps that role to system).
     supports_developer: bool
+    #: The chat_template_kwargs names that reach it: its variables and transformers'
+    #: parameters (less the template and ``tokenize``, which never are variables).
+    accepted_kwargs: frozenset[str]
 
     @classmethod
     def build(cls, env: jinja2.Environment, source: str) -> ChatTemplate:
@@ -197,6 +229,7 @@ class ChatTemplate:
             template = env.from_string(source)
         except jinja2.TemplateError as exc:
             raise ChatTemplateSyntaxError(str(exc)) from None
+        variables = frozenset(jinja2.meta.find_undeclared_variables(tree))
         try:
             detected = "openai" if _iterates_content(tree) else "string"
         except jinja2.TemplateError:
@@ -205,8 +238,9 @@ class ChatTemplate:
             source=source,
             template=template,
             detected_format=detected,
-            variables=frozenset(jinja2.meta.find_undeclared_variables(tree)),
+            variables=variables,
             supports_developer='"developer"' in source or "'developer'" in source,
+            accepted_kwargs=(variables | HF_BASE_PARAMS) - {"chat_template", "tokenize"},
         )
 
 
