@@ -43,8 +43,11 @@ pytestmark = pytest.mark.soak
 V = "0.31.0"
 SECONDS = float(os.environ.get("PREFIXKEY_SOAK_SECONDS", "2"))
 QUEUE_BYTES = 16 * 1024 * 1024
-#: Interpreter, sockets and allocator slack allowed on top of the queues' bound.
-ALLOWANCE = 192 * 1024 * 1024
+#: Interpreter, sockets and allocator slack allowed on top of the queues' bound. libzmq's
+#: own receive pipe (bounded in messages, not bytes: ``rcvhwm``) holds the hostile
+#: replica's 2 MiB frames while the receiving thread is descheduled, so a loaded machine
+#: sees more: 115-140 MiB of growth on an idle one, once 235 MiB in a loaded full run.
+ALLOWANCE = 256 * 1024 * 1024
 
 
 def rss() -> int:
