@@ -222,6 +222,18 @@ class _Outcome(NamedTuple):
     used: frozenset[str]  # the media of the blocks counted in hit_tokens
 
 
+class _Scored(NamedTuple):
+    """What the order needs of a leading run, shared by the candidates with equal runs.
+
+    The rest of its :class:`_Outcome` is worked out only for decisions read.
+    """
+
+    weighted: float
+    hit_tokens: int
+    scheme: ReplicaScheme
+    runs: tuple[Run, ...]
+
+
 def _hrw_key(seeded: Any, replica: ReplicaId) -> bytes:
     """What orders tied candidates: :func:`rendezvous_weight`'s digest, not made an int.
 
@@ -321,11 +333,11 @@ class Router:
             raise InvalidRequestError("limit", f"must be an int >= 1 or None, got {limit!r}")
         schemes = self._schemes_of(candidates)
         self._refresh_weights()
-        rids, outcomes, seeds = self._matches(schemes, prepared)
+        rids, scored, seeds = self._matches(schemes, prepared)
         num_tokens = prepared.num_tokens
         denom = max(num_tokens, 1)
         total = len(rids)
-        distinct = dict(zip(map(id, outcomes), outcomes, strict=True))
+        distinct = dict(zip(map(id, scored), scored, strict=True))
         fallback = not any(o.hit_tokens for o in distinct.values())
         load_of = self.load
         loads: list[float] | None = None
@@ -334,13 +346,13 @@ class Router:
         if load_of is None:
             # Candidates sharing an outcome share a score: one division per distinct run.
             neg = {k: -(o.weighted / denom) for k, o in distinct.items()}
-            keys = list(map(neg.__getitem__, map(id, outcomes)))
+            keys = list(map(neg.__getitem__, map(id, scored)))
             scores = [-k for k in keys]
         else:
             loads = [_load(load_of, rid) for rid in rids]
             lw = self.load_weight
             scores = [o.weighted / denom - lw * load
-                      for o, load in zip(outcomes, loads, strict=True)]
+                      for o, load in zip(scored, loads, strict=True)]
             keys = [(-score, load) for score, load in zip(scores, loads, strict=True)]
         groups: Iterator[list[int]]
         if fallback:  # rendezvous alone, load aside
@@ -349,11 +361,17 @@ class Router:
             order = sorted(range(total), key=keys.__getitem__)
             groups = (list(same) for _, same in itertools.groupby(order, keys.__getitem__))
 
+        outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
+
         def tie_key(i: int) -> bytes:
             return _hrw_key(seeds[rids[i]], rids[i])
 
         def build(i: int, rank: int) -> RouteDecision:
-            o, load, score = outcomes[i], None if loads is None else loads[i], scores[i]
+            load, score = None if loads is None else loads[i], scores[i]
+            entry = scored[i]
+            o = outcomes.get(id(entry))
+            if o is None:
+                o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
             why = functools.partial(self._why, rids[i], o, num_tokens, load, score, fallback,
                                     rank, total)
             return RouteDecision(rids[i], rank, score, o.hit_tokens, o.matched, o.weighted,
@@ -402,11 +420,11 @@ class Router:
 
     def _matches(
         self, schemes: list[tuple[ReplicaId, ReplicaScheme]], prepared: PreparedRequest,
-    ) -> tuple[list[ReplicaId], list[_Outcome], dict[ReplicaId, Any]]:
-        """The candidates, each one's outcome, and per candidate its scheme's seeded
+    ) -> tuple[list[ReplicaId], list[_Scored], dict[ReplicaId, Any]]:
+        """The candidates, each one's scored runs, and per candidate its scheme's seeded
         rendezvous hash, from one :meth:`RoutingIndex.leading_runs` call.
 
-        Candidates with equal runs share one outcome object. A candidate
+        Candidates with equal runs share one :class:`_Scored`. A candidate
         re-registered with another scheme since :meth:`replicas` was read is
         hashed under its new scheme and asked again (twice at most; then it
         counts as holding nothing).
@@ -424,7 +442,7 @@ class Router:
                 entry[1].append(rid)
             for scheme, group in by_scheme.values():
                 todo.setdefault(scheme.key, (scheme, []))[1].extend(group)
-        found: dict[ReplicaId, _Outcome] = {}
+        found: dict[ReplicaId, _Scored] = {}
         seeds: dict[ReplicaId, Any] = {}
         num_tokens = prepared.num_tokens
         for attempt in range(3):
@@ -437,13 +455,13 @@ class Router:
                 seeds.update(dict.fromkeys(query.replicas, hashlib.blake2b(
                     prepared.keys_for(scheme).affinity, digest_size=8)))
                 if set(map(type, per_replica)) == {tuple}:  # no re-registration: per run
-                    shared: dict[RunsResult, _Outcome] = {
-                        runs: self._outcome(scheme, runs, num_tokens)  # type: ignore[arg-type]
+                    shared: dict[RunsResult, _Scored] = {
+                        runs: self._scored(scheme, runs, num_tokens)  # type: ignore[arg-type]
                         for runs in dict.fromkeys(per_replica)}
                     found.update(zip(query.replicas, map(shared.__getitem__, per_replica),
                                      strict=True))
                     continue
-                outcomes: dict[tuple[Run, ...], _Outcome] = {}
+                outcomes: dict[tuple[Run, ...], _Scored] = {}
                 for rid, runs in zip(query.replicas, per_replica, strict=True):
                     if isinstance(runs, ReplicaScheme):
                         if attempt < 2:
@@ -452,12 +470,21 @@ class Router:
                         runs = tuple(() for _ in scheme.groups)
                     outcome = outcomes.get(runs)
                     if outcome is None:
-                        outcome = outcomes[runs] = self._outcome(scheme, runs, num_tokens)
+                        outcome = outcomes[runs] = self._scored(scheme, runs, num_tokens)
                     found[rid] = outcome
             if not changed:
                 break
             todo = changed
         return rids, list(map(found.__getitem__, rids)), seeds
+
+    def _scored(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Scored:
+        if len(runs) == 1 and len(runs[0]) == 1:  # :meth:`_outcome`'s usual case, cut short
+            (mask, n), = runs[0]
+            bs = scheme.groups[0].block_size
+            blocks = min(n, max(num_tokens - 1, 0) // bs)
+            return _Scored(self._mask_weight(mask)[0] * blocks * bs, blocks * bs, scheme, runs)
+        o = self._outcome(scheme, runs, num_tokens)
+        return _Scored(o.weighted, o.hit_tokens, scheme, runs)
 
     def _outcome(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Outcome:
         cap = max(num_tokens - 1, 0)
