@@ -342,12 +342,11 @@ class Router:
         load_of = self.load
         loads: list[float] | None = None
         keys: list[Any]
-        scores: list[float]
+        scores: list[float] = []
         if load_of is None:
             # Candidates sharing an outcome share a score: one division per distinct run.
             neg = {k: -(o.weighted / denom) for k, o in distinct.items()}
             keys = list(map(neg.__getitem__, map(id, scored)))
-            scores = [-k for k in keys]
         else:
             loads = [_load(load_of, rid) for rid in rids]
             lw = self.load_weight
@@ -367,7 +366,7 @@ class Router:
             return _hrw_key(seeds[rids[i]], rids[i])
 
         def build(i: int, rank: int) -> RouteDecision:
-            load, score = None if loads is None else loads[i], scores[i]
+            load, score = (None, -keys[i]) if loads is None else (loads[i], scores[i])
             entry = scored[i]
             o = outcomes.get(id(entry))
             if o is None:
