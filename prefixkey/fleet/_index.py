@@ -62,7 +62,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import groupby, repeat
 from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeVar, cast
@@ -619,8 +619,8 @@ class PrefixIndex:
                     if not alive:
                         break
                 walked += len(list(same))
-            _ended(alive, ((only, walked),) if walked else (), run_of)
-            return list(map(run_of.__getitem__, bits))
+            # Those still alive share the last run: a default, not a per-replica entry.
+            return list(map(run_of.get, bits, repeat(((only, walked),) if walked else ())))
         return self._runs_over_media(bits, alive, maps, keys)
 
     def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
@@ -631,7 +631,8 @@ class PrefixIndex:
                          for gi, keys in enumerate(q.groups)]
             if len(per_group) == 1:  # one (shared) tuple per distinct run, not per replica
                 runs = per_group[0]
-                wrapped = {id(run): (run,) for run in {id(run): run for run in runs}.values()}
+                distinct = dict(zip(map(id, runs), runs, strict=True))
+                wrapped = {key: (run,) for key, run in distinct.items()}
                 out.append(list(map(wrapped.__getitem__, map(id, runs))))
             else:
                 out.append(list(zip(*per_group, strict=True)))

@@ -234,18 +234,6 @@ class _Scored(NamedTuple):
     runs: tuple[Run, ...]
 
 
-def _hrw_key(seeded: Any, replica: ReplicaId) -> bytes:
-    """What orders tied candidates: :func:`rendezvous_weight`'s digest, not made an int.
-
-    ``seeded`` is blake2b seeded with the scheme's affinity key. The weight is
-    the digest read big-endian, so the digests sort as the weights do.
-    """
-    h = seeded.copy()
-    h.update(_rendezvous_suffix(replica))
-    digest: bytes = h.digest()
-    return digest
-
-
 class Router:
     """Scores candidate replicas from any :class:`~prefixkey.fleet.RoutingIndex` backend.
 
@@ -363,7 +351,12 @@ class Router:
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
 
         def tie_key(i: int) -> bytes:
-            return _hrw_key(seeds[rids[i]], rids[i])
+            """:func:`rendezvous_weight`'s digest, not made an int (big-endian: same order)."""
+            rid = rids[i]
+            h = seeds[rid].copy()  # blake2b seeded with the scheme's affinity key
+            h.update(_rendezvous_suffix(rid))
+            digest: bytes = h.digest()
+            return digest
 
         def build(i: int, rank: int) -> RouteDecision:
             load, score = (None, -keys[i]) if loads is None else (loads[i], scores[i])
