@@ -55,12 +55,8 @@ class LazyRanking(Sequence[_T], Generic[_T]):
     def __getitem__(self, index: int | slice) -> _T | list[_T]:
         if isinstance(index, slice):
             return [self._item(i) for i in range(*index.indices(self._length))]
-        i = index.__index__()
-        if i < 0:
-            i += self._length
-        if not 0 <= i < self._length:
-            raise IndexError("ranking index out of range")
-        return self._item(i)
+        # range's own indexing: negative positions, and IndexError as for a list.
+        return self._item(range(self._length)[index])
 
     def _item(self, i: int) -> _T:
         item = self._items[i]
