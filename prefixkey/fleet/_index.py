@@ -62,7 +62,8 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import groupby, repeat
+from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeVar, cast
 
@@ -258,6 +259,8 @@ _COUNTERS: Final = (
     "evictions", "unknown_replica_batches", "unknown_replica_events", "hash_type_mismatches",
     "out_of_order_batches",
 )
+
+_BIT: Final = attrgetter("bit")
 
 #: A leading run, run-length encoded: ``(media mask, number of keys)`` segments.
 Run = tuple[tuple[int, int], ...]
@@ -589,8 +592,11 @@ class PrefixIndex:
         """
         # A name (str) is never a key: _state looks it up.
         get = cast("Callable[[object], _Replica | None]", self._replicas.get)
-        bits = [state.bit if (state := get(r)) is not None else self._state(r).bit
-                for r in replicas]
+        states = list(map(get, replicas))
+        if None in states:
+            states = [self._state(r) if s is None else s
+                      for r, s in zip(replicas, states, strict=True)]
+        bits: list[int] = list(map(_BIT, cast("list[_Replica]", states)))
         alive = 0
         for rbit in bits:
             alive |= rbit
@@ -613,8 +619,8 @@ class PrefixIndex:
                     if not alive:
                         break
                 walked += len(list(same))
-            _ended(alive, ((only, walked),) if walked else (), run_of)
-            return list(map(run_of.__getitem__, bits))
+            # Those still alive share the last run: a default, not a per-replica entry.
+            return list(map(run_of.get, bits, repeat(((only, walked),) if walked else ())))
         return self._runs_over_media(bits, alive, maps, keys)
 
     def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
@@ -623,7 +629,13 @@ class PrefixIndex:
         for q in queries:
             per_group = [self.longest_runs(q.replicas, gi, keys, media)
                          for gi, keys in enumerate(q.groups)]
-            out.append([tuple(runs[i] for runs in per_group) for i in range(len(q.replicas))])
+            if len(per_group) == 1:  # one (shared) tuple per distinct run, not per replica
+                runs = per_group[0]
+                distinct = dict(zip(map(id, runs), runs, strict=True))
+                wrapped = {key: (run,) for key, run in distinct.items()}
+                out.append(list(map(wrapped.__getitem__, map(id, runs))))
+            else:
+                out.append(list(zip(*per_group, strict=True)))
         return out
 
     @staticmethod

@@ -33,18 +33,21 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any, Final, NamedTuple
 
 from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ..events import EventHash
-from ._backend import RoutingIndex, RunsQuery
+from ._backend import RoutingIndex, RunsQuery, RunsResult
 from ._index import ReplicaId, ReplicaScheme, Run
 from ._metrics import RouterMetrics
+from ._ranking import LazyRanking
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",
@@ -219,23 +222,16 @@ class _Outcome(NamedTuple):
     used: frozenset[str]  # the media of the blocks counted in hit_tokens
 
 
-class _Match(NamedTuple):
-    """A candidate, what its runs are worth, and its scheme's seeded rendezvous hash."""
+class _Scored(NamedTuple):
+    """What the order needs of a leading run, shared by the candidates with equal runs.
 
-    replica: ReplicaId
-    outcome: _Outcome
-    affinity: Any  # blake2b seeded with the affinity key, shared per scheme
-
-
-def _hrw_key(match: _Match) -> bytes:
-    """What orders tied candidates: :func:`rendezvous_weight`'s digest, not made an int.
-
-    The weight is the digest read big-endian, so the digests sort as the weights do.
+    The rest of its :class:`_Outcome` is worked out only for decisions read.
     """
-    h = match.affinity.copy()
-    h.update(_rendezvous_suffix(match.replica))
-    digest: bytes = h.digest()
-    return digest
+
+    weighted: float
+    hit_tokens: int
+    scheme: ReplicaScheme
+    runs: tuple[Run, ...]
 
 
 class Router:
@@ -302,7 +298,7 @@ class Router:
     def route(
         self, request: Request | Sequence[int] | PreparedRequest,
         candidates: Iterable[ReplicaId | str] | None = None, *, limit: int | None = None,
-    ) -> list[RouteDecision]:
+    ) -> Sequence[RouteDecision]:
         """Rank the candidates (all registered replicas by default), best first."""
         if not isinstance(request, PreparedRequest):
             request = self.prepare(request, candidates)
@@ -311,85 +307,74 @@ class Router:
     def rank(
         self, prepared: PreparedRequest, candidates: Iterable[ReplicaId | str] | None = None,
         *, limit: int | None = None,
-    ) -> list[RouteDecision]:
+    ) -> Sequence[RouteDecision]:
         """Rank the candidates for an already hashed request (reads the index only).
 
-        ``limit`` returns only the first ``limit`` decisions (the same as the
-        full ranking's head; ``rank`` and ``total`` in the explanations still
-        count every candidate): the rendezvous weights of tied candidates past
-        it are never computed, nor their decisions built.
+        The index is read and every distinct run scored before this returns;
+        the ranking is a :class:`~collections.abc.Sequence` whose tied
+        candidates are put in rendezvous order, and whose decisions are built,
+        when first read (equal to the list of them all). ``limit`` keeps only
+        the first ``limit`` decisions (the full ranking's head; ``rank`` and
+        ``total`` in the explanations still count every candidate).
         """
         if limit is not None and (type(limit) is not int or limit < 1):
             raise InvalidRequestError("limit", f"must be an int >= 1 or None, got {limit!r}")
         schemes = self._schemes_of(candidates)
         self._refresh_weights()
-        matches = self._matches(schemes, prepared)
-        load_of = self.load
-        loads: list[float | None] = (
-            [None] * len(matches) if load_of is None
-            else [_load(load_of, m.replica) for m in matches])
-        order, scores, fallback = self._order(matches, loads, prepared.num_tokens,
-                                              len(matches) if limit is None else limit)
-        decisions = []
-        total = len(matches)
-        for rank, (i, score) in enumerate(zip(order, scores, strict=True), 1):
-            m, load = matches[i], loads[i]
-            o = m.outcome
-            why = functools.partial(self._why, m.replica, o, prepared.num_tokens, load, score,
-                                    fallback, rank, total)
-            decisions.append(RouteDecision(
-                m.replica, rank, score, o.hit_tokens, o.matched, o.weighted, load, fallback,
-                o.used, why, evidence="rendezvous" if fallback else "index",
-            ))
-        if decisions:
-            self.metrics.observe(decisions[0].hit_tokens, prepared.num_tokens, fallback)
-        return decisions
-
-    def _order(self, matches: list[_Match], loads: list[float | None], num_tokens: int,
-               limit: int) -> tuple[list[int], list[float], bool]:
-        """The first ``limit`` candidates in rank order: positions, scores; and the fallback.
-
-        Candidates are sorted by score, then load, then rendezvous weight (all
-        of them in the fallback, when no candidate holds anything). Without
-        loads, candidates sharing an outcome (equal runs) share a score and
-        are sorted as one group: the per-candidate work is an append, plus a
-        rendezvous weight for those tied within the first ``limit``.
-        """
+        rids, scored, seeds = self._matches(schemes, prepared)
+        num_tokens = prepared.num_tokens
         denom = max(num_tokens, 1)
-        groups: dict[int, list[int]] = {}  # id(outcome) -> positions, in the given order
-        for i, m in enumerate(matches):
-            group = groups.get(key := id(m.outcome))
-            if group is None:
-                group = groups[key] = []
-            group.append(i)
-        fallback = all(matches[g[0]].outcome.hit_tokens == 0 for g in groups.values())
-        score: Callable[[int], float]
-        if self.load is None:
-            def score(i: int) -> float:
-                return matches[i].outcome.weighted / denom
-            # (-score, load, first position, positions): positions keep the given order.
-            rows = [(-score(g[0]), 0.0, g[0], g) for g in groups.values()]
+        total = len(rids)
+        distinct = dict(zip(map(id, scored), scored, strict=True))
+        fallback = not any(o.hit_tokens for o in distinct.values())
+        load_of = self.load
+        loads: list[float] | None = None
+        keys: list[Any]
+        scores: list[float] = []
+        if load_of is None:
+            # Candidates sharing an outcome share a score: one division per distinct run.
+            neg = {k: -(o.weighted / denom) for k, o in distinct.items()}
+            keys = list(map(neg.__getitem__, map(id, scored)))
         else:
-            def score(i: int) -> float:
-                return matches[i].outcome.weighted / denom - self.load_weight * (loads[i] or 0.0)
-            rows = [(-score(i), loads[i] or 0.0, i, [i]) for i in range(len(matches))]
+            loads = [_load(load_of, rid) for rid in rids]
+            lw = self.load_weight
+            scores = [o.weighted / denom - lw * load
+                      for o, load in zip(scored, loads, strict=True)]
+            keys = [(-score, load) for score, load in zip(scores, loads, strict=True)]
+        groups: Iterator[list[int]]
         if fallback:  # rendezvous alone, load aside
-            rows = [(0.0, 0.0, 0, list(range(len(matches))))]
-        rows.sort(key=lambda row: row[:3])
-        order: list[int] = []
-        tied: list[int] = []
-        for j, (neg, load, _, positions) in enumerate(rows):
-            tied.extend(positions)
-            if j + 1 < len(rows) and rows[j + 1][:2] == (neg, load):
-                continue  # an equal score (and load) from another scheme: one tie
-            if len(tied) > 1:
-                tied.sort(key=lambda i: _hrw_key(matches[i]), reverse=True)
-            order.extend(tied)
-            tied = []
-            if len(order) >= limit:
-                break
-        del order[limit:]
-        return order, [score(i) for i in order], fallback
+            groups = iter([list(range(total))])
+        else:  # by score (then load); equal keys are one tie, whatever their runs
+            order = sorted(range(total), key=keys.__getitem__)
+            groups = (list(same) for _, same in itertools.groupby(order, keys.__getitem__))
+
+        outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
+
+        def tie_key(i: int) -> bytes:
+            """:func:`rendezvous_weight`'s digest, not made an int (big-endian: same order)."""
+            rid = rids[i]
+            h = seeds[rid].copy()  # blake2b seeded with the scheme's affinity key
+            h.update(_rendezvous_suffix(rid))
+            digest: bytes = h.digest()
+            return digest
+
+        def build(i: int, rank: int) -> RouteDecision:
+            load, score = (None, -keys[i]) if loads is None else (loads[i], scores[i])
+            entry = scored[i]
+            o = outcomes.get(id(entry))
+            if o is None:
+                o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
+            why = functools.partial(self._why, rids[i], o, num_tokens, load, score, fallback,
+                                    rank, total)
+            return RouteDecision(rids[i], rank, score, o.hit_tokens, o.matched, o.weighted,
+                                 load, fallback, o.used, why,
+                                 evidence="rendezvous" if fallback else "index")
+
+        ranking = LazyRanking(groups, total if limit is None else min(limit, total),
+                              tie_key, build)
+        if total:
+            self.metrics.observe(ranking[0].hit_tokens, num_tokens, fallback)
+        return ranking
 
     def _schemes_of(
         self, candidates: Iterable[ReplicaId | str] | None
@@ -425,33 +410,50 @@ class Router:
             hit = self._mask_weights[mask] = (weight, name)
         return hit
 
-    def _matches(self, schemes: list[tuple[ReplicaId, ReplicaScheme]],
-                 prepared: PreparedRequest) -> list[_Match]:
-        """Each candidate's match, from one :meth:`RoutingIndex.leading_runs` call.
+    def _matches(
+        self, schemes: list[tuple[ReplicaId, ReplicaScheme]], prepared: PreparedRequest,
+    ) -> tuple[list[ReplicaId], list[_Scored], dict[ReplicaId, Any]]:
+        """The candidates, each one's scored runs, and per candidate its scheme's seeded
+        rendezvous hash, from one :meth:`RoutingIndex.leading_runs` call.
 
-        A candidate re-registered with another scheme since :meth:`replicas`
-        was read is hashed under its new scheme and asked again (twice at
-        most; then it counts as holding nothing).
+        Candidates with equal runs share one :class:`_Scored`. A candidate
+        re-registered with another scheme since :meth:`replicas` was read is
+        hashed under its new scheme and asked again (twice at most; then it
+        counts as holding nothing).
         """
-        by_scheme: dict[int, tuple[ReplicaScheme, list[ReplicaId]]] = {}
-        for rid, scheme in schemes:
-            entry = by_scheme.get(id(scheme))  # schemes are usually shared objects
-            if entry is None:
-                entry = by_scheme[id(scheme)] = (scheme, [])
-            entry[1].append(rid)
+        rids = [rid for rid, _ in schemes]
         todo: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-        for scheme, rids in by_scheme.values():
-            todo.setdefault(scheme.key, (scheme, []))[1].extend(rids)
-        found: dict[ReplicaId, _Match] = {}
+        if len(set(map(id, map(itemgetter(1), schemes)))) == 1:  # one shared scheme object
+            todo[schemes[0][1].key] = (schemes[0][1], rids)
+        else:
+            by_scheme: dict[int, tuple[ReplicaScheme, list[ReplicaId]]] = {}
+            for rid, scheme in schemes:
+                entry = by_scheme.get(id(scheme))  # schemes are usually shared objects
+                if entry is None:
+                    entry = by_scheme[id(scheme)] = (scheme, [])
+                entry[1].append(rid)
+            for scheme, group in by_scheme.values():
+                todo.setdefault(scheme.key, (scheme, []))[1].extend(group)
+        found: dict[ReplicaId, _Scored] = {}
+        seeds: dict[ReplicaId, Any] = {}
+        num_tokens = prepared.num_tokens
         for attempt in range(3):
-            queries = [RunsQuery(scheme, tuple(rids), prepared.keys_for(scheme).groups)
-                       for scheme, rids in todo.values()]
+            queries = [RunsQuery(scheme, tuple(group), prepared.keys_for(scheme).groups)
+                       for scheme, group in todo.values()]
             results = self.index.leading_runs(queries, self._counted)
             changed: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
             for query, per_replica in zip(queries, results, strict=True):
                 scheme = query.scheme
-                outcomes: dict[tuple[Run, ...], _Outcome] = {}  # equal runs share one outcome
-                seeded = hashlib.blake2b(prepared.keys_for(scheme).affinity, digest_size=8)
+                seeds.update(dict.fromkeys(query.replicas, hashlib.blake2b(
+                    prepared.keys_for(scheme).affinity, digest_size=8)))
+                if set(map(type, per_replica)) == {tuple}:  # no re-registration: per run
+                    shared: dict[RunsResult, _Scored] = {
+                        runs: self._scored(scheme, runs, num_tokens)  # type: ignore[arg-type]
+                        for runs in dict.fromkeys(per_replica)}
+                    found.update(zip(query.replicas, map(shared.__getitem__, per_replica),
+                                     strict=True))
+                    continue
+                outcomes: dict[tuple[Run, ...], _Scored] = {}
                 for rid, runs in zip(query.replicas, per_replica, strict=True):
                     if isinstance(runs, ReplicaScheme):
                         if attempt < 2:
@@ -460,13 +462,21 @@ class Router:
                         runs = tuple(() for _ in scheme.groups)
                     outcome = outcomes.get(runs)
                     if outcome is None:
-                        outcome = outcomes[runs] = self._outcome(scheme, runs,
-                                                                 prepared.num_tokens)
-                    found[rid] = _Match(rid, outcome, seeded)
+                        outcome = outcomes[runs] = self._scored(scheme, runs, num_tokens)
+                    found[rid] = outcome
             if not changed:
                 break
             todo = changed
-        return [found[rid] for rid, _ in schemes]
+        return rids, list(map(found.__getitem__, rids)), seeds
+
+    def _scored(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Scored:
+        if len(runs) == 1 and len(runs[0]) == 1:  # :meth:`_outcome`'s usual case, cut short
+            (mask, n), = runs[0]
+            bs = scheme.groups[0].block_size
+            blocks = min(n, max(num_tokens - 1, 0) // bs)
+            return _Scored(self._mask_weight(mask)[0] * blocks * bs, blocks * bs, scheme, runs)
+        o = self._outcome(scheme, runs, num_tokens)
+        return _Scored(o.weighted, o.hit_tokens, scheme, runs)
 
     def _outcome(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Outcome:
         cap = max(num_tokens - 1, 0)

@@ -228,7 +228,7 @@ def test_bound_holds_within_one_large_event(make: Factory) -> None:
 # -- routing: same events, same decisions ----------------------------------------
 
 def _decide(index: PrefixIndexBackend, tokens: list[int],
-            candidates: list[str] | None = None, **kw: Any) -> list[Any]:
+            candidates: list[str] | None = None, **kw: Any) -> Sequence[Any]:
     return Router(index, **kw).route(tokens, candidates)
 
 

@@ -15,6 +15,7 @@ ranking.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import pytest
 
@@ -48,7 +49,7 @@ def _index(rng: random.Random, replicas: int, held: bool, schemes: int = 2) -> P
     return index
 
 
-def _expected(router: Router, decisions: list[RouteDecision]) -> list[ReplicaId]:
+def _expected(router: Router, decisions: Sequence[RouteDecision]) -> list[ReplicaId]:
     prepared = router.prepare(TOKENS)
     schemes = router.index.replicas()
 

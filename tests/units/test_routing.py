@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -40,7 +41,7 @@ def make_index(*names: str, scheme: ReplicaScheme | None = None) -> PrefixIndex:
     return index
 
 
-def order(decisions: list[Any]) -> list[str]:
+def order(decisions: Sequence[Any]) -> list[str]:
     return [d.replica.name for d in decisions]
 
 
