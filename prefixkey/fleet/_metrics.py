@@ -54,7 +54,7 @@ class RouterMetrics:
     :meth:`as_dict`.
     """
 
-    __slots__ = ("decisions", "fallbacks", "hit_tokens", "prompt_tokens")
+    __slots__ = ("decisions", "fallbacks", "hit_tokens", "predicted", "prompt_tokens")
 
     def __init__(self) -> None:
         #: Requests ranked.
@@ -63,13 +63,16 @@ class RouterMetrics:
         self.fallbacks = 0
         #: Tokens the top-ranked replica would reuse, summed over the requests.
         self.hit_tokens = 0
+        #: Requests whose top pick's hit uses predicted entries (evidence ``"predicted"``).
+        self.predicted = 0
         #: Prompt tokens of the ranked requests.
         self.prompt_tokens = 0
 
-    def observe(self, hit_tokens: int, num_tokens: int, fallback: bool) -> None:
+    def observe(self, hit_tokens: int, num_tokens: int, fallback: bool, predicted: bool) -> None:
         self.decisions += 1
         self.fallbacks += fallback
         self.hit_tokens += hit_tokens
+        self.predicted += predicted
         self.prompt_tokens += num_tokens
 
     @property
@@ -84,7 +87,8 @@ class RouterMetrics:
 
     def as_dict(self) -> dict[str, int]:
         return {"decisions": self.decisions, "fallbacks": self.fallbacks,
-                "hit_tokens": self.hit_tokens, "prompt_tokens": self.prompt_tokens}
+                "hit_tokens": self.hit_tokens, "predicted": self.predicted,
+                "prompt_tokens": self.prompt_tokens}
 
 
 def _label(value: str) -> str:
@@ -106,6 +110,7 @@ _ROUTER_HELP: Final = {
     "decisions": "Requests ranked by the router.",
     "fallbacks": "Requests no candidate held a block of (rendezvous hashing).",
     "hit_tokens": "Tokens the top-ranked replica would reuse.",
+    "predicted": "Requests whose top pick's hit uses predicted entries.",
     "prompt_tokens": "Prompt tokens of the ranked requests.",
 }
 

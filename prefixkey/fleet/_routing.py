@@ -37,7 +37,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
@@ -48,6 +48,8 @@ from ._metrics import RouterMetrics
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",
+    "PREDICTED",
+    "Evidence",
     "LoadFn",
     "PreparedRequest",
     "RouteDecision",
@@ -59,6 +61,13 @@ __all__ = [
 
 #: Weight of a block hit per storage medium (media not listed: ``other_tier_weight``).
 DEFAULT_TIER_WEIGHTS: Final[Mapping[str, float]] = {"GPU": 1.0, "CPU": 0.8, "STORAGE": 0.5}
+
+#: The medium name under which the Router sees predicted entries
+#: (:class:`~prefixkey.fleet.PredictedIndex`).
+PREDICTED: Final = "PREDICTED"
+
+#: What a decision's hit rests on (:attr:`RouteDecision.evidence`).
+Evidence = Literal["confirmed", "predicted", "none"]
 
 #: A replica's load, in the caller's units (e.g. utilisation in [0, 1]).
 LoadFn = Callable[[ReplicaId], float]
@@ -192,10 +201,11 @@ class RouteDecision:
     media: frozenset[str]
     #: The explanation, or what builds it on first read of :attr:`why` (most never are).
     _why: str | Callable[[], str] = field(repr=False, compare=False)
-    #: What the rank rests on: ``"index"`` (prefix hits read from the index) or
-    #: ``"rendezvous"`` (nothing held: rendezvous hashing). Layers around the
-    #: Router (e.g. predicted entries) name their own evidence.
-    evidence: str = "index"
+    #: What ``hit_tokens`` rests on: ``"confirmed"`` (only blocks the replica's
+    #: KV events reported), ``"predicted"`` (a reused block is only predicted,
+    #: :data:`PREDICTED`) or ``"none"`` (no usable hit: the rendezvous fallback,
+    #: or a run the ``num_tokens - 1`` cap or the groups leave nothing of).
+    evidence: Evidence
 
     @property
     def why(self) -> str:
@@ -217,6 +227,12 @@ class _Outcome(NamedTuple):
     media: str
     capped: bool
     used: frozenset[str]  # the media of the blocks counted in hit_tokens
+
+
+def _evidence(outcome: _Outcome) -> Evidence:
+    if outcome.hit_tokens == 0:
+        return "none"
+    return "predicted" if PREDICTED in outcome.used else "confirmed"
 
 
 class _Match(NamedTuple):
@@ -339,10 +355,12 @@ class Router:
                                     fallback, rank, total)
             decisions.append(RouteDecision(
                 m.replica, rank, score, o.hit_tokens, o.matched, o.weighted, load, fallback,
-                o.used, why, evidence="rendezvous" if fallback else "index",
+                o.used, why, _evidence(o),
             ))
         if decisions:
-            self.metrics.observe(decisions[0].hit_tokens, prepared.num_tokens, fallback)
+            top = decisions[0]
+            self.metrics.observe(top.hit_tokens, prepared.num_tokens, fallback,
+                                 top.evidence == "predicted")
         return decisions
 
     def _order(self, matches: list[_Match], loads: list[float | None], num_tokens: int,

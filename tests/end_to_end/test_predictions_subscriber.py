@@ -32,7 +32,6 @@ from prefixkey.fleet import (
     ReplicaScheme,
     Router,
     Subscriber,
-    evidence,
 )
 
 BLOCK = 16
@@ -59,7 +58,7 @@ def test_events_replace_the_predictions_of_a_publishing_replica(
     def top(request: Request) -> tuple[str, int, str]:
         with sub.lock:
             best = router.route(request)[0]
-        return best.replica.name, best.hit_tokens, evidence(best)
+        return best.replica.name, best.hit_tokens, best.evidence
 
     with Subscriber([endpoint], index=cast(PrefixIndex, index), context=ctx) as sub:
         hello(sub, [(pub, "gpu-a", frames())])  # registers gpu-a: an empty batch
