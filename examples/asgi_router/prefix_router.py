@@ -230,7 +230,7 @@ def from_environ(environ: Mapping[str, str] = os.environ) -> PrefixRouterApp:
     index = PredictedIndex(PrefixIndex())
     for name in upstreams:
         index.register(name, ReplicaScheme(hasher))
-    router = Router(cast(PrefixIndex, index))  # Router reads only the backend protocol
+    router = Router(index)
     tokenize: Tokenize = prompt_token_ids
     model_dir = environ.get("PREFIXKEY_MODEL_DIR")
     if model_dir:

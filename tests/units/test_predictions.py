@@ -10,7 +10,7 @@ from __future__ import annotations
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from hypothesis import strategies as st
@@ -87,8 +87,7 @@ def make_fleet(backend: PrefixIndexBackend, **predictions: Any) -> Fleet:
 
 
 def router_over(index: PredictedIndex, **kwargs: Any) -> Router:
-    # Router's annotation names PrefixIndex; it reads only the backend protocol.
-    return Router(cast(PrefixIndex, index), **kwargs)
+    return Router(index, **kwargs)
 
 
 @pytest.fixture(params=["memory", "redis"])
