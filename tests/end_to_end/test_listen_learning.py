@@ -27,9 +27,9 @@ from prefixkey.fleet import AmbiguousSchemeWarning  # noqa: E402
 PORT = 18750  # this suite's loopback range is 18700-18799
 
 
-def _listen(ctx: Any, argv: list[str], capsys: pytest.CaptureFixture[str],
+def _listen(context: Any, argv: list[str], capsys: pytest.CaptureFixture[str],
             row: dict[str, Any], port: int) -> list[str]:
-    pub = FakePublisher(ctx, "0.31.0", port=port)
+    pub = FakePublisher(context, "0.31.0", port=port)
     payload = encode_batch(EventBatch(1.0, (stored_event(row)[0],)), "0.31.0")
     stop = threading.Event()
 
