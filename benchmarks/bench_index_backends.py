@@ -19,6 +19,10 @@ database is flushed):
   the median ranking time over the median hashing time, for the ``mixed``
   layout (each replica holds a random-length prefix) and ``worst`` (every
   replica holds all of it: every key walked for every candidate).
+* Redis through ``PredictedIndex`` (rows ``redis+predicted``, the ``mixed``
+  layouts): the same filled Redis index wrapped for routing without events,
+  one request recorded as sent to one replica; still one EVALSHA per ranking,
+  the predictions extending the runs in the router's memory.
 * Two routers: two processes rank the same request over the same 64-replica
   namespace at the same time, each interleaving hashing and ranking.
 * Redis memory per (block, replica) entry: ``used_memory`` growth over the
@@ -47,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prefixkey import Hasher
 from prefixkey.events import BlockStored, EventBatch
 from prefixkey.fleet import (
+    PredictedIndex,
     PrefixIndex,
     PrefixIndexBackend,
     RedisPrefixIndex,
@@ -118,7 +123,9 @@ def ranking(index: PrefixIndexBackend, tokens: int, seconds: float
     router = Router(index)
     request = prompt(tokens)
     prepared = router.prepare(request)
-    client = getattr(index, "_r", None)
+    if isinstance(index, PredictedIndex):  # one request sent: its keys predicted on r0
+        index.sent(prepared, next(iter(index.replicas())))
+    client = getattr(index.index if isinstance(index, PredictedIndex) else index, "_r", None)
     if client is not None:
         router.rank(prepared)
         client.config_resetstat()
@@ -232,6 +239,12 @@ def main() -> None:
                            f"{f'{server:.2f}' if server else ''} |")
                     if backend == "redis":
                         emit(row)
+                        if layout == "mixed":
+                            wrapped = PredictedIndex(index)
+                            ((h, _), (r, p99)), server = ranking(wrapped, tokens, seconds)
+                            emit(f"| redis+predicted | {replicas} | {tokens:,} | {layout} | "
+                                 f"{h:.2f} | {r:.2f} | {p99:.2f} | {r / h:.2f} | "
+                                 f"{server:.2f} |")
                     else:
                         print(row, flush=True)
                         memory_rows.append(row)

@@ -35,7 +35,6 @@ import time
 import tracemalloc
 from functools import partial
 from pathlib import Path
-from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -120,7 +119,7 @@ def main() -> None:
             prefix = list(map(SCHEME.publish, HASHER.block_hashes(request)))
             events, predicted = build(replicas, prefix, args.filler, rng)
             on_events = Router(events)
-            on_predicted = Router(cast(PrefixIndex, predicted))
+            on_predicted = Router(predicted)
             prepared = on_events.prepare(request)
             chosen = on_predicted.rank(prepared)[0]
             assert chosen.replica == on_events.rank(prepared)[0].replica  # same entries, same pick

@@ -48,7 +48,6 @@ from prefixkey.fleet import (
     ReplicaScheme,
     Router,
     as_replica_id,
-    evidence,
 )
 from prefixkey.jsonl import JsonLimits, parse_json_line
 
@@ -205,7 +204,7 @@ class PrefixRouterApp:
                 with self.lock:
                     self.index.sent(prepared, decision)
             extra = [(b"x-prefixkey-replica", str(decision.replica).encode()),
-                     (b"x-prefixkey-evidence", evidence(decision).encode())]
+                     (b"x-prefixkey-evidence", decision.evidence.encode())]
             return status, content_type, reply, extra
         status, reply = _error(502, None, "no replica answered: " + "; ".join(failures))
         return status, "application/json", reply, []
@@ -231,7 +230,7 @@ def from_environ(environ: Mapping[str, str] = os.environ) -> PrefixRouterApp:
     index = PredictedIndex(PrefixIndex())
     for name in upstreams:
         index.register(name, ReplicaScheme(hasher))
-    router = Router(cast(PrefixIndex, index))  # Router reads only the backend protocol
+    router = Router(index)
     tokenize: Tokenize = prompt_token_ids
     model_dir = environ.get("PREFIXKEY_MODEL_DIR")
     if model_dir:

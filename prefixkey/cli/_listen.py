@@ -17,16 +17,25 @@ def _listen_summary(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
     replicas = {
         name: {"batches": v["batches"], "events": v["events"], "gaps": v["gaps"],
                "errors": v["decode_errors"] + v["framing_errors"], "index_size": v["index_size"],
-               "dropped": v["dropped"], "restarts": v["restarts"], "idle": v["idle"]}
+               "dropped": v["dropped"], "restarts": v["restarts"], "idle": v["idle"],
+               "vllm_version": v["vllm_version"], "scheme": v["scheme"]}
         for name, v in stats["replicas"].items()
     }
     return {"elapsed": round(elapsed, 3), "replicas": replicas}
 
 
+def _learning_text(v: dict[str, Any]) -> str:
+    """What was inferred, when something is (``--vllm-version auto``, ``--learn-scheme``)."""
+    if v["scheme"] == "configured":
+        return ""
+    return f" vllm={v['vllm_version'] or '?'} scheme={v['scheme']}"
+
+
 def _listen_text(summary: dict[str, Any]) -> str:
     parts = [
         f"{name}: batches={v['batches']} events={v['events']} gaps={v['gaps']} "
-        f"errors={v['errors']} index={v['index_size']}" + (" IDLE" if v["idle"] else "")
+        f"errors={v['errors']} index={v['index_size']}" + _learning_text(v)
+        + (" IDLE" if v["idle"] else "")
         for name, v in summary["replicas"].items()
     ]
     return f"[{summary['elapsed']:6.1f}s] " + " | ".join(parts)
@@ -57,11 +66,14 @@ def _run(args: argparse.Namespace) -> int:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                             format="prefixkey listen: %(levelname)s %(message)s")
-    # Entries are counted as published: one scheme that keeps int keys (bytes reduced).
-    scheme = ReplicaScheme(Hasher(block_size=16))
+    auto = args.vllm_version == "auto"
+    version = None if auto else args.vllm_version
+    # Entries are counted as published: one scheme that keeps int keys (bytes reduced),
+    # unless the replicas' schemes are learned from their events.
+    scheme = None if auto or args.learn_scheme else ReplicaScheme(Hasher(block_size=16))
     try:
         replicas = [
-            ReplicaEndpoint(name, endpoint, args.vllm_version,
+            ReplicaEndpoint(name, endpoint, version,
                             replay_endpoint=None if not replays or replays[i] == "-"
                             else replays[i],
                             topic=args.topic, scheme=scheme, strict=not args.lenient)
@@ -100,11 +112,15 @@ def _run(args: argparse.Namespace) -> int:
     stats = sub.stats()
     final = {**_listen_summary(stats, time.monotonic() - start), "final": True,
              "totals": stats["totals"]}
+    if scheme is None:  # what was learned, per replica and rank
+        final["schemes"] = {str(rid): repr(s.hasher) for rid, s in index.replicas().items()}
     if args.json:
         sys.stdout.write(json.dumps(final) + "\n")
     else:
         totals = ", ".join(f"{k}={v}" for k, v in stats["totals"].items() if v)
         sys.stdout.write("final " + _listen_text(final) + "\n" + f"totals: {totals}\n")
+        for rid, learned in final.get("schemes", {}).items():
+            sys.stdout.write(f"learned {rid}: {learned}\n")
     return 0
 
 
@@ -118,7 +134,11 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--name", action="append", default=[], metavar="NAME",
                      help="replica name, once per endpoint in order (default: the endpoint)")
     cmd.add_argument("--vllm-version", default="0.31.0", metavar="X",
-                     help="the replicas' vLLM release (default 0.31.0)")
+                     help="the replicas' vLLM release (default 0.31.0); 'auto' infers the "
+                     "wire era from the payloads and learns each replica's scheme")
+    cmd.add_argument("--learn-scheme", action="store_true",
+                     help="learn each replica's scheme (algorithm, seed, block size) from its "
+                     "first BlockStored events (implied by --vllm-version auto)")
     cmd.add_argument("--replay", action="append", default=[], metavar="ENDPOINT",
                      help="replay ROUTER endpoint, once per endpoint in order ('-' for none)")
     cmd.add_argument("--topic", default="", help="topic prefix to subscribe to (default all)")

@@ -35,18 +35,17 @@ from ._index import (
 )
 from ._metrics import COUNTERS, RouterMetrics, prometheus_text
 from ._predictions import (
-    PREDICTED,
     PREDICTION_COUNTERS,
-    Evidence,
     PredictedIndex,
     Predictions,
-    evidence,
     predictions_prometheus_text,
 )
 from ._redis import CHUNK_BLOCKS, RedisPrefixIndex, RegistrationConflictError
 from ._redis_codec import scheme_from_spec, scheme_spec
 from ._routing import (
     DEFAULT_TIER_WEIGHTS,
+    PREDICTED,
+    Evidence,
     LoadFn,
     PreparedRequest,
     RouteDecision,
@@ -136,7 +135,6 @@ __all__ = [
     "affinity_digest",
     "as_replica_id",
     "data_parallel_endpoints",
-    "evidence",
     "fetch_lora_paths",
     "offset_endpoint",
     "predictions_prometheus_text",

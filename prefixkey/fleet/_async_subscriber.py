@@ -14,6 +14,15 @@ same loop reads the index between two batches without any lock::
 Threads other than the loop's must still hold :attr:`AsyncSubscriber.lock`.
 Decoding runs on the loop too: one payload costs at most what
 :class:`~prefixkey.events.DecodeLimits` allows.
+
+An index that does I/O (any backend but an in-memory
+:class:`~prefixkey.fleet.PrefixIndex`, bare or in a
+:class:`~prefixkey.fleet.PredictedIndex`; e.g. a
+:class:`~prefixkey.fleet.RedisPrefixIndex`) is fed from a worker thread
+(``asyncio.to_thread``), one batch at a time per replica, under
+:attr:`~AsyncSubscriber.lock`: the loop never waits on Redis, nor on the
+backoff of a retry while Redis is down. Readers of such an index on the loop
+hold the lock too when the index keeps state in memory (a ``PredictedIndex``).
 """
 
 from __future__ import annotations
@@ -21,20 +30,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, TypeVar
 
 import zmq
 import zmq.asyncio
 from zmq.utils.monitor import parse_monitor_message
 
 from ..events import DEFAULT_MAX_JUMP, replay_request
+from ._backend import PrefixIndexBackend
 from ._fair_lock import FairLock
 from ._feed import (
     DEFAULT_MAX_RANKS,
     DEFAULT_QUEUE_BYTES,
+    DEFAULT_RETRY_SECONDS,
     Accepted,
     FeedSet,
     ReceivedBatch,
@@ -43,6 +55,7 @@ from ._feed import (
 )
 from ._index import PrefixIndex
 from ._metrics import prometheus_text
+from ._predictions import PredictedIndex
 from ._subscriber import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Recorder,
@@ -54,6 +67,14 @@ from ._subscriber import (
 __all__ = ["AsyncSubscriber"]
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
+
+_T = TypeVar("_T")
+
+
+def _does_io(index: PrefixIndexBackend | None) -> bool:
+    while isinstance(index, PredictedIndex):
+        index = index.index
+    return index is not None and not isinstance(index, PrefixIndex)
 
 
 class _Lane:
@@ -81,7 +102,7 @@ class AsyncSubscriber:
         self,
         replicas: Iterable[ReplicaEndpoint],
         *,
-        index: PrefixIndex | None = None,
+        index: PrefixIndexBackend | None = None,
         on_batch: Callable[[ReceivedBatch], None] | None = None,
         record: IO[str] | None = None,
         queue_size: int = 10_000,
@@ -93,17 +114,21 @@ class AsyncSubscriber:
         max_jump: int = DEFAULT_MAX_JUMP,
         max_ranks: int = DEFAULT_MAX_RANKS,
         learn_schemes: bool = True,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
         rcvhwm: int = 100_000,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         reconnect_ivl_ms: int = 100,
         reconnect_ivl_max_ms: int = 2_000,
         context: zmq.Context[Any] | None = None,
     ) -> None:
+        self._stopping = threading.Event()  # cuts a retry's backoff short, in its thread
         self._feeds = FeedSet(
             list(replicas), index=index, on_batch=on_batch, queue_size=queue_size,
             queue_bytes=queue_bytes, restart_policy=restart_policy, catch_up=catch_up,
-            max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes)
+            max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes,
+            retry_seconds=retry_seconds, backoff=lambda delay: not self._stopping.wait(delay))
         self.index = index
+        self._in_thread = _does_io(index)
         self._recorder = Recorder(record)
         self.replay_timeout = replay_timeout
         self.idle_timeout = idle_timeout
@@ -111,7 +136,8 @@ class AsyncSubscriber:
         self.max_message_bytes = max_message_bytes
         self.reconnect_ivl_ms = reconnect_ivl_ms
         self.reconnect_ivl_max_ms = reconnect_ivl_max_ms
-        #: Held while a batch is applied (on the loop); other threads hold it to read.
+        #: Held while a batch is applied (on the loop, or in a worker thread for an
+        #: index that does I/O); other threads hold it to read.
         self.lock: FairLock = self._feeds.lock
         self._own_context = context is None
         if context is None:
@@ -132,6 +158,7 @@ class AsyncSubscriber:
             raise SubscriberStateError("the subscriber is already started")
         if self._closed:
             raise SubscriberStateError("the subscriber is closed: build a new one")
+        self._stopping.clear()
         for lane in self._lanes:
             sub = self._ctx.socket(zmq.SUB)
             configure_sub(sub, lane.feed.config, rcvhwm=self.rcvhwm,
@@ -156,6 +183,7 @@ class AsyncSubscriber:
 
     async def stop(self) -> None:
         """Cancel the tasks and close the sockets (the context too, if the subscriber made it)."""
+        self._stopping.set()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -241,16 +269,24 @@ class AsyncSubscriber:
             recv_time, frames, size = lane.items.popleft()
             feed.taken(size)
             try:
-                accepted = feed.accept(frames, recv_time)
+                # accept() may clear the index (a publisher restart): it touches the index too.
+                accepted = await self._call(feed.accept, frames, recv_time)
                 if accepted is not None:
                     if accepted.replay is not None:
                         await self._replay(lane, accepted)
-                    feed.apply(accepted.topic, accepted.seq, accepted.payload, "pub", recv_time)
+                    await self._call(feed.apply, accepted.topic, accepted.seq, accepted.payload,
+                                     "pub", recv_time)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bug must not kill the subscriber
                 logger.exception("%s: unexpected error handling a message", feed.key)
             await asyncio.sleep(0)  # a burst of batches yields to the loop between batches
+
+    async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)``: on the loop, or in a worker thread for an index that does I/O."""
+        if self._in_thread:
+            return await asyncio.to_thread(fn, *args)
+        return fn(*args)
 
     def _dealer(self, lane: _Lane) -> zmq.asyncio.Socket:
         if lane.dealer is None:
@@ -279,7 +315,7 @@ class AsyncSubscriber:
                     break
                 now = time.time()
                 self._recorder.write(feed.key, frames, now, "replay")
-                if feed.on_reply(exchange, frames, now):
+                if await self._call(feed.on_reply, exchange, frames, now):
                     break
         except zmq.ZMQError as exc:
             logger.warning("%s: replay failed: %s", feed.key, exc)

@@ -13,11 +13,18 @@ counters are its own and both transports behave alike:
 * :meth:`ReplicaFeed.apply` decodes a payload, bounds the data-parallel ranks
   an endpoint may announce, learns the scheme when none is configured
   (:mod:`prefixkey.fleet._learning`) and applies the batch to the index under
-  the shared :class:`~prefixkey.fleet._fair_lock.FairLock`.
+  the shared :class:`~prefixkey.fleet._fair_lock.FairLock`. The index is any
+  :class:`~prefixkey.fleet.PrefixIndexBackend`; when it raises
+  :class:`~prefixkey.fleet.IndexUnavailableError` (Redis down or restarting)
+  the same batch is applied again after a bounded backoff, outside the lock,
+  for up to ``retry_seconds``: an apply is idempotent (a chunked one completes
+  exactly once), and a backend that restarted without persistence
+  re-establishes its registrations itself (its epoch).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -36,14 +43,16 @@ from ..events import (
     StreamSequence,
     split_message,
 )
+from ._backend import IndexUnavailableError, PrefixIndexBackend
 from ._fair_lock import FairLock
-from ._index import PrefixIndex, ReplicaId, ReplicaScheme
+from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError
 from ._learning import SchemeLearner, WireEraGuess
 from ._metrics import COUNTERS
 
 __all__ = [
     "DEFAULT_MAX_RANKS",
     "DEFAULT_QUEUE_BYTES",
+    "DEFAULT_RETRY_SECONDS",
     "ReceivedBatch",
     "ReplayExchange",
     "ReplicaEndpoint",
@@ -58,6 +67,13 @@ logger = logging.getLogger("prefixkey.fleet.Subscriber")
 DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
 #: Distinct data-parallel ranks one endpoint may announce (vLLM: one per publisher).
 DEFAULT_MAX_RANKS = 8
+#: How long one batch is retried while the index is unavailable (then counted in apply_errors).
+DEFAULT_RETRY_SECONDS = 30.0
+# The backoff between retries: doubling from the first delay up to the last.
+_FIRST_DELAY, _MAX_DELAY = 0.05, 2.0
+
+#: Waits up to the given seconds; False when the subscriber is stopping (give up).
+Backoff = Callable[[float], bool]
 
 
 def offset_endpoint(endpoint: str, dp_rank: int) -> str:
@@ -156,7 +172,7 @@ class ReplayExchange:
 
 @dataclass
 class _Options:
-    index: PrefixIndex | None
+    index: PrefixIndexBackend | None
     lock: FairLock
     on_batch: Callable[[ReceivedBatch], None] | None
     restart_policy: Literal["clear", "keep"]
@@ -166,6 +182,8 @@ class _Options:
     max_jump: int
     max_ranks: int
     learn_schemes: bool
+    retry_seconds: float
+    backoff: Backoff
 
 
 @dataclass
@@ -424,7 +442,8 @@ class ReplicaFeed:
                 logger.exception("%s: on_batch raised", key)
         return True
 
-    def _to_index(self, index: PrefixIndex, rid: ReplicaId, batch: EventBatch, seq: int) -> bool:
+    def _to_index(self, index: PrefixIndexBackend, rid: ReplicaId, batch: EventBatch,
+                  seq: int) -> bool:
         lock = self.options.lock
         scheme = self.config.scheme
         todo = [(rid, batch)]
@@ -437,19 +456,38 @@ class ReplicaFeed:
                 span = self.era_guess.span() if self.era_guess is not None else None
                 todo = learner.observe(rid, batch, span)
                 scheme = learner.scheme
-        try:
-            with lock:
-                known = index.replicas()
-                for held_rid, held in todo:
-                    if scheme is not None and held_rid not in known:
-                        index.register(held_rid, scheme)
-                        known = index.replicas()
-                    index.apply(held_rid, held)
-        except Exception:
-            self.count("apply_errors")
-            logger.exception("%s: seq %d could not be applied", self.key, seq)
-            return False
-        return True
+        opts = self.options
+        deadline = time.monotonic() + opts.retry_seconds
+        delay = _FIRST_DELAY
+        done = 0  # batches of todo applied: a retry goes on from the one that failed
+        while True:
+            try:
+                with lock:
+                    known = index.replicas()
+                    for held_rid, held in todo[done:]:
+                        if scheme is not None and held_rid not in known:
+                            index.register(held_rid, scheme)
+                            known = index.replicas()
+                        index.apply(held_rid, held)
+                        done += 1
+                return True
+            except IndexUnavailableError as exc:
+                left = deadline - time.monotonic()
+                if left <= 0 or not opts.backoff(min(delay, left)):
+                    self.count("apply_errors")
+                    logger.warning("%s: seq %d not applied: the index stayed unavailable "
+                                   "(retry_seconds %.1f, or stopping): %s", self.key, seq,
+                                   opts.retry_seconds, exc)
+                    return False
+                self.count("apply_retries")
+                if _sampled(self.counters["apply_retries"]):
+                    logger.warning("%s: seq %d: index unavailable, retrying (%d retries so "
+                                   "far): %s", self.key, seq, self.counters["apply_retries"], exc)
+                delay = min(delay * 2, _MAX_DELAY)
+            except Exception:
+                self.count("apply_errors")
+                logger.exception("%s: seq %d could not be applied", self.key, seq)
+                return False
 
     # -- observability -------------------------------------------------------------------
 
@@ -472,6 +510,11 @@ class ReplicaFeed:
             }
 
 
+def _sleep(delay: float) -> bool:
+    time.sleep(delay)
+    return True
+
+
 def _sampled(n: int) -> bool:
     """Log the 1st, 10th, 100th… occurrence only: a flood must not flood the log too."""
     if n < 1:
@@ -481,9 +524,9 @@ def _sampled(n: int) -> bool:
     return n == 1
 
 
-def sizes_by_feed(feeds: list[ReplicaFeed], index: PrefixIndex | None,
+def sizes_by_feed(feeds: list[ReplicaFeed], index: PrefixIndexBackend | None,
                   lock: FairLock) -> dict[str, int]:
-    """Index entries per feed (its replica name and rank)."""
+    """Index entries per feed (its replica name and rank); may raise IndexUnavailableError."""
     sizes = dict.fromkeys((f.key for f in feeds), 0)
     if index is None:
         return sizes
@@ -491,7 +534,10 @@ def sizes_by_feed(feeds: list[ReplicaFeed], index: PrefixIndex | None,
         for rid in index.replicas():
             for f in feeds:
                 if f.config.name == rid.name and f.config.dp_rank in (None, rid.dp_rank):
-                    sizes[f.key] += index.replica_size(rid)
+                    # A shared index may lose a replica meanwhile (another process, a
+                    # Redis restart before the epoch re-registers it): it holds nothing.
+                    with contextlib.suppress(UnknownReplicaError):
+                        sizes[f.key] += index.replica_size(rid)
                     break
     return sizes
 
@@ -503,7 +549,7 @@ class FeedSet:
         self,
         replicas: list[ReplicaEndpoint],
         *,
-        index: PrefixIndex | None,
+        index: PrefixIndexBackend | None,
         on_batch: Callable[[ReceivedBatch], None] | None,
         queue_size: int,
         queue_bytes: int,
@@ -512,6 +558,8 @@ class FeedSet:
         max_jump: int,
         max_ranks: int,
         learn_schemes: bool,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
+        backoff: Backoff | None = None,
     ) -> None:
         if not replicas:
             raise InvalidRequestError("replicas", "needs at least one replica")
@@ -526,26 +574,34 @@ class FeedSet:
                             ("max_jump", max_jump), ("max_ranks", max_ranks)):
             if type(value) is not int or value < 1:
                 raise InvalidRequestError(name, f"must be an int >= 1, got {value!r}")
+        if (not isinstance(retry_seconds, (int, float)) or isinstance(retry_seconds, bool)
+                or not 0 <= retry_seconds < float("inf")):
+            raise InvalidRequestError(
+                "retry_seconds", f"must be a finite number >= 0, got {retry_seconds!r}")
         #: Held while a batch is applied to the index: hold it to read the index.
         self.lock = FairLock()
         self.index = index
         self.options = _Options(index, self.lock, on_batch, restart_policy, catch_up,
-                                queue_size, queue_bytes, max_jump, max_ranks, learn_schemes)
+                                queue_size, queue_bytes, max_jump, max_ranks, learn_schemes,
+                                float(retry_seconds), _sleep if backoff is None else backoff)
         self.feeds = [ReplicaFeed(c, self.options) for c in replicas]
         self.started_at = time.time()
 
     def stats(self, *, running: bool) -> dict[str, Any]:
         now = time.time()
-        sizes = sizes_by_feed(self.feeds, self.index, self.lock)
+        index_stats = None
+        try:
+            sizes = sizes_by_feed(self.feeds, self.index, self.lock)
+            if self.index is not None:
+                with self.lock:
+                    index_stats = self.index.stats()
+        except IndexUnavailableError:  # the stats of a subscriber must not fail with Redis
+            sizes = dict.fromkeys((f.key for f in self.feeds), 0)
         out = {f.key: f.snapshot(now, self.started_at, sizes[f.key]) for f in self.feeds}
         totals: dict[str, int] = {
             name: sum(int(v[name]) for v in out.values())
             for name in (*COUNTERS, "index_size", "queued", "queued_bytes")
         }
-        index_stats = None
-        if self.index is not None:
-            with self.lock:
-                index_stats = self.index.stats()
         opts = self.options
         return {
             "replicas": out, "totals": totals, "queue_depth": totals["queued"],

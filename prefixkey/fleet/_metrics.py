@@ -36,7 +36,8 @@ COUNTERS: Final[dict[str, str]] = {
     "decode_errors": "payloads that failed to decode (batch skipped)",
     "framing_errors": "messages or replay replies with bad framing",
     "ignored_fields": "unknown fields ignored by the decoder",
-    "apply_errors": "batches the index failed to apply",
+    "apply_errors": "batches the index failed to apply (after retries, if it was unavailable)",
+    "apply_retries": "applies retried because the index was unavailable (IndexUnavailableError)",
     "rank_overflows": "batches skipped for announcing a rank beyond max_ranks",
     "unlearned_batches": "batches dropped while the replica's scheme was being learned",
     "callback_errors": "on_batch callbacks that raised",
@@ -54,7 +55,7 @@ class RouterMetrics:
     :meth:`as_dict`.
     """
 
-    __slots__ = ("decisions", "fallbacks", "hit_tokens", "prompt_tokens")
+    __slots__ = ("decisions", "fallbacks", "hit_tokens", "predicted", "prompt_tokens")
 
     def __init__(self) -> None:
         #: Requests ranked.
@@ -63,13 +64,16 @@ class RouterMetrics:
         self.fallbacks = 0
         #: Tokens the top-ranked replica would reuse, summed over the requests.
         self.hit_tokens = 0
+        #: Requests whose top pick's hit uses predicted entries (evidence ``"predicted"``).
+        self.predicted = 0
         #: Prompt tokens of the ranked requests.
         self.prompt_tokens = 0
 
-    def observe(self, hit_tokens: int, num_tokens: int, fallback: bool) -> None:
+    def observe(self, hit_tokens: int, num_tokens: int, fallback: bool, predicted: bool) -> None:
         self.decisions += 1
         self.fallbacks += fallback
         self.hit_tokens += hit_tokens
+        self.predicted += predicted
         self.prompt_tokens += num_tokens
 
     @property
@@ -84,7 +88,8 @@ class RouterMetrics:
 
     def as_dict(self) -> dict[str, int]:
         return {"decisions": self.decisions, "fallbacks": self.fallbacks,
-                "hit_tokens": self.hit_tokens, "prompt_tokens": self.prompt_tokens}
+                "hit_tokens": self.hit_tokens, "predicted": self.predicted,
+                "prompt_tokens": self.prompt_tokens}
 
 
 def _label(value: str) -> str:
@@ -106,6 +111,7 @@ _ROUTER_HELP: Final = {
     "decisions": "Requests ranked by the router.",
     "fallbacks": "Requests no candidate held a block of (rendezvous hashing).",
     "hit_tokens": "Tokens the top-ranked replica would reuse.",
+    "predicted": "Requests whose top pick's hit uses predicted entries.",
     "prompt_tokens": "Prompt tokens of the ranked requests.",
 }
 

@@ -29,8 +29,8 @@ Semantics
   Re-registering a replica with another scheme, or removing it, drops them too.
 * A candidate's run is its confirmed leading run (from the backend) followed by
   the predicted keys that continue it: a confirmed block always counts as
-  confirmed, and a request's evidence (:func:`evidence`) is ``"predicted"``
-  when a block vLLM would reuse is only predicted.
+  confirmed, and a decision's :attr:`~prefixkey.fleet.RouteDecision.evidence`
+  is ``"predicted"`` when a block vLLM would reuse is only predicted.
 * Bounds: at most ``max_entries`` predicted entries in all (a new one past it
   evicts, from the replica holding most, its group holding most, the entry
   recorded least recently: the policy of :class:`~prefixkey.fleet.PrefixIndex`),
@@ -51,32 +51,24 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Final, Literal
+from typing import Final
 
 from ..errors import InvalidRequestError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
 from ._backend import PrefixIndexBackend, RunsQuery, RunsResult
 from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError, _ended, as_replica_id
 from ._metrics import family_lines
-from ._routing import PreparedRequest, RouteDecision
+from ._routing import PREDICTED, PreparedRequest, RouteDecision
 
 __all__ = [
-    "PREDICTED",
     "PREDICTION_COUNTERS",
-    "Evidence",
     "PredictedIndex",
     "Predictions",
-    "evidence",
     "predictions_prometheus_text",
 ]
 
-#: The medium name under which the Router sees predicted entries.
-PREDICTED: Final = "PREDICTED"
 # Far above the bits backends give real media (one per medium name seen, from 1).
 _PREDICTED_BIT: Final = 1 << 48
-
-#: Which evidence a decision's hit rests on.
-Evidence = Literal["confirmed", "predicted", "none"]
 
 #: The counters of :meth:`Predictions.stats` and their help text.
 PREDICTION_COUNTERS: Final[dict[str, str]] = {
@@ -91,13 +83,6 @@ PREDICTION_COUNTERS: Final[dict[str, str]] = {
     "sent_predicted": "requests sent to a replica whose hit uses predicted blocks",
     "sent_none": "requests sent without a prefix hit (rendezvous fallback or no usable hit)",
 }
-
-
-def evidence(decision: RouteDecision) -> Evidence:
-    """What ``decision``'s hit rests on: events only, a prediction, or nothing."""
-    if decision.hit_tokens == 0:
-        return "none"
-    return "predicted" if PREDICTED in decision.media else "confirmed"
 
 
 def _positive(name: str, value: float) -> float:
@@ -351,11 +336,9 @@ class Predictions:
         state = self._replicas.get(as_replica_id(replica))
         return state is not None and state.confirmed
 
-    def count_sent(self, decision: RouteDecision) -> Evidence:
-        """Count the evidence of the decision a request was sent by; return it."""
-        used = evidence(decision)
-        self._counters[f"sent_{used}"] += 1
-        return used
+    def count_sent(self, decision: RouteDecision) -> None:
+        """Count the evidence of the decision a request was sent by."""
+        self._counters[f"sent_{decision.evidence}"] += 1
 
     def replica_size(self, replica: ReplicaId | str) -> int:
         state = self._replicas.get(as_replica_id(replica))

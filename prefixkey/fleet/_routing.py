@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
@@ -51,6 +51,8 @@ from ._ranking import LazyRanking
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",
+    "PREDICTED",
+    "Evidence",
     "LoadFn",
     "PreparedRequest",
     "RouteDecision",
@@ -62,6 +64,13 @@ __all__ = [
 
 #: Weight of a block hit per storage medium (media not listed: ``other_tier_weight``).
 DEFAULT_TIER_WEIGHTS: Final[Mapping[str, float]] = {"GPU": 1.0, "CPU": 0.8, "STORAGE": 0.5}
+
+#: The medium name under which the Router sees predicted entries
+#: (:class:`~prefixkey.fleet.PredictedIndex`).
+PREDICTED: Final = "PREDICTED"
+
+#: What a decision's hit rests on (:attr:`RouteDecision.evidence`).
+Evidence = Literal["confirmed", "predicted", "none"]
 
 #: A replica's load, in the caller's units (e.g. utilisation in [0, 1]).
 LoadFn = Callable[[ReplicaId], float]
@@ -195,10 +204,11 @@ class RouteDecision:
     media: frozenset[str]
     #: The explanation, or what builds it on first read of :attr:`why` (most never are).
     _why: str | Callable[[], str] = field(repr=False, compare=False)
-    #: What the rank rests on: ``"index"`` (prefix hits read from the index) or
-    #: ``"rendezvous"`` (nothing held: rendezvous hashing). Layers around the
-    #: Router (e.g. predicted entries) name their own evidence.
-    evidence: str = "index"
+    #: What ``hit_tokens`` rests on: ``"confirmed"`` (only blocks the replica's
+    #: KV events reported), ``"predicted"`` (a reused block is only predicted,
+    #: :data:`PREDICTED`) or ``"none"`` (no usable hit: the rendezvous fallback,
+    #: or a run the ``num_tokens - 1`` cap or the groups leave nothing of).
+    evidence: Evidence
 
     @property
     def why(self) -> str:
@@ -220,6 +230,12 @@ class _Outcome(NamedTuple):
     media: str
     capped: bool
     used: frozenset[str]  # the media of the blocks counted in hit_tokens
+
+
+def _evidence(outcome: _Outcome) -> Evidence:
+    if outcome.hit_tokens == 0:
+        return "none"
+    return "predicted" if PREDICTED in outcome.used else "confirmed"
 
 
 class _Scored(NamedTuple):
@@ -367,13 +383,13 @@ class Router:
             why = functools.partial(self._why, rids[i], o, num_tokens, load, score, fallback,
                                     rank, total)
             return RouteDecision(rids[i], rank, score, o.hit_tokens, o.matched, o.weighted,
-                                 load, fallback, o.used, why,
-                                 evidence="rendezvous" if fallback else "index")
+                                 load, fallback, o.used, why, _evidence(o))
 
         ranking = LazyRanking(groups, total if limit is None else min(limit, total),
                               tie_key, build)
         if total:
-            self.metrics.observe(ranking[0].hit_tokens, num_tokens, fallback)
+            top = ranking[0]
+            self.metrics.observe(top.hit_tokens, num_tokens, fallback, top.evidence == "predicted")
         return ranking
 
     def _schemes_of(

@@ -41,10 +41,12 @@ from zmq.utils.monitor import recv_monitor_message
 
 from ..errors import PrefixKeyError
 from ..events import DEFAULT_MAX_JUMP, DecodeLimits, Via, recording_line, replay_request
+from ._backend import PrefixIndexBackend
 from ._fair_lock import FairLock
 from ._feed import (
     DEFAULT_MAX_RANKS,
     DEFAULT_QUEUE_BYTES,
+    DEFAULT_RETRY_SECONDS,
     Accepted,
     FeedSet,
     ReceivedBatch,
@@ -53,7 +55,6 @@ from ._feed import (
     data_parallel_endpoints,
     offset_endpoint,
 )
-from ._index import PrefixIndex
 from ._metrics import COUNTERS, prometheus_text
 
 __all__ = [
@@ -134,9 +135,12 @@ class _Worker:
 
 
 class Subscriber:
-    """SUBs to many replicas' KV-event publishers and feeds a :class:`PrefixIndex`.
+    """SUBs to many replicas' KV-event publishers and feeds a prefix index.
 
-    ``index`` (optional) receives every applied batch under :attr:`lock`;
+    ``index`` (optional, any :class:`~prefixkey.fleet.PrefixIndexBackend`:
+    a :class:`~prefixkey.fleet.PrefixIndex`, a
+    :class:`~prefixkey.fleet.RedisPrefixIndex`, a
+    :class:`~prefixkey.fleet.PredictedIndex`) receives every applied batch under :attr:`lock`;
     ``on_batch`` (optional) is called after it, in the replica's worker
     thread (so callbacks of different replicas may run at once), with a
     :class:`ReceivedBatch`. ``record`` (a text file) receives every raw PUB
@@ -151,13 +155,16 @@ class Subscriber:
     taken as a gap (beyond: a restart); ``max_ranks`` bounds the
     data-parallel ranks one endpoint may announce. ``learn_schemes`` learns
     the scheme of a replica configured without one from its events.
+    ``retry_seconds`` is how long a batch is retried, with backoff, while the
+    index raises :class:`~prefixkey.fleet.IndexUnavailableError` (counted in
+    ``apply_retries``; then it counts in ``apply_errors``).
     """
 
     def __init__(
         self,
         replicas: Iterable[ReplicaEndpoint],
         *,
-        index: PrefixIndex | None = None,
+        index: PrefixIndexBackend | None = None,
         on_batch: Callable[[ReceivedBatch], None] | None = None,
         record: IO[str] | None = None,
         queue_size: int = 10_000,
@@ -169,16 +176,19 @@ class Subscriber:
         max_jump: int = DEFAULT_MAX_JUMP,
         max_ranks: int = DEFAULT_MAX_RANKS,
         learn_schemes: bool = True,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
         rcvhwm: int = 100_000,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         reconnect_ivl_ms: int = 100,
         reconnect_ivl_max_ms: int = 2_000,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
     ) -> None:
+        self._stop = threading.Event()
         self._feeds = FeedSet(
             list(replicas), index=index, on_batch=on_batch, queue_size=queue_size,
             queue_bytes=queue_bytes, restart_policy=restart_policy, catch_up=catch_up,
-            max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes)
+            max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes,
+            retry_seconds=retry_seconds, backoff=self._backoff)
         self._workers = [_Worker(f) for f in self._feeds.feeds]
         self.index = index
         # The receiver writes PUB messages, each worker its replies.
@@ -194,11 +204,14 @@ class Subscriber:
         self.lock: FairLock = self._feeds.lock
         self._own_context = context is None
         self._ctx: zmq.Context[zmq.Socket[bytes]] = context or zmq.Context()
-        self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------
+
+    def _backoff(self, delay: float) -> bool:
+        """A retry's wait, cut short by :meth:`stop`: False when stopping."""
+        return not self._stop.wait(delay)
 
     def start(self) -> Subscriber:
         """Connect the SUB sockets and start the receiver and the replicas' workers."""

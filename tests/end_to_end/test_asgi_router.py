@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -86,7 +86,7 @@ def fleet() -> Iterator[tuple[PrefixRouterApp, dict[str, FakeReplica]]]:
     index = PredictedIndex(PrefixIndex())
     for name in replicas:
         index.register(name, SCHEME)
-    router = Router(cast(PrefixIndex, index))  # Router reads only the backend protocol
+    router = Router(index)
     app = PrefixRouterApp(router, index, {n: r.url for n, r in replicas.items()}, timeout=10)
     yield app, replicas
     for r in replicas.values():

@@ -8,7 +8,7 @@ subscriber suite's vLLM-like fake (tests/end_to_end/test_subscriber.py).
 from __future__ import annotations
 
 import time
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -32,7 +32,6 @@ from prefixkey.fleet import (
     ReplicaScheme,
     Router,
     Subscriber,
-    evidence,
 )
 
 BLOCK = 16
@@ -47,7 +46,7 @@ def test_events_replace_the_predictions_of_a_publishing_replica(
     publishers.append(pub)
     index = PredictedIndex(PrefixIndex())
     index.register("quiet", SCHEME)  # publishes nothing
-    router = Router(cast(PrefixIndex, index))
+    router = Router(index)
     chat = Request(list(range(1000, 1000 + 4 * BLOCK + 1)))
     other = Request(list(range(5000, 5000 + 4 * BLOCK + 1)))
     keys = tuple(map(SCHEME.publish, SCHEME.hasher.block_hashes(chat)))
@@ -59,9 +58,9 @@ def test_events_replace_the_predictions_of_a_publishing_replica(
     def top(request: Request) -> tuple[str, int, str]:
         with sub.lock:
             best = router.route(request)[0]
-        return best.replica.name, best.hit_tokens, evidence(best)
+        return best.replica.name, best.hit_tokens, best.evidence
 
-    with Subscriber([endpoint], index=cast(PrefixIndex, index), context=ctx) as sub:
+    with Subscriber([endpoint], index=index, context=ctx) as sub:
         hello(sub, [(pub, "gpu-a", frames())])  # registers gpu-a: an empty batch
         with sub.lock:
             assert index.predictions.is_confirmed("gpu-a")

@@ -89,7 +89,7 @@ def test_a_second_router_re_establishes_its_own_replicas() -> None:
         assert fresh.scheme("c").publishes == "bytes"
         assert _keys(fresh, "a") == {1, 2} and _keys(fresh, "c") == {b"y" * 32}
         tokens = list(range(40))
-        assert Router(fresh).route(tokens)[0].evidence == "rendezvous"
+        assert Router(fresh).route(tokens)[0].evidence == "none"
 
 
 def test_kill_during_a_chunked_batch_then_retry_applies_it_once() -> None:

@@ -346,7 +346,7 @@ def test_ranking_is_one_round_trip_and_per_medium(redis_client: Any) -> None:
         redis_client.execute_command = original
     assert calls == ["EVALSHA"]  # every scheme and group of every candidate: one call
     assert decisions[0].replica.name == "r3" and decisions[0].hit_tokens == 80
-    assert decisions[0].evidence == "index" and router.metrics.decisions == 2
+    assert decisions[0].evidence == "confirmed" and router.metrics.decisions == 2
     result = index.leading_runs(
         [RunsQuery(ReplicaScheme(H16), (ReplicaId("r3"), ReplicaId("r4")), (tuple(fine),))],
         media=1 | 2 | 4)

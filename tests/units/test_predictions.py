@@ -10,7 +10,7 @@ from __future__ import annotations
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from hypothesis import strategies as st
@@ -32,7 +32,6 @@ from prefixkey.fleet import (
     ReplicaId,
     ReplicaScheme,
     Router,
-    evidence,
     predictions_prometheus_text,
 )
 
@@ -88,8 +87,7 @@ def make_fleet(backend: PrefixIndexBackend, **predictions: Any) -> Fleet:
 
 
 def router_over(index: PredictedIndex, **kwargs: Any) -> Router:
-    # Router's annotation names PrefixIndex; it reads only the backend protocol.
-    return Router(cast(PrefixIndex, index), **kwargs)
+    return Router(index, **kwargs)
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -180,7 +178,7 @@ def test_scenarios(backend: PrefixIndexBackend, steps: list[Step], expected: str
         step(fleet)
     decisions = fleet.router.route(PROMPT)
     a = next(d for d in decisions if d.replica.name == "a")
-    assert (evidence(a), a.hit_tokens) == (expected, hit)
+    assert (a.evidence, a.hit_tokens) == (expected, hit)
     assert (decisions[0].replica.name == "a") is first
     if expected == "predicted":
         assert PREDICTED in a.media and PREDICTED in a.why
@@ -199,7 +197,7 @@ def test_a_predicted_block_weighs_its_tier_weight() -> None:
     assert heavy.route(PROMPT)[0].replica.name == "b"
     off = router_over(fleet.index, tier_weights={"GPU": 1.0, PREDICTED: 0.0})
     by_name = {d.replica.name: d for d in off.route(PROMPT)}
-    assert (by_name["a"].hit_tokens, evidence(by_name["a"])) == (0, "none")
+    assert (by_name["a"].hit_tokens, by_name["a"].evidence) == (0, "none")
 
 
 def test_the_hit_cap_is_applied_before_the_evidence() -> None:
@@ -211,7 +209,7 @@ def test_the_hit_cap_is_applied_before_the_evidence() -> None:
     fleet.send("a", exact)
     fleet.events("a", stored(keys[0]))
     a = next(d for d in fleet.router.route(exact) if d.replica.name == "a")
-    assert (a.matched_blocks, a.hit_tokens, evidence(a)) == ((2,), BLOCK, "confirmed")
+    assert (a.matched_blocks, a.hit_tokens, a.evidence) == ((2,), BLOCK, "confirmed")
     assert a.media == frozenset({"GPU"})
 
 
@@ -219,17 +217,19 @@ def test_routing_follows_the_requests_sent() -> None:
     """Without events, the second request of a conversation goes where the first went."""
     fleet = make_fleet(PrefixIndex())
     first = fleet.router.route(PROMPT)
-    assert first[0].fallback and evidence(first[0]) == "none"
+    assert first[0].fallback and first[0].evidence == "none"
     prepared = fleet.router.prepare(PROMPT)
     fleet.index.sent(prepared, first[0])
     follow_up = Request([*PROMPT.token_ids, *range(7, 40)])
     again = fleet.router.route(follow_up)
     assert again[0].replica == first[0].replica
-    assert evidence(again[0]) == "predicted" and not again[0].fallback
+    assert again[0].evidence == "predicted" and not again[0].fallback
     fleet.index.sent(fleet.router.prepare(follow_up), again[0])
     stats = fleet.index.predictions.stats()
     assert (stats["sent_none"], stats["sent_predicted"], stats["sent_confirmed"]) == (1, 1, 0)
     assert stats["recorded"] == 4 + 2 and stats["refreshed"] == 4
+    metrics = fleet.router.metrics.as_dict()  # two route() calls: a fallback, then a prediction
+    assert (metrics["decisions"], metrics["fallbacks"], metrics["predicted"]) == (2, 1, 1)
 
 
 def test_sent_to_a_replica_without_a_decision() -> None:
@@ -281,8 +281,8 @@ def test_an_event_medium_named_predicted_is_not_routed_on() -> None:
     fleet.events("a", stored(*KEYS, medium=PREDICTED))
     fleet.send("b")
     by_name = {d.replica.name: d for d in fleet.router.route(PROMPT)}
-    assert (by_name["a"].hit_tokens, evidence(by_name["a"])) == (0, "none")
-    assert (by_name["b"].hit_tokens, evidence(by_name["b"])) == (FULL, "predicted")
+    assert (by_name["a"].hit_tokens, by_name["a"].evidence) == (0, "none")
+    assert (by_name["b"].hit_tokens, by_name["b"].evidence) == (FULL, "predicted")
     assert list(fleet.index.medium_bits()).count(PREDICTED) == 1
 
 

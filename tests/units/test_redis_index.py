@@ -230,8 +230,8 @@ def test_router_metrics(client: Any) -> None:
     tokens = list(range(16 * 3 + 1))
     index.apply("a", batch(stored(*H16.block_hashes(tokens)[:2])))
     router = Router(index)
-    assert router.route(tokens)[0].evidence == "index"
-    assert router.route([5] * 40)[0].evidence == "rendezvous"
+    assert router.route(tokens)[0].evidence == "confirmed"
+    assert router.route([5] * 40)[0].evidence == "none"
     m = router.metrics
     assert (m.decisions, m.fallbacks, m.hit_tokens, m.prompt_tokens) == (2, 1, 32, 89)
     assert m.fallback_rate == 0.5 and m.hit_rate == 32 / 89

@@ -1,0 +1,143 @@
+"""Both subscribers feeding a RedisPrefixIndex while its redis-server is killed and restarted.
+
+The publisher is the subscriber suite's vLLM-like fake
+(tests/end_to_end/test_subscriber.py); the server is this test's own
+(tests/redis_servers.py, no persistence). What must hold: a batch that meets
+an outage is retried with backoff until Redis is back (``apply_retries``),
+then applied once, with the replica's registration re-established from the
+namespace epoch, never dropped; a retry budget that runs out counts the batch
+in ``apply_errors``; ``stop()`` cuts a retry short; the asyncio subscriber
+feeds a backend that does I/O from a worker thread, so its loop keeps running
+during the outage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
+
+from redis_servers import redis_module, redis_server
+from subscribers import AnySubscriber, LoopSubscriber
+from test_subscriber import (
+    FakePublisher,
+    ctx,  # noqa: F401 (a fixture)
+    encode_batch,
+    hello,
+    make,  # noqa: F401 (a fixture)
+    publishers,  # noqa: F401 (a fixture)
+    wait,
+)
+
+from prefixkey import Hasher
+from prefixkey.events import BlockStored
+from prefixkey.fleet import (
+    PredictedIndex,
+    RedisPrefixIndex,
+    ReplicaEndpoint,
+    ReplicaId,
+    ReplicaScheme,
+    Subscriber,
+)
+
+BLOCK = 16
+VERSION = "0.31.0"
+SCHEME = ReplicaScheme(Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version=VERSION))
+PORT = 18740  # this suite's loopback range is 18700-18799
+
+
+def _stored(*keys: int) -> BlockStored:
+    return BlockStored(keys, None, (), BLOCK, medium="GPU")
+
+
+def _keys(index: RedisPrefixIndex) -> set[Any]:
+    return {k for _, k, _ in index.entries("gpu-a")}
+
+
+def test_an_outage_is_retried_until_redis_is_back(
+        ctx: Any, publishers: list[FakePublisher],  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+    redis_module()
+    with redis_server() as server:
+        index = RedisPrefixIndex.from_url(server.url, timeout=0.3, namespace="sub")
+        pub = FakePublisher(ctx, VERSION, port=PORT)
+        publishers.append(pub)
+        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+
+        def frames(*events: BlockStored) -> list[bytes]:
+            return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
+
+        with make([endpoint], index=index, context=ctx, retry_seconds=30.0) as sub:
+            hello(sub, [(pub, "gpu-a", frames(_stored(1, 2)))])
+            assert _keys(index) == {1, 2}
+            server.kill()
+            pub.send(frames(_stored(3, 4)))
+            wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_retries"] >= 2, "retries")
+            if isinstance(sub, LoopSubscriber):  # the loop is not the one waiting on Redis
+                started = time.monotonic()
+                asyncio.run_coroutine_threadsafe(asyncio.sleep(0), sub.loop).result(1.0)
+                assert time.monotonic() - started < 0.5
+            stats = sub.stats()  # no Redis: the stats still answer
+            assert stats["index"] is None and stats["replicas"]["gpu-a"]["batches"] == 1
+            server.restart()  # empty: no persistence
+            wait(sub, lambda s: s["replicas"]["gpu-a"]["batches"] == 2, "the retried batch")
+            stats = sub.stats()["replicas"]["gpu-a"]
+            assert stats["apply_errors"] == 0
+            # The registration came back with the epoch; the batch applied once, after it.
+            assert index.restarts_detected == 1
+            assert set(index.replicas()) == {ReplicaId("gpu-a")}
+            assert _keys(index) == {3, 4}
+            assert index.stats()["batches"] == 1 and index.stats()["stores"] == 2
+
+
+def test_a_retry_budget_that_runs_out_counts_an_apply_error(
+        ctx: Any, publishers: list[FakePublisher]) -> None:  # noqa: F811
+    redis_module()
+    with redis_server() as server:
+        index = RedisPrefixIndex.from_url(server.url, timeout=0.2, namespace="sub")
+        pub = FakePublisher(ctx, VERSION, port=PORT + 1)
+        publishers.append(pub)
+        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+
+        def frames(*events: BlockStored) -> list[bytes]:
+            return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
+
+        with Subscriber([endpoint], index=index, context=ctx, retry_seconds=0.5) as sub:
+            hello(sub, [(pub, "gpu-a", frames())])
+            server.kill()
+            pub.send(frames(_stored(5)))
+            wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_errors"] == 1, "the give-up")
+            assert sub.stats()["replicas"]["gpu-a"]["apply_retries"] >= 1
+            assert sub.stats()["replicas"]["gpu-a"]["batches"] == 1  # the hello only
+
+
+def test_stop_cuts_a_retry_short(
+        ctx: Any, publishers: list[FakePublisher],  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+    redis_module()
+    with redis_server() as server:
+        # A PredictedIndex over Redis: fed like any backend, and typed as one.
+        index = PredictedIndex(RedisPrefixIndex.from_url(server.url, timeout=0.2,
+                                                         namespace="sub"))
+        pub = FakePublisher(ctx, VERSION, port=PORT + 2)
+        publishers.append(pub)
+        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+
+        def frames(*events: BlockStored) -> list[bytes]:
+            return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
+
+        sub = make([endpoint], index=index, context=ctx, retry_seconds=60.0)
+        with sub:
+            hello(sub, [(pub, "gpu-a", frames(_stored(7)))])
+            assert index.predictions.is_confirmed("gpu-a")
+            server.kill()
+            pub.send(frames(_stored(8)))
+            wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_retries"] >= 1, "a retry")
+            started = time.monotonic()
+        assert time.monotonic() - started < 5.0  # not the 60 s budget
+        assert not sub.running
