@@ -279,7 +279,9 @@ class AsyncSubscriber:
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bug must not kill the subscriber
-                logger.exception("%s: unexpected error handling a message", feed.key)
+                feed.count("handling_errors")
+                logger.exception("%s: unexpected error handling a message (skipped, "
+                                 "counted in handling_errors)", feed.key)
             await asyncio.sleep(0)  # a burst of batches yields to the loop between batches
 
     async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:

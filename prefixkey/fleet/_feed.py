@@ -19,7 +19,10 @@ counters are its own and both transports behave alike:
   the same batch is applied again after a bounded backoff, outside the lock,
   for up to ``retry_seconds``: an apply is idempotent (a chunked one completes
   exactly once), and a backend that restarted without persistence
-  re-establishes its registrations itself (its epoch).
+  re-establishes its registrations itself (its epoch). A publisher restart's
+  index clear (``remove_replica`` and ``register`` again) is retried the same
+  way; one that gives up is counted (``restart_errors``) and the message that
+  revealed the restart is still applied.
 """
 
 from __future__ import annotations
@@ -316,28 +319,44 @@ class ReplicaFeed:
 
     def _new_epoch(self, topic: str, why: str) -> None:
         self.count("restarts")
-        ranks = self.ranks.pop(topic, set())
-        cleared = 0
+        ranks = sorted(self.ranks.pop(topic, set()))
         index = self.options.index
         clear = self.options.restart_policy == "clear"
         learner = self.learner
         # A restarted process may run another release or seed: what was learned is learned again.
         relearn = clear and learner is not None and learner.scheme is not None
-        if clear and index is not None:
-            with self.options.lock:
-                registered = index.replicas()
-                for rank in sorted(ranks):
-                    rid = ReplicaId(self.config.name, rank)
+        cleared = 0
+        failed = False
+        if clear and index is not None and ranks:
+            registered: dict[ReplicaId, ReplicaScheme] | None = None
+            removed: set[int] = set()
+
+            def clear_ranks() -> None:
+                # Resumable: a retry after IndexUnavailableError neither removes a rank twice
+                # nor forgets the scheme a removed rank is registered again with.
+                nonlocal registered, cleared
+                if registered is None:
+                    registered = index.replicas()
+                while ranks:
+                    rid = ReplicaId(self.config.name, ranks[0])
                     scheme = registered.get(rid)
                     if scheme is not None:
-                        cleared += index.remove_replica(rid)
+                        if ranks[0] not in removed:
+                            cleared += index.remove_replica(rid)
+                            removed.add(ranks[0])
                         if not (relearn and learner is not None and scheme is learner.scheme):
                             index.register(rid, scheme)
+                    ranks.pop(0)
+
+            # The message that revealed the restart is applied either way (its own retries).
+            failed = not self._retrying(f"the restart's index clear ({why})", clear_ranks,
+                                        "restart_errors")
         if relearn:
             self._start_learning()
         self.count("cleared_entries", cleared)
-        logger.warning("%s: publisher restarted (%s): new epoch, %d entries %s", self.key, why,
-                       cleared, "cleared" if self.options.restart_policy == "clear" else "kept")
+        logger.warning("%s: publisher restarted (%s): new epoch, %d entries %s%s", self.key, why,
+                       cleared, "cleared" if clear else "kept",
+                       "; the clear did not complete (restart_errors)" if failed else "")
 
     # -- replay ------------------------------------------------------------------------
 
@@ -444,49 +463,64 @@ class ReplicaFeed:
 
     def _to_index(self, index: PrefixIndexBackend, rid: ReplicaId, batch: EventBatch,
                   seq: int) -> bool:
-        lock = self.options.lock
         scheme = self.config.scheme
         todo = [(rid, batch)]
         learner = self.learner
         if scheme is None and learner is not None:
-            with lock:
-                registered = rid in index.replicas()
-            if not registered:
+            known: list[bool] = []
+            if not self._retrying(f"seq {seq}", lambda: known.append(rid in index.replicas()),
+                                  "apply_errors"):
+                return False
+            if not known[-1]:
                 # Fingerprinting runs outside the lock: readers are not held up by it.
                 span = self.era_guess.span() if self.era_guess is not None else None
                 todo = learner.observe(rid, batch, span)
                 scheme = learner.scheme
+        done = 0  # batches of todo applied: a retry goes on from the one that failed
+
+        def apply_todo() -> None:
+            nonlocal done
+            known = index.replicas()
+            for held_rid, held in todo[done:]:
+                if scheme is not None and held_rid not in known:
+                    index.register(held_rid, scheme)
+                    known = index.replicas()
+                index.apply(held_rid, held)
+                done += 1
+
+        return self._retrying(f"seq {seq}", apply_todo, "apply_errors")
+
+    def _retrying(self, what: str, step: Callable[[], None], give_up_counter: str) -> bool:
+        """Run ``step`` under the lock; while the index is unavailable, again after a backoff.
+
+        ``step`` must resume where a failed call left off. Retries are counted in
+        ``apply_retries``; False (counted in ``give_up_counter``) after
+        ``retry_seconds``, when stopping, or on any other error.
+        """
         opts = self.options
         deadline = time.monotonic() + opts.retry_seconds
         delay = _FIRST_DELAY
-        done = 0  # batches of todo applied: a retry goes on from the one that failed
         while True:
             try:
-                with lock:
-                    known = index.replicas()
-                    for held_rid, held in todo[done:]:
-                        if scheme is not None and held_rid not in known:
-                            index.register(held_rid, scheme)
-                            known = index.replicas()
-                        index.apply(held_rid, held)
-                        done += 1
+                with opts.lock:
+                    step()
                 return True
             except IndexUnavailableError as exc:
                 left = deadline - time.monotonic()
                 if left <= 0 or not opts.backoff(min(delay, left)):
-                    self.count("apply_errors")
-                    logger.warning("%s: seq %d not applied: the index stayed unavailable "
-                                   "(retry_seconds %.1f, or stopping): %s", self.key, seq,
-                                   opts.retry_seconds, exc)
+                    self.count(give_up_counter)
+                    logger.warning("%s: %s failed: the index stayed unavailable (retry_seconds "
+                                   "%.1f, or stopping): %s", self.key, what, opts.retry_seconds,
+                                   exc)
                     return False
                 self.count("apply_retries")
                 if _sampled(self.counters["apply_retries"]):
-                    logger.warning("%s: seq %d: index unavailable, retrying (%d retries so "
-                                   "far): %s", self.key, seq, self.counters["apply_retries"], exc)
+                    logger.warning("%s: %s: index unavailable, retrying (%d retries so far): %s",
+                                   self.key, what, self.counters["apply_retries"], exc)
                 delay = min(delay * 2, _MAX_DELAY)
             except Exception:
-                self.count("apply_errors")
-                logger.exception("%s: seq %d could not be applied", self.key, seq)
+                self.count(give_up_counter)
+                logger.exception("%s: %s failed", self.key, what)
                 return False
 
     # -- observability -------------------------------------------------------------------

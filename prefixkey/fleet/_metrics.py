@@ -37,7 +37,12 @@ COUNTERS: Final[dict[str, str]] = {
     "framing_errors": "messages or replay replies with bad framing",
     "ignored_fields": "unknown fields ignored by the decoder",
     "apply_errors": "batches the index failed to apply (after retries, if it was unavailable)",
-    "apply_retries": "applies retried because the index was unavailable (IndexUnavailableError)",
+    "apply_retries": "index calls (applies, restart clears) retried because the index was "
+                     "unavailable (IndexUnavailableError)",
+    "restart_errors": "publisher restarts whose index clear failed (index unavailable past "
+                      "retry_seconds): entries of the old epoch may remain",
+    "handling_errors": "messages skipped because handling them raised unexpectedly (a bug: "
+                       "see the log)",
     "rank_overflows": "batches skipped for announcing a rank beyond max_ranks",
     "unlearned_batches": "batches dropped while the replica's scheme was being learned",
     "callback_errors": "on_batch callbacks that raised",

@@ -347,7 +347,9 @@ class Subscriber:
                         feed.apply(accepted.topic, accepted.seq, accepted.payload, "pub",
                                    recv_time)
                 except Exception:  # a bug must not kill the subscriber
-                    logger.exception("%s: unexpected error handling a message", feed.key)
+                    feed.count("handling_errors")
+                    logger.exception("%s: unexpected error handling a message (skipped, "
+                                     "counted in handling_errors)", feed.key)
             now = time.monotonic()
             if now - last_idle_check > 0.2:
                 last_idle_check = now
