@@ -92,16 +92,43 @@ def test_a_second_router_re_establishes_its_own_replicas() -> None:
         assert Router(fresh).route(tokens)[0].evidence == "none"
 
 
+def _killing_client(server: RedisServer, timeout: float) -> Any:
+    """A real client of ``server`` that kills it just before its ``kill_at``-th script call.
+
+    The kill is a hook between two calls, not a timer: deterministic on a loaded machine.
+    """
+    redis = redis_module()
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    base: Any = redis.Redis
+
+    class KillingClient(base):  # type: ignore[misc]
+        kill_at: int | None = None
+        calls = 0
+
+        def evalsha(self, *args: Any) -> Any:
+            if self.kill_at is not None:
+                self.calls += 1
+                if self.calls == self.kill_at:
+                    server.kill()
+            return super().evalsha(*args)
+
+    return KillingClient.from_url(server.url, socket_timeout=timeout,
+                                  socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
+
+
 def test_kill_during_a_chunked_batch_then_retry_applies_it_once() -> None:
     with redis_server() as server:
-        index = RedisPrefixIndex.from_url(server.url, timeout=0.5, chunk_blocks=2_000)
+        client = _killing_client(server, 0.5)
+        index = RedisPrefixIndex(client, chunk_blocks=2_000)
         index.register("a", SCHEME)
-        big = batch(stored(*range(100_000)))
-        killer = threading.Timer(0.3, server.kill)
-        killer.start()
+        big = batch(stored(*range(100_000)))  # 50 chunks, one script call each
+        client.kill_at = 21  # 20 chunks applied, then the server dies
         with pytest.raises(IndexUnavailableError):
-            index.apply("a", big)  # 50 calls: the server dies during one of them
-        killer.join()
+            index.apply("a", big)
+        assert client.calls == 21  # it died mid-batch, at the 21st call
+        client.kill_at = None
         server.start()
         index.apply("a", big)  # the same batch again: re-sent whole in the new epoch
         stats = index.stats()
