@@ -316,7 +316,11 @@ def test_the_index_lock_is_handed_to_the_longest_waiter() -> None:
         thread = threading.Thread(target=worker, daemon=True)
         thread.start()
         assert queued.wait(TIMEOUT)
-        time.sleep(0.2)  # the worker is now blocked in acquire()
+        # Not a sleep: on a loaded machine the worker may take longer to reach acquire().
+        deadline = time.monotonic() + TIMEOUT
+        while not lock._waiters:  # the worker is queued in acquire()
+            assert time.monotonic() < deadline, "the worker never queued for the lock"
+            time.sleep(0.001)
         lock.release()
         with lock:  # the reader's next turn
             order.append("reader")
