@@ -6,16 +6,10 @@ algorithm and seed behind a replica's events; :func:`audit` explains every
 cache miss of a request log against a recording of events.
 """
 
-from ._audit import (
-    AUDIT_FIELDS,
-    REASONS,
-    AuditReport,
-    LoggedRequest,
-    RequestAudit,
-    audit,
-    parse_replica_option,
-)
+from ._audit import audit
+from ._audit_log import AUDIT_FIELDS, LoggedRequest, parse_replica_option
 from ._audit_report import audit_html, audit_text
+from ._audit_results import REASONS, AuditReport, RequestAudit
 from ._drift import (
     FEATURES,
     FROM_REQUEST,

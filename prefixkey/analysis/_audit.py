@@ -18,12 +18,13 @@ Messages without ``recv_time`` are applied first; requests without
 The predicted hit is vLLM's: the leading run of the request's block keys the
 serving replica holds (any medium), capped at ``num_tokens - 1`` tokens in
 whole blocks. When it is short of the prompt's full blocks, the first missed
-block gets one reason (:data:`REASONS`, decided in this order; docs/audit.md).
+block gets one reason (:data:`~prefixkey.analysis.REASONS`, decided in this order;
+docs/audit.md). The request log is read by :mod:`._audit_log`, the results are
+:mod:`._audit_results`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
 from collections import Counter
@@ -39,7 +40,7 @@ from ..core import (
     block_hash_to_int64,
     event_extra_keys,
 )
-from ..errors import InvalidRequestError, PrefixKeyError
+from ..errors import PrefixKeyError
 from ..events import (
     AllBlocksCleared,
     BlockRemoved,
@@ -54,39 +55,15 @@ from ..events import (
     split_recorded,
 )
 from ..fleet import PrefixIndex, ReplicaId, ReplicaScheme
-from ..jsonl import JSON_LIMITS, JsonLimits, bounded_lines, parse_json_line, parse_request
+from ..jsonl import JSON_LIMITS, JsonLimits, bounded_lines
+from ._audit_log import LoggedRequest, _parse_log_line
+from ._audit_results import AuditReport, RequestAudit
 from ._drift import DriftConfig
 
-__all__ = [
-    "AUDIT_FIELDS",
-    "REASONS",
-    "AuditReport",
-    "LoggedRequest",
-    "RequestAudit",
-    "audit",
-    "parse_replica_option",
-]
+__all__ = ["audit"]
 
-#: Miss reasons, in the order they are decided.
-REASONS: Final = (
-    "short_prompt", "last_block_cap", "no_events", "evicted", "block_size_mismatch",
-    "salt_or_lora", "seed_or_release", "other_replica", "never_stored",
-)
-#: The request-log fields the audit adds to the request format.
-AUDIT_FIELDS: Final = ("replica", "arrival_time", "cached_tokens")
 _ROOT: Final = b"prefixkey-audit-root"
 _UNPUBLISHED: Final = object()
-
-
-def parse_replica_option(spec: str, *, strict: bool = True) -> tuple[str, DriftConfig]:
-    """``NAME=VERSION[:algo=..,seed=..,block_size=..]`` -> (name, scheme overrides).
-
-    ``strict=False`` maps a release newer than any known one to the newest era.
-    """
-    name, eq, config = spec.partition("=")
-    if not eq or not name or not config:
-        raise InvalidRequestError("replica", f"{spec!r}: expected NAME=VERSION[:key=value,...]")
-    return name, DriftConfig.parse(config, strict=strict)
 
 
 def _replica_id(name: str) -> ReplicaId:
@@ -166,210 +143,6 @@ class _History:
                      _tuples(event.extra_keys[i]) if i < len(event.extra_keys) else None)
             self.by_prefix.setdefault(digest, []).append(_Block(key, extra, lora, time))
 
-
-@dataclass(slots=True)
-class RequestAudit:
-    """One request of the log: predicted and reported hit, and why the rest missed."""
-
-    line: int
-    id: Any
-    replica: str | None
-    arrival_time: float | None
-    num_tokens: int = 0
-    block_size: int = 0
-    #: Leading blocks the serving replica held at arrival (before the cap).
-    held_blocks: int = 0
-    predicted_hit_tokens: int = 0
-    reported_hit_tokens: int | None = None
-    #: "full" (every full block hit), "partial", "miss" (nothing hit) or "error".
-    outcome: str = "miss"
-    reason: str | None = None
-    detail: str = ""
-    #: Full-block tokens not hit (the whole prompt for a prompt shorter than a block).
-    missed_tokens: int = 0
-    #: Reported vs predicted: "match", "over" (predicted more), "under", or None.
-    agreement: str | None = None
-    error: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
-
-
-def _rate(hit: int, total: int) -> float | None:
-    return None if total == 0 else hit / total
-
-
-@dataclass
-class AuditReport:
-    """The audit: one :class:`RequestAudit` per request line, and aggregates."""
-
-    requests: list[RequestAudit]
-    recording: dict[str, Any]
-    clock_offset: float = 0.0
-    bucket_seconds: float | None = None
-
-    def audited(self) -> list[RequestAudit]:
-        return [r for r in self.requests if r.error is None]
-
-    def _summary(self, rows: list[RequestAudit]) -> dict[str, Any]:
-        tokens = sum(r.num_tokens for r in rows)
-        predicted = sum(r.predicted_hit_tokens for r in rows)
-        rep_rows = [r for r in rows if r.reported_hit_tokens is not None]
-        reported = sum(r.reported_hit_tokens or 0 for r in rep_rows)
-        rep_tokens = sum(r.num_tokens for r in rep_rows)
-        return {
-            "requests": len(rows), "prompt_tokens": tokens,
-            "predicted_hit_tokens": predicted, "predicted_hit_rate": _rate(predicted, tokens),
-            "reported_requests": len(rep_rows), "reported_hit_tokens": reported,
-            "reported_hit_rate": _rate(reported, rep_tokens),
-            "predicted_hit_rate_where_reported": _rate(
-                sum(r.predicted_hit_tokens for r in rep_rows), rep_tokens),
-            "outcomes": dict(Counter(r.outcome for r in rows)),
-            "agreement": dict(Counter(r.agreement for r in rep_rows)),
-        }
-
-    def totals(self) -> dict[str, Any]:
-        return {**self._summary(self.audited()),
-                "errors": sum(r.error is not None for r in self.requests)}
-
-    def per_replica(self) -> dict[str, dict[str, Any]]:
-        names = sorted({r.replica or "" for r in self.audited()})
-        return {n: self._summary([r for r in self.audited() if (r.replica or "") == n])
-                for n in names}
-
-    def per_reason(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for reason in (*REASONS, "unknown"):
-            rows = [r for r in self.audited() if r.reason == reason]
-            if rows:
-                out[reason] = {"requests": len(rows),
-                               "missed_tokens": sum(r.missed_tokens for r in rows)}
-        return out
-
-    def timeline(self) -> list[dict[str, Any]]:
-        """Per time bucket (arrival_time) and replica: hit rates predicted and reported."""
-        timed = [r for r in self.audited() if r.arrival_time is not None]
-        if not timed:
-            return []
-        times = [r.arrival_time for r in timed if r.arrival_time is not None]
-        start, end = min(times), max(times)
-        width = self.bucket_seconds or _nice_width(end - start)
-        buckets: dict[tuple[int, str], list[RequestAudit]] = {}
-        for r in timed:
-            assert r.arrival_time is not None
-            slot = int((r.arrival_time - start) // width)
-            buckets.setdefault((slot, r.replica or ""), []).append(r)
-        out = []
-        for (slot, name), rows in sorted(buckets.items()):
-            s = self._summary(rows)
-            out.append({"start": start + slot * width, "end": start + (slot + 1) * width,
-                        "replica": name, "requests": s["requests"],
-                        "prompt_tokens": s["prompt_tokens"],
-                        "predicted_hit_rate": s["predicted_hit_rate"],
-                        "reported_hit_rate": s["reported_hit_rate"]})
-        return out
-
-    def worst(self, n: int = 10) -> list[RequestAudit]:
-        """The requests that missed most (missed tokens, then predicted-reported gap)."""
-        rows = [r for r in self.audited() if r.missed_tokens or r.agreement not in (None, "match")]
-        rows.sort(key=lambda r: (-r.missed_tokens, -abs(
-            r.predicted_hit_tokens - (r.reported_hit_tokens or r.predicted_hit_tokens)), r.line))
-        return rows[:n]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "totals": self.totals(), "per_replica": self.per_replica(),
-            "per_reason": self.per_reason(), "timeline": self.timeline(),
-            "recording": self.recording, "clock_offset": self.clock_offset,
-            "requests": [r.to_dict() for r in self.requests],
-        }
-
-
-def _nice_width(span: float) -> float:
-    if span <= 0:
-        return 1.0
-    raw = span / 12
-    power = 10 ** math.floor(math.log10(raw))
-    return float(next(m * power for m in (1, 2, 5, 10) if m * power >= raw))
-
-
-@dataclass(slots=True)
-class _LogEntry:
-    line: int
-    audit: RequestAudit
-    job: HashJob | None
-    effective_time: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class LoggedRequest:
-    """One request of a log, typed: the job its replica hashed and what it reported.
-
-    The typed form of a request-log line (docs/audit.md): ``replica`` is the
-    recording's ``source``, ``arrival_time`` unix seconds, ``cached_tokens``
-    the hit the replica reported.
-    """
-
-    job: HashJob
-    id: Any = None
-    replica: str | None = None
-    arrival_time: float | None = None
-    cached_tokens: int | None = None
-
-
-def _check_log_fields(replica: Any, arrival: Any, cached: Any) -> None:
-    if replica is not None and not isinstance(replica, str):
-        raise InvalidRequestError("replica", "must be a string (the recording's source)")
-    if arrival is not None and (type(arrival) not in (int, float) or not math.isfinite(arrival)):
-        raise InvalidRequestError("arrival_time", "must be a number (unix seconds)")
-    if cached is not None and (type(cached) is not int or cached < 0):
-        raise InvalidRequestError("cached_tokens", "must be an int >= 0")
-
-
-def _typed_entry(logged: LoggedRequest, replicas: Mapping[str, DriftConfig],
-                 strict: bool) -> LoggedRequest:
-    """A typed log entry with its replica's scheme overrides applied."""
-    _check_log_fields(logged.replica, logged.arrival_time, logged.cached_tokens)
-    config = replicas.get(logged.replica) if logged.replica is not None else None
-    if config is None:
-        return logged
-    hasher = logged.job.hasher.replace(**config.overrides(), strict=strict)
-    return dataclasses.replace(logged, job=dataclasses.replace(logged.job, hasher=hasher))
-
-
-def _json_entry(obj: dict[str, Any], replicas: Mapping[str, DriftConfig],
-                strict: bool, limits: JsonLimits) -> LoggedRequest:
-    """A request-log line's object as a typed entry (the replica's overrides applied)."""
-    replica, arrival, cached = (obj.get(k) for k in AUDIT_FIELDS)
-    _check_log_fields(replica, arrival, cached)
-    fields = {k: v for k, v in obj.items() if k not in AUDIT_FIELDS}
-    if replica is not None and replica in replicas:
-        fields.update(replicas[replica].overrides())
-    job = parse_request(fields, strict=strict, api_checks=False, limits=limits)
-    return LoggedRequest(job, obj.get("id"), replica, arrival, cached)
-
-
-def _parse_log_line(number: int, raw: bytes | str | LoggedRequest,
-                    replicas: Mapping[str, DriftConfig], strict: bool,
-                    limits: JsonLimits) -> _LogEntry:
-    row = RequestAudit(number, None, None, None)
-    try:
-        if isinstance(raw, LoggedRequest):
-            row.id = raw.id
-            logged = _typed_entry(raw, replicas, strict)
-        else:
-            obj = parse_json_line(raw, limits)
-            if not isinstance(obj, dict):
-                raise InvalidRequestError("<line>", "must be a JSON object")
-            row.id = obj.get("id")
-            logged = _json_entry(obj, replicas, strict, limits)
-    except PrefixKeyError as exc:
-        row.outcome = "error"
-        row.error = {"type": type(exc).__name__, "message": str(exc), "field": exc.field}
-        return _LogEntry(number, row, None, None)
-    row.replica, row.reported_hit_tokens = logged.replica, logged.cached_tokens
-    row.arrival_time = None if logged.arrival_time is None else float(logged.arrival_time)
-    return _LogEntry(number, row, logged.job, row.arrival_time)
 
 
 @dataclass(slots=True)

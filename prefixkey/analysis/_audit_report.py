@@ -10,7 +10,7 @@ import html
 import time
 from typing import Any, Final
 
-from ._audit import AuditReport, RequestAudit
+from ._audit_results import AuditReport, RequestAudit
 
 __all__ = ["audit_html", "audit_text"]
 
