@@ -62,7 +62,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby, repeat
+from itertools import chain, groupby, repeat
 from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeVar, cast
@@ -444,9 +444,9 @@ class PrefixIndex:
         # Each chain is recorded tail first, so a chain loses its tail before its head.
         if len(chains) == 1:
             tail_first = self._keys(state, chains[0])[::-1]
-        else:
-            keys_of = self._keys
-            tail_first = [key for hashes in chains for key in keys_of(state, hashes)[::-1]]
+        else:  # joined in C, then typed once: ``_keys`` maps key by key, in order
+            tail_first = self._keys(state, tuple(chain.from_iterable(
+                [hashes[::-1] for hashes in chains])))
         keys = table.keys
         n = len(tail_first)
         if n >= _BULK and self._size + n <= self.max_entries:
