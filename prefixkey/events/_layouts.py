@@ -166,6 +166,10 @@ class _Layout:
                 return False
             if at < 0:
                 return True
+            if tokens >= 0:  # int hashes and token ids, the usual case: one scan of both
+                kinds = tuple(map(type, values[at] + values[tokens]))
+                if kinds.count(int) == len(kinds):
+                    return True
             kinds = tuple(map(type, values[at]))
             ints = kinds.count(int)
             if ints != len(kinds) and ints + kinds.count(bytes) != len(kinds):
