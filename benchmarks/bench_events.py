@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
 
     nbytes = sum(map(len, payloads))
     split = {  # the parts of decode + apply, each as the difference of two measured paths
-        "unpack with bounds (list and map hooks)": med["bounded"],
+        "unpack with bounds (counting hooks only past max_containers bytes)": med["bounded"],
         "validation (decode - bounded unpack - objects)":
             med["decode"] - med["bounded"] - med["objects"],
         "event objects (EventBatch, BlockStored, BlockRemoved)": med["objects"],

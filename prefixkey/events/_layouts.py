@@ -102,8 +102,8 @@ def _builders(cls: type[BlockStored] | type[BlockRemoved], names: tuple[str, ...
     Absent fields read the None appended after the values (``_ABSENT``).
     """
     code = STORED if cls is BlockStored else REMOVED
-    get_op = itemgetter(*(positions.get(n, width) for n in ("block_hashes", "medium",
-                                                            "group_idx")))
+    op_at = [positions.get(n, width) for n in ("block_hashes", "medium", "group_idx")]
+    get_op = itemgetter(*op_at)
     at = [positions.get(n, width) for n in names]
     get: Callable[[tuple[Any, ...]], tuple[Any, ...]] = itemgetter(*at)
     if len(at) == 1:  # 0.9's BlockRemoved: an itemgetter of one index returns no tuple
@@ -116,7 +116,11 @@ def _builders(cls: type[BlockStored] | type[BlockRemoved], names: tuple[str, ...
     def op(values: tuple[Any, ...]) -> BlockOp:
         return (code, *get_op(values + _ABSENT))
 
-    return build, op
+    def op_present(values: tuple[Any, ...]) -> BlockOp:
+        return (code, *get_op(values))
+
+    # All three published (0.20+ with group_idx): no copy of the values per event.
+    return build, (op_present if max(op_at) < width else op)
 
 
 class _Layout:
@@ -162,6 +166,10 @@ class _Layout:
                 return False
             if at < 0:
                 return True
+            if tokens >= 0:  # int hashes and token ids, the usual case: one scan of both
+                kinds = tuple(map(type, values[at] + values[tokens]))
+                if kinds.count(int) == len(kinds):
+                    return True
             kinds = tuple(map(type, values[at]))
             ints = kinds.count(int)
             if ints != len(kinds) and ints + kinds.count(bytes) != len(kinds):
@@ -218,7 +226,8 @@ class EventLayouts:
             values: tuple[Any, ...] = ()
             if maps:
                 if type(raw) is list and raw:
-                    keys, values = zip(*raw, strict=True)
+                    # msgpack's pairs are always 2-tuples: nothing for strict to catch.
+                    keys, values = zip(*raw, strict=False)
                     compiled = map_layouts.get(keys) or self._map_layout(keys)
                     if compiled is not None:
                         tag = values[compiled[0]]
