@@ -44,7 +44,6 @@ from prefixkey.fleet import (
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "fleet.md"
 SCHEME = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0", vllm_version="0.31.0"))
-PORT = 18770  # this suite's loopback range is 18700-18799
 
 
 def _snippets() -> list[str]:
@@ -99,7 +98,7 @@ def test_the_snippet_runs(number: int, ctx: Any, stop: threading.Event,  # noqa:
     names: dict[str, Any] = {"scheme": SCHEME, "request": Request(list(range(100))),
                              "token_ids": list(range(100))}
     if {"replicas", "publishing_replicas", "endpoint"} & set(given):
-        pub = FakePublisher(ctx, "0.31.0", port=PORT + number)
+        pub = FakePublisher(ctx, "0.31.0")
         publishers.append(pub)
         threading.Thread(target=_publish, args=(pub, stop), daemon=True).start()
         replicas = [ReplicaEndpoint("gpu-a", pub.endpoint, "0.31.0", scheme=SCHEME)]

@@ -37,12 +37,11 @@ from prefixkey.fleet import (
 BLOCK = 16
 VERSION = "0.31.0"
 SCHEME = ReplicaScheme(Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version=VERSION))
-PORT = 18460  # this suite's loopback range is 18400-18499
 
 
 def test_events_replace_the_predictions_of_a_publishing_replica(
         ctx: Any, publishers: list[FakePublisher]) -> None:  # noqa: F811
-    pub = FakePublisher(ctx, VERSION, port=PORT)
+    pub = FakePublisher(ctx, VERSION)
     publishers.append(pub)
     index = PredictedIndex(PrefixIndex())
     index.register("quiet", SCHEME)  # publishes nothing

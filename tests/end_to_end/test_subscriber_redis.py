@@ -50,7 +50,6 @@ from prefixkey.fleet import (
 BLOCK = 16
 VERSION = "0.31.0"
 SCHEME = ReplicaScheme(Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version=VERSION))
-PORT = 18740  # this suite's loopback range is 18700-18799
 
 
 def _stored(*keys: int) -> BlockStored:
@@ -83,7 +82,7 @@ def test_an_outage_is_retried_until_redis_is_back(
         index = _ThreadRecordingIndex.from_url(server.url, timeout=0.3, namespace="sub")
         assert isinstance(index, _ThreadRecordingIndex)
         index.threads = set()
-        pub = FakePublisher(ctx, VERSION, port=PORT)
+        pub = FakePublisher(ctx, VERSION)
         publishers.append(pub)
         endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
 
@@ -120,7 +119,7 @@ def test_a_retry_budget_that_runs_out_counts_an_apply_error(
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.2, namespace="sub")
-        pub = FakePublisher(ctx, VERSION, port=PORT + 1)
+        pub = FakePublisher(ctx, VERSION)
         publishers.append(pub)
         endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
 
@@ -144,7 +143,7 @@ def test_stop_cuts_a_retry_short(
         # A PredictedIndex over Redis: fed like any backend, and typed as one.
         index = PredictedIndex(RedisPrefixIndex.from_url(server.url, timeout=0.2,
                                                          namespace="sub"))
-        pub = FakePublisher(ctx, VERSION, port=PORT + 2)
+        pub = FakePublisher(ctx, VERSION)
         publishers.append(pub)
         endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
 

@@ -45,7 +45,6 @@ from prefixkey.fleet._feed import ReplicaFeed
 BLOCK = 16
 VERSION = "0.31.0"
 SCHEME = ReplicaScheme(Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version=VERSION))
-PORT = 18800  # this suite's loopback range is 18800-18899
 
 
 def _stored(*keys: int) -> BlockStored:
@@ -72,7 +71,7 @@ def test_a_restart_clear_during_an_outage_is_retried_until_redis_is_back(
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.3, namespace="restart")
-        pub = FakePublisher(ctx, VERSION, port=PORT)
+        pub = FakePublisher(ctx, VERSION)
         publishers.append(pub)
         endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
         with make([endpoint], index=index, context=ctx, retry_seconds=30.0) as sub:
@@ -102,7 +101,7 @@ def test_a_restart_clear_that_runs_out_of_retries_is_counted(
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.2, namespace="restart")
-        pub = FakePublisher(ctx, VERSION, port=PORT + 1)
+        pub = FakePublisher(ctx, VERSION)
         publishers.append(pub)
         endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
         with make([endpoint], index=index, context=ctx, retry_seconds=0.5) as sub:
@@ -127,7 +126,7 @@ def test_an_unexpected_error_handling_a_message_is_counted(
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(ReplicaFeed, "accept", broken)
-    pub = FakePublisher(ctx, VERSION, port=PORT + 2)
+    pub = FakePublisher(ctx, VERSION)
     publishers.append(pub)
     endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
     with make([endpoint], index=PrefixIndex(), context=ctx) as sub:
