@@ -24,7 +24,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import base64
 import copy
 import json
 import sys
@@ -34,6 +33,9 @@ from typing import Any
 from harvest_mm_render import IMAGES, MODEL, Server
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "multimodal"))
+from chat_bodies import materialize  # noqa: E402
+
 OUT = ROOT / "tests" / "multimodal" / "chat_vectors.jsonl"
 
 #: Server configurations: the extra flags, and the ServerOptions fields they are.
@@ -83,21 +85,6 @@ CASES: tuple[tuple[str, list[dict[str, Any]], dict[str, Any]], ...] = (
 )
 
 
-def _materialize(value: Any) -> Any:
-    """The body with each ``{"fixture", "as"}`` URL replaced by the real URL."""
-    if isinstance(value, dict):
-        if set(value) == {"fixture", "as"}:
-            path = IMAGES / value["fixture"]
-            if value["as"] == "file":
-                return {"url": path.as_uri()}
-            return {"url": "data:image/png;base64," + base64.b64encode(
-                path.read_bytes()).decode()}
-        return {k: _materialize(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_materialize(v) for v in value]
-    return value
-
-
 def harvest(python: str, port: int) -> None:
     n = 0
     with OUT.open("w") as fh:
@@ -107,7 +94,7 @@ def harvest(python: str, port: int) -> None:
                 server.wait_ready()
                 for name, messages, extra in CASES:
                     body = {"model": str(MODEL), "messages": copy.deepcopy(messages), **extra}
-                    status, answer = server.render(_materialize(body))
+                    status, answer = server.render(materialize(body))
                     if status == 200:
                         answer["features"].pop("kwargs_data", None)
                     fh.write(json.dumps({

@@ -27,6 +27,8 @@ import pytest
 pytest.importorskip("PIL", reason="the multimodal extra (Pillow) is not installed")
 pytest.importorskip("jinja2", reason="the render extra (jinja2) is not installed")
 
+from chat_bodies import materialize
+
 from prefixkey import Hasher
 from prefixkey.cli import main
 from prefixkey.errors import (
@@ -58,21 +60,6 @@ def _renderer(options: str, model: str = RECORDS[0]["model"]) -> Renderer:
                                   **json.loads(options)), str(FOLDER))
 
 
-def _materialize(value: Any) -> Any:
-    """The body as posted (tools/harvest_mm_chat.py): fixture references become URLs."""
-    if isinstance(value, dict):
-        if set(value) == {"fixture", "as"}:
-            path = IMAGES / value["fixture"]
-            if value["as"] == "file":
-                return {"url": path.as_uri()}
-            return {"url": "data:image/png;base64," + base64.b64encode(
-                path.read_bytes()).decode()}
-        return {k: _materialize(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_materialize(v) for v in value]
-    return value
-
-
 def _images(body: dict[str, Any]) -> int:
     return sum(1 for m in body["messages"] if isinstance(m["content"], list)
                for p in m["content"] if p.get("type") == "image_url")
@@ -82,7 +69,7 @@ def _images(body: dict[str, Any]) -> int:
     f"{r['case']}-{r['options'].get('chat_template_content_format', 'auto')}" for r in RECORDS])
 def test_in_process_render_is_the_render_server_s(record: dict[str, Any]) -> None:
     renderer = _renderer(json.dumps(record["options"], sort_keys=True))
-    body = _materialize(record["body"])
+    body = materialize(record["body"])
     placeholders = [EXPANSION] * _images(record["body"])
     if record["status"] != 200:
         message = record["response"]["error"]["message"]
@@ -160,7 +147,7 @@ def test_the_engine_s_length_check_counts_the_image_tokens(max_model_len: int,
     renderer = Renderer(ServerOptions(model=record["model"], max_model_len=max_model_len),
                         str(FOLDER))
     with pytest.raises(RenderRequestError, match=re.escape(words)):
-        renderer.render_chat(_materialize(record["body"]), placeholder_token_ids=[EXPANSION])
+        renderer.render_chat(materialize(record["body"]), placeholder_token_ids=[EXPANSION])
 
 
 def test_a_file_outside_the_allowed_path_is_never_read(tmp_path: Path) -> None:
@@ -227,7 +214,7 @@ def _run(argv: list[str], lines: list[dict[str, Any]], tmp_path: Path,
 
 def _line(record: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"id": record["case"], "endpoint": "/v1/chat/completions",
-            "body": _materialize(record["body"]), "placeholder_token_ids": [EXPANSION],
+            "body": materialize(record["body"]), "placeholder_token_ids": [EXPANSION],
             **extra}
 
 
@@ -316,7 +303,7 @@ def test_a_fetched_url_keys_as_its_bytes_do(image_server: str) -> None:
     """vLLM hashes a fetched image by its bytes: the recorded data: URL answer of the
     same file is the fetched one's."""
     (record,) = [r for r in RECORDS if r["case"] == "text-then-image" and not r["options"]]
-    body = _materialize(record["body"])
+    body = materialize(record["body"])
     body["messages"][0]["content"][1]["image_url"]["url"] = f"{image_server}/rgb.png"
     rendered = _fetching(("127.0.0.1",)).render_chat(body, placeholder_token_ids=[EXPANSION])
     assert list(rendered.token_ids) == record["response"]["token_ids"]
