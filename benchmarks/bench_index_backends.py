@@ -39,14 +39,15 @@ import json
 import os
 import platform
 import random
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_routing import interleaved
 
 from prefixkey import Hasher
 from prefixkey.events import BlockStored, EventBatch
@@ -74,24 +75,6 @@ def ingest(index: PrefixIndexBackend, batches: int, per_event: int, rng: random.
     for name, b in work:
         index.apply(name, b)
     return time.perf_counter() - start
-
-
-def interleaved(fns: list[Callable[[], object]], seconds: float) -> list[tuple[float, float]]:
-    """Median and p99 of each of ``fns`` in milliseconds, called in turn for about ``seconds``."""
-    for fn in fns:
-        fn()
-    samples: list[list[float]] = [[] for _ in fns]
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline or len(samples[0]) < 5:
-        for fn, out in zip(fns, samples, strict=True):
-            start = time.perf_counter()
-            fn()
-            out.append((time.perf_counter() - start) * 1e3)
-    result = []
-    for out in samples:
-        out.sort()
-        result.append((statistics.median(out), out[min(len(out) - 1, int(len(out) * 0.99))]))
-    return result
 
 
 def prompt(tokens: int) -> list[int]:
@@ -129,8 +112,9 @@ def ranking(index: PrefixIndexBackend, tokens: int, seconds: float
     if client is not None:
         router.rank(prepared)
         client.config_resetstat()
+    # Wall time: a Redis ranking's cost is mostly the server's and the round trip's.
     times = interleaved([lambda: router.prepare(request), lambda: router.rank(prepared)],
-                        seconds)
+                        seconds, clock=time.perf_counter)
     server = 0.0
     if client is not None:
         server = client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"] / 1e3
