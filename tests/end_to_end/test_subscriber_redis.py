@@ -52,11 +52,11 @@ VERSION = "0.31.0"
 SCHEME = ReplicaScheme(Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version=VERSION))
 
 
-def _stored(*keys: int) -> BlockStored:
+def gpu_stored(*keys: int) -> BlockStored:
     return BlockStored(keys, None, (), BLOCK, medium="GPU")
 
 
-def _keys(index: RedisPrefixIndex) -> set[Any]:
+def gpu_a_keys(index: RedisPrefixIndex) -> set[Any]:
     return {k for _, k, _ in index.entries("gpu-a")}
 
 
@@ -90,10 +90,10 @@ def test_an_outage_is_retried_until_redis_is_back(
             return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
 
         with make([endpoint], index=index, context=ctx, retry_seconds=30.0) as sub:
-            hello(sub, [(pub, "gpu-a", frames(_stored(1, 2)))])
-            assert _keys(index) == {1, 2}
+            hello(sub, [(pub, "gpu-a", frames(gpu_stored(1, 2)))])
+            assert gpu_a_keys(index) == {1, 2}
             server.kill()
-            pub.send(frames(_stored(3, 4)))
+            pub.send(frames(gpu_stored(3, 4)))
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_retries"] >= 2, "retries")
             if isinstance(sub, LoopSubscriber):  # the loop is not the one waiting on Redis
                 # Which thread called the index, not how fast the loop answered: a loaded
@@ -110,7 +110,7 @@ def test_an_outage_is_retried_until_redis_is_back(
             # The registration came back with the epoch; the batch applied once, after it.
             assert index.restarts_detected == 1
             assert set(index.replicas()) == {ReplicaId("gpu-a")}
-            assert _keys(index) == {3, 4}
+            assert gpu_a_keys(index) == {3, 4}
             assert index.stats()["batches"] == 1 and index.stats()["stores"] == 2
 
 
@@ -129,7 +129,7 @@ def test_a_retry_budget_that_runs_out_counts_an_apply_error(
         with Subscriber([endpoint], index=index, context=ctx, retry_seconds=0.5) as sub:
             hello(sub, [(pub, "gpu-a", frames())])
             server.kill()
-            pub.send(frames(_stored(5)))
+            pub.send(frames(gpu_stored(5)))
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_errors"] == 1, "the give-up")
             assert sub.stats()["replicas"]["gpu-a"]["apply_retries"] >= 1
             assert sub.stats()["replicas"]["gpu-a"]["batches"] == 1  # the hello only
@@ -152,10 +152,10 @@ def test_stop_cuts_a_retry_short(
 
         sub = make([endpoint], index=index, context=ctx, retry_seconds=60.0)
         with sub:
-            hello(sub, [(pub, "gpu-a", frames(_stored(7)))])
+            hello(sub, [(pub, "gpu-a", frames(gpu_stored(7)))])
             assert index.predictions.is_confirmed("gpu-a")
             server.kill()
-            pub.send(frames(_stored(8)))
+            pub.send(frames(gpu_stored(8)))
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_retries"] >= 1, "a retry")
             started = time.monotonic()
         assert time.monotonic() - started < 5.0  # not the 60 s budget

@@ -30,29 +30,15 @@ from test_subscriber import (
     publishers,  # noqa: F401 (a fixture)
     wait,
 )
+from test_subscriber_redis import SCHEME, VERSION, gpu_a_keys, gpu_stored
 
-from prefixkey import Hasher
-from prefixkey.events import BlockStored
 from prefixkey.fleet import (
     PrefixIndex,
     RedisPrefixIndex,
     ReplicaEndpoint,
     ReplicaId,
-    ReplicaScheme,
 )
 from prefixkey.fleet._feed import ReplicaFeed
-
-BLOCK = 16
-VERSION = "0.31.0"
-SCHEME = ReplicaScheme(Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version=VERSION))
-
-
-def _stored(*keys: int) -> BlockStored:
-    return BlockStored(keys, None, (), BLOCK, medium="GPU")
-
-
-def _keys(index: RedisPrefixIndex) -> set[Any]:
-    return {k for _, k, _ in index.entries("gpu-a")}
 
 
 def _restart_publisher(context: Any, made: list[FakePublisher],
@@ -76,12 +62,12 @@ def test_a_restart_clear_during_an_outage_is_retried_until_redis_is_back(
         endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
         with make([endpoint], index=index, context=ctx, retry_seconds=30.0) as sub:
             hello(sub, [(pub, "gpu-a", pub.publish(
-                encode_batch(VERSION, 1.0, [_stored(1, 2)]), send=False))])
-            assert _keys(index) == {1, 2}
+                encode_batch(VERSION, 1.0, [gpu_stored(1, 2)]), send=False))])
+            assert gpu_a_keys(index) == {1, 2}
             server.kill()
             pub = _restart_publisher(ctx, publishers, pub)
             hello(sub, [(pub, "gpu-a", pub.publish(
-                encode_batch(VERSION, 2.0, [_stored(3, 4)]), send=False))], key="restarts")
+                encode_batch(VERSION, 2.0, [gpu_stored(3, 4)]), send=False))], key="restarts")
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_retries"] >= 2, "retries")
             assert sub.stats()["replicas"]["gpu-a"]["batches"] == 1  # waiting, not skipped
             server.restart()  # empty: no persistence
@@ -91,7 +77,7 @@ def test_a_restart_clear_during_an_outage_is_retried_until_redis_is_back(
             assert a["restart_errors"] == a["apply_errors"] == a["handling_errors"] == 0
             # Registered again after the clear (the epoch and the clear), then applied once.
             assert set(index.replicas()) == {ReplicaId("gpu-a")}
-            assert _keys(index) == {3, 4}
+            assert gpu_a_keys(index) == {3, 4}
             assert index.stats()["batches"] == 1 and index.stats()["stores"] == 2
 
 
@@ -106,11 +92,11 @@ def test_a_restart_clear_that_runs_out_of_retries_is_counted(
         endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
         with make([endpoint], index=index, context=ctx, retry_seconds=0.5) as sub:
             hello(sub, [(pub, "gpu-a", pub.publish(
-                encode_batch(VERSION, 1.0, [_stored(1)]), send=False))])
+                encode_batch(VERSION, 1.0, [gpu_stored(1)]), send=False))])
             server.kill()
             pub = _restart_publisher(ctx, publishers, pub)
             hello(sub, [(pub, "gpu-a", pub.publish(
-                encode_batch(VERSION, 2.0, [_stored(2)]), send=False))], key="restarts")
+                encode_batch(VERSION, 2.0, [gpu_stored(2)]), send=False))], key="restarts")
             # The clear gives up, then the message itself is tried and counted: not dropped.
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_errors"] == 1, "the give-up")
             a = sub.stats()["replicas"]["gpu-a"]
@@ -131,6 +117,6 @@ def test_an_unexpected_error_handling_a_message_is_counted(
     endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
     with make([endpoint], index=PrefixIndex(), context=ctx) as sub:
         hello(sub, [(pub, "gpu-a", pub.publish(
-            encode_batch(VERSION, 1.0, [_stored(1)]), send=False))], key="handling_errors")
+            encode_batch(VERSION, 1.0, [gpu_stored(1)]), send=False))], key="handling_errors")
         a = sub.stats()["replicas"]["gpu-a"]
         assert a["handling_errors"] >= 1 and a["batches"] == 0
