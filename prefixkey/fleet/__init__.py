@@ -20,6 +20,8 @@ from ._backend import (
     IndexUnavailableError,
     PrefixIndexBackend,
     RoutingIndex,
+    RunsAnswer,
+    RunsGroup,
     RunsQuery,
     RunsResult,
 )
@@ -124,6 +126,8 @@ __all__ = [
     "Router",
     "RouterMetrics",
     "RoutingIndex",
+    "RunsAnswer",
+    "RunsGroup",
     "RunsQuery",
     "RunsResult",
     "SchemeKeys",

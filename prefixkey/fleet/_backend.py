@@ -6,6 +6,8 @@ registered replicas and their schemes, the medium bits, and
 keys per candidate" for every scheme and group of one request in **one
 call** (one walk in memory, one round trip to Redis). The backend walks the
 keys itself, so the Router's cost does not depend on where the index lives.
+The answer groups the candidates by equal runs (:class:`RunsAnswer`): what a
+ranking costs is then per distinct run, and per candidate only for those read.
 :class:`PrefixIndexBackend` adds event ingestion and the read-out methods the
 in-memory :class:`~prefixkey.fleet.PrefixIndex` and the shared
 :class:`~prefixkey.fleet.RedisPrefixIndex` both implement (the contract suite
@@ -16,16 +18,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Protocol, runtime_checkable
 
 from ..errors import PrefixKeyError
 from ..events import EventBatch, EventHash
-from ._index import ReplicaId, ReplicaScheme, Run
+from ._replicas import ReplicaId, ReplicaScheme
+from ._walk import Run
 
 __all__ = [
     "IndexUnavailableError",
     "PrefixIndexBackend",
     "RoutingIndex",
+    "RunsAnswer",
+    "RunsGroup",
     "RunsQuery",
     "RunsResult",
 ]
@@ -60,6 +66,45 @@ class RunsQuery:
 #: with since the caller read it (the keys must be computed again under it).
 RunsResult = tuple[Run, ...] | ReplicaScheme
 
+#: Candidates of one query with an equal answer: that answer, and the candidates
+#: (a sequence that may be built on first read; its length is known at once).
+RunsGroup = tuple[RunsResult, Sequence[ReplicaId]]
+
+
+@dataclass(frozen=True, slots=True)
+class RunsAnswer:
+    """One query's answer: every candidate of the query in exactly one group.
+
+    ``ordered`` promises the order a ranking needs without scoring a group
+    not read: every group's answer is a run per group of one KV-cache group,
+    each one segment ``((mask, n),)`` (or empty) with one ``mask`` for all,
+    and ``n`` strictly decreasing along ``groups``. ``groups`` may itself be
+    built as it is read.
+    """
+
+    groups: Sequence[RunsGroup]
+    ordered: bool = False
+
+    @classmethod
+    def of_candidates(cls, replicas: Sequence[ReplicaId],
+                      results: Sequence[RunsResult]) -> RunsAnswer:
+        """The answer of per-candidate results (``results[i]`` is ``replicas[i]``'s)."""
+        groups: dict[RunsResult, list[ReplicaId]] = {}
+        for rid, result in zip(replicas, results, strict=True):
+            members = groups.get(result)
+            if members is None:
+                groups[result] = [rid]
+            else:
+                members.append(rid)
+        return cls(list(groups.items()))
+
+    def by_replica(self) -> dict[ReplicaId, RunsResult]:
+        """Each candidate's result (every member of every group read)."""
+        out: dict[ReplicaId, RunsResult] = {}
+        for result, members in self.groups:
+            out.update(zip(members, repeat(result)))
+        return out
+
 
 @runtime_checkable
 class RoutingIndex(Protocol):
@@ -67,13 +112,14 @@ class RoutingIndex(Protocol):
 
     def replicas(self) -> dict[ReplicaId, ReplicaScheme]: ...
     def medium_bits(self) -> dict[str, int]: ...
-    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
-        """Per query, per candidate, its leading run of the keys of each group.
+    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[RunsAnswer]:
+        """Per query, its candidates' leading runs of the keys of each group, grouped.
 
         ``media`` is a bitmask of :meth:`medium_bits`: a key held only on other
         media ends the run. Runs are run-length encoded ``(mask, count)``
         segments (see :meth:`~prefixkey.fleet.PrefixIndex.longest_runs`). A
         replica removed since the caller read :meth:`replicas` holds nothing.
+        The answer must not change with the index after it is returned.
         """
         ...
 

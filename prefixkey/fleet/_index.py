@@ -61,10 +61,11 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import chain, groupby, repeat
-from operator import attrgetter
+from functools import reduce
+from itertools import chain, repeat
+from operator import attrgetter, or_
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, TypeVar, cast
+from typing import Final, cast
 
 from ..core import block_hash_to_int64
 from ..errors import InvalidRequestError
@@ -77,6 +78,7 @@ from ..events import (
     EventHash,
 )
 from ..events._layouts import CLEARED_OP, REMOVED, STORED, BlockOp
+from ._backend import RunsAnswer, RunsQuery
 from ._replicas import (
     GroupSpec,
     ReplicaId,
@@ -85,9 +87,7 @@ from ._replicas import (
     UnsupportedLayoutError,
     as_replica_id,
 )
-
-if TYPE_CHECKING:
-    from ._backend import RunsQuery, RunsResult
+from ._walk import OrderedGroups, Run, mark, runs_over_media, walk
 
 __all__ = [
     "DEFAULT_MEDIUM",
@@ -149,10 +149,7 @@ _COUNTERS: Final = (
 )
 
 _BIT: Final = attrgetter("bit")
-
-#: A leading run, run-length encoded: ``(media mask, number of keys)`` segments.
-Run = tuple[tuple[int, int], ...]
-
+_SCHEME: Final = attrgetter("scheme")
 
 #: Per KV-cache group, per medium bit: block key -> bitmask of the replica slots holding it.
 _Holders = dict[int, dict[int, dict[EventHash, int]]]
@@ -167,6 +164,8 @@ class PrefixIndex:
         self.max_entries = max_entries
         self._replicas: dict[ReplicaId, _Replica] = {}
         self._free_slots: list[int] = []
+        # Per slot its replica: replaced, never changed, so a walk's answer can keep it.
+        self._slots: tuple[ReplicaId | None, ...] = ()
         self._holders: _Holders = {}
         self._size = 0
         self._counters = dict.fromkeys(_COUNTERS, 0)
@@ -186,6 +185,7 @@ class PrefixIndex:
         if state is None:
             slot = self._free_slots.pop() if self._free_slots else len(self._replicas)
             self._replicas[rid] = _Replica(scheme, slot)
+            self._set_slot(slot, rid)
         else:
             state.scheme = scheme
         return rid
@@ -198,11 +198,18 @@ class PrefixIndex:
         dropped = state.count
         self._clear(state)
         self._free_slots.append(state.slot)
+        self._set_slot(state.slot, None)
         return dropped
+
+    def _set_slot(self, slot: int, rid: ReplicaId | None) -> None:
+        slots = list(self._slots)
+        slots.extend([None] * (slot + 1 - len(slots)))
+        slots[slot] = rid
+        self._slots = tuple(slots)
 
     def replicas(self) -> dict[ReplicaId, ReplicaScheme]:
         """Registered replicas and their schemes."""
-        return {rid: state.scheme for rid, state in self._replicas.items()}
+        return dict(zip(self._replicas, map(_SCHEME, self._replicas.values()), strict=True))
 
     def scheme(self, replica: ReplicaId | str) -> ReplicaScheme:
         return self._state(replica).scheme
@@ -480,88 +487,54 @@ class PrefixIndex:
         """
         # A name (str) is never a key: _state looks it up.
         get = cast("Callable[[object], _Replica | None]", self._replicas.get)
-        states = list(map(get, replicas))
-        if None in states:
-            states = [self._state(r) if s is None else s
-                      for r, s in zip(replicas, states, strict=True)]
-        bits: list[int] = list(map(_BIT, cast("list[_Replica]", states)))
-        alive = 0
-        for rbit in bits:
-            alive |= rbit
-        maps = [(bit, holders) for bit, holders in self._holders.get(group, {}).items()
-                if bit & media and holders]
-        if len(maps) == 1:  # one medium in use: only the run lengths to find
-            only, holders = maps[0]
-            # replica bit -> its run, once it ended: one shared run per length.
-            run_of: dict[int, Run] = {}
-            walked = 0
-            # Consecutive keys mostly have equal holder sets (a prefix shared by the same
-            # replicas): groupby walks each run of them in C, Python sees only the changes.
-            for held, same in groupby(map(holders.get, keys)):
-                if held is None:
-                    break
-                still = alive & held
-                if still != alive:
-                    _ended(alive & ~held, ((only, walked),) if walked else (), run_of)
-                    alive = still
-                    if not alive:
-                        break
-                walked += len(list(same))
-            # Those still alive share the last run: a default, not a per-replica entry.
-            return list(map(run_of.get, bits, repeat(((only, walked),) if walked else ())))
-        return self._runs_over_media(bits, alive, maps, keys)
+        states = [self._state(r) if s is None else s
+                  for r, s in zip(replicas, map(get, replicas), strict=True)]
+        bits = list(map(_BIT, states))
+        alive = reduce(or_, bits, 0)
+        maps = self._maps(group, media)
+        if len(maps) != 1:
+            return list(map(runs_over_media(bits, alive, maps, keys).__getitem__, bits))
+        run_of: dict[int, Run] = {}
+        for walked, mask in walk(maps[0][1], keys, alive):
+            mark(mask, ((maps[0][0], walked),) if walked else (), run_of)
+        return list(map(run_of.get, bits, repeat(())))
 
-    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
-        """:meth:`longest_runs` for every query and group (the Router's one call)."""
-        out: list[list[RunsResult]] = []
+    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[RunsAnswer]:
+        """The candidates' runs for every query and group (the Router's one call).
+
+        A query of one KV-cache group over one medium is walked once and
+        answered in order, longest run first, each group's members listed
+        only when read; other queries are answered per distinct run.
+        Candidates not registered hold nothing.
+        """
+        out: list[RunsAnswer] = []
         for q in queries:
-            per_group = [self.longest_runs(q.replicas, gi, keys, media)
+            states = list(map(self._replicas.get, q.replicas))
+            extra: list[ReplicaId] = []
+            if None in states:
+                extra = [rid for rid, s in zip(q.replicas, states, strict=True) if s is None]
+                states = [s for s in states if s is not None]
+            bits = list(map(_BIT, cast("list[_Replica]", states)))
+            alive = reduce(or_, bits, 0)
+            maps = self._maps(0, media) if len(q.groups) == 1 else []
+            if len(maps) == 1:
+                ends = walk(maps[0][1], q.groups[0], alive) if alive else []
+                out.append(RunsAnswer(OrderedGroups(ends, maps[0][0], self._slots, extra),
+                                      ordered=True))
+                continue
+            known = [rid for rid in q.replicas if rid not in extra] if extra else q.replicas
+            per_group = [self.longest_runs(known, gi, keys, media)
                          for gi, keys in enumerate(q.groups)]
-            if len(per_group) == 1:  # one (shared) tuple per distinct run, not per replica
-                runs = per_group[0]
-                distinct = dict(zip(map(id, runs), runs, strict=True))
-                wrapped = {key: (run,) for key, run in distinct.items()}
-                out.append(list(map(wrapped.__getitem__, map(id, runs))))
-            else:
-                out.append(list(zip(*per_group, strict=True)))
+            answer = RunsAnswer.of_candidates(known, list(zip(*per_group, strict=True)))
+            if extra:
+                answer = RunsAnswer([*answer.groups, (tuple(() for _ in q.groups), extra)])
+            out.append(answer)
         return out
 
-    @staticmethod
-    def _runs_over_media(bits: list[int], alive: int, maps: list[tuple[int, dict[EventHash, int]]],
-                         keys: Sequence[EventHash]) -> list[Run]:
-        """:meth:`longest_runs` with several media: a replica's segment changes with its mask."""
-        runs: dict[int, list[tuple[int, int]]] = {b: [] for b in bits}
-        opened: dict[int, tuple[int, int]] = {}  # replica bit -> (mask, start) of its segment
-        last = [0] * len(maps)
-        i = 0
-        for i, key in enumerate(keys):
-            now = [holders.get(key, 0) & alive for _, holders in maps]
-            held = 0
-            for b in now:
-                held |= b
-            ended = alive & ~held
-            changed = 0
-            for b, before in zip(now, last, strict=True):
-                changed |= b ^ before
-            changed &= held
-            for rbit in _bits_of(ended | changed) if ended | changed else ():
-                seg = opened.pop(rbit, None)
-                if seg is not None:
-                    runs[rbit].append((seg[0], i - seg[1]))
-                if rbit & held:
-                    mask = 0
-                    for (mbit, _), b in zip(maps, now, strict=True):
-                        if b & rbit:
-                            mask |= mbit
-                    opened[rbit] = (mask, i)
-            alive, last = held, now
-            if not alive:
-                break
-        else:
-            i = len(keys)
-        for rbit, (mask, first) in opened.items():
-            runs[rbit].append((mask, i - first))
-        return [tuple(runs[b]) for b in bits]
+    def _maps(self, group: int, media: int) -> list[tuple[int, dict[EventHash, int]]]:
+        """The holder maps of ``group`` on the media of ``media`` that hold anything."""
+        return [(bit, holders) for bit, holders in self._holders.get(group, {}).items()
+                if bit & media and holders]
 
     def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]:
         """A replica group's keys, each mapped to a media bitmask (read-only use)."""
@@ -605,37 +578,6 @@ def _ops_of(events: Iterable[object]) -> Iterator[BlockOp]:
             yield (REMOVED, event.block_hashes, event.medium, event.group_idx)
         elif isinstance(event, AllBlocksCleared):
             yield CLEARED_OP
-
-
-def _bits_of(mask: int) -> Iterator[int]:
-    while mask:
-        low = mask & -mask
-        yield low
-        mask ^= low
-
-_T = TypeVar("_T")
-
-
-def _ended(mask: int, value: _T, ended: dict[int, _T]) -> None:
-    """Note ``value`` (a run, or where it ended) for each replica bit of ``mask``."""
-    while mask:
-        low = mask & -mask
-        ended[low] = value
-        mask ^= low
-
-
-def runs_in_table(table: Mapping[EventHash, int], keys: Sequence[EventHash], media: int) -> Run:
-    """:meth:`PrefixIndex.longest_runs` for one replica, from its table (other backends)."""
-    run: list[tuple[int, int]] = []
-    for key in keys:
-        mask = table.get(key, 0) & media
-        if not mask:
-            break
-        if run and run[-1][0] == mask:
-            run[-1] = (mask, run[-1][1] + 1)
-        else:
-            run.append((mask, 1))
-    return tuple(run)
 
 
 _EMPTY: Final[Mapping[EventHash, int]] = MappingProxyType({})

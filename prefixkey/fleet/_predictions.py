@@ -55,10 +55,11 @@ from typing import Final
 
 from ..errors import InvalidRequestError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
-from ._backend import PrefixIndexBackend, RunsQuery, RunsResult
-from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError, _ended, as_replica_id
+from ._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery
+from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
 from ._metrics import family_lines
 from ._routing import PREDICTED, PreparedRequest, RouteDecision
+from ._walk import Run, mark
 
 __all__ = [
     "PREDICTION_COUNTERS",
@@ -308,10 +309,10 @@ class Predictions:
                 continue
             held = get(keys[j], 0)
             if alive & ~held:
-                _ended(alive & ~held, j, ends)
+                mark(alive & ~held, j, ends)
                 alive &= held
             j += 1
-        _ended(alive, n, ends)
+        mark(alive, n, ends)
         for start, i, rbit in pending:
             out[i] = ends.get(rbit, start) - start
         return out
@@ -378,27 +379,35 @@ class PredictedIndex:
             rid = as_replica_id(chosen)
         self.predictions.record(rid, prepared.keys_for(self.index.scheme(rid)).groups)
 
-    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
-        """The backend's runs (one call), each followed by the predicted keys that continue it."""
-        results = self.index.leading_runs(queries, media & ~_PREDICTED_BIT)
+    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[RunsAnswer]:
+        """The backend's runs (one call), each followed by the predicted keys that continue it.
+
+        With predictions held, every candidate's run is read (a prediction
+        extends each run from where it ends).
+        """
+        answers = self.index.leading_runs(queries, media & ~_PREDICTED_BIT)
         if not media & _PREDICTED_BIT or not len(self.predictions):
-            return results
-        for query, per_replica in zip(queries, results, strict=True):
-            # A candidate re-registered since (a scheme, not runs) is passed through.
-            held = [(i, r) for i, r in enumerate(per_replica) if isinstance(r, tuple)]
-            if not held:
-                continue
-            rids = [query.replicas[i] for i, _ in held]
-            extended = [list(runs) for _, runs in held]
+            return answers
+        out: list[RunsAnswer] = []
+        for query, answer in zip(queries, answers, strict=True):
+            rids: list[ReplicaId] = []
+            extended: list[list[Run]] = []
+            passed: list[RunsGroup] = []
+            for result, members in answer.groups:
+                if isinstance(result, tuple):
+                    rids += members
+                    extended += (list(result) for _ in members)
+                else:  # a candidate re-registered since (a scheme, not runs): passed through
+                    passed.append((result, members))
             for group, keys in enumerate(query.groups):
                 starts = [sum(n for _, n in runs[group]) for runs in extended]
                 predicted = self.predictions.leading_runs(rids, group, keys, starts)
                 for runs, n in zip(extended, predicted, strict=True):
                     if n:
                         runs[group] = (*runs[group], (_PREDICTED_BIT, n))
-            for (i, _), runs in zip(held, extended, strict=True):
-                per_replica[i] = tuple(runs)
-        return results
+            grouped = RunsAnswer.of_candidates(rids, list(map(tuple, extended)))
+            out.append(RunsAnswer([*grouped.groups, *passed]))
+        return out
 
     def medium_bits(self) -> dict[str, int]:
         """The backend's media and :data:`PREDICTED`.

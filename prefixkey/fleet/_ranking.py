@@ -5,9 +5,9 @@ decision, its explanation, a rendezvous digest per tied candidate. Most
 callers read the head (the best replica, a few fallbacks), so the Router
 reads the index and scores every distinct run eagerly (the ranking never
 depends on the index after ``rank`` returns), sorts positions by score in C,
-and leaves to this sequence the two per-candidate costs: sorting a group of
-tied candidates by rendezvous weight when the group is first reached, and
-building a decision when it is first read. Reading every item gives the same
+and leaves to this sequence the per-candidate costs: listing a group of
+candidates and putting its ties in rendezvous order when the group is first
+reached, and building a decision when it is first read. Reading every item gives the same
 decisions, in the same order, as building them all at once.
 """
 
@@ -26,19 +26,21 @@ class LazyRanking(Sequence[_T], Generic[_T]):
     """The first ``length`` items of a ranking, each built on first read.
 
     ``groups`` yields the candidates' positions in rank order, one list per
-    group of equal keys; a group of several is sorted by ``tie_key``, highest
-    first, when reached. ``build(position, rank)`` makes the item at ``rank``
-    (1-based). Equal to any list or ranking holding equal items in order.
-    Safe to read from several threads (a lock guards the lazy steps).
+    group of equal keys; a group of several is put in order by ``tie_order``
+    (it returns the positions reordered) when reached. ``build(position,
+    rank)`` makes the item at ``rank`` (1-based). Equal to any list or
+    ranking holding equal items in order. Safe to read from several threads
+    (a lock guards the lazy steps).
     """
 
-    __slots__ = ("_build", "_groups", "_items", "_length", "_lock", "_order", "_tie_key")
+    __slots__ = ("_build", "_groups", "_items", "_length", "_lock", "_order", "_tie_order")
 
     def __init__(self, groups: Iterator[list[int]], length: int,
-                 tie_key: Callable[[int], bytes], build: Callable[[int, int], _T]) -> None:
+                 tie_order: Callable[[list[int]], list[int]],
+                 build: Callable[[int, int], _T]) -> None:
         self._groups = groups
         self._length = length
-        self._tie_key = tie_key
+        self._tie_order = tie_order
         self._build = build
         self._order: list[int] = []
         self._items: list[_T | None] = [None] * length
@@ -66,9 +68,7 @@ class LazyRanking(Sequence[_T], Generic[_T]):
             order = self._order
             while len(order) <= i:
                 group = next(self._groups)
-                if len(group) > 1:
-                    group.sort(key=self._tie_key, reverse=True)
-                order.extend(group)
+                order.extend(self._tie_order(group) if len(group) > 1 else group)
             item = self._items[i]
             if item is None:
                 item = self._items[i] = self._build(order[i], i + 1)

@@ -77,16 +77,16 @@ from ..core import block_hash_to_int64
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
 from . import _redis_lua as lua
-from ._backend import IndexUnavailableError, RunsQuery, RunsResult
+from ._backend import IndexUnavailableError, RunsAnswer, RunsQuery, RunsResult
 from ._index import (
     DEFAULT_MEDIUM,
     ReplicaId,
     ReplicaScheme,
-    Run,
     UnknownReplicaError,
     as_replica_id,
 )
 from ._redis_codec import pack_keys, rid_field, rid_of, scheme_from_spec, scheme_spec, unpack_int
+from ._walk import Run
 
 __all__ = ["CHUNK_BLOCKS", "RedisPrefixIndex", "RegistrationConflictError"]
 
@@ -446,9 +446,15 @@ class RedisPrefixIndex:
 
     # -- ranking ----------------------------------------------------------------
 
-    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
+    def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[RunsAnswer]:
         """:meth:`PrefixIndex.leading_runs <prefixkey.fleet.PrefixIndex.leading_runs>`
         in one round trip (the keys are walked server side, with early exit)."""
+        return [RunsAnswer.of_candidates(q.replicas, results)
+                for q, results in zip(queries, self._candidate_runs(queries, media), strict=True)]
+
+    def _candidate_runs(self, queries: Sequence[RunsQuery],
+                        media: int) -> list[list[RunsResult]]:
+        """Per query, per candidate, its runs (or the scheme it was re-registered with)."""
         if not queries:
             return []
         regs = self._regs

@@ -33,21 +33,25 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
+import heapq
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain, groupby, repeat
 from operator import itemgetter
-from typing import Any, Final, Literal, NamedTuple
+from typing import Final, Literal, NamedTuple, cast
+
+from xxhash import xxh3_64_intdigest
 
 from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ..events import EventHash
-from ._backend import RoutingIndex, RunsQuery, RunsResult
-from ._index import ReplicaId, ReplicaScheme, Run
+from ._backend import RoutingIndex, RunsQuery
 from ._metrics import RouterMetrics
 from ._ranking import LazyRanking
+from ._replicas import ReplicaId, ReplicaScheme
+from ._walk import Run
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",
@@ -107,16 +111,32 @@ def affinity_digest(request: Request) -> bytes:
     return h.digest()
 
 
-def rendezvous_weight(affinity: bytes, replica: ReplicaId) -> int:
-    """Highest-random-weight hashing: the weight of ``replica`` for ``affinity``."""
-    h = hashlib.blake2b(affinity, digest_size=8)
-    h.update(_rendezvous_suffix(replica))
-    return int.from_bytes(h.digest(), "big")
+def rendezvous_weight(affinity: bytes, replica: ReplicaId) -> float:
+    """Highest-random-weight hashing: the weight of ``replica`` for ``affinity``.
+
+    The 64-bit xxh3 of the replica, seeded with the xxh3 of ``affinity``, as
+    a float: the Router computes and sorts a tie's weights in C, tens of
+    nanoseconds each.
+    """
+    return float(xxh3_64_intdigest(_SUFFIXES[replica], _rendezvous_seed(affinity)))
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _rendezvous_suffix(replica: ReplicaId) -> bytes:
-    return b"\x00" + replica.name.encode() + b"\x00" + str(replica.dp_rank).encode()
+def _rendezvous_seed(affinity: bytes) -> int:
+    return xxh3_64_intdigest(affinity)
+
+
+class _Suffixes(dict[ReplicaId, bytes]):
+    """Each replica's rendezvous input, made on first use (a plain dict read in C after)."""
+
+    def __missing__(self, replica: ReplicaId) -> bytes:
+        if len(self) >= 1 << 16:  # bounded: replicas come and go
+            self.clear()
+        suffix = self[replica] = (b"\x00" + replica.name.encode() + b"\x00"
+                                  + str(replica.dp_rank).encode())
+        return suffix
+
+
+_SUFFIXES: Final = _Suffixes()
 
 
 def _affinity_of_key(key: BlockHash) -> bytes:
@@ -250,6 +270,19 @@ class _Scored(NamedTuple):
     runs: tuple[Run, ...]
 
 
+#: A group of an answer whose candidates' scheme is the query's: runs, and the candidates.
+_Runs = tuple[tuple[Run, ...], Sequence[ReplicaId]]
+
+
+class _Answer(NamedTuple):
+    """One query's answer, as the ranking reads it: every result a tuple of runs."""
+
+    scheme: ReplicaScheme
+    seed: int  # :func:`rendezvous_weight`'s seed for the scheme's affinity key
+    groups: Sequence[_Runs]
+    ordered: bool
+
+
 class Router:
     """Scores candidate replicas from any :class:`~prefixkey.fleet.RoutingIndex` backend.
 
@@ -299,7 +332,7 @@ class Router:
         prepared = PreparedRequest(len(request.token_ids), request)
         hashed: dict[tuple[object, ...], list[BlockHash]] = {}
         start = time.perf_counter()
-        for _, scheme in self._schemes_of(candidates):
+        for scheme in self._schemes_of(candidates).values():
             if scheme.key in prepared._schemes:
                 continue
             fine = hashed.get(scheme.hash_key)
@@ -337,46 +370,86 @@ class Router:
             raise InvalidRequestError("limit", f"must be an int >= 1 or None, got {limit!r}")
         schemes = self._schemes_of(candidates)
         self._refresh_weights()
-        rids, scored, seeds = self._matches(schemes, prepared)
         num_tokens = prepared.num_tokens
         denom = max(num_tokens, 1)
-        total = len(rids)
-        distinct = dict(zip(map(id, scored), scored, strict=True))
-        fallback = not any(o.hit_tokens for o in distinct.values())
+        answers = self._answers(schemes, prepared)
+        total = len(schemes)
+        # The candidates listed so far, in the order their groups were read: a
+        # position in these is what the ranking sorts and builds decisions from.
+        rids: list[ReplicaId] = []
+        entries: list[_Scored] = []
+        seeds: list[int] = []
+
+        def listed(scored: _Scored, members: Sequence[ReplicaId], seed: int) -> range:
+            start = len(rids)
+            rids.extend(members)
+            n = len(rids) - start
+            entries.extend(repeat(scored, n))
+            seeds.extend(repeat(seed, n))
+            return range(start, start + n)
+
+        def scored_groups(answer: _Answer) -> Iterator[tuple[float, _Scored, Sequence[ReplicaId],
+                                                             int]]:
+            for runs, members in answer.groups:
+                scored = self._scored(answer.scheme, runs, num_tokens)
+                yield -(scored.weighted / denom), scored, members, answer.seed
+
+        def every_candidate() -> list[int]:
+            return list(chain.from_iterable(
+                listed(scored, members, seed)
+                for answer in answers for _, scored, members, seed in scored_groups(answer)))
+
         load_of = self.load
         loads: list[float] | None = None
-        keys: list[Any]
         scores: list[float] = []
+        groups: Iterator[list[int]]
         if load_of is None:
-            # Candidates sharing an outcome share a score: one division per distinct run.
-            neg = {k: -(o.weighted / denom) for k, o in distinct.items()}
-            keys = list(map(neg.__getitem__, map(id, scored)))
+            # Groups in score order: merged as read when every answer is ordered (a
+            # group not read is never scored), else scored once each and sorted.
+            if all(answer.ordered for answer in answers):
+                streams = list(map(scored_groups, answers))
+                by_score: Iterator[tuple[float, _Scored, Sequence[ReplicaId], int]] = (
+                    streams[0] if len(streams) == 1 else heapq.merge(*streams, key=itemgetter(0)))
+            else:
+                by_score = iter(sorted(chain.from_iterable(map(scored_groups, answers)),
+                                       key=itemgetter(0)))
+            head = next(by_score, None)
+            fallback = head is None or head[1].hit_tokens == 0
+            if head is None or fallback:  # rendezvous alone
+                groups = iter([every_candidate()])
+            else:  # equal scores are one tie, whatever their runs
+                groups = (list(chain.from_iterable(listed(*item[1:]) for item in same))
+                          for _, same in groupby(chain((head,), by_score), itemgetter(0)))
         else:
+            order = every_candidate()
             loads = [_load(load_of, rid) for rid in rids]
             lw = self.load_weight
-            scores = [o.weighted / denom - lw * load
-                      for o, load in zip(scored, loads, strict=True)]
-            keys = [(-score, load) for score, load in zip(scores, loads, strict=True)]
-        groups: Iterator[list[int]]
-        if fallback:  # rendezvous alone, load aside
-            groups = iter([list(range(total))])
-        else:  # by score (then load); equal keys are one tie, whatever their runs
-            order = sorted(range(total), key=keys.__getitem__)
-            groups = (list(same) for _, same in itertools.groupby(order, keys.__getitem__))
+            scores = [s.weighted / denom - lw * load
+                      for s, load in zip(entries, loads, strict=True)]
+            fallback = not any(s.hit_tokens for s in dict.fromkeys(entries))
+            if fallback:  # rendezvous alone, load aside
+                groups = iter([order])
+            else:  # by score, then load
+                keys = [(-score, load) for score, load in zip(scores, loads, strict=True)]
+                order.sort(key=keys.__getitem__)
+                groups = (list(same) for _, same in groupby(order, keys.__getitem__))
 
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
 
-        def tie_key(i: int) -> bytes:
-            """:func:`rendezvous_weight`'s digest, not made an int (big-endian: same order)."""
-            rid = rids[i]
-            h = seeds[rid].copy()  # blake2b seeded with the scheme's affinity key
-            h.update(_rendezvous_suffix(rid))
-            digest: bytes = h.digest()
-            return digest
+        def tie_order(group: list[int]) -> list[int]:
+            """The group by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
+            suffixes = map(_SUFFIXES.__getitem__, map(rids.__getitem__, group))
+            weights = list(map(float, map(xxh3_64_intdigest, suffixes,
+                                          map(seeds.__getitem__, group))))
+            return list(map(group.__getitem__, sorted(range(len(group)), key=weights.__getitem__,
+                                                      reverse=True)))
 
         def build(i: int, rank: int) -> RouteDecision:
-            load, score = (None, -keys[i]) if loads is None else (loads[i], scores[i])
-            entry = scored[i]
+            entry = entries[i]
+            if loads is None:
+                load, score = None, entry.weighted / denom
+            else:
+                load, score = loads[i], scores[i]
             o = outcomes.get(id(entry))
             if o is None:
                 o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
@@ -386,7 +459,7 @@ class Router:
                                  load, fallback, o.used, why, _evidence(o))
 
         ranking = LazyRanking(groups, total if limit is None else min(limit, total),
-                              tie_key, build)
+                              tie_order, build)
         if total:
             top = ranking[0]
             self.metrics.observe(top.hit_tokens, num_tokens, fallback, top.evidence == "predicted")
@@ -394,18 +467,18 @@ class Router:
 
     def _schemes_of(
         self, candidates: Iterable[ReplicaId | str] | None
-    ) -> list[tuple[ReplicaId, ReplicaScheme]]:
-        """The candidates (all registered replicas when None) and their schemes."""
+    ) -> dict[ReplicaId, ReplicaScheme]:
+        """The candidates (all registered replicas when None), each once, and their schemes."""
         known = self.index.replicas()
         if candidates is None:
-            return list(known.items())
-        out = []
+            return known
+        out: dict[ReplicaId, ReplicaScheme] = {}
         for c in candidates:
             rid = ReplicaId(c) if isinstance(c, str) else ReplicaId(*c)
             scheme = known.get(rid)
             if scheme is None:
                 raise InvalidRequestError("candidates", f"replica {rid} is not registered")
-            out.append((rid, scheme))
+            out[rid] = scheme
         return out
 
     def _refresh_weights(self) -> None:
@@ -426,64 +499,55 @@ class Router:
             hit = self._mask_weights[mask] = (weight, name)
         return hit
 
-    def _matches(
-        self, schemes: list[tuple[ReplicaId, ReplicaScheme]], prepared: PreparedRequest,
-    ) -> tuple[list[ReplicaId], list[_Scored], dict[ReplicaId, Any]]:
-        """The candidates, each one's scored runs, and per candidate its scheme's seeded
-        rendezvous hash, from one :meth:`RoutingIndex.leading_runs` call.
+    def _answers(
+        self, schemes: Mapping[ReplicaId, ReplicaScheme], prepared: PreparedRequest,
+    ) -> list[_Answer]:
+        """The index's answers for the candidates, one :meth:`RoutingIndex.leading_runs` call.
 
-        Candidates with equal runs share one :class:`_Scored`. A candidate
-        re-registered with another scheme since :meth:`replicas` was read is
-        hashed under its new scheme and asked again (twice at most; then it
-        counts as holding nothing).
+        A candidate re-registered with another scheme since :meth:`replicas`
+        was read is hashed under its new scheme and asked again (twice at
+        most; then it counts as holding nothing).
         """
-        rids = [rid for rid, _ in schemes]
-        todo: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-        if len(set(map(id, map(itemgetter(1), schemes)))) == 1:  # one shared scheme object
-            todo[schemes[0][1].key] = (schemes[0][1], rids)
+        todo: Mapping[tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]
+        if len(set(map(id, schemes.values()))) == 1:  # one shared scheme object
+            only = next(iter(schemes.values()))
+            todo = {only.key: (only, tuple(schemes))}
         else:
             by_scheme: dict[int, tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for rid, scheme in schemes:
+            for rid, scheme in schemes.items():
                 entry = by_scheme.get(id(scheme))  # schemes are usually shared objects
                 if entry is None:
                     entry = by_scheme[id(scheme)] = (scheme, [])
                 entry[1].append(rid)
+            merged: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
             for scheme, group in by_scheme.values():
-                todo.setdefault(scheme.key, (scheme, []))[1].extend(group)
-        found: dict[ReplicaId, _Scored] = {}
-        seeds: dict[ReplicaId, Any] = {}
-        num_tokens = prepared.num_tokens
+                merged.setdefault(scheme.key, (scheme, []))[1].extend(group)
+            todo = merged
+        out: list[_Answer] = []
         for attempt in range(3):
             queries = [RunsQuery(scheme, tuple(group), prepared.keys_for(scheme).groups)
                        for scheme, group in todo.values()]
-            results = self.index.leading_runs(queries, self._counted)
             changed: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for query, per_replica in zip(queries, results, strict=True):
+            for query, answer in zip(queries, self.index.leading_runs(queries, self._counted),
+                                     strict=True):
                 scheme = query.scheme
-                seeds.update(dict.fromkeys(query.replicas, hashlib.blake2b(
-                    prepared.keys_for(scheme).affinity, digest_size=8)))
-                if set(map(type, per_replica)) == {tuple}:  # no re-registration: per run
-                    shared: dict[RunsResult, _Scored] = {
-                        runs: self._scored(scheme, runs, num_tokens)  # type: ignore[arg-type]
-                        for runs in dict.fromkeys(per_replica)}
-                    found.update(zip(query.replicas, map(shared.__getitem__, per_replica),
-                                     strict=True))
+                seed = _rendezvous_seed(prepared.keys_for(scheme).affinity)
+                if answer.ordered:  # holds runs only
+                    out.append(_Answer(scheme, seed, cast("Sequence[_Runs]", answer.groups), True))
                     continue
-                outcomes: dict[tuple[Run, ...], _Scored] = {}
-                for rid, runs in zip(query.replicas, per_replica, strict=True):
-                    if isinstance(runs, ReplicaScheme):
+                kept: list[_Runs] = []
+                for result, members in answer.groups:
+                    if isinstance(result, ReplicaScheme):
                         if attempt < 2:
-                            changed.setdefault(runs.key, (runs, []))[1].append(rid)
+                            changed.setdefault(result.key, (result, []))[1].extend(members)
                             continue
-                        runs = tuple(() for _ in scheme.groups)
-                    outcome = outcomes.get(runs)
-                    if outcome is None:
-                        outcome = outcomes[runs] = self._scored(scheme, runs, num_tokens)
-                    found[rid] = outcome
+                        result = tuple(() for _ in scheme.groups)
+                    kept.append((result, members))
+                out.append(_Answer(scheme, seed, kept, False))
             if not changed:
                 break
             todo = changed
-        return rids, list(map(found.__getitem__, rids)), seeds
+        return out
 
     def _scored(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Scored:
         if len(runs) == 1 and len(runs[0]) == 1:  # :meth:`_outcome`'s usual case, cut short

@@ -347,13 +347,13 @@ def test_ranking_is_one_round_trip_and_per_medium(redis_client: Any) -> None:
     assert calls == ["EVALSHA"]  # every scheme and group of every candidate: one call
     assert decisions[0].replica.name == "r3" and decisions[0].hit_tokens == 80
     assert decisions[0].evidence == "confirmed" and router.metrics.decisions == 2
-    result = index.leading_runs(
+    (answer,) = index.leading_runs(
         [RunsQuery(ReplicaScheme(H16), (ReplicaId("r3"), ReplicaId("r4")), (tuple(fine),))],
         media=1 | 2 | 4)
-    assert result == [[(((3, 2), (1, 3)),), ((),)]]
-    assert index.leading_runs(
-        [RunsQuery(ReplicaScheme(H16), (ReplicaId("r3"),), (tuple(fine),))], media=2) == [
-        [(((2, 2),),)]]
+    assert answer.by_replica() == {ReplicaId("r3"): (((3, 2), (1, 3)),), ReplicaId("r4"): ((),)}
+    (answer,) = index.leading_runs(
+        [RunsQuery(ReplicaScheme(H16), (ReplicaId("r3"),), (tuple(fine),))], media=2)
+    assert answer.by_replica() == {ReplicaId("r3"): (((2, 2),),)}
 
 
 def token(slot: int, mid: int) -> bytes:

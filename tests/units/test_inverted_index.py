@@ -12,7 +12,7 @@ from test_index import H16, IndexMachine
 
 from prefixkey.events import EventHash
 from prefixkey.fleet import PrefixIndex, ReplicaId, ReplicaScheme, UnknownReplicaError
-from prefixkey.fleet._index import runs_in_table
+from prefixkey.fleet._walk import runs_in_table
 
 ORDERS: tuple[list[int], ...] = ([*range(8)], [3, 1, 0, 2, 7, 6, 5, 4], [])
 

@@ -61,12 +61,12 @@ def test_a_ranking_does_not_follow_the_index_after_rank() -> None:
 def test_ties_past_what_is_read_are_not_sorted() -> None:
     calls: list[int] = []
 
-    def tie_key(i: int) -> bytes:
-        calls.append(i)
-        return i.to_bytes(2, "big")
+    def tie_order(group: list[int]) -> list[int]:
+        calls.extend(group)
+        return sorted(group, reverse=True)
 
     groups = iter([[0, 1, 2], [3, 4, 5, 6]])
-    ranking = LazyRanking(groups, 7, tie_key, lambda i, rank: (i, rank))
+    ranking = LazyRanking(groups, 7, tie_order, lambda i, rank: (i, rank))
     assert ranking[0] == (2, 1)
     assert sorted(calls) == [0, 1, 2]
     assert list(ranking) == [(2, 1), (1, 2), (0, 3), (6, 4), (5, 5), (4, 6), (3, 7)]
