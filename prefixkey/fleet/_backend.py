@@ -110,7 +110,14 @@ class RunsAnswer:
 class RoutingIndex(Protocol):
     """What :class:`~prefixkey.fleet.Router` reads from an index."""
 
-    def replicas(self) -> dict[ReplicaId, ReplicaScheme]: ...
+    def replicas(self) -> Mapping[ReplicaId, ReplicaScheme]:
+        """The registered replicas and their schemes.
+
+        A backend may return the same object while they are unchanged, and
+        must then never change it in place: the Router keeps what it works out
+        from it per object.
+        """
+        ...
     def medium_bits(self) -> dict[str, int]: ...
     def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[RunsAnswer]:
         """Per query, its candidates' leading runs of the keys of each group, grouped.

@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -328,7 +328,7 @@ class ReplicaFeed:
         cleared = 0
         failed = False
         if clear and index is not None and ranks:
-            registered: dict[ReplicaId, ReplicaScheme] | None = None
+            registered: Mapping[ReplicaId, ReplicaScheme] | None = None
             removed: set[int] = set()
 
             def clear_ranks() -> None:

@@ -150,6 +150,7 @@ _COUNTERS: Final = (
 
 _BIT: Final = attrgetter("bit")
 _SCHEME: Final = attrgetter("scheme")
+_SLOT: Final = attrgetter("slot")
 
 #: Per KV-cache group, per medium bit: block key -> bitmask of the replica slots holding it.
 _Holders = dict[int, dict[int, dict[EventHash, int]]]
@@ -164,8 +165,12 @@ class PrefixIndex:
         self.max_entries = max_entries
         self._replicas: dict[ReplicaId, _Replica] = {}
         self._free_slots: list[int] = []
-        # Per slot its replica: replaced, never changed, so a walk's answer can keep it.
-        self._slots: tuple[ReplicaId | None, ...] = ()
+        # What queries read of the registrations, rebuilt when they change (replaced,
+        # never changed in place, so an answer or a caller can keep them):
+        self._slots: tuple[ReplicaId | None, ...] = ()  # per slot, its replica
+        self._view: Mapping[ReplicaId, ReplicaScheme] = MappingProxyType({})
+        self._all: tuple[ReplicaId, ...] = ()  # every replica, in registration order
+        self._all_bits = 0  # and their holder bits
         self._holders: _Holders = {}
         self._size = 0
         self._counters = dict.fromkeys(_COUNTERS, 0)
@@ -185,9 +190,11 @@ class PrefixIndex:
         if state is None:
             slot = self._free_slots.pop() if self._free_slots else len(self._replicas)
             self._replicas[rid] = _Replica(scheme, slot)
-            self._set_slot(slot, rid)
+        elif state.scheme is scheme:
+            return rid
         else:
             state.scheme = scheme
+        self._registrations_changed()
         return rid
 
     def remove_replica(self, replica: ReplicaId | str) -> int:
@@ -198,18 +205,23 @@ class PrefixIndex:
         dropped = state.count
         self._clear(state)
         self._free_slots.append(state.slot)
-        self._set_slot(state.slot, None)
+        self._registrations_changed()
         return dropped
 
-    def _set_slot(self, slot: int, rid: ReplicaId | None) -> None:
-        slots = list(self._slots)
-        slots.extend([None] * (slot + 1 - len(slots)))
-        slots[slot] = rid
+    def _registrations_changed(self) -> None:
+        states = self._replicas.values()
+        slots: list[ReplicaId | None] = [None] * (max(map(_SLOT, states), default=-1) + 1)
+        for rid, state in self._replicas.items():
+            slots[state.slot] = rid
         self._slots = tuple(slots)
+        self._view = MappingProxyType(dict(zip(self._replicas, map(_SCHEME, states),
+                                               strict=True)))
+        self._all = tuple(self._replicas)
+        self._all_bits = reduce(or_, map(_BIT, states), 0)
 
-    def replicas(self) -> dict[ReplicaId, ReplicaScheme]:
-        """Registered replicas and their schemes."""
-        return dict(zip(self._replicas, map(_SCHEME, self._replicas.values()), strict=True))
+    def replicas(self) -> Mapping[ReplicaId, ReplicaScheme]:
+        """Registered replicas and their schemes (a read-only view, replaced when they change)."""
+        return self._view
 
     def scheme(self, replica: ReplicaId | str) -> ReplicaScheme:
         return self._state(replica).scheme
@@ -509,13 +521,15 @@ class PrefixIndex:
         """
         out: list[RunsAnswer] = []
         for q in queries:
-            states = list(map(self._replicas.get, q.replicas))
             extra: list[ReplicaId] = []
-            if None in states:
-                extra = [rid for rid, s in zip(q.replicas, states, strict=True) if s is None]
-                states = [s for s in states if s is not None]
-            bits = list(map(_BIT, cast("list[_Replica]", states)))
-            alive = reduce(or_, bits, 0)
+            if q.replicas == self._all:  # the usual query: every replica (compared by identity)
+                alive = self._all_bits
+            else:
+                states = list(map(self._replicas.get, q.replicas))
+                if None in states:
+                    extra = [rid for rid, s in zip(q.replicas, states, strict=True) if s is None]
+                    states = [s for s in states if s is not None]
+                alive = reduce(or_, map(_BIT, cast("list[_Replica]", states)), 0)
             maps = self._maps(0, media) if len(q.groups) == 1 else []
             if len(maps) == 1:
                 ends = walk(maps[0][1], q.groups[0], alive) if alive else []

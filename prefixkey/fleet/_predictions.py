@@ -421,7 +421,7 @@ class PredictedIndex:
         bits[PREDICTED] = _PREDICTED_BIT
         return bits
 
-    def replicas(self) -> dict[ReplicaId, ReplicaScheme]:
+    def replicas(self) -> Mapping[ReplicaId, ReplicaScheme]:
         return self.index.replicas()
 
     def scheme(self, replica: ReplicaId | str) -> ReplicaScheme:

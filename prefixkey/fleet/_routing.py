@@ -316,6 +316,8 @@ class Router:
         self._bit_weights: list[tuple[int, float, str]] = []
         self._counted = 0  # bits of the media with a positive weight: those that hit
         self._bits_seen = -1
+        self._last_grouping: tuple[Mapping[ReplicaId, ReplicaScheme], Mapping[
+            tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]] | None = None
 
     # -- hashing ------------------------------------------------------------
 
@@ -467,7 +469,7 @@ class Router:
 
     def _schemes_of(
         self, candidates: Iterable[ReplicaId | str] | None
-    ) -> dict[ReplicaId, ReplicaScheme]:
+    ) -> Mapping[ReplicaId, ReplicaScheme]:
         """The candidates (all registered replicas when None), each once, and their schemes."""
         known = self.index.replicas()
         if candidates is None:
@@ -509,7 +511,10 @@ class Router:
         most; then it counts as holding nothing).
         """
         todo: Mapping[tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]
-        if len(set(map(id, schemes.values()))) == 1:  # one shared scheme object
+        last = self._last_grouping
+        if last is not None and last[0] is schemes:  # the index's unchanged registrations
+            todo = last[1]
+        elif len(set(map(id, schemes.values()))) == 1:  # one shared scheme object
             only = next(iter(schemes.values()))
             todo = {only.key: (only, tuple(schemes))}
         else:
@@ -523,6 +528,8 @@ class Router:
             for scheme, group in by_scheme.values():
                 merged.setdefault(scheme.key, (scheme, []))[1].extend(group)
             todo = merged
+        # Kept with the object it was made from: an object still referenced keeps its id.
+        self._last_grouping = (schemes, todo)
         out: list[_Answer] = []
         for attempt in range(3):
             queries = [RunsQuery(scheme, tuple(group), prepared.keys_for(scheme).groups)
