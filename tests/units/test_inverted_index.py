@@ -11,7 +11,14 @@ from index_events import batch, removed, stored
 from test_index import H16, IndexMachine
 
 from prefixkey.events import EventHash
-from prefixkey.fleet import PrefixIndex, ReplicaId, ReplicaScheme, UnknownReplicaError
+from prefixkey.fleet import (
+    PrefixIndex,
+    ReplicaId,
+    ReplicaScheme,
+    RunsAnswer,
+    RunsQuery,
+    UnknownReplicaError,
+)
 from prefixkey.fleet._walk import runs_in_table
 
 ORDERS: tuple[list[int], ...] = ([*range(8)], [3, 1, 0, 2, 7, 6, 5, 4], [])
@@ -50,7 +57,65 @@ class RunsMachine(IndexMachine):
                                    for n in names]
 
 
+    @invariant()
+    def answers_match_tables(self) -> None:
+        # Every candidate in exactly one group, with its own run; a candidate the index
+        # does not know holds nothing; an ordered answer is ordered as it promises.
+        rids = (*(ReplicaId(n) for n in sorted(self.registered)), ReplicaId("ghost"))
+        for media in (0b111, 0b001, 0b101):
+            for keys in ORDERS:
+                (answer,) = self.index.leading_runs(
+                    [RunsQuery(ReplicaScheme(H16), rids, (tuple(keys),))], media)
+                assert sum(len(members) for _, members in answer.groups) == len(rids)
+                assert answer.by_replica() == {
+                    rid: ((expected_run(self.index, rid.name, 0, keys, media)
+                           if rid.name != "ghost" else ()),) for rid in rids}
+                if answer.ordered:
+                    check_ordered(answer)
+
+
+def check_ordered(answer: RunsAnswer) -> None:
+    runs = [result[0] for result, _ in answer.groups]  # type: ignore[index]
+    assert all(len(run) <= 1 for run in runs)
+    assert len({mask for run in runs for mask, _ in run}) <= 1
+    lengths = [sum(n for _, n in run) for run in runs]
+    assert lengths == sorted(set(lengths), reverse=True)
+
+
 TestRunsMachine = RunsMachine.TestCase
+
+
+def test_an_answer_does_not_change_with_the_index() -> None:
+    # Members are listed when read, from the slots as they were when the keys were walked.
+    index = PrefixIndex()
+    for name in ("a", "b", "c"):
+        index.register(name, ReplicaScheme(H16))
+    index.apply("a", batch(stored(1, 2, 3)))
+    index.apply("b", batch(stored(1, 2)))
+    index.apply("c", batch(stored(1, 2)))
+    query = RunsQuery(ReplicaScheme(H16), tuple(index.replicas()), ((1, 2, 3, 4),))
+    (answer,) = index.leading_runs([query], 1)
+    assert answer.ordered and len(answer.groups) == 2
+    index.remove_replica("b")
+    index.register("d", ReplicaScheme(H16))  # takes b's slot
+    index.apply("d", batch(stored(1, 2, 3, 4)))
+    assert [(result, list(members)) for result, members in answer.groups] == [
+        ((((1, 3),),), [ReplicaId("a")]), ((((1, 2),),), [ReplicaId("b"), ReplicaId("c")])]
+    check_ordered(answer)
+
+
+def test_candidates_the_index_does_not_know_hold_nothing() -> None:
+    index = PrefixIndex()
+    index.register("a", ReplicaScheme(H16))
+    index.apply("a", batch(stored(1, 2)))
+    ghost = ReplicaId("ghost")
+    for keys in ((1, 2), (7, 8)):
+        (answer,) = index.leading_runs(
+            [RunsQuery(ReplicaScheme(H16), (ghost, ReplicaId("a")), (keys,))], 1)
+        assert answer.by_replica() == {
+            ghost: ((),), ReplicaId("a"): (((1, 2),),) if keys == (1, 2) else ((),)}
+        assert [len(members) for _, members in answer.groups] == (
+            [1, 1] if keys == (1, 2) else [2])
 
 
 def test_unknown_replica_in_longest_runs() -> None:
