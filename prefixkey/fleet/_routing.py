@@ -270,6 +270,52 @@ class _Scored(NamedTuple):
     runs: tuple[Run, ...]
 
 
+class _Group(NamedTuple):
+    """An answer's group, scored: ``neg_score`` first, so groups sort best first."""
+
+    neg_score: float
+    scored: _Scored
+    members: Sequence[ReplicaId]
+    seed: int
+
+
+_NEG_SCORE: Final = itemgetter(0)
+
+
+class _Listing:
+    """The candidates in the order their groups were listed (when the ranking reached them).
+
+    A position in these lists is what :class:`LazyRanking` orders and builds
+    decisions from.
+    """
+
+    __slots__ = ("entries", "rids", "seeds")
+
+    def __init__(self) -> None:
+        self.rids: list[ReplicaId] = []
+        self.entries: list[_Scored] = []  # each candidate's scored runs (shared by its group)
+        self.seeds: list[int] = []  # each candidate's rendezvous seed (its scheme's)
+
+    def every(self, streams: Iterable[Iterable[_Group]]) -> list[int]:
+        """List the members of every group of ``streams``; their positions."""
+        start = len(self.rids)
+        for stream in streams:
+            for group in stream:
+                n = len(group.members)
+                self.rids += group.members
+                self.entries += repeat(group.scored, n)
+                self.seeds += repeat(group.seed, n)
+        return list(range(start, len(self.rids)))
+
+    def tie_order(self, positions: list[int]) -> list[int]:
+        """``positions`` by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
+        suffixes = map(_SUFFIXES.__getitem__, map(self.rids.__getitem__, positions))
+        weights = list(map(float, map(xxh3_64_intdigest, suffixes,
+                                      map(self.seeds.__getitem__, positions))))
+        return list(map(positions.__getitem__, sorted(
+            range(len(positions)), key=weights.__getitem__, reverse=True)))
+
+
 #: A group of an answer whose candidates' scheme is the query's: runs, and the candidates.
 _Runs = tuple[tuple[Run, ...], Sequence[ReplicaId]]
 
@@ -376,78 +422,18 @@ class Router:
         denom = max(num_tokens, 1)
         answers = self._answers(schemes, prepared)
         total = len(schemes)
-        # The candidates listed so far, in the order their groups were read: a
-        # position in these is what the ranking sorts and builds decisions from.
-        rids: list[ReplicaId] = []
-        entries: list[_Scored] = []
-        seeds: list[int] = []
-
-        def listed(scored: _Scored, members: Sequence[ReplicaId], seed: int) -> range:
-            start = len(rids)
-            rids.extend(members)
-            n = len(rids) - start
-            entries.extend(repeat(scored, n))
-            seeds.extend(repeat(seed, n))
-            return range(start, start + n)
-
-        def scored_groups(answer: _Answer) -> Iterator[tuple[float, _Scored, Sequence[ReplicaId],
-                                                             int]]:
-            for runs, members in answer.groups:
-                scored = self._scored(answer.scheme, runs, num_tokens)
-                yield -(scored.weighted / denom), scored, members, answer.seed
-
-        def every_candidate() -> list[int]:
-            return list(chain.from_iterable(
-                listed(scored, members, seed)
-                for answer in answers for _, scored, members, seed in scored_groups(answer)))
-
-        load_of = self.load
+        listing = _Listing()
         loads: list[float] | None = None
         scores: list[float] = []
-        groups: Iterator[list[int]]
-        if load_of is None:
-            # Groups in score order: merged as read when every answer is ordered (a
-            # group not read is never scored), else scored once each and sorted.
-            if all(answer.ordered for answer in answers):
-                streams = list(map(scored_groups, answers))
-                by_score: Iterator[tuple[float, _Scored, Sequence[ReplicaId], int]] = (
-                    streams[0] if len(streams) == 1 else heapq.merge(*streams, key=itemgetter(0)))
-            else:
-                by_score = iter(sorted(chain.from_iterable(map(scored_groups, answers)),
-                                       key=itemgetter(0)))
-            head = next(by_score, None)
-            fallback = head is None or head[1].hit_tokens == 0
-            if head is None or fallback:  # rendezvous alone
-                groups = iter([every_candidate()])
-            else:  # equal scores are one tie, whatever their runs
-                groups = (list(chain.from_iterable(listed(*item[1:]) for item in same))
-                          for _, same in groupby(chain((head,), by_score), itemgetter(0)))
+        if self.load is None:
+            groups, fallback = self._by_score(answers, listing, num_tokens)
         else:
-            order = every_candidate()
-            loads = [_load(load_of, rid) for rid in rids]
-            lw = self.load_weight
-            scores = [s.weighted / denom - lw * load
-                      for s, load in zip(entries, loads, strict=True)]
-            fallback = not any(s.hit_tokens for s in dict.fromkeys(entries))
-            if fallback:  # rendezvous alone, load aside
-                groups = iter([order])
-            else:  # by score, then load
-                keys = [(-score, load) for score, load in zip(scores, loads, strict=True)]
-                order.sort(key=keys.__getitem__)
-                groups = (list(same) for _, same in groupby(order, keys.__getitem__))
-
+            groups, fallback, loads, scores = self._by_score_and_load(
+                answers, listing, num_tokens, self.load)
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
 
-        def tie_order(group: list[int]) -> list[int]:
-            """The group by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
-            suffixes = map(_SUFFIXES.__getitem__, map(rids.__getitem__, group))
-            weights = list(map(float, map(xxh3_64_intdigest, suffixes,
-                                          map(seeds.__getitem__, group))))
-            return list(map(group.__getitem__, sorted(range(len(group)), key=weights.__getitem__,
-                                                      reverse=True)))
-
         def build(i: int, rank: int) -> RouteDecision:
-            entry = entries[i]
+            entry, rid = listing.entries[i], listing.rids[i]
             if loads is None:
                 load, score = None, entry.weighted / denom
             else:
@@ -455,17 +441,59 @@ class Router:
             o = outcomes.get(id(entry))
             if o is None:
                 o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
-            why = functools.partial(self._why, rids[i], o, num_tokens, load, score, fallback,
+            why = functools.partial(self._why, rid, o, num_tokens, load, score, fallback,
                                     rank, total)
-            return RouteDecision(rids[i], rank, score, o.hit_tokens, o.matched, o.weighted,
+            return RouteDecision(rid, rank, score, o.hit_tokens, o.matched, o.weighted,
                                  load, fallback, o.used, why, _evidence(o))
 
         ranking = LazyRanking(groups, total if limit is None else min(limit, total),
-                              tie_order, build)
+                              listing.tie_order, build)
         if total:
             top = ranking[0]
             self.metrics.observe(top.hit_tokens, num_tokens, fallback, top.evidence == "predicted")
         return ranking
+
+    def _scored_groups(self, answer: _Answer, num_tokens: int) -> Iterator[_Group]:
+        """An answer's groups, each scored as it is read (best first when ``ordered``)."""
+        denom = max(num_tokens, 1)
+        for runs, members in answer.groups:
+            scored = self._scored(answer.scheme, runs, num_tokens)
+            yield _Group(-(scored.weighted / denom), scored, members, answer.seed)
+
+    def _by_score(self, answers: list[_Answer], listing: _Listing,
+                  num_tokens: int) -> tuple[Iterator[list[int]], bool]:
+        """The ties in rank order, each listed when reached, and whether this is the fallback.
+
+        When every answer is ordered the groups are merged as they are read, so
+        a group not read is never scored; otherwise each is scored and sorted.
+        """
+        by_score: Iterator[_Group]
+        streams = [self._scored_groups(answer, num_tokens) for answer in answers]
+        if all(answer.ordered for answer in answers):
+            by_score = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=_NEG_SCORE)
+        else:
+            by_score = iter(sorted(chain.from_iterable(streams), key=_NEG_SCORE))
+        head = next(by_score, None)
+        if head is None or head.scored.hit_tokens == 0:  # rendezvous alone
+            return iter([listing.every(self._scored_groups(a, num_tokens) for a in answers)]), True
+        # Equal scores are one tie, whatever their runs.
+        return (listing.every([same]) for _, same in groupby(chain((head,), by_score),
+                                                             _NEG_SCORE)), False
+
+    def _by_score_and_load(
+        self, answers: list[_Answer], listing: _Listing, num_tokens: int, load_of: LoadFn,
+    ) -> tuple[Iterator[list[int]], bool, list[float], list[float]]:
+        """:meth:`_by_score` with loads: every candidate listed, and its load and score."""
+        order = listing.every(self._scored_groups(a, num_tokens) for a in answers)
+        loads = [_load(load_of, rid) for rid in listing.rids]
+        denom, lw = max(num_tokens, 1), self.load_weight
+        scores = [s.weighted / denom - lw * load
+                  for s, load in zip(listing.entries, loads, strict=True)]
+        if not any(s.hit_tokens for s in dict.fromkeys(listing.entries)):
+            return iter([order]), True, loads, scores  # rendezvous alone, load aside
+        keys = [(-score, load) for score, load in zip(scores, loads, strict=True)]
+        order.sort(key=keys.__getitem__)
+        return (list(same) for _, same in groupby(order, keys.__getitem__)), False, loads, scores
 
     def _schemes_of(
         self, candidates: Iterable[ReplicaId | str] | None
