@@ -169,8 +169,8 @@ class PrefixIndex:
         # never changed in place, so an answer or a caller can keep them):
         self._slots: tuple[ReplicaId | None, ...] = ()  # per slot, its replica
         self._view: Mapping[ReplicaId, ReplicaScheme] = MappingProxyType({})
-        self._all: tuple[ReplicaId, ...] = ()  # every replica, in registration order
-        self._all_bits = 0  # and their holder bits
+        # Every replica in registration order, and their holder bits (one attribute: one read).
+        self._everyone: tuple[tuple[ReplicaId, ...], int] = ((), 0)
         self._holders: _Holders = {}
         self._size = 0
         self._counters = dict.fromkeys(_COUNTERS, 0)
@@ -216,8 +216,7 @@ class PrefixIndex:
         self._slots = tuple(slots)
         self._view = MappingProxyType(dict(zip(self._replicas, map(_SCHEME, states),
                                                strict=True)))
-        self._all = tuple(self._replicas)
-        self._all_bits = reduce(or_, map(_BIT, states), 0)
+        self._everyone = (tuple(self._replicas), reduce(or_, map(_BIT, states), 0))
 
     def replicas(self) -> Mapping[ReplicaId, ReplicaScheme]:
         """Registered replicas and their schemes (a read-only view, replaced when they change)."""
@@ -522,8 +521,9 @@ class PrefixIndex:
         out: list[RunsAnswer] = []
         for q in queries:
             extra: list[ReplicaId] = []
-            if q.replicas == self._all:  # the usual query: every replica (compared by identity)
-                alive = self._all_bits
+            everyone, every_bit = self._everyone
+            if q.replicas == everyone:  # the usual query: every replica (compared by identity)
+                alive = every_bit
             else:
                 states = list(map(self._replicas.get, q.replicas))
                 if None in states:
