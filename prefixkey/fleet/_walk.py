@@ -50,10 +50,14 @@ class SlotMembers(Sequence[ReplicaId]):
     def _list(self) -> list[ReplicaId]:
         listed = self._listed
         if listed is None:
-            # Byte i of the reversed binary digits is bit i: a selector per slot.
-            digits = format(self._mask, "b").encode().translate(_BINARY)[::-1]
-            listed = self._listed = list(compress(self._slots, digits))  # type: ignore[arg-type]
+            mask, slots = self._mask, self._slots
+            if mask.bit_count() * 16 < mask.bit_length():  # a few of many slots: bit by bit
+                listed = [slots[low.bit_length() - 1] for low in bits_of(mask)]  # type: ignore[misc]
+            else:  # byte i of the reversed binary digits is bit i: a selector per slot, in C
+                digits = format(mask, "b").encode().translate(_BINARY)[::-1]
+                listed = list(compress(slots, digits))  # type: ignore[arg-type]
             listed += self._extra
+            self._listed = listed
         return listed
 
     def __len__(self) -> int:

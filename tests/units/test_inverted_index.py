@@ -19,7 +19,7 @@ from prefixkey.fleet import (
     RunsQuery,
     UnknownReplicaError,
 )
-from prefixkey.fleet._walk import runs_in_table
+from prefixkey.fleet._walk import SlotMembers, runs_in_table
 
 ORDERS: tuple[list[int], ...] = ([*range(8)], [3, 1, 0, 2, 7, 6, 5, 4], [])
 
@@ -178,3 +178,17 @@ def test_memory_per_entry(holders: int) -> None:
         tracemalloc.stop()
     assert len(index) == entries
     assert used / entries <= 150
+
+
+@pytest.mark.parametrize("mask", [0, 1, 0b1011, (1 << 1023) | 5, (1 << 1024) - 1,
+                                  int("10" * 512, 2), 1 << 700])
+def test_slot_members_list_the_mask_in_slot_order(mask: int) -> None:
+    # Dense masks are listed through their binary digits, sparse ones bit by bit: both
+    # must give the replicas of the set bits, lowest slot first, then the extra ones.
+    slots = [ReplicaId(f"r{i}") for i in range(1024)]
+    extra = (ReplicaId("ghost"),)
+    members = SlotMembers(mask, slots, extra)
+    expected = [slots[i] for i in range(1024) if mask >> i & 1] + list(extra)
+    assert len(members) == len(expected)
+    assert list(members) == expected and members[-1] == extra[0]
+    assert members[:2] == expected[:2]
