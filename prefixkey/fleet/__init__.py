@@ -42,20 +42,10 @@ from ._predictions import (
     Predictions,
     predictions_prometheus_text,
 )
+from ._prepared import PreparedRequest, SchemeKeys, affinity_digest, rendezvous_weight
 from ._redis import CHUNK_BLOCKS, RedisPrefixIndex, RegistrationConflictError
 from ._redis_codec import scheme_from_spec, scheme_spec
-from ._routing import (
-    DEFAULT_TIER_WEIGHTS,
-    PREDICTED,
-    Evidence,
-    LoadFn,
-    PreparedRequest,
-    RouteDecision,
-    Router,
-    SchemeKeys,
-    affinity_digest,
-    rendezvous_weight,
-)
+from ._routing import DEFAULT_TIER_WEIGHTS, PREDICTED, Evidence, LoadFn, RouteDecision, Router
 
 if TYPE_CHECKING:
     from ._async_subscriber import AsyncSubscriber

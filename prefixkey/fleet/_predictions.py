@@ -58,7 +58,8 @@ from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, Ev
 from ._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery
 from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
 from ._metrics import family_lines
-from ._routing import PREDICTED, PreparedRequest, RouteDecision
+from ._prepared import PreparedRequest
+from ._routing import PREDICTED, RouteDecision
 from ._walk import Run, mark
 
 __all__ = [

@@ -4,9 +4,9 @@ For each candidate the request's block keys are computed under that
 replica's :class:`~prefixkey.fleet.ReplicaScheme` (once per distinct scheme
 within a call), then the index is asked for the longest run of consecutive
 blocks, from block 0, that the replica holds on some medium
-(``longest_runs``: once per scheme and group for all its candidates, walking
-the keys once). Each matched
-block counts with the best weight among the media holding it
+(``leading_runs``: one call for every scheme and group, walking the keys
+once for all the candidates). Each matched block counts with the best weight
+among the media holding it
 (``tier_weights``: GPU 1.0 > CPU 0.8 > STORAGE 0.5 by default; a medium
 weighted 0 does not count as a hit).
 
@@ -32,7 +32,6 @@ index, and :meth:`PreparedRequest.add_keys` accepts keys computed elsewhere.
 from __future__ import annotations
 
 import functools
-import hashlib
 import heapq
 import math
 import time
@@ -42,13 +41,11 @@ from itertools import chain, groupby, repeat
 from operator import itemgetter
 from typing import Final, Literal, NamedTuple, cast
 
-from xxhash import xxh3_64_intdigest
-
 from ..core import BlockHash, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
-from ..events import EventHash
 from ._backend import RoutingIndex, RunsQuery
 from ._metrics import RouterMetrics
+from ._prepared import PreparedRequest, rendezvous_seed, rendezvous_weights
 from ._ranking import LazyRanking
 from ._replicas import ReplicaId, ReplicaScheme
 from ._walk import Run
@@ -58,12 +55,8 @@ __all__ = [
     "PREDICTED",
     "Evidence",
     "LoadFn",
-    "PreparedRequest",
     "RouteDecision",
     "Router",
-    "SchemeKeys",
-    "affinity_digest",
-    "rendezvous_weight",
 ]
 
 #: Weight of a block hit per storage medium (media not listed: ``other_tier_weight``).
@@ -90,118 +83,6 @@ def _load(load: LoadFn, replica: ReplicaId) -> float:
     if not _is_number(value):
         raise InvalidRequestError("load", f"returned {value!r} for {replica}: not a finite number")
     return float(value)
-
-
-def affinity_digest(request: Request) -> bytes:
-    """A digest of a request's tokens and extra keys (LoRA, salt, mm items).
-
-    The rendezvous key of a prompt too short to have a block key.
-    """
-    h = hashlib.blake2b(digest_size=16)
-    h.update(len(request.token_ids).to_bytes(8, "big"))
-    for t in request.token_ids:
-        h.update(t.to_bytes(8, "big", signed=False) if t < 1 << 64 else str(t).encode())
-    if request.lora is not None:
-        h.update(b"\x01lora" + request.lora.name.encode() + b"\x00" +
-                 (request.lora.path or "").encode())
-    if request.cache_salt is not None:
-        h.update(b"\x02salt" + request.cache_salt.encode())
-    for item in request.mm_items:
-        h.update(b"\x03mm" + f"{item.identifier}@{item.offset}+{item.length}".encode())
-    return h.digest()
-
-
-def rendezvous_weight(affinity: bytes, replica: ReplicaId) -> float:
-    """Highest-random-weight hashing: the weight of ``replica`` for ``affinity``.
-
-    The 64-bit xxh3 of the replica, seeded with the xxh3 of ``affinity``, as
-    a float: the Router computes and sorts a tie's weights in C, tens of
-    nanoseconds each.
-    """
-    return float(xxh3_64_intdigest(_SUFFIXES[replica], _rendezvous_seed(affinity)))
-
-
-def _rendezvous_seed(affinity: bytes) -> int:
-    return xxh3_64_intdigest(affinity)
-
-
-class _Suffixes(dict[ReplicaId, bytes]):
-    """Each replica's rendezvous input, made on first use (a plain dict read in C after)."""
-
-    def __missing__(self, replica: ReplicaId) -> bytes:
-        if len(self) >= 1 << 16:  # bounded: replicas come and go
-            self.clear()
-        suffix = self[replica] = (b"\x00" + replica.name.encode() + b"\x00"
-                                  + str(replica.dp_rank).encode())
-        return suffix
-
-
-_SUFFIXES: Final = _Suffixes()
-
-
-def _affinity_of_key(key: BlockHash) -> bytes:
-    if isinstance(key, bytes):
-        return key
-    return key.to_bytes((key.bit_length() + 8) // 8 + 1, "big", signed=True)
-
-
-@dataclass(frozen=True, slots=True)
-class SchemeKeys:
-    """A request's published keys under one scheme: per group, and its rendezvous key."""
-
-    groups: tuple[tuple[EventHash, ...], ...]
-    affinity: bytes
-
-
-class PreparedRequest:
-    """A request hashed for routing: its length and its keys per scheme.
-
-    Built by :meth:`Router.prepare`, or by hand from keys computed elsewhere
-    with :meth:`add_keys`. ``request`` (optional) lets :meth:`Router.rank`
-    hash schemes that were not prepared.
-    """
-
-    __slots__ = ("_schemes", "hash_seconds", "num_tokens", "request")
-
-    def __init__(self, num_tokens: int, request: Request | None = None) -> None:
-        if type(num_tokens) is not int or num_tokens < 0:
-            raise InvalidRequestError("num_tokens", f"must be an int >= 0, got {num_tokens!r}")
-        self.num_tokens = num_tokens
-        self.request = request
-        self.hash_seconds = 0.0
-        self._schemes: dict[tuple[object, ...], SchemeKeys] = {}
-
-    def add_keys(
-        self, scheme: ReplicaScheme, block_hashes: Sequence[BlockHash],
-        affinity: bytes | None = None,
-    ) -> SchemeKeys:
-        """Record the request's fine keys under ``scheme`` (as a Hasher returns them)."""
-        fine = list(block_hashes)
-        if affinity is None:
-            if fine:
-                affinity = _affinity_of_key(fine[0])
-            elif self.request is not None:
-                affinity = affinity_digest(self.request)
-            else:
-                affinity = self.num_tokens.to_bytes(8, "big")
-        keys = SchemeKeys(scheme.group_keys(fine), affinity)
-        self._schemes[scheme.key] = keys
-        return keys
-
-    def keys_for(self, scheme: ReplicaScheme) -> SchemeKeys:
-        """The keys under ``scheme``, hashing the request now if they were not prepared."""
-        keys = self._schemes.get(scheme.key)
-        if keys is not None:
-            return keys
-        if self.request is None:
-            raise InvalidRequestError(
-                "block_hashes", f"no keys prepared for the scheme of {scheme.hasher!r}"
-            )
-        start = time.perf_counter()
-        fine = scheme.hasher.block_hashes(self.request)
-        keys = self.add_keys(scheme, fine)
-        self.hash_seconds += time.perf_counter() - start
-        return keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,9 +190,8 @@ class _Listing:
 
     def tie_order(self, positions: list[int]) -> list[int]:
         """``positions`` by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
-        suffixes = map(_SUFFIXES.__getitem__, map(self.rids.__getitem__, positions))
-        weights = list(map(float, map(xxh3_64_intdigest, suffixes,
-                                      map(self.seeds.__getitem__, positions))))
+        weights = rendezvous_weights(map(self.rids.__getitem__, positions),
+                                     map(self.seeds.__getitem__, positions))
         return list(map(positions.__getitem__, sorted(
             range(len(positions)), key=weights.__getitem__, reverse=True)))
 
@@ -566,7 +446,7 @@ class Router:
             for query, answer in zip(queries, self.index.leading_runs(queries, self._counted),
                                      strict=True):
                 scheme = query.scheme
-                seed = _rendezvous_seed(prepared.keys_for(scheme).affinity)
+                seed = rendezvous_seed(prepared.keys_for(scheme).affinity)
                 if answer.ordered:  # holds runs only
                     out.append(_Answer(scheme, seed, cast("Sequence[_Runs]", answer.groups), True))
                     continue
