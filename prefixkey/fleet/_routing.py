@@ -384,7 +384,8 @@ class Router:
             return known
         out: dict[ReplicaId, ReplicaScheme] = {}
         for c in candidates:
-            rid = ReplicaId(c) if isinstance(c, str) else ReplicaId(*c)
+            rid = c if type(c) is ReplicaId else (
+                ReplicaId(c) if isinstance(c, str) else ReplicaId(*c))
             scheme = known.get(rid)
             if scheme is None:
                 raise InvalidRequestError("candidates", f"replica {rid} is not registered")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+import xxhash
 
 from prefixkey import Hasher, InvalidRequestError, Request, block_hash_to_int64, group_block_hashes
 from prefixkey.events import BlockStored, EventBatch, EventHash
@@ -163,6 +164,20 @@ def test_rendezvous_for_prompts_shorter_than_a_block() -> None:
 
 def test_rendezvous_weight_depends_on_rank() -> None:
     assert rendezvous_weight(b"k", ReplicaId("a", 0)) != rendezvous_weight(b"k", ReplicaId("a", 1))
+
+
+def test_rendezvous_weight_is_the_xxh3_of_the_replica_seeded_by_the_affinity() -> None:
+    # The definition routers on other hosts (and the docs) rely on: a change moves placements.
+    seed = xxhash.xxh3_64_intdigest(b"affinity")
+    assert rendezvous_weight(b"affinity", ReplicaId("gpu-a", 3)) == float(
+        xxhash.xxh3_64_intdigest(b"\x00gpu-a\x003", seed))
+
+
+def test_a_candidate_listed_twice_is_ranked_once() -> None:
+    index = make_index("a", "b")
+    store(index, "b", ints(FINE[:2]))
+    decisions = Router(index).route(TOKENS, ["a", ReplicaId("b"), ("a", 0), "b"])
+    assert order(decisions) == ["b", "a"] and [d.rank for d in decisions] == [1, 2]
 
 
 def test_hybrid_groups_must_all_hit() -> None:
