@@ -176,7 +176,7 @@ def test_rendezvous_weight_is_the_xxh3_of_the_replica_seeded_by_the_affinity() -
 def test_a_candidate_listed_twice_is_ranked_once() -> None:
     index = make_index("a", "b")
     store(index, "b", ints(FINE[:2]))
-    decisions = Router(index).route(TOKENS, ["a", ReplicaId("b"), ("a", 0), "b"])
+    decisions = Router(index).route(TOKENS, ["a", ReplicaId("b"), ReplicaId("a", 0), "b"])
     assert order(decisions) == ["b", "a"] and [d.rank for d in decisions] == [1, 2]
 
 
