@@ -51,11 +51,12 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Final
+from itertools import filterfalse
+from typing import Final, cast
 
 from ..errors import InvalidRequestError
 from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
-from ._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery
+from ._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery, RunsResult
 from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
 from ._metrics import family_lines
 from ._prepared import PreparedRequest
@@ -342,6 +343,10 @@ class Predictions:
         """Count the evidence of the decision a request was sent by."""
         self._counters[f"sent_{decision.evidence}"] += 1
 
+    def holding(self) -> frozenset[ReplicaId]:
+        """The replicas holding predicted entries (expired ones not swept yet count)."""
+        return frozenset(rid for rid, state in self._replicas.items() if state.count)
+
     def replica_size(self, replica: ReplicaId | str) -> int:
         state = self._replicas.get(as_replica_id(replica))
         return 0 if state is None else state.count
@@ -383,32 +388,46 @@ class PredictedIndex:
     def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[RunsAnswer]:
         """The backend's runs (one call), each followed by the predicted keys that continue it.
 
-        With predictions held, every candidate's run is read (a prediction
-        extends each run from where it ends).
+        Only candidates holding predictions are read one by one: the backend is
+        asked for them and for the others in two queries (of the same call),
+        and only the first are extended.
         """
-        answers = self.index.leading_runs(queries, media & ~_PREDICTED_BIT)
-        if not media & _PREDICTED_BIT or not len(self.predictions):
-            return answers
+        base = media & ~_PREDICTED_BIT
+        held = self.predictions.holding() if media & _PREDICTED_BIT else frozenset()
+        if not held:
+            return self.index.leading_runs(queries, base)
+        asked: list[RunsQuery] = []
+        split: list[tuple[bool, bool]] = []  # per query: (has others, has predicted ones)
+        for q in queries:
+            mine = tuple(filter(held.__contains__, q.replicas))
+            rest = tuple(filterfalse(held.__contains__, q.replicas)) if mine else q.replicas
+            split.append((bool(rest), bool(mine)))
+            asked += [RunsQuery(q.scheme, part, q.groups) for part in (rest, mine) if part]
+        answers = iter(self.index.leading_runs(asked, base))
         out: list[RunsAnswer] = []
-        for query, answer in zip(queries, answers, strict=True):
-            rids: list[ReplicaId] = []
-            extended: list[list[Run]] = []
-            passed: list[RunsGroup] = []
-            for result, members in answer.groups:
-                if isinstance(result, tuple):
-                    rids += members
-                    extended += (list(result) for _ in members)
-                else:  # a candidate re-registered since (a scheme, not runs): passed through
-                    passed.append((result, members))
-            for group, keys in enumerate(query.groups):
-                starts = [sum(n for _, n in runs[group]) for runs in extended]
-                predicted = self.predictions.leading_runs(rids, group, keys, starts)
-                for runs, n in zip(extended, predicted, strict=True):
-                    if n:
-                        runs[group] = (*runs[group], (_PREDICTED_BIT, n))
-            grouped = RunsAnswer.of_candidates(rids, list(map(tuple, extended)))
-            out.append(RunsAnswer([*grouped.groups, *passed]))
+        for query, (others, predicted) in zip(queries, split, strict=True):
+            answer = next(answers) if others else RunsAnswer(())
+            if predicted:
+                extended = self._extended(query, next(answers).by_replica())
+                answer = RunsAnswer([*answer.groups, *extended.groups])
+            out.append(answer)
         return out
+
+    def _extended(self, query: RunsQuery, runs_of: dict[ReplicaId, RunsResult]) -> RunsAnswer:
+        """The candidates' runs, each followed by the predicted keys that continue it."""
+        rids = [rid for rid, result in runs_of.items() if isinstance(result, tuple)]
+        # A candidate re-registered since (a scheme, not runs) is passed through.
+        passed: list[RunsGroup] = [(result, [rid]) for rid, result in runs_of.items()
+                                   if not isinstance(result, tuple)]
+        extended = [list(cast("tuple[Run, ...]", runs_of[rid])) for rid in rids]
+        for group, keys in enumerate(query.groups):
+            starts = [sum(n for _, n in runs[group]) for runs in extended]
+            for runs, n in zip(extended, self.predictions.leading_runs(rids, group, keys, starts),
+                               strict=True):
+                if n:
+                    runs[group] = (*runs[group], (_PREDICTED_BIT, n))
+        grouped = RunsAnswer.of_candidates(rids, list(map(tuple, extended)))
+        return RunsAnswer([*grouped.groups, *passed])
 
     def medium_bits(self) -> dict[str, int]:
         """The backend's media and :data:`PREDICTED`.

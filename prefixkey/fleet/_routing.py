@@ -344,15 +344,15 @@ class Router:
                   num_tokens: int) -> tuple[Iterator[list[int]], bool]:
         """The ties in rank order, each listed when reached, and whether this is the fallback.
 
-        When every answer is ordered the groups are merged as they are read, so
-        a group not read is never scored; otherwise each is scored and sorted.
+        Each answer is a stream in score order (an ordered one scored as it is
+        read, so a group not read is never scored; another scored whole and
+        sorted), and the streams are merged as they are read.
         """
-        by_score: Iterator[_Group]
-        streams = [self._scored_groups(answer, num_tokens) for answer in answers]
-        if all(answer.ordered for answer in answers):
-            by_score = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=_NEG_SCORE)
-        else:
-            by_score = iter(sorted(chain.from_iterable(streams), key=_NEG_SCORE))
+        streams: list[Iterator[_Group]] = [
+            self._scored_groups(answer, num_tokens) if answer.ordered
+            else iter(sorted(self._scored_groups(answer, num_tokens), key=_NEG_SCORE))
+            for answer in answers]
+        by_score = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=_NEG_SCORE)
         head = next(by_score, None)
         if head is None or head.scored.hit_tokens == 0:  # rendezvous alone
             return iter([listing.every(self._scored_groups(a, num_tokens) for a in answers)]), True

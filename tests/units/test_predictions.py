@@ -7,6 +7,7 @@ evidence, for each sequence of requests sent, events and clock ticks.
 
 from __future__ import annotations
 
+import random
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from prefixkey.fleet import (
     ReplicaId,
     ReplicaScheme,
     Router,
+    RunsQuery,
     predictions_prometheus_text,
 )
 
@@ -455,3 +457,37 @@ TestPredictionsMachine = PredictionsMachine.TestCase
 def test_the_wrapper_is_a_backend() -> None:
     """Whatever takes a backend (the Subscriber, the Router) takes the wrapper."""
     assert isinstance(PredictedIndex(PrefixIndex()), PrefixIndexBackend)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_predicted_runs_of_a_large_fleet(seed: int) -> None:
+    """Every candidate once, with its confirmed run and the predictions that continue it.
+
+    Only the candidates holding predictions are asked for on their own: the
+    others keep the backend's groups. Expected runs are worked out one
+    candidate at a time from ``longest_runs`` and ``Predictions.leading``.
+    """
+    rng = random.Random(seed)
+    clock = Clock()
+    memory = PrefixIndex()
+    index = PredictedIndex(memory, Predictions(ttl_seconds=TTL, clock=clock))
+    names = [f"r{i}" for i in range(60)]
+    for name in names:
+        index.register(name, SCHEME)
+        held = rng.choice([0, 0, 1, 2, 4])
+        if held:
+            index.apply(name, batch(stored(*KEYS[:held])))
+    sent = rng.sample(names, 7)
+    for name in sent:
+        index.predictions.record(ReplicaId(name), [KEYS[:rng.randint(1, 4)]])
+    rids = tuple(ReplicaId(n) for n in names)
+    media = 1 | index.medium_bits()[PREDICTED]
+    (answer,) = index.leading_runs([RunsQuery(SCHEME, rids, (KEYS,))], media)
+    assert sum(len(members) for _, members in answer.groups) == len(rids)
+    base = memory.longest_runs(list(rids), 0, KEYS, 1)
+    expected = {}
+    for rid, run in zip(rids, base, strict=True):
+        start = sum(n for _, n in run)
+        more = index.predictions.leading(rid, 0, KEYS, start)
+        expected[rid] = ((*run, (index.medium_bits()[PREDICTED], more)) if more else run,)
+    assert answer.by_replica() == expected
