@@ -53,7 +53,7 @@ def _expected(router: Router, decisions: Sequence[RouteDecision]) -> list[Replic
     prepared = router.prepare(TOKENS)
     schemes = router.index.replicas()
 
-    def weight(d: RouteDecision) -> int:
+    def weight(d: RouteDecision) -> float:
         return rendezvous_weight(prepared.keys_for(schemes[d.replica]).affinity, d.replica)
 
     if decisions[0].fallback:
