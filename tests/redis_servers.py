@@ -5,7 +5,9 @@ redis://127.0.0.1:6379/15, flushed before each test). Tests that kill and
 restart a server start their own :class:`RedisServer` on a free loopback port
 (from ``PREFIXKEY_TEST_REDIS_PORTS``, e.g. ``18200-18299``, else an ephemeral
 one), without persistence, so a restart loses everything as a crashed
-production server without persistence would. Missing pieces (redis-py,
+production server without persistence would; ``PREFIXKEY_TEST_REDIS_SERVER``
+names its binary (default ``redis-server``; ``.ci/run`` also runs the Redis
+tests against Valkey). Missing pieces (redis-py,
 redis-server, a server answering) fail the test when ``CI`` is set and skip
 it otherwise, saying why.
 """
@@ -26,6 +28,8 @@ from typing import Any
 import pytest
 
 REDIS_URL = os.environ.get("PREFIXKEY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+#: The server binary the tests start (e.g. a valkey-server, as .ci/run does).
+SERVER = os.environ.get("PREFIXKEY_TEST_REDIS_SERVER", "redis-server")
 
 
 def missing(message: str) -> None:
@@ -89,9 +93,9 @@ class RedisServer:
     """A redis-server process of this test, on its own port, without persistence."""
 
     def __init__(self, *extra: str, bus: bool = False) -> None:
-        binary = shutil.which("redis-server")
+        binary = shutil.which(SERVER)
         if binary is None:
-            missing("redis-server is not installed (Debian: apt-get install redis-server)")
+            missing(f"{SERVER} is not installed (Debian: apt-get install redis-server)")
         self.binary = str(binary)
         self.extra = extra
         self.port = _free_port(bus)
@@ -117,7 +121,7 @@ class RedisServer:
                 break
             time.sleep(0.05)
         self.kill()
-        missing(f"redis-server did not start on port {self.port}")
+        missing(f"{self.binary} did not start on port {self.port}")
 
     def kill(self) -> None:
         """Kill the server (SIGKILL: no shutdown, no save)."""
