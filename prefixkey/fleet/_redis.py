@@ -15,11 +15,14 @@ removes, per group and medium, int vs bytes publishers, counters), so
     {ns}:gen / {ns}:slot  hash  replica id -> registration generation / current slot
     {ns}:media            hash  medium name -> id (GPU 0, CPU 1, STORAGE 2, then 3, ...)
     {ns}:stats, :lastts, :inflight   counters; per replica: newest ts, last chunk applied
-    {ns}:h:<group>        hash  block key -> holders: sorted (slot, medium id) tokens
+    {ns}:h:<group>        hash  block key -> holders: sorted (slot, medium id) tokens,
+                                inline up to 8, else "@" + the sha1 of an interned set
+    {ns}:sets / {ns}:refs hash  interned set -> its tokens / the keys referring to it
+    {ns}:diffs            hash  two interned sets -> the slots that differ (kept by ranking)
     {ns}:s:<slot>:lru     zset  "<group>|<key>" scored by the replica's store clock
     {ns}:s:<slot>:clock   str   the store clock; its absence means "expired"
 
-  Int keys are stored as decimal ASCII, digest keys as raw bytes. A *slot* is
+  Int keys are 8-byte big-endian fields (``key_bytes``), digest keys raw bytes. A *slot* is
   one incarnation of a replica: re-registering with another scheme,
   ``AllBlocksCleared`` and expiry give the replica a new slot, so the old
   slot's holder tokens are never read again (and :meth:`~RedisPrefixIndex.sweep`,
@@ -35,7 +38,11 @@ removes, per group and medium, int vs bytes publishers, counters), so
 * **Ranking**: :meth:`~RedisPrefixIndex.leading_runs` is one ``EVALSHA`` for
   every scheme and group of a request: the script walks the request's keys in
   growing slices, narrows the candidates still matching and stops when none is
-  left. Registrations and media are this process's copy, re-read every
+  left. A key held by many replicas stores the id of a shared holder set, so
+  equal sets are one string compare, and the changes between two sets are
+  computed once and kept for later rankings (``{ns}:diffs``, bounded): the
+  walk costs the request's keys and the replicas whose runs end, not the
+  holders per key. Registrations and media are this process's copy, re-read every
   ``registry_max_age`` seconds; a candidate re-registered meanwhile is
   reported (the Router hashes it again), one removed holds nothing.
 * **Memory bound**: ``max_entries`` is enforced **per replica**: a store that
