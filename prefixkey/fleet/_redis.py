@@ -221,6 +221,7 @@ class RedisPrefixIndex:
         self._pending: dict[ReplicaId, tuple[EventBatch, str]] = {}  # batches to complete
         self._applies = 0
         self._run_masks: dict[bytes, int] = {}
+        self._texts: dict[bytes, RunsResult] = {}  # answer line -> runs
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float = 1.0, **kw: Any) -> RedisPrefixIndex:
@@ -456,19 +457,33 @@ class RedisPrefixIndex:
     def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[list[RunsResult]]:
         """:meth:`PrefixIndex.leading_runs <prefixkey.fleet.PrefixIndex.leading_runs>`
         in one round trip (the keys are walked server side, with early exit)."""
+        out: list[list[RunsResult]] = []
+        for q, groups in zip(queries, self._grouped_runs(queries, media), strict=True):
+            row: list[RunsResult] = [()] * len(q.replicas)
+            for result, members in groups:
+                for j in members:
+                    row[j] = result
+            out.append(row)
+        return out
+
+    def _grouped_runs(self, queries: Sequence[RunsQuery], media: int
+                      ) -> list[list[tuple[RunsResult, list[int]]]]:
+        """Per query, its candidates grouped by equal answers: ``(answer, positions)``
+        in order of first appearance (a re-registered candidate is a group of its own)."""
         if not queries:
             return []
         regs = self._regs
         ids = [i for i in range(media.bit_length()) if media >> i & 1]
         for attempt in range(2):
+            # One argument per query for the candidates (redis-py packs each argument).
             args: list[Any] = [self._p, self._epoch or b"", len(ids), *ids, len(queries)]
             for q in queries:
-                args.append(len(q.replicas))
+                fields, gens = [], []
                 for rid in q.replicas:
                     reg = regs.get(rid)
-                    args += [rid_field(rid) if reg is None else reg.field,
-                             b"-" if reg is None else reg.gen]
-                args.append(len(q.groups))
+                    fields.append(rid_field(rid) if reg is None else reg.field)
+                    gens.append(b"-" if reg is None else reg.gen)
+                args += [len(q.replicas), b"\n".join(fields), b",".join(gens), len(q.groups)]
                 for gi, keys in enumerate(q.groups):
                     args += [gi, pack_keys(keys)]
             res = self._script("rank", args)
@@ -476,24 +491,38 @@ class RedisPrefixIndex:
                 if attempt == 0:
                     self._resync(bytes(res[1]))
                     continue
-                return [[tuple(() for _ in q.groups) for _ in q.replicas] for q in queries]
+                return [[(tuple(() for _ in q.groups), list(range(len(q.replicas))))]
+                        for q in queries]
             break
-        out: list[list[RunsResult]] = []
+        texts = self._texts
+        if len(texts) > 4096:  # bounded: answers repeat while the fleet's caches do
+            texts.clear()
+        out: list[list[tuple[RunsResult, list[int]]]] = []
         for q, (text, *stale) in zip(queries, res, strict=True):
-            row: list[RunsResult] = []
+            groups: list[tuple[RunsResult, list[int]]] = []
+            seen: dict[bytes, list[int]] = {}
             changed = iter(stale)
-            for rid, line in zip(q.replicas, bytes(text).split(b"\n"), strict=True):
+            lines = bytes(text).split(b"\n") if q.replicas else []
+            for j, (rid, line) in enumerate(zip(q.replicas, lines, strict=True)):
                 if line[:1] == b"=":
-                    row.append(tuple(self._run_of(g) for g in line[1:].split(b"|")))
+                    members = seen.get(line)
+                    if members is None:
+                        result = texts.get(line)
+                        if result is None:
+                            result = texts[line] = tuple(
+                                self._run_of(g) for g in line[1:].split(b"|"))
+                        members = seen[line] = []
+                        groups.append((result, members))
+                    members.append(j)
                     continue
                 spec, gen = bytes(next(changed)), bytes(next(changed))
                 if spec:  # re-registered: the Router hashes it again
                     reg = self._regs[rid] = _Reg(rid, spec, self._scheme_of(spec), gen)
-                    row.append(reg.scheme)
+                    groups.append((reg.scheme, [j]))
                 else:  # removed meanwhile: holds nothing
                     self._regs.pop(rid, None)
-                    row.append(tuple(() for _ in q.groups))
-            out.append(row)
+                    groups.append((tuple(() for _ in q.groups), [j]))
+            out.append(groups)
         return out
 
     def _run_of(self, text: bytes) -> Run:

@@ -101,8 +101,11 @@ def pack_keys(keys: Sequence[EventHash]) -> bytes:
     digest length for digests of one length); else 0, then each key as a
     2-byte length and its :func:`key_bytes`.
     """
-    if all(type(k) is int and 0 <= k < _UINT64 for k in keys):
-        return b"\x08" + struct.pack(f">{len(keys)}Q", *keys)
+    if keys and type(keys[0]) is int:
+        try:  # struct refuses what is not an int in uint64 range
+            return b"\x08" + struct.pack(f">{len(keys)}Q", *keys)
+        except struct.error:
+            pass
     width = len(keys[0]) if keys and isinstance(keys[0], bytes) else 0
     if 0 < width < 256 and all(isinstance(k, bytes) and len(k) == width for k in keys):
         return bytes((width,)) + b"".join(cast("list[bytes]", keys))

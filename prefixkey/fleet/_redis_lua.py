@@ -253,7 +253,8 @@ return {'A'}
 """
 
 #: Ranks in one call. ARGV: P, epoch, number of media ids, media ids..., number of
-#: queries, then per query: n candidates, (rid, generation) * n, n groups, then per
+#: queries, then per query: n candidates, their rids joined by newlines (JSON has
+#: none), their generations joined by commas, n groups, then per
 #: group: group, its keys packed (as APPLY's). Returns {'E', epoch}, or per query
 #: {text, (spec or '', generation) per stale candidate}: the text has a line per
 #: candidate, "!" when it was re-registered or removed since the caller read it
@@ -323,6 +324,16 @@ end
 -- content addresses name: kept in {ns}:diffs (bounded, best effort: a ranking
 -- must not fail on a full server) for every later ranking over the same chain.
 local DIFFS = P .. ':diffs'
+local function split(s, sep, n)  -- the n parts of s between the bytes sep
+  local out, from = {}, 1
+  for j = 1, n - 1 do
+    local at = string.find(s, sep, from, true)
+    out[j] = string.sub(s, from, at - 1)
+    from = at + 1
+  end
+  if n > 0 then out[n] = string.sub(s, from) end
+  return out
+end
 local known, new = {}, {}  -- pair of interned values -> changes (false: not kept)
 local function interned(v) return v and #v % 6 ~= 0 end
 local out = {}
@@ -330,12 +341,8 @@ local nq = tonumber(ARGV[i])
 i = i + 1
 for q = 1, nq do
   local nc = tonumber(ARGV[i])
-  local rids, gens = {}, {}
-  for j = 1, nc do
-    rids[j] = ARGV[i + 2 * j - 1]
-    gens[j] = ARGV[i + 2 * j]
-  end
-  i = i + 1 + 2 * nc
+  local rids, gens = split(ARGV[i + 1], '\n', nc), split(ARGV[i + 2], ',', nc)
+  i = i + 3
   local res, slots, stale, clocks, of = {}, {}, {}, {}, {}
   local cur = redis.call('HMGET', P .. ':gen', unpack(rids))
   local sl = redis.call('HMGET', P .. ':slot', unpack(rids))
