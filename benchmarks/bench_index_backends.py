@@ -21,6 +21,9 @@ database is flushed):
   the median ranking time over the median hashing time, for the ``mixed``
   layout (each replica holds a random-length prefix) and ``worst`` (every
   replica holds all of it: every key walked for every candidate).
+* ``redis, cold`` rows (``--cold``): each ranking first deletes the changes
+  between holder sets that earlier rankings kept (``{ns}:diffs``), as for a
+  prefix no ranking walked yet (the deletion's round trip is in the time).
 * Redis through ``PredictedIndex`` (rows ``redis+predicted``, the ``mixed``
   layouts): the same filled Redis index wrapped for routing without events,
   one request recorded as sent to one replica; still one EVALSHA per ranking,
@@ -106,9 +109,13 @@ def fill(index: PrefixIndexBackend, replicas: int, blocks: int, tokens: int, lay
                 for i in range(start, min(start + chunk, len(filler)), 64))))
 
 
-def ranking(index: PrefixIndexBackend, tokens: int, seconds: float
+def ranking(index: PrefixIndexBackend, tokens: int, seconds: float, cold: bool = False
             ) -> tuple[list[tuple[float, float]], float]:
-    """Hashing and ranking (median, p99 ms), and the server's mean ms per ranking call."""
+    """Hashing and ranking (median, p99 ms), and the server's mean ms per ranking call.
+
+    ``cold``: each ranking first deletes the changes earlier rankings kept
+    (``{ns}:diffs``), as for a request whose prefix no ranking walked yet.
+    """
     router = Router(index)
     request = prompt(tokens)
     prepared = router.prepare(request)
@@ -119,8 +126,13 @@ def ranking(index: PrefixIndexBackend, tokens: int, seconds: float
         router.rank(prepared)
         client.config_resetstat()
     # Wall time: a Redis ranking's cost is mostly the server's and the round trip's.
-    times = interleaved([lambda: router.prepare(request), lambda: router.rank(prepared)],
-                        seconds, clock=time.perf_counter)
+    def rank() -> None:
+        if cold and client is not None:
+            client.unlink("{bench}:diffs")
+        router.rank(prepared)
+
+    times = interleaved([lambda: router.prepare(request), rank], seconds,
+                        clock=time.perf_counter)
     server = 0.0
     if client is not None:
         server = client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"] / 1e3
@@ -164,6 +176,8 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, nargs="+", default=[8192, 32768])
     parser.add_argument("--backends", nargs="+", choices=("redis", "memory"),
                         default=["redis", "memory"])
+    parser.add_argument("--cold", action="store_true",
+                        help="Redis rows ranking with no changes kept by earlier rankings")
     parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS)
     parser.add_argument("--child", nargs=3, metavar=("NAMESPACE", "TOKENS", "SECONDS"),
                         help=argparse.SUPPRESS)
@@ -291,6 +305,11 @@ def rankings(client: Any, emit: Callable[..., None], args: argparse.Namespace, e
                            f"{f'{server:.2f}' if server else ''} |")
                     if backend == "redis":
                         emit(row)
+                        if layout == "mixed" and args.cold:
+                            ((h, _), (r, p99)), server = ranking(index, tokens, seconds, True)
+                            emit(f"| redis, cold | {replicas} | {tokens:,} | {layout} | "
+                                 f"{h:.2f} | {r:.2f} | {p99:.2f} | {r / h:.2f} | "
+                                 f"{server:.2f} |")
                         if layout == "mixed":
                             wrapped = PredictedIndex(index)
                             ((h, _), (r, p99)), server = ranking(wrapped, tokens, seconds)

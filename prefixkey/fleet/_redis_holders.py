@@ -98,6 +98,19 @@ local function load(v)  -- the tokens of holder value v ('' or nil: none)
   end
   return h
 end
+local function load_all(vs)  -- load the interned values among vs: one HMGET
+  local ask, seen = {}, {}
+  for _, v in ipairs(vs) do
+    if #v % 6 ~= 0 and loaded[v] == nil and not seen[v] then
+      seen[v] = true
+      ask[#ask + 1] = v
+    end
+  end
+  for x = 1, #ask, 1000 do  -- unpack is bounded by Lua's C stack
+    local got = redis.call('HMGET', SETS, unpack(ask, x, math.min(x + 999, #ask)))
+    for y = 1, #got do loaded[ask[x + y - 1]] = got[y] or '' end
+  end
+end
 local function intern(h)  -- the value of tokens h, referred to once more
   if #h <= """ + str(INLINE_TOKENS * 6) + r""" then return h end
   local v = '@' .. redis.sha1hex(h)

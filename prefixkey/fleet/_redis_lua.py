@@ -396,31 +396,46 @@ for q = 1, nq do
       ks, at = keys_of(packed, at, step)
       step = math.min(step * 2, 512)
       local vals = redis.call('HMGET', hk, unpack(ks))
-      local ask, p = {}, prev  -- the kept changes this slice may need: one HMGET
-      for _, v in ipairs(vals) do
-        if v ~= p and interned(v) and interned(p) and known[p .. v] == nil then
-          known[p .. v] = false
-          ask[#ask + 1] = p .. v
+      -- Where the holders change from an interned set to another, the pair's name
+      -- (both values); the changes kept for those pairs, and then the sets still to
+      -- compare: one HMGET each.
+      local pair, ask, need, p = {}, {}, {}, prev
+      for x, v in ipairs(vals) do
+        if v ~= p and interned(v) and interned(p) then
+          local k = p .. v
+          pair[x] = k
+          if known[k] == nil then
+            known[k] = false
+            ask[#ask + 1] = k
+          end
         end
         p = v
       end
       if #ask > 0 then
         for x, d in ipairs(redis.call('HMGET', DIFFS, unpack(ask))) do known[ask[x]] = d end
       end
-      for _, h in ipairs(vals) do
+      p = prev
+      for x, v in ipairs(vals) do
+        if v ~= p and v and not (pair[x] and known[pair[x]]) then
+          need[#need + 1] = v
+          if p then need[#need + 1] = p end
+        end
+        p = v
+      end
+      load_all(need)
+      for x, h in ipairs(vals) do
         if h ~= prev then
           local d = '*'  -- the first key or a missing one: decode whole
           if h and prev then
-            if interned(h) and interned(prev) then
-              d = known[prev .. h]
-              if not d then
-                d = changes(load(prev), load(h))
-                known[prev .. h] = d
-                new[#new + 1] = prev .. h
+            local k = pair[x]
+            d = k and known[k]
+            if not d then
+              d = changes(load(prev), load(h))
+              if k then
+                known[k] = d
+                new[#new + 1] = k
                 new[#new + 1] = d
               end
-            else
-              d = changes(load(prev), load(h))
             end
           end
           if d ~= '*' then  -- a few slots changed: look only at those
