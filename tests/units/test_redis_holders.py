@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from prefixkey.fleet import (
     Router,
     RunsQuery,
 )
+from prefixkey.fleet import _redis_lua as lua
 from prefixkey.fleet._redis_holders import INLINE_TOKENS
 
 H16 = Hasher(block_size=16, python_hash_seed="0")
@@ -161,3 +163,20 @@ def test_interned_sets_under_the_per_replica_bound(client: Any) -> None:
     while index.sweep(budget=64):
         pass
     _check_records(client, "bound")
+
+
+def test_kept_changes_are_bounded(client: Any) -> None:
+    index = RedisPrefixIndex(client, namespace="kept", sweep_every=0)
+    prompts = _stream(index, 1, 300)
+    expected = [Router(index).route(t) for t in prompts]
+    client.unlink("{kept}:diffs")
+    # the same script with room for 5 kept changes instead of DIFFS_KEPT
+    script = lua.RANK.replace(f") >= {lua.DIFFS_KEPT} then", ") >= 5 then")
+    assert script != lua.RANK
+    index._scripts["rank"] = client.register_script(script)
+    sizes = []
+    for _ in range(3):
+        for tokens, decisions in zip(prompts, expected, strict=True):
+            assert Router(index).route(tokens) == decisions
+            sizes.append(client.hlen("{kept}:diffs"))
+    assert max(sizes) > 5 and any(b < a for a, b in pairwise(sizes))  # dropped, then refilled
