@@ -146,10 +146,8 @@ class RunTexts:
         """A query's answer cut in its ``n`` candidates' lines, equal lines grouped:
         ``(line, positions)`` in order of first appearance."""
         seen: dict[bytes, list[int]] = {}
-        for j, line in enumerate(text.split(b"\n") if n else ()):
+        for j, line in zip(range(n), text.split(b"\n") if n else (), strict=True):
             seen.setdefault(line, []).append(j)
-        if sum(map(len, seen.values())) != n:
-            raise ValueError(f"the ranking script answered for other than {n} candidates")
         return list(seen.items())
 
     def runs(self, line: bytes) -> tuple[Run, ...]:
