@@ -111,21 +111,39 @@ local function load_all(vs)  -- load the interned values among vs: one HMGET
     for y = 1, #got do loaded[ask[x + y - 1]] = got[y] or '' end
   end
 end
+-- Reference counts change in this call's memory and are written once per set by
+-- settle() (one HINCRBY per set, not per key: along a chain many keys get the same
+-- set); until then a new record lives in ``loaded``, which every read here checks first.
+local pending, ids = {}, {}  -- value -> change of its count; tokens -> value
 local function intern(h)  -- the value of tokens h, referred to once more
   if #h <= """ + str(INLINE_TOKENS * 6) + r""" then return h end
-  local v = '@' .. redis.sha1hex(h)
-  if redis.call('HINCRBY', REFS, v, 1) == 1 then redis.call('HSET', SETS, v, h) end
-  loaded[v] = h
+  local v = ids[h]
+  if v == nil then
+    v = '@' .. redis.sha1hex(h)
+    ids[h], loaded[v] = v, h
+  end
+  pending[v] = (pending[v] or 0) + 1
   return v
 end
 local function release(v)  -- holder value v is referred to once less
-  if v and #v % 6 ~= 0 and redis.call('HINCRBY', REFS, v, -1) <= 0 then
-    redis.call('HDEL', REFS, v)
-    redis.call('HDEL', SETS, v)
+  if v and #v % 6 ~= 0 then pending[v] = (pending[v] or 0) - 1 end
+end
+local function settle()  -- write the reference counts: new records in, unused ones out
+  for v, d in pairs(pending) do
+    if d ~= 0 then
+      local n = redis.call('HINCRBY', REFS, v, d)
+      if n <= 0 then
+        redis.call('HDEL', REFS, v)
+        redis.call('HDEL', SETS, v)
+      elseif n == d then  -- no key referred to it before this call
+        redis.call('HSET', SETS, v, loaded[v])
+      end
+    end
   end
+  pending = {}
 end
 local function put(hk, field, old, h)  -- field's value old becomes that of tokens h
-  local v = intern(h)  -- before the release: old may be v itself
+  local v = intern(h)
   release(old)
   if v == '' then redis.call('HDEL', hk, field) else redis.call('HSET', hk, field, v) end
   return v

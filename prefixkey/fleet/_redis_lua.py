@@ -208,7 +208,7 @@ while i <= nargs do
               count = count + 1
             end
             c.stores = c.stores + 1
-            local nv = intern(nh)  -- written by the flush of this slice
+            local nv = intern(nh)  -- the field is written by the flush of this slice
             release(v)
             fresh[k] = nv
             sets[#sets + 1] = k
@@ -240,6 +240,7 @@ while i <= nargs do
     i = i + 5
   end
 end
+settle()
 redis.call('SET', clockkey, clock)
 redis.call('HSET', P .. ':inflight', rid, ARGV[5] .. '|' .. ARGV[6])
 for name, v in pairs(c) do
@@ -562,6 +563,7 @@ for j = 1, #kv, 2 do
     put(hk, kv[j], kv[j + 1], table.concat(keep))
   end
 end
+settle()
 if r[1] == '0' then gi, cursor = gi + 1, '0' else cursor = r[1] end
 redis.call('HSET', state, 'group', gi, 'cursor', cursor)
 return dropped
