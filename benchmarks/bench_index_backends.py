@@ -146,23 +146,26 @@ def child(url: str, namespace: str, tokens: int, seconds: float) -> None:
     print(json.dumps({"hash_ms": h, "rank_ms": r, "rank_p99_ms": p99}))
 
 
-def shared_memory(client: Any, entries: int) -> float:
-    """Redis ``used_memory`` per entry over ``entries`` entries, each key held by 16 replicas."""
+def shared_memory(client: Any, entries: int) -> tuple[float, float]:
+    """Redis ``used_memory`` per entry over ``entries`` entries, each key held by 16
+    replicas, and the blocks/s of that fill (10k-block batches)."""
     client.flushdb()
     before = int(client.info("memory")["used_memory"])
     index = RedisPrefixIndex(client, namespace="bench", sweep_every=0)
     rng = random.Random(3)
     keys = [rng.getrandbits(63) for _ in range(entries // 16)]
+    start_s = time.perf_counter()
     for r in range(16):
         index.register(f"replica-{r}", SCHEME)
         for start in range(0, len(keys), 10_000):
             index.apply(f"replica-{r}", EventBatch(1.0, tuple(
                 BlockStored(tuple(keys[i:i + 64]), None, (), BLOCK)
                 for i in range(start, min(start + 10_000, len(keys)), 64))))
+    seconds = time.perf_counter() - start_s
     used = int(client.info("memory")["used_memory"]) - before
     n = len(index)
     client.flushdb()
-    return used / n
+    return used / n, n / seconds
 
 
 def main() -> None:
@@ -229,12 +232,13 @@ def main() -> None:
 
     # -- memory ----------------------------------------------------------------------
     if "memory" in sections:
+        shared, rate = shared_memory(client, entries)
         emit("## Redis memory", "",
              *(f"- Redis `used_memory` per (block, replica) entry, {entries:,} entries over "
                f"{n} replicas, mostly one holder per key: {b:.0f} bytes"
                for n, b in used_per_entry),
              f"- Redis `used_memory` per (block, replica) entry, {entries:,} entries, each key "
-             f"held by 16 replicas: {shared_memory(client, entries):.0f} bytes", "")
+             f"held by 16 replicas: {shared:.0f} bytes (filled at {rate:,.0f} blocks/s)", "")
     client.flushdb()
     with open(args.out, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines))
