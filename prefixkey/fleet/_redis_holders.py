@@ -14,7 +14,9 @@ have equal strings.
 a multiple of 6); a larger set is stored once, in ``{ns}:sets``, under its
 content address ``"@" .. sha1hex(tokens)`` (41 bytes: never a multiple of 6),
 which the key stores instead; ``{ns}:refs`` counts the keys referring to each
-set, deleted with its last reference. So along a prefix chain held by 256
+set (written once per set at the end of a call), deleted with its last
+reference. Data written inline by the layout before interning (any length)
+reads the same and is interned when next changed. So along a prefix chain held by 256
 replicas a key costs 41 bytes instead of 1.5 kB, ranking fetches a few bytes
 per key, and two keys with the same holders still compare equal in O(1) (Lua
 interns its strings). A content address never changes meaning, so what is
