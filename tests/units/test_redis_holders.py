@@ -80,15 +80,16 @@ def _stream(index: PrefixIndexBackend, seed: int, steps: int) -> list[list[int]]
     return prompts
 
 
-def _check_records(client: Any, ns: str) -> int:
-    """The interned records are exact; return how many there are."""
+def _check_records(client: Any, ns: str, long_inline: bool = False) -> int:
+    """The interned records are exact; return how many there are (``long_inline``:
+    inline sets may be long, as the layout before interning wrote them)."""
     refs: dict[bytes, int] = {}
     for key in client.scan_iter(match=f"{{{ns}}}:h:*"):
         for v in client.hvals(key):
             if len(v) % 6:
                 refs[v] = refs.get(v, 0) + 1
             else:  # inline: small sets only
-                assert 0 < len(v) <= INLINE_TOKENS * 6
+                assert len(v) > 0 and (long_inline or len(v) <= INLINE_TOKENS * 6)
     counts = {k: int(n) for k, n in client.hgetall(f"{{{ns}}}:refs").items()}
     sets = client.hgetall(f"{{{ns}}}:sets")
     assert counts == refs and set(sets) == set(refs)
@@ -180,3 +181,31 @@ def test_kept_changes_are_bounded(client: Any) -> None:
             assert Router(index).route(tokens) == decisions
             sizes.append(client.hlen("{kept}:diffs"))
     assert max(sizes) > 5 and any(b < a for a, b in pairwise(sizes))  # dropped, then refilled
+
+
+def test_long_inline_sets_of_the_previous_layout_read_the_same(client: Any) -> None:
+    """Before interning every set was inline: such a field ranks the same, and the next
+    change to it interns it."""
+    old, new = (RedisPrefixIndex(client, namespace=ns, sweep_every=0) for ns in ("old", "new"))
+    chain = H16.block_hashes(list(range(16 * 4)))
+    for index in (old, new):
+        for name in NAMES[:12]:
+            index.register(name, ReplicaScheme(H16))
+            index.apply(name, batch(stored(*chain)))
+    for key, value in client.hgetall("{old}:h:0").items():  # as the previous layout wrote
+        tokens = client.hget("{old}:sets", value)
+        assert tokens is not None and len(tokens) == 12 * 6
+        client.hset("{old}:h:0", key, tokens)
+    client.delete("{old}:sets", "{old}:refs")
+    queries = [RunsQuery(ReplicaScheme(H16), tuple(ReplicaId(n) for n in NAMES[:12]),
+                         tuple(ReplicaScheme(H16).group_keys(chain)))]
+    for media in (1, 7):
+        assert old.leading_runs(queries, media) == new.leading_runs(queries, media)
+    for index in (old, new):
+        index.apply("r3", batch(removed(*chain[2:])))
+    assert old.leading_runs(queries, 1) == new.leading_runs(queries, 1)
+    assert held(old, "r3") == held(new, "r3")
+    kinds = sorted(len(v) for v in client.hvals("{old}:h:0"))
+    assert kinds == [41, 41, 72, 72]  # the two keys r3 left are interned, two still inline
+    assert _check_records(client, "old", long_inline=True) == 1
+    assert _check_records(client, "new") == 2
