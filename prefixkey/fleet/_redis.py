@@ -15,11 +15,14 @@ removes, per group and medium, int vs bytes publishers, counters), so
     {ns}:gen / {ns}:slot  hash  replica id -> registration generation / current slot
     {ns}:media            hash  medium name -> id (GPU 0, CPU 1, STORAGE 2, then 3, ...)
     {ns}:stats, :lastts, :inflight   counters; per replica: newest ts, last chunk applied
-    {ns}:h:<group>        hash  block key -> holders: sorted (slot, medium id) tokens
+    {ns}:h:<group>        hash  block key -> holders: sorted (slot, medium id) tokens,
+                                inline up to 8, else "@" + the sha1 of an interned set
+    {ns}:sets / {ns}:refs hash  interned set -> its tokens / the keys referring to it
+    {ns}:diffs            hash  two interned sets -> the slots that differ (kept by ranking)
     {ns}:s:<slot>:lru     zset  "<group>|<key>" scored by the replica's store clock
     {ns}:s:<slot>:clock   str   the store clock; its absence means "expired"
 
-  Int keys are stored as decimal ASCII, digest keys as raw bytes. A *slot* is
+  Int keys are 8-byte big-endian fields (``key_bytes``), digest keys raw bytes. A *slot* is
   one incarnation of a replica: re-registering with another scheme,
   ``AllBlocksCleared`` and expiry give the replica a new slot, so the old
   slot's holder tokens are never read again (and :meth:`~RedisPrefixIndex.sweep`,
@@ -35,8 +38,10 @@ removes, per group and medium, int vs bytes publishers, counters), so
 * **Ranking**: :meth:`~RedisPrefixIndex.leading_runs` is one ``EVALSHA`` for
   every scheme and group of a request: the script walks the request's keys in
   growing slices, narrows the candidates still matching and stops when none is
-  left. Registrations and media are this process's copy, re-read every
-  ``registry_max_age`` seconds; a candidate re-registered meanwhile is
+  left. Holder sets are interned and the changes between two are kept
+  (``{ns}:diffs``): the walk costs the keys and the runs that end, not the
+  holders per key. Registrations and media are this process's copy, re-read
+  every ``registry_max_age`` seconds; a candidate re-registered meanwhile is
   reported (the Router hashes it again), one removed holds nothing.
 * **Memory bound**: ``max_entries`` is enforced **per replica**: a store that
   would take a replica past it first evicts that replica's entry stored least
@@ -73,20 +78,26 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from ..core import block_hash_to_int64
 from ..errors import InvalidRequestError, PrefixKeyError
-from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from ..events import EventBatch, EventHash
 from . import _redis_lua as lua
 from ._backend import IndexUnavailableError, RunsAnswer, RunsQuery, RunsResult
 from ._index import (
-    DEFAULT_MEDIUM,
     ReplicaId,
     ReplicaScheme,
     UnknownReplicaError,
     as_replica_id,
 )
-from ._redis_codec import pack_keys, rid_field, rid_of, scheme_from_spec, scheme_spec, unpack_int
-from ._walk import Run
+from ._redis_codec import (
+    RunTexts,
+    batch_ops,
+    pack_keys,
+    rid_field,
+    rid_of,
+    scheme_from_spec,
+    scheme_spec,
+    unpack_int,
+)
 
 __all__ = ["CHUNK_BLOCKS", "RedisPrefixIndex", "RegistrationConflictError"]
 
@@ -213,7 +224,7 @@ class RedisPrefixIndex:
         self._schemes: dict[bytes, ReplicaScheme] = {}  # spec -> scheme (Hashers reused)
         self._pending: dict[ReplicaId, tuple[EventBatch, str]] = {}  # batches to complete
         self._applies = 0
-        self._run_masks: dict[bytes, int] = {}
+        self._texts = RunTexts()
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float = 1.0, **kw: Any) -> RedisPrefixIndex:
@@ -365,7 +376,7 @@ class RedisPrefixIndex:
         reg = self._regs.get(rid)
         for _ in range(3):
             publishes = None if reg is None else reg.scheme.publishes
-            chunks, mismatches = self._chunks(batch, publishes)
+            chunks, mismatches = batch_ops(batch, publishes, self.chunk_blocks)
             head = [self._p, self._epoch or b"", field, b"" if reg is None else reg.spec, nonce]
             tail = [repr(batch.ts), self.max_entries, self.ttl_seconds or 0, len(batch.events),
                     mismatches]
@@ -393,46 +404,6 @@ class RedisPrefixIndex:
         raise RegistrationConflictError(
             f"replica {rid} keeps being re-registered; batch not applied")
 
-    def _chunks(self, batch: EventBatch, publishes: str | None
-                ) -> tuple[list[list[Any]], int]:
-        """The batch's ops in chunks of at most ``chunk_blocks`` keys, and the mismatches."""
-        limit = self.chunk_blocks
-        chunks: list[list[Any]] = [[]]
-        room = limit
-        mismatches = 0
-        for event in batch.events:
-            if isinstance(event, AllBlocksCleared):
-                if room < 1:
-                    chunks.append([])
-                    room = limit
-                chunks[-1].append(b"C")
-                room -= 1
-                continue
-            if not isinstance(event, (BlockStored, BlockRemoved)):
-                continue
-            keys: list[EventHash]
-            if publishes == "int":
-                keys = [block_hash_to_int64(h) if isinstance(h, bytes) else h
-                        for h in event.block_hashes]
-            else:
-                keys = [h for h in event.block_hashes if isinstance(h, bytes)]
-                mismatches += len(event.block_hashes) - len(keys)
-            medium = DEFAULT_MEDIUM if event.medium is None else event.medium.upper()
-            kind = b"S" if isinstance(event, BlockStored) else b"R"
-            end = len(keys)
-            while True:  # a BlockStored's tail first, as the script stores it
-                if room < 1:
-                    chunks.append([])
-                    room = limit
-                take = min(room, end)
-                chunks[-1] += [kind, medium, event.group_idx or 0, take,
-                               pack_keys(keys[end - take:end])]
-                room -= take
-                end -= take
-                if not end:
-                    break
-        return chunks, (mismatches if publishes is not None else 0)
-
     def sweep(self, budget: int = 512) -> int:
         """Delete up to about ``budget`` holder fields' tokens of dead slots; return how many.
 
@@ -449,12 +420,14 @@ class RedisPrefixIndex:
     def leading_runs(self, queries: Sequence[RunsQuery], media: int) -> list[RunsAnswer]:
         """:meth:`PrefixIndex.leading_runs <prefixkey.fleet.PrefixIndex.leading_runs>`
         in one round trip (the keys are walked server side, with early exit)."""
-        return [RunsAnswer.of_candidates(q.replicas, results)
-                for q, results in zip(queries, self._candidate_runs(queries, media), strict=True)]
+        return [RunsAnswer([(result, [q.replicas[j] for j in positions])
+                            for result, positions in groups])
+                for q, groups in zip(queries, self._grouped_runs(queries, media), strict=True)]
 
-    def _candidate_runs(self, queries: Sequence[RunsQuery],
-                        media: int) -> list[list[RunsResult]]:
-        """Per query, per candidate, its runs (or the scheme it was re-registered with)."""
+    def _grouped_runs(self, queries: Sequence[RunsQuery], media: int
+                      ) -> list[list[tuple[RunsResult, list[int]]]]:
+        """Per query, its candidates grouped by equal answers: ``(answer, positions)``
+        in order of first appearance (a re-registered candidate is a group of its own)."""
         if not queries:
             return []
         regs = self._regs
@@ -462,12 +435,13 @@ class RedisPrefixIndex:
         for attempt in range(2):
             args: list[Any] = [self._p, self._epoch or b"", len(ids), *ids, len(queries)]
             for q in queries:
-                args.append(len(q.replicas))
+                fields, gens = [], []
                 for rid in q.replicas:
                     reg = regs.get(rid)
-                    args += [rid_field(rid) if reg is None else reg.field,
-                             b"-" if reg is None else reg.gen]
-                args.append(len(q.groups))
+                    fields.append(rid_field(rid) if reg is None else reg.field)
+                    gens.append(b"-" if reg is None else reg.gen)
+                # one argument each (redis-py spends about a microsecond per argument)
+                args += [len(q.replicas), b"\n".join(fields), b",".join(gens), len(q.groups)]
                 for gi, keys in enumerate(q.groups):
                     args += [gi, pack_keys(keys)]
             res = self._script("rank", args)
@@ -475,39 +449,27 @@ class RedisPrefixIndex:
                 if attempt == 0:
                     self._resync(bytes(res[1]))
                     continue
-                return [[tuple(() for _ in q.groups) for _ in q.replicas] for q in queries]
+                return [[(tuple(() for _ in q.groups), list(range(len(q.replicas))))]
+                        for q in queries]
             break
-        out: list[list[RunsResult]] = []
+        out: list[list[tuple[RunsResult, list[int]]]] = []
         for q, (text, *stale) in zip(queries, res, strict=True):
-            row: list[RunsResult] = []
-            changed = iter(stale)
-            for rid, line in zip(q.replicas, bytes(text).split(b"\n"), strict=True):
-                if line[:1] == b"=":
-                    row.append(tuple(self._run_of(g) for g in line[1:].split(b"|")))
+            groups: list[tuple[RunsResult, list[int]]] = []
+            changed = iter(stale)  # per "!" line, in order: (spec or b"", generation)
+            for line, members in self._texts.grouped(bytes(text), len(q.replicas)):
+                if line != b"!":
+                    groups.append((self._texts.runs(line), members))
                     continue
-                spec, gen = bytes(next(changed)), bytes(next(changed))
-                if spec:  # re-registered: the Router hashes it again
-                    reg = self._regs[rid] = _Reg(rid, spec, self._scheme_of(spec), gen)
-                    row.append(reg.scheme)
-                else:  # removed meanwhile: holds nothing
-                    self._regs.pop(rid, None)
-                    row.append(tuple(() for _ in q.groups))
-            out.append(row)
+                for j in members:
+                    rid, spec, gen = q.replicas[j], bytes(next(changed)), bytes(next(changed))
+                    if spec:  # re-registered: the Router hashes it again
+                        reg = self._regs[rid] = _Reg(rid, spec, self._scheme_of(spec), gen)
+                        groups.append((reg.scheme, [j]))
+                    else:  # removed meanwhile: holds nothing
+                        self._regs.pop(rid, None)
+                        groups.append((tuple(() for _ in q.groups), [j]))
+            out.append(groups)
         return out
-
-    def _run_of(self, text: bytes) -> Run:
-        """A run from its text: ``media ids:count`` segments, comma-separated."""
-        if not text:
-            return ()
-        masks = self._run_masks
-        run = []
-        for seg in text.split(b","):
-            sig, _, n = seg.partition(b":")
-            mask = masks.get(sig)
-            if mask is None:
-                mask = masks[sig] = sum(1 << int(m) for m in sig.split(b"."))
-            run.append((mask, int(n)))
-        return tuple(run)
 
     def medium_bits(self) -> dict[str, int]:
         """The bit of each medium (``GPU`` 1, ``CPU`` 2, ``STORAGE`` 4, then 8, 16, ...).

@@ -3,7 +3,9 @@
 A scheme is shared as a spec (JSON) that every router rebuilds its own
 :class:`~prefixkey.core.Hasher` from; a replica id is a JSON ``[name,
 dp_rank]`` field; block keys travel to the scripts packed in one string (see
-:func:`pack_keys`) and are stored as :func:`key_bytes`.
+:func:`pack_keys`) and are stored as :func:`key_bytes`; a batch goes as
+chunks of ops (:func:`batch_ops`); the ranking script answers runs as text
+(:class:`RunTexts`).
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Sequence
-from typing import Final, cast
+from typing import Any, Final, cast
 
-from ..core import Hasher
+from ..core import Hasher, block_hash_to_int64
 from ..errors import InvalidRequestError, PrefixKeyError
-from ..events import EventHash
-from ._index import GroupSpec, ReplicaId, ReplicaScheme
+from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from ._index import DEFAULT_MEDIUM, GroupSpec, ReplicaId, ReplicaScheme
+from ._walk import Run
 
-__all__ = ["key_bytes", "pack_keys", "rid_field", "rid_of", "scheme_from_spec", "scheme_spec",
-           "unpack_int"]
+__all__ = ["RunTexts", "batch_ops", "key_bytes", "pack_keys", "rid_field", "rid_of",
+           "scheme_from_spec", "scheme_spec", "unpack_int"]
 
 
 def scheme_spec(scheme: ReplicaScheme) -> str:
@@ -101,8 +104,11 @@ def pack_keys(keys: Sequence[EventHash]) -> bytes:
     digest length for digests of one length); else 0, then each key as a
     2-byte length and its :func:`key_bytes`.
     """
-    if all(type(k) is int and 0 <= k < _UINT64 for k in keys):
-        return b"\x08" + struct.pack(f">{len(keys)}Q", *keys)
+    if keys and type(keys[0]) is int:
+        try:  # struct refuses what is not an int in uint64 range
+            return b"\x08" + struct.pack(f">{len(keys)}Q", *keys)
+        except struct.error:
+            pass
     width = len(keys[0]) if keys and isinstance(keys[0], bytes) else 0
     if 0 < width < 256 and all(isinstance(k, bytes) and len(k) == width for k in keys):
         return bytes((width,)) + b"".join(cast("list[bytes]", keys))
@@ -121,3 +127,89 @@ def unpack_int(raw: bytes) -> int:
     if len(raw) == 9 and raw[:1] == b"-":
         return -int.from_bytes(raw[1:], "big")
     return int(raw)
+
+
+class RunTexts:
+    """The runs of a candidate's answer line (``=`` then per group ``media ids:count``
+    segments, comma-separated, groups joined by ``|``: ``=0.2:5,0:3|0:8``).
+
+    Lines repeat (candidates with equal runs, rankings over the same prefix),
+    so each is parsed once; at most ``limit`` are kept.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._lines: dict[bytes, tuple[Run, ...]] = {}
+        self._masks: dict[bytes, int] = {}
+        self._limit = limit
+
+    @staticmethod
+    def grouped(text: bytes, n: int) -> list[tuple[bytes, list[int]]]:
+        """A query's answer cut in its ``n`` candidates' lines, equal lines grouped:
+        ``(line, positions)`` in order of first appearance."""
+        seen: dict[bytes, list[int]] = {}
+        for j, line in zip(range(n), text.split(b"\n") if n else (), strict=True):
+            seen.setdefault(line, []).append(j)
+        return list(seen.items())
+
+    def runs(self, line: bytes) -> tuple[Run, ...]:
+        runs = self._lines.get(line)
+        if runs is None:
+            if len(self._lines) >= self._limit:
+                self._lines.clear()
+            runs = self._lines[line] = tuple(self._run(g) for g in line[1:].split(b"|"))
+        return runs
+
+    def _run(self, text: bytes) -> Run:
+        if not text:
+            return ()
+        masks = self._masks
+        run = []
+        for seg in text.split(b","):
+            sig, _, n = seg.partition(b":")
+            mask = masks.get(sig)
+            if mask is None:
+                mask = masks[sig] = sum(1 << int(m) for m in sig.split(b"."))
+            run.append((mask, int(n)))
+        return tuple(run)
+
+
+def batch_ops(batch: EventBatch, publishes: str | None, limit: int
+              ) -> tuple[list[list[Any]], int]:
+    """A batch as the apply script's ops, in chunks of at most ``limit`` keys, and how
+    many keys were not in the form the replica publishes (``publishes``; None: not
+    registered, nothing counted)."""
+    chunks: list[list[Any]] = [[]]
+    room = limit
+    mismatches = 0
+    for event in batch.events:
+        if isinstance(event, AllBlocksCleared):
+            if room < 1:
+                chunks.append([])
+                room = limit
+            chunks[-1].append(b"C")
+            room -= 1
+            continue
+        if not isinstance(event, (BlockStored, BlockRemoved)):
+            continue
+        keys: list[EventHash]
+        if publishes == "int":
+            keys = [block_hash_to_int64(h) if isinstance(h, bytes) else h
+                    for h in event.block_hashes]
+        else:
+            keys = [h for h in event.block_hashes if isinstance(h, bytes)]
+            mismatches += len(event.block_hashes) - len(keys)
+        medium = DEFAULT_MEDIUM if event.medium is None else event.medium.upper()
+        kind = b"S" if isinstance(event, BlockStored) else b"R"
+        end = len(keys)
+        while True:  # a BlockStored's tail first, as the script stores it
+            if room < 1:
+                chunks.append([])
+                room = limit
+            take = min(room, end)
+            chunks[-1] += [kind, medium, event.group_idx or 0, take,
+                           pack_keys(keys[end - take:end])]
+            room -= take
+            end -= take
+            if not end:
+                break
+    return chunks, (mismatches if publishes is not None else 0)

@@ -9,84 +9,19 @@ Every script gets ``KEYS[1] = "{ns}:epoch"`` (so a Redis Cluster client sends
 it to the node of the namespace's slot) and ``ARGV[1] = "{ns}"``, the prefix of
 every key it touches; all keys of a namespace share the ``{ns}`` hash tag.
 
-A key's holders are one string per block key, in the hash ``{ns}:h:<group>``:
-sorted 6-byte tokens, a replica slot (4 bytes, big-endian) then a medium id
-(2 bytes). No bit table, so no width limit on media or replicas (Lua's bit
-operations are 32-bit; a slot is a number below 2**32, a token value below
-2**48, exact in Lua's doubles). Tokens are compared as numbers, never as
-strings: Redis' Lua compares strings with strcoll (the server's locale). A
-sorted string is canonical, so two keys with the same holders have equal
-strings, which Lua compares in O(1) (its strings are interned): ranking
-re-reads holders only where they change.
+A key's holders are a holder value in the hash ``{ns}:h:<group>`` (sorted
+tokens, inline or interned: see :mod:`._redis_holders`).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-#: Token helpers shared by the scripts that edit holder strings.
-_TOKENS: Final = r"""
-local function tok(slot, mid)
-  return string.char(math.floor(slot / 16777216) % 256, math.floor(slot / 65536) % 256,
-                     math.floor(slot / 256) % 256, slot % 256, math.floor(mid / 256), mid % 256)
-end
-local function val(h, i)
-  local a, b, c, d, e, f = string.byte(h, i * 6 + 1, i * 6 + 6)
-  return ((((a * 256 + b) * 256 + c) * 256 + d) * 256 + e) * 256 + f
-end
-local function lower(h, v)
-  local lo, hi = 0, #h / 6
-  while lo < hi do
-    local m = math.floor((lo + hi) / 2)
-    if val(h, m) < v then lo = m + 1 else hi = m end
-  end
-  return lo
-end
-local function has_slot(h, slot)
-  local i = lower(h, slot * 65536)
-  return i < #h / 6 and math.floor(val(h, i) / 65536) == slot
-end
-local function add(h, slot, mid)
-  local v = slot * 65536 + mid
-  local had = has_slot(h, slot)
-  local j = lower(h, v)
-  if j < #h / 6 and val(h, j) == v then return h, true, had end
-  return string.sub(h, 1, j * 6) .. tok(slot, mid) .. string.sub(h, j * 6 + 1), false, had
-end
-local function del(h, slot, mid)
-  local v = slot * 65536 + mid
-  local j = lower(h, v)
-  if j >= #h / 6 or val(h, j) ~= v then return h, false, true end
-  h = string.sub(h, 1, j * 6) .. string.sub(h, j * 6 + 7)
-  return h, true, has_slot(h, slot)
-end
-local function drop(h, slot)
-  local i, j = lower(h, slot * 65536), lower(h, (slot + 1) * 65536)
-  return string.sub(h, 1, i * 6) .. string.sub(h, j * 6 + 1)
-end
-local function keys_of(p, pos, count)  -- up to count keys of packed p, from byte pos
-  local out, n, width = {}, 0, string.byte(p, 1)
-  if width > 0 then  -- keys of one width
-    while n < count and pos <= #p do
-      n = n + 1
-      out[n] = string.sub(p, pos, pos + width - 1)
-      pos = pos + width
-    end
-    return out, pos
-  end
-  while n < count and pos <= #p do
-    local a, b = string.byte(p, pos, pos + 1)
-    local len = a * 256 + b
-    n = n + 1
-    out[n] = string.sub(p, pos + 2, pos + 1 + len)
-    pos = pos + 2 + len
-  end
-  return out, pos
-end
-local function put(hk, field, h)
-  if h == '' then redis.call('HDEL', hk, field) else redis.call('HSET', hk, field, h) end
-end
-"""
+from ._redis_holders import HOLDERS
+
+#: Changes between interned holder sets kept for later rankings ({ns}:diffs is
+#: dropped whole when it reaches this many; about 150 bytes each).
+DIFFS_KEPT: Final = 200_000
 
 #: Creates the namespace epoch (and the default media) when missing, then
 #: registers a replica (none when rid is ''). ARGV: P, new epoch, rid, spec, ttl,
@@ -143,7 +78,7 @@ return n
 #: (re-registered: convert again), {'D'} (this chunk of this nonce was applied),
 #: {'M'} (refused before any write: a 65,537th medium name) or {'A'} (applied).
 #: Batch and event counters count in chunk 0 only.
-APPLY: Final = _TOKENS + r"""
+APPLY: Final = HOLDERS + r"""
 local P, rid = ARGV[1], ARGV[3]
 local ep = redis.call('GET', KEYS[1])
 if ep ~= ARGV[2] then return {'E', ep or ''} end
@@ -217,11 +152,10 @@ local function evict(fresh, at)  -- ``fresh``: holders read in this op, kept exa
   local m = redis.call('ZPOPMIN', lru)[1]
   local sep = string.find(m, '|', 1, true)
   local hk, f = P .. ':h:' .. string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
-  local h = redis.call('HGET', hk, f)
-  if h then
-    h = drop(h, slot)
-    put(hk, f, h)
-    if hk == at then fresh[f] = h end
+  local v = redis.call('HGET', hk, f)
+  if v then
+    v = put(hk, f, v, drop(load(v), slot))
+    if hk == at then fresh[f] = v end
   end
   count = count - 1
   c.evictions = c.evictions + 1
@@ -245,7 +179,7 @@ while i <= nargs do
         stored_any = true
       end
       -- Tail first, in slices: one HMGET, one HSET and one ZADD per slice. ``fresh``
-      -- holds what this op wrote, so a key repeated in the op reads its own write.
+      -- holds the values this op wrote, so a key repeated in the op reads its own write.
       local fresh, sets, zs = {}, {}, {}
       local function flush()
         if #sets > 0 then redis.call('HSET', hk, unpack(sets)) end
@@ -259,9 +193,9 @@ while i <= nargs do
         local got = redis.call('HMGET', hk, unpack(ks, lo, j))
         for x = j, lo, -1 do
           local k = ks[x]
-          local h = fresh[k]
-          if h == nil then h = got[x - lo + 1] or '' end
-          local nh, exact, had = add(h, slot, mb)
+          local v = fresh[k]
+          if v == nil then v = got[x - lo + 1] or '' end
+          local nh, exact, had = add(load(v), slot, mb)
           clock = clock + 1
           if exact then
             c.refreshes = c.refreshes + 1
@@ -274,9 +208,11 @@ while i <= nargs do
               count = count + 1
             end
             c.stores = c.stores + 1
-            fresh[k] = nh
+            local nv = intern(nh)  -- the field is written by the flush of this slice
+            release(v)
+            fresh[k] = nv
             sets[#sets + 1] = k
-            sets[#sets + 1] = nh
+            sets[#sets + 1] = nv
           end
           zs[#zs + 1] = clock
           zs[#zs + 1] = g .. '|' .. k
@@ -286,14 +222,14 @@ while i <= nargs do
       end
     else
       for _, k in ipairs(keys_of(ARGV[i + 4], 2, n)) do
-        local h = redis.call('HGET', hk, k)
-        local nh, gone, still = h, false, true
-        if h then nh, gone, still = del(h, slot, mb) end
+        local v = redis.call('HGET', hk, k)
+        local nh, gone, still = v, false, true
+        if v then nh, gone, still = del(load(v), slot, mb) end
         if not gone then
           c.removes_missing = c.removes_missing + 1
         else
           c.removes = c.removes + 1
-          put(hk, k, nh)
+          put(hk, k, v, nh)
           if not still then
             redis.call('ZREM', lru, g .. '|' .. k)
             count = count - 1
@@ -304,6 +240,7 @@ while i <= nargs do
     i = i + 5
   end
 end
+settle()
 redis.call('SET', clockkey, clock)
 redis.call('HSET', P .. ':inflight', rid, ARGV[5] .. '|' .. ARGV[6])
 for name, v in pairs(c) do
@@ -317,7 +254,8 @@ return {'A'}
 """
 
 #: Ranks in one call. ARGV: P, epoch, number of media ids, media ids..., number of
-#: queries, then per query: n candidates, (rid, generation) * n, n groups, then per
+#: queries, then per query: n candidates, their rids joined by newlines (JSON has
+#: none), their generations joined by commas, n groups, then per
 #: group: group, its keys packed (as APPLY's). Returns {'E', epoch}, or per query
 #: {text, (spec or '', generation) per stale candidate}: the text has a line per
 #: candidate, "!" when it was re-registered or removed since the caller read it
@@ -325,28 +263,17 @@ return {'A'}
 #: group joined by "|", a run being "media ids:count" segments ("0.2:5,0:3").
 #: One string per query: redis-py parses a reply element in microseconds.
 #: The keys of a group are read in growing slices and the walk stops once no
-#: candidate still matches.
-RANK: Final = _TOKENS + r"""
+#: candidate still matches; where a key's holders differ from the previous
+#: key's, only the slots that changed are looked at (kept in {ns}:diffs when
+#: both sets are interned).
+RANK: Final = HOLDERS + r"""
 local P = ARGV[1]
 local ep = redis.call('GET', KEYS[1])
 if ep ~= ARGV[2] then return {'E', ep or ''} end
 local want = {}
 for j = 4, 3 + tonumber(ARGV[3]) do want[tonumber(ARGV[j])] = true end
 local i = 4 + tonumber(ARGV[3])
--- The wanted media ids slot holds a key on, from the key's holder string h ("0.2"),
--- or nil: its tokens are contiguous (sorted), found by binary search.
-local function sig_of(h, slot)
-  local t, n, ms = lower(h, slot * 65536), #h / 6, nil
-  while t < n do
-    local v = val(h, t)
-    if math.floor(v / 65536) ~= slot then break end
-    local m = v % 65536
-    if want[m] then ms = ms and (ms .. '.' .. m) or tostring(m) end
-    t = t + 1
-  end
-  return ms
-end
--- The slots of the tokens of holder string a missing from b, when b is a less 1 to
+-- The slots of the tokens of holder tokens a missing from b, when b is a less 1 to
 -- limit tokens, else nil (then decoding every token is cheaper). Along a prefix
 -- chain the next key's holders are usually the previous ones less a replica or two.
 -- When b is a subset of a (both sorted), a[m] == b[m - r] exactly while m is before
@@ -377,18 +304,47 @@ local function missing(a, b, limit)
   for _, p in ipairs(at) do slots[math.floor(val(a, p) / 65536)] = true end
   return slots
 end
+-- What changes from holder tokens a to b, all media (the wanted ones vary by call):
+-- per slot whose tokens differ, its 4 bytes, its number of tokens in b (2 bytes)
+-- and their medium ids (2 bytes each); '*' when many differ (b is decoded whole).
+local function changes(a, b)
+  local slots = missing(a, b, 8) or missing(b, a, 8)
+  if not slots then return '*' end
+  local parts = {}
+  for slot in pairs(slots) do
+    local t, n, ms = lower(b, slot * 65536), #b / 6, {}
+    while t < n and math.floor(val(b, t) / 65536) == slot do
+      ms[#ms + 1] = string.sub(b, t * 6 + 5, t * 6 + 6)
+      t = t + 1
+    end
+    parts[#parts + 1] = string.sub(tok(slot, #ms), 1, 6) .. table.concat(ms)
+  end
+  return table.concat(parts)
+end
+-- Changes between two interned sets depend on their contents only, which their
+-- content addresses name: kept in {ns}:diffs (bounded, best effort: a ranking
+-- must not fail on a full server) for every later ranking over the same chain.
+local DIFFS = P .. ':diffs'
+local function split(s, sep, n)  -- the n parts of s between the bytes sep
+  local out, from = {}, 1
+  for j = 1, n - 1 do
+    local at = string.find(s, sep, from, true)
+    out[j] = string.sub(s, from, at - 1)
+    from = at + 1
+  end
+  if n > 0 then out[n] = string.sub(s, from) end
+  return out
+end
+local known, new = {}, {}  -- pair of interned values -> changes (false: not kept)
+local function interned(v) return v and #v % 6 ~= 0 end
 local out = {}
 local nq = tonumber(ARGV[i])
 i = i + 1
 for q = 1, nq do
   local nc = tonumber(ARGV[i])
-  local rids, gens = {}, {}
-  for j = 1, nc do
-    rids[j] = ARGV[i + 2 * j - 1]
-    gens[j] = ARGV[i + 2 * j]
-  end
-  i = i + 1 + 2 * nc
-  local res, slots, stale = {}, {}, {}
+  local rids, gens = split(ARGV[i + 1], '\n', nc), split(ARGV[i + 2], ',', nc)
+  i = i + 3
+  local res, slots, stale, clocks, of = {}, {}, {}, {}, {}
   local cur = redis.call('HMGET', P .. ':gen', unpack(rids))
   local sl = redis.call('HMGET', P .. ':slot', unpack(rids))
   for j = 1, nc do
@@ -397,9 +353,13 @@ for q = 1, nq do
       stale[#stale + 1] = cur[j] or ''
     else
       res[j] = {}
-      if redis.call('EXISTS', P .. ':s:' .. sl[j] .. ':clock') == 1 then
-        slots[j] = tonumber(sl[j])
-      end
+      clocks[#clocks + 1] = P .. ':s:' .. sl[j] .. ':clock'
+      of[#clocks] = j
+    end
+  end
+  if #clocks > 0 then  -- a slot without its clock expired (ttl): it holds nothing
+    for x, c in ipairs(redis.call('MGET', unpack(clocks))) do
+      if c then slots[of[x]] = tonumber(sl[of[x]]) end
     end
   end
   local ng = tonumber(ARGV[i])
@@ -436,25 +396,75 @@ for q = 1, nq do
       local ks
       ks, at = keys_of(packed, at, step)
       step = math.min(step * 2, 512)
-      for _, h in ipairs(redis.call('HMGET', hk, unpack(ks))) do
+      local vals = redis.call('HMGET', hk, unpack(ks))
+      -- Where the holders change from an interned set to another, the pair's name
+      -- (both values); the changes kept for those pairs, and then the sets still to
+      -- compare: one HMGET each.
+      local pair, ask, need, p = {}, {}, {}, prev
+      for x, v in ipairs(vals) do
+        if v ~= p and interned(v) and interned(p) then
+          local k = p .. v
+          pair[x] = k
+          if known[k] == nil then
+            known[k] = false
+            ask[#ask + 1] = k
+          end
+        end
+        p = v
+      end
+      if #ask > 0 then
+        for x, d in ipairs(redis.call('HMGET', DIFFS, unpack(ask))) do known[ask[x]] = d end
+      end
+      p = prev
+      for x, v in ipairs(vals) do
+        if v ~= p and v and not (pair[x] and known[pair[x]]) then
+          need[#need + 1] = v
+          if p then need[#need + 1] = p end
+        end
+        p = v
+      end
+      load_all(need)
+      for x, h in ipairs(vals) do
         if h ~= prev then
-          local affected = h and prev and (missing(prev, h, 8) or missing(h, prev, 8))
-          if affected then  -- a few slots changed: look only at those
-            for slot in pairs(affected) do
-              if alive[slot] then update(slot, sig_of(h, slot)) end
+          local d = '*'  -- the first key or a missing one: decode whole
+          if h and prev then
+            local k = pair[x]
+            d = k and known[k]
+            if not d then
+              d = changes(load(prev), load(h))
+              if k then
+                known[k] = d
+                new[#new + 1] = k
+                new[#new + 1] = d
+              end
             end
-          else  -- the first key, a missing key, or many changes: decode every token
-            local now = {}
-            if h then  -- bytes fetched 1,200 at a time: one C call, not one per token
-              for off = 0, #h - 1, 1200 do
-                local bs = {string.byte(h, off + 1, math.min(off + 1200, #h))}
-                for t = 1, #bs, 6 do
-                  local slot = ((bs[t] * 256 + bs[t + 1]) * 256 + bs[t + 2]) * 256 + bs[t + 3]
-                  if alive[slot] then
-                    local m = bs[t + 4] * 256 + bs[t + 5]
-                    if want[m] then
-                      now[slot] = now[slot] and (now[slot] .. '.' .. m) or tostring(m)
-                    end
+          end
+          if d ~= '*' then  -- a few slots changed: look only at those
+            local o = 1
+            while o <= #d do
+              local a, b, c, e, n1, n2 = string.byte(d, o, o + 5)
+              local slot, n = ((a * 256 + b) * 256 + c) * 256 + e, n1 * 256 + n2
+              if alive[slot] then
+                local ms = nil
+                for x = o + 6, o + 4 + 2 * n, 2 do
+                  local m1, m2 = string.byte(d, x, x + 1)
+                  local m = m1 * 256 + m2
+                  if want[m] then ms = ms and (ms .. '.' .. m) or tostring(m) end
+                end
+                update(slot, ms)
+              end
+              o = o + 6 + 2 * n
+            end
+          else
+            local now, t = {}, load(h)
+            for off = 0, #t - 1, 1200 do  -- 1,200 bytes a C call, not one call per token
+              local bs = {string.byte(t, off + 1, math.min(off + 1200, #t))}
+              for x = 1, #bs, 6 do
+                local slot = ((bs[x] * 256 + bs[x + 1]) * 256 + bs[x + 2]) * 256 + bs[x + 3]
+                if alive[slot] then
+                  local m = bs[x + 4] * 256 + bs[x + 5]
+                  if want[m] then
+                    now[slot] = now[slot] and (now[slot] .. '.' .. m) or tostring(m)
                   end
                 end
               end
@@ -483,13 +493,21 @@ for q = 1, nq do
   end
   out[q] = {table.concat(lines, '\n'), unpack(stale)}
 end
+if #new > 0 then
+  if redis.call('HLEN', DIFFS) >= """ + str(DIFFS_KEPT) + r""" then
+    redis.pcall('UNLINK', DIFFS)
+  end
+  for x = 1, #new, 1000 do
+    redis.pcall('HSET', DIFFS, unpack(new, x, math.min(x + 999, #new)))
+  end
+end
 return out
 """
 
 #: A replica's entries, least recently stored first: ARGV: P, rid, start, stop.
 #: Returns {member "<group>|<key>", media ids "0,2"} pairs (a replica that does
 #: not apply any more since its ttl expired holds nothing).
-ENTRIES: Final = r"""
+ENTRIES: Final = HOLDERS + r"""
 local P, rid = ARGV[1], ARGV[2]
 local slot = redis.call('HGET', P .. ':slot', rid)
 if not slot or redis.call('EXISTS', P .. ':s:' .. slot .. ':clock') == 0 then return {} end
@@ -497,9 +515,10 @@ slot = tonumber(slot)
 local out = {}
 for _, m in ipairs(redis.call('ZRANGE', P .. ':s:' .. slot .. ':lru', ARGV[3], ARGV[4])) do
   local sep = string.find(m, '|', 1, true)
-  local h = redis.call('HGET', P .. ':h:' .. string.sub(m, 1, sep - 1), string.sub(m, sep + 1))
+  local h = load(redis.call('HGET', P .. ':h:' .. string.sub(m, 1, sep - 1),
+                           string.sub(m, sep + 1)))
   local ms = {}
-  if h then
+  if h ~= '' then
     for t = 0, #h / 6 - 1 do
       local a, b, c, d, x, y = string.byte(h, t * 6 + 1, t * 6 + 6)
       if ((a * 256 + b) * 256 + c) * 256 + d == slot then ms[#ms + 1] = x * 256 + y end
@@ -515,7 +534,7 @@ return out
 #: dead slots (not a registered replica's current slot, or expired) from about
 #: ``budget`` fields of one holder hash, resuming where the last step stopped
 #: ({ns}:sweep). Returns the tokens dropped.
-SWEEP: Final = _TOKENS + r"""
+SWEEP: Final = HOLDERS + r"""
 local P, budget = ARGV[1], tonumber(ARGV[2])
 local live = {}
 for _, s in ipairs(redis.call('HVALS', P .. ':slot')) do
@@ -532,7 +551,7 @@ local hk = P .. ':h:' .. groups[gi]
 local r = redis.call('HSCAN', hk, cursor, 'COUNT', budget)
 local dropped, kv = 0, r[2]
 for j = 1, #kv, 2 do
-  local h, keep = kv[j + 1], {}
+  local h, keep = load(kv[j + 1]), {}
   for t = 0, #h / 6 - 1 do
     local a, b, c, d = string.byte(h, t * 6 + 1, t * 6 + 4)
     if live[((a * 256 + b) * 256 + c) * 256 + d] then
@@ -541,9 +560,10 @@ for j = 1, #kv, 2 do
   end
   if #keep < #h / 6 then
     dropped = dropped + #h / 6 - #keep
-    put(hk, kv[j], table.concat(keep))
+    put(hk, kv[j], kv[j + 1], table.concat(keep))
   end
 end
+settle()
 if r[1] == '0' then gi, cursor = gi + 1, '0' else cursor = r[1] end
 redis.call('HSET', state, 'group', gi, 'cursor', cursor)
 return dropped
