@@ -1,14 +1,14 @@
 """A ranking worked out as it is read: what :meth:`Router.rank` returns.
 
-At 1024 replicas most of a full ranking's cost was per candidate: its
-decision, its explanation, a rendezvous digest per tied candidate. Most
-callers read the head (the best replica, a few fallbacks), so the Router
-reads the index and scores every distinct run eagerly (the ranking never
-depends on the index after ``rank`` returns), sorts positions by score in C,
-and leaves to this sequence the per-candidate costs: listing a group of
-candidates and putting its ties in rendezvous order when the group is first
-reached, and building a decision when it is first read. Reading every item gives the same
-decisions, in the same order, as building them all at once.
+At 1024 replicas most of a full ranking's cost was per candidate: listing
+it, its decision, its explanation, a rendezvous digest per tied candidate.
+Most callers read the head (the best replica, a few fallbacks), so the
+Router reads the index before ``rank`` returns (the ranking never depends on
+the index after that) and hands this sequence the groups of candidates in
+rank order, each produced when first needed: a group is listed and its ties
+put in rendezvous order when it is first reached, and a decision is built
+when it is first read. Reading every item gives the same decisions, in the
+same order, as building them all at once.
 """
 
 from __future__ import annotations

@@ -287,10 +287,11 @@ class Router:
     ) -> Sequence[RouteDecision]:
         """Rank the candidates for an already hashed request (reads the index only).
 
-        The index is read and every distinct run scored before this returns;
-        the ranking is a :class:`~collections.abc.Sequence` whose tied
-        candidates are put in rendezvous order, and whose decisions are built,
-        when first read (equal to the list of them all). ``limit`` keeps only
+        The index is read before this returns (a later ``apply`` never changes
+        the ranking); the ranking is a :class:`~collections.abc.Sequence`
+        whose groups of candidates are scored and listed, whose ties are put in
+        rendezvous order, and whose decisions are built, when first read (equal
+        to the list of them all). ``limit`` keeps only
         the first ``limit`` decisions (the full ranking's head; ``rank`` and
         ``total`` in the explanations still count every candidate).
         """
