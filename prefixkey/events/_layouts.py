@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from itertools import chain
 from operator import itemgetter
 from typing import Any, Final, TypeAlias
 
@@ -126,8 +127,8 @@ def _builders(cls: type[BlockStored] | type[BlockRemoved], names: tuple[str, ...
 class _Layout:
     """One compiled layout: where each field's value is and what it may be."""
 
-    __slots__ = ("allowed", "build", "checked", "extra", "hashes", "ignored", "look", "note",
-                 "op", "plain", "signatures", "tokens")
+    __slots__ = ("allowed", "build", "extra", "hashes", "ignored", "look", "note", "op",
+                 "plain", "signatures", "tokens")
 
     def __init__(self, names: tuple[str, ...], positions: dict[str, int], width: int,
                  tag_at: int, cls: type[BlockStored] | type[BlockRemoved] | None,
@@ -150,36 +151,6 @@ class _Layout:
         self.op: Callable[[tuple[Any, ...]], BlockOp] = _cleared_op
         if cls is not None:
             self.build, self.op = _builders(cls, names, positions, width)
-        self.checked = self._checker()
-
-    def _checker(self) -> Callable[[tuple[Any, ...]], bool]:
-        """Whether an event's values pass: its signature, its hashes and token ids.
-
-        Element types are counted in a tuple of them (``count`` compares by
-        identity first): a third faster than a set lookup per element.
-        """
-        signatures, admits, at, tokens = self.signatures, self.admits, self.hashes, self.tokens
-
-        def checked(values: tuple[Any, ...]) -> bool:
-            signature = tuple(map(type, values))
-            if signature not in signatures and not admits(signature):
-                return False
-            if at < 0:
-                return True
-            if tokens >= 0:  # int hashes and token ids, the usual case: one scan of both
-                kinds = tuple(map(type, values[at] + values[tokens]))
-                if kinds.count(int) == len(kinds):
-                    return True
-            kinds = tuple(map(type, values[at]))
-            ints = kinds.count(int)
-            if ints != len(kinds) and ints + kinds.count(bytes) != len(kinds):
-                return False
-            if tokens < 0:
-                return True
-            kinds = tuple(map(type, values[tokens]))
-            return kinds.count(int) == len(kinds)
-
-        return checked
 
     def admits(self, signature: tuple[type, ...]) -> bool:
         """Whether values of these types pass the scalar checks (remembered when they do)."""
@@ -218,37 +189,74 @@ class EventLayouts:
         return self._each(events, warnings, True)
 
     def _each(self, events: tuple[Any, ...], warnings: list[str], ops: bool) -> list[Any]:
+        fast = self._batch(events, warnings, ops)
+        if fast is not None:
+            return fast
+        # Something to report or reject (or caches full): the reference path, event by event.
+        decoded = [self._reference(i, raw, warnings) for i, raw in enumerate(events)]
+        return list(map(op_of, decoded)) if ops else decoded
+
+    def _batch(self, events: tuple[Any, ...], warnings: list[str], ops: bool,
+               ) -> list[Any] | None:
+        """The whole batch the fast way when every event's layout and signature pass, or None.
+
+        The hashes and token ids of all its events are typed in one scan at the
+        end (a type per element is what tells a bool from an int; one scan of
+        the batch spares a call and a tuple per event). Events with more to
+        check (``_rest``) are checked after that, in order, so that nothing is
+        counted or warned before the batch is known to pass: on None the
+        per-event loop decodes it from the start and names the first failure.
+        """
         out: list[Any] = []
         append = out.append
+        hashes: list[tuple[Any, ...]] = []
+        tokens: list[tuple[Any, ...]] = []
+        rest: list[tuple[int, _Layout, tuple[Any, ...]]] = []
         maps, map_layouts, array_layouts = self._maps, self._map_layouts, self._array_layouts
-        for i, raw in enumerate(events):
+        for raw in events:
             layout: _Layout | None = None
-            values: tuple[Any, ...] = ()
             if maps:
-                if type(raw) is list and raw:
-                    # msgpack's pairs are always 2-tuples: nothing for strict to catch.
-                    keys, values = zip(*raw, strict=False)
-                    compiled = map_layouts.get(keys) or self._map_layout(keys)
-                    if compiled is not None:
-                        tag = values[compiled[0]]
-                        if type(tag) is str:
-                            layout = compiled[1].get(tag)
-            elif type(raw) is tuple and raw:
-                tag = raw[0]
+                if type(raw) is not list or not raw:
+                    return None
+                # msgpack's pairs are always 2-tuples: nothing for strict= to catch, and
+                # the keyword costs a third of the call.
+                keys, values = zip(*raw)  # noqa: B905
+                compiled = map_layouts.get(keys) or self._map_layout(keys)
+                if compiled is None:
+                    return None
+                tag = values[compiled[0]]
                 if type(tag) is str:
-                    shape = (tag, len(raw))
-                    layout = array_layouts.get(shape)
-                    if layout is None and shape not in array_layouts:
-                        layout = self._array_layout(shape)
+                    layout = compiled[1].get(tag)
+            else:
+                if type(raw) is not tuple or not raw or type(raw[0]) is not str:
+                    return None
                 values = raw
-            # The common case inline: a known layout and signature, well-typed arrays.
-            if layout is not None and layout.checked(values):
-                if not layout.plain:
-                    self._rest(i, layout, values, warnings)
-                append(layout.op(values) if ops else layout.build(values))
-                continue
-            event = self._reference(i, raw, warnings)
-            append(op_of(event) if ops else event)
+                shape = (raw[0], len(raw))
+                layout = array_layouts.get(shape)
+                if layout is None and shape not in array_layouts:
+                    layout = self._array_layout(shape)
+            if layout is None:
+                return None
+            signature = tuple(map(type, values))
+            if signature not in layout.signatures and not layout.admits(signature):
+                return None
+            if layout.hashes >= 0:
+                hashes.append(values[layout.hashes])
+            if layout.tokens >= 0:
+                tokens.append(values[layout.tokens])
+            if not layout.plain:
+                rest.append((len(out), layout, values))
+            append(layout.op(values) if ops else layout.build(values))
+        kinds = list(map(type, chain.from_iterable(hashes + tokens)))
+        if kinds.count(int) != len(kinds):  # digest-bytes hashes, or a failure
+            kinds = list(map(type, chain.from_iterable(tokens)))
+            if kinds.count(int) != len(kinds):
+                return None
+            kinds = list(map(type, chain.from_iterable(hashes)))
+            if kinds.count(int) + kinds.count(bytes) != len(kinds):
+                return None
+        for i, layout, values in rest:
+            self._rest(i, layout, values, warnings)
         return out
 
     def _rest(self, i: int, layout: _Layout, values: tuple[Any, ...],

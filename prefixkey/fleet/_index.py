@@ -62,7 +62,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, groupby, repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, TypeVar, cast
 
@@ -149,6 +149,9 @@ _COUNTERS: Final = (
 )
 
 _BIT: Final = attrgetter("bit")
+#: A :data:`BlockOp`'s kind, medium and group; and its hashes.
+_RUN_OF: Final = itemgetter(0, 2, 3)
+_HASHES: Final = itemgetter(1)
 
 #: A leading run, run-length encoded: ``(media mask, number of keys)`` segments.
 Run = tuple[tuple[int, int], ...]
@@ -235,27 +238,17 @@ class PrefixIndex:
     def _apply_ops(self, state: _Replica, ops: Iterable[BlockOp]) -> None:
         """Apply a batch's events in order; consecutive BlockStored of one medium and group
         are stored in one go (the same keys in the same order: one event after another)."""
-        chains: list[tuple[EventHash, ...]] = []  # pending BlockStored hashes
-        where: tuple[str | None, int | None] = (None, None)
-        for code, hashes, medium, group in ops:
+        # Runs of equal (kind, medium, group) found in C: Python sees one step per run.
+        for (code, medium, group), same in groupby(ops, _RUN_OF):
             if code == STORED:
-                if chains and (medium, group) == where:
-                    chains.append(hashes)
-                    continue
-                if chains:
-                    self._store(state, chains, *where)
-                chains, where = [hashes], (medium, group)
-                continue
-            if chains:
-                self._store(state, chains, *where)
-                chains = []
-            if code == REMOVED:
-                self._remove(state, hashes, medium, group)
+                self._store(state, list(map(_HASHES, same)), medium, group)
+            elif code == REMOVED:
+                for op in same:
+                    self._remove(state, op[1], medium, group)
             else:
-                self._counters["clears"] += 1
-                self._clear(state)
-        if chains:
-            self._store(state, chains, *where)
+                for _ in same:
+                    self._counters["clears"] += 1
+                    self._clear(state)
 
     def _batch_state(self, replica: ReplicaId | str, rank: int | None, ts: float,
                      events: int) -> _Replica | None:
@@ -329,12 +322,11 @@ class PrefixIndex:
             table = state.tables[group] = _Table()
         holders = self._holders_of(group, bit)
         rbit = state.bit
-        # Each chain is recorded tail first, so a chain loses its tail before its head.
-        if len(chains) == 1:
-            tail_first = self._keys(state, chains[0])[::-1]
-        else:  # joined in C, then typed once: ``_keys`` maps key by key, in order
-            tail_first = self._keys(state, tuple(chain.from_iterable(
-                [hashes[::-1] for hashes in chains])))
+        # Each chain is recorded tail first, so a chain loses its tail before its head:
+        # the chains joined last to first, reversed, in C; then typed once (``_keys`` maps
+        # key by key, in order).
+        joined = chains[0] if len(chains) == 1 else tuple(chain.from_iterable(chains[::-1]))
+        tail_first = self._keys(state, joined[::-1])
         keys = table.keys
         n = len(tail_first)
         if n >= _BULK and self._size + n <= self.max_entries:
