@@ -26,6 +26,7 @@ from ._backend import (
 from ._index import (
     DEFAULT_MEDIUM,
     GroupSpec,
+    Ingested,
     PrefixIndex,
     ReplicaId,
     ReplicaScheme,
@@ -105,6 +106,7 @@ __all__ = [
     "FleetWarning",
     "GroupSpec",
     "IndexUnavailableError",
+    "Ingested",
     "LoRAPathChangedWarning",
     "LoRAPaths",
     "LoRAPollError",

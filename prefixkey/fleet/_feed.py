@@ -48,7 +48,7 @@ from ..events import (
 )
 from ._backend import IndexUnavailableError, PrefixIndexBackend
 from ._fair_lock import FairLock
-from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError
+from ._index import PrefixIndex, ReplicaId, ReplicaScheme, UnknownReplicaError
 from ._learning import SchemeLearner, WireEraGuess
 from ._metrics import COUNTERS
 
@@ -417,22 +417,80 @@ class ReplicaFeed:
     def apply(self, topic: str, seq: int, payload: bytes, via: Literal["pub", "replay"],
               recv_time: float) -> bool:
         """Decode ``payload`` and apply it to the index; True if it applied."""
-        key = self.key
+        index = self.options.index
+        learner = self.learner
+        # A feed inferring its era or learning its scheme decodes the full batch.
+        fast = (index if isinstance(index, PrefixIndex) and self.era_guess is None
+                and (learner is None or learner.state != "learning") else None)
         try:
             decoder = self._decoder(payload)
             assert decoder is not None
+            if fast is not None:
+                return self._ingest(fast, decoder, topic, seq, payload, via, recv_time)
             decoded = decoder.decode(payload)
         except EventDecodeError as exc:
-            with self.stats_lock:
-                self.counters["decode_errors"] += 1
-                self.decode_errors_by_type[type(exc).__name__] += 1
-            logger.warning("%s: seq %d (%s) not decoded, skipped: %s: %s", key, seq, via,
-                           type(exc).__name__, exc)
+            self._not_decoded(exc, seq, via)
             return False
         batch = decoded.batch
         if decoded.warnings:
             self.count("ignored_fields", len(decoded.warnings))
-        rank = batch.data_parallel_rank
+        rid = self._replica(topic, seq, batch.data_parallel_rank)
+        if rid is None:
+            return False
+        if index is not None and not self._to_index(index, rid, batch, seq):
+            return False
+        self._applied(topic, seq, len(batch.events), batch, via, recv_time)
+        return True
+
+    def _ingest(self, index: PrefixIndex, decoder: EventDecoder, topic: str, seq: int,
+                payload: bytes, via: Literal["pub", "replay"], recv_time: float) -> bool:
+        """:meth:`apply` through ``PrefixIndex.ingest``: decoded and applied in one step
+        under the lock, event objects built only for ``on_batch``.
+
+        The same counters and outcomes: the rank is bounded and a configured (or
+        learned) scheme registered once the payload decoded, before anything is
+        applied; an in-memory index is never unavailable, so nothing is retried.
+        """
+        learner = self.learner
+        scheme = self.config.scheme or (learner.scheme if learner is not None else None)
+        admitted: list[ReplicaId] = []
+
+        def target(rank: int | None) -> ReplicaId | None:
+            rid = self._replica(topic, seq, rank)
+            if rid is not None:
+                admitted.append(rid)
+                if scheme is not None and rid not in index.replicas():
+                    index.register(rid, scheme)
+            return rid
+
+        opts = self.options
+        try:
+            with opts.lock:
+                ingested = index.ingest(target, decoder, payload,
+                                        batch=opts.on_batch is not None)
+        except EventDecodeError as exc:
+            self._not_decoded(exc, seq, via)
+            return False
+        except Exception:
+            self.count("apply_errors")
+            logger.exception("%s: seq %d failed", self.key, seq)
+            return False
+        if ingested.warnings:
+            self.count("ignored_fields", len(ingested.warnings))
+        if not admitted:
+            return False
+        self._applied(topic, seq, ingested.events, ingested.batch, via, recv_time)
+        return True
+
+    def _not_decoded(self, exc: EventDecodeError, seq: int, via: str) -> None:
+        with self.stats_lock:
+            self.counters["decode_errors"] += 1
+            self.decode_errors_by_type[type(exc).__name__] += 1
+        logger.warning("%s: seq %d (%s) not decoded, skipped: %s: %s", self.key, seq, via,
+                       type(exc).__name__, exc)
+
+    def _replica(self, topic: str, seq: int, rank: int | None) -> ReplicaId | None:
+        """The replica a batch of ``rank`` (None: unpublished) is for; None past max_ranks."""
         if rank is None:
             rank = self.config.dp_rank or 0
         seen = self.ranks.setdefault(topic, set())
@@ -441,25 +499,26 @@ class ReplicaFeed:
                 self.count("rank_overflows")
                 if _sampled(self.counters["rank_overflows"]):
                     logger.warning("%s: seq %d announces rank %d beyond max_ranks %d: skipped "
-                                   "(%d so far)", key, seq, rank, self.options.max_ranks,
+                                   "(%d so far)", self.key, seq, rank, self.options.max_ranks,
                                    self.counters["rank_overflows"])
-                return False
+                return None
             seen.add(rank)
-        index = self.options.index
-        if index is not None and not self._to_index(index, ReplicaId(self.config.name, rank),
-                                                    batch, seq):
-            return False
+        return ReplicaId(self.config.name, rank)
+
+    def _applied(self, topic: str, seq: int, events: int, batch: EventBatch | None,
+                 via: Literal["pub", "replay"], recv_time: float) -> None:
+        """Count an applied batch and hand it to ``on_batch`` (``batch`` is given then)."""
         with self.stats_lock:
             self.counters["batches"] += 1
-            self.counters["events"] += len(batch.events)
+            self.counters["events"] += events
         on_batch = self.options.on_batch
         if on_batch is not None:
+            assert batch is not None
             try:
-                on_batch(ReceivedBatch(key, topic, seq, batch, via, recv_time))
+                on_batch(ReceivedBatch(self.key, topic, seq, batch, via, recv_time))
             except Exception:
                 self.count("callback_errors")
-                logger.exception("%s: on_batch raised", key)
-        return True
+                logger.exception("%s: on_batch raised", self.key)
 
     def _to_index(self, index: PrefixIndexBackend, rid: ReplicaId, batch: EventBatch,
                   seq: int) -> bool:

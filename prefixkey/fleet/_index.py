@@ -64,7 +64,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, groupby, repeat
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar, cast
 
 from ..core import block_hash_to_int64
 from ..errors import InvalidRequestError
@@ -92,6 +92,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MEDIUM",
     "GroupSpec",
+    "Ingested",
     "PrefixIndex",
     "ReplicaId",
     "ReplicaScheme",
@@ -161,6 +162,17 @@ Run = tuple[tuple[int, int], ...]
 _Holders = dict[int, dict[int, dict[EventHash, int]]]
 
 
+class Ingested(NamedTuple):
+    """What :meth:`PrefixIndex.ingest` decoded: the payload's warnings (ignored unknown
+    fields), its data-parallel rank as published, its number of events, and the decoded
+    batch when asked for (``batch=True``)."""
+
+    warnings: tuple[str, ...]
+    rank: int | None
+    events: int
+    batch: EventBatch | None = None
+
+
 class PrefixIndex:
     """Block keys per replica, KV-cache group and medium, bounded to ``max_entries``."""
 
@@ -221,19 +233,34 @@ class PrefixIndex:
         if state is not None:
             self._apply_ops(state, _ops_of(batch.events))
 
-    def ingest(self, replica: ReplicaId | str, decoder: EventDecoder,
-               payload: bytes) -> tuple[str, ...]:
-        """Decode one payload of ``replica`` with ``decoder`` and apply it; its warnings.
+    def ingest(self, replica: ReplicaId | str | Callable[[int | None], ReplicaId | None],
+               decoder: EventDecoder, payload: bytes, *, batch: bool = False) -> Ingested:
+        """Decode one payload of ``replica`` with ``decoder`` and apply it.
 
         The same as ``apply(replica, decoder.decode(payload).batch)``, with the
         same checks and typed errors (nothing is applied from a payload that
-        fails), but without building the event objects: the subscriber's hot path.
+        fails), but without building the event objects unless ``batch=True``
+        asks for them: the subscriber's hot path. ``replica`` may also be a
+        function of the batch's data-parallel rank (None when the release does
+        not publish one) returning the replica to apply it to, or None to apply
+        nothing (and count nothing); it runs once the payload decoded.
         """
-        ts, rank, ops, warnings = decoder._ops(payload)  # the decoder's fast path, shared
-        state = self._batch_state(replica, rank, ts, len(ops))
-        if state is not None:
-            self._apply_ops(state, ops)
-        return warnings
+        decoded: EventBatch | None = None
+        ops: Iterable[BlockOp]
+        if batch:
+            full = decoder.decode(payload)
+            decoded, warnings = full.batch, full.warnings
+            ts, rank, events = decoded.ts, decoded.data_parallel_rank, len(decoded.events)
+            ops = _ops_of(decoded.events)
+        else:
+            ts, rank, listed, warnings = decoder._ops(payload)  # the decoder's fast path
+            ops, events = listed, len(listed)
+        rid = replica(rank) if callable(replica) else replica
+        if rid is not None:
+            state = self._batch_state(rid, rank, ts, events)
+            if state is not None:
+                self._apply_ops(state, ops)
+        return Ingested(warnings, rank, events, decoded)
 
     def _apply_ops(self, state: _Replica, ops: Iterable[BlockOp]) -> None:
         """Apply a batch's events in order; consecutive BlockStored of one medium and group
