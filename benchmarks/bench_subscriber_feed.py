@@ -49,7 +49,7 @@ from prefixkey.fleet import (  # noqa: E402
     ReplicaScheme,
     Router,
 )
-from prefixkey.fleet._feed import FeedSet  # noqa: E402
+from prefixkey.fleet._feed_set import FeedSet  # noqa: E402
 
 VERSION = "0.31.0"
 BLOCK = 16
