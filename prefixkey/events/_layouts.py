@@ -10,13 +10,16 @@ position may hold; then it remembers each tuple of value types that passed
 (*signatures*), so checking a well-formed event's scalar fields is one set
 lookup, and the event is built positionally from its values.
 
-The fast path accepts exactly what the reference path
+The fast path takes a batch whole: every event's layout and signature,
+then the hash and token-id arrays of all its events typed in one scan. It
+accepts exactly what the reference path
 (:meth:`EventDecoder._event <prefixkey.events.EventDecoder>`) accepts and
-builds the same event; whatever it does not recognise (a new layout once the
-caches are full, a signature that fails, element types that fail) goes to the
-reference path, which raises the typed error naming the field and the event.
-The caches are bounded, so a hostile stream of distinct layouts costs the
-reference path's time, never memory.
+builds the same events; a batch with anything it does not recognise (a new
+layout once the caches are full, a signature that fails, element types that
+fail) goes to the reference path, event by event, which raises the typed
+error naming the field and the first failing event. The caches are bounded,
+so a hostile stream of distinct layouts costs the reference path's time
+(and the fast path's attempt before it), never memory.
 """
 
 from __future__ import annotations
@@ -205,7 +208,7 @@ class EventLayouts:
         the batch spares a call and a tuple per event). Events with more to
         check (``_rest``) are checked after that, in order, so that nothing is
         counted or warned before the batch is known to pass: on None the
-        per-event loop decodes it from the start and names the first failure.
+        reference path decodes it from the start and names the first failure.
         """
         out: list[Any] = []
         append = out.append
