@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from itertools import chain
-from operator import itemgetter
+from operator import countOf, itemgetter
 from typing import Any, Final, TypeAlias
 
 from ._model import AllBlocksCleared, BlockRemoved, BlockStored, EventHash, KVCacheEvent
@@ -64,6 +64,9 @@ _CLEARED: Final = AllBlocksCleared()
 _MAX_LAYOUTS: Final = 64
 _MAX_SIGNATURES: Final = 32
 _MAX_KEY_CHARS: Final = 2048
+#: Elements of a batch's arrays typed through a list (faster), beyond which they are counted
+#: one by one (no list of millions).
+_SCAN: Final = 1 << 16
 
 #: What the index needs of an event: (STORED | REMOVED | CLEARED, block_hashes, medium,
 #: group_idx), without building the event.
@@ -167,6 +170,23 @@ class _Layout:
         return True
 
 
+def _counted(arrays: list[tuple[Any, ...]], *types: type) -> int:
+    """How many elements of ``arrays`` are of none of ``types`` (exactly).
+
+    A list of the types is counted fastest; past ``_SCAN`` elements they are
+    counted as they come, so that no list that large is allocated.
+    """
+    size = sum(map(len, arrays))
+    kinds = map(type, chain.from_iterable(arrays))
+    if size <= _SCAN:
+        listed = list(kinds)
+        return size - sum(map(listed.count, types))
+    if len(types) == 1:
+        return size - countOf(kinds, types[0])
+    allowed = frozenset(types)
+    return size - sum(map(allowed.__contains__, kinds))
+
+
 class EventLayouts:
     """The compiled layouts of one decoder's wire era, and the fast loop over a batch."""
 
@@ -250,14 +270,10 @@ class EventLayouts:
             if not layout.plain:
                 rest.append((len(out), layout, values))
             append(layout.op(values) if ops else layout.build(values))
-        kinds = list(map(type, chain.from_iterable(hashes + tokens)))
-        if kinds.count(int) != len(kinds):  # digest-bytes hashes, or a failure
-            kinds = list(map(type, chain.from_iterable(tokens)))
-            if kinds.count(int) != len(kinds):
-                return None
-            kinds = list(map(type, chain.from_iterable(hashes)))
-            if kinds.count(int) + kinds.count(bytes) != len(kinds):
-                return None
+        # Not all ints: digest-bytes hashes, or a failure.
+        if _counted(hashes + tokens, int) and (_counted(tokens, int)
+                                               or _counted(hashes, int, bytes)):
+            return None
         for i, layout, values in rest:
             self._rest(i, layout, values, warnings)
         return out
