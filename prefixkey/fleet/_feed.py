@@ -16,7 +16,8 @@ counters are its own and both transports behave alike:
   the shared :class:`~prefixkey.fleet._fair_lock.FairLock`. An in-memory
   :class:`~prefixkey.fleet.PrefixIndex` is fed through its ``ingest`` (decoded
   and applied in one step, the event objects built only for ``on_batch``) once
-  the feed knows its wire era and scheme. Any other index is a
+  the feed knows its wire era and scheme (decoded outside the lock, applied
+  under it, as with any index). Any other index is a
   :class:`~prefixkey.fleet.PrefixIndexBackend` fed decoded batches; when it raises
   :class:`~prefixkey.fleet.IndexUnavailableError` (Redis down or restarting)
   the same batch is applied again after a bounded backoff, outside the lock,
@@ -363,30 +364,32 @@ class ReplicaFeed:
 
     def _ingest(self, index: PrefixIndex, decoder: EventDecoder, topic: str, seq: int,
                 payload: bytes, via: Literal["pub", "replay"], recv_time: float) -> bool:
-        """:meth:`apply` through ``PrefixIndex.ingest``: decoded and applied in one step
-        under the lock, event objects built only for ``on_batch``.
+        """:meth:`apply` through ``PrefixIndex.ingest``: decoded and applied in one step,
+        event objects built only for ``on_batch``.
 
-        The same counters and outcomes: the rank is bounded and a configured (or
-        learned) scheme registered once the payload decoded, before anything is
-        applied; an in-memory index is never unavailable, so nothing is retried.
+        The same counters, outcomes and lock: the payload is decoded outside the
+        lock; once it has, ``ingest`` asks for the replica, and there the rank
+        is bounded, the lock taken and a configured (or learned) scheme
+        registered, before anything is applied. An in-memory index is never
+        unavailable, so nothing is retried.
         """
         learner = self.learner
         scheme = self.config.scheme or (learner.scheme if learner is not None else None)
-        admitted: list[ReplicaId] = []
+        lock = self.options.lock
+        admitted: list[ReplicaId] = []  # the replica, once the lock is held for it
 
         def target(rank: int | None) -> ReplicaId | None:
             rid = self._replica(topic, seq, rank)
             if rid is not None:
+                lock.acquire()
                 admitted.append(rid)
                 if scheme is not None and rid not in index.replicas():
                     index.register(rid, scheme)
             return rid
 
-        opts = self.options
         try:
-            with opts.lock:
-                ingested = index.ingest(target, decoder, payload,
-                                        batch=opts.on_batch is not None)
+            ingested = index.ingest(target, decoder, payload,
+                                    batch=self.options.on_batch is not None)
         except EventDecodeError as exc:
             self._not_decoded(exc, seq, via)
             return False
@@ -394,6 +397,9 @@ class ReplicaFeed:
             self.count("apply_errors")
             logger.exception("%s: seq %d failed", self.key, seq)
             return False
+        finally:
+            if admitted:
+                lock.release()
         if ingested.warnings:
             self.count("ignored_fields", len(ingested.warnings))
         if not admitted:

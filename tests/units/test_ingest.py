@@ -29,6 +29,7 @@ from prefixkey.events import (
     seq_frame,
 )
 from prefixkey.fleet import (
+    FairLock,
     Ingested,
     PrefixIndex,
     PrefixIndexBackend,
@@ -222,3 +223,49 @@ def test_the_feed_ingests_as_it_decodes_and_applies(how: str, hook: bool) -> Non
     assert by_type == {"EventFieldError": 1, "MalformedPayloadError": 1}
     assert counters["batches"] == BATCHES and len(received) == (BATCHES if hook else 0)
     assert len(ingested.replicas()) == 8  # each admitted rank registered (or learned)
+
+
+class _Held(FairLock):
+    """A FairLock that says how deep it is held (one thread here)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        taken = super().acquire(blocking, timeout)
+        self.depth += taken
+        return taken
+
+    def release(self) -> None:
+        self.depth -= 1
+        super().release()
+
+
+def test_the_feed_decodes_outside_the_lock_and_applies_under_it() -> None:
+    index = PrefixIndex()
+    feeds = FeedSet([ReplicaEndpoint("a", "tcp://127.0.0.1:1", V, scheme=SCHEME)], index=index,
+                    on_batch=None, queue_size=100, queue_bytes=1 << 20, restart_policy="clear",
+                    catch_up=True, max_jump=1000, max_ranks=8, learn_schemes=True)
+    lock = feeds.options.lock = _Held()
+    feed = feeds.feeds[0]
+    assert feed.decoder is not None
+    seen: list[tuple[str, int]] = []
+    ops, apply_ops = feed.decoder._ops, index._apply_ops
+
+    def decoding(payload: bytes) -> Any:
+        seen.append(("decode", lock.depth))
+        return ops(payload)
+
+    def applying(*args: Any) -> None:
+        seen.append(("apply", lock.depth))
+        apply_ops(*args)
+
+    feed.decoder._ops = decoding  # type: ignore[method-assign]
+    index._apply_ops = applying  # type: ignore[method-assign,assignment]
+    for seq, data in enumerate([payload([chain_start(0)]), payload([chain_start(1)])[:-1],
+                                payload([chain_start(2)], rank=9)]):
+        feed.apply("", seq, data, "pub", 0.0)
+    # The truncated payload fails to decode (no lock); rank 9 is a second rank, admitted.
+    assert seen == [("decode", 0), ("apply", 1), ("decode", 0), ("decode", 0), ("apply", 1)]
+    assert lock.depth == 0 and feed.counters["decode_errors"] == 1 and len(index) == 4
