@@ -11,12 +11,16 @@ and one BlockRemoved, over a rolling set of keys so the index stays near a
 steady size. The same payload bytes are timed:
 
 * ``prefixkey decode``: ``EventDecoder("0.31.0").decode_batch``;
-* ``prefixkey decode + apply``: the same plus ``PrefixIndex.apply`` (the
-  subscriber's per-batch work, without sockets);
+* ``prefixkey decode + apply``: the same plus ``PrefixIndex.apply``;
+* ``PrefixIndex.ingest``: decode and apply in one step without the event
+  objects (the subscriber's per-batch work, without sockets), and its parts;
 * ``vLLM msgspec decode``: ``msgspec.msgpack.Decoder(KVEventBatch)`` with the
   release's real classes, loaded from the cached 0.31.0 wheel sources by
   ``tools/harvest_events.py``'s loader when available; otherwise equivalent
   msgspec structs defined here (the output says which).
+
+It also times strict checks of a BlockStored's 64 token ids (exact ints, no
+bools) that run in C, on the workload's own ids.
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ import random
 import statistics
 import sys
 import time
+from array import array
 from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgpack
 
@@ -40,11 +46,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from prefixkey import Hasher  # noqa: E402
-from prefixkey.events import EventBatch, EventDecoder  # noqa: E402
+from prefixkey.events import BlockStored, EventBatch, EventDecoder  # noqa: E402
 from prefixkey.fleet import PrefixIndex, ReplicaScheme  # noqa: E402
 
 VERSION = "0.31.0"
 BLOCK = 16
+K = TypeVar("K")
 
 
 def make_payloads(n: int, stored: int, seed: int = 0) -> tuple[list[bytes], int]:
@@ -130,9 +137,9 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def interleaved(fns: dict[str, Callable[[], None]], rounds: int) -> dict[str, list[float]]:
+def interleaved(fns: dict[K, Callable[[], None]], rounds: int) -> dict[K, list[float]]:
     """Seconds of each of ``fns`` per round, the paths called in turn within each round."""
-    out: dict[str, list[float]] = {name: [] for name in fns}
+    out: dict[K, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
             gc.collect()
@@ -147,6 +154,44 @@ def event_args(batches: list[EventBatch]) -> list[tuple[float, int | None, list[
     return [(b.ts, b.data_parallel_rank,
              [(type(e), tuple(getattr(e, f.name) for f in dataclasses.fields(e)))
               for e in b.events]) for b in batches]
+
+
+def token_checks(batches: list[EventBatch], rounds: int) -> list[tuple[tuple[str, str], float]]:
+    """ns per 64 token ids of C-speed checks over the workload's ids (medians of rounds).
+
+    A bool must fail (msgpack true/false decode as Python bools, which are ints).
+    """
+    rows = [e.token_ids for b in batches for e in b.events if isinstance(e, BlockStored)]
+    ids = sum(map(len, rows))
+    only_int = frozenset({int})
+
+    def per_event(check: Callable[[tuple[int, ...]], object]) -> Callable[[], None]:
+        def run() -> None:
+            for row in rows:
+                check(row)
+        return run
+
+    def batch_wide() -> None:  # what the decoder does: one scan per batch of 8 events
+        for i in range(0, len(rows), 8):
+            kinds = list(map(type, chain.from_iterable(rows[i:i + 8])))
+            _ = kinds.count(int) == len(kinds)
+
+    checks = {
+        ("tuple(map(type, ids)).count(int) == len(ids)", "per event (before)"):
+            per_event(lambda r: tuple(map(type, r)).count(int) == len(r)),
+        ("set(map(type, ids)) <= {int}", "per event"):
+            per_event(lambda r: set(map(type, r)) <= only_int),
+        ("frozenset({int}).issuperset(map(type, ids))", "per event"):
+            per_event(lambda r: only_int.issuperset(map(type, r))),
+        ("kinds = list(map(type, chain(*ids of the batch)))", "kinds.count(int), per batch (now)"):
+            batch_wide,
+        ("type(sum(ids)) is int and min(ids) > 1", "per event (no 0 or 1, so no bool)"):
+            per_event(lambda r: type(sum(r)) is int and min(r) > 1),
+        ("array('Q', ids)", "per event (accepts bools: not strict alone)"):
+            per_event(lambda r: array("Q", r)),
+    }
+    times = interleaved(checks, rounds)
+    return [(label, statistics.median(xs) / ids * 64 * 1e9) for label, xs in times.items()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,6 +243,21 @@ def main(argv: list[str] | None = None) -> int:
         for p in payloads:
             index.ingest("a", decoder, p)
 
+    ops = decoder._ops  # ingest's decoding: the checks, no event objects
+    decoded_ops = [ops(p) for p in payloads]
+
+    def ops_only() -> None:
+        for p in payloads:
+            ops(p)
+
+    def apply_ops() -> None:  # ingest's index upkeep, on the decoded ops
+        index = PrefixIndex()
+        index.register("a", scheme)
+        for ts, rank, evs, _ in decoded_ops:
+            state = index._batch_state("a", rank, ts, len(evs))
+            assert state is not None
+            index._apply_ops(state, evs)
+
     vllm_decode, vllm_source = vllm_decoder()
 
     def vllm_only() -> None:
@@ -206,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
 
     paths = {"raw": raw_unpack, "bounded": bounded_unpack, "decode": decode_only,
              "objects": objects_only, "apply": apply_only, "decode+apply": decode_apply,
-             "ingest": ingest, "vllm": vllm_only}
+             "ingest": ingest, "ops": ops_only, "apply ops": apply_ops, "vllm": vllm_only}
     times = interleaved(paths, rounds)
     med = {name: statistics.median(xs) for name, xs in times.items()}
     # Ratios per round (each path against the raw unpack of the same round), then medians.
@@ -226,6 +286,14 @@ def main(argv: list[str] | None = None) -> int:
         "event objects (EventBatch, BlockStored, BlockRemoved)": med["objects"],
         "PrefixIndex.apply (index upkeep)": med["apply"],
     }
+    ingest_split = {  # the same for ingest
+        "unpack with bounds": med["bounded"],
+        "validation and ops (decoder._ops - bounded unpack)": med["ops"] - med["bounded"],
+        "index upkeep (the ops applied)": med["apply ops"],
+        "the rest (ingest - decoder._ops - upkeep: the result, the interplay)":
+            med["ingest"] - med["ops"] - med["apply ops"],
+    }
+    checks = token_checks(batches, rounds)
     lines = [
         "# KV-event ingestion benchmark",
         "",
@@ -259,6 +327,21 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|",
         *(f"| {label} | {s:.3f} | {s / events * 1e6:.2f} | {s / sum(split.values()):.0%} |"
           for label, s in split.items()),
+        "",
+        "Where the time of `PrefixIndex.ingest` goes (medians; `decoder._ops` is its decoding, "
+        "timed alone; the upkeep is its `_apply_ops` over the same decoded ops):",
+        "",
+        "| part | seconds | us/event | x raw |",
+        "|---|---|---|---|",
+        *(f"| {label} | {s:.3f} | {s / events * 1e6:.2f} | {s / med['raw']:.2f} |"
+          for label, s in ingest_split.items()),
+        "",
+        "Strict checks of a BlockStored's 64 token ids in C (exact ints; a bool fails), on "
+        "the workload's ids, ns per 64 ids (medians):",
+        "",
+        "| check | ns / 64 ids |",
+        "|---|---|",
+        *(f"| `{code}`, {how} | {ns:.0f} |" for (code, how), ns in checks),
         "",
         "prefixkey's decoder is pure Python over `msgpack` (bounds checks, typed errors, "
         "unknown-field reporting); msgspec decodes into C structs. Sockets are not timed "

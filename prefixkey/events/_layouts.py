@@ -10,20 +10,24 @@ position may hold; then it remembers each tuple of value types that passed
 (*signatures*), so checking a well-formed event's scalar fields is one set
 lookup, and the event is built positionally from its values.
 
-The fast path accepts exactly what the reference path
+The fast path takes a batch whole: every event's layout and signature,
+then the hash and token-id arrays of all its events typed in one scan. It
+accepts exactly what the reference path
 (:meth:`EventDecoder._event <prefixkey.events.EventDecoder>`) accepts and
-builds the same event; whatever it does not recognise (a new layout once the
-caches are full, a signature that fails, element types that fail) goes to the
-reference path, which raises the typed error naming the field and the event.
-The caches are bounded, so a hostile stream of distinct layouts costs the
-reference path's time, never memory.
+builds the same events; a batch with anything it does not recognise (a new
+layout once the caches are full, a signature that fails, element types that
+fail) goes to the reference path, event by event, which raises the typed
+error naming the field and the first failing event. The caches are bounded,
+so a hostile stream of distinct layouts costs the reference path's time
+(and the fast path's attempt before it), never memory.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from operator import itemgetter
+from itertools import chain
+from operator import countOf, itemgetter
 from typing import Any, Final, TypeAlias
 
 from ._model import AllBlocksCleared, BlockRemoved, BlockStored, EventHash, KVCacheEvent
@@ -60,6 +64,9 @@ _CLEARED: Final = AllBlocksCleared()
 _MAX_LAYOUTS: Final = 64
 _MAX_SIGNATURES: Final = 32
 _MAX_KEY_CHARS: Final = 2048
+#: Elements of a batch's arrays typed through a list (faster), beyond which they are counted
+#: one by one (no list of millions).
+_SCAN: Final = 1 << 16
 
 #: What the index needs of an event: (STORED | REMOVED | CLEARED, block_hashes, medium,
 #: group_idx), without building the event.
@@ -126,8 +133,8 @@ def _builders(cls: type[BlockStored] | type[BlockRemoved], names: tuple[str, ...
 class _Layout:
     """One compiled layout: where each field's value is and what it may be."""
 
-    __slots__ = ("allowed", "build", "checked", "extra", "hashes", "ignored", "look", "note",
-                 "op", "plain", "signatures", "tokens")
+    __slots__ = ("allowed", "build", "extra", "hashes", "ignored", "look", "note", "op",
+                 "plain", "signatures", "tokens")
 
     def __init__(self, names: tuple[str, ...], positions: dict[str, int], width: int,
                  tag_at: int, cls: type[BlockStored] | type[BlockRemoved] | None,
@@ -150,36 +157,6 @@ class _Layout:
         self.op: Callable[[tuple[Any, ...]], BlockOp] = _cleared_op
         if cls is not None:
             self.build, self.op = _builders(cls, names, positions, width)
-        self.checked = self._checker()
-
-    def _checker(self) -> Callable[[tuple[Any, ...]], bool]:
-        """Whether an event's values pass: its signature, its hashes and token ids.
-
-        Element types are counted in a tuple of them (``count`` compares by
-        identity first): a third faster than a set lookup per element.
-        """
-        signatures, admits, at, tokens = self.signatures, self.admits, self.hashes, self.tokens
-
-        def checked(values: tuple[Any, ...]) -> bool:
-            signature = tuple(map(type, values))
-            if signature not in signatures and not admits(signature):
-                return False
-            if at < 0:
-                return True
-            if tokens >= 0:  # int hashes and token ids, the usual case: one scan of both
-                kinds = tuple(map(type, values[at] + values[tokens]))
-                if kinds.count(int) == len(kinds):
-                    return True
-            kinds = tuple(map(type, values[at]))
-            ints = kinds.count(int)
-            if ints != len(kinds) and ints + kinds.count(bytes) != len(kinds):
-                return False
-            if tokens < 0:
-                return True
-            kinds = tuple(map(type, values[tokens]))
-            return kinds.count(int) == len(kinds)
-
-        return checked
 
     def admits(self, signature: tuple[type, ...]) -> bool:
         """Whether values of these types pass the scalar checks (remembered when they do)."""
@@ -191,6 +168,23 @@ class _Layout:
         if len(self.signatures) < _MAX_SIGNATURES:
             self.signatures.add(signature)
         return True
+
+
+def _counted(arrays: list[tuple[Any, ...]], *types: type) -> int:
+    """How many elements of ``arrays`` are of none of ``types`` (exactly).
+
+    A list of the types is counted fastest; past ``_SCAN`` elements they are
+    counted as they come, so that no list that large is allocated.
+    """
+    size = sum(map(len, arrays))
+    kinds = map(type, chain.from_iterable(arrays))
+    if size <= _SCAN:
+        listed = list(kinds)
+        return size - sum(map(listed.count, types))
+    if len(types) == 1:
+        return size - countOf(kinds, types[0])
+    allowed = frozenset(types)
+    return size - sum(map(allowed.__contains__, kinds))
 
 
 class EventLayouts:
@@ -218,37 +212,70 @@ class EventLayouts:
         return self._each(events, warnings, True)
 
     def _each(self, events: tuple[Any, ...], warnings: list[str], ops: bool) -> list[Any]:
+        fast = self._batch(events, warnings, ops)
+        if fast is not None:
+            return fast
+        # Something to report or reject (or caches full): the reference path, event by event.
+        decoded = [self._reference(i, raw, warnings) for i, raw in enumerate(events)]
+        return list(map(op_of, decoded)) if ops else decoded
+
+    def _batch(self, events: tuple[Any, ...], warnings: list[str], ops: bool,
+               ) -> list[Any] | None:
+        """The whole batch the fast way when every event's layout and signature pass, or None.
+
+        The hashes and token ids of all its events are typed in one scan at the
+        end (a type per element is what tells a bool from an int; one scan of
+        the batch spares a call and a tuple per event). Events with more to
+        check (``_rest``) are checked after that, in order, so that nothing is
+        counted or warned before the batch is known to pass: on None the
+        reference path decodes it from the start and names the first failure.
+        """
         out: list[Any] = []
         append = out.append
+        hashes: list[tuple[Any, ...]] = []
+        tokens: list[tuple[Any, ...]] = []
+        rest: list[tuple[int, _Layout, tuple[Any, ...]]] = []
         maps, map_layouts, array_layouts = self._maps, self._map_layouts, self._array_layouts
-        for i, raw in enumerate(events):
+        for raw in events:
             layout: _Layout | None = None
-            values: tuple[Any, ...] = ()
             if maps:
-                if type(raw) is list and raw:
-                    # msgpack's pairs are always 2-tuples: nothing for strict to catch.
-                    keys, values = zip(*raw, strict=False)
-                    compiled = map_layouts.get(keys) or self._map_layout(keys)
-                    if compiled is not None:
-                        tag = values[compiled[0]]
-                        if type(tag) is str:
-                            layout = compiled[1].get(tag)
-            elif type(raw) is tuple and raw:
-                tag = raw[0]
+                if type(raw) is not list or not raw:
+                    return None
+                # msgpack's pairs are always 2-tuples: nothing for strict= to catch, and
+                # the keyword costs a third of the call.
+                keys, values = zip(*raw)  # noqa: B905
+                compiled = map_layouts.get(keys) or self._map_layout(keys)
+                if compiled is None:
+                    return None
+                tag = values[compiled[0]]
                 if type(tag) is str:
-                    shape = (tag, len(raw))
-                    layout = array_layouts.get(shape)
-                    if layout is None and shape not in array_layouts:
-                        layout = self._array_layout(shape)
+                    layout = compiled[1].get(tag)
+            else:
+                if type(raw) is not tuple or not raw or type(raw[0]) is not str:
+                    return None
                 values = raw
-            # The common case inline: a known layout and signature, well-typed arrays.
-            if layout is not None and layout.checked(values):
-                if not layout.plain:
-                    self._rest(i, layout, values, warnings)
-                append(layout.op(values) if ops else layout.build(values))
-                continue
-            event = self._reference(i, raw, warnings)
-            append(op_of(event) if ops else event)
+                shape = (raw[0], len(raw))
+                layout = array_layouts.get(shape)
+                if layout is None and shape not in array_layouts:
+                    layout = self._array_layout(shape)
+            if layout is None:
+                return None
+            signature = tuple(map(type, values))
+            if signature not in layout.signatures and not layout.admits(signature):
+                return None
+            if layout.hashes >= 0:
+                hashes.append(values[layout.hashes])
+            if layout.tokens >= 0:
+                tokens.append(values[layout.tokens])
+            if not layout.plain:
+                rest.append((len(out), layout, values))
+            append(layout.op(values) if ops else layout.build(values))
+        # Not all ints: digest-bytes hashes, or a failure.
+        if _counted(hashes + tokens, int) and (_counted(tokens, int)
+                                               or _counted(hashes, int, bytes)):
+            return None
+        for i, layout, values in rest:
+            self._rest(i, layout, values, warnings)
         return out
 
     def _rest(self, i: int, layout: _Layout, values: tuple[Any, ...],

@@ -28,6 +28,7 @@ from ._backend import (
 from ._index import (
     DEFAULT_MEDIUM,
     GroupSpec,
+    Ingested,
     PrefixIndex,
     ReplicaId,
     ReplicaScheme,
@@ -49,8 +50,13 @@ from ._routing import DEFAULT_TIER_WEIGHTS, PREDICTED, Evidence, LoadFn, RouteDe
 
 if TYPE_CHECKING:
     from ._async_subscriber import AsyncSubscriber
+    from ._endpoints import (
+        ReceivedBatch,
+        ReplicaEndpoint,
+        data_parallel_endpoints,
+        offset_endpoint,
+    )
     from ._fair_lock import FairLock
-    from ._feed import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints, offset_endpoint
     from ._learning import AmbiguousSchemeWarning, FleetWarning, SchemeNotLearnedWarning
     from ._lora import LoRAPathChangedWarning, LoRAPaths, LoRAPollError, fetch_lora_paths
     from ._subscriber import Subscriber, SubscriberStateError
@@ -65,12 +71,12 @@ _LAZY = {
     "LoRAPollError": "_lora",
     "SchemeNotLearnedWarning": "_learning",
     "fetch_lora_paths": "_lora",
-    "ReceivedBatch": "_feed",
-    "ReplicaEndpoint": "_feed",
+    "ReceivedBatch": "_endpoints",
+    "ReplicaEndpoint": "_endpoints",
     "Subscriber": "_subscriber",
     "SubscriberStateError": "_subscriber",
-    "data_parallel_endpoints": "_feed",
-    "offset_endpoint": "_feed",
+    "data_parallel_endpoints": "_endpoints",
+    "offset_endpoint": "_endpoints",
 }
 
 
@@ -97,6 +103,7 @@ __all__ = [
     "FleetWarning",
     "GroupSpec",
     "IndexUnavailableError",
+    "Ingested",
     "LoRAPathChangedWarning",
     "LoRAPaths",
     "LoRAPollError",

@@ -42,17 +42,10 @@ from zmq.utils.monitor import parse_monitor_message
 
 from ..events import DEFAULT_MAX_JUMP, replay_request
 from ._backend import PrefixIndexBackend
+from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
-from ._feed import (
-    DEFAULT_MAX_RANKS,
-    DEFAULT_QUEUE_BYTES,
-    DEFAULT_RETRY_SECONDS,
-    Accepted,
-    FeedSet,
-    ReceivedBatch,
-    ReplicaEndpoint,
-    ReplicaFeed,
-)
+from ._feed import Accepted, ReplicaFeed
+from ._feed_set import DEFAULT_MAX_RANKS, DEFAULT_QUEUE_BYTES, DEFAULT_RETRY_SECONDS, FeedSet
 from ._index import PrefixIndex
 from ._metrics import prometheus_text
 from ._predictions import PredictedIndex

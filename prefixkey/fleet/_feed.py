@@ -13,8 +13,12 @@ counters are its own and both transports behave alike:
 * :meth:`ReplicaFeed.apply` decodes a payload, bounds the data-parallel ranks
   an endpoint may announce, learns the scheme when none is configured
   (:mod:`prefixkey.fleet._learning`) and applies the batch to the index under
-  the shared :class:`~prefixkey.fleet._fair_lock.FairLock`. The index is any
-  :class:`~prefixkey.fleet.PrefixIndexBackend`; when it raises
+  the shared :class:`~prefixkey.fleet._fair_lock.FairLock`. An in-memory
+  :class:`~prefixkey.fleet.PrefixIndex` is fed through its ``ingest`` (decoded
+  and applied in one step, the event objects built only for ``on_batch``) once
+  the feed knows its wire era and scheme (decoded outside the lock, applied
+  under it, as with any index). Any other index is a
+  :class:`~prefixkey.fleet.PrefixIndexBackend` fed decoded batches; when it raises
   :class:`~prefixkey.fleet.IndexUnavailableError` (Redis down or restarting)
   the same batch is applied again after a bounded backoff, outside the lock,
   for up to ``retry_seconds``: an apply is idempotent (a chunked one completes
@@ -23,11 +27,13 @@ counters are its own and both transports behave alike:
   index clear (``remove_replica`` and ``register`` again) is retried the same
   way; one that gives up is counted (``restart_errors``) and the message that
   revealed the restart is still applied.
+
+The publishers' endpoints are in :mod:`prefixkey.fleet._endpoints`, the set
+of feeds a subscriber holds in :mod:`prefixkey.fleet._feed_set`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -36,8 +42,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from ..core import DEFAULT_VLLM_VERSION
-from ..errors import InvalidRequestError
 from ..events import (
     EventBatch,
     EventDecodeError,
@@ -47,107 +51,21 @@ from ..events import (
     split_message,
 )
 from ._backend import IndexUnavailableError, PrefixIndexBackend
+from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
-from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError
+from ._index import PrefixIndex, ReplicaId, ReplicaScheme
 from ._learning import SchemeLearner, WireEraGuess
 from ._metrics import COUNTERS
 
-__all__ = [
-    "DEFAULT_MAX_RANKS",
-    "DEFAULT_QUEUE_BYTES",
-    "DEFAULT_RETRY_SECONDS",
-    "ReceivedBatch",
-    "ReplayExchange",
-    "ReplicaEndpoint",
-    "ReplicaFeed",
-    "data_parallel_endpoints",
-    "offset_endpoint",
-]
+__all__ = ["Accepted", "Backoff", "FeedOptions", "ReplayExchange", "ReplicaFeed"]
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
 
-#: Bytes of messages that may wait per replica (their frames' lengths).
-DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
-#: Distinct data-parallel ranks one endpoint may announce (vLLM: one per publisher).
-DEFAULT_MAX_RANKS = 8
-#: How long one batch is retried while the index is unavailable (then counted in apply_errors).
-DEFAULT_RETRY_SECONDS = 30.0
 # The backoff between retries: doubling from the first delay up to the last.
 _FIRST_DELAY, _MAX_DELAY = 0.05, 2.0
 
 #: Waits up to the given seconds; False when the subscriber is stopping (give up).
 Backoff = Callable[[float], bool]
-
-
-def offset_endpoint(endpoint: str, dp_rank: int) -> str:
-    """vLLM's endpoint of data-parallel rank ``dp_rank``: tcp port + rank, inproc ``_dp{rank}``.
-
-    A tcp port of 0 is left alone (0.31+), as is every endpoint of rank 0.
-    """
-    if dp_rank == 0:
-        return endpoint
-    if "inproc" in endpoint:
-        return f"{endpoint}_dp{dp_rank}"
-    if "tcp" in endpoint and ":" in endpoint:
-        base, _, port = endpoint.rpartition(":")
-        if not (port.isascii() and port.isdigit()):  # int() also takes " 5557", "5_557"
-            raise InvalidRequestError("endpoint", f"has no tcp port number: {endpoint!r}")
-        return endpoint if int(port) == 0 else f"{base}:{int(port) + dp_rank}"
-    raise InvalidRequestError("endpoint", f"must be tcp:// or inproc://, got {endpoint!r}")
-
-
-@dataclass(frozen=True)
-class ReplicaEndpoint:
-    """One publisher: a replica (one data-parallel rank of it) and how to reach it.
-
-    ``scheme``, when given, registers ``ReplicaId(name, rank)`` with the index
-    on the first batch of each rank (``rank`` from the batch); without it the
-    subscriber learns the scheme from the replica's events (``learn_schemes``).
-    ``vllm_version=None`` infers the wire era from the payloads (the era
-    that decodes them). ``strict=False`` decodes a release newer than any known
-    one as the newest era.
-    """
-
-    name: str
-    endpoint: str
-    vllm_version: str | None = DEFAULT_VLLM_VERSION
-    replay_endpoint: str | None = None
-    topic: str = ""
-    dp_rank: int | None = None
-    scheme: ReplicaScheme | None = None
-    strict: bool = True
-
-    @property
-    def key(self) -> str:
-        """The label of this publisher in stats: the name, ``name#dpN`` for ranks > 0."""
-        return self.name if self.dp_rank is None else str(ReplicaId(self.name, self.dp_rank))
-
-
-def data_parallel_endpoints(
-    name: str, endpoint: str, dp_size: int, *, replay_endpoint: str | None = None,
-    **options: Any,
-) -> list[ReplicaEndpoint]:
-    """One :class:`ReplicaEndpoint` per DP rank, at vLLM's offset endpoints (port base+rank)."""
-    return [
-        ReplicaEndpoint(
-            name, offset_endpoint(endpoint, rank), replay_endpoint=(
-                None if replay_endpoint is None else offset_endpoint(replay_endpoint, rank)),
-            dp_rank=rank, **options,
-        )
-        for rank in range(dp_size)
-    ]
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedBatch:
-    """A batch handed to ``on_batch``: who sent it, its seq, and how it arrived."""
-
-    replica: str
-    topic: str
-    seq: int
-    batch: EventBatch
-    via: Literal["pub", "replay"]
-    recv_time: float
 
 
 class Accepted(NamedTuple):
@@ -174,7 +92,9 @@ class ReplayExchange:
 
 
 @dataclass
-class _Options:
+class FeedOptions:
+    """What every feed of a subscriber shares (validated by ``FeedSet``)."""
+
     index: PrefixIndexBackend | None
     lock: FairLock
     on_batch: Callable[[ReceivedBatch], None] | None
@@ -194,7 +114,7 @@ class ReplicaFeed:
     """The state and counters of one publisher (see the module docstring)."""
 
     config: ReplicaEndpoint
-    options: _Options
+    options: FeedOptions
     stats_lock: threading.Lock = field(default_factory=threading.Lock)
     streams: dict[str, StreamSequence] = field(default_factory=dict)
     ranks: dict[str, set[int]] = field(default_factory=dict)
@@ -417,22 +337,85 @@ class ReplicaFeed:
     def apply(self, topic: str, seq: int, payload: bytes, via: Literal["pub", "replay"],
               recv_time: float) -> bool:
         """Decode ``payload`` and apply it to the index; True if it applied."""
-        key = self.key
+        index = self.options.index
+        learner = self.learner
+        # A feed inferring its era or learning its scheme decodes the full batch.
+        fast = (index if isinstance(index, PrefixIndex) and self.era_guess is None
+                and (learner is None or learner.state != "learning") else None)
         try:
             decoder = self._decoder(payload)
             assert decoder is not None
+            if fast is not None:
+                return self._ingest(fast, decoder, topic, seq, payload, via, recv_time)
             decoded = decoder.decode(payload)
         except EventDecodeError as exc:
-            with self.stats_lock:
-                self.counters["decode_errors"] += 1
-                self.decode_errors_by_type[type(exc).__name__] += 1
-            logger.warning("%s: seq %d (%s) not decoded, skipped: %s: %s", key, seq, via,
-                           type(exc).__name__, exc)
+            self._not_decoded(exc, seq, via)
             return False
         batch = decoded.batch
         if decoded.warnings:
             self.count("ignored_fields", len(decoded.warnings))
-        rank = batch.data_parallel_rank
+        rid = self._replica(topic, seq, batch.data_parallel_rank)
+        if rid is None:
+            return False
+        if index is not None and not self._to_index(index, rid, batch, seq):
+            return False
+        self._applied(topic, seq, len(batch.events), batch, via, recv_time)
+        return True
+
+    def _ingest(self, index: PrefixIndex, decoder: EventDecoder, topic: str, seq: int,
+                payload: bytes, via: Literal["pub", "replay"], recv_time: float) -> bool:
+        """:meth:`apply` through ``PrefixIndex.ingest``: decoded and applied in one step,
+        event objects built only for ``on_batch``.
+
+        The same counters, outcomes and lock: the payload is decoded outside the
+        lock; once it has, ``ingest`` asks for the replica, and there the rank
+        is bounded, the lock taken and a configured (or learned) scheme
+        registered, before anything is applied. An in-memory index is never
+        unavailable, so nothing is retried.
+        """
+        learner = self.learner
+        scheme = self.config.scheme or (learner.scheme if learner is not None else None)
+        lock = self.options.lock
+        admitted: list[ReplicaId] = []  # the replica, once the lock is held for it
+
+        def target(rank: int | None) -> ReplicaId | None:
+            rid = self._replica(topic, seq, rank)
+            if rid is not None:
+                lock.acquire()
+                admitted.append(rid)
+                if scheme is not None and rid not in index.replicas():
+                    index.register(rid, scheme)
+            return rid
+
+        try:
+            ingested = index.ingest(target, decoder, payload,
+                                    batch=self.options.on_batch is not None)
+        except EventDecodeError as exc:
+            self._not_decoded(exc, seq, via)
+            return False
+        except Exception:
+            self.count("apply_errors")
+            logger.exception("%s: seq %d failed", self.key, seq)
+            return False
+        finally:
+            if admitted:
+                lock.release()
+        if ingested.warnings:
+            self.count("ignored_fields", len(ingested.warnings))
+        if not admitted:
+            return False
+        self._applied(topic, seq, ingested.events, ingested.batch, via, recv_time)
+        return True
+
+    def _not_decoded(self, exc: EventDecodeError, seq: int, via: str) -> None:
+        with self.stats_lock:
+            self.counters["decode_errors"] += 1
+            self.decode_errors_by_type[type(exc).__name__] += 1
+        logger.warning("%s: seq %d (%s) not decoded, skipped: %s: %s", self.key, seq, via,
+                       type(exc).__name__, exc)
+
+    def _replica(self, topic: str, seq: int, rank: int | None) -> ReplicaId | None:
+        """The replica a batch of ``rank`` (None: unpublished) is for; None past max_ranks."""
         if rank is None:
             rank = self.config.dp_rank or 0
         seen = self.ranks.setdefault(topic, set())
@@ -441,25 +424,26 @@ class ReplicaFeed:
                 self.count("rank_overflows")
                 if _sampled(self.counters["rank_overflows"]):
                     logger.warning("%s: seq %d announces rank %d beyond max_ranks %d: skipped "
-                                   "(%d so far)", key, seq, rank, self.options.max_ranks,
+                                   "(%d so far)", self.key, seq, rank, self.options.max_ranks,
                                    self.counters["rank_overflows"])
-                return False
+                return None
             seen.add(rank)
-        index = self.options.index
-        if index is not None and not self._to_index(index, ReplicaId(self.config.name, rank),
-                                                    batch, seq):
-            return False
+        return ReplicaId(self.config.name, rank)
+
+    def _applied(self, topic: str, seq: int, events: int, batch: EventBatch | None,
+                 via: Literal["pub", "replay"], recv_time: float) -> None:
+        """Count an applied batch and hand it to ``on_batch`` (``batch`` is given then)."""
         with self.stats_lock:
             self.counters["batches"] += 1
-            self.counters["events"] += len(batch.events)
+            self.counters["events"] += events
         on_batch = self.options.on_batch
         if on_batch is not None:
+            assert batch is not None
             try:
-                on_batch(ReceivedBatch(key, topic, seq, batch, via, recv_time))
+                on_batch(ReceivedBatch(self.key, topic, seq, batch, via, recv_time))
             except Exception:
                 self.count("callback_errors")
-                logger.exception("%s: on_batch raised", key)
-        return True
+                logger.exception("%s: on_batch raised", self.key)
 
     def _to_index(self, index: PrefixIndexBackend, rid: ReplicaId, batch: EventBatch,
                   seq: int) -> bool:
@@ -544,11 +528,6 @@ class ReplicaFeed:
             }
 
 
-def _sleep(delay: float) -> bool:
-    time.sleep(delay)
-    return True
-
-
 def _sampled(n: int) -> bool:
     """Log the 1st, 10th, 100th… occurrence only: a flood must not flood the log too."""
     if n < 1:
@@ -557,91 +536,4 @@ def _sampled(n: int) -> bool:
         n //= 10
     return n == 1
 
-
-def sizes_by_feed(feeds: list[ReplicaFeed], index: PrefixIndexBackend | None,
-                  lock: FairLock) -> dict[str, int]:
-    """Index entries per feed (its replica name and rank); may raise IndexUnavailableError."""
-    sizes = dict.fromkeys((f.key for f in feeds), 0)
-    if index is None:
-        return sizes
-    with lock:
-        for rid in index.replicas():
-            for f in feeds:
-                if f.config.name == rid.name and f.config.dp_rank in (None, rid.dp_rank):
-                    # A shared index may lose a replica meanwhile (another process, a
-                    # Redis restart before the epoch re-registers it): it holds nothing.
-                    with contextlib.suppress(UnknownReplicaError):
-                        sizes[f.key] += index.replica_size(rid)
-                    break
-    return sizes
-
-
-class FeedSet:
-    """The feeds of one subscriber and what both transports share: options, lock, stats."""
-
-    def __init__(
-        self,
-        replicas: list[ReplicaEndpoint],
-        *,
-        index: PrefixIndexBackend | None,
-        on_batch: Callable[[ReceivedBatch], None] | None,
-        queue_size: int,
-        queue_bytes: int,
-        restart_policy: Literal["clear", "keep"],
-        catch_up: bool,
-        max_jump: int,
-        max_ranks: int,
-        learn_schemes: bool,
-        retry_seconds: float = DEFAULT_RETRY_SECONDS,
-        backoff: Backoff | None = None,
-    ) -> None:
-        if not replicas:
-            raise InvalidRequestError("replicas", "needs at least one replica")
-        keys = [c.key for c in replicas]
-        dupes = sorted({k for k in keys if keys.count(k) > 1})
-        if dupes:
-            raise InvalidRequestError("replicas", f"duplicate replica names: {', '.join(dupes)}")
-        if restart_policy not in ("clear", "keep"):
-            raise InvalidRequestError(
-                "restart_policy", f"must be 'clear' or 'keep', got {restart_policy!r}")
-        for name, value in (("queue_size", queue_size), ("queue_bytes", queue_bytes),
-                            ("max_jump", max_jump), ("max_ranks", max_ranks)):
-            if type(value) is not int or value < 1:
-                raise InvalidRequestError(name, f"must be an int >= 1, got {value!r}")
-        if (not isinstance(retry_seconds, (int, float)) or isinstance(retry_seconds, bool)
-                or not 0 <= retry_seconds < float("inf")):
-            raise InvalidRequestError(
-                "retry_seconds", f"must be a finite number >= 0, got {retry_seconds!r}")
-        #: Held while a batch is applied to the index: hold it to read the index.
-        self.lock = FairLock()
-        self.index = index
-        self.options = _Options(index, self.lock, on_batch, restart_policy, catch_up,
-                                queue_size, queue_bytes, max_jump, max_ranks, learn_schemes,
-                                float(retry_seconds), _sleep if backoff is None else backoff)
-        self.feeds = [ReplicaFeed(c, self.options) for c in replicas]
-        self.started_at = time.time()
-
-    def stats(self, *, running: bool) -> dict[str, Any]:
-        now = time.time()
-        index_stats = None
-        try:
-            sizes = sizes_by_feed(self.feeds, self.index, self.lock)
-            if self.index is not None:
-                with self.lock:
-                    index_stats = self.index.stats()
-        except IndexUnavailableError:  # the stats of a subscriber must not fail with Redis
-            sizes = dict.fromkeys((f.key for f in self.feeds), 0)
-        out = {f.key: f.snapshot(now, self.started_at, sizes[f.key]) for f in self.feeds}
-        totals: dict[str, int] = {
-            name: sum(int(v[name]) for v in out.values())
-            for name in (*COUNTERS, "index_size", "queued", "queued_bytes")
-        }
-        opts = self.options
-        return {
-            "replicas": out, "totals": totals, "queue_depth": totals["queued"],
-            "queue_capacity": opts.queue_size * len(self.feeds),
-            "queue_bytes": totals["queued_bytes"],
-            "queue_bytes_capacity": opts.queue_bytes * len(self.feeds),
-            "index": index_stats, "running": running,
-        }
 

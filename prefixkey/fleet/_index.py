@@ -62,10 +62,10 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import reduce
-from itertools import chain, repeat
-from operator import attrgetter, or_
+from itertools import chain, groupby, repeat
+from operator import attrgetter, itemgetter, or_
 from types import MappingProxyType
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 from ..core import block_hash_to_int64
 from ..errors import InvalidRequestError
@@ -92,6 +92,7 @@ from ._walk import OrderedGroups, Run, mark, runs_over_media, walk
 __all__ = [
     "DEFAULT_MEDIUM",
     "GroupSpec",
+    "Ingested",
     "PrefixIndex",
     "ReplicaId",
     "ReplicaScheme",
@@ -151,9 +152,23 @@ _COUNTERS: Final = (
 _BIT: Final = attrgetter("bit")
 _SCHEME: Final = attrgetter("scheme")
 _SLOT: Final = attrgetter("slot")
+#: A :data:`BlockOp`'s kind, medium and group; and its hashes.
+_RUN_OF: Final = itemgetter(0, 2, 3)
+_HASHES: Final = itemgetter(1)
 
 #: Per KV-cache group, per medium bit: block key -> bitmask of the replica slots holding it.
 _Holders = dict[int, dict[int, dict[EventHash, int]]]
+
+
+class Ingested(NamedTuple):
+    """What :meth:`PrefixIndex.ingest` decoded: the payload's warnings (ignored unknown
+    fields), its data-parallel rank as published, its number of events, and the decoded
+    batch when asked for (``batch=True``)."""
+
+    warnings: tuple[str, ...]
+    rank: int | None
+    events: int
+    batch: EventBatch | None = None
 
 
 class PrefixIndex:
@@ -236,52 +251,57 @@ class PrefixIndex:
         if state is not None:
             self._apply_ops(state, _ops_of(batch.events))
 
-    def ingest(self, replica: ReplicaId | str, decoder: EventDecoder,
-               payload: bytes) -> tuple[str, ...]:
-        """Decode one payload of ``replica`` with ``decoder`` and apply it; its warnings.
+    def ingest(self, replica: ReplicaId | str | Callable[[int | None], ReplicaId | None],
+               decoder: EventDecoder, payload: bytes, *, batch: bool = False) -> Ingested:
+        """Decode one payload of ``replica`` with ``decoder`` and apply it.
 
         The same as ``apply(replica, decoder.decode(payload).batch)``, with the
         same checks and typed errors (nothing is applied from a payload that
-        fails), but without building the event objects: the subscriber's hot path.
+        fails), but without building the event objects unless ``batch=True``
+        asks for them: the subscriber's hot path. ``replica`` may also be a
+        function of the batch's data-parallel rank (None when the release does
+        not publish one) returning the replica to apply it to, or None to apply
+        nothing (and count nothing); it runs once the payload decoded.
         """
-        ts, rank, ops, warnings = decoder._ops(payload)  # the decoder's fast path, shared
-        state = self._batch_state(replica, rank, ts, len(ops))
-        if state is not None:
-            self._apply_ops(state, ops)
-        return warnings
+        decoded: EventBatch | None = None
+        ops: Iterable[BlockOp]
+        if batch:
+            full = decoder.decode(payload)
+            decoded, warnings = full.batch, full.warnings
+            ts, rank, events = decoded.ts, decoded.data_parallel_rank, len(decoded.events)
+            ops = _ops_of(decoded.events)
+        else:
+            ts, rank, listed, warnings = decoder._ops(payload)  # the decoder's fast path
+            ops, events = listed, len(listed)
+        rid = replica(rank) if callable(replica) else replica
+        if rid is not None:
+            state = self._batch_state(rid, rank, ts, events)
+            if state is not None:
+                self._apply_ops(state, ops)
+        return Ingested(warnings, rank, events, decoded)
 
     def _apply_ops(self, state: _Replica, ops: Iterable[BlockOp]) -> None:
         """Apply a batch's events in order; consecutive BlockStored of one medium and group
         are stored in one go (the same keys in the same order: one event after another)."""
-        chains: list[tuple[EventHash, ...]] = []  # pending BlockStored hashes
-        where: tuple[str | None, int | None] = (None, None)
-        for code, hashes, medium, group in ops:
+        # Runs of equal (kind, medium, group) found in C: Python sees one step per run.
+        for (code, medium, group), same in groupby(ops, _RUN_OF):
             if code == STORED:
-                if chains and (medium, group) == where:
-                    chains.append(hashes)
-                    continue
-                if chains:
-                    self._store(state, chains, *where)
-                chains, where = [hashes], (medium, group)
-                continue
-            if chains:
-                self._store(state, chains, *where)
-                chains = []
-            if code == REMOVED:
-                self._remove(state, hashes, medium, group)
+                self._store(state, list(map(_HASHES, same)), medium, group)
+            elif code == REMOVED:
+                for op in same:
+                    self._remove(state, op[1], medium, group)
             else:
-                self._counters["clears"] += 1
-                self._clear(state)
-        if chains:
-            self._store(state, chains, *where)
+                for _ in same:
+                    self._counters["clears"] += 1
+                    self._clear(state)
 
     def _batch_state(self, replica: ReplicaId | str, rank: int | None, ts: float,
                      events: int) -> _Replica | None:
         """The replica a batch applies to (None: unknown, counted), its counters updated."""
-        rid = (ReplicaId(replica, rank or 0) if isinstance(replica, str)
-               else as_replica_id(replica))
+        # A plain (name, rank) tuple finds its ReplicaId (equal, the same hash), a tenth the cost.
+        rid = (replica, rank or 0) if isinstance(replica, str) else as_replica_id(replica)
         c = self._counters
-        state = self._replicas.get(rid)
+        state = cast("dict[tuple[str, int], _Replica]", self._replicas).get(rid)
         if state is None:
             c["unknown_replica_batches"] += 1
             c["unknown_replica_events"] += events
@@ -347,12 +367,11 @@ class PrefixIndex:
             table = state.tables[group] = _Table()
         holders = self._holders_of(group, bit)
         rbit = state.bit
-        # Each chain is recorded tail first, so a chain loses its tail before its head.
-        if len(chains) == 1:
-            tail_first = self._keys(state, chains[0])[::-1]
-        else:  # joined in C, then typed once: ``_keys`` maps key by key, in order
-            tail_first = self._keys(state, tuple(chain.from_iterable(
-                [hashes[::-1] for hashes in chains])))
+        # Each chain is recorded tail first, so a chain loses its tail before its head:
+        # the chains joined last to first, reversed, in C; then typed once (``_keys`` maps
+        # key by key, in order).
+        joined = chains[0] if len(chains) == 1 else tuple(chain.from_iterable(chains[::-1]))
+        tail_first = self._keys(state, joined[::-1])
         keys = table.keys
         n = len(tail_first)
         if n >= _BULK and self._size + n <= self.max_entries:

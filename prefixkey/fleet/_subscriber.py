@@ -42,19 +42,10 @@ from zmq.utils.monitor import recv_monitor_message
 from ..errors import PrefixKeyError
 from ..events import DEFAULT_MAX_JUMP, DecodeLimits, Via, recording_line, replay_request
 from ._backend import PrefixIndexBackend
+from ._endpoints import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints, offset_endpoint
 from ._fair_lock import FairLock
-from ._feed import (
-    DEFAULT_MAX_RANKS,
-    DEFAULT_QUEUE_BYTES,
-    DEFAULT_RETRY_SECONDS,
-    Accepted,
-    FeedSet,
-    ReceivedBatch,
-    ReplicaEndpoint,
-    ReplicaFeed,
-    data_parallel_endpoints,
-    offset_endpoint,
-)
+from ._feed import Accepted, ReplicaFeed
+from ._feed_set import DEFAULT_MAX_RANKS, DEFAULT_QUEUE_BYTES, DEFAULT_RETRY_SECONDS, FeedSet
 from ._metrics import COUNTERS, prometheus_text
 
 __all__ = [

@@ -22,7 +22,7 @@ from fuzzing import harvested_payloads, mutate_payload
 from prefixkey import Hasher
 from prefixkey.errors import PrefixKeyError
 from prefixkey.events import WIRE_ERAS, DecodedBatch, EventBatch, EventDecoder
-from prefixkey.fleet import PrefixIndex, ReplicaScheme
+from prefixkey.fleet import Ingested, PrefixIndex, ReplicaScheme
 
 ERAS = [era.since for era in WIRE_ERAS]
 PAYLOADS = harvested_payloads()
@@ -84,19 +84,25 @@ def test_ingest_applies_as_apply_of_the_decoded_batch(version: str) -> None:
     publishes = "int" if hasher.era.hash_type == "int" else "bytes"
     for publish in {"int", publishes}:
         scheme = ReplicaScheme(hasher, publishes=publish)  # type: ignore[arg-type]
-        applied, ingested = PrefixIndex(max_entries=64), PrefixIndex(max_entries=64)
-        for index in (applied, ingested):
+        applied, ingested, asked = (PrefixIndex(max_entries=64) for _ in range(3))
+        for index in (applied, ingested, asked):
             index.register("r", scheme)
-        decoder, other = EventDecoder(version), EventDecoder(version)
+        decoder, other, third = (EventDecoder(version) for _ in range(3))
         for payload in _inputs(version):
             try:
                 batch = decoder.decode(payload)
             except PrefixKeyError as exc:
-                with pytest.raises(type(exc)) as info:
-                    ingested.ingest("r", other, payload)
-                assert str(info.value) == str(exc)
+                for index, dec in ((ingested, other), (asked, third)):
+                    with pytest.raises(type(exc)) as info:
+                        index.ingest("r", dec, payload, batch=index is asked)
+                    assert str(info.value) == str(exc)
             else:
                 applied.apply("r", batch.batch)
-                assert ingested.ingest("r", other, payload) == batch.warnings
-            assert _state(ingested) == _state(applied)
+                rank, events = batch.batch.data_parallel_rank, len(batch.batch.events)
+                assert ingested.ingest("r", other, payload) == Ingested(
+                    batch.warnings, rank, events, None)
+                # Asked for, the batch is the decoded one.
+                assert asked.ingest("r", third, payload, batch=True) == Ingested(
+                    batch.warnings, rank, events, batch.batch)
+            assert _state(ingested) == _state(applied) == _state(asked)
         assert applied.stats()["batches"] > 0
