@@ -42,23 +42,18 @@ for all candidates. Each replica also keeps, per group, its keys in store
 order (key -> media bitmask) for eviction, :meth:`~PrefixIndex.entries` and
 :meth:`~PrefixIndex.table`.
 
-Memory bound and eviction
--------------------------
+Memory bound
+------------
 One *entry* is one ``(replica, group, key)`` whatever the number of media
 holding it. When an event would take the index past ``max_entries``, the
-index evicts from the replica holding the most entries (within it, the group
-holding most) the entry **stored least recently** (LRU by last store;
-re-announcements refresh). The blocks of one ``BlockStored`` are recorded
-tail first, so a chain loses its tail before its head, as in vLLM's own free
-queue. Picking the largest replica keeps one chatty replica from evicting a
-small one. Size ``max_entries`` at or above the sum of the replicas' KV-cache
-capacities (in blocks, per medium tier counted once) and eviction never
-triggers: vLLM's own BlockRemoved events keep the index exact.
+index evicts an entry (:mod:`._tables` says which). Size ``max_entries`` at or
+above the sum of the replicas' KV-cache capacities (in blocks, per medium
+tier counted once) and eviction never triggers: vLLM's own BlockRemoved
+events keep the index exact.
 """
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import reduce
@@ -87,6 +82,7 @@ from ._replicas import (
     UnsupportedLayoutError,
     as_replica_id,
 )
+from ._tables import ReplicaState, Table
 from ._walk import OrderedGroups, Run, mark, runs_over_media, walk
 
 __all__ = [
@@ -107,40 +103,6 @@ _INT_ONLY: Final = frozenset({int})
 #: From this many keys a BlockStored of new keys is applied with dict-wide operations.
 _BULK: Final = 16
 _BYTES_ONLY: Final = frozenset({bytes})
-class _Table:
-    """One replica group's keys, each mapped to a media bitmask, least recently stored first.
-
-    A plain dict kept in store order (a refresh deletes and re-inserts): half
-    the memory of an OrderedDict. Deleting leaves holes that ``next(iter())``
-    scans past, so eviction (which takes the first key) compacts the dict once
-    the deletions since the last compaction pass ``8 * sqrt(len) + 1024``:
-    both the scan and the copy stay O(sqrt(len)) per eviction, amortised.
-    """
-
-    __slots__ = ("deleted", "keys")
-
-    def __init__(self) -> None:
-        self.keys: dict[EventHash, int] = {}
-        self.deleted = 0
-
-    def oldest(self) -> EventHash:
-        keys = self.keys
-        if self.deleted > 8 * math.isqrt(len(keys)) + 1024:
-            keys = self.keys = dict(keys)  # a copy of a dict with holes is compact
-            self.deleted = 0
-        return next(iter(keys))
-
-
-class _Replica:
-    __slots__ = ("bit", "count", "last_ts", "scheme", "slot", "tables")
-
-    def __init__(self, scheme: ReplicaScheme, slot: int) -> None:
-        self.scheme = scheme
-        self.slot = slot
-        self.bit = 1 << slot  # one shared int: the holder set of keys only this replica holds
-        self.tables: dict[int, _Table] = {}
-        self.count = 0
-        self.last_ts: float | None = None
 
 
 _COUNTERS: Final = (
@@ -152,6 +114,7 @@ _COUNTERS: Final = (
 _BIT: Final = attrgetter("bit")
 _SCHEME: Final = attrgetter("scheme")
 _SLOT: Final = attrgetter("slot")
+_COUNT: Final = attrgetter("count")
 #: A :data:`BlockOp`'s kind, medium and group; and its hashes.
 _RUN_OF: Final = itemgetter(0, 2, 3)
 _HASHES: Final = itemgetter(1)
@@ -178,7 +141,7 @@ class PrefixIndex:
         if type(max_entries) is not int or max_entries < 1:
             raise InvalidRequestError("max_entries", f"must be an int >= 1, got {max_entries!r}")
         self.max_entries = max_entries
-        self._replicas: dict[ReplicaId, _Replica] = {}
+        self._replicas: dict[ReplicaId, ReplicaState] = {}
         self._free_slots: list[int] = []
         # What queries read of the registrations, rebuilt when they change (replaced,
         # never changed in place, so an answer or a caller can keep them):
@@ -204,7 +167,7 @@ class PrefixIndex:
             self._clear(state)
         if state is None:
             slot = self._free_slots.pop() if self._free_slots else len(self._replicas)
-            self._replicas[rid] = _Replica(scheme, slot)
+            self._replicas[rid] = ReplicaState(scheme, slot)
         elif state.scheme is scheme:
             return rid
         else:
@@ -280,7 +243,7 @@ class PrefixIndex:
                 self._apply_ops(state, ops)
         return Ingested(warnings, rank, events, decoded)
 
-    def _apply_ops(self, state: _Replica, ops: Iterable[BlockOp]) -> None:
+    def _apply_ops(self, state: ReplicaState, ops: Iterable[BlockOp]) -> None:
         """Apply a batch's events in order; consecutive BlockStored of one medium and group
         are stored in one go (the same keys in the same order: one event after another)."""
         # Runs of equal (kind, medium, group) found in C: Python sees one step per run.
@@ -296,12 +259,12 @@ class PrefixIndex:
                     self._clear(state)
 
     def _batch_state(self, replica: ReplicaId | str, rank: int | None, ts: float,
-                     events: int) -> _Replica | None:
+                     events: int) -> ReplicaState | None:
         """The replica a batch applies to (None: unknown, counted), its counters updated."""
         # A plain (name, rank) tuple finds its ReplicaId (equal, the same hash), a tenth the cost.
         rid = (replica, rank or 0) if isinstance(replica, str) else as_replica_id(replica)
         c = self._counters
-        state = cast("dict[tuple[str, int], _Replica]", self._replicas).get(rid)
+        state = cast("dict[tuple[str, int], ReplicaState]", self._replicas).get(rid)
         if state is None:
             c["unknown_replica_batches"] += 1
             c["unknown_replica_events"] += events
@@ -326,7 +289,7 @@ class PrefixIndex:
             self._bit_of[medium] = bit
         return bit
 
-    def _keys(self, state: _Replica, hashes: tuple[EventHash, ...]) -> Sequence[EventHash]:
+    def _keys(self, state: ReplicaState, hashes: tuple[EventHash, ...]) -> Sequence[EventHash]:
         if state.scheme.publishes == "int":
             if _INT_ONLY.issuperset(map(type, hashes)):
                 return hashes
@@ -357,14 +320,14 @@ class PrefixIndex:
                 else:
                     del holders[key]
 
-    def _store(self, state: _Replica, chains: list[tuple[EventHash, ...]], medium: str | None,
+    def _store(self, state: ReplicaState, chains: list[tuple[EventHash, ...]], medium: str | None,
                group_idx: int | None) -> None:
         """Store the blocks of one or more BlockStored events (``chains``), in order."""
         bit = self._bit_of.get(medium) or self._bit(medium)
         group = group_idx or 0
         table = state.tables.get(group)
         if table is None:
-            table = state.tables[group] = _Table()
+            table = state.tables[group] = Table()
         holders = self._holders_of(group, bit)
         rbit = state.bit
         # Each chain is recorded tail first, so a chain loses its tail before its head:
@@ -425,13 +388,13 @@ class PrefixIndex:
                 holders[key] = held | rbit
         self._added(state, added)
 
-    def _added(self, state: _Replica, n: int) -> None:
+    def _added(self, state: ReplicaState, n: int) -> None:
         """Count ``n`` new entries of ``state``."""
         state.count += n
         self._size += n
         self._counters["stores"] += n
 
-    def _remove(self, state: _Replica, hashes: tuple[EventHash, ...], medium: str | None,
+    def _remove(self, state: ReplicaState, hashes: tuple[EventHash, ...], medium: str | None,
                 group_idx: int | None) -> None:
         bit = self._bit(medium)
         group = group_idx or 0
@@ -474,7 +437,7 @@ class PrefixIndex:
                 state.count -= 1
                 self._size -= 1
 
-    def _clear(self, state: _Replica) -> None:
+    def _clear(self, state: ReplicaState) -> None:
         rbit = state.bit
         for group, table in state.tables.items():
             for key, mask in table.keys.items():
@@ -484,19 +447,15 @@ class PrefixIndex:
         state.tables = {}
 
     def _evict_one(self) -> None:
-        state = max(self._replicas.values(), key=lambda s: s.count)
-        group = max(state.tables, key=lambda g: len(state.tables[g].keys))
-        table = state.tables[group]
-        key = table.oldest()
-        self._drop(group, key, table.keys.pop(key), state.bit)
-        table.deleted += 1
-        state.count -= 1
+        state = max(self._replicas.values(), key=_COUNT)  # the replica holding most
+        group, key, mask = state.pop_oldest()
+        self._drop(group, key, mask, state.bit)
         self._size -= 1
         self._counters["evictions"] += 1
 
     # -- queries ----------------------------------------------------------------
 
-    def _state(self, replica: ReplicaId | str) -> _Replica:
+    def _state(self, replica: ReplicaId | str) -> ReplicaState:
         rid = as_replica_id(replica)
         state = self._replicas.get(rid)
         if state is None:
@@ -516,7 +475,7 @@ class PrefixIndex:
         those still matching and stopping when it is empty.
         """
         # A name (str) is never a key: _state looks it up.
-        get = cast("Callable[[object], _Replica | None]", self._replicas.get)
+        get = cast("Callable[[object], ReplicaState | None]", self._replicas.get)
         states = [self._state(r) if s is None else s
                   for r, s in zip(replicas, map(get, replicas), strict=True)]
         bits = list(map(_BIT, states))
@@ -548,7 +507,7 @@ class PrefixIndex:
                 if None in states:
                     extra = [rid for rid, s in zip(q.replicas, states, strict=True) if s is None]
                     states = [s for s in states if s is not None]
-                alive = reduce(or_, map(_BIT, cast("list[_Replica]", states)), 0)
+                alive = reduce(or_, map(_BIT, cast("list[ReplicaState]", states)), 0)
             maps = self._maps(0, media) if len(q.groups) == 1 else []
             if len(maps) == 1:
                 ends = walk(maps[0][1], q.groups[0], alive) if alive else []
