@@ -69,25 +69,19 @@ def payloads(n: int, scheme: ReplicaScheme) -> list[bytes]:
     return out
 
 
-def time_floor(data: list[bytes], scheme: ReplicaScheme) -> float:
+def time_floor(data: list[bytes], scheme: ReplicaScheme, *, ingest: bool = False) -> float:
+    """Seconds per message of decode + ``PrefixIndex.apply`` (or ``ingest``), no sockets."""
     decoder = EventDecoder(VERSION)
     index = PrefixIndex()
     rid = ReplicaId("a")
     index.register(rid, scheme)
     start = time.perf_counter()
-    for payload in data:
-        index.apply(rid, decoder.decode(payload).batch)
-    return (time.perf_counter() - start) / len(data)
-
-
-def time_ingest(data: list[bytes], scheme: ReplicaScheme) -> float:
-    decoder = EventDecoder(VERSION)
-    index = PrefixIndex()
-    rid = ReplicaId("a")
-    index.register(rid, scheme)
-    start = time.perf_counter()
-    for payload in data:
-        index.ingest(rid, decoder, payload)
+    if ingest:
+        for payload in data:
+            index.ingest(rid, decoder, payload)
+    else:
+        for payload in data:
+            index.apply(rid, decoder.decode(payload).batch)
     return (time.perf_counter() - start) / len(data)
 
 
@@ -164,7 +158,7 @@ def main() -> None:
     floors, ingests, feeds = [], [], []
     for _ in range(rounds):  # interleaved, so load drifts hit all alike
         floors.append(time_floor(data, scheme))
-        ingests.append(time_ingest(data, scheme))
+        ingests.append(time_floor(data, scheme, ingest=True))
         feeds.append(time_feed(data, scheme))
     floor, ingest = statistics.median(floors), statistics.median(ingests)
     feed = statistics.median(feeds)

@@ -61,6 +61,14 @@ def shared_client() -> Any:
     return client
 
 
+def flushed_client() -> Iterator[Any]:
+    """:func:`shared_client` for one test, flushed and closed after it (a fixture's body)."""
+    client = shared_client()
+    yield client
+    client.flushdb()
+    client.close()
+
+
 def _bindable(port: int) -> bool:
     with socket.socket() as s:
         try:

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any
 
 import pytest
 from index_events import batch, held, removed, stored
-from redis_servers import shared_client
+from redis_servers import flushed_client
 
 from prefixkey import Hasher
 from prefixkey.events import AllBlocksCleared
@@ -37,18 +36,14 @@ from prefixkey.fleet import (
 )
 from prefixkey.fleet import _redis_lua as lua
 from prefixkey.fleet._redis_holders import INLINE_TOKENS
+from prefixkey.fleet._walk import runs_in_table
 
 H16 = Hasher(block_size=16, python_hash_seed="0")
 OLD = Hasher(block_size=16, python_hash_seed="0", vllm_version="0.30.0")
 NAMES = [f"r{i}" for i in range(24)]
 
 
-@pytest.fixture
-def client() -> Iterator[Any]:
-    c = shared_client()
-    yield c
-    c.flushdb()
-    c.close()
+client = pytest.fixture(flushed_client, name="client")
 
 
 def runs_of(answers: list[RunsAnswer]) -> list[dict[ReplicaId, RunsResult]]:
@@ -112,17 +107,8 @@ def _runs_from_entries(index: RedisPrefixIndex, rid: ReplicaId, keys: list[Any],
                        media: int) -> tuple[tuple[int, int], ...]:
     """A replica's leading run over ``keys`` computed from its entries (its recency set)."""
     bits = index.medium_bits()
-    masks = {k: sum(bits[m] for m in ms) & media for g, k, ms in index.entries(rid) if g == 0}
-    run: list[tuple[int, int]] = []
-    for k in keys:
-        mask = masks.get(k, 0)
-        if not mask:
-            break
-        if run and run[-1][0] == mask:
-            run[-1] = (mask, run[-1][1] + 1)
-        else:
-            run.append((mask, 1))
-    return tuple(run)
+    masks = {k: sum(bits[m] for m in ms) for g, k, ms in index.entries(rid) if g == 0}
+    return runs_in_table(masks, keys, media)
 
 
 @pytest.mark.parametrize("seed", range(3))

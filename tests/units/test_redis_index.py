@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import settings
 from hypothesis.stateful import invariant
 from index_events import G, batch, held, removed, stored
-from redis_servers import shared_client
+from redis_servers import flushed_client, shared_client
 from test_index import IndexMachine
 
 from prefixkey import Hasher
@@ -34,12 +33,7 @@ from prefixkey.fleet import (
 H16 = Hasher(block_size=16, python_hash_seed="0")
 
 
-@pytest.fixture
-def client() -> Iterator[Any]:
-    c = shared_client()
-    yield c
-    c.flushdb()
-    c.close()
+client = pytest.fixture(flushed_client, name="client")
 
 
 # -- the model-based state machine, on Redis ---------------------------------------
