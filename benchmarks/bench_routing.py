@@ -192,8 +192,9 @@ def main() -> None:
         "",
         "Hashing is `Router.prepare` (one scheme shared by all replicas, so one hash per "
         "request); routing is `Router.rank` on the prepared request (every candidate ranked: "
-        "the index read and every distinct run scored; the ranking sorts ties by rendezvous "
-        "weight and builds decisions as they are read, so this builds the best one), "
+        "the index read; the ranking scores and lists groups of candidates, sorts ties by "
+        "rendezvous weight and builds decisions as they are read, so this reaches the best "
+        "group and builds one decision), "
         "`top-1` is `Router.rank(prepared, limit=1)`, `all read` reads every decision's "
         "explanation (`[d.why for d in rank(prepared)]`: every tie sorted, every decision "
         "and explanation built), "
