@@ -178,10 +178,11 @@ class AsyncSubscriber:
         """Cancel the tasks and close the sockets (the context too, if the subscriber made it)."""
         self._stopping.set()
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            while not task.done():  # cancelled again should a cancellation be lost
+                task.cancel()
+                await asyncio.wait({task}, timeout=1.0)
+            if not task.cancelled() and task.exception() is not None:
+                logger.error("%s ended: %r", task.get_name(), task.exception())
         self._tasks = []
         for lane in self._lanes:
             for sock in (lane.dealer, lane.monitor):
@@ -254,8 +255,14 @@ class AsyncSubscriber:
         while True:
             if not lane.items:
                 lane.ready.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(lane.ready.wait(), 0.2)
+                # Woken by a batch or by the idle check's tick. Not asyncio.wait_for: before
+                # Python 3.12 it can swallow a cancellation that lands as it times out, and
+                # stop() would then wait for this task forever.
+                tick = asyncio.get_running_loop().call_later(0.2, lane.ready.set)
+                try:
+                    await lane.ready.wait()
+                finally:
+                    tick.cancel()
             feed.check_idle(time.time(), self._feeds.started_at, self.idle_timeout)
             if not lane.items:
                 continue
@@ -304,9 +311,8 @@ class AsyncSubscriber:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                try:
-                    frames = await asyncio.wait_for(sock.recv_multipart(), remaining)
-                except asyncio.TimeoutError:
+                frames = await _within(asyncio.ensure_future(sock.recv_multipart()), remaining)
+                if frames is None:
                     break
                 now = time.time()
                 self._recorder.write(feed.key, frames, now, "replay")
@@ -339,3 +345,20 @@ class AsyncSubscriber:
 
     def prometheus_text(self) -> str:
         return prometheus_text(self.stats())
+
+
+async def _within(reply: asyncio.Future[list[bytes]], seconds: float) -> list[bytes] | None:
+    """``reply``'s frames, or None after ``seconds`` (``reply`` is then cancelled).
+
+    Not asyncio.wait_for, which before Python 3.12 can swallow the caller's
+    cancellation; asyncio.wait never does.
+    """
+    try:
+        done, _ = await asyncio.wait({reply}, timeout=seconds)
+    except asyncio.CancelledError:
+        reply.cancel()
+        raise
+    if not done:
+        reply.cancel()
+        return None
+    return reply.result()
