@@ -52,7 +52,7 @@ from ._wire import (
 )
 
 if TYPE_CHECKING:
-    from ._msgspec import MsgspecOps
+    from ._msgspec import MsgspecPath
 
 __all__ = [
     "END_SEQ",
@@ -187,17 +187,17 @@ def _shown(value: object) -> str:
     return _kind(value)
 
 
-def _fast_ops(decoder: EventDecoder) -> MsgspecOps | None:
+def _fast_path(decoder: EventDecoder) -> MsgspecPath | None:
     """The decoder's msgspec path, or None without msgspec (imported on first use)."""
     try:
-        from ._msgspec import MsgspecOps
+        from ._msgspec import MsgspecPath
     except ImportError:  # the events-fast extra is not installed
         return None
     lim = decoder.limits
     # Within this size no array, string, bin or container count can pass its bound.
     size = min(lim.max_payload_bytes, lim.max_array_len, lim.max_str_len, lim.max_bin_len,
                lim.max_containers)
-    return MsgspecOps(decoder.era, size, lim.max_map_len, decoder._field,
+    return MsgspecPath(decoder.era, size, lim.max_map_len, decoder._field,
                       lambda raw: decoder._unpacked(raw, len(raw), None, list))
 
 
@@ -230,7 +230,7 @@ class EventDecoder:
         self._layouts = EventLayouts(self._fields, era.event_encoding, era.since, self._event,
                                      self._field, self.ignored)
         #: msgspec's C path ahead of both (the ``events-fast`` extra), or None.
-        self._fast = _fast_ops(self)
+        self._fast = _fast_path(self)
 
     def __repr__(self) -> str:
         return f"EventDecoder({self.vllm_version!r}, era={self.era.since})"
@@ -305,6 +305,11 @@ class EventDecoder:
 
     def decode(self, payload: bytes) -> DecodedBatch:
         """Decode one payload (``KVEventBatch`` msgpack) with its warnings."""
+        fast = self._fast
+        if fast is not None:
+            batch = fast.events(payload)
+            if batch is not None:
+                return DecodedBatch(batch)
         warnings: list[str] = []
         ts, events, rank = self._batch(payload, warnings)
         decoded = self._layouts.events(events, warnings)
@@ -316,8 +321,8 @@ class EventDecoder:
         The same checks and errors; what ``PrefixIndex.ingest`` applies.
         """
         fast = self._fast
-        if fast is not None and type(payload) is bytes and len(payload) <= fast.max_bytes:
-            taken = fast(payload)
+        if fast is not None:
+            taken = fast.ops(payload)
             if taken is not None:
                 return *taken, ()
         warnings: list[str] = []

@@ -24,15 +24,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import cache
+from operator import attrgetter
 from typing import Any, Final, TypeAlias
 
 import msgspec
 
 from ._layouts import CLEARED_OP, REMOVED, STORED, BlockOp
+from ._model import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, KVCacheEvent
 from ._wire import EventDecodeError, WireEra
 
 #: An explicit nil, as an absent field reads in vLLM's array events.
 _NIL: Final = msgspec.Raw(b"\xc0")
+
+#: One shared value: AllBlocksCleared has no fields.
+_CLEARED: Final = AllBlocksCleared()
 
 #: The types the reference path accepts per field (its ``_field``), in msgspec's terms.
 _TYPES: Final[dict[str, Any]] = {
@@ -59,7 +64,7 @@ FastOps: TypeAlias = "tuple[float, int | None, list[BlockOp]]"
 class _Schema:
     """One era's structs, decoder and encoder, built once per era and shared."""
 
-    __slots__ = ("decoder", "encoder", "map_keys", "removed", "stored", "stored_extra")
+    __slots__ = ("decoder", "encoder", "map_keys", "removed", "stored")
 
     def __init__(self, era: WireEra) -> None:
         array_like = era.event_encoding == "array"
@@ -82,15 +87,17 @@ class _Schema:
         self.removed = event("BlockRemoved", era.block_removed_fields,
                              era.block_removed_required)
         cleared = event("AllBlocksCleared", (), 0)
-        self.stored_extra = "extra_keys" in era.block_stored_fields
         # Built at run time from the structs: not a type mypy could check.
         events: Any = tuple.__class_getitem__((self.stored | self.removed | cleared, ...))
         batch_fields: list[tuple[str, Any] | tuple[str, Any, Any]] = [
             ("ts", float), ("events", events)]
+        unpublished: dict[str, Any] = {"data_parallel_rank": None}
         if era.batch_has_dp_rank:
             batch_fields.append(("data_parallel_rank", int | None, None))
-        batch = msgspec.defstruct("KVEventBatch", batch_fields, array_like=True,
-                                  omit_defaults=True, forbid_unknown_fields=True, gc=False)
+            unpublished = {}
+        batch = msgspec.defstruct("KVEventBatch", batch_fields, namespace=unpublished,
+                                  array_like=True, omit_defaults=True,
+                                  forbid_unknown_fields=True, gc=False)
         self.decoder = msgspec.msgpack.Decoder(batch)
         self.encoder = msgspec.msgpack.Encoder()
         #: The most keys a map event of the era has (its tag included).
@@ -102,11 +109,27 @@ def _schema(era: WireEra) -> _Schema:
     return _Schema(era)
 
 
-class MsgspecOps:
-    """:meth:`EventDecoder._ops <prefixkey.events.EventDecoder>` in C, or None: the reference's."""
+#: An event's extra keys the reference path rejects: the payload is the reference path's.
+_FAILED: Final = object()
 
-    __slots__ = ("_check", "_decode", "_encode", "_removed", "_stored", "_stored_extra",
-                 "_unpack", "max_bytes")
+
+def _values(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """An event struct's field values in the model's (= the era's) order."""
+    if len(names) == 1:  # 0.9's BlockRemoved: an attrgetter of one name returns no tuple
+        name = names[0]
+        return lambda event: (getattr(event, name),)
+    return attrgetter(*names)
+
+
+class MsgspecPath:
+    """:class:`EventDecoder <prefixkey.events.EventDecoder>`'s decoding in C, or None.
+
+    :meth:`events` and :meth:`ops` return None for whatever the reference path
+    must decode (and report or reject) itself.
+    """
+
+    __slots__ = ("_check", "_decode", "_encode", "_extra_at", "_removed", "_removed_values",
+                 "_stored", "_stored_values", "_unpack", "max_bytes")
 
     def __init__(self, era: WireEra, max_bytes: int, max_map_len: int, check: FieldCheck,
                  unpack: Unpack) -> None:
@@ -116,10 +139,16 @@ class MsgspecOps:
         self._decode = schema.decoder.decode
         self._encode = schema.encoder.encode
         self._stored, self._removed = schema.stored, schema.removed
-        self._stored_extra = schema.stored_extra
+        self._stored_values = _values(era.block_stored_fields)
+        self._removed_values = _values(era.block_removed_fields)
+        fields = era.block_stored_fields
+        self._extra_at = fields.index("extra_keys") if "extra_keys" in fields else -1
         self._check, self._unpack = check, unpack
 
-    def __call__(self, payload: bytes) -> FastOps | None:
+    def _batch(self, payload: bytes) -> Any:
+        """The decoded batch when it is exactly what vLLM's encoder writes, else None."""
+        if type(payload) is not bytes or len(payload) > self.max_bytes:
+            return None  # the reference path's checks and bounds
         try:
             batch: Any = self._decode(payload)
         # ValidationError is a DecodeError; msgspec skips the values of a map that is not
@@ -128,27 +157,58 @@ class MsgspecOps:
             return None
         if self._encode(batch) != payload or not math.isfinite(batch.ts):
             return None
-        ops: list[BlockOp] = []
-        append = ops.append
-        stored, removed, extra = self._stored, self._removed, self._stored_extra
+        return batch
+
+    def events(self, payload: bytes) -> EventBatch | None:
+        """The payload's :class:`EventBatch`, or None: the reference path's to decode."""
+        batch = self._batch(payload)
+        if batch is None:
+            return None
+        out: list[KVCacheEvent] = []
+        append = out.append
+        stored, removed, at = self._stored, self._removed, self._extra_at
+        stored_values, removed_values = self._stored_values, self._removed_values
         for i, event in enumerate(batch.events):
             kind = type(event)
             if kind is stored:
-                if extra:
-                    keys = event.extra_keys
-                    if len(keys) and keys != _NIL and not self._extra_keys_pass(i, keys):
+                values = stored_values(event)
+                if at >= 0:
+                    keys = self._extra_keys(i, values[at])
+                    if keys is _FAILED:
                         return None
+                    values = (*values[:at], keys, *values[at + 1:])
+                append(BlockStored(*values))
+            elif kind is removed:
+                append(BlockRemoved(*removed_values(event)))
+            else:
+                append(_CLEARED)
+        return EventBatch(batch.ts, tuple(out), batch.data_parallel_rank)
+
+    def ops(self, payload: bytes) -> FastOps | None:
+        """The payload's ``ts, rank, ops``, or None: the reference path's to decode."""
+        batch = self._batch(payload)
+        if batch is None:
+            return None
+        ops: list[BlockOp] = []
+        append = ops.append
+        stored, removed, extra = self._stored, self._removed, self._extra_at >= 0
+        for i, event in enumerate(batch.events):
+            kind = type(event)
+            if kind is stored:
+                if extra and self._extra_keys(i, event.extra_keys) is _FAILED:
+                    return None
                 append((STORED, event.block_hashes, event.medium, event.group_idx))
             elif kind is removed:
                 append((REMOVED, event.block_hashes, event.medium, event.group_idx))
             else:
                 append(CLEARED_OP)
-        return batch.ts, getattr(batch, "data_parallel_rank", None), ops
+        return batch.ts, batch.data_parallel_rank, ops
 
-    def _extra_keys_pass(self, index: int, keys: msgspec.Raw) -> bool:
-        """Whether the reference path accepts these extra keys (their own bytes, unpacked)."""
+    def _extra_keys(self, index: int, keys: msgspec.Raw) -> Any:
+        """Extra keys as the reference path decodes them (their own bytes), or ``_FAILED``."""
+        if not len(keys) or keys == _NIL:  # absent, or nil
+            return None
         try:
-            self._check(index, "extra_keys", self._unpack(bytes(keys)))
+            return self._check(index, "extra_keys", self._unpack(bytes(keys)))
         except EventDecodeError:  # the reference path's to report, in its order
-            return False
-        return True
+            return _FAILED

@@ -5,9 +5,9 @@ it and encodes it back to the same bytes, and leaves everything else to the
 pure-Python path. It must be unobservable: on the payloads harvested from
 real vLLM wheels of every era (which it must all take), on mutations of them
 as the fuzz targets make them, and on hand-made hostile payloads, ``_ops``
-(what ``PrefixIndex.ingest`` applies) gives the same ops, warnings, ignored
-counts and typed errors (type, field, event index, message) as the reference
-path, event by event, field by field.
+(what ``PrefixIndex.ingest`` applies) and ``decode`` give the same ops and
+events, warnings, ignored counts and typed errors (type, field, event index,
+message) as the reference path, event by event, field by field.
 """
 
 from __future__ import annotations
@@ -24,7 +24,14 @@ import pytest
 from fuzzing import harvested_payloads, mutate_payload
 
 from prefixkey.errors import PrefixKeyError
-from prefixkey.events import WIRE_ERAS, DecodeLimits, EventDecoder, wire_era
+from prefixkey.events import (
+    WIRE_ERAS,
+    DecodedBatch,
+    DecodeLimits,
+    EventBatch,
+    EventDecoder,
+    wire_era,
+)
 from prefixkey.events._layouts import op_of
 
 pytest.importorskip("msgspec", reason="the msgspec path needs the events-fast extra")
@@ -35,12 +42,19 @@ ALL = [p for payloads in PAYLOADS.values() for p in payloads]
 MUTATIONS = 1500
 
 
-def _reference(decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
-    """The reference path: every event field by field (``EventDecoder._event``), as ops."""
+def _reference(decoder: EventDecoder, payload: bytes) -> DecodedBatch:
+    """The reference path: every event field by field (``EventDecoder._event``)."""
     warnings: list[str] = []
     ts, events, rank = decoder._batch(payload, warnings)
-    ops = [op_of(decoder._event(i, raw, warnings)) for i, raw in enumerate(events)]
-    return ts, rank, ops, tuple(warnings)
+    decoded = tuple(decoder._event(i, raw, warnings) for i, raw in enumerate(events))
+    return DecodedBatch(EventBatch(ts, decoded, rank), tuple(warnings))
+
+
+def _reference_ops(decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
+    decoded = _reference(decoder, payload)
+    batch = decoded.batch
+    return (batch.ts, batch.data_parallel_rank, list(map(op_of, batch.events)),
+            decoded.warnings)
 
 
 def _ops(decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
@@ -56,24 +70,19 @@ def _outcome(decode: Any, decoder: EventDecoder, payload: bytes) -> tuple[Any, .
     return ("ok", result, dict(decoder.ignored))
 
 
-def _taken(decoder: EventDecoder, payload: bytes) -> bool:
-    """Whether the msgspec path decodes ``payload`` itself (no fallback)."""
-    fast = decoder._fast
-    assert fast is not None
-    return len(payload) <= fast.max_bytes and fast(payload) is not None
-
-
 def _same(version: str, payload: bytes, limits: DecodeLimits | None = None) -> bool:
     """Assert the msgspec path is unobservable on ``payload``; whether it took it."""
-    fast = EventDecoder(version, limits=limits)
-    slow = EventDecoder(version, limits=limits)
-    slow._fast = None
-    assert fast._fast is not None
-    taken = _taken(EventDecoder(version, limits=limits), payload)
-    got = _outcome(_ops, fast, payload)
-    assert got == _outcome(_reference, slow, payload), payload
-    if taken:  # what it takes the reference accepts, with nothing to report
-        assert got[0] == "ok" and got[1][3] == () and got[2] == {}
+    fast = EventDecoder(version, limits=limits)._fast
+    assert fast is not None
+    taken = fast.ops(payload) is not None
+    assert taken == (fast.events(payload) is not None)
+    for decode, reference in ((_ops, _reference_ops), (EventDecoder.decode, _reference)):
+        slow = EventDecoder(version, limits=limits)
+        slow._fast = None
+        got = _outcome(decode, EventDecoder(version, limits=limits), payload)
+        assert got == _outcome(reference, slow, payload), payload
+        if taken:  # what it takes the reference accepts, with nothing to report
+            assert got[0] == "ok" and got[2] == {}
     return taken
 
 
@@ -237,7 +246,7 @@ def test_a_huge_announced_length_allocates_nothing() -> None:
                         MAP_HOSTILE["extra keys"].replace(b"\x93\xa4lora", b"\x93" + head, 1)):
             tracemalloc.start()
             try:
-                assert fast(payload) is None
+                assert fast.ops(payload) is None and fast.events(payload) is None
                 peak = tracemalloc.get_traced_memory()[1]
             finally:
                 tracemalloc.stop()
