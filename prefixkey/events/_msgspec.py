@@ -62,9 +62,9 @@ FastOps: TypeAlias = "tuple[float, int | None, list[BlockOp]]"
 
 
 class _Schema:
-    """One era's structs, decoder and encoder, built once per era and shared."""
+    """One era's structs, built once per era and shared (immutable classes)."""
 
-    __slots__ = ("decoder", "encoder", "map_keys", "removed", "stored")
+    __slots__ = ("batch", "map_keys", "removed", "stored")
 
     def __init__(self, era: WireEra) -> None:
         array_like = era.event_encoding == "array"
@@ -95,11 +95,9 @@ class _Schema:
         if era.batch_has_dp_rank:
             batch_fields.append(("data_parallel_rank", int | None, None))
             unpublished = {}
-        batch = msgspec.defstruct("KVEventBatch", batch_fields, namespace=unpublished,
-                                  array_like=True, omit_defaults=True,
-                                  forbid_unknown_fields=True, gc=False)
-        self.decoder = msgspec.msgpack.Decoder(batch)
-        self.encoder = msgspec.msgpack.Encoder()
+        self.batch = msgspec.defstruct("KVEventBatch", batch_fields, namespace=unpublished,
+                                       array_like=True, omit_defaults=True,
+                                       forbid_unknown_fields=True, gc=False)
         #: The most keys a map event of the era has (its tag included).
         self.map_keys = 0 if array_like else 1 + len(era.block_stored_fields)
 
@@ -136,8 +134,9 @@ class MsgspecPath:
         schema = _schema(era)
         #: Payloads up to this size are tried here (0: none, a map bound below the era's keys).
         self.max_bytes = max_bytes if schema.map_keys <= max_map_len else 0
-        self._decode = schema.decoder.decode
-        self._encode = schema.encoder.encode
+        # Per decoder: no msgspec state is shared between threads that decode.
+        self._decode = msgspec.msgpack.Decoder(schema.batch).decode
+        self._encode = msgspec.msgpack.Encoder().encode
         self._stored, self._removed = schema.stored, schema.removed
         self._stored_values = _values(era.block_stored_fields)
         self._removed_values = _values(era.block_removed_fields)
@@ -151,9 +150,10 @@ class MsgspecPath:
             return None  # the reference path's checks and bounds
         try:
             batch: Any = self._decode(payload)
-        # ValidationError is a DecodeError; msgspec skips the values of a map that is not
-        # an event recursively, so nesting too deep raises RecursionError.
-        except (msgspec.DecodeError, RecursionError):  # the reference path names the fault
+        # ValidationError is a DecodeError; msgspec 0.18.0 raises UnicodeDecodeError
+        # for a string that is not UTF-8; it skips the values of a map that is not an event
+        # recursively, so nesting too deep raises RecursionError.
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):  # the reference's
             return None
         if self._encode(batch) != payload or not math.isfinite(batch.ts):
             return None
