@@ -166,6 +166,12 @@ MAP_HOSTILE: dict[str, bytes] = {
     "a huge str head": _map_batch(_event()).replace(b"\xa3GPU", b"\xdb\xff\xff\xff\xff", 1),
     "a huge map head": b"\x93\xcb" + struct.pack(">d", 1.5) + b"\x91\xdf\xff\xff\xff\xff",
     "not UTF-8": _map_batch(_event()).replace(b"\xa3GPU", b"\xa3G\xffU", 1),
+    "a UTF-8 surrogate": _map_batch(_event()).replace(b"\xa3GPU", b"\xa3\xed\xa0\x80", 1),
+    "a str8 head for a short str": _map_batch(_event()).replace(b"\xa3GPU", b"\xd9\x03GPU", 1),
+    "a uint64 head for a small int": _map_batch(_event(block_size=200)).replace(
+        b"\xcc\xc8", b"\xcf" + (200).to_bytes(8, "big"), 1),
+    "a token-id array past the decoder's scan bound": _map_batch(
+        _event(token_ids=list(range(70_000)))),
     "extra keys": _map_batch(_event(extra_keys=[["lora", ["mm", 3], b"\x01"], None])),
     "extra keys with a map": _map_batch(_event(extra_keys=[[{"a": 1}]])),
     "extra keys with NaN": _map_batch(_event(extra_keys=[[float("nan")]])),
@@ -193,6 +199,7 @@ def test_hostile_map_payloads_decode_as_the_reference_path(case: str) -> None:
     # vLLM's own forms are taken; every other form goes to the reference path.
     assert taken == (case in {
         "canonical", "removed and cleared", "bytes hashes", "a nil rank", "extra keys",
+        "a token-id array past the decoder's scan bound",
         "extra keys with a float", "an explicit nil extra keys", "ownership as a str"}), case
 
 
