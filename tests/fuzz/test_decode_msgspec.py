@@ -260,6 +260,31 @@ def test_a_huge_announced_length_allocates_nothing() -> None:
             assert peak < 64 * 1024, (head, peak)
 
 
+@pytest.mark.parametrize("closed", [False, True], ids=["never closed", "closed"])
+def test_the_largest_payload_tried_stays_within_the_decoders_memory_bound(closed: bool) -> None:
+    # A BlockStored whose token ids fill the payload up to the largest size tried, as ints
+    # that are not cached objects: the pure-Python path's costliest shape (docs/events.md,
+    # "Bounds": ~40 bytes per payload byte); the C path must not cost more before it answers.
+    fast = EventDecoder("0.31.0")._fast
+    assert fast is not None
+    head = (b"\x93\xcb" + struct.pack(">d", 1.5) + b"\x91\x89\xa4type\xabBlockStored"
+            b"\xacblock_hashes\x90\xb1parent_block_hash\xc0\xa9token_ids")
+    tail = (b"\xaablock_size\x10\xa7lora_id\xc0\xa6medium\xa3GPU\xa9lora_name\xc0"
+            b"\xa9group_idx\x00\x00")
+    unit = b"\xcd\x01\x2c"  # 300
+    n = (fast.max_bytes - len(head) - 5 - len(tail)) // len(unit)
+    payload = head + b"\xdd" + struct.pack(">I", n + (not closed)) + unit * n + tail
+    assert fast.max_bytes - len(unit) < len(payload) <= fast.max_bytes
+    tracemalloc.start()
+    try:
+        taken = fast.ops(payload) is not None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert taken == closed
+    assert peak < 40 * len(payload)
+
+
 def test_without_msgspec_the_decoder_is_unchanged() -> None:
     code = (
         "import sys; sys.modules['msgspec'] = None\n"
