@@ -14,6 +14,8 @@ steady size. The same payload bytes are timed:
 * ``prefixkey decode + apply``: the same plus ``PrefixIndex.apply``;
 * ``PrefixIndex.ingest``: decode and apply in one step without the event
   objects (the subscriber's per-batch work, without sockets), and its parts;
+* each of them on the msgspec path (the ``events-fast`` extra, required here)
+  and on the pure-Python path alone (the same decoder without it);
 * ``vLLM msgspec decode``: ``msgspec.msgpack.Decoder(KVEventBatch)`` with the
   release's real classes, loaded from the cached 0.31.0 wheel sources by
   ``tools/harvest_events.py``'s loader when available; otherwise equivalent
@@ -74,6 +76,12 @@ def make_payloads(n: int, stored: int, seed: int = 0) -> tuple[list[bytes], int]
         events += len(evs)
         payloads.append(bytes(msgpack.packb([1.7e9 + i, evs, 0], use_bin_type=True)))
     return payloads, events
+
+
+def msgspec_version() -> str:
+    import msgspec
+
+    return str(msgspec.__version__)
 
 
 def vllm_decoder() -> tuple[Callable[[bytes], Any], str]:
@@ -203,11 +211,19 @@ def main(argv: list[str] | None = None) -> int:
     n = 500 if args.quick else 3000
     rounds = 5 if args.quick else 11
     payloads, events = make_payloads(n, args.stored)
-    decoder = EventDecoder(VERSION)
+    decoder = EventDecoder(VERSION)  # msgspec's C path first when installed (events-fast)
+    fast = decoder._fast
+    if fast is None:
+        raise SystemExit("msgspec is not installed: pip install -e '.[events-fast]'")
+    taken = sum(fast.ops(p) is not None for p in payloads)
+    pure = EventDecoder(VERSION)  # the pure-Python path alone, as without msgspec
+    pure._fast = None
     scheme = ReplicaScheme(Hasher(block_size=BLOCK))
-    batches = [decoder.decode_batch(p) for p in payloads]
+    batches = [pure.decode_batch(p) for p in payloads]
+    assert [decoder.decode_batch(p) for p in payloads] == batches
     built = event_args(batches)
-    unpack, hooked, decode = msgpack.unpackb, decoder._unpack, decoder.decode_batch
+    unpack, hooked = msgpack.unpackb, pure._unpack
+    structs, encode = fast._decode, fast._encode
 
     def raw_unpack() -> None:
         for p in payloads:
@@ -217,9 +233,20 @@ def main(argv: list[str] | None = None) -> int:
         for p in payloads:
             hooked(p)
 
-    def decode_only() -> None:
+    def decoding(dec: EventDecoder) -> Callable[[], None]:
+        def run() -> None:
+            decode = dec.decode_batch
+            for p in payloads:
+                decode(p)
+        return run
+
+    def msgspec_structs() -> None:  # the C path's decode alone
         for p in payloads:
-            decode(p)
+            structs(p)
+
+    def msgspec_round_trip() -> None:  # and its check: encoded back to the same bytes
+        for p in payloads:
+            assert encode(structs(p)) == p
 
     def objects_only() -> None:
         for ts, rank, evs in built:
@@ -231,24 +258,32 @@ def main(argv: list[str] | None = None) -> int:
         for b in batches:
             index.apply("a", b)
 
-    def decode_apply() -> None:
-        index = PrefixIndex()
-        index.register("a", scheme)
-        for p in payloads:
-            index.apply("a", decode(p))
+    def decode_apply(dec: EventDecoder) -> Callable[[], None]:
+        def run() -> None:
+            decode = dec.decode_batch
+            index = PrefixIndex()
+            index.register("a", scheme)
+            for p in payloads:
+                index.apply("a", decode(p))
+        return run
 
-    def ingest() -> None:
-        index = PrefixIndex()
-        index.register("a", scheme)
-        for p in payloads:
-            index.ingest("a", decoder, p)
+    def ingest(dec: EventDecoder) -> Callable[[], None]:
+        def run() -> None:
+            index = PrefixIndex()
+            index.register("a", scheme)
+            for p in payloads:
+                index.ingest("a", dec, p)
+        return run
 
-    ops = decoder._ops  # ingest's decoding: the checks, no event objects
-    decoded_ops = [ops(p) for p in payloads]
+    decoded_ops = [pure._ops(p) for p in payloads]
+    assert [decoder._ops(p) for p in payloads] == decoded_ops
 
-    def ops_only() -> None:
-        for p in payloads:
-            ops(p)
+    def ops_only(dec: EventDecoder) -> Callable[[], None]:  # ingest's decoding: no objects
+        def run() -> None:
+            ops = dec._ops
+            for p in payloads:
+                ops(p)
+        return run
 
     def apply_ops() -> None:  # ingest's index upkeep, on the decoded ops
         index = PrefixIndex()
@@ -264,9 +299,12 @@ def main(argv: list[str] | None = None) -> int:
         for p in payloads:
             vllm_decode(p)
 
-    paths = {"raw": raw_unpack, "bounded": bounded_unpack, "decode": decode_only,
-             "objects": objects_only, "apply": apply_only, "decode+apply": decode_apply,
-             "ingest": ingest, "ops": ops_only, "apply ops": apply_ops, "vllm": vllm_only}
+    paths = {"raw": raw_unpack, "bounded": bounded_unpack, "decode": decoding(decoder),
+             "pure decode": decoding(pure), "objects": objects_only, "apply": apply_only,
+             "decode+apply": decode_apply(decoder), "pure decode+apply": decode_apply(pure),
+             "ingest": ingest(decoder), "pure ingest": ingest(pure), "ops": ops_only(decoder),
+             "pure ops": ops_only(pure), "structs": msgspec_structs,
+             "round trip": msgspec_round_trip, "apply ops": apply_ops, "vllm": vllm_only}
     times = interleaved(paths, rounds)
     med = {name: statistics.median(xs) for name, xs in times.items()}
     # Ratios per round (each path against the raw unpack of the same round), then medians.
@@ -282,16 +320,25 @@ def main(argv: list[str] | None = None) -> int:
     split = {  # the parts of decode + apply, each as the difference of two measured paths
         "unpack with bounds (counting hooks only past max_containers bytes)": med["bounded"],
         "validation (decode - bounded unpack - objects)":
-            med["decode"] - med["bounded"] - med["objects"],
+            med["pure decode"] - med["bounded"] - med["objects"],
         "event objects (EventBatch, BlockStored, BlockRemoved)": med["objects"],
         "PrefixIndex.apply (index upkeep)": med["apply"],
     }
-    ingest_split = {  # the same for ingest
-        "unpack with bounds": med["bounded"],
-        "validation and ops (decoder._ops - bounded unpack)": med["ops"] - med["bounded"],
+    ingest_split = {  # the same for ingest, on the msgspec path
+        "msgspec decode into the era's structs": med["structs"],
+        "the check: encoded back to the same bytes (round trip - decode)":
+            med["round trip"] - med["structs"],
+        "ops from the structs (decoder._ops - round trip)": med["ops"] - med["round trip"],
         "index upkeep (the ops applied)": med["apply ops"],
         "the rest (ingest - decoder._ops - upkeep: the result, the interplay)":
             med["ingest"] - med["ops"] - med["apply ops"],
+    }
+    pure_split = {  # and on the pure-Python path
+        "unpack with bounds": med["bounded"],
+        "validation and ops (decoder._ops - bounded unpack)": med["pure ops"] - med["bounded"],
+        "index upkeep (the ops applied)": med["apply ops"],
+        "the rest (ingest - decoder._ops - upkeep: the result, the interplay)":
+            med["pure ingest"] - med["pure ops"] - med["apply ops"],
     }
     checks = token_checks(batches, rounds)
     lines = [
@@ -311,12 +358,19 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"vLLM side: {vllm_source}.",
         "",
+        f"The msgspec path (the `events-fast` extra, msgspec {msgspec_version()}) took "
+        f"{taken} of the {n} payloads itself; the pure-Python path is the same decoder "
+        "without it, as installed without msgspec.",
+        "",
         "| path | seconds | us/event | events/s | x raw |",
         "|---|---|---|---|---|",
         row("msgpack.unpackb (raw unpack, the reference)", "raw"),
-        row("prefixkey decode (EventDecoder.decode_batch)", "decode"),
-        row("prefixkey decode + PrefixIndex.apply", "decode+apply"),
-        row("PrefixIndex.ingest (decode + apply, no event objects)", "ingest"),
+        row("prefixkey decode (EventDecoder.decode_batch), msgspec path", "decode"),
+        row("prefixkey decode, pure-Python path (without msgspec)", "pure decode"),
+        row("prefixkey decode + PrefixIndex.apply, msgspec path", "decode+apply"),
+        row("prefixkey decode + PrefixIndex.apply, pure-Python path", "pure decode+apply"),
+        row("PrefixIndex.ingest (decode + apply, no event objects), msgspec path", "ingest"),
+        row("PrefixIndex.ingest, pure-Python path", "pure ingest"),
         row("vLLM msgspec decode (typed structs)", "vllm"),
         "",
         "Where the time of decode + apply goes (medians; validation is what remains of "
@@ -328,13 +382,21 @@ def main(argv: list[str] | None = None) -> int:
         *(f"| {label} | {s:.3f} | {s / events * 1e6:.2f} | {s / sum(split.values()):.0%} |"
           for label, s in split.items()),
         "",
-        "Where the time of `PrefixIndex.ingest` goes (medians; `decoder._ops` is its decoding, "
-        "timed alone; the upkeep is its `_apply_ops` over the same decoded ops):",
+        "Where the time of `PrefixIndex.ingest` goes on the msgspec path (medians; "
+        "`decoder._ops` is its decoding, timed alone; the upkeep is its `_apply_ops` over the "
+        "same decoded ops):",
         "",
         "| part | seconds | us/event | x raw |",
         "|---|---|---|---|",
         *(f"| {label} | {s:.3f} | {s / events * 1e6:.2f} | {s / med['raw']:.2f} |"
           for label, s in ingest_split.items()),
+        "",
+        "The same on the pure-Python path:",
+        "",
+        "| part | seconds | us/event | x raw |",
+        "|---|---|---|---|",
+        *(f"| {label} | {s:.3f} | {s / events * 1e6:.2f} | {s / med['raw']:.2f} |"
+          for label, s in pure_split.items()),
         "",
         "Strict checks of a BlockStored's 64 token ids in C (exact ints; a bool fails), on "
         "the workload's ids, ns per 64 ids (medians):",
@@ -343,9 +405,11 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|",
         *(f"| `{code}`, {how} | {ns:.0f} |" for (code, how), ns in checks),
         "",
-        "prefixkey's decoder is pure Python over `msgpack` (bounds checks, typed errors, "
-        "unknown-field reporting); msgspec decodes into C structs. Sockets are not timed "
-        "here: the subscriber adds one queue hop and a lock per batch.",
+        "prefixkey's pure-Python path runs over `msgpack` (bounds checks, typed errors, "
+        "unknown-field reporting); its msgspec path decodes into C structs per wire era and "
+        "takes a payload only when it encodes back to the same bytes, else the pure-Python "
+        "path decodes it. Sockets are not timed here: the subscriber adds one queue hop and "
+        "a lock per batch.",
         "",
     ]
     text = "\n".join(lines)

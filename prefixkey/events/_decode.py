@@ -25,7 +25,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 import msgpack
 
@@ -50,6 +50,9 @@ from ._wire import (
     split_message,
     wire_era,
 )
+
+if TYPE_CHECKING:
+    from ._msgspec import MsgspecPath
 
 __all__ = [
     "END_SEQ",
@@ -184,6 +187,20 @@ def _shown(value: object) -> str:
     return _kind(value)
 
 
+def _fast_path(decoder: EventDecoder) -> MsgspecPath | None:
+    """The decoder's msgspec path, or None without msgspec (imported on first use)."""
+    try:
+        from ._msgspec import MsgspecPath
+    except ImportError:  # the events-fast extra is not installed
+        return None
+    lim = decoder.limits
+    # Within this size no array, string, bin or container count can pass its bound.
+    size = min(lim.max_payload_bytes, lim.max_array_len, lim.max_str_len, lim.max_bin_len,
+               lim.max_containers)
+    return MsgspecPath(decoder.era, size, lim.max_map_len, decoder._field,
+                      lambda raw: decoder._unpacked(raw, len(raw), None, list))
+
+
 class EventDecoder:
     """Decodes the KV-event payloads and messages of one vLLM release.
 
@@ -212,6 +229,8 @@ class EventDecoder:
         # The fast path; ``_event`` and ``_field`` are the reference it falls back on.
         self._layouts = EventLayouts(self._fields, era.event_encoding, era.since, self._event,
                                      self._field, self.ignored)
+        #: msgspec's C path ahead of both (the ``events-fast`` extra), or None.
+        self._fast = _fast_path(self)
 
     def __repr__(self) -> str:
         return f"EventDecoder({self.vllm_version!r}, era={self.era.since})"
@@ -286,6 +305,11 @@ class EventDecoder:
 
     def decode(self, payload: bytes) -> DecodedBatch:
         """Decode one payload (``KVEventBatch`` msgpack) with its warnings."""
+        fast = self._fast
+        if fast is not None:
+            batch = fast.events(payload)
+            if batch is not None:
+                return DecodedBatch(batch)
         warnings: list[str] = []
         ts, events, rank = self._batch(payload, warnings)
         decoded = self._layouts.events(events, warnings)
@@ -296,6 +320,11 @@ class EventDecoder:
 
         The same checks and errors; what ``PrefixIndex.ingest`` applies.
         """
+        fast = self._fast
+        if fast is not None:
+            taken = fast.ops(payload)
+            if taken is not None:
+                return *taken, ()
         warnings: list[str] = []
         ts, events, rank = self._batch(payload, warnings)
         ops = self._layouts.ops(events, warnings)

@@ -1,5 +1,8 @@
 """The decoder's fast path (compiled layouts) against its reference path, and ingest vs apply.
 
+The layouts are tested without the msgspec path, which takes vLLM's own
+payloads first when installed; ``ingest`` is tested on both.
+
 :mod:`prefixkey.events._layouts` decodes an event of a known layout without
 the field-by-field reference path, and ``PrefixIndex.ingest`` applies a
 payload without building event objects. Both must be unobservable: on the
@@ -31,6 +34,13 @@ ALL = [p for payloads in PAYLOADS.values() for p in payloads]
 MUTATIONS = 400
 
 
+def _pure(version: str) -> EventDecoder:
+    """A decoder without the msgspec path (tests/fuzz/test_decode_msgspec.py tests that)."""
+    decoder = EventDecoder(version)
+    decoder._fast = None
+    return decoder
+
+
 def _reference(decoder: EventDecoder, payload: bytes) -> DecodedBatch:
     """The reference path: every event field by field (``EventDecoder._event``)."""
     warnings: list[str] = []
@@ -59,10 +69,10 @@ def _inputs(version: str) -> list[bytes]:
 @pytest.mark.parametrize("version", ERAS)
 def test_the_fast_path_decodes_as_the_reference_path(version: str) -> None:
     # One long-lived pair too, so the layout caches fill up and overflow as in a subscriber.
-    fast_long, slow_long = EventDecoder(version), EventDecoder(version)
+    fast_long, slow_long = _pure(version), _pure(version)
     fast_seen = 0
     for payload in _inputs(version):
-        fast, slow = EventDecoder(version), EventDecoder(version)
+        fast, slow = _pure(version), _pure(version)
         got = _outcome(EventDecoder.decode, fast, payload)
         assert got == _outcome(_reference, slow, payload), payload
         assert (_outcome(EventDecoder.decode, fast_long, payload)
@@ -77,8 +87,10 @@ def _state(index: PrefixIndex) -> tuple[Any, ...]:
     return (index.stats(), {rid: list(index.entries(rid)) for rid in index.replicas()})
 
 
+@pytest.mark.parametrize("c_path", [False, True], ids=["pure", "msgspec"])
 @pytest.mark.parametrize("version", ERAS)
-def test_ingest_applies_as_apply_of_the_decoded_batch(version: str) -> None:
+def test_ingest_applies_as_apply_of_the_decoded_batch(version: str, c_path: bool) -> None:
+    make = EventDecoder if c_path else _pure
     hasher = Hasher(block_size=16, vllm_version=version, python_hash_seed="0",
                     engine_python="3.12")
     publishes = "int" if hasher.era.hash_type == "int" else "bytes"
@@ -87,7 +99,7 @@ def test_ingest_applies_as_apply_of_the_decoded_batch(version: str) -> None:
         applied, ingested, asked = (PrefixIndex(max_entries=64) for _ in range(3))
         for index in (applied, ingested, asked):
             index.register("r", scheme)
-        decoder, other, third = (EventDecoder(version) for _ in range(3))
+        decoder, other, third = (make(version) for _ in range(3))
         for payload in _inputs(version):
             try:
                 batch = decoder.decode(payload)
