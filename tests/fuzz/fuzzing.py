@@ -478,3 +478,26 @@ def mutate_json(rng: random.Random, obj: Tree, corpus: list[bytes], *,
         key = json.dumps(rng.choice(list(obj)))
         return text[:-1] + f", {key}: {json.dumps(_json_values(rng))}}}".encode()
     return text
+
+
+def reference_decode(decoder: Any, payload: bytes) -> Any:
+    """A payload decoded by the decoder's reference path: every event field by field
+    (``EventDecoder._event``), as the fast paths must be unobservable against."""
+    from prefixkey.events import DecodedBatch, EventBatch
+
+    warnings: list[str] = []
+    ts, events, rank = decoder._batch(payload, warnings)
+    decoded = tuple(decoder._event(i, raw, warnings) for i, raw in enumerate(events))
+    return DecodedBatch(EventBatch(ts, decoded, rank), tuple(warnings))
+
+
+def decode_outcome(decode: Callable[[Any, bytes], Any], decoder: Any,
+                   payload: bytes) -> tuple[Any, ...]:
+    """What ``decode(decoder, payload)`` gives, comparable across paths: the result, or the
+    error's type, field, event index and message; and the ignored-field counts."""
+    try:
+        result = decode(decoder, payload)
+    except PrefixKeyError as exc:
+        return ("error", type(exc), getattr(exc, "field", None),
+                getattr(exc, "event_index", None), str(exc), dict(decoder.ignored))
+    return ("ok", result, dict(decoder.ignored))

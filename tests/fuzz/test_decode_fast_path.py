@@ -20,11 +20,11 @@ import random
 from typing import Any
 
 import pytest
-from fuzzing import harvested_payloads, mutate_payload
+from fuzzing import decode_outcome, harvested_payloads, mutate_payload, reference_decode
 
 from prefixkey import Hasher
 from prefixkey.errors import PrefixKeyError
-from prefixkey.events import WIRE_ERAS, DecodedBatch, EventBatch, EventDecoder
+from prefixkey.events import WIRE_ERAS, EventDecoder
 from prefixkey.fleet import Ingested, PrefixIndex, ReplicaScheme
 
 ERAS = [era.since for era in WIRE_ERAS]
@@ -39,23 +39,6 @@ def _pure(version: str) -> EventDecoder:
     decoder = EventDecoder(version)
     decoder._fast = None
     return decoder
-
-
-def _reference(decoder: EventDecoder, payload: bytes) -> DecodedBatch:
-    """The reference path: every event field by field (``EventDecoder._event``)."""
-    warnings: list[str] = []
-    ts, events, rank = decoder._batch(payload, warnings)
-    decoded = tuple(decoder._event(i, raw, warnings) for i, raw in enumerate(events))
-    return DecodedBatch(EventBatch(ts, decoded, rank), tuple(warnings))
-
-
-def _outcome(decode: Any, decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
-    try:
-        result = decode(decoder, payload)
-    except PrefixKeyError as exc:
-        return ("error", type(exc), getattr(exc, "field", None),
-                getattr(exc, "event_index", None), str(exc), dict(decoder.ignored))
-    return ("ok", result, dict(decoder.ignored))
 
 
 def _inputs(version: str) -> list[bytes]:
@@ -73,10 +56,10 @@ def test_the_fast_path_decodes_as_the_reference_path(version: str) -> None:
     fast_seen = 0
     for payload in _inputs(version):
         fast, slow = _pure(version), _pure(version)
-        got = _outcome(EventDecoder.decode, fast, payload)
-        assert got == _outcome(_reference, slow, payload), payload
-        assert (_outcome(EventDecoder.decode, fast_long, payload)
-                == _outcome(_reference, slow_long, payload)), payload
+        got = decode_outcome(EventDecoder.decode, fast, payload)
+        assert got == decode_outcome(reference_decode, slow, payload), payload
+        assert (decode_outcome(EventDecoder.decode, fast_long, payload)
+                == decode_outcome(reference_decode, slow_long, payload)), payload
         fast_seen += got[0] == "ok"
     assert fast_seen >= len(PAYLOADS[version])  # the harvested payloads all decode
     layouts = fast_long._layouts

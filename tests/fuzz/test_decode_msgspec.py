@@ -21,14 +21,11 @@ from typing import Any
 
 import msgpack
 import pytest
-from fuzzing import harvested_payloads, mutate_payload
+from fuzzing import decode_outcome, harvested_payloads, mutate_payload, reference_decode
 
-from prefixkey.errors import PrefixKeyError
 from prefixkey.events import (
     WIRE_ERAS,
-    DecodedBatch,
     DecodeLimits,
-    EventBatch,
     EventDecoder,
     wire_era,
 )
@@ -42,16 +39,8 @@ ALL = [p for payloads in PAYLOADS.values() for p in payloads]
 MUTATIONS = 1500
 
 
-def _reference(decoder: EventDecoder, payload: bytes) -> DecodedBatch:
-    """The reference path: every event field by field (``EventDecoder._event``)."""
-    warnings: list[str] = []
-    ts, events, rank = decoder._batch(payload, warnings)
-    decoded = tuple(decoder._event(i, raw, warnings) for i, raw in enumerate(events))
-    return DecodedBatch(EventBatch(ts, decoded, rank), tuple(warnings))
-
-
 def _reference_ops(decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
-    decoded = _reference(decoder, payload)
+    decoded = reference_decode(decoder, payload)
     batch = decoded.batch
     return (batch.ts, batch.data_parallel_rank, list(map(op_of, batch.events)),
             decoded.warnings)
@@ -61,26 +50,17 @@ def _ops(decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
     return decoder._ops(payload)
 
 
-def _outcome(decode: Any, decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
-    try:
-        result = decode(decoder, payload)
-    except PrefixKeyError as exc:
-        return ("error", type(exc), getattr(exc, "field", None),
-                getattr(exc, "event_index", None), str(exc), dict(decoder.ignored))
-    return ("ok", result, dict(decoder.ignored))
-
-
 def _same(version: str, payload: bytes, limits: DecodeLimits | None = None) -> bool:
     """Assert the msgspec path is unobservable on ``payload``; whether it took it."""
     fast = EventDecoder(version, limits=limits)._fast
     assert fast is not None
     taken = fast.ops(payload) is not None
     assert taken == (fast.events(payload) is not None)
-    for decode, reference in ((_ops, _reference_ops), (EventDecoder.decode, _reference)):
+    for decode, reference in ((_ops, _reference_ops), (EventDecoder.decode, reference_decode)):
         slow = EventDecoder(version, limits=limits)
         slow._fast = None
-        got = _outcome(decode, EventDecoder(version, limits=limits), payload)
-        assert got == _outcome(reference, slow, payload), payload
+        got = decode_outcome(decode, EventDecoder(version, limits=limits), payload)
+        assert got == decode_outcome(reference, slow, payload), payload
         if taken:  # what it takes the reference accepts, with nothing to report
             assert got[0] == "ok" and got[2] == {}
     return taken
