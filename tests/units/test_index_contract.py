@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import pytest
 from index_events import C, G, S, batch, held, removed, stored
-from redis_servers import shared_client
+from redis_servers import flushed_client, shared_client
 
 from prefixkey import Hasher, block_hash_to_int64
 from prefixkey.core import BlockHash
@@ -40,27 +40,18 @@ def _sha256(keys: Sequence[BlockHash]) -> list[bytes]:
 Factory = Callable[..., PrefixIndexBackend]
 
 
-def _redis_client() -> Any:
-    return shared_client()
-
-
 @pytest.fixture(params=["memory", "redis"])
 def make(request: pytest.FixtureRequest) -> Iterator[Factory]:
     if request.param == "memory":
         yield lambda **kw: PrefixIndex(**kw)
         return
-    client = _redis_client()
+    client = shared_client()
     yield lambda **kw: RedisPrefixIndex(client, **kw)
     client.flushdb()
     client.close()
 
 
-@pytest.fixture
-def redis_client() -> Iterator[Any]:
-    client = _redis_client()
-    yield client
-    client.flushdb()
-    client.close()
+redis_client = pytest.fixture(flushed_client, name="redis_client")
 
 
 def test_protocol_is_satisfied(make: Factory) -> None:

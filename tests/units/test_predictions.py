@@ -17,7 +17,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from index_events import batch, removed, stored
-from test_index_contract import _redis_client
+from redis_servers import shared_client
 
 from prefixkey import Hasher, Request
 from prefixkey.errors import InvalidRequestError
@@ -97,7 +97,7 @@ def backend(request: pytest.FixtureRequest) -> Any:
     if request.param == "memory":
         yield PrefixIndex()
         return
-    client = _redis_client()
+    client = shared_client()
     yield RedisPrefixIndex(client)
     client.flushdb()
     client.close()
