@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..core import ERAS, resolve_release
 from ..errors import PrefixKeyError
+from ..events import FingerprintReport
 from ._drift import DriftConfig, DriftReport, FeatureSummary, RequestDrift
-from ._fingerprint import FingerprintReport
 
 __all__ = ["drift_text", "fingerprint_text"]
 

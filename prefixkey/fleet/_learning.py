@@ -7,7 +7,7 @@ with the newest of them; it settles when one is left or after
 
 :class:`SchemeLearner` holds a replica's batches until one carries a usable
 ``BlockStored`` (a chain start: parent null, token ids present, no extra keys),
-runs :func:`prefixkey.analysis.fingerprint` over its usable events, keeps the
+runs :func:`prefixkey.events.fingerprint` over its usable events, keeps the
 candidates whose releases the wire era allows (the configured release, or the
 guessed eras' span), and builds the :class:`ReplicaScheme`: the candidate's
 algorithm and seed, the events' block size and hash form. Several candidates
@@ -22,25 +22,25 @@ import logging
 import warnings
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 from packaging.version import Version
 
 from ..core import KNOWN_RELEASES, Hasher, resolve_release
+from ..core._builtin_hash import REPRODUCIBLE_PYTHON
 from ..errors import PrefixKeyError
 from ..events import (
     WIRE_ERAS,
     BlockStored,
+    Candidate,
     EventBatch,
     EventDecodeError,
     EventDecoder,
+    FingerprintReport,
     WireEra,
-    event_to_json,
+    fingerprint,
 )
 from ._index import ReplicaId, ReplicaScheme
-
-if TYPE_CHECKING:
-    from ..analysis import Candidate, FingerprintReport
 
 __all__ = [
     "SETTLE_PAYLOADS",
@@ -195,10 +195,7 @@ class SchemeLearner:
 
     def _learn(self, events: list[BlockStored],
                span: tuple[Version, Version | None] | None) -> None:
-        # prefixkey.analysis imports prefixkey.fleet: imported when first needed.
-        from ..analysis import fingerprint
-
-        report = self.report = fingerprint(event_to_json(e) for e in events)
+        report = self.report = fingerprint(events)
         fits = [(c, r) for c in report.candidates if (r := self._fits_release(c, span))]
         if not fits:
             self.state = "failed"
@@ -207,8 +204,6 @@ class SchemeLearner:
             logger.warning("%s", message)
             warnings.warn(SchemeNotLearnedWarning(message), stacklevel=2)
             return
-        from ..analysis._fingerprint import ENGINE_PYTHON
-
         candidate, releases = max(fits, key=lambda cr: max(cr[1]))
         release = str(max(releases))
         if len(fits) > 1:
@@ -225,7 +220,7 @@ class SchemeLearner:
             hasher = Hasher(
                 block_size=events[0].block_size, hash_algo=candidate.hash_algo,
                 python_hash_seed=candidate.python_hash_seed, vllm_version=release,
-                engine_python=ENGINE_PYTHON if algorithm.engine_bound else None)
+                engine_python=REPRODUCIBLE_PYTHON if algorithm.engine_bound else None)
             publishes: Literal["int", "bytes"] = (
                 "bytes" if isinstance(events[0].block_hashes[0], bytes) else "int")
             self.scheme = ReplicaScheme(hasher, publishes=publishes)

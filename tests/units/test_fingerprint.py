@@ -190,3 +190,23 @@ def test_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["fingerprint", str(path)]) == 2
     assert "MalformedJSONError: line 1" in capsys.readouterr().err
     assert main(["fingerprint", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_typed_events_give_the_report_of_their_json() -> None:
+    # The fleet's learner passes typed BlockStored events, never their JSON.
+    from prefixkey.events import BlockRemoved, BlockStored, event_to_json
+
+    keys = keys_for("0.31.0", "sha256", None)
+    typed: list[Any] = [
+        BlockStored(tuple(keys), None, tuple(TOKENS), 16),
+        BlockStored(tuple(block_hash_to_int64(k) for k in keys), None, tuple(TOKENS), 16),
+        BlockStored(tuple(keys[2:]), keys[1], tuple(TOKENS[32:]), 16),
+        BlockStored(tuple(keys), None, tuple(TOKENS), 16, lora_name="sql"),
+        BlockStored(tuple(keys), None, tuple(TOKENS), 16,
+                    extra_keys=(("sql",), None, None, None)),
+        BlockRemoved(tuple(keys)),
+    ]
+    from_typed = fingerprint(typed)
+    assert from_typed == fingerprint(event_to_json(e) for e in typed)
+    assert (from_typed.events_used, from_typed.hash_form) == (2, "mixed")
+    assert [s.index for s in from_typed.skipped] == [3, 4, 5, 6]
