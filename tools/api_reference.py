@@ -38,7 +38,7 @@ from the code's `__all__` and docstrings; a test fails when this page is stale.
 def _assignment(package: str, name: str) -> tuple[str, str] | None:
     """The ``#:`` comment above ``name``'s module-level assignment, and the assignment line."""
     folder = ROOT / Path(*package.split("."))
-    sources = sorted(folder.glob("*.py")) if folder.is_dir() else [folder.with_suffix(".py")]
+    sources = sorted(folder.rglob("*.py")) if folder.is_dir() else [folder.with_suffix(".py")]
     pattern = re.compile(rf"^((?:#:.*\n)*){re.escape(name)}\b\s*(?::[^=\n]*)?=(.*)$", re.M)
     for source in sources:
         match = pattern.search(source.read_text())

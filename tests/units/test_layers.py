@@ -2,7 +2,7 @@
 
 Every import counts: module level, inside functions, under ``TYPE_CHECKING``, and the
 lazy names a package ``__init__`` maps to its modules (a dict of name → sibling
-module, as ``prefixkey.fleet`` keeps for its pyzmq-backed names). CONTRIBUTING.md
+module, as ``prefixkey.fleet.feed`` keeps for its pyzmq-backed names). CONTRIBUTING.md
 ("Layout") draws the same graph. The checker is tested on sources that break each
 rule, so the contract test can fail.
 """
@@ -20,7 +20,7 @@ PACKAGE: Final = Path(__file__).resolve().parents[2] / "prefixkey"
 
 #: Each unit of the package (a subpackage or a top-level module) and its layer: a unit
 #: may import from lower layers only. ``prefixkey`` is the top-level façade.
-LAYERS: Final[Mapping[str, int]] = {
+LAYERS: Final[Mapping[str, float]] = {
     "_version": 0,
     "errors": 0,
     "core": 1,
@@ -28,7 +28,13 @@ LAYERS: Final[Mapping[str, int]] = {
     "events": 3,
     "multimodal": 3,
     "render": 4,
-    "fleet": 5,
+    # fleet's rooms: the replicas' identity, the index, routing over it, the live feed
+    # into it, and the façade over all three.
+    "fleet._replicas": 5.0,
+    "fleet.index": 5.1,
+    "fleet.routing": 5.2,
+    "fleet.feed": 5.3,
+    "fleet": 5.9,
     "analysis": 6,
     "testing": 6,
     "cli": 8,
@@ -40,9 +46,13 @@ SIDEWAYS: Final[frozenset[tuple[str, str]]] = frozenset()
 
 
 def unit_of(module: str) -> str:
-    """``prefixkey.fleet._index`` → ``fleet``; ``prefixkey`` → ``prefixkey``."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "prefixkey"
+    """The longest LAYERS entry holding the module: ``prefixkey.fleet.index._redis`` →
+    ``fleet.index``, ``prefixkey.core._hasher`` → ``core``, ``prefixkey`` → ``prefixkey``."""
+    parts = module.split(".")[1:]
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in LAYERS:
+            return ".".join(parts[:end])
+    return parts[0] if parts else "prefixkey"
 
 
 def _lazy_targets(tree: ast.Module, package: str,
@@ -112,11 +122,11 @@ def _siblings(path: Path) -> set[str]:
 @pytest.mark.parametrize(
     ("module", "source", "expected"),
     [
-        ("prefixkey.fleet._learning", "from ..events import fingerprint", 0),
-        ("prefixkey.fleet._learning", "from ..analysis import fingerprint", 1),
-        ("prefixkey.fleet._learning", "def f():\n    from ..analysis import fingerprint", 1),
-        ("prefixkey.fleet._learning",
-         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..cli import main", 1),
+        ("prefixkey.fleet.feed._learning", "from ...events import fingerprint", 0),
+        ("prefixkey.fleet.feed._learning", "from ...analysis import fingerprint", 1),
+        ("prefixkey.fleet.feed._learning", "def f():\n    from ...analysis import fingerprint", 1),
+        ("prefixkey.fleet.feed._learning",
+         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ...cli import main", 1),
         ("prefixkey.core._hasher", "from ..events import EventBatch", 1),
         ("prefixkey.core._hasher", "from .. import errors", 0),
         ("prefixkey.events._decode", "from ..multimodal import MMHasher", 1),  # sideways
@@ -125,6 +135,10 @@ def _siblings(path: Path) -> set[str]:
         ("prefixkey.testing._export", "from .._version import __version__", 0),
         ("prefixkey.analysis._audit", "import prefixkey.cli", 1),
         ("prefixkey.cli._hash", "from prefixkey.fleet import Router", 0),
+        ("prefixkey.fleet.feed._feed", "from ..index import PrefixIndex", 0),
+        ("prefixkey.fleet.index._memory", "from ..routing import Router", 1),
+        ("prefixkey.fleet.routing._router", "from .. import Router", 1),  # the façade
+        ("prefixkey.fleet.index._memory", "from .._replicas import ReplicaId", 0),
     ],
 )
 def test_checker_catches_each_kind_of_violation(module: str, source: str,

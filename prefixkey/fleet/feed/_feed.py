@@ -12,8 +12,8 @@ counters are its own and both transports behave alike:
 * :class:`ReplayExchange` collects one replay's replies;
 * :meth:`ReplicaFeed.apply` decodes a payload, bounds the data-parallel ranks
   an endpoint may announce, learns the scheme when none is configured
-  (:mod:`prefixkey.fleet._learning`) and applies the batch to the index under
-  the shared :class:`~prefixkey.fleet._fair_lock.FairLock`. An in-memory
+  (:mod:`prefixkey.fleet.feed._learning`) and applies the batch to the index under
+  the shared :class:`~prefixkey.fleet.feed._fair_lock.FairLock`. An in-memory
   :class:`~prefixkey.fleet.PrefixIndex` is fed through its ``ingest`` (decoded
   and applied in one step, the event objects built only for ``on_batch``) once
   the feed knows its wire era and scheme (decoded outside the lock, applied
@@ -28,8 +28,8 @@ counters are its own and both transports behave alike:
   way; one that gives up is counted (``restart_errors``) and the message that
   revealed the restart is still applied.
 
-The publishers' endpoints are in :mod:`prefixkey.fleet._endpoints`, the set
-of feeds a subscriber holds in :mod:`prefixkey.fleet._feed_set`.
+The publishers' endpoints are in :mod:`prefixkey.fleet.feed._endpoints`, the set
+of feeds a subscriber holds in :mod:`prefixkey.fleet.feed._feed_set`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from ..events import (
+from ...events import (
     EventBatch,
     EventDecodeError,
     EventDecoder,
@@ -50,12 +50,12 @@ from ..events import (
     StreamSequence,
     split_message,
 )
-from ._backend import IndexUnavailableError, PrefixIndexBackend
+from ..index._backend import IndexUnavailableError, PrefixIndexBackend
+from ..index._memory import PrefixIndex, ReplicaId, ReplicaScheme
+from ..routing._metrics import COUNTERS
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
-from ._index import PrefixIndex, ReplicaId, ReplicaScheme
 from ._learning import SchemeLearner, WireEraGuess
-from ._metrics import COUNTERS
 
 __all__ = ["Accepted", "Backoff", "FeedOptions", "ReplayExchange", "ReplicaFeed"]
 

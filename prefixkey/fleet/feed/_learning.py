@@ -26,10 +26,10 @@ from typing import Final, Literal
 
 from packaging.version import Version
 
-from ..core import KNOWN_RELEASES, Hasher, resolve_release
-from ..core._builtin_hash import REPRODUCIBLE_PYTHON
-from ..errors import PrefixKeyError
-from ..events import (
+from ...core import KNOWN_RELEASES, Hasher, resolve_release
+from ...core._builtin_hash import REPRODUCIBLE_PYTHON
+from ...errors import PrefixKeyError
+from ...events import (
     WIRE_ERAS,
     BlockStored,
     Candidate,
@@ -40,7 +40,7 @@ from ..events import (
     WireEra,
     fingerprint,
 )
-from ._index import ReplicaId, ReplicaScheme
+from ..index._memory import ReplicaId, ReplicaScheme
 
 __all__ = [
     "SETTLE_PAYLOADS",
