@@ -75,8 +75,7 @@ def _annotation(annotation: object) -> str:
 
 def _default(value: object) -> str:
     if inspect.isroutine(value):  # a function's repr carries its address
-        name: str = getattr(value, "__qualname__", "") or type(value).__name__
-        return name
+        return str(getattr(value, "__qualname__", "") or type(value).__name__)
     text = repr(value)
     if " at 0x" in text:  # a sentinel object: its repr differs per process
         return type(value).__name__
