@@ -244,7 +244,7 @@ class _Search:
                 self.unreproducible.add((slot.algo, slot.era.name))
                 self.hashers[key] = None
             except PrefixKeyError as exc:
-                self.errors.add(f"era {slot.era.name} ({slot.first}): {exc}")
+                self.errors.add(f"vLLM {slot.first}: {exc}")
                 self.hashers[key] = None
         return self.hashers[key]
 
@@ -330,7 +330,7 @@ def _ambiguity_reasons(families: Sequence[FamilyMatch]) -> list[str]:
         if len(members) > 1:
             span = _span(members[0].first_release, members[-1].last_release)
             reasons.append(
-                f"releases {span} (eras {', '.join(c.era for c in members)}) compute the same "
+                f"releases {span} ({len(members)} release families) compute the same "
                 f"keys for token-only blocks with {algo} and seed {_seed_words(seed)}: their "
                 "schemes differ in extra keys (LoRA, multimodal, salt, embeddings) or in "
                 "NONE_HASH when PYTHONHASHSEED is unset, which these events do not exercise"
@@ -351,7 +351,7 @@ def _summary(verdict: Verdict, families: Sequence[FamilyMatch], reasons: Sequenc
     candidates = [c for f in families for c in f.candidates]
     if verdict == "unique":
         c = candidates[0]
-        return (f"unique: era {c.era}, vLLM {_span(c.first_release, c.last_release)}, "
+        return (f"unique: vLLM {_span(c.first_release, c.last_release)}, "
                 f"{c.hash_algo}, PYTHONHASHSEED {_seed_words(c.python_hash_seed)}")
     span = _span(candidates[0].first_release,
                  max((c.last_release or c.first_release for c in candidates), key=Version))

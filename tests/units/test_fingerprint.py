@@ -48,7 +48,7 @@ def test_031_sha256_seed_unset_is_029_to_033(form: str) -> None:
         ("M", "0.29.0", "0.30.0"), ("N", "0.31.0", "0.32.0"), ("O", "0.33.0", "0.33.0")]
     assert report.summary == ("ambiguous: 3 candidates in 3 release families fit "
                               "(vLLM 0.29.0-0.33.0; sha256; PYTHONHASHSEED unset)")
-    assert report.reasons[0].startswith("releases 0.29.0-0.33.0 (eras M, N, O) compute the "
+    assert report.reasons[0].startswith("releases 0.29.0-0.33.0 (3 release families) compute the "
                                         "same keys for token-only blocks with sha256")
     assert (report.events_used, report.blocks_used, report.hash_form) == (1, 4, form)
 
@@ -169,7 +169,7 @@ def test_cli_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[2] == "seeds tried: unset, '0', '7'"
     assert lines[3] == ("verdict: ambiguous: 7 candidates in 7 release families fit "
                         "(vLLM 0.13.0-0.33.0; xxhash; PYTHONHASHSEED '7')")
-    assert "  era J1 (0.13.0-0.16.0):" in lines
+    assert "  vLLM 0.13.0-0.16.0:" in lines
     assert "    xxhash       seed '7'      vLLM 0.13.0-0.16.0" in lines
 
 

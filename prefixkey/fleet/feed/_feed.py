@@ -42,6 +42,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from packaging.version import Version
+
 from ...events import (
     EventBatch,
     EventDecodeError,
@@ -55,7 +57,7 @@ from ..index._memory import PrefixIndex, ReplicaId, ReplicaScheme
 from ..routing._metrics import COUNTERS
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
-from ._learning import SchemeLearner, WireEraGuess
+from ._learning import SchemeLearner, WireEraGuess, inferred_releases
 
 __all__ = ["Accepted", "Backoff", "FeedOptions", "ReplayExchange", "ReplicaFeed"]
 
@@ -126,6 +128,8 @@ class ReplicaFeed:
     queued_bytes: int = 0
     decoder: EventDecoder | None = None
     era_guess: WireEraGuess | None = None
+    #: The releases the payloads fit when the era guess settled: ``[first, end)``.
+    wire_span: tuple[Version, Version | None] | None = None
     learner: SchemeLearner | None = None
 
     def __post_init__(self) -> None:
@@ -331,7 +335,7 @@ class ReplicaFeed:
             return self.decoder
         decoder = guess.observe(payload)
         if guess.settled:
-            self.decoder, self.era_guess = guess.decoder, None
+            self.decoder, self.era_guess, self.wire_span = guess.decoder, None, guess.span()
         return decoder
 
     def apply(self, topic: str, seq: int, payload: bytes, via: Literal["pub", "replay"],
@@ -523,6 +527,9 @@ class ReplicaFeed:
                 "queued": self.queued,
                 "queued_bytes": self.queued_bytes,
                 "vllm_version": None if self.decoder is None else self.decoder.vllm_version,
+                "vllm_releases": (self.config.vllm_version if self.config.vllm_version is not None
+                                  else inferred_releases(self.era_guess, self.wire_span,
+                                                         self.learner)),
                 "scheme": ("configured" if self.config.scheme is not None
                            else "none" if self.learner is None else self.learner.state),
             }
