@@ -50,6 +50,7 @@ from ._fingerprint import (
     block_stored_events,
     fingerprint,
 )
+from ._layouts import CLEARED, REMOVED, STORED, BlockOp, DecodedOps
 from ._model import (
     AllBlocksCleared,
     BlockRemoved,
@@ -74,20 +75,25 @@ from ._recording import (
 from ._sequencing import DEFAULT_MAX_JUMP, SeqVerdict, StreamSequence
 
 __all__ = [
+    "CLEARED",
     "DEFAULT_MAX_JUMP",
     "DEFAULT_SEEDS",
     "END_SEQ",
+    "REMOVED",
+    "STORED",
     "UNKNOWN",
     "WIRE_ERAS",
     "AllBlocksCleared",
     "AmbiguousExtraKeysError",
     "BlockKeyCandidates",
+    "BlockOp",
     "BlockRemoved",
     "BlockStored",
     "Candidate",
     "DecodeLimits",
     "DecodedBatch",
     "DecodedMessage",
+    "DecodedOps",
     "EventBatch",
     "EventDecodeError",
     "EventDecoder",

@@ -25,12 +25,19 @@ so a hostile stream of distinct layouts costs the reference path's time
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import chain
 from operator import countOf, itemgetter
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, NamedTuple, TypeAlias
 
-from ._model import AllBlocksCleared, BlockRemoved, BlockStored, EventHash, KVCacheEvent
+from ._model import (
+    AllBlocksCleared,
+    BlockRemoved,
+    BlockStored,
+    EventBatch,
+    EventHash,
+    KVCacheEvent,
+)
 
 #: Exact types msgpack decodes to here (arrays as tuples, maps as pair lists).
 _NIL: Final = type(None)
@@ -68,13 +75,35 @@ _MAX_KEY_CHARS: Final = 2048
 #: one by one (no list of millions).
 _SCAN: Final = 1 << 16
 
-#: What the index needs of an event: (STORED | REMOVED | CLEARED, block_hashes, medium,
-#: group_idx), without building the event.
+#: What an index needs of an event, without building the event: ``(kind, block_hashes,
+#: medium, group_idx)``, ``kind`` being :data:`STORED`, :data:`REMOVED` or :data:`CLEARED`
+#: (then ``((), None, None)``). A plain tuple: what the decoder's fast path builds per event.
 BlockOp: TypeAlias = "tuple[int, tuple[EventHash, ...], str | None, int | None]"
+#: A :data:`BlockOp`'s kind: ``BlockStored``.
 STORED: Final = 0
+#: A :data:`BlockOp`'s kind: ``BlockRemoved``.
 REMOVED: Final = 1
+#: A :data:`BlockOp`'s kind: ``AllBlocksCleared``.
 CLEARED: Final = 2
 CLEARED_OP: Final[BlockOp] = (CLEARED, (), None, None)
+
+
+class DecodedOps(NamedTuple):
+    """A payload as :meth:`~prefixkey.events.EventDecoder.ops` decodes it: the batch's
+    ``ts`` and ``data_parallel_rank``, one :data:`BlockOp` per event, and the decoder's
+    warnings (ignored unknown fields). What every index backend applies
+    (``apply_ops``)."""
+
+    ts: float
+    data_parallel_rank: int | None
+    ops: Sequence[BlockOp]
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def of_batch(cls, batch: EventBatch, warnings: tuple[str, ...] = ()) -> DecodedOps:
+        """The ops of a decoded batch (the same as ``ops()`` of its payload)."""
+        return cls(batch.ts, batch.data_parallel_rank, list(map(op_of, batch.events)),
+                   warnings)
 
 
 def op_of(event: KVCacheEvent) -> BlockOp:

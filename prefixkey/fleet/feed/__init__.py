@@ -1,8 +1,11 @@
 """The live feed: replicas' KV events from their ZMQ publishers into an index.
 
-:class:`~._feed.ReplicaFeed` is one publisher's sequencing, bounds and replay
-bookkeeping, shared by both transports: :class:`Subscriber` (threads) and
-:class:`AsyncSubscriber` (asyncio). A replica's scheme is learned from its events
+:class:`~._feed.ReplicaFeed` is one publisher's sequencing, bounds, replay
+bookkeeping and decoding, sans-IO (bytes in, what to do out);
+:class:`~._driver.FeedDriver` carries its answers out on the index (lock,
+retries, ``on_batch``, logging). Both transports share them:
+:class:`Subscriber` (threads) and :class:`AsyncSubscriber` (asyncio), configured
+by one :class:`SubscriberOptions`. A replica's scheme is learned from its events
 when none is configured (:mod:`._learning`); :class:`LoRAPaths` follows its
 adapters. The transports need pyzmq (extra ``zmq``) and load on first use of
 their names.
@@ -16,6 +19,7 @@ from ._endpoints import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints,
 from ._fair_lock import FairLock
 from ._learning import AmbiguousSchemeWarning, FleetWarning, SchemeNotLearnedWarning
 from ._lora import LoRAPathChangedWarning, LoRAPaths, LoRAPollError, fetch_lora_paths
+from ._options import SubscriberOptions
 
 if TYPE_CHECKING:
     from ._async_subscriber import AsyncSubscriber
@@ -53,6 +57,7 @@ __all__ = [
     "ReplicaEndpoint",
     "SchemeNotLearnedWarning",
     "Subscriber",
+    "SubscriberOptions",
     "SubscriberStateError",
     "data_parallel_endpoints",
     "fetch_lora_paths",

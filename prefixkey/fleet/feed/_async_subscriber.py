@@ -34,23 +34,24 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import IO, Any, Literal, TypeVar
+from typing import IO, Any, TypeVar
 
 import zmq
 import zmq.asyncio
 from zmq.utils.monitor import parse_monitor_message
 
-from ...events import DEFAULT_MAX_JUMP, replay_request
+from ...events import replay_request
 from ..index._backend import PrefixIndexBackend
 from ..index._memory import PrefixIndex
 from ..routing._metrics import prometheus_text
 from ..routing._predictions import PredictedIndex
+from ._driver import log_notes
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
-from ._feed_set import DEFAULT_MAX_RANKS, DEFAULT_QUEUE_BYTES, DEFAULT_RETRY_SECONDS, FeedSet
+from ._feed_set import FeedSet
+from ._options import SubscriberOptions
 from ._subscriber import (
-    DEFAULT_MAX_MESSAGE_BYTES,
     Recorder,
     SubscriberStateError,
     configure_sub,
@@ -83,7 +84,8 @@ class _Lane:
 
 
 class AsyncSubscriber:
-    """The asyncio twin of :class:`~prefixkey.fleet.Subscriber`: same options, same stats.
+    """The asyncio twin of :class:`~prefixkey.fleet.Subscriber`: same options
+    (:class:`SubscriberOptions`, or its fields as keywords), same stats.
 
     ``start()``, ``stop()`` and ``wait_until()`` are coroutines; ``on_batch``
     is called on the loop; ``record`` is written on the loop (a slow file
@@ -98,37 +100,20 @@ class AsyncSubscriber:
         index: PrefixIndexBackend | None = None,
         on_batch: Callable[[ReceivedBatch], None] | None = None,
         record: IO[str] | None = None,
-        queue_size: int = 10_000,
-        queue_bytes: int = DEFAULT_QUEUE_BYTES,
-        replay_timeout: float = 2.0,
-        idle_timeout: float = 30.0,
-        restart_policy: Literal["clear", "keep"] = "clear",
-        catch_up: bool = True,
-        max_jump: int = DEFAULT_MAX_JUMP,
-        max_ranks: int = DEFAULT_MAX_RANKS,
-        learn_schemes: bool = True,
-        retry_seconds: float = DEFAULT_RETRY_SECONDS,
-        rcvhwm: int = 100_000,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        reconnect_ivl_ms: int = 100,
-        reconnect_ivl_max_ms: int = 2_000,
+        options: SubscriberOptions | None = None,
         context: zmq.Context[Any] | None = None,
+        **changes: Any,
     ) -> None:
         self._stopping = threading.Event()  # cuts a retry's backoff short, in its thread
         self._feeds = FeedSet(
-            list(replicas), index=index, on_batch=on_batch, queue_size=queue_size,
-            queue_bytes=queue_bytes, restart_policy=restart_policy, catch_up=catch_up,
-            max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes,
-            retry_seconds=retry_seconds, backoff=lambda delay: not self._stopping.wait(delay))
+            list(replicas), index=index, on_batch=on_batch, options=options,
+            backoff=lambda delay: not self._stopping.wait(delay), **changes)
+        #: The options in force (validated).
+        self.options: SubscriberOptions = self._feeds.options
+        self._driver = self._feeds.driver
         self.index = index
         self._in_thread = _does_io(index)
         self._recorder = Recorder(record)
-        self.replay_timeout = replay_timeout
-        self.idle_timeout = idle_timeout
-        self.rcvhwm = rcvhwm
-        self.max_message_bytes = max_message_bytes
-        self.reconnect_ivl_ms = reconnect_ivl_ms
-        self.reconnect_ivl_max_ms = reconnect_ivl_max_ms
         #: Held while a batch is applied (on the loop, or in a worker thread for an
         #: index that does I/O); other threads hold it to read.
         self.lock: FairLock = self._feeds.lock
@@ -154,10 +139,7 @@ class AsyncSubscriber:
         self._stopping.clear()
         for lane in self._lanes:
             sub = self._ctx.socket(zmq.SUB)
-            configure_sub(sub, lane.feed.config, rcvhwm=self.rcvhwm,
-                          reconnect_ivl_ms=self.reconnect_ivl_ms,
-                          reconnect_ivl_max_ms=self.reconnect_ivl_max_ms,
-                          max_message_bytes=self.max_message_bytes)
+            configure_sub(sub, lane.feed.config, self.options)
             lane.monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
             lane.sub = sub
             sub.connect(lane.feed.config.endpoint)
@@ -234,7 +216,9 @@ class AsyncSubscriber:
             self._recorder.write(feed.key, frames, now, "pub")
             self._recorder.flush(every=1.0)
             size = feed.admit(frames)
-            if size is not None:
+            if size is None:
+                log_notes(feed)
+            else:
                 lane.items.append((now, frames, size))
                 lane.ready.set()
 
@@ -263,19 +247,19 @@ class AsyncSubscriber:
                     await lane.ready.wait()
                 finally:
                     tick.cancel()
-            feed.check_idle(time.time(), self._feeds.started_at, self.idle_timeout)
+            feed.check_idle(time.time(), self._feeds.started_at)
+            log_notes(feed)
             if not lane.items:
                 continue
             recv_time, frames, size = lane.items.popleft()
             feed.taken(size)
             try:
                 # accept() may clear the index (a publisher restart): it touches the index too.
-                accepted = await self._call(feed.accept, frames, recv_time)
+                accepted = await self._call(self._driver.accept, feed, frames, recv_time)
                 if accepted is not None:
                     if accepted.replay is not None:
                         await self._replay(lane, accepted)
-                    await self._call(feed.apply, accepted.topic, accepted.seq, accepted.payload,
-                                     "pub", recv_time)
+                    await self._call(self._driver.apply, feed, accepted)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bug must not kill the subscriber
@@ -295,7 +279,7 @@ class AsyncSubscriber:
             assert lane.feed.config.replay_endpoint is not None
             sock = self._ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+            sock.setsockopt(zmq.MAXMSGSIZE, self.options.max_message_bytes)
             sock.connect(lane.feed.config.replay_endpoint)
             lane.dealer = sock
         return lane.dealer
@@ -306,7 +290,7 @@ class AsyncSubscriber:
         try:
             sock = self._dealer(lane)
             await sock.send_multipart([b"", replay_request(exchange.start)])
-            deadline = time.monotonic() + self.replay_timeout
+            deadline = time.monotonic() + self.options.replay_timeout
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -316,11 +300,11 @@ class AsyncSubscriber:
                     break
                 now = time.time()
                 self._recorder.write(feed.key, frames, now, "replay")
-                if await self._call(feed.on_reply, exchange, frames, now):
+                if await self._call(self._driver.reply, feed, exchange, frames, now):
                     break
         except zmq.ZMQError as exc:
             logger.warning("%s: replay failed: %s", feed.key, exc)
-        feed.replay_finished(exchange, self.replay_timeout)
+        self._driver.replay_finished(feed, exchange)
         if not exchange.ended and lane.dealer is not None:
             # Late replies must not answer the next request.
             lane.dealer.close(linger=0)

@@ -1,32 +1,38 @@
-"""One replica's feed: framing, sequencing, replay bookkeeping, decoding, applying (sans-IO).
+"""One replica's feed, sans-IO: bytes in, what to do out.
 
 The threaded :class:`~prefixkey.fleet.Subscriber` and the asyncio
 :class:`~prefixkey.fleet.AsyncSubscriber` move bytes; everything they decide
 about a message is here, per replica, so that each replica's state, bounds and
-counters are its own and both transports behave alike:
+counters are its own and both transports behave alike. As h11's ``Connection``
+does for HTTP, a :class:`ReplicaFeed` takes a replica's frames and answers
+what to do; it never touches the index, takes no index lock, sleeps, retries,
+awaits or logs:
 
 * :meth:`ReplicaFeed.admit` bounds the messages queued for the replica, in
-  count and in bytes (a drop is counted, and the seq gap it leaves is replayed);
-* :meth:`ReplicaFeed.accept` frames and sequences a PUB message and says which
-  range to replay (bounded by ``max_jump``);
-* :class:`ReplayExchange` collects one replay's replies;
-* :meth:`ReplicaFeed.apply` decodes a payload, bounds the data-parallel ranks
-  an endpoint may announce, learns the scheme when none is configured
-  (:mod:`prefixkey.fleet.feed._learning`) and applies the batch to the index under
-  the shared :class:`~prefixkey.fleet.feed._fair_lock.FairLock`. An in-memory
-  :class:`~prefixkey.fleet.PrefixIndex` is fed through its ``ingest`` (decoded
-  and applied in one step, the event objects built only for ``on_batch``) once
-  the feed knows its wire era and scheme (decoded outside the lock, applied
-  under it, as with any index). Any other index is a
-  :class:`~prefixkey.fleet.PrefixIndexBackend` fed decoded batches; when it raises
-  :class:`~prefixkey.fleet.IndexUnavailableError` (Redis down or restarting)
-  the same batch is applied again after a bounded backoff, outside the lock,
-  for up to ``retry_seconds``: an apply is idempotent (a chunked one completes
-  exactly once), and a backend that restarted without persistence
-  re-establishes its registrations itself (its epoch). A publisher restart's
-  index clear (``remove_replica`` and ``register`` again) is retried the same
-  way; one that gives up is counted (``restart_errors``) and the message that
-  revealed the restart is still applied.
+  count and in bytes: their size, or None (drop it; counted, and the seq gap
+  it leaves is replayed);
+* :meth:`ReplicaFeed.accept` frames and sequences a PUB message: an
+  :class:`Accepted` to apply, with the range to replay first (bounded by
+  ``max_jump``) and, when it revealed a publisher restart, the :class:`Restart`
+  to carry out on the index first (re-register or clear the replica's ranks);
+  or None (a duplicate, bad framing: counted);
+* :class:`ReplayExchange` collects one replay's replies
+  (:meth:`ReplicaFeed.on_reply`);
+* :meth:`ReplicaFeed.plan` decodes a payload (:meth:`EventDecoder.ops
+  <prefixkey.events.EventDecoder.ops>`, or the full batch when ``on_batch`` or the
+  scheme learning needs the events), bounds the data-parallel ranks an endpoint
+  may announce and answers the :class:`Apply` to carry out: the replica, its
+  ops, the scheme to register it with when the index does not know it; or
+  None (not decoded, over ``max_ranks``: counted).
+
+What the feed would log waits in :attr:`ReplicaFeed.notes`. The effects (the
+index under the lock, retries of :class:`~prefixkey.fleet.IndexUnavailableError`
+with backoff, ``on_batch``, the log) are
+:class:`~prefixkey.fleet.feed._driver.FeedDriver`'s, which both transports share;
+it tells the feed what came of them (:meth:`ReplicaFeed.applied`,
+:meth:`ReplicaFeed.restarted`, :meth:`ReplicaFeed.learned`). The counters are
+read by ``stats()`` from other threads: :attr:`ReplicaFeed.stats_lock` guards
+them (it is never held across anything else).
 
 The publishers' endpoints are in :mod:`prefixkey.fleet.feed._endpoints`, the set
 of feeds a subscriber holds in :mod:`prefixkey.fleet.feed._feed_set`.
@@ -34,17 +40,16 @@ of feeds a subscriber holds in :mod:`prefixkey.fleet.feed._feed_set`.
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
-from collections import Counter
-from collections.abc import Callable, Mapping
+from collections import Counter, deque
 from dataclasses import dataclass, field
+from logging import DEBUG, INFO, WARNING
 from typing import Any, Literal, NamedTuple
 
 from packaging.version import Version
 
 from ...events import (
+    DecodedOps,
     EventBatch,
     EventDecodeError,
     EventDecoder,
@@ -52,32 +57,65 @@ from ...events import (
     StreamSequence,
     split_message,
 )
-from ..index._backend import IndexUnavailableError, PrefixIndexBackend
-from ..index._memory import PrefixIndex, ReplicaId, ReplicaScheme
+from .._replicas import ReplicaId, ReplicaScheme
 from ..routing._metrics import COUNTERS
-from ._endpoints import ReceivedBatch, ReplicaEndpoint
-from ._fair_lock import FairLock
+from ._endpoints import ReplicaEndpoint
 from ._learning import SchemeLearner, WireEraGuess, inferred_releases
+from ._options import SubscriberOptions
 
-__all__ = ["Accepted", "Backoff", "FeedOptions", "ReplayExchange", "ReplicaFeed"]
+__all__ = ["Accepted", "Apply", "Note", "ReplayExchange", "ReplicaFeed", "Restart", "sampled"]
 
-logger = logging.getLogger("prefixkey.fleet.Subscriber")
+#: A log record the feed would write: ``(level, format, args)``, the replica's key
+#: prefixed by whoever logs it.
+Note = tuple[int, str, tuple[Any, ...]]
 
-# The backoff between retries: doubling from the first delay up to the last.
-_FIRST_DELAY, _MAX_DELAY = 0.05, 2.0
 
-#: Waits up to the given seconds; False when the subscriber is stopping (give up).
-Backoff = Callable[[float], bool]
+class Restart(NamedTuple):
+    """A publisher restart to carry out on the index before the message that revealed it.
+
+    With ``clear``, each of ``ranks`` (the replica's data-parallel ranks seen on
+    ``topic``) registered in the index is removed and registered again with its
+    scheme, except with ``forget``: a learned scheme, learned again.
+    """
+
+    topic: str
+    why: str
+    ranks: tuple[int, ...]
+    clear: bool
+    forget: ReplicaScheme | None
 
 
 class Accepted(NamedTuple):
-    """A PUB message to apply, after replaying ``replay`` (``[start, end)``) when given."""
+    """A PUB message to apply, after replaying ``replay`` (``[start, end)``) when given,
+    and carrying out ``restart`` first when given."""
 
     topic: str
     seq: int
     payload: bytes
     recv_time: float
     replay: tuple[int, int] | None
+    restart: Restart | None = None
+
+
+class Apply(NamedTuple):
+    """A decoded batch to apply to the index as ``replica``.
+
+    ``decoded`` is what every backend's ``apply_ops`` takes; ``batch`` the event
+    objects, when ``on_batch`` or the scheme learning needs them. ``scheme`` is
+    registered first when the index does not know the replica. With ``learn``,
+    the scheme is being learned: ask the index whether it knows the replica; if
+    not, :meth:`ReplicaFeed.learned` says what to apply.
+    """
+
+    topic: str
+    seq: int
+    via: Literal["pub", "replay"]
+    recv_time: float
+    replica: ReplicaId
+    decoded: DecodedOps
+    batch: EventBatch | None
+    scheme: ReplicaScheme | None
+    learn: bool
 
 
 @dataclass
@@ -94,34 +132,22 @@ class ReplayExchange:
 
 
 @dataclass
-class FeedOptions:
-    """What every feed of a subscriber shares (validated by ``FeedSet``)."""
-
-    index: PrefixIndexBackend | None
-    lock: FairLock
-    on_batch: Callable[[ReceivedBatch], None] | None
-    restart_policy: Literal["clear", "keep"]
-    catch_up: bool
-    queue_size: int
-    queue_bytes: int
-    max_jump: int
-    max_ranks: int
-    learn_schemes: bool
-    retry_seconds: float
-    backoff: Backoff
-
-
-@dataclass
 class ReplicaFeed:
-    """The state and counters of one publisher (see the module docstring)."""
+    """The state and counters of one publisher (see the module docstring).
+
+    ``wants_batch``: the event objects are needed (``on_batch``), not only the ops.
+    """
 
     config: ReplicaEndpoint
-    options: FeedOptions
+    options: SubscriberOptions = field(default_factory=SubscriberOptions)
+    wants_batch: bool = False
     stats_lock: threading.Lock = field(default_factory=threading.Lock)
     streams: dict[str, StreamSequence] = field(default_factory=dict)
     ranks: dict[str, set[int]] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     decode_errors_by_type: Counter[str] = field(default_factory=Counter)
+    #: What the feed would log, oldest first (taken by the transport's logger).
+    notes: deque[Note] = field(default_factory=deque)
     last_seen: float | None = None
     idle: bool = False
     queued: int = 0
@@ -137,7 +163,7 @@ class ReplicaFeed:
         if version is not None:
             self.decoder = EventDecoder(version, strict=self.config.strict)
             for warning in self.decoder.version_warnings:
-                logger.warning("%s: %s", self.config.key, warning)
+                self._note(WARNING, "%s", warning)
         self._start_learning()
 
     def _start_learning(self) -> None:
@@ -157,6 +183,9 @@ class ReplicaFeed:
         with self.stats_lock:
             self.counters[name] += n
 
+    def _note(self, level: int, text: str, *args: Any) -> None:
+        self.notes.append((level, text, args))
+
     # -- the queue's bounds (the transport holds the queue) ----------------------------
 
     def admit(self, frames: list[bytes]) -> int | None:
@@ -166,18 +195,15 @@ class ReplicaFeed:
         with self.stats_lock:
             if self.queued >= opts.queue_size or self.queued_bytes + size > opts.queue_bytes:
                 self.counters["dropped"] += 1
-                full = True
+                dropped = self.counters["dropped"]
             else:
                 self.queued += 1
                 self.queued_bytes += size
-                full = False
-        if full:
-            if _sampled(self.counters["dropped"]):
-                logger.warning("%s: queue full (%d messages, %d bytes), message dropped (%d so "
-                               "far)", self.key, opts.queue_size, opts.queue_bytes,
-                               self.counters["dropped"])
-            return None
-        return size
+                return size
+        if sampled(dropped):
+            self._note(WARNING, "queue full (%d messages, %d bytes), message dropped (%d so far)",
+                       opts.queue_size, opts.queue_bytes, dropped)
+        return None
 
     def taken(self, size: int) -> None:
         """A message admitted with ``size`` left the queue."""
@@ -185,45 +211,46 @@ class ReplicaFeed:
             self.queued -= 1
             self.queued_bytes -= size
 
-    def check_idle(self, now: float, started_at: float, idle_timeout: float) -> None:
+    def check_idle(self, now: float, started_at: float) -> None:
         since = now - (self.last_seen if self.last_seen is not None else started_at)
-        if since > idle_timeout and not self.idle:
+        if since > self.options.idle_timeout and not self.idle:
             self.idle = True
             self.count("idle_periods")
-            logger.warning("%s: no message for %.1f s", self.key, since)
+            self._note(WARNING, "no message for %.1f s", since)
 
     # -- PUB messages ----------------------------------------------------------------
 
     def accept(self, frames: list[bytes], recv_time: float) -> Accepted | None:
-        """Frame and sequence a PUB message: what to apply (and replay first), or None."""
-        key = self.key
+        """Frame and sequence a PUB message: what to apply (and replay, restart first), or None."""
         if self.idle:
             self.idle = False
-            logger.info("%s: messages again", key)
+            self._note(INFO, "messages again")
         self.last_seen = recv_time
         try:
             topic, seq, payload = split_message(frames)
         except EventDecodeError as exc:
             self.count("framing_errors")
-            logger.warning("%s: bad message framing: %s", key, exc)
+            self._note(WARNING, "bad message framing: %s", exc)
             return None
         stream = self.streams.get(topic)
         if stream is None:
             stream = self.streams[topic] = StreamSequence(max_jump=self.options.max_jump)
         verdict = stream.observe(seq, hash(payload))
         kind = verdict.kind
+        restart = None
         if kind == "duplicate":
             self.count("duplicates")
-            logger.debug("%s: duplicate seq %d skipped", key, seq)
+            self._note(DEBUG, "duplicate seq %d skipped", seq)
             return None
         if kind == "late":
             self.count("late_batches")
-            logger.info("%s: seq %d arrived after its gap", key, seq)
+            self._note(INFO, "seq %d arrived after its gap", seq)
         elif kind == "restart":
-            self._new_epoch(topic, f"seq back to {seq}")
+            restart = self._new_epoch(topic, f"seq back to {seq}")
         elif kind == "jump":
             self.count("seq_jumps")
-            self._new_epoch(topic, f"seq jumped to {seq}, over max_jump {self.options.max_jump}")
+            restart = self._new_epoch(
+                topic, f"seq jumped to {seq}, over max_jump {self.options.max_jump}")
         replay = None
         if verdict.missing is not None:
             start, end = verdict.missing
@@ -232,55 +259,32 @@ class ReplicaFeed:
             else:
                 self.count("gaps")
                 self.count("missing_batches", end - start)
-                logger.warning("%s: gap, seq %d-%d missing", key, start, end - 1)
+                self._note(WARNING, "gap, seq %d-%d missing", start, end - 1)
             if self.config.replay_endpoint is not None and (kind != "first"
                                                             or self.options.catch_up):
                 self.count("replay_requests")
                 replay = verdict.missing
             elif kind != "first":
                 self.count("lost_batches", end - start)
-        return Accepted(topic, seq, payload, recv_time, replay)
+        return Accepted(topic, seq, payload, recv_time, replay, restart)
 
-    def _new_epoch(self, topic: str, why: str) -> None:
+    def _new_epoch(self, topic: str, why: str) -> Restart:
         self.count("restarts")
-        ranks = sorted(self.ranks.pop(topic, set()))
-        index = self.options.index
-        clear = self.options.restart_policy == "clear"
         learner = self.learner
+        clear = self.options.restart_policy == "clear"
         # A restarted process may run another release or seed: what was learned is learned again.
-        relearn = clear and learner is not None and learner.scheme is not None
-        cleared = 0
-        failed = False
-        if clear and index is not None and ranks:
-            registered: Mapping[ReplicaId, ReplicaScheme] | None = None
-            removed: set[int] = set()
+        forget = learner.scheme if clear and learner is not None else None
+        return Restart(topic, why, tuple(sorted(self.ranks.pop(topic, set()))), clear, forget)
 
-            def clear_ranks() -> None:
-                # Resumable: a retry after IndexUnavailableError neither removes a rank twice
-                # nor forgets the scheme a removed rank is registered again with.
-                nonlocal registered, cleared
-                if registered is None:
-                    registered = index.replicas()
-                while ranks:
-                    rid = ReplicaId(self.config.name, ranks[0])
-                    scheme = registered.get(rid)
-                    if scheme is not None:
-                        if ranks[0] not in removed:
-                            cleared += index.remove_replica(rid)
-                            removed.add(ranks[0])
-                        if not (relearn and learner is not None and scheme is learner.scheme):
-                            index.register(rid, scheme)
-                    ranks.pop(0)
-
-            # The message that revealed the restart is applied either way (its own retries).
-            failed = not self._retrying(f"the restart's index clear ({why})", clear_ranks,
-                                        "restart_errors")
-        if relearn:
+    def restarted(self, restart: Restart, cleared: int, failed: bool) -> None:
+        """The transport carried ``restart`` out on the index: ``cleared`` entries went, and
+        the clear did not complete when ``failed`` (counted in ``restart_errors``)."""
+        if restart.forget is not None:
             self._start_learning()
         self.count("cleared_entries", cleared)
-        logger.warning("%s: publisher restarted (%s): new epoch, %d entries %s%s", self.key, why,
-                       cleared, "cleared" if clear else "kept",
-                       "; the clear did not complete (restart_errors)" if failed else "")
+        self._note(WARNING, "publisher restarted (%s): new epoch, %d entries %s%s", restart.why,
+                   cleared, "cleared" if restart.clear else "kept",
+                   "; the clear did not complete (restart_errors)" if failed else "")
 
     # -- replay ------------------------------------------------------------------------
 
@@ -289,134 +293,97 @@ class ReplicaFeed:
         start, end = accepted.replay
         return ReplayExchange(accepted.topic, self.streams[accepted.topic], start, end)
 
-    def on_reply(self, exchange: ReplayExchange, frames: list[bytes], recv_time: float) -> bool:
-        """Take one replay reply; True once the end marker arrived."""
+    def on_reply(self, exchange: ReplayExchange, frames: list[bytes],
+                 recv_time: float) -> Apply | None:
+        """Take one replay reply: the batch to apply (count it in ``exchange.recovered`` once
+        applied), or None; ``exchange.ended`` once the end marker arrived."""
         decoder = (self.decoder if self.era_guess is None
                     else self.era_guess.replay_decoder(frames))
         if decoder is None:  # no era the payloads fit frames replies like this
             self.count("framing_errors")
-            return False
+            return None
         try:
             reply = decoder.split_replay_reply(frames)
         except EventDecodeError as exc:
             self.count("framing_errors")
-            logger.warning("%s: bad replay reply framing: %s", self.key, exc)
-            return False
+            self._note(WARNING, "bad replay reply framing: %s", exc)
+            return None
         if isinstance(reply, ReplayEnd):
             exchange.ended = True
-            return True
+            return None
         topic, seq, payload = reply
         if decoder.era.replay_carries_topic and topic != exchange.topic:
-            return False
+            return None
         if not exchange.start <= seq < exchange.end or not exchange.stream.fill(seq,
                                                                                 hash(payload)):
-            return False
+            return None
         exchange.filled += 1
-        if self.apply(exchange.topic, seq, payload, "replay", recv_time):
-            exchange.recovered += 1
-        return False
+        return self.plan(exchange.topic, seq, payload, "replay", recv_time)
 
-    def replay_finished(self, exchange: ReplayExchange, timeout: float) -> None:
+    def replay_finished(self, exchange: ReplayExchange) -> None:
         if exchange.ended:
             self.count("replay_completed")
         else:
             self.count("replay_failures")
-            logger.warning("%s: replay from seq %d got no end marker within %.1f s", self.key,
-                           exchange.start, timeout)
+            self._note(WARNING, "replay from seq %d got no end marker within %.1f s",
+                       exchange.start, self.options.replay_timeout)
         self.count("replayed_batches", exchange.recovered)
         self.count("lost_batches", (exchange.end - exchange.start) - exchange.filled)
 
     # -- payloads ------------------------------------------------------------------------
 
-    def _decoder(self, payload: bytes) -> EventDecoder | None:
+    def _decoder(self, payload: bytes) -> EventDecoder:
         """The decoder for ``payload``; may raise EventDecodeError (no era decodes it)."""
         guess = self.era_guess
         if guess is None:
+            assert self.decoder is not None
             return self.decoder
         decoder = guess.observe(payload)
         if guess.settled:
             self.decoder, self.era_guess, self.wire_span = guess.decoder, None, guess.span()
         return decoder
 
-    def apply(self, topic: str, seq: int, payload: bytes, via: Literal["pub", "replay"],
-              recv_time: float) -> bool:
-        """Decode ``payload`` and apply it to the index; True if it applied."""
-        index = self.options.index
+    def plan(self, topic: str, seq: int, payload: bytes, via: Literal["pub", "replay"],
+             recv_time: float) -> Apply | None:
+        """Decode ``payload``: the :class:`Apply` to carry out, or None (counted)."""
         learner = self.learner
-        # A feed inferring its era or learning its scheme decodes the full batch.
-        fast = (index if isinstance(index, PrefixIndex) and self.era_guess is None
-                and (learner is None or learner.state != "learning") else None)
+        learning = learner is not None and learner.state == "learning"
+        scheme = self.config.scheme or (learner.scheme if learner is not None else None)
+        batch: EventBatch | None = None
         try:
             decoder = self._decoder(payload)
-            assert decoder is not None
-            if fast is not None:
-                return self._ingest(fast, decoder, topic, seq, payload, via, recv_time)
-            decoded = decoder.decode(payload)
+            if self.wants_batch or learning:
+                full = decoder.decode(payload)
+                batch = full.batch
+                decoded = DecodedOps.of_batch(batch, full.warnings)
+            else:
+                decoded = decoder.ops(payload)
         except EventDecodeError as exc:
-            self._not_decoded(exc, seq, via)
-            return False
-        batch = decoded.batch
+            with self.stats_lock:
+                self.counters["decode_errors"] += 1
+                self.decode_errors_by_type[type(exc).__name__] += 1
+            self._note(WARNING, "seq %d (%s) not decoded, skipped: %s: %s", seq, via,
+                       type(exc).__name__, exc)
+            return None
         if decoded.warnings:
             self.count("ignored_fields", len(decoded.warnings))
-        rid = self._replica(topic, seq, batch.data_parallel_rank)
+        rid = self._replica(topic, seq, decoded.data_parallel_rank)
         if rid is None:
-            return False
-        if index is not None and not self._to_index(index, rid, batch, seq):
-            return False
-        self._applied(topic, seq, len(batch.events), batch, via, recv_time)
-        return True
+            return None
+        return Apply(topic, seq, via, recv_time, rid, decoded, batch, scheme, learning)
 
-    def _ingest(self, index: PrefixIndex, decoder: EventDecoder, topic: str, seq: int,
-                payload: bytes, via: Literal["pub", "replay"], recv_time: float) -> bool:
-        """:meth:`apply` through ``PrefixIndex.ingest``: decoded and applied in one step,
-        event objects built only for ``on_batch``.
-
-        The same counters, outcomes and lock: the payload is decoded outside the
-        lock; once it has, ``ingest`` asks for the replica, and there the rank
-        is bounded, the lock taken and a configured (or learned) scheme
-        registered, before anything is applied. An in-memory index is never
-        unavailable, so nothing is retried.
-        """
+    def learned(self, apply: Apply) -> tuple[list[tuple[ReplicaId, DecodedOps]],
+                                              ReplicaScheme | None]:
+        """What to apply for ``apply`` while learning, the index not knowing its replica:
+        the batches (held ones first, once learned; none while still held) and the scheme
+        to register their replicas with."""
         learner = self.learner
-        scheme = self.config.scheme or (learner.scheme if learner is not None else None)
-        lock = self.options.lock
-        admitted: list[ReplicaId] = []  # the replica, once the lock is held for it
-
-        def target(rank: int | None) -> ReplicaId | None:
-            rid = self._replica(topic, seq, rank)
-            if rid is not None:
-                lock.acquire()
-                admitted.append(rid)
-                if scheme is not None and rid not in index.replicas():
-                    index.register(rid, scheme)
-            return rid
-
-        try:
-            ingested = index.ingest(target, decoder, payload,
-                                    batch=self.options.on_batch is not None)
-        except EventDecodeError as exc:
-            self._not_decoded(exc, seq, via)
-            return False
-        except Exception:
-            self.count("apply_errors")
-            logger.exception("%s: seq %d failed", self.key, seq)
-            return False
-        finally:
-            if admitted:
-                lock.release()
-        if ingested.warnings:
-            self.count("ignored_fields", len(ingested.warnings))
-        if not admitted:
-            return False
-        self._applied(topic, seq, ingested.events, ingested.batch, via, recv_time)
-        return True
-
-    def _not_decoded(self, exc: EventDecodeError, seq: int, via: str) -> None:
-        with self.stats_lock:
-            self.counters["decode_errors"] += 1
-            self.decode_errors_by_type[type(exc).__name__] += 1
-        logger.warning("%s: seq %d (%s) not decoded, skipped: %s: %s", self.key, seq, via,
-                       type(exc).__name__, exc)
+        assert learner is not None and apply.batch is not None
+        # Fingerprinting runs outside the lock: readers are not held up by it.
+        span = self.era_guess.span() if self.era_guess is not None else None
+        todo = learner.observe(apply.replica, apply.batch, span)
+        return ([(rid, apply.decoded if held is apply.batch else DecodedOps.of_batch(held))
+                 for rid, held in todo], learner.scheme)
 
     def _replica(self, topic: str, seq: int, rank: int | None) -> ReplicaId | None:
         """The replica a batch of ``rank`` (None: unpublished) is for; None past max_ranks."""
@@ -426,90 +393,19 @@ class ReplicaFeed:
         if rank not in seen:
             if sum(map(len, self.ranks.values())) >= self.options.max_ranks:
                 self.count("rank_overflows")
-                if _sampled(self.counters["rank_overflows"]):
-                    logger.warning("%s: seq %d announces rank %d beyond max_ranks %d: skipped "
-                                   "(%d so far)", self.key, seq, rank, self.options.max_ranks,
-                                   self.counters["rank_overflows"])
+                n = self.counters["rank_overflows"]
+                if sampled(n):
+                    self._note(WARNING, "seq %d announces rank %d beyond max_ranks %d: skipped "
+                               "(%d so far)", seq, rank, self.options.max_ranks, n)
                 return None
             seen.add(rank)
         return ReplicaId(self.config.name, rank)
 
-    def _applied(self, topic: str, seq: int, events: int, batch: EventBatch | None,
-                 via: Literal["pub", "replay"], recv_time: float) -> None:
-        """Count an applied batch and hand it to ``on_batch`` (``batch`` is given then)."""
+    def applied(self, apply: Apply) -> None:
+        """``apply`` was carried out: count the batch."""
         with self.stats_lock:
             self.counters["batches"] += 1
-            self.counters["events"] += events
-        on_batch = self.options.on_batch
-        if on_batch is not None:
-            assert batch is not None
-            try:
-                on_batch(ReceivedBatch(self.key, topic, seq, batch, via, recv_time))
-            except Exception:
-                self.count("callback_errors")
-                logger.exception("%s: on_batch raised", self.key)
-
-    def _to_index(self, index: PrefixIndexBackend, rid: ReplicaId, batch: EventBatch,
-                  seq: int) -> bool:
-        scheme = self.config.scheme
-        todo = [(rid, batch)]
-        learner = self.learner
-        if scheme is None and learner is not None:
-            known: list[bool] = []
-            if not self._retrying(f"seq {seq}", lambda: known.append(rid in index.replicas()),
-                                  "apply_errors"):
-                return False
-            if not known[-1]:
-                # Fingerprinting runs outside the lock: readers are not held up by it.
-                span = self.era_guess.span() if self.era_guess is not None else None
-                todo = learner.observe(rid, batch, span)
-                scheme = learner.scheme
-        done = 0  # batches of todo applied: a retry goes on from the one that failed
-
-        def apply_todo() -> None:
-            nonlocal done
-            known = index.replicas()
-            for held_rid, held in todo[done:]:
-                if scheme is not None and held_rid not in known:
-                    index.register(held_rid, scheme)
-                    known = index.replicas()
-                index.apply(held_rid, held)
-                done += 1
-
-        return self._retrying(f"seq {seq}", apply_todo, "apply_errors")
-
-    def _retrying(self, what: str, step: Callable[[], None], give_up_counter: str) -> bool:
-        """Run ``step`` under the lock; while the index is unavailable, again after a backoff.
-
-        ``step`` must resume where a failed call left off. Retries are counted in
-        ``apply_retries``; False (counted in ``give_up_counter``) after
-        ``retry_seconds``, when stopping, or on any other error.
-        """
-        opts = self.options
-        deadline = time.monotonic() + opts.retry_seconds
-        delay = _FIRST_DELAY
-        while True:
-            try:
-                with opts.lock:
-                    step()
-                return True
-            except IndexUnavailableError as exc:
-                left = deadline - time.monotonic()
-                if left <= 0 or not opts.backoff(min(delay, left)):
-                    self.count(give_up_counter)
-                    logger.warning("%s: %s failed: the index stayed unavailable (retry_seconds "
-                                   "%.1f, or stopping): %s", self.key, what, opts.retry_seconds,
-                                   exc)
-                    return False
-                self.count("apply_retries")
-                if _sampled(self.counters["apply_retries"]):
-                    logger.warning("%s: %s: index unavailable, retrying (%d retries so far): %s",
-                                   self.key, what, self.counters["apply_retries"], exc)
-                delay = min(delay * 2, _MAX_DELAY)
-            except Exception:
-                self.count(give_up_counter)
-                logger.exception("%s: %s failed", self.key, what)
-                return False
+            self.counters["events"] += len(apply.decoded.ops)
 
     # -- observability -------------------------------------------------------------------
 
@@ -535,7 +431,7 @@ class ReplicaFeed:
             }
 
 
-def _sampled(n: int) -> bool:
+def sampled(n: int) -> bool:
     """Log the 1st, 10th, 100th… occurrence only: a flood must not flood the log too."""
     if n < 1:
         return False

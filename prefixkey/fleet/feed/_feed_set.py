@@ -1,9 +1,11 @@
-"""The feeds of one subscriber: their shared options, index lock and stats (sans-IO).
+"""The feeds of one subscriber: their options, driver, index lock and stats.
 
-:class:`FeedSet` validates a subscriber's options once, builds one
-:class:`~prefixkey.fleet.feed._feed.ReplicaFeed` per publisher around them and the
-shared :class:`~prefixkey.fleet.feed._fair_lock.FairLock`, and assembles the
-subscriber's ``stats()``: each feed's counters, their totals, the queue's
+:class:`FeedSet` builds one sans-IO
+:class:`~prefixkey.fleet.feed._feed.ReplicaFeed` per publisher around the
+subscriber's :class:`~prefixkey.fleet.feed._options.SubscriberOptions`, the
+:class:`~prefixkey.fleet.feed._driver.FeedDriver` that carries out their answers
+and the shared :class:`~prefixkey.fleet.feed._fair_lock.FairLock`, and assembles
+the subscriber's ``stats()``: each feed's counters, their totals, the queue's
 fill and the index's own stats (which must not fail while Redis is down).
 Both transports (threaded and asyncio) hold one.
 """
@@ -13,30 +15,19 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from ...errors import InvalidRequestError
 from ..index._backend import IndexUnavailableError, PrefixIndexBackend
 from ..index._memory import UnknownReplicaError
 from ..routing._metrics import COUNTERS
+from ._driver import Backoff, FeedDriver
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
-from ._feed import Backoff, FeedOptions, ReplicaFeed
+from ._feed import ReplicaFeed
+from ._options import SubscriberOptions
 
-__all__ = [
-    "DEFAULT_MAX_RANKS",
-    "DEFAULT_QUEUE_BYTES",
-    "DEFAULT_RETRY_SECONDS",
-    "FeedSet",
-    "sizes_by_feed",
-]
-
-#: Bytes of messages that may wait per replica (their frames' lengths).
-DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
-#: Distinct data-parallel ranks one endpoint may announce (vLLM: one per publisher).
-DEFAULT_MAX_RANKS = 8
-#: How long one batch is retried while the index is unavailable (then counted in apply_errors).
-DEFAULT_RETRY_SECONDS = 30.0
+__all__ = ["FeedSet", "sizes_by_feed"]
 
 
 def _sleep(delay: float) -> bool:
@@ -63,48 +54,40 @@ def sizes_by_feed(feeds: list[ReplicaFeed], index: PrefixIndexBackend | None,
 
 
 class FeedSet:
-    """The feeds of one subscriber and what both transports share: options, lock, stats."""
+    """The feeds of one subscriber and what both transports share: options, driver, lock, stats.
+
+    ``options`` (default: :class:`SubscriberOptions`'s defaults) with ``changes``,
+    option by option, applied over it; ``backoff`` waits between retries
+    (default: ``time.sleep``).
+    """
 
     def __init__(
         self,
         replicas: list[ReplicaEndpoint],
         *,
         index: PrefixIndexBackend | None,
-        on_batch: Callable[[ReceivedBatch], None] | None,
-        queue_size: int,
-        queue_bytes: int,
-        restart_policy: Literal["clear", "keep"],
-        catch_up: bool,
-        max_jump: int,
-        max_ranks: int,
-        learn_schemes: bool,
-        retry_seconds: float = DEFAULT_RETRY_SECONDS,
+        on_batch: Callable[[ReceivedBatch], None] | None = None,
+        options: SubscriberOptions | None = None,
         backoff: Backoff | None = None,
+        **changes: Any,
     ) -> None:
+        if options is not None and not isinstance(options, SubscriberOptions):
+            raise InvalidRequestError(
+                "options", f"must be a SubscriberOptions, got {type(options).__name__}")
+        opts = (options or SubscriberOptions()).with_changes(changes)
         if not replicas:
             raise InvalidRequestError("replicas", "needs at least one replica")
         keys = [c.key for c in replicas]
         dupes = sorted({k for k in keys if keys.count(k) > 1})
         if dupes:
             raise InvalidRequestError("replicas", f"duplicate replica names: {', '.join(dupes)}")
-        if restart_policy not in ("clear", "keep"):
-            raise InvalidRequestError(
-                "restart_policy", f"must be 'clear' or 'keep', got {restart_policy!r}")
-        for name, value in (("queue_size", queue_size), ("queue_bytes", queue_bytes),
-                            ("max_jump", max_jump), ("max_ranks", max_ranks)):
-            if type(value) is not int or value < 1:
-                raise InvalidRequestError(name, f"must be an int >= 1, got {value!r}")
-        if (not isinstance(retry_seconds, (int, float)) or isinstance(retry_seconds, bool)
-                or not 0 <= retry_seconds < float("inf")):
-            raise InvalidRequestError(
-                "retry_seconds", f"must be a finite number >= 0, got {retry_seconds!r}")
         #: Held while a batch is applied to the index: hold it to read the index.
         self.lock = FairLock()
         self.index = index
-        self.options = FeedOptions(index, self.lock, on_batch, restart_policy, catch_up,
-                                queue_size, queue_bytes, max_jump, max_ranks, learn_schemes,
-                                float(retry_seconds), _sleep if backoff is None else backoff)
-        self.feeds = [ReplicaFeed(c, self.options) for c in replicas]
+        self.options = opts
+        self.driver = FeedDriver(index, self.lock, on_batch, opts.retry_seconds,
+                                 _sleep if backoff is None else backoff)
+        self.feeds = [ReplicaFeed(c, opts, on_batch is not None) for c in replicas]
         self.started_at = time.time()
 
     def stats(self, *, running: bool) -> dict[str, Any]:

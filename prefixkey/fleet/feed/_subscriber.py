@@ -34,19 +34,21 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from ...errors import PrefixKeyError
-from ...events import DEFAULT_MAX_JUMP, DecodeLimits, Via, recording_line, replay_request
+from ...events import Via, recording_line, replay_request
 from ..index._backend import PrefixIndexBackend
 from ..routing._metrics import COUNTERS, prometheus_text
+from ._driver import log_notes
 from ._endpoints import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints, offset_endpoint
 from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
-from ._feed_set import DEFAULT_MAX_RANKS, DEFAULT_QUEUE_BYTES, DEFAULT_RETRY_SECONDS, FeedSet
+from ._feed_set import FeedSet
+from ._options import SubscriberOptions
 
 __all__ = [
     "COUNTERS",
@@ -60,24 +62,19 @@ __all__ = [
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
 
-#: The SUB sockets' bound on one frame: the decoder's payload bound plus framing.
-#: libzmq drops a connection that sends more (counted as a disconnect).
-DEFAULT_MAX_MESSAGE_BYTES = DecodeLimits().max_payload_bytes + 64 * 1024
-
 
 class SubscriberStateError(PrefixKeyError, RuntimeError):
     """A lifecycle call out of order: starting a subscriber twice, or after close."""
 
 
-def configure_sub(sock: zmq.Socket[Any], config: ReplicaEndpoint, *, rcvhwm: int,
-                  reconnect_ivl_ms: int, reconnect_ivl_max_ms: int,
-                  max_message_bytes: int) -> None:
+def configure_sub(sock: zmq.Socket[Any], config: ReplicaEndpoint,
+                  options: SubscriberOptions) -> None:
     """The SUB socket options both subscribers set."""
     sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.RCVHWM, rcvhwm)
-    sock.setsockopt(zmq.RECONNECT_IVL, reconnect_ivl_ms)
-    sock.setsockopt(zmq.RECONNECT_IVL_MAX, reconnect_ivl_max_ms)
-    sock.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+    sock.setsockopt(zmq.RCVHWM, options.rcvhwm)
+    sock.setsockopt(zmq.RECONNECT_IVL, options.reconnect_ivl_ms)
+    sock.setsockopt(zmq.RECONNECT_IVL_MAX, options.reconnect_ivl_max_ms)
+    sock.setsockopt(zmq.MAXMSGSIZE, options.max_message_bytes)
     sock.setsockopt(zmq.SUBSCRIBE, config.topic.encode("utf-8"))
 
 
@@ -136,19 +133,11 @@ class Subscriber:
     thread (so callbacks of different replicas may run at once), with a
     :class:`ReceivedBatch`. ``record`` (a text file) receives every raw PUB
     message and replay reply in the recording format, each line with its
-    ``"via"``. ``queue_size`` and ``queue_bytes`` bound, per replica, the
-    messages waiting to be decoded; ``replay_timeout`` bounds one replay
-    exchange; ``idle_timeout`` is the silence after which a replica counts
-    as idle. ``restart_policy`` is ``"clear"`` (default: a restarted
-    publisher's replica loses its index entries; its new process starts with
-    an empty prefix cache) or ``"keep"``. ``catch_up`` replays the history of
-    a publisher first met at seq > 0. ``max_jump`` is the largest seq gap
-    taken as a gap (beyond: a restart); ``max_ranks`` bounds the
-    data-parallel ranks one endpoint may announce. ``learn_schemes`` learns
-    the scheme of a replica configured without one from its events.
-    ``retry_seconds`` is how long a batch is retried, with backoff, while the
-    index raises :class:`~prefixkey.fleet.IndexUnavailableError` (counted in
-    ``apply_retries``; then it counts in ``apply_errors``).
+    ``"via"``. ``options`` is a :class:`SubscriberOptions` (queues, replay,
+    restarts, retries, sockets: its defaults when not given); each of its
+    fields may also be given as a keyword (``queue_size=1000``), applied over
+    it. A bad value raises :class:`~prefixkey.errors.InvalidRequestError`
+    naming the option.
     """
 
     def __init__(
@@ -158,38 +147,20 @@ class Subscriber:
         index: PrefixIndexBackend | None = None,
         on_batch: Callable[[ReceivedBatch], None] | None = None,
         record: IO[str] | None = None,
-        queue_size: int = 10_000,
-        queue_bytes: int = DEFAULT_QUEUE_BYTES,
-        replay_timeout: float = 2.0,
-        idle_timeout: float = 30.0,
-        restart_policy: Literal["clear", "keep"] = "clear",
-        catch_up: bool = True,
-        max_jump: int = DEFAULT_MAX_JUMP,
-        max_ranks: int = DEFAULT_MAX_RANKS,
-        learn_schemes: bool = True,
-        retry_seconds: float = DEFAULT_RETRY_SECONDS,
-        rcvhwm: int = 100_000,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        reconnect_ivl_ms: int = 100,
-        reconnect_ivl_max_ms: int = 2_000,
+        options: SubscriberOptions | None = None,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        **changes: Any,
     ) -> None:
         self._stop = threading.Event()
-        self._feeds = FeedSet(
-            list(replicas), index=index, on_batch=on_batch, queue_size=queue_size,
-            queue_bytes=queue_bytes, restart_policy=restart_policy, catch_up=catch_up,
-            max_jump=max_jump, max_ranks=max_ranks, learn_schemes=learn_schemes,
-            retry_seconds=retry_seconds, backoff=self._backoff)
+        self._feeds = FeedSet(list(replicas), index=index, on_batch=on_batch, options=options,
+                              backoff=self._backoff, **changes)
+        #: The options in force (validated).
+        self.options: SubscriberOptions = self._feeds.options
+        self._driver = self._feeds.driver
         self._workers = [_Worker(f) for f in self._feeds.feeds]
         self.index = index
         # The receiver writes PUB messages, each worker its replies.
         self._recorder = Recorder(record)
-        self.replay_timeout = replay_timeout
-        self.idle_timeout = idle_timeout
-        self.rcvhwm = rcvhwm
-        self.max_message_bytes = max_message_bytes
-        self.reconnect_ivl_ms = reconnect_ivl_ms
-        self.reconnect_ivl_max_ms = reconnect_ivl_max_ms
         #: Held while a batch is applied to the index: hold it to read the index.
         #: Fair: a reader ranking in a loop cannot starve the workers.
         self.lock: FairLock = self._feeds.lock
@@ -212,10 +183,7 @@ class Subscriber:
             raise SubscriberStateError("the subscriber is closed: build a new one")
         for w in self._workers:
             sub = self._ctx.socket(zmq.SUB)
-            configure_sub(sub, w.feed.config, rcvhwm=self.rcvhwm,
-                          reconnect_ivl_ms=self.reconnect_ivl_ms,
-                          reconnect_ivl_max_ms=self.reconnect_ivl_max_ms,
-                          max_message_bytes=self.max_message_bytes)
+            configure_sub(sub, w.feed.config, self.options)
             w.monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
             w.sub = sub
             sub.connect(w.feed.config.endpoint)
@@ -312,7 +280,9 @@ class Subscriber:
             feed.count("messages")
             self._recorder.write(feed.key, frames, now, "pub")
             size = feed.admit(frames)
-            if size is not None:
+            if size is None:
+                log_notes(feed)
+            else:
                 with w.ready:
                     w.items.append((now, frames, size))
                     w.ready.notify()
@@ -321,6 +291,7 @@ class Subscriber:
 
     def _work_loop(self, w: _Worker) -> None:
         feed = w.feed
+        driver = self._driver
         last_idle_check = 0.0
         while not self._stop.is_set():
             with w.ready:
@@ -331,12 +302,11 @@ class Subscriber:
                 recv_time, frames, size = item
                 feed.taken(size)
                 try:
-                    accepted = feed.accept(frames, recv_time)
+                    accepted = driver.accept(feed, frames, recv_time)
                     if accepted is not None:
                         if accepted.replay is not None:
                             self._replay(w, accepted)
-                        feed.apply(accepted.topic, accepted.seq, accepted.payload, "pub",
-                                   recv_time)
+                        driver.apply(feed, accepted)
                 except Exception:  # a bug must not kill the subscriber
                     feed.count("handling_errors")
                     logger.exception("%s: unexpected error handling a message (skipped, "
@@ -344,14 +314,15 @@ class Subscriber:
             now = time.monotonic()
             if now - last_idle_check > 0.2:
                 last_idle_check = now
-                feed.check_idle(time.time(), self._feeds.started_at, self.idle_timeout)
+                feed.check_idle(time.time(), self._feeds.started_at)
+                log_notes(feed)
 
     def _dealer(self, w: _Worker) -> zmq.Socket[bytes]:
         if w.dealer is None:
             assert w.feed.config.replay_endpoint is not None
             sock = self._ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+            sock.setsockopt(zmq.MAXMSGSIZE, self.options.max_message_bytes)
             sock.connect(w.feed.config.replay_endpoint)
             w.dealer = sock
         return w.dealer
@@ -362,7 +333,7 @@ class Subscriber:
         try:
             sock = self._dealer(w)
             sock.send_multipart([b"", replay_request(exchange.start)], zmq.NOBLOCK)
-            deadline = time.monotonic() + self.replay_timeout
+            deadline = time.monotonic() + self.options.replay_timeout
             while not self._stop.is_set():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not sock.poll(max(1, int(min(remaining, 0.1) * 1000))):
@@ -372,11 +343,11 @@ class Subscriber:
                 frames = sock.recv_multipart()
                 now = time.time()
                 self._recorder.write(feed.key, frames, now, "replay")
-                if feed.on_reply(exchange, frames, now):
+                if self._driver.reply(feed, exchange, frames, now):
                     break
         except zmq.ZMQError as exc:
             logger.warning("%s: replay failed: %s", feed.key, exc)
-        feed.replay_finished(exchange, self.replay_timeout)
+        self._driver.replay_finished(feed, exchange)
         if not exchange.ended and w.dealer is not None:
             # Late replies must not answer the next request.
             w.dealer.close(linger=0)

@@ -8,7 +8,9 @@ call** (one walk in memory, one round trip to Redis). The backend walks the
 keys itself, so the Router's cost does not depend on where the index lives.
 The answer groups the candidates by equal runs (:class:`RunsAnswer`): what a
 ranking costs is then per distinct run, and per candidate only for those read.
-:class:`PrefixIndexBackend` adds event ingestion and the read-out methods the
+:class:`PrefixIndexBackend` adds event ingestion (``apply`` of an
+:class:`~prefixkey.events.EventBatch`, ``apply_ops`` of what
+:meth:`~prefixkey.events.EventDecoder.ops` decodes) and the read-out methods the
 in-memory :class:`~prefixkey.fleet.PrefixIndex` and the shared
 :class:`~prefixkey.fleet.RedisPrefixIndex` both implement (the contract suite
 runs on both).
@@ -22,7 +24,7 @@ from itertools import repeat
 from typing import Protocol, runtime_checkable
 
 from ...errors import PrefixKeyError
-from ...events import EventBatch, EventHash
+from ...events import DecodedOps, EventBatch, EventHash
 from .._replicas import ReplicaId, ReplicaScheme
 from ._walk import Run
 
@@ -139,6 +141,11 @@ class PrefixIndexBackend(RoutingIndex, Protocol):
     def remove_replica(self, replica: ReplicaId | str) -> int: ...
     def scheme(self, replica: ReplicaId | str) -> ReplicaScheme: ...
     def apply(self, replica: ReplicaId | str, batch: EventBatch) -> None: ...
+    def apply_ops(self, replica: ReplicaId | str, decoded: DecodedOps) -> None:
+        """:meth:`apply` of a payload as :meth:`~prefixkey.events.EventDecoder.ops` decodes
+        it: the same entries and counters as ``apply`` of its batch, without the event
+        objects. The one path the subscribers feed every backend through."""
+        ...
     def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]: ...
     def media(self, replica: ReplicaId | str, key: EventHash,
               group: int = 0) -> frozenset[str]: ...

@@ -65,14 +65,18 @@ from typing import Final, NamedTuple, cast
 from ...core import block_hash_to_int64
 from ...errors import InvalidRequestError
 from ...events import (
+    CLEARED,
+    REMOVED,
+    STORED,
     AllBlocksCleared,
+    BlockOp,
     BlockRemoved,
     BlockStored,
+    DecodedOps,
     EventBatch,
     EventDecoder,
     EventHash,
 )
-from ...events._layouts import CLEARED_OP, REMOVED, STORED, BlockOp
 from .._replicas import (
     GroupSpec,
     ReplicaId,
@@ -214,6 +218,14 @@ class PrefixIndex:
         if state is not None:
             self._apply_ops(state, _ops_of(batch.events))
 
+    def apply_ops(self, replica: ReplicaId | str, decoded: DecodedOps) -> None:
+        """:meth:`apply` of a payload as :meth:`~prefixkey.events.EventDecoder.ops` decodes
+        it (no event objects): the same entries and counters as applying its batch."""
+        ops = decoded.ops
+        state = self._batch_state(replica, decoded.data_parallel_rank, decoded.ts, len(ops))
+        if state is not None:
+            self._apply_ops(state, ops)
+
     def ingest(self, replica: ReplicaId | str | Callable[[int | None], ReplicaId | None],
                decoder: EventDecoder, payload: bytes, *, batch: bool = False) -> Ingested:
         """Decode one payload of ``replica`` with ``decoder`` and apply it.
@@ -221,27 +233,22 @@ class PrefixIndex:
         The same as ``apply(replica, decoder.decode(payload).batch)``, with the
         same checks and typed errors (nothing is applied from a payload that
         fails), but without building the event objects unless ``batch=True``
-        asks for them: the subscriber's hot path. ``replica`` may also be a
-        function of the batch's data-parallel rank (None when the release does
-        not publish one) returning the replica to apply it to, or None to apply
-        nothing (and count nothing); it runs once the payload decoded.
+        asks for them (``apply_ops(replica, decoder.ops(payload))``). ``replica``
+        may also be a function of the batch's data-parallel rank (None when the
+        release does not publish one) returning the replica to apply it to, or
+        None to apply nothing (and count nothing); it runs once the payload decoded.
         """
         decoded: EventBatch | None = None
-        ops: Iterable[BlockOp]
         if batch:
             full = decoder.decode(payload)
-            decoded, warnings = full.batch, full.warnings
-            ts, rank, events = decoded.ts, decoded.data_parallel_rank, len(decoded.events)
-            ops = _ops_of(decoded.events)
+            decoded = full.batch
+            ops = DecodedOps.of_batch(decoded, full.warnings)
         else:
-            ts, rank, listed, warnings = decoder._ops(payload)  # the decoder's fast path
-            ops, events = listed, len(listed)
-        rid = replica(rank) if callable(replica) else replica
+            ops = decoder.ops(payload)
+        rid = replica(ops.data_parallel_rank) if callable(replica) else replica
         if rid is not None:
-            state = self._batch_state(rid, rank, ts, events)
-            if state is not None:
-                self._apply_ops(state, ops)
-        return Ingested(warnings, rank, events, decoded)
+            self.apply_ops(rid, ops)
+        return Ingested(ops.warnings, ops.data_parallel_rank, len(ops.ops), decoded)
 
     def _apply_ops(self, state: ReplicaState, ops: Iterable[BlockOp]) -> None:
         """Apply a batch's events in order; consecutive BlockStored of one medium and group
@@ -569,7 +576,8 @@ def _ops_of(events: Iterable[object]) -> Iterator[BlockOp]:
         elif isinstance(event, BlockRemoved):
             yield (REMOVED, event.block_hashes, event.medium, event.group_idx)
         elif isinstance(event, AllBlocksCleared):
-            yield CLEARED_OP
+            yield _CLEARED_OP
 
 
+_CLEARED_OP: Final[BlockOp] = (CLEARED, (), None, None)
 _EMPTY: Final[Mapping[EventHash, int]] = MappingProxyType({})

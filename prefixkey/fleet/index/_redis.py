@@ -79,7 +79,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from ...errors import InvalidRequestError, PrefixKeyError
-from ...events import EventBatch, EventHash
+from ...events import DecodedOps, EventBatch, EventHash
 from . import _redis_lua as lua
 from ._backend import IndexUnavailableError, RunsAnswer, RunsQuery, RunsResult
 from ._memory import (
@@ -222,7 +222,7 @@ class RedisPrefixIndex:
         self._bits: dict[str, int] = {}
         self._bits_at = float("-inf")
         self._schemes: dict[bytes, ReplicaScheme] = {}  # spec -> scheme (Hashers reused)
-        self._pending: dict[ReplicaId, tuple[EventBatch, str]] = {}  # batches to complete
+        self._pending: dict[ReplicaId, tuple[DecodedOps, str]] = {}  # batches to complete
         self._applies = 0
         self._texts = RunTexts()
 
@@ -355,15 +355,25 @@ class RedisPrefixIndex:
         After an :class:`~prefixkey.fleet.IndexUnavailableError`, calling
         again with the same batch applies the chunks not applied yet, once.
         """
-        rid = (ReplicaId(replica, batch.data_parallel_rank or 0)
+        self.apply_ops(replica, DecodedOps.of_batch(batch))
+
+    def apply_ops(self, replica: ReplicaId | str, decoded: DecodedOps) -> None:
+        """:meth:`apply` of a payload as :meth:`~prefixkey.events.EventDecoder.ops` decodes it.
+
+        After an :class:`~prefixkey.fleet.IndexUnavailableError`, calling
+        again with the same (or an equal) ``decoded`` applies the chunks not
+        applied yet, once.
+        """
+        rid = (ReplicaId(replica, decoded.data_parallel_rank or 0)
                if isinstance(replica, str) else as_replica_id(replica))
         pending = self._pending.pop(rid, None)
-        nonce = (pending[1] if pending is not None and (pending[0] is batch or pending[0] == batch)
+        nonce = (pending[1] if pending is not None
+                 and (pending[0] is decoded or pending[0] == decoded)
                  else secrets.token_hex(8))
         try:
-            self._apply(rid, batch, nonce)
+            self._apply(rid, decoded, nonce)
         except IndexUnavailableError:
-            self._pending[rid] = (batch, nonce)
+            self._pending[rid] = (decoded, nonce)
             raise
         self._applies += 1
         if self.sweep_every and self._applies % self.sweep_every == 0:
@@ -371,14 +381,14 @@ class RedisPrefixIndex:
             with contextlib.suppress(IndexUnavailableError):
                 self.sweep()  # a failed step is resumed by the next one
 
-    def _apply(self, rid: ReplicaId, batch: EventBatch, nonce: str) -> None:
+    def _apply(self, rid: ReplicaId, decoded: DecodedOps, nonce: str) -> None:
         field = rid_field(rid)
         reg = self._regs.get(rid)
         for _ in range(3):
             publishes = None if reg is None else reg.scheme.publishes
-            chunks, mismatches = batch_ops(batch, publishes, self.chunk_blocks)
+            chunks, mismatches = batch_ops(decoded.ops, publishes, self.chunk_blocks)
             head = [self._p, self._epoch or b"", field, b"" if reg is None else reg.spec, nonce]
-            tail = [repr(batch.ts), self.max_entries, self.ttl_seconds or 0, len(batch.events),
+            tail = [repr(decoded.ts), self.max_entries, self.ttl_seconds or 0, len(decoded.ops),
                     mismatches]
             for k, ops in enumerate(chunks):
                 res = self._script("apply", [*head, k, *tail, *ops])

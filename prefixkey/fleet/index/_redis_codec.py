@@ -3,21 +3,21 @@
 A scheme is shared as a spec (JSON) that every router rebuilds its own
 :class:`~prefixkey.core.Hasher` from; a replica id is a JSON ``[name,
 dp_rank]`` field; block keys travel to the scripts packed in one string (see
-:func:`pack_keys`) and are stored as :func:`key_bytes`; a batch goes as
-chunks of ops (:func:`batch_ops`); the ranking script answers runs as text
-(:class:`RunTexts`).
+:func:`pack_keys`) and are stored as :func:`key_bytes`; a batch's
+:data:`~prefixkey.events.BlockOp` go as chunks of script ops (:func:`batch_ops`); the
+ranking script answers runs as text (:class:`RunTexts`).
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, cast
 
 from ...core import Hasher, block_hash_to_int64
 from ...errors import InvalidRequestError, PrefixKeyError
-from ...events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from ...events import CLEARED, STORED, BlockOp, EventHash
 from ._memory import DEFAULT_MEDIUM, GroupSpec, ReplicaId, ReplicaScheme
 from ._walk import Run
 
@@ -173,41 +173,37 @@ class RunTexts:
         return tuple(run)
 
 
-def batch_ops(batch: EventBatch, publishes: str | None, limit: int
+def batch_ops(ops: Iterable[BlockOp], publishes: str | None, limit: int
               ) -> tuple[list[list[Any]], int]:
-    """A batch as the apply script's ops, in chunks of at most ``limit`` keys, and how
-    many keys were not in the form the replica publishes (``publishes``; None: not
-    registered, nothing counted)."""
+    """A batch's :data:`~prefixkey.events.BlockOp` as the apply script's ops, in chunks of
+    at most ``limit`` keys, and how many keys were not in the form the replica publishes
+    (``publishes``; None: not registered, nothing counted)."""
     chunks: list[list[Any]] = [[]]
     room = limit
     mismatches = 0
-    for event in batch.events:
-        if isinstance(event, AllBlocksCleared):
+    for kind_code, hashes, published_medium, group in ops:
+        if kind_code == CLEARED:
             if room < 1:
                 chunks.append([])
                 room = limit
             chunks[-1].append(b"C")
             room -= 1
             continue
-        if not isinstance(event, (BlockStored, BlockRemoved)):
-            continue
         keys: list[EventHash]
         if publishes == "int":
-            keys = [block_hash_to_int64(h) if isinstance(h, bytes) else h
-                    for h in event.block_hashes]
+            keys = [block_hash_to_int64(h) if isinstance(h, bytes) else h for h in hashes]
         else:
-            keys = [h for h in event.block_hashes if isinstance(h, bytes)]
-            mismatches += len(event.block_hashes) - len(keys)
-        medium = DEFAULT_MEDIUM if event.medium is None else event.medium.upper()
-        kind = b"S" if isinstance(event, BlockStored) else b"R"
+            keys = [h for h in hashes if isinstance(h, bytes)]
+            mismatches += len(hashes) - len(keys)
+        medium = DEFAULT_MEDIUM if published_medium is None else published_medium.upper()
+        kind = b"S" if kind_code == STORED else b"R"
         end = len(keys)
         while True:  # a BlockStored's tail first, as the script stores it
             if room < 1:
                 chunks.append([])
                 room = limit
             take = min(room, end)
-            chunks[-1] += [kind, medium, event.group_idx or 0, take,
-                           pack_keys(keys[end - take:end])]
+            chunks[-1] += [kind, medium, group or 0, take, pack_keys(keys[end - take:end])]
             room -= take
             end -= take
             if not end:

@@ -50,12 +50,12 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import filterfalse
 from typing import Final, cast
 
 from ...errors import InvalidRequestError
-from ...events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from ...events import CLEARED, STORED, BlockOp, DecodedOps, EventBatch, EventHash
 from ..index._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery, RunsResult
 from ..index._memory import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
 from ..index._walk import Run, mark
@@ -229,18 +229,23 @@ class Predictions:
 
     def observe(self, replica: ReplicaId | str, scheme: ReplicaScheme, batch: EventBatch) -> None:
         """Let a batch the backend applied for ``replica`` replace its predictions."""
+        self.observe_ops(replica, scheme, DecodedOps.of_batch(batch).ops)
+
+    def observe_ops(self, replica: ReplicaId | str, scheme: ReplicaScheme,
+                    ops: Iterable[BlockOp]) -> None:
+        """:meth:`observe` of a batch's :data:`~prefixkey.events.BlockOp`."""
         state = self._state(as_replica_id(replica))
         state.confirmed = True
-        for event in batch.events:
-            if isinstance(event, AllBlocksCleared):
+        for kind, hashes, _medium, group_idx in ops:
+            if kind == CLEARED:
                 self._drop_all(state)
-            elif isinstance(event, (BlockStored, BlockRemoved)) and state.count:
-                group = event.group_idx or 0
+            elif state.count:
+                group = group_idx or 0
                 table = state.tables.get(group)
                 if not table:
                     continue
-                counter = "confirmed" if isinstance(event, BlockStored) else "removed"
-                for h in event.block_hashes:
+                counter = "confirmed" if kind == STORED else "removed"
+                for h in hashes:
                     key = scheme.publish(h)
                     if table.pop(key, None) is not None:
                         self._unhold(group, key, state.bit)
@@ -467,14 +472,19 @@ class PredictedIndex:
 
     def apply(self, replica: ReplicaId | str, batch: EventBatch) -> None:
         """Apply to the backend, then let the batch replace the replica's predictions."""
-        rid = (ReplicaId(replica, batch.data_parallel_rank or 0)
+        self.apply_ops(replica, DecodedOps.of_batch(batch))
+
+    def apply_ops(self, replica: ReplicaId | str, decoded: DecodedOps) -> None:
+        """:meth:`apply` of a payload as :meth:`~prefixkey.events.EventDecoder.ops` decodes
+        it: the backend's ``apply_ops``, then the predictions replaced."""
+        rid = (ReplicaId(replica, decoded.data_parallel_rank or 0)
                if isinstance(replica, str) else as_replica_id(replica))
-        self.index.apply(rid, batch)
+        self.index.apply_ops(rid, decoded)
         try:
             scheme = self.index.scheme(rid)
         except UnknownReplicaError:
             return  # ignored (and counted) by the backend: it predicts nothing either
-        self.predictions.observe(rid, scheme, batch)
+        self.predictions.observe_ops(rid, scheme, decoded.ops)
 
     # -- the rest of the backend, unchanged ---------------------------------------
 

@@ -1,0 +1,206 @@
+"""What both transports do alike around the sans-IO feed: its effects.
+
+A :class:`~prefixkey.fleet.feed._feed.ReplicaFeed` answers what to do with a
+message; :class:`FeedDriver` does it, the same way for the threaded and the
+asyncio subscriber: it carries out a restart's :class:`~._feed.Restart` and a
+batch's :class:`~._feed.Apply` on the index, under the subscriber's
+:class:`~prefixkey.fleet.feed._fair_lock.FairLock`, through the one path every
+backend offers (``apply_ops``, after ``register`` when the index does not
+know the replica); calls ``on_batch``; and logs the feed's notes.
+
+When the index raises :class:`~prefixkey.fleet.IndexUnavailableError` (Redis
+down or restarting), the same step runs again after a bounded backoff,
+outside the lock, for up to ``retry_seconds``: an apply is idempotent (a
+chunked one completes exactly once), and a backend that restarted without
+persistence re-establishes its registrations itself (its epoch). A restart's
+index clear is retried the same way; one that gives up is counted
+(``restart_errors``) and the message that revealed the restart is still
+applied. The wait between tries is the transport's ``backoff`` (cut short when
+it stops).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+
+from ..index._backend import IndexUnavailableError, PrefixIndexBackend
+from ..index._memory import ReplicaId, ReplicaScheme
+from ._endpoints import ReceivedBatch
+from ._fair_lock import FairLock
+from ._feed import Accepted, Apply, ReplayExchange, ReplicaFeed, Restart, sampled
+
+__all__ = ["Backoff", "FeedDriver", "log_notes"]
+
+logger = logging.getLogger("prefixkey.fleet.Subscriber")
+
+# The backoff between retries: doubling from the first delay up to the last.
+_FIRST_DELAY, _MAX_DELAY = 0.05, 2.0
+
+#: Waits up to the given seconds; False when the subscriber is stopping (give up).
+Backoff = Callable[[float], bool]
+
+
+def log_notes(feed: ReplicaFeed) -> None:
+    """Log what the feed noted, oldest first (any thread may call it)."""
+    notes = feed.notes
+    while notes:
+        try:
+            level, text, args = notes.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        logger.log(level, "%s: " + text, feed.key, *args)
+
+
+class FeedDriver:
+    """Carries out the feeds' answers on ``index`` (see the module docstring)."""
+
+    def __init__(self, index: PrefixIndexBackend | None, lock: FairLock,
+                 on_batch: Callable[[ReceivedBatch], None] | None, retry_seconds: float,
+                 backoff: Backoff) -> None:
+        self.index = index
+        self.lock = lock
+        self.on_batch = on_batch
+        self.retry_seconds = retry_seconds
+        self.backoff = backoff
+
+    # -- what a transport calls per message ------------------------------------------
+
+    def accept(self, feed: ReplicaFeed, frames: list[bytes], recv_time: float
+               ) -> Accepted | None:
+        """``feed.accept``, and the restart it revealed carried out on the index."""
+        accepted = feed.accept(frames, recv_time)
+        if accepted is not None and accepted.restart is not None:
+            self.restart(feed, accepted.restart)
+        log_notes(feed)
+        return accepted
+
+    def apply(self, feed: ReplicaFeed, accepted: Accepted) -> bool:
+        """Decode and apply an accepted message; True if it applied."""
+        todo = feed.plan(accepted.topic, accepted.seq, accepted.payload, "pub",
+                         accepted.recv_time)
+        done = todo is not None and self.run(feed, todo)
+        log_notes(feed)
+        return done
+
+    def reply(self, feed: ReplicaFeed, exchange: ReplayExchange, frames: list[bytes],
+              recv_time: float) -> bool:
+        """Take one replay reply (applying its batch); True once the end marker arrived."""
+        todo = feed.on_reply(exchange, frames, recv_time)
+        if todo is not None and self.run(feed, todo):
+            exchange.recovered += 1
+        log_notes(feed)
+        return exchange.ended
+
+    def replay_finished(self, feed: ReplicaFeed, exchange: ReplayExchange) -> None:
+        feed.replay_finished(exchange)
+        log_notes(feed)
+
+    # -- the effects -----------------------------------------------------------------
+
+    def run(self, feed: ReplicaFeed, todo: Apply) -> bool:
+        """Apply ``todo`` to the index (if any) and hand it to ``on_batch``; True if applied."""
+        index = self.index
+        if index is not None:
+            batches = [(todo.replica, todo.decoded)]
+            scheme = todo.scheme
+            if todo.learn:
+                rid = todo.replica
+                known: list[bool] = []
+                if not self._retrying(feed, f"seq {todo.seq}",
+                                      lambda: known.append(rid in index.replicas()),
+                                      "apply_errors"):
+                    return False
+                if not known[-1]:
+                    batches, scheme = feed.learned(todo)
+            done = 0  # batches applied: a retry goes on from the one that failed
+
+            def apply_batches() -> None:
+                nonlocal done
+                known = index.replicas()
+                for rid, decoded in batches[done:]:
+                    if scheme is not None and rid not in known:
+                        index.register(rid, scheme)
+                        known = index.replicas()
+                    index.apply_ops(rid, decoded)
+                    done += 1
+
+            if not self._retrying(feed, f"seq {todo.seq}", apply_batches, "apply_errors"):
+                return False
+        feed.applied(todo)
+        on_batch = self.on_batch
+        if on_batch is not None:
+            assert todo.batch is not None
+            try:
+                on_batch(ReceivedBatch(feed.key, todo.topic, todo.seq, todo.batch, todo.via,
+                                       todo.recv_time))
+            except Exception:
+                feed.count("callback_errors")
+                logger.exception("%s: on_batch raised", feed.key)
+        return True
+
+    def restart(self, feed: ReplicaFeed, restart: Restart) -> None:
+        """Carry out a publisher restart on the index, then tell the feed."""
+        index = self.index
+        cleared = 0
+        failed = False
+        if restart.clear and index is not None and restart.ranks:
+            ranks = list(restart.ranks)
+            registered: Mapping[ReplicaId, ReplicaScheme] | None = None
+            removed: set[int] = set()
+
+            def clear_ranks() -> None:
+                # Resumable: a retry after IndexUnavailableError neither removes a rank twice
+                # nor forgets the scheme a removed rank is registered again with.
+                nonlocal registered, cleared
+                if registered is None:
+                    registered = index.replicas()
+                while ranks:
+                    rid = ReplicaId(feed.config.name, ranks[0])
+                    scheme = registered.get(rid)
+                    if scheme is not None:
+                        if ranks[0] not in removed:
+                            cleared += index.remove_replica(rid)
+                            removed.add(ranks[0])
+                        if restart.forget is None or scheme is not restart.forget:
+                            index.register(rid, scheme)
+                    ranks.pop(0)
+
+            failed = not self._retrying(feed, f"the restart's index clear ({restart.why})",
+                                        clear_ranks, "restart_errors")
+        feed.restarted(restart, cleared, failed)
+
+    def _retrying(self, feed: ReplicaFeed, what: str, step: Callable[[], None],
+                  give_up_counter: str) -> bool:
+        """Run ``step`` under the lock; while the index is unavailable, again after a backoff.
+
+        ``step`` must resume where a failed call left off. Retries are counted in
+        ``apply_retries``; False (counted in ``give_up_counter``) after
+        ``retry_seconds``, when stopping, or on any other error.
+        """
+        deadline = time.monotonic() + self.retry_seconds
+        delay = _FIRST_DELAY
+        while True:
+            try:
+                with self.lock:
+                    step()
+                return True
+            except IndexUnavailableError as exc:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self.backoff(min(delay, left)):
+                    feed.count(give_up_counter)
+                    logger.warning("%s: %s failed: the index stayed unavailable (retry_seconds "
+                                   "%.1f, or stopping): %s", feed.key, what, self.retry_seconds,
+                                   exc)
+                    return False
+                feed.count("apply_retries")
+                retries = feed.counters["apply_retries"]
+                if sampled(retries):
+                    logger.warning("%s: %s: index unavailable, retrying (%d retries so far): %s",
+                                   feed.key, what, retries, exc)
+                delay = min(delay * 2, _MAX_DELAY)
+            except Exception:
+                feed.count(give_up_counter)
+                logger.exception("%s: %s failed", feed.key, what)
+                return False
