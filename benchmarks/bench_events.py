@@ -275,12 +275,12 @@ def main(argv: list[str] | None = None) -> int:
                 index.ingest("a", dec, p)
         return run
 
-    decoded_ops = [pure._ops(p) for p in payloads]
-    assert [decoder._ops(p) for p in payloads] == decoded_ops
+    decoded_ops = [pure.ops(p) for p in payloads]
+    assert [decoder.ops(p) for p in payloads] == decoded_ops
 
     def ops_only(dec: EventDecoder) -> Callable[[], None]:  # ingest's decoding: no objects
         def run() -> None:
-            ops = dec._ops
+            ops = dec.ops
             for p in payloads:
                 ops(p)
         return run
@@ -328,16 +328,16 @@ def main(argv: list[str] | None = None) -> int:
         "msgspec decode into the era's structs": med["structs"],
         "the check: encoded back to the same bytes (round trip - decode)":
             med["round trip"] - med["structs"],
-        "ops from the structs (decoder._ops - round trip)": med["ops"] - med["round trip"],
+        "ops from the structs (decoder.ops - round trip)": med["ops"] - med["round trip"],
         "index upkeep (the ops applied)": med["apply ops"],
-        "the rest (ingest - decoder._ops - upkeep: the result, the interplay)":
+        "the rest (ingest - decoder.ops - upkeep: the result, the interplay)":
             med["ingest"] - med["ops"] - med["apply ops"],
     }
     pure_split = {  # and on the pure-Python path
         "unpack with bounds": med["bounded"],
-        "validation and ops (decoder._ops - bounded unpack)": med["pure ops"] - med["bounded"],
+        "validation and ops (decoder.ops - bounded unpack)": med["pure ops"] - med["bounded"],
         "index upkeep (the ops applied)": med["apply ops"],
-        "the rest (ingest - decoder._ops - upkeep: the result, the interplay)":
+        "the rest (ingest - decoder.ops - upkeep: the result, the interplay)":
             med["pure ingest"] - med["pure ops"] - med["apply ops"],
     }
     checks = token_checks(batches, rounds)
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
           for label, s in split.items()),
         "",
         "Where the time of `PrefixIndex.ingest` goes on the msgspec path (medians; "
-        "`decoder._ops` is its decoding, timed alone; the upkeep is its `_apply_ops` over the "
+        "`decoder.ops` is its decoding, timed alone; the upkeep is its `_apply_ops` over the "
         "same decoded ops):",
         "",
         "| part | seconds | us/event | x raw |",

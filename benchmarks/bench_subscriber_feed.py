@@ -9,16 +9,16 @@ Two measurements, in one process, on the same vLLM 0.31.0 payloads (each one
 BlockStored of 4 blocks x 16 tokens, int hashes, as msgspec writes them):
 
 * **feed / floor**: the per-message work of both subscribers without sockets
-  (``ReplicaFeed.admit``, ``taken``, ``accept``: framing and sequencing, then
-  ``apply``: rank bound and ``PrefixIndex.ingest``, decode and apply in one
-  step, under the fair lock), against the floor ``EventDecoder.decode`` +
-  ``PrefixIndex.apply`` with no lock and no sequencing, and against
-  ``PrefixIndex.ingest`` alone. The ratio is what isolation and bookkeeping
-  cost, less what ingesting saves.
+  (``ReplicaFeed.admit``, ``taken``; ``FeedDriver.accept``: framing and
+  sequencing; ``FeedDriver.apply``: the feed's plan, ``EventDecoder.ops`` and
+  the rank bound, then ``apply_ops`` under the fair lock), against the floor
+  ``EventDecoder.decode`` + ``PrefixIndex.apply`` with no lock and no
+  sequencing, and against ``PrefixIndex.ingest`` alone. The ratio is what
+  isolation and bookkeeping cost, less what skipping the event objects saves.
 * **starvation**: a reader thread ranks in a loop under the index lock while
-  the main thread ingests the payloads as the feed does (each decoded outside
-  the lock, then applied under it: the lock taken in ``ingest``'s replica
-  function), for a fixed time;
+  the main thread applies the payloads as the feed does (each decoded outside
+  the lock with ``EventDecoder.ops``, then ``apply_ops`` under it), for a
+  fixed time;
   the batches applied per second with ``threading.RLock`` and with
   :class:`~prefixkey.fleet.FairLock`, and the reader's rankings per second.
 """
@@ -91,16 +91,16 @@ def time_feed(data: list[bytes], scheme: ReplicaScheme) -> float:
                     index=index, on_batch=None, queue_size=10_000, queue_bytes=1 << 30,
                     restart_policy="clear", catch_up=True, max_jump=10_000, max_ranks=8,
                     learn_schemes=True)
-    feed = feeds.feeds[0]
+    feed, driver = feeds.feeds[0], feeds.driver
     frames = [[b"", seq_frame(i), p] for i, p in enumerate(data)]
     start = time.perf_counter()
     for message in frames:
         size = feed.admit(message)
         assert size is not None
         feed.taken(size)
-        accepted = feed.accept(message, 0.0)
+        accepted = driver.accept(feed, message, 0.0)
         assert accepted is not None and accepted.replay is None
-        feed.apply(accepted.topic, accepted.seq, accepted.payload, "pub", 0.0)
+        driver.apply(feed, accepted)
     elapsed = (time.perf_counter() - start) / len(data)
     assert feed.counters["batches"] == len(data) and len(index) == 4 * len(data)
     return elapsed
@@ -131,14 +131,9 @@ def starvation(data: list[bytes], scheme: ReplicaScheme, lock: Any,
     start = time.perf_counter()
     deadline = start + seconds
     while time.perf_counter() < deadline and applied < len(data):
-        def locked(rank: int | None) -> ReplicaId:
-            lock.acquire()  # decoded: applied under the lock from here
-            return rid
-
-        try:
-            index.ingest(locked, decoder, data[applied])
-        finally:
-            lock.release()
+        decoded = decoder.ops(data[applied])  # decoded: applied under the lock from here
+        with lock:
+            index.apply_ops(rid, decoded)
         applied += 1
     elapsed = time.perf_counter() - start
     stop.set()
@@ -178,7 +173,7 @@ def main() -> None:
         f"| floor: decode + PrefixIndex.apply | {floor * 1e6:.1f} | 1.00 |",
         f"| PrefixIndex.ingest (decode + apply in one step) | {ingest * 1e6:.1f} | "
         f"{ingest / floor:.2f} |",
-        f"| feed: admit + accept + apply (ingest, fair lock) | {feed * 1e6:.1f} | "
+        f"| feed: admit + accept + apply (ops, fair lock) | {feed * 1e6:.1f} | "
         f"{feed / floor:.2f} |",
         "",
         f"A reader ranking a 64-block request in a loop under the lock while batches are "

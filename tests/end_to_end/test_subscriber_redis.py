@@ -37,7 +37,7 @@ from test_subscriber import (
 )
 
 from prefixkey import Hasher
-from prefixkey.events import BlockStored, EventBatch
+from prefixkey.events import BlockStored, DecodedOps
 from prefixkey.fleet import (
     PredictedIndex,
     RedisPrefixIndex,
@@ -65,9 +65,9 @@ class _ThreadRecordingIndex(RedisPrefixIndex):
 
     threads: set[int]
 
-    def apply(self, replica: ReplicaId | str, batch: EventBatch) -> None:
+    def apply_ops(self, replica: ReplicaId | str, decoded: DecodedOps) -> None:
         self.threads.add(threading.get_ident())
-        super().apply(replica, batch)
+        super().apply_ops(replica, decoded)
 
 
 async def _thread_ident() -> int:

@@ -47,7 +47,7 @@ def _reference_ops(decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
 
 
 def _ops(decoder: EventDecoder, payload: bytes) -> tuple[Any, ...]:
-    return decoder._ops(payload)
+    return decoder.ops(payload)
 
 
 def _same(version: str, payload: bytes, limits: DecodeLimits | None = None) -> bool:
@@ -219,7 +219,7 @@ def test_no_payload_is_tried_past_the_bounds_it_cannot_check() -> None:
     assert not _same("0.31.0", payload, DecodeLimits(max_containers=16))
     # Not bytes: the reference path's checks.
     decoder = EventDecoder("0.31.0")
-    assert decoder._ops(bytearray(payload)) == decoder._ops(payload)  # type: ignore[arg-type]
+    assert decoder.ops(bytearray(payload)) == decoder.ops(payload)  # type: ignore[arg-type]
 
 
 def test_a_huge_announced_length_allocates_nothing() -> None:
@@ -272,7 +272,7 @@ def test_without_msgspec_the_decoder_is_unchanged() -> None:
         "from prefixkey.events import EventDecoder\n"
         "d = EventDecoder('0.31.0')\n"
         "p = msgpack.packb([1.5, [{'type': 'AllBlocksCleared'}], 0])\n"
-        "print(d._fast, d._ops(p))"
+        "print(d._fast, tuple(d.ops(p)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split(maxsplit=1)

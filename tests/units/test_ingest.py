@@ -1,12 +1,12 @@
-"""``PrefixIndex.ingest``'s result and replica function, and the feed on ``ingest``.
+"""``PrefixIndex.ingest``'s result and replica function, and the feed's one apply path.
 
-``ingest`` returns what the subscriber's feed needs of a payload
+``ingest`` returns what a caller needs of a payload
 (:class:`~prefixkey.fleet.Ingested`), takes the replica as a function of the
-batch's rank, and builds the batch only when asked. The feed takes that path
-for an in-memory index; fed the same messages, it must count, register,
-apply and call back exactly as the decode + ``apply`` path it takes for any
-other backend (here the same index behind a backend that is not a
-``PrefixIndex``).
+batch's rank, and builds the batch only when asked. The feed applies every
+backend through ``apply_ops`` (what :meth:`EventDecoder.ops` decodes): fed the
+same messages, an in-memory index, a ``PredictedIndex`` over one and a backend
+that is not a ``PrefixIndex`` must count, register, apply and call back alike,
+and none of them is given a decoded batch to ``apply``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from prefixkey.events import (
 from prefixkey.fleet import (
     FairLock,
     Ingested,
+    PredictedIndex,
     PrefixIndex,
     PrefixIndexBackend,
     ReceivedBatch,
@@ -38,6 +39,7 @@ from prefixkey.fleet import (
     ReplicaId,
     ReplicaScheme,
 )
+from prefixkey.fleet.feed._feed import Accepted
 from prefixkey.fleet.feed._feed_set import FeedSet
 
 V = "0.31.0"
@@ -143,14 +145,12 @@ def test_a_payload_that_fails_calls_no_replica_function_and_applies_nothing() ->
 
 
 class Elsewhere:
-    """The same index behind a backend that is not a PrefixIndex: the feed applies to it."""
+    """The same index behind a backend that is not a PrefixIndex."""
 
     def __init__(self, index: PrefixIndex) -> None:
         self._index = index
 
     def __getattr__(self, name: str) -> Any:
-        if name == "ingest":
-            raise AssertionError("a backend other than PrefixIndex is applied to")
         return getattr(self._index, name)
 
 
@@ -182,11 +182,11 @@ def _run(index: PrefixIndexBackend, endpoint: ReplicaEndpoint,
     feeds = FeedSet([endpoint], index=index, on_batch=received.append if hook else None,
                     queue_size=100, queue_bytes=1 << 20, restart_policy="clear",
                     catch_up=True, max_jump=1000, max_ranks=8, learn_schemes=True)
-    feed = feeds.feeds[0]
+    feed, driver = feeds.feeds[0], feeds.driver
     for seq, data in enumerate(_stream()):
-        accepted = feed.accept([b"", seq_frame(seq), data], 0.0)
+        accepted = driver.accept(feed, [b"", seq_frame(seq), data], 0.0)
         assert accepted is not None
-        feed.apply(accepted.topic, accepted.seq, accepted.payload, "pub", 0.0)
+        driver.apply(feed, accepted)
     return (feed.counters, dict(feed.decode_errors_by_type), received)
 
 
@@ -198,31 +198,26 @@ def _state(index: PrefixIndex) -> tuple[Any, ...]:
 @pytest.mark.filterwarnings("ignore::prefixkey.fleet.AmbiguousSchemeWarning")
 @pytest.mark.parametrize("hook", [False, True], ids=["no hook", "on_batch"])
 @pytest.mark.parametrize("how", ["scheme", "learned", "era inferred"])
-def test_the_feed_ingests_as_it_decodes_and_applies(how: str, hook: bool) -> None:
+def test_every_backend_is_fed_through_apply_ops(how: str, hook: bool) -> None:
     endpoint = ReplicaEndpoint("a", "tcp://127.0.0.1:1", None if how == "era inferred" else V,
                                scheme=SCHEME if how == "scheme" else None)
-    ingested, applied = PrefixIndex(), PrefixIndex()
-    applied.ingest = None  # type: ignore[assignment,method-assign]  # never called here
-    slow: list[ReplicaId] = []
-    apply = ingested.apply
-
-    def counted(replica: ReplicaId | str, batch: EventBatch) -> None:
-        slow.append(cast("ReplicaId", replica))
-        apply(replica, batch)
-
-    ingested.apply = counted  # type: ignore[method-assign]
-    got = _run(ingested, endpoint, hook)
-    # Configured, every batch is ingested; learning (or inferring the era), those up to the
-    # scheme (or the era) are applied.
-    assert len(slow) == 0 if how == "scheme" else 0 < len(slow) < BATCHES
-    want = _run(cast("PrefixIndexBackend", Elsewhere(applied)), endpoint, hook)
-    assert got == want
-    assert _state(ingested) == _state(applied)
-    counters, by_type, received = got
+    memory, predicted_over, elsewhere = PrefixIndex(), PrefixIndex(), PrefixIndex()
+    backends: list[Any] = [memory, PredictedIndex(predicted_over), Elsewhere(elsewhere)]
+    batches_applied: list[ReplicaId] = []
+    for backend in backends:
+        # ``apply`` of a decoded batch is never the feed's path (a PredictedIndex over a
+        # PrefixIndex used to take it: the events built, then taken apart again).
+        backend.apply = lambda rid, batch: batches_applied.append(rid)
+    results = [_run(cast("PrefixIndexBackend", b), endpoint, hook) for b in backends]
+    assert batches_applied == []
+    assert results[0] == results[1] == results[2]
+    assert _state(memory) == _state(predicted_over) == _state(elsewhere)
+    counters, by_type, received = results[0]
     assert counters["rank_overflows"] == 2 and counters["ignored_fields"] == 1
     assert by_type == {"EventFieldError": 1, "MalformedPayloadError": 1}
     assert counters["batches"] == BATCHES and len(received) == (BATCHES if hook else 0)
-    assert len(ingested.replicas()) == 8  # each admitted rank registered (or learned)
+    assert len(memory.replicas()) == 8  # each admitted rank registered (or learned)
+    assert memory.stats()["batches"] == BATCHES
 
 
 class _Held(FairLock):
@@ -247,11 +242,11 @@ def test_the_feed_decodes_outside_the_lock_and_applies_under_it() -> None:
     feeds = FeedSet([ReplicaEndpoint("a", "tcp://127.0.0.1:1", V, scheme=SCHEME)], index=index,
                     on_batch=None, queue_size=100, queue_bytes=1 << 20, restart_policy="clear",
                     catch_up=True, max_jump=1000, max_ranks=8, learn_schemes=True)
-    lock = feeds.options.lock = _Held()
+    lock = feeds.driver.lock = _Held()
     feed = feeds.feeds[0]
     assert feed.decoder is not None
     seen: list[tuple[str, int]] = []
-    ops, apply_ops = feed.decoder._ops, index._apply_ops
+    ops, apply_ops = feed.decoder.ops, index._apply_ops
 
     def decoding(payload: bytes) -> Any:
         seen.append(("decode", lock.depth))
@@ -261,11 +256,11 @@ def test_the_feed_decodes_outside_the_lock_and_applies_under_it() -> None:
         seen.append(("apply", lock.depth))
         apply_ops(*args)
 
-    feed.decoder._ops = decoding  # type: ignore[method-assign]
+    feed.decoder.ops = decoding  # type: ignore[method-assign]
     index._apply_ops = applying  # type: ignore[method-assign,assignment]
     for seq, data in enumerate([payload([chain_start(0)]), payload([chain_start(1)])[:-1],
                                 payload([chain_start(2)], rank=9)]):
-        feed.apply("", seq, data, "pub", 0.0)
+        feeds.driver.apply(feed, Accepted("", seq, data, 0.0, None))
     # The truncated payload fails to decode (no lock); rank 9 is a second rank, admitted.
     assert seen == [("decode", 0), ("apply", 1), ("decode", 0), ("decode", 0), ("apply", 1)]
     assert lock.depth == 0 and feed.counters["decode_errors"] == 1 and len(index) == 4
