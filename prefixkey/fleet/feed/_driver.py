@@ -73,7 +73,8 @@ class FeedDriver:
         accepted = feed.accept(frames, recv_time)
         if accepted is not None and accepted.restart is not None:
             self.restart(feed, accepted.restart)
-        log_notes(feed)
+        if feed.notes:
+            log_notes(feed)
         return accepted
 
     def apply(self, feed: ReplicaFeed, accepted: Accepted) -> bool:
@@ -81,7 +82,8 @@ class FeedDriver:
         todo = feed.plan(accepted.topic, accepted.seq, accepted.payload, "pub",
                          accepted.recv_time)
         done = todo is not None and self.run(feed, todo)
-        log_notes(feed)
+        if feed.notes:
+            log_notes(feed)
         return done
 
     def reply(self, feed: ReplicaFeed, exchange: ReplayExchange, frames: list[bytes],
@@ -103,30 +105,18 @@ class FeedDriver:
         """Apply ``todo`` to the index (if any) and hand it to ``on_batch``; True if applied."""
         index = self.index
         if index is not None:
-            batches = [(todo.replica, todo.decoded)]
-            scheme = todo.scheme
             if todo.learn:
-                rid = todo.replica
-                known: list[bool] = []
-                if not self._retrying(feed, f"seq {todo.seq}",
-                                      lambda: known.append(rid in index.replicas()),
-                                      "apply_errors"):
-                    return False
-                if not known[-1]:
-                    batches, scheme = feed.learned(todo)
-            done = 0  # batches applied: a retry goes on from the one that failed
+                applied = self._learn_and_apply(feed, index, todo)
+            else:
+                rid, decoded, scheme = todo.replica, todo.decoded, todo.scheme
 
-            def apply_batches() -> None:
-                nonlocal done
-                known = index.replicas()
-                for rid, decoded in batches[done:]:
-                    if scheme is not None and rid not in known:
+                def apply_one() -> None:
+                    if scheme is not None and rid not in index.replicas():
                         index.register(rid, scheme)
-                        known = index.replicas()
                     index.apply_ops(rid, decoded)
-                    done += 1
 
-            if not self._retrying(feed, f"seq {todo.seq}", apply_batches, "apply_errors"):
+                applied = self._retrying(feed, apply_one, "apply_errors", "seq %d", todo.seq)
+            if not applied:
                 return False
         feed.applied(todo)
         on_batch = self.on_batch
@@ -139,6 +129,32 @@ class FeedDriver:
                 feed.count("callback_errors")
                 logger.exception("%s: on_batch raised", feed.key)
         return True
+
+    def _learn_and_apply(self, feed: ReplicaFeed, index: PrefixIndexBackend, todo: Apply
+                         ) -> bool:
+        """:meth:`run` while the scheme is learned: the batch, or what learning releases."""
+        rid = todo.replica
+        batches = [(rid, todo.decoded)]
+        scheme = todo.scheme
+        known: list[bool] = []
+        if not self._retrying(feed, lambda: known.append(rid in index.replicas()),
+                              "apply_errors", "seq %d", todo.seq):
+            return False
+        if not known[-1]:
+            batches, scheme = feed.learned(todo)
+        done = 0  # batches applied: a retry goes on from the one that failed
+
+        def apply_batches() -> None:
+            nonlocal done
+            registered = index.replicas()
+            for held_rid, decoded in batches[done:]:
+                if scheme is not None and held_rid not in registered:
+                    index.register(held_rid, scheme)
+                    registered = index.replicas()
+                index.apply_ops(held_rid, decoded)
+                done += 1
+
+        return self._retrying(feed, apply_batches, "apply_errors", "seq %d", todo.seq)
 
     def restart(self, feed: ReplicaFeed, restart: Restart) -> None:
         """Carry out a publisher restart on the index, then tell the feed."""
@@ -167,17 +183,18 @@ class FeedDriver:
                             index.register(rid, scheme)
                     ranks.pop(0)
 
-            failed = not self._retrying(feed, f"the restart's index clear ({restart.why})",
-                                        clear_ranks, "restart_errors")
+            failed = not self._retrying(feed, clear_ranks, "restart_errors",
+                                        "the restart's index clear (%s)", restart.why)
         feed.restarted(restart, cleared, failed)
 
-    def _retrying(self, feed: ReplicaFeed, what: str, step: Callable[[], None],
-                  give_up_counter: str) -> bool:
+    def _retrying(self, feed: ReplicaFeed, step: Callable[[], None], give_up_counter: str,
+                  what: str, detail: object) -> bool:
         """Run ``step`` under the lock; while the index is unavailable, again after a backoff.
 
         ``step`` must resume where a failed call left off. Retries are counted in
         ``apply_retries``; False (counted in ``give_up_counter``) after
-        ``retry_seconds``, when stopping, or on any other error.
+        ``retry_seconds``, when stopping, or on any other error. ``what % detail``
+        names the step in the log (formatted only then).
         """
         deadline = time.monotonic() + self.retry_seconds
         delay = _FIRST_DELAY
@@ -191,16 +208,16 @@ class FeedDriver:
                 if left <= 0 or not self.backoff(min(delay, left)):
                     feed.count(give_up_counter)
                     logger.warning("%s: %s failed: the index stayed unavailable (retry_seconds "
-                                   "%.1f, or stopping): %s", feed.key, what, self.retry_seconds,
-                                   exc)
+                                   "%.1f, or stopping): %s", feed.key, what % detail,
+                                   self.retry_seconds, exc)
                     return False
                 feed.count("apply_retries")
                 retries = feed.counters["apply_retries"]
                 if sampled(retries):
                     logger.warning("%s: %s: index unavailable, retrying (%d retries so far): %s",
-                                   feed.key, what, retries, exc)
+                                   feed.key, what % detail, retries, exc)
                 delay = min(delay * 2, _MAX_DELAY)
             except Exception:
                 feed.count(give_up_counter)
-                logger.exception("%s: %s failed", feed.key, what)
+                logger.exception("%s: %s failed", feed.key, what % detail)
                 return False

@@ -65,6 +65,10 @@ from ._options import SubscriberOptions
 
 __all__ = ["Accepted", "Apply", "Note", "ReplayExchange", "ReplicaFeed", "Restart", "sampled"]
 
+#: Builds a NamedTuple from its fields in C (its ``__new__`` is a Python call): once per
+#: message on the hot path.
+_new_tuple = tuple.__new__
+
 #: A log record the feed would write: ``(level, format, args)``, the replica's key
 #: prefixed by whoever logs it.
 Note = tuple[int, str, tuple[Any, ...]]
@@ -370,7 +374,8 @@ class ReplicaFeed:
         rid = self._replica(topic, seq, decoded.data_parallel_rank)
         if rid is None:
             return None
-        return Apply(topic, seq, via, recv_time, rid, decoded, batch, scheme, learning)
+        return _new_tuple(Apply, (topic, seq, via, recv_time, rid, decoded, batch, scheme,
+                                  learning))
 
     def learned(self, apply: Apply) -> tuple[list[tuple[ReplicaId, DecodedOps]],
                                               ReplicaScheme | None]:
