@@ -2,10 +2,11 @@
 
 :class:`EventDecoder` turns a replica's messages (PUB or replay) into
 :class:`EventBatch` values under its release's wire era (:data:`WIRE_ERAS`),
-within :class:`DecodeLimits`; the encoder is its inverse; recordings are JSON
-Lines of raw messages; :class:`StreamSequence` tracks sequence numbers;
-:func:`fingerprint` names the release family, algorithm and seed behind a replica's
-``BlockStored`` events.
+within :class:`DecodeLimits` (or, with :meth:`EventDecoder.ops`, into the
+:class:`DecodedOps` an index applies, without the event objects); the encoder
+is its inverse; recordings are JSON Lines of raw messages;
+:class:`StreamSequence` tracks sequence numbers; :func:`fingerprint` names the
+release family, algorithm and seed behind a replica's ``BlockStored`` events.
 """
 
 from ._decode import (

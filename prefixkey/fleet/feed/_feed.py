@@ -174,10 +174,11 @@ class ReplicaFeed:
         """Guess the wire era (no release configured) and learn the scheme (none configured)."""
         version = self.config.vllm_version
         if version is None:
-            self.era_guess = WireEraGuess(self.config.key)
+            self.era_guess = WireEraGuess(self.config.key, self.notes)
         if self.config.scheme is None and self.options.learn_schemes:
             self.learner = SchemeLearner(self.config.key, version,
-                                         on_drop=lambda: self.count("unlearned_batches"))
+                                         on_drop=lambda: self.count("unlearned_batches"),
+                                         notes=self.notes)
 
     @property
     def key(self) -> str:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import warnings
 from collections import deque
-from collections.abc import Callable
-from typing import Final, Literal
+from collections.abc import Callable, MutableSequence
+from typing import Any, Final, Literal
 
 from packaging.version import Version
 
@@ -54,6 +54,17 @@ __all__ = [
 ]
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
+
+#: Where a learner's log records go: ``(level, format, args)`` appended (a feed's notes,
+#: logged by its transport), or, when None, the logger at once.
+Notes = MutableSequence[tuple[int, str, tuple[Any, ...]]]
+
+
+def _say(notes: Notes | None, key: str, level: int, text: str, *args: Any) -> None:
+    if notes is None:
+        logger.log(level, "%s: " + text, key, *args)
+    else:
+        notes.append((level, text, args))
 
 #: Payloads with events after which the wire-era guess settles on the newest fitting era.
 SETTLE_PAYLOADS: Final = 32
@@ -111,8 +122,9 @@ def inferred_releases(guess: WireEraGuess | None, settled: tuple[Version, Versio
 class WireEraGuess:
     """The wire eras a replica's payloads fit (see the module docstring)."""
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, notes: Notes | None = None) -> None:
         self.key = key
+        self.notes = notes
         self.candidates: list[WireEra] = list(WIRE_ERAS)
         self._decoders = {e.since: EventDecoder(e.since) for e in WIRE_ERAS}
         self.seen = 0
@@ -160,8 +172,8 @@ class WireEraGuess:
         if not self.settled and (len(self.candidates) == 1 or self.seen >= SETTLE_PAYLOADS):
             self.settled = True
             first, end = self.span()
-            logger.info("%s: wire era %s inferred (payloads fit vLLM %s to %s)", self.key,
-                        self.candidates[-1].since, first, end or "newest")
+            _say(self.notes, self.key, logging.INFO, "wire era %s inferred (payloads fit vLLM "
+                 "%s to %s)", self.candidates[-1].since, first, end or "newest")
         return self._decoders[fitting[-1].since]
 
 
@@ -176,8 +188,9 @@ class SchemeLearner:
     """One replica's scheme, learned from its first usable BlockStored events."""
 
     def __init__(self, key: str, vllm_version: str | None,
-                 on_drop: Callable[[], None] | None = None) -> None:
+                 on_drop: Callable[[], None] | None = None, notes: Notes | None = None) -> None:
         self.key = key
+        self.notes = notes
         self.vllm_version = vllm_version
         self.on_drop = on_drop
         self.state: Literal["learning", "learned", "failed"] = "learning"
@@ -229,10 +242,10 @@ class SchemeLearner:
         fits = [(c, r) for c in report.candidates if (r := self._fits_release(c, span))]
         if not fits:
             self.state = "failed"
-            message = (f"{self.key}: no scheme reproduces the replica's keys "
-                       f"({report.summary}); it stays unregistered")
-            logger.warning("%s", message)
-            warnings.warn(SchemeNotLearnedWarning(message), stacklevel=2)
+            message = (f"no scheme reproduces the replica's keys ({report.summary}); it stays "
+                       "unregistered")
+            _say(self.notes, self.key, logging.WARNING, "%s", message)
+            warnings.warn(SchemeNotLearnedWarning(f"{self.key}: {message}"), stacklevel=2)
             return
         candidate, releases = max(fits, key=lambda cr: max(cr[1]))
         release = str(max(releases))
@@ -241,12 +254,12 @@ class SchemeLearner:
             # Named by releases: the eras' letters mean other things elsewhere.
             names = "; ".join(f"vLLM {release_range(fit)} {c.hash_algo} seed="
                               f"{c.python_hash_seed!r}" for c, fit in fits)
-            message = (f"{self.key}: {len(fits)} schemes of vLLM {release_range(self.releases)}"
+            message = (f"{len(fits)} schemes of vLLM {release_range(self.releases)}"
                        f" reproduce the replica's keys ({names}): taking vLLM {release} "
                        f"{candidate.hash_algo} seed={candidate.python_hash_seed!r}; configure "
                        "the scheme to be sure")
-            logger.warning("%s", message)
-            warnings.warn(AmbiguousSchemeWarning(message), stacklevel=2)
+            _say(self.notes, self.key, logging.WARNING, "%s", message)
+            warnings.warn(AmbiguousSchemeWarning(f"{self.key}: {message}"), stacklevel=2)
         try:
             resolved = resolve_release(release)
             algorithm = resolved.era.algorithm(candidate.hash_algo, resolved.release)
@@ -259,11 +272,11 @@ class SchemeLearner:
             self.scheme = ReplicaScheme(hasher, publishes=publishes)
         except PrefixKeyError as exc:
             self.state = "failed"
-            message = f"{self.key}: the learned scheme cannot be built: {exc}"
-            logger.warning("%s", message)
-            warnings.warn(SchemeNotLearnedWarning(message), stacklevel=2)
+            message = f"the learned scheme cannot be built: {exc}"
+            _say(self.notes, self.key, logging.WARNING, "%s", message)
+            warnings.warn(SchemeNotLearnedWarning(f"{self.key}: {message}"), stacklevel=2)
             return
         self.state = "learned"
-        logger.info("%s: scheme learned: vLLM %s, %s, PYTHONHASHSEED %r, block size %d, "
-                    "publishes %s", self.key, release, candidate.hash_algo,
-                    candidate.python_hash_seed, hasher.block_size, publishes)
+        _say(self.notes, self.key, logging.INFO, "scheme learned: vLLM %s, %s, PYTHONHASHSEED "
+             "%r, block size %d, publishes %s", release, candidate.hash_algo,
+             candidate.python_hash_seed, hasher.block_size, publishes)
