@@ -17,9 +17,10 @@ from redis_servers import flushed_client, shared_client
 
 from prefixkey import Hasher, block_hash_to_int64
 from prefixkey.core import BlockHash
-from prefixkey.events import AllBlocksCleared, EventBatch
+from prefixkey.events import AllBlocksCleared, DecodedOps, EventBatch
 from prefixkey.fleet import (
     GroupSpec,
+    PredictedIndex,
     PrefixIndex,
     PrefixIndexBackend,
     RedisPrefixIndex,
@@ -110,14 +111,22 @@ CASES: list[tuple[str, list[EventBatch], set[Any], dict[str, int]]] = [
 ]
 
 
+@pytest.mark.parametrize("via", ["apply", "apply_ops", "PredictedIndex.apply_ops"])
 @pytest.mark.parametrize(("batches", "expected", "counters"), [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
 def test_event_sequences(make: Factory, batches: list[EventBatch], expected: set[Any],
-                         counters: dict[str, int]) -> None:
+                         counters: dict[str, int], via: str) -> None:
+    """``apply`` of a batch and ``apply_ops`` of its ops (what the subscribers feed every
+    backend) hold the same entries and count the same, a ``PredictedIndex`` in front or not."""
     index = make()
+    if via.startswith("PredictedIndex"):
+        index = PredictedIndex(index)
     index.register("a", ReplicaScheme(H16))
     for b in batches:
-        index.apply("a", b)
+        if via == "apply":
+            index.apply("a", b)
+        else:
+            index.apply_ops("a", DecodedOps.of_batch(b))
     assert held(index) == expected
     stats = index.stats()
     assert {k: stats[k] for k in counters} == counters
