@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from operator import countOf
 from typing import Any, Final, Protocol, TypeAlias, final, overload
 
-from ..errors import FrozenError, InvalidRequestError
+from ..errors import InvalidRequestError
+from ._frozen import Frozen
 from ._prompt_embeds import PromptEmbeds
 
 __all__ = [
@@ -129,7 +130,7 @@ _CONSTRUCT: Final = object()  # TokenIds' private constructor key
 
 
 @final
-class TokenIds(Sequence[int]):
+class TokenIds(Frozen, Sequence[int]):
     """Token ids prefixkey has checked: exact ints >= 0, immutable.
 
     Only prefixkey builds them (:func:`check_token_ids`, the JSON Lines reader),
@@ -147,15 +148,8 @@ class TokenIds(Sequence[int]):
             raise InvalidRequestError(
                 "token_ids", "TokenIds are built by check_token_ids(ids), which checks them"
             )
-        object.__setattr__(self, "_ids", ids)
-        # Their marshal records (see checked_token_ids), for the CBOR encoder.
-        object.__setattr__(self, "_words", words)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenError(self, name)
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenError(self, name)
+        # With their marshal records (see checked_token_ids), for the CBOR encoder.
+        self._bind(_ids=ids, _words=words)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return check_token_ids, (self._ids,)  # unpickling checks them again
