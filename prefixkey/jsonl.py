@@ -311,7 +311,7 @@ def parse_request(
     )
     request.check_inside(len(token_ids))
     if api_checks:
-        check_api_rules(request)
+        check_api_rules(request, hasher.release)
     return HashJob(
         hasher=hasher,
         request=request,
