@@ -59,7 +59,7 @@ class _Tally:
 
 def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_checks: bool,
                 reject_unknown_fields: bool, limits: JsonLimits,
-                expand: Expand | None = None) -> _Tally:
+                expand: Expand | None = None, allow_misspelled_fields: bool = False) -> _Tally:
     """Hash every request line, writing one record each (one per prompt it expands to)."""
     tally = _Tally()
     for number, raw in enumerate(bounded_lines(lines, limits), start=1):
@@ -77,7 +77,9 @@ def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_check
                 if isinstance(request, dict):
                     request_id = request.get("id")
                 job = parse_request(request, strict=strict, api_checks=api_checks,
-                                    reject_unknown_fields=reject_unknown_fields, limits=limits)
+                                    reject_unknown_fields=reject_unknown_fields,
+                                    allow_misspelled_fields=allow_misspelled_fields,
+                                    limits=limits)
                 record = run_job(job, request_id)
                 record["warnings"][:0] = line_warnings
                 tally.warned(number, record["warnings"])
@@ -119,7 +121,8 @@ def _run(args: argparse.Namespace) -> int:
         tally = _hash_lines(source, sys.stdout, strict=not args.lenient,
                             api_checks=not args.no_api_checks,
                             reject_unknown_fields=args.strict, limits=json_limits(args),
-                            expand=expand)
+                            expand=expand,
+                            allow_misspelled_fields=args.allow_misspelled_fields)
     for warning, count in tally.warnings.items():
         if count > 1:
             warn("hash", f"{count - 1} more line(s): {warning}")
@@ -145,6 +148,12 @@ def register(commands: Commands) -> None:
         "--strict", action="store_true",
         help="make an unknown request field (often a misspelling such as cache_slat, whose "
         "value would not be hashed) an error record instead of a warning",
+    )
+    cmd.add_argument(
+        "--allow-misspelled-fields", action="store_true",
+        help="hash a line with an unknown field that looks like a misspelled key-changing "
+        "field it lacks (cache_slat without cache_salt), with a warning, instead of making "
+        "it an error record (the default: the key would be silently wrong)",
     )
     cmd.add_argument(
         "--no-api-checks", action="store_true",
