@@ -30,8 +30,9 @@ from ._common import (
 from ._render import add_render_options, rendered_lines, renderer_from_args
 from ._render_url import add_render_url_options, render_url_expand
 
-#: Turns one decoded line into the request lines to hash (a body into its prompts).
-Expand = Callable[[Any], list[Any]]
+#: Turns one decoded line into the request lines to hash (a body into its prompts),
+#: appending the rendering's warnings to the list it is given.
+Expand = Callable[[Any, list[str]], list[Any]]
 
 __all__ = ["register"]
 
@@ -73,7 +74,7 @@ def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_check
             obj = parse_json_line(raw, limits, warnings=line_warnings)
             if isinstance(obj, dict):
                 request_id = obj.get("id")
-            for request in expand(obj) if expand is not None else [obj]:
+            for request in expand(obj, line_warnings) if expand is not None else [obj]:
                 if isinstance(request, dict):
                     request_id = request.get("id")
                 job = parse_request(request, strict=strict, api_checks=api_checks,
@@ -96,7 +97,7 @@ def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_check
 def _model_dir_expand(args: argparse.Namespace) -> Expand:
     """``--model-dir``: lines with ``endpoint`` + ``body`` are rendered, then hashed."""
     renderer = renderer_from_args(args)
-    return lambda obj: rendered_lines(renderer, obj)
+    return lambda obj, warnings: rendered_lines(renderer, obj, warnings)
 
 
 def _run(args: argparse.Namespace) -> int:

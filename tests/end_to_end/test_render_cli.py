@@ -130,3 +130,26 @@ def test_a_tokenizer_mode_without_jinja_is_refused(capsys: pytest.CaptureFixture
     assert main(["render", "--model-dir", str(folder), "--tokenizer-mode", "mistral",
                  empty]) == 2
     assert "RenderUnsupportedError: --tokenizer-mode" in capsys.readouterr().err
+
+
+def test_a_kwarg_the_template_drops_is_a_warning(capsys: pytest.CaptureFixture[str],
+                                                 folder: Path, tmp_path: Path) -> None:
+    # vLLM keeps only the kwargs the template takes: a misspelled one renders as absent.
+    kwargs = {"add_generation_promt": False, "add_generation_prompt": True}
+    body = {"id": "c", "endpoint": "/v1/chat/completions", "block_size": 4,
+            "body": {"messages": [CHAT], "chat_template_kwargs": kwargs}}
+    warning = ("chat_template_kwargs 'add_generation_promt' is not used by the chat template: "
+               "vLLM drops it (did you mean 'add_generation_prompt'?)")
+    status, rendered, err = run(capsys, "render", "--model-dir", str(folder),
+                                lines(tmp_path / "in.jsonl", body))
+    assert status == 0 and "warnings" not in rendered[0]
+    assert err.splitlines() == [f"prefixkey render: warning: line 1: {warning}"]
+    status, hashed, err = run(capsys, "hash", "--model-dir", str(folder),
+                              lines(tmp_path / "b.jsonl", body))
+    assert status == 0 and hashed[0]["warnings"] == [warning]
+    assert f"prefixkey hash: warning: line 1: {warning}" in err.splitlines()
+    renderer = Renderer(ServerOptions(model=str(folder)))
+    assert renderer.render_chat({"messages": [CHAT], "chat_template_kwargs": kwargs}
+                                ).warnings == (warning,)
+    assert renderer.render_chat({"messages": [CHAT], "chat_template_kwargs": {
+        "add_generation_prompt": False}}).warnings == ()
