@@ -27,6 +27,7 @@ from ._common import (
     open_input,
     warn,
 )
+from ._formats import wrong_kind_hint
 from ._render import add_render_options, rendered_lines, renderer_from_args
 from ._render_url import add_render_url_options, render_url_expand
 
@@ -35,6 +36,9 @@ from ._render_url import add_render_url_options, render_url_expand
 Expand = Callable[[Any, list[str]], list[Any]]
 
 __all__ = ["register"]
+
+# The line kinds hash reads (_formats.line_kind); --model-dir and --render-url add bodies.
+_READS = ("request",)
 
 
 class _Tally:
@@ -52,9 +56,9 @@ class _Tally:
                 warn("hash", f"line {number}: {warning}")
             self.warnings[warning] += 1
 
-    def failed(self, number: int, exc: PrefixKeyError) -> None:
+    def failed(self, number: int, error: dict[str, Any]) -> None:
         if not self.failures:
-            self.first_failure = f"line {number}: {type(exc).__name__}: {exc}"
+            self.first_failure = f"line {number}: {error['type']}: {error['message']}"
         self.failures += 1
 
 
@@ -68,12 +72,18 @@ def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_check
             continue
         tally.requests += 1
         request_id: Any = None
+        obj: Any = None
         records = []
         try:
             line_warnings: list[str] = []
             obj = parse_json_line(raw, limits, warnings=line_warnings)
             if isinstance(obj, dict):
                 request_id = obj.get("id")
+            reads = _READS if expand is None else (*_READS, "body")
+            # A BlockStored event has token_ids and block_size, but its keys chain from
+            # its parent_block_hash: hashed alone, they are not the event's.
+            if (hint := wrong_kind_hint(obj, "prefixkey hash", reads)) is not None:
+                line_warnings.append(hint)
             for request in expand(obj, line_warnings) if expand is not None else [obj]:
                 if isinstance(request, dict):
                     request_id = request.get("id")
@@ -86,8 +96,14 @@ def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_check
                 tally.warned(number, record["warnings"])
                 records.append(record)
         except PrefixKeyError as exc:
-            tally.failed(number, exc)
-            records.append(error_record(exc, request_id, number))
+            record = error_record(exc, request_id, number)
+            # A line of another format (a recording, a body without --model-dir): say so.
+            hint = wrong_kind_hint(obj, "prefixkey hash",
+                                   _READS if expand is None else (*_READS, "body"))
+            if hint is not None and hint not in record["error"]["message"]:
+                record["error"]["message"] += f" ({hint})"
+            tally.failed(number, record["error"])
+            records.append(record)
         for record in records:
             # ASCII output: any string a request echoes (even a lone surrogate) stays writable.
             out.write(json.dumps(record) + "\n")
