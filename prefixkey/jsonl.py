@@ -586,14 +586,19 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
 
 
 def error_record(exc: PrefixKeyError, request_id: Any, line: int | None) -> dict[str, Any]:
-    """The error line for a request that could not be hashed."""
-    return {
-        "id": request_id,
-        "error": {
-            "type": type(exc).__name__,
-            "message": str(exc),
-            "field": exc.field,
-            "line": line,
-        },
+    """The error line for a request that could not be hashed.
+
+    An error with a ``hint`` (prefixkey's advice beside a message that is vLLM's
+    own, e.g. a 404's) carries it in ``error.hint``.
+    """
+    error = {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "field": exc.field,
+        "line": line,
     }
+    hint = getattr(exc, "hint", None)
+    if isinstance(hint, str):
+        error["hint"] = hint
+    return {"id": request_id, "error": error}
 

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
-from typing import IO, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import IO, Any, Final
 
 from ..errors import PrefixKeyError
 from ..jsonl import (
@@ -25,6 +25,7 @@ from ._common import (
     input_name,
     json_limits,
     open_input,
+    positive_int,
     warn,
 )
 from ._formats import wrong_kind_hint
@@ -58,13 +59,15 @@ class _Tally:
 
     def failed(self, number: int, error: dict[str, Any]) -> None:
         if not self.failures:
-            self.first_failure = f"line {number}: {error['type']}: {error['message']}"
+            hint = f"; hint: {error['hint']}" if "hint" in error else ""
+            self.first_failure = f"line {number}: {error['type']}: {error['message']}{hint}"
         self.failures += 1
 
 
 def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_checks: bool,
                 reject_unknown_fields: bool, limits: JsonLimits,
-                expand: Expand | None = None, allow_misspelled_fields: bool = False) -> _Tally:
+                expand: Expand | None = None, allow_misspelled_fields: bool = False,
+                defaults: Mapping[str, Any] | None = None) -> _Tally:
     """Hash every request line, writing one record each (one per prompt it expands to)."""
     tally = _Tally()
     for number, raw in enumerate(bounded_lines(lines, limits), start=1):
@@ -87,6 +90,8 @@ def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_check
             for request in expand(obj, line_warnings) if expand is not None else [obj]:
                 if isinstance(request, dict):
                     request_id = request.get("id")
+                    if defaults:  # the options' values for the fields a line leaves out
+                        request = {**defaults, **request}
                 job = parse_request(request, strict=strict, api_checks=api_checks,
                                     reject_unknown_fields=reject_unknown_fields,
                                     allow_misspelled_fields=allow_misspelled_fields,
@@ -116,6 +121,17 @@ def _model_dir_expand(args: argparse.Namespace) -> Expand:
     return lambda obj, warnings: rendered_lines(renderer, obj, warnings)
 
 
+#: Request fields an option of the same name sets for the lines without them.
+_DEFAULT_FIELDS: Final = ("vllm_version", "hash_algo", "python_hash_seed", "block_size",
+                          "lookahead")
+
+
+def _line_defaults(args: argparse.Namespace) -> dict[str, Any]:
+    """The request fields the options set for lines that leave them out."""
+    return {field: getattr(args, field) for field in _DEFAULT_FIELDS
+            if getattr(args, field, None) is not None}
+
+
 def _run(args: argparse.Namespace) -> int:
     expand: Expand | None = None
     if args.render_url is not None:
@@ -139,7 +155,8 @@ def _run(args: argparse.Namespace) -> int:
                             api_checks=not args.no_api_checks,
                             reject_unknown_fields=args.strict, limits=json_limits(args),
                             expand=expand,
-                            allow_misspelled_fields=args.allow_misspelled_fields)
+                            allow_misspelled_fields=args.allow_misspelled_fields,
+                            defaults=_line_defaults(args))
     for warning, count in tally.warnings.items():
         if count > 1:
             warn("hash", f"{count - 1} more line(s): {warning}")
@@ -177,6 +194,17 @@ def register(commands: Commands) -> None:
         help="skip the checks vLLM's API server makes (salt rules, non-empty LoRA path) and "
         "hash what the engine core would hash",
     )
+    defaults = cmd.add_argument_group(
+        "defaults for lines without the field (rendered bodies have none; a line's own "
+        "value wins)")
+    defaults.add_argument("--block-size", type=positive_int, metavar="N",
+                          help="the hash block size (block_size)")
+    defaults.add_argument("--hash-algo", metavar="ALGO",
+                          help="the algorithm (hash_algo; default: the release's default)")
+    defaults.add_argument("--python-hash-seed", metavar="S",
+                          help="the engine's PYTHONHASHSEED (python_hash_seed; default unset)")
+    defaults.add_argument("--lookahead", type=int, metavar="N",
+                          help="lookahead tokens per block (lookahead; 0.33+)")
     add_limit_options(cmd)
     add_render_options(cmd, required=False)
     add_render_url_options(cmd)

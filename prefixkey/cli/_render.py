@@ -69,7 +69,8 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
                        help="vLLM's --tokenizer-mode (auto or hf; the others render without "
                        "a Jinja template and are refused)")
     group.add_argument("--vllm-version", default="0.31.0", metavar="X",
-                       help="the server's vLLM release (default 0.31.0, the only one verified)")
+                       help="the server's vLLM release (default 0.31.0, the only one verified "
+                       "for rendering); hash: also the release of lines without vllm_version")
     group.add_argument("--chat-template", metavar="FILE",
                        help="vLLM's --chat-template: a file, or the template itself")
     group.add_argument("--chat-template-content-format", default="auto",
@@ -256,10 +257,12 @@ def _render_lines(renderer: Any, lines: Iterable[bytes], out: IO[str],
             for warning in warnings:
                 warn("render", f"line {number}: {warning}")
         except PrefixKeyError as exc:
-            if not failures:
-                first = f"line {number}: {type(exc).__name__}: {exc}"
-            failures += 1
             record = error_record(exc, request_id, number)
+            if not failures:
+                hint = record["error"].get("hint")
+                first = (f"line {number}: {type(exc).__name__}: {exc}"
+                         + (f"; hint: {hint}" if hint else ""))
+            failures += 1
         out.write(json.dumps(record) + "\n")
     return count, failures, first
 

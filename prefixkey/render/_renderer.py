@@ -92,7 +92,8 @@ class Renderer:
                  media_fetcher: MediaFetcher | None = None) -> None:
         self.options = options
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
-                                       options.max_model_len)
+                                       options.max_model_len,
+                                       "--model" if model_dir is None else "--model-dir")
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._env = TemplateEnvironment(clock)
         self._parts = content_parts or ContentParts()
@@ -146,8 +147,16 @@ class Renderer:
         lora = self._loras.get(model)
         if lora is None:
             raise RenderRequestError("model", f"The model `{model}` does not exist.",
-                                     status=404)
+                                     status=404, hint=self._served_hint())
         return lora
+
+    def _served_hint(self) -> str:
+        """What the options serve, for a body naming another model."""
+        names = ", ".join(repr(n) for n in self.options.served_names)
+        adapters = ", ".join(repr(n) for n in self._loras)
+        loras = f" and the LoRA adapters {adapters} (--lora-modules)" if adapters else ""
+        return (f"these options serve {names} (--served-model-name, else --model){loras}; "
+                "give the server's --served-model-name (or --lora-modules) as it was started")
 
     def render_chat(self, body: Any, *, placeholder_token_ids: Any = None) -> Rendered:
         """The engine prompt vLLM renders for a chat-completions body.
