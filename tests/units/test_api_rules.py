@@ -3,8 +3,8 @@
 Each rule is tested on both sides of its first release, as read from the
 wheels: the release before it accepts what the rule refuses. The keys of
 prompts holding negative token ids (which vLLM's engine core hashes) are
-vLLM's own: ``tests/fixtures/negative_token_ids.jsonl`` was produced by
-``tools/harvest_vectors.run_case`` on the 0.27.1, 0.28.0 and 0.31.0 wheels.
+vLLM's own: ``tests/fixtures/negative_token_ids.jsonl`` is
+``python tools/harvest_negative_ids.py 0.27.1 0.28.0 0.31.0`` (those wheels' functions).
 """
 
 from __future__ import annotations
