@@ -90,13 +90,13 @@ def test_builtin_hash_seed_out_of_cpython_range(seed: str) -> None:
 def test_fingerprint_skips_unusable_events_and_checks_its_seeds() -> None:
     """Unusable events are skipped with a reason (never raised); bad seeds are typed errors."""
     report = fingerprint([{"type": "BlockRemoved"}, {"block_hashes": ["zz"]}, 7,
-                          {"block_hashes": ["00"], "block_size": 1, "token_ids": [-1]}])
+                          {"block_hashes": ["00"], "block_size": 1, "token_ids": [1.5]}])
     assert report.verdict == "no_events"
     assert [s.reason for s in report.skipped] == [
         "a BlockRemoved event, not BlockStored",
         "block_hashes holds a string that is not hex",
         "not a JSON object (int)",
-        "token_ids[0]: must be non-negative, got -1",
+        "token_ids[0]: must be an int, got float 1.5",
     ]
     with pytest.raises(InvalidRequestError) as info:
         fingerprint([], seeds=["0", 1])  # type: ignore[list-item]
