@@ -80,13 +80,24 @@ _LAZY = {
 }
 
 
+#: The lazy modules that need an extra: without it, their names raise MissingExtraError.
+_LAZY_EXTRAS = {"_subscriber": "zmq", "_async_subscriber": "zmq"}
+
+
 def __getattr__(name: str) -> Any:
     # The subscribers need pyzmq (extra `zmq`), and the feed imports prefixkey.analysis
     # (which imports this package): imported on first use only.
     if name in _LAZY:
+        import contextlib
         import importlib
 
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        from .._extras import needs_extra
+
+        module = _LAZY[name]
+        extra = _LAZY_EXTRAS.get(module)
+        with (contextlib.nullcontext() if extra is None
+              else needs_extra(extra, f"prefixkey.fleet.{name}")):
+            return getattr(importlib.import_module(f".{module}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
