@@ -15,8 +15,9 @@ The growth is a figure, not a test: past the queues it is the interpreter's and
 the allocator's slack and libzmq's own receive pipe (bounded in messages,
 ``rcvhwm``, not bytes), which holds the hostile replica's frames while the
 receiving thread is descheduled, so it grows with the machine's load (tens of
-MiB on an idle 2-core machine, 442 MiB once on a loaded one: benchmarks/SOAK_MEMORY.md). The soak test
-asserts what the library bounds: the queues, the healthy replica's batches.
+MiB on an idle 2-core machine, 442 MiB once on a loaded one; the last run is in
+benchmarks/SOAK_MEMORY.md). The soak test asserts what the library bounds: the
+queues, the healthy replica's batches.
 """
 
 from __future__ import annotations
