@@ -12,19 +12,17 @@ from __future__ import annotations
 import json
 import random
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("tokenizers", reason="needs the render extra: pip install -e '.[test]'")
 
-from test_render_vectors import BODIES, VECTORS, renderer  # noqa: E402
+from test_render_vectors import BODIES, VECTORS, renderer
 
-from prefixkey.errors import PrefixKeyError  # noqa: E402
-from prefixkey.render import Renderer  # noqa: E402
+from prefixkey.errors import PrefixKeyError
+from prefixkey.render import Renderer
 
-HERE = Path(__file__).resolve().parent
 #: Two configurations: the default one (16 truncated bodies) and the one trusting
 #: request templates with server kwargs.
 SERVED = ("gpt2-chatml", "unigram-kwargs")
