@@ -75,3 +75,14 @@ def test_only_the_extras_own_modules_become_missing_extra_errors() -> None:
     with pytest.raises(ModuleNotFoundError) as bare, needs_extra("render", "the renderer"):
         raise ModuleNotFoundError("No module named 'prefixkey.nothing'", name="prefixkey.nothing")
     assert not isinstance(bare.value, MissingExtraError)
+
+
+def test_mm_id_without_the_extra_says_it_once() -> None:
+    code = ("import sys; sys.modules['blake3'] = None\n"
+            "from prefixkey.cli import main\n"
+            "raise SystemExit(main(['mm-id', '--model', 'm', 'x.png']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("pip install 'prefixkey[multimodal]'") == 1, proc.stderr
+    assert "'blake3' is not installed" in proc.stderr
