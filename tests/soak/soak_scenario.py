@@ -48,7 +48,7 @@ HOSTILE_FAULTS = ("decode_errors", "seq_jumps", "rank_overflows", "replay_reques
 #: How long a run may go past its budget waiting for every fault to be seen (a
 #: loaded machine delays the hostile child), and for the healthy batches to settle.
 #: Bounds on waiting for a condition, never on how fast it is met.
-PATIENCE = 300.0
+PATIENCE = 60.0
 
 
 def rss() -> int:
