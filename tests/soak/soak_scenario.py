@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import zmq
-
 # The loopback publishers and the subscriber harness of the end-to-end suite.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "end_to_end"))
 
@@ -122,9 +120,6 @@ def _faults_seen(stats: dict[str, Any]) -> bool:
 def run(make: Callable[..., AnySubscriber], ctx: Any, seconds: float) -> SoakRun:
     """Publish for ``seconds`` (and on until every hostile fault was counted), then settle."""
     healthy = FakePublisher(ctx, V)
-    # The healthy publisher never drops (libzmq's PUB drops past its send high-water
-    # mark while the subscriber's thread is descheduled): what it loses is the library's.
-    healthy.pub.setsockopt(zmq.SNDHWM, 0)
     hostile = Hostile()
     scheme = ReplicaScheme(hasher(V))
     index = PrefixIndex()
