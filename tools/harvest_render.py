@@ -263,6 +263,16 @@ def vector(line: Line, status: int, response: Any) -> Line:
     }
 
 
+def model_folder(model_dir: str) -> Path:
+    """A body's folder: under tests/render, or ``real:<name>`` composed from the fetch cache."""
+    if model_dir.startswith("real:"):
+        sys.path.insert(0, str(RENDER_DIR.parent))
+        import real_models
+
+        return real_models.compose(model_dir.removeprefix("real:"))
+    return RENDER_DIR / model_dir
+
+
 def _groups(lines: list[Line]) -> dict[tuple[str, str], list[Line]]:
     groups: dict[tuple[str, str], list[Line]] = {}
     for line in lines:
@@ -277,6 +287,21 @@ def _digest(paths: list[Path]) -> str:
         sha.update(
             str(path.resolve().relative_to(RENDER_DIR)).encode() + b"\0" + path.read_bytes()
         )
+    return sha.hexdigest()
+
+
+def _models_digest(lines: list[Line]) -> str:
+    """The digest of the bodies' folders: tests/render/models, or each real folder's files."""
+    reals = sorted({line["model_dir"] for line in lines if line["model_dir"].startswith("real:")})
+    if not reals:
+        return _digest([p for p in (RENDER_DIR / "models").rglob("*") if p.is_file()])
+    sha = hashlib.sha256()
+    for model_dir in reals:
+        folder = model_folder(model_dir)
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and
+                           not p.name.startswith(".")):
+            sha.update(f"{model_dir}/{path.relative_to(folder)}".encode() + b"\0")
+            sha.update(hashlib.sha256(path.read_bytes()).digest())
     return sha.hexdigest()
 
 
@@ -309,7 +334,7 @@ def harvest(args: argparse.Namespace) -> int:
             if args.only and name not in args.only:
                 continue
             port = args.port + index
-            folder, flags = RENDER_DIR / model_dir, server
+            folder, flags = model_folder(model_dir), server
             if is_serve(server):
                 folder, flags = prepare_serve(
                     args.vllm_python, folder, server, Path(tmp) / f"serve{index}"
@@ -352,7 +377,7 @@ def harvest(args: argparse.Namespace) -> int:
         else f"python -m {SERVER_MODULE} (vllm launch render)",
         "versions": _versions(args.vllm_python),
         "bodies_sha256": _digest([args.bodies]),
-        "models_sha256": _digest([p for p in (RENDER_DIR / "models").rglob("*") if p.is_file()]),
+        "models_sha256": _models_digest(lines),
         "records": len(records),
         "statuses": dict(sorted(Counter(str(r["status"]) for r in records).items())),
         "normalised": "request_id: random hex tail written as zeros",

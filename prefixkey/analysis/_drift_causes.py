@@ -263,6 +263,6 @@ def explain(old_job: HashJob, old_extra: Sequence[BlockExtraKeys], new_job: Hash
         crossed = eras_between(old, new)
         text = "; ".join(f"{e.since}: {e.changes}" for e in crossed) or "same era"
         causes.append(Cause("era", first, (
-            f"era {old.name} vs {new.name} ({text}): keys differ from block {first}, "
-            "not attributable to a single change")))
+            f"schemes of vLLM {old.span} vs {new.span} ({text}): keys differ from block "
+            f"{first}, not attributable to a single change")))
     return sorted(causes, key=lambda c: c.from_block)

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
+from .._version import __version__
 from . import (
     _audit,
     _drift,

@@ -108,6 +108,20 @@ class Era:
     def default_algorithm(self) -> str:
         return self.algorithms[0][0]
 
+    @property
+    def span(self) -> str:
+        """The known releases of the era, as messages name it: "0.31.0-0.32.0", "0.33.0".
+
+        Messages name releases, never the era's letter (other docs use letters too).
+        """
+        releases = [v for v in KNOWN_RELEASES if self.first_version <= Version(v)]
+        later = [e.first_version for e in ERAS if e.first_version > self.first_version]
+        if later:
+            releases = [v for v in releases if Version(v) < min(later)]
+        if not releases:
+            return f"{self.since}+"
+        return releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
+
     def offered_algorithms(self, release: Version) -> tuple[str, ...]:
         """The algorithms ``release`` (a release of this era) offers, the default first."""
         return tuple(a for a, since in self.algorithms if Version(since) <= release)
@@ -254,7 +268,7 @@ def _eras() -> tuple[Era, ...]:
         changes=(
             "with EAGLE/EAGLE3/MTP speculative decoding (on by default) a block's key also "
             "covers the next lookahead tokens: ((extra keys over the widened window), "
-            "*lookahead tokens); otherwise keys are era N's"
+            "*lookahead tokens); otherwise its keys are 0.31.0-0.32.0's"
         ),
     )
     return (a, b, c, d, e, f, g, h, h1, i, j, j1, k, l_, l1, m, n, o)
@@ -322,12 +336,12 @@ def resolve_release(version: str, *, strict: bool = True) -> ResolvedRelease:
         raise UnknownVersionError(
             f"vllm_version {version} is newer than the newest known release "
             f"{_NEWEST_KNOWN}; its keys may differ (pass strict=False, or --lenient on the "
-            f"command line, to assume era {era.name})"
+            f"command line, to assume the keys of vLLM {era.span})"
         )
     return ResolvedRelease(
         version,
         release,
         era,
-        (f"vLLM {version} is newer than any known release; assuming era {era.name} "
-         f"of {_NEWEST_KNOWN}, whose keys it may not share",),
+        (f"vLLM {version} is newer than any known release; assuming the keys of vLLM "
+         f"{era.span}, which it may not share",),
     )

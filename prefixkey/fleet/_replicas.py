@@ -2,7 +2,7 @@
 
 :class:`ReplicaScheme` says how a replica computes and publishes its block
 keys (hasher, int or bytes, KV-cache groups); the index
-(:mod:`prefixkey.fleet._index`) and every backend look keys up through it.
+(:mod:`prefixkey.fleet.index._memory`) and every backend look keys up through it.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ class RenderCase:
     """One corpus body and vLLM's answer to it."""
 
     id: str
+    #: The folder under tests/render, or a real folder's spec (tests/render/real/<name>).
     model_dir: Path
     endpoint: str
     body: dict[str, Any]
@@ -33,6 +34,17 @@ class RenderCase:
     #: The chat answer's ids, or per prompt for completions; None for an error.
     token_ids: Any
     error: dict[str, Any] | None
+
+    #: A real folder's name (``"real:<name>"`` in the bodies): files fetched into a cache.
+    real: str | None = None
+
+    def folder(self) -> Path:
+        """The model folder to render with; a real one is composed (skipped when not cached)."""
+        if self.real is None:
+            return self.model_dir
+        import real_models
+
+        return real_models.folder(self.real)
 
     @property
     def served_names(self) -> tuple[str, ...]:
@@ -59,7 +71,7 @@ def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
     return tuple(
         RenderCase(
             id=b["id"],
-            model_dir=RENDER_DIR / b["model_dir"],
+            model_dir=RENDER_DIR / b["model_dir"].replace("real:", "real/", 1),
             endpoint=b["endpoint"],
             body=b["body"],
             server=b["server"],
@@ -67,6 +79,8 @@ def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
             response=vectors[b["id"]]["response"],
             token_ids=vectors[b["id"]]["token_ids"],
             error=vectors[b["id"]]["error"],
+            real=b["model_dir"].removeprefix("real:") if b["model_dir"].startswith(
+                "real:") else None,
         )
         for b in bodies
     )

