@@ -1,5 +1,9 @@
 """The exception tree: everything prefixkey raises derives from PrefixKeyError.
 
+Warnings have a root of their own, :class:`PrefixKeyWarning`: a warning is not an
+error, and ``except PrefixKeyError`` must not catch one that a filter turned into
+an exception by mistake of category.
+
 Errors about caller input name the field (a dotted path such as
 ``mm_items[2].offset``) and, where there is one, the position inside it, so a
 router can log exactly what was wrong without a traceback.
@@ -14,6 +18,7 @@ __all__ = [
     "MalformedJSONError",
     "MissingExtraError",
     "PrefixKeyError",
+    "PrefixKeyWarning",
     "RemoteMediaError",
     "UndecodableMediaError",
     "UnknownAlgorithmError",
@@ -30,6 +35,10 @@ class PrefixKeyError(Exception):
     """
 
     field: str | None = None
+
+
+class PrefixKeyWarning(UserWarning):
+    """Root of every warning prefixkey issues (``warnings.warn``): one filter for all."""
 
 
 class InvalidRequestError(PrefixKeyError, ValueError):

@@ -385,7 +385,8 @@ class Request:
 
 def check_mm_items(mm_items: Sequence[MMItem]) -> None:
     """Raise unless the items are sorted by offset and do not overlap."""
-    if isinstance(mm_items, (str, bytes)) or not isinstance(mm_items, Sequence):
+    value: object = mm_items  # checked at run time: callers are not all typed
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise InvalidRequestError("mm_items", "must be a sequence of MMItem")
     previous_end = 0
     for i, item in enumerate(mm_items):

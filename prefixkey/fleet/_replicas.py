@@ -133,7 +133,7 @@ class ReplicaScheme:
         return tuple(out)
 
 
-def as_replica_id(replica: ReplicaId | str) -> ReplicaId:
+def as_replica_id(replica: ReplicaId | str | tuple[str, int]) -> ReplicaId:
     """A replica given as a ReplicaId, a name (rank 0) or a (name, rank) pair."""
     if isinstance(replica, ReplicaId):
         return replica

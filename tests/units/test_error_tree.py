@@ -20,6 +20,7 @@ import prefixkey
 from prefixkey import Hasher, InvalidRequestError, PrefixKeyError, UnreproducibleKeysError
 from prefixkey.analysis import fingerprint
 from prefixkey.core import ALGORITHMS
+from prefixkey.errors import PrefixKeyWarning
 from prefixkey.events import (
     BlockStored,
     EventBatch,
@@ -248,7 +249,13 @@ def _public_exceptions() -> list[type[BaseException]]:
 def test_every_public_exception_is_in_the_tree() -> None:
     exceptions = _public_exceptions()
     assert len(exceptions) > 20  # the walk found the subpackages' errors
-    assert [e.__name__ for e in exceptions if not issubclass(e, PrefixKeyError)] == []
+    errors = [e for e in exceptions if not issubclass(e, Warning)]
+    warnings = [e for e in exceptions if issubclass(e, Warning)]
+    assert [e.__name__ for e in errors if not issubclass(e, PrefixKeyError)] == []
+    # Warnings have their own root, apart from the errors.
+    assert len(warnings) >= 4
+    assert [e.__name__ for e in warnings
+            if not issubclass(e, PrefixKeyWarning) or issubclass(e, PrefixKeyError)] == []
 
 
 #: ``raise`` of a builtin exception the protocol demands: (module, exception).

@@ -28,7 +28,7 @@ from packaging.version import Version
 
 from ...core import KNOWN_RELEASES, Hasher, resolve_release
 from ...core._builtin_hash import REPRODUCIBLE_PYTHON
-from ...errors import PrefixKeyError
+from ...errors import PrefixKeyError, PrefixKeyWarning
 from ...events import (
     WIRE_ERAS,
     BlockStored,
@@ -61,12 +61,8 @@ SETTLE_PAYLOADS: Final = 32
 MAX_HELD_BATCHES: Final = 256
 
 
-class FleetWarning(PrefixKeyError, UserWarning):
-    """Something the fleet told the subscriber that it could not take as certain.
-
-    A warning (``warnings.warn``), in the :class:`PrefixKeyError` tree like every
-    public exception so that one ``except``/filter catches them all.
-    """
+class FleetWarning(PrefixKeyWarning):
+    """Something the fleet told the subscriber that it could not take as certain."""
 
 
 class AmbiguousSchemeWarning(FleetWarning):
