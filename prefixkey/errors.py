@@ -16,6 +16,7 @@ __all__ = [
     "InvalidRequestError",
     "JSONLimitError",
     "MalformedJSONError",
+    "MissingExtraError",
     "PrefixKeyError",
     "PrefixKeyWarning",
     "RemoteMediaError",
@@ -161,3 +162,19 @@ class RemoteMediaError(InvalidRequestError):
     def __init__(self, field: str, url: str) -> None:
         self.url = url
         super().__init__(field, "an http(s) URL: fetch its bytes (as vLLM would) and pass them")
+
+
+class MissingExtraError(PrefixKeyError, ImportError):
+    """A name needs an optional dependency (an extra of the package) that is not installed.
+
+    ``extra`` is the extra to install (``pip install 'prefixkey[<extra>]'``), and
+    ``module`` (also ``name``, as for any ImportError) the module that is missing.
+    Being an ImportError too, it is caught where a missing module was caught before.
+    """
+
+    def __init__(self, what: str, extra: str, module: str) -> None:
+        self.extra = extra
+        self.module = module
+        ImportError.__init__(
+            self, f"{what} needs the {extra!r} extra: pip install 'prefixkey[{extra}]' "
+            f"(the module {module!r} is not installed)", name=module)

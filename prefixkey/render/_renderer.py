@@ -84,7 +84,8 @@ class Renderer:
     ``media_fetcher`` (e.g. :func:`fetch_media_url`) loads http(s) image URLs from
     ``options.allowed_media_domains``; without it, or without domains, they are a
     :class:`~prefixkey.errors.RemoteMediaError` for the caller to fetch.
-    Rendering is thread-safe.
+    Rendering is thread-safe: share one Renderer between threads (docs/render.md,
+    "Sharing a Renderer"); building one costs seconds for a real model's tokenizer.
     """
 
     def __init__(self, options: ServerOptions, model_dir: str | None = None, *,
