@@ -27,6 +27,7 @@ A folder with Mistral's tokenizer files and ``--tokenizer-mode auto`` is refused
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import importlib
 from collections.abc import Callable, Mapping
@@ -56,7 +57,8 @@ _TOOL_CALL_ID_LENGTH: Final = 9
 _SETTINGS_VERSION: Final = 15
 # --default-chat-template-kwargs that reach vLLM's MistralTokenizer.apply_chat_template
 # and change its result (tokenization arguments); the others are ignored by it.
-_CALL_KWARGS: Final = ("tokenize", "padding", "truncation", "max_length")
+# (vLLM's own tokenize=True wins over the server's; max_length acts only with these.)
+_CALL_KWARGS: Final = ("padding", "truncation")
 
 
 def _files(folder: Path, pattern: str) -> list[Path]:
@@ -197,10 +199,15 @@ class MistralRenderer:
             checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
             tok_params.check_reused_length(len(checked))
             return fields, list(checked)
-        # vLLM's own parse of the messages (content format 'string') runs first.
-        parse_messages(messages, "string", ContentParts())
-        ids = self._encode_chat(messages, tools, fields)
-        return fields, tok_params.post_tokenization(ids, self)
+        # vLLM's own parse of the messages (content format 'string') runs first, and
+        # turns the tool calls' arguments into objects in the request's own messages.
+        _take_arguments(messages, parse_messages(messages, "string", ContentParts()))
+        ids = tok_params.post_tokenization(self._encode_chat(messages, tools, fields), self)
+        if fields.max_output_tokens == 0 and len(ids) >= self.max_model_len:
+            # No max_tokens: vLLM derives max_model_len - prompt length (get_max_tokens),
+            # and a prompt filling the context leaves 0, which SamplingParams refuses.
+            raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
+        return fields, ids
 
     def _encode_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                      fields: BodyFields) -> list[int]:
@@ -300,10 +307,21 @@ def _vllm_messages(messages: Any) -> Any:
 
 
 def _cut_call_id(call: Any) -> Any:
+    call = copy.deepcopy(call)  # its arguments are replaced below
     if isinstance(call, dict) and isinstance(call.get("id"), str) and \
             len(call["id"]) > _TOOL_CALL_ID_LENGTH:
-        return {**call, "id": call["id"][-_TOOL_CALL_ID_LENGTH:]}
+        call["id"] = call["id"][-_TOOL_CALL_ID_LENGTH:]
     return call
+
+
+def _take_arguments(messages: list[dict[str, Any]],
+                    conversation: list[dict[str, Any]]) -> None:
+    """The tool calls' arguments as vLLM's message parse leaves them in the request: an
+    object (``{}`` for malformed or non-object JSON). It shares the call objects with the
+    request's messages, which mistral_common then reads."""
+    for message, parsed in zip(messages, conversation):
+        for call, done in zip(message.get("tool_calls") or (), parsed.get("tool_calls", ())):
+            call["function"]["arguments"] = done["function"]["arguments"]
 
 
 def _adapt_message(message: Mapping[str, Any]) -> Any:
