@@ -15,6 +15,9 @@ Usage::
     python tools/build_mistral_bodies.py [--out tests/render/real_mistral_bodies.jsonl]
 """
 
+# The texts are data: look-alike characters (full-width, curly quotes) are on purpose.
+# ruff: noqa: RUF001
+
 from __future__ import annotations
 
 import argparse

@@ -66,8 +66,8 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
                        help="a served name (repeat for several)")
     group.add_argument("--tokenizer", metavar="DIR", help="vLLM's --tokenizer: a local folder")
     group.add_argument("--tokenizer-mode", default="auto", metavar="MODE",
-                       help="vLLM's --tokenizer-mode (auto or hf; the others render without "
-                       "a Jinja template and are refused)")
+                       help="vLLM's --tokenizer-mode (auto, hf, or mistral: rendered with "
+                       "mistral_common, extra 'mistral'; the others are refused)")
     group.add_argument("--vllm-version", default="0.31.0", metavar="X",
                        help="the server's vLLM release (default 0.31.0, the only one verified)")
     group.add_argument("--chat-template", metavar="FILE",

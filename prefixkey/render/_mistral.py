@@ -319,8 +319,9 @@ def _take_arguments(messages: list[dict[str, Any]],
     """The tool calls' arguments as vLLM's message parse leaves them in the request: an
     object (``{}`` for malformed or non-object JSON). It shares the call objects with the
     request's messages, which mistral_common then reads."""
-    for message, parsed in zip(messages, conversation):
-        for call, done in zip(message.get("tool_calls") or (), parsed.get("tool_calls", ())):
+    for message, parsed in zip(messages, conversation, strict=True):
+        calls, done_calls = message.get("tool_calls") or [], parsed.get("tool_calls", [])
+        for call, done in zip(calls, done_calls, strict=True):
             call["function"]["arguments"] = done["function"]["arguments"]
 
 
