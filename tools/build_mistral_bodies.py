@@ -7,7 +7,9 @@ server with ``--tokenizer-mode mistral``: system prompts, multi-turn chats, tool
 tool calls (ids long, short and exactly 9 characters), ``continue_final_message``,
 content parts, the body fields vLLM refuses in this mode, completions (special-token
 texts, token ids, truncation from both sides), and a ``--max-model-len 48`` server for
-the length checks. ``tools/harvest_render.py --bodies tests/render/real_mistral_bodies.jsonl
+the length checks; and the same chat and completions bodies over the wheel's other
+SentencePiece files (instruct versions v1, v2 and v7, ``real:mistral_spm_v*``, with
+Mistral 7B v0.3's config.json). ``tools/harvest_render.py --bodies tests/render/real_mistral_bodies.jsonl
 --out tests/render/real_mistral_vectors.jsonl --port 18450`` records vLLM's answers.
 
 Usage::
@@ -31,6 +33,10 @@ DEFAULT_OUT = (Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 FOLDERS = {"m7v03": "real:mistral7b_v03", "nemo": "real:mistral_nemo"}
+# The wheel's other SentencePiece files, one per instruct version (v1, v2, v7), each in a
+# folder with Mistral 7B v0.3's config.json (rendering reads only its context length).
+VERSION_FOLDERS = {"spm-v1": "real:mistral_spm_v1", "spm-v2": "real:mistral_spm_v2",
+                   "spm-v7": "real:mistral_spm_v7"}
 
 Body = dict[str, Any]
 
@@ -206,7 +212,7 @@ def short_bodies() -> list[tuple[str, str, Body]]:
 
 def bodies() -> list[dict[str, Any]]:
     lines: list[dict[str, Any]] = []
-    for name, folder in FOLDERS.items():
+    for name, folder in {**FOLDERS, **VERSION_FOLDERS}.items():
         server = {"--served-model-name": name, "--tokenizer-mode": "mistral"}
         for key, body in chat_bodies():
             lines.append({"id": f"{name}-chat-{key}", "model_dir": folder, "endpoint": CHAT,
@@ -214,6 +220,8 @@ def bodies() -> list[dict[str, Any]]:
         for key, body in completion_bodies():
             lines.append({"id": f"{name}-cmpl-{key}", "model_dir": folder,
                           "endpoint": COMPLETIONS, "body": body, "server": server})
+        if name in VERSION_FOLDERS:
+            continue
         short = {**server, "--served-model-name": f"{name}-48", "--max-model-len": 48}
         for endpoint, key, body in short_bodies():
             kind = "chat" if endpoint == CHAT else "cmpl"

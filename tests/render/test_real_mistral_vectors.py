@@ -3,8 +3,9 @@
 ``real_mistral_vectors.jsonl`` is what vLLM's render server answered for
 ``real_mistral_bodies.jsonl`` (tools/build_mistral_bodies.py, tools/harvest_render.py)
 over Mistral 7B v0.3 (SentencePiece ``tokenizer.model.v3``) and Mistral NeMo
-(``tekken.json``), the files of the mistral_common 1.13.1 wheel fetched into the test
-cache. Every 200 must render to the same ids (and ``cache_salt``); every error must be
+(``tekken.json``), and over the wheel's SentencePiece files of instruct versions v1, v2
+and v7 (with 7B v0.3's config): the files of the mistral_common 1.13.1 wheel, fetched
+into the test cache. Every 200 must render to the same ids (and ``cache_salt``); every error must be
 a :class:`RenderRequestError` with vLLM's status, never a refusal. Needs mistral_common
 (the ``mistral`` extra, in ``test``).
 """
@@ -43,10 +44,13 @@ def renderer(case: RenderCase) -> Renderer:
     return _renderer(str(case.folder()), json.dumps(case.server, sort_keys=True))
 
 
-def test_the_corpus_covers_both_tokenizers_and_vllm_refusals() -> None:
-    assert {c.real for c in CASES} == {"mistral7b_v03", "mistral_nemo"}
+def test_the_corpus_covers_both_tokenizers_every_version_and_vllm_refusals() -> None:
+    # Tekken v3 (NeMo); SentencePiece v3 (7B v0.3) and the wheel's v1, v2 and v7 files.
+    folders = {"mistral7b_v03", "mistral_nemo", "mistral_spm_v1", "mistral_spm_v2",
+               "mistral_spm_v7"}
+    assert {c.real for c in CASES} == folders
     assert all(c.server["--tokenizer-mode"] == "mistral" for c in CASES)
-    for name in ("mistral7b_v03", "mistral_nemo"):
+    for name in folders:
         mine = [c for c in CASES if c.real == name]
         assert 40 <= len(mine) <= 100
         assert {c.status for c in mine} == {200, 400, 404}
