@@ -9,8 +9,9 @@ content parts, the body fields vLLM refuses in this mode, completions (special-t
 texts, token ids, truncation from both sides), and a ``--max-model-len 48`` server for
 the length checks; and the same chat and completions bodies over the wheel's other
 SentencePiece files (instruct versions v1, v2 and v7, ``real:mistral_spm_v*``, with
-Mistral 7B v0.3's config.json). ``tools/harvest_render.py --bodies tests/render/real_mistral_bodies.jsonl
---out tests/render/real_mistral_vectors.jsonl --port 18450`` records vLLM's answers.
+Mistral 7B v0.3's config.json). ``tools/harvest_render.py --bodies
+tests/render/real_mistral_bodies.jsonl --out tests/render/real_mistral_vectors.jsonl
+--port 18450`` records vLLM's answers.
 
 Usage::
 

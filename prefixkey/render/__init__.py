@@ -14,8 +14,9 @@ directly::
     keys = Hasher(block_size=16).block_hashes(rendered.request)
 
 What cannot be rendered exactly in pure Python (Harmony models, Mistral
-folders without the server's ``--tokenizer-mode``, renderers that are not Jinja, tokenizer classes whose rebuild is not
-reproduced, images of architectures other than BLIP-2) is a
+folders without the server's ``--tokenizer-mode``, renderers that are not Jinja,
+tokenizer classes whose rebuild is not reproduced, images of architectures other
+than BLIP-2) is a
 :class:`RenderUnsupportedError`: render those with
 vLLM's render endpoint. Bodies vLLM itself refuses are a
 :class:`RenderRequestError` with the status vLLM answers. Needs the

@@ -254,14 +254,10 @@ class MistralRenderer:
     def _encode_text(self, text: str, params: TokenizeParams) -> list[int]:
         try:
             ids: list[int] = self._tokenizer.encode(text, bos=False, eos=False)
-        except Exception as exc:
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as bad:
-                raise RenderRequestError("prompt", f"is not valid Unicode (lone surrogate at "
-                                         f"character {bad.start})") from None
-            raise RenderUnsupportedError("prompt", f"mistral_common failed to encode it: "
-                                         f"{exc}") from None
+        except Exception as exc:  # SentencePiece on a lone surrogate: not a ValueError,
+            # so not vLLM's 400 either; no ids to reproduce.
+            raise RenderUnsupportedError("prompt", f"mistral_common cannot encode it "
+                                         f"({type(exc).__name__}: {exc})") from None
         # vLLM's encode kwargs (TokenizeParams.get_encode_kwargs): a truncation length,
         # except when the body names a side (then the whole text, sliced after).
         length: int | None

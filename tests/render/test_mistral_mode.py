@@ -143,3 +143,10 @@ def test_the_render_command_takes_the_mistral_mode(
     (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     renderer = Renderer(ServerOptions(model=str(folder), tokenizer_mode="mistral"))
     assert line["token_ids"] == list(renderer.render_chat({"messages": [USER]}).token_ids)
+
+
+def test_a_text_sentencepiece_cannot_encode_is_refused_not_guessed() -> None:
+    renderer = Renderer(ServerOptions(model=str(real_models.folder("mistral7b_v03")),
+                                      tokenizer_mode="mistral"))
+    with pytest.raises(RenderUnsupportedError, match="cannot encode"):
+        renderer.render_completion({"prompt": "a\ud800b"})

@@ -5,9 +5,9 @@
 over Mistral 7B v0.3 (SentencePiece ``tokenizer.model.v3``) and Mistral NeMo
 (``tekken.json``), and over the wheel's SentencePiece files of instruct versions v1, v2
 and v7 (with 7B v0.3's config): the files of the mistral_common 1.13.1 wheel, fetched
-into the test cache. Every 200 must render to the same ids (and ``cache_salt``); every error must be
-a :class:`RenderRequestError` with vLLM's status, never a refusal. Needs mistral_common
-(the ``mistral`` extra, in ``test``).
+into the test cache. Every 200 must render to the same ids (and ``cache_salt``); every
+error must be a :class:`RenderRequestError` with vLLM's status, never a refusal. Needs
+mistral_common (the ``mistral`` extra, in ``test``).
 """
 
 from __future__ import annotations
