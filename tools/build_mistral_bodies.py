@@ -7,11 +7,12 @@ server with ``--tokenizer-mode mistral``: system prompts, multi-turn chats, tool
 tool calls (ids long, short and exactly 9 characters), ``continue_final_message``,
 content parts, the body fields vLLM refuses in this mode, completions (special-token
 texts, token ids, truncation from both sides), and a ``--max-model-len 48`` server for
-the length checks; and the same chat and completions bodies over the wheel's other
-SentencePiece files (instruct versions v1, v2 and v7, ``real:mistral_spm_v*``, with
-Mistral 7B v0.3's config.json). ``tools/harvest_render.py --bodies
-tests/render/real_mistral_bodies.jsonl --out tests/render/real_mistral_vectors.jsonl
---port 18450`` records vLLM's answers.
+the length checks, a server with ``--chat-template``, ``--default-chat-template-kwargs``
+and ``--exclude-tools-when-tool-choice-none`` (which of them reach this mode); and the
+same chat and completions bodies over the wheel's other SentencePiece files (instruct
+versions v1, v2 and v7, ``real:mistral_spm_v*``, with Mistral 7B v0.3's config.json).
+``tools/harvest_render.py --bodies tests/render/real_mistral_bodies.jsonl --out
+tests/render/real_mistral_vectors.jsonl --port 18450`` records vLLM's answers.
 
 Usage::
 
@@ -211,6 +212,21 @@ def short_bodies() -> list[tuple[str, str, Body]]:
     ]
 
 
+def flag_bodies() -> list[tuple[str, Body]]:
+    """For a server with the flags that change Jinja rendering: which reach this mode."""
+    return [
+        ("user", {"messages": [SYSTEM, USER]}),
+        ("tools_choice_none", {"messages": [USER], "tools": TOOLS, "tool_choice": "none"}),
+        ("tools_choice_auto", {"messages": [USER], "tools": TOOLS, "tool_choice": "auto"}),
+        ("tool_call", {"messages": _tool_turn("abcDEF123", "abcDEF123"), "tools": TOOLS,
+                       "tool_choice": "none"}),
+        ("chat_template_kwargs", {"messages": [USER],
+                                  "chat_template_kwargs": {"enable_thinking": False}}),
+        ("continue_final", {"messages": [USER, {"role": "assistant", "content": "It is"}],
+                            "continue_final_message": True, "add_generation_prompt": False}),
+    ]
+
+
 def bodies() -> list[dict[str, Any]]:
     lines: list[dict[str, Any]] = []
     for name, folder in {**FOLDERS, **VERSION_FOLDERS}.items():
@@ -228,6 +244,14 @@ def bodies() -> list[dict[str, Any]]:
             kind = "chat" if endpoint == CHAT else "cmpl"
             lines.append({"id": f"{name}-48-{kind}-{key}", "model_dir": folder,
                           "endpoint": endpoint, "body": body, "server": short})
+    for name, folder in FOLDERS.items():
+        flagged = {"--served-model-name": f"{name}-flags", "--tokenizer-mode": "mistral",
+                   "--chat-template": "models/override_template.jinja",
+                   "--default-chat-template-kwargs": {"enable_thinking": True},
+                   "--exclude-tools-when-tool-choice-none": True}
+        for key, body in flag_bodies():
+            lines.append({"id": f"{name}-flags-chat-{key}", "model_dir": folder,
+                          "endpoint": CHAT, "body": body, "server": flagged})
     return lines
 
 

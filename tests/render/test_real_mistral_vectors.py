@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 
 import pytest
-from render_cases import RenderCase, render_cases
+from render_cases import RENDER_DIR, RenderCase, render_cases
 
 from prefixkey.render import (
     COMPLETIONS_ENDPOINT,
@@ -31,12 +31,16 @@ pytest.importorskip("mistral_common")
 
 CASES = render_cases("real_mistral_")
 FLAGS = {"--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
-         "--tokenizer-mode": "tokenizer_mode"}
+         "--tokenizer-mode": "tokenizer_mode", "--chat-template": "chat_template",
+         "--default-chat-template-kwargs": "default_chat_template_kwargs",
+         "--exclude-tools-when-tool-choice-none": "exclude_tools_when_tool_choice_none"}
 
 
 @cache
 def _renderer(folder: str, server: str) -> Renderer:
     fields: dict[str, Any] = {FLAGS[flag]: value for flag, value in json.loads(server).items()}
+    if "chat_template" in fields:  # a file under tests/render, as the harvester passed it
+        fields["chat_template"] = str(RENDER_DIR / fields["chat_template"])
     return Renderer(ServerOptions(model=folder, **fields))
 
 
