@@ -53,7 +53,7 @@ from prefixkey.fleet import (  # noqa: E402
     ReplicaScheme,
     Router,
 )
-from prefixkey.fleet._feed_set import FeedSet  # noqa: E402
+from prefixkey.fleet.feed._feed_set import FeedSet  # noqa: E402
 
 VERSION = "0.31.0"
 BLOCK = 16

@@ -14,6 +14,7 @@ wire codec and recordings), ``prefixkey.fleet`` (index, routing, subscriber),
 (strategies, oracle, vectors) and ``prefixkey.jsonl`` (the JSON Lines format).
 """
 
+from ._version import __version__ as __version__
 from .core import (
     DEFAULT_VLLM_VERSION,
     Hasher,
@@ -67,5 +68,3 @@ __all__ = [
     "mixed_prompt_token_ids",
     "resolve_release",
 ]
-
-__version__ = "0.1.0"

@@ -3,8 +3,9 @@
     python tools/api_reference.py            # rewrite docs/api.md
     python tools/api_reference.py --check    # exit 1 if docs/api.md is stale
 
-Each public name is listed under the (sub)package that exports it, with the first
-line of its docstring. tests/units/test_api_reference.py runs ``--check``.
+Each public name is listed under the (sub)package that exports it, with its signature
+(a class: its constructor, then its public methods and properties) and the first
+paragraph of its docstring. tests/units/test_docs.py runs ``--check``.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from the code's `__all__` and docstrings; a test fails when this page is stale.
 def _assignment(package: str, name: str) -> tuple[str, str] | None:
     """The ``#:`` comment above ``name``'s module-level assignment, and the assignment line."""
     folder = ROOT / Path(*package.split("."))
-    sources = sorted(folder.glob("*.py")) if folder.is_dir() else [folder.with_suffix(".py")]
+    sources = sorted(folder.rglob("*.py")) if folder.is_dir() else [folder.with_suffix(".py")]
     pattern = re.compile(rf"^((?:#:.*\n)*){re.escape(name)}\b\s*(?::[^=\n]*)?=(.*)$", re.M)
     for source in sources:
         match = pattern.search(source.read_text())
@@ -53,12 +54,113 @@ def _summary(package: str, name: str, obj: object) -> tuple[str, str]:
     if inspect.isclass(obj) or inspect.isfunction(obj):
         doc = (inspect.getdoc(obj) or "").strip().split("\n\n")[0].replace("\n", " ")
         if inspect.isclass(obj):
-            return ("exception" if issubclass(obj, BaseException) else "class"), doc
+            if issubclass(obj, Warning):
+                return "warning", doc
+            if issubclass(obj, BaseException):
+                return "exception", doc
+            return ("protocol" if getattr(obj, "_is_protocol", False) else "class"), doc
         return "function", doc
     found = _assignment(package if package != "prefixkey" else "prefixkey.core", name)
     comment, line = found if found else ("", "")
     alias = "TypeAlias" in line or re.search(r"=\s*(Literal|Callable|Union)\[", line)
     return ("type alias" if alias else "constant"), comment
+
+
+#: Defaults whose repr is longer than this are shown as ``Type(...)`` (their type is listed).
+_MAX_DEFAULT = 40
+
+
+def _annotation(annotation: object) -> str:
+    """An annotation as written (string annotations, from ``__future__``, unquoted)."""
+    return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+
+def _default(value: object) -> str:
+    if inspect.isroutine(value):  # a function's repr carries its address
+        return str(getattr(value, "__qualname__", "") or type(value).__name__)
+    text = repr(value)
+    if " at 0x" in text:  # a sentinel object: its repr differs per process
+        return type(value).__name__
+    return text if len(text) <= _MAX_DEFAULT else f"{type(value).__name__}(...)"
+
+
+def _signature(obj: object, *, skip_self: bool = False) -> str | None:
+    """``(a: int, *, b: str = 'x') -> bool``, or None where Python has no signature."""
+    try:
+        signature = inspect.signature(obj)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    params = list(signature.parameters.values())
+    if skip_self and params and params[0].name in ("self", "cls"):
+        params = params[1:]
+    if [p.kind for p in params] == [inspect.Parameter.VAR_POSITIONAL,
+                                    inspect.Parameter.VAR_KEYWORD]:
+        return None  # (*args, **kwargs) says nothing
+    parts: list[str] = []
+    star = slash = False
+    for param in params:
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            slash = True
+        elif slash:
+            parts.append("/")
+            slash = False
+        if param.kind is inspect.Parameter.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        stars: dict[inspect._ParameterKind, str] = {
+            inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+        text = stars.get(param.kind, "") + param.name
+        star = star or param.kind is inspect.Parameter.VAR_POSITIONAL
+        if param.annotation is not inspect.Parameter.empty:
+            text += f": {_annotation(param.annotation)}"
+        if param.default is not inspect.Parameter.empty:
+            text += f" = {_default(param.default)}"
+        parts.append(text)
+    if slash:
+        parts.append("/")
+    returns = signature.return_annotation
+    tail = "" if returns is inspect.Signature.empty else f" -> {_annotation(returns)}"
+    return f"({', '.join(parts)}){tail}"
+
+
+def _first_paragraph(obj: object) -> str:
+    return (inspect.getdoc(obj) or "").strip().split("\n\n")[0].replace("\n", " ")
+
+
+def _members(cls: type) -> list[str]:
+    """A class's public methods and properties, one line each, in definition order."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is object or not klass.__module__.startswith("prefixkey"):
+            continue
+        for name, value in vars(klass).items():
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            if isinstance(value, property):
+                hint = value.fget.__annotations__.get("return") if value.fget else None
+                kind = f": {_annotation(hint)}" if hint else ""
+                lines.append(f"  - `.{name}{kind}` (property) {_first_paragraph(value)}".rstrip())
+            elif isinstance(value, (staticmethod, classmethod)) or inspect.isfunction(value):
+                function = value.__func__ if isinstance(value, (staticmethod, classmethod)) \
+                    else value
+                signature = _signature(function, skip_self=not isinstance(value, staticmethod))
+                lines.append(f"  - `.{name}{signature or '(...)'}` {_first_paragraph(function)}")
+    return lines
+
+
+def _entry(package: str, public: str, obj: object) -> str:
+    """One public name: its signature line, kind and summary (and a class's members)."""
+    kind, summary = _summary(package, public, obj)
+    head = public
+    if inspect.isfunction(obj) or (inspect.isclass(obj) and kind == "class"):
+        signature = _signature(obj) or ""
+        head += signature.removesuffix(" -> None") if inspect.isclass(obj) else signature
+    lines = [f"- `{head}` ({kind}) {summary}".rstrip()]
+    if inspect.isclass(obj) and kind in ("class", "protocol"):
+        lines += _members(obj)
+    return "\n".join(lines) + "\n"
 
 
 def render() -> str:
@@ -67,11 +169,8 @@ def render() -> str:
         module = importlib.import_module(name)
         what = (inspect.getdoc(module) or "").split("\n\n")[0].replace("\n", " ")
         parts.append(f"\n## `{name}`\n\n{what}\n\n")
-        parts.append("| name | kind | summary |\n|---|---|---|\n")
         for public in sorted(module.__all__, key=lambda n: (n.lower(), n)):
-            kind, summary = _summary(name, public, getattr(module, public))
-            summary = summary.replace("|", "\\|")
-            parts.append(f"| `{public}` | {kind} | {summary} |\n")
+            parts.append(_entry(name, public, getattr(module, public)))
     return "".join(parts)
 
 

@@ -6,6 +6,16 @@ algorithm and seed behind a replica's events; :func:`audit` explains every
 cache miss of a request log against a recording of events.
 """
 
+from ..events._fingerprint import (
+    DEFAULT_SEEDS,
+    Candidate,
+    FamilyMatch,
+    FingerprintReport,
+    SkippedEvent,
+    Verdict,
+    block_stored_events,
+    fingerprint,
+)
 from ._audit import audit
 from ._audit_log import AUDIT_FIELDS, LoggedRequest, parse_replica_option
 from ._audit_report import audit_html, audit_text
@@ -22,16 +32,6 @@ from ._drift import (
     builtin_corpus,
     drift,
     read_requests,
-)
-from ._fingerprint import (
-    DEFAULT_SEEDS,
-    Candidate,
-    FamilyMatch,
-    FingerprintReport,
-    SkippedEvent,
-    Verdict,
-    block_stored_events,
-    fingerprint,
 )
 from ._report_text import drift_text, fingerprint_text
 

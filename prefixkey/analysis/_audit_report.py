@@ -64,6 +64,25 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _utc(t: float) -> str:
+    """Unix seconds as the charts show them: ``2023-11-14 22:13:20.500`` (UTC)."""
+    text = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t))
+    millis = round((t - int(t)) * 1000) % 1000
+    return f"{text}.{millis:03d}" if millis else text
+
+
+#: How each series is drawn. The reported line goes on top of every predicted band,
+#: thin and dashed: where both rates are equal the dashes lie on the band, still seen.
+_SERIES: Final = (
+    ("predicted_hit_rate", "predicted",
+     'stroke-width="7" stroke-opacity="0.35" stroke-linecap="round"',
+     'r="4" fill="{color}" fill-opacity="0.35"'),
+    ("reported_hit_rate", "reported",
+     'stroke-width="2" stroke-dasharray="6,4"',
+     'r="3" fill="#fff" stroke="{color}" stroke-width="1.5"'),
+)
+
+
 def _line_chart(report: AuditReport, width: int = 760, height: int = 260) -> str:
     points = report.timeline()
     if not points:
@@ -87,30 +106,39 @@ def _line_chart(report: AuditReport, width: int = 760, height: int = 260) -> str
                    'stroke="#e5e7eb"/>'
                    f'<text x="{left - 6}" y="{y(frac) + 4:.1f}" text-anchor="end" '
                    f'font-size="11">{int(frac * 100)}%</text>')
-    out.append(f'<text x="{left}" y="{height - 8}" font-size="11">t0 = '
-               f'{_esc(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t0)))} UTC</text>'
-               f'<text x="{left + pw}" y="{height - 8}" font-size="11" text-anchor="end">'
-               f'+{span:.0f} s</text>')
+    # One axis label: the window, in UTC like the request table's arrival times.
+    out.append(f'<text class="x-axis" x="{left + pw / 2:.1f}" y="{height - 8}" font-size="11" '
+               f'text-anchor="middle">arrival time (UTC): {_esc(_utc(t0))} to '
+               f'{_esc(_utc(t1))} ({span:.0f} s)</text>')
     names = sorted({p["replica"] for p in points})
-    for i, name in enumerate(names):
-        color = _COLORS[i % len(_COLORS)]
-        mine = [p for p in points if p["replica"] == name]
-        for key, dash in (("predicted_hit_rate", ""), ("reported_hit_rate", "5,4")):
-            xy = [(x((p["start"] + p["end"]) / 2), y(p[key])) for p in mine
-                  if p[key] is not None]
+    colors = {name: _COLORS[i % len(_COLORS)] for i, name in enumerate(names)}
+    for key, series, line_style, dot_style in _SERIES:  # every band, then every dashed line
+        for name in names:
+            xy = [(x((p["start"] + p["end"]) / 2), y(p[key])) for p in points
+                  if p["replica"] == name and p[key] is not None]
             if not xy:
                 continue
+            color, label = colors[name], _esc(name or "(none)")
             path = " ".join(f"{a:.1f},{b:.1f}" for a, b in xy)
-            out.append(f'<polyline points="{path}" fill="none" stroke="{color}" '
-                       f'stroke-width="2" stroke-dasharray="{dash}"/>')
-            out += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{color}"/>' for a, b in xy]
+            out.append(f'<g class="{series}" data-replica="{label}">'
+                       f'<polyline points="{path}" fill="none" stroke="{color}" {line_style}/>')
+            dots = dot_style.format(color=color)
+            out += [f'<circle cx="{a:.1f}" cy="{b:.1f}" {dots}/>' for a, b in xy]
+            out.append("</g>")
+    lx = left + pw + 12
+    for i, name in enumerate(names):
         ly = top + 18 * i
-        out.append(f'<rect x="{left + pw + 12}" y="{ly}" width="12" height="12" '
-                   f'fill="{color}"/><text x="{left + pw + 30}" y="{ly + 10}" '
-                   f'font-size="12">{_esc(name or "(none)")}</text>')
+        out.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" fill="{colors[name]}"/>'
+                   f'<text x="{lx + 18}" y="{ly + 10}" font-size="12">'
+                   f'{_esc(name or "(none)")}</text>')
     ly = top + 18 * len(names) + 10
-    out.append(f'<text x="{left + pw + 12}" y="{ly}" font-size="11">solid: predicted</text>'
-               f'<text x="{left + pw + 12}" y="{ly + 14}" font-size="11">dashed: reported</text>')
+    for (_, series, line_style, _dots), dy in zip(_SERIES, (0, 16), strict=True):
+        out.append(f'<g class="legend-{series}"><line x1="{lx}" x2="{lx + 22}" y1="{ly + dy - 4}" '
+                   f'y2="{ly + dy - 4}" stroke="#374151" {line_style}/><text x="{lx + 28}" '
+                   f'y="{ly + dy}" font-size="11">{series}</text></g>')
+    note = ("reported on top: where", "equal, its dashes lie", "on the predicted band")
+    out += [f'<text class="legend-note" x="{lx}" y="{ly + 34 + 12 * i}" font-size="10">'
+            f"{line}</text>" for i, line in enumerate(note)]
     out.append("</svg>")
     return "".join(out)
 
@@ -136,14 +164,36 @@ def _bar_chart(report: AuditReport, width: int = 760) -> str:
     return "".join(out)
 
 
+#: A request row's class by outcome: each outcome has its own colour (see _CSS).
+_ROW_CLASS: Final = {"full": "full", "partial": "partial", "miss": "miss", "error": "err"}
+
+
 def _row(r: RequestAudit) -> str:
-    cls = "err" if r.error else ("ok" if r.reason is None else "miss")
+    cls = "err" if r.error else _ROW_CLASS.get(r.outcome, "miss")
     detail = r.error["message"] if r.error else r.detail
     reported = "" if r.reported_hit_tokens is None else r.reported_hit_tokens
-    cells = (r.line, "" if r.id is None else r.id, r.replica or "", r.arrival_time or "",
-             r.num_tokens, r.predicted_hit_tokens, reported, r.agreement or "", r.outcome,
-             r.reason or "", detail)
-    return f'<tr class="{cls}">' + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>"
+    arrival = ("<td></td>" if r.arrival_time is None else
+               f'<td title="{_esc(r.arrival_time)} (unix seconds)">{_esc(_utc(r.arrival_time))}'
+               "</td>")
+    cells = [_esc(c) for c in (r.line, "" if r.id is None else r.id, r.replica or "")]
+    cells += [_esc(c) for c in (r.num_tokens, r.predicted_hit_tokens, reported,
+                                 r.agreement or "", r.outcome, r.reason or "", detail)]
+    return (f'<tr class="{cls}">' + "".join(f"<td>{c}</td>" for c in cells[:3]) + arrival
+            + "".join(f"<td>{c}</td>" for c in cells[3:]) + "</tr>")
+
+
+#: The agreement columns of the per-replica table, as the terminal summary counts them.
+_AGREEMENTS: Final = ("match", "over", "under")
+
+
+def _replica_rows(report: AuditReport) -> str:
+    rows = []
+    for name, s in report.per_replica().items():
+        counts = "".join(f"<td>{s['agreement'].get(a, 0)}</td>" for a in _AGREEMENTS)
+        rows.append(f"<tr><td>{_esc(name or '(none)')}</td><td>{s['requests']}</td>"
+                    f"<td>{_pct(s['predicted_hit_rate'])}</td>"
+                    f"<td>{_pct(s['reported_hit_rate'])}</td>{counts}</tr>")
+    return "".join(rows)
 
 
 _CSS: Final = """
@@ -155,8 +205,10 @@ h1{font-size:22px}h2{font-size:17px;margin-top:28px}
 .card b{display:block;font-size:22px}
 table{border-collapse:collapse;font-size:12px;width:100%}
 th,td{border:1px solid #e5e7eb;padding:4px 6px;text-align:left;vertical-align:top}
-th{background:#f3f4f6}tr.miss td{background:#fef2f2}tr.err td{background:#fff7ed}
-tr.ok td{background:#f0fdf4}
+th{background:#f3f4f6}tr.full td,.full{background:#dcfce7}
+tr.partial td,.partial{background:#fef9c3}tr.miss td,.miss{background:#fee2e2}
+tr.err td,.err{background:#e5e7eb}
+.key span{display:inline-block;padding:2px 8px;margin-right:6px;font-size:12px}
 """
 
 
@@ -167,11 +219,7 @@ def audit_html(report: AuditReport, *, title: str = "prefixkey cache-hit audit")
              ("reported hit rate", _pct(t["reported_hit_rate"])),
              ("misses explained", sum(r["requests"] for r in report.per_reason().values())),
              ("errors", t["errors"])]
-    replicas = "".join(
-        f"<tr><td>{_esc(n)}</td><td>{s['requests']}</td><td>{_pct(s['predicted_hit_rate'])}"
-        f"</td><td>{_pct(s['reported_hit_rate'])}</td></tr>"
-        for n, s in report.per_replica().items())
-    head = ("<tr><th>line</th><th>id</th><th>replica</th><th>arrival</th><th>tokens</th>"
+    head = ("<tr><th>line</th><th>id</th><th>replica</th><th>arrival (UTC)</th><th>tokens</th>"
             "<th>predicted hit</th><th>reported</th><th>agreement</th><th>outcome</th>"
             "<th>reason</th><th>detail</th></tr>")
     return (
@@ -183,7 +231,12 @@ def audit_html(report: AuditReport, *, title: str = "prefixkey cache-hit audit")
         + _line_chart(report)
         + "<h2>Misses by reason</h2>" + _bar_chart(report)
         + "<h2>Per replica</h2><table><tr><th>replica</th><th>requests</th>"
-        "<th>predicted</th><th>reported</th></tr>" + replicas + "</table>"
-        + "<h2>Requests</h2><table>" + head
+        "<th>predicted</th><th>reported</th>"
+        + "".join(f"<th>{a}</th>" for a in _AGREEMENTS) + "</tr>" + _replica_rows(report)
+        + "</table><p>match, over, under: requests whose reported cached_tokens equal, fall "
+        "short of, exceed the predicted hit.</p>"
+        + '<h2>Requests</h2><p class="key"><span class="full">full hit</span>'
+        '<span class="partial">partial hit</span><span class="miss">miss</span>'
+        '<span class="err">error</span></p><table>' + head
         + "".join(_row(r) for r in report.requests) + "</table></body></html>\n"
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..core import ERAS, resolve_release
 from ..errors import PrefixKeyError
+from ..events import FingerprintReport
 from ._drift import DriftConfig, DriftReport, FeatureSummary, RequestDrift
-from ._fingerprint import FingerprintReport
 
 __all__ = ["drift_text", "fingerprint_text"]
 
@@ -17,7 +17,7 @@ def _side(config: DriftConfig) -> str:
             era = resolve_release(config.vllm_version, strict=config.strict).era
         except PrefixKeyError:
             return text
-        text += f" [era {era.name}]"
+        text += f" [scheme of {era.span}]"
     return text
 
 
@@ -55,7 +55,7 @@ def _crossed(report: DriftReport) -> list[str]:
     except PrefixKeyError:
         return []
     lo, hi = sorted(e.first_version for e in eras)
-    return [f"  {e.since} (era {e.name}): {e.changes}"
+    return [f"  {e.since}: {e.changes}"
             for e in ERAS if lo < e.first_version <= hi]
 
 
@@ -91,7 +91,7 @@ def fingerprint_text(report: FingerprintReport) -> str:
     lines.append(f"verdict: {report.summary}")
     for family in report.families:
         span = _span(family.first_release, family.last_release)
-        lines.append(f"  era {family.era} ({span}):")
+        lines.append(f"  vLLM {span}:")
         lines += [f"    {c.hash_algo:<12} seed {_seed(c.python_hash_seed):<8} "
                   f"vLLM {_span(c.first_release, c.last_release)}"
                   for c in family.candidates]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import PrefixKeyError
@@ -18,14 +21,18 @@ def _listen_summary(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
         name: {"batches": v["batches"], "events": v["events"], "gaps": v["gaps"],
                "errors": v["decode_errors"] + v["framing_errors"], "index_size": v["index_size"],
                "dropped": v["dropped"], "restarts": v["restarts"], "idle": v["idle"],
-               "vllm_version": v["vllm_version"], "scheme": v["scheme"]}
+               "vllm_version": v["vllm_releases"], "scheme": v["scheme"]}
         for name, v in stats["replicas"].items()
     }
     return {"elapsed": round(elapsed, 3), "replicas": replicas}
 
 
 def _learning_text(v: dict[str, Any]) -> str:
-    """What was inferred, when something is (``--vllm-version auto``, ``--learn-scheme``)."""
+    """What was inferred, when something is (``--vllm-version auto``, ``--learn-scheme``).
+
+    ``vllm=`` is the release, or the range of releases the events fit ("0.31.0-0.33.0");
+    "?" until a payload with events arrived.
+    """
     if v["scheme"] == "configured":
         return ""
     return f" vllm={v['vllm_version'] or '?'} scheme={v['scheme']}"
@@ -41,6 +48,17 @@ def _listen_text(summary: dict[str, Any]) -> str:
     return f"[{summary['elapsed']:6.1f}s] " + " | ".join(parts)
 
 
+@contextlib.contextmanager
+def _logged_once(category: type[Warning]) -> Iterator[None]:
+    """Silence ``category``'s Python warnings: the subscriber also logs each (on stderr).
+
+    A library caller gets both; the command prints each warning once, as a log line.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category)
+        yield
+
+
 def _run(args: argparse.Namespace) -> int:
     import logging
     import time
@@ -48,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         import zmq
 
-        from ..fleet import ReplicaEndpoint, Subscriber
+        from ..fleet import FleetWarning, ReplicaEndpoint, Subscriber
     except ImportError as exc:  # pragma: no cover - pyzmq missing
         print(f"prefixkey listen: needs pyzmq (pip install 'prefixkey[zmq]'): {exc}",
               file=sys.stderr)
@@ -87,7 +105,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     start = time.monotonic()
     try:
-        with sub:
+        with _logged_once(FleetWarning), sub:
             next_tick = start + 1.0
             while args.duration is None or time.monotonic() - start < args.duration:
                 now = time.monotonic()

@@ -18,7 +18,14 @@ from typing import Any, Final
 
 from ..errors import InvalidRequestError, UnreproducibleKeysError
 
-__all__ = ["PythonHash", "chain", "chain_flat", "dumps", "extra_keys_tail", "python_hash_for"]
+__all__ = [
+    "REPRODUCIBLE_PYTHON", "PythonHash", "chain", "chain_flat", "dumps", "extra_keys_tail",
+    "python_hash_for",
+]
+
+#: The oldest engine CPython whose builtin hash() keys are reproducible (hash(None) is a
+#: constant from 3.12 on): what tools assume when they must pick an engine CPython.
+REPRODUCIBLE_PYTHON: Final = "3.12"
 
 _MASK: Final = (1 << 64) - 1
 _MODULUS: Final = (1 << 61) - 1  # sys.hash_info.modulus
@@ -139,7 +146,7 @@ def python_hash_for(engine_python: str | None, python_hash_seed: str | None) -> 
     if engine_python is None:
         raise UnreproducibleKeysError(
             "builtin hash() keys depend on the engine's CPython version: pass engine_python "
-            "(3.12 or newer reproduces them)"
+            f"({REPRODUCIBLE_PYTHON} or newer reproduces them)"
         )
     if not isinstance(engine_python, str):
         raise InvalidRequestError("engine_python", f"must be a string like '3.12', got "
@@ -150,11 +157,11 @@ def python_hash_for(engine_python: str | None, python_hash_seed: str | None) -> 
         raise InvalidRequestError(
             "engine_python", f"must look like '3.12', got {engine_python!r}"
         ) from None
-    if version < (3, 12):
+    if version < tuple(int(part) for part in REPRODUCIBLE_PYTHON.split(".")):
         raise UnreproducibleKeysError(
             f"builtin hash() on CPython {engine_python}: hash(None), part of every key, is "
-            "derived from an address there, so keys differ per process. CPython 3.12+ "
-            "engines are reproducible."
+            f"derived from an address there, so keys differ per process. CPython "
+            f"{REPRODUCIBLE_PYTHON}+ engines are reproducible."
         )
     if python_hash_seed in (None, "", "random"):  # CPython ignores an empty PYTHONHASHSEED
         return PythonHash(None)

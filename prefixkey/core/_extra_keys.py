@@ -95,7 +95,7 @@ class ExtraKeysBuilder:
             elif era.lora_key == "int_id":
                 if lora.int_id is None:
                     raise InvalidRequestError(
-                        "lora.int_id", f"is required: vLLM {era.since}+ (era {era.name}) keys "
+                        "lora.int_id", f"is required: vLLM {era.span} keys "
                         "LoRA by the server's int id",
                     )
                 self._lora = (lora.int_id,)
@@ -238,7 +238,7 @@ def event_extra_keys(
     """
     if lookahead and not era.lookahead:
         raise InvalidRequestError(
-            "lookahead", f"era {era.name} (vLLM {era.since}) has no lookahead hashing")
+            "lookahead", f"vLLM {era.span} has no lookahead hashing")
     form = era.published_extra_keys
     if form == "none":
         return None

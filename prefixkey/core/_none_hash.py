@@ -41,7 +41,7 @@ class NoneHash:
 
 def _random(era: Era, algorithm: HashAlgorithm, when: str, fix: str) -> UnreproducibleKeysError:
     return UnreproducibleKeysError(
-        f"hash_algo {algorithm.name} {when}: vLLM of era {era.name} ({era.since}+) draws a "
+        f"hash_algo {algorithm.name} {when}: vLLM {era.span} draws a "
         "random NONE_HASH in every engine process, so its keys are random per process and "
         f"cannot be reproduced. {fix}"
     )

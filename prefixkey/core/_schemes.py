@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import UnknownAlgorithmError, UnknownVersionError
 from ._algorithms import ALGORITHMS, FLAT_ALGORITHMS, INT_ALGORITHMS, HashAlgorithm
+from ._era_table import era_at, era_end, release_range, releases_between
 
 __all__ = [
     "DEFAULT_NONE_HASH_SEED",
@@ -107,6 +108,15 @@ class Era:
     @property
     def default_algorithm(self) -> str:
         return self.algorithms[0][0]
+
+    @property
+    def span(self) -> str:
+        """The known releases of the era, as messages name it: "0.31.0-0.32.0", "0.33.0".
+
+        Messages name releases, never the era's letter (other docs use letters too).
+        """
+        releases = releases_between(KNOWN_RELEASES, self.first_version, era_end(ERAS, self))
+        return release_range(releases) if releases else f"{self.since}+"
 
     def offered_algorithms(self, release: Version) -> tuple[str, ...]:
         """The algorithms ``release`` (a release of this era) offers, the default first."""
@@ -254,7 +264,7 @@ def _eras() -> tuple[Era, ...]:
         changes=(
             "with EAGLE/EAGLE3/MTP speculative decoding (on by default) a block's key also "
             "covers the next lookahead tokens: ((extra keys over the widened window), "
-            "*lookahead tokens); otherwise keys are era N's"
+            "*lookahead tokens); otherwise its keys are 0.31.0-0.32.0's"
         ),
     )
     return (a, b, c, d, e, f, g, h, h1, i, j, j1, k, l_, l1, m, n, o)
@@ -315,19 +325,20 @@ def resolve_release(version: str, *, strict: bool = True) -> ResolvedRelease:
         raise UnknownVersionError(
             f"vllm_version {version}: no scheme is known before {ERAS[0].since} yet"
         )
-    era = next(e for e in reversed(ERAS) if e.first_version <= release)
+    era = era_at(ERAS, release)
+    assert era is not None  # checked above: not before the first era
     if release <= _NEWEST_KNOWN:
         return ResolvedRelease(version, release, era)
     if strict:
         raise UnknownVersionError(
             f"vllm_version {version} is newer than the newest known release "
             f"{_NEWEST_KNOWN}; its keys may differ (pass strict=False, or --lenient on the "
-            f"command line, to assume era {era.name})"
+            f"command line, to assume the keys of vLLM {era.span})"
         )
     return ResolvedRelease(
         version,
         release,
         era,
-        (f"vLLM {version} is newer than any known release; assuming era {era.name} "
-         f"of {_NEWEST_KNOWN}, whose keys it may not share",),
+        (f"vLLM {version} is newer than any known release; assuming the keys of vLLM "
+         f"{era.span}, which it may not share",),
     )

@@ -3,7 +3,9 @@
 :class:`EventDecoder` turns a replica's messages (PUB or replay) into
 :class:`EventBatch` values under its release's wire era (:data:`WIRE_ERAS`),
 within :class:`DecodeLimits`; the encoder is its inverse; recordings are JSON
-Lines of raw messages; :class:`StreamSequence` tracks sequence numbers.
+Lines of raw messages; :class:`StreamSequence` tracks sequence numbers;
+:func:`fingerprint` names the release family, algorithm and seed behind a replica's
+``BlockStored`` events.
 """
 
 from ._decode import (
@@ -38,6 +40,16 @@ from ._extra_keys import (
     event_extra_keys_to_typed,
     typed_extra_keys_of,
 )
+from ._fingerprint import (
+    DEFAULT_SEEDS,
+    Candidate,
+    FamilyMatch,
+    FingerprintReport,
+    SkippedEvent,
+    Verdict,
+    block_stored_events,
+    fingerprint,
+)
 from ._model import (
     AllBlocksCleared,
     BlockRemoved,
@@ -63,6 +75,7 @@ from ._sequencing import DEFAULT_MAX_JUMP, SeqVerdict, StreamSequence
 
 __all__ = [
     "DEFAULT_MAX_JUMP",
+    "DEFAULT_SEEDS",
     "END_SEQ",
     "UNKNOWN",
     "WIRE_ERAS",
@@ -71,6 +84,7 @@ __all__ = [
     "BlockKeyCandidates",
     "BlockRemoved",
     "BlockStored",
+    "Candidate",
     "DecodeLimits",
     "DecodedBatch",
     "DecodedMessage",
@@ -82,6 +96,8 @@ __all__ = [
     "EventHash",
     "ExtraKeysConversionError",
     "ExtraKeysNotPublishedError",
+    "FamilyMatch",
+    "FingerprintReport",
     "KVCacheEvent",
     "MalformedPayloadError",
     "MissingEventFieldError",
@@ -92,16 +108,20 @@ __all__ = [
     "RecordingFormatError",
     "ReplayEnd",
     "SeqVerdict",
+    "SkippedEvent",
     "StreamSequence",
     "UnknownEventTypeError",
+    "Verdict",
     "Via",
     "WireEra",
     "batch_to_json",
+    "block_stored_events",
     "decode_recording",
     "encode_batch",
     "encode_event",
     "event_extra_keys_to_typed",
     "event_to_json",
+    "fingerprint",
     "hash_to_json",
     "parse_recording_line",
     "recording_line",

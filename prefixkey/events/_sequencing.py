@@ -3,7 +3,7 @@
 vLLM numbers the batches of each publisher (one per replica, per data-parallel
 rank) from 0, one per batch. :class:`StreamSequence` classifies each received
 ``seq`` against what the stream has seen; it opens no sockets, so the
-subscriber's transport (:mod:`prefixkey.fleet._subscriber`) and tests share it.
+subscriber's transport (:mod:`prefixkey.fleet.feed._subscriber`) and tests share it.
 
 Rules (``expected`` is the last consumed seq + 1):
 

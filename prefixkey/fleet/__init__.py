@@ -1,5 +1,10 @@
 """Replicas: which holds which blocks, and where to route a request.
 
+Three rooms: :mod:`.index` (the backend contract, in memory and on Redis),
+:mod:`.routing` (the Router, its decisions and predictions) and :mod:`.feed`
+(the live KV-event feed, its two transports and scheme learning); this façade
+keeps the names routers use.
+
 :class:`PrefixIndex` (in memory) and :class:`RedisPrefixIndex` (shared, extra
 ``redis``) implement :class:`PrefixIndexBackend`; :class:`Router` ranks
 replicas by the longest prefix they hold over any :class:`RoutingIndex`
@@ -16,78 +21,78 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._backend import (
+from . import feed
+from .feed import (
+    AmbiguousSchemeWarning,
+    FairLock,
+    FleetWarning,
+    LoRAPathChangedWarning,
+    LoRAPaths,
+    LoRAPollError,
+    ReceivedBatch,
+    ReplicaEndpoint,
+    SchemeNotLearnedWarning,
+    data_parallel_endpoints,
+    fetch_lora_paths,
+    offset_endpoint,
+)
+from .index import (
+    CHUNK_BLOCKS,
+    DEFAULT_MEDIUM,
+    GroupSpec,
     IndexUnavailableError,
+    Ingested,
+    PrefixIndex,
     PrefixIndexBackend,
+    RedisPrefixIndex,
+    RegistrationConflictError,
+    ReplicaId,
+    ReplicaScheme,
     RoutingIndex,
     RunsAnswer,
     RunsGroup,
     RunsQuery,
     RunsResult,
-)
-from ._index import (
-    DEFAULT_MEDIUM,
-    GroupSpec,
-    Ingested,
-    PrefixIndex,
-    ReplicaId,
-    ReplicaScheme,
     UnknownReplicaError,
     UnsupportedLayoutError,
     as_replica_id,
+    scheme_from_spec,
+    scheme_spec,
 )
-from ._metrics import COUNTERS, RouterMetrics, prometheus_text
-from ._predictions import (
+from .routing import (
+    COUNTERS,
+    DEFAULT_TIER_WEIGHTS,
+    PREDICTED,
     PREDICTION_COUNTERS,
+    Evidence,
+    LoadFn,
     PredictedIndex,
     Predictions,
+    PreparedRequest,
+    RouteDecision,
+    Router,
+    RouterMetrics,
+    SchemeKeys,
+    affinity_digest,
     predictions_prometheus_text,
+    prometheus_text,
+    rendezvous_weight,
 )
-from ._prepared import PreparedRequest, SchemeKeys, affinity_digest, rendezvous_weight
-from ._redis import CHUNK_BLOCKS, RedisPrefixIndex, RegistrationConflictError
-from ._redis_codec import scheme_from_spec, scheme_spec
-from ._routing import DEFAULT_TIER_WEIGHTS, PREDICTED, Evidence, LoadFn, RouteDecision, Router
 
 if TYPE_CHECKING:
-    from ._async_subscriber import AsyncSubscriber
-    from ._endpoints import (
-        ReceivedBatch,
-        ReplicaEndpoint,
-        data_parallel_endpoints,
-        offset_endpoint,
-    )
-    from ._fair_lock import FairLock
-    from ._learning import AmbiguousSchemeWarning, FleetWarning, SchemeNotLearnedWarning
-    from ._lora import LoRAPathChangedWarning, LoRAPaths, LoRAPollError, fetch_lora_paths
-    from ._subscriber import Subscriber, SubscriberStateError
-
-_LAZY = {
-    "AmbiguousSchemeWarning": "_learning",
-    "AsyncSubscriber": "_async_subscriber",
-    "FairLock": "_fair_lock",
-    "FleetWarning": "_learning",
-    "LoRAPathChangedWarning": "_lora",
-    "LoRAPaths": "_lora",
-    "LoRAPollError": "_lora",
-    "SchemeNotLearnedWarning": "_learning",
-    "fetch_lora_paths": "_lora",
-    "ReceivedBatch": "_endpoints",
-    "ReplicaEndpoint": "_endpoints",
-    "Subscriber": "_subscriber",
-    "SubscriberStateError": "_subscriber",
-    "data_parallel_endpoints": "_endpoints",
-    "offset_endpoint": "_endpoints",
-}
+    from .feed import AsyncSubscriber, Subscriber, SubscriberStateError
 
 
 def __getattr__(name: str) -> Any:
-    # The subscribers need pyzmq (extra `zmq`), and the feed imports prefixkey.analysis
-    # (which imports this package): imported on first use only.
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    # The transports need pyzmq (extra `zmq`): the feed loads them on first use.
+    if name in ("AsyncSubscriber", "Subscriber", "SubscriberStateError"):
+        return getattr(feed, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "CHUNK_BLOCKS",

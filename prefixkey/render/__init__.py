@@ -24,20 +24,24 @@ vLLM's render endpoint. Bodies vLLM itself refuses are a
 ``mistral`` extra (``mistral_common``, docs/render-mistral.md).
 """
 
-from ._chat import ContentParts
-from ._client import RenderClient
-from ._endpoint import (
-    RENDER_PATHS,
-    RENDER_RESPONSE_SHAPES,
-    RenderEndpointError,
-    RenderResponseParser,
-    RenderResponseShape,
-    render_response_shape,
-)
-from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
-from ._media import MediaFetcher, fetch_media_url
-from ._options import VERIFIED_RELEASES, LoRAModule, ServerOptions, parse_lora_module
-from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered, Renderer
+from .._extras import needs_extra
+
+with needs_extra("render", "prefixkey.render"):
+    from ._chat import ContentParts
+    from ._client import RenderClient
+    from ._endpoint import (
+        RENDER_PATHS,
+        RENDER_RESPONSE_SHAPES,
+        RenderEndpointError,
+        RenderResponseParser,
+        RenderResponseShape,
+        render_response_shape,
+    )
+    from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
+    from ._media import MediaFetcher, fetch_media_url
+    from ._options import VERIFIED_RELEASES, LoRAModule, ServerOptions, parse_lora_module
+    from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered, Renderer
+
 
 __all__ = [
     "CHAT_ENDPOINT",

@@ -12,15 +12,16 @@ name: the prompt-length bound, truncation and the context-length check.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from ._errors import RenderRequestError, RenderUnsupportedError
 
-__all__ = ["BodyFields", "TokenizeParams"]
+__all__ = ["BodyFields", "TokenizeParams", "dropped_kwarg_warning"]
 
 _INT64_MAX: Final = 2**63 - 1
 # pydantic's lax bool parsing of strings (and 0/1), which vLLM's models use.
@@ -395,3 +396,17 @@ class BodyFields:
         return cls(is_chat=False, add_special_tokens=_bool(body, "add_special_tokens", True),
                    max_output_tokens=max_tokens, max_output_tokens_param="max_tokens",
                    prompts=tuple(_prompts(body)), **common)
+
+
+def dropped_kwarg_warning(name: str, accepted: Iterable[str]) -> str:
+    """The warning for a ``chat_template_kwargs`` entry the chat template does not take.
+
+    vLLM keeps only the names the template reads (and transformers' own
+    parameters) and drops the rest without a word, so a misspelled
+    ``enable_thinkng`` renders as if it were absent; the warning names the
+    name likely meant.
+    """
+    close = difflib.get_close_matches(name, sorted(accepted), n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"chat_template_kwargs {name!r} is not used by the chat template: vLLM "
+            f"drops it{hint}")

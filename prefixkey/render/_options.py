@@ -105,7 +105,8 @@ class ServerOptions:
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
             raise ModelFolderError("--model", "must be a non-empty name or path")
-        if isinstance(self.served_model_name, str):
+        names: object = self.served_model_name  # a caller may pass one name as a str
+        if isinstance(names, str):
             object.__setattr__(self, "served_model_name", (self.served_model_name,))
         object.__setattr__(self, "lora_modules", tuple(self.lora_modules))
         object.__setattr__(self, "default_chat_template_kwargs",

@@ -142,7 +142,7 @@ python -c 'import json,sys; [print(json.dumps(json.loads(l)["request"])) for l i
 def export_vectors(release: str, out_dir: str | Path, *, count: int = 100, seed: int = 0,
                    max_id: int = 2**64 - 1) -> Path:
     """Write ``out_dir/<release>.jsonl`` and ``out_dir/README.md``; return the JSONL path."""
-    from .. import __version__
+    from .._version import __version__
 
     records = generate_records(release, count=count, seed=seed, max_id=max_id)
     out = Path(out_dir)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import subprocess
 import tempfile
+import xml.etree.ElementTree as ET
 import zlib
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,8 @@ from prefixkey.events import (
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "audit"
-CHROMIUM = "/usr/bin/chromium"
+#: The browser the HTML report is rendered in (Debian's package; .ci/run installs it).
+CHROMIUM = os.environ.get("PREFIXKEY_TEST_CHROMIUM", "/usr/bin/chromium")
 BS = 16
 
 
@@ -231,6 +235,107 @@ def test_cli_bad_replica_option(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "prefixkey audit" in capsys.readouterr().err
 
 
+class _Tables(HTMLParser):
+    """Every <table> of a page: rows of (the row's class, its cells' text, their titles)."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__()
+        self.tables: list[list[tuple[str | None, list[str], list[str | None]]]] = []
+        self._cell: list[str] | None = None
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append((dict(attrs).get("class"), [], []))
+        elif tag in ("td", "th"):
+            self.tables[-1][-1][2].append(dict(attrs).get("title"))
+            self._cell = []
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1][1].append("".join(self._cell))
+            self._cell = None
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _timeline(page: str) -> ET.Element:
+    svg = re.findall(r"<svg.*?</svg>", page, re.S)[0]
+    assert 'aria-label="hit rate over time per replica"' in svg
+    return ET.fromstring(svg)
+
+
+def test_html_draws_reported_on_top_of_predicted_distinguishably() -> None:
+    """The sample's reported rates equal the predicted ones everywhere: both stay visible."""
+    chart = _timeline(audit_html(_sample()))
+    groups = [g for g in chart.iter(f"{SVG}g") if g.get("class") in ("predicted", "reported")]
+    order = [g.get("class") for g in groups]
+    assert order == ["predicted"] * 2 + ["reported"] * 2  # every dashed line on top
+    lines = {(g.get("class"), g.get("data-replica")): g.find(f"{SVG}polyline") for g in groups}
+    for replica in ("replica-a", "replica-b"):
+        band, dashed = lines["predicted", replica], lines["reported", replica]
+        assert band is not None and dashed is not None
+        assert band.get("points") == dashed.get("points")  # coincident in the sample
+        assert band.get("stroke-dasharray") is None and dashed.get("stroke-dasharray")
+        assert float(band.get("stroke-width", 0)) > 2 * float(dashed.get("stroke-width", 0))
+    note = " ".join(e.text or "" for e in chart.iter(f"{SVG}text")
+                    if e.get("class") == "legend-note")
+    assert note == "reported on top: where equal, its dashes lie on the predicted band"
+
+
+def test_html_x_axis_has_one_label_in_utc() -> None:
+    chart = _timeline(audit_html(_sample()))
+    bottom = [e.text for e in chart.iter(f"{SVG}text")
+              if float(e.get("y", 0)) > float(chart.get("height", 0)) - 20]  # below the 0% line
+    assert bottom == ["arrival time (UTC): 2023-11-14 22:13:30 to 2023-11-14 22:15:00 (90 s)"]
+
+
+def test_html_arrival_times_are_utc_like_the_chart() -> None:
+    report = _sample()
+    requests = _Tables(audit_html(report)).tables[-1]
+    header, rows = requests[0][1], requests[1:]
+    column = header.index("arrival (UTC)")
+    assert rows[0][1][column] == "2023-11-14 22:13:30"  # arrival_time 1700000010.0
+    assert rows[0][2][column] == "1700000010.0 (unix seconds)"  # on hover
+    assert not [r for r in rows if re.fullmatch(r"[0-9.]+", r[1][column])]
+
+
+def test_html_partial_hits_have_their_own_colour() -> None:
+    report = _sample()
+    page = audit_html(report)
+    rows = _Tables(page).tables[-1][1:]
+    classes = {r.outcome: cls for r, (cls, _, _) in zip(report.requests, rows, strict=True)}
+    assert classes == {"full": "full", "partial": "partial", "miss": "miss"}
+    colours = dict(re.findall(r"tr\.(\w+) td,\.\w+\{background:(#\w+)\}", page))
+    assert set(colours) == {"full", "partial", "miss", "err"}
+    assert len(set(colours.values())) == 4
+    key = re.search(r'<p class="key">(.*?)</p>', page)
+    assert key and re.findall(r'<span class="(\w+)">', key.group(1)) == [
+        "full", "partial", "miss", "err"]
+
+
+def test_html_per_replica_table_counts_agreement_as_the_terminal_does() -> None:
+    lines = (SAMPLE / "requests.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    lines[0] = json.dumps({**first, "cached_tokens": 0})  # reported short of predicted: over
+    with open(SAMPLE / "recording.jsonl", "rb") as rec:
+        report = audit(rec, lines)
+    table = _Tables(audit_html(report)).tables[0]
+    assert table[0][1] == ["replica", "requests", "predicted", "reported", "match", "over",
+                           "under"]
+    counts = {row[1][0]: row[1][4:] for row in table[1:]}
+    assert counts == {"replica-a": ["6", "1", "0"], "replica-b": ["7", "0", "0"]}
+    assert "replica-a: 7 request(s), predicted 69.7%, reported 55.0% [match 6, over 1]" \
+        in audit_text(report)
+
+
 def _png_info(data: bytes) -> tuple[int, int, int]:
     """(width, height, distinct byte values of the decompressed image data)."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -261,7 +366,8 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     # CI (.ci/run installs Debian's chromium) must run it; elsewhere a missing
     # browser is a visible skip, never a pass.
     if not os.path.exists(CHROMIUM):
-        message = f"{CHROMIUM} is missing (apt-get install -y chromium)"
+        message = (f"{CHROMIUM} is missing (apt-get install -y chromium, or set "
+                   "PREFIXKEY_TEST_CHROMIUM to a Chromium binary)")
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

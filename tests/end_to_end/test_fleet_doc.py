@@ -1,9 +1,10 @@
-"""docs/fleet.md: every python snippet runs as written, and the Redis round trips it quotes.
+"""The live snippets of docs/fleet.md and docs/subscriber.md run, and the Redis round trips.
 
-Each snippet's first line, ``# given: a, b``, names what this test provides:
-a scheme, a request, replicas at a loopback publisher (this suite's fake,
-publishing empty batches, which register the replica), a Redis URL (the shared
-test server's database). A ``...`` line (the reader's own code) waits for the
+A snippet needing a service has a first line ``# given: a, b`` naming what this test
+provides (test_doc_snippets.py runs the others): replicas at a loopback publisher
+(this suite's fake, publishing empty batches, which register the replica), a Redis
+URL (the shared test server's database), a replica's base URL (a loopback HTTP server
+answering ``/v1/models``), token ids. A ``...`` line (the reader's own code) waits for the
 replica to be registered (or a moment, where its scheme is to be learned). The round
 trips are counted at the client, on redis-py's ``send_packed_command`` (a
 pipeline is one).
@@ -11,10 +12,12 @@ pipeline is one).
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -42,18 +45,46 @@ from prefixkey.fleet import (
     Router,
 )
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "fleet.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 SCHEME = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0", vllm_version="0.31.0"))
 
 
-def _snippets() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+def _snippets(page: str) -> list[str]:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, re.DOTALL)
 
 
-def test_every_snippet_names_what_it_is_given() -> None:
-    snippets = _snippets()
-    assert len(snippets) == 6
-    assert all(s.startswith("# given: ") for s in snippets)
+LIVE = [(page, number) for page in ("fleet.md", "subscriber.md")
+        for number, snippet in enumerate(_snippets(page)) if snippet.startswith("# given: ")]
+
+
+def test_the_live_snippets_are_found() -> None:
+    assert [n for p, n in LIVE if p == "fleet.md"] == [0, 1, 2, 4, 5]
+    assert [n for p, n in LIVE if p == "subscriber.md"] == [1, 2, 3]
+
+
+@pytest.fixture
+def base_url() -> Iterator[str]:
+    """A replica's OpenAI server: ``/v1/models`` lists the base model and one adapter."""
+    cards = [{"id": "base", "object": "model", "root": "/models/base", "parent": None},
+             {"id": "sql-adapter", "object": "model", "root": "/adapters/sql", "parent": "base"}]
+    body = json.dumps({"object": "list", "data": cards}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture
@@ -88,15 +119,18 @@ def _registered(index: Any) -> None:
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("number", range(6))
-def test_the_snippet_runs(number: int, ctx: Any, stop: threading.Event,  # noqa: F811
-                          publishers: list[FakePublisher]) -> None:  # noqa: F811
+@pytest.mark.parametrize(("page", "number"), LIVE, ids=[f"{p}:{n}" for p, n in LIVE])
+def test_the_snippet_runs(page: str, number: int, ctx: Any,  # noqa: F811
+                          stop: threading.Event, publishers: list[FakePublisher],  # noqa: F811
+                          request: pytest.FixtureRequest) -> None:
     import asyncio
 
-    snippet = _snippets()[number]
-    given = [g.split("(")[0].strip() for g in snippet.splitlines()[0][9:].split(", ")]
-    names: dict[str, Any] = {"scheme": SCHEME, "request": Request(list(range(100))),
+    snippet = _snippets(page)[number]
+    given = [g.strip() for g in snippet.splitlines()[0][9:].split("(")[0].split(",")]
+    names: dict[str, Any] = {"request": Request(list(range(100))),
                              "token_ids": list(range(100))}
+    if "base_url" in given:
+        names["base_url"] = request.getfixturevalue("base_url")
     if {"replicas", "publishing_replicas", "endpoint"} & set(given):
         pub = FakePublisher(ctx, "0.31.0")
         publishers.append(pub)
@@ -110,10 +144,12 @@ def test_the_snippet_runs(number: int, ctx: Any, stop: threading.Event,  # noqa:
     assert not missing, f"snippet {number} is given unknown names {missing}"
     namespace = {k: names[k] for k in given}
     namespace.update(__registered__=_registered, __asyncio__=asyncio)
-    exec(compile(_waits(snippet), f"{DOC}:snippet{number}", "exec"), namespace)
+    exec(compile(_waits(snippet), f"{DOCS / page}:snippet{number}", "exec"), namespace)
     for value in namespace.values():
         if isinstance(value, RouteDecision):
             assert value.evidence in ("confirmed", "predicted", "none")
+    if "base_url" in given:
+        assert namespace["request"].lora.path == "/adapters/sql"
 
 
 def test_ranking_over_redis_is_one_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:

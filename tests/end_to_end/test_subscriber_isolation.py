@@ -40,7 +40,7 @@ from prefixkey.fleet import (  # noqa: E402
     Router,
     Subscriber,
 )
-from prefixkey.fleet._feed_set import FeedSet  # noqa: E402
+from prefixkey.fleet.feed._feed_set import FeedSet  # noqa: E402
 
 V = "0.31.0"
 

@@ -38,7 +38,7 @@ from prefixkey.fleet import (
     ReplicaEndpoint,
     ReplicaId,
 )
-from prefixkey.fleet._feed import ReplicaFeed
+from prefixkey.fleet.feed._feed import ReplicaFeed
 
 
 def _restart_publisher(context: Any, made: list[FakePublisher],

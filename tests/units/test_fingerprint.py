@@ -48,7 +48,7 @@ def test_031_sha256_seed_unset_is_029_to_033(form: str) -> None:
         ("M", "0.29.0", "0.30.0"), ("N", "0.31.0", "0.32.0"), ("O", "0.33.0", "0.33.0")]
     assert report.summary == ("ambiguous: 3 candidates in 3 release families fit "
                               "(vLLM 0.29.0-0.33.0; sha256; PYTHONHASHSEED unset)")
-    assert report.reasons[0].startswith("releases 0.29.0-0.33.0 (eras M, N, O) compute the "
+    assert report.reasons[0].startswith("releases 0.29.0-0.33.0 (3 release families) compute the "
                                         "same keys for token-only blocks with sha256")
     assert (report.events_used, report.blocks_used, report.hash_form) == (1, 4, form)
 
@@ -169,7 +169,7 @@ def test_cli_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[2] == "seeds tried: unset, '0', '7'"
     assert lines[3] == ("verdict: ambiguous: 7 candidates in 7 release families fit "
                         "(vLLM 0.13.0-0.33.0; xxhash; PYTHONHASHSEED '7')")
-    assert "  era J1 (0.13.0-0.16.0):" in lines
+    assert "  vLLM 0.13.0-0.16.0:" in lines
     assert "    xxhash       seed '7'      vLLM 0.13.0-0.16.0" in lines
 
 
@@ -190,3 +190,23 @@ def test_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["fingerprint", str(path)]) == 2
     assert "MalformedJSONError: line 1" in capsys.readouterr().err
     assert main(["fingerprint", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_typed_events_give_the_report_of_their_json() -> None:
+    # The fleet's learner passes typed BlockStored events, never their JSON.
+    from prefixkey.events import BlockRemoved, BlockStored, event_to_json
+
+    keys = keys_for("0.31.0", "sha256", None)
+    typed: list[Any] = [
+        BlockStored(tuple(keys), None, tuple(TOKENS), 16),
+        BlockStored(tuple(block_hash_to_int64(k) for k in keys), None, tuple(TOKENS), 16),
+        BlockStored(tuple(keys[2:]), keys[1], tuple(TOKENS[32:]), 16),
+        BlockStored(tuple(keys), None, tuple(TOKENS), 16, lora_name="sql"),
+        BlockStored(tuple(keys), None, tuple(TOKENS), 16,
+                    extra_keys=(("sql",), None, None, None)),
+        BlockRemoved(tuple(keys)),
+    ]
+    from_typed = fingerprint(typed)
+    assert from_typed == fingerprint(event_to_json(e) for e in typed)
+    assert (from_typed.events_used, from_typed.hash_form) == (2, "mixed")
+    assert [s.index for s in from_typed.skipped] == [3, 4, 5, 6]

@@ -38,7 +38,7 @@ from prefixkey.fleet import (
     ReplicaId,
     ReplicaScheme,
 )
-from prefixkey.fleet._feed_set import FeedSet
+from prefixkey.fleet.feed._feed_set import FeedSet
 
 V = "0.31.0"
 BLOCK = 4

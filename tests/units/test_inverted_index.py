@@ -19,7 +19,7 @@ from prefixkey.fleet import (
     RunsQuery,
     UnknownReplicaError,
 )
-from prefixkey.fleet._walk import SlotMembers, runs_in_table
+from prefixkey.fleet.index._walk import SlotMembers, runs_in_table
 
 ORDERS: tuple[list[int], ...] = ([*range(8)], [3, 1, 0, 2, 7, 6, 5, 4], [])
 

@@ -15,7 +15,7 @@ import pytest
 from prefixkey import Hasher
 from prefixkey.events import AllBlocksCleared, BlockStored, EventBatch
 from prefixkey.fleet import PrefixIndex, ReplicaScheme, Router
-from prefixkey.fleet._ranking import LazyRanking
+from prefixkey.fleet.routing._ranking import LazyRanking
 
 SCHEME = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0"))
 TOKENS = list(range(5000, 5000 + 16 * 8 + 1))

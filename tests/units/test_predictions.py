@@ -1,4 +1,4 @@
-"""Routing without events: predicted entries (prefixkey.fleet._predictions).
+"""Routing without events: predicted entries (prefixkey.fleet.routing._predictions).
 
 The keys come from the Hasher (checked against vLLM's own code by the golden
 vectors); what is tested here is which replica the Router picks and on what

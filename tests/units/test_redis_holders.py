@@ -34,9 +34,9 @@ from prefixkey.fleet import (
     RunsQuery,
     RunsResult,
 )
-from prefixkey.fleet import _redis_lua as lua
-from prefixkey.fleet._redis_holders import INLINE_TOKENS
-from prefixkey.fleet._walk import runs_in_table
+from prefixkey.fleet.index import _redis_lua as lua
+from prefixkey.fleet.index._redis_holders import INLINE_TOKENS
+from prefixkey.fleet.index._walk import runs_in_table
 
 H16 = Hasher(block_size=16, python_hash_seed="0")
 OLD = Hasher(block_size=16, python_hash_seed="0", vllm_version="0.30.0")

@@ -1,7 +1,7 @@
 """Subscribe to vLLM replicas' KV-event publishers from asyncio (``zmq.asyncio``).
 
 The same sans-IO feed as the threaded :class:`~prefixkey.fleet.Subscriber`
-(:mod:`prefixkey.fleet._feed`), driven by tasks on the running loop: per
+(:mod:`prefixkey.fleet.feed._feed`), driven by tasks on the running loop: per
 replica, one task receives (SUB and monitor sockets) into the replica's queue,
 bounded in messages and bytes, and one task decodes, sequences, replays (its
 own DEALER) and applies. Batches are applied on the loop, so a handler on the
@@ -40,15 +40,15 @@ import zmq
 import zmq.asyncio
 from zmq.utils.monitor import parse_monitor_message
 
-from ..events import DEFAULT_MAX_JUMP, replay_request
-from ._backend import PrefixIndexBackend
+from ...events import DEFAULT_MAX_JUMP, replay_request
+from ..index._backend import PrefixIndexBackend
+from ..index._memory import PrefixIndex
+from ..routing._metrics import prometheus_text
+from ..routing._predictions import PredictedIndex
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
 from ._feed_set import DEFAULT_MAX_RANKS, DEFAULT_QUEUE_BYTES, DEFAULT_RETRY_SECONDS, FeedSet
-from ._index import PrefixIndex
-from ._metrics import prometheus_text
-from ._predictions import PredictedIndex
 from ._subscriber import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Recorder,

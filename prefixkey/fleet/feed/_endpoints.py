@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..core import DEFAULT_VLLM_VERSION
-from ..errors import InvalidRequestError
-from ..events import EventBatch
-from ._index import ReplicaId, ReplicaScheme
+from ...core import DEFAULT_VLLM_VERSION
+from ...errors import InvalidRequestError
+from ...events import EventBatch
+from ..index._memory import ReplicaId, ReplicaScheme
 
 __all__ = ["ReceivedBatch", "ReplicaEndpoint", "data_parallel_endpoints", "offset_endpoint"]
 

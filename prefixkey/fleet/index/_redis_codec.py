@@ -15,10 +15,10 @@ import struct
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
-from ..core import Hasher, block_hash_to_int64
-from ..errors import InvalidRequestError, PrefixKeyError
-from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
-from ._index import DEFAULT_MEDIUM, GroupSpec, ReplicaId, ReplicaScheme
+from ...core import Hasher, block_hash_to_int64
+from ...errors import InvalidRequestError, PrefixKeyError
+from ...events import AllBlocksCleared, BlockStored, EventBatch, EventHash
+from ._memory import DEFAULT_MEDIUM, GroupSpec, ReplicaId, ReplicaScheme
 from ._walk import Run
 
 __all__ = ["RunTexts", "batch_ops", "key_bytes", "pack_keys", "rid_field", "rid_of",
@@ -188,8 +188,6 @@ def batch_ops(batch: EventBatch, publishes: str | None, limit: int
                 room = limit
             chunks[-1].append(b"C")
             room -= 1
-            continue
-        if not isinstance(event, (BlockStored, BlockRemoved)):
             continue
         keys: list[EventHash]
         if publishes == "int":

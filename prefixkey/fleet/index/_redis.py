@@ -1,7 +1,7 @@
 """A prefix index shared by a fleet of routers, kept in Redis (7+; Redis Cluster too).
 
 :class:`RedisPrefixIndex` implements :class:`~prefixkey.fleet.PrefixIndexBackend`
-with the semantics of :mod:`prefixkey.fleet._index` (idempotent stores and
+with the semantics of :mod:`prefixkey.fleet.index._memory` (idempotent stores and
 removes, per group and medium, int vs bytes publishers, counters), so
 ``Router(RedisPrefixIndex(client))`` routes over it directly:
 
@@ -78,11 +78,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from ..errors import InvalidRequestError, PrefixKeyError
-from ..events import EventBatch, EventHash
+from ...errors import InvalidRequestError, PrefixKeyError
+from ...events import EventBatch, EventHash
 from . import _redis_lua as lua
 from ._backend import IndexUnavailableError, RunsAnswer, RunsQuery, RunsResult
-from ._index import (
+from ._memory import (
     ReplicaId,
     ReplicaScheme,
     UnknownReplicaError,
@@ -233,9 +233,12 @@ class RedisPrefixIndex:
         ``timeout`` bounds connecting and each reply (a chunk of
         ``chunk_blocks`` blocks takes well under it); ``kw`` goes to the index.
         """
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
+        from ..._extras import needs_extra
+
+        with needs_extra("redis", "RedisPrefixIndex.from_url"):
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
 
         client = redis.Redis.from_url(url, socket_timeout=timeout,
                                       socket_connect_timeout=timeout,

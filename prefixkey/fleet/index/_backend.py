@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Protocol, runtime_checkable
 
-from ..errors import PrefixKeyError
-from ..events import EventBatch, EventHash
-from ._replicas import ReplicaId, ReplicaScheme
+from ...errors import PrefixKeyError
+from ...events import EventBatch, EventHash
+from .._replicas import ReplicaId, ReplicaScheme
 from ._walk import Run
 
 __all__ = [

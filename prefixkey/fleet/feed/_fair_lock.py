@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from ..errors import PrefixKeyError
+from ...errors import PrefixKeyError
 
 __all__ = ["FairLock", "LockOwnershipError"]
 

@@ -12,8 +12,8 @@ counters are its own and both transports behave alike:
 * :class:`ReplayExchange` collects one replay's replies;
 * :meth:`ReplicaFeed.apply` decodes a payload, bounds the data-parallel ranks
   an endpoint may announce, learns the scheme when none is configured
-  (:mod:`prefixkey.fleet._learning`) and applies the batch to the index under
-  the shared :class:`~prefixkey.fleet._fair_lock.FairLock`. An in-memory
+  (:mod:`prefixkey.fleet.feed._learning`) and applies the batch to the index under
+  the shared :class:`~prefixkey.fleet.feed._fair_lock.FairLock`. An in-memory
   :class:`~prefixkey.fleet.PrefixIndex` is fed through its ``ingest`` (decoded
   and applied in one step, the event objects built only for ``on_batch``) once
   the feed knows its wire era and scheme (decoded outside the lock, applied
@@ -28,8 +28,8 @@ counters are its own and both transports behave alike:
   way; one that gives up is counted (``restart_errors``) and the message that
   revealed the restart is still applied.
 
-The publishers' endpoints are in :mod:`prefixkey.fleet._endpoints`, the set
-of feeds a subscriber holds in :mod:`prefixkey.fleet._feed_set`.
+The publishers' endpoints are in :mod:`prefixkey.fleet.feed._endpoints`, the set
+of feeds a subscriber holds in :mod:`prefixkey.fleet.feed._feed_set`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from ..events import (
+from packaging.version import Version
+
+from ...events import (
     EventBatch,
     EventDecodeError,
     EventDecoder,
@@ -50,12 +52,12 @@ from ..events import (
     StreamSequence,
     split_message,
 )
-from ._backend import IndexUnavailableError, PrefixIndexBackend
+from ..index._backend import IndexUnavailableError, PrefixIndexBackend
+from ..index._memory import PrefixIndex, ReplicaId, ReplicaScheme
+from ..routing._metrics import COUNTERS
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
-from ._index import PrefixIndex, ReplicaId, ReplicaScheme
-from ._learning import SchemeLearner, WireEraGuess
-from ._metrics import COUNTERS
+from ._learning import SchemeLearner, WireEraGuess, inferred_releases
 
 __all__ = ["Accepted", "Backoff", "FeedOptions", "ReplayExchange", "ReplicaFeed"]
 
@@ -126,6 +128,8 @@ class ReplicaFeed:
     queued_bytes: int = 0
     decoder: EventDecoder | None = None
     era_guess: WireEraGuess | None = None
+    #: The releases the payloads fit when the era guess settled: ``[first, end)``.
+    wire_span: tuple[Version, Version | None] | None = None
     learner: SchemeLearner | None = None
 
     def __post_init__(self) -> None:
@@ -331,7 +335,7 @@ class ReplicaFeed:
             return self.decoder
         decoder = guess.observe(payload)
         if guess.settled:
-            self.decoder, self.era_guess = guess.decoder, None
+            self.decoder, self.era_guess, self.wire_span = guess.decoder, None, guess.span()
         return decoder
 
     def apply(self, topic: str, seq: int, payload: bytes, via: Literal["pub", "replay"],
@@ -523,6 +527,9 @@ class ReplicaFeed:
                 "queued": self.queued,
                 "queued_bytes": self.queued_bytes,
                 "vllm_version": None if self.decoder is None else self.decoder.vllm_version,
+                "vllm_releases": (self.config.vllm_version if self.config.vllm_version is not None
+                                  else inferred_releases(self.era_guess, self.wire_span,
+                                                         self.learner)),
                 "scheme": ("configured" if self.config.scheme is not None
                            else "none" if self.learner is None else self.learner.state),
             }

@@ -54,14 +54,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import filterfalse
 from typing import Final, cast
 
-from ..errors import InvalidRequestError
-from ..events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
-from ._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery, RunsResult
-from ._index import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
+from ...errors import InvalidRequestError
+from ...events import AllBlocksCleared, BlockRemoved, BlockStored, EventBatch, EventHash
+from ..index._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery, RunsResult
+from ..index._memory import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
+from ..index._walk import Run, mark
 from ._metrics import family_lines
 from ._prepared import PreparedRequest
-from ._routing import PREDICTED, RouteDecision
-from ._walk import Run, mark
+from ._router import PREDICTED, RouteDecision
 
 __all__ = [
     "PREDICTION_COUNTERS",

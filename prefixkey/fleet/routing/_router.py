@@ -41,14 +41,14 @@ from itertools import chain, groupby, repeat
 from operator import itemgetter
 from typing import Final, Literal, NamedTuple, cast
 
-from ..core import BlockHash, Request, TokenIds, check_token_ids
-from ..errors import InvalidRequestError
-from ._backend import RoutingIndex, RunsQuery
+from ...core import BlockHash, Request, TokenIds, check_token_ids
+from ...errors import InvalidRequestError
+from .._replicas import ReplicaId, ReplicaScheme
+from ..index._backend import RoutingIndex, RunsQuery
+from ..index._walk import Run
 from ._metrics import RouterMetrics
 from ._prepared import PreparedRequest, rendezvous_seed, rendezvous_weights
 from ._ranking import LazyRanking
-from ._replicas import ReplicaId, ReplicaScheme
-from ._walk import Run
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",

@@ -62,9 +62,9 @@ from operator import attrgetter, itemgetter, or_
 from types import MappingProxyType
 from typing import Final, NamedTuple, cast
 
-from ..core import block_hash_to_int64
-from ..errors import InvalidRequestError
-from ..events import (
+from ...core import block_hash_to_int64
+from ...errors import InvalidRequestError
+from ...events import (
     AllBlocksCleared,
     BlockRemoved,
     BlockStored,
@@ -72,9 +72,8 @@ from ..events import (
     EventDecoder,
     EventHash,
 )
-from ..events._layouts import CLEARED_OP, REMOVED, STORED, BlockOp
-from ._backend import RunsAnswer, RunsQuery
-from ._replicas import (
+from ...events._layouts import CLEARED_OP, REMOVED, STORED, BlockOp
+from .._replicas import (
     GroupSpec,
     ReplicaId,
     ReplicaScheme,
@@ -82,6 +81,7 @@ from ._replicas import (
     UnsupportedLayoutError,
     as_replica_id,
 )
+from ._backend import RunsAnswer, RunsQuery
 from ._tables import ReplicaState, Table
 from ._walk import OrderedGroups, Run, mark, runs_over_media, walk
 

@@ -1,8 +1,8 @@
 """Subscribe to vLLM replicas' KV-event publishers over ZMQ, with threads.
 
 Decoding, sequencing and the replica's bounds live in the sans-IO feed
-(:mod:`prefixkey.fleet._feed`), shared with the asyncio subscriber
-(:mod:`prefixkey.fleet._async_subscriber`); this module moves bytes::
+(:mod:`prefixkey.fleet.feed._feed`), shared with the asyncio subscriber
+(:mod:`prefixkey.fleet.feed._async_subscriber`); this module moves bytes::
 
     from prefixkey import Hasher, PrefixIndex, ReplicaScheme, Router
     from prefixkey.fleet import ReplicaEndpoint, Subscriber
@@ -39,14 +39,14 @@ from typing import IO, Any, Literal
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from ..errors import PrefixKeyError
-from ..events import DEFAULT_MAX_JUMP, DecodeLimits, Via, recording_line, replay_request
-from ._backend import PrefixIndexBackend
+from ...errors import PrefixKeyError
+from ...events import DEFAULT_MAX_JUMP, DecodeLimits, Via, recording_line, replay_request
+from ..index._backend import PrefixIndexBackend
+from ..routing._metrics import COUNTERS, prometheus_text
 from ._endpoints import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints, offset_endpoint
 from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
 from ._feed_set import DEFAULT_MAX_RANKS, DEFAULT_QUEUE_BYTES, DEFAULT_RETRY_SECONDS, FeedSet
-from ._metrics import COUNTERS, prometheus_text
 
 __all__ = [
     "COUNTERS",
@@ -94,13 +94,16 @@ class Recorder:
             return
         line = recording_line(frames, recv_time=recv_time, source=source, via=via)
         with self._lock:
-            if self.file is None:
-                return
-            try:
-                self.file.write(line + "\n")
-            except (OSError, ValueError) as exc:
-                logger.error("recording failed, recording stops: %s", exc)
-                self.file = None
+            self._append(line)
+
+    def _append(self, line: str) -> None:
+        if self.file is None:  # another thread stopped the recording meanwhile
+            return
+        try:
+            self.file.write(line + "\n")
+        except (OSError, ValueError) as exc:
+            logger.error("recording failed, recording stops: %s", exc)
+            self.file = None
 
     def flush(self, every: float = 0.0) -> None:
         """Flush, at most once per ``every`` seconds."""

@@ -26,8 +26,10 @@ from typing import Any, Final, Literal
 from packaging.version import Version
 
 from ..core import ALGORITHMS, ERAS, KNOWN_RELEASES, BlockHash, Era, Hasher, block_hash_to_int64
+from ..core._builtin_hash import REPRODUCIBLE_PYTHON
 from ..core._request import check_token_ids
 from ..errors import InvalidRequestError, PrefixKeyError, UnreproducibleKeysError
+from ._model import AllBlocksCleared, BlockRemoved, BlockStored
 
 __all__ = [
     "DEFAULT_SEEDS",
@@ -49,8 +51,6 @@ HashForm = Literal["bytes", "int64"]
 
 _UINT64: Final = 1 << 64
 _INT64_MIN: Final = -(1 << 63)
-#: The engine CPython assumed for builtin hash() candidates (3.12+ is reproducible).
-ENGINE_PYTHON: Final = "3.12"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +142,10 @@ class _UnusableEvent(PrefixKeyError, ValueError):
 
 
 def _hash_form(values: Any, what: str) -> tuple[HashForm, tuple[bytes | int, ...]]:
-    if not isinstance(values, list) or not values:
+    if not isinstance(values, (list, tuple)) or not values:
         raise _UnusableEvent(what, f"{what} must be a non-empty array of hex strings or ints")
+    if all(isinstance(v, bytes) for v in values):  # a typed event's digest bytes
+        return "bytes", tuple(values)
     if all(isinstance(v, str) for v in values):
         try:
             return "bytes", tuple(bytes.fromhex(v) for v in values)
@@ -155,8 +157,22 @@ def _hash_form(values: Any, what: str) -> tuple[HashForm, tuple[bytes | int, ...
                          "ints (uint64, or signed for builtin hash()), not a mix")
 
 
+def _fields(event: BlockStored) -> dict[str, Any]:
+    """A typed event's fields under the JSON names the checks below read."""
+    return {
+        "type": "BlockStored", "parent_block_hash": event.parent_block_hash,
+        "block_hashes": event.block_hashes, "extra_keys": event.extra_keys,
+        "lora_name": event.lora_name, "lora_id": event.lora_id,
+        "block_size": event.block_size, "token_ids": list(event.token_ids),
+    }
+
+
 def _parse_event(obj: Any) -> _Event:
     """The usable event, or :class:`_UnusableEvent` saying why it cannot be used."""
+    if isinstance(obj, BlockStored):
+        obj = _fields(obj)
+    elif isinstance(obj, (BlockRemoved, AllBlocksCleared)):
+        raise _UnusableEvent("type", f"a {type(obj).__name__} event, not BlockStored")
     if not isinstance(obj, Mapping):
         raise _UnusableEvent(None, f"not a JSON object ({type(obj).__name__})")
     kind = obj.get("type")
@@ -171,7 +187,7 @@ def _parse_event(obj: Any) -> _Event:
                              "that starts elsewhere, so NONE_HASH (the seed) is not in them")
     form, keys = _hash_form(obj.get("block_hashes"), "block_hashes")
     extra = obj.get("extra_keys")
-    if isinstance(extra, list) and any(entry is not None for entry in extra):
+    if isinstance(extra, (list, tuple)) and any(entry is not None for entry in extra):
         raise _UnusableEvent("extra_keys", "blocks carry extra keys (LoRA, multimodal, salt or "
                              "embeddings): only token-only blocks are fingerprinted")
     if obj.get("lora_name") is not None or obj.get("lora_id") is not None:
@@ -220,7 +236,7 @@ class _Search:
         if key not in self.hashers:
             try:
                 algorithm = slot.era.algorithm(slot.algo, Version(slot.first))
-                python = ENGINE_PYTHON if algorithm.engine_bound else None
+                python = REPRODUCIBLE_PYTHON if algorithm.engine_bound else None
                 self.hashers[key] = Hasher(block_size=size, hash_algo=slot.algo,
                                            python_hash_seed=seed, vllm_version=slot.first,
                                            engine_python=python)
@@ -228,7 +244,7 @@ class _Search:
                 self.unreproducible.add((slot.algo, slot.era.name))
                 self.hashers[key] = None
             except PrefixKeyError as exc:
-                self.errors.add(f"era {slot.era.name} ({slot.first}): {exc}")
+                self.errors.add(f"vLLM {slot.first}: {exc}")
                 self.hashers[key] = None
         return self.hashers[key]
 
@@ -298,8 +314,9 @@ def _none_reasons(events: Sequence[_Event], seeds: Sequence[str | None],
                        "speculative decoding), which prefixkey does not try")
     known = f"{ERAS[0].since}-{KNOWN_RELEASES[-1]}"
     reasons.append(f"a release outside the known schemes ({known}), or a modified vLLM")
-    reasons.append(f"builtin hash() keys from an engine on CPython older than {ENGINE_PYTHON} "
-                   f"(only {ENGINE_PYTHON}+ was tried; older ones are random per process)")
+    reasons.append(f"builtin hash() keys from an engine on CPython older than "
+                   f"{REPRODUCIBLE_PYTHON} (only {REPRODUCIBLE_PYTHON}+ was tried; older ones "
+                   "are random per process)")
     reasons += sorted(search.errors)
     return reasons
 
@@ -313,7 +330,7 @@ def _ambiguity_reasons(families: Sequence[FamilyMatch]) -> list[str]:
         if len(members) > 1:
             span = _span(members[0].first_release, members[-1].last_release)
             reasons.append(
-                f"releases {span} (eras {', '.join(c.era for c in members)}) compute the same "
+                f"releases {span} ({len(members)} release families) compute the same "
                 f"keys for token-only blocks with {algo} and seed {_seed_words(seed)}: their "
                 "schemes differ in extra keys (LoRA, multimodal, salt, embeddings) or in "
                 "NONE_HASH when PYTHONHASHSEED is unset, which these events do not exercise"
@@ -334,7 +351,7 @@ def _summary(verdict: Verdict, families: Sequence[FamilyMatch], reasons: Sequenc
     candidates = [c for f in families for c in f.candidates]
     if verdict == "unique":
         c = candidates[0]
-        return (f"unique: era {c.era}, vLLM {_span(c.first_release, c.last_release)}, "
+        return (f"unique: vLLM {_span(c.first_release, c.last_release)}, "
                 f"{c.hash_algo}, PYTHONHASHSEED {_seed_words(c.python_hash_seed)}")
     span = _span(candidates[0].first_release,
                  max((c.last_release or c.first_release for c in candidates), key=Version))
@@ -360,7 +377,8 @@ def block_stored_events(messages: Iterable[Mapping[str, Any]]) -> Iterator[Mappi
 def fingerprint(events: Iterable[Any], seeds: Iterable[str] = ()) -> FingerprintReport:
     """Infer the (release family, algorithm, seed) candidates that reproduce ``events``.
 
-    ``events`` are decoded BlockStored objects (docs/fingerprint.md); ``seeds``
+    ``events`` are :class:`BlockStored` events, or their JSON objects as recordings
+    decode them (docs/fingerprint.md); other events are skipped. ``seeds``
     are PYTHONHASHSEED values to try besides unset and ``"0"``.
     """
     if isinstance(seeds, str):

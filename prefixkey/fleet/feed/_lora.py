@@ -21,8 +21,8 @@ import urllib.parse
 import warnings
 from typing import Any, Final
 
-from ..core import LoRA
-from ..errors import PrefixKeyError
+from ...core import LoRA
+from ...errors import PrefixKeyError
 from ._learning import FleetWarning
 
 __all__ = ["LoRAPathChangedWarning", "LoRAPaths", "LoRAPollError", "fetch_lora_paths"]

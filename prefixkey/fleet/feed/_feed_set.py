@@ -1,8 +1,8 @@
 """The feeds of one subscriber: their shared options, index lock and stats (sans-IO).
 
 :class:`FeedSet` validates a subscriber's options once, builds one
-:class:`~prefixkey.fleet._feed.ReplicaFeed` per publisher around them and the
-shared :class:`~prefixkey.fleet._fair_lock.FairLock`, and assembles the
+:class:`~prefixkey.fleet.feed._feed.ReplicaFeed` per publisher around them and the
+shared :class:`~prefixkey.fleet.feed._fair_lock.FairLock`, and assembles the
 subscriber's ``stats()``: each feed's counters, their totals, the queue's
 fill and the index's own stats (which must not fail while Redis is down).
 Both transports (threaded and asyncio) hold one.
@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ..errors import InvalidRequestError
-from ._backend import IndexUnavailableError, PrefixIndexBackend
+from ...errors import InvalidRequestError
+from ..index._backend import IndexUnavailableError, PrefixIndexBackend
+from ..index._memory import UnknownReplicaError
+from ..routing._metrics import COUNTERS
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
 from ._feed import Backoff, FeedOptions, ReplicaFeed
-from ._index import UnknownReplicaError
-from ._metrics import COUNTERS
 
 __all__ = [
     "DEFAULT_MAX_RANKS",

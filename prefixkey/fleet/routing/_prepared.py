@@ -18,10 +18,10 @@ from typing import Final
 
 from xxhash import xxh3_64_intdigest
 
-from ..core import BlockHash, Request
-from ..errors import InvalidRequestError
-from ..events import EventHash
-from ._replicas import ReplicaId, ReplicaScheme
+from ...core import BlockHash, Request
+from ...errors import InvalidRequestError
+from ...events import EventHash
+from .._replicas import ReplicaId, ReplicaScheme
 
 __all__ = [
     "PreparedRequest",

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 
-from ..events import EventHash
-from ._replicas import ReplicaScheme
+from ...events import EventHash
+from .._replicas import ReplicaScheme
 
 __all__ = ["ReplicaState", "Table"]
 

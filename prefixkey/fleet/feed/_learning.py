@@ -7,7 +7,7 @@ with the newest of them; it settles when one is left or after
 
 :class:`SchemeLearner` holds a replica's batches until one carries a usable
 ``BlockStored`` (a chain start: parent null, token ids present, no extra keys),
-runs :func:`prefixkey.analysis.fingerprint` over its usable events, keeps the
+runs :func:`prefixkey.events.fingerprint` over its usable events, keeps the
 candidates whose releases the wire era allows (the configured release, or the
 guessed eras' span), and builds the :class:`ReplicaScheme`: the candidate's
 algorithm and seed, the events' block size and hash form. Several candidates
@@ -22,25 +22,26 @@ import logging
 import warnings
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 from packaging.version import Version
 
-from ..core import KNOWN_RELEASES, Hasher, resolve_release
-from ..errors import PrefixKeyError
-from ..events import (
+from ...core import KNOWN_RELEASES, Hasher, resolve_release
+from ...core._builtin_hash import REPRODUCIBLE_PYTHON
+from ...core._era_table import era_end, release_range, releases_between
+from ...errors import PrefixKeyError, PrefixKeyWarning
+from ...events import (
     WIRE_ERAS,
     BlockStored,
+    Candidate,
     EventBatch,
     EventDecodeError,
     EventDecoder,
+    FingerprintReport,
     WireEra,
-    event_to_json,
+    fingerprint,
 )
-from ._index import ReplicaId, ReplicaScheme
-
-if TYPE_CHECKING:
-    from ..analysis import Candidate, FingerprintReport
+from ..index._memory import ReplicaId, ReplicaScheme
 
 __all__ = [
     "SETTLE_PAYLOADS",
@@ -49,6 +50,7 @@ __all__ = [
     "SchemeLearner",
     "SchemeNotLearnedWarning",
     "WireEraGuess",
+    "inferred_releases",
 ]
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
@@ -59,12 +61,8 @@ SETTLE_PAYLOADS: Final = 32
 MAX_HELD_BATCHES: Final = 256
 
 
-class FleetWarning(PrefixKeyError, UserWarning):
-    """Something the fleet told the subscriber that it could not take as certain.
-
-    A warning (``warnings.warn``), in the :class:`PrefixKeyError` tree like every
-    public exception so that one ``except``/filter catches them all.
-    """
+class FleetWarning(PrefixKeyWarning):
+    """Something the fleet told the subscriber that it could not take as certain."""
 
 
 class AmbiguousSchemeWarning(FleetWarning):
@@ -75,9 +73,22 @@ class SchemeNotLearnedWarning(FleetWarning):
     """No known scheme reproduces a replica's events: it stays unregistered."""
 
 
-def _era_end(era: WireEra) -> Version | None:
-    later = [e.first_version for e in WIRE_ERAS if e.first_version > era.first_version]
-    return min(later) if later else None
+
+
+def inferred_releases(guess: WireEraGuess | None, settled: tuple[Version, Version | None] | None,
+                      learner: SchemeLearner | None) -> str | None:
+    """The releases a replica may run, as far as its events tell; None before any tells.
+
+    The wire eras its payloads fit bound them (``guess`` while guessing, the span
+    ``settled`` on after); a learned scheme narrows them to the releases whose keys fit.
+    """
+    span = guess.span() if guess is not None and guess.seen else settled
+    if span is None:
+        return None
+    wire = releases_between(KNOWN_RELEASES, *span)
+    fitting = learner.releases if learner is not None and learner.releases else wire
+    releases = [v for v in fitting if v in wire] or fitting
+    return release_range(releases) if releases else None
 
 
 class WireEraGuess:
@@ -97,7 +108,7 @@ class WireEraGuess:
 
     def span(self) -> tuple[Version, Version | None]:
         """The releases the fitting eras cover: ``[first, end)``."""
-        return self.candidates[0].first_version, _era_end(self.candidates[-1])
+        return self.candidates[0].first_version, era_end(WIRE_ERAS, self.candidates[-1])
 
     def replay_decoder(self, frames: list[bytes]) -> EventDecoder | None:
         """The newest fitting era that frames replay replies as ``frames`` (DEALER side)."""
@@ -155,6 +166,8 @@ class SchemeLearner:
         self.state: Literal["learning", "learned", "failed"] = "learning"
         self.scheme: ReplicaScheme | None = None
         self.report: FingerprintReport | None = None
+        #: Every known release whose scheme reproduces the events (once learned).
+        self.releases: list[Version] = []
         self._held: deque[tuple[ReplicaId, EventBatch]] = deque()
 
     def observe(self, rid: ReplicaId, batch: EventBatch,
@@ -195,10 +208,7 @@ class SchemeLearner:
 
     def _learn(self, events: list[BlockStored],
                span: tuple[Version, Version | None] | None) -> None:
-        # prefixkey.analysis imports prefixkey.fleet: imported when first needed.
-        from ..analysis import fingerprint
-
-        report = self.report = fingerprint(event_to_json(e) for e in events)
+        report = self.report = fingerprint(events)
         fits = [(c, r) for c in report.candidates if (r := self._fits_release(c, span))]
         if not fits:
             self.state = "failed"
@@ -207,16 +217,17 @@ class SchemeLearner:
             logger.warning("%s", message)
             warnings.warn(SchemeNotLearnedWarning(message), stacklevel=2)
             return
-        from ..analysis._fingerprint import ENGINE_PYTHON
-
         candidate, releases = max(fits, key=lambda cr: max(cr[1]))
         release = str(max(releases))
+        self.releases = sorted({v for _, fit in fits for v in fit})
         if len(fits) > 1:
-            names = "; ".join(f"{c.era} {c.hash_algo} seed={c.python_hash_seed!r}"
-                              for c, _ in fits)
-            message = (f"{self.key}: {len(fits)} schemes reproduce the replica's keys ({names}):"
-                       f" taking vLLM {release} {candidate.hash_algo} seed="
-                       f"{candidate.python_hash_seed!r}; configure the scheme to be sure")
+            # Named by releases: the eras' letters mean other things elsewhere.
+            names = "; ".join(f"vLLM {release_range(fit)} {c.hash_algo} seed="
+                              f"{c.python_hash_seed!r}" for c, fit in fits)
+            message = (f"{self.key}: {len(fits)} schemes of vLLM {release_range(self.releases)}"
+                       f" reproduce the replica's keys ({names}): taking vLLM {release} "
+                       f"{candidate.hash_algo} seed={candidate.python_hash_seed!r}; configure "
+                       "the scheme to be sure")
             logger.warning("%s", message)
             warnings.warn(AmbiguousSchemeWarning(message), stacklevel=2)
         try:
@@ -225,7 +236,7 @@ class SchemeLearner:
             hasher = Hasher(
                 block_size=events[0].block_size, hash_algo=candidate.hash_algo,
                 python_hash_seed=candidate.python_hash_seed, vllm_version=release,
-                engine_python=ENGINE_PYTHON if algorithm.engine_bound else None)
+                engine_python=REPRODUCIBLE_PYTHON if algorithm.engine_bound else None)
             publishes: Literal["int", "bytes"] = (
                 "bytes" if isinstance(events[0].block_hashes[0], bytes) else "int")
             self.scheme = ReplicaScheme(hasher, publishes=publishes)

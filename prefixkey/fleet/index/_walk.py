@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import compress, groupby
 from typing import TypeVar, overload
 
-from ..events import EventHash
-from ._replicas import ReplicaId
+from ...events import EventHash
+from .._replicas import ReplicaId
 
 __all__ = ["OrderedGroups", "Run", "SlotMembers", "bits_of", "mark", "runs_in_table", "walk"]
 

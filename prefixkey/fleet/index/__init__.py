@@ -1,0 +1,55 @@
+"""The index: which replica holds which block keys, per KV-cache group and medium.
+
+:class:`PrefixIndexBackend` is the contract (:class:`RoutingIndex` the part a router
+reads); :class:`PrefixIndex` keeps it in memory, :class:`RedisPrefixIndex` on a
+shared Redis (extra ``redis``), its Lua scripts beside it. Both answer a query's
+leading runs grouped by holder set (:class:`RunsAnswer`), so reading costs the keys
+walked and the groups read, not the fleet.
+"""
+
+from ._backend import (
+    IndexUnavailableError,
+    PrefixIndexBackend,
+    RoutingIndex,
+    RunsAnswer,
+    RunsGroup,
+    RunsQuery,
+    RunsResult,
+)
+from ._memory import (
+    DEFAULT_MEDIUM,
+    GroupSpec,
+    Ingested,
+    PrefixIndex,
+    ReplicaId,
+    ReplicaScheme,
+    UnknownReplicaError,
+    UnsupportedLayoutError,
+    as_replica_id,
+)
+from ._redis import CHUNK_BLOCKS, RedisPrefixIndex, RegistrationConflictError
+from ._redis_codec import scheme_from_spec, scheme_spec
+
+__all__ = [
+    "CHUNK_BLOCKS",
+    "DEFAULT_MEDIUM",
+    "GroupSpec",
+    "IndexUnavailableError",
+    "Ingested",
+    "PrefixIndex",
+    "PrefixIndexBackend",
+    "RedisPrefixIndex",
+    "RegistrationConflictError",
+    "ReplicaId",
+    "ReplicaScheme",
+    "RoutingIndex",
+    "RunsAnswer",
+    "RunsGroup",
+    "RunsQuery",
+    "RunsResult",
+    "UnknownReplicaError",
+    "UnsupportedLayoutError",
+    "as_replica_id",
+    "scheme_from_spec",
+    "scheme_spec",
+]

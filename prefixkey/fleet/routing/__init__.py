@@ -1,0 +1,38 @@
+"""Routing: where to send a request, given what the index says each replica holds.
+
+:class:`Router` ranks replicas by the longest prefix they hold (tier weights, load,
+rendezvous fallback) from one ``leading_runs`` call per request over any
+:class:`~prefixkey.fleet.index.RoutingIndex`; :class:`PreparedRequest` holds a
+request's keys per scheme; :class:`PredictedIndex` adds the keys of the requests a
+router sent, for fleets without KV events; :class:`RouterMetrics` counts decisions.
+"""
+
+from ._metrics import COUNTERS, RouterMetrics, prometheus_text
+from ._predictions import (
+    PREDICTION_COUNTERS,
+    PredictedIndex,
+    Predictions,
+    predictions_prometheus_text,
+)
+from ._prepared import PreparedRequest, SchemeKeys, affinity_digest, rendezvous_weight
+from ._router import DEFAULT_TIER_WEIGHTS, PREDICTED, Evidence, LoadFn, RouteDecision, Router
+
+__all__ = [
+    "COUNTERS",
+    "DEFAULT_TIER_WEIGHTS",
+    "PREDICTED",
+    "PREDICTION_COUNTERS",
+    "Evidence",
+    "LoadFn",
+    "PredictedIndex",
+    "Predictions",
+    "PreparedRequest",
+    "RouteDecision",
+    "Router",
+    "RouterMetrics",
+    "SchemeKeys",
+    "affinity_digest",
+    "predictions_prometheus_text",
+    "prometheus_text",
+    "rendezvous_weight",
+]
