@@ -270,10 +270,10 @@ def _render_lines(renderer: Any, lines: Iterable[bytes], out: IO[str],
 def _run(args: argparse.Namespace) -> int:
     try:
         renderer = renderer_from_args(args)
+    except PrefixKeyError as exc:  # a MissingExtraError names its extra (mistral)
+        return fail("render", exc)
     except ImportError:
         return fail("render", _NO_RENDER)
-    except PrefixKeyError as exc:
-        return fail("render", exc)
     with open_input(args.file) as source:
         count, failures, first = _render_lines(renderer, source, sys.stdout, json_limits(args))
     if not count:

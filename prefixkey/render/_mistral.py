@@ -30,15 +30,18 @@ from __future__ import annotations
 import copy
 import fnmatch
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from .._extras import needs_extra
 from ..core import LoRA, check_token_ids
+from ..errors import MissingExtraError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams
-from ._folder import _context_length, _read_json
+from ._folder import _context_length, _not_a_folder, _read_json
 from ._options import ServerOptions
 
 __all__ = ["MISTRAL_COMMON_VERIFIED", "MistralRenderer", "check_auto_mode"]
@@ -97,14 +100,11 @@ def check_auto_mode(options: ServerOptions, model_dir: str) -> str:
 
 
 def _import_mistral_common(vllm_version: str) -> Any:
-    """mistral_common's modules, refused when missing or of a version not verified."""
-    try:
+    """mistral_common's modules: a MissingExtraError without the ``mistral`` extra, a
+    refusal for a version not verified."""
+    with needs_extra("mistral", "--tokenizer-mode mistral"):
         library = importlib.import_module("mistral_common")
         mistral = importlib.import_module("mistral_common.tokens.tokenizers.mistral")
-    except ImportError:
-        raise RenderUnsupportedError(
-            "--tokenizer-mode", "mistral needs mistral_common (pip install "
-            "'prefixkey[mistral]')") from None
     version = getattr(library, "__version__", "?")
     verified = MISTRAL_COMMON_VERIFIED.get(vllm_version, ())
     if version not in verified:
@@ -122,7 +122,7 @@ class MistralRenderer:
     """
 
     def __init__(self, options: ServerOptions, model_dir: str,
-                 lora_for: Callable[[Any], LoRA | None]) -> None:
+                 lora_for: Callable[[Any], LoRA | None], option: str = "--model") -> None:
         mistral = _import_mistral_common(options.vllm_version)
         validation = importlib.import_module("mistral_common.protocol.instruct.validator")
         utils = importlib.import_module("mistral_common.tokens.tokenizers.utils")
@@ -131,9 +131,8 @@ class MistralRenderer:
         self.options = options
         self._lora_for = lora_for
         path = Path(model_dir)
-        if not path.is_dir():
-            raise ModelFolderError("--model", f"{model_dir!r} is not a local model folder "
-                                   "(prefixkey reads no hub)")
+        if not path.is_dir():  # ``option``: the flag that named it (--model, --model-dir)
+            raise ModelFolderError(option, _not_a_folder(model_dir, "a local model folder"))
         if not (path / "config.json").is_file():
             raise ModelFolderError("config.json", f"missing in {model_dir!r} (vLLM needs it)")
         if (path / "params.json").is_file() and _files(path, _WEIGHTS_PATTERN):
@@ -149,12 +148,19 @@ class MistralRenderer:
                     "Mistral tokenizer returns, which is not reproduced")
         tokenizer_dir = Path(options.tokenizer or model_dir)
         if not tokenizer_dir.is_dir():
-            raise ModelFolderError("--tokenizer", f"{str(tokenizer_dir)!r} is not a local "
-                                   "folder")
+            raise ModelFolderError("--tokenizer", _not_a_folder(str(tokenizer_dir),
+                                                                "a local folder"))
         try:  # the file transformers' MistralCommonBackend.from_pretrained picks
             chosen = utils.get_one_valid_tokenizer_file(
                 [str(p) for p in sorted(tokenizer_dir.iterdir())])
-            self.tokenizer_file = Path(chosen)
+        except ValueError as exc:  # vLLM does not start
+            raise ModelFolderError("--tokenizer-mode", f"mistral: {exc}") from None
+        self.tokenizer_file = Path(chosen)
+        if self.tokenizer_file.name != "tekken.json" and \
+                importlib.util.find_spec("sentencepiece") is None:
+            raise MissingExtraError(f"--tokenizer-mode mistral with {self.tokenizer_file.name}",
+                                    "mistral", "sentencepiece")
+        try:
             self._mistral = mistral.MistralTokenizer.from_file(
                 chosen, mode=validation.ValidationMode.test)
         except Exception as exc:  # vLLM does not start: the library's reason

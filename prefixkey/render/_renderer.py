@@ -87,6 +87,8 @@ class Renderer:
     :class:`~prefixkey.errors.RemoteMediaError` for the caller to fetch.
     Rendering is thread-safe: share one Renderer between threads (docs/render.md,
     "Sharing a Renderer"); building one costs seconds for a real model's tokenizer.
+    With ``tokenizer_mode="mistral"`` (docs/render-mistral.md) mistral_common holds the
+    tokenizer, and ``folder`` and ``tokenizer`` are not set.
     """
 
     def __init__(self, options: ServerOptions, model_dir: str | None = None, *,
@@ -97,8 +99,8 @@ class Renderer:
                        for i, m in enumerate(options.lora_modules, start=1)}
         self._mistral: MistralRenderer | None = None
         if check_auto_mode(options, model_dir or options.model) == "mistral":
-            self._mistral = MistralRenderer(options, model_dir or options.model,
-                                            self.lora_for)
+            self._mistral = MistralRenderer(options, model_dir or options.model, self.lora_for,
+                                            "--model" if model_dir is None else "--model-dir")
             return
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
                                        options.max_model_len,

@@ -20,7 +20,9 @@ def test_render_mistral_example_runs() -> None:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
     assert len(blocks) == 1, "docs/render-mistral.md should have one python example"
     assert len(blocks[0].strip().splitlines()) <= 30
-    # The example's `folder`: NeMo's config.json and tekken.json (skips without the cache).
-    namespace: dict[str, object] = {"folder": str(real_models.folder("mistral_nemo"))}
+    # What the example is given: NeMo's config.json and tekken.json (skipped without the
+    # cache, fetched under CI).
+    namespace: dict[str, object] = {
+        "mistral_folder": str(real_models.folder("mistral_nemo"))}
     exec(compile(blocks[0], str(DOC), "exec"), namespace)  # its own asserts run
     assert namespace["keys"]

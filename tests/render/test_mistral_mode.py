@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import real_models
 
-from prefixkey.errors import PrefixKeyError
+from prefixkey.errors import MissingExtraError, PrefixKeyError
 from prefixkey.render import (
     ModelFolderError,
     Renderer,
@@ -81,12 +80,20 @@ def test_a_folder_without_a_mistral_tokenizer_file(tmp_path: Path) -> None:
     assert "No tokenizer file found" in str(info.value)
 
 
-def test_without_mistral_common_the_refusal_names_the_extra(
+def test_without_sentencepiece_a_sentencepiece_folder_names_the_extra(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = real_models.folder("mistral_nemo")
-    monkeypatch.setitem(sys.modules, "mistral_common", None)  # import raises ImportError
-    with pytest.raises(RenderUnsupportedError, match=r"prefixkey\[mistral\]"):
+    import importlib.util
+
+    folder = real_models.folder("mistral7b_v03")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "sentencepiece" else real(name, *a))
+    with pytest.raises(MissingExtraError, match=r"prefixkey\[mistral\]") as info:
         Renderer(ServerOptions(model=str(folder), tokenizer_mode="mistral"))
+    assert info.value.module == "sentencepiece"
+    # A tekken file needs no SentencePiece.
+    assert Renderer(ServerOptions(model=str(real_models.folder("mistral_nemo")),
+                                  tokenizer_mode="mistral")).render_chat({"messages": [USER]})
 
 
 def test_an_unverified_mistral_common_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
