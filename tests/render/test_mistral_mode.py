@@ -157,3 +157,21 @@ def test_a_text_sentencepiece_cannot_encode_is_refused_not_guessed() -> None:
                                       tokenizer_mode="mistral"))
     with pytest.raises(RenderUnsupportedError, match="cannot encode"):
         renderer.render_completion({"prompt": "a\ud800b"})
+
+
+def test_hash_with_the_mistral_mode_keys_the_rendered_ids(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from prefixkey import Hasher
+    from prefixkey.cli import main
+
+    folder = real_models.folder("mistral_nemo")
+    body = {"messages": [USER] * 4, "cache_salt": "salt"}
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"id": "c", "endpoint": "/v1/chat/completions",
+                                  "block_size": 4, "body": body}) + "\n", encoding="utf-8")
+    assert main(["hash", "--model-dir", str(folder), "--tokenizer-mode", "mistral",
+                 str(source)]) == 0
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    rendered = Renderer(ServerOptions(model=str(folder), tokenizer_mode="mistral"))
+    keys = Hasher(block_size=4).block_hashes(rendered.render_chat(body).request)
+    assert line["block_hashes"] == [k.hex() for k in keys if isinstance(k, bytes)]
