@@ -18,6 +18,7 @@ EXTRA_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "zmq": ("zmq",),
     "redis": ("redis",),
     "render": ("tokenizers", "jinja2"),
+    "mistral": ("mistral_common", "sentencepiece"),
     "multimodal": ("blake3", "PIL"),
     "hypothesis": ("hypothesis",),
 }

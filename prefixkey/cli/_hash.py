@@ -145,11 +145,11 @@ def _run(args: argparse.Namespace) -> int:
     elif args.model_dir is not None:
         try:
             expand = _model_dir_expand(args)
+        except PrefixKeyError as exc:  # a MissingExtraError names its extra (mistral)
+            return fail("hash", exc)
         except ImportError:
             return fail("hash", "--model-dir needs the render extra: "
                         "pip install 'prefixkey[render]'")
-        except PrefixKeyError as exc:
-            return fail("hash", exc)
     with open_input(args.file) as source:
         tally = _hash_lines(source, sys.stdout, strict=not args.lenient,
                             api_checks=not args.no_api_checks,

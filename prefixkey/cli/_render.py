@@ -66,8 +66,8 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
                        help="a served name (repeat for several)")
     group.add_argument("--tokenizer", metavar="DIR", help="vLLM's --tokenizer: a local folder")
     group.add_argument("--tokenizer-mode", default="auto", metavar="MODE",
-                       help="vLLM's --tokenizer-mode (auto or hf; the others render without "
-                       "a Jinja template and are refused)")
+                       help="vLLM's --tokenizer-mode (auto, hf, or mistral: rendered with "
+                       "mistral_common, extra 'mistral'; the others are refused)")
     group.add_argument("--vllm-version", default="0.31.0", metavar="X",
                        help="the server's vLLM release (default 0.31.0, the only one verified "
                        "for rendering); hash: also the release of lines without vllm_version")
@@ -270,10 +270,10 @@ def _render_lines(renderer: Any, lines: Iterable[bytes], out: IO[str],
 def _run(args: argparse.Namespace) -> int:
     try:
         renderer = renderer_from_args(args)
+    except PrefixKeyError as exc:  # a MissingExtraError names its extra (mistral)
+        return fail("render", exc)
     except ImportError:
         return fail("render", _NO_RENDER)
-    except PrefixKeyError as exc:
-        return fail("render", exc)
     with open_input(args.file) as source:
         count, failures, first = _render_lines(renderer, source, sys.stdout, json_limits(args))
     if not count:

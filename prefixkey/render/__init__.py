@@ -13,13 +13,15 @@ directly::
     (rendered,) = renderer.render("/v1/chat/completions", body)
     keys = Hasher(block_size=16).block_hashes(rendered.request)
 
-What cannot be rendered exactly in pure Python (Mistral and Harmony models,
-renderers that are not Jinja, tokenizer classes whose rebuild is not
-reproduced, images of architectures other than BLIP-2) is a
+What cannot be rendered exactly in pure Python (Harmony models, Mistral
+folders without the server's ``--tokenizer-mode``, renderers that are not Jinja,
+tokenizer classes whose rebuild is not reproduced, images of architectures other
+than BLIP-2) is a
 :class:`RenderUnsupportedError`: render those with
 vLLM's render endpoint. Bodies vLLM itself refuses are a
 :class:`RenderRequestError` with the status vLLM answers. Needs the
-``render`` extra (``tokenizers``, ``jinja2``).
+``render`` extra (``tokenizers``, ``jinja2``); ``tokenizer_mode="mistral"`` the
+``mistral`` extra (``mistral_common``, docs/render-mistral.md).
 """
 
 from .._extras import needs_extra

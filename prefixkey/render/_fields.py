@@ -17,10 +17,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ._errors import RenderRequestError, RenderUnsupportedError
-from ._tokenizer import HfTokenizer
 
 __all__ = ["BodyFields", "TokenizeParams", "dropped_kwarg_warning"]
 
@@ -31,6 +30,13 @@ _FALSE: Final = frozenset({"0", "off", "f", "false", "n", "no"})
 _REASONING_EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 _SALT_FORBIDDEN: Final = frozenset("@/\\\x00")
 _MAX_COMPLETION_PROMPTS: Final = 1024  # VLLM_MAX_COMPLETION_PROMPTS' default
+
+
+class CharBound(Protocol):
+    """What the length checks read of a tokenizer (a Hugging Face or a Mistral one)."""
+
+    @property
+    def max_chars_per_token(self) -> int: ...
 
 
 def _bool(body: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -229,7 +235,7 @@ class TokenizeParams:
             return None  # with a side: the full sequence, sliced from that side after
         return self.max_input_tokens if length < 0 else length
 
-    def pre_tokenization(self, text: str, tokenizer: HfTokenizer) -> str:
+    def pre_tokenization(self, text: str, tokenizer: CharBound) -> str:
         """The character bound on the text (``_text_len_check``): an error, or a pre-trim."""
         chars = self.max_input_tokens * tokenizer.max_chars_per_token
         if self.truncate_prompt_tokens is None:
@@ -259,7 +265,7 @@ class TokenizeParams:
         if length == self.max_total_tokens:  # no room left: the max_tokens vLLM derives is 0
             raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
 
-    def post_tokenization(self, ids: list[int], tokenizer: HfTokenizer) -> list[int]:
+    def post_tokenization(self, ids: list[int], tokenizer: CharBound) -> list[int]:
         """Truncation (from the left unless the body says right) and the length check."""
         length = self.truncate_prompt_tokens
         if length is not None and length < 0:

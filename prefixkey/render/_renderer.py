@@ -28,6 +28,7 @@ from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedErro
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, load_server_template
 from ._media import ImageChat, ImageParts, MediaFetcher
+from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
 from ._template import (
     HF_BASE_PARAMS,
@@ -86,12 +87,21 @@ class Renderer:
     :class:`~prefixkey.errors.RemoteMediaError` for the caller to fetch.
     Rendering is thread-safe: share one Renderer between threads (docs/render.md,
     "Sharing a Renderer"); building one costs seconds for a real model's tokenizer.
+    With ``tokenizer_mode="mistral"`` (docs/render-mistral.md) mistral_common holds the
+    tokenizer, and ``folder`` and ``tokenizer`` are not set.
     """
 
     def __init__(self, options: ServerOptions, model_dir: str | None = None, *,
                  clock: Clock = datetime.now, content_parts: ContentParts | None = None,
                  media_fetcher: MediaFetcher | None = None) -> None:
         self.options = options
+        self._loras = {m.name: LoRA(m.name, m.path, i)
+                       for i, m in enumerate(options.lora_modules, start=1)}
+        self._mistral: MistralRenderer | None = None
+        if check_auto_mode(options, model_dir or options.model) == "mistral":
+            self._mistral = MistralRenderer(options, model_dir or options.model, self.lora_for,
+                                            "--model" if model_dir is None else "--model-dir")
+            return
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
                                        options.max_model_len,
                                        "--model" if model_dir is None else "--model-dir")
@@ -102,8 +112,6 @@ class Renderer:
                         if content_parts is None else None)
         self._server_template = (None if options.chat_template is None
                                  else load_server_template(options.chat_template))
-        self._loras = {m.name: LoRA(m.name, m.path, i)
-                       for i, m in enumerate(options.lora_modules, start=1)}
         self._has_tool_parser = options.tool_call_parser is not None
         try:  # vLLM renders a warm-up conversation at start: a broken template stops it
             for source in self._folder_templates():
@@ -113,6 +121,8 @@ class Renderer:
 
     @property
     def max_model_len(self) -> int:
+        if self._mistral is not None:
+            return self._mistral.max_model_len
         return self.folder.max_model_len
 
     def _folder_templates(self) -> list[str]:
@@ -166,6 +176,9 @@ class Renderer:
         (see :meth:`render`); the request's ``mm_items`` then hold each image's
         identifier and where its expansion lies.
         """
+        if self._mistral is not None:
+            fields, ids = self._mistral.chat(body, placeholder_token_ids)
+            return self._result(ids, None, fields, self.lora_for(fields.model))
         fields = BodyFields.chat(body)
         lora = self.lora_for(fields.model)
         tools = dump_tools(body.get("tools"))
@@ -224,6 +237,10 @@ class Renderer:
 
     def render_completion(self, body: Any) -> tuple[Rendered, ...]:
         """The engine prompts vLLM renders for a completions body, one per prompt."""
+        if self._mistral is not None:
+            fields, prompts = self._mistral.completion(body)
+            lora = self.lora_for(fields.model)
+            return tuple(self._result(ids, None, fields, lora) for ids in prompts)
         fields = BodyFields.completion(body)
         lora = self.lora_for(fields.model)
         tok_params = fields.tokenize_params(self.max_model_len)

@@ -39,6 +39,9 @@ CASES = [
               "    RedisPrefixIndex.from_url('redis://127.0.0.1:1/0')", "redis"),
     ("tokenizers", "from prefixkey.render import Renderer", "render"),
     ("jinja2", "from prefixkey.render import Renderer", "render"),
+    ("mistral_common", "from prefixkey.render import Renderer, ServerOptions\n"
+                       "    Renderer(ServerOptions(model='m', tokenizer_mode='mistral'))",
+     "mistral"),
     ("blake3", "from prefixkey.multimodal import MMHasher", "multimodal"),
     ("PIL", "from prefixkey.multimodal import MMHasher", "multimodal"),
     ("hypothesis", "from prefixkey.testing import replay", "hypothesis"),
