@@ -1,5 +1,9 @@
 """The exception tree: everything prefixkey raises derives from PrefixKeyError.
 
+Warnings have a root of their own, :class:`PrefixKeyWarning`: a warning is not an
+error, and ``except PrefixKeyError`` must not catch one that a filter turned into
+an exception by mistake of category.
+
 Errors about caller input name the field (a dotted path such as
 ``mm_items[2].offset``) and, where there is one, the position inside it, so a
 router can log exactly what was wrong without a traceback.
@@ -12,7 +16,9 @@ __all__ = [
     "InvalidRequestError",
     "JSONLimitError",
     "MalformedJSONError",
+    "MissingExtraError",
     "PrefixKeyError",
+    "PrefixKeyWarning",
     "RemoteMediaError",
     "UndecodableMediaError",
     "UnknownAlgorithmError",
@@ -29,6 +35,10 @@ class PrefixKeyError(Exception):
     """
 
     field: str | None = None
+
+
+class PrefixKeyWarning(UserWarning):
+    """Root of every warning prefixkey issues (``warnings.warn``): one filter for all."""
 
 
 class InvalidRequestError(PrefixKeyError, ValueError):
@@ -152,3 +162,19 @@ class RemoteMediaError(InvalidRequestError):
     def __init__(self, field: str, url: str) -> None:
         self.url = url
         super().__init__(field, "an http(s) URL: fetch its bytes (as vLLM would) and pass them")
+
+
+class MissingExtraError(PrefixKeyError, ImportError):
+    """A name needs an optional dependency (an extra of the package) that is not installed.
+
+    ``extra`` is the extra to install (``pip install 'prefixkey[<extra>]'``), and
+    ``module`` (also ``name``, as for any ImportError) the module that is missing.
+    Being an ImportError too, it is caught where a missing module was caught before.
+    """
+
+    def __init__(self, what: str, extra: str, module: str) -> None:
+        self.extra = extra
+        self.module = module
+        ImportError.__init__(
+            self, f"{what} needs the {extra!r} extra: pip install 'prefixkey[{extra}]' "
+            f"(the module {module!r} is not installed)", name=module)

@@ -144,15 +144,20 @@ def _int_list(obj: Mapping[str, Any], name: str,
     return value
 
 
+_LORA_FIELDS: Final = ("name", "path", "int_id")
+_MM_FIELDS: Final = ("identifier", "offset", "length")
+
+
 def _parse_lora(value: Any) -> LoRA | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
         raise InvalidRequestError("lora", "must be an object with name and path, or null")
     if "name" not in value:
-        raise InvalidRequestError("lora.name", "is required")
+        raise _required(value, "name", "lora.name", _LORA_FIELDS)
     if "path" not in value:
-        raise InvalidRequestError("lora.path", "is required (vLLM 0.31 hashes the path)")
+        raise _required(value, "path", "lora.path", _LORA_FIELDS,
+                        " (vLLM 0.31 hashes the path)")
     int_id = value.get("int_id")
     if isinstance(int_id, bool):
         raise InvalidRequestError("lora.int_id", "must be an int, got bool")
@@ -169,9 +174,9 @@ def _parse_mm_items(value: Any, limits: JsonLimits) -> tuple[MMItem, ...]:
     for i, item in enumerate(value):
         if not isinstance(item, Mapping):
             raise InvalidRequestError("mm_items", "must be an object", position=i)
-        for key in ("identifier", "offset", "length"):
+        for key in _MM_FIELDS:
             if key not in item:
-                raise InvalidRequestError(f"mm_items[{i}].{key}", "is required")
+                raise _required(item, key, f"mm_items[{i}].{key}", _MM_FIELDS)
         try:
             items.append(MMItem(item["identifier"], item["offset"], item["length"]))
         except InvalidRequestError as exc:
@@ -218,24 +223,63 @@ def _check_count(name: str, value: list[Any], limit: int, bound: str) -> None:
                                   f"(JsonLimits.{bound})")
 
 
+# The fields that change a key or its hasher: leaving one out (misspelled) gives a wrong key.
+_KEY_FIELDS: Final = _KNOWN_FIELDS - {"id", "prompt"}
+# Missing, these are an error of their own (which names the misspelling).
+_REQUIRED: Final = frozenset({"token_ids", "block_size"})
+_CLOSE: Final = 0.75  # difflib ratio: "cache_slat" ~ "cache_salt", "tokens_ids" ~ "token_ids"
+
+
+def _meant(name: str, fields: Iterable[str]) -> str | None:
+    """The field of ``fields`` a misspelled ``name`` likely meant, if any."""
+    close = difflib.get_close_matches(name, sorted(fields), n=1, cutoff=_CLOSE)
+    return close[0] if close else None
+
+
 def _did_you_mean(name: str) -> str:
     """The request field a misspelled ``name`` likely meant (``cache_slat``), as a hint."""
-    close = difflib.get_close_matches(name, sorted(_KNOWN_FIELDS), n=1, cutoff=0.75)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    meant = _meant(name, _KNOWN_FIELDS)
+    return f" (did you mean {meant!r}?)" if meant else ""
+
+
+def _required(obj: Mapping[str, Any], name: str, field: str, known: Iterable[str],
+              why: str = "") -> InvalidRequestError:
+    """``field`` is missing from ``obj``: the error, naming a key that looks like a
+    misspelling of ``name`` (``block_szie``) when ``obj`` has one."""
+    known = frozenset(known)
+    typo = next((str(k) for k in obj if k not in known and _meant(str(k), [name])), None)
+    hint = f"; found {typo!r}: did you mean {name!r}?" if typo is not None else ""
+    return InvalidRequestError(field, f"is required{why}{hint}")
+
+
+def _misspelled(obj: Mapping[str, Any], unknown: list[Any]) -> InvalidRequestError | None:
+    """The error for the first unknown field that looks like a misspelled key-changing
+    field the request leaves out (``cache_slat`` without ``cache_salt``), if any."""
+    for name in unknown:
+        meant = _meant(str(name), _KEY_FIELDS)
+        if meant is not None and meant not in obj and meant not in _REQUIRED:
+            return InvalidRequestError(
+                str(name), f"is not a request field: did you mean {meant!r}? Its value would "
+                f"be left out of the keys (pass allow_misspelled_fields, or "
+                f"--allow-misspelled-fields, to hash the line without it)")
+    return None
 
 
 def parse_request(
     obj: Any, *, strict: bool = True, api_checks: bool = False,
-    reject_unknown_fields: bool = False, limits: JsonLimits = JSON_LIMITS,
+    reject_unknown_fields: bool = False, allow_misspelled_fields: bool = False,
+    limits: JsonLimits = JSON_LIMITS,
 ) -> HashJob:
     """Validate one request object (already JSON-decoded) and bind its hasher.
 
     ``limits`` bounds the request's cost: its group sizes, multimodal items
     and lookahead (:class:`JsonLimits`).
 
-    An unknown field (often a misspelled one, whose value would then be
-    silently left out of the keys) is a warning, or with
-    ``reject_unknown_fields`` an :class:`InvalidRequestError` naming it.
+    An unknown field that looks like a misspelling of a field that changes
+    the keys (``cache_slat``), while that field is absent, is an
+    :class:`InvalidRequestError`: its value would silently be left out of the
+    keys. ``allow_misspelled_fields`` makes it a warning like any other
+    unknown field; ``reject_unknown_fields`` makes every unknown field an error.
     """
     if not isinstance(obj, Mapping):
         raise InvalidRequestError("<line>", f"must be a JSON object, got {type(obj).__name__}")
@@ -243,10 +287,12 @@ def parse_request(
     if unknown and reject_unknown_fields:
         name = str(unknown[0])
         raise InvalidRequestError(name, f"is not a request field{_did_you_mean(name)}")
+    if unknown and not allow_misspelled_fields and (error := _misspelled(obj, unknown)):
+        raise error
     warnings = [f"unknown field {name!r} ignored{_did_you_mean(str(name))}" for name in unknown]
     engine_python = _get(obj, "engine_python", str, None)
     if "token_ids" not in obj:
-        raise InvalidRequestError("token_ids", "is required")
+        raise _required(obj, "token_ids", "token_ids", _KNOWN_FIELDS)
     ids = _get(obj, "token_ids", (list, TokenIds), None)
     if ids is None:
         raise InvalidRequestError("token_ids", "must be an array of ints")
@@ -255,7 +301,10 @@ def parse_request(
     token_ids = check_token_ids(ids)
     block_size = obj.get("block_size")
     if block_size is None:
-        raise InvalidRequestError("block_size", "is required (the engine's hash block size)")
+        if "block_size" in obj:
+            raise InvalidRequestError("block_size", "must be an int >= 1, got null")
+        raise _required(obj, "block_size", "block_size", _KNOWN_FIELDS,
+                        " (the engine's hash block size)")
     version = _get(obj, "vllm_version", str, None)
     if version is None:  # absent or null: the default release
         version = DEFAULT_VLLM_VERSION
@@ -311,7 +360,7 @@ def parse_request(
     )
     request.check_inside(len(token_ids))
     if api_checks:
-        check_api_rules(request)
+        check_api_rules(request, hasher.release)
     return HashJob(
         hasher=hasher,
         request=request,
@@ -537,14 +586,19 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
 
 
 def error_record(exc: PrefixKeyError, request_id: Any, line: int | None) -> dict[str, Any]:
-    """The error line for a request that could not be hashed."""
-    return {
-        "id": request_id,
-        "error": {
-            "type": type(exc).__name__,
-            "message": str(exc),
-            "field": exc.field,
-            "line": line,
-        },
+    """The error line for a request that could not be hashed.
+
+    An error with a ``hint`` (prefixkey's advice beside a message that is vLLM's
+    own, e.g. a 404's) carries it in ``error.hint``.
+    """
+    error = {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "field": exc.field,
+        "line": line,
     }
+    hint = getattr(exc, "hint", None)
+    if isinstance(hint, str):
+        error["hint"] = hint
+    return {"id": request_id, "error": error}
 

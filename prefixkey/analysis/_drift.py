@@ -289,7 +289,7 @@ def _side_job(obj: Any, config: DriftConfig, api_checks: bool) -> HashJob:
             obj, hasher=obj.hasher.replace(**overrides, strict=config.strict)
         )
         if api_checks:
-            check_api_rules(job.request)
+            check_api_rules(job.request, job.hasher.release)
         return job
     merged = {**obj, **overrides} if isinstance(obj, Mapping) else obj
     return parse_request(merged, strict=config.strict, api_checks=api_checks)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..core import ERAS, BlockExtraKeys, Era, Hasher, HashJob
+from ..core._era_table import era_at
 from ..errors import PrefixKeyError
 
 __all__ = ["Cause", "eras_between", "explain", "first_difference"]
@@ -107,7 +108,7 @@ def eras_between(a: Era, b: Era) -> list[Era]:
 def _field_sinces(field: str, a: Era, b: Era) -> list[str]:
     """Releases, between the two eras, where ``field`` changed value."""
     lo = min(a.first_version, b.first_version)
-    previous = next((e for e in reversed(ERAS) if e.first_version <= lo), a)
+    previous = era_at(ERAS, lo) or a
     sinces = []
     for era in eras_between(a, b):
         if getattr(era, field) != getattr(previous, field):

@@ -24,6 +24,7 @@ from . import (
     _render,
     _vectors,
 )
+from ._formats import swapped_version
 
 __all__ = ["build_parser", "main"]
 
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit status (0 success, 1 failed input, 2 unusable arguments)."""
     args = build_parser().parse_args(argv)
+    if (swapped := swapped_version(args)) is not None:
+        print(f"prefixkey {args.command}: {swapped}", file=sys.stderr)
+        return 2
     try:
         return int(args.run(args))
     except BrokenPipeError:

@@ -12,7 +12,7 @@ from ..jsonl import JSON_LIMITS, JsonLimits
 
 __all__ = [
     "NO_HYPOTHESIS", "Commands", "add_limit_options", "fail", "input_name", "json_limits",
-    "open_input", "warn",
+    "open_input", "positive_int", "warn",
 ]
 
 #: Why ``oracle`` and ``vectors`` cannot run without the ``hypothesis`` extra.
@@ -27,7 +27,8 @@ def open_input(name: str) -> IO[bytes]:
     return sys.stdin.buffer if name == "-" else open(name, "rb")
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: an int >= 1."""
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
@@ -37,7 +38,7 @@ def _positive(text: str) -> int:
 def add_limit_options(cmd: argparse.ArgumentParser) -> None:
     """Add ``--max-line-bytes`` (docs/request-format.md, "Limits")."""
     cmd.add_argument(
-        "--max-line-bytes", type=_positive, default=JSON_LIMITS.max_line_bytes, metavar="N",
+        "--max-line-bytes", type=positive_int, default=JSON_LIMITS.max_line_bytes, metavar="N",
         help="refuse an input line longer than N bytes with an error for that line, and "
         f"read on (default {JSON_LIMITS.max_line_bytes}, 64 MiB)",
     )

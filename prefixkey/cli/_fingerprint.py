@@ -17,6 +17,7 @@ from ..analysis import block_stored_events, fingerprint, fingerprint_text, read_
 from ..errors import PrefixKeyError
 from ..events import EventDecoder, decode_recording
 from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
+from ._formats import wrong_kind_of_lines
 
 __all__ = ["register"]
 
@@ -71,6 +72,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"prefixkey fingerprint: hint: {name} looks like a recording of KV-event "
               "messages: pass --vllm-version X (the replica's release) to decode it",
               file=sys.stderr)
+    elif args.vllm_version is None and (
+            hint := wrong_kind_of_lines(events, "prefixkey fingerprint", ("event",), name)):
+        print(f"prefixkey fingerprint: hint: {hint}", file=sys.stderr)
     return 1
 
 

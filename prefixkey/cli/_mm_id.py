@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         from ..multimodal import MMHasher
     except ImportError as exc:  # blake3 or Pillow missing
-        return fail("mm-id", f"{_NO_EXTRA} ({exc})")
+        return fail("mm-id", f"{_NO_EXTRA} (the module {exc.name!r} is not installed)")
     try:
         hasher = MMHasher(
             model=args.model, vllm_version=args.vllm_version,

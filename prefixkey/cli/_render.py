@@ -66,10 +66,11 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
                        help="a served name (repeat for several)")
     group.add_argument("--tokenizer", metavar="DIR", help="vLLM's --tokenizer: a local folder")
     group.add_argument("--tokenizer-mode", default="auto", metavar="MODE",
-                       help="vLLM's --tokenizer-mode (auto or hf; the others render without "
-                       "a Jinja template and are refused)")
+                       help="vLLM's --tokenizer-mode (auto, hf, or mistral: rendered with "
+                       "mistral_common, extra 'mistral'; the others are refused)")
     group.add_argument("--vllm-version", default="0.31.0", metavar="X",
-                       help="the server's vLLM release (default 0.31.0, the only one verified)")
+                       help="the server's vLLM release (default 0.31.0, the only one verified "
+                       "for rendering); hash: also the release of lines without vllm_version")
     group.add_argument("--chat-template", metavar="FILE",
                        help="vLLM's --chat-template: a file, or the template itself")
     group.add_argument("--chat-template-content-format", default="auto",
@@ -178,11 +179,15 @@ def _prompt_list(obj: Mapping[str, Any]) -> bool:
             and any(isinstance(p, (str, list)) for p in prompt))
 
 
-def render_record(renderer: Any, obj: Any) -> dict[str, Any]:
-    """One ``prefixkey render`` output line for one decoded input line."""
+def render_record(renderer: Any, obj: Any,
+                  warnings: list[str] | None = None) -> dict[str, Any]:
+    """One ``prefixkey render`` output line for one decoded input line (the rendering's
+    warnings appended to ``warnings``)."""
     if not isinstance(obj, Mapping):
         raise InvalidRequestError("<line>", f"must be a JSON object, got {type(obj).__name__}")
     rendered = _render_body(renderer, obj)
+    if warnings is not None:
+        warnings.extend(rendered[0].warnings)
     record = {k: v for k, v in obj.items() if k not in _RENDER_INPUTS}
     first = rendered[0]
     ids = [list(r.token_ids) for r in rendered]
@@ -206,18 +211,21 @@ def _merge_field(line: dict[str, Any], name: str, value: Any) -> None:
     line[name] = value
 
 
-def rendered_lines(renderer: Any, obj: Any) -> list[dict[str, Any]]:
+def rendered_lines(renderer: Any, obj: Any,
+                   warnings: list[str] | None = None) -> list[dict[str, Any]]:
     """``hash --model-dir``: a line with ``endpoint`` + ``body`` as request lines to hash.
 
     A line without them passes unchanged. The token ids are TokenIds (checked
     once, by the renderer); a list of prompts gives one line per prompt, with
-    ids ``"<id>#<n>"``.
+    ids ``"<id>#<n>"``. The rendering's warnings are appended to ``warnings``.
     """
     if not isinstance(obj, dict) or ("endpoint" not in obj and "body" not in obj):
         return [obj]
     if "token_ids" in obj:
         raise InvalidRequestError("token_ids", "give token_ids or endpoint + body, not both")
     rendered = _render_body(renderer, obj)
+    if warnings is not None:
+        warnings.extend(w for w in rendered[0].warnings if w not in warnings)
     lines = []
     for n, item in enumerate(rendered):
         line = {k: v for k, v in obj.items() if k not in _RENDER_INPUTS}
@@ -244,12 +252,17 @@ def _render_lines(renderer: Any, lines: Iterable[bytes], out: IO[str],
             obj = parse_json_line(raw, limits)
             if isinstance(obj, dict):
                 request_id = obj.get("id")
-            record = render_record(renderer, obj)
+            warnings: list[str] = []
+            record = render_record(renderer, obj, warnings)
+            for warning in warnings:
+                warn("render", f"line {number}: {warning}")
         except PrefixKeyError as exc:
-            if not failures:
-                first = f"line {number}: {type(exc).__name__}: {exc}"
-            failures += 1
             record = error_record(exc, request_id, number)
+            if not failures:
+                hint = record["error"].get("hint")
+                first = (f"line {number}: {type(exc).__name__}: {exc}"
+                         + (f"; hint: {hint}" if hint else ""))
+            failures += 1
         out.write(json.dumps(record) + "\n")
     return count, failures, first
 
@@ -257,10 +270,10 @@ def _render_lines(renderer: Any, lines: Iterable[bytes], out: IO[str],
 def _run(args: argparse.Namespace) -> int:
     try:
         renderer = renderer_from_args(args)
+    except PrefixKeyError as exc:  # a MissingExtraError names its extra (mistral)
+        return fail("render", exc)
     except ImportError:
         return fail("render", _NO_RENDER)
-    except PrefixKeyError as exc:
-        return fail("render", exc)
     with open_input(args.file) as source:
         count, failures, first = _render_lines(renderer, source, sys.stdout, json_limits(args))
     if not count:

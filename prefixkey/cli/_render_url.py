@@ -32,7 +32,7 @@ def add_render_url_options(cmd: argparse.ArgumentParser) -> None:
                        "(multimodal identifiers of a LoRA request get its name as prefix)")
 
 
-def render_url_expand(args: argparse.Namespace) -> Callable[[Any], list[Any]]:
+def render_url_expand(args: argparse.Namespace) -> Callable[[Any, list[str]], list[Any]]:
     """The per-line expansion through the render server (raises PrefixKeyError)."""
     from ..core import LoRA
     from ..errors import InvalidRequestError
@@ -49,4 +49,4 @@ def render_url_expand(args: argparse.Namespace) -> Callable[[Any], list[Any]]:
         enable_tower_connector_lora=args.enable_tower_connector_lora,
     )
     client = RenderClient(args.render_url, parser=parser, timeout=args.render_timeout)
-    return lambda obj: rendered_lines(client, obj)
+    return lambda obj, warnings: rendered_lines(client, obj, warnings)

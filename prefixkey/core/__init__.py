@@ -12,6 +12,7 @@ from ._algorithms import (
     BlockHash,
     HashAlgorithm,
 )
+from ._api_rules import API_RULES, ApiRule, api_rules, check_api_rules
 from ._extra_keys import (
     CACHE_SALT_TAG,
     LORA_TAG,
@@ -25,7 +26,7 @@ from ._job import HashJob, JobKeys
 from ._keys import block_hash_to_int64, block_hash_with_group_id, group_block_hashes
 from ._none_hash import NoneHash, SeedSource
 from ._prompt_embeds import DTYPE_SIZES, PromptEmbeds, mixed_prompt_token_ids
-from ._request import IntArray, LoRA, MMItem, Request, TokenIds, check_api_rules, check_token_ids
+from ._request import IntArray, LoRA, MMItem, Request, TokenIds, check_token_ids
 from ._schemes import (
     DEFAULT_NONE_HASH_SEED,
     DEFAULT_VLLM_VERSION,
@@ -38,6 +39,7 @@ from ._schemes import (
 
 __all__ = [
     "ALGORITHMS",
+    "API_RULES",
     "CACHE_SALT_TAG",
     "DEFAULT_NONE_HASH_SEED",
     "DEFAULT_VLLM_VERSION",
@@ -47,6 +49,7 @@ __all__ = [
     "LORA_TAG",
     "MM_TAG",
     "PROMPT_EMBEDS_TAG",
+    "ApiRule",
     "BlockExtraKeys",
     "BlockHash",
     "Era",
@@ -64,6 +67,7 @@ __all__ = [
     "ResolvedRelease",
     "SeedSource",
     "TokenIds",
+    "api_rules",
     "block_hash_to_int64",
     "block_hash_with_group_id",
     "block_hashes",

@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import FrozenError, InvalidRequestError
+from ..errors import InvalidRequestError
 from ._algorithms import BlockHash, HashAlgorithm
 from ._builtin_hash import python_hash_for
 from ._extra_keys import BlockExtraKeys, ExtraKeysBuilder
+from ._frozen import Frozen
 from ._keys import group_block_hashes
 from ._none_hash import NoneHash, resolve_none_hash
 from ._prompt_embeds import PromptEmbeds
@@ -39,7 +40,7 @@ from ._schemes import DEFAULT_VLLM_VERSION, Era, resolve_release
 __all__ = ["Hasher", "RequestBlockHasher", "block_hashes"]
 
 
-class Hasher:
+class Hasher(Frozen):
     """vLLM's block hasher for one configuration, bound once and reused.
 
     ``python_hash_seed`` is the engine's ``PYTHONHASHSEED`` (None when unset).
@@ -130,15 +131,6 @@ class Hasher:
             }),
         )
 
-    def _bind(self, **fields: Any) -> None:
-        for name, value in fields.items():
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenError(self, name)
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenError(self, name)
 
     def __copy__(self) -> Hasher:
         return self  # immutable, like a tuple

@@ -1,11 +1,12 @@
 """What vLLM's block hasher reads from a request, as typed, validated values.
 
 The hashing core accepts what vLLM's engine-core hashing path accepts.
-Structurally invalid input (wrong types, negative token ids, multimodal items
-outside the prompt, unsorted or overlapping) is always an
+Structurally invalid input (wrong types, multimodal items outside the prompt,
+unsorted or overlapping) is always an
 :class:`~prefixkey.errors.InvalidRequestError`. Rules that vLLM enforces only
-in its API server (salt characters and length, a non-empty LoRA path) are in
-:func:`check_api_rules`, which callers opt into.
+in its API server, per release (salt length and characters, negative token
+ids, a non-empty LoRA path), are in :func:`~prefixkey.core.check_api_rules`
+(``_api_rules.py``), which callers opt into.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from operator import countOf
 from typing import Any, Final, Protocol, TypeAlias, final, overload
 
-from ..errors import FrozenError, InvalidRequestError
+from ..errors import InvalidRequestError
+from ._frozen import Frozen
 from ._prompt_embeds import PromptEmbeds
 
 __all__ = [
@@ -29,7 +31,6 @@ __all__ = [
     "Request",
     "TokenIds",
     "TokenIdsLike",
-    "check_api_rules",
     "check_token_ids",
     "checked_token_ids",
     "is_numpy_scalar",
@@ -129,8 +130,8 @@ _CONSTRUCT: Final = object()  # TokenIds' private constructor key
 
 
 @final
-class TokenIds(Sequence[int]):
-    """Token ids prefixkey has checked: exact ints >= 0, immutable.
+class TokenIds(Frozen, Sequence[int]):
+    """Token ids prefixkey has checked: exact ints, immutable.
 
     Only prefixkey builds them (:func:`check_token_ids`, the JSON Lines reader),
     so a :class:`~prefixkey.core.Hasher` hashes them without checking each id
@@ -147,15 +148,8 @@ class TokenIds(Sequence[int]):
             raise InvalidRequestError(
                 "token_ids", "TokenIds are built by check_token_ids(ids), which checks them"
             )
-        object.__setattr__(self, "_ids", ids)
-        # Their marshal records (see checked_token_ids), for the CBOR encoder.
-        object.__setattr__(self, "_words", words)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenError(self, name)
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenError(self, name)
+        # With their marshal records (see checked_token_ids), for the CBOR encoder.
+        self._bind(_ids=ids, _words=words)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return check_token_ids, (self._ids,)  # unpickling checks them again
@@ -200,7 +194,10 @@ class TokenIds(Sequence[int]):
 def checked_token_ids(
     token_ids: TokenIdsLike, *, field: str = "token_ids", start: int = 0
 ) -> tuple[Sequence[int], bytes | None]:
-    """Raise unless every token id is an exact int >= 0; return the ids and their words.
+    """Raise unless every token id is an exact int; return the ids and their words.
+
+    A negative id is an int like any other here: vLLM's engine core hashes it
+    (its API server refuses it from 0.28 on, :func:`~prefixkey.core.check_api_rules`).
 
     :class:`TokenIds` pass unchecked; a NumPy integer array is read as exact
     ints, and NumPy integer scalars in a sequence count as their values (the
@@ -211,7 +208,7 @@ def checked_token_ids(
     an int subclass, a float, a larger int) in another form or not at all. So
     the ids are exact ints in [0, 2**31) iff every fifth byte after the 5-byte
     header is ``i`` and no sign bit is set; the serializers reuse those words.
-    The words are None after the element-wise check (valid ids of 2**31 and
+    The words are None for any other ids (negative ones, or of 2**31 and
     beyond). ``start`` is added to reported positions, for appended tokens.
     """
     ids: list[int] | tuple[int, ...]
@@ -230,13 +227,9 @@ def checked_token_ids(
     n = len(ids)
     if len(words) == 5 + 5 * n and words[5::5] == b"i" * n and words[9::5].isascii():
         return ids, words
-    # Still at C speed when all are exact ints in [0, 2**64) (ids of 2**31 and beyond).
+    # Still at C speed when all are exact ints (negative ones, or of 2**31 and beyond).
     if countOf(map(type, ids), int) == n:
-        try:
-            array("Q", ids)
-            return ids, None
-        except OverflowError:
-            pass  # a negative id, or a (valid) id of 2**64 or more
+        return ids, None
     exact: list[int] | None = None  # the ids with NumPy scalars replaced, once one is seen
     for i, t in enumerate(ids):
         if type(t) is not int:
@@ -248,8 +241,6 @@ def checked_token_ids(
             if exact is None:
                 exact = list(ids)
             exact[i] = t = value
-        if t < 0:
-            raise InvalidRequestError(field, f"must be non-negative, got {t}", position=start + i)
     if exact is not None:
         return checked_token_ids(exact, field=field, start=start)
     return ids, None
@@ -258,7 +249,7 @@ def checked_token_ids(
 def check_token_ids(
     token_ids: TokenIdsLike, *, field: str = "token_ids", start: int = 0
 ) -> TokenIds:
-    """The ids as :class:`TokenIds`; raise unless every one is an int >= 0.
+    """The ids as :class:`TokenIds`; raise unless every one is an exact int.
 
     Accepts sequences of exact ints (bools, floats and int subclasses are
     errors), NumPy integer arrays of one dimension and NumPy integer scalars.
@@ -277,7 +268,8 @@ class LoRA:
     vLLM 0.31+ keys blocks by ``name`` and ``path`` verbatim (no path
     normalisation); ``int_id`` is the server-assigned id that KV events carry.
     vLLM's API asserts a non-empty path, but its hashing function takes any
-    value, None included (:func:`check_api_rules` applies the assertion).
+    value, None included (:func:`~prefixkey.core.check_api_rules` applies the
+    assertion).
     """
 
     name: str
@@ -385,7 +377,8 @@ class Request:
 
 def check_mm_items(mm_items: Sequence[MMItem]) -> None:
     """Raise unless the items are sorted by offset and do not overlap."""
-    if isinstance(mm_items, (str, bytes)) or not isinstance(mm_items, Sequence):
+    value: object = mm_items  # checked at run time: callers are not all typed
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise InvalidRequestError("mm_items", "must be a sequence of MMItem")
     previous_end = 0
     for i, item in enumerate(mm_items):
@@ -400,34 +393,3 @@ def check_mm_items(mm_items: Sequence[MMItem]) -> None:
                 " items must be sorted by offset and not overlap",
             )
         previous_end = item.end
-
-
-_SALT_MAX_LENGTH: Final = 128
-_SALT_FORBIDDEN: Final = frozenset("@/\\\x00")
-
-
-def check_api_rules(request: Request) -> None:
-    """Apply the checks vLLM's API server (0.31) makes before a request reaches the engine.
-
-    The engine core itself hashes whatever it is given, so these are opt-in:
-    a non-empty cache salt of at most 128 characters without ``@ / \\`` or
-    NUL, a non-empty LoRA path, and a LoRA int id of at least 1.
-    """
-    salt = request.cache_salt
-    if salt is not None:
-        if not salt:
-            raise InvalidRequestError("cache_salt", "must be a non-empty string if given")
-        if len(salt) > _SALT_MAX_LENGTH:
-            raise InvalidRequestError(
-                "cache_salt", f"must be at most {_SALT_MAX_LENGTH} characters, has {len(salt)}"
-            )
-        bad = next((i for i, c in enumerate(salt) if c in _SALT_FORBIDDEN), None)
-        if bad is not None:
-            raise InvalidRequestError(
-                "cache_salt", f"must not contain '@', '/', '\\' or NUL (found {salt[bad]!r})",
-                position=bad,
-            )
-    if request.lora is not None and not request.lora.path:
-        raise InvalidRequestError("lora.path", "cannot be empty (vLLM asserts lora_path)")
-    if request.lora is not None and request.lora.int_id is not None and request.lora.int_id < 1:
-        raise InvalidRequestError("lora.int_id", "must be >= 1 (vLLM 0.11+ LoRARequest)")

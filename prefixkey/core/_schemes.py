@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import UnknownAlgorithmError, UnknownVersionError
 from ._algorithms import ALGORITHMS, FLAT_ALGORITHMS, INT_ALGORITHMS, HashAlgorithm
+from ._era_table import era_at, era_end, release_range, releases_between
 
 __all__ = [
     "DEFAULT_NONE_HASH_SEED",
@@ -114,13 +115,8 @@ class Era:
 
         Messages name releases, never the era's letter (other docs use letters too).
         """
-        releases = [v for v in KNOWN_RELEASES if self.first_version <= Version(v)]
-        later = [e.first_version for e in ERAS if e.first_version > self.first_version]
-        if later:
-            releases = [v for v in releases if Version(v) < min(later)]
-        if not releases:
-            return f"{self.since}+"
-        return releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
+        releases = releases_between(KNOWN_RELEASES, self.first_version, era_end(ERAS, self))
+        return release_range(releases) if releases else f"{self.since}+"
 
     def offered_algorithms(self, release: Version) -> tuple[str, ...]:
         """The algorithms ``release`` (a release of this era) offers, the default first."""
@@ -329,7 +325,8 @@ def resolve_release(version: str, *, strict: bool = True) -> ResolvedRelease:
         raise UnknownVersionError(
             f"vllm_version {version}: no scheme is known before {ERAS[0].since} yet"
         )
-    era = next(e for e in reversed(ERAS) if e.first_version <= release)
+    era = era_at(ERAS, release)
+    assert era is not None  # checked above: not before the first era
     if release <= _NEWEST_KNOWN:
         return ResolvedRelease(version, release, era)
     if strict:

@@ -14,6 +14,7 @@ from typing import Final, Literal
 from packaging.version import Version
 
 from ..core import resolve_release
+from ..core._era_table import era_at
 from ..errors import PrefixKeyError, UnknownVersionError
 
 # ----------------------------------------------------------------------------- errors
@@ -146,12 +147,12 @@ Via = Literal["pub", "replay"]
 def wire_era(vllm_version: str, *, strict: bool = True) -> tuple[WireEra, tuple[str, ...]]:
     """The wire era of a release, and the warnings of resolving it (lenient mode)."""
     resolved = resolve_release(vllm_version, strict=strict)
-    if resolved.release < WIRE_ERAS[0].first_version:
+    era = era_at(WIRE_ERAS, resolved.release)
+    if era is None:
         raise UnknownVersionError(
             f"vllm_version {vllm_version}: vLLM publishes KV events from "
             f"{WIRE_ERAS[0].since} on"
         )
-    era = next(e for e in reversed(WIRE_ERAS) if e.first_version <= resolved.release)
     return era, resolved.warnings
 
 
@@ -173,7 +174,8 @@ def split_message(frames: Sequence[bytes]) -> tuple[str, int, bytes]:
 
 
 def _frames(frames: Sequence[bytes]) -> list[bytes]:
-    if isinstance(frames, (str, bytes)) or not isinstance(frames, Iterable):
+    value: object = frames  # checked at run time: frames come from sockets and files
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise EventFramingError(f"a message must be a list of frames, got "
                                 f"{type(frames).__name__}")
     parts = list(frames)

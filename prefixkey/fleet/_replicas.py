@@ -37,7 +37,16 @@ class ReplicaId(NamedTuple):
     dp_rank: int = 0
 
     def __str__(self) -> str:
+        """The replica's label: its name, ``name#dpN`` for ranks > 0 (:meth:`parse` reads it)."""
         return self.name if self.dp_rank == 0 else f"{self.name}#dp{self.dp_rank}"
+
+    @classmethod
+    def parse(cls, label: str) -> ReplicaId:
+        """The replica a label names: ``"gpu-a#dp1"`` → rank 1; anything else is a name."""
+        base, sep, rank = label.rpartition("#dp")
+        if sep and base and rank.isascii() and rank.isdigit():
+            return cls(base, int(rank))
+        return cls(label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +142,7 @@ class ReplicaScheme:
         return tuple(out)
 
 
-def as_replica_id(replica: ReplicaId | str) -> ReplicaId:
+def as_replica_id(replica: ReplicaId | str | tuple[str, int]) -> ReplicaId:
     """A replica given as a ReplicaId, a name (rank 0) or a (name, rank) pair."""
     if isinstance(replica, ReplicaId):
         return replica

@@ -6,9 +6,13 @@ blake3 and Pillow). docs/multimodal.md says which identifiers are exact.
 
 from __future__ import annotations
 
-from ._eras import IDENTIFIER_ERAS, IdentifierEra, identifier_era
-from ._hasher import MMHasher, image_identifier
-from ._media import MediaSource
+from .._extras import needs_extra
+
+with needs_extra("multimodal", "prefixkey.multimodal"):
+    from ._eras import IDENTIFIER_ERAS, IdentifierEra, identifier_era
+    from ._hasher import MMHasher, image_identifier
+    from ._media import MediaSource
+
 
 __all__ = [
     "IDENTIFIER_ERAS", "IdentifierEra", "MMHasher", "MediaSource", "identifier_era",

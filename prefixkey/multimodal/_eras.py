@@ -20,6 +20,8 @@ from typing import Final, Literal
 from packaging.version import Version
 
 from ..core import resolve_release
+from ..core._era_table import era_at
+from ..errors import UnknownVersionError
 
 __all__ = ["IDENTIFIER_ERAS", "IdentifierEra", "identifier_era"]
 
@@ -208,5 +210,8 @@ IDENTIFIER_ERAS: Final[tuple[IdentifierEra, ...]] = _eras()
 
 def identifier_era(vllm_version: str, *, strict: bool = True) -> IdentifierEra:
     """The identifier era of a vLLM version (``strict``: as in ``core.resolve_release``)."""
-    release = resolve_release(vllm_version, strict=strict).release
-    return next(e for e in reversed(IDENTIFIER_ERAS) if e.first_version <= release)
+    era = era_at(IDENTIFIER_ERAS, resolve_release(vllm_version, strict=strict).release)
+    if era is None:
+        raise UnknownVersionError(f"vllm_version {vllm_version}: no identifier scheme is known "
+                                  f"before {IDENTIFIER_ERAS[0].since}")
+    return era

@@ -18,7 +18,8 @@ from typing import Any, Final, Protocol
 from blake3 import blake3
 
 from ..core import DEFAULT_VLLM_VERSION, resolve_release
-from ..errors import FrozenError, InvalidRequestError, UnreproducibleIdentifierError
+from ..core._frozen import Frozen
+from ..errors import InvalidRequestError, UnreproducibleIdentifierError
 from ._encoding import Value, check_value, item_chunks
 from ._eras import IdentifierEra, identifier_era
 from ._image import ImageLoader, image_loader, image_payload
@@ -54,7 +55,7 @@ def _mapping(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
     return out
 
 
-class MMHasher:
+class MMHasher(Frozen):
     """vLLM's multimodal identifiers for one replica configuration, bound once and reused.
 
     ``model`` is vLLM's ``--model`` string (not the served name).
@@ -181,15 +182,6 @@ class MMHasher:
 
         return encode(kwargs[:at]), encode(kwargs[at + 1:])
 
-    def _bind(self, **fields: Any) -> None:
-        for name, value in fields.items():
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenError(self, name)
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenError(self, name)
 
     def __copy__(self) -> MMHasher:
         return self

@@ -13,29 +13,35 @@ directly::
     (rendered,) = renderer.render("/v1/chat/completions", body)
     keys = Hasher(block_size=16).block_hashes(rendered.request)
 
-What cannot be rendered exactly in pure Python (Mistral and Harmony models,
-renderers that are not Jinja, tokenizer classes whose rebuild is not
-reproduced, images of architectures other than BLIP-2) is a
+What cannot be rendered exactly in pure Python (Harmony models, Mistral
+folders without the server's ``--tokenizer-mode``, renderers that are not Jinja,
+tokenizer classes whose rebuild is not reproduced, images of architectures other
+than BLIP-2) is a
 :class:`RenderUnsupportedError`: render those with
 vLLM's render endpoint. Bodies vLLM itself refuses are a
 :class:`RenderRequestError` with the status vLLM answers. Needs the
-``render`` extra (``tokenizers``, ``jinja2``).
+``render`` extra (``tokenizers``, ``jinja2``); ``tokenizer_mode="mistral"`` the
+``mistral`` extra (``mistral_common``, docs/render-mistral.md).
 """
 
-from ._chat import ContentParts
-from ._client import RenderClient
-from ._endpoint import (
-    RENDER_PATHS,
-    RENDER_RESPONSE_SHAPES,
-    RenderEndpointError,
-    RenderResponseParser,
-    RenderResponseShape,
-    render_response_shape,
-)
-from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
-from ._media import MediaFetcher, fetch_media_url
-from ._options import VERIFIED_RELEASES, LoRAModule, ServerOptions, parse_lora_module
-from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered, Renderer
+from .._extras import needs_extra
+
+with needs_extra("render", "prefixkey.render"):
+    from ._chat import ContentParts
+    from ._client import RenderClient
+    from ._endpoint import (
+        RENDER_PATHS,
+        RENDER_RESPONSE_SHAPES,
+        RenderEndpointError,
+        RenderResponseParser,
+        RenderResponseShape,
+        render_response_shape,
+    )
+    from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
+    from ._media import MediaFetcher, fetch_media_url
+    from ._options import VERIFIED_RELEASES, LoRAModule, ServerOptions, parse_lora_module
+    from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered, Renderer
+
 
 __all__ = [
     "CHAT_ENDPOINT",

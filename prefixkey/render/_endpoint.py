@@ -37,7 +37,9 @@ from typing import Any, Final
 from packaging.version import Version
 
 from ..core import DEFAULT_VLLM_VERSION, LoRA, MMItem, Request, check_token_ids, resolve_release
-from ..errors import FrozenError, InvalidRequestError, PrefixKeyError
+from ..core._era_table import era_at
+from ..core._frozen import Frozen
+from ..errors import InvalidRequestError, PrefixKeyError
 from ._errors import RenderRequestError
 from ._renderer import CHAT_ENDPOINT, COMPLETIONS_ENDPOINT, Rendered
 
@@ -106,14 +108,14 @@ class RenderEndpointError(PrefixKeyError):
 
 def render_response_shape(vllm_version: str) -> RenderResponseShape:
     """The JSON shape a release's render endpoints answer with (strict release check)."""
-    release = resolve_release(vllm_version).release
-    if release < RENDER_RESPONSE_SHAPES[0].first_version:
+    shape = era_at(RENDER_RESPONSE_SHAPES, resolve_release(vllm_version).release)
+    if shape is None:
         raise RenderEndpointError(
             "vllm_version",
             f"vLLM {vllm_version} has no render endpoints (they appeared in "
             f"{RENDER_RESPONSE_SHAPES[0].since})",
         )
-    return next(s for s in reversed(RENDER_RESPONSE_SHAPES) if s.first_version <= release)
+    return shape
 
 
 def _body_field(param: Any) -> str:
@@ -172,7 +174,7 @@ def _count(value: Any, where: str, minimum: int) -> int:
     return value
 
 
-class RenderResponseParser:
+class RenderResponseParser(Frozen):
     """Turns render-endpoint answers into the :class:`Rendered` prompts to hash.
 
     Built once per render server: the release whose JSON it answers with
@@ -184,12 +186,17 @@ class RenderResponseParser:
     """
 
     __slots__ = ("_loras", "_served", "_shape", "_tower_lora", "vllm_version")
+    # Declared for type checkers; __slots__ holds them, set once by _bind.
+    _loras: dict[str, LoRA]
+    _served: frozenset[str]
+    _shape: RenderResponseShape
+    _tower_lora: bool
+    vllm_version: str
 
     def __init__(self, *, vllm_version: str = DEFAULT_VLLM_VERSION, loras: Iterable[LoRA] = (),
                  served_model_names: Sequence[str] = (),
                  enable_tower_connector_lora: bool = False) -> None:
-        self._shape = render_response_shape(vllm_version)
-        self.vllm_version = vllm_version
+        shape = render_response_shape(vllm_version)
         by_name: dict[str, LoRA] = {}
         for i, lora in enumerate(loras):
             if not isinstance(lora, LoRA):
@@ -199,18 +206,13 @@ class RenderResponseParser:
                 raise InvalidRequestError("loras", f"adapter {lora.name!r} given twice",
                                           position=i)
             by_name[lora.name] = lora
-        self._loras = by_name
-        self._served = frozenset(served_model_names)
-        self._tower_lora = bool(enable_tower_connector_lora)
+        self._bind(_shape=shape, vllm_version=vllm_version, _loras=by_name,
+                   _served=frozenset(served_model_names),
+                   _tower_lora=bool(enable_tower_connector_lora))
 
     @property
     def shape(self) -> RenderResponseShape:
         return self._shape
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "_tower_lora"):  # set once, in __init__
-            raise FrozenError(self, name)
-        object.__setattr__(self, name, value)
 
     def lora_for(self, model: str | None) -> LoRA | None:
         """The adapter a body's ``model`` names; None for the base model."""

@@ -28,14 +28,17 @@ class RenderRequestError(PrefixKeyError, ValueError):
 
     ``field`` is the body field at fault (``"messages[2].content"``,
     ``"tool_choice"``, ``"model"``), ``position`` an index inside it or None.
+    The message is vLLM's own; ``hint`` (or None) is prefixkey's advice beside it
+    (for a 404: the names the options serve).
     """
 
     def __init__(self, field: str, message: str, *, status: int = 400,
-                 position: int | None = None) -> None:
+                 position: int | None = None, hint: str | None = None) -> None:
         self.field: str | None = field
         self.position = position
         self.status = status
         self.reason = message
+        self.hint = hint
         where = field if position is None else f"{field}[{position}]"
         super().__init__(f"{where}: {message}")
 

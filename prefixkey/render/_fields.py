@@ -12,16 +12,16 @@ name: the prompt-length bound, truncation and the context-length check.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ._errors import RenderRequestError, RenderUnsupportedError
-from ._tokenizer import HfTokenizer
 
-__all__ = ["BodyFields", "TokenizeParams"]
+__all__ = ["BodyFields", "TokenizeParams", "dropped_kwarg_warning"]
 
 _INT64_MAX: Final = 2**63 - 1
 # pydantic's lax bool parsing of strings (and 0/1), which vLLM's models use.
@@ -30,6 +30,13 @@ _FALSE: Final = frozenset({"0", "off", "f", "false", "n", "no"})
 _REASONING_EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 _SALT_FORBIDDEN: Final = frozenset("@/\\\x00")
 _MAX_COMPLETION_PROMPTS: Final = 1024  # VLLM_MAX_COMPLETION_PROMPTS' default
+
+
+class CharBound(Protocol):
+    """What the length checks read of a tokenizer (a Hugging Face or a Mistral one)."""
+
+    @property
+    def max_chars_per_token(self) -> int: ...
 
 
 def _bool(body: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -228,7 +235,7 @@ class TokenizeParams:
             return None  # with a side: the full sequence, sliced from that side after
         return self.max_input_tokens if length < 0 else length
 
-    def pre_tokenization(self, text: str, tokenizer: HfTokenizer) -> str:
+    def pre_tokenization(self, text: str, tokenizer: CharBound) -> str:
         """The character bound on the text (``_text_len_check``): an error, or a pre-trim."""
         chars = self.max_input_tokens * tokenizer.max_chars_per_token
         if self.truncate_prompt_tokens is None:
@@ -258,7 +265,7 @@ class TokenizeParams:
         if length == self.max_total_tokens:  # no room left: the max_tokens vLLM derives is 0
             raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
 
-    def post_tokenization(self, ids: list[int], tokenizer: HfTokenizer) -> list[int]:
+    def post_tokenization(self, ids: list[int], tokenizer: CharBound) -> list[int]:
         """Truncation (from the left unless the body says right) and the length check."""
         length = self.truncate_prompt_tokens
         if length is not None and length < 0:
@@ -389,3 +396,17 @@ class BodyFields:
         return cls(is_chat=False, add_special_tokens=_bool(body, "add_special_tokens", True),
                    max_output_tokens=max_tokens, max_output_tokens_param="max_tokens",
                    prompts=tuple(_prompts(body)), **common)
+
+
+def dropped_kwarg_warning(name: str, accepted: Iterable[str]) -> str:
+    """The warning for a ``chat_template_kwargs`` entry the chat template does not take.
+
+    vLLM keeps only the names the template reads (and transformers' own
+    parameters) and drops the rest without a word, so a misspelled
+    ``enable_thinkng`` renders as if it were absent; the warning names the
+    name likely meant.
+    """
+    close = difflib.get_close_matches(name, sorted(accepted), n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"chat_template_kwargs {name!r} is not used by the chat template: vLLM "
+            f"drops it{hint}")

@@ -170,15 +170,18 @@ class ModelFolder:
         return str(self.tokenizer_model_config.get("model_type", ""))
 
     @classmethod
-    def load(cls, model: str, tokenizer: str | None, max_model_len: int | None) -> ModelFolder:
-        """Read a local model folder; refuse what vLLM would not render with Jinja."""
+    def load(cls, model: str, tokenizer: str | None, max_model_len: int | None,
+             option: str = "--model") -> ModelFolder:
+        """Read a local model folder; refuse what vLLM would not render with Jinja.
+
+        ``option`` is the flag (``--model`` or ``--model-dir``) that named ``model``.
+        """
         path = Path(model)
         tokenizer_path = Path(tokenizer) if tokenizer else path
         if not path.is_dir():
-            raise ModelFolderError("--model", f"{model!r} is not a local model folder "
-                                   "(prefixkey reads no hub)")
+            raise ModelFolderError(option, _not_a_folder(model, "a local model folder"))
         if not tokenizer_path.is_dir():
-            raise ModelFolderError("--tokenizer", f"{tokenizer!r} is not a local folder")
+            raise ModelFolderError("--tokenizer", _not_a_folder(str(tokenizer), "a local folder"))
         if not (path / "config.json").is_file():
             raise ModelFolderError("config.json", f"missing in {model!r} (vLLM needs it)")
         config = _read_json(path / "config.json", "config.json")
@@ -254,3 +257,15 @@ class ModelFolder:
             return {t["name"]: t["template"] for t in value}
         raise ModelFolderError("tokenizer_config.json",
                                "chat_template must be a string or a list of {name, template}")
+
+
+def _not_a_folder(given: str, what: str) -> str:
+    """Why ``given`` cannot be read as a folder: it is missing, a file, or a hub name."""
+    path = Path(given)
+    if path.exists():
+        return f"{given!r} is not a folder ({what} is needed)"
+    if not path.is_absolute() and not given.startswith(".") and len(path.parts) == 2:
+        # "org/name": a hub id, as vLLM's --model takes it.
+        return (f"{given!r} does not exist here (a hub name? prefixkey reads no hub: "
+                "give the downloaded folder)")
+    return f"{given!r} does not exist"

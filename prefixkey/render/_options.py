@@ -23,6 +23,8 @@ VERIFIED_RELEASES: Final = ("0.31.0",)
 
 ContentFormat = Literal["auto", "string", "openai"]
 _CONTENT_FORMATS: Final = ("auto", "string", "openai")
+# --tokenizer-mode values rendered in process ("mistral": prefixkey/render/_mistral.py).
+_RENDERED_MODES: Final = ("auto", "hf", "mistral")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,8 @@ class ServerOptions:
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
             raise ModelFolderError("--model", "must be a non-empty name or path")
-        if isinstance(self.served_model_name, str):
+        names: object = self.served_model_name  # a caller may pass one name as a str
+        if isinstance(names, str):
             object.__setattr__(self, "served_model_name", (self.served_model_name,))
         object.__setattr__(self, "lora_modules", tuple(self.lora_modules))
         object.__setattr__(self, "default_chat_template_kwargs",
@@ -135,11 +138,16 @@ class ServerOptions:
                 f"rendering is verified for vLLM {', '.join(VERIFIED_RELEASES)} only, not "
                 f"{self.vllm_version!r} (templating and tokenization change between releases)",
             )
-        if self.tokenizer_mode.lower() not in ("auto", "hf"):
+        if not isinstance(self.tokenizer_mode, str):
+            raise ModelFolderError("--tokenizer-mode", "must be a string")
+        # vLLM lowercases the mode (ModelConfig._lowercase_tokenizer_mode).
+        object.__setattr__(self, "tokenizer_mode", self.tokenizer_mode.lower())
+        if self.tokenizer_mode not in _RENDERED_MODES:
             raise RenderUnsupportedError(
                 "--tokenizer-mode",
-                f"{self.tokenizer_mode!r} is not rendered by a Jinja chat template and a "
-                "Hugging Face tokenizer",
+                f"{self.tokenizer_mode!r} is not rendered here (only "
+                f"{', '.join(_RENDERED_MODES)}: a Jinja chat template and a Hugging Face "
+                "tokenizer, or mistral_common for 'mistral')",
             )
 
     @property

@@ -25,9 +25,10 @@ from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
-from ._fields import BodyFields, TokenizeParams
+from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, load_server_template
 from ._media import ImageChat, ImageParts, MediaFetcher
+from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
 from ._template import (
     HF_BASE_PARAMS,
@@ -46,6 +47,8 @@ _CONTINUE_TAG: Final = "CONTINUE_FINAL_MESSAGE_TAG "
 # apply_chat_template's own parameters and render_jinja_template's: a chat_template_kwargs
 # entry of one of these names does not reach the template as a variable.
 _CALL_PARAMS: Final = HF_BASE_PARAMS | {"conversations", "messages"}
+# chat_template_kwargs names handled before the template's are kept: no warning for them.
+_HANDLED_KWARGS: Final = frozenset({"chat_template", "tools", "tokenize"})
 _UNSUPPORTED_CALL_KWARGS: Final = ("padding", "truncation", "max_length", "return_tensors",
                                    "tokenizer_kwargs", "return_assistant_tokens_mask")
 
@@ -59,6 +62,9 @@ class Rendered:
     prompt: str | None
     #: The body's model name (the served name or a LoRA adapter's).
     model: str
+    #: What the caller should know: a ``chat_template_kwargs`` name the chat template
+    #: does not take (vLLM drops it without a word; often a misspelling).
+    warnings: tuple[str, ...] = ()
 
     @property
     def token_ids(self) -> TokenIds:
@@ -79,15 +85,26 @@ class Renderer:
     ``media_fetcher`` (e.g. :func:`fetch_media_url`) loads http(s) image URLs from
     ``options.allowed_media_domains``; without it, or without domains, they are a
     :class:`~prefixkey.errors.RemoteMediaError` for the caller to fetch.
-    Rendering is thread-safe.
+    Rendering is thread-safe: share one Renderer between threads (docs/render.md,
+    "Sharing a Renderer"); building one costs seconds for a real model's tokenizer.
+    With ``tokenizer_mode="mistral"`` (docs/render-mistral.md) mistral_common holds the
+    tokenizer, and ``folder`` and ``tokenizer`` are not set.
     """
 
     def __init__(self, options: ServerOptions, model_dir: str | None = None, *,
                  clock: Clock = datetime.now, content_parts: ContentParts | None = None,
                  media_fetcher: MediaFetcher | None = None) -> None:
         self.options = options
+        self._loras = {m.name: LoRA(m.name, m.path, i)
+                       for i, m in enumerate(options.lora_modules, start=1)}
+        self._mistral: MistralRenderer | None = None
+        if check_auto_mode(options, model_dir or options.model) == "mistral":
+            self._mistral = MistralRenderer(options, model_dir or options.model, self.lora_for,
+                                            "--model" if model_dir is None else "--model-dir")
+            return
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
-                                       options.max_model_len)
+                                       options.max_model_len,
+                                       "--model" if model_dir is None else "--model-dir")
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._env = TemplateEnvironment(clock)
         self._parts = content_parts or ContentParts()
@@ -95,8 +112,6 @@ class Renderer:
                         if content_parts is None else None)
         self._server_template = (None if options.chat_template is None
                                  else load_server_template(options.chat_template))
-        self._loras = {m.name: LoRA(m.name, m.path, i)
-                       for i, m in enumerate(options.lora_modules, start=1)}
         self._has_tool_parser = options.tool_call_parser is not None
         try:  # vLLM renders a warm-up conversation at start: a broken template stops it
             for source in self._folder_templates():
@@ -106,6 +121,8 @@ class Renderer:
 
     @property
     def max_model_len(self) -> int:
+        if self._mistral is not None:
+            return self._mistral.max_model_len
         return self.folder.max_model_len
 
     def _folder_templates(self) -> list[str]:
@@ -141,8 +158,16 @@ class Renderer:
         lora = self._loras.get(model)
         if lora is None:
             raise RenderRequestError("model", f"The model `{model}` does not exist.",
-                                     status=404)
+                                     status=404, hint=self._served_hint())
         return lora
+
+    def _served_hint(self) -> str:
+        """What the options serve, for a body naming another model."""
+        names = ", ".join(repr(n) for n in self.options.served_names)
+        adapters = ", ".join(repr(n) for n in self._loras)
+        loras = f" and the LoRA adapters {adapters} (--lora-modules)" if adapters else ""
+        return (f"these options serve {names} (--served-model-name, else --model){loras}; "
+                "give the server's --served-model-name (or --lora-modules) as it was started")
 
     def render_chat(self, body: Any, *, placeholder_token_ids: Any = None) -> Rendered:
         """The engine prompt vLLM renders for a chat-completions body.
@@ -151,6 +176,9 @@ class Renderer:
         (see :meth:`render`); the request's ``mm_items`` then hold each image's
         identifier and where its expansion lies.
         """
+        if self._mistral is not None:
+            fields, ids = self._mistral.chat(body, placeholder_token_ids)
+            return self._result(ids, None, fields, self.lora_for(fields.model))
         fields = BodyFields.chat(body)
         lora = self.lora_for(fields.model)
         tools = dump_tools(body.get("tools"))
@@ -179,8 +207,8 @@ class Renderer:
             return self._result(list(checked), None, fields, lora)
         kwargs = self._chat_kwargs(fields, tools)
         parts = self._parts if self._images is None else self._images.parts()
-        text_or_ids = self._apply_template(body.get("messages"), request_template, kwargs,
-                                           parts)
+        text_or_ids, warnings = self._apply_template(body.get("messages"), request_template,
+                                                     kwargs, parts, user_kwargs or {})
         if isinstance(text_or_ids, str):
             ids = self._tokenize(text_or_ids, tok_params, "messages")
             prompt: str | None = text_or_ids
@@ -188,7 +216,7 @@ class Renderer:
             ids, prompt = tok_params.post_tokenization(text_or_ids, self.tokenizer), None
         identifiers = parts.identifiers if isinstance(parts, ImageParts) else []
         if self._images is None or not (identifiers or placeholder_token_ids is not None):
-            return self._result(ids, prompt, fields, lora)
+            return self._result(ids, prompt, fields, lora, warnings=warnings)
         for name in ("mm_processor_kwargs", "media_io_kwargs"):
             if body.get(name):
                 raise RenderUnsupportedError(name, "a request's own multimodal kwargs are not "
@@ -205,10 +233,14 @@ class Renderer:
             raise RenderRequestError("messages", f"The decoder prompt (length {len(ids)})"
                                      f"{over} is longer than the maximum model length of "
                                      f"{self.max_model_len}. {suggestion}")
-        return self._result(ids, prompt, fields, lora, mm_items)
+        return self._result(ids, prompt, fields, lora, mm_items, warnings)
 
     def render_completion(self, body: Any) -> tuple[Rendered, ...]:
         """The engine prompts vLLM renders for a completions body, one per prompt."""
+        if self._mistral is not None:
+            fields, prompts = self._mistral.completion(body)
+            lora = self.lora_for(fields.model)
+            return tuple(self._result(ids, None, fields, lora) for ids in prompts)
         fields = BodyFields.completion(body)
         lora = self.lora_for(fields.model)
         tok_params = fields.tokenize_params(self.max_model_len)
@@ -224,14 +256,15 @@ class Renderer:
     # ------------------------------------------------------------------------- the steps
 
     def _result(self, ids: list[int], prompt: str | None, fields: BodyFields,
-                lora: LoRA | None, mm_items: tuple[MMItem, ...] = ()) -> Rendered:
+                lora: LoRA | None, mm_items: tuple[MMItem, ...] = (),
+                warnings: tuple[str, ...] = ()) -> Rendered:
         if not ids:
             raise RenderRequestError("messages" if fields.is_chat else "prompt",
                                      "No token_ids rendered")
         token_ids = check_token_ids(ids)  # tokenizer output: ints >= 0, checked at C speed
         return Rendered(Request(token_ids, lora=lora, cache_salt=fields.cache_salt,
                                 mm_items=mm_items), prompt,
-                        fields.model or self.options.served_names[0])
+                        fields.model or self.options.served_names[0], warnings)
 
     def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:
         text = params.pre_tokenization(text, self.tokenizer)
@@ -292,8 +325,10 @@ class Renderer:
             "allowed, so you must provide a chat template if the tokenizer does not define one.")
 
     def _apply_template(self, messages: Any, request_template: str | None,
-                        kwargs: dict[str, Any], parts: ContentParts) -> str | list[int]:
-        """``safe_apply_chat_template``: the rendered text (or ids, with ``tokenize``)."""
+                        kwargs: dict[str, Any], parts: ContentParts,
+                        user_kwargs: Mapping[str, Any]) -> tuple[str | list[int], tuple[str, ...]]:
+        """``safe_apply_chat_template``: the rendered text (or ids, with ``tokenize``), and
+        a warning per name of the body's ``user_kwargs`` the template does not take."""
         tools = kwargs.pop("tools", None)
         if tools is not None and not (isinstance(tools, list)
                                       and all(isinstance(t, dict) for t in tools)):
@@ -318,13 +353,15 @@ class Renderer:
             conversation = _consolidate_system(_developer_to_system(conversation))
         accepted = template.accepted_kwargs
         kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+        warnings = tuple(dropped_kwarg_warning(str(name), accepted) for name in user_kwargs
+                         if name not in accepted and name not in _HANDLED_KWARGS)
         if tokenize and any(kwargs.get(k) for k in (*_UNSUPPORTED_CALL_KWARGS, "return_dict")):
             raise RenderUnsupportedError("chat_template_kwargs", "tokenize with padding, "
                                          "truncation or dict returns is not reproduced")
         text = self._render_template(template, conversation, tools, kwargs)
         if tokenize:
-            return self.tokenizer.encode(text, add_special_tokens=False)
-        return text
+            return self.tokenizer.encode(text, add_special_tokens=False), warnings
+        return text, warnings
 
     def _compile(self, source: str) -> ChatTemplate:
         try:

@@ -7,23 +7,27 @@ Hypothesis strategies are in :mod:`prefixkey.testing.strategies`. Needs the
 ``hypothesis`` extra.
 """
 
-from ._export import FORMAT_VERSION, export_vectors, generate_records, vector_record
-from ._oracle import (
-    COMPARABLE_FIELDS,
-    DEFAULT_COMPARED,
-    MAX_LINE_BYTES,
-    AnswerTooLongError,
-    ForeignImplementation,
-    GarbledAnswerError,
-    ImplementationCrashedError,
-    ImplementationFailure,
-    ImplementationStartError,
-    ImplementationTimeoutError,
-    OracleError,
-    OracleReport,
-    check_implementation,
-)
-from ._vectors import COMPARED_FIELDS, replay
+from .._extras import needs_extra
+
+with needs_extra("hypothesis", "prefixkey.testing"):
+    from ._export import FORMAT_VERSION, export_vectors, generate_records, vector_record
+    from ._oracle import (
+        COMPARABLE_FIELDS,
+        DEFAULT_COMPARED,
+        MAX_LINE_BYTES,
+        AnswerTooLongError,
+        ForeignImplementation,
+        GarbledAnswerError,
+        ImplementationCrashedError,
+        ImplementationFailure,
+        ImplementationStartError,
+        ImplementationTimeoutError,
+        OracleError,
+        OracleReport,
+        check_implementation,
+    )
+    from ._vectors import COMPARED_FIELDS, replay
+
 
 __all__ = [
     "COMPARABLE_FIELDS",

@@ -321,7 +321,7 @@ def _configs(vllm_version: str) -> tuple[tuple[str, str | None, str | None], ...
         prompt_embeds=(PromptEmbeds(bytes(2), "float16", (1, 1))
                        if "prompt_embeds" in keyed else None),
     )
-    check_api_rules(probe)
+    check_api_rules(probe, vllm_version)
     found = []
     for algo in era.offered_algorithms(resolved.release):
         engine = "3.12" if algo == "builtin" else None

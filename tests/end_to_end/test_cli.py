@@ -271,6 +271,20 @@ def test_no_api_checks_accepts_what_the_engine_hashes(
     assert records[3]["extra_keys"] == [[["lora", "sql", None]]]
 
 
+def test_api_checks_follow_the_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 0.17-0.29's API server took any non-empty salt and negative ids before 0.28.
+    salt = "tenant/" + "x" * 130
+    old = {**BASE, "vllm_version": "0.22.0", "python_hash_seed": "0"}
+    lines = [{**old, "cache_salt": salt}, {**old, "token_ids": [1, -2, 3, 4]},
+             {**BASE, "cache_salt": salt}, {**BASE, "token_ids": [1, -2, 3, 4]}]
+    path = write_lines(tmp_path / "req.jsonl", lines)
+    status, records, _ = run_main(capsys, "hash", str(path))
+    assert status == 1
+    assert [r.get("error", {}).get("field") for r in records] == [
+        None, None, "cache_salt", "token_ids"]
+    assert "vLLM 0.31.0" in records[3]["error"]["message"]
+
+
 def test_unknown_field_is_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_lines(tmp_path / "req.jsonl", [{**WORKED_REQUEST, "colour": "blue"}])
     status, records, _ = run_main(capsys, "hash", str(path))

@@ -48,11 +48,50 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[Any],
 # hash: unknown fields
 
 
+def test_misspelled_key_field_is_an_error_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Hashed without the salt, the key would be silently wrong.
+    path = write_lines(tmp_path / "req.jsonl", [{**PLAIN, "cache_slat": "tenant-a"}, PLAIN,
+                                                {**PLAIN, "cache_salt": "a", "cache_slat": "b"},
+                                                {**PLAIN, "colour": "blue"}])
+    status, records, err = run(capsys, "hash", str(path))
+    assert status == 1
+    assert records[0]["error"]["field"] == "cache_slat"
+    assert "did you mean 'cache_salt'?" in records[0]["error"]["message"]
+    assert "--allow-misspelled-fields" in records[0]["error"]["message"]
+    # With the field itself present, or no key-changing field near, it stays a warning.
+    assert [("error" in r) for r in records[1:]] == [False, False, False]
+    assert "prefixkey hash: 1 request(s) could not be hashed (first: line 1: " in err
+
+
+@pytest.mark.parametrize(("line", "field", "typo"), [
+    ({"block_szie": 4, "token_ids": [1]}, "block_size", "block_szie"),
+    ({"block_size": 4, "tokens_ids": [1]}, "token_ids", "tokens_ids"),
+    ({**PLAIN, "lora": {"name": "a", "pth": "/p"}}, "lora.path", "pth"),
+    ({**PLAIN, "lora": {"nme": "a", "path": "/p"}}, "lora.name", "nme"),
+    ({**PLAIN, "mm_items": [{"identifer": "i", "offset": 0, "length": 1}]},
+     "mm_items[0].identifier", "identifer"),
+])
+def test_a_misspelled_required_field_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: dict[str, Any], field: str,
+    typo: str,
+) -> None:
+    path = write_lines(tmp_path / "req.jsonl", [line])
+    for flags in ((), ("--allow-misspelled-fields",)):
+        status, records, _ = run(capsys, "hash", *flags, str(path))
+        assert status == 1
+        error = records[0]["error"]
+        assert error["field"] == field
+        assert "is required" in error["message"]
+        assert f"found {typo!r}: did you mean {field.rsplit('.', 1)[-1]!r}?" in error["message"]
+
+
 def test_misspelled_field_warns_on_stderr_and_in_the_record(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_lines(tmp_path / "req.jsonl", [{**PLAIN, "cache_slat": "tenant-a"}, PLAIN])
-    status, records, err = run(capsys, "hash", str(path))
+    status, records, err = run(capsys, "hash", "--allow-misspelled-fields", str(path))
     assert status == 0
     assert records[0]["warnings"] == [SALT_HINT]
     assert f"prefixkey hash: warning: line 1: {SALT_HINT}" in err.splitlines()
@@ -64,7 +103,7 @@ def test_a_repeated_warning_is_said_once_then_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_lines(tmp_path / "req.jsonl", [{**PLAIN, "cache_slat": "t"}] * 3)
-    status, records, err = run(capsys, "hash", str(path))
+    status, records, err = run(capsys, "hash", "--allow-misspelled-fields", str(path))
     assert status == 0
     assert all(r["warnings"] == [SALT_HINT] for r in records)
     assert err.splitlines() == [f"prefixkey hash: warning: line 1: {SALT_HINT}",
@@ -179,9 +218,10 @@ def test_drift_makes_the_api_checks_hash_makes(
     status, (report,), _ = run(capsys, "drift", "--json", "0.30.0", "0.31.0", str(path))
     assert status == 0
     (row,) = report["requests"]
-    for side in (row["from_side"], row["to_side"]):
+    for side, release in ((row["from_side"], "0.30.0"), (row["to_side"], "0.31.0")):
         assert side["error_type"] == hashed["error"]["type"] == "InvalidRequestError"
-        assert side["error"] == hashed["error"]["message"]
+        # The same rule, named with each side's release (hash's line is 0.31.0).
+        assert side["error"] == hashed["error"]["message"].replace("0.31.0", release)
     assert [c["kind"] for c in row["causes"]] == ["from_unavailable", "to_unavailable"]
     # --no-api-checks hashes what the engine core would, as for hash.
     status, (report,), _ = run(capsys, "drift", "--json", "--no-api-checks", "0.30.0",

@@ -53,10 +53,15 @@ def test_render_writes_request_lines(capsys: pytest.CaptureFixture[str], folder:
     assert out[1]["token_ids"] == [list(r.token_ids) for r in
                                    renderer.render_completion({"prompt": ["Hello", "world"]})]
     assert "prompt" not in out[1]
+    # vLLM's 404 as it is, and beside it what these options serve.
+    hint = (f"these options serve {str(folder)!r} (--served-model-name, else --model) and the "
+            "LoRA adapters 'sql' (--lora-modules); give the server's --served-model-name (or "
+            "--lora-modules) as it was started")
     assert out[2] == {"id": "x", "error": {
         "type": "RenderRequestError", "message": "model: The model `nope` does not exist.",
-        "field": "model", "line": 3}}
+        "field": "model", "line": 3, "hint": hint}}
     assert status == 1 and "1 request(s) could not be rendered" in err
+    assert f"; hint: {hint})" in err
 
 
 def test_render_then_hash_is_hash_with_model_dir(capsys: pytest.CaptureFixture[str],
@@ -127,6 +132,75 @@ def test_max_model_len_reads_as_vllm_reads_it(capsys: pytest.CaptureFixture[str]
 def test_a_tokenizer_mode_without_jinja_is_refused(capsys: pytest.CaptureFixture[str],
                                                   folder: Path, tmp_path: Path) -> None:
     empty = lines(tmp_path / "in.jsonl")
-    assert main(["render", "--model-dir", str(folder), "--tokenizer-mode", "mistral",
+    assert main(["render", "--model-dir", str(folder), "--tokenizer-mode", "deepseek_v32",
                  empty]) == 2
     assert "RenderUnsupportedError: --tokenizer-mode" in capsys.readouterr().err
+
+
+def test_a_kwarg_the_template_drops_is_a_warning(capsys: pytest.CaptureFixture[str],
+                                                 folder: Path, tmp_path: Path) -> None:
+    # vLLM keeps only the kwargs the template takes: a misspelled one renders as absent.
+    kwargs = {"add_generation_promt": False, "add_generation_prompt": True}
+    body = {"id": "c", "endpoint": "/v1/chat/completions", "block_size": 4,
+            "body": {"messages": [CHAT], "chat_template_kwargs": kwargs}}
+    warning = ("chat_template_kwargs 'add_generation_promt' is not used by the chat template: "
+               "vLLM drops it (did you mean 'add_generation_prompt'?)")
+    status, rendered, err = run(capsys, "render", "--model-dir", str(folder),
+                                lines(tmp_path / "in.jsonl", body))
+    assert status == 0 and "warnings" not in rendered[0]
+    assert err.splitlines() == [f"prefixkey render: warning: line 1: {warning}"]
+    status, hashed, err = run(capsys, "hash", "--model-dir", str(folder),
+                              lines(tmp_path / "b.jsonl", body))
+    assert status == 0 and hashed[0]["warnings"] == [warning]
+    assert f"prefixkey hash: warning: line 1: {warning}" in err.splitlines()
+    renderer = Renderer(ServerOptions(model=str(folder)))
+    assert renderer.render_chat({"messages": [CHAT], "chat_template_kwargs": kwargs}
+                                ).warnings == (warning,)
+    assert renderer.render_chat({"messages": [CHAT], "chat_template_kwargs": {
+        "add_generation_prompt": False}}).warnings == ()
+
+
+@pytest.mark.parametrize("command", ["render", "hash"])
+def test_a_missing_model_dir_is_named_by_its_flag(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path, command: str) -> None:
+    source = lines(tmp_path / "in.jsonl", {"endpoint": "/v1/completions",
+                                           "body": {"prompt": "a"}})
+    missing, afile = tmp_path / "missing", tmp_path / "in.jsonl"
+    for folder, why in ((missing, "does not exist"),
+                        (afile, "is not a folder (a local model folder is needed)")):
+        status, out, err = run(capsys, command, "--model-dir", str(folder), source)
+        assert status == 2 and out == []
+        assert err == (f"prefixkey {command}: ModelFolderError: --model-dir: "
+                       f"{str(folder)!r} {why}\n")
+
+
+def test_a_library_model_names_its_option(tmp_path: Path) -> None:
+    from prefixkey.render import ModelFolderError
+
+    with pytest.raises(ModelFolderError) as caught:
+        Renderer(ServerOptions(model="org/some-model"))
+    assert caught.value.field == "--model"
+    assert "does not exist here (a hub name? prefixkey reads no hub" in str(caught.value)
+    with pytest.raises(ModelFolderError) as caught:
+        Renderer(ServerOptions(model="m"), str(tmp_path / "nope"))
+    assert str(caught.value) == f"--model-dir: {str(tmp_path / 'nope')!r} does not exist"
+
+
+def test_hash_model_dir_takes_defaults_for_lines_without_them(
+        capsys: pytest.CaptureFixture[str], folder: Path, tmp_path: Path) -> None:
+    body = {"endpoint": "/v1/completions", "body": {"prompt": "Hello world, once more"}}
+    source = lines(tmp_path / "in.jsonl", {"id": "a", **body},
+                   {"id": "b", **body, "block_size": 2, "hash_algo": "sha256"})
+    status, out, err = run(capsys, "hash", "--model-dir", str(folder), "--block-size", "4",
+                           "--hash-algo", "xxhash", "--python-hash-seed", "0", source)
+    assert status == 0, err
+    ids = list(Renderer(ServerOptions(model=str(folder))).render_completion(
+        body["body"])[0].token_ids)
+    xxhash = Hasher(block_size=4, hash_algo="xxhash", python_hash_seed="0")
+    sha256 = Hasher(block_size=2, hash_algo="sha256", python_hash_seed="0")
+    assert out[0]["block_hashes"] == [k.hex() for k in xxhash.block_hashes(ids)
+                                      if isinstance(k, bytes)]
+    assert out[1]["block_hashes"] == [k.hex() for k in sha256.block_hashes(ids)
+                                      if isinstance(k, bytes)]  # the line's own values win
+    status, out, _ = run(capsys, "hash", "--model-dir", str(folder), source)
+    assert out[0]["error"]["field"] == "block_size"

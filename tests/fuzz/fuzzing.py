@@ -17,7 +17,8 @@ Environment:
 - ``PREFIXKEY_FUZZ_SEED``: the base seed (default 0); each target derives
   its own from it and its name, so runs are reproducible.
 - ``PREFIXKEY_FUZZ_DIR``: where failures and ``report.json`` go (default
-  ``<tmp>/prefixkey-fuzz``).
+  ``build/prefixkey-fuzz`` in the checkout, which git ignores: a test run
+  writes nothing outside its checkout).
 - ``PREFIXKEY_FUZZ_REPLAY``: a failure file; only its target runs, on that
   input alone, and the exception propagates with its traceback.
 """
@@ -28,7 +29,6 @@ import hashlib
 import json
 import os
 import random
-import tempfile
 import time
 import traceback
 import tracemalloc
@@ -65,9 +65,12 @@ def seconds() -> float:
     return float(os.environ.get("PREFIXKEY_FUZZ_SECONDS", "0.1"))
 
 
+#: The default of PREFIXKEY_FUZZ_DIR: under the checkout's ignored build folder.
+DEFAULT_DIR: Final = Path(__file__).resolve().parents[2] / "build" / "prefixkey-fuzz"
+
+
 def out_dir() -> Path:
-    path = Path(os.environ.get("PREFIXKEY_FUZZ_DIR")
-                or Path(tempfile.gettempdir()) / "prefixkey-fuzz")
+    path = Path(os.environ.get("PREFIXKEY_FUZZ_DIR") or DEFAULT_DIR)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

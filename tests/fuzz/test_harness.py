@@ -84,3 +84,11 @@ def test_budget_and_seed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Fuzz("harness/u", _typed).seed != first
     monkeypatch.setenv("PREFIXKEY_FUZZ_SEED", "1")
     assert Fuzz("harness/t", _typed).seed != first
+
+
+def test_reports_and_failures_stay_in_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without PREFIXKEY_FUZZ_DIR they go to the checkout's build/ (git-ignored), not /tmp."""
+    monkeypatch.delenv("PREFIXKEY_FUZZ_DIR")
+    checkout = Path(__file__).resolve().parents[2]
+    assert fuzzing.out_dir() == checkout / "build" / "prefixkey-fuzz"
+    assert "build/" in (checkout / ".gitignore").read_text().splitlines()

@@ -269,7 +269,7 @@ def test_unreproducible_side_is_reported() -> None:
 def test_custom_requests_and_bad_request() -> None:
     requests = [
         {"id": "ok", "block_size": 4, "token_ids": [1, 2, 3, 4, 5, 6, 7, 8]},
-        {"block_size": 4, "token_ids": [1, -2]},
+        {"block_size": 4, "token_ids": [1, 2.5]},
     ]
     report = drift(DriftConfig("0.30.0"), DriftConfig("0.31.0"), requests)
     ok, bad = report.requests

@@ -20,6 +20,7 @@ import prefixkey
 from prefixkey import Hasher, InvalidRequestError, PrefixKeyError, UnreproducibleKeysError
 from prefixkey.analysis import fingerprint
 from prefixkey.core import ALGORITHMS
+from prefixkey.errors import PrefixKeyWarning
 from prefixkey.events import (
     BlockStored,
     EventBatch,
@@ -89,13 +90,13 @@ def test_builtin_hash_seed_out_of_cpython_range(seed: str) -> None:
 def test_fingerprint_skips_unusable_events_and_checks_its_seeds() -> None:
     """Unusable events are skipped with a reason (never raised); bad seeds are typed errors."""
     report = fingerprint([{"type": "BlockRemoved"}, {"block_hashes": ["zz"]}, 7,
-                          {"block_hashes": ["00"], "block_size": 1, "token_ids": [-1]}])
+                          {"block_hashes": ["00"], "block_size": 1, "token_ids": [1.5]}])
     assert report.verdict == "no_events"
     assert [s.reason for s in report.skipped] == [
         "a BlockRemoved event, not BlockStored",
         "block_hashes holds a string that is not hex",
         "not a JSON object (int)",
-        "token_ids[0]: must be non-negative, got -1",
+        "token_ids[0]: must be an int, got float 1.5",
     ]
     with pytest.raises(InvalidRequestError) as info:
         fingerprint([], seeds=["0", 1])  # type: ignore[list-item]
@@ -248,7 +249,13 @@ def _public_exceptions() -> list[type[BaseException]]:
 def test_every_public_exception_is_in_the_tree() -> None:
     exceptions = _public_exceptions()
     assert len(exceptions) > 20  # the walk found the subpackages' errors
-    assert [e.__name__ for e in exceptions if not issubclass(e, PrefixKeyError)] == []
+    errors = [e for e in exceptions if not issubclass(e, Warning)]
+    warnings = [e for e in exceptions if issubclass(e, Warning)]
+    assert [e.__name__ for e in errors if not issubclass(e, PrefixKeyError)] == []
+    # Warnings have their own root, apart from the errors.
+    assert len(warnings) >= 4
+    assert [e.__name__ for e in warnings
+            if not issubclass(e, PrefixKeyWarning) or issubclass(e, PrefixKeyError)] == []
 
 
 #: ``raise`` of a builtin exception the protocol demands: (module, exception).

@@ -23,6 +23,7 @@ PACKAGE: Final = Path(__file__).resolve().parents[2] / "prefixkey"
 LAYERS: Final[Mapping[str, float]] = {
     "_version": 0,
     "errors": 0,
+    "_extras": 0.5,  # MissingExtraError for the extras' imports (errors only)
     "core": 1,
     "jsonl": 2,  # the JSON-line reader and the request/result format
     "events": 3,

@@ -342,7 +342,7 @@ def test_unverified_releases_and_bad_flags_are_refused(folders: dict[str, Path])
     with pytest.raises(RenderUnsupportedError):
         ServerOptions(model="m", vllm_version="0.30.0")
     with pytest.raises(RenderUnsupportedError):
-        ServerOptions(model="m", tokenizer_mode="mistral")
+        ServerOptions(model="m", tokenizer_mode="deepseek_v32")
     with pytest.raises(ModelFolderError):
         ServerOptions(model="m", enable_auto_tool_choice=True)
     with pytest.raises(ModelFolderError):

@@ -63,14 +63,9 @@ TOKEN_CASES: list[tuple[list[Any], int, str]] = [
     (["1"], 0, "str"),
     ([1, "x", 2], 1, "str"),
     ([1, None], 1, "NoneType"),
-    ([-1], 0, "non-negative"),
-    ([0, 1, 2, -3, -4], 3, "non-negative"),
-    ([5] * 100 + [-(2**70)], 100, "non-negative"),
     ([MyInt(5)], 0, "MyInt"),
     ([1, Index()], 1, "Index"),
     ([[1]], 0, "list"),
-    ([2**31, -1], 1, "non-negative"),
-    ([2**31 - 1, -(2**31)], 1, "non-negative"),
     # Three bools (1 marshal byte each) and two big ints (11 each) are as long as five
     # small ints: the fast path checks every record, not only the length.
     ([2**40, True, True, True, 2**40, 7], 1, "bool"),
@@ -115,6 +110,10 @@ WORDS_CASES: list[tuple[Any, bool]] = [
     ([2**31], False),
     ([1, 2, 2**64 + 5], False),
     (array("Q", [2**40]), False),
+    # vLLM's engine core hashes negative ids (its API server refuses them from 0.28 on).
+    ([-1], False),
+    ([2**31 - 1, -(2**31)], False),
+    ([5] * 100 + [-(2**70)], False),
 ]
 
 
@@ -134,14 +133,14 @@ def test_token_words_are_marshal_int32_records(tokens: Any, fast: bool) -> None:
     st.integers(-(2**33), 2**65), st.booleans(), st.floats(), st.none(), st.text(max_size=3),
     st.integers(0, 2**31 - 1),
 ), max_size=12))
-def test_token_words_accepts_exactly_non_negative_ints(tokens: list[Any]) -> None:
-    valid = all(type(t) is int and t >= 0 for t in tokens)
+def test_token_words_accepts_exactly_ints(tokens: list[Any]) -> None:
+    valid = all(type(t) is int for t in tokens)
     if not valid:
         with pytest.raises(InvalidRequestError):
             checked_token_ids(tokens)[1]
         return
     words = checked_token_ids(tokens)[1]
-    assert (words is not None) == all(t < 2**31 for t in tokens)
+    assert (words is not None) == all(0 <= t < 2**31 for t in tokens)
 
 
 @pytest.mark.parametrize("tokens", ["1234", b"1234", 1234, {1, 2}, None])

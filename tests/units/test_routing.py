@@ -162,6 +162,15 @@ def test_rendezvous_for_prompts_shorter_than_a_block() -> None:
     assert len(spread) >= 5  # the salt is part of the digest
 
 
+def test_short_prompts_with_ids_outside_uint64_are_routed() -> None:
+    # The engine core hashes negative ids (vLLM before 0.28 lets them through).
+    router = Router(make_index(*(f"r{i}" for i in range(8))))
+    spread = {router.route(Request([5, -i, 7]))[0].replica for i in range(1, 41)}
+    assert len(spread) >= 5
+    assert router.route(Request([5, -3, 7]))[0].replica == router.route(
+        Request([5, -3, 7]))[0].replica
+
+
 def test_rendezvous_weight_depends_on_rank() -> None:
     assert rendezvous_weight(b"k", ReplicaId("a", 0)) != rendezvous_weight(b"k", ReplicaId("a", 1))
 

@@ -37,7 +37,10 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        from ..._extras import needs_extra
+
+        with needs_extra("zmq", f"prefixkey.fleet.{name}"):
+            return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

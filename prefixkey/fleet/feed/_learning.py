@@ -28,7 +28,8 @@ from packaging.version import Version
 
 from ...core import KNOWN_RELEASES, Hasher, resolve_release
 from ...core._builtin_hash import REPRODUCIBLE_PYTHON
-from ...errors import PrefixKeyError
+from ...core._era_table import era_end, release_range, releases_between
+from ...errors import PrefixKeyError, PrefixKeyWarning
 from ...events import (
     WIRE_ERAS,
     BlockStored,
@@ -50,7 +51,6 @@ __all__ = [
     "SchemeNotLearnedWarning",
     "WireEraGuess",
     "inferred_releases",
-    "release_range",
 ]
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
@@ -72,12 +72,8 @@ SETTLE_PAYLOADS: Final = 32
 MAX_HELD_BATCHES: Final = 256
 
 
-class FleetWarning(PrefixKeyError, UserWarning):
-    """Something the fleet told the subscriber that it could not take as certain.
-
-    A warning (``warnings.warn``), in the :class:`PrefixKeyError` tree like every
-    public exception so that one ``except``/filter catches them all.
-    """
+class FleetWarning(PrefixKeyWarning):
+    """Something the fleet told the subscriber that it could not take as certain."""
 
 
 class AmbiguousSchemeWarning(FleetWarning):
@@ -88,19 +84,6 @@ class SchemeNotLearnedWarning(FleetWarning):
     """No known scheme reproduces a replica's events: it stays unregistered."""
 
 
-def _era_end(era: WireEra) -> Version | None:
-    later = [e.first_version for e in WIRE_ERAS if e.first_version > era.first_version]
-    return min(later) if later else None
-
-
-def release_range(releases: list[Version]) -> str:
-    """Releases as messages name them: "0.31.0", or "0.31.0-0.33.0" (first to last)."""
-    ordered = sorted(releases)
-    return str(ordered[0]) if len(ordered) == 1 else f"{ordered[0]}-{ordered[-1]}"
-
-
-def _known_between(first: Version, end: Version | None) -> list[Version]:
-    return [v for v in map(Version, KNOWN_RELEASES) if first <= v and (end is None or v < end)]
 
 
 def inferred_releases(guess: WireEraGuess | None, settled: tuple[Version, Version | None] | None,
@@ -113,7 +96,7 @@ def inferred_releases(guess: WireEraGuess | None, settled: tuple[Version, Versio
     span = guess.span() if guess is not None and guess.seen else settled
     if span is None:
         return None
-    wire = _known_between(*span)
+    wire = releases_between(KNOWN_RELEASES, *span)
     fitting = learner.releases if learner is not None and learner.releases else wire
     releases = [v for v in fitting if v in wire] or fitting
     return release_range(releases) if releases else None
@@ -137,7 +120,7 @@ class WireEraGuess:
 
     def span(self) -> tuple[Version, Version | None]:
         """The releases the fitting eras cover: ``[first, end)``."""
-        return self.candidates[0].first_version, _era_end(self.candidates[-1])
+        return self.candidates[0].first_version, era_end(WIRE_ERAS, self.candidates[-1])
 
     def replay_decoder(self, frames: list[bytes]) -> EventDecoder | None:
         """The newest fitting era that frames replay replies as ``frames`` (DEALER side)."""

@@ -91,13 +91,16 @@ class Recorder:
             return
         line = recording_line(frames, recv_time=recv_time, source=source, via=via)
         with self._lock:
-            if self.file is None:
-                return
-            try:
-                self.file.write(line + "\n")
-            except (OSError, ValueError) as exc:
-                logger.error("recording failed, recording stops: %s", exc)
-                self.file = None
+            self._append(line)
+
+    def _append(self, line: str) -> None:
+        if self.file is None:  # another thread stopped the recording meanwhile
+            return
+        try:
+            self.file.write(line + "\n")
+        except (OSError, ValueError) as exc:
+            logger.error("recording failed, recording stops: %s", exc)
+            self.file = None
 
     def flush(self, every: float = 0.0) -> None:
         """Flush, at most once per ``every`` seconds."""

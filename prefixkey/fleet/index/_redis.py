@@ -233,9 +233,12 @@ class RedisPrefixIndex:
         ``timeout`` bounds connecting and each reply (a chunk of
         ``chunk_blocks`` blocks takes well under it); ``kw`` goes to the index.
         """
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
+        from ..._extras import needs_extra
+
+        with needs_extra("redis", "RedisPrefixIndex.from_url"):
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
 
         client = redis.Redis.from_url(url, socket_timeout=timeout,
                                       socket_connect_timeout=timeout,

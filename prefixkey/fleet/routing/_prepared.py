@@ -41,7 +41,8 @@ def affinity_digest(request: Request) -> bytes:
     h = hashlib.blake2b(digest_size=16)
     h.update(len(request.token_ids).to_bytes(8, "big"))
     for t in request.token_ids:
-        h.update(t.to_bytes(8, "big", signed=False) if t < 1 << 64 else str(t).encode())
+        # Ids outside uint64 (negative ones reach the engine core before 0.28) as text.
+        h.update(t.to_bytes(8, "big") if 0 <= t < 1 << 64 else str(t).encode())
     if request.lora is not None:
         h.update(b"\x01lora" + request.lora.name.encode() + b"\x00" +
                  (request.lora.path or "").encode())

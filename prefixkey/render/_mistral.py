@@ -1,0 +1,346 @@
+"""Mistral's own format (``--tokenizer-mode mistral``): bodies rendered with mistral_common.
+
+vLLM 0.31 renders such a folder without a Jinja template: its ``MistralTokenizer``
+(``tokenizers/mistral.py``) wraps transformers' ``MistralCommonBackend`` around
+``mistral_common``'s ``MistralTokenizer`` (validation mode ``test``), and its
+``MistralRenderer`` (``renderers/mistral.py``) hands the body's messages, as the
+request model holds them, to ``ChatCompletionRequest.from_openai`` and
+``encode_chat_completion``. What vLLM does around that call is reproduced here,
+the library call itself is mistral_common's (extra ``mistral``):
+
+- before rendering (``renderers/online_renderer.py``): every assistant message gets a
+  ``tool_calls`` list (empty when it has none), tool-call ids and ``tool_call_id``\\ s
+  longer than 9 characters keep their last 9, a body's ``chat_template`` or
+  ``chat_template_kwargs`` is a 400, and ``tool_choice`` needs no tool parser;
+- the call: vLLM's own checks of ``add_generation_prompt`` / ``continue_final_message``
+  against the last message, transformers' adaptation of list contents (parts without a
+  ``type`` dropped), ``from_openai(messages, tools, continue_final_message,
+  reasoning_effort=None)``; whatever mistral_common raises is vLLM's 400 with its text;
+- completions: ``MistralCommonBackend.__call__``: the text encoded without BOS, cut from
+  the left to leave room for the BOS, then the BOS (when ``add_special_tokens``);
+- then vLLM's own truncation (left unless the body says right) and length checks.
+
+A folder with Mistral's tokenizer files and ``--tokenizer-mode auto`` is refused
+(:func:`check_auto_mode`): vLLM takes the mistral mode only when the folder also has
+``consolidated*.safetensors`` weights, which a router's copy of it usually lacks.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from .._extras import needs_extra
+from ..core import LoRA, check_token_ids
+from ..errors import MissingExtraError
+from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
+from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
+from ._fields import BodyFields, TokenizeParams
+from ._folder import _context_length, _not_a_folder, _read_json
+from ._options import ServerOptions
+
+__all__ = ["MISTRAL_COMMON_VERIFIED", "MistralRenderer", "check_auto_mode"]
+
+#: The mistral_common versions whose rendering is verified against each vLLM release's
+#: render server (tests/render/real_mistral_vectors.jsonl): its encoding decides the ids.
+MISTRAL_COMMON_VERIFIED: Final = {"0.31.0": ("1.13.1",)}
+# File names vLLM's auto mode looks for (tokenizers/registry.py, repo_utils.py): Mistral's
+# tokenizer files, and the weights without which auto mode is not mistral.
+_TOKENIZER_PATTERNS: Final = ("tekken.json", "tokenizer.model.v*")
+_WEIGHTS_PATTERN: Final = "consolidated*.safetensors"
+# vLLM keeps the last 9 characters of longer tool-call ids (truncate_tool_call_ids).
+_TOOL_CALL_ID_LENGTH: Final = 9
+# The first instruct version whose requests carry model settings (reasoning_effort is
+# passed to mistral_common only from there): no tokenizer file of it is verified here.
+_SETTINGS_VERSION: Final = 15
+# --default-chat-template-kwargs that reach vLLM's MistralTokenizer.apply_chat_template
+# and change its result (tokenization arguments); the others are ignored by it.
+# (vLLM's own tokenize=True wins over the server's; max_length acts only with these.)
+_CALL_KWARGS: Final = ("padding", "truncation")
+
+
+def _files(folder: Path, pattern: str) -> list[Path]:
+    """Files under ``folder`` (at any depth) whose name matches, as vLLM lists a local repo."""
+    return [p for p in folder.rglob("*") if p.is_file() and fnmatch.fnmatch(p.name, pattern)]
+
+
+def check_auto_mode(options: ServerOptions, model_dir: str) -> str:
+    """The mode vLLM's ``auto`` resolves to for this folder: ``"mistral"``, ``"auto"``
+    (Hugging Face), or a refusal when the folder's copy cannot tell.
+
+    vLLM (tokenizers/registry.py ``resolve_tokenizer_args``) takes the mistral mode only
+    when the tokenizer folder has ``consolidated*.safetensors`` weights and a tekken.json
+    or tokenizer.model.v* file. A tokenizer-only copy of a Mistral folder lacks the
+    weights, so which mode the server runs depends on a file the copy does not have.
+    """
+    folder = Path(options.tokenizer or model_dir)
+    if options.tokenizer_mode != "auto" or not folder.is_dir():
+        return options.tokenizer_mode
+    found = [p for pattern in _TOKENIZER_PATTERNS for p in _files(folder, pattern)]
+    if not found:
+        return "auto"
+    if _files(folder, _WEIGHTS_PATTERN):
+        return "mistral"
+    name = found[0].relative_to(folder)
+    raise RenderUnsupportedError(
+        "--tokenizer-mode",
+        f"the folder has Mistral's tokenizer file {str(name)!r} and no "
+        "consolidated*.safetensors weights, so vLLM 0.31's auto mode depends on the "
+        "server's own folder: with those weights it renders with mistral_common (mode "
+        "mistral); without them it takes the Hugging Face mode (transformers 5 converts "
+        "tekken.json into a tokenizer without chat template and without BOS; for "
+        "tokenizer.model.v* alone the server does not start). Pass the server's "
+        "--tokenizer-mode (mistral, or hf)",
+    )
+
+
+def _import_mistral_common(vllm_version: str) -> Any:
+    """mistral_common's modules: a MissingExtraError without the ``mistral`` extra, a
+    refusal for a version not verified."""
+    with needs_extra("mistral", "--tokenizer-mode mistral"):
+        library = importlib.import_module("mistral_common")
+        mistral = importlib.import_module("mistral_common.tokens.tokenizers.mistral")
+    version = getattr(library, "__version__", "?")
+    verified = MISTRAL_COMMON_VERIFIED.get(vllm_version, ())
+    if version not in verified:
+        raise RenderUnsupportedError(
+            "mistral_common", f"version {version} is not verified for vLLM {vllm_version} "
+            f"(verified: {', '.join(verified) or 'none'}); its encoding decides the ids")
+    return mistral
+
+
+class MistralRenderer:
+    """The mistral mode of a :class:`~prefixkey.render.Renderer`: one folder, one tokenizer.
+
+    ``lora_for`` is the renderer's check of a body's ``model`` (the served names and
+    adapters), run where vLLM runs it.
+    """
+
+    def __init__(self, options: ServerOptions, model_dir: str,
+                 lora_for: Callable[[Any], LoRA | None], option: str = "--model") -> None:
+        mistral = _import_mistral_common(options.vllm_version)
+        validation = importlib.import_module("mistral_common.protocol.instruct.validator")
+        utils = importlib.import_module("mistral_common.tokens.tokenizers.utils")
+        self._request_cls = importlib.import_module(
+            "mistral_common.protocol.instruct.request").ChatCompletionRequest
+        self.options = options
+        self._lora_for = lora_for
+        path = Path(model_dir)
+        if not path.is_dir():  # ``option``: the flag that named it (--model, --model-dir)
+            raise ModelFolderError(option, _not_a_folder(model_dir, "a local model folder"))
+        if not (path / "config.json").is_file():
+            raise ModelFolderError("config.json", f"missing in {model_dir!r} (vLLM needs it)")
+        if (path / "params.json").is_file() and _files(path, _WEIGHTS_PATTERN):
+            raise RenderUnsupportedError(
+                "params.json", "with consolidated weights vLLM reads Mistral's native "
+                "config, whose context length prefixkey does not derive")
+        config = _read_json(path / "config.json", "config.json")
+        self.max_model_len = _context_length(config, {}, options.max_model_len)
+        for name in _CALL_KWARGS:
+            if options.default_chat_template_kwargs.get(name) not in (None, "auto", False):
+                raise RenderUnsupportedError(
+                    "--default-chat-template-kwargs", f"{name!r} changes what vLLM's "
+                    "Mistral tokenizer returns, which is not reproduced")
+        tokenizer_dir = Path(options.tokenizer or model_dir)
+        if not tokenizer_dir.is_dir():
+            raise ModelFolderError("--tokenizer", _not_a_folder(str(tokenizer_dir),
+                                                                "a local folder"))
+        try:  # the file transformers' MistralCommonBackend.from_pretrained picks
+            chosen = utils.get_one_valid_tokenizer_file(
+                [str(p) for p in sorted(tokenizer_dir.iterdir())])
+        except ValueError as exc:  # vLLM does not start
+            raise ModelFolderError("--tokenizer-mode", f"mistral: {exc}") from None
+        self.tokenizer_file = Path(chosen)
+        if self.tokenizer_file.name != "tekken.json" and \
+                importlib.util.find_spec("sentencepiece") is None:
+            raise MissingExtraError(f"--tokenizer-mode mistral with {self.tokenizer_file.name}",
+                                    "mistral", "sentencepiece")
+        try:
+            self._mistral = mistral.MistralTokenizer.from_file(
+                chosen, mode=validation.ValidationMode.test)
+        except Exception as exc:  # vLLM does not start: the library's reason
+            raise ModelFolderError("--tokenizer-mode", f"mistral: the folder's tokenizer "
+                                   f"does not load: {exc}") from None
+        self._instruct = self._mistral.instruct_tokenizer
+        self._tokenizer = self._instruct.tokenizer
+        self.version = int(str(self._tokenizer.version.value).split("v")[-1])
+        if self.version >= _SETTINGS_VERSION:
+            raise RenderUnsupportedError(
+                self.tokenizer_file.name, f"instruct version v{self.version} (model settings "
+                "such as reasoning_effort reach mistral_common) is not verified")
+        #: vLLM's bound on characters per token: the longest vocabulary entry.
+        self.max_chars_per_token: int = max(len(t) for t in self._tokenizer.vocab())
+        self.bos_id: int = self._tokenizer.bos_id
+
+    # ------------------------------------------------------------------------- chat
+
+    def chat(self, body: Any, placeholder_token_ids: Any) -> tuple[BodyFields, list[int]]:
+        """The body's fields and its ids, as vLLM's chat render answers (or its error)."""
+        fields = BodyFields.chat(body)
+        self._lora_for(fields.model)
+        if placeholder_token_ids is not None:
+            raise RenderUnsupportedError("placeholder_token_ids", "images are not rendered "
+                                         "in the mistral mode")
+        tools = dump_tools(body.get("tools"))
+        # A Mistral tokenizer needs no tool parser: only the request model's checks run.
+        choice = check_tool_choice(body, tools, True, True)
+        messages = _vllm_messages(body.get("messages"))
+        if fields.chat_template is not None or fields.chat_template_kwargs is not None:
+            raise RenderRequestError("chat_template", "chat_template is not supported for "
+                                     "Mistral tokenizers. (parameter=chat_template)")
+        if tools is not None and choice == "none" and \
+                self.options.exclude_tools_when_tool_choice_none:
+            tools = None
+        for name in ("mm_processor_kwargs", "media_io_kwargs"):
+            if body.get(name):  # the server's default: --trust-request-mm-kwargs unset
+                raise RenderRequestError(name, f"Per-request {name} are disabled by default")
+        tok_params = fields.tokenize_params(self.max_model_len)
+        reused = fields.reused_token_ids
+        if reused is not None:
+            checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
+            tok_params.check_reused_length(len(checked))
+            return fields, list(checked)
+        # vLLM's own parse of the messages (content format 'string') runs first, and
+        # turns the tool calls' arguments into objects in the request's own messages.
+        _take_arguments(messages, parse_messages(messages, "string", ContentParts()))
+        ids = tok_params.post_tokenization(self._encode_chat(messages, tools, fields), self)
+        if fields.max_output_tokens == 0 and len(ids) >= self.max_model_len:
+            # No max_tokens: vLLM derives max_model_len - prompt length (get_max_tokens),
+            # and a prompt filling the context leaves 0, which SamplingParams refuses.
+            raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
+        return fields, ids
+
+    def _encode_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                     fields: BodyFields) -> list[int]:
+        """``safe_apply_chat_template`` → MistralTokenizer → MistralCommonBackend."""
+        if not messages:  # vLLM reads messages[-1] first
+            raise RenderRequestError("messages", "list index out of range")
+        add_generation_prompt = fields.add_generation_prompt
+        continue_final = fields.continue_final_message
+        last = messages[-1]
+        if add_generation_prompt and last.get("role") == "assistant":
+            raise RenderRequestError(
+                "messages", "Cannot set `add_generation_prompt` to True when the last message "
+                "is from the assistant. Consider using `continue_final_message` instead.")
+        if continue_final and last.get("role") != "assistant":
+            raise RenderRequestError(
+                "messages", "Cannot set `continue_final_message` to True when the last "
+                "message is not from the assistant.")
+        adapted = [_adapt_message(m) for m in messages]
+        try:
+            request = self._request_cls.from_openai(
+                messages=adapted, tools=tools, continue_final_message=continue_final,
+                reasoning_effort=None)
+            tokens: list[int] = self._mistral.encode_chat_completion(request).tokens
+        except Exception as exc:  # vLLM answers 400 with the library's text, whatever it is
+            raise RenderRequestError("messages", str(exc)) from None
+        return list(tokens)
+
+    # ------------------------------------------------------------------- completions
+
+    def completion(self, body: Any) -> tuple[BodyFields, list[list[int]]]:
+        """The body's fields and each prompt's ids (``MistralCommonBackend.__call__``)."""
+        fields = BodyFields.completion(body)
+        self._lora_for(fields.model)
+        params = fields.tokenize_params(self.max_model_len)
+        out = []
+        for prompt in fields.prompts:
+            if isinstance(prompt, str):
+                ids = self._encode_text(params.pre_tokenization(prompt, self), params)
+            else:
+                ids = prompt
+            out.append(params.post_tokenization(ids, self))
+        return fields, out
+
+    def _encode_text(self, text: str, params: TokenizeParams) -> list[int]:
+        try:
+            ids: list[int] = self._tokenizer.encode(text, bos=False, eos=False)
+        except Exception as exc:  # SentencePiece on a lone surrogate: not a ValueError,
+            # so not vLLM's 400 either; no ids to reproduce.
+            raise RenderUnsupportedError("prompt", f"mistral_common cannot encode it "
+                                         f"({type(exc).__name__}: {exc})") from None
+        # vLLM's encode kwargs (TokenizeParams.get_encode_kwargs): a truncation length,
+        # except when the body names a side (then the whole text, sliced after).
+        length: int | None
+        if params.truncation_side is not None and params.truncate_prompt_tokens is not None:
+            length = None
+        elif params.truncate_prompt_tokens is not None:
+            length = params.truncate_prompt_tokens
+            if length < 0:
+                length = params.max_input_tokens
+        else:
+            length = params.max_input_tokens + 1
+        special = 1 if params.add_special_tokens else 0
+        if length and len(ids) + special > length:  # transformers: `if ... max_length and`
+            ids = ids[len(ids) + special - length:]  # truncation_side "left", as vLLM loads it
+        return [self.bos_id, *ids] if special else ids
+
+
+def _vllm_messages(messages: Any) -> Any:
+    """The messages as vLLM hands them to the tokenizer: assistant ``tool_calls`` always a
+    list, long tool-call ids cut to their last 9 characters (copies: the body is not
+    changed). Anything else is left for the checks that follow."""
+    if not isinstance(messages, list):
+        return messages
+    out: list[Any] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            out.append(message)
+            continue
+        message = dict(message)
+        role = message.get("role")
+        if role == "assistant":
+            calls = message.get("tool_calls")
+            calls = [] if calls is None else calls
+            if isinstance(calls, list):
+                calls = [_cut_call_id(c) for c in calls]
+            message["tool_calls"] = calls
+        elif role in ("tool", "tool_results"):
+            call_id = message.get("tool_call_id")
+            if isinstance(call_id, str) and len(call_id) > _TOOL_CALL_ID_LENGTH:
+                message["tool_call_id"] = call_id[-_TOOL_CALL_ID_LENGTH:]
+        out.append(message)
+    return out
+
+
+def _cut_call_id(call: Any) -> Any:
+    call = copy.deepcopy(call)  # its arguments are replaced below
+    if isinstance(call, dict) and isinstance(call.get("id"), str) and \
+            len(call["id"]) > _TOOL_CALL_ID_LENGTH:
+        call["id"] = call["id"][-_TOOL_CALL_ID_LENGTH:]
+    return call
+
+
+def _take_arguments(messages: list[dict[str, Any]],
+                    conversation: list[dict[str, Any]]) -> None:
+    """The tool calls' arguments as vLLM's message parse leaves them in the request: an
+    object (``{}`` for malformed or non-object JSON). It shares the call objects with the
+    request's messages, which mistral_common then reads."""
+    for message, parsed in zip(messages, conversation, strict=True):
+        calls, done_calls = message.get("tool_calls") or [], parsed.get("tool_calls", [])
+        for call, done in zip(calls, done_calls, strict=True):
+            call["function"]["arguments"] = done["function"]["arguments"]
+
+
+def _adapt_message(message: Mapping[str, Any]) -> Any:
+    """transformers' ``_maybe_adapt_message``: list contents without untyped parts."""
+    content = message.get("content")
+    if not content or isinstance(content, str):
+        return message
+    parts = []
+    for part in content:
+        if not isinstance(part, dict):
+            raise RenderRequestError("messages", f"'{type(part).__name__}' object has no "
+                                     "attribute 'get'")
+        if not part.get("type"):
+            continue
+        if part["type"] in ("image", "audio"):
+            raise RenderUnsupportedError("messages", f"a {part['type']!r} part is not "
+                                         "rendered in the mistral mode")
+        parts.append(part)
+    return {**message, "content": parts}
