@@ -51,12 +51,7 @@ from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
 from ._feed_set import FeedSet
 from ._options import SubscriberOptions
-from ._subscriber import (
-    Recorder,
-    SubscriberStateError,
-    configure_sub,
-    on_disconnect,
-)
+from ._zmq import Recorder, SubscriberStateError, configure_sub, on_disconnect
 
 __all__ = ["AsyncSubscriber"]
 

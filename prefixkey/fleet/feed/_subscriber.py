@@ -39,8 +39,7 @@ from typing import IO, Any
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from ...errors import PrefixKeyError
-from ...events import Via, recording_line, replay_request
+from ...events import replay_request
 from ..index._backend import PrefixIndexBackend
 from ..routing._metrics import COUNTERS, prometheus_text
 from ._driver import log_notes
@@ -49,6 +48,7 @@ from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
 from ._feed_set import FeedSet
 from ._options import SubscriberOptions
+from ._zmq import Recorder, SubscriberStateError, configure_sub, on_disconnect
 
 __all__ = [
     "COUNTERS",
@@ -61,55 +61,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
-
-
-class SubscriberStateError(PrefixKeyError, RuntimeError):
-    """A lifecycle call out of order: starting a subscriber twice, or after close."""
-
-
-def configure_sub(sock: zmq.Socket[Any], config: ReplicaEndpoint,
-                  options: SubscriberOptions) -> None:
-    """The SUB socket options both subscribers set."""
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.RCVHWM, options.rcvhwm)
-    sock.setsockopt(zmq.RECONNECT_IVL, options.reconnect_ivl_ms)
-    sock.setsockopt(zmq.RECONNECT_IVL_MAX, options.reconnect_ivl_max_ms)
-    sock.setsockopt(zmq.MAXMSGSIZE, options.max_message_bytes)
-    sock.setsockopt(zmq.SUBSCRIBE, config.topic.encode("utf-8"))
-
-
-class Recorder:
-    """Writes raw messages to a recording (docs/events.md) from any thread; stops on error."""
-
-    def __init__(self, file: IO[str] | None) -> None:
-        self.file = file
-        self._lock = threading.Lock()
-        self._last_flush = time.monotonic()
-
-    def write(self, source: str, frames: list[bytes], recv_time: float, via: Via) -> None:
-        if self.file is None:
-            return
-        line = recording_line(frames, recv_time=recv_time, source=source, via=via)
-        with self._lock:
-            self._append(line)
-
-    def _append(self, line: str) -> None:
-        if self.file is None:  # another thread stopped the recording meanwhile
-            return
-        try:
-            self.file.write(line + "\n")
-        except (OSError, ValueError) as exc:
-            logger.error("recording failed, recording stops: %s", exc)
-            self.file = None
-
-    def flush(self, every: float = 0.0) -> None:
-        """Flush, at most once per ``every`` seconds."""
-        if self.file is None or time.monotonic() - self._last_flush < every:
-            return
-        with self._lock:
-            if self.file is not None:
-                self.file.flush()
-        self._last_flush = time.monotonic()
 
 
 class _Worker:
@@ -383,21 +334,6 @@ class Subscriber:
     def prometheus_text(self) -> str:
         """The counters in Prometheus' text exposition format (names prefixed ``prefixkey_``)."""
         return prometheus_text(self.stats())
-
-
-def on_disconnect(feed: ReplicaFeed, sub: zmq.Socket[Any]) -> None:
-    """Count a disconnection and connect again.
-
-    libzmq reconnects by itself after most disconnections, but not after a
-    protocol error such as a frame over ``MAXMSGSIZE``: one oversized message
-    would end the subscription for good. Connecting afresh covers both.
-    """
-    feed.count("disconnects")
-    endpoint = feed.config.endpoint
-    logger.warning("%s: disconnected from %s (reconnecting)", feed.key, endpoint)
-    with contextlib.suppress(zmq.ZMQError):  # already gone
-        sub.disconnect(endpoint)
-    sub.connect(endpoint)
 
 
 def drain_monitor(feed: ReplicaFeed, sock: zmq.Socket[bytes], sub: zmq.Socket[bytes]) -> None:
