@@ -16,7 +16,6 @@ import json
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pytest
 from render_cases import RenderCase, render_cases
