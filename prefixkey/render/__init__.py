@@ -13,7 +13,8 @@ directly::
     (rendered,) = renderer.render("/v1/chat/completions", body)
     keys = Hasher(block_size=16).block_hashes(rendered.request)
 
-What cannot be rendered exactly in pure Python (Mistral and Harmony models,
+gpt-oss folders render with Harmony (the ``harmony`` extra, docs/render-harmony.md).
+What cannot be rendered exactly in pure Python (Mistral models,
 renderers that are not Jinja, tokenizer classes whose rebuild is not
 reproduced, images of architectures other than BLIP-2) is a
 :class:`RenderUnsupportedError`: render those with
