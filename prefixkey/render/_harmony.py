@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from types import ModuleType
@@ -196,6 +197,10 @@ class HarmonyChat:
         self._start, self._channel, self._constrain, self._message = (
             special(name, allowed_special="all")[0]
             for name in ("<|start|>", "<|channel|>", "<|constrain|>", "<|message|>"))
+        # The library's encode compiles a regex of its special tokens on every call to
+        # refuse text holding one; compiled once here, the same check.
+        self._specials = re.compile("|".join(
+            re.escape(t) for t in sorted(self._encoding.special_tokens_set)))
         self._efforts = {"high": self._h.ReasoningEffort.HIGH,
                          "medium": self._h.ReasoningEffort.MEDIUM,
                          "low": self._h.ReasoningEffort.LOW}
@@ -325,16 +330,27 @@ class HarmonyChat:
                                          ) from None
         return ids
 
+    def _encode(self, text: str) -> list[int]:
+        """``encoding.encode(text)`` with its defaults: special-token text is refused."""
+        found = self._specials.search(text)
+        if found is not None:
+            raise RenderUnsupportedError(
+                "messages", f"a tool call's header holds the special token {found.group()!r}, "
+                "which Harmony refuses to encode (vLLM's answer is not reproduced)")
+        ids: list[int] = self._encoding.encode(text, disallowed_special=())
+        return ids
+
     def _legacy_headers(self, ids: list[int]) -> list[int]:
         """Each ``assistant<|channel|>C to=R <|constrain|>T`` header as
         ``assistant to=R<|channel|>C T``, the form before oss-harmony 0.0.10."""
-        encode, decode = self._encoding.encode, self._encoding.decode
+        decode = self._encoding.decode
         out = list(ids)
         at = 0
-        while at < len(out):
-            if out[at] != self._start:
-                at += 1
-                continue
+        while True:
+            try:  # the next message start, found at C speed (prompts run to 100k ids)
+                at = out.index(self._start, at)
+            except ValueError:
+                break
             try:
                 end = out.index(self._message, at + 1)
                 channel = out.index(self._channel, at + 1, end)
@@ -350,8 +366,8 @@ class HarmonyChat:
                     or not recipient or not content_type:
                 at = end + 1
                 continue
-            header = [self._start, *encode(f"assistant to={recipient}"), self._channel,
-                      *encode(f"{head} {content_type}"), self._message]
+            header = [self._start, *self._encode(f"assistant to={recipient}"), self._channel,
+                      *self._encode(f"{head} {content_type}"), self._message]
             out[at:end + 1] = header
             at += len(header)
         return out

@@ -96,3 +96,17 @@ def test_harmony_options_are_typed() -> None:
 def test_only_gpt_oss_takes_the_harmony_path() -> None:
     assert _harmony.is_harmony_model({"model_type": "gpt_oss"})
     assert not _harmony.is_harmony_model({"model_type": "llama"})
+
+
+def test_special_token_text_in_a_tool_call_header_is_refused() -> None:
+    """Harmony's encode refuses special-token text; vLLM's rewrite of the header would
+    raise there, an answer not reproduced: refused, never encoded as text."""
+    from prefixkey.render import Renderer
+
+    case = CASES["gpt_oss/pinned/user"]
+    r = Renderer(ServerOptions(model=str(case.folder()), system_start_date="2025-01-15"))
+    call = {"id": "a", "type": "function", "function": {"name": "x<|end|>y", "arguments": "{}"}}
+    body = {"messages": [{"role": "user", "content": "hi"},
+                         {"role": "assistant", "tool_calls": [call]}]}
+    with pytest.raises(RenderUnsupportedError, match=r"special token '<\|end\|>'"):
+        r.render_chat(body)
