@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         ids = list(render().token_ids)
         if ids != rewrite(library()):
             raise SystemExit(f"{label}: prefixkey and the library disagree")
-        number = max(1, 2048 // max(1, len(ids) // 64))
+        number = max(4, 2048 // max(1, len(ids) // 64))
         ours, theirs = best_times([(render, number), (library, number)], rounds=args.rounds)
         rows.append((label, len(ids), ours * 1e3, theirs * 1e3, ours / theirs))
         print(f"{label:>10} {len(ids):6d} tokens  render {ours * 1e3:8.3f} ms  "
