@@ -166,6 +166,48 @@ def default_bodies() -> list[tuple[str, str, Body]]:
         ("user-string-parts", CHAT, _chat([{"role": "user", "content": ["a", "b"]}])),
         ("role-unknown", CHAT, _chat([{"role": "narrator", "content": "Once upon a time"}])),
         ("messages-not-list", CHAT, {"model": NAME, "messages": "hi"}),
+        ("user-content-null", CHAT, _chat([{"role": "user", "content": None}])),
+        ("user-content-absent", CHAT, _chat([{"role": "user"}])),
+        ("system-content-null", CHAT, _chat([{"role": "system", "content": None}, USER])),
+        ("user-content-number", CHAT, _chat([{"role": "user", "content": 5}])),
+        ("user-name", CHAT, _chat([{**USER, "name": "bob"}])),
+        ("user-name-number", CHAT, _chat([{**USER, "name": 3}])),
+        ("user-reasoning-ignored", CHAT, _chat([{**USER, "reasoning": "not read"}])),
+        ("assistant-reasoning-number", CHAT, _chat([USER, {**FINAL, "reasoning": 5},
+                                                    FOLLOW_UP])),
+        ("assistant-reasoning-empty", CHAT, _chat([USER, {**FINAL, "reasoning": ""},
+                                                   FOLLOW_UP])),
+        ("assistant-tool-calls-null", CHAT, _chat([USER, {**FINAL, "tool_calls": None},
+                                                   FOLLOW_UP])),
+        ("call-content-parts", CHAT, _chat([USER, {"role": "assistant", "content": [
+            {"type": "text", "text": "Checking."}], "tool_calls": [CALL]}, TOOL_REPLY])),
+        ("call-duplicate-ids", CHAT, _chat([USER, {"role": "assistant", "tool_calls": [
+            CALL, {**CALL_2, "id": "call_1"}]}, TOOL_REPLY])),
+        ("tool-only", CHAT, _chat([{"role": "tool", "content": "orphan"}])),
+        ("tool-no-content", CHAT, _chat([USER, call_turn, {"role": "tool",
+                                                           "tool_call_id": "call_1"}])),
+        ("user-part-extra-field", CHAT, _chat([{"role": "user", "content": [
+            {"type": "text", "text": "a", "extra": 1}]}])),
+        ("user-output-text", CHAT, _chat([{"role": "user", "content": [
+            {"type": "output_text", "text": "a"}]}])),
+        ("user-text-part-no-text", CHAT, _chat([{"role": "user", "content": [
+            {"type": "text"}]}])),
+        ("user-refusal-part", CHAT, _chat([{"role": "user", "content": [
+            {"type": "refusal", "refusal": "no"}, {"type": "text", "text": "then"}]}])),
+        ("assistant-refusal-part", CHAT, _chat([USER, {"role": "assistant", "content": [
+            {"type": "refusal", "refusal": "no"}]}, FOLLOW_UP])),
+        ("system-refusal-part", CHAT, _chat([{"role": "system", "content": [
+            {"type": "refusal", "refusal": "no"}]}, USER])),
+        ("developer-parts", CHAT, _chat([{"role": "developer", "content": [
+            {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}, USER])),
+        ("tools-description-number", CHAT, _chat([USER], tools=[
+            {"type": "function", "function": {"name": "f", "description": 5}}])),
+        ("tools-custom", CHAT, _chat([USER], tools=[{"type": "custom", "custom": {"name": "f"}}])),
+        ("max-tokens-zero", CHAT, _chat([USER], max_tokens=0)),
+        ("max-tokens-over-context", CHAT, _chat([USER], max_tokens=200000)),
+        ("truncate-over-context", CHAT, _chat([USER], truncate_prompt_tokens=200000)),
+        ("response-format", CHAT, _chat([USER], response_format={"type": "json_object"})),
+        ("kv-reuse-empty", CHAT, _chat([USER], kv_transfer_params={"prompt_token_ids": []})),
         ("no-generation-prompt", CHAT, _chat([USER], add_generation_prompt=False)),
         ("continue-final", CHAT, _chat([USER, {"role": "assistant", "content": "It is"}],
                                        add_generation_prompt=False,

@@ -63,7 +63,9 @@ _EFFORTS: Final = ("high", "medium", "low")
 # Harmony's roles: vLLM answers 400 for any other (its Author model refuses it).
 _ROLES: Final = ("user", "assistant", "system", "developer", "tool")
 # Part types of the Responses API that vLLM's chat request model refuses.
-_REFUSED_PART_TYPES: Final = frozenset({"input_text"})
+_REFUSED_PART_TYPES: Final = frozenset({"input_text", "output_text"})
+# The part types reproduced, and the field holding their string (a refusal is empty text).
+_PART_PAYLOADS: Final = {"text": "text", "refusal": "refusal"}
 
 
 def is_harmony_model(config: Mapping[str, Any]) -> bool:
@@ -98,11 +100,13 @@ def _flatten(content: Any) -> str | None:
 
 
 def _check_content(content: Any, field: str, role: str) -> None:
-    """The content shapes reproduced: a string, null, or an array of text parts.
+    """The content shapes reproduced: a string, null, or an array of text and refusal parts.
 
-    vLLM's request model refuses parts that are not objects and part types it does
-    not know (``input_text`` is the Responses API's); the other parts it knows
-    (images, audio, …) reach Harmony as empty text, which is not reproduced here.
+    vLLM's request model refuses parts that are not objects, text parts without a
+    string ``text``, and part types it does not know (``input_text`` and ``output_text``
+    are the Responses API's); a refusal part reaches Harmony as empty text. The other
+    parts it knows (images, audio, …) also reach Harmony as empty text, which is not
+    reproduced here.
     """
     if content is None or isinstance(content, str):
         return
@@ -117,9 +121,12 @@ def _check_content(content: Any, field: str, role: str) -> None:
         if kind in _REFUSED_PART_TYPES:
             raise RenderRequestError(f"{where}.type", f"{kind!r} is not a chat content part "
                                      "type (vLLM's request model refuses it)")
-        if kind != "text" or not isinstance(part.get("text"), str):
-            raise RenderUnsupportedError(where, "only {\"type\": \"text\", \"text\": …} parts "
-                                         f"are reproduced on the Harmony path (role {role!r})")
+        payload = _PART_PAYLOADS.get(kind) if isinstance(kind, str) else None
+        if payload is None or (kind == "refusal" and "text" in part):
+            raise RenderUnsupportedError(where, "only text and refusal parts are reproduced "
+                                         f"on the Harmony path (role {role!r})")
+        if not isinstance(part.get(payload), str):
+            raise RenderRequestError(f"{where}.{payload}", "Field required (a string)")
 
 
 def _check_tool_calls(calls: Any, field: str) -> list[dict[str, Any]]:
@@ -157,13 +164,21 @@ def check_messages(messages: Any) -> list[dict[str, Any]]:
         if role not in _ROLES:
             raise RenderRequestError(f"{field}.role", "Input should be " + ", ".join(
                 repr(r) for r in _ROLES[:-1]) + f" or {_ROLES[-1]!r}, got {role!r}")
+        if "content" in message and message["content"] is None and role != "assistant":
+            raise RenderRequestError(f"{field}.content", f"cannot be null for role {role!r}")
         _check_content(message.get("content"), f"{field}.content", role)
+        name = message.get("name")
+        if name is not None and not isinstance(name, str):
+            raise RenderRequestError(f"{field}.name", "Input should be a valid string")
         message = dict(message)
         legacy = message.pop("reasoning_content", None)
         if legacy is not None and message.get("reasoning") is None:
             message["reasoning"] = legacy
         reasoning = message.get("reasoning")
         if reasoning is not None and not isinstance(reasoning, str):
+            if role == "assistant" and reasoning:  # it becomes a Harmony message's content
+                raise RenderRequestError(f"{field}.reasoning", "Input should be a string "
+                                         "(Harmony's message content)")
             raise RenderUnsupportedError(f"{field}.reasoning", "only a string is reproduced")
         if message.get("tool_calls") is not None:
             if role != "assistant":
@@ -265,7 +280,7 @@ class HarmonyChat:
         if role == "assistant" and reasoning:
             out.append(self._assistant(reasoning, "analysis"))
         content = message.get("content") or ""
-        texts = [content] if isinstance(content, str) else [p["text"] for p in content]
+        texts = [content] if isinstance(content, str) else [p.get("text", "") for p in content]
         if role == "assistant":
             if texts and texts[0]:  # an assistant message with text: the final channel
                 out.append(h.Message.from_role_and_contents(
