@@ -74,7 +74,9 @@ class Renderer:
     tokenizer and its compiled templates are read once. ``model_dir`` is the
     local folder holding the model's files when ``options.model`` is a name
     (a hub id the server downloaded); by default ``options.model`` is the
-    folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it).
+    folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it), and
+    for gpt-oss the local date Harmony's system message carries unless
+    ``options.system_start_date`` pins it.
     ``content_parts`` handles parts other than text; by default image parts are
     rendered as vLLM does (:mod:`._media`, docs/multimodal.md) and others refused.
     ``media_fetcher`` (e.g. :func:`fetch_media_url`) loads http(s) image URLs from
