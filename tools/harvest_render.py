@@ -31,6 +31,12 @@ folder is copied with seeded random weights and each ``--lora-modules`` adapter 
 generated (rank 8, q/v) under a temporary directory, since rendering reads neither. That
 corpus is what the render server cannot answer: bodies naming LoRA adapters.
 
+A ``server`` key ``env:NAME`` sets an environment variable of that server instead of a
+flag (``env:VLLM_SYSTEM_START_DATE``, ``env:VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS``).
+The meta file's ``local_date`` is the harvest's local date, which vLLM writes into every
+gpt-oss (Harmony) chat prompt unless ``VLLM_SYSTEM_START_DATE`` pins it; a harvest that
+crosses midnight fails.
+
 The render server needs no weights: it builds vLLM's model config from ``config.json`` and
 the tokenizer and chat template from the folder. It has no LoRA support
 (``OpenAIModelRegistry``): a body naming a ``--lora-modules`` adapter gets vLLM's
@@ -64,6 +70,8 @@ SERVE_MODULE = "vllm.entrypoints.launchers.api_server.entry"
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 600.0
 REQUEST_TIMEOUT_S = 300.0
+# A corpus line's server key ``env:NAME`` is an environment variable of the server.
+ENV_PREFIX = "env:"
 _RANDOM_ID = re.compile(r"^(?P<prefix>[a-z]+-)(?P<hex>[0-9a-f]+)$")
 
 Line = dict[str, Any]
@@ -151,6 +159,8 @@ def server_argv(python: str, model_dir: Path, server: dict[str, Any], port: int)
     argv = [python, "-m", module, "--model", str(model_dir), "--host", HOST]
     argv += ["--port", str(port)]
     for flag, value in server.items():
+        if flag.startswith(ENV_PREFIX):
+            continue  # the server's environment (server_env), not a flag
         if value is True:
             argv.append(flag)
         elif isinstance(value, list):
@@ -166,16 +176,23 @@ def server_argv(python: str, model_dir: Path, server: dict[str, Any], port: int)
     return argv
 
 
+def server_env(server: dict[str, Any]) -> dict[str, str]:
+    """The environment variables a corpus line sets for its server (``env:NAME`` keys)."""
+    return {k.removeprefix(ENV_PREFIX): str(v) for k, v in server.items()
+            if k.startswith(ENV_PREFIX)}
+
+
 class RenderServer:
     """One vLLM render server process on loopback, in its own process group."""
 
-    def __init__(self, argv: list[str], port: int, log_path: Path) -> None:
+    def __init__(self, argv: list[str], port: int, log_path: Path,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.port = port
         self.log_path = log_path
         # The engine of a serve run keeps 1 GiB of KV cache (CPU default: 4 GiB).
         env = dict(
             os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", VLLM_CPU_KVCACHE_SPACE="1"
-        )
+        ) | (extra_env or {})
         with log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -309,7 +326,8 @@ def _versions(python: str) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json, platform;"
         "print(json.dumps({d: m.version(d) for d in "
-        "('vllm-cpu', 'transformers', 'tokenizers', 'jinja2', 'torch', 'mistral_common')}"
+        "('vllm-cpu', 'transformers', 'tokenizers', 'jinja2', 'torch', 'mistral_common', "
+        "'oss-harmony')}"
         " | {'python': platform.python_version()}))"
     )
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
@@ -327,6 +345,9 @@ def harvest(args: argparse.Namespace) -> int:
         for text in args.out.read_text("utf-8").splitlines():
             record = json.loads(text)
             previous[record["id"]] = record
+    # Harmony (gpt-oss) writes the server's local date into every chat prompt: recorded,
+    # and the harvest refused if it crossed midnight.
+    local_date = datetime.now().strftime("%Y-%m-%d")
     with tempfile.TemporaryDirectory(prefix="harvest_render_") as tmp:
         for index, ((model_dir, server_json), group) in enumerate(groups.items()):
             server = json.loads(server_json)
@@ -341,7 +362,7 @@ def harvest(args: argparse.Namespace) -> int:
                 )
             argv = server_argv(args.vllm_python, folder, flags, port)
             started = time.monotonic()
-            srv = RenderServer(argv, port, Path(tmp) / f"{index}.log")
+            srv = RenderServer(argv, port, Path(tmp) / f"{index}.log", server_env(server))
             try:
                 srv.wait_ready()
                 ready = time.monotonic() - started
@@ -359,6 +380,9 @@ def harvest(args: argparse.Namespace) -> int:
                 f"statuses {dict(sorted(statuses.items()))}",
                 flush=True,
             )
+    if datetime.now().strftime("%Y-%m-%d") != local_date:
+        print("the local date changed during the harvest: run it again", file=sys.stderr)
+        return 1
     found = [results.get(line["id"]) or previous.get(line["id"]) for line in lines]
     records = [record for record in found if record is not None]
     if len(records) < len(lines) and not args.only:
@@ -382,6 +406,7 @@ def harvest(args: argparse.Namespace) -> int:
         "statuses": dict(sorted(Counter(str(r["status"]) for r in records).items())),
         "normalised": "request_id: random hex tail written as zeros",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "local_date": local_date,
     }
     meta_path = args.out.with_name(args.out.name.removesuffix(".jsonl") + ".meta.json")
     meta_path.write_text(json.dumps(meta, indent=2) + "\n", "utf-8")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -106,8 +107,29 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
                        help='vLLM\'s --media-io-kwargs, e.g. \'{"image": {...}}\'')
 
 
-def renderer_from_args(args: argparse.Namespace) -> Any:
-    """The Renderer the options describe (raises PrefixKeyError or ImportError)."""
+def _harmony_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The replica's gpt-oss settings, read as vLLM reads its environment: the edge is the
+    only place prefixkey reads them (set them as the replica has them)."""
+    from ..render import ModelFolderError
+
+    flag = environ.get("VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS", "0")
+    try:
+        system_instructions = bool(int(flag))  # vLLM's own parse: an int, nonzero is on
+    except ValueError:
+        raise ModelFolderError("VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS",
+                               f"must be an integer (vLLM will not start), got {flag!r}"
+                               ) from None
+    return {"gpt_oss_harmony_system_instructions": system_instructions,
+            "system_start_date": environ.get("VLLM_SYSTEM_START_DATE")}
+
+
+def renderer_from_args(args: argparse.Namespace,
+                       environ: Mapping[str, str] | None = None) -> Any:
+    """The Renderer the options describe (raises PrefixKeyError or ImportError).
+
+    ``environ`` (default ``os.environ``) gives the replica's
+    ``VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS`` and ``VLLM_SYSTEM_START_DATE``.
+    """
     from ..render import ModelFolderError, Renderer, ServerOptions
 
     kwargs: Any = None
@@ -141,6 +163,7 @@ def renderer_from_args(args: argparse.Namespace) -> Any:
         mm_hasher_algorithm=args.mm_hasher_algorithm,
         media_io_kwargs=media_io_kwargs,
         vllm_version=args.vllm_version,
+        **_harmony_environment(os.environ if environ is None else environ),
     )
     return Renderer(options, args.model_dir)
 

@@ -13,10 +13,12 @@ directly::
     (rendered,) = renderer.render("/v1/chat/completions", body)
     keys = Hasher(block_size=16).block_hashes(rendered.request)
 
-What cannot be rendered exactly in pure Python (Harmony models, Mistral
-folders without the server's ``--tokenizer-mode``, renderers that are not Jinja,
-tokenizer classes whose rebuild is not reproduced, images of architectures other
-than BLIP-2) is a
+gpt-oss folders render with Harmony (the ``harmony`` extra, docs/render-harmony.md),
+Mistral's own format with mistral_common under the server's ``--tokenizer-mode
+mistral`` (the ``mistral`` extra, docs/render-mistral.md). What cannot be rendered
+exactly in pure Python (Mistral folders without the server's ``--tokenizer-mode``,
+renderers that are not Jinja, tokenizer classes whose rebuild is not reproduced,
+images of architectures other than BLIP-2) is a
 :class:`RenderUnsupportedError`: render those with
 vLLM's render endpoint. Bodies vLLM itself refuses are a
 :class:`RenderRequestError` with the status vLLM answers. Needs the

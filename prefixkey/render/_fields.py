@@ -349,7 +349,9 @@ class BodyFields:
             raise RenderRequestError(param, f"max_tokens must be at least 1, got {max_output}.")
         add_generation_prompt = _bool(body, "add_generation_prompt", True)
         continue_final = _bool(body, "continue_final_message", False)
-        if add_generation_prompt and continue_final:
+        # The request model's check reads the raw values: an absent add_generation_prompt
+        # passes it (its default applies later; the Harmony path never reads either).
+        if body.get("continue_final_message") and body.get("add_generation_prompt"):
             raise RenderRequestError("continue_final_message", "Cannot set both "
                                      "`continue_final_message` and `add_generation_prompt` to "
                                      "True.")

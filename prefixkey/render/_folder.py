@@ -188,9 +188,6 @@ class ModelFolder:
         model_type = config.get("model_type")
         if not isinstance(model_type, str):
             raise ModelFolderError("config.json", "has no model_type")
-        if model_type == "gpt_oss":
-            raise RenderUnsupportedError(
-                "config.json", "model_type gpt_oss renders with Harmony, not a chat template")
         architectures = config.get("architectures") or []
         if isinstance(architectures, list) and _NON_JINJA_ARCHITECTURES & set(
                 a for a in architectures if isinstance(a, str)):

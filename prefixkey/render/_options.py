@@ -101,6 +101,10 @@ class ServerOptions:
     mm_hasher_algorithm: str = "blake3"
     media_io_kwargs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     vllm_version: str = "0.31.0"
+    #: gpt-oss (Harmony): ``VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS``, and the date
+    #: ``VLLM_SYSTEM_START_DATE`` pins (None: the replica's local date per request).
+    gpt_oss_harmony_system_instructions: bool = False
+    system_start_date: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
@@ -118,6 +122,10 @@ class ServerOptions:
                                    "one per modality")
         object.__setattr__(self, "media_io_kwargs", MappingProxyType(
             {k: MappingProxyType(dict(v)) for k, v in self.media_io_kwargs.items()}))
+        if type(self.gpt_oss_harmony_system_instructions) is not bool:
+            raise ModelFolderError("VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS", "must be a bool")
+        if self.system_start_date is not None and not isinstance(self.system_start_date, str):
+            raise ModelFolderError("VLLM_SYSTEM_START_DATE", "must be a string or None")
         if self.chat_template_content_format not in _CONTENT_FORMATS:
             raise ModelFolderError(
                 "--chat-template-content-format",

@@ -27,6 +27,7 @@ from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, load_server_template
+from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
@@ -79,7 +80,9 @@ class Renderer:
     tokenizer and its compiled templates are read once. ``model_dir`` is the
     local folder holding the model's files when ``options.model`` is a name
     (a hub id the server downloaded); by default ``options.model`` is the
-    folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it).
+    folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it), and
+    for gpt-oss the local date Harmony's system message carries unless
+    ``options.system_start_date`` pins it.
     ``content_parts`` handles parts other than text; by default image parts are
     rendered as vLLM does (:mod:`._media`, docs/multimodal.md) and others refused.
     ``media_fetcher`` (e.g. :func:`fetch_media_url`) loads http(s) image URLs from
@@ -113,6 +116,10 @@ class Renderer:
         self._server_template = (None if options.chat_template is None
                                  else load_server_template(options.chat_template))
         self._has_tool_parser = options.tool_call_parser is not None
+        self._harmony = (HarmonyChat(
+            system_instructions=options.gpt_oss_harmony_system_instructions,
+            start_date=options.system_start_date, clock=clock)
+            if is_harmony_model(self.folder.config) else None)
         try:  # vLLM renders a warm-up conversation at start: a broken template stops it
             for source in self._folder_templates():
                 self._env.compile(source)
@@ -180,6 +187,8 @@ class Renderer:
             fields, ids = self._mistral.chat(body, placeholder_token_ids)
             return self._result(ids, None, fields, self.lora_for(fields.model))
         fields = BodyFields.chat(body)
+        if self._harmony is not None:
+            return self._render_harmony(body, fields, placeholder_token_ids)
         lora = self.lora_for(fields.model)
         tools = dump_tools(body.get("tools"))
         choice = check_tool_choice(body, tools, self._has_tool_parser,
@@ -252,6 +261,42 @@ class Renderer:
                 ids = tok_params.post_tokenization(prompt, self.tokenizer)
             results.append(self._result(ids, None, fields, lora))
         return tuple(results)
+
+    def _render_harmony(self, body: Any, fields: BodyFields,
+                        placeholder_token_ids: Any) -> Rendered:
+        """A gpt-oss chat body (render/_harmony.py): Harmony messages, no chat template,
+        no truncation; the serving layer's context-length bound (``get_max_tokens``)."""
+        assert self._harmony is not None
+        messages = check_messages(body.get("messages"))
+        tools = dump_tools(body.get("tools"))
+        choice = check_tool_choice(body, tools, True, self.options.enable_auto_tool_choice)
+        lora = self.lora_for(fields.model)
+        if placeholder_token_ids is not None:
+            raise RenderUnsupportedError("placeholder_token_ids", "image parts are not "
+                                         "rendered on the Harmony path")
+        if fields.reused_token_ids is not None:
+            ids = list(check_token_ids(fields.reused_token_ids,
+                                       field="kv_transfer_params.prompt_token_ids"))
+        else:
+            if tools is not None and choice == "none" and \
+                    self.options.exclude_tools_when_tool_choice_none:
+                tools = None
+            ids = self._harmony.render(messages, tools, fields.reasoning_effort)
+        self._check_serving_length(len(ids), fields)
+        return self._result(ids, None, fields, lora)
+
+    def _check_serving_length(self, length: int, fields: BodyFields) -> None:
+        """``get_max_tokens`` (entrypoints/serve/utils/api_utils.py): the truncation size
+        caps the length counted (the ids are not truncated); no room left for one output
+        token makes the derived ``max_tokens`` 0, which SamplingParams refuses."""
+        limit = fields.truncate_prompt_tokens
+        if limit is not None:
+            length = min(length, self.max_model_len if limit == -1 else limit)
+        if length > self.max_model_len:
+            raise RenderRequestError("messages", f"Input length ({length}) exceeds model's "
+                                     f"maximum context length ({self.max_model_len}).")
+        if length == self.max_model_len:
+            raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
 
     # ------------------------------------------------------------------------- the steps
 

@@ -26,13 +26,15 @@ SERVICES = {
     "redis_url": "a Redis server",
     "base_url": "a replica's OpenAI HTTP server (/v1/models)",
     "mistral_folder": "a real Mistral folder (tests/real_models.py's fetch cache)",
+    "harmony_folder": "a real gpt-oss folder (tests/real_models.py's fetch cache)",
 }
 
 #: The pages with ``# given:`` snippets, and the test that runs them with the service.
 LIVE = {
     "docs/fleet.md": "tests/end_to_end/test_fleet_doc.py",
     "docs/subscriber.md": "tests/end_to_end/test_fleet_doc.py",
-    "docs/render-mistral.md": "tests/end_to_end/test_render_mistral_doc.py",
+    "docs/render-mistral.md": "tests/end_to_end/test_render_real_docs.py",
+    "docs/render-harmony.md": "tests/end_to_end/test_render_real_docs.py",
 }
 
 

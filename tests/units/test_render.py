@@ -309,7 +309,6 @@ def test_images_are_refused_pointing_to_the_render_endpoint(folders: dict[str, P
 
 
 @pytest.mark.parametrize(("config", "tokenizer_config", "field"), [
-    ({"model_type": "gpt_oss"}, {}, "config.json"),
     ({"architectures": ["DeepseekV32ForCausalLM"]}, {}, "config.json"),
     ({"model_type": "phi3"}, {}, "config.json"),
     ({}, {"tokenizer_class": "GPT2Tokenizer"}, "tokenizer_config.json"),
