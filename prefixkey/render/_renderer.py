@@ -87,7 +87,9 @@ class Renderer:
                  media_fetcher: MediaFetcher | None = None) -> None:
         self.options = options
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
-                                       options.max_model_len)
+                                       options.max_model_len,
+                                       name=options.tokenizer or options.model,
+                                       tokenizer_mode=options.tokenizer_mode)
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._env = TemplateEnvironment(clock)
         self._parts = content_parts or ContentParts()
