@@ -27,6 +27,10 @@ _TEXT_PARTS: Final = {
     "text": "text", "input_text": "text", "output_text": "text", "refusal": "refusal",
     "thinking": "thinking",
 }
+# Responses API part types: a message made only of these is refused by vLLM's request
+# model (observed on its render server: "input_text", "output_text"); beside a "text"
+# part they render as text.
+_RESPONSES_PARTS: Final = frozenset({"input_text", "output_text"})
 # Parts that carry media or embeddings (chat_utils.py), by type or by their payload key.
 _MEDIA_PARTS: Final = frozenset({
     "image_url", "input_image", "image_embeds", "audio_embeds", "video_embeds", "prompt_embeds",
@@ -150,6 +154,14 @@ def parse_messages(messages: Any, content_format: str,
             parts = [{"type": "text", "text": content}]
         elif isinstance(content, list):
             parts = content
+            if parts and all(isinstance(p, dict) and p.get("type") in _RESPONSES_PARTS
+                             for p in parts):
+                # vLLM 0.31's request model accepts these only beside a "text" part: a
+                # message of nothing but Responses API parts fails its validation (400).
+                raise RenderRequestError(f"{field}.content", "validation errors for "
+                                         "ValidatorIterator: Input should be 'text' "
+                                         f"[type=literal_error, input_value="
+                                         f"{parts[0]['type']!r}]")
         else:
             raise RenderRequestError(f"{field}.content", "must be a string, an array of "
                                      "parts or null")

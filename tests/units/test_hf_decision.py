@@ -99,3 +99,9 @@ def test_the_facts_are_those_of_the_installed_packages() -> None:
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert sys.version_info >= (3, 10)
+
+
+def test_the_docs_table_is_current() -> None:
+    done = subprocess.run([sys.executable, "tools/hf_tokenizer_table.py", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
