@@ -27,7 +27,6 @@ RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 MAX_MODEL_LEN = 2048
-# Real folder -> the texts that repeat to a long prompt (words of about one token each).
 FOLDERS = ("qwen3", "deepseek_v3", "gemma3", "llama3", "llama3_1")
 
 SYSTEM = {"role": "system", "content": "You are a concise assistant. Answer in one sentence."}
@@ -63,7 +62,8 @@ TOOL_RESULT = {"role": "tool", "tool_call_id": "call_0001",
 
 
 def _long_text(words: int) -> str:
-    base = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega"]
+    base = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi "
+            "omicron pi rho sigma tau upsilon phi chi psi omega").split()
     return " ".join(base[i % len(base)] for i in range(words))
 
 
