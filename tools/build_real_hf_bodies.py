@@ -62,8 +62,9 @@ TOOL_RESULT = {"role": "tool", "tool_call_id": "call_0001",
 
 
 def _long_text(words: int) -> str:
-    base = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi "
-            "omicron pi rho sigma tau upsilon phi chi psi omega").split()
+    base = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota",
+            "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau",
+            "upsilon", "phi", "chi", "psi", "omega"]
     return " ".join(base[i % len(base)] for i in range(words))
 
 
