@@ -69,12 +69,15 @@ def _rebuilt(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) ->
             "tokenizer.json", f"the {kind} tokenizer class reads a BPE vocabulary, this one is "
             f"{model.get('type')!r}")
     vocab = model["vocab"]
-    merges: list[tuple[str, str]] = []
-    for merge in model.get("merges") or []:
-        pair = merge.split(" ") if isinstance(merge, str) else merge
-        if not (isinstance(pair, list) and len(pair) == 2):
-            raise ModelFolderError("tokenizer.json", f"malformed merge {merge!r}")
-        merges.append((str(pair[0]), str(pair[1])))
+    raw = model.get("merges") or []
+    if not isinstance(raw, list):
+        raise ModelFolderError("tokenizer.json", "model.merges must be an array")
+    # One comprehension, checked after: the merges of a large vocabulary number ~150k.
+    pairs = [m.split(" ") if isinstance(m, str) else m for m in raw]
+    if not all(type(p) is list and len(p) == 2 for p in pairs):
+        bad = next(m for m, p in zip(raw, pairs) if not (type(p) is list and len(p) == 2))
+        raise ModelFolderError("tokenizer.json", f"malformed merge {bad!r}")
+    merges: list[tuple[str, str]] = [(str(a), str(b)) for a, b in pairs]
     add_prefix_space = init.get("add_prefix_space")
     if kind == "qwen2":
         tok = Tokenizer(BPE(vocab=vocab, merges=merges, dropout=None, unk_token=None,
@@ -134,7 +137,9 @@ class HfTokenizer:
     tokenizer: Tokenizer
     special_tokens_map: Mapping[str, str]
     max_chars_per_token: int
-    _truncating: Tokenizer
+    #: A copy of ``tokenizer`` for truncated encodes, made on first use (copying a large
+    #: vocabulary costs as much as loading it, and most servers never truncate).
+    _truncating: list[Tokenizer]
     _lock: threading.Lock
 
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
@@ -150,9 +155,14 @@ class HfTokenizer:
                          side: str) -> list[int]:
         """The same, truncated by the tokenizer to ``max_length`` (specials kept)."""
         with self._lock:  # truncation is state of the Rust tokenizer
-            self._truncating.enable_truncation(max_length, stride=0, strategy="longest_first",
-                                               direction=side)
-            return self._truncating.encode_batch_fast(
+            if not self._truncating:
+                copy = Tokenizer.from_str(self.tokenizer.to_str())
+                copy.no_padding()
+                self._truncating.append(copy)
+            truncating = self._truncating[0]
+            truncating.enable_truncation(max_length, stride=0, strategy="longest_first",
+                                         direction=side)
+            return truncating.encode_batch_fast(
                 [text], add_special_tokens=add_special_tokens)[0].ids
 
 
@@ -166,7 +176,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     path = folder.tokenizer_path / "tokenizer.json"
     try:
         tokenizer_json = json.loads(path.read_text(encoding="utf-8"))
-        base = Tokenizer.from_file(str(path))
+        # The rebuilt classes read only the vocabulary, merges and post-processor.
+        base = Tokenizer.from_file(str(path)) if kind == "generic" else None
     except (OSError, ValueError, Exception) as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError("tokenizer.json", f"cannot be loaded: {exc}") from None
     init = dict(folder.tokenizer_config)
@@ -239,7 +250,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
 
-    if kind == "generic":
+    if base is not None:
         tok = base
     else:
         tok = _rebuilt(kind, tokenizer_json, init)
@@ -277,13 +288,26 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         tok.add_tokens([AddedToken(t, special=True) for t in seen])
     tok.no_truncation()
     tok.no_padding()
-    vocab = tok.get_vocab(with_added_tokens=True)
-    truncating = Tokenizer.from_str(tok.to_str())
-    truncating.no_padding()
     return HfTokenizer(
         tokenizer=tok,
         special_tokens_map={k: str(v) for k, v in specials.items()},
-        max_chars_per_token=max(map(len, vocab), default=0),
-        _truncating=truncating,
+        max_chars_per_token=_max_chars(tok, tokenizer_json),
+        _truncating=[],
         _lock=threading.Lock(),
     )
+
+
+def _max_chars(tok: Tokenizer, tokenizer_json: dict[str, Any]) -> int:
+    """The longest token of ``get_vocab(with_added_tokens=True)``: the model's vocabulary
+    (read from the JSON already parsed, cheaper than asking the tokenizer for it) and the
+    added tokens."""
+    vocab = (tokenizer_json.get("model") or {}).get("vocab")
+    if isinstance(vocab, dict):
+        pieces: list[str] = list(vocab)
+    elif isinstance(vocab, list) and all(isinstance(p, list) and p and isinstance(p[0], str)
+                                         for p in vocab):
+        pieces = [p[0] for p in vocab]
+    else:
+        return max(map(len, tok.get_vocab(with_added_tokens=True)), default=0)
+    added = [t.content for t in tok.get_added_tokens_decoder().values()]
+    return max(map(len, [*pieces, *added]), default=0)
