@@ -27,7 +27,11 @@ RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 MAX_MODEL_LEN = 2048
-FOLDERS = ("qwen3", "deepseek_v3", "gemma3", "llama3", "llama3_1")
+# llama2: LlamaTokenizer's rebuild on Llama 2's files; mistral_hf_llama2tok: model_type
+# mistral with LlamaTokenizer (loaded as is) on the same files, since no registry ships a
+# real Mistral tokenizer.json. Neither has a chat template: their chat bodies are vLLM's 400.
+FOLDERS = ("qwen3", "deepseek_v3", "gemma3", "llama3", "llama3_1", "llama2",
+           "mistral_hf_llama2tok")
 
 SYSTEM = {"role": "system", "content": "You are a concise assistant. Answer in one sentence."}
 USER = {"role": "user", "content": "What is the capital of France?"}

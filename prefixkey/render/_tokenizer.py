@@ -63,6 +63,16 @@ def _added_token(value: Any, field: str) -> AddedToken | str:
 
 def _rebuilt(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) -> Tokenizer:
     """The backend Qwen2Tokenizer, LlamaTokenizer or GemmaTokenizer builds from tokenizer.json."""
+    try:
+        return _rebuild(kind, tokenizer_json, init)
+    except (ModelFolderError, RenderUnsupportedError):
+        raise
+    except Exception as exc:  # tokenizers refuses a malformed vocabulary or merge so
+        raise ModelFolderError("tokenizer.json", f"malformed vocabulary or merges: {exc}"
+                               ) from None
+
+
+def _rebuild(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) -> Tokenizer:
     model = tokenizer_json.get("model") or {}
     if model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
         raise RenderUnsupportedError(
@@ -72,12 +82,9 @@ def _rebuilt(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) ->
     raw = model.get("merges") or []
     if not isinstance(raw, list):
         raise ModelFolderError("tokenizer.json", "model.merges must be an array")
-    # One comprehension, checked after: the merges of a large vocabulary number ~150k.
-    pairs = [m.split(" ") if isinstance(m, str) else m for m in raw]
-    if not all(type(p) is list and len(p) == 2 for p in pairs):
-        bad = next(m for m, p in zip(raw, pairs) if not (type(p) is list and len(p) == 2))
-        raise ModelFolderError("tokenizer.json", f"malformed merge {bad!r}")
-    merges: list[tuple[str, str]] = [(str(a), str(b)) for a, b in pairs]
+    # One pass over ~150k merges (as transformers makes it); BPE() checks each is a pair.
+    merges = [tuple(m.split(" ")) if type(m) is str else tuple(m) if type(m) is list else m
+              for m in raw]
     add_prefix_space = init.get("add_prefix_space")
     if kind == "qwen2":
         tok = Tokenizer(BPE(vocab=vocab, merges=merges, dropout=None, unk_token=None,

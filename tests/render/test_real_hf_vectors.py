@@ -2,7 +2,9 @@
 
 ``real_hf_bodies.jsonl`` (tools/build_real_hf_bodies.py) holds chat and completions
 bodies over the real folders of tests/render/real/ (Qwen3, DeepSeek-V3, Gemma 3,
-Llama 3, and the @lenml llama3_1 package's files); ``real_hf_vectors.jsonl`` what vLLM's
+Llama 3, the @lenml llama3_1 package's files (its template is Llama 3's), Llama 2, and
+``model_type`` mistral with ``LlamaTokenizer`` on Llama 2's files, as no registry ships a
+real Mistral tokenizer.json); ``real_hf_vectors.jsonl`` what vLLM's
 render server answered (tools/harvest_render.py). Every 200 must give the same ids, every
 vLLM error an error with the same status. The folders' tokenizer files are fetched into a
 cache (tests/real_models.py): without it these tests skip, under CI they fetch.
@@ -36,7 +38,8 @@ def renderer(real: str, server: str) -> Renderer:
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
-    assert {c.real for c in CASES} == {"qwen3", "deepseek_v3", "gemma3", "llama3", "llama3_1"}
+    assert {c.real for c in CASES} == {"qwen3", "deepseek_v3", "gemma3", "llama3", "llama3_1",
+                                       "llama2", "mistral_hf_llama2tok"}
     for real in {c.real for c in CASES}:
         statuses = {c.status for c in CASES if c.real == real}
         assert {200, 400} <= statuses, real
