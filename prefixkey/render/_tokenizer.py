@@ -83,8 +83,8 @@ def _rebuild(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) ->
     if not isinstance(raw, list):
         raise ModelFolderError("tokenizer.json", "model.merges must be an array")
     # One pass over ~150k merges (as transformers makes it); BPE() checks each is a pair.
-    merges = [tuple(m.split(" ")) if type(m) is str else tuple(m) if type(m) is list else m
-              for m in raw]
+    merges: list[Any] = [tuple(m.split(" ")) if type(m) is str
+                         else tuple(m) if type(m) is list else m for m in raw]
     add_prefix_space = init.get("add_prefix_space")
     if kind == "qwen2":
         tok = Tokenizer(BPE(vocab=vocab, merges=merges, dropout=None, unk_token=None,
