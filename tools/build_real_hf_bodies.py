@@ -93,6 +93,14 @@ def _chat(name: str) -> list[tuple[str, dict[str, Any]]]:
             {"type": "input_text", "text": "Responses API part"}]}]}),
         ("parts-mixed-input-text", {"messages": [{"role": "user", "content": [
             {"type": "text", "text": "ok"}, {"type": "input_text", "text": "not ok"}]}]}),
+        ("parts-output-text", {"messages": [{"role": "assistant", "content": [
+            {"type": "output_text", "text": "alone"}]}, USER]}),
+        ("parts-input-text-after-refusal", {"messages": [{"role": "user", "content": [
+            {"type": "refusal", "refusal": "no"}, {"type": "input_text", "text": "yes"}]}]}),
+        ("parts-input-text-after-string", {"messages": [{"role": "user", "content": [
+            "a string part", {"type": "input_text", "text": "then input_text"}]}]}),
+        ("parts-input-text-after-empty-text", {"messages": [{"role": "user", "content": [
+            {"type": "text"}, {"type": "input_text", "text": "then input_text"}]}]}),
         ("unicode", {"messages": [{"role": "user", "content": UNICODE}]}),
         ("code", {"messages": [SYSTEM, {"role": "user", "content": CODE}]}),
         ("developer", {"messages": [{"role": "developer", "content": "Answer tersely."},

@@ -61,6 +61,14 @@ class ContentParts:
             "(placeholder tokens, item hashes), which prefixkey does not run yet")
 
 
+def _anchors(part: Any) -> bool:
+    """A part beside which vLLM's request model lets Responses API parts through."""
+    if not isinstance(part, dict):
+        return False
+    kind = part.get("type")
+    return kind in ("text", "refusal", "thinking") and isinstance(part.get(kind), str)
+
+
 def _part_type(part: Mapping[str, Any], field: str) -> str:
     part_type = part.get("type")
     if part_type is None or part.get("uuid") is not None:
@@ -154,14 +162,16 @@ def parse_messages(messages: Any, content_format: str,
             parts = [{"type": "text", "text": content}]
         elif isinstance(content, list):
             parts = content
-            if parts and all(isinstance(p, dict) and p.get("type") in _RESPONSES_PARTS
-                             for p in parts):
-                # vLLM 0.31's request model accepts these only beside a "text" part: a
-                # message of nothing but Responses API parts fails its validation (400).
-                raise RenderRequestError(f"{field}.content", "validation errors for "
-                                         "ValidatorIterator: Input should be 'text' "
-                                         f"[type=literal_error, input_value="
-                                         f"{parts[0]['type']!r}]")
+            responses = next((j for j, p in enumerate(parts) if isinstance(p, dict)
+                              and p.get("type") in _RESPONSES_PARTS), None)
+            if responses is not None and not any(_anchors(p) for p in parts):
+                # vLLM 0.31's request model accepts these parts only beside a text, refusal
+                # or thinking part carrying its text (observed on its render server: alone,
+                # beside a bare string or a text part without text, they fail validation).
+                raise RenderRequestError(
+                    f"{field}.content", "validation errors for ValidatorIterator: Input "
+                    f"should be 'text' [type=literal_error, input_value="
+                    f"{parts[responses]['type']!r}]", position=responses)
         else:
             raise RenderRequestError(f"{field}.content", "must be a string, an array of "
                                      "parts or null")
