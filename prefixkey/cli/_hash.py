@@ -29,7 +29,7 @@ from ._common import (
     warn,
 )
 from ._formats import wrong_kind_hint
-from ._render import add_render_options, rendered_lines, renderer_from_args
+from ._render import add_render_options, rendered_lines, renderer_or_refusal
 from ._render_url import add_render_url_options, render_url_expand
 
 #: Turns one decoded line into the request lines to hash (a body into its prompts),
@@ -117,7 +117,7 @@ def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_check
 
 def _model_dir_expand(args: argparse.Namespace) -> Expand:
     """``--model-dir``: lines with ``endpoint`` + ``body`` are rendered, then hashed."""
-    renderer = renderer_from_args(args)
+    renderer = renderer_or_refusal(args, "hash")
     return lambda obj, warnings: rendered_lines(renderer, obj, warnings)
 
 

@@ -7,7 +7,7 @@ request-format line (docs/request-format.md): the input's other fields, then
 ``token_ids`` and the ``lora``, ``cache_salt`` and ``mm_items`` the body
 implies, plus ``prompt`` (the rendered chat text), so that
 ``prefixkey render … | prefixkey hash`` composes. The server flags are
-vLLM's own; :func:`add_render_options` and :func:`renderer_from_args` are
+vLLM's own; :func:`add_render_options` and :func:`renderer_or_refusal` are
 shared with ``prefixkey hash --model-dir``, whose per-line expansion is
 :func:`rendered_lines`.
 """
@@ -26,7 +26,8 @@ from ..errors import InvalidRequestError, PrefixKeyError
 from ..jsonl import JsonLimits, bounded_lines, error_record, parse_json_line
 from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
 
-__all__ = ["add_render_options", "register", "rendered_lines", "renderer_from_args"]
+__all__ = ["RefusedRenderer", "add_render_options", "options_from_args", "register",
+           "rendered_lines", "renderer_or_refusal"]
 
 _NO_RENDER = "needs the render extra: pip install 'prefixkey[render]'"
 # A line's fields that are the renderer's input, not the request line's.
@@ -123,14 +124,14 @@ def _harmony_environment(environ: Mapping[str, str]) -> dict[str, Any]:
             "system_start_date": environ.get("VLLM_SYSTEM_START_DATE")}
 
 
-def renderer_from_args(args: argparse.Namespace,
-                       environ: Mapping[str, str] | None = None) -> Any:
-    """The Renderer the options describe (raises PrefixKeyError or ImportError).
+def options_from_args(args: argparse.Namespace,
+                      environ: Mapping[str, str] | None = None) -> Any:
+    """The ServerOptions the flags describe (raises PrefixKeyError or ImportError).
 
     ``environ`` (default ``os.environ``) gives the replica's
     ``VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS`` and ``VLLM_SYSTEM_START_DATE``.
     """
-    from ..render import ModelFolderError, Renderer, ServerOptions
+    from ..render import ModelFolderError, ServerOptions
 
     kwargs: Any = None
     if args.default_chat_template_kwargs is not None:
@@ -165,7 +166,38 @@ def renderer_from_args(args: argparse.Namespace,
         vllm_version=args.vllm_version,
         **_harmony_environment(os.environ if environ is None else environ),
     )
-    return Renderer(options, args.model_dir)
+    return options
+
+
+class RefusedRenderer:
+    """A folder that cannot be rendered exactly: every body gets the same typed error.
+
+    Like every other command, ``render`` (and ``hash --model-dir``) then answers one
+    error record per input line and exits 1, so a pipeline keeps its line count.
+    """
+
+    def __init__(self, error: PrefixKeyError) -> None:
+        self.error = error
+
+    def render(self, endpoint: str, body: Any, **_: Any) -> tuple[Any, ...]:
+        raise self.error
+
+
+def renderer_or_refusal(args: argparse.Namespace, command: str) -> Any:
+    """The Renderer the options describe, or a RefusedRenderer for a folder it cannot render.
+
+    Bad flags, and folders vLLM itself would not start with (``ModelFolderError``), still
+    raise: those are usage errors (exit 2). A ``RenderUnsupportedError`` of the folder
+    (a tokenizer or renderer prefixkey does not reproduce) answers every line instead.
+    """
+    from ..render import Renderer, RenderUnsupportedError
+
+    options = options_from_args(args)
+    try:
+        return Renderer(options, args.model_dir)
+    except RenderUnsupportedError as exc:
+        warn(command, f"every body will be an error record: {exc}")
+        return RefusedRenderer(exc)
 
 
 def _lora_json(lora: Any) -> dict[str, Any] | None:
@@ -189,6 +221,8 @@ def _render_body(renderer: Any, obj: Mapping[str, Any]) -> tuple[Any, ...]:
         return tuple(renderer.render(endpoint, obj["body"]))
     from ..render import Renderer
 
+    if isinstance(renderer, RefusedRenderer):
+        raise renderer.error
     if not isinstance(renderer, Renderer):
         raise InvalidRequestError("placeholder_token_ids", "the render endpoint places images "
                                   "itself: leave it out with --render-url")
@@ -292,7 +326,7 @@ def _render_lines(renderer: Any, lines: Iterable[bytes], out: IO[str],
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        renderer = renderer_from_args(args)
+        renderer = renderer_or_refusal(args, "render")
     except PrefixKeyError as exc:  # a MissingExtraError names its extra (mistral)
         return fail("render", exc)
     except ImportError:

@@ -27,6 +27,10 @@ _TEXT_PARTS: Final = {
     "text": "text", "input_text": "text", "output_text": "text", "refusal": "refusal",
     "thinking": "thinking",
 }
+# Responses API part types: a message made only of these is refused by vLLM's request
+# model (observed on its render server: "input_text", "output_text"); beside a "text"
+# part they render as text.
+_RESPONSES_PARTS: Final = frozenset({"input_text", "output_text"})
 # Parts that carry media or embeddings (chat_utils.py), by type or by their payload key.
 _MEDIA_PARTS: Final = frozenset({
     "image_url", "input_image", "image_embeds", "audio_embeds", "video_embeds", "prompt_embeds",
@@ -55,6 +59,14 @@ class ContentParts:
         raise RenderUnsupportedError(
             field, f"a {part_type!r} content part needs vLLM's multimodal processor "
             "(placeholder tokens, item hashes), which prefixkey does not run yet")
+
+
+def _anchors(part: Any) -> bool:
+    """A part beside which vLLM's request model lets Responses API parts through."""
+    if not isinstance(part, dict):
+        return False
+    kind = part.get("type")
+    return kind in ("text", "refusal", "thinking") and isinstance(part.get(kind), str)
 
 
 def _part_type(part: Mapping[str, Any], field: str) -> str:
@@ -150,6 +162,16 @@ def parse_messages(messages: Any, content_format: str,
             parts = [{"type": "text", "text": content}]
         elif isinstance(content, list):
             parts = content
+            responses = next((j for j, p in enumerate(parts) if isinstance(p, dict)
+                              and p.get("type") in _RESPONSES_PARTS), None)
+            if responses is not None and not any(_anchors(p) for p in parts):
+                # vLLM 0.31's request model accepts these parts only beside a text, refusal
+                # or thinking part carrying its text (observed on its render server: alone,
+                # beside a bare string or a text part without text, they fail validation).
+                raise RenderRequestError(
+                    f"{field}.content", "validation errors for ValidatorIterator: Input "
+                    f"should be 'text' [type=literal_error, input_value="
+                    f"{parts[responses]['type']!r}]", position=responses)
         else:
             raise RenderRequestError(f"{field}.content", "must be a string, an array of "
                                      "parts or null")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ._errors import ModelFolderError, RenderUnsupportedError
+from ._hf_decision import TokenizerPath, decide_tokenizer
 from ._media import image_architecture
 
 __all__ = ["ModelFolder", "load_server_template"]
@@ -30,12 +31,6 @@ _LENGTH_KEYS: Final = (
 # RoPE types whose max_position_embeddings is already scaled (config/model.py).
 _PRESCALED_ROPE: Final = frozenset({
     "su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling",
-})
-# Architectures for which vLLM picks a renderer that is not Jinja (config/model.py).
-_NON_JINJA_ARCHITECTURES: Final = frozenset({
-    "MoonshotKimiaForCausalLM", "KimiK3ForConditionalGeneration", "DeepseekV32ForCausalLM",
-    "DeepseekV4ForCausalLM", "DeepseekV4ForConditionalGeneration", "DeepseekV41ForCausalLM",
-    "InklingForCausalLM", "InklingForConditionalGeneration",
 })
 # Model types with a chat template bundled in vLLM's wheel, used when the folder has none.
 _BUNDLED_FALLBACK_TEMPLATES: Final = frozenset({
@@ -149,6 +144,36 @@ def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
     return max_model_len
 
 
+def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config: dict[str, Any],
+            tokenizer_config: dict[str, Any], name: str, mode: str) -> TokenizerPath:
+    """The folder's tokenizer path; everything but as-is and reproduced rebuilds refused."""
+    architectures = config.get("architectures") or []
+    mistral_files = (tokenizer_path / "tekken.json").exists() or any(
+        tokenizer_path.glob("tokenizer.model.v*"))
+    decision = decide_tokenizer(
+        model_type=str(tokenizer_model_config.get("model_type", "")),
+        architectures=[a for a in architectures if isinstance(a, str)]
+        if isinstance(architectures, list) else [],
+        tokenizer_mode=mode, tokenizer_config=tokenizer_config,
+        config=tokenizer_model_config, name=name,
+        has_tokenizer_json=(tokenizer_path / "tokenizer.json").is_file(),
+        mistral_auto=mistral_files and any(tokenizer_path.glob("consolidated*.safetensors")))
+    if decision.reproduced:
+        return decision
+    field = {"converted": "tokenizer.json",
+             "mistral": "--tokenizer-mode"}.get(decision.path, _blamed(decision))
+    raise RenderUnsupportedError(field, f"{decision.path}: {decision.why}")
+
+
+def _blamed(decision: TokenizerPath) -> str:
+    """The file whose value decided a refusal (its reason names it)."""
+    if "tokenizer_config.json" in decision.why or "auto_map" in decision.why:
+        return "tokenizer_config.json"
+    if decision.why.startswith("tokenizer_class"):
+        return "tokenizer_config.json"
+    return "config.json"
+
+
 @dataclass(frozen=True, slots=True)
 class ModelFolder:
     """The files of one model folder (and tokenizer folder) that rendering reads."""
@@ -164,6 +189,8 @@ class ModelFolder:
     #: The folder's template: a string, a dict of named templates, or None.
     chat_template: str | dict[str, str] | None
     max_model_len: int
+    #: The path vLLM's tokenizer takes (render/_hf_decision.py): as is or rebuilt here.
+    tokenizer_decision: TokenizerPath
 
     @property
     def tokenizer_model_type(self) -> str:
@@ -171,10 +198,13 @@ class ModelFolder:
 
     @classmethod
     def load(cls, model: str, tokenizer: str | None, max_model_len: int | None,
-             option: str = "--model") -> ModelFolder:
+             option: str = "--model", *, name: str | None = None,
+             tokenizer_mode: str = "auto") -> ModelFolder:
         """Read a local model folder; refuse what vLLM would not render with Jinja.
 
-        ``option`` is the flag (``--model`` or ``--model-dir``) that named ``model``.
+        ``option`` is the flag (``--model`` or ``--model-dir``) that named ``model``;
+        ``name`` is the ``--tokenizer`` or ``--model`` string the server was given (a hub
+        name transformers matches against its name patterns); by default the folder path.
         """
         path = Path(model)
         tokenizer_path = Path(tokenizer) if tokenizer else path
@@ -188,24 +218,14 @@ class ModelFolder:
         model_type = config.get("model_type")
         if not isinstance(model_type, str):
             raise ModelFolderError("config.json", "has no model_type")
-        architectures = config.get("architectures") or []
-        if isinstance(architectures, list) and _NON_JINJA_ARCHITECTURES & set(
-                a for a in architectures if isinstance(a, str)):
-            raise RenderUnsupportedError(
-                "config.json", f"architecture {architectures[0]!r} has a vLLM renderer that "
-                "is not a Jinja chat template")
         allowed = _image_processor_files(path, config)
         for folder in {path, tokenizer_path}:
-            for name, why in _REFUSED_FILES.items():
-                if (folder / name).exists() and not (folder == path and name in allowed):
-                    raise RenderUnsupportedError(name, f"the folder has {why}")
+            for file, why in _REFUSED_FILES.items():
+                if (folder / file).exists() and not (folder == path and file in allowed):
+                    raise RenderUnsupportedError(file, f"the folder has {why}")
             if any(folder.glob("tokenizer.model.v*")):
                 raise RenderUnsupportedError("tokenizer.model.v*",
                                              "Mistral's tokenizer (tokenizer mode mistral)")
-        if not (tokenizer_path / "tokenizer.json").is_file():
-            raise RenderUnsupportedError(
-                "tokenizer.json", "missing: transformers would build a slow or converted "
-                "tokenizer, which prefixkey does not reproduce")
         tokenizer_config = (
             _read_json(tokenizer_path / "tokenizer_config.json", "tokenizer_config.json")
             if (tokenizer_path / "tokenizer_config.json").is_file() else {})
@@ -226,8 +246,10 @@ class ModelFolder:
                     "picks the tokenizer class without a model type")
             tokenizer_model_config = _read_json(tokenizer_path / "config.json",
                                                 "--tokenizer config.json")
+        decision = _decide(tokenizer_path, config, tokenizer_model_config, tokenizer_config,
+                           name or str(tokenizer or model), tokenizer_mode)
         return cls(path, tokenizer_path, config, tokenizer_model_config, tokenizer_config,
-                   special_tokens_map, template, length)
+                   special_tokens_map, template, length, decision)
 
     @staticmethod
     def _templates(folder: Path, tokenizer_config: dict[str, Any]) -> str | dict[str, str] | None:

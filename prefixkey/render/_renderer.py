@@ -107,7 +107,9 @@ class Renderer:
             return
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
                                        options.max_model_len,
-                                       "--model" if model_dir is None else "--model-dir")
+                                       "--model" if model_dir is None else "--model-dir",
+                                       name=options.tokenizer or options.model,
+                                       tokenizer_mode=options.tokenizer_mode)
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._env = TemplateEnvironment(clock)
         self._parts = content_parts or ContentParts()

@@ -1,15 +1,14 @@
 """The tokenizer transformers 5 builds from a model folder, rebuilt with ``tokenizers`` alone.
 
-vLLM 0.31 loads its tokenizer with ``AutoTokenizer.from_pretrained``. For most
-folders transformers 5 wraps ``tokenizer.json`` as it is (``TokenizersBackend``),
-but for some model types it ignores the folder's ``tokenizer_class`` and
-rebuilds the model, normalizer and pre-tokenizer in Python (qwen2 always, llama
-when the class says ``LlamaTokenizer``), keeping only the vocabulary, merges
-and post-processor of ``tokenizer.json``. Here the same ``tokenizers`` calls
-are made in the same order, so added and special tokens get the ids and
-matching flags transformers gives them. Classes whose rebuild is not
-reproduced are refused: encoding with a different tokenizer would give ids
-that look right and are not.
+vLLM 0.31 loads its tokenizer with ``AutoTokenizer.from_pretrained``; which class
+that builds, and whether it takes ``tokenizer.json`` as it is or rebuilds the
+model, normalizer and pre-tokenizer from its vocabulary (keeping only the
+vocabulary, merges and post-processor), is decided in ``_hf_decision.py``. Here
+the same ``tokenizers`` calls are made in the same order for the as-is path and
+the rebuilds reproduced (Qwen2Tokenizer, LlamaTokenizer, GemmaTokenizer), so
+added and special tokens get the ids and matching flags transformers gives them.
+Everything else is refused before this module is reached: encoding with a
+different tokenizer would give ids that look right and are not.
 """
 
 from __future__ import annotations
@@ -32,21 +31,6 @@ __all__ = ["HfTokenizer", "build_tokenizer"]
 _NAMED_TOKENS: Final = (
     "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
 )
-# Classes that mean "wrap tokenizer.json as it is".
-_GENERIC_CLASSES: Final = frozenset({
-    "PreTrainedTokenizerFast", "PreTrainedTokenizer", "TokenizersBackend", "PythonBackend",
-})
-# transformers 5.17 MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (models/auto/tokenization_auto.py)
-# plus vLLM 0.31's own list: the hub class is ignored for these model types.
-_CLASS_IGNORED_FOR: Final = frozenset({
-    "arctic", "chameleon", "chatlm", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4",
-    "deepseek_vl", "deepseek_vl_hybrid", "deepseek_vl_v2", "deepseek_ocr", "deepseek_ocr2",
-    "ernie4_5", "ernie4_5_moe", "fuyu", "h2ovl_chat", "hyperclovax", "hyperclovax_vlm",
-    "internlm2", "jamba", "janus", "llava", "llava_next", "minicpm3", "minicpmv", "minimax_m2",
-    "modernbert", "molmo", "molmo2", "nemotron", "nvfp4", "opencua", "openvla", "paddleocr_vl",
-    "phi3", "phi3_v", "phimoe", "qwen2", "step3p5", "step3_vl", "vipllava", "cohere_asr",
-    "camembertv2-base", "smolvlm", "vision-encoder-decoder", "step3p7", "unlimited-ocr",
-})
 # transformers 5.17 models/qwen2/tokenization_qwen2.py PRETOKENIZE_REGEX.
 _QWEN2_SPLIT: Final = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
@@ -57,6 +41,8 @@ _CLASS_DEFAULTS: Final[dict[str, dict[str, str | None]]] = {
     "qwen2": {"unk_token": "<|endoftext|>", "bos_token": None, "eos_token": "<|endoftext|>",
               "pad_token": "<|endoftext|>"},
     "llama": {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"},
+    "gemma": {"unk_token": "<unk>", "bos_token": "<bos>", "eos_token": "<eos>",
+              "pad_token": "<pad>", "mask_token": "<mask>"},
     "generic": {},
 }
 
@@ -75,48 +61,30 @@ def _added_token(value: Any, field: str) -> AddedToken | str:
                            f"{field} must be a string or an AddedToken, got {value!r}")
 
 
-def _tokenizer_class(folder: ModelFolder) -> str:
-    """Which tokenizer transformers 5.17's AutoTokenizer builds: generic, qwen2 or llama."""
-    model_type = folder.tokenizer_model_type
-    config = folder.tokenizer_config
-    if "auto_map" in config:
-        raise RenderUnsupportedError("tokenizer_config.json",
-                                     "auto_map names remote tokenizer code")
-    hub = config.get("tokenizer_class") or folder.tokenizer_model_config.get("tokenizer_class")
-    if hub is not None and not isinstance(hub, str):
-        raise ModelFolderError("tokenizer_config.json", "tokenizer_class must be a string")
-    hub_base = hub.removesuffix("Fast") if hub else None
-    if model_type == "qwen2":
-        return "qwen2"  # the hub class is ignored: Qwen2Tokenizer
-    if model_type in _CLASS_IGNORED_FOR:
-        raise RenderUnsupportedError(
-            "config.json", f"transformers 5 ignores tokenizer_class for model_type "
-            f"{model_type!r} and rebuilds the tokenizer in a way prefixkey does not reproduce")
-    if model_type == "llama" and hub_base in (None, "LlamaTokenizer"):
-        return "llama"
-    if hub is not None and (hub in _GENERIC_CLASSES or hub_base in _GENERIC_CLASSES):
-        return "generic"
-    raise RenderUnsupportedError(
-        "tokenizer_config.json",
-        f"tokenizer_class {hub!r} (model_type {model_type!r}) makes transformers build its own "
-        "tokenizer class, which prefixkey does not reproduce (it reproduces "
-        "PreTrainedTokenizerFast / TokenizersBackend, and the qwen2 and llama rebuilds)")
-
-
 def _rebuilt(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) -> Tokenizer:
-    """The backend Qwen2Tokenizer or LlamaTokenizer builds from tokenizer.json's vocabulary."""
+    """The backend Qwen2Tokenizer, LlamaTokenizer or GemmaTokenizer builds from tokenizer.json."""
+    try:
+        return _rebuild(kind, tokenizer_json, init)
+    except (ModelFolderError, RenderUnsupportedError):
+        raise
+    except Exception as exc:  # tokenizers refuses a malformed vocabulary or merge so
+        raise ModelFolderError("tokenizer.json", f"malformed vocabulary or merges: {exc}"
+                               ) from None
+
+
+def _rebuild(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) -> Tokenizer:
     model = tokenizer_json.get("model") or {}
     if model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
         raise RenderUnsupportedError(
             "tokenizer.json", f"the {kind} tokenizer class reads a BPE vocabulary, this one is "
             f"{model.get('type')!r}")
     vocab = model["vocab"]
-    merges: list[tuple[str, str]] = []
-    for merge in model.get("merges") or []:
-        pair = merge.split(" ") if isinstance(merge, str) else merge
-        if not (isinstance(pair, list) and len(pair) == 2):
-            raise ModelFolderError("tokenizer.json", f"malformed merge {merge!r}")
-        merges.append((str(pair[0]), str(pair[1])))
+    raw = model.get("merges") or []
+    if not isinstance(raw, list):
+        raise ModelFolderError("tokenizer.json", "model.merges must be an array")
+    # One pass over ~150k merges (as transformers makes it); BPE() checks each is a pair.
+    merges: list[Any] = [tuple(m.split(" ")) if type(m) is str
+                         else tuple(m) if type(m) is list else m for m in raw]
     add_prefix_space = init.get("add_prefix_space")
     if kind == "qwen2":
         tok = Tokenizer(BPE(vocab=vocab, merges=merges, dropout=None, unk_token=None,
@@ -128,6 +96,18 @@ def _rebuilt(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) ->
             pre_tokenizers.Split(Regex(_QWEN2_SPLIT), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=bool(add_prefix_space), use_regex=False),
         ])
+        return tok
+    if kind == "gemma":
+        # models/gemma/tokenization_gemma.py: byte-fallback BPE, spaces as "▁", split after.
+        unk = init.get("unk_token", _CLASS_DEFAULTS["gemma"]["unk_token"])
+        tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=True,
+                            unk_token=str(_added_token(unk, "unk_token")), dropout=None,
+                            byte_fallback=True))
+        tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous",
+                                                 invert=False)
+        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                         decoders.Fuse()])
+        tok.normalizer = normalizers.Replace(" ", "▁")
         return tok
     prefix = True if add_prefix_space is None else bool(add_prefix_space)
     legacy = bool(init.get("legacy", False))
@@ -164,7 +144,9 @@ class HfTokenizer:
     tokenizer: Tokenizer
     special_tokens_map: Mapping[str, str]
     max_chars_per_token: int
-    _truncating: Tokenizer
+    #: A copy of ``tokenizer`` for truncated encodes, made on first use (copying a large
+    #: vocabulary costs as much as loading it, and most servers never truncate).
+    _truncating: list[Tokenizer]
     _lock: threading.Lock
 
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
@@ -180,19 +162,29 @@ class HfTokenizer:
                          side: str) -> list[int]:
         """The same, truncated by the tokenizer to ``max_length`` (specials kept)."""
         with self._lock:  # truncation is state of the Rust tokenizer
-            self._truncating.enable_truncation(max_length, stride=0, strategy="longest_first",
-                                               direction=side)
-            return self._truncating.encode_batch_fast(
+            if not self._truncating:
+                copy = Tokenizer.from_str(self.tokenizer.to_str())
+                copy.no_padding()
+                self._truncating.append(copy)
+            truncating = self._truncating[0]
+            truncating.enable_truncation(max_length, stride=0, strategy="longest_first",
+                                         direction=side)
+            return truncating.encode_batch_fast(
                 [text], add_special_tokens=add_special_tokens)[0].ids
 
 
 def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds."""
-    kind = _tokenizer_class(folder)
+    kind = folder.tokenizer_decision.recipe or "generic"
+    if folder.tokenizer_config.get("fix_mistral_regex"):
+        # transformers may then swap the pre-tokenizer's regex (_patch_mistral_regex).
+        raise RenderUnsupportedError("tokenizer_config.json",
+                                     "fix_mistral_regex is not reproduced")
     path = folder.tokenizer_path / "tokenizer.json"
     try:
         tokenizer_json = json.loads(path.read_text(encoding="utf-8"))
-        base = Tokenizer.from_file(str(path))
+        # The rebuilt classes read only the vocabulary, merges and post-processor.
+        base = Tokenizer.from_file(str(path)) if kind == "generic" else None
     except (OSError, ValueError, Exception) as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError("tokenizer.json", f"cannot be loaded: {exc}") from None
     init = dict(folder.tokenizer_config)
@@ -265,7 +257,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
 
-    if kind == "generic":
+    if base is not None:
         tok = base
     else:
         tok = _rebuilt(kind, tokenizer_json, init)
@@ -303,13 +295,26 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         tok.add_tokens([AddedToken(t, special=True) for t in seen])
     tok.no_truncation()
     tok.no_padding()
-    vocab = tok.get_vocab(with_added_tokens=True)
-    truncating = Tokenizer.from_str(tok.to_str())
-    truncating.no_padding()
     return HfTokenizer(
         tokenizer=tok,
         special_tokens_map={k: str(v) for k, v in specials.items()},
-        max_chars_per_token=max(map(len, vocab), default=0),
-        _truncating=truncating,
+        max_chars_per_token=_max_chars(tok, tokenizer_json),
+        _truncating=[],
         _lock=threading.Lock(),
     )
+
+
+def _max_chars(tok: Tokenizer, tokenizer_json: dict[str, Any]) -> int:
+    """The longest token of ``get_vocab(with_added_tokens=True)``: the model's vocabulary
+    (read from the JSON already parsed, cheaper than asking the tokenizer for it) and the
+    added tokens."""
+    vocab = (tokenizer_json.get("model") or {}).get("vocab")
+    if isinstance(vocab, dict):
+        pieces: list[str] = list(vocab)
+    elif isinstance(vocab, list) and all(isinstance(p, list) and p and isinstance(p[0], str)
+                                         for p in vocab):
+        pieces = [p[0] for p in vocab]
+    else:
+        return max(map(len, tok.get_vocab(with_added_tokens=True)), default=0)
+    added = [t.content for t in tok.get_added_tokens_decoder().values()]
+    return max(map(len, [*pieces, *added]), default=0)

@@ -1,0 +1,149 @@
+"""Rendering cost on real Hugging Face model folders, against transformers on the same folder.
+
+Run with the Python of the scratch vLLM 0.31.0 venv (it has transformers 5.17; CONTRIBUTING.md,
+"Render vectors") and prefixkey's own dependencies importable from a directory of their
+own (``PYTHONPATH``; never installed into that venv)::
+
+    pip install --target /tmp/pk-deps xxhash msgpack     # once, any Python 3.11 pip
+    PYTHONPATH=/tmp/pk-deps HF_HUB_OFFLINE=1 /work/venvs/vllm031/bin/python \\
+        benchmarks/bench_render_real.py --out benchmarks/RENDER_REAL.md
+
+The folders are the real ones of tests/render/real/ (``python tests/real_models.py
+fetch``). Rows, each timed in one process, interleaved, best time kept:
+
+- **build**: ``Renderer(ServerOptions(model=folder))`` (folder, tokenizer, templates)
+  against ``AutoTokenizer.from_pretrained(folder)`` (the tokenizer alone). Aim: at most 1x.
+- **chat N**: ``Renderer.render_chat(body)`` of a system + user body whose rendered prompt
+  is about N tokens, against the transformers tokenizer's own batch encode of the rendered
+  text (``tokenizer([text], add_special_tokens=False)``, ids checked equal first). Aim:
+  at most 1.5x at 1k tokens, 1.15x at 8k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import platform
+import random
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+for extra in (REPO, REPO / "tests"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+FOLDERS = ("qwen3", "deepseek_v3", "gemma3", "llama3")
+LENGTHS = (1024, 8000)  # 8k within Llama 3's 8192-token context
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "router", "replica",
+         "prefix", "cache", "block", "key", "request", "token", "weather", "Paris", "London",
+         "tomorrow", "sunny", "degrees", "hello", "world"]
+
+
+def best(fns: list[Callable[[], Any]], rounds: int, number: int) -> list[float]:
+    """Each function's best per-call time over interleaved rounds."""
+    times = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[i] = min(times[i], (time.perf_counter() - start) / number)
+    return times
+
+
+def chat_body(renderer: Any, target: int) -> dict[str, Any]:
+    words = target
+    rng = random.Random(target)
+    body: dict[str, Any] = {}
+    for _ in range(8):
+        text = " ".join(rng.choice(WORDS) for _ in range(words))
+        body = {"messages": [{"role": "system", "content": "You are a helpful assistant."},
+                             {"role": "user", "content": text}]}
+        n = len(renderer.render_chat(body).token_ids)
+        if abs(n - target) <= target // 100:
+            break
+        words = max(1, round(words * target / n))
+    return body
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--build-rounds", type=int, default=5)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    import real_models
+
+    from prefixkey.render import Renderer, ServerOptions
+
+    # Imported by name: transformers is in the vLLM venv only, not the dev one.
+    transformers = importlib.import_module("transformers")
+    AutoTokenizer = transformers.AutoTokenizer
+    rows: list[tuple[str, str, int, float, float]] = []
+    for name in FOLDERS:
+        folder = str(real_models.compose(name))
+        def build_ours(folder: str = folder) -> Any:
+            return Renderer(ServerOptions(model=folder))
+
+        def build_theirs(folder: str = folder) -> Any:
+            return AutoTokenizer.from_pretrained(folder)
+
+        ours_build, theirs_build = best([build_ours, build_theirs], args.build_rounds, 1)
+        rows.append((name, "build", 0, ours_build, theirs_build))
+        print(f"{name} build: {ours_build * 1e3:.1f} ms vs {theirs_build * 1e3:.1f} ms",
+              file=sys.stderr, flush=True)
+        renderer = Renderer(ServerOptions(model=folder))
+        hf = AutoTokenizer.from_pretrained(folder)
+        for target in LENGTHS:
+            body = chat_body(renderer, target)
+            rendered = renderer.render_chat(body)
+            text = rendered.prompt
+            assert text is not None
+            if hf([text], add_special_tokens=False)["input_ids"][0] != list(rendered.token_ids):
+                raise SystemExit(f"{name}: ids differ from transformers' encode")
+            def render(renderer: Any = renderer, body: dict[str, Any] = body) -> Any:
+                return renderer.render_chat(body)
+
+            def encode(hf: Any = hf, text: str = text) -> Any:
+                return hf([text], add_special_tokens=False)
+
+            ours, theirs = best([render, encode], args.rounds, 3)
+            rows.append((name, "chat", len(rendered.token_ids), ours, theirs))
+            print(f"{name} chat {len(rendered.token_ids)}: {ours / theirs:.2f}x",
+                  file=sys.stderr, flush=True)
+    lines = [
+        "<!-- generated by benchmarks/bench_render_real.py; do not edit -->", "",
+        "# Rendering cost on real model folders", "",
+        "Each row is timed in one process (best per-call time over interleaved rounds; see",
+        "the docstring of `benchmarks/bench_render_real.py`). **build**: building a `Renderer`",
+        "against `AutoTokenizer.from_pretrained` on the same folder (aim: at most 1x).",
+        "**chat**: `Renderer.render_chat` of a system + user body against the transformers",
+        "tokenizer's own batch encode of the rendered text (aim: at most 1.5x at 1k tokens,",
+        "1.15x at 8k). The machine is shared (2 cores): absolute times are noisy, ratios less so.",
+        "",
+        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, Python "
+        f"{platform.python_version()}, transformers {transformers.__version__}, "
+        f"`bench_render_real.py --rounds {args.rounds} --build-rounds {args.build_rounds}`",
+        "",
+        "| folder | row | tokens | prefixkey ms | transformers ms | ratio | aim |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, row, tokens, ours, theirs in rows:
+        aim = 1.0 if row == "build" else (1.5 if tokens < 4096 else 1.15)
+        verdict = "met" if ours / theirs <= aim else "MISSED"
+        lines.append(f"| {name} | {row} | {tokens or ''} | {ours * 1e3:.2f} | "
+                     f"{theirs * 1e3:.2f} | {ours / theirs:.2f}x | ≤ {aim}x {verdict} |")
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.out:
+        args.out.write_text(report, "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,197 @@
+"""Which tokenizer vLLM 0.31 gets for a folder, decided as its code decides it, from data.
+
+vLLM's ``get_tokenizer`` picks a tokenizer mode (``config/model.py`` switches some
+architectures to their own modes; ``auto`` becomes ``mistral`` only for a folder with
+``consolidated*.safetensors`` and Mistral tokenizer files), bypasses ``AutoTokenizer``
+for the model types of its own incorrect-hub-class list, and otherwise calls
+transformers' ``AutoTokenizer.from_pretrained``, which resolves a class from the
+config's ``model_type``, the hub ``tokenizer_class`` and the folder's name. The facts
+consulted (transformers' mapping and lists, each class's way of reading
+``tokenizer.json``) are generated data (``_hf_facts.py``); this module applies the
+rules, in transformers' order, and says for a folder which path it takes:
+
+- ``as_is``: ``tokenizer.json`` is loaded as it is;
+- ``rebuilt``: the class rebuilds the model, normalizer and pre-tokenizer from the
+  file's vocabulary (reproduced for the recipes in :data:`REBUILT_RECIPES`);
+- ``converted``: no ``tokenizer.json``, so transformers converts SentencePiece,
+  tiktoken or vocab/merges files (not reproduced);
+- ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
+- ``refused``: what prefixkey cannot reproduce, with the reason.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from . import _hf_facts as facts
+
+__all__ = ["REBUILT_RECIPES", "TokenizerPath", "class_path", "decide_tokenizer"]
+
+Path = Literal["as_is", "rebuilt", "converted", "mistral", "refused"]
+
+#: Rebuilding classes whose ``__init__`` prefixkey reproduces (render/_tokenizer.py).
+REBUILT_RECIPES: Final = {
+    "Qwen2Tokenizer": "qwen2",
+    "LlamaTokenizer": "llama",
+    "GemmaTokenizer": "gemma",
+}
+# Names transformers treats as "the generic backend" in AutoTokenizer's class checks.
+_GENERIC_REGISTERED: Final = ("TokenizersBackend", "PythonBackend", "PreTrainedTokenizerFast",
+                              "MistralCommonBackend")
+_GENERIC_RESOLVED: Final = ("TokenizersBackend", "PythonBackend", "PreTrainedTokenizerFast")
+_BACKEND: Final = "TokenizersBackend"
+#: Architectures vLLM 0.31 (config/model.py) switches from tokenizer mode ``auto`` to a
+#: mode of its own, rendered without a Jinja template or not yet verified here.
+NON_HF_ARCHITECTURES: Final = {
+    "MoonshotKimiaForCausalLM": "kimi_audio",
+    "KimiK3ForConditionalGeneration": "kimi_k3",
+    "DeepseekV32ForCausalLM": "deepseek_v32",
+    "DeepseekV4ForCausalLM": "deepseek_v4",
+    "DeepseekV4ForConditionalGeneration": "deepseek_v4",
+    "DeepseekV41ForCausalLM": "deepseek_v41",
+    "InklingForCausalLM": "inkling",
+    "InklingForConditionalGeneration": "inkling",
+}
+#: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
+#: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
+HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerPath:
+    """The path a folder's tokenizer takes, the transformers class, and why."""
+
+    path: Path
+    #: The transformers class that loads it (None outside the Hugging Face paths).
+    tokenizer_class: str | None
+    why: str
+    #: For ``rebuilt``: the recipe render/_tokenizer.py applies (None: not reproduced).
+    recipe: str | None = None
+
+    @property
+    def reproduced(self) -> bool:
+        return self.path == "as_is" or (self.path == "rebuilt" and self.recipe is not None)
+
+
+def _resolve(name: str) -> tuple[str, str] | None:
+    """``tokenizer_class_from_name``: (class, kind), or None for a name transformers lacks."""
+    found = facts.CLASSES.get(name)
+    if found is None and name.endswith("Fast"):
+        return _resolve(name[:-4])
+    return found
+
+
+def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
+               ) -> TokenizerPath:
+    """How a resolved class reads the folder: its kind, and whether tokenizer.json is there."""
+    name, kind = resolved
+    if kind == "python":
+        return TokenizerPath("refused", name, f"{why}: {name} is a Python tokenizer (no "
+                             "tokenizers backend), which prefixkey does not reproduce")
+    if kind == "unavailable":
+        return TokenizerPath("refused", name, f"{why}: {name} needs a library transformers "
+                             "lacks here")
+    if kind == "mistral_common":
+        return TokenizerPath("mistral", name, f"{why}: MistralCommonBackend")
+    if not has_tokenizer_json:
+        return TokenizerPath("converted", name, f"{why}: no tokenizer.json, so {name} converts "
+                             "the folder's SentencePiece, tiktoken or vocab/merges files, "
+                             "which prefixkey does not reproduce")
+    if kind in ("backend", "as_is"):
+        return TokenizerPath("as_is", name, f"{why}: {name} loads tokenizer.json as it is")
+    recipe = REBUILT_RECIPES.get(name)
+    return TokenizerPath("rebuilt", name, f"{why}: {name} rebuilds the tokenizer from "
+                         "tokenizer.json's vocabulary" + ("" if recipe else
+                                                          ", which prefixkey does not reproduce"),
+                         recipe)
+
+
+def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
+              config: Mapping[str, Any], name: str) -> tuple[tuple[str, str] | None, str]:
+    """The class AutoTokenizer.from_pretrained picks (transformers 5.17), and the rule that did."""
+    backend = (_BACKEND, "backend")
+    if model_type in facts.VLLM_INCORRECT_HUB_CLASS:
+        return backend, f"vLLM loads model_type {model_type!r} with TokenizersBackend"
+    raw_map = tokenizer_config.get("auto_map")
+    auto_map = raw_map if isinstance(raw_map, (list, tuple)) else (
+        raw_map.get("AutoTokenizer") if isinstance(raw_map, Mapping) else None)
+    if auto_map is None and any(fnmatch.fnmatch(name.lower(), p)
+                                for p in facts.BACKEND_NAME_PATTERNS):
+        return backend, f"the name {name!r} matches transformers' TokenizersBackend patterns"
+    tc_class = tokenizer_config.get("tokenizer_class")
+    hub = tc_class or config.get("tokenizer_class")
+    registered = facts.REGISTERED_CLASS.get(model_type) if model_type else None
+    if (auto_map is None and isinstance(hub, str) and registered is not None
+            and registered.removesuffix("Fast") != hub.removesuffix("Fast")):
+        base = registered.removesuffix("Fast")
+        if base not in _GENERIC_REGISTERED:
+            ignored = (model_type in facts.INCORRECT_HUB_CLASS
+                       or config.get("model_name") in facts.INCORRECT_HUB_CLASS)
+            chosen = base if ignored else hub
+            found = _resolve(chosen)
+            if found is not None and found[0] not in _GENERIC_RESOLVED:
+                rule = (f"model_type {model_type!r} ignores the hub class {hub!r}" if ignored
+                        else f"tokenizer_class {hub!r}")
+                return found, rule
+        return backend, (f"model_type {model_type!r} registers {registered}, the hub class "
+                         f"{hub!r} differs")
+    if auto_map is not None and model_type not in facts.INCORRECT_HUB_CLASS:
+        # transformers drops auto_map only for the incorrect-hub-class types; otherwise a
+        # server with --trust-remote-code runs the model's own tokenizer code (without it,
+        # transformers' own class when it has one), and a folder does not say which.
+        return None, ("tokenizer_config.json's auto_map names the model's own tokenizer "
+                      "code, which vLLM runs with --trust-remote-code and prefixkey cannot")
+    if isinstance(tc_class, str):
+        stripped = tc_class.removesuffix("Fast")
+        found = _resolve(stripped) or _resolve(stripped + "Fast")
+        if found is not None and found[0] == "PythonBackend":
+            found = backend
+        return found or backend, f"tokenizer_class {tc_class!r}"
+    config_class = config.get("tokenizer_class")
+    if isinstance(config_class, str) and config_class:
+        if "PreTrainedTokenizerFast" not in config_class:
+            config_class = config_class.removesuffix("Fast")
+        found = _resolve(config_class)
+        if found is None:
+            return None, (f"config.json's tokenizer_class {config_class!r} is no transformers "
+                          "class: transformers fails to load it")
+        return found, f"config.json's tokenizer_class {config_class!r}"
+    if registered is not None and model_type in facts.CONFIG_MODEL_TYPES:
+        found = _resolve(registered)
+        if found is not None and found[1] == "mistral_common":
+            # vLLM's hf mode passes mistral_format=False: the generic backend.
+            return backend, f"model_type {model_type!r} (MistralCommonBackend off in hf mode)"
+        return found or backend, f"model_type {model_type!r}"
+    return backend, f"model_type {model_type!r} registers no tokenizer class"
+
+
+def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mode: str,
+                     tokenizer_config: Mapping[str, Any], config: Mapping[str, Any],
+                     name: str, has_tokenizer_json: bool,
+                     mistral_auto: bool = False) -> TokenizerPath:
+    """The path of one folder's tokenizer under vLLM 0.31 and transformers 5.17.
+
+    ``model_type``/``config`` are the tokenizer folder's ``config.json``; ``name`` is the
+    string vLLM was given (``--tokenizer`` or ``--model``), which transformers matches
+    against its name patterns; ``mistral_auto`` says whether vLLM's ``auto`` mode picks
+    ``mistral`` (``consolidated*.safetensors`` beside ``tekken.json``/``tokenizer.model.v*``).
+    """
+    mode = tokenizer_mode.lower()
+    if mode == "mistral" or (mode == "auto" and mistral_auto):
+        return TokenizerPath("mistral", "MistralTokenizer", "vLLM's tokenizer mode mistral "
+                             "renders with mistral_common")
+    switched = [NON_HF_ARCHITECTURES[a] for a in architectures if a in NON_HF_ARCHITECTURES]
+    if mode == "auto" and switched:
+        return TokenizerPath("refused", None, f"architecture {architectures[0]!r}: vLLM "
+                             f"switches to its tokenizer mode {switched[0]!r}, whose "
+                             "rendering prefixkey has not verified")
+    if mode not in ("auto", "hf"):
+        return TokenizerPath("refused", None, f"tokenizer mode {tokenizer_mode!r} is not "
+                             "rendered by a Jinja chat template and a Hugging Face tokenizer")
+    found, why = _hf_class(model_type, tokenizer_config, config, name)
+    if found is None:
+        return TokenizerPath("refused", None, why)
+    return class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)

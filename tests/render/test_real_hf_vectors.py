@@ -1,0 +1,63 @@
+"""Replay vLLM 0.31.0's rendering of real Hugging Face model folders through prefixkey.render.
+
+``real_hf_bodies.jsonl`` (tools/build_real_hf_bodies.py) holds chat and completions
+bodies over the real folders of tests/render/real/ (Qwen3, DeepSeek-V3, Gemma 3,
+Llama 3, the @lenml llama3_1 package's files (its template is Llama 3's), Llama 2, and
+``model_type`` mistral with ``LlamaTokenizer`` on Llama 2's files, as no registry ships a
+real Mistral tokenizer.json); ``real_hf_vectors.jsonl`` what vLLM's
+render server answered (tools/harvest_render.py). Every 200 must give the same ids, every
+vLLM error an error with the same status. The folders' tokenizer files are fetched into a
+cache (tests/real_models.py): without it these tests skip, under CI they fetch.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import pytest
+from render_cases import RenderCase, render_cases
+
+from prefixkey.errors import PrefixKeyError
+from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
+
+CASES = render_cases("real_hf_")
+FLAGS = {
+    "--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
+    "--enable-auto-tool-choice": "enable_auto_tool_choice",
+    "--tool-call-parser": "tool_call_parser",
+}
+
+
+@cache
+def renderer(real: str, server: str) -> Renderer:
+    case = next(c for c in CASES if c.real == real)
+    fields = {FLAGS[k]: v for k, v in json.loads(server).items()}
+    return Renderer(ServerOptions(model=str(case.folder()), **fields))
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    assert {c.real for c in CASES} == {"qwen3", "deepseek_v3", "gemma3", "llama3", "llama3_1",
+                                       "llama2", "mistral_hf_llama2tok"}
+    for real in {c.real for c in CASES}:
+        statuses = {c.status for c in CASES if c.real == real}
+        assert {200, 400} <= statuses, real
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_vllm_rendering_of_real_folders_replays(case: RenderCase) -> None:
+    assert case.real is not None
+    r = renderer(case.real, json.dumps(case.server, sort_keys=True))
+    if case.status == 200:
+        rendered = r.render(case.endpoint, case.body)
+        ids: Any = [list(x.token_ids) for x in rendered]
+        if case.endpoint == "/v1/chat/completions":
+            ids = ids[0]
+        assert ids == case.token_ids
+        return
+    with pytest.raises(PrefixKeyError) as info:
+        r.render(case.endpoint, case.body)
+    assert not isinstance(info.value, RenderUnsupportedError), info.value
+    assert isinstance(info.value, RenderRequestError), info.value
+    assert info.value.status == case.status, (info.value, case.error)

@@ -1,0 +1,108 @@
+"""The tokenizer path vLLM 0.31 + transformers 5.17 take for a folder (render/_hf_decision.py).
+
+The facts (``_hf_facts.py``) are generated from the real packages by
+tools/extract_hf_tokenizers.py; these cases are the classes the real
+``get_tokenizer`` built for the real folders of tests/render/real (Qwen3:
+Qwen2Tokenizer, DeepSeek-V3: TokenizersBackend, Gemma 3: GemmaTokenizer, Llama 3:
+TokenizersBackend), and the rules around them. The ids are checked against vLLM's
+render server in tests/render/test_real_hf_vectors.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefixkey.render._hf_decision import TokenizerPath, decide_tokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+VLLM_PYTHON = Path("/work/venvs/vllm031/bin/python")
+
+
+def decide(model_type: str, tokenizer_class: str | None = None, *, name: str = "/m",
+           architectures: tuple[str, ...] = (), mode: str = "auto",
+           tokenizer_json: bool = True, **config: Any) -> TokenizerPath:
+    tconf: dict[str, Any] = {} if tokenizer_class is None else {
+        "tokenizer_class": tokenizer_class}
+    tconf.update(config.pop("tokenizer_config", {}))
+    return decide_tokenizer(model_type=model_type, architectures=list(architectures),
+                            tokenizer_mode=mode, tokenizer_config=tconf,
+                            config={"model_type": model_type, **config}, name=name,
+                            has_tokenizer_json=tokenizer_json)
+
+
+@pytest.mark.parametrize(("model_type", "hub", "path", "cls", "recipe"), [
+    ("qwen3", "Qwen2Tokenizer", "rebuilt", "Qwen2Tokenizer", "qwen2"),
+    ("qwen3_moe", None, "rebuilt", "Qwen2Tokenizer", "qwen2"),
+    ("qwen2", "PreTrainedTokenizerFast", "rebuilt", "Qwen2Tokenizer", "qwen2"),
+    ("deepseek_v3", "LlamaTokenizerFast", "as_is", "TokenizersBackend", None),
+    ("gemma3_text", "GemmaTokenizer", "rebuilt", "GemmaTokenizer", "gemma"),
+    ("gemma3", "GemmaTokenizerFast", "rebuilt", "GemmaTokenizer", "gemma"),
+    ("llama", "PreTrainedTokenizerFast", "as_is", "TokenizersBackend", None),
+    ("llama", "LlamaTokenizerFast", "rebuilt", "LlamaTokenizer", "llama"),
+    ("mistral", "LlamaTokenizer", "as_is", "TokenizersBackend", None),
+    ("mistral", None, "as_is", "TokenizersBackend", None),
+    ("phi3", "LlamaTokenizer", "as_is", "TokenizersBackend", None),
+    ("gpt2", None, "rebuilt", "GPT2Tokenizer", None),
+    ("internlm2", "InternLM2Tokenizer", "as_is", "TokenizersBackend", None),
+    ("llama", "PreTrainedTokenizer", "as_is", "TokenizersBackend", None),
+    ("llama", "NoSuchTokenizer", "as_is", "TokenizersBackend", None),
+])
+def test_the_class_and_path_transformers_takes(model_type: str, hub: str | None, path: str,
+                                               cls: str, recipe: str | None) -> None:
+    decision = decide(model_type, hub)
+    assert (decision.path, decision.tokenizer_class, decision.recipe) == (path, cls, recipe)
+    assert decision.reproduced == (path == "as_is" or recipe is not None)
+
+
+def test_the_name_patterns_pick_the_generic_backend() -> None:
+    assert decide("llama", "LlamaTokenizerFast").path == "rebuilt"
+    hub_name = decide("llama", "LlamaTokenizerFast", name="deepseek-ai/DeepSeek-Coder-6.7B")
+    assert (hub_name.path, hub_name.tokenizer_class) == ("as_is", "TokenizersBackend")
+
+
+def test_what_is_not_a_hugging_face_tokenizer_is_named() -> None:
+    # gpt-oss: Harmony renders its chat, but its tokenizer (completions) is the folder's.
+    assert decide("gpt_oss").path == "as_is"
+    assert decide("mistral", mode="mistral").path == "mistral"
+    kimi = decide("kimi_k3", architectures=("KimiK3ForConditionalGeneration",))
+    assert kimi.path == "refused" and "kimi_k3" in kimi.why
+    v32 = decide("deepseek_v32", architectures=("DeepseekV32ForCausalLM",))
+    assert v32.path == "refused" and "deepseek_v32" in v32.why
+    # An explicit hf mode keeps the Hugging Face tokenizer.
+    assert decide("deepseek_v32", architectures=("DeepseekV32ForCausalLM",),
+                  mode="hf").path == "as_is"
+
+
+def test_remote_code_and_conversions_are_refused_truly() -> None:
+    remote = decide("gpt2", tokenizer_config={"auto_map": {"AutoTokenizer": ["x.T", None]}})
+    assert remote.path == "refused" and "--trust-remote-code" in remote.why
+    # transformers drops auto_map for its incorrect-hub-class types.
+    dropped = decide("deepseek_v3", tokenizer_config={"auto_map": {"AutoTokenizer": ["x.T",
+                                                                                     None]}})
+    assert dropped.path == "as_is"
+    converted = decide("mistral", "LlamaTokenizer", tokenizer_json=False)
+    assert converted.path == "converted" and "does not reproduce" in converted.why
+    python = decide("bert-japanese", "BertJapaneseTokenizer")
+    assert python.path == "refused" and "Python tokenizer" in python.why
+
+
+@pytest.mark.skipif(not VLLM_PYTHON.exists(), reason="needs the scratch vLLM 0.31 venv "
+                    "(CONTRIBUTING.md, Render vectors)")
+def test_the_facts_are_those_of_the_installed_packages() -> None:
+    done = subprocess.run([str(VLLM_PYTHON), "tools/extract_hf_tokenizers.py", "--check"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sys.version_info >= (3, 10)
+
+
+def test_the_docs_table_is_current() -> None:
+    done = subprocess.run([sys.executable, "tools/hf_tokenizer_table.py", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
