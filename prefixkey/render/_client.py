@@ -18,8 +18,8 @@ from types import TracebackType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from .._json_lines import JSON_LIMITS, JsonLimits, parse_json_line
 from ..errors import InvalidRequestError, PrefixKeyError
-from ..jsonl import JSON_LIMITS, JsonLimits, parse_json_line
 from ._endpoint import RENDER_PATHS, RenderEndpointError, RenderResponseParser
 from ._renderer import Rendered
 
