@@ -1,6 +1,6 @@
 """Router.rank's order, from its definition, and ``limit``.
 
-The order is score (best first), then load (lower first), then
+The order is cost (lowest first, ``score = -cost``), then load (lower first), then
 :func:`rendezvous_weight` on the request's affinity under the candidate's
 scheme (higher first); when no candidate holds a block, rendezvous alone.
 Rank groups candidates that share an outcome and computes weights only for
@@ -56,20 +56,18 @@ def _expected(router: Router, decisions: Sequence[RouteDecision]) -> list[Replic
     def weight(d: RouteDecision) -> float:
         return rendezvous_weight(prepared.keys_for(schemes[d.replica]).affinity, d.replica)
 
-    if decisions[0].fallback:
-        return [d.replica for d in sorted(decisions, key=lambda d: -weight(d))]
     return [d.replica for d in sorted(
         decisions, key=lambda d: (-d.score, d.load or 0.0, -weight(d)))]
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_rank_order_is_score_load_then_rendezvous(seed: int) -> None:
+def test_rank_order_is_cost_load_then_rendezvous(seed: int) -> None:
     rng = random.Random(seed)
     held = seed % 4 != 3  # every fourth: nothing held, the fallback
     index = _index(rng, rng.randint(1, 40), held, schemes=1 + seed % 2)
-    loads = {ReplicaId(f"r{r}"): rng.choice([0.0, 0.1, 0.1, 0.5]) for r in range(40)}
-    for load in (None, loads.__getitem__):
-        router = Router(index, load=load, load_weight=0.05)
+    loads = {ReplicaId(f"r{r}"): rng.choice([0.0, 16.0, 16.0, 80.0]) for r in range(40)}
+    for load in (lambda r: 0.0, loads.__getitem__):
+        router = Router(index, load=load)
         decisions = router.route(TOKENS)
         assert [d.replica for d in decisions] == _expected(router, decisions)
         assert [d.rank for d in decisions] == list(range(1, len(decisions) + 1))
