@@ -66,8 +66,12 @@ def test_rank_order_is_cost_load_then_rendezvous(seed: int) -> None:
     held = seed % 4 != 3  # every fourth: nothing held, the fallback
     index = _index(rng, rng.randint(1, 40), held, schemes=1 + seed % 2)
     loads = {ReplicaId(f"r{r}"): rng.choice([0.0, 16.0, 16.0, 80.0]) for r in range(40)}
-    for load in (lambda r: 0.0, loads.__getitem__):
-        router = Router(index, load=load)
+    pushed = Router(index)
+    for rid, value in loads.items():
+        if rid in index.replicas():
+            pushed.set_load(rid, value)
+    for router in (Router(index, load=lambda r: 0.0), Router(index, load=loads.__getitem__),
+                   pushed):
         decisions = router.route(TOKENS)
         assert [d.replica for d in decisions] == _expected(router, decisions)
         assert [d.rank for d in decisions] == list(range(1, len(decisions) + 1))

@@ -46,11 +46,12 @@ index, and :meth:`PreparedRequest.add_keys` accepts keys computed elsewhere.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import groupby, repeat
+from itertools import repeat
 from typing import Final, Literal, NamedTuple, cast
 
 from ...core import BlockHash, Request, TokenIds, check_token_ids
@@ -60,6 +61,7 @@ from ..index._backend import RoutingIndex, RunsQuery
 from ..index._walk import Run
 from ._metrics import RouterMetrics
 from ._prepared import PreparedRequest, affinity_digest, rendezvous_seed, rendezvous_weights
+from ._queues import Queues
 from ._ranking import LazyRanking
 
 __all__ = [
@@ -185,28 +187,6 @@ def _replica_id(c: ReplicaId | str) -> ReplicaId:
     raise InvalidRequestError("replicas", f"a replica is a ReplicaId or a name, got {c!r}")
 
 
-def _cost_groups(order: list[int], costs: list[float],
-                 loads: list[float]) -> Iterator[list[int]]:
-    """Positions by (cost, load), lowest first, one list per tie.
-
-    The head is found in one pass (most rankings are read to their head);
-    the rest is sorted only if it is read.
-    """
-    if not order:
-        return
-    best = min(costs)
-    head = [i for i in order if costs[i] == best]
-    if len(head) > 1:
-        low = min(map(loads.__getitem__, head))
-        head = [i for i in head if loads[i] == low]
-    yield head
-    taken = set(head)
-    keys = list(zip(costs, loads, strict=True))
-    rest = sorted((i for i in order if i not in taken), key=keys.__getitem__)
-    for _, same in groupby(rest, keys.__getitem__):
-        yield list(same)
-
-
 class _Group(NamedTuple):
     """An answer's group, scored: ``neg_score`` first, so groups sort best first."""
 
@@ -300,11 +280,11 @@ class Router:
         self.load_unit: LoadUnit = load_unit
         self.replicas: tuple[ReplicaId, ...] = tuple(dict.fromkeys(map(_replica_id, replicas)))
         self.metrics = RouterMetrics()
-        # Pushed loads (:meth:`set_load`), in load_unit; the Router's own queue
-        # estimate when no load is given, stored divided by ``_scale``.
-        self._pushed: dict[ReplicaId, float] = {}
-        self._own: dict[ReplicaId, float] = {}
-        self._scale = 1.0
+        # Pushed loads (:meth:`set_load`, in load_unit), or the Router's own queue
+        # estimate (tokens) while nothing is pushed and no load callable is given.
+        self._queues = Queues()
+        self._pushed = False
+        self._tracked: object = None  # the registrations last tracked in _queues
         #: The running mean of the prefill a ranking's first choice needs (tokens):
         #: what a queued request is worth with ``load_unit="requests"``.
         self.mean_prefill_tokens = 0.0
@@ -322,36 +302,40 @@ class Router:
     def set_load(self, replica: ReplicaId | str, queued: float) -> None:
         """Push a replica's queued prefill work, in ``load_unit`` (read until pushed again).
 
-        Pushed loads are used when no ``load`` callable is given; a replica
-        never pushed counts 0.
+        Pushed loads are kept in load order (a ranking reads the least queued
+        first without reading the fleet); they are used when no ``load``
+        callable is given, and a replica never pushed counts 0.
         """
         if not _is_number(queued) or queued < 0:
             raise InvalidRequestError("load", f"must be a finite number >= 0, got {queued!r}")
-        self._pushed[_replica_id(replica)] = float(queued)
+        if not self._pushed:  # the Router's own estimate gives way to pushed loads
+            self._pushed, self._queues, self._tracked = True, Queues(), None
+        self._queues.set(_replica_id(replica), float(queued))
 
-    def _loads(self, rids: list[ReplicaId], num_tokens: int) -> list[float]:
-        """Each candidate's queued prefill tokens (a queued request: the mean routed prefill,
-        this request's length until a first choice was counted)."""
-        if self.load is not None:
-            loads = list(map(self.load, rids))
-            try:
-                ok = math.isfinite(math.fsum(loads)) and min(loads, default=0) >= 0
-            except TypeError:
-                ok = False
-            if not ok or any(type(v) is bool for v in loads):
-                for rid, v in zip(rids, loads, strict=True):
-                    if not _is_number(v) or v < 0:
-                        raise InvalidRequestError(
-                            "load", f"returned {v!r} for {rid}: not a finite number >= 0")
-        elif self._pushed:
-            loads = list(map(self._pushed.get, rids, repeat(0.0)))
-        else:
-            scale = self._scale
-            return [v * scale for v in map(self._own.get, rids, repeat(0.0))]
-        if self.load_unit == "requests":
+    def _queue_view(self, schemes: Mapping[ReplicaId, ReplicaScheme],
+                    extra: tuple[ReplicaId, ...], num_tokens: int) -> tuple[Queues, float]:
+        """The candidates' queues, and the factor that turns them into tokens."""
+        per = 1.0
+        if self.load_unit == "requests" and (self.load is not None or self._pushed):
             per = self.mean_prefill_tokens or float(num_tokens)
-            return [float(v) * per for v in loads]
-        return [float(v) for v in loads]
+        if self.load is None:
+            if self._tracked is not schemes or extra:
+                self._queues.ensure(schemes)
+                self._queues.ensure(extra)
+                self._tracked = schemes
+            return self._queues, per
+        rids = [*schemes, *extra]
+        loads = list(map(self.load, rids))
+        try:
+            ok = math.isfinite(math.fsum(loads)) and min(loads, default=0) >= 0
+        except TypeError:
+            ok = False
+        if not ok or any(type(v) is bool for v in loads):
+            for rid, v in zip(rids, loads, strict=True):
+                if not _is_number(v) or v < 0:
+                    raise InvalidRequestError(
+                        "load", f"returned {v!r} for {rid}: not a finite number >= 0")
+        return Queues.of(zip(rids, map(float, loads), strict=True)), per
 
     def _sent(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
         """Count a first choice: its prefill joins the Router's own queue estimate."""
@@ -360,12 +344,8 @@ class Router:
             self.mean_prefill_tokens) else tokens
         if self.load is not None or self._pushed:
             return
-        self._scale *= 1 - 1 / max(replicas, 2)
-        if self._scale < 1e-200:  # renormalise (rare)
-            scale = self._scale
-            self._own = {r: v * scale for r, v in self._own.items() if v * scale > 1e-9}
-            self._scale = 1.0
-        self._own[replica] = self._own.get(replica, 0.0) + tokens / self._scale
+        self._queues.decay(1 - 1 / max(replicas, 2))
+        self._queues.add(replica, tokens)
 
     # -- hashing ------------------------------------------------------------
 
@@ -425,20 +405,15 @@ class Router:
         num_tokens = prepared.num_tokens
         answers = self._answers(schemes, prepared) if schemes else []
         total = len(schemes) + len(extra)
-        listing = _Listing()
-        order = listing.every(self._scored_groups(a, num_tokens) for a in answers)
-        if extra:
-            order += listing.every([[_Group(0.0, _NOTHING, extra, self._extra_seed(prepared))]])
-        rids = listing.rids
-        loads = self._loads(rids, num_tokens)
-        saved = [s.weighted for s in listing.entries]
-        costs = [q + num_tokens - w for q, w in zip(loads, saved, strict=True)]
-        fallback = not any(s.hit_tokens for s in dict.fromkeys(listing.entries))
-        groups = _cost_groups(order, costs, loads)
+        queues, per = self._queue_view(schemes, extra, num_tokens)
+        order = _CostOrder(self, prepared, schemes, extra, queues, per, answers)
+        fallback = order.fallback
+        listing = order.listing
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
 
         def build(i: int, rank: int) -> RouteDecision:
-            entry, rid, load, cost = listing.entries[i], rids[i], loads[i], costs[i]
+            entry, rid, load, cost = (listing.entries[i], listing.rids[i], order.loads[i],
+                                      order.costs[i])
             o = outcomes.get(id(entry))
             if o is None:
                 o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
@@ -448,7 +423,7 @@ class Router:
                                  load, fallback, o.used, why, _evidence(o), cost,
                                  num_tokens - o.weighted)
 
-        ranking = LazyRanking(groups, total if limit is None else min(limit, total),
+        ranking = LazyRanking(order.groups(), total if limit is None else min(limit, total),
                               listing.tie_order, build)
         if total:
             top = ranking[0]
@@ -641,3 +616,158 @@ class Router:
             text += " (capped: vLLM reuses at most num_tokens - 1 tokens, in whole blocks"
             text += ", aligned to the groups' LCM block size)" if len(m.matched) > 1 else ")"
         return f"{text}; {tail}"
+
+
+#: Heap entries: (cost, load, kind, sequence, payload). Kinds sort a group not yet
+#: opened before the rest of the fleet, and both before a candidate of equal cost.
+_GROUP, _REST, _ONE = 0, 1, 2
+
+
+class _CostOrder:
+    """The candidates by (cost, load), lowest first, one list per tie, found best first.
+
+    A group of candidates with equal runs (an index answer's group) enters a
+    heap unopened, at the lowest cost any member could have (``num_tokens -
+    saved + the least queue``); it is listed only when that bound comes first,
+    and an ordered answer's next group only then. Candidates holding nothing
+    (the answers' empty groups, and configured replicas the index has not
+    registered) are never listed as a group: once every other group is open
+    they come from the queues in load order, skipping those listed. A ranking
+    read to its head then costs the groups it opens, not the fleet.
+    """
+
+    __slots__ = ("_empty", "_heap", "_listed", "_queues", "_router", "_schemes", "_seeds",
+                 "_seq", "_tokens", "costs", "extra", "extra_seed", "fallback", "listing",
+                 "loads", "per", "prepared")
+
+    def __init__(self, router: Router, prepared: PreparedRequest,
+                 schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
+                 queues: Queues, per: float, answers: list[_Answer]) -> None:
+        self._router = router
+        self.prepared = prepared
+        self._schemes = schemes
+        self.extra = frozenset(extra)
+        self._queues = queues
+        self.per = per
+        self._tokens = prepared.num_tokens
+        self.listing = _Listing()
+        self.loads: list[float] = []
+        self.costs: list[float] = []
+        self._listed: set[ReplicaId] = set()
+        self._seeds = {a.scheme.key: a.seed for a in answers}
+        self.extra_seed = Router._extra_seed(prepared) if extra else 0
+        self._empty: dict[tuple[object, ...], _Scored] = {}
+        self._heap: list[tuple[float, float, int, int, object]] = []
+        self._seq = 0
+        floor = queues.minimum() * per
+        hit = False
+        for answer in answers:
+            groups = self._router._scored_groups(answer, self._tokens)
+            if answer.ordered:
+                first = next(groups, None)
+                if first is not None:
+                    hit = hit or first.scored.hit_tokens > 0
+                    self._push_group(first, groups, floor)
+            else:
+                for group in groups:
+                    hit = hit or group.scored.hit_tokens > 0
+                    self._push_group(group, None, floor)
+        self.fallback = not hit
+        self._push(self._tokens + floor, -math.inf, _REST, None)
+
+    def _push(self, cost: float, load: float, kind: int, payload: object) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (cost, load, kind, self._seq, payload))
+
+    def _push_group(self, group: _Group, rest: Iterator[_Group] | None, floor: float) -> None:
+        self._push((self._tokens - group.scored.weighted) + floor, -math.inf, _GROUP,
+                   (group, rest, floor))
+
+    def _list(self, rid: ReplicaId, scored: _Scored, seed: int, load: float) -> int:
+        listing = self.listing
+        listing.rids.append(rid)
+        listing.entries.append(scored)
+        listing.seeds.append(seed)
+        self.loads.append(load)
+        # (num_tokens - saved) + load, summed as the groups' bounds are: a bound at the
+        # least queue is never above a member's cost after rounding.
+        self.costs.append((self._tokens - scored.weighted) + load)
+        self._listed.add(rid)
+        return len(listing.rids) - 1
+
+    def _open(self, payload: tuple[_Group, Iterator[_Group] | None, float]) -> None:
+        group, rest, floor = payload
+        if rest is not None:
+            nxt = next(rest, None)
+            if nxt is not None:
+                self._push_group(nxt, rest, floor)
+        scored = group.scored
+        if scored.hit_tokens == 0 and not any(scored.runs):
+            return  # holds nothing: its members come from the queues, in load order
+        get, per = self._queues.get, self.per
+        for rid in group.members:
+            load = get(rid) * per
+            pos = self._list(rid, scored, group.seed, load)
+            self._push(self.costs[pos], load, _ONE, pos)
+
+    def _empty_of(self, rid: ReplicaId) -> tuple[_Scored, int]:
+        scheme = self._schemes.get(rid)
+        if scheme is None:
+            return _NOTHING, self.extra_seed
+        scored = self._empty.get(scheme.key)
+        if scored is None:
+            scored = self._empty[scheme.key] = _Scored(
+                0.0, 0, scheme, tuple(() for _ in scheme.groups))
+        seed = self._seeds.get(scheme.key)
+        if seed is None:
+            seed = self._seeds[scheme.key] = rendezvous_seed(
+                self.prepared.keys_for(scheme).affinity)
+        return scored, seed
+
+    def _next_rest(self, stream: Iterator[tuple[float, ReplicaId]]) -> None:
+        listed, schemes, extra = self._listed, self._schemes, self.extra
+        for queued, rid in stream:
+            if rid in listed or (rid not in schemes and rid not in extra):
+                continue
+            scored, seed = self._empty_of(rid)
+            load = queued * self.per
+            pos = self._list(rid, scored, seed, load)
+            self._push(self.costs[pos], load, _ONE, (pos, stream))
+            return
+
+    def _pop(self) -> int | None:
+        """Open groups until a candidate is at the top; pop it (None when none is left)."""
+        heap = self._heap
+        while heap:
+            _, _, kind, _, payload = heapq.heappop(heap)
+            if kind == _GROUP:
+                self._open(cast("tuple[_Group, Iterator[_Group] | None, float]", payload))
+            elif kind == _REST:
+                self._next_rest(self._queues.ascending())
+            elif isinstance(payload, tuple):  # a candidate from the queues: queue the next
+                pos, stream = payload
+                self._next_rest(stream)
+                return cast("int", pos)
+            else:
+                return cast("int", payload)
+        return None
+
+    def groups(self) -> Iterator[list[int]]:
+        """The positions in rank order, one list per (cost, load) tie."""
+        heap = self._heap
+        while True:
+            pos = self._pop()
+            if pos is None:
+                return
+            key = (self.costs[pos], self.loads[pos])
+            tie = [pos]
+            # Groups that could hold an equal key sort before it and are opened first.
+            while heap and (heap[0][0], heap[0][1]) <= key:
+                nxt = self._pop()
+                if nxt is None:
+                    break
+                if (self.costs[nxt], self.loads[nxt]) != key:  # not reached: groups open first
+                    self._push(self.costs[nxt], self.loads[nxt], _ONE, nxt)
+                    break
+                tie.append(nxt)
+            yield tie
