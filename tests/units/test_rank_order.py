@@ -60,12 +60,14 @@ def _expected(router: Router, decisions: Sequence[RouteDecision]) -> list[Replic
         decisions, key=lambda d: (-d.score, d.load or 0.0, -weight(d)))]
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(16))
 def test_rank_order_is_cost_load_then_rendezvous(seed: int) -> None:
     rng = random.Random(seed)
     held = seed % 4 != 3  # every fourth: nothing held, the fallback
-    index = _index(rng, rng.randint(1, 40), held, schemes=1 + seed % 2)
-    loads = {ReplicaId(f"r{r}"): rng.choice([0.0, 16.0, 16.0, 80.0]) for r in range(40)}
+    # From seed 12 on, 60-120 replicas: groups larger than the Router lists whole.
+    index = _index(rng, rng.randint(1, 40) if seed < 12 else rng.randint(60, 120), held,
+                   schemes=1 + seed % 2)
+    loads = {ReplicaId(f"r{r}"): rng.choice([0.0, 16.0, 16.0, 80.0]) for r in range(120)}
     pushed = Router(index)
     for rid, value in loads.items():
         if rid in index.replicas():

@@ -72,9 +72,13 @@ class Queues:
         """The smallest queue tracked (0 when none is)."""
         return self._sorted[0][0] * self._scale if self._sorted else 0.0
 
+    def snapshot(self) -> tuple[list[tuple[float, ReplicaId]], float]:
+        """The ``(stored, replica)`` pairs in ascending order, and the scale of ``stored``."""
+        return list(self._sorted), self._scale
+
     def ascending(self) -> Iterator[tuple[float, ReplicaId]]:
         """``(queue, replica)`` from the least queued, over a snapshot taken now."""
-        snapshot, scale = list(self._sorted), self._scale
+        snapshot, scale = self.snapshot()
         return ((v * scale, r) for v, r in snapshot)
 
     @classmethod

@@ -622,6 +622,10 @@ class Router:
 #: opened before the rest of the fleet, and both before a candidate of equal cost.
 _GROUP, _REST, _ONE = 0, 1, 2
 
+#: A group of more candidates than this is read from the queues in load order
+#: (its members a set) instead of listed whole.
+_LISTED_AT_MOST: Final = 16
+
 
 class _CostOrder:
     """The candidates by (cost, load), lowest first, one list per tie, found best first.
@@ -632,13 +636,15 @@ class _CostOrder:
     and an ordered answer's next group only then. Candidates holding nothing
     (the answers' empty groups, and configured replicas the index has not
     registered) are never listed as a group: once every other group is open
-    they come from the queues in load order, skipping those listed. A ranking
-    read to its head then costs the groups it opens, not the fleet.
+    they come from the queues in load order, skipping those listed; a large
+    group is read the same way, its members a set. A ranking read to its
+    head then costs the groups it opens and the queues it reads, not the
+    fleet.
     """
 
     __slots__ = ("_empty", "_heap", "_listed", "_queues", "_router", "_schemes", "_seeds",
-                 "_seq", "_tokens", "costs", "extra", "extra_seed", "fallback", "listing",
-                 "loads", "per", "prepared")
+                 "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed", "fallback",
+                 "listing", "loads", "per", "prepared")
 
     def __init__(self, router: Router, prepared: PreparedRequest,
                  schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
@@ -659,6 +665,7 @@ class _CostOrder:
         self._empty: dict[tuple[object, ...], _Scored] = {}
         self._heap: list[tuple[float, float, int, int, object]] = []
         self._seq = 0
+        self._snapshot: tuple[list[tuple[float, ReplicaId]], float] | None = None
         floor = queues.minimum() * per
         hit = False
         for answer in answers:
@@ -704,11 +711,23 @@ class _CostOrder:
         scored = group.scored
         if scored.hit_tokens == 0 and not any(scored.runs):
             return  # holds nothing: its members come from the queues, in load order
+        members = group.members
+        if len(members) > _LISTED_AT_MOST:  # in load order from the queues, as read
+            inside = set(members)
+            self._next_from(self._ascending(inside.__contains__), scored, group.seed)
+            return
         get, per = self._queues.get, self.per
-        for rid in group.members:
+        for rid in members:
             load = get(rid) * per
             pos = self._list(rid, scored, group.seed, load)
             self._push(self.costs[pos], load, _ONE, pos)
+
+    def _ascending(self, keep: Callable[[ReplicaId], bool]) -> Iterator[tuple[float, ReplicaId]]:
+        """The queues' snapshot (taken once per ranking) in load order, those ``keep`` keeps."""
+        if self._snapshot is None:
+            self._snapshot = self._queues.snapshot()
+        pairs, scale = self._snapshot
+        return ((v * scale, r) for v, r in pairs if keep(r))
 
     def _empty_of(self, rid: ReplicaId) -> tuple[_Scored, int]:
         scheme = self._schemes.get(rid)
@@ -724,15 +743,23 @@ class _CostOrder:
                 self.prepared.keys_for(scheme).affinity)
         return scored, seed
 
-    def _next_rest(self, stream: Iterator[tuple[float, ReplicaId]]) -> None:
-        listed, schemes, extra = self._listed, self._schemes, self.extra
+    def _rest(self, rid: ReplicaId) -> bool:
+        """A candidate holding nothing, not yet listed."""
+        return rid not in self._listed and (rid in self._schemes or rid in self.extra)
+
+    def _next_from(self, stream: Iterator[tuple[float, ReplicaId]], scored: _Scored | None,
+                   seed: int) -> None:
+        """Push the next candidate of a load-ordered stream (``scored`` None: holds nothing)."""
         for queued, rid in stream:
-            if rid in listed or (rid not in schemes and rid not in extra):
+            if rid in self._listed:
                 continue
-            scored, seed = self._empty_of(rid)
+            if scored is None:
+                entry, where = self._empty_of(rid)
+            else:
+                entry, where = scored, seed
             load = queued * self.per
-            pos = self._list(rid, scored, seed, load)
-            self._push(self.costs[pos], load, _ONE, (pos, stream))
+            pos = self._list(rid, entry, where, load)
+            self._push(self.costs[pos], load, _ONE, (pos, stream, scored, seed))
             return
 
     def _pop(self) -> int | None:
@@ -743,10 +770,10 @@ class _CostOrder:
             if kind == _GROUP:
                 self._open(cast("tuple[_Group, Iterator[_Group] | None, float]", payload))
             elif kind == _REST:
-                self._next_rest(self._queues.ascending())
-            elif isinstance(payload, tuple):  # a candidate from the queues: queue the next
-                pos, stream = payload
-                self._next_rest(stream)
+                self._next_from(self._ascending(self._rest), None, 0)
+            elif isinstance(payload, tuple):  # a candidate from a stream: queue the next
+                pos, stream, scored, seed = payload
+                self._next_from(stream, scored, seed)
                 return cast("int", pos)
             else:
                 return cast("int", payload)
