@@ -98,10 +98,12 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--no-pooled", action="store_true",
                      help="leave out the pooled-cache bound (one replica with the fleet's "
                      "total blocks, concurrency and prefill rate)")
-    cmd.add_argument("--replicas", type=positive_int, default=8, metavar="N")
+    cmd.add_argument("--replicas", type=positive_int, default=8, metavar="N",
+                     help="simulated vLLM replicas (default 8)")
     cmd.add_argument("--blocks", type=positive_int, default=10_000, metavar="N",
                      help="KV-cache blocks per replica, vLLM's num_gpu_blocks (default 10000)")
-    cmd.add_argument("--block-size", type=positive_int, default=16, metavar="N")
+    cmd.add_argument("--block-size", type=positive_int, default=16, metavar="N",
+                     help="tokens per KV-cache block (default 16)")
     cmd.add_argument("--vllm-version", default="0.31.0", metavar="X",
                      help="the release whose keys and KV events the replicas use "
                      "(default 0.31.0)")
