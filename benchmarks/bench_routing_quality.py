@@ -1,4 +1,4 @@
-"""Routing quality on Mooncake's traces: ``prefixkey simulate`` per scenario, into ROUTING_QUALITY.md.
+"""Routing quality on Mooncake's traces: ``prefixkey simulate`` per scenario.
 
 Run from the repository root (the traces are fetched and pinned by
 ``benchmarks/mooncake_traces.py``)::

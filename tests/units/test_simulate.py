@@ -42,8 +42,8 @@ def run(limit: int = 60, **config: Any) -> dict[str, Any]:
 
 
 def test_the_same_seed_gives_the_same_report() -> None:
-    config = {"replicas": 4, "blocks_per_replica": 3000,
-              "policies": tuple(SIMULATION_POLICIES)}
+    config: dict[str, Any] = {"replicas": 4, "blocks_per_replica": 3000,
+                              "policies": tuple(SIMULATION_POLICIES)}
     first = run(**config)
     assert first == run(**config)
     assert len(first["results"]) == len(SIMULATION_POLICIES) + 1  # and the pooled bound
