@@ -113,26 +113,26 @@ def test_num_tokens_minus_one_cap(num_tokens: int, held: int, hit: int) -> None:
         assert "capped" in by_name["a"].why
 
 
-# The cost model, in prefill tokens: cost = queued + num_tokens - saved, where saved
+# The cost model, in prefill tokens: cost = queued + 2 * (num_tokens - saved), where saved
 # counts each reused block's 16 tokens times its medium's tier weight (GPU 1.0,
 # CPU 0.8, STORAGE 0.5). TOKENS is 133 tokens: at most 8 blocks (128 tokens) reuse.
 # (held: name -> (blocks, medium); loads in tokens; the expected order; the winner's cost)
 COST_CASES = [
     ("equal hits: the shorter queue",
      {"a": (4, "GPU"), "b": (4, "GPU"), "c": (4, "GPU")}, {"a": 50, "b": 10, "c": 30},
-     ["b", "c", "a"], 10 + 133 - 64),
-    ("a full hit outweighs a queue shorter than what it saves",
-     {"a": (8, "GPU")}, {"a": 100, "b": 0}, ["a", "b"], 100 + 5),
+     ["b", "c", "a"], 10 + 2 * (133 - 64)),
+    ("a full hit outweighs a queue shorter than twice what it saves",
+     {"a": (8, "GPU")}, {"a": 250, "b": 0}, ["a", "b"], 250 + 2 * 5),
     ("...and loses to an idle replica once its queue is longer",
-     {"a": (8, "GPU")}, {"a": 200, "b": 0}, ["b", "a"], 133),
+     {"a": (8, "GPU")}, {"a": 300, "b": 0}, ["b", "a"], 2 * 133),
     ("a CPU block saves 0.8 of its prefill: 8 CPU blocks beat 4 GPU blocks",
-     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 133 - 102.4),
+     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 2 * (133 - 102.4)),
     ("...unless the queue eats the difference",
-     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 40, "b": 0}, ["b", "a"], 69),
+     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 80, "b": 0}, ["b", "a"], 2 * 69),
     ("storage saves half",
-     {"a": (8, "STORAGE"), "b": (2, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 133 - 64),
+     {"a": (8, "STORAGE"), "b": (2, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 2 * (133 - 64)),
     ("no holder: the least queued first (load-aware fallback)",
-     {}, {"a": 5, "b": 0, "c": 5}, ["b"], 133),
+     {}, {"a": 5, "b": 0, "c": 5}, ["b"], 2 * 133),
 ]
 
 
@@ -147,7 +147,7 @@ def test_cost_model(case: str, held: dict[str, tuple[int, str]], loads: dict[str
     assert order(decisions)[:len(expected)] == expected
     top = decisions[0]
     assert top.cost == pytest.approx(cost)
-    assert top.score == -top.cost
+    assert top.score == -top.cost == -(top.load + 2 * top.prefill_tokens)
     assert top.load == loads[top.replica.name]
     assert top.prefill_tokens == pytest.approx(133 - top.weighted_hit_tokens)
     assert top.fallback is (not held)
@@ -163,12 +163,12 @@ def test_load_in_requests_counts_the_mean_routed_prefill() -> None:
     router = Router(index, load=lambda r: waiting[r.name], load_unit="requests")
     # no mean yet: a queued request is worth this request's 133 tokens
     first, second = router.route(TOKENS)
-    assert (first.replica.name, first.load, first.cost) == ("a", 0, 5)
-    assert (second.replica.name, second.load, second.cost) == ("b", 133, 266)
+    assert (first.replica.name, first.load, first.cost) == ("a", 0, 10)
+    assert (second.replica.name, second.load, second.cost) == ("b", 133, 133 + 266)
     assert router.mean_prefill_tokens == 5  # the first choice needed 5 tokens of prefill
-    waiting["a"] = 25  # 25 x 5 tokens queued: still less than the 128 a saves
+    waiting["a"] = 50  # 50 x 5 tokens queued: 250 + 10 < 266
     assert order(router.route(TOKENS))[0] == "a"
-    waiting["a"] = 40  # 200 tokens queued: b (idle, 133 to prefill) is sooner
+    waiting["a"] = 60  # 300 tokens queued: b (idle, 2 x 133) is cheaper
     assert order(router.route(TOKENS))[0] == "b"
 
 
@@ -198,7 +198,7 @@ def test_configured_replicas_are_candidates_before_any_event() -> None:
     router = Router(index, replicas=["a", "b", ReplicaId("c")], load=lambda r: 0.0)
     decisions = router.route(TOKENS)
     assert sorted(order(decisions)) == ["a", "b", "c"]
-    assert decisions[0].fallback and decisions[0].cost == 133
+    assert decisions[0].fallback and decisions[0].cost == 2 * 133
     index.register("b", ReplicaScheme(H))
     store(index, "b", ints(FINE[:8]))
     assert order(router.route(TOKENS))[0] == "b"

@@ -17,11 +17,17 @@ to the LCM of the group block sizes, as vLLM's hybrid coordinator does.
 its prefill rate before the request's first token; divide by that rate for
 seconds, which no decision needs). A candidate's cost is
 
-    cost = queued(replica) + num_tokens - saved(replica)
+    cost = queued(replica) + 2 * (num_tokens - saved(replica))
 
-``queued`` is the prefill work already waiting there (``load``, in tokens,
-or in requests with ``load_unit="requests"``, converted at the Router's
-running mean of the prefill a routed request needs); ``saved`` is the hit,
+``queued + (num_tokens - saved)`` is the request's own wait for its first
+token there; the prefill it needs is counted a second time because it is
+also work added to the fleet, which every request sent there after it
+queues behind: a held block saves its tokens twice, once for this request
+and once for the next ones (the pooled-cache hit rate comes from not
+spending work twice on the same prefix). ``queued`` is the prefill work
+already waiting there (``load``, in tokens, or in requests with
+``load_unit="requests"``, converted at the Router's running mean of the
+prefill a routed request needs); ``saved`` is the hit,
 each reused block counting ``tier_weights[medium]`` of its tokens (a GPU
 block saves all of its prefill, a CPU block 0.8 of it: loading it back costs
 the rest). The lowest cost ranks first; equal costs go to the lower queue,
@@ -36,7 +42,7 @@ it saves more than it has queued).
 
 Every replica given as ``replicas`` is a candidate from the start, even
 before the index has registered it (a fresh vLLM publishes nothing until it
-serves): it holds nothing, so it costs its queue plus the whole prompt.
+serves): it holds nothing, so it costs its queue plus twice the prompt.
 
 Hashing and routing are separable: :meth:`Router.prepare` hashes (timed in
 :attr:`PreparedRequest.hash_seconds`), :meth:`Router.rank` only reads the
@@ -126,8 +132,8 @@ class RouteDecision:
     #: :data:`PREDICTED`) or ``"none"`` (no usable hit: the rendezvous fallback,
     #: or a run the ``num_tokens - 1`` cap or the groups leave nothing of).
     evidence: Evidence
-    #: The expected wait for the first token, in prefill tokens:
-    #: ``load + prefill_tokens`` (lowest first).
+    #: The cost, in prefill tokens: ``load + 2 * prefill_tokens`` (the wait for the
+    #: first token, ``load + prefill_tokens``, plus the work added to the fleet).
     cost: float = 0.0
     #: The prefill this request still needs there: ``num_tokens`` minus what
     #: the held blocks save (each block's tokens times its medium's tier weight).
@@ -600,8 +606,8 @@ class Router:
     def _why(replica: ReplicaId, m: _Outcome, num_tokens: int, load: float, cost: float,
              fallback: bool, rank: int, total: int) -> str:
         need = num_tokens - m.weighted
-        tail = (f"cost {cost:.6g} prefill tokens = {load:.6g} queued + {need:.6g} to prefill "
-                f"here; rank {rank} of {total}")
+        tail = (f"cost {cost:.6g} prefill tokens = {load:.6g} queued + 2 x {need:.6g} to "
+                f"prefill here (its wait, and the fleet's work); rank {rank} of {total}")
         if fallback:
             return (f"no candidate holds a block of this prefix: least queued first, "
                     f"rendezvous hashing on the first block key (or, under one block, a token "
@@ -621,6 +627,10 @@ class Router:
 #: Heap entries: (cost, load, kind, sequence, payload). Kinds sort a group not yet
 #: opened before the rest of the fleet, and both before a candidate of equal cost.
 _GROUP, _REST, _ONE = 0, 1, 2
+
+#: The prefill a request needs counts twice: once as its own wait, once as work
+#: added to the fleet, which later requests queue behind (module docs).
+_TWICE: Final = 2.0
 
 #: A group of more candidates than this is read from the queues in load order
 #: (its members a set) instead of listed whole.
@@ -680,14 +690,14 @@ class _CostOrder:
                     hit = hit or group.scored.hit_tokens > 0
                     self._push_group(group, None, floor)
         self.fallback = not hit
-        self._push(self._tokens + floor, -math.inf, _REST, None)
+        self._push(self._tokens * _TWICE + floor, -math.inf, _REST, None)
 
     def _push(self, cost: float, load: float, kind: int, payload: object) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (cost, load, kind, self._seq, payload))
 
     def _push_group(self, group: _Group, rest: Iterator[_Group] | None, floor: float) -> None:
-        self._push((self._tokens - group.scored.weighted) + floor, -math.inf, _GROUP,
+        self._push((self._tokens - group.scored.weighted) * _TWICE + floor, -math.inf, _GROUP,
                    (group, rest, floor))
 
     def _list(self, rid: ReplicaId, scored: _Scored, seed: int, load: float) -> int:
@@ -696,9 +706,9 @@ class _CostOrder:
         listing.entries.append(scored)
         listing.seeds.append(seed)
         self.loads.append(load)
-        # (num_tokens - saved) + load, summed as the groups' bounds are: a bound at the
-        # least queue is never above a member's cost after rounding.
-        self.costs.append((self._tokens - scored.weighted) + load)
+        # (num_tokens - saved) * 2 + load, summed as the groups' bounds are: a bound at
+        # the least queue is never above a member's cost after rounding.
+        self.costs.append((self._tokens - scored.weighted) * _TWICE + load)
         self._listed.add(rid)
         return len(listing.rids) - 1
 
