@@ -57,7 +57,6 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import repeat
 from typing import Final, Literal, NamedTuple, cast
 
 from ...core import BlockHash, Request, TokenIds, check_token_ids
@@ -194,7 +193,7 @@ def _replica_id(c: ReplicaId | str) -> ReplicaId:
 
 
 class _Group(NamedTuple):
-    """An answer's group, scored: ``neg_score`` first, so groups sort best first."""
+    """An answer's group, scored (``neg_score``: minus what its runs save)."""
 
     neg_score: float
     scored: _Scored
@@ -203,7 +202,7 @@ class _Group(NamedTuple):
 
 
 class _Listing:
-    """The candidates in the order their groups were listed (when the ranking reached them).
+    """The candidates in the order they were listed (when the ranking reached them).
 
     A position in these lists is what :class:`LazyRanking` orders and builds
     decisions from.
@@ -215,17 +214,6 @@ class _Listing:
         self.rids: list[ReplicaId] = []
         self.entries: list[_Scored] = []  # each candidate's scored runs (shared by its group)
         self.seeds: list[int] = []  # each candidate's rendezvous seed (its scheme's)
-
-    def every(self, streams: Iterable[Iterable[_Group]]) -> list[int]:
-        """List the members of every group of ``streams``; their positions."""
-        start = len(self.rids)
-        for stream in streams:
-            for group in stream:
-                n = len(group.members)
-                self.rids += group.members
-                self.entries += repeat(group.scored, n)
-                self.seeds += repeat(group.seed, n)
-        return list(range(start, len(self.rids)))
 
     def tie_order(self, positions: list[int]) -> list[int]:
         """``positions`` by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
