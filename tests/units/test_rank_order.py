@@ -29,6 +29,7 @@ from prefixkey.fleet import (
     Router,
     rendezvous_weight,
 )
+from prefixkey.fleet.routing._prepared import affinity_of_key
 
 TOKENS = list(range(2000, 2000 + 16 * 6 + 3))
 SCHEMES = [ReplicaScheme(Hasher(block_size=16, python_hash_seed="0")),
@@ -54,7 +55,13 @@ def _expected(router: Router, decisions: Sequence[RouteDecision]) -> list[Replic
     schemes = router.index.replicas()
 
     def weight(d: RouteDecision) -> float:
-        return rendezvous_weight(prepared.keys_for(schemes[d.replica]).affinity, d.replica)
+        keys = prepared.keys_for(schemes[d.replica])
+        held = d.matched_blocks[0]
+        if not held:  # holding nothing: the first block key
+            return rendezvous_weight(keys.affinity, d.replica)
+        # a holder: the first key of the request it does not hold
+        key = keys.groups[0][min(held, len(keys.groups[0]) - 1)]
+        return rendezvous_weight(affinity_of_key(key), d.replica)
 
     return [d.replica for d in sorted(
         decisions, key=lambda d: (-d.score, d.load or 0.0, -weight(d)))]

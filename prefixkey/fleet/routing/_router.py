@@ -31,9 +31,12 @@ prefill a routed request needs); ``saved`` is the hit,
 each reused block counting ``tier_weights[medium]`` of its tokens (a GPU
 block saves all of its prefill, a CPU block 0.8 of it: loading it back costs
 the rest). The lowest cost ranks first; equal costs go to the lower queue,
-then to the rendezvous weight (:func:`rendezvous_weight` on the request's
-first block key), so when no candidate holds a block the order is the
-least queued replica, rendezvous among equals: the fallback is load-aware.
+then to the rendezvous weight (:func:`rendezvous_weight`: for replicas
+holding a prefix, on the first key of the request none of them holds, so
+requests sharing only a held system prompt spread; for replicas holding
+nothing, on the request's first block key), so when no candidate holds a
+block the order is the least queued replica, rendezvous among equals: the
+fallback is load-aware.
 Without any load the Router counts what it sent itself: each ranking's
 first candidate is taken as the replica the request goes to, and its
 needed prefill is queued there, decaying by ``1 - 1/replicas`` per decision
@@ -65,7 +68,13 @@ from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
 from ..index._walk import Run
 from ._metrics import RouterMetrics
-from ._prepared import PreparedRequest, affinity_digest, rendezvous_seed, rendezvous_weights
+from ._prepared import (
+    PreparedRequest,
+    affinity_digest,
+    affinity_of_key,
+    rendezvous_seed,
+    rendezvous_weights,
+)
 from ._queues import Queues
 from ._ranking import LazyRanking
 
@@ -710,15 +719,31 @@ class _CostOrder:
         if scored.hit_tokens == 0 and not any(scored.runs):
             return  # holds nothing: its members come from the queues, in load order
         members = group.members
+        seed = self._tie_seed(scored, group.seed)
         if len(members) > _LISTED_AT_MOST:  # in load order from the queues, as read
             inside = set(members)
-            self._next_from(self._ascending(inside.__contains__), scored, group.seed)
+            self._next_from(self._ascending(inside.__contains__), scored, seed)
             return
         get, per = self._queues.get, self.per
         for rid in members:
             load = get(rid) * per
-            pos = self._list(rid, scored, group.seed, load)
+            pos = self._list(rid, scored, seed, load)
             self._push(self.costs[pos], load, _ONE, pos)
+
+    def _tie_seed(self, scored: _Scored, seed: int) -> int:
+        """The rendezvous seed of holders that tie: the first key none of them holds.
+
+        Requests sharing only what the tied replicas hold (a common system
+        prompt) then spread over them, and identical longer prefixes still
+        meet; the first block key would send them all to one replica.
+        """
+        if scored.scheme is None or not scored.runs:
+            return seed
+        keys = self.prepared.keys_for(scored.scheme).groups[0]
+        if not keys:
+            return seed
+        held = sum(n for _, n in scored.runs[0])
+        return rendezvous_seed(affinity_of_key(keys[min(held, len(keys) - 1)]))
 
     def _ascending(self, keep: Callable[[ReplicaId], bool]) -> Iterator[tuple[float, ReplicaId]]:
         """The queues' snapshot (taken once per ranking) in load order, those ``keep`` keeps."""
