@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core import Hasher, Request
+from ..errors import InvalidRequestError
 from ..events import BlockRemoved, BlockStored, EventBatch, EventDecoder, EventHash, encode_batch
 from ..fleet import PrefixIndex, PreparedRequest, ReplicaId, ReplicaScheme
 from ..fleet.routing import SchemeKeys
@@ -306,7 +307,8 @@ def simulate(trace: Iterable[TraceRequest], config: SimulationConfig,
     """Replay ``trace`` against every policy of ``config`` (and the pooled bound)."""
     for name in config.policies:
         if name not in POLICIES:
-            raise ValueError(f"unknown policy {name!r}: one of {', '.join(POLICIES)}")
+            raise InvalidRequestError(
+                "policies", f"unknown policy {name!r}: one of {', '.join(POLICIES)}")
     start = time.perf_counter()
     hasher = Hasher(block_size=config.block_size, hash_algo=config.hash_algo,
                     vllm_version=config.vllm_version)

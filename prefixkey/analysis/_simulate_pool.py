@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..errors import InvalidRequestError
 from ..events import EventHash
 
 __all__ = ["Admission", "BlockPool"]
@@ -57,7 +58,9 @@ class BlockPool:
 
     def __init__(self, num_blocks: int, block_size: int) -> None:
         if num_blocks < 2:
-            raise ValueError("a pool needs at least 2 blocks (one is the null block)")
+            raise InvalidRequestError(
+                "num_blocks", f"a pool needs at least 2 blocks (one is vLLM's null block), "
+                f"got {num_blocks}")
         self.num_blocks = num_blocks
         self.block_size = block_size
         self._free: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))

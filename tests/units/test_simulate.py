@@ -125,3 +125,10 @@ def test_plain_lines_and_mooncake_blocks() -> None:
                        '{"timestamp": 1000, "input_length": 4, "output_length": 1, '
                        '"hash_ids": [3]}'], trace_block=4)
     assert len(a.token_ids) == 6 and a.token_ids[:4] == b.token_ids and b.arrival == 1.0
+
+
+def test_bad_configuration_is_a_typed_error() -> None:
+    with pytest.raises(InvalidRequestError, match="unknown policy 'best'"):
+        simulate([], SimulationConfig(policies=("best",)))
+    with pytest.raises(InvalidRequestError, match="null block"):
+        simulate([], SimulationConfig(blocks_per_replica=1))
