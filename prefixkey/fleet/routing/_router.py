@@ -127,7 +127,7 @@ class RouteDecision:
     weighted_hit_tokens: float
     #: The prefill tokens queued on the replica (the caller's load converted to
     #: tokens, or the Router's own count of what it sent when no load is given).
-    load: float | None
+    load: float
     #: True when no candidate held anything: the order is the least queued
     #: replica first, rendezvous hashing among equals.
     fallback: bool
