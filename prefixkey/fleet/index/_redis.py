@@ -81,7 +81,13 @@ from typing import Any, Final
 from ...errors import InvalidRequestError, PrefixKeyError
 from ...events import DecodedOps, EventBatch, EventHash
 from . import _redis_lua as lua
-from ._backend import IndexUnavailableError, RunsAnswer, RunsQuery, RunsResult
+from ._backend import (
+    IndexFullError,
+    IndexUnavailableError,
+    RunsAnswer,
+    RunsQuery,
+    RunsResult,
+)
 from ._memory import (
     ReplicaId,
     ReplicaScheme,
@@ -120,8 +126,19 @@ _COUNTERS: Final = (
     "evictions", "unknown_replica_batches", "unknown_replica_events", "hash_type_mismatches",
     "out_of_order_batches",
 )
+#: Fault counters (see :mod:`._redis_namespace`), in :meth:`RedisPrefixIndex.stats` once
+#: non-zero: ``resyncs`` (replicas cleared because a batch was given up),
+#: ``resets_after_restart`` and ``resets_after_missing_keys`` (namespace entries dropped).
+FAULT_COUNTERS: Final = ("resyncs", "resets_after_restart", "resets_after_missing_keys")
 #: Server replies that mean "not now" rather than "wrong": the caller can retry.
 _TRANSIENT: Final = ("BUSY", "LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS")
+
+
+def _full(exc: BaseException) -> bool:
+    """Whether ``exc`` (from the client) is the server refusing a write: out of memory."""
+    errors = sys.modules.get("redis.exceptions")
+    return errors is not None and isinstance(exc, errors.ResponseError) and str(
+        exc).startswith("OOM")
 
 
 def _unavailable(exc: BaseException) -> bool:
@@ -223,6 +240,8 @@ class RedisPrefixIndex:
         self._bits_at = float("-inf")
         self._schemes: dict[bytes, ReplicaScheme] = {}  # spec -> scheme (Hashers reused)
         self._pending: dict[ReplicaId, tuple[DecodedOps, str]] = {}  # batches to complete
+        # Replicas with a batch given up since: their next batch clears them first.
+        self._untrusted: set[ReplicaId] = set()
         self._applies = 0
         self._texts = RunTexts()
 
@@ -251,6 +270,10 @@ class RedisPrefixIndex:
         try:
             return fn(*args)
         except Exception as exc:
+            if _full(exc):
+                raise IndexFullError(
+                    f"Redis namespace {self.namespace!r} refused a write: the server is "
+                    f"out of memory (maxmemory): {exc}") from exc
             if _unavailable(exc):
                 raise IndexUnavailableError(
                     f"Redis namespace {self.namespace!r} did not answer: "
@@ -326,6 +349,8 @@ class RedisPrefixIndex:
             self._epoch = bytes(ep)
         regs = {}
         for f, spec in sorted(raw.items()):
+            if not f:  # the sentinel that keeps the hash in existence
+                continue
             rid = rid_of(f)
             regs[rid] = _Reg(rid, bytes(spec), self._scheme_of(bytes(spec)),
                              bytes(gens.get(f, b"")))
@@ -370,26 +395,34 @@ class RedisPrefixIndex:
         rid = (ReplicaId(replica, decoded.data_parallel_rank or 0)
                if isinstance(replica, str) else as_replica_id(replica))
         pending = self._pending.pop(rid, None)
-        nonce = (pending[1] if pending is not None
-                 and (pending[0] is decoded or pending[0] == decoded)
-                 else secrets.token_hex(8))
+        if pending is not None and (pending[0] is decoded or pending[0] == decoded):
+            nonce = pending[1]
+        else:
+            nonce = secrets.token_hex(8)
+            if pending is not None:
+                # The batch that failed was given up: what it stored, removed or
+                # cleared is missing, so the replica's entries cannot be trusted.
+                self._untrusted.add(rid)
         try:
-            self._apply(rid, decoded, nonce)
-        except IndexUnavailableError:
+            self._apply(rid, decoded, nonce, rid in self._untrusted)
+        except Exception:
             self._pending[rid] = (decoded, nonce)
             raise
+        self._untrusted.discard(rid)
         self._applies += 1
         if self.sweep_every and self._applies % self.sweep_every == 0:
             # The batch is applied: raising now would make the caller send it again.
             with contextlib.suppress(IndexUnavailableError):
                 self.sweep()  # a failed step is resumed by the next one
 
-    def _apply(self, rid: ReplicaId, decoded: DecodedOps, nonce: str) -> None:
+    def _apply(self, rid: ReplicaId, decoded: DecodedOps, nonce: str, resync: bool) -> None:
         field = rid_field(rid)
         reg = self._regs.get(rid)
         for _ in range(3):
             publishes = None if reg is None else reg.scheme.publishes
             chunks, mismatches = batch_ops(decoded.ops, publishes, self.chunk_blocks)
+            if resync:  # clear first, then rebuild from this batch on
+                chunks[0].insert(0, b"X")
             head = [self._p, self._epoch or b"", field, b"" if reg is None else reg.spec, nonce]
             tail = [repr(decoded.ts), self.max_entries, self.ttl_seconds or 0, len(decoded.ops),
                     mismatches]
@@ -566,5 +599,6 @@ class RedisPrefixIndex:
                                                              count=1000))):
             n += int(self._call(self._r.unlink, key))
         self._regs, self._pending, self._epoch = {}, {}, None
+        self._untrusted = set()
         self._regs_at = self._bits_at = float("-inf")
         return n
