@@ -137,8 +137,11 @@ _TRANSIENT: Final = ("BUSY", "LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
 def _full(exc: BaseException) -> bool:
     """Whether ``exc`` (from the client) is the server refusing a write: out of memory."""
     errors = sys.modules.get("redis.exceptions")
-    return errors is not None and isinstance(exc, errors.ResponseError) and str(
-        exc).startswith("OOM")
+    if errors is None:
+        return False
+    oom = getattr(errors, "OutOfMemoryError", None)  # redis-py strips the "OOM" code
+    return (oom is not None and isinstance(exc, oom)) or (
+        isinstance(exc, errors.ResponseError) and str(exc).startswith("OOM"))
 
 
 def _unavailable(exc: BaseException) -> bool:
@@ -337,7 +340,10 @@ class RedisPrefixIndex:
         return max(int(self._script("remove", [self._p, rid_field(rid)])), 0)
 
     def _refresh(self) -> dict[ReplicaId, _Reg]:
-        pipe = self._r.pipeline(transaction=True)
+        # No MULTI: a full server (noeviction) refuses every command queued in one, and
+        # a ranking must keep working then. A generation read apart from its spec is
+        # caught by the ranking script, which compares generations itself.
+        pipe = self._r.pipeline(transaction=False)
         pipe.get(self._keys[0])
         pipe.hgetall(f"{self._p}:reg")
         pipe.hgetall(f"{self._p}:gen")
