@@ -11,6 +11,7 @@ removes, per group and medium, int vs bytes publishers, counters), so
   model)::
 
     {ns}:epoch            str   the namespace's epoch (a random id, see below)
+    {ns}:run              str   the server's run_id when the epoch was made
     {ns}:reg              hash  replica id (JSON) -> scheme spec (JSON)
     {ns}:gen / {ns}:slot  hash  replica id -> registration generation / current slot
     {ns}:media            hash  medium name -> id (GPU 0, CPU 1, STORAGE 2, then 3, ...)
@@ -21,13 +22,16 @@ removes, per group and medium, int vs bytes publishers, counters), so
     {ns}:diffs            hash  two interned sets -> the slots that differ (kept by ranking)
     {ns}:s:<slot>:lru     zset  "<group>|<key>" scored by the replica's store clock
     {ns}:s:<slot>:clock   str   the store clock; its absence means "expired"
+    {ns}:dead             list  dead slots whose LRU still names keys to reap
 
   Int keys are 8-byte big-endian fields (``key_bytes``), digest keys raw bytes. A *slot* is
   one incarnation of a replica: re-registering with another scheme,
   ``AllBlocksCleared`` and expiry give the replica a new slot, so the old
-  slot's holder tokens are never read again (and :meth:`~RedisPrefixIndex.sweep`,
-  run by :meth:`~RedisPrefixIndex.apply` in small steps, deletes them). No bit
-  table: any number of media and replicas.
+  slot's holder tokens are never read again; the apply script reaps them from
+  the dead slot's LRU (64 plus 2 per block applied, so dead fields never outgrow
+  live ones), and :meth:`~RedisPrefixIndex.sweep` finds those of expired slots.
+  ``{ns}:reg``, ``:slot`` and ``:gen`` keep a sentinel field ``""`` (so they
+  exist with no replica). No bit table: any number of media and replicas.
 * **Apply**: a batch of up to ``chunk_blocks`` (10,000) blocks is one
   ``EVALSHA``, applied whole or not at all. A larger batch goes in chunks of
   that size (the tail of a ``BlockStored`` first, as in memory), so no call
@@ -56,7 +60,13 @@ removes, per group and medium, int vs bytes publishers, counters), so
   and this process registers again every replica it knows (keeping any
   registration another router restored first) before it re-sends the batch or
   the lookup, so no batch is dropped as from an unknown replica
-  (``restarts_detected`` counts these).
+  (``restarts_detected`` counts these). A restart *with* persistence (an older
+  RDB or AOF), a failover or a lost structure key is caught the same way: every
+  script compares the server's ``run_id`` with ``{ns}:run`` and checks the
+  structure keys, and drops every entry it can no longer trust first
+  (:mod:`._redis_namespace`). A full server (``noeviction``) raises
+  :class:`~prefixkey.fleet.IndexFullError`; a batch given up after any failure
+  makes the replica's next batch clear it first (``resyncs``).
 * Schemes are shared as specs (release, algorithm, PYTHONHASHSEED, hash block
   size, lookahead, publishes, groups); each router rebuilds its own
   :class:`~prefixkey.core.Hasher` from them. Engine-bound algorithms
