@@ -81,9 +81,9 @@ end
 -- The namespace's epoch, after creating the namespace or resetting what cannot be
 -- trusted (see the module docs of _redis_namespace).
 local function ensure()
-  local run, ep = run_id(), redis.call('GET', KEYS[1])
-  local why
-  if redis.call('GET', NS .. ':run') ~= run then
+  local run, got = run_id(), redis.call('MGET', KEYS[1], NS .. ':run')
+  local ep, why = got[1], nil
+  if got[2] ~= run then
     why = 'resets_after_restart'
   elseif not ep or redis.call('EXISTS', NS .. ':reg', NS .. ':slot', NS .. ':gen',
                                 NS .. ':media', NS .. ':nextslot') ~= 5 then
