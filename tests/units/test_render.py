@@ -311,6 +311,19 @@ def test_an_untrusted_request_template_is_refused(folders: dict[str, Path]) -> N
     assert trusted.render_chat(body).prompt == "x"
 
 
+@pytest.mark.parametrize("source", [
+    "{{ 10 ** 5000 }}",  # folded at compile time into a 5,001-digit literal
+    "{{ " + "(" * 300 + "1" + ")" * 300 + " }}",
+    "{% for x in y %}" * 200 + "{% endfor %}" * 200,
+])
+def test_a_trusted_template_that_does_not_compile_is_typed(folders: dict[str, Path],
+                                                           source: str) -> None:
+    trusted = renderer(folders["generic"], trust_request_chat_template=True)
+    with pytest.raises(RenderRequestError, match="does not compile") as info:
+        trusted.render_chat({"messages": [USER], "chat_template": source})
+    assert info.value.field == "chat_template"
+
+
 def test_images_are_refused_pointing_to_the_render_endpoint(folders: dict[str, Path]) -> None:
     image = {"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}
