@@ -99,9 +99,12 @@ class MediaSource:
                 field, f"the file path {filepath} must be a subpath of "
                 f"--allowed-local-media-path {root}")
         try:
+            if resolved.exists() and not resolved.is_file():
+                # a FIFO or device would block the read forever (vLLM would hang there)
+                raise InvalidRequestError(field, f"{filepath} is not a regular file")
             with resolved.open("rb") as source:
                 data = source.read(self.max_bytes + 1)
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise InvalidRequestError(field, f"cannot be read: {exc.strerror or exc}") from None
         if len(data) > self.max_bytes:
             raise InvalidRequestError(field, f"is larger than {self.max_bytes} bytes")
