@@ -238,6 +238,13 @@ def _postprocess(conversation: list[dict[str, Any]]) -> None:
                     arguments = json.loads(arguments)
                 except json.JSONDecodeError:
                     arguments = None  # malformed history: vLLM coerces it to {}
+                except (RecursionError, ValueError) as exc:
+                    # Valid JSON Python's parser gives up on (nesting past the
+                    # recursion limit, an int past 4,300 digits): not vLLM's {}.
+                    raise RenderUnsupportedError(
+                        f"messages[{i}].tool_calls[{j}].function.arguments",
+                        "a JSON string Python's json parser refuses "
+                        f"({type(exc).__name__}: {str(exc)[:120]})") from None
             function["arguments"] = arguments if isinstance(arguments, dict) else {}
 
 
