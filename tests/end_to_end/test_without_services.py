@@ -26,6 +26,7 @@ SERVICE_SUITES = (
     "tests/units/test_predictions.py",
     "tests/end_to_end/test_redis_cluster.py",
     "tests/end_to_end/test_redis_faults.py",
+    "tests/end_to_end/test_redis_fault_model.py",
     "tests/end_to_end/test_redis_shared.py",
     "tests/end_to_end/test_subscriber_redis.py",
     "tests/end_to_end/test_subscriber_redis_restart.py",
