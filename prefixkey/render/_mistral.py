@@ -33,12 +33,14 @@ import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
 from .._extras import needs_extra
 from ..core import LoRA, check_token_ids
 from ..errors import MissingExtraError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
+from ._eras import RENDER_ERAS, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams
 from ._folder import _context_length, _not_a_folder, _read_json
@@ -48,7 +50,9 @@ __all__ = ["MISTRAL_COMMON_VERIFIED", "MistralRenderer", "check_auto_mode"]
 
 #: The mistral_common versions whose rendering is verified against each vLLM release's
 #: render server (tests/render/real_mistral_vectors.jsonl): its encoding decides the ids.
-MISTRAL_COMMON_VERIFIED: Final = {"0.31.0": ("1.13.1",)}
+MISTRAL_COMMON_VERIFIED: Final = MappingProxyType({
+    release: verified.mistral_common
+    for era in RENDER_ERAS for release, verified in era.verified.items()})
 # File names vLLM's auto mode looks for (tokenizers/registry.py, repo_utils.py): Mistral's
 # tokenizer files, and the weights without which auto mode is not mistral.
 _TOKENIZER_PATTERNS: Final = ("tekken.json", "tokenizer.model.v*")
@@ -106,7 +110,7 @@ def _import_mistral_common(vllm_version: str) -> Any:
         library = importlib.import_module("mistral_common")
         mistral = importlib.import_module("mistral_common.tokens.tokenizers.mistral")
     version = getattr(library, "__version__", "?")
-    verified = MISTRAL_COMMON_VERIFIED.get(vllm_version, ())
+    verified = render_release(vllm_version).mistral_common
     if version not in verified:
         raise RenderUnsupportedError(
             "mistral_common", f"version {version} is not verified for vLLM {vllm_version} "

