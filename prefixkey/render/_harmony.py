@@ -86,10 +86,14 @@ def _load_library(vllm_version: str) -> ModuleType:
             f"(pip install 'prefixkey[harmony]', the {HARMONY_DISTRIBUTION} distribution vLLM "
             "0.31 requires)") from None
     verified = render_release(vllm_version).oss_harmony
+    if not verified:
+        raise RenderUnsupportedError(
+            "config.json", f"model_type gpt_oss renders with Harmony, which is not verified "
+            f"for vLLM {vllm_version} (its own Harmony renders were not harvested)")
     if version not in verified:
         raise RenderUnsupportedError(
             HARMONY_DISTRIBUTION, f"version {version} is installed; Harmony renders for "
-            f"vLLM {vllm_version} are verified with {', '.join(verified) or 'none'} only "
+            f"vLLM {vllm_version} are verified with {', '.join(verified)} only "
             "(its tool-call headers have changed between releases)")
     return importlib.import_module("openai_harmony")
 

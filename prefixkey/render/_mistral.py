@@ -40,11 +40,12 @@ from .._extras import needs_extra
 from ..core import LoRA, check_token_ids
 from ..errors import MissingExtraError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
-from ._eras import RENDER_ERAS, render_release
+from ._eras import RENDER_ERAS, render_era, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams
 from ._folder import _context_length, _not_a_folder, _read_json
 from ._options import ServerOptions
+from ._reuse import reused_prompt_ids, text_vocab_size
 
 __all__ = ["MISTRAL_COMMON_VERIFIED", "MistralRenderer", "check_auto_mode"]
 
@@ -145,6 +146,7 @@ class MistralRenderer:
                 "config, whose context length prefixkey does not derive")
         config = _read_json(path / "config.json", "config.json")
         self.max_model_len = _context_length(config, {}, options.max_model_len)
+        self._vocab_size = text_vocab_size(config)
         for name in _CALL_KWARGS:
             if options.default_chat_template_kwargs.get(name) not in (None, "auto", False):
                 raise RenderUnsupportedError(
@@ -204,7 +206,9 @@ class MistralRenderer:
             if body.get(name):  # the server's default: --trust-request-mm-kwargs unset
                 raise RenderRequestError(name, f"Per-request {name} are disabled by default")
         tok_params = fields.tokenize_params(self.max_model_len)
-        reused = fields.reused_token_ids
+        reused = reused_prompt_ids(fields.reused_token_ids,
+                                   render_era(self.options.vllm_version).reused_ids, body,
+                                   self._vocab_size)
         if reused is not None:
             checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
             tok_params.check_reused_length(len(checked))
