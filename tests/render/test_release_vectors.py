@@ -167,3 +167,39 @@ def test_a_bad_version_is_a_typed_error(tmp_path: Path) -> None:
         ServerOptions(model=str(tmp_path), vllm_version="zero.thirty")
     with pytest.raises(ModelFolderError, match="--vllm-version"):
         ServerOptions(model=str(tmp_path), vllm_version=31)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("release", verified_releases())
+def test_a_releases_tokenizer_facts_are_its_installs(release: str) -> None:
+    """The facts module a release names is what its own install's transformers says."""
+    import subprocess
+    import sys
+
+    venv = Path(f"/work/venvs/vllm{''.join(release.split('.')[:2])}/bin/python")
+    if not venv.exists():
+        pytest.skip(f"needs the scratch vLLM {release} venv (CONTRIBUTING.md)")
+    root = RENDER_DIR.parents[1]
+    module = render_release(release).hf_facts
+    done = subprocess.run(
+        [str(venv), "tools/extract_hf_tokenizers.py", "--check", "--out",
+         f"prefixkey/render/{module}.py"], cwd=root, capture_output=True, text=True,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:] or sys.executable
+
+
+def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
+        tmp_path: Path) -> None:
+    """transformers 5.19 (0.32.0's) registers qwen3_5's tokenizer; 5.17 does not."""
+    import shutil
+
+    from prefixkey.render._hf_decision import release_drift
+
+    assert "qwen3_5" in release_drift("0.32.0")[0]
+    assert not release_drift("0.31.0")[0]
+    folder = tmp_path / "m"
+    shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
+    config = json.loads((folder / "config.json").read_text("utf-8"))
+    (folder / "config.json").write_text(json.dumps(config | {"model_type": "qwen3_5"}), "utf-8")
+    Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
+    with pytest.raises(RenderUnsupportedError, match=r"qwen3_5.*transformers 5\.19\.0"):
+        Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
