@@ -36,6 +36,11 @@ __all__ = ["RENDER_ERAS", "RenderEra", "ReusedIds", "VerifiedRelease", "render_e
 #: ``echo`` or a non-text content part, else a non-empty list of non-negative ints
 #: inside the vocabulary, or 400).
 ReusedIds = Literal["lenient", "checked"]
+#: How a request's output tokens bound its prompt: ``reserved`` (the prompt may take
+#: max_model_len less max_tokens) or ``clamped`` (0.32 renderers/params.py: the prompt may
+#: fill max_model_len, truncation to the limit keeps one token back, max_tokens is
+#: clamped to what is left).
+OutputBudget = Literal["reserved", "clamped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,7 @@ class RenderEra:
 
     since: str
     reused_ids: ReusedIds = "lenient"
+    output_budget: OutputBudget = "reserved"
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
     refused: str | None = None
@@ -107,8 +113,9 @@ RENDER_ERAS: Final = (
     RenderEra(
         "0.32.0",
         reused_ids="checked",
+        output_budget="clamped",
         verified=_releases(
-            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 116,
+            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 1756,
                             "_hf_facts_0_32_0"),
         ),
     ),

@@ -203,6 +203,10 @@ class TokenizeParams:
     truncation_side: str | None
     add_special_tokens: bool
     max_output_tokens_param: str
+    #: The render era's ``output_budget`` is ``clamped`` (vLLM 0.32 renderers/params.py):
+    #: the prompt may fill the context, truncation to the limit keeps one token back, and
+    #: ``max_tokens`` is clamped to what is left (none left: 400) instead of reserved.
+    clamped: bool = False
 
     def __post_init__(self) -> None:
         if self.max_output_tokens > self.max_total_tokens:
@@ -216,12 +220,23 @@ class TokenizeParams:
             raise RenderRequestError(
                 "truncate_prompt_tokens",
                 f"truncate_prompt_tokens={self.truncate_prompt_tokens} cannot be greater than "
-                f"max_model_len - {self.max_output_tokens_param} = {self.max_input_tokens}. "
-                "Please request a smaller truncation size.")
+                + ("max_model_len" if self.clamped else
+                   f"max_model_len - {self.max_output_tokens_param}")
+                + f" = {self.max_input_tokens}. Please request a smaller truncation size.")
 
     @property
     def max_input_tokens(self) -> int:
+        if self.clamped:
+            return self.max_total_tokens
         return self.max_total_tokens - self.max_output_tokens
+
+    @property
+    def _truncate_to(self) -> int:
+        """Where ``truncate_prompt_tokens=-1`` truncates (0.32: one token held back for
+        output when the request generates)."""
+        if self.clamped and self.max_output_tokens != 0:
+            return max(0, self.max_input_tokens - 1)
+        return self.max_input_tokens
 
     def encode_max_length(self) -> int | None:
         """The tokenizer's own truncation length (``get_encode_kwargs``), or None.
@@ -233,7 +248,7 @@ class TokenizeParams:
         length = self.truncate_prompt_tokens
         if length is None or self.truncation_side is not None:
             return None  # with a side: the full sequence, sliced from that side after
-        return self.max_input_tokens if length < 0 else length
+        return self._truncate_to if length < 0 else length
 
     def pre_tokenization(self, text: str, tokenizer: CharBound) -> str:
         """The character bound on the text (``_text_len_check``): an error, or a pre-trim."""
@@ -269,7 +284,7 @@ class TokenizeParams:
         """Truncation (from the left unless the body says right) and the length check."""
         length = self.truncate_prompt_tokens
         if length is not None and length < 0:
-            length = self.max_input_tokens
+            length = self._truncate_to
         if length is not None and length < len(ids):
             if length == 0:
                 ids = []
@@ -285,6 +300,9 @@ class TokenizeParams:
                 f"{self.max_output_tokens} output tokens and your prompt contains "
                 f"{at_least}{len(ids)} input tokens, for a total of {at_least}"
                 f"{len(ids) + self.max_output_tokens} tokens.")
+        if self.clamped and len(ids) == self.max_total_tokens:
+            # get_max_tokens clamps max_tokens to what is left: 0, which SamplingParams refuses.
+            raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
         return ids
 
 
@@ -311,10 +329,10 @@ class BodyFields:
     # completions only
     prompts: tuple[str | list[int], ...] = ()
 
-    def tokenize_params(self, max_model_len: int) -> TokenizeParams:
+    def tokenize_params(self, max_model_len: int, *, clamped: bool = False) -> TokenizeParams:
         return TokenizeParams(max_model_len, self.max_output_tokens,
                               self.truncate_prompt_tokens, self.truncation_side,
-                              self.add_special_tokens, self.max_output_tokens_param)
+                              self.add_special_tokens, self.max_output_tokens_param, clamped)
 
     @staticmethod
     def _common(body: Any) -> dict[str, Any]:

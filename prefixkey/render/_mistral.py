@@ -205,7 +205,9 @@ class MistralRenderer:
         for name in ("mm_processor_kwargs", "media_io_kwargs"):
             if body.get(name):  # the server's default: --trust-request-mm-kwargs unset
                 raise RenderRequestError(name, f"Per-request {name} are disabled by default")
-        tok_params = fields.tokenize_params(self.max_model_len)
+        tok_params = fields.tokenize_params(
+            self.max_model_len,
+            clamped=render_era(self.options.vllm_version).output_budget == "clamped")
         reused = reused_prompt_ids(fields.reused_token_ids,
                                    render_era(self.options.vllm_version).reused_ids, body,
                                    self._vocab_size)
@@ -255,7 +257,9 @@ class MistralRenderer:
         """The body's fields and each prompt's ids (``MistralCommonBackend.__call__``)."""
         fields = BodyFields.completion(body)
         self._lora_for(fields.model)
-        params = fields.tokenize_params(self.max_model_len)
+        params = fields.tokenize_params(
+            self.max_model_len,
+            clamped=render_era(self.options.vllm_version).output_budget == "clamped")
         out = []
         for prompt in fields.prompts:
             if isinstance(prompt, str):

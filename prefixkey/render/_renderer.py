@@ -213,7 +213,8 @@ class Renderer:
                 "chat_template", "Chat template is passed with request, but "
                 "--trust-request-chat-template is not set. Refused request with untrusted "
                 "chat template.")
-        tok_params = fields.tokenize_params(self.max_model_len)
+        tok_params = fields.tokenize_params(
+            self.max_model_len, clamped=self._era.output_budget == "clamped")
         reused = reused_prompt_ids(fields.reused_token_ids, self._era.reused_ids, body,
                                    self._vocab_size)
         if reused is not None:
@@ -261,7 +262,8 @@ class Renderer:
             return tuple(self._result(ids, None, fields, lora) for ids in prompts)
         fields = BodyFields.completion(body)
         lora = self.lora_for(fields.model)
-        tok_params = fields.tokenize_params(self.max_model_len)
+        tok_params = fields.tokenize_params(
+            self.max_model_len, clamped=self._era.output_budget == "clamped")
         results = []
         for prompt in fields.prompts:
             if isinstance(prompt, str):
