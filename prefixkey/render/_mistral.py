@@ -203,7 +203,8 @@ class MistralRenderer:
                 self.options.exclude_tools_when_tool_choice_none:
             tools = None
         for name in ("mm_processor_kwargs", "media_io_kwargs"):
-            if body.get(name):  # the server's default: --trust-request-mm-kwargs unset
+            if body.get(name) and render_era(self.options.vllm_version).request_mm_kwargs \
+                    == "refused":  # the server's default: --trust-request-mm-kwargs unset
                 raise RenderRequestError(name, f"Per-request {name} are disabled by default")
         tok_params = fields.tokenize_params(
             self.max_model_len,
