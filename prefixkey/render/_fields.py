@@ -231,7 +231,7 @@ class TokenizeParams:
         return self.max_total_tokens - self.max_output_tokens
 
     @property
-    def _truncate_to(self) -> int:
+    def truncate_to(self) -> int:
         """Where ``truncate_prompt_tokens=-1`` truncates (0.32: one token held back for
         output when the request generates)."""
         if self.clamped and self.max_output_tokens != 0:
@@ -248,7 +248,7 @@ class TokenizeParams:
         length = self.truncate_prompt_tokens
         if length is None or self.truncation_side is not None:
             return None  # with a side: the full sequence, sliced from that side after
-        return self._truncate_to if length < 0 else length
+        return self.truncate_to if length < 0 else length
 
     def pre_tokenization(self, text: str, tokenizer: CharBound) -> str:
         """The character bound on the text (``_text_len_check``): an error, or a pre-trim."""
@@ -284,7 +284,7 @@ class TokenizeParams:
         """Truncation (from the left unless the body says right) and the length check."""
         length = self.truncate_prompt_tokens
         if length is not None and length < 0:
-            length = self._truncate_to
+            length = self.truncate_to
         if length is not None and length < len(ids):
             if length == 0:
                 ids = []

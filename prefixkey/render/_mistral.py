@@ -285,7 +285,7 @@ class MistralRenderer:
         elif params.truncate_prompt_tokens is not None:
             length = params.truncate_prompt_tokens
             if length < 0:
-                length = params.max_input_tokens
+                length = params.truncate_to
         else:
             length = params.max_input_tokens + 1
         special = 1 if params.add_special_tokens else 0
