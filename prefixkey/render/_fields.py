@@ -207,6 +207,9 @@ class TokenizeParams:
     #: the prompt may fill the context, truncation to the limit keeps one token back, and
     #: ``max_tokens`` is clamped to what is left (none left: 400) instead of reserved.
     clamped: bool = False
+    #: A request without max_tokens still generates (vLLM 0.33: max_output_tokens None
+    #: rather than 0), so truncation to the limit keeps a token back for it too.
+    unset_generates: bool = False
 
     def __post_init__(self) -> None:
         if self.max_output_tokens > self.max_total_tokens:
@@ -234,7 +237,7 @@ class TokenizeParams:
     def truncate_to(self) -> int:
         """Where ``truncate_prompt_tokens=-1`` truncates (0.32: one token held back for
         output when the request generates)."""
-        if self.clamped and self.max_output_tokens != 0:
+        if self.clamped and (self.max_output_tokens != 0 or self.unset_generates):
             return max(0, self.max_input_tokens - 1)
         return self.max_input_tokens
 
@@ -329,10 +332,13 @@ class BodyFields:
     # completions only
     prompts: tuple[str | list[int], ...] = ()
 
-    def tokenize_params(self, max_model_len: int, *, clamped: bool = False) -> TokenizeParams:
+    def tokenize_params(self, max_model_len: int, *, clamped: bool = False,
+                        unset_generates: bool = False) -> TokenizeParams:
+        # A chat body without max_tokens has 0 here; a completion's default is 16.
         return TokenizeParams(max_model_len, self.max_output_tokens,
                               self.truncate_prompt_tokens, self.truncation_side,
-                              self.add_special_tokens, self.max_output_tokens_param, clamped)
+                              self.add_special_tokens, self.max_output_tokens_param, clamped,
+                              unset_generates and self.is_chat)
 
     @staticmethod
     def _common(body: Any) -> dict[str, Any]:

@@ -208,7 +208,8 @@ class MistralRenderer:
                 raise RenderRequestError(name, f"Per-request {name} are disabled by default")
         tok_params = fields.tokenize_params(
             self.max_model_len,
-            clamped=render_era(self.options.vllm_version).output_budget == "clamped")
+            clamped=render_era(self.options.vllm_version).output_budget == "clamped",
+            unset_generates=render_era(self.options.vllm_version).unset_output_generates)
         reused = reused_prompt_ids(fields.reused_token_ids,
                                    render_era(self.options.vllm_version).reused_ids, body,
                                    self._vocab_size)
@@ -260,7 +261,8 @@ class MistralRenderer:
         self._lora_for(fields.model)
         params = fields.tokenize_params(
             self.max_model_len,
-            clamped=render_era(self.options.vllm_version).output_budget == "clamped")
+            clamped=render_era(self.options.vllm_version).output_budget == "clamped",
+            unset_generates=render_era(self.options.vllm_version).unset_output_generates)
         out = []
         for prompt in fields.prompts:
             if isinstance(prompt, str):

@@ -214,7 +214,8 @@ class Renderer:
                 "--trust-request-chat-template is not set. Refused request with untrusted "
                 "chat template.")
         tok_params = fields.tokenize_params(
-            self.max_model_len, clamped=self._era.output_budget == "clamped")
+            self.max_model_len, clamped=self._era.output_budget == "clamped",
+            unset_generates=self._era.unset_output_generates)
         reused = reused_prompt_ids(fields.reused_token_ids, self._era.reused_ids, body,
                                    self._vocab_size)
         if reused is not None:
@@ -263,7 +264,8 @@ class Renderer:
         fields = BodyFields.completion(body)
         lora = self.lora_for(fields.model)
         tok_params = fields.tokenize_params(
-            self.max_model_len, clamped=self._era.output_budget == "clamped")
+            self.max_model_len, clamped=self._era.output_budget == "clamped",
+            unset_generates=self._era.unset_output_generates)
         results = []
         for prompt in fields.prompts:
             if isinstance(prompt, str):
