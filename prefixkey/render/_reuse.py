@@ -62,9 +62,17 @@ def reused_prompt_ids(raw: Any, rule: ReusedIds, body: Mapping[str, Any],
     if raw is None:
         return None
     if rule == "lenient":
+        # The ids go as they are into the engine request's token_ids (pydantic, lax).
+        if isinstance(raw, str) and raw and not raw.isdigit():
+            # Taken character by character: one that is no digit fails validation.
+            raise RenderRequestError(_FIELD, "Input should be a valid integer, unable to "
+                                     "parse string as an integer")
         if not isinstance(raw, list):
             raise RenderUnsupportedError(_FIELD, "only a list of token ids is reproduced")
-        return raw or None
+        ids = [int(x) if type(x) is bool else x for x in raw]  # lax: true is 1
+        if any(type(x) is int and x < 0 for x in ids):
+            raise RenderRequestError(_FIELD, "token_ids must not contain negative values")
+        return ids or None
     if body.get("echo") is True or (messages_checked and _has_non_text_part(
             body.get("messages"))):
         return None  # vLLM renders the messages instead

