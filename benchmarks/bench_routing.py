@@ -134,6 +134,8 @@ def main() -> None:
     parser.add_argument("--big", action="store_true", help="also 10M entries (64, 1024 replicas)")
     parser.add_argument("--blocks", type=int, default=None, help="indexed entries per index")
     parser.add_argument("--out", default="benchmarks/ROUTING.md")
+    parser.add_argument("--replicas", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                        help="only these replica counts, e.g. 64,1024")
     args = parser.parse_args()
     blocks = args.blocks or (200_000 if args.quick else 1_000_000)
     seconds = 0.5 if args.quick else 2.0
@@ -152,7 +154,7 @@ def main() -> None:
            "| all read ms (median) | all read ratio | fill s |")
     report("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     configs = [(r, blocks, n) for r in ((16, 64) if args.quick else (16, 64, 256, 1024))
-               for n in prompts]
+               for n in prompts if not args.replicas or r in args.replicas]
     if args.big:
         configs += [(r, 10_000_000, 32768) for r in (64, 1024)]
     for replicas, size, n in configs:
@@ -165,7 +167,10 @@ def main() -> None:
             start = time.perf_counter()
             index = fill(replicas, size, own)
             fill_s = time.perf_counter() - start
+            # A load for every replica (queued prefill tokens), pushed as a gateway does.
             router = Router(index)
+            for name in lengths:
+                router.set_load(name, float(rng.randrange(0, 4 * n)))
             prepared = router.prepare(request)
             (hash_ms, _), (route_ms, route_p99), (top_ms, _), (all_ms, _) = interleaved(
                 [partial(router.prepare, request), partial(router.rank, prepared),

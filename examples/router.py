@@ -51,9 +51,11 @@ index.apply("old", EventBatch(2.0, (
     BlockRemoved((old_keys[-1],), medium="GPU"),
 )))
 
-# 3. Route. A load signal is optional: here a fixed utilisation per replica.
-load = {"gpu-a": 0.2, "gpu-b": 0.6, "old": 0.1}
-router = Router(index, load=lambda replica: load[replica.name], load_weight=0.5)
+# 3. Route by expected time to first token. The load is each replica's queued
+#    prefill work in tokens (a gateway counts it: the prefill of each request it
+#    sent there that has not had its first token yet); here fixed numbers.
+load = {"gpu-a": 20, "gpu-b": 60, "old": 10}
+router = Router(index, load=lambda replica: load[replica.name])
 
 requests = {
     "chat follow-up": Request([*system_prompt, *range(100, 140), 7, 8, 9]),

@@ -39,7 +39,9 @@ from the code's `__all__` and docstrings; a test fails when this page is stale.
 def _assignment(package: str, name: str) -> tuple[str, str] | None:
     """The ``#:`` comment above ``name``'s module-level assignment, and the assignment line."""
     folder = ROOT / Path(*package.split("."))
-    sources = sorted(folder.rglob("*.py")) if folder.is_dir() else [folder.with_suffix(".py")]
+    # A top-level module's names may live in a private sibling (jsonl → _json_lines).
+    sources = (sorted(folder.rglob("*.py")) if folder.is_dir()
+               else [folder.with_suffix(".py"), *sorted(folder.parent.glob("_*.py"))])
     pattern = re.compile(rf"^((?:#:.*\n)*){re.escape(name)}\b\s*(?::[^=\n]*)?=(.*)$", re.M)
     for source in sources:
         match = pattern.search(source.read_text())

@@ -138,6 +138,11 @@ class PrefixRouterApp:
         self.limits = JsonLimits(max_line_bytes=max_body_bytes)
         self.timeout = timeout
         self.attempts = attempts
+        # The gateway's own count of each replica's queued prefill (docs/routing.md): a
+        # request's prefill_tokens from its forward until its reply, pushed to the Router.
+        self.queued = dict.fromkeys(self.upstreams, 0.0)
+        for replica in self.upstreams:
+            router.set_load(replica, 0.0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -162,6 +167,11 @@ class PrefixRouterApp:
                   if k.decode("latin-1").lower() in FORWARDED_HEADERS}
         status, content_type, reply, headers = await self.handle(scope["path"], body, passed)
         await _reply(send, status, reply, content_type, headers)
+
+    def _queue(self, replica: ReplicaId, tokens: float) -> None:
+        with self.lock:
+            self.queued[replica] = max(0.0, self.queued[replica] + tokens)
+            self.router.set_load(replica, self.queued[replica])
 
     async def _body(self, receive: Receive) -> bytes | None:
         chunks, size = [], 0
@@ -193,12 +203,15 @@ class PrefixRouterApp:
         failures = []
         for decision in decisions[:self.attempts]:
             url = self.upstreams[decision.replica] + path
+            self._queue(decision.replica, decision.prefill_tokens)
             try:
                 status, content_type, reply = await asyncio.to_thread(
                     self.forward, url, body, headers or {}, self.timeout)
             except OSError as exc:  # refused, reset, timed out
                 failures.append(f"{decision.replica}: {exc}")
                 continue
+            finally:
+                self._queue(decision.replica, -decision.prefill_tokens)
             if status >= 500:
                 failures.append(f"{decision.replica}: HTTP {status}")
                 continue

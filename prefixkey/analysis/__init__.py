@@ -34,6 +34,18 @@ from ._drift import (
     read_requests,
 )
 from ._report_text import drift_text, fingerprint_text
+from ._simulate import (
+    PolicyResult,
+    SimulationConfig,
+    SimulationReport,
+    TimeModel,
+    simulate,
+    simulation_text,
+)
+from ._simulate_policies import POLICIES as SIMULATION_POLICIES
+from ._simulate_pool import BlockPool
+from ._simulate_report import simulation_html
+from ._simulate_trace import TraceRequest, read_trace
 
 __all__ = [
     "AUDIT_FIELDS",
@@ -41,7 +53,9 @@ __all__ = [
     "FEATURES",
     "FROM_REQUEST",
     "REASONS",
+    "SIMULATION_POLICIES",
     "AuditReport",
+    "BlockPool",
     "Candidate",
     "Cause",
     "DriftConfig",
@@ -50,10 +64,15 @@ __all__ = [
     "FeatureSummary",
     "FingerprintReport",
     "LoggedRequest",
+    "PolicyResult",
     "RequestAudit",
     "RequestDrift",
     "SideResult",
+    "SimulationConfig",
+    "SimulationReport",
     "SkippedEvent",
+    "TimeModel",
+    "TraceRequest",
     "Verdict",
     "audit",
     "audit_html",
@@ -66,4 +85,8 @@ __all__ = [
     "fingerprint_text",
     "parse_replica_option",
     "read_requests",
+    "read_trace",
+    "simulate",
+    "simulation_html",
+    "simulation_text",
 ]

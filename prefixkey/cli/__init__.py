@@ -22,6 +22,7 @@ from . import (
     _mm_id,
     _oracle,
     _render,
+    _simulate,
     _vectors,
 )
 from ._formats import swapped_version
@@ -31,6 +32,7 @@ __all__ = ["build_parser", "main"]
 # In the order `prefixkey --help` lists them.
 _COMMANDS = (
     _hash, _render, _mm_id, _drift, _fingerprint, _events, _listen, _audit, _oracle, _vectors,
+    _simulate,
 )
 
 

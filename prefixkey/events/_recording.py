@@ -32,8 +32,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
+from .._json_lines import JSON_LIMITS, JsonLimits, bounded_lines, parse_json_line
 from ..errors import MalformedJSONError, PrefixKeyError
-from ..jsonl import JSON_LIMITS, JsonLimits, bounded_lines, parse_json_line
 from ._decode import EventDecodeError, EventDecoder, ReplayEnd, Via, split_message
 from ._model import AllBlocksCleared, EventBatch, KVCacheEvent
 

@@ -52,7 +52,10 @@ class MediaSource:
             raise InvalidRequestError(field, f"must be a string, got {type(url).__name__}")
         if url[:5].lower() == "data:":
             return self._data(url, field)
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError as exc:  # e.g. "http://[::1/x.png": an unclosed IPv6 host
+            raise InvalidRequestError(field, f"invalid URL: {exc}") from None
         if parts.scheme.startswith("http"):
             if self.allowed_media_domains and parts.hostname not in self.allowed_media_domains:
                 raise InvalidRequestError(
@@ -86,12 +89,19 @@ class MediaSource:
         if not filepath.is_absolute():
             # vLLM resolves it against its own working directory, unknown here.
             raise InvalidRequestError(field, f"the file path {filepath} is not absolute")
-        resolved = filepath.resolve()
+        try:
+            resolved = filepath.resolve()
+        except (OSError, ValueError, RuntimeError) as exc:
+            # a NUL byte (ValueError), a symlink loop (RuntimeError before Python 3.13)
+            raise InvalidRequestError(field, f"the file path cannot be resolved: {exc}") from None
         if root not in resolved.parents:
             raise InvalidRequestError(
                 field, f"the file path {filepath} must be a subpath of "
                 f"--allowed-local-media-path {root}")
         try:
+            if resolved.exists() and not resolved.is_file():
+                # a FIFO or device would block the read forever (vLLM would hang there)
+                raise InvalidRequestError(field, f"{filepath} is not a regular file")
             with resolved.open("rb") as source:
                 data = source.read(self.max_bytes + 1)
         except OSError as exc:

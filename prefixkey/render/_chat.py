@@ -15,12 +15,12 @@ they are refused.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from ._errors import RenderRequestError, RenderUnsupportedError
 
-__all__ = ["ContentParts", "check_tool_choice", "dump_tools", "parse_messages"]
+__all__ = ["ContentParts", "check_tool_choice", "dump_tools", "message_objects", "parse_messages"]
 
 # Part types whose payload is text (chat_utils.py MM_PARSER_MAP), and the key holding it.
 _TEXT_PARTS: Final = {
@@ -139,13 +139,10 @@ def _tool_calls(value: Any, field: str) -> list[Any]:
     return [_tool_call(call, f"{field}[{i}]") for i, call in enumerate(value)]
 
 
-def parse_messages(messages: Any, content_format: str,
-                   media: ContentParts) -> list[dict[str, Any]]:
-    """The conversation the template renders (the body's ``messages`` unchanged)."""
+def message_objects(messages: Any) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """``(field, message, role)`` of each message, checked to be an object with a role."""
     if not isinstance(messages, list):
         raise RenderRequestError("messages", "must be an array of messages")
-    wrap = content_format == "openai"
-    conversation: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         field = f"messages[{i}]"
         if not isinstance(message, dict):
@@ -153,6 +150,15 @@ def parse_messages(messages: Any, content_format: str,
         role = message.get("role")
         if not isinstance(role, str):
             raise RenderRequestError(f"{field}.role", "must be a string")
+        yield field, message, role
+
+
+def parse_messages(messages: Any, content_format: str,
+                   media: ContentParts) -> list[dict[str, Any]]:
+    """The conversation the template renders (the body's ``messages`` unchanged)."""
+    wrap = content_format == "openai"
+    conversation: list[dict[str, Any]] = []
+    for field, message, role in message_objects(messages):
         content = message.get("content")
         if content is None and "content" in message and role != "assistant":
             raise RenderRequestError(f"{field}.content", f"cannot be null for role {role!r}")
@@ -232,6 +238,13 @@ def _postprocess(conversation: list[dict[str, Any]]) -> None:
                     arguments = json.loads(arguments)
                 except json.JSONDecodeError:
                     arguments = None  # malformed history: vLLM coerces it to {}
+                except (RecursionError, ValueError) as exc:
+                    # Valid JSON Python's parser gives up on (nesting past the
+                    # recursion limit, an int past 4,300 digits): not vLLM's {}.
+                    raise RenderUnsupportedError(
+                        f"messages[{i}].tool_calls[{j}].function.arguments",
+                        "a JSON string Python's json parser refuses "
+                        f"({type(exc).__name__}: {str(exc)[:120]})") from None
             function["arguments"] = arguments if isinstance(arguments, dict) else {}
 
 

@@ -18,8 +18,8 @@ from types import TracebackType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from .._json_lines import JSON_LIMITS, JsonLimits, parse_json_line
 from ..errors import InvalidRequestError, PrefixKeyError
-from ..jsonl import JSON_LIMITS, JsonLimits, parse_json_line
 from ._endpoint import RENDER_PATHS, RenderEndpointError, RenderResponseParser
 from ._renderer import Rendered
 
@@ -44,7 +44,10 @@ class RenderClient:
     def __init__(self, url: str, *, parser: RenderResponseParser | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None,
                  limits: JsonLimits = JSON_LIMITS) -> None:
-        parts = urlsplit(url) if isinstance(url, str) else None
+        try:
+            parts = urlsplit(url) if isinstance(url, str) else None
+        except ValueError:  # e.g. an unclosed IPv6 host "http://[::1"
+            parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidRequestError("render_url", f"must be an http(s)://host[:port] URL, "
                                       f"got {url!r}")

@@ -47,6 +47,7 @@ from datetime import datetime
 from types import ModuleType
 from typing import Any, Final
 
+from ._chat import message_objects
 from ._eras import RENDER_ERAS, render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
 
@@ -159,16 +160,8 @@ def check_messages(messages: Any) -> list[dict[str, Any]]:
     The deprecated ``reasoning_content`` is renamed ``reasoning`` when that is unset,
     as vLLM's request model does before anything reads them.
     """
-    if not isinstance(messages, list):
-        raise RenderRequestError("messages", "must be an array of messages")
     out = []
-    for i, message in enumerate(messages):
-        field = f"messages[{i}]"
-        if not isinstance(message, dict):
-            raise RenderRequestError(field, "must be an object")
-        role = message.get("role")
-        if not isinstance(role, str):
-            raise RenderRequestError(f"{field}.role", "must be a string")
+    for field, message, role in message_objects(messages):
         if role not in _ROLES:
             raise RenderRequestError(f"{field}.role", "Input should be " + ", ".join(
                 repr(r) for r in _ROLES[:-1]) + f" or {_ROLES[-1]!r}, got {role!r}")

@@ -254,12 +254,19 @@ class ChatTemplate:
         try:
             tree = env.parse(source)
             template = env.from_string(source)
+            variables = frozenset(jinja2.meta.find_undeclared_variables(tree))
         except jinja2.TemplateError as exc:
             raise ChatTemplateSyntaxError(str(exc)) from None
-        variables = frozenset(jinja2.meta.find_undeclared_variables(tree))
+        except (RecursionError, ValueError, SyntaxError, MemoryError, OverflowError) as exc:
+            # Jinja's parser and Python's compiler of what Jinja generates have limits of
+            # their own: nesting (RecursionError, "too many levels of indentation"), a
+            # folded constant past 4,300 digits (ValueError).
+            raise ChatTemplateSyntaxError(
+                f"the template does not compile: {type(exc).__name__}: {str(exc)[:200]}"
+            ) from None
         try:
             detected = "openai" if _iterates_content(tree) else "string"
-        except jinja2.TemplateError:
+        except (jinja2.TemplateError, RecursionError):
             detected = "string"  # vLLM logs the failure and takes the default
         return cls(
             source=source,

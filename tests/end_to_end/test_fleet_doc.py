@@ -170,7 +170,13 @@ def test_ranking_over_redis_is_one_round_trip(monkeypatch: pytest.MonkeyPatch) -
     request = Request(list(range(8192)))
     keys = tuple(map(SCHEME.publish, SCHEME.hasher.block_hashes(request)))
     wrapped.apply("a", EventBatch(1.0, (BlockStored(keys[:100], None, (), 16, medium="GPU"),)))
-    for router, evidence in ((Router(shared), "confirmed"), (Router(wrapped), "predicted")):
+    # A fixed load: without one the Router counts its own sends, and the second ranking
+    # would rightly prefer an idle replica.
+    def idle(_: Any) -> float:
+        return 0.0
+
+    for router, evidence in ((Router(shared, load=idle), "confirmed"),
+                             (Router(wrapped, load=idle), "predicted")):
         prepared = router.prepare(request)
         top = router.rank(prepared)[0]  # warms the registry copy and the scripts
         wrapped.sent(prepared, top)

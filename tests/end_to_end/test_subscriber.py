@@ -475,6 +475,47 @@ def test_idle_replica_is_reported(
 # ----------------------------------------------------------------------------- sans-IO parts
 
 
+class _SlowRecording(io.StringIO):
+    """A recording whose every write, once ``slow``, takes as long as a 30 MB message's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slow = False
+        self.writing = threading.Event()
+
+    def write(self, text: str) -> int:
+        if self.slow:
+            self.writing.set()
+            time.sleep(0.2)
+        return super().write(text)
+
+
+def test_stop_does_not_wait_behind_queued_slow_messages(
+    ctx: Any, publishers: list[FakePublisher]
+) -> None:
+    """``listen --record`` with huge messages: stop() ends the receiver after the message
+    in hand (it used to drain up to 1,000 more, outlast the join and lose its sockets)."""
+    pub = FakePublisher(ctx, "0.31.0")
+    publishers.append(pub)
+    record = _SlowRecording()
+    endpoint = ReplicaEndpoint("a", pub.endpoint, "0.31.0",
+                               scheme=ReplicaScheme(hasher("0.31.0")))
+    sub = Subscriber([endpoint], index=PrefixIndex(), context=ctx, record=record).start()
+    try:
+        hello(sub, [(pub, "a", pub.publish(encode_batch("0.31.0", 1.0, []), send=False))])
+        before = record.getvalue().count("\n")
+        record.slow = True
+        for i in range(100):  # 20 s of recording queued behind the first
+            pub.publish(encode_batch("0.31.0", 2.0 + i, []))
+        assert record.writing.wait(TIMEOUT)
+        sub.stop()  # joins for up to 5 s
+        assert not sub.running
+        assert record.getvalue().count("\n") <= before + 2  # the message in hand, no more
+    finally:
+        record.slow = False
+        sub.close()
+
+
 def test_stream_sequence_rules() -> None:
     s = StreamSequence()
     assert s.observe(0, 10).kind == "first"

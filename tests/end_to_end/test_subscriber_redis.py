@@ -37,7 +37,7 @@ from test_subscriber import (
 )
 
 from prefixkey import Hasher
-from prefixkey.events import BlockStored, DecodedOps
+from prefixkey.events import BlockRemoved, BlockStored, DecodedOps
 from prefixkey.fleet import (
     PredictedIndex,
     RedisPrefixIndex,
@@ -133,6 +133,39 @@ def test_a_retry_budget_that_runs_out_counts_an_apply_error(
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_errors"] == 1, "the give-up")
             assert sub.stats()["replicas"]["gpu-a"]["apply_retries"] >= 1
             assert sub.stats()["replicas"]["gpu-a"]["batches"] == 1  # the hello only
+
+
+def test_a_full_redis_is_retried_given_up_then_the_replica_resyncs(
+        ctx: Any, publishers: list[FakePublisher],  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+    """noeviction at maxmemory: the batch of removes is retried (IndexFullError is an
+    IndexUnavailableError), given up, and the replica's next batch clears it first, so
+    none of the 111 removed keys stays held."""
+    redis = redis_module()
+    with redis_server() as server:
+        index = RedisPrefixIndex.from_url(server.url, timeout=1.0, namespace="sub")
+        admin = redis.Redis.from_url(server.url)
+        pub = FakePublisher(ctx, VERSION)
+        publishers.append(pub)
+        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+
+        def frames(*events: Any) -> list[bytes]:
+            return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
+
+        with make([endpoint], index=index, context=ctx, retry_seconds=0.5) as sub:
+            hello(sub, [(pub, "gpu-a", frames(gpu_stored(*range(1, 112))))])
+            assert gpu_a_keys(index) == set(range(1, 112))
+            admin.config_set("maxmemory-policy", "noeviction")
+            admin.config_set("maxmemory", 1)
+            pub.send(frames(BlockRemoved(tuple(range(1, 112)), medium="GPU")))
+            wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_errors"] == 1, "the give-up")
+            assert sub.stats()["replicas"]["gpu-a"]["apply_retries"] >= 1
+            admin.config_set("maxmemory", 0)  # memory freed
+            batches = sub.stats()["replicas"]["gpu-a"]["batches"]
+            pub.send(frames(gpu_stored(500)))
+            wait(sub, lambda s: s["replicas"]["gpu-a"]["batches"] == batches + 1, "the next")
+            assert gpu_a_keys(index) == {500}
+            assert index.stats()["resyncs"] == 1
 
 
 def test_stop_cuts_a_retry_short(

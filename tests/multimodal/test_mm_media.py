@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,24 @@ def test_only_files_under_the_allowed_path_are_read(tmp_path: Path) -> None:
         source.image_bytes(f"file://{inside}/missing.png")
     with pytest.raises(InvalidRequestError):
         MediaSource(allowed_local_media_path=tmp_path / "nowhere")
+
+
+def test_urls_python_cannot_parse_or_resolve_are_refused_typed(tmp_path: Path) -> None:
+    """An unclosed IPv6 host, a NUL byte, a symlink loop, a FIFO: typed refusals, not
+    tracebacks or a read that never returns."""
+    inside = tmp_path / "media"
+    inside.mkdir()
+    (inside / "loop.png").symlink_to(inside / "loop.png")
+    (inside / "a.png").symlink_to(inside / "b.png")
+    (inside / "b.png").symlink_to(inside / "a.png")
+    os.mkfifo(inside / "fifo.png")  # nobody writes: reading it would block forever
+    source = MediaSource(allowed_local_media_path=inside)
+    for url in ("http://[::1/x.png", "https://[::1", f"file://{inside}/ok%00.png",
+                f"file://{inside}/loop.png", f"file://{inside}/a.png",
+                f"file://{inside}/fifo.png"):
+        with pytest.raises(InvalidRequestError) as info:
+            source.image_bytes(url, field="messages[0].content[1].image_url.url")
+        assert info.value.field == "messages[0].content[1].image_url.url", url
 
 
 def test_remote_urls_are_left_to_the_caller() -> None:

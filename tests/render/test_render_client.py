@@ -183,7 +183,8 @@ def test_oversized_and_non_json_answers(server: FakeRenderServer) -> None:
     assert caught.value.status == 200
 
 
-@pytest.mark.parametrize("bad", ["127.0.0.1:8000", "ftp://host/", "http://", "http://h:x/"])
+@pytest.mark.parametrize("bad", ["127.0.0.1:8000", "ftp://host/", "http://", "http://h:x/",
+                                 "http://[::1:8000"])
 def test_bad_url(bad: str) -> None:
     with pytest.raises(InvalidRequestError) as caught:
         RenderClient(bad)

@@ -177,8 +177,8 @@ def test_router_weights_and_loads_are_checked() -> None:
     index = PrefixIndex()
     index.register("a", ReplicaScheme(Hasher(block_size=2, python_hash_seed="0")))
     with pytest.raises(InvalidRequestError) as info:
-        Router(index, load_weight="1")  # type: ignore[arg-type]
-    assert _field(info) == "load_weight"
+        Router(index, load_unit="watts")  # type: ignore[arg-type]
+    assert _field(info) == "load_unit"
     with pytest.raises(InvalidRequestError) as info:
         Router(index, tier_weights={1: 0.5})  # type: ignore[dict-item]
     assert _field(info) == "tier_weights"

@@ -24,8 +24,9 @@ LAYERS: Final[Mapping[str, float]] = {
     "_version": 0,
     "errors": 0,
     "_extras": 0.5,  # MissingExtraError for the extras' imports (errors only)
+    "_json_lines": 0.5,  # the safe JSON Lines reader (errors only)
     "core": 1,
-    "jsonl": 2,  # the JSON-line reader and the request/result format
+    "jsonl": 2,  # the request/result format
     "events": 3,
     "multimodal": 3,
     "render": 4,
@@ -136,6 +137,8 @@ def _siblings(path: Path) -> set[str]:
         ("prefixkey.testing._export", "from .._version import __version__", 0),
         ("prefixkey.analysis._audit", "import prefixkey.cli", 1),
         ("prefixkey.cli._hash", "from prefixkey.fleet import Router", 0),
+        ("prefixkey.events._recording", "from .._json_lines import parse_json_line", 0),
+        ("prefixkey._json_lines", "from .core import Request", 1),
         ("prefixkey.fleet.feed._feed", "from ..index import PrefixIndex", 0),
         ("prefixkey.fleet.index._memory", "from ..routing import Router", 1),
         ("prefixkey.fleet.routing._router", "from .. import Router", 1),  # the façade

@@ -34,7 +34,7 @@ def _index(replicas: int, seed: int) -> PrefixIndex:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_any_read_order_gives_the_same_decisions(seed: int) -> None:
-    router = Router(_index(30, seed))
+    router = Router(_index(30, seed), load=lambda r: 0.0)
     full = list(router.route(TOKENS))
     ranking = router.route(TOKENS)
     picks = list(range(len(full)))
@@ -49,7 +49,7 @@ def test_any_read_order_gives_the_same_decisions(seed: int) -> None:
 
 def test_a_ranking_does_not_follow_the_index_after_rank() -> None:
     index = _index(20, 1)
-    router = Router(index)
+    router = Router(index, load=lambda r: 0.0)
     before = list(router.route(TOKENS))
     ranking = router.route(TOKENS)  # nothing read yet but the head
     for r in range(20):
@@ -74,7 +74,7 @@ def test_ties_past_what_is_read_are_not_sorted() -> None:
 
 
 def test_concurrent_readers_see_one_ranking() -> None:
-    router = Router(_index(200, 2))
+    router = Router(_index(200, 2), load=lambda r: 0.0)
     full = list(router.route(TOKENS))
     ranking = router.route(TOKENS)
     seen: list[list[object]] = []

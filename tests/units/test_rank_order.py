@@ -1,6 +1,6 @@
 """Router.rank's order, from its definition, and ``limit``.
 
-The order is score (best first), then load (lower first), then
+The order is cost (lowest first, ``score = -cost``), then load (lower first), then
 :func:`rendezvous_weight` on the request's affinity under the candidate's
 scheme (higher first); when no candidate holds a block, rendezvous alone.
 Rank groups candidates that share an outcome and computes weights only for
@@ -29,6 +29,7 @@ from prefixkey.fleet import (
     Router,
     rendezvous_weight,
 )
+from prefixkey.fleet.routing._prepared import affinity_of_key
 
 TOKENS = list(range(2000, 2000 + 16 * 6 + 3))
 SCHEMES = [ReplicaScheme(Hasher(block_size=16, python_hash_seed="0")),
@@ -54,22 +55,32 @@ def _expected(router: Router, decisions: Sequence[RouteDecision]) -> list[Replic
     schemes = router.index.replicas()
 
     def weight(d: RouteDecision) -> float:
-        return rendezvous_weight(prepared.keys_for(schemes[d.replica]).affinity, d.replica)
+        keys = prepared.keys_for(schemes[d.replica])
+        held = d.matched_blocks[0]
+        if not held:  # holding nothing: the first block key
+            return rendezvous_weight(keys.affinity, d.replica)
+        # a holder: the first key of the request it does not hold
+        key = keys.groups[0][min(held, len(keys.groups[0]) - 1)]
+        return rendezvous_weight(affinity_of_key(key), d.replica)
 
-    if decisions[0].fallback:
-        return [d.replica for d in sorted(decisions, key=lambda d: -weight(d))]
     return [d.replica for d in sorted(
         decisions, key=lambda d: (-d.score, d.load or 0.0, -weight(d)))]
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_rank_order_is_score_load_then_rendezvous(seed: int) -> None:
+@pytest.mark.parametrize("seed", range(16))
+def test_rank_order_is_cost_load_then_rendezvous(seed: int) -> None:
     rng = random.Random(seed)
     held = seed % 4 != 3  # every fourth: nothing held, the fallback
-    index = _index(rng, rng.randint(1, 40), held, schemes=1 + seed % 2)
-    loads = {ReplicaId(f"r{r}"): rng.choice([0.0, 0.1, 0.1, 0.5]) for r in range(40)}
-    for load in (None, loads.__getitem__):
-        router = Router(index, load=load, load_weight=0.05)
+    # From seed 12 on, 60-120 replicas: groups larger than the Router lists whole.
+    index = _index(rng, rng.randint(1, 40) if seed < 12 else rng.randint(60, 120), held,
+                   schemes=1 + seed % 2)
+    loads = {ReplicaId(f"r{r}"): rng.choice([0.0, 16.0, 16.0, 80.0]) for r in range(120)}
+    pushed = Router(index)
+    for rid, value in loads.items():
+        if rid in index.replicas():
+            pushed.set_load(rid, value)
+    for router in (Router(index, load=lambda r: 0.0), Router(index, load=loads.__getitem__),
+                   pushed):
         decisions = router.route(TOKENS)
         assert [d.replica for d in decisions] == _expected(router, decisions)
         assert [d.rank for d in decisions] == list(range(1, len(decisions) + 1))

@@ -192,6 +192,17 @@ def test_tool_call_arguments_become_objects(tmp_path: Path) -> None:
             r.render_chat({"messages": [USER, {"role": "assistant", "tool_calls": [call]}]})
 
 
+@pytest.mark.parametrize("arguments", ["[" * 1000 + "]" * 1000, '{"n": ' + "7" * 4301 + "}"])
+def test_tool_call_arguments_python_cannot_parse_are_typed(tmp_path: Path,
+                                                          arguments: str) -> None:
+    """Nesting 1,000 deep or a 4,301-digit int: a typed refusal, not a traceback."""
+    r = renderer(build_folder(tmp_path, "generic", chat_template="{{ messages }}"))
+    call = {"id": "a", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    with pytest.raises(RenderUnsupportedError) as info:
+        r.render_chat({"messages": [USER, {"role": "assistant", "tool_calls": [call]}]})
+    assert info.value.field == "messages[1].tool_calls[0].function.arguments"
+
+
 def test_developer_becomes_system_unless_the_template_names_it(tmp_path: Path) -> None:
     template = "{% for m in messages %}{{ m.role }}={{ m.content }}|{% endfor %}"
     r = renderer(build_folder(tmp_path / "a", "generic", chat_template=template))
@@ -298,6 +309,19 @@ def test_an_untrusted_request_template_is_refused(folders: dict[str, Path]) -> N
         renderer(folders["generic"]).render_chat(body)
     trusted = renderer(folders["generic"], trust_request_chat_template=True)
     assert trusted.render_chat(body).prompt == "x"
+
+
+@pytest.mark.parametrize("source", [
+    "{{ 10 ** 5000 }}",  # folded at compile time into a 5,001-digit literal
+    "{{ " + "(" * 300 + "1" + ")" * 300 + " }}",
+    "{% for x in y %}" * 200 + "{% endfor %}" * 200,
+])
+def test_a_trusted_template_that_does_not_compile_is_typed(folders: dict[str, Path],
+                                                           source: str) -> None:
+    trusted = renderer(folders["generic"], trust_request_chat_template=True)
+    with pytest.raises(RenderRequestError, match="does not compile") as info:
+        trusted.render_chat({"messages": [USER], "chat_template": source})
+    assert info.value.field == "chat_template"
 
 
 def test_images_are_refused_pointing_to_the_render_endpoint(folders: dict[str, Path]) -> None:

@@ -42,6 +42,11 @@ def make_index(*names: str, scheme: ReplicaScheme | None = None) -> PrefixIndex:
     return index
 
 
+def idle(replica: ReplicaId) -> float:
+    """Every replica equally idle: a load signal of zero (no Router's own count of sends)."""
+    return 0.0
+
+
 def order(decisions: Sequence[Any]) -> list[str]:
     return [d.replica.name for d in decisions]
 
@@ -108,22 +113,98 @@ def test_num_tokens_minus_one_cap(num_tokens: int, held: int, hit: int) -> None:
         assert "capped" in by_name["a"].why
 
 
-def test_load_breaks_ties_and_weighs_in() -> None:
-    index = make_index("a", "b", "c")
-    for name in "abc":
-        store(index, name, ints(FINE[:4]))
-    loads = {"a": 0.5, "b": 0.1, "c": 0.3}
-    router = Router(index, load=lambda r: loads[r.name])
-    decisions = router.route(TOKENS)
-    assert order(decisions) == ["b", "c", "a"]
-    assert decisions[0].load == 0.1 and "load 0.1" in decisions[0].why
-    # a replica with a longer prefix but a much higher load loses with load_weight 1
-    store(index, "a", ints(FINE[4:8]))
-    loads["a"] = 0.9
+# The cost model, in prefill tokens: cost = queued + 2 * (num_tokens - saved), where saved
+# counts each reused block's 16 tokens times its medium's tier weight (GPU 1.0,
+# CPU 0.8, STORAGE 0.5). TOKENS is 133 tokens: at most 8 blocks (128 tokens) reuse.
+# (held: name -> (blocks, medium); loads in tokens; the expected order; the winner's cost)
+COST_CASES = [
+    ("equal hits: the shorter queue",
+     {"a": (4, "GPU"), "b": (4, "GPU"), "c": (4, "GPU")}, {"a": 50, "b": 10, "c": 30},
+     ["b", "c", "a"], 10 + 2 * (133 - 64)),
+    ("a full hit outweighs a queue shorter than twice what it saves",
+     {"a": (8, "GPU")}, {"a": 250, "b": 0}, ["a", "b"], 250 + 2 * 5),
+    ("...and loses to an idle replica once its queue is longer",
+     {"a": (8, "GPU")}, {"a": 300, "b": 0}, ["b", "a"], 2 * 133),
+    ("a CPU block saves 0.8 of its prefill: 8 CPU blocks beat 4 GPU blocks",
+     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 2 * (133 - 102.4)),
+    ("...unless the queue eats the difference",
+     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 80, "b": 0}, ["b", "a"], 2 * 69),
+    ("storage saves half",
+     {"a": (8, "STORAGE"), "b": (2, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 2 * (133 - 64)),
+    ("no holder: the least queued first (load-aware fallback)",
+     {}, {"a": 5, "b": 0, "c": 5}, ["b"], 2 * 133),
+]
+
+
+@pytest.mark.parametrize(("case", "held", "loads", "expected", "cost"), COST_CASES,
+                         ids=[c[0] for c in COST_CASES])
+def test_cost_model(case: str, held: dict[str, tuple[int, str]], loads: dict[str, float],
+                    expected: list[str], cost: float) -> None:
+    index = make_index(*loads)
+    for name, (blocks, medium) in held.items():
+        store(index, name, ints(FINE[:blocks]), medium=medium)
+    decisions = Router(index, load=lambda r: loads[r.name]).route(TOKENS)
+    assert order(decisions)[:len(expected)] == expected
+    top = decisions[0]
+    assert top.cost == pytest.approx(cost)
+    assert top.score == -top.cost == -(top.load + 2 * top.prefill_tokens)
+    assert top.load == loads[top.replica.name]
+    assert top.prefill_tokens == pytest.approx(133 - top.weighted_hit_tokens)
+    assert top.fallback is (not held)
+    assert f"cost {top.cost:.6g} prefill tokens = {top.load:.6g} queued" in top.why
+    if not held:
+        assert "least queued first" in top.why
+
+
+def test_load_in_requests_counts_the_mean_routed_prefill() -> None:
+    index = make_index("a", "b")
+    store(index, "a", ints(FINE[:8]))
+    waiting = {"a": 0, "b": 1}
+    router = Router(index, load=lambda r: waiting[r.name], load_unit="requests")
+    # no mean yet: a queued request is worth this request's 133 tokens
+    first, second = router.route(TOKENS)
+    assert (first.replica.name, first.load, first.cost) == ("a", 0, 10)
+    assert (second.replica.name, second.load, second.cost) == ("b", 133, 133 + 266)
+    assert router.mean_prefill_tokens == 5  # the first choice needed 5 tokens of prefill
+    waiting["a"] = 50  # 50 x 5 tokens queued: 250 + 10 < 266
+    assert order(router.route(TOKENS))[0] == "a"
+    waiting["a"] = 60  # 300 tokens queued: b (idle, 2 x 133) is cheaper
     assert order(router.route(TOKENS))[0] == "b"
-    # ...and wins when load counts little
-    assert order(Router(index, load=lambda r: loads[r.name], load_weight=0.1)
-                 .route(TOKENS))[0] == "a"
+
+
+def test_pushed_loads() -> None:
+    index = make_index("a", "b")
+    router = Router(index)
+    router.set_load("a", 10)
+    decisions = router.route(TOKENS)
+    assert order(decisions) == ["b", "a"] and decisions[1].load == 10
+    with pytest.raises(InvalidRequestError, match="load"):
+        router.set_load("a", -1)
+
+
+def test_without_load_the_router_counts_what_it_sent() -> None:
+    names = [f"r{i}" for i in range(4)]
+    index = make_index(*names)
+    for name in names:
+        store(index, name, ints(FINE[:1]))  # equal hits: the same decision every time
+    router = Router(index)
+    firsts = [router.route(TOKENS)[0].replica.name for _ in range(4)]
+    assert sorted(firsts) == names  # each first choice queued work there
+    assert router.route(TOKENS)[0].load is not None
+
+
+def test_configured_replicas_are_candidates_before_any_event() -> None:
+    index = PrefixIndex()  # empty: nothing registered yet
+    router = Router(index, replicas=["a", "b", ReplicaId("c")], load=lambda r: 0.0)
+    decisions = router.route(TOKENS)
+    assert sorted(order(decisions)) == ["a", "b", "c"]
+    assert decisions[0].fallback and decisions[0].cost == 2 * 133
+    index.register("b", ReplicaScheme(H))
+    store(index, "b", ints(FINE[:8]))
+    assert order(router.route(TOKENS))[0] == "b"
+    assert sorted(order(router.route(TOKENS, ["a", "b"]))) == ["a", "b"]
+    with pytest.raises(InvalidRequestError, match="neither registered nor configured"):
+        router.route(TOKENS, ["d"])
 
 
 def test_equal_scores_without_load_are_ordered_by_rendezvous() -> None:
@@ -137,7 +218,7 @@ def test_equal_scores_without_load_are_ordered_by_rendezvous() -> None:
 def test_rendezvous_fallback_is_stable() -> None:
     names = [f"r{i}" for i in range(8)]
     index = make_index(*names)
-    router = Router(index)
+    router = Router(index, load=idle)
     decisions = router.route(TOKENS)
     assert all(d.fallback and d.hit_tokens == 0 for d in decisions)
     assert "rendezvous" in decisions[0].why
@@ -154,7 +235,7 @@ def test_rendezvous_fallback_is_stable() -> None:
 
 def test_rendezvous_for_prompts_shorter_than_a_block() -> None:
     index = make_index(*(f"r{i}" for i in range(8)))
-    router = Router(index)
+    router = Router(index, load=idle)
     short = Request([5, 6, 7], cache_salt="tenant-1")
     winner = router.route(short)[0].replica
     assert router.route(Request([5, 6, 7], cache_salt="tenant-1"))[0].replica == winner
@@ -164,7 +245,7 @@ def test_rendezvous_for_prompts_shorter_than_a_block() -> None:
 
 def test_short_prompts_with_ids_outside_uint64_are_routed() -> None:
     # The engine core hashes negative ids (vLLM before 0.28 lets them through).
-    router = Router(make_index(*(f"r{i}" for i in range(8))))
+    router = Router(make_index(*(f"r{i}" for i in range(8))), load=idle)
     spread = {router.route(Request([5, -i, 7]))[0].replica for i in range(1, 41)}
     assert len(spread) >= 5
     assert router.route(Request([5, -3, 7]))[0].replica == router.route(
@@ -243,7 +324,7 @@ def test_lookahead_keys_as_published() -> None:
 def test_precomputed_keys_and_separate_hashing() -> None:
     index = make_index("a", "b")  # two replicas, one scheme: hashed once
     store(index, "a", ints(FINE[:2]))
-    router = Router(index)
+    router = Router(index, load=idle)
     prepared = router.prepare(Request(TOKENS))
     assert len(prepared._schemes) == 1 and prepared.hash_seconds > 0
     assert router.rank(prepared)[0].hit_tokens == 32

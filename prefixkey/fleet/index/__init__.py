@@ -8,6 +8,7 @@ walked and the groups read, not the fleet.
 """
 
 from ._backend import (
+    IndexFullError,
     IndexUnavailableError,
     PrefixIndexBackend,
     RoutingIndex,
@@ -34,6 +35,7 @@ __all__ = [
     "CHUNK_BLOCKS",
     "DEFAULT_MEDIUM",
     "GroupSpec",
+    "IndexFullError",
     "IndexUnavailableError",
     "Ingested",
     "PrefixIndex",

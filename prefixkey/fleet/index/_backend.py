@@ -29,6 +29,7 @@ from .._replicas import ReplicaId, ReplicaScheme
 from ._walk import Run
 
 __all__ = [
+    "IndexFullError",
     "IndexUnavailableError",
     "PrefixIndexBackend",
     "RoutingIndex",
@@ -49,6 +50,16 @@ class IndexUnavailableError(PrefixKeyError, ConnectionError):
     """
 
     field = "index"
+
+
+class IndexFullError(IndexUnavailableError):
+    """The index's store refused a write for lack of memory (Redis ``maxmemory``).
+
+    Nothing of the operation was written. Retried as any
+    :class:`IndexUnavailableError` (the subscriber waits and sends the batch
+    again); a batch given up meanwhile makes the replica's next batch clear
+    its entries first (counted in ``resyncs``), so no stale entry survives.
+    """
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ removes, per group and medium, int vs bytes publishers, counters), so
   model)::
 
     {ns}:epoch            str   the namespace's epoch (a random id, see below)
+    {ns}:run              str   the server's run_id when the epoch was made
     {ns}:reg              hash  replica id (JSON) -> scheme spec (JSON)
     {ns}:gen / {ns}:slot  hash  replica id -> registration generation / current slot
     {ns}:media            hash  medium name -> id (GPU 0, CPU 1, STORAGE 2, then 3, ...)
@@ -21,13 +22,16 @@ removes, per group and medium, int vs bytes publishers, counters), so
     {ns}:diffs            hash  two interned sets -> the slots that differ (kept by ranking)
     {ns}:s:<slot>:lru     zset  "<group>|<key>" scored by the replica's store clock
     {ns}:s:<slot>:clock   str   the store clock; its absence means "expired"
+    {ns}:dead             list  dead slots whose LRU still names keys to reap
 
   Int keys are 8-byte big-endian fields (``key_bytes``), digest keys raw bytes. A *slot* is
   one incarnation of a replica: re-registering with another scheme,
   ``AllBlocksCleared`` and expiry give the replica a new slot, so the old
-  slot's holder tokens are never read again (and :meth:`~RedisPrefixIndex.sweep`,
-  run by :meth:`~RedisPrefixIndex.apply` in small steps, deletes them). No bit
-  table: any number of media and replicas.
+  slot's holder tokens are never read again; the apply script reaps them from
+  the dead slot's LRU (64 plus 2 per block applied, so dead fields never outgrow
+  live ones), and :meth:`~RedisPrefixIndex.sweep` finds those of expired slots.
+  ``{ns}:reg``, ``:slot`` and ``:gen`` keep a sentinel field ``""`` (so they
+  exist with no replica). No bit table: any number of media and replicas.
 * **Apply**: a batch of up to ``chunk_blocks`` (10,000) blocks is one
   ``EVALSHA``, applied whole or not at all. A larger batch goes in chunks of
   that size (the tail of a ``BlockStored`` first, as in memory), so no call
@@ -56,7 +60,13 @@ removes, per group and medium, int vs bytes publishers, counters), so
   and this process registers again every replica it knows (keeping any
   registration another router restored first) before it re-sends the batch or
   the lookup, so no batch is dropped as from an unknown replica
-  (``restarts_detected`` counts these).
+  (``restarts_detected`` counts these). A restart *with* persistence (an older
+  RDB or AOF), a failover or a lost structure key is caught the same way: every
+  script compares the server's ``run_id`` with ``{ns}:run`` and checks the
+  structure keys, and drops every entry it can no longer trust first
+  (:mod:`._redis_namespace`). A full server (``noeviction``) raises
+  :class:`~prefixkey.fleet.IndexFullError`; a batch given up after any failure
+  makes the replica's next batch clear it first (``resyncs``).
 * Schemes are shared as specs (release, algorithm, PYTHONHASHSEED, hash block
   size, lookahead, publishes, groups); each router rebuilds its own
   :class:`~prefixkey.core.Hasher` from them. Engine-bound algorithms
@@ -81,7 +91,13 @@ from typing import Any, Final
 from ...errors import InvalidRequestError, PrefixKeyError
 from ...events import DecodedOps, EventBatch, EventHash
 from . import _redis_lua as lua
-from ._backend import IndexUnavailableError, RunsAnswer, RunsQuery, RunsResult
+from ._backend import (
+    IndexFullError,
+    IndexUnavailableError,
+    RunsAnswer,
+    RunsQuery,
+    RunsResult,
+)
 from ._memory import (
     ReplicaId,
     ReplicaScheme,
@@ -120,8 +136,22 @@ _COUNTERS: Final = (
     "evictions", "unknown_replica_batches", "unknown_replica_events", "hash_type_mismatches",
     "out_of_order_batches",
 )
+#: Fault counters (see :mod:`._redis_namespace`), in :meth:`RedisPrefixIndex.stats` once
+#: non-zero: ``resyncs`` (replicas cleared because a batch was given up),
+#: ``resets_after_restart`` and ``resets_after_missing_keys`` (namespace entries dropped).
+FAULT_COUNTERS: Final = ("resyncs", "resets_after_restart", "resets_after_missing_keys")
 #: Server replies that mean "not now" rather than "wrong": the caller can retry.
 _TRANSIENT: Final = ("BUSY", "LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS")
+
+
+def _full(exc: BaseException) -> bool:
+    """Whether ``exc`` (from the client) is the server refusing a write: out of memory."""
+    errors = sys.modules.get("redis.exceptions")
+    if errors is None:
+        return False
+    oom = getattr(errors, "OutOfMemoryError", None)  # redis-py strips the "OOM" code
+    return (oom is not None and isinstance(exc, oom)) or (
+        isinstance(exc, errors.ResponseError) and str(exc).startswith("OOM"))
 
 
 def _unavailable(exc: BaseException) -> bool:
@@ -223,6 +253,8 @@ class RedisPrefixIndex:
         self._bits_at = float("-inf")
         self._schemes: dict[bytes, ReplicaScheme] = {}  # spec -> scheme (Hashers reused)
         self._pending: dict[ReplicaId, tuple[DecodedOps, str]] = {}  # batches to complete
+        # Replicas with a batch given up since: their next batch clears them first.
+        self._untrusted: set[ReplicaId] = set()
         self._applies = 0
         self._texts = RunTexts()
 
@@ -251,6 +283,10 @@ class RedisPrefixIndex:
         try:
             return fn(*args)
         except Exception as exc:
+            if _full(exc):
+                raise IndexFullError(
+                    f"Redis namespace {self.namespace!r} refused a write: the server is "
+                    f"out of memory (maxmemory): {exc}") from exc
             if _unavailable(exc):
                 raise IndexUnavailableError(
                     f"Redis namespace {self.namespace!r} did not answer: "
@@ -314,7 +350,10 @@ class RedisPrefixIndex:
         return max(int(self._script("remove", [self._p, rid_field(rid)])), 0)
 
     def _refresh(self) -> dict[ReplicaId, _Reg]:
-        pipe = self._r.pipeline(transaction=True)
+        # No MULTI: a full server (noeviction) refuses every command queued in one, and
+        # a ranking must keep working then. A generation read apart from its spec is
+        # caught by the ranking script, which compares generations itself.
+        pipe = self._r.pipeline(transaction=False)
         pipe.get(self._keys[0])
         pipe.hgetall(f"{self._p}:reg")
         pipe.hgetall(f"{self._p}:gen")
@@ -326,6 +365,8 @@ class RedisPrefixIndex:
             self._epoch = bytes(ep)
         regs = {}
         for f, spec in sorted(raw.items()):
+            if not f:  # the sentinel that keeps the hash in existence
+                continue
             rid = rid_of(f)
             regs[rid] = _Reg(rid, bytes(spec), self._scheme_of(bytes(spec)),
                              bytes(gens.get(f, b"")))
@@ -370,26 +411,34 @@ class RedisPrefixIndex:
         rid = (ReplicaId(replica, decoded.data_parallel_rank or 0)
                if isinstance(replica, str) else as_replica_id(replica))
         pending = self._pending.pop(rid, None)
-        nonce = (pending[1] if pending is not None
-                 and (pending[0] is decoded or pending[0] == decoded)
-                 else secrets.token_hex(8))
+        if pending is not None and (pending[0] is decoded or pending[0] == decoded):
+            nonce = pending[1]
+        else:
+            nonce = secrets.token_hex(8)
+            if pending is not None:
+                # The batch that failed was given up: what it stored, removed or
+                # cleared is missing, so the replica's entries cannot be trusted.
+                self._untrusted.add(rid)
         try:
-            self._apply(rid, decoded, nonce)
-        except IndexUnavailableError:
+            self._apply(rid, decoded, nonce, rid in self._untrusted)
+        except Exception:
             self._pending[rid] = (decoded, nonce)
             raise
+        self._untrusted.discard(rid)
         self._applies += 1
         if self.sweep_every and self._applies % self.sweep_every == 0:
             # The batch is applied: raising now would make the caller send it again.
             with contextlib.suppress(IndexUnavailableError):
                 self.sweep()  # a failed step is resumed by the next one
 
-    def _apply(self, rid: ReplicaId, decoded: DecodedOps, nonce: str) -> None:
+    def _apply(self, rid: ReplicaId, decoded: DecodedOps, nonce: str, resync: bool) -> None:
         field = rid_field(rid)
         reg = self._regs.get(rid)
         for _ in range(3):
             publishes = None if reg is None else reg.scheme.publishes
             chunks, mismatches = batch_ops(decoded.ops, publishes, self.chunk_blocks)
+            if resync:  # clear first, then rebuild from this batch on
+                chunks[0].insert(0, b"X")
             head = [self._p, self._epoch or b"", field, b"" if reg is None else reg.spec, nonce]
             tail = [repr(decoded.ts), self.max_entries, self.ttl_seconds or 0, len(decoded.ops),
                     mismatches]
@@ -566,5 +615,6 @@ class RedisPrefixIndex:
                                                              count=1000))):
             n += int(self._call(self._r.unlink, key))
         self._regs, self._pending, self._epoch = {}, {}, None
+        self._untrusted = set()
         self._regs_at = self._bits_at = float("-inf")
         return n

@@ -18,6 +18,10 @@ from __future__ import annotations
 from typing import Final
 
 from ._redis_holders import HOLDERS
+from ._redis_namespace import NAMESPACE
+
+#: What every script starts with: holder helpers, then ensure(), bury() and reap().
+PRELUDE: Final = HOLDERS + NAMESPACE
 
 #: Changes between interned holder sets kept for later rankings ({ns}:diffs is
 #: dropped whole when it reaches this many; about 150 bytes each).
@@ -28,14 +32,9 @@ DIFFS_KEPT: Final = 200_000
 #: mode ('set' | 'restore': keep a registration another router restored first).
 #: A new or changed registration gets a new slot: the old slot's holder tokens
 #: are never read again. Returns {epoch, slot, generation}.
-REGISTER: Final = r"""
+REGISTER: Final = PRELUDE + r"""
 local P, rid, spec, ttl, mode = ARGV[1], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local ep = redis.call('GET', KEYS[1])
-if not ep then
-  ep = ARGV[2]
-  redis.call('SET', KEYS[1], ep)
-  redis.call('HSET', P .. ':media', 'GPU', 0, 'CPU', 1, 'STORAGE', 2)
-end
+local ep = ensure()
 if rid == '' then return {ep, 0, 0} end
 local reg = redis.call('HGET', P .. ':reg', rid)
 if reg and (reg == spec or mode == 'restore') then
@@ -43,8 +42,9 @@ if reg and (reg == spec or mode == 'restore') then
           tonumber(redis.call('HGET', P .. ':gen', rid))}
 end
 local old = redis.call('HGET', P .. ':slot', rid)
-if old then redis.call('UNLINK', P .. ':s:' .. old .. ':lru', P .. ':s:' .. old .. ':clock') end
+if old then bury(old) end
 local slot = redis.call('INCR', P .. ':nextslot')
+redis.call('UNLINK', P .. ':s:' .. slot .. ':lru')
 redis.call('HSET', P .. ':reg', rid, spec)
 redis.call('HSET', P .. ':slot', rid, slot)
 redis.call('HSET', P .. ':gen', rid, slot)
@@ -55,14 +55,15 @@ return {ep, slot, slot}
 """
 
 #: Forgets a replica. ARGV: P, rid. Returns the entries it held (-1: not registered).
-REMOVE: Final = r"""
+REMOVE: Final = PRELUDE + r"""
 local P, rid = ARGV[1], ARGV[2]
+ensure()
 local slot = redis.call('HGET', P .. ':slot', rid)
 if not redis.call('HGET', P .. ':reg', rid) then return -1 end
 local n = 0
 if slot then
   n = redis.call('ZCARD', P .. ':s:' .. slot .. ':lru')
-  redis.call('UNLINK', P .. ':s:' .. slot .. ':lru', P .. ':s:' .. slot .. ':clock')
+  bury(slot)
 end
 for _, h in ipairs({'reg', 'slot', 'gen', 'lastts', 'inflight'}) do
   redis.call('HDEL', P .. ':' .. h, rid)
@@ -72,16 +73,17 @@ return n
 
 #: Applies one chunk of a batch (at most a bounded number of blocks).
 #: ARGV: P, epoch, rid, spec, nonce, chunk, ts, max_entries, ttl, events, mismatches,
-#: then ops: 'C' | ('S' | 'R', medium, group, n, n packed keys). Keys are packed in
+#: then ops: 'C' | 'X' | ('S' | 'R', medium, group, n, n packed keys) ('X' is a clear
+#: counted as a re-sync). Keys are packed in
 #: one argument (a 2-byte length, then the key, each): one argument to parse per op.
 #: Returns {'E', epoch} (namespace lost), {'U'} (not registered), {'S', spec, generation}
 #: (re-registered: convert again), {'D'} (this chunk of this nonce was applied),
 #: {'M'} (refused before any write: a 65,537th medium name) or {'A'} (applied).
 #: Batch and event counters count in chunk 0 only.
-APPLY: Final = HOLDERS + r"""
+APPLY: Final = PRELUDE + r"""
 local P, rid = ARGV[1], ARGV[3]
-local ep = redis.call('GET', KEYS[1])
-if ep ~= ARGV[2] then return {'E', ep or ''} end
+local ep = ensure()
+if ep ~= ARGV[2] then return {'E', ep} end
 local stats = P .. ':stats'
 local chunk = tonumber(ARGV[6])
 local reg = redis.call('HGET', P .. ':reg', rid)
@@ -104,7 +106,7 @@ end
 local media, mids = P .. ':media', {}
 local i, nargs = 12, #ARGV
 while i <= nargs do  -- media ids first: a refusal must come before any write
-  if ARGV[i] == 'C' then
+  if ARGV[i] == 'C' or ARGV[i] == 'X' then
     i = i + 1
   else
     local name = ARGV[i + 1]
@@ -123,7 +125,7 @@ end
 local ts, maxn, ttl = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local c = {batches = 0, events = 0, stores = 0, refreshes = 0, removes = 0,
            removes_missing = 0, clears = 0, evictions = 0, hash_type_mismatches = 0,
-           out_of_order_batches = 0}
+           out_of_order_batches = 0, resyncs = 0}
 if chunk == 0 then
   c.batches, c.events, c.hash_type_mismatches = 1, tonumber(ARGV[10]), tonumber(ARGV[11])
   local last = redis.call('HGET', P .. ':lastts', rid)
@@ -136,10 +138,11 @@ end
 local slot = tonumber(redis.call('HGET', P .. ':slot', rid))
 local lru, clockkey = P .. ':s:' .. slot .. ':lru', P .. ':s:' .. slot .. ':clock'
 local function incarnate()
-  redis.call('UNLINK', lru, clockkey)
+  bury(slot)
   slot = redis.call('INCR', P .. ':nextslot')
   redis.call('HSET', P .. ':slot', rid, slot)
   lru, clockkey = P .. ':s:' .. slot .. ':lru', P .. ':s:' .. slot .. ':clock'
+  redis.call('UNLINK', lru)
 end
 local clock = redis.call('GET', clockkey)
 if not clock then  -- expired (ttl): its holder tokens must not come back
@@ -160,19 +163,20 @@ local function evict(fresh, at)  -- ``fresh``: holders read in this op, kept exa
   count = count - 1
   c.evictions = c.evictions + 1
 end
-local stored_any = false
+local stored_any, blocks = false, 0
 i = 12
 while i <= nargs do
   local kind = ARGV[i]
-  if kind == 'C' then
+  if kind == 'C' or kind == 'X' then  -- 'X': a re-sync (an earlier batch was given up)
     incarnate()
     clock, count = 0, 0
-    c.clears = c.clears + 1
+    if kind == 'C' then c.clears = c.clears + 1 else c.resyncs = c.resyncs + 1 end
     i = i + 1
   else
     local mb = mids[ARGV[i + 1]]
     local g, n = ARGV[i + 2], tonumber(ARGV[i + 3])
     local hk = P .. ':h:' .. g
+    blocks = blocks + n
     if kind == 'S' then
       if n > 0 then
         redis.call('SADD', P .. ':groups', g)
@@ -240,6 +244,7 @@ while i <= nargs do
     i = i + 5
   end
 end
+reap(64 + 2 * blocks)  -- dead slots' tokens go faster than new ones come
 settle()
 redis.call('SET', clockkey, clock)
 redis.call('HSET', P .. ':inflight', rid, ARGV[5] .. '|' .. ARGV[6])
@@ -266,10 +271,10 @@ return {'A'}
 #: candidate still matches; where a key's holders differ from the previous
 #: key's, only the slots that changed are looked at (kept in {ns}:diffs when
 #: both sets are interned).
-RANK: Final = HOLDERS + r"""
+RANK: Final = PRELUDE + r"""
 local P = ARGV[1]
-local ep = redis.call('GET', KEYS[1])
-if ep ~= ARGV[2] then return {'E', ep or ''} end
+local ep = ensure()
+if ep ~= ARGV[2] then return {'E', ep} end
 local want = {}
 for j = 4, 3 + tonumber(ARGV[3]) do want[tonumber(ARGV[j])] = true end
 local i = 4 + tonumber(ARGV[3])
@@ -507,8 +512,9 @@ return out
 #: A replica's entries, least recently stored first: ARGV: P, rid, start, stop.
 #: Returns {member "<group>|<key>", media ids "0,2"} pairs (a replica that does
 #: not apply any more since its ttl expired holds nothing).
-ENTRIES: Final = HOLDERS + r"""
+ENTRIES: Final = PRELUDE + r"""
 local P, rid = ARGV[1], ARGV[2]
+ensure()
 local slot = redis.call('HGET', P .. ':slot', rid)
 if not slot or redis.call('EXISTS', P .. ':s:' .. slot .. ':clock') == 0 then return {} end
 slot = tonumber(slot)
@@ -534,14 +540,17 @@ return out
 #: dead slots (not a registered replica's current slot, or expired) from about
 #: ``budget`` fields of one holder hash, resuming where the last step stopped
 #: ({ns}:sweep). Returns the tokens dropped.
-SWEEP: Final = HOLDERS + r"""
+SWEEP: Final = PRELUDE + r"""
 local P, budget = ARGV[1], tonumber(ARGV[2])
+ensure()
+local reaped = reap(budget)
+settle()
 local live = {}
 for _, s in ipairs(redis.call('HVALS', P .. ':slot')) do
   if redis.call('EXISTS', P .. ':s:' .. s .. ':clock') == 1 then live[tonumber(s)] = true end
 end
 local groups = redis.call('SMEMBERS', P .. ':groups')
-if #groups == 0 then return 0 end
+if #groups == 0 then return reaped end
 table.sort(groups, function(a, b) return tonumber(a) < tonumber(b) end)
 local state = P .. ':sweep'
 local gi = tonumber(redis.call('HGET', state, 'group') or '1')
@@ -566,5 +575,5 @@ end
 settle()
 if r[1] == '0' then gi, cursor = gi + 1, '0' else cursor = r[1] end
 redis.call('HSET', state, 'group', gi, 'cursor', cursor)
-return dropped
+return dropped + reaped
 """

@@ -15,7 +15,15 @@ from ._predictions import (
     predictions_prometheus_text,
 )
 from ._prepared import PreparedRequest, SchemeKeys, affinity_digest, rendezvous_weight
-from ._router import DEFAULT_TIER_WEIGHTS, PREDICTED, Evidence, LoadFn, RouteDecision, Router
+from ._router import (
+    DEFAULT_TIER_WEIGHTS,
+    PREDICTED,
+    Evidence,
+    LoadFn,
+    LoadUnit,
+    RouteDecision,
+    Router,
+)
 
 __all__ = [
     "COUNTERS",
@@ -24,6 +32,7 @@ __all__ = [
     "PREDICTION_COUNTERS",
     "Evidence",
     "LoadFn",
+    "LoadUnit",
     "PredictedIndex",
     "Predictions",
     "PreparedRequest",

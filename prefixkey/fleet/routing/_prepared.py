@@ -27,6 +27,7 @@ __all__ = [
     "PreparedRequest",
     "SchemeKeys",
     "affinity_digest",
+    "affinity_of_key",
     "rendezvous_seed",
     "rendezvous_weight",
     "rendezvous_weights",
@@ -87,7 +88,8 @@ class _Suffixes(dict[ReplicaId, bytes]):
 _SUFFIXES: Final = _Suffixes()
 
 
-def _affinity_of_key(key: BlockHash) -> bytes:
+def affinity_of_key(key: BlockHash | EventHash) -> bytes:
+    """A block key as a rendezvous affinity (its bytes; an int as signed big-endian bytes)."""
     if isinstance(key, bytes):
         return key
     return key.to_bytes((key.bit_length() + 8) // 8 + 1, "big", signed=True)
@@ -127,7 +129,7 @@ class PreparedRequest:
         fine = list(block_hashes)
         if affinity is None:
             if fine:
-                affinity = _affinity_of_key(fine[0])
+                affinity = affinity_of_key(fine[0])
             elif self.request is not None:
                 affinity = affinity_digest(self.request)
             else:

@@ -1,28 +1,51 @@
-"""Rank replicas for a request by how much of its prefix they hold (sans-IO).
+"""Rank replicas for a request by its expected time to first token there (sans-IO).
 
 For each candidate the request's block keys are computed under that
 replica's :class:`~prefixkey.fleet.ReplicaScheme` (once per distinct scheme
 within a call), then the index is asked for the longest run of consecutive
 blocks, from block 0, that the replica holds on some medium
 (``leading_runs``: one call for every scheme and group, walking the keys
-once for all the candidates). Each matched block counts with the best weight
-among the media holding it
-(``tier_weights``: GPU 1.0 > CPU 0.8 > STORAGE 0.5 by default; a medium
-weighted 0 does not count as a hit).
+once for all the candidates).
 
 vLLM's lookup caps a hit at ``num_tokens - 1`` tokens, so a prompt that is an
 exact multiple of the block size never hits its last block: the cap is
-applied before scoring. With several KV-cache groups every group must hit
+applied first. With several KV-cache groups every group must hit
 (full-attention groups only): the hit is the smallest group hit, aligned down
 to the LCM of the group block sizes, as vLLM's hybrid coordinator does.
 
-``score = weighted hit tokens / num_tokens - load_weight * load(replica)``;
-ties go to the lower load, then to the rendezvous weight. When no candidate
-holds any block of the prefix, candidates are ranked by rendezvous
-(highest-random-weight) hashing on the request's first block key (under each
-replica's scheme; a prompt shorter than one block uses a digest of its tokens
-and extra keys) so identical prefixes land on the same replica and start
-building cache there; load is reported but not used in that case.
+**The cost model.** One unit: *prefill tokens* (the work a replica does at
+its prefill rate before the request's first token; divide by that rate for
+seconds, which no decision needs). A candidate's cost is
+
+    cost = queued(replica) + 2 * (num_tokens - saved(replica))
+
+``queued + (num_tokens - saved)`` is the request's own wait for its first
+token there; the prefill it needs is counted a second time because it is
+also work added to the fleet, which every request sent there after it
+queues behind: a held block saves its tokens twice, once for this request
+and once for the next ones (the pooled-cache hit rate comes from not
+spending work twice on the same prefix). ``queued`` is the prefill work
+already waiting there (``load``, in tokens, or in requests with
+``load_unit="requests"``, converted at the Router's running mean of the
+prefill a routed request needs); ``saved`` is the hit,
+each reused block counting ``tier_weights[medium]`` of its tokens (a GPU
+block saves all of its prefill, a CPU block 0.8 of it: loading it back costs
+the rest). The lowest cost ranks first; equal costs go to the lower queue,
+then to the rendezvous weight (:func:`rendezvous_weight`: for replicas
+holding a prefix, on the first key of the request none of them holds, so
+requests sharing only a held system prompt spread; for replicas holding
+nothing, on the request's first block key), so when no candidate holds a
+block the order is the least queued replica, rendezvous among equals: the
+fallback is load-aware.
+Without any load the Router counts what it sent itself: each ranking's
+first candidate is taken as the replica the request goes to, and its
+needed prefill is queued there, decaying by ``1 - 1/replicas`` per decision
+(so a replica that got every recent request is not sent the next one unless
+it saves more than it has queued).
+
+Every replica given as ``replicas`` is a candidate from the start, even
+before the index has registered it (a fresh vLLM publishes nothing until it
+serves): it holds nothing, so it costs its queue plus twice the prompt.
 
 Hashing and routing are separable: :meth:`Router.prepare` hashes (timed in
 :attr:`PreparedRequest.hash_seconds`), :meth:`Router.rank` only reads the
@@ -37,8 +60,6 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import chain, groupby, repeat
-from operator import itemgetter
 from typing import Final, Literal, NamedTuple, cast
 
 from ...core import BlockHash, Request, TokenIds, check_token_ids
@@ -47,7 +68,14 @@ from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
 from ..index._walk import Run
 from ._metrics import RouterMetrics
-from ._prepared import PreparedRequest, rendezvous_seed, rendezvous_weights
+from ._prepared import (
+    PreparedRequest,
+    affinity_digest,
+    affinity_of_key,
+    rendezvous_seed,
+    rendezvous_weights,
+)
+from ._queues import Queues
 from ._ranking import LazyRanking
 
 __all__ = [
@@ -55,6 +83,7 @@ __all__ = [
     "PREDICTED",
     "Evidence",
     "LoadFn",
+    "LoadUnit",
     "RouteDecision",
     "Router",
 ]
@@ -69,20 +98,17 @@ PREDICTED: Final = "PREDICTED"
 #: What a decision's hit rests on (:attr:`RouteDecision.evidence`).
 Evidence = Literal["confirmed", "predicted", "none"]
 
-#: A replica's load, in the caller's units (e.g. utilisation in [0, 1]).
+#: A replica's queued prefill work: tokens (``load_unit="tokens"``, the default)
+#: or requests (``load_unit="requests"``).
 LoadFn = Callable[[ReplicaId], float]
+
+#: The units a load may be given in.
+LoadUnit = Literal["tokens", "requests"]
 
 
 def _is_number(value: object) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
-
-
-def _load(load: LoadFn, replica: ReplicaId) -> float:
-    value = load(replica)
-    if not _is_number(value):
-        raise InvalidRequestError("load", f"returned {value!r} for {replica}: not a finite number")
-    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +117,7 @@ class RouteDecision:
 
     replica: ReplicaId
     rank: int
+    #: ``-cost``: higher is better (kept for sorting by score).
     score: float
     #: Tokens vLLM would reuse (after the ``num_tokens - 1`` cap and group alignment).
     hit_tokens: int
@@ -98,8 +125,11 @@ class RouteDecision:
     matched_blocks: tuple[int, ...]
     #: ``hit_tokens`` with each block weighted by its best medium.
     weighted_hit_tokens: float
-    load: float | None
-    #: True when no candidate held anything and the order is rendezvous hashing.
+    #: The prefill tokens queued on the replica (the caller's load converted to
+    #: tokens, or the Router's own count of what it sent when no load is given).
+    load: float
+    #: True when no candidate held anything: the order is the least queued
+    #: replica first, rendezvous hashing among equals.
     fallback: bool
     #: The media of the blocks counted in ``hit_tokens`` (empty without a hit).
     media: frozenset[str]
@@ -110,6 +140,12 @@ class RouteDecision:
     #: :data:`PREDICTED`) or ``"none"`` (no usable hit: the rendezvous fallback,
     #: or a run the ``num_tokens - 1`` cap or the groups leave nothing of).
     evidence: Evidence
+    #: The cost, in prefill tokens: ``load + 2 * prefill_tokens`` (the wait for the
+    #: first token, ``load + prefill_tokens``, plus the work added to the fleet).
+    cost: float = 0.0
+    #: The prefill this request still needs there: ``num_tokens`` minus what
+    #: the held blocks save (each block's tokens times its medium's tier weight).
+    prefill_tokens: float = 0.0
 
     @property
     def why(self) -> str:
@@ -147,12 +183,26 @@ class _Scored(NamedTuple):
 
     weighted: float
     hit_tokens: int
-    scheme: ReplicaScheme
+    scheme: ReplicaScheme | None  # None: a configured replica the index has not registered
     runs: tuple[Run, ...]
 
 
+#: What a configured replica the index has not registered holds: nothing.
+_NOTHING: Final = _Scored(0.0, 0, None, ())
+
+
+def _replica_id(c: ReplicaId | str) -> ReplicaId:
+    if type(c) is ReplicaId:
+        return c
+    if isinstance(c, str):
+        return ReplicaId(c)
+    if isinstance(c, tuple):
+        return ReplicaId(*c)
+    raise InvalidRequestError("replicas", f"a replica is a ReplicaId or a name, got {c!r}")
+
+
 class _Group(NamedTuple):
-    """An answer's group, scored: ``neg_score`` first, so groups sort best first."""
+    """An answer's group, scored (``neg_score``: minus what its runs save)."""
 
     neg_score: float
     scored: _Scored
@@ -160,11 +210,8 @@ class _Group(NamedTuple):
     seed: int
 
 
-_NEG_SCORE: Final = itemgetter(0)
-
-
 class _Listing:
-    """The candidates in the order their groups were listed (when the ranking reached them).
+    """The candidates in the order they were listed (when the ranking reached them).
 
     A position in these lists is what :class:`LazyRanking` orders and builds
     decisions from.
@@ -176,17 +223,6 @@ class _Listing:
         self.rids: list[ReplicaId] = []
         self.entries: list[_Scored] = []  # each candidate's scored runs (shared by its group)
         self.seeds: list[int] = []  # each candidate's rendezvous seed (its scheme's)
-
-    def every(self, streams: Iterable[Iterable[_Group]]) -> list[int]:
-        """List the members of every group of ``streams``; their positions."""
-        start = len(self.rids)
-        for stream in streams:
-            for group in stream:
-                n = len(group.members)
-                self.rids += group.members
-                self.entries += repeat(group.scored, n)
-                self.seeds += repeat(group.seed, n)
-        return list(range(start, len(self.rids)))
 
     def tie_order(self, positions: list[int]) -> list[int]:
         """``positions`` by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
@@ -210,9 +246,13 @@ class _Answer(NamedTuple):
 
 
 class Router:
-    """Scores candidate replicas from any :class:`~prefixkey.fleet.RoutingIndex` backend.
+    """Ranks candidate replicas by expected time to first token, from any
+    :class:`~prefixkey.fleet.RoutingIndex` backend.
 
-    See the module docs. ``metrics`` counts its decisions (:class:`RouterMetrics`).
+    See the module docs. ``load`` gives a replica's queued prefill work in
+    ``load_unit`` (a callable read at each ranking); :meth:`set_load` pushes it
+    instead. ``replicas`` are candidates from the start, registered or not.
+    ``metrics`` counts its decisions (:class:`RouterMetrics`).
     """
 
     def __init__(
@@ -222,7 +262,8 @@ class Router:
         tier_weights: Mapping[str, float] = DEFAULT_TIER_WEIGHTS,
         other_tier_weight: float = 0.5,
         load: LoadFn | None = None,
-        load_weight: float = 1.0,
+        load_unit: LoadUnit = "tokens",
+        replicas: Iterable[ReplicaId | str] = (),
     ) -> None:
         for name, w in {**tier_weights, "other": other_tier_weight}.items():
             if not isinstance(name, str):
@@ -230,20 +271,84 @@ class Router:
                                           f"keys must be media names, got {name!r}")
             if not isinstance(w, (int, float)) or not 0 <= w <= 1:
                 raise InvalidRequestError("tier_weights", f"{name}: must be in [0, 1], got {w!r}")
-        if not _is_number(load_weight):
-            raise InvalidRequestError("load_weight", f"must be a number, got {load_weight!r}")
+        if load_unit not in ("tokens", "requests"):
+            raise InvalidRequestError("load_unit",
+                                      f"must be 'tokens' or 'requests', got {load_unit!r}")
+        if load is not None and not callable(load):
+            raise InvalidRequestError("load", f"must be a callable or None, got {load!r}")
         self.index = index
         self.tier_weights = {k.upper(): float(v) for k, v in tier_weights.items()}
         self.other_tier_weight = float(other_tier_weight)
         self.load = load
-        self.load_weight = float(load_weight)
+        self.load_unit: LoadUnit = load_unit
+        self.replicas: tuple[ReplicaId, ...] = tuple(dict.fromkeys(map(_replica_id, replicas)))
         self.metrics = RouterMetrics()
+        # Pushed loads (:meth:`set_load`, in load_unit), or the Router's own queue
+        # estimate (tokens) while nothing is pushed and no load callable is given.
+        self._queues = Queues()
+        self._pushed = False
+        self._tracked: object = None  # the registrations last tracked in _queues
+        #: The running mean of the prefill a ranking's first choice needs (tokens):
+        #: what a queued request is worth with ``load_unit="requests"``.
+        self.mean_prefill_tokens = 0.0
         self._mask_weights: dict[int, tuple[float, str]] = {}
         self._bit_weights: list[tuple[int, float, str]] = []
         self._counted = 0  # bits of the media with a positive weight: those that hit
         self._bits_seen = -1
         self._last_grouping: tuple[Mapping[ReplicaId, ReplicaScheme], Mapping[
             tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]] | None = None
+        self._last_fleet: tuple[Mapping[ReplicaId, ReplicaScheme],
+                                tuple[ReplicaId, ...]] | None = None
+
+    # -- load ---------------------------------------------------------------
+
+    def set_load(self, replica: ReplicaId | str, queued: float) -> None:
+        """Push a replica's queued prefill work, in ``load_unit`` (read until pushed again).
+
+        Pushed loads are kept in load order (a ranking reads the least queued
+        first without reading the fleet); they are used when no ``load``
+        callable is given, and a replica never pushed counts 0.
+        """
+        if not _is_number(queued) or queued < 0:
+            raise InvalidRequestError("load", f"must be a finite number >= 0, got {queued!r}")
+        if not self._pushed:  # the Router's own estimate gives way to pushed loads
+            self._pushed, self._queues, self._tracked = True, Queues(), None
+        self._queues.set(_replica_id(replica), float(queued))
+
+    def _queue_view(self, schemes: Mapping[ReplicaId, ReplicaScheme],
+                    extra: tuple[ReplicaId, ...], num_tokens: int) -> tuple[Queues, float]:
+        """The candidates' queues, and the factor that turns them into tokens."""
+        per = 1.0
+        if self.load_unit == "requests" and (self.load is not None or self._pushed):
+            per = self.mean_prefill_tokens or float(num_tokens)
+        if self.load is None:
+            if self._tracked is not schemes or extra:
+                self._queues.ensure(schemes)
+                self._queues.ensure(extra)
+                self._tracked = schemes
+            return self._queues, per
+        rids = [*schemes, *extra]
+        loads = list(map(self.load, rids))
+        try:
+            ok = math.isfinite(math.fsum(loads)) and min(loads, default=0) >= 0
+        except TypeError:
+            ok = False
+        if not ok or any(type(v) is bool for v in loads):
+            for rid, v in zip(rids, loads, strict=True):
+                if not _is_number(v) or v < 0:
+                    raise InvalidRequestError(
+                        "load", f"returned {v!r} for {rid}: not a finite number >= 0")
+        return Queues.of(zip(rids, map(float, loads), strict=True)), per
+
+    def _sent(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
+        """Count a first choice: its prefill joins the Router's own queue estimate."""
+        alpha = 1 / 64
+        self.mean_prefill_tokens += alpha * (tokens - self.mean_prefill_tokens) if (
+            self.mean_prefill_tokens) else tokens
+        if self.load is not None or self._pushed:
+            return
+        self._queues.decay(1 - 1 / max(replicas, 2))
+        self._queues.add(replica, tokens)
 
     # -- hashing ------------------------------------------------------------
 
@@ -260,7 +365,7 @@ class Router:
         prepared = PreparedRequest(len(request.token_ids), request)
         hashed: dict[tuple[object, ...], list[BlockHash]] = {}
         start = time.perf_counter()
-        for scheme in self._schemes_of(candidates).values():
+        for scheme in self._schemes_of(candidates)[0].values():
             if scheme.key in prepared._schemes:
                 continue
             fine = hashed.get(scheme.hash_key)
@@ -276,7 +381,7 @@ class Router:
         self, request: Request | Sequence[int] | PreparedRequest,
         candidates: Iterable[ReplicaId | str] | None = None, *, limit: int | None = None,
     ) -> Sequence[RouteDecision]:
-        """Rank the candidates (all registered replicas by default), best first."""
+        """Rank the candidates (all registered and configured replicas by default), best first."""
         if not isinstance(request, PreparedRequest):
             request = self.prepare(request, candidates)
         return self.rank(request, candidates, limit=limit)
@@ -289,109 +394,91 @@ class Router:
 
         The index is read before this returns (a later ``apply`` never changes
         the ranking); the ranking is a :class:`~collections.abc.Sequence`
-        whose groups of candidates are scored and listed, whose ties are put in
-        rendezvous order, and whose decisions are built, when first read (equal
-        to the list of them all). ``limit`` keeps only
+        whose ties are put in rendezvous order, and whose decisions are built,
+        when first read (equal to the list of them all). ``limit`` keeps only
         the first ``limit`` decisions (the full ranking's head; ``rank`` and
-        ``total`` in the explanations still count every candidate).
+        ``total`` in the explanations still count every candidate). Without a
+        load, the first candidate is counted as sent (the Router's own queue
+        estimate).
         """
         if limit is not None and (type(limit) is not int or limit < 1):
             raise InvalidRequestError("limit", f"must be an int >= 1 or None, got {limit!r}")
-        schemes = self._schemes_of(candidates)
+        schemes, extra = self._schemes_of(candidates)
         self._refresh_weights()
         num_tokens = prepared.num_tokens
-        denom = max(num_tokens, 1)
-        answers = self._answers(schemes, prepared)
-        total = len(schemes)
-        listing = _Listing()
-        loads: list[float] | None = None
-        scores: list[float] = []
-        if self.load is None:
-            groups, fallback = self._by_score(answers, listing, num_tokens)
-        else:
-            groups, fallback, loads, scores = self._by_score_and_load(
-                answers, listing, num_tokens, self.load)
+        answers = self._answers(schemes, prepared) if schemes else []
+        total = len(schemes) + len(extra)
+        queues, per = self._queue_view(schemes, extra, num_tokens)
+        order = _CostOrder(self, prepared, schemes, extra, queues, per, answers)
+        fallback = order.fallback
+        listing = order.listing
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
 
         def build(i: int, rank: int) -> RouteDecision:
-            entry, rid = listing.entries[i], listing.rids[i]
-            if loads is None:
-                load, score = None, entry.weighted / denom
-            else:
-                load, score = loads[i], scores[i]
+            entry, rid, load, cost = (listing.entries[i], listing.rids[i], order.loads[i],
+                                      order.costs[i])
             o = outcomes.get(id(entry))
             if o is None:
                 o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
-            why = functools.partial(self._why, rid, o, num_tokens, load, score, fallback,
+            why = functools.partial(self._why, rid, o, num_tokens, load, cost, fallback,
                                     rank, total)
-            return RouteDecision(rid, rank, score, o.hit_tokens, o.matched, o.weighted,
-                                 load, fallback, o.used, why, _evidence(o))
+            return RouteDecision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
+                                 load, fallback, o.used, why, _evidence(o), cost,
+                                 num_tokens - o.weighted)
 
-        ranking = LazyRanking(groups, total if limit is None else min(limit, total),
+        ranking = LazyRanking(order.groups(), total if limit is None else min(limit, total),
                               listing.tie_order, build)
         if total:
             top = ranking[0]
             self.metrics.observe(top.hit_tokens, num_tokens, fallback, top.evidence == "predicted")
+            self._sent(top.replica, top.prefill_tokens, total)
         return ranking
 
+    @staticmethod
+    def _extra_seed(prepared: PreparedRequest) -> int:
+        """The rendezvous seed for candidates the index has not registered."""
+        for keys in prepared._schemes.values():
+            return rendezvous_seed(keys.affinity)
+        if prepared.request is not None:
+            return rendezvous_seed(affinity_digest(prepared.request))
+        return rendezvous_seed(prepared.num_tokens.to_bytes(8, "big"))
+
     def _scored_groups(self, answer: _Answer, num_tokens: int) -> Iterator[_Group]:
-        """An answer's groups, each scored as it is read (best first when ``ordered``)."""
-        denom = max(num_tokens, 1)
+        """An answer's groups, each scored."""
         for runs, members in answer.groups:
             scored = self._scored(answer.scheme, runs, num_tokens)
-            yield _Group(-(scored.weighted / denom), scored, members, answer.seed)
-
-    def _by_score(self, answers: list[_Answer], listing: _Listing,
-                  num_tokens: int) -> tuple[Iterator[list[int]], bool]:
-        """The ties in rank order, each listed when reached, and whether this is the fallback.
-
-        Each answer is a stream in score order (an ordered one scored as it is
-        read, so a group not read is never scored; another scored whole and
-        sorted), and the streams are merged as they are read.
-        """
-        streams: list[Iterator[_Group]] = [
-            self._scored_groups(answer, num_tokens) if answer.ordered
-            else iter(sorted(self._scored_groups(answer, num_tokens), key=_NEG_SCORE))
-            for answer in answers]
-        by_score = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=_NEG_SCORE)
-        head = next(by_score, None)
-        if head is None or head.scored.hit_tokens == 0:  # rendezvous alone
-            return iter([listing.every(self._scored_groups(a, num_tokens) for a in answers)]), True
-        # Equal scores are one tie, whatever their runs.
-        return (listing.every([same]) for _, same in groupby(chain((head,), by_score),
-                                                             _NEG_SCORE)), False
-
-    def _by_score_and_load(
-        self, answers: list[_Answer], listing: _Listing, num_tokens: int, load_of: LoadFn,
-    ) -> tuple[Iterator[list[int]], bool, list[float], list[float]]:
-        """:meth:`_by_score` with loads: every candidate listed, and its load and score."""
-        order = listing.every(self._scored_groups(a, num_tokens) for a in answers)
-        loads = [_load(load_of, rid) for rid in listing.rids]
-        denom, lw = max(num_tokens, 1), self.load_weight
-        scores = [s.weighted / denom - lw * load
-                  for s, load in zip(listing.entries, loads, strict=True)]
-        if not any(s.hit_tokens for s in dict.fromkeys(listing.entries)):
-            return iter([order]), True, loads, scores  # rendezvous alone, load aside
-        keys = [(-score, load) for score, load in zip(scores, loads, strict=True)]
-        order.sort(key=keys.__getitem__)
-        return (list(same) for _, same in groupby(order, keys.__getitem__)), False, loads, scores
+            yield _Group(-scored.weighted, scored, members, answer.seed)
 
     def _schemes_of(
         self, candidates: Iterable[ReplicaId | str] | None
-    ) -> Mapping[ReplicaId, ReplicaScheme]:
-        """The candidates (all registered replicas when None), each once, and their schemes."""
+    ) -> tuple[Mapping[ReplicaId, ReplicaScheme], tuple[ReplicaId, ...]]:
+        """The registered candidates and their schemes, and the configured ones not registered.
+
+        Candidates default to every registered replica and every replica given
+        as ``replicas``; each is listed once.
+        """
         known = self.index.replicas()
         if candidates is None:
-            return known
+            if not self.replicas:
+                return known, ()
+            last = self._last_fleet
+            if last is None or last[0] is not known:
+                last = self._last_fleet = (known, tuple(
+                    r for r in self.replicas if r not in known))
+            return known, last[1]
         out: dict[ReplicaId, ReplicaScheme] = {}
+        extra: dict[ReplicaId, None] = {}
         for c in candidates:
-            rid = c if type(c) is ReplicaId else (
-                ReplicaId(c) if isinstance(c, str) else ReplicaId(*c))
+            rid = _replica_id(c)
             scheme = known.get(rid)
-            if scheme is None:
-                raise InvalidRequestError("candidates", f"replica {rid} is not registered")
-            out[rid] = scheme
-        return out
+            if scheme is not None:
+                out[rid] = scheme
+            elif rid in self.replicas:
+                extra[rid] = None
+            else:
+                raise InvalidRequestError(
+                    "candidates", f"replica {rid} is neither registered nor configured")
+        return out, tuple(extra)
 
     def _refresh_weights(self) -> None:
         bits = self.index.medium_bits()
@@ -467,6 +554,8 @@ class Router:
         return out
 
     def _scored(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Scored:
+        if not runs:
+            return _Scored(0.0, 0, scheme, runs)
         if len(runs) == 1 and len(runs[0]) == 1:  # :meth:`_outcome`'s usual case, cut short
             (mask, n), = runs[0]
             bs = scheme.groups[0].block_size
@@ -475,7 +564,10 @@ class Router:
         o = self._outcome(scheme, runs, num_tokens)
         return _Scored(o.weighted, o.hit_tokens, scheme, runs)
 
-    def _outcome(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Outcome:
+    def _outcome(self, scheme: ReplicaScheme | None, runs: tuple[Run, ...],
+                 num_tokens: int) -> _Outcome:
+        if scheme is None or not runs:
+            return _Outcome((), 0, 0.0, "", capped=False, used=frozenset())
         cap = max(num_tokens - 1, 0)
         if len(runs) == 1 and len(runs[0]) == 1:  # one group, one medium: the usual case
             (mask, n), = runs[0]
@@ -508,20 +600,224 @@ class Router:
                         used=frozenset(counted))
 
     @staticmethod
-    def _why(replica: ReplicaId, m: _Outcome, num_tokens: int, load: float | None, score: float,
+    def _why(replica: ReplicaId, m: _Outcome, num_tokens: int, load: float, cost: float,
              fallback: bool, rank: int, total: int) -> str:
-        load_text = "" if load is None else f", load {load:.3g}"
+        need = num_tokens - m.weighted
+        tail = (f"cost {cost:.6g} prefill tokens = {load:.6g} queued + 2 x {need:.6g} to "
+                f"prefill here (its wait, and the fleet's work); rank {rank} of {total}")
         if fallback:
-            return (f"no candidate holds a block of this prefix: rendezvous hashing on the "
-                    f"first block key (or, under one block, a token digest) puts {replica} "
-                    f"at {rank} of {total}{load_text}")
-        blocks = "/".join(map(str, m.matched))
+            return (f"no candidate holds a block of this prefix: least queued first, "
+                    f"rendezvous hashing on the first block key (or, under one block, a token "
+                    f"digest) among equals; {tail}")
+        blocks = "/".join(map(str, m.matched)) or "0"
         if m.hit_tokens == 0:
             text = f"no usable prefix hit ({blocks} leading blocks held)"
         else:
             text = (f"{blocks} leading blocks held ({m.media}): {m.hit_tokens} of "
-                    f"{num_tokens} tokens reusable")
+                    f"{num_tokens} tokens reusable, saving {m.weighted:.6g} prefill tokens")
         if m.capped:
             text += " (capped: vLLM reuses at most num_tokens - 1 tokens, in whole blocks"
             text += ", aligned to the groups' LCM block size)" if len(m.matched) > 1 else ")"
-        return f"{text}{load_text}, score {score:.4f}"
+        return f"{text}; {tail}"
+
+
+#: Heap entries: (cost, load, kind, sequence, payload). Kinds sort a group not yet
+#: opened before the rest of the fleet, and both before a candidate of equal cost.
+_GROUP, _REST, _ONE = 0, 1, 2
+
+#: The prefill a request needs counts twice: once as its own wait, once as work
+#: added to the fleet, which later requests queue behind (module docs).
+_TWICE: Final = 2.0
+
+#: A group of more candidates than this is read from the queues in load order
+#: (its members a set) instead of listed whole.
+_LISTED_AT_MOST: Final = 16
+
+
+class _CostOrder:
+    """The candidates by (cost, load), lowest first, one list per tie, found best first.
+
+    A group of candidates with equal runs (an index answer's group) enters a
+    heap unopened, at the lowest cost any member could have (``num_tokens -
+    saved + the least queue``); it is listed only when that bound comes first,
+    and an ordered answer's next group only then. Candidates holding nothing
+    (the answers' empty groups, and configured replicas the index has not
+    registered) are never listed as a group: once every other group is open
+    they come from the queues in load order, skipping those listed; a large
+    group is read the same way, its members a set. A ranking read to its
+    head then costs the groups it opens and the queues it reads, not the
+    fleet.
+    """
+
+    __slots__ = ("_empty", "_heap", "_listed", "_queues", "_router", "_schemes", "_seeds",
+                 "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed", "fallback",
+                 "listing", "loads", "per", "prepared")
+
+    def __init__(self, router: Router, prepared: PreparedRequest,
+                 schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
+                 queues: Queues, per: float, answers: list[_Answer]) -> None:
+        self._router = router
+        self.prepared = prepared
+        self._schemes = schemes
+        self.extra = frozenset(extra)
+        self._queues = queues
+        self.per = per
+        self._tokens = prepared.num_tokens
+        self.listing = _Listing()
+        self.loads: list[float] = []
+        self.costs: list[float] = []
+        self._listed: set[ReplicaId] = set()
+        self._seeds = {a.scheme.key: a.seed for a in answers}
+        self.extra_seed = Router._extra_seed(prepared) if extra else 0
+        self._empty: dict[tuple[object, ...], _Scored] = {}
+        self._heap: list[tuple[float, float, int, int, object]] = []
+        self._seq = 0
+        self._snapshot: tuple[list[tuple[float, ReplicaId]], float] | None = None
+        floor = queues.minimum() * per
+        hit = False
+        for answer in answers:
+            groups = self._router._scored_groups(answer, self._tokens)
+            if answer.ordered:
+                first = next(groups, None)
+                if first is not None:
+                    hit = hit or first.scored.hit_tokens > 0
+                    self._push_group(first, groups, floor)
+            else:
+                for group in groups:
+                    hit = hit or group.scored.hit_tokens > 0
+                    self._push_group(group, None, floor)
+        self.fallback = not hit
+        self._push(self._tokens * _TWICE + floor, -math.inf, _REST, None)
+
+    def _push(self, cost: float, load: float, kind: int, payload: object) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (cost, load, kind, self._seq, payload))
+
+    def _push_group(self, group: _Group, rest: Iterator[_Group] | None, floor: float) -> None:
+        self._push((self._tokens - group.scored.weighted) * _TWICE + floor, -math.inf, _GROUP,
+                   (group, rest, floor))
+
+    def _list(self, rid: ReplicaId, scored: _Scored, seed: int, load: float) -> int:
+        listing = self.listing
+        listing.rids.append(rid)
+        listing.entries.append(scored)
+        listing.seeds.append(seed)
+        self.loads.append(load)
+        # (num_tokens - saved) * 2 + load, summed as the groups' bounds are: a bound at
+        # the least queue is never above a member's cost after rounding.
+        self.costs.append((self._tokens - scored.weighted) * _TWICE + load)
+        self._listed.add(rid)
+        return len(listing.rids) - 1
+
+    def _open(self, payload: tuple[_Group, Iterator[_Group] | None, float]) -> None:
+        group, rest, floor = payload
+        if rest is not None:
+            nxt = next(rest, None)
+            if nxt is not None:
+                self._push_group(nxt, rest, floor)
+        scored = group.scored
+        if scored.hit_tokens == 0 and not any(scored.runs):
+            return  # holds nothing: its members come from the queues, in load order
+        members = group.members
+        seed = self._tie_seed(scored, group.seed)
+        if len(members) > _LISTED_AT_MOST:  # in load order from the queues, as read
+            inside = set(members)
+            self._next_from(self._ascending(inside.__contains__), scored, seed)
+            return
+        get, per = self._queues.get, self.per
+        for rid in members:
+            load = get(rid) * per
+            pos = self._list(rid, scored, seed, load)
+            self._push(self.costs[pos], load, _ONE, pos)
+
+    def _tie_seed(self, scored: _Scored, seed: int) -> int:
+        """The rendezvous seed of holders that tie: the first key none of them holds.
+
+        Requests sharing only what the tied replicas hold (a common system
+        prompt) then spread over them, and identical longer prefixes still
+        meet; the first block key would send them all to one replica.
+        """
+        if scored.scheme is None or not scored.runs:
+            return seed
+        keys = self.prepared.keys_for(scored.scheme).groups[0]
+        if not keys:
+            return seed
+        held = sum(n for _, n in scored.runs[0])
+        return rendezvous_seed(affinity_of_key(keys[min(held, len(keys) - 1)]))
+
+    def _ascending(self, keep: Callable[[ReplicaId], bool]) -> Iterator[tuple[float, ReplicaId]]:
+        """The queues' snapshot (taken once per ranking) in load order, those ``keep`` keeps."""
+        if self._snapshot is None:
+            self._snapshot = self._queues.snapshot()
+        pairs, scale = self._snapshot
+        return ((v * scale, r) for v, r in pairs if keep(r))
+
+    def _empty_of(self, rid: ReplicaId) -> tuple[_Scored, int]:
+        scheme = self._schemes.get(rid)
+        if scheme is None:
+            return _NOTHING, self.extra_seed
+        scored = self._empty.get(scheme.key)
+        if scored is None:
+            scored = self._empty[scheme.key] = _Scored(
+                0.0, 0, scheme, tuple(() for _ in scheme.groups))
+        seed = self._seeds.get(scheme.key)
+        if seed is None:
+            seed = self._seeds[scheme.key] = rendezvous_seed(
+                self.prepared.keys_for(scheme).affinity)
+        return scored, seed
+
+    def _rest(self, rid: ReplicaId) -> bool:
+        """A candidate holding nothing, not yet listed."""
+        return rid not in self._listed and (rid in self._schemes or rid in self.extra)
+
+    def _next_from(self, stream: Iterator[tuple[float, ReplicaId]], scored: _Scored | None,
+                   seed: int) -> None:
+        """Push the next candidate of a load-ordered stream (``scored`` None: holds nothing)."""
+        for queued, rid in stream:
+            if rid in self._listed:
+                continue
+            if scored is None:
+                entry, where = self._empty_of(rid)
+            else:
+                entry, where = scored, seed
+            load = queued * self.per
+            pos = self._list(rid, entry, where, load)
+            self._push(self.costs[pos], load, _ONE, (pos, stream, scored, seed))
+            return
+
+    def _pop(self) -> int | None:
+        """Open groups until a candidate is at the top; pop it (None when none is left)."""
+        heap = self._heap
+        while heap:
+            _, _, kind, _, payload = heapq.heappop(heap)
+            if kind == _GROUP:
+                self._open(cast("tuple[_Group, Iterator[_Group] | None, float]", payload))
+            elif kind == _REST:
+                self._next_from(self._ascending(self._rest), None, 0)
+            elif isinstance(payload, tuple):  # a candidate from a stream: queue the next
+                pos, stream, scored, seed = payload
+                self._next_from(stream, scored, seed)
+                return cast("int", pos)
+            else:
+                return cast("int", payload)
+        return None
+
+    def groups(self) -> Iterator[list[int]]:
+        """The positions in rank order, one list per (cost, load) tie."""
+        heap = self._heap
+        while True:
+            pos = self._pop()
+            if pos is None:
+                return
+            key = (self.costs[pos], self.loads[pos])
+            tie = [pos]
+            # Groups that could hold an equal key sort before it and are opened first.
+            while heap and (heap[0][0], heap[0][1]) <= key:
+                nxt = self._pop()
+                if nxt is None:
+                    break
+                if (self.costs[nxt], self.loads[nxt]) != key:  # not reached: groups open first
+                    self._push(self.costs[nxt], self.loads[nxt], _ONE, nxt)
+                    break
+                tie.append(nxt)
+            yield tie

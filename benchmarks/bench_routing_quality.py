@@ -1,0 +1,126 @@
+"""Routing quality on Mooncake's traces: ``prefixkey simulate`` per scenario.
+
+Run from the repository root (the traces are fetched and pinned by
+``benchmarks/mooncake_traces.py``)::
+
+    python benchmarks/bench_routing_quality.py run conversation 8 10000 --limit 6000
+    python benchmarks/bench_routing_quality.py render      # benchmarks/ROUTING_QUALITY.md
+
+``run`` writes one JSON report per scenario under ``--results`` (default
+``benchmarks/routing_quality/``); ``render`` tabulates every report there.
+The time model is the issue's: prefill 10,000 tokens/s per replica, 64
+concurrent requests, 0.02 s per output token, 50 ms event lag, lookup at
+admission (the simulator's defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mooncake_traces import path as trace_path
+
+from prefixkey.analysis import SIMULATION_POLICIES, SimulationConfig, read_trace, simulate
+
+RESULTS = Path("benchmarks/routing_quality")
+
+
+def run(args: argparse.Namespace) -> None:
+    config = SimulationConfig(replicas=args.replicas, blocks_per_replica=args.blocks,
+                              policies=tuple(SIMULATION_POLICIES))
+    with trace_path(args.trace).open(encoding="utf-8") as source:
+        report = simulate(read_trace(source, limit=args.limit), config)
+    out = report.to_dict()
+    out["trace"] = args.trace
+    out["limit"] = args.limit
+    args.results.mkdir(parents=True, exist_ok=True)
+    name = f"{args.trace}-{args.replicas}x{args.blocks}.json"
+    (args.results / name).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(name, f"{out['wall_seconds']:.0f} s")
+
+
+def _by_policy(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["policy"]: r for r in report["results"]}
+
+
+def render(args: argparse.Namespace) -> None:
+    reports = [json.loads(p.read_text(encoding="utf-8"))
+               for p in sorted(args.results.glob("*.json"))]
+    reports.sort(key=lambda r: (r["trace"], r["config"]["replicas"],
+                                r["config"]["blocks_per_replica"]))
+    lines = ["# Routing quality", "",
+             "`python benchmarks/bench_routing_quality.py run TRACE REPLICAS BLOCKS [--limit N]` "
+             "per scenario, then `render`: `prefixkey simulate` (every policy and the pooled "
+             "bound, in lock step over one read of the trace) on Mooncake's public traces "
+             "(kvcache-ai/Mooncake `FAST25-release/traces/`, Apache-2.0, fetched pinned by "
+             "`benchmarks/mooncake_traces.py`). Time model: prefill 10,000 tokens/s per "
+             "replica, 64 concurrent requests, 0.02 s per output token, 50 ms event lag, "
+             "lookup at admission; block size 16, vLLM 0.31.0 sha256 keys and KV events. "
+             "`ours` is `Router(index, load=…, replicas=…)` at its defaults fed the "
+             "gateway's queued prefill tokens (docs/routing.md); `ours-noload` is "
+             "`Router(index, replicas=…)` with no load at all.", ""]
+    verdicts = ["## Done when, per scenario", "",
+                "| scenario | hit rate ours / pooled (≥ 0.95) | TTFT mean ours / LOR (≤ 1) "
+                "| TTFT p99 ours / LOR (≤ 1.05) | no load: max / mean requests (≤ 2) |",
+                "|---|---|---|---|---|"]
+    for report in reports:
+        c = report["config"]
+        scenario = (f"{report['trace']}, {c['replicas']} replicas x "
+                    f"{c['blocks_per_replica']:,} blocks")
+        limit = report.get("limit")
+        lines += [f"## {scenario}", "",
+                  f"{report['requests']:,} requests"
+                  + (f" (the trace's first {limit:,})" if limit else " (the whole trace)")
+                  + f"; hashing {report['hash_seconds']:.0f} s, the run "
+                  f"{report['wall_seconds']:.0f} s (every policy).", "",
+                  "| policy | hit rate | x pooled | TTFT mean s | p50 s | p99 s "
+                  "| max / mean requests | decision µs (CPU) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        by = _by_policy(report)
+        pooled = by["pooled"]["hit_rate"] or 1.0
+        for r in report["results"]:
+            lines.append(
+                f"| {r['policy']} | {r['hit_rate']:.3f} | {r['hit_rate'] / pooled:.2f} "
+                f"| {r['ttft_mean_s']:.2f} | {r['ttft_p50_s']:.2f} | {r['ttft_p99_s']:.2f} "
+                f"| {r['max_over_mean_requests']:.2f} | {r['decision_cpu_us_mean']:.0f} |")
+        lines.append("")
+        ours, lor, noload = by["ours"], by["least-outstanding"], by["ours-noload"]
+
+        def mark(value: float, ok: bool) -> str:
+            return f"{value:.2f} {'met' if ok else '**missed**'}"
+        hit = ours["hit_rate"] / pooled
+        mean = ours["ttft_mean_s"] / lor["ttft_mean_s"]
+        p99 = ours["ttft_p99_s"] / lor["ttft_p99_s"]
+        spread = noload["max_over_mean_requests"]
+        verdicts.append(f"| {scenario} | {mark(hit, hit >= 0.95)} | {mark(mean, mean <= 1)} "
+                        f"| {mark(p99, p99 <= 1.05)} | {mark(spread, spread <= 2)} |")
+    out = "\n".join([*lines, "", *verdicts, ""]) + "\n"
+    if args.notes.exists():
+        out += "\n" + args.notes.read_text(encoding="utf-8")
+    args.out.write_text(out, encoding="utf-8")
+    print(out)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("trace", choices=("conversation", "synthetic"))
+    r.add_argument("replicas", type=int)
+    r.add_argument("blocks", type=int)
+    r.add_argument("--limit", type=int, default=None)
+    r.add_argument("--results", type=Path, default=RESULTS)
+    d = sub.add_parser("render")
+    d.add_argument("--results", type=Path, default=RESULTS)
+    d.add_argument("--out", type=Path, default=Path("benchmarks/ROUTING_QUALITY.md"))
+    d.add_argument("--notes", type=Path, default=Path("benchmarks/routing_quality/NOTES.md"),
+                   help="hand-written notes appended to the page")
+    parsed = parser.parse_args()
+    if parsed.cmd == "run":
+        run(parsed)
+    else:
+        render(parsed)
+    sys.exit(0)

@@ -1,0 +1,175 @@
+"""The routing policies ``prefixkey simulate`` compares, over one gateway's view.
+
+Each policy sees what a gateway in front of the replicas can know: the
+shared prefix index fed by the replicas' KV events (through the real encoder,
+decoder and :class:`~prefixkey.fleet.PrefixIndex`, late by the event lag),
+its own counts of what it sent (:class:`Gateway`), and the engines' metrics
+(waiting requests, KV-cache usage: read at decision time, so fresher than any
+scrape). Each returns the replica index chosen and the prefill it expects
+there (what the gateway counts as queued until the first token).
+
+* ``ours``: :class:`~prefixkey.fleet.Router` at its defaults, fed the
+  gateway's queued prefill tokens per replica, as docs/routing.md says to.
+* ``ours-noload``: the Router with no load at all (its own count of sends).
+* ``round-robin``; ``least-outstanding`` (fewest requests sent and not
+  finished; ties in rotation); ``rendezvous`` (highest-random-weight hashing
+  on the first block key, load ignored).
+* ``dynamo``: Dynamo's KV router cost at its documented defaults
+  (``overlap_score_weight`` 1, temperature 0): ``prefill_blocks + decode_blocks``,
+  where prefill blocks are the worker's in-flight prefill plus this
+  request's uncached blocks and decode blocks the worker's active blocks plus
+  this request's; the lowest wins (ties: seeded random, as Dynamo's random pick).
+* ``llm-d``: llm-d's scorer weights of its optimized baseline, prefix-cache 3,
+  queue 2, kv-cache-utilization 2: the prefix score is the share of the
+  request's blocks held, the queue score ``(max - q) / (max - min)`` over
+  waiting requests (1 when all equal), the KV score ``1 - usage``; the
+  highest total wins (ties: the first).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..fleet import PrefixIndex, PreparedRequest, ReplicaId, Router, rendezvous_weight
+from ..fleet.routing import SchemeKeys
+
+__all__ = ["POLICIES", "Gateway", "Policy", "PolicyContext", "make_policy"]
+
+
+@dataclass(slots=True)
+class Gateway:
+    """What the gateway counts per replica (index = replica number)."""
+
+    requests: list[int]  # sent and not finished
+    prefill: list[float]  # expected prefill tokens sent and not yet first-tokened
+    active_blocks: list[int]  # Dynamo: blocks of the requests sent and not finished
+    waiting: Callable[[int], int] = field(default=lambda i: 0)  # engine metric
+    usage: Callable[[int], float] = field(default=lambda i: 0.0)  # engine metric
+
+
+@dataclass(slots=True)
+class PolicyContext:
+    """What a policy is built with."""
+
+    index: PrefixIndex
+    replicas: Sequence[ReplicaId]
+    gateway: Gateway
+    block_size: int
+    seed: int
+
+
+#: A decision: (replica number, expected prefill tokens there).
+Policy = Callable[[PreparedRequest, SchemeKeys], tuple[int, float]]
+
+
+def _ours(ctx: PolicyContext, with_load: bool) -> Policy:
+    number = {rid: i for i, rid in enumerate(ctx.replicas)}
+    prefill = ctx.gateway.prefill
+    router = Router(ctx.index, replicas=ctx.replicas,
+                    load=(lambda rid: prefill[number[rid]]) if with_load else None)
+
+    def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
+        top = router.rank(prepared, limit=1)[0]
+        return number[top.replica], top.prefill_tokens
+    return choose
+
+
+def _hits(ctx: PolicyContext) -> Callable[[PreparedRequest], list[int]]:
+    """Each replica's reusable tokens, from the index (the Router's walk, loads aside)."""
+    number = {rid: i for i, rid in enumerate(ctx.replicas)}
+    router = Router(ctx.index, replicas=ctx.replicas, load=lambda rid: 0.0)
+
+    def hits(prepared: PreparedRequest) -> list[int]:
+        out = [0] * len(ctx.replicas)
+        for d in router.rank(prepared):
+            out[number[d.replica]] = d.hit_tokens
+        return out
+    return hits
+
+
+def _round_robin(ctx: PolicyContext) -> Policy:
+    state = [0]
+
+    def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
+        i = state[0] % len(ctx.replicas)
+        state[0] += 1
+        return i, float(prepared.num_tokens)
+    return choose
+
+
+def _least_outstanding(ctx: PolicyContext) -> Policy:
+    state = [0]
+    n = len(ctx.replicas)
+    requests = ctx.gateway.requests
+
+    def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
+        start = state[0]
+        state[0] += 1
+        i = min(range(n), key=lambda j: (requests[j], (j - start) % n))
+        return i, float(prepared.num_tokens)
+    return choose
+
+
+def _rendezvous(ctx: PolicyContext) -> Policy:
+    def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
+        weights = [rendezvous_weight(keys.affinity, rid) for rid in ctx.replicas]
+        return max(range(len(weights)), key=weights.__getitem__), float(prepared.num_tokens)
+    return choose
+
+
+def _dynamo(ctx: PolicyContext) -> Policy:
+    hits = _hits(ctx)
+    rng = random.Random(ctx.seed)
+    gw, bs = ctx.gateway, ctx.block_size
+
+    def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
+        n = prepared.num_tokens
+        blocks = -(-n // bs)
+        held = hits(prepared)
+        # overlap_score_weight 1.0 x prefill blocks + decode blocks
+        costs = [1.0 * (gw.prefill[i] + n - hit) / bs + gw.active_blocks[i] + blocks
+                 for i, hit in enumerate(held)]
+        best = min(costs)
+        i = rng.choice([j for j, c in enumerate(costs) if c == best])
+        return i, float(n - held[i])
+    return choose
+
+
+def _llm_d(ctx: PolicyContext) -> Policy:
+    hits = _hits(ctx)
+    gw, bs = ctx.gateway, ctx.block_size
+    n_rep = len(ctx.replicas)
+
+    def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
+        n = prepared.num_tokens
+        total_blocks = max(n // bs, 1)
+        held = hits(prepared)
+        waiting = [gw.waiting(i) for i in range(n_rep)]
+        lo, hi = min(waiting), max(waiting)
+        best_i, best = 0, -1.0
+        for i in range(n_rep):
+            prefix = (held[i] // bs) / total_blocks
+            queue = 1.0 if hi == lo else (hi - waiting[i]) / (hi - lo)
+            kv = 1.0 - gw.usage(i)
+            score = 3 * prefix + 2 * queue + 2 * kv
+            if score > best:
+                best_i, best = i, score
+        return best_i, float(n - held[best_i])
+    return choose
+
+
+POLICIES: dict[str, Callable[[PolicyContext], Policy]] = {
+    "ours": lambda ctx: _ours(ctx, True),
+    "ours-noload": lambda ctx: _ours(ctx, False),
+    "round-robin": _round_robin,
+    "least-outstanding": _least_outstanding,
+    "rendezvous": _rendezvous,
+    "dynamo": _dynamo,
+    "llm-d": _llm_d,
+}
+
+
+def make_policy(name: str, ctx: PolicyContext) -> Policy:
+    return POLICIES[name](ctx)

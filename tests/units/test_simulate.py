@@ -1,0 +1,134 @@
+"""prefixkey simulate's engine: determinism, the trace reader, and what a run reports.
+
+The excerpt is the first 200 requests of Mooncake's conversation trace
+(tests/fixtures/mooncake/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefixkey import InvalidRequestError
+from prefixkey.analysis import (
+    SIMULATION_POLICIES,
+    SimulationConfig,
+    TimeModel,
+    read_trace,
+    simulate,
+    simulation_html,
+    simulation_text,
+)
+
+EXCERPT = Path(__file__).resolve().parents[1] / "fixtures" / "mooncake" / \
+    "conversation_first200.jsonl"
+#: Fields that measure this machine, not the simulation.
+TIMED = {"decision_cpu_us_mean"}
+
+
+def run(limit: int = 60, **config: Any) -> dict[str, Any]:
+    with EXCERPT.open() as source:
+        report = simulate(read_trace(source, limit=limit), SimulationConfig(**config))
+    out = report.to_dict()
+    for r in out["results"]:
+        for name in TIMED:
+            r.pop(name)
+    out.pop("hash_seconds")
+    out.pop("wall_seconds")
+    return out
+
+
+def test_the_same_seed_gives_the_same_report() -> None:
+    config: dict[str, Any] = {"replicas": 4, "blocks_per_replica": 3000,
+                              "policies": tuple(SIMULATION_POLICIES)}
+    first = run(**config)
+    assert first == run(**config)
+    assert len(first["results"]) == len(SIMULATION_POLICIES) + 1  # and the pooled bound
+    assert run(seed=1, **config)["config"]["seed"] == 1
+
+
+def test_a_run_reports_every_policy() -> None:
+    out = run(replicas=4, blocks_per_replica=10_000, policies=("ours", "round-robin"))
+    by = {r["policy"]: r for r in out["results"]}
+    assert set(by) == {"ours", "round-robin", "pooled"}
+    for r in by.values():
+        assert r["requests"] == 60 and r["rejected"] == 0
+        assert 0 <= r["hit_rate"] <= 1
+        assert r["ttft_p50_s"] <= r["ttft_p99_s"]
+        assert sum(r["per_replica_requests"]) == 60
+    assert by["pooled"]["per_replica_requests"] == [60]
+    assert by["round-robin"]["per_replica_requests"] == [15, 15, 15, 15]
+    # every request starts with the same 512-token block: the pooled cache reuses it
+    assert by["pooled"]["hit_tokens"] >= 59 * 512
+    assert by["ours"]["events_applied"] > 0
+
+
+def test_the_ttft_follows_the_time_model() -> None:
+    # one request alone: TTFT = its prompt at the prefill rate
+    line = json.dumps({"timestamp": 0, "input_length": 1000, "output_length": 3,
+                       "hash_ids": [1, 2]})
+    report = simulate(read_trace([line]), SimulationConfig(
+        replicas=2, policies=("ours",), time=TimeModel(prefill_tokens_per_s=500.0)))
+    assert [r.ttft_mean_s for r in report.results] == [2.0, 1.0]  # pooled: twice the rate
+
+
+def test_a_prompt_larger_than_a_pool_is_refused() -> None:
+    line = json.dumps({"timestamp": 0, "input_length": 2000, "output_length": 1,
+                       "hash_ids": [1, 2, 3, 4]})
+    report = simulate(read_trace([line]), SimulationConfig(
+        replicas=2, blocks_per_replica=50, policies=("round-robin",), pooled=False))
+    (result,) = report.results
+    assert result.rejected == 1 and result.requests == 0
+    assert "refused" in simulation_text(report)
+
+
+def test_the_text_and_html_reports() -> None:
+    with EXCERPT.open() as source:
+        report = simulate(read_trace(source, limit=20), SimulationConfig(
+            replicas=2, blocks_per_replica=3000, policies=("ours", "least-outstanding")))
+    text = simulation_text(report)
+    assert "least-outstanding" in text and "pooled" in text and "hit rate" in text
+    page = simulation_html(report)
+    assert page.startswith("<!doctype html>") and "<svg" in page and "<script" not in page
+
+
+@pytest.mark.parametrize(("line", "field"), [
+    ('{"timestamp": 0, "input_length": 10}', "token_ids"),
+    ('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1]}',
+     "input_length"),
+    ('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [-1]}', "hash_ids"),
+    ('{"timestamp": "x", "token_ids": [1]}', "timestamp"),
+    ('{"token_ids": [1], "output_length": -1}', "output_length"),
+    ("[1, 2]", "trace"),
+    ("not json", "trace"),
+])
+def test_bad_trace_lines_are_typed_errors(line: str, field: str) -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        list(read_trace([line]))
+    assert info.value.field == field and "line 1" in str(info.value)
+
+
+def test_time_must_not_go_back() -> None:
+    lines = ['{"timestamp": 5, "token_ids": [1, 2]}', '{"timestamp": 4, "token_ids": [1]}']
+    with pytest.raises(InvalidRequestError, match="line 2"):
+        list(read_trace(lines))
+
+
+def test_plain_lines_and_mooncake_blocks() -> None:
+    (plain,) = read_trace(['{"token_ids": [5, 6, 7], "output_length": 2}'])
+    assert (plain.arrival, plain.token_ids, plain.output_length) == (0.0, [5, 6, 7], 2)
+    a, b = read_trace(['{"timestamp": 0, "input_length": 6, "output_length": 1, '
+                       '"hash_ids": [3, 4]}',
+                       '{"timestamp": 1000, "input_length": 4, "output_length": 1, '
+                       '"hash_ids": [3]}'], trace_block=4)
+    assert len(a.token_ids) == 6 and a.token_ids[:4] == b.token_ids and b.arrival == 1.0
+
+
+def test_bad_configuration_is_a_typed_error() -> None:
+    with pytest.raises(InvalidRequestError, match="unknown policy 'best'"):
+        simulate([], SimulationConfig(policies=("best",)))
+    with pytest.raises(InvalidRequestError, match="null block"):
+        simulate([], SimulationConfig(blocks_per_replica=1))
