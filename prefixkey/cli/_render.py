@@ -71,8 +71,9 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
                        help="vLLM's --tokenizer-mode (auto, hf, or mistral: rendered with "
                        "mistral_common, extra 'mistral'; the others are refused)")
     group.add_argument("--vllm-version", default="0.31.0", metavar="X",
-                       help="the server's vLLM release (default 0.31.0, the only one verified "
-                       "for rendering); hash: also the release of lines without vllm_version")
+                       help="the server's vLLM release (default 0.31.0; the releases verified "
+                       "for rendering: docs/render-releases.md); hash: also the release of "
+                       "lines without vllm_version")
     group.add_argument("--chat-template", metavar="FILE",
                        help="vLLM's --chat-template: a file, or the template itself")
     group.add_argument("--chat-template-content-format", default="auto",

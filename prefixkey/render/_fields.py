@@ -203,6 +203,13 @@ class TokenizeParams:
     truncation_side: str | None
     add_special_tokens: bool
     max_output_tokens_param: str
+    #: The render era's ``output_budget`` is ``clamped`` (vLLM 0.32 renderers/params.py):
+    #: the prompt may fill the context, truncation to the limit keeps one token back, and
+    #: ``max_tokens`` is clamped to what is left (none left: 400) instead of reserved.
+    clamped: bool = False
+    #: A request without max_tokens still generates (vLLM 0.33: max_output_tokens None
+    #: rather than 0), so truncation to the limit keeps a token back for it too.
+    unset_generates: bool = False
 
     def __post_init__(self) -> None:
         if self.max_output_tokens > self.max_total_tokens:
@@ -216,12 +223,23 @@ class TokenizeParams:
             raise RenderRequestError(
                 "truncate_prompt_tokens",
                 f"truncate_prompt_tokens={self.truncate_prompt_tokens} cannot be greater than "
-                f"max_model_len - {self.max_output_tokens_param} = {self.max_input_tokens}. "
-                "Please request a smaller truncation size.")
+                + ("max_model_len" if self.clamped else
+                   f"max_model_len - {self.max_output_tokens_param}")
+                + f" = {self.max_input_tokens}. Please request a smaller truncation size.")
 
     @property
     def max_input_tokens(self) -> int:
+        if self.clamped:
+            return self.max_total_tokens
         return self.max_total_tokens - self.max_output_tokens
+
+    @property
+    def truncate_to(self) -> int:
+        """Where ``truncate_prompt_tokens=-1`` truncates (0.32: one token held back for
+        output when the request generates)."""
+        if self.clamped and (self.max_output_tokens != 0 or self.unset_generates):
+            return max(0, self.max_input_tokens - 1)
+        return self.max_input_tokens
 
     def encode_max_length(self) -> int | None:
         """The tokenizer's own truncation length (``get_encode_kwargs``), or None.
@@ -233,7 +251,7 @@ class TokenizeParams:
         length = self.truncate_prompt_tokens
         if length is None or self.truncation_side is not None:
             return None  # with a side: the full sequence, sliced from that side after
-        return self.max_input_tokens if length < 0 else length
+        return self.truncate_to if length < 0 else length
 
     def pre_tokenization(self, text: str, tokenizer: CharBound) -> str:
         """The character bound on the text (``_text_len_check``): an error, or a pre-trim."""
@@ -269,7 +287,7 @@ class TokenizeParams:
         """Truncation (from the left unless the body says right) and the length check."""
         length = self.truncate_prompt_tokens
         if length is not None and length < 0:
-            length = self.max_input_tokens
+            length = self.truncate_to
         if length is not None and length < len(ids):
             if length == 0:
                 ids = []
@@ -285,6 +303,9 @@ class TokenizeParams:
                 f"{self.max_output_tokens} output tokens and your prompt contains "
                 f"{at_least}{len(ids)} input tokens, for a total of {at_least}"
                 f"{len(ids) + self.max_output_tokens} tokens.")
+        if self.clamped and len(ids) == self.max_total_tokens:
+            # get_max_tokens clamps max_tokens to what is left: 0, which SamplingParams refuses.
+            raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
         return ids
 
 
@@ -307,14 +328,17 @@ class BodyFields:
     chat_template: str | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     reasoning_effort: str | None = None
-    reused_token_ids: list[Any] | None = None
+    reused_token_ids: Any = None
     # completions only
     prompts: tuple[str | list[int], ...] = ()
 
-    def tokenize_params(self, max_model_len: int) -> TokenizeParams:
+    def tokenize_params(self, max_model_len: int, *, clamped: bool = False,
+                        unset_generates: bool = False) -> TokenizeParams:
+        # A chat body without max_tokens has 0 here; a completion's default is 16.
         return TokenizeParams(max_model_len, self.max_output_tokens,
                               self.truncate_prompt_tokens, self.truncation_side,
-                              self.add_special_tokens, self.max_output_tokens_param)
+                              self.add_special_tokens, self.max_output_tokens_param, clamped,
+                              unset_generates and self.is_chat)
 
     @staticmethod
     def _common(body: Any) -> dict[str, Any]:
@@ -371,17 +395,15 @@ class BodyFields:
         kv = body.get("kv_transfer_params")
         if kv is not None and not isinstance(kv, dict):
             raise RenderRequestError("kv_transfer_params", "Input should be a valid dictionary")
+        # As given: what it means is the render era's (render/_reuse.py).
         reused = kv.get("prompt_token_ids") if kv else None
-        if reused is not None and not isinstance(reused, list):
-            raise RenderUnsupportedError("kv_transfer_params.prompt_token_ids",
-                                         "only a list of token ids is reproduced")
         return cls(
             is_chat=True, add_special_tokens=_bool(body, "add_special_tokens", False),
             max_output_tokens=max_output, max_output_tokens_param=param,
             add_generation_prompt=add_generation_prompt,
             continue_final_message=continue_final, documents=documents,
             chat_template=_optional_str(body, "chat_template"), chat_template_kwargs=kwargs,
-            reasoning_effort=effort, reused_token_ids=reused or None, **common)
+            reasoning_effort=effort, reused_token_ids=reused, **common)
 
     @classmethod
     def completion(cls, body: Any) -> BodyFields:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ._errors import ModelFolderError, RenderUnsupportedError
-from ._hf_decision import TokenizerPath, decide_tokenizer
+from ._hf_decision import TokenizerPath, check_release_drift, decide_tokenizer
 from ._media import image_architecture
 
 __all__ = ["ModelFolder", "load_server_template"]
@@ -145,7 +145,8 @@ def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
 
 
 def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config: dict[str, Any],
-            tokenizer_config: dict[str, Any], name: str, mode: str) -> TokenizerPath:
+            tokenizer_config: dict[str, Any], name: str, mode: str,
+            vllm_version: str) -> TokenizerPath:
     """The folder's tokenizer path; everything but as-is and reproduced rebuilds refused."""
     architectures = config.get("architectures") or []
     mistral_files = (tokenizer_path / "tekken.json").exists() or any(
@@ -158,6 +159,9 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         config=tokenizer_model_config, name=name,
         has_tokenizer_json=(tokenizer_path / "tokenizer.json").is_file(),
         mistral_auto=mistral_files and any(tokenizer_path.glob("consolidated*.safetensors")))
+    if decision.path not in ("mistral", "refused"):
+        check_release_drift(vllm_version, str(tokenizer_model_config.get("model_type", "")),
+                            name)
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",
@@ -199,7 +203,7 @@ class ModelFolder:
     @classmethod
     def load(cls, model: str, tokenizer: str | None, max_model_len: int | None,
              option: str = "--model", *, name: str | None = None,
-             tokenizer_mode: str = "auto") -> ModelFolder:
+             tokenizer_mode: str = "auto", vllm_version: str) -> ModelFolder:
         """Read a local model folder; refuse what vLLM would not render with Jinja.
 
         ``option`` is the flag (``--model`` or ``--model-dir``) that named ``model``;
@@ -247,7 +251,7 @@ class ModelFolder:
             tokenizer_model_config = _read_json(tokenizer_path / "config.json",
                                                 "--tokenizer config.json")
         decision = _decide(tokenizer_path, config, tokenizer_model_config, tokenizer_config,
-                           name or str(tokenizer or model), tokenizer_mode)
+                           name or str(tokenizer or model), tokenizer_mode, vllm_version)
         return cls(path, tokenizer_path, config, tokenizer_model_config, tokenizer_config,
                    special_tokens_map, template, length, decision)
 

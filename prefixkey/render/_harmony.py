@@ -48,6 +48,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from ._chat import message_objects
+from ._eras import RENDER_ERAS, render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
 
 __all__ = ["HARMONY_DISTRIBUTION", "VERIFIED_HARMONY_VERSIONS", "HarmonyChat",
@@ -55,8 +56,10 @@ __all__ = ["HARMONY_DISTRIBUTION", "VERIFIED_HARMONY_VERSIONS", "HarmonyChat",
 
 #: The distribution vLLM 0.31 requires for ``openai_harmony``.
 HARMONY_DISTRIBUTION: Final = "oss-harmony"
-#: oss-harmony releases whose renders were checked against vLLM's (tests/render vectors).
-VERIFIED_HARMONY_VERSIONS: Final = ("0.0.11",)
+#: oss-harmony releases whose renders were checked against some vLLM release's (each
+#: release's own list is its render era's, prefixkey/render/_eras.py).
+VERIFIED_HARMONY_VERSIONS: Final = tuple(sorted(
+    {v for era in RENDER_ERAS for r in era.verified.values() for v in r.oss_harmony}))
 # The model type for which vLLM 0.31 takes the Harmony path (hf_config.model_type).
 _HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})
 # The reasoning efforts Harmony's system message takes (harmony_utils.REASONING_EFFORT).
@@ -74,8 +77,8 @@ def is_harmony_model(config: Mapping[str, Any]) -> bool:
     return config.get("model_type") in _HARMONY_MODEL_TYPES
 
 
-def _load_library() -> ModuleType:
-    """``openai_harmony`` from a verified oss-harmony, or a typed refusal saying what to do."""
+def _load_library(vllm_version: str) -> ModuleType:
+    """``openai_harmony`` from an oss-harmony verified for the release, or a typed refusal."""
     try:
         version = importlib.metadata.version(HARMONY_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
@@ -83,11 +86,16 @@ def _load_library() -> ModuleType:
             "config.json", "model_type gpt_oss renders with Harmony: install the harmony extra "
             f"(pip install 'prefixkey[harmony]', the {HARMONY_DISTRIBUTION} distribution vLLM "
             "0.31 requires)") from None
-    if version not in VERIFIED_HARMONY_VERSIONS:
+    verified = render_release(vllm_version).oss_harmony
+    if not verified:
         raise RenderUnsupportedError(
-            HARMONY_DISTRIBUTION, f"version {version} is installed; Harmony renders are "
-            f"verified with {', '.join(VERIFIED_HARMONY_VERSIONS)} only (its tool-call "
-            "headers have changed between releases)")
+            "config.json", f"model_type gpt_oss renders with Harmony, which is not verified "
+            f"for vLLM {vllm_version} (its own Harmony renders were not harvested)")
+    if version not in verified:
+        raise RenderUnsupportedError(
+            HARMONY_DISTRIBUTION, f"version {version} is installed; Harmony renders for "
+            f"vLLM {vllm_version} are verified with {', '.join(verified)} only "
+            "(its tool-call headers have changed between releases)")
     return importlib.import_module("openai_harmony")
 
 
@@ -194,8 +202,8 @@ class HarmonyChat:
     """
 
     def __init__(self, *, system_instructions: bool, start_date: str | None,
-                 clock: Callable[[], datetime]) -> None:
-        self._h = _load_library()
+                 clock: Callable[[], datetime], vllm_version: str) -> None:
+        self._h = _load_library(vllm_version)
         self._encoding = self._h.load_harmony_encoding(
             self._h.HarmonyEncodingName.HARMONY_GPT_OSS)
         self._system_instructions = system_instructions

@@ -22,11 +22,16 @@ rules, in transformers' order, and says for a folder which path it takes:
 from __future__ import annotations
 
 import fnmatch
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
 from typing import Any, Final, Literal
 
-from . import _hf_facts as facts
+from . import _hf_facts as _default_facts
+from ._eras import render_release
+from ._errors import RenderUnsupportedError
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "class_path", "decide_tokenizer"]
 
@@ -76,11 +81,11 @@ class TokenizerPath:
         return self.path == "as_is" or (self.path == "rebuilt" and self.recipe is not None)
 
 
-def _resolve(name: str) -> tuple[str, str] | None:
+def _resolve(name: str, facts: ModuleType) -> tuple[str, str] | None:
     """``tokenizer_class_from_name``: (class, kind), or None for a name transformers lacks."""
-    found = facts.CLASSES.get(name)
+    found: tuple[str, str] | None = facts.CLASSES.get(name)
     if found is None and name.endswith("Fast"):
-        return _resolve(name[:-4])
+        return _resolve(name[:-4], facts)
     return found
 
 
@@ -110,7 +115,8 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
 
 
 def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
-              config: Mapping[str, Any], name: str) -> tuple[tuple[str, str] | None, str]:
+              config: Mapping[str, Any], name: str,
+              facts: ModuleType) -> tuple[tuple[str, str] | None, str]:
     """The class AutoTokenizer.from_pretrained picks (transformers 5.17), and the rule that did."""
     backend = (_BACKEND, "backend")
     if model_type in facts.VLLM_INCORRECT_HUB_CLASS:
@@ -131,7 +137,7 @@ def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
             ignored = (model_type in facts.INCORRECT_HUB_CLASS
                        or config.get("model_name") in facts.INCORRECT_HUB_CLASS)
             chosen = base if ignored else hub
-            found = _resolve(chosen)
+            found = _resolve(chosen, facts)
             if found is not None and found[0] not in _GENERIC_RESOLVED:
                 rule = (f"model_type {model_type!r} ignores the hub class {hub!r}" if ignored
                         else f"tokenizer_class {hub!r}")
@@ -146,7 +152,7 @@ def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
                       "code, which vLLM runs with --trust-remote-code and prefixkey cannot")
     if isinstance(tc_class, str):
         stripped = tc_class.removesuffix("Fast")
-        found = _resolve(stripped) or _resolve(stripped + "Fast")
+        found = _resolve(stripped, facts) or _resolve(stripped + "Fast", facts)
         if found is not None and found[0] == "PythonBackend":
             found = backend
         return found or backend, f"tokenizer_class {tc_class!r}"
@@ -154,13 +160,13 @@ def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
     if isinstance(config_class, str) and config_class:
         if "PreTrainedTokenizerFast" not in config_class:
             config_class = config_class.removesuffix("Fast")
-        found = _resolve(config_class)
+        found = _resolve(config_class, facts)
         if found is None:
             return None, (f"config.json's tokenizer_class {config_class!r} is no transformers "
                           "class: transformers fails to load it")
         return found, f"config.json's tokenizer_class {config_class!r}"
     if registered is not None and model_type in facts.CONFIG_MODEL_TYPES:
-        found = _resolve(registered)
+        found = _resolve(registered, facts)
         if found is not None and found[1] == "mistral_common":
             # vLLM's hf mode passes mistral_format=False: the generic backend.
             return backend, f"model_type {model_type!r} (MistralCommonBackend off in hf mode)"
@@ -191,7 +197,38 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     if mode not in ("auto", "hf"):
         return TokenizerPath("refused", None, f"tokenizer mode {tokenizer_mode!r} is not "
                              "rendered by a Jinja chat template and a Hugging Face tokenizer")
-    found, why = _hf_class(model_type, tokenizer_config, config, name)
+    found, why = _hf_class(model_type, tokenizer_config, config, name, _default_facts)
     if found is None:
         return TokenizerPath("refused", None, why)
     return class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
+
+
+@cache
+def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The model types and name patterns whose facts differ between the release's install
+    and the facts the rules apply (0.31.0's), less the types its corpus replayed."""
+    release = render_release(vllm_version)
+    theirs = importlib.import_module(f"{__package__}.{release.hf_facts}")
+    mine = _default_facts
+    types = {t for t in set(mine.REGISTERED_CLASS) | set(theirs.REGISTERED_CLASS)
+             if mine.REGISTERED_CLASS.get(t, "") != theirs.REGISTERED_CLASS.get(t, "")}
+    for name in ("CONFIG_MODEL_TYPES", "INCORRECT_HUB_CLASS", "VLLM_INCORRECT_HUB_CLASS"):
+        types |= set(getattr(mine, name)) ^ set(getattr(theirs, name))
+    patterns = set(mine.BACKEND_NAME_PATTERNS) ^ set(theirs.BACKEND_NAME_PATTERNS)
+    return frozenset(types - release.hf_replayed), frozenset(patterns)
+
+
+def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:
+    """Refuse a folder whose tokenizer class the release's transformers may pick otherwise."""
+    types, patterns = release_drift(vllm_version)
+    release = render_release(vllm_version)
+    if model_type in types:
+        raise RenderUnsupportedError("config.json", (
+            f"model_type {model_type!r}: transformers {release.transformers} (vLLM "
+            f"{vllm_version}'s) registers its tokenizer otherwise than transformers 5.17, "
+            "whose rules prefixkey applies; not verified"))
+    if any(fnmatch.fnmatch(name.lower(), p) for p in patterns):
+        raise RenderUnsupportedError("--tokenizer", (
+            f"the name {name!r} matches a TokenizersBackend name pattern of only one of "
+            f"transformers {release.transformers} (vLLM {vllm_version}'s) and 5.17; "
+            "not verified"))

@@ -33,22 +33,27 @@ import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
 from .._extras import needs_extra
 from ..core import LoRA, check_token_ids
 from ..errors import MissingExtraError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
+from ._eras import RENDER_ERAS, render_era, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams
 from ._folder import _context_length, _not_a_folder, _read_json
 from ._options import ServerOptions
+from ._reuse import reused_prompt_ids, text_vocab_size
 
 __all__ = ["MISTRAL_COMMON_VERIFIED", "MistralRenderer", "check_auto_mode"]
 
 #: The mistral_common versions whose rendering is verified against each vLLM release's
 #: render server (tests/render/real_mistral_vectors.jsonl): its encoding decides the ids.
-MISTRAL_COMMON_VERIFIED: Final = {"0.31.0": ("1.13.1",)}
+MISTRAL_COMMON_VERIFIED: Final = MappingProxyType({
+    release: verified.mistral_common
+    for era in RENDER_ERAS for release, verified in era.verified.items()})
 # File names vLLM's auto mode looks for (tokenizers/registry.py, repo_utils.py): Mistral's
 # tokenizer files, and the weights without which auto mode is not mistral.
 _TOKENIZER_PATTERNS: Final = ("tekken.json", "tokenizer.model.v*")
@@ -106,7 +111,7 @@ def _import_mistral_common(vllm_version: str) -> Any:
         library = importlib.import_module("mistral_common")
         mistral = importlib.import_module("mistral_common.tokens.tokenizers.mistral")
     version = getattr(library, "__version__", "?")
-    verified = MISTRAL_COMMON_VERIFIED.get(vllm_version, ())
+    verified = render_release(vllm_version).mistral_common
     if version not in verified:
         raise RenderUnsupportedError(
             "mistral_common", f"version {version} is not verified for vLLM {vllm_version} "
@@ -141,6 +146,7 @@ class MistralRenderer:
                 "config, whose context length prefixkey does not derive")
         config = _read_json(path / "config.json", "config.json")
         self.max_model_len = _context_length(config, {}, options.max_model_len)
+        self._vocab_size = text_vocab_size(config)
         for name in _CALL_KWARGS:
             if options.default_chat_template_kwargs.get(name) not in (None, "auto", False):
                 raise RenderUnsupportedError(
@@ -197,10 +203,16 @@ class MistralRenderer:
                 self.options.exclude_tools_when_tool_choice_none:
             tools = None
         for name in ("mm_processor_kwargs", "media_io_kwargs"):
-            if body.get(name):  # the server's default: --trust-request-mm-kwargs unset
+            if body.get(name) and render_era(self.options.vllm_version).request_mm_kwargs \
+                    == "refused":  # the server's default: --trust-request-mm-kwargs unset
                 raise RenderRequestError(name, f"Per-request {name} are disabled by default")
-        tok_params = fields.tokenize_params(self.max_model_len)
-        reused = fields.reused_token_ids
+        tok_params = fields.tokenize_params(
+            self.max_model_len,
+            clamped=render_era(self.options.vllm_version).output_budget == "clamped",
+            unset_generates=render_era(self.options.vllm_version).unset_output_generates)
+        reused = reused_prompt_ids(fields.reused_token_ids,
+                                   render_era(self.options.vllm_version).reused_ids, body,
+                                   self._vocab_size)
         if reused is not None:
             checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
             tok_params.check_reused_length(len(checked))
@@ -247,7 +259,10 @@ class MistralRenderer:
         """The body's fields and each prompt's ids (``MistralCommonBackend.__call__``)."""
         fields = BodyFields.completion(body)
         self._lora_for(fields.model)
-        params = fields.tokenize_params(self.max_model_len)
+        params = fields.tokenize_params(
+            self.max_model_len,
+            clamped=render_era(self.options.vllm_version).output_budget == "clamped",
+            unset_generates=render_era(self.options.vllm_version).unset_output_generates)
         out = []
         for prompt in fields.prompts:
             if isinstance(prompt, str):
@@ -272,7 +287,7 @@ class MistralRenderer:
         elif params.truncate_prompt_tokens is not None:
             length = params.truncate_prompt_tokens
             if length < 0:
-                length = params.max_input_tokens
+                length = params.truncate_to
         else:
             length = params.max_input_tokens + 1
         special = 1 if params.add_special_tokens else 0

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
+from ._eras import render_release, verified_releases
 from ._errors import ModelFolderError, RenderUnsupportedError
 
 __all__ = ["VERIFIED_RELEASES", "LoRAModule", "ServerOptions", "parse_lora_module"]
 
-#: vLLM releases whose rendering prefixkey reproduces (checked against harvested vectors).
-VERIFIED_RELEASES: Final = ("0.31.0",)
+#: vLLM releases whose rendering prefixkey reproduces (checked against harvested vectors;
+#: the render eras of prefixkey/render/_eras.py).
+VERIFIED_RELEASES: Final = verified_releases()
 
 ContentFormat = Literal["auto", "string", "openai"]
 _CONTENT_FORMATS: Final = ("auto", "string", "openai")
@@ -140,12 +142,7 @@ class ServerOptions:
             # vLLM refuses to start so.
             raise ModelFolderError(
                 "--enable-auto-tool-choice", "needs --tool-call-parser (vLLM will not start)")
-        if self.vllm_version not in VERIFIED_RELEASES:
-            raise RenderUnsupportedError(
-                "--vllm-version",
-                f"rendering is verified for vLLM {', '.join(VERIFIED_RELEASES)} only, not "
-                f"{self.vllm_version!r} (templating and tokenization change between releases)",
-            )
+        render_release(self.vllm_version)  # the render era; unverified releases refused
         if not isinstance(self.tokenizer_mode, str):
             raise ModelFolderError("--tokenizer-mode", "must be a string")
         # vLLM lowercases the mode (ModelConfig._lowercase_tokenizer_mode).

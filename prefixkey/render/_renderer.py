@@ -24,6 +24,7 @@ import jinja2
 from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
+from ._eras import render_era
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, load_server_template
@@ -31,6 +32,7 @@ from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
+from ._reuse import reused_prompt_ids, text_vocab_size
 from ._template import (
     HF_BASE_PARAMS,
     ChatTemplate,
@@ -98,6 +100,7 @@ class Renderer:
                  clock: Clock = datetime.now, content_parts: ContentParts | None = None,
                  media_fetcher: MediaFetcher | None = None) -> None:
         self.options = options
+        self._era = render_era(options.vllm_version)
         self._loras = {m.name: LoRA(m.name, m.path, i)
                        for i, m in enumerate(options.lora_modules, start=1)}
         self._mistral: MistralRenderer | None = None
@@ -109,8 +112,10 @@ class Renderer:
                                        options.max_model_len,
                                        "--model" if model_dir is None else "--model-dir",
                                        name=options.tokenizer or options.model,
-                                       tokenizer_mode=options.tokenizer_mode)
+                                       tokenizer_mode=options.tokenizer_mode,
+                                       vllm_version=options.vllm_version)
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
+        self._vocab_size = text_vocab_size(self.folder.config)
         self._env = TemplateEnvironment(clock)
         self._parts = content_parts or ContentParts()
         self._images = (ImageChat(options, self.folder.config, media_fetcher)
@@ -120,7 +125,8 @@ class Renderer:
         self._has_tool_parser = options.tool_call_parser is not None
         self._harmony = (HarmonyChat(
             system_instructions=options.gpt_oss_harmony_system_instructions,
-            start_date=options.system_start_date, clock=clock)
+            start_date=options.system_start_date, clock=clock,
+            vllm_version=options.vllm_version)
             if is_harmony_model(self.folder.config) else None)
         try:  # vLLM renders a warm-up conversation at start: a broken template stops it
             for source in self._folder_templates():
@@ -207,8 +213,11 @@ class Renderer:
                 "chat_template", "Chat template is passed with request, but "
                 "--trust-request-chat-template is not set. Refused request with untrusted "
                 "chat template.")
-        tok_params = fields.tokenize_params(self.max_model_len)
-        reused = fields.reused_token_ids
+        tok_params = fields.tokenize_params(
+            self.max_model_len, clamped=self._era.output_budget == "clamped",
+            unset_generates=self._era.unset_output_generates)
+        reused = reused_prompt_ids(fields.reused_token_ids, self._era.reused_ids, body,
+                                   self._vocab_size)
         if reused is not None:
             if placeholder_token_ids is not None:
                 raise RenderUnsupportedError("kv_transfer_params.prompt_token_ids",
@@ -254,7 +263,9 @@ class Renderer:
             return tuple(self._result(ids, None, fields, lora) for ids in prompts)
         fields = BodyFields.completion(body)
         lora = self.lora_for(fields.model)
-        tok_params = fields.tokenize_params(self.max_model_len)
+        tok_params = fields.tokenize_params(
+            self.max_model_len, clamped=self._era.output_budget == "clamped",
+            unset_generates=self._era.unset_output_generates)
         results = []
         for prompt in fields.prompts:
             if isinstance(prompt, str):
@@ -276,9 +287,10 @@ class Renderer:
         if placeholder_token_ids is not None:
             raise RenderUnsupportedError("placeholder_token_ids", "image parts are not "
                                          "rendered on the Harmony path")
-        if fields.reused_token_ids is not None:
-            ids = list(check_token_ids(fields.reused_token_ids,
-                                       field="kv_transfer_params.prompt_token_ids"))
+        reused = reused_prompt_ids(fields.reused_token_ids, self._era.reused_ids, body,
+                                   self._vocab_size, messages_checked=False)
+        if reused is not None:
+            ids = list(check_token_ids(reused, field="kv_transfer_params.prompt_token_ids"))
         else:
             if tools is not None and choice == "none" and \
                     self.options.exclude_tools_when_tool_choice_none:
@@ -393,6 +405,12 @@ class Renderer:
         content_format: str = self.options.chat_template_content_format
         if content_format == "auto":
             detected = template if rendering is given else self._format_template(tools)
+            if detected is not None and detected.aliases_messages and \
+                    self._era.content_format_aliases:
+                raise RenderUnsupportedError(
+                    "chat_template", f"vLLM {self.options.vllm_version} detects the content "
+                    "format through namespace aliases of messages, which is not reproduced "
+                    "(pass --chat-template-content-format)")
             content_format = "string" if detected is None else detected.detected_format
         conversation = parse_messages(messages, content_format, parts)
         if any(m["role"] == "developer" for m in conversation) and \

@@ -162,6 +162,31 @@ def _names_bound_to(root: jinja2.nodes.Template, name: str) -> Iterator[str]:
                     pending.append(target.name)
 
 
+def _aliases_messages(root: jinja2.nodes.Template) -> bool:
+    """Whether the template puts ``messages`` (or a name bound to it) into a namespace
+    (``namespace(rest=messages)``, ``{% set ns.rest = messages %}``): vLLM 0.33 follows
+    such aliases when it detects the content format; 0.30-0.32, as here, do not."""
+    names = {"messages"}
+    pending = deque(names)
+    while pending:
+        current = pending.popleft()
+        for assign in root.find_all(jinja2.nodes.Assign):
+            target = assign.target
+            if isinstance(target, jinja2.nodes.Name) and target.name not in names and \
+                    _is_var_or_elems(assign.node, current):
+                names.add(target.name)
+                pending.append(target.name)
+    for assign in root.find_all(jinja2.nodes.Assign):
+        if not isinstance(assign.target, jinja2.nodes.Name) and any(
+                _is_var_or_elems(assign.node, n) for n in names):
+            return True
+    for call in root.find_all(jinja2.nodes.Call):
+        if isinstance(call.node, jinja2.nodes.Name) and call.node.name == "namespace" and any(
+                _is_var_or_elems(k.value, n) for k in call.kwargs for n in names):
+            return True
+    return False
+
+
 def _message_loops(root: jinja2.nodes.Template) -> Iterator[str]:
     names = list(_names_bound_to(root, "messages"))
     for loop in root.find_all(jinja2.nodes.For):
@@ -221,6 +246,8 @@ class ChatTemplate:
     #: The chat_template_kwargs names that reach it: its variables and transformers'
     #: parameters (less the template and ``tokenize``, which never are variables).
     accepted_kwargs: frozenset[str]
+    #: Whether ``messages`` is aliased into a namespace (detected otherwise by vLLM 0.33).
+    aliases_messages: bool = False
 
     @classmethod
     def build(cls, env: jinja2.Environment, source: str) -> ChatTemplate:
@@ -248,6 +275,7 @@ class ChatTemplate:
             variables=variables,
             supports_developer='"developer"' in source or "'developer'" in source,
             accepted_kwargs=(variables | HF_BASE_PARAMS) - {"chat_template", "tokenize"},
+            aliases_messages=_aliases_messages(tree),
         )
 
 

