@@ -17,6 +17,7 @@ from .errors import MissingExtraError
 EXTRA_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "zmq": ("zmq",),
     "redis": ("redis",),
+    "ray": ("ray", "zmq"),
     "render": ("tokenizers", "jinja2"),
     "mistral": ("mistral_common", "sentencepiece"),
     "multimodal": ("blake3", "PIL"),

@@ -1,0 +1,142 @@
+"""Fake vLLM replicas as Ray Serve deployments, and the ingress that calls them.
+
+A :class:`FakeVLLM` replica does what a vLLM 0.29 replica under Ray Serve LLM
+does as far as a router can tell: it binds its KV-event publisher (PUB and
+replay ROUTER) at the ports :func:`serve_replica_kv_events` gives its
+node-local rank, advertises them from ``record_routing_stats()``, and for each
+prompt it serves publishes ``BlockStored`` for the blocks it did not hold yet,
+keyed as vLLM 0.29 keys them (``PYTHONHASHSEED=0``, sha256, block size 16),
+encoded by prefixkey's encoder. ``skip_events(n)`` leaves the next ``n``
+batches unsent (kept for replay): an event gap. The workers import this module
+by name (the test puts tests/gateways on their PYTHONPATH).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import ray
+import zmq
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+
+from prefixkey import Hasher, Request
+from prefixkey.events import END_SEQ, BlockStored, EventBatch, encode_batch, seq_frame, wire_era
+from prefixkey.fleet import ReplicaScheme
+from prefixkey.gateways.ray import router_stats, serve_replica_kv_events
+
+VLLM_VERSION = "0.29.0"
+BLOCK = 16
+#: Replay ports sit this far above the PUB ports (inside the test's port range).
+REPLAY_OFFSET = 10
+
+
+class _Publisher:
+    """vLLM's ZmqEventPublisher: PUB ``[topic, seq, payload]``, replay on a ROUTER thread."""
+
+    def __init__(self, endpoint: str, replay_endpoint: str, version: str) -> None:
+        self.ctx = zmq.Context()
+        self.pub = self.ctx.socket(zmq.PUB)
+        self.pub.setsockopt(zmq.LINGER, 0)
+        self.pub.bind(endpoint)
+        self.router = self.ctx.socket(zmq.ROUTER)
+        self.router.setsockopt(zmq.LINGER, 0)
+        self.router.bind(replay_endpoint)
+        self.with_topic = wire_era(version)[0].replay_carries_topic
+        self.seq = 0
+        self.buffer: list[tuple[int, bytes]] = []
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            if not self.router.poll(50):
+                continue
+            client, _, start_bytes = self.router.recv_multipart()
+            start = int.from_bytes(start_bytes, "big")
+            with self.lock:
+                buffered = [(s, p) for s, p in self.buffer if s >= start]
+            head = [b""] if self.with_topic else []
+            for seq, payload in buffered:
+                self.router.send_multipart([client, b"", *head, seq_frame(seq), payload])
+            self.router.send_multipart([client, b"", *head, END_SEQ, b""])
+
+    def publish(self, payload: bytes, *, send: bool) -> None:
+        with self.lock:
+            seq = self.seq
+            self.seq += 1
+            self.buffer.append((seq, payload))
+        if send:
+            self.pub.send_multipart([b"", seq_frame(seq), payload])
+
+
+class FakeVLLM:
+    """One vLLM 0.29 replica, as its KV events and its answers show it (module docs)."""
+
+    def __init__(self, port_base: int) -> None:
+        self.name = serve.get_replica_context().replica_id.unique_id
+        kv = serve_replica_kv_events(port_base=port_base, replay_offset=REPLAY_OFFSET,
+                                     block_size=BLOCK, host="127.0.0.1")
+        self.stats = kv.routing_stats
+        config = kv.kv_events_config
+        self.publisher = _Publisher(config["endpoint"], config["replay_endpoint"], VLLM_VERSION)
+        self.scheme = ReplicaScheme(Hasher(block_size=BLOCK, python_hash_seed="0",
+                                           vllm_version=VLLM_VERSION))
+        self.held: set[object] = set()
+        self.unsent = 0
+        self.served = 0
+
+    def record_routing_stats(self) -> dict[str, Any]:
+        return self.stats
+
+    async def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Serve a completions body whose prompt is token ids: publish the new blocks."""
+        tokens = list(body["prompt"])
+        keys = [self.scheme.publish(k)
+                for k in self.scheme.hasher.block_hashes(Request(tokens))]
+        first_new = next((i for i, k in enumerate(keys) if k not in self.held), len(keys))
+        if first_new < len(keys):
+            new = keys[first_new:]
+            self.held.update(new)
+            event = BlockStored(tuple(new), keys[first_new - 1] if first_new else None,
+                                tuple(tokens[first_new * BLOCK:len(keys) * BLOCK]), BLOCK,
+                                medium="GPU", group_idx=0)
+            payload = encode_batch(EventBatch(time.time(), (event,), 0), VLLM_VERSION)
+            self.publisher.publish(payload, send=self.unsent == 0)
+            self.unsent = max(self.unsent - 1, 0)
+        self.served += 1
+        await asyncio.sleep(0)
+        return {"replica": self.name}
+
+    def published(self) -> tuple[str, int]:
+        """This replica's name and how many batches it published (sent or not)."""
+        return self.name, self.publisher.seq
+
+    def skip_events(self, n: int) -> str:
+        """Leave the next ``n`` batches unsent on PUB (replay still has them)."""
+        self.unsent = n
+        return self.name
+
+    def actor_name(self) -> tuple[str, str]:
+        """This replica's name and its actor's (for ``ray.kill``)."""
+        return self.name, str(ray.get_runtime_context().get_actor_name())
+
+
+class Ingress:
+    """The application's entry: calls the vLLM deployment through its handle (and router)."""
+
+    def __init__(self, llm: DeploymentHandle) -> None:
+        self.llm = llm
+
+    async def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = await self.llm.chat.remote(body)
+        return result
+
+    def routers(self) -> list[dict[str, Any]]:
+        """The PrefixKeyRouters of this process (the handle's), with their feeds."""
+        return router_stats()
+

@@ -1,0 +1,247 @@
+"""PrefixKeyRouter under the real Ray Serve (ray[serve] 2.60.0), end to end on loopback.
+
+One local Ray cluster for the module (2 CPUs, deployments asking none), one
+Serve application per index kind: three fake vLLM 0.29 replicas
+(tests/gateways/ray_fleet.py) publishing KV events over ZMQ with replay
+sockets, behind an ingress that calls them through a deployment handle whose
+request router is ``PrefixKeyRouter``, configured as a user configures it. The
+router lives in the ingress replica's process; the test reads its counters
+through the ingress. Every wait polls with a bound; no assertion is timed.
+
+Skipped with the command that installs Ray when it is absent; under ``CI``
+that is a failure. The Redis test starts its own server (tests/redis_servers.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if importlib.util.find_spec("ray") is None or importlib.util.find_spec("zmq") is None:
+    _MISSING = "needs Ray Serve and pyzmq: pip install -e '.[ray]'"
+    if os.environ.get("CI"):
+        pytest.fail(_MISSING, pytrace=False)
+    pytest.skip(_MISSING, allow_module_level=True)
+
+import ray  # noqa: E402
+from ray import serve  # noqa: E402
+from ray.serve.config import RequestRouterConfig  # noqa: E402
+from ray.serve.handle import DeploymentHandle  # noqa: E402
+from ray_fleet import FakeVLLM, Ingress  # noqa: E402
+from redis_servers import RedisServer  # noqa: E402
+
+from prefixkey.gateways.ray import PrefixKeyRouter  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+TIMEOUT = 60.0
+#: The fake replicas' KV-event ports: PUB at base + rank, replay 10 above (tests' range
+#: 18800-18849; each application its own base).
+MEMORY_PORTS, REDIS_PORTS = 18800, 18820
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    """Listed first where used: without a server the test skips before Ray starts."""
+    server = RedisServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    # The replicas import ray_fleet (and this checkout's prefixkey) by name.
+    path = [str(HERE), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    os.environ["PYTHONPATH"] = os.pathsep.join(path)
+    # A new local cluster picks free ports for its GCS and services (never 6379).
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             logging_level="WARNING")
+    serve.start(proxy_location="Disabled")
+    try:
+        yield
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+
+
+def application(port_base: int, **router_kwargs: Any) -> Any:
+    """The Serve application, as its users write it: the router is one config field."""
+    llm = serve.deployment(
+        FakeVLLM, name="llm", num_replicas=3, ray_actor_options={"num_cpus": 0},
+        request_router_config=RequestRouterConfig(
+            request_router_class=PrefixKeyRouter,
+            request_router_kwargs={"vllm_version": "0.29.0", **router_kwargs},
+            request_routing_stats_period_s=0.2,
+        ),
+    ).bind(port_base)
+    return serve.deployment(Ingress, ray_actor_options={"num_cpus": 0}).bind(llm)
+
+
+def until(what: str, check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+class Fleet:
+    """A running application: calls, the router's view, the replicas' handle."""
+
+    def __init__(self, name: str, port_base: int, **router_kwargs: Any) -> None:
+        self.name = name
+        self.ingress: DeploymentHandle = serve.run(
+            application(port_base, **router_kwargs), name=name, route_prefix=None)
+        self.llm = serve.get_deployment_handle("llm", app_name=name)
+        self.names: set[str] = set()
+
+    def call(self, prompt: list[int]) -> str:
+        answer: dict[str, Any] = self.ingress.remote({"prompt": prompt}).result(
+            timeout_s=TIMEOUT)
+        return str(answer["replica"])
+
+    def router(self) -> dict[str, Any]:
+        stats: list[dict[str, Any]] = self.ingress.routers.remote().result(timeout_s=TIMEOUT)
+        (mine,) = [s for s in stats if "llm" in s["deployment"]]
+        return mine
+
+    def replicas(self) -> dict[str, int]:
+        """Each live replica's name and batch count (asked until all three answered)."""
+        seen: dict[str, int] = {}
+        deadline = time.monotonic() + TIMEOUT
+        while len(seen) < 3:
+            assert time.monotonic() < deadline, f"only {seen} answered"
+            name, seq = self.llm.published.remote().result(timeout_s=TIMEOUT)
+            seen[name] = seq
+        return seen
+
+    def wait_subscribed(self) -> None:
+        """Every replica has a feed in the router (its routing stats reached the router)."""
+        self.call([1, 2, 3])  # builds the ingress's handle, and with it the router
+        until("three feeds", lambda: len(self.router()["feeds"]) == 3)
+
+    def wait_applied(self, name: str, batches: int) -> None:
+        """The router has applied ``batches`` of replica ``name``'s batches."""
+        until(f"{batches} batches of {name}",
+              lambda: self.router()["feeds"].get(name, {}).get("batches", 0) >= batches)
+
+    def turn(self, prompt: list[int]) -> str:
+        """One call; then wait until its events reached the router (as a next turn would)."""
+        name = self.call(prompt)
+        self.wait_applied(name, self.batches(name))
+        return name
+
+    def batches(self, name: str) -> int:
+        for _ in range(30):
+            got, seq = self.llm.published.remote().result(timeout_s=TIMEOUT)
+            if got == name:
+                return int(seq)
+        raise AssertionError(f"replica {name} never answered")
+
+
+def conversation(i: int, turns: int) -> list[list[int]]:
+    """A chat as a router sees it: each turn's prompt extends the previous turn's."""
+    prompt = [10_000 * (i + 1) + t for t in range(40)]  # system + first user message
+    out = [list(prompt)]
+    for t in range(1, turns):
+        prompt += [20_000 + 100 * t + k for k in range(8)]     # the model's answer
+        prompt += [30_000 + 100 * t + k for k in range(24)]    # the next user message
+        out.append(list(prompt))
+    return out
+
+
+@pytest.fixture(scope="module")
+def memory_fleet(cluster: None) -> Iterator[Fleet]:
+    fleet = Fleet("prefixkey-memory", MEMORY_PORTS)
+    fleet.wait_subscribed()
+    yield fleet
+    serve.delete("prefixkey-memory")
+
+
+def test_multi_turn_conversations_land_on_their_prefix_holders(memory_fleet: Fleet) -> None:
+    fleet = memory_fleet
+    chats = [conversation(i, 4) for i in range(3)]
+    holders = [fleet.turn(chat[0]) for chat in chats]
+    before = fleet.router()["counters"]
+    for t in range(1, 4):
+        for chat, holder in zip(chats, holders, strict=True):
+            assert fleet.turn(chat[t]) == holder
+    after = fleet.router()["counters"]
+    assert after["routed"] - before["routed"] == 9
+    assert after["hits"] - before["hits"] == 9  # every later turn hit its prefix
+    assert after["unkeyed"] == 0 and after["index_unavailable"] == 0
+
+
+def test_an_event_gap_is_replayed_before_it_costs_a_miss(memory_fleet: Fleet) -> None:
+    fleet = memory_fleet
+    chat = conversation(7, 3)
+    holder = fleet.turn(chat[0])
+    # The holder's next batch is lost on PUB; the one after reveals the gap, and the
+    # router's feed fetches the lost one from the replica's replay socket.
+    for _ in range(30):
+        if fleet.llm.skip_events.remote(1).result(timeout_s=TIMEOUT) == holder:
+            break
+    else:
+        raise AssertionError(f"{holder} never answered")
+    assert fleet.call(chat[1]) == holder           # its blocks never reached the router
+    other = conversation(8, 1)[0]
+    gaps_before = fleet.router()["feeds"][holder].get("gaps", 0)
+    served = [fleet.call(other)]
+    while served[-1] != holder:  # a batch after the lost one, from the same replica
+        served.append(fleet.call(conversation(9 + len(served), 1)[0]))
+    fleet.wait_applied(holder, fleet.batches(holder))
+    feed = fleet.router()["feeds"][holder]
+    assert feed["gaps"] == gaps_before + 1 and feed["lost_batches"] == 0
+    assert fleet.turn(chat[2]) == holder
+    # Turn 3 hit turn 2's blocks, which reached the router only through the replay.
+    assert fleet.router()["last_hit_tokens"] == len(chat[1]) // 16 * 16
+
+
+def test_a_dead_replica_is_routed_around(memory_fleet: Fleet) -> None:
+    fleet = memory_fleet
+    chat = conversation(20, 4)
+    holder = fleet.turn(chat[0])
+    assert fleet.turn(chat[1]) == holder
+    for _ in range(30):
+        name, actor = fleet.llm.actor_name.remote().result(timeout_s=TIMEOUT)
+        if name == holder:
+            break
+    else:
+        raise AssertionError(f"{holder} never answered")
+    ray.kill(ray.get_actor(actor, namespace="serve"), no_restart=True)
+    # The next turn is served (by another replica: a miss); the one after stays there.
+    successor = fleet.turn(chat[2])
+    assert successor != holder
+    assert fleet.turn(chat[3]) == successor
+    until("the dead replica's feed closed", lambda: holder not in fleet.router()["feeds"])
+
+
+def test_a_redis_restart_costs_at_most_a_miss(redis: RedisServer, cluster: None) -> None:
+    # registry_max_age 0: a replica's first batch is routed on as soon as it is applied.
+    fleet = Fleet("prefixkey-redis", REDIS_PORTS, redis_url=redis.url, registry_max_age=0.0)
+    try:
+        fleet.wait_subscribed()
+        chat = conversation(30, 4)
+        holder = fleet.turn(chat[0])
+        assert fleet.turn(chat[1]) == holder
+        counters = fleet.router()["counters"]
+        assert counters["routed"] >= 2 and counters["hits"] >= 1, fleet.router()
+        redis.restart()  # no persistence: every entry is gone
+        # At most one miss: the next turn goes wherever the fallback sends it, and
+        # its blocks' events rebuild the index there; the turn after follows them.
+        placed = fleet.turn(chat[2])
+        assert fleet.turn(chat[3]) == placed
+        if placed != holder:  # the new holder published the whole prefix: a known hit
+            assert fleet.router()["last_hit_tokens"] == len(chat[2]) // 16 * 16
+    finally:
+        serve.delete("prefixkey-redis")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
