@@ -35,7 +35,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ray.serve._private.request_router.pow_2_router import PowerOfTwoChoicesRequestRouter
+from ray.serve._private.request_router.pow_2_router import (
+    PowerOfTwoChoicesRequestRouter as _Pow2,
+)
 from ray.serve.request_router import (
     LocalityMixin,
     MultiplexMixin,
@@ -76,6 +78,10 @@ COUNTERS: Final = (
     "bad_metadata",      # replicas advertising a malformed kv_event_metadata (not subscribed)
 )
 
+#: Ray's default order (power of two choices), as Ray's own prefix router falls back to it.
+#: Private in Ray 2.60: called unbound on this router, as PrefixCacheAffinityRouter does.
+_default_order: Any = _Pow2.choose_replicas
+
 #: At most this many ranks are handed back to Ray (it tries them in order).
 _MAX_RANKS: Final = 8
 
@@ -97,7 +103,11 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
     request_router_kwargs={...})``; the keywords are :meth:`initialize_state`'s.
     """
 
-    def initialize_state(  # type: ignore[override]
+    def initialize_state(self, **kwargs: Any) -> None:
+        """Ray Serve's hook, called with ``request_router_kwargs``: see :meth:`configure`."""
+        self.configure(**kwargs)
+
+    def configure(
         self,
         *,
         redis_url: str | None = None,
@@ -312,6 +322,11 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
             except IndexUnavailableError:
                 return None
 
+    async def _default(self, candidates: list[RunningReplica],
+                       pending: PendingRequest | None) -> list[list[RunningReplica]]:
+        order: list[list[RunningReplica]] = await _default_order(self, candidates, pending)
+        return order
+
     async def choose_replicas(
         self,
         candidate_replicas: list[RunningReplica],
@@ -319,8 +334,7 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
     ) -> list[list[RunningReplica]]:
         """Rank the candidates by prefixkey's cost model, best first (one replica per rank)."""
         if pending_request is None or not candidate_replicas:
-            return await PowerOfTwoChoicesRequestRouter.choose_replicas(
-                self, candidate_replicas, pending_request)  # type: ignore[arg-type]
+            return await self._default(candidate_replicas, pending_request)
         if pending_request.metadata.multiplexed_model_id:  # only replicas holding the adapter
             wanted = self.apply_multiplex_routing(pending_request=pending_request)
             candidates = [r for r in candidate_replicas if r.replica_id in wanted]
@@ -328,8 +342,7 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
             candidates = list(candidate_replicas)
         request = await self._request_of(pending_request) if candidates else None
         if request is None:
-            return await PowerOfTwoChoicesRequestRouter.choose_replicas(
-                self, candidate_replicas, pending_request)  # type: ignore[arg-type]
+            return await self._default(candidate_replicas, pending_request)
         by_id = {self._rid(r): r for r in candidates}
         loads = await self._queue_lens(candidates)
         names = list(by_id)
@@ -345,14 +358,13 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         if order is None:
             if self._redis_url is not None:
                 self.counters["index_unavailable"] += 1
-            return await PowerOfTwoChoicesRequestRouter.choose_replicas(
-                self, candidate_replicas, pending_request)  # type: ignore[arg-type]
+            return await self._default(candidate_replicas, pending_request)
         self.counters["routed"] += 1
         return [[by_id[rid]] for rid in order]
 
     def stats(self) -> dict[str, Any]:
         """This router's counters, its index size and each feed's counters."""
-        feeds = {}
+        feeds: dict[str, Any] = {}
         for name, (_, sub) in list(self._feeds.items()):
             replicas = sub.stats().get("replicas", {})
             feeds[name] = next(iter(replicas.values()), {})
@@ -361,4 +373,5 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         except PrefixKeyError:
             entries = None
         return {"deployment": str(self._deployment_id), "namespace": self._namespace,
-                "counters": dict(self.counters), "last_hit_tokens": self.last_hit_tokens, "entries": entries, "feeds": feeds}
+                "counters": dict(self.counters), "last_hit_tokens": self.last_hit_tokens,
+                "entries": entries, "feeds": feeds}

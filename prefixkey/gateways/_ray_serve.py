@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import ray
 from ray import serve
 
 from ._ray_replicas import REPLAY_PORT_OFFSET, ReplicaKVEvents, replica_kv_events
 
 __all__ = ["serve_replica_kv_events"]
+
+#: Untyped in Ray 2.60.
+_node_ip_address: Any = ray.util.get_node_ip_address
 
 
 def serve_replica_kv_events(*, port_base: int = 5557, replay_offset: int = REPLAY_PORT_OFFSET,
@@ -19,5 +24,5 @@ def serve_replica_kv_events(*, port_base: int = 5557, replay_offset: int = REPLA
     engine and return ``routing_stats`` from ``record_routing_stats()``.
     """
     rank = serve.get_replica_context().rank.local_rank
-    return replica_kv_events(rank, host or ray.util.get_node_ip_address(), port_base=port_base,
+    return replica_kv_events(rank, host or _node_ip_address(), port_base=port_base,
                              replay_offset=replay_offset, block_size=block_size)

@@ -78,7 +78,7 @@ class FakeVLLM:
     """One vLLM 0.29 replica, as its KV events and its answers show it (module docs)."""
 
     def __init__(self, port_base: int) -> None:
-        self.name = serve.get_replica_context().replica_id.unique_id
+        self.name = str(serve.get_replica_context().replica_id.unique_id)
         kv = serve_replica_kv_events(port_base=port_base, replay_offset=REPLAY_OFFSET,
                                      block_size=BLOCK, host="127.0.0.1")
         self.stats = kv.routing_stats
@@ -129,7 +129,7 @@ class FakeVLLM:
 class Ingress:
     """The application's entry: calls the vLLM deployment through its handle (and router)."""
 
-    def __init__(self, llm: DeploymentHandle) -> None:
+    def __init__(self, llm: DeploymentHandle[Any]) -> None:
         self.llm = llm
 
     async def __call__(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ that is a failure. The Redis test starts its own server (tests/redis_servers.py)
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
 import time
@@ -30,14 +31,14 @@ if importlib.util.find_spec("ray") is None or importlib.util.find_spec("zmq") is
         pytest.fail(_MISSING, pytrace=False)
     pytest.skip(_MISSING, allow_module_level=True)
 
-import ray  # noqa: E402
-from ray import serve  # noqa: E402
-from ray.serve.config import RequestRouterConfig  # noqa: E402
-from ray.serve.handle import DeploymentHandle  # noqa: E402
-from ray_fleet import FakeVLLM, Ingress  # noqa: E402
-from redis_servers import RedisServer  # noqa: E402
+import ray
+from ray import serve
+from ray.serve.config import RequestRouterConfig
+from ray.serve.handle import DeploymentHandle
+from ray_fleet import FakeVLLM, Ingress
+from redis_servers import RedisServer
 
-from prefixkey.gateways.ray import PrefixKeyRouter  # noqa: E402
+from prefixkey.gateways.ray import PrefixKeyRouter
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -62,26 +63,29 @@ def cluster() -> Iterator[None]:
     os.environ["PYTHONPATH"] = os.pathsep.join(path)
     # A new local cluster picks free ports for its GCS and services (never 6379).
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             logging_level="WARNING")
+             logging_level=logging.WARNING)
     serve.start(proxy_location="Disabled")
     try:
         yield
     finally:
-        serve.shutdown()
-        ray.shutdown()
+        shutdowns: list[Any] = [serve.shutdown, ray.shutdown]  # untyped in Ray 2.60
+        for shutdown in shutdowns:
+            shutdown()
 
 
 def application(port_base: int, **router_kwargs: Any) -> Any:
     """The Serve application, as its users write it: the router is one config field."""
-    llm = serve.deployment(
+    deployment: Any = serve.deployment  # its overloads do not type a class given directly
+    router_config: Any = RequestRouterConfig  # pydantic: typed as taking dicts
+    llm = deployment(
         FakeVLLM, name="llm", num_replicas=3, ray_actor_options={"num_cpus": 0},
-        request_router_config=RequestRouterConfig(
+        request_router_config=router_config(
             request_router_class=PrefixKeyRouter,
             request_router_kwargs={"vllm_version": "0.29.0", **router_kwargs},
             request_routing_stats_period_s=0.2,
         ),
     ).bind(port_base)
-    return serve.deployment(Ingress, ray_actor_options={"num_cpus": 0}).bind(llm)
+    return deployment(Ingress, ray_actor_options={"num_cpus": 0}).bind(llm)
 
 
 def until(what: str, check: Callable[[], bool]) -> None:
@@ -96,7 +100,7 @@ class Fleet:
 
     def __init__(self, name: str, port_base: int, **router_kwargs: Any) -> None:
         self.name = name
-        self.ingress: DeploymentHandle = serve.run(
+        self.ingress: DeploymentHandle[Any] = serve.run(
             application(port_base, **router_kwargs), name=name, route_prefix=None)
         self.llm = serve.get_deployment_handle("llm", app_name=name)
         self.names: set[str] = set()

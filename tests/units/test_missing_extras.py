@@ -37,6 +37,7 @@ CASES = [
     ("zmq", "from prefixkey.fleet import AsyncSubscriber", "zmq"),
     ("redis", "from prefixkey.fleet import RedisPrefixIndex\n"
               "    RedisPrefixIndex.from_url('redis://127.0.0.1:1/0')", "redis"),
+    ("ray", "from prefixkey.gateways.ray import PrefixKeyRouter", "ray"),
     ("tokenizers", "from prefixkey.render import Renderer", "render"),
     ("jinja2", "from prefixkey.render import Renderer", "render"),
     ("mistral_common", "from prefixkey.render import Renderer, ServerOptions\n"
