@@ -52,7 +52,7 @@ def test_a_completions_prompt_of_ids_is_hashed_as_is_with_its_salt() -> None:
     assert request is not None and list(request.token_ids) == [5, 6, 7]
     assert request.cache_salt == "tenant-a"
     with pytest.raises(InvalidRequestError) as err:
-        token_request(call_body(({"prompt": [5, -1]},), {}))  # type: ignore[arg-type]
+        token_request(call_body(({"prompt": [5, 1.5]},), {}))  # type: ignore[arg-type]
     assert err.value.field == "prompt" and err.value.position == 1
     with pytest.raises(InvalidRequestError, match="cache_salt"):
         token_request(call_body(({"prompt": [5], "cache_salt": 3},), {}))  # type: ignore[arg-type]
