@@ -82,8 +82,9 @@ COUNTERS: Final = (
 #: Private in Ray 2.60: called unbound on this router, as PrefixCacheAffinityRouter does.
 _default_order: Any = _Pow2.choose_replicas
 
-#: At most this many ranks are handed back to Ray (it tries them in order).
-_MAX_RANKS: Final = 8
+#: At most this many ranks are handed back to Ray (it tries them in order; a decision is
+#: built per rank, so few: when both refuse, Ray asks again).
+_MAX_RANKS: Final = 2
 
 def _scheme(config: Mapping[str, Any] | None) -> ReplicaScheme | None:
     if config is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 #: Names only a live service provides, and what it is.
 SERVICES = {
@@ -27,6 +27,7 @@ SERVICES = {
     "base_url": "a replica's OpenAI HTTP server (/v1/models)",
     "mistral_folder": "a real Mistral folder (tests/real_models.py's fetch cache)",
     "harmony_folder": "a real gpt-oss folder (tests/real_models.py's fetch cache)",
+    "VLLMReplica": "a Ray Serve deployment of vLLM replicas publishing KV events",
 }
 
 #: The pages with ``# given:`` snippets, and the test that runs them with the service.
@@ -35,6 +36,7 @@ LIVE = {
     "docs/subscriber.md": "tests/end_to_end/test_fleet_doc.py",
     "docs/render-mistral.md": "tests/end_to_end/test_render_real_docs.py",
     "docs/render-harmony.md": "tests/end_to_end/test_render_real_docs.py",
+    "docs/gateways/ray.md": "tests/gateways/test_ray.py",
 }
 
 

@@ -126,6 +126,15 @@ class FakeVLLM:
         return self.name, str(ray.get_runtime_context().get_actor_name())
 
 
+class DocReplica(FakeVLLM):
+    """The replica docs/gateways/ray.md's snippet is run against (its own ports)."""
+
+    PORTS = 18834
+
+    def __init__(self) -> None:
+        super().__init__(self.PORTS)
+
+
 class Ingress:
     """The application's entry: calls the vLLM deployment through its handle (and router)."""
 

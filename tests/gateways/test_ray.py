@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +36,7 @@ import ray
 from ray import serve
 from ray.serve.config import RequestRouterConfig
 from ray.serve.handle import DeploymentHandle
-from ray_fleet import FakeVLLM, Ingress
+from ray_fleet import DocReplica, FakeVLLM, Ingress
 from redis_servers import RedisServer
 
 from prefixkey.gateways.ray import PrefixKeyRouter
@@ -98,10 +99,12 @@ def until(what: str, check: Callable[[], bool]) -> None:
 class Fleet:
     """A running application: calls, the router's view, the replicas' handle."""
 
-    def __init__(self, name: str, port_base: int, **router_kwargs: Any) -> None:
+    def __init__(self, name: str, port_base: int, *, app: Any = None,
+                 **router_kwargs: Any) -> None:
         self.name = name
         self.ingress: DeploymentHandle[Any] = serve.run(
-            application(port_base, **router_kwargs), name=name, route_prefix=None)
+            app if app is not None else application(port_base, **router_kwargs), name=name,
+            route_prefix=None)
         self.llm = serve.get_deployment_handle("llm", app_name=name)
         self.names: set[str] = set()
 
@@ -245,6 +248,29 @@ def test_a_redis_restart_costs_at_most_a_miss(redis: RedisServer, cluster: None)
             assert fleet.router()["last_hit_tokens"] == len(chat[2]) // 16 * 16
     finally:
         serve.delete("prefixkey-redis")
+
+
+def test_the_config_of_docs_gateways_ray_md_routes_by_prefix(cluster: None) -> None:
+    """docs/gateways/ray.md's snippet, as written, given a vLLM deployment and an ingress."""
+    page = (ROOT / "docs" / "gateways" / "ray.md").read_text(encoding="utf-8")
+    (snippet,) = [s for s in re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+                  if s.startswith("# given: VLLMReplica, Ingress")]
+    deployment: Any = serve.deployment
+    names: dict[str, Any] = {
+        "__name__": "__snippet__",
+        "VLLMReplica": deployment(DocReplica, name="llm", ray_actor_options={"num_cpus": 0}),
+        "Ingress": deployment(Ingress, ray_actor_options={"num_cpus": 0}),
+    }
+    exec(compile(snippet, "docs/gateways/ray.md", "exec"), names)
+    fleet = Fleet("prefixkey-doc", DocReplica.PORTS, app=names["app"])
+    try:
+        fleet.wait_subscribed()  # the default stats period (10 s): replicas appear within it
+        chat = conversation(40, 3)
+        holder = fleet.turn(chat[0])
+        assert [fleet.turn(chat[1]), fleet.turn(chat[2])] == [holder, holder]
+        assert fleet.router()["last_hit_tokens"] == len(chat[1]) // 16 * 16
+    finally:
+        serve.delete("prefixkey-doc")
 
 
 if __name__ == "__main__":  # pragma: no cover
