@@ -62,9 +62,12 @@ def cluster() -> Iterator[None]:
     # The replicas import ray_fleet (and this checkout's prefixkey) by name.
     path = [str(HERE), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     os.environ["PYTHONPATH"] = os.pathsep.join(path)
+    # Ray's memory monitor kills workers when the machine (shared with other jobs) runs
+    # low; these replicas hold a few MB each: a kill would be the neighbours' doing.
+    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
     # A new local cluster picks free ports for its GCS and services (never 6379).
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.WARNING)
+             logging_level=logging.WARNING, object_store_memory=80 * 1024 * 1024)
     serve.start(proxy_location="Disabled")
     try:
         yield
