@@ -9,7 +9,7 @@ Drop it into a vLLM deployment's config::
                                  request_router_kwargs={"vllm_version": "0.29.0"})
 
 Each replica advertises its KV-event publisher in its routing stats
-(:func:`replica_kv_events`, :func:`serve_replica_kv_events`). docs/gateways/ray.md
+(:func:`replica_kv_events`, :func:`serve_replica_kv_events`). docs/ray.md
 has the whole setup; :mod:`._ray_router` the design. Needs the ``ray`` extra
 (``ray[serve]``, pinned, and pyzmq); the ``redis`` extra for a shared index.
 """

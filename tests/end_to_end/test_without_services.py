@@ -32,6 +32,7 @@ SERVICE_SUITES = (
     "tests/end_to_end/test_subscriber_redis_restart.py",
     "tests/end_to_end/test_fleet_doc.py",
     "tests/end_to_end/test_audit.py::test_html_report_renders_in_headless_chromium",
+    "tests/gateways/test_ray.py::test_a_redis_restart_costs_at_most_a_miss",
 )
 #: What a skip reason must offer: the command (or setting) that enables the test.
 ENABLING = ("start one with", "apt-get install", "pip install")

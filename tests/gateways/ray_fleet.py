@@ -127,7 +127,7 @@ class FakeVLLM:
 
 
 class DocReplica(FakeVLLM):
-    """The replica docs/gateways/ray.md's snippet is run against (its own ports)."""
+    """The replica docs/ray.md's snippet is run against (its own ports)."""
 
     PORTS = 18834
 
