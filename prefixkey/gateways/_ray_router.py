@@ -19,7 +19,11 @@ This router
   queued prefill plus twice the prefill still needed), the queue being the
   per-replica count of ongoing requests Ray's router already tracks;
 * **keys the call exactly** (:mod:`._ray_keys`): token ids as given, or an
-  OpenAI body rendered with a :class:`~prefixkey.render.Renderer`.
+  OpenAI body rendered with a :class:`~prefixkey.render.Renderer`;
+* **keeps the loop moving**: rendering runs in a worker thread, and with Redis the
+  hashing and ranking too; with the in-memory index (read on the loop, where
+  the feeds write it) the call yields between hashing and ranking, so no step
+  holds the loop longer than hashing the request.
 
 A call it cannot key (no ids, no renderer, a body the renderer or vLLM
 refuses), or an index that is unreachable, is routed as Ray's default
@@ -46,7 +50,7 @@ from ray.serve.request_router import (
     RunningReplica,
 )
 
-from ..core import Hasher, Request
+from ..core import BlockHash, Hasher, Request
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..fleet import (
     DEFAULT_TIER_WEIGHTS,
@@ -54,6 +58,7 @@ from ..fleet import (
     IndexUnavailableError,
     PrefixIndex,
     PrefixIndexBackend,
+    PreparedRequest,
     RedisPrefixIndex,
     ReplicaEndpoint,
     ReplicaId,
@@ -306,7 +311,7 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
             self._router.replicas = tuple(self._ids.values())
         return rid
 
-    def _rank(self, request: Request, names: list[ReplicaId],
+    def _rank(self, request: Request | PreparedRequest, names: list[ReplicaId],
               loads: dict[ReplicaId, float]) -> list[ReplicaId]:
         self._loads = loads
         ranking = self._router.route(request, names, limit=min(_MAX_RANKS, len(names)))
@@ -314,6 +319,32 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         if ranking[0].hit_tokens:
             self.counters["hits"] += 1
         return [d.replica for d in ranking]
+
+    async def _prepared(self, request: Request, names: list[ReplicaId]) -> PreparedRequest:
+        """The call hashed once per distinct scheme of the candidates, yielding in between.
+
+        Only the in-memory index, read on the loop (the feeds apply there). Each
+        hashing is one step on the loop, and the loop runs other work between it
+        and the ranking: no step is longer than hashing the request. (A worker
+        thread would free the loop entirely, but its hand-offs cost more than the
+        ranking itself on a busy machine.)
+        """
+        request.check_inside(len(request.token_ids))
+        known = self._index.replicas()
+        schemes: dict[tuple[object, ...], ReplicaScheme] = {}
+        for rid in names:
+            scheme = known.get(rid)
+            if scheme is not None:
+                schemes.setdefault(scheme.key, scheme)
+        keys: dict[tuple[object, ...], list[BlockHash]] = {}
+        for scheme in schemes.values():
+            if scheme.hash_key not in keys:
+                keys[scheme.hash_key] = scheme.hasher.block_hashes(request)
+                await asyncio.sleep(0)
+        prepared = PreparedRequest(len(request.token_ids), request)
+        for scheme in schemes.values():  # a scheme registered meanwhile is hashed by rank
+            prepared.add_keys(scheme, keys[scheme.hash_key])
+        return prepared
 
     def _rank_locked(self, request: Request, names: list[ReplicaId],
                      loads: dict[ReplicaId, float]) -> list[ReplicaId] | None:
@@ -349,7 +380,8 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         names = list(by_id)
         try:
             if self._redis_url is None:
-                order: list[ReplicaId] | None = self._rank(request, names, loads)
+                prepared = await self._prepared(request, names)
+                order: list[ReplicaId] | None = self._rank(prepared, names, loads)
             else:
                 order = await asyncio.to_thread(self._rank_locked, request, names, loads)
         except PrefixKeyError as exc:
