@@ -66,8 +66,16 @@ def cluster() -> Iterator[None]:
     # low; these replicas hold a few MB each: a kill would be the neighbours' doing.
     os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
     # A new local cluster picks free ports for its GCS and services (never 6379).
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.WARNING, object_store_memory=80 * 1024 * 1024)
+    for attempt in range(3):  # Ray gives its raylet a fixed 30 s to register: a busy
+        try:                  # machine can miss it once
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.WARNING, object_store_memory=80 * 1024 * 1024)
+            break
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or attempt == 2:
+                raise
+            stop: Any = ray.shutdown  # untyped in Ray 2.60
+            stop()
     serve.start(proxy_location="Disabled")
     try:
         yield
