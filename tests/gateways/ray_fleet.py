@@ -116,9 +116,11 @@ class FakeVLLM:
         """This replica's name and how many batches it published (sent or not)."""
         return self.name, self.publisher.seq
 
-    def skip_events(self, n: int) -> str:
-        """Leave the next ``n`` batches unsent on PUB (replay still has them)."""
-        self.unsent = n
+    def skip_events(self, n: int, name: str) -> str:
+        """On replica ``name`` only, leave the next ``n`` batches unsent on PUB (replay
+        still has them); every replica answers its name (calls land on any of them)."""
+        if self.name == name:
+            self.unsent = n
         return self.name
 
     def actor_name(self) -> tuple[str, str]:

@@ -203,7 +203,7 @@ def test_an_event_gap_is_replayed_before_it_costs_a_miss(memory_fleet: Fleet) ->
     # The holder's next batch is lost on PUB; the one after reveals the gap, and the
     # router's feed fetches the lost one from the replica's replay socket.
     for _ in range(30):
-        if fleet.llm.skip_events.remote(1).result(timeout_s=TIMEOUT) == holder:
+        if fleet.llm.skip_events.remote(1, holder).result(timeout_s=TIMEOUT) == holder:
             break
     else:
         raise AssertionError(f"{holder} never answered")
