@@ -24,6 +24,15 @@ there (what the gateway counts as queued until the first token).
   request's blocks held, the queue score ``(max - q) / (max - min)`` over
   waiting requests (1 when all equal), the KV score ``1 - usage``; the
   highest total wins (ties: the first).
+* ``ray-prefix``: Ray Serve's ``PrefixCacheAffinityRouter`` at its defaults
+  (``imbalanced_threshold`` infinite, so load never overrides the match;
+  ``match_rate_threshold`` 0.1; no eviction), approximated: its tree records
+  the prompts it sent to each replica (never what the replicas evicted) and
+  matches the longest recorded prefix; the simulator has tokens, not text, so
+  a token stands for a character and prefixes are matched whole blocks at a
+  time (chained block keys). Below a 10% match it picks the replicas with the
+  fewest recorded tokens; among the chosen, the fewest requests sent and not
+  finished (Ray's queue length; ties: the first).
 """
 
 from __future__ import annotations
@@ -160,6 +169,37 @@ def _llm_d(ctx: PolicyContext) -> Policy:
     return choose
 
 
+def _ray_prefix(ctx: PolicyContext) -> Policy:
+    n_rep, bs = len(ctx.replicas), ctx.block_size
+    sent_to: dict[object, set[int]] = {}  # a chained block key: the replicas it was sent to
+    recorded = [0] * n_rep  # tokens recorded per replica (Ray's tenant size, in characters)
+    requests = ctx.gateway.requests
+
+    def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
+        n = prepared.num_tokens
+        blocks = keys.groups[0]
+        matched, holders = 0, set(range(n_rep))
+        for j, key in enumerate(blocks):
+            who = sent_to.get(key)
+            if not who:
+                break
+            matched, holders = (j + 1) * bs, who
+        hit = matched if n and matched / n >= 0.1 else 0
+        if not hit:  # below match_rate_threshold: the smallest tenants
+            least = min(recorded)
+            holders = {i for i in range(n_rep) if recorded[i] == least}
+        i = min(holders, key=lambda j: (requests[j], j))
+        new = 0
+        for key in blocks:  # inserted after routing: what it did not record yet
+            who = sent_to.setdefault(key, set())
+            if i not in who:
+                who.add(i)
+                new += 1
+        recorded[i] += new * bs
+        return i, float(n - hit)
+    return choose
+
+
 POLICIES: dict[str, Callable[[PolicyContext], Policy]] = {
     "ours": lambda ctx: _ours(ctx, True),
     "ours-noload": lambda ctx: _ours(ctx, False),
@@ -168,6 +208,7 @@ POLICIES: dict[str, Callable[[PolicyContext], Policy]] = {
     "rendezvous": _rendezvous,
     "dynamo": _dynamo,
     "llm-d": _llm_d,
+    "ray-prefix": _ray_prefix,
 }
 
 

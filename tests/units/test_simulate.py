@@ -132,3 +132,26 @@ def test_bad_configuration_is_a_typed_error() -> None:
         simulate([], SimulationConfig(policies=("best",)))
     with pytest.raises(InvalidRequestError, match="null block"):
         simulate([], SimulationConfig(blocks_per_replica=1))
+
+
+def test_ray_prefix_follows_what_it_sent_and_ignores_load() -> None:
+    """Ray's PrefixCacheAffinityRouter as modelled: sent prefixes win over load; below a
+    10% match, the replica with the fewest recorded tokens."""
+    from prefixkey import Hasher, Request
+    from prefixkey.analysis._simulate_policies import Gateway, PolicyContext, make_policy
+    from prefixkey.fleet import PrefixIndex, PreparedRequest, ReplicaId, ReplicaScheme
+
+    scheme = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0", vllm_version="0.31.0"))
+    gateway = Gateway(requests=[0, 0, 0], prefill=[0.0] * 3, active_blocks=[0] * 3)
+    choose = make_policy("ray-prefix", PolicyContext(
+        PrefixIndex(), [ReplicaId(n) for n in "abc"], gateway, block_size=16, seed=0))
+
+    def send(tokens: list[int]) -> tuple[int, float]:
+        prepared = PreparedRequest(len(tokens), Request(tokens))
+        return choose(prepared, prepared.keys_for(scheme))
+
+    first = list(range(1000, 1160))  # 10 blocks
+    assert send(first) == (0, 160.0)  # nothing recorded: the smallest tenants, the first
+    gateway.requests[:] = [5, 0, 0]  # replica 0 busy: load does not override the match
+    assert send([*first, *range(5000, 5040)]) == (0, 200.0 - 160.0)
+    assert send(list(range(9000, 9160)))[0] == 1  # no match: the fewest recorded tokens
