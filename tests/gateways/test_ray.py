@@ -284,5 +284,64 @@ def test_the_config_of_docs_ray_md_routes_by_prefix(cluster: None) -> None:
         serve.delete("prefixkey-doc")
 
 
+class _Standin:
+    """What choose_replicas reads of a RunningReplica (no cluster needed)."""
+
+    def __init__(self, name: str) -> None:
+        from ray.serve._private.common import DeploymentID, ReplicaID
+
+        self.replica_id = ReplicaID(name, DeploymentID("llm", "unit"))
+        self.max_ongoing_requests = 8
+        self.routing_stats: dict[str, Any] = {}
+
+
+def _bare_router(**kwargs: Any) -> Any:
+    """A PrefixKeyRouter built as Ray Serve builds one, outside any cluster."""
+    if _MISSING is not None:
+        missing(_MISSING)
+    from ray.serve._private.common import DeploymentHandleSource, DeploymentID
+
+    router = PrefixKeyRouter(deployment_id=DeploymentID(name="llm", app_name="unit"),
+                             handle_source=DeploymentHandleSource.UNKNOWN,
+                             use_replica_queue_len_cache=True, get_curr_time_s=lambda: 0.0)
+    router.initialize_state(**kwargs)
+    return router
+
+
+MODEL = str(ROOT / "tests" / "render" / "models" / "gpt2_bytelevel")
+
+
+def test_rendering_for_vllm_0_29_is_refused_when_the_router_is_built() -> None:
+    from prefixkey.render import RenderUnsupportedError
+
+    with pytest.raises(RenderUnsupportedError, match=re.escape("vLLM 0.29.0")):
+        _bare_router(render={"model": MODEL, "vllm_version": "0.29.0"})
+
+
+def test_a_chat_body_is_rendered_and_keyed() -> None:
+    import asyncio
+
+    router = _bare_router(render={"model": MODEL, "vllm_version": "0.31.0"})
+    from ray.serve._private.request_router.common import PendingRequest
+
+    replicas = [_Standin(n) for n in ("a", "b")]
+    for r in replicas:
+        router.replica_queue_len_cache.update(r.replica_id, 0)
+    meta: Any = type("Meta", (), {"request_id": "r", "multiplexed_model_id": "",
+                                  "internal_request_id": "r"})()
+
+    async def choose(body: dict[str, Any]) -> Any:
+        pending = PendingRequest(args=[body], kwargs={}, metadata=meta)
+        return await router.choose_replicas(replicas, pending)
+
+    order = asyncio.run(choose({"messages": [{"role": "user", "content": "Hello there"}]}))
+    assert len(order) == 2 and {g[0].replica_id.unique_id for g in order} == {"a", "b"}
+    assert router.counters["routed"] == 1 and router.counters["unkeyed"] == 0
+    # A body vLLM answers with a 400 itself: routed by Ray's default order, counted.
+    fallback = asyncio.run(choose({"messages": "not a list"}))
+    assert isinstance(fallback, list)  # Ray's order over the replicas Ray told it of
+    assert router.counters["refused"] == 1 and router.counters["routed"] == 1
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
