@@ -106,7 +106,7 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
     """Routes each call to the replica with the lowest expected time to first token.
 
     Configure it through ``RequestRouterConfig(request_router_class=PrefixKeyRouter,
-    request_router_kwargs={...})``; the keywords are :meth:`initialize_state`'s.
+    request_router_kwargs={...})``; the keywords are :meth:`configure`'s.
     """
 
     def initialize_state(self, **kwargs: Any) -> None:
@@ -387,10 +387,9 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         except PrefixKeyError as exc:
             self.counters["refused"] += 1
             logger.debug("request %s not ranked: %s", pending_request.metadata.request_id, exc)
-            order = None
-        if order is None:
-            if self._redis_url is not None:
-                self.counters["index_unavailable"] += 1
+            return await self._default(candidate_replicas, pending_request)
+        if order is None:  # Redis unreachable (IndexUnavailableError, in the worker thread)
+            self.counters["index_unavailable"] += 1
             return await self._default(candidate_replicas, pending_request)
         self.counters["routed"] += 1
         return [[by_id[rid]] for rid in order]
