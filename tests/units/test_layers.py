@@ -39,6 +39,7 @@ LAYERS: Final[Mapping[str, float]] = {
     "fleet": 5.9,
     "analysis": 6,
     "testing": 6,
+    "gateways": 7,
     "cli": 8,
     "prefixkey": 9,
     "__main__": 9,  # python -m prefixkey

@@ -1,0 +1,1 @@
+"""Routing plugins for the gateways fleets already run (LiteLLM, Ray Serve LLM)."""
