@@ -101,8 +101,8 @@ def replica_config(deployment: Mapping[str, Any]) -> ReplicaConfig | None:
     if config.get("block_size") is not None:
         block_size = config["block_size"]
         if type(block_size) is not int or block_size < 1:
-            raise InvalidRequestError("model_info.prefixkey.block_size",
-                                      f"deployment {name}: must be an int >= 1, got {block_size!r}")
+            raise InvalidRequestError("model_info.prefixkey.block_size", f"deployment {name}: "
+                                      f"must be an int >= 1, got {block_size!r}")
         seed = config.get("python_hash_seed")
         if seed is not None:
             seed = _text(name, "python_hash_seed", seed)

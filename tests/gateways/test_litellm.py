@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from fake_vllm import FakeVLLM
 from litellm_fleet import (
     SERVED,
     ctx,  # noqa: F401 (a fixture)
@@ -23,11 +24,10 @@ from litellm_fleet import (
     replicas,  # noqa: F401 (a fixture)
 )
 
-from fake_vllm import FakeVLLM  # noqa: E402
-from prefixkey.errors import InvalidRequestError  # noqa: E402
-from prefixkey.fleet import PrefixIndex, PrefixIndexBackend  # noqa: E402
-from prefixkey.gateways.litellm import PrefixKeyRouting, install  # noqa: E402
-from prefixkey.gateways._litellm_body import vllm_chat_body  # noqa: E402
+from prefixkey.errors import InvalidRequestError
+from prefixkey.fleet import PrefixIndex, PrefixIndexBackend
+from prefixkey.gateways._litellm_body import vllm_chat_body
+from prefixkey.gateways.litellm import PrefixKeyRouting, install
 
 TIMEOUT = 10.0
 SYSTEM = {"role": "system", "content": "You are a careful assistant for a shipping company. " * 6}
@@ -125,8 +125,8 @@ def test_a_multi_turn_conversation_stays_on_the_replica_holding_its_prefix(
 def test_the_body_rendered_is_the_body_litellm_sends(
         replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
 ) -> None:
-    router, strategy = routed()
-    messages = [SYSTEM, {"role": "user", "content": "hi"},
+    router, _ = routed()
+    messages: list[dict[str, Any]] = [SYSTEM, {"role": "user", "content": "hi"},
                 {"role": "assistant", "content": [{"type": "text", "text": "a"},
                                                   {"type": "text", "text": "b"}]},
                 {"role": "user", "content": "and?"}]
@@ -226,3 +226,47 @@ def test_the_memory_index_is_the_default(
         replicas: list[FakeVLLM]) -> None:  # noqa: F811
     strategy = PrefixKeyRouting(make_router(replicas))
     assert isinstance(strategy.index, PrefixIndex) and strategy.subscriber is None
+
+
+def test_a_deployment_in_cooldown_is_left_out(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    # LiteLLM calls a custom strategy before its own cooldown filter: the plugin applies it.
+    router, strategy = routed()
+    connected(strategy, replicas)
+    (holder,) = set(conversation(router, replicas, 2, "parcels", strategy))
+    router.health().cooldowns.add_deployment_to_cooldown(holder, RuntimeError("down"), 500, 60.0)
+    for r in replicas:
+        r.received.clear()
+    where = conversation(router, replicas, 3, "parcels", strategy)
+    assert holder not in where and where == [where[0]] * 3, where
+
+
+def test_every_deployment_cooling_falls_back_to_another_group(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    backup = {"model_name": "backup", "litellm_params": {
+        "model": f"hosted_vllm/{SERVED}", "api_base": replicas[2].url}}
+    router = litellm.Router(model_list=[deployment(r) for r in replicas[:2]] + [backup],
+                            fallbacks=[{"qwen": ["backup"]}], num_retries=0)
+    with install(router) as strategy:
+        for r in replicas[:2]:
+            router.health().cooldowns.add_deployment_to_cooldown(r.name, RuntimeError("x"), 500,
+                                                                 60.0)
+        assert chat(router, [{"role": "user", "content": "hi"}]) == "served by r2"
+        assert strategy.counts["unconfigured"] == 1  # the backup group has no prefix config
+
+
+def test_the_sync_completion_path_routes_by_prefix_too(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    connected(strategy, replicas)
+    messages: list[dict[str, Any]] = [SYSTEM]
+    where = []
+    for turn in range(3):
+        messages = [*messages, {"role": "user", "content": f"sync question {turn}?"}]
+        answer = router.completion(model="qwen", messages=messages).choices[0].message.content
+        where += served_by(replicas, messages)
+        fed(strategy, replicas)
+        messages = [*messages, {"role": "assistant", "content": answer}]
+    assert len(where) == 3 and where == [where[0]] * 3, where
