@@ -35,6 +35,7 @@ LIVE = {
     "docs/subscriber.md": "tests/end_to_end/test_fleet_doc.py",
     "docs/render-mistral.md": "tests/end_to_end/test_render_real_docs.py",
     "docs/render-harmony.md": "tests/end_to_end/test_render_real_docs.py",
+    "docs/litellm.md": "tests/gateways/test_litellm_doc.py",
 }
 
 
