@@ -33,7 +33,7 @@ import logging
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._extras import needs_extra
@@ -49,7 +49,6 @@ from ..fleet import (
     IndexUnavailableError,
     PrefixIndex,
     PrefixIndexBackend,
-    RouteDecision,
     SubscriberOptions,
 )
 from ..fleet import Router as PrefixRouter
@@ -165,22 +164,23 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         request_kwargs: dict[str, object] | None = None,
     ) -> Deployment:
         kwargs = request_kwargs or {}
-        deployments, cooling = await self._cooling_async(model)
-        healthy = self._filter(model, deployments, cooling, kwargs)
-        configured = [d for d in healthy if deployment_id(d) in self.replicas]
+        group = self._group(model)
+        active = await self.litellm_router.health().cooldowns.async_get_active_cooldowns(
+            list(group), None)
+        healthy = self._filter(model, group, {c[0] for c in active}, kwargs)
+        configured = [name for name in healthy if name in self.replicas]
         if not configured or model not in self._renderers:
-            return self._without_keys(model, healthy, "unconfigured", kwargs)
+            return self._without_keys(group, healthy, "unconfigured", kwargs)
         try:
-            request = await asyncio.to_thread(self._render, model, configured[0], messages,
-                                              kwargs)
+            request = await self._rendered(model, group[configured[0]], messages, kwargs)
         except PrefixKeyError as exc:
             logger.debug("model group %s: routed without keys: %s", model, exc)
-            return self._without_keys(model, healthy, "render_failed", kwargs)
-        if self._offload_index:
-            decision = await asyncio.to_thread(self._rank, request, configured)
-        else:
-            decision = self._rank(request, configured)
-        return self._chosen(model, healthy, decision, kwargs)
+            return self._without_keys(group, healthy, "render_failed", kwargs)
+        if self._offload_index:  # a Redis client blocks: never on the event loop
+            chosen = await asyncio.to_thread(self._rank, request, configured)
+        else:  # in memory: one ranking holds the loop for a fraction of the hashing
+            chosen = self._rank(request, configured)
+        return self._chosen(group, healthy, chosen, kwargs)
 
     def get_available_deployment(
         self, model: str, messages: list[dict[str, str]] | None = None,
@@ -188,38 +188,32 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         request_kwargs: dict[str, object] | None = None,
     ) -> Deployment:
         kwargs = request_kwargs or {}
-        deployments = self._group(model)
-        cooling = {c[0] for c in self.litellm_router.health().cooldowns.get_active_cooldowns(
-            [deployment_id(d) for d in deployments], None)}
-        healthy = self._filter(model, deployments, cooling, kwargs)
-        configured = [d for d in healthy if deployment_id(d) in self.replicas]
+        group = self._group(model)
+        active = self.litellm_router.health().cooldowns.get_active_cooldowns(list(group), None)
+        healthy = self._filter(model, group, {c[0] for c in active}, kwargs)
+        configured = [name for name in healthy if name in self.replicas]
         if not configured or model not in self._renderers:
-            return self._without_keys(model, healthy, "unconfigured", kwargs)
+            return self._without_keys(group, healthy, "unconfigured", kwargs)
         try:
-            request = self._render(model, configured[0], messages, kwargs)
+            request = self._render(model, group[configured[0]], messages, kwargs)
         except PrefixKeyError as exc:
             logger.debug("model group %s: routed without keys: %s", model, exc)
-            return self._without_keys(model, healthy, "render_failed", kwargs)
-        return self._chosen(model, healthy, self._rank(request, configured), kwargs)
+            return self._without_keys(group, healthy, "render_failed", kwargs)
+        return self._chosen(group, healthy, self._rank(request, configured), kwargs)
 
     # -- the steps ---------------------------------------------------------------------
 
-    def _group(self, model: str) -> list[Deployment]:
+    def _group(self, model: str) -> dict[str, Deployment]:
+        """The model group's deployments by id, in LiteLLM's order."""
         found = self.litellm_router.registry().deployments(model)
-        return list(found or ())
+        return {deployment_id(d): d for d in found or ()}
 
-    async def _cooling_async(self, model: str) -> tuple[list[Deployment], set[str]]:
-        deployments = self._group(model)
-        active = await self.litellm_router.health().cooldowns.async_get_active_cooldowns(
-            [deployment_id(d) for d in deployments], None)
-        return deployments, {c[0] for c in active}
-
-    def _filter(self, model: str, deployments: Sequence[Deployment], cooling: set[str],
-                kwargs: Mapping[str, object]) -> list[Deployment]:
+    def _filter(self, model: str, group: Mapping[str, Deployment], cooling: set[str],
+                kwargs: Mapping[str, object]) -> list[str]:
         """What LiteLLM's filters would leave: no cooldown, none this call already tried."""
+        healthy = [name for name in group if name not in cooling]
         tried = self._tried_by(kwargs)
-        healthy = [d for d in deployments if deployment_id(d) not in cooling]
-        fresh = [d for d in healthy if deployment_id(d) not in tried]
+        fresh = [name for name in healthy if name not in tried] if tried else healthy
         if fresh:
             return fresh
         if healthy:  # every healthy one was tried: retry among them, as LiteLLM's own do
@@ -244,6 +238,12 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
             while len(self._tried) > self._max_tracked:
                 self._tried.popitem(last=False)
 
+    async def _rendered(self, model: str, deployment: Deployment, messages: Any,
+                        kwargs: Mapping[str, object]) -> Request:
+        """:meth:`_render` in a worker thread: a long conversation renders for milliseconds,
+        longer than the event loop may be held (benchmarks/GATEWAYS.md times the rest)."""
+        return await asyncio.to_thread(self._render, model, deployment, messages, kwargs)
+
     def _render(self, model: str, deployment: Deployment, messages: Any,
                 kwargs: Mapping[str, object]) -> Request:
         """The request vLLM hashes for the body LiteLLM will send (raises PrefixKeyError)."""
@@ -251,34 +251,31 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         (rendered,) = self._renderers[model].render("/v1/chat/completions", body)
         return rendered.request
 
-    def _rank(self, request: Request, configured: Sequence[Deployment]
-              ) -> RouteDecision | None:
+    def _rank(self, request: Request, candidates: list[str]) -> str | None:
         """The best candidate by the index, or None when the index does not answer."""
-        candidates = [deployment_id(d) for d in configured]
         try:
             with self._lock:
                 prepared = self.router.prepare(request, candidates)
-                return self.router.rank(prepared, candidates, limit=1)[0]
+                return self.router.rank(prepared, candidates, limit=1)[0].replica.name
         except IndexUnavailableError as exc:
             logger.debug("the index did not answer: routed without keys: %s", exc)
             return None
 
-    def _chosen(self, model: str, healthy: Sequence[Deployment], decision: RouteDecision | None,
+    def _chosen(self, group: Mapping[str, Deployment], healthy: list[str], chosen: str | None,
                 kwargs: Mapping[str, object]) -> Deployment:
-        if decision is None:
-            return self._without_keys(model, healthy, "index_unavailable", kwargs)
+        if chosen is None:
+            return self._without_keys(group, healthy, "index_unavailable", kwargs)
         self.counts["routed"] += 1
-        chosen = decision.replica.name
         self._mark_tried(kwargs, chosen)
-        return next(d for d in healthy if deployment_id(d) == chosen)
+        return group[chosen]
 
-    def _without_keys(self, model: str, healthy: Sequence[Deployment], why: str,
+    def _without_keys(self, group: Mapping[str, Deployment], healthy: list[str], why: str,
                       kwargs: Mapping[str, object]) -> Deployment:
         """No keys to route on: a healthy deployment at random, as LiteLLM's simple shuffle."""
         self.counts[why] += 1
         chosen = random.choice(healthy)
-        self._mark_tried(kwargs, deployment_id(chosen))
-        return chosen
+        self._mark_tried(kwargs, chosen)
+        return group[chosen]
 
 
 def install(router: Any, **options: Any) -> PrefixKeyRouting:

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_vllm import FakeVLLM
 from litellm_fleet import (
     MODEL_DIR,
     SERVED,
     ctx,  # noqa: F401 (a fixture)
     replicas,  # noqa: F401 (a fixture)
 )
-
-from fake_vllm import FakeVLLM
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "litellm.md"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fake_vllm import FakeVLLM
 from litellm_fleet import (
     ctx,  # noqa: F401 (a fixture)
     replicas,  # noqa: F401 (a fixture)
@@ -17,7 +18,6 @@ from litellm_fleet import (
 from redis_servers import redis_module, redis_server
 from test_litellm import SYSTEM, chat, connected, conversation, make_router, served_by
 
-from fake_vllm import FakeVLLM
 from prefixkey.fleet import RedisPrefixIndex
 from prefixkey.gateways.litellm import install
 
