@@ -21,8 +21,8 @@ prompts of 1k, 8k and 32k tokens (block size 16, sha256, vLLM 0.31.0):
   step keeps, hashing, ranking (in a worker thread for Redis) and the answer.
 
 The two are timed interleaved (one call of each in turn); ``ratio`` is the
-median plugin time over the median hash time. Targets (issue 25): ≤ 1.2× with
-the in-memory index, ≤ 2.5× with Redis. Results go to stdout and ``--out``
+median plugin time over the median hash time. Targets (issue 25): <= 1.2x with
+the in-memory index, <= 2.5x with Redis. Results go to stdout and ``--out``
 (default benchmarks/GATEWAYS.md, which the script rewrites with its table).
 """
 
@@ -36,18 +36,19 @@ import random
 import statistics
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import litellm  # noqa: E402
+import litellm
 
-from prefixkey import Hasher, Request  # noqa: E402
-from prefixkey.events import BlockStored, EventBatch  # noqa: E402
-from prefixkey.fleet import PrefixIndex, PrefixIndexBackend, RedisPrefixIndex, ReplicaScheme  # noqa: E402
-from prefixkey.gateways.litellm import PrefixKeyRouting  # noqa: E402
+from prefixkey import Hasher, Request
+from prefixkey.events import BlockStored, EventBatch, EventHash
+from prefixkey.fleet import PrefixIndex, PrefixIndexBackend, RedisPrefixIndex, ReplicaScheme
+from prefixkey.gateways.litellm import PrefixKeyRouting
 
 BLOCK = 16
 HASHER = Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version="0.31.0")
@@ -68,12 +69,12 @@ def model_list(replicas: int) -> list[dict[str, Any]]:
             for i in range(replicas)]
 
 
-def fill(index: PrefixIndexBackend, replicas: int, keys: list[int], filler: int,
+def fill(index: PrefixIndexBackend, replicas: int, keys: list[EventHash], filler: int,
          rng: random.Random) -> None:
     for i in range(replicas):
         rid = index.register(f"r{i}", SCHEME)
         held = keys[:rng.randrange(len(keys) + 1)]
-        extra = [rng.getrandbits(63) for _ in range(filler)]
+        extra: list[EventHash] = [rng.getrandbits(63) for _ in range(filler)]
         for chain in (held, extra):
             for start in range(0, len(chain), 256):
                 part = tuple(chain[start:start + 256])
@@ -97,10 +98,7 @@ def row(tokens: int, replicas: int, filler: int, redis_url: str | None, rounds: 
     fill(index, replicas, keys, filler, rng)
     router = litellm.Router(model_list=model_list(replicas))
     strategy = PrefixKeyRouting(router, index=index)
-    async def rendered(*args: Any) -> Request:  # rendering (and its thread hand-off) aside
-        return request
-
-    strategy._rendered = rendered  # type: ignore[method-assign]
+    strategy._render = lambda *args: request  # type: ignore[method-assign]  # rendering aside
     times: dict[str, list[float]] = {"plugin": [], "hash": [], "plugin_cpu": [],
                                      "hash_cpu": [], "hop": []}
 
@@ -125,10 +123,41 @@ def row(tokens: int, replicas: int, filler: int, redis_url: str | None, rounds: 
 
     asyncio.run(run())
     assert strategy.counts["routed"] == rounds + 5, strategy.counts
+    parts = breakdown(strategy, request, replicas, rounds) if not redis_url else {}
     m = {k: statistics.median(v) * 1e6 for k, v in times.items()}
     return {"tokens": tokens, "replicas": replicas, "index": "Redis" if redis_url else "memory",
             "hash_us": m["hash"], "plugin_us": m["plugin"], "ratio": m["plugin"] / m["hash"],
-            "cpu_ratio": m["plugin_cpu"] / max(m["hash_cpu"], 1e-9), "hop_us": m["hop"]}
+            "cpu_ratio": m["plugin_cpu"] / max(m["hash_cpu"], 1e-9), "hop_us": m["hop"],
+            **parts}
+
+
+def breakdown(strategy: PrefixKeyRouting, request: Request, replicas: int, rounds: int
+              ) -> dict[str, float]:
+    """The plugin's steps alone, each the median of the loop thread's CPU time (µs)."""
+    names = [f"r{i}" for i in range(replicas)]
+    router = strategy.router
+    prepared = router.prepare(request, names)
+    group = strategy._group("qwen")
+    cooldowns = strategy.litellm_router.health().cooldowns
+    steps: dict[str, Any] = {
+        "hash_cpu_us": lambda: HASHER.block_hashes(request),
+        "prepare_us": lambda: router.prepare(request, names),
+        "rank_us": lambda: router.rank(prepared, names, limit=1)[0],
+        "group_us": lambda: strategy._group("qwen"),
+        "cooldowns_us": lambda: asyncio.run(cooldowns.async_get_active_cooldowns(list(group),
+                                                                                  None)),
+        "empty_run_us": lambda: asyncio.run(asyncio.sleep(0)),
+    }
+    out = {}
+    for name, step in steps.items():
+        spent = []
+        for _ in range(rounds):
+            start = time.thread_time()
+            step()
+            spent.append(time.thread_time() - start)
+        out[name] = statistics.median(spent) * 1e6
+    out["cooldowns_us"] -= out.pop("empty_run_us")  # asyncio.run's own cost, not the read's
+    return out
 
 
 def main() -> None:
@@ -153,9 +182,15 @@ def main() -> None:
     table += [f"| {r['index']} | {r['replicas']} | {r['tokens']} | {r['hash_us']:.0f} | "
               f"{r['plugin_us']:.0f} | {r['ratio']:.2f} | {r['cpu_ratio']:.2f} | "
               f"{r['hop_us']:.0f} |" for r in rows]
+    table += ["", "| replicas | tokens | hash | Router.prepare (hash + event-form keys) | "
+              "Router.rank, top 1 | LiteLLM group lookup | LiteLLM cooldown read |",
+              "|---:|---:|---:|---:|---:|---:|---:|"]
+    table += [f"| {r['replicas']} | {r['tokens']} | {r['hash_cpu_us']:.0f} | "
+              f"{r['prepare_us']:.0f} | {r['rank_us']:.0f} | {r['group_us']:.0f} | "
+              f"{r['cooldowns_us']:.0f} |" for r in rows if "prepare_us" in r]
     print("\n".join(table))
     env = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-           f"{platform.python_version()}, litellm {litellm.__version__ if hasattr(litellm, '__version__') else ''}, "
+           f"{platform.python_version()}, litellm {version('litellm')}, "
            f"{args.rounds} rounds, {args.filler} filler blocks per replica; "
            f"`python benchmarks/bench_gateways.py{' --redis-url URL' if args.redis_url else ''}`")
     Path(args.out + ".table").write_text("\n".join(table) + "\n\n" + env + "\n")

@@ -7,13 +7,16 @@ deployments that carry ``model_info["prefixkey"]`` (docs/gateways/litellm.md) it
 
 1. builds the chat body LiteLLM will send (LiteLLM's own provider
    transformation, :mod:`._litellm_body`) and renders it into vLLM's token ids
-   (:class:`prefixkey.render.Renderer`, in a worker thread: rendering costs
-   more than the event loop may be held);
+   (:class:`prefixkey.render.Renderer`);
 2. hashes it and ranks the healthy deployments with
    :class:`prefixkey.fleet.Router` (the expected time to first token: queued
    prefill plus the prefill still needed) over the fleet index, fed by the
    replicas' KV events through a :class:`prefixkey.fleet.Subscriber`;
 3. returns the chosen deployment dict.
+
+Steps 1 and 2 run in one worker thread (``asyncio.to_thread``): rendering a
+long conversation takes milliseconds and the Redis index's client blocks, so
+the event loop is held only for LiteLLM's own group and cooldown reads.
 
 LiteLLM calls a custom strategy before its own candidate filters, so the
 plugin applies what they would: deployments in LiteLLM's cooldown are left
@@ -96,8 +99,6 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         self._by_render_key: dict[tuple[object, ...], Renderer] = {}
         self._check_groups()
         self.router = PrefixRouter(self.index, replicas=list(self.replicas))
-        # Shared Redis: its calls block on the network, so they run in worker threads.
-        self._offload_index = not isinstance(self.index, PrefixIndex)
         self._subscriber_options = subscriber_options
         self.subscriber: Subscriber | None = None
         # The Router's own queue estimate and the index are read and written under it.
@@ -171,15 +172,12 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         configured = [name for name in healthy if name in self.replicas]
         if not configured or model not in self._renderers:
             return self._without_keys(group, healthy, "unconfigured", kwargs)
-        try:
-            request = await self._rendered(model, group[configured[0]], messages, kwargs)
+        try:  # rendering, hashing and ranking in a worker thread: the loop is never held
+            chosen = await asyncio.to_thread(self._route, model, group[configured[0]], messages,
+                                             kwargs, configured)
         except PrefixKeyError as exc:
             logger.debug("model group %s: routed without keys: %s", model, exc)
             return self._without_keys(group, healthy, "render_failed", kwargs)
-        if self._offload_index:  # a Redis client blocks: never on the event loop
-            chosen = await asyncio.to_thread(self._rank, request, configured)
-        else:  # in memory: one ranking holds the loop for a fraction of the hashing
-            chosen = self._rank(request, configured)
         return self._chosen(group, healthy, chosen, kwargs)
 
     def get_available_deployment(
@@ -195,11 +193,11 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         if not configured or model not in self._renderers:
             return self._without_keys(group, healthy, "unconfigured", kwargs)
         try:
-            request = self._render(model, group[configured[0]], messages, kwargs)
+            chosen = self._route(model, group[configured[0]], messages, kwargs, configured)
         except PrefixKeyError as exc:
             logger.debug("model group %s: routed without keys: %s", model, exc)
             return self._without_keys(group, healthy, "render_failed", kwargs)
-        return self._chosen(group, healthy, self._rank(request, configured), kwargs)
+        return self._chosen(group, healthy, chosen, kwargs)
 
     # -- the steps ---------------------------------------------------------------------
 
@@ -238,11 +236,11 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
             while len(self._tried) > self._max_tracked:
                 self._tried.popitem(last=False)
 
-    async def _rendered(self, model: str, deployment: Deployment, messages: Any,
-                        kwargs: Mapping[str, object]) -> Request:
-        """:meth:`_render` in a worker thread: a long conversation renders for milliseconds,
-        longer than the event loop may be held (benchmarks/GATEWAYS.md times the rest)."""
-        return await asyncio.to_thread(self._render, model, deployment, messages, kwargs)
+    def _route(self, model: str, deployment: Deployment, messages: Any,
+               kwargs: Mapping[str, object], candidates: list[str]) -> str | None:
+        """The chosen deployment's id; None when the index does not answer (PrefixKeyError
+        when the body cannot be rendered)."""
+        return self._rank(self._render(model, deployment, messages, kwargs), candidates)
 
     def _render(self, model: str, deployment: Deployment, messages: Any,
                 kwargs: Mapping[str, object]) -> Request:

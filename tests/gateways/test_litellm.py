@@ -10,6 +10,7 @@ What is asserted is where each call actually arrived.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -270,3 +271,24 @@ def test_the_sync_completion_path_routes_by_prefix_too(
         fed(strategy, replicas)
         messages = [*messages, {"role": "assistant", "content": answer}]
     assert len(where) == 3 and where == [where[0]] * 3, where
+
+
+def test_rendering_hashing_and_ranking_leave_the_event_loop(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    threads: list[int] = []
+    route = strategy._route
+
+    def recording(*args: Any) -> str | None:
+        threads.append(threading.get_ident())
+        return route(*args)
+
+    strategy._route = recording  # type: ignore[method-assign, assignment]
+
+    async def call() -> int:
+        await router.acompletion(model="qwen", messages=[{"role": "user", "content": "hi"}])
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(call())
+    assert len(threads) == 1 and threads[0] != loop_thread
