@@ -78,14 +78,17 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     :class:`~prefixkey.fleet.RedisPrefixIndex`). ``renderers`` maps a model
     group to the :class:`~prefixkey.render.Renderer` of its model, for groups
     whose deployments give no ``model_dir``. ``subscriber_options`` tune the
-    KV-event subscriber (:class:`~prefixkey.fleet.SubscriberOptions`).
+    KV-event subscriber (:class:`~prefixkey.fleet.SubscriberOptions`);
+    ``subscribe=False`` reads a shared index another process feeds (docs/fleet.md,
+    "Many routers on Redis").
     Call :meth:`start` (or use :func:`install`) to subscribe, :meth:`close` to stop.
     """
 
     def __init__(
         self, router: Any, *, index: PrefixIndexBackend | None = None,
         renderers: Mapping[str, Renderer] | None = None,
-        subscriber_options: SubscriberOptions | None = None, max_tracked_calls: int = 10_000,
+        subscriber_options: SubscriberOptions | None = None, subscribe: bool = True,
+        max_tracked_calls: int = 10_000,
     ) -> None:
         self.litellm_router = router
         self.index: PrefixIndexBackend = PrefixIndex() if index is None else index
@@ -100,6 +103,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         self._check_groups()
         self.router = PrefixRouter(self.index, replicas=list(self.replicas))
         self._subscriber_options = subscriber_options
+        self._subscribe = subscribe
         self.subscriber: Subscriber | None = None
         # The Router's own queue estimate and the index are read and written under it.
         self._lock: Any = threading.RLock()
@@ -138,7 +142,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     def start(self) -> PrefixKeyRouting:
         """Subscribe to the replicas' KV events (those with ``kv_events``)."""
         endpoints = [c.endpoint for c in self.replicas.values() if c.endpoint is not None]
-        if endpoints and self.subscriber is None:
+        if endpoints and self._subscribe and self.subscriber is None:
             from ..fleet import Subscriber  # the zmq extra
 
             self.subscriber = Subscriber(endpoints, index=self.index,

@@ -229,6 +229,14 @@ def test_the_memory_index_is_the_default(
     assert isinstance(strategy.index, PrefixIndex) and strategy.subscriber is None
 
 
+def test_a_reader_of_a_shared_index_does_not_subscribe(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    with install(make_router(replicas), subscribe=False) as strategy:
+        assert strategy.subscriber is None
+    with install(make_router(replicas)) as strategy:
+        assert strategy.subscriber is not None and strategy.subscriber.running
+
+
 def test_a_deployment_in_cooldown_is_left_out(
         replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
 ) -> None:
