@@ -300,3 +300,16 @@ def test_rendering_hashing_and_ranking_leave_the_event_loop(
 
     loop_thread = asyncio.run(call())
     assert len(threads) == 1 and threads[0] != loop_thread
+
+
+def test_a_scheme_left_out_is_learned_from_the_replicas_events(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    router = litellm.Router(model_list=[deployment(r, scheme=False) for r in replicas],
+                            num_retries=2)
+    with install(router) as strategy:
+        connected(strategy, replicas)
+        for topic in ("parcels", "invoices"):
+            where = conversation(router, replicas, 3, topic, strategy)
+            assert where == [where[0]] * 3, (topic, where)
+        # Registered by the subscriber once it learned the scheme from the events.
+        assert any(r.name == where[0] for r in strategy.index.replicas())
