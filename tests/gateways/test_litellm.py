@@ -313,3 +313,20 @@ def test_a_scheme_left_out_is_learned_from_the_replicas_events(
             assert where == [where[0]] * 3, (topic, where)
         # Registered by the subscriber once it learned the scheme from the events.
         assert any(r.name == where[0] for r in strategy.index.replicas())
+
+
+def test_a_mixed_groups_unconfigured_deployment_serves_only_when_none_configured_is_healthy(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    plain = {"model_name": "qwen", "litellm_params": {
+        "model": f"hosted_vllm/{SERVED}", "api_base": replicas[2].url}, "model_info": {"id": "r2"}}
+    router = litellm.Router(model_list=[deployment(r) for r in replicas[:2]] + [plain],
+                            num_retries=0)
+    with install(router) as strategy:
+        for turn in range(6):
+            chat(router, [{"role": "user", "content": f"question {turn}"}])
+        assert not replicas[2].received and strategy.counts["routed"] == 6
+        for r in replicas[:2]:
+            router.health().cooldowns.add_deployment_to_cooldown(r.name, RuntimeError("x"), 500,
+                                                                 60.0)
+        assert chat(router, [{"role": "user", "content": "now?"}]) == "served by r2"
+        assert strategy.counts["unconfigured"] == 1
