@@ -132,10 +132,17 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
             if renderer is None:
                 from ..render import Renderer, ServerOptions  # the render extra
 
-                options = ServerOptions(model=config.model_dir,
-                                        served_model_name=(config.served_model,),
-                                        vllm_version=config.vllm_version,
-                                        **dict(config.server_options))
+                try:
+                    options = ServerOptions(model=config.model_dir,
+                                            served_model_name=(config.served_model,),
+                                            vllm_version=config.vllm_version,
+                                            **dict(config.server_options))
+                except TypeError as exc:  # a name ServerOptions has not, or one set here
+                    raise InvalidRequestError(
+                        "model_info.prefixkey.server_options",
+                        f"deployment {config.name}: {exc} (the fields are ServerOptions', "
+                        "docs/render.md; model, served_model_name and vllm_version come from "
+                        "the deployment)") from None
                 renderer = self._by_render_key[config.render_key] = Renderer(options)
             self._renderers[config.group] = renderer
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from fake_vllm import FakeVLLM
 from litellm_fleet import (
+    MODEL_DIR,
     SERVED,
     ctx,  # noqa: F401 (a fixture)
     deployment,
@@ -204,6 +205,8 @@ def test_deployments_without_events_yet_are_candidates(
     ({"block_size": 0}, "model_info.prefixkey.block_size"),
     ({"hash_algo": "sha256"}, "model_info.prefixkey.block_size"),
     ({"server_options": []}, "model_info.prefixkey.server_options"),
+    ({"model_dir": str(MODEL_DIR), "server_options": {"tool_parser": "hermes"}},
+     "model_info.prefixkey.server_options"),
 ])
 def test_a_bad_deployment_configuration_names_the_key(
         prefixkey: dict[str, Any], field: str) -> None:
