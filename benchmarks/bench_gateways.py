@@ -22,8 +22,9 @@ prompts of 1k, 8k and 32k tokens (block size 16, sha256, vLLM 0.31.0):
 
 The two are timed interleaved (one call of each in turn); ``ratio`` is the
 median plugin time over the median hash time. Targets (issue 25): <= 1.2x with
-the in-memory index, <= 2.5x with Redis. Results go to stdout and ``--out``
-(default benchmarks/GATEWAYS.md, which the script rewrites with its table).
+the in-memory index, <= 2.5x with Redis. The tables go to stdout and, with
+the machine and the command, to ``--out`` + ``.table`` (benchmarks/GATEWAYS.md
+quotes them with their reading).
 """
 
 from __future__ import annotations
