@@ -22,6 +22,7 @@ EXTRA_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "mistral": ("mistral_common", "sentencepiece"),
     "multimodal": ("blake3", "PIL"),
     "hypothesis": ("hypothesis",),
+    "litellm": ("litellm",),
 }
 
 

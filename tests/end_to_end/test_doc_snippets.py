@@ -37,6 +37,7 @@ LIVE = {
     "docs/render-mistral.md": "tests/end_to_end/test_render_real_docs.py",
     "docs/render-harmony.md": "tests/end_to_end/test_render_real_docs.py",
     "docs/ray.md": "tests/gateways/test_ray.py",
+    "docs/litellm.md": "tests/gateways/test_litellm_doc.py",
 }
 
 

@@ -1,0 +1,335 @@
+"""prefixkey's routing strategy inside the real LiteLLM Router, against fake vLLM replicas.
+
+Three fake replicas (tests/gateways/fake_vllm.py) serve OpenAI chat on
+loopback and publish vLLM 0.31's KV events over ZMQ, with replay sockets;
+LiteLLM's Router (the pinned litellm of the ``litellm`` extra) routes
+``acompletion`` calls through :class:`prefixkey.gateways.litellm.PrefixKeyRouting`.
+What is asserted is where each call actually arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fake_vllm import FakeVLLM
+from litellm_fleet import (
+    MODEL_DIR,
+    SERVED,
+    ctx,  # noqa: F401 (a fixture)
+    deployment,
+    litellm,
+    replicas,  # noqa: F401 (a fixture)
+)
+
+from prefixkey.errors import InvalidRequestError
+from prefixkey.fleet import PrefixIndex, PrefixIndexBackend
+from prefixkey.gateways._litellm_body import vllm_chat_body
+from prefixkey.gateways.litellm import PrefixKeyRouting, install
+
+TIMEOUT = 10.0
+SYSTEM = {"role": "system", "content": "You are a careful assistant for a shipping company. " * 6}
+
+
+def wait_for(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def make_router(fleet: list[FakeVLLM], **options: Any) -> Any:
+    return litellm.Router(model_list=[deployment(r) for r in fleet], num_retries=2, **options)
+
+
+@pytest.fixture
+def routed(replicas: list[FakeVLLM]  # noqa: F811
+           ) -> Iterator[Callable[..., tuple[Any, PrefixKeyRouting]]]:
+    made: list[PrefixKeyRouting] = []
+
+    def build(index: PrefixIndexBackend | None = None, **router_options: Any
+              ) -> tuple[Any, PrefixKeyRouting]:
+        router = make_router(replicas, **router_options)
+        strategy = install(router, index=index)
+        made.append(strategy)
+        return router, strategy
+
+    yield build
+    for s in made:
+        s.close()
+
+
+def served_by(fleet: list[FakeVLLM], messages: list[dict[str, Any]]) -> list[str]:
+    """The replicas that received a body whose messages are ``messages`` (as LiteLLM sent them)."""
+    return [r.name for r in fleet for body in r.received if body["messages"] == messages]
+
+
+def chat(router: Any, messages: list[dict[str, Any]], **kwargs: Any) -> str:
+    reply = asyncio.run(router.acompletion(model="qwen", messages=messages, **kwargs))
+    content: str = reply.choices[0].message.content
+    return content
+
+
+def fed(strategy: PrefixKeyRouting, fleet: list[FakeVLLM]) -> None:
+    """Wait until the subscriber applied every batch each replica published (or replayed)."""
+    sub = strategy.subscriber
+    assert sub is not None
+    wait_for(lambda: all(sub.stats()["replicas"][r.name]["batches"] >= len(r.sent)
+                         for r in fleet), "the replicas' events")
+
+
+def connected(strategy: PrefixKeyRouting, fleet: list[FakeVLLM]) -> None:
+    """Each replica re-sends an empty batch until the subscriber has one (ZMQ's slow joiner)."""
+    sub = strategy.subscriber
+    assert sub is not None
+    for r in fleet:
+        def has_one(r: FakeVLLM = r) -> bool:
+            if sub.stats()["replicas"][r.name]["batches"] == 0:
+                r.publish([])
+                time.sleep(0.02)
+            return bool(sub.stats()["replicas"][r.name]["batches"] > 0)
+        wait_for(has_one, f"{r.name}'s first batch")
+    fed(strategy, fleet)
+
+
+def conversation(router: Any, fleet: list[FakeVLLM], turns: int, topic: str,
+                 strategy: PrefixKeyRouting) -> list[str]:
+    """``turns`` turns of one conversation; the replica that received each."""
+    messages: list[dict[str, Any]] = [SYSTEM]
+    where = []
+    for turn in range(turns):
+        messages = [*messages, {"role": "user", "content": f"{topic}: question {turn}?"}]
+        answer = chat(router, messages)
+        (name,) = served_by(fleet, messages)
+        assert answer == f"served by {name}"
+        where.append(name)
+        fed(strategy, fleet)
+        messages = [*messages, {"role": "assistant", "content": answer}]
+    return where
+
+
+def test_a_multi_turn_conversation_stays_on_the_replica_holding_its_prefix(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    connected(strategy, replicas)
+    for topic in ("parcels", "invoices", "customs", "returns"):
+        where = conversation(router, replicas, 4, topic, strategy)
+        assert where == [where[0]] * 4, (topic, where)
+    assert strategy.counts["routed"] == 16
+    assert strategy.counts["render_failed"] == strategy.counts["unconfigured"] == 0
+
+
+def test_the_body_rendered_is_the_body_litellm_sends(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, _ = routed()
+    messages: list[dict[str, Any]] = [SYSTEM, {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "text", "text": "a"},
+                                                  {"type": "text", "text": "b"}]},
+                {"role": "user", "content": "and?"}]
+    tools = [{"type": "function", "function": {
+        "name": "track", "strict": True, "description": "Track a parcel",
+        "parameters": {"type": "object", "additionalProperties": False,
+                       "properties": {"id": {"type": "string"}}}}}]
+    kwargs = {"tools": tools, "max_tokens": 5,
+              "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
+    chat(router, [dict(m) for m in messages], **kwargs)
+    (received,) = [b for r in replicas for b in r.received]
+    # LiteLLM changed it: the assistant's parts joined, the tool's schema stripped...
+    assert received["messages"][2]["content"] == "a\nb"
+    assert "strict" not in received["tools"][0]["function"]
+    assert received["chat_template_kwargs"] == {"enable_thinking": False}
+    # ... and the plugin rendered exactly what was sent.
+    assert vllm_chat_body(deployment(replicas[0]), messages, kwargs) == received
+
+
+def test_a_dead_replica_is_routed_around(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    connected(strategy, replicas)
+    (first,) = set(conversation(router, replicas, 2, "parcels", strategy))
+    holder = next(r for r in replicas if r.name == first)
+    holder.kill()
+    for r in replicas:
+        r.received.clear()
+    for topic in ("parcels", "invoices"):
+        where = conversation(router, replicas, 3, topic, strategy)
+        assert first not in where, where
+        assert where == [where[0]] * 3, where
+
+
+def test_an_event_gap_is_recovered_by_replay(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    connected(strategy, replicas)
+    for r in replicas:
+        r.drop_next = True  # the first turn's events are lost on PUB
+    messages = [SYSTEM, {"role": "user", "content": "parcels: where is mine?"}]
+    answer = chat(router, messages)
+    (holder,) = served_by(replicas, messages)
+    replica = next(r for r in replicas if r.name == holder)
+    replica.publish([])  # the next message reveals the gap: the subscriber replays it
+    fed(strategy, replicas)
+    assert strategy.subscriber is not None
+    assert strategy.subscriber.stats()["replicas"][holder]["replayed_batches"] >= 1
+    follow_up = [*messages, {"role": "assistant", "content": answer},
+                 {"role": "user", "content": "and tomorrow?"}]
+    chat(router, follow_up)
+    assert served_by(replicas, follow_up) == [holder]
+
+
+def test_deployments_without_events_yet_are_candidates(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    # No replica has published anything: every one is a candidate, none registered.
+    assert not strategy.index.replicas()
+    seen = set()
+    for topic in range(12):
+        messages = [{"role": "user", "content": f"topic {topic}: " + "word " * 40}]
+        chat(router, messages)
+        seen.update(served_by(replicas, messages))
+    assert seen == {r.name for r in replicas}
+
+
+@pytest.mark.parametrize(("prefixkey", "field"), [
+    ({"kv_events": "tcp://127.0.0.1:1", "bloc_size": 16}, "model_info.prefixkey.bloc_size"),
+    ({"kv_events": 5}, "model_info.prefixkey.kv_events"),
+    ({"block_size": 0}, "model_info.prefixkey.block_size"),
+    ({"hash_algo": "sha256"}, "model_info.prefixkey.block_size"),
+    ({"server_options": []}, "model_info.prefixkey.server_options"),
+    ({"model_dir": str(MODEL_DIR), "server_options": {"tool_parser": "hermes"}},
+     "model_info.prefixkey.server_options"),
+])
+def test_a_bad_deployment_configuration_names_the_key(
+        prefixkey: dict[str, Any], field: str) -> None:
+    entry = {"model_name": "qwen", "litellm_params": {"model": f"hosted_vllm/{SERVED}",
+                                                      "api_base": "http://127.0.0.1:1/v1"},
+             "model_info": {"id": "bad", "prefixkey": prefixkey}}
+    router = litellm.Router(model_list=[entry])
+    with pytest.raises(InvalidRequestError) as caught:
+        PrefixKeyRouting(router)
+    assert caught.value.field == field and "deployment bad" in str(caught.value)
+
+
+def test_a_non_vllm_deployment_is_refused() -> None:
+    entry = {"model_name": "gpt", "litellm_params": {"model": "openai/gpt-4o", "api_key": "x"},
+             "model_info": {"id": "gpt-1", "prefixkey": {}}}
+    with pytest.raises(InvalidRequestError, match="hosted_vllm"):
+        PrefixKeyRouting(litellm.Router(model_list=[entry]))
+
+
+def test_the_memory_index_is_the_default(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    strategy = PrefixKeyRouting(make_router(replicas))
+    assert isinstance(strategy.index, PrefixIndex) and strategy.subscriber is None
+
+
+def test_a_reader_of_a_shared_index_does_not_subscribe(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    with install(make_router(replicas), subscribe=False) as strategy:
+        assert strategy.subscriber is None
+    with install(make_router(replicas)) as strategy:
+        assert strategy.subscriber is not None and strategy.subscriber.running
+
+
+def test_a_deployment_in_cooldown_is_left_out(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    # LiteLLM calls a custom strategy before its own cooldown filter: the plugin applies it.
+    router, strategy = routed()
+    connected(strategy, replicas)
+    (holder,) = set(conversation(router, replicas, 2, "parcels", strategy))
+    router.health().cooldowns.add_deployment_to_cooldown(holder, RuntimeError("down"), 500, 60.0)
+    for r in replicas:
+        r.received.clear()
+    where = conversation(router, replicas, 3, "parcels", strategy)
+    assert holder not in where and where == [where[0]] * 3, where
+
+
+def test_every_deployment_cooling_falls_back_to_another_group(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    backup = {"model_name": "backup", "litellm_params": {
+        "model": f"hosted_vllm/{SERVED}", "api_base": replicas[2].url}}
+    router = litellm.Router(model_list=[deployment(r) for r in replicas[:2]] + [backup],
+                            fallbacks=[{"qwen": ["backup"]}], num_retries=0)
+    with install(router) as strategy:
+        for r in replicas[:2]:
+            router.health().cooldowns.add_deployment_to_cooldown(r.name, RuntimeError("x"), 500,
+                                                                 60.0)
+        assert chat(router, [{"role": "user", "content": "hi"}]) == "served by r2"
+        assert strategy.counts["unconfigured"] == 1  # the backup group has no prefix config
+
+
+def test_the_sync_completion_path_routes_by_prefix_too(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    connected(strategy, replicas)
+    messages: list[dict[str, Any]] = [SYSTEM]
+    where = []
+    for turn in range(3):
+        messages = [*messages, {"role": "user", "content": f"sync question {turn}?"}]
+        answer = router.completion(model="qwen", messages=messages).choices[0].message.content
+        where += served_by(replicas, messages)
+        fed(strategy, replicas)
+        messages = [*messages, {"role": "assistant", "content": answer}]
+    assert len(where) == 3 and where == [where[0]] * 3, where
+
+
+def test_rendering_hashing_and_ranking_leave_the_event_loop(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    threads: list[int] = []
+    route = strategy._route
+
+    def recording(*args: Any) -> str | None:
+        threads.append(threading.get_ident())
+        return route(*args)
+
+    strategy._route = recording  # type: ignore[method-assign, assignment]
+
+    async def call() -> int:
+        await router.acompletion(model="qwen", messages=[{"role": "user", "content": "hi"}])
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(call())
+    assert len(threads) == 1 and threads[0] != loop_thread
+
+
+def test_a_scheme_left_out_is_learned_from_the_replicas_events(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    router = litellm.Router(model_list=[deployment(r, scheme=False) for r in replicas],
+                            num_retries=2)
+    with install(router) as strategy:
+        connected(strategy, replicas)
+        for topic in ("parcels", "invoices"):
+            where = conversation(router, replicas, 3, topic, strategy)
+            assert where == [where[0]] * 3, (topic, where)
+        # Registered by the subscriber once it learned the scheme from the events.
+        assert any(r.name == where[0] for r in strategy.index.replicas())
+
+
+def test_a_mixed_groups_unconfigured_deployment_serves_only_when_none_configured_is_healthy(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    plain = {"model_name": "qwen", "litellm_params": {
+        "model": f"hosted_vllm/{SERVED}", "api_base": replicas[2].url}, "model_info": {"id": "r2"}}
+    router = litellm.Router(model_list=[deployment(r) for r in replicas[:2]] + [plain],
+                            num_retries=0)
+    with install(router) as strategy:
+        for turn in range(6):
+            chat(router, [{"role": "user", "content": f"question {turn}"}])
+        assert not replicas[2].received and strategy.counts["routed"] == 6
+        for r in replicas[:2]:
+            router.health().cooldowns.add_deployment_to_cooldown(r.name, RuntimeError("x"), 500,
+                                                                 60.0)
+        assert chat(router, [{"role": "user", "content": "now?"}]) == "served by r2"
+        assert strategy.counts["unconfigured"] == 1
