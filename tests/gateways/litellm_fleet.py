@@ -2,9 +2,8 @@
 
 litellm is imported with ``LITELLM_LOCAL_MODEL_COST_MAP=True``: it reads its
 bundled price map instead of fetching one. Without litellm the suite is
-skipped with the command that installs it, unless
-``PREFIXKEY_REQUIRE_LITELLM`` is set (``.ci/run`` sets it where it installs the
-extra): then a missing litellm fails.
+skipped with the command that installs it, except under ``CI`` (``.ci/run``
+installs the extra before the README's test run): there a missing litellm fails.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ def litellm_module() -> Any:
     try:
         import litellm
     except ImportError as exc:
-        if os.environ.get("PREFIXKEY_REQUIRE_LITELLM"):
+        if os.environ.get("CI"):
             pytest.fail(f"litellm is required here but not installed ({exc}): {INSTALL}")
         pytest.skip(f"needs litellm (the litellm extra): {INSTALL}", allow_module_level=True)
     return litellm
