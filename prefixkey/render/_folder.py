@@ -173,7 +173,8 @@ def _check_mistral_files(folder: Path, mode: str) -> None:
     """Refuse, saying what vLLM 0.31 does, a tokenizer folder holding Mistral's own
     tokenizer files (``tekken.json``, ``tokenizer.model.v*``) outside the mistral mode.
 
-    In the hf mode transformers reads them only without ``tokenizer.json``: it converts
+    In the hf mode transformers reads them only without ``tokenizer.json`` (beside it,
+    vLLM 0.31's answers were those of the folder without them): it converts
     ``tekken.json`` (MistralConverter), and for ``tokenizer.model.v*`` alone it looks for
     a file named ``tokenizer.model.`` and fails, so the server does not start.
     """
@@ -187,10 +188,7 @@ def _check_mistral_files(folder: Path, mode: str) -> None:
             "vLLM reads in its tokenizer mode mistral (rendered with mistral_common); in mode "
             f"{mode!r} it is not rendered here")
     if (folder / "tokenizer.json").is_file():
-        raise RenderUnsupportedError(
-            found[0], "with --tokenizer-mode hf transformers loads tokenizer.json and leaves "
-            f"Mistral's {found[0]!r} unread; a folder holding both is not verified here "
-            "(remove the Mistral file from prefixkey's copy, or use --tokenizer-mode mistral)")
+        return  # transformers loads tokenizer.json and leaves Mistral's files unread
     if "tekken.json" in found:
         raise RenderUnsupportedError(
             "tekken.json", "converted: with --tokenizer-mode hf and no tokenizer.json, "
