@@ -255,6 +255,10 @@ class TokenizeParams:
 
     def pre_tokenization(self, text: str, tokenizer: CharBound) -> str:
         """The character bound on the text (``_text_len_check``): an error, or a pre-trim."""
+        if len(text) <= self.max_input_tokens:
+            # Within the bound whatever the longest token is (every token has a character),
+            # so the tokenizer's longest token is not looked up.
+            return text
         chars = self.max_input_tokens * tokenizer.max_chars_per_token
         if self.truncate_prompt_tokens is None:
             if len(text) > chars:
