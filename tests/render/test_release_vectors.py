@@ -150,7 +150,7 @@ def test_a_release_rendering_replays(release: str, corpus: str, case: RenderCase
         assert info.value.status == vector["status"], (info.value, message)
 
 
-@pytest.mark.parametrize("version", ["0.28.0", "0.29.0", "0.31.1", "0.32.1", "0.33.1",
+@pytest.mark.parametrize("version", ["0.28.0", "0.29.1", "0.31.1", "0.32.1", "0.33.1",
                                      "0.34.0"])
 def test_a_release_not_harvested_is_refused_saying_so(version: str, tmp_path: Path) -> None:
     with pytest.raises(RenderUnsupportedError) as info:
@@ -249,3 +249,23 @@ def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
     Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
     with pytest.raises(RenderUnsupportedError, match=r"qwen3_5.*transformers 5\.19\.0"):
         Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
+
+
+def test_the_cache_salt_rule_follows_the_release() -> None:
+    """0.29's request model takes any salt of 1 to 1024 characters (Field); 0.30 on,
+    at most 128 without '@', '/', '\\\\' or NUL (the facts of prefixkey.core.API_RULES)."""
+    folder = str(RENDER_DIR / "models" / "gpt2_bytelevel")
+    old = Renderer(ServerOptions(model=folder, vllm_version="0.29.0"))
+    new = Renderer(ServerOptions(model=folder, vllm_version="0.30.0"))
+    salt = "tenant/a@b" + "s" * 200
+    (rendered,) = old.render_completion({"prompt": "x", "cache_salt": salt})
+    assert rendered.request.cache_salt == salt
+    for bad in (salt, "", "s" * 1025):
+        with pytest.raises(RenderRequestError) as info:
+            new.render_completion({"prompt": "x", "cache_salt": bad})
+        assert info.value.field == "cache_salt" and info.value.status == 400
+    for bad in ("", "s" * 1025):
+        with pytest.raises(RenderRequestError) as info:
+            old.render_chat({"messages": [{"role": "user", "content": "x"}],
+                             "cache_salt": bad})
+        assert info.value.field == "cache_salt" and info.value.status == 400

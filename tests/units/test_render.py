@@ -378,7 +378,7 @@ def test_a_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:
 
 def test_unverified_releases_and_bad_flags_are_refused(folders: dict[str, Path]) -> None:
     with pytest.raises(RenderUnsupportedError):
-        ServerOptions(model="m", vllm_version="0.29.0")
+        ServerOptions(model="m", vllm_version="0.28.0")
     with pytest.raises(RenderUnsupportedError):
         ServerOptions(model="m", tokenizer_mode="deepseek_v32")
     with pytest.raises(ModelFolderError):
