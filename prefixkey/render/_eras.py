@@ -27,8 +27,9 @@ from packaging.version import InvalidVersion, Version
 from ..core._era_table import era_at
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["RENDER_ERAS", "OutputBudget", "RenderEra", "RequestMMKwargs", "ReusedIds",
-           "VerifiedRelease", "render_era", "render_release", "verified_releases"]
+__all__ = ["RENDER_ERAS", "CacheSaltRule", "HarmonyHeaders", "OutputBudget", "RenderEra",
+           "RequestMMKwargs", "ReusedIds", "VerifiedRelease", "render_era", "render_release",
+           "verified_releases"]
 
 #: How a chat body's ``kv_transfer_params.prompt_token_ids`` (ids reused from a prefill
 #: stage) is taken: ``lenient`` (an empty list is no ids; renderers/online_renderer.py
@@ -44,6 +45,24 @@ OutputBudget = Literal["reserved", "clamped"]
 #: A body's own ``mm_processor_kwargs`` / ``media_io_kwargs``: ``accepted`` (0.30) or
 #: ``refused`` (0.31 on: 400 unless ``--trust-request-mm-kwargs``, generate/base/protocol.py).
 RequestMMKwargs = Literal["accepted", "refused"]
+#: Which Harmony headers with a recipient (``to=R``) come in the form before
+#: oss-harmony 0.0.10, ``<author> to=R<|channel|>C``, instead of
+#: ``<author><|channel|>C to=R``: ``tool_calls`` (0.31 on: vLLM's harmony_utils rewrites
+#: only assistant tool calls, ``_use_legacy_tool_call_headers``) or ``every`` (0.30,
+#: whose openai-harmony 0.0.8 writes every header so, tool results from
+#: ``functions.<name> to=assistant`` included, and vLLM rewrites none).
+HarmonyHeaders = Literal["tool_calls", "every"]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSaltRule:
+    """What vLLM's request model accepts as ``cache_salt`` (the same facts as
+    :data:`prefixkey.core.API_RULES`): a non-empty string of at most ``max_chars``
+    characters, without '@', '/', '\\' or NUL when ``plain`` (0.30 on:
+    ``validate_cache_salt``; 0.29: ``Field(min_length=1, max_length=1024)``)."""
+
+    max_chars: int
+    plain: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +110,8 @@ class RenderEra:
     #: Whether a chat body without max_tokens counts as generating when truncation keeps
     #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).
     unset_output_generates: bool = False
+    harmony_headers: HarmonyHeaders = "tool_calls"
+    cache_salt: CacheSaltRule = CacheSaltRule(128, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
     refused: str | None = None
@@ -112,10 +133,24 @@ def _releases(*items: VerifiedRelease) -> Mapping[str, VerifiedRelease]:
 #: own answers; docs/render-releases.md says what each was verified with).
 RENDER_ERAS: Final = (
     RenderEra(
+        "0.29.0",
+        request_mm_kwargs="accepted",
+        harmony_headers="every",
+        cache_salt=CacheSaltRule(1024, plain=False),
+        verified=_releases(
+            # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
+            VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
+                            "_hf_facts_0_29_0", _REAL_HF_TYPES),
+        ),
+    ),
+    RenderEra(
         "0.30.0",
         request_mm_kwargs="accepted",
+        harmony_headers="every",
         verified=_releases(
-            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), (), 2053,
+            # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
+            # the older form reproduces its 116 Harmony answers.
+            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
                             "_hf_facts_0_30_0", _REAL_HF_TYPES),
         ),
     ),

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from ._eras import CacheSaltRule
 from ._errors import RenderRequestError, RenderUnsupportedError
 
 __all__ = ["BodyFields", "TokenizeParams", "dropped_kwarg_warning"]
@@ -99,16 +100,25 @@ def _optional_str(body: Mapping[str, Any], name: str) -> str | None:
     return value
 
 
-def _cache_salt(body: Mapping[str, Any]) -> str | None:
+def _cache_salt(body: Mapping[str, Any], rule: CacheSaltRule) -> str | None:
     salt = body.get("cache_salt")
     if salt is None:
         return None
+    if not rule.plain:  # a pydantic Field(min_length=1, max_length=N)
+        if not isinstance(salt, str):
+            raise RenderRequestError("cache_salt", "Input should be a valid string")
+        if not salt or len(salt) > rule.max_chars:
+            raise RenderRequestError("cache_salt", "String should have at least 1 character"
+                                     if not salt else f"String should have at most "
+                                     f"{rule.max_chars} characters")
+        return salt
     if not isinstance(salt, str) or not salt:
         raise RenderRequestError("cache_salt", "Parameter 'cache_salt' must be a non-empty "
                                  "string if provided.")
-    if len(salt) > 128 or any(c in _SALT_FORBIDDEN for c in salt):
-        raise RenderRequestError("cache_salt", "Parameter 'cache_salt' must be at most 128 "
-                                 "characters and must not contain '@', '/', '\\\\', or NUL.")
+    if len(salt) > rule.max_chars or any(c in _SALT_FORBIDDEN for c in salt):
+        raise RenderRequestError("cache_salt", f"Parameter 'cache_salt' must be at most "
+                                 f"{rule.max_chars} characters and must not contain '@', '/', "
+                                 "'\\\\', or NUL.")
     return salt
 
 
@@ -255,6 +265,10 @@ class TokenizeParams:
 
     def pre_tokenization(self, text: str, tokenizer: CharBound) -> str:
         """The character bound on the text (``_text_len_check``): an error, or a pre-trim."""
+        if len(text) <= self.max_input_tokens:
+            # Within the bound whatever the longest token is (every token has a character),
+            # so the tokenizer's longest token is not looked up.
+            return text
         chars = self.max_input_tokens * tokenizer.max_chars_per_token
         if self.truncate_prompt_tokens is None:
             if len(text) > chars:
@@ -341,7 +355,7 @@ class BodyFields:
                               unset_generates and self.is_chat)
 
     @staticmethod
-    def _common(body: Any) -> dict[str, Any]:
+    def _common(body: Any, salt: CacheSaltRule) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise RenderRequestError("body", "must be a JSON object")
         _check_sampling(body)
@@ -355,12 +369,12 @@ class BodyFields:
         side = body.get("truncation_side")
         if side not in (None, "left", "right"):
             raise RenderRequestError("truncation_side", "Input should be 'left' or 'right'")
-        return {"model": model, "cache_salt": _cache_salt(body),
+        return {"model": model, "cache_salt": _cache_salt(body, salt),
                 "truncate_prompt_tokens": truncate, "truncation_side": side}
 
     @classmethod
-    def chat(cls, body: Any) -> BodyFields:
-        common = cls._common(body)
+    def chat(cls, body: Any, salt: CacheSaltRule) -> BodyFields:
+        common = cls._common(body, salt)
         if "messages" not in body:
             raise RenderRequestError("messages", "Field required")
         max_completion = _optional_int(body, "max_completion_tokens")
@@ -406,8 +420,8 @@ class BodyFields:
             reasoning_effort=effort, reused_token_ids=reused, **common)
 
     @classmethod
-    def completion(cls, body: Any) -> BodyFields:
-        common = cls._common(body)
+    def completion(cls, body: Any, salt: CacheSaltRule) -> BodyFields:
+        common = cls._common(body, salt)
         echo = _bool(body, "echo", False) if body.get("echo") is not None else False
         if body.get("suffix") is not None:
             raise RenderRequestError("suffix", "suffix is only supported for models with FIM "

@@ -38,12 +38,12 @@ _BUNDLED_FALLBACK_TEMPLATES: Final = frozenset({
     "deepseek_vl_v2", "minicpmv", "minicpmv4_6", "paligemma", "siglip", "siglip2",
 })
 # Files whose presence means a processor (its own chat template), a sentence-transformers
-# tokenizer setup, or Mistral's own tokenizer: none rendered here.
+# tokenizer setup, or Mistral's native format: none rendered here. (Mistral's tokenizer
+# files: _check_mistral_files.)
 _REFUSED_FILES: Final = {
     "processor_config.json": "a processor config (the processor's chat template wins)",
     "preprocessor_config.json": "a multimodal preprocessor config",
     "chat_template.json": "a processor chat template",
-    "tekken.json": "Mistral's tekken tokenizer (tokenizer mode mistral)",
     "params.json": "Mistral's native format",
     "modules.json": "a sentence-transformers setup (its tokenizer options)",
     "added_tokens.json": "a legacy added_tokens.json",
@@ -169,6 +169,38 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
     raise RenderUnsupportedError(field, f"{decision.path}: {decision.why}")
 
 
+def _check_mistral_files(folder: Path, mode: str) -> None:
+    """Refuse, saying what vLLM 0.31 does, a tokenizer folder holding Mistral's own
+    tokenizer files (``tekken.json``, ``tokenizer.model.v*``) outside the mistral mode.
+
+    In the hf mode transformers reads them only without ``tokenizer.json`` (beside it,
+    vLLM 0.31's answers were those of the folder without them): it converts
+    ``tekken.json`` (MistralConverter), and for ``tokenizer.model.v*`` alone it looks for
+    a file named ``tokenizer.model.`` and fails, so the server does not start.
+    """
+    found = sorted(p.name for p in (folder / "tekken.json", *folder.glob("tokenizer.model.v*"))
+                   if p.is_file())
+    if not found:
+        return
+    if mode.lower() != "hf":  # auto: render/_mistral.py check_auto_mode decides first
+        raise RenderUnsupportedError(
+            "--tokenizer-mode", f"the folder has Mistral's tokenizer file {found[0]!r}, which "
+            "vLLM reads in its tokenizer mode mistral (rendered with mistral_common); in mode "
+            f"{mode!r} it is not rendered here")
+    if (folder / "tokenizer.json").is_file():
+        return  # transformers loads tokenizer.json and leaves Mistral's files unread
+    if "tekken.json" in found:
+        raise RenderUnsupportedError(
+            "tekken.json", "converted: with --tokenizer-mode hf and no tokenizer.json, "
+            "transformers converts tekken.json into a tokenizer (MistralConverter; vLLM's "
+            "tokenizer then has no chat template and adds no BOS), which prefixkey does not "
+            "reproduce; with --tokenizer-mode mistral it renders with mistral_common")
+    raise ModelFolderError(
+        found[0], "with --tokenizer-mode hf and no tokenizer.json vLLM does not start: "
+        f"transformers looks for a file 'tokenizer.model.' beside {found[0]!r} and builds no "
+        "tokenizer; Mistral's SentencePiece files are read in --tokenizer-mode mistral")
+
+
 def _blamed(decision: TokenizerPath) -> str:
     """The file whose value decided a refusal (its reason names it)."""
     if "tokenizer_config.json" in decision.why or "auto_map" in decision.why:
@@ -227,9 +259,7 @@ class ModelFolder:
             for file, why in _REFUSED_FILES.items():
                 if (folder / file).exists() and not (folder == path and file in allowed):
                     raise RenderUnsupportedError(file, f"the folder has {why}")
-            if any(folder.glob("tokenizer.model.v*")):
-                raise RenderUnsupportedError("tokenizer.model.v*",
-                                             "Mistral's tokenizer (tokenizer mode mistral)")
+        _check_mistral_files(tokenizer_path, tokenizer_mode)
         tokenizer_config = (
             _read_json(tokenizer_path / "tokenizer_config.json", "tokenizer_config.json")
             if (tokenizer_path / "tokenizer_config.json").is_file() else {})

@@ -48,7 +48,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from ._chat import message_objects
-from ._eras import RENDER_ERAS, render_release
+from ._eras import RENDER_ERAS, render_era, render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
 
 __all__ = ["HARMONY_DISTRIBUTION", "VERIFIED_HARMONY_VERSIONS", "HarmonyChat",
@@ -204,6 +204,7 @@ class HarmonyChat:
     def __init__(self, *, system_instructions: bool, start_date: str | None,
                  clock: Callable[[], datetime], vllm_version: str) -> None:
         self._h = _load_library(vllm_version)
+        self._every_header = render_era(vllm_version).harmony_headers == "every"
         self._encoding = self._h.load_harmony_encoding(
             self._h.HarmonyEncodingName.HARMONY_GPT_OSS)
         self._system_instructions = system_instructions
@@ -358,7 +359,9 @@ class HarmonyChat:
 
     def _legacy_headers(self, ids: list[int]) -> list[int]:
         """Each ``assistant<|channel|>C to=R <|constrain|>T`` header as
-        ``assistant to=R<|channel|>C T``, the form before oss-harmony 0.0.10."""
+        ``assistant to=R<|channel|>C T``, the form before oss-harmony 0.0.10; for a
+        release whose headers all take that form (``RenderEra.harmony_headers``), also
+        every other ``A<|channel|>C to=R`` header as ``A to=R<|channel|>C``."""
         decode = self._encoding.decode
         out = list(ids)
         at = 0
@@ -370,20 +373,36 @@ class HarmonyChat:
             try:
                 end = out.index(self._message, at + 1)
                 channel = out.index(self._channel, at + 1, end)
-                constrain = out.index(self._constrain, channel + 1, end)
             except ValueError:
                 at += 1
                 continue
-            author = decode(out[at + 1:channel])
-            middle = decode(out[channel + 1:constrain])
-            content_type = decode(out[constrain + 1:end])
-            head, sep, recipient = middle[:-1].partition(" to=")
-            if author != "assistant" or not sep or not middle.endswith(" ") or not head \
-                    or not recipient or not content_type:
+            header = self._older_header(out, at, channel, end, decode)
+            if header is None:
                 at = end + 1
                 continue
-            header = [self._start, *self._encode(f"assistant to={recipient}"), self._channel,
-                      *self._encode(f"{head} {content_type}"), self._message]
             out[at:end + 1] = header
             at += len(header)
         return out
+
+    def _older_header(self, out: list[int], at: int, channel: int, end: int,
+                      decode: Callable[[list[int]], str]) -> list[int] | None:
+        """The older form of the header ``out[at:end + 1]``, or None to keep it."""
+        author = decode(out[at + 1:channel])
+        try:
+            constrain = out.index(self._constrain, channel + 1, end)
+        except ValueError:
+            if not self._every_header:
+                return None
+            head, sep, recipient = decode(out[channel + 1:end]).partition(" to=")
+            if not sep or not head or not recipient:
+                return None
+            return [self._start, *self._encode(f"{author} to={recipient}"), self._channel,
+                    *self._encode(head), self._message]
+        middle = decode(out[channel + 1:constrain])
+        content_type = decode(out[constrain + 1:end])
+        head, sep, recipient = middle[:-1].partition(" to=")
+        if author != "assistant" or not sep or not middle.endswith(" ") or not head \
+                or not recipient or not content_type:
+            return None
+        return [self._start, *self._encode(f"assistant to={recipient}"), self._channel,
+                *self._encode(f"{head} {content_type}"), self._message]

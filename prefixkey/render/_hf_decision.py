@@ -26,12 +26,12 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from types import ModuleType
 from typing import Any, Final, Literal
 
-from . import _hf_facts as _default_facts
+from . import _hf_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
+from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "class_path", "decide_tokenizer"]
 
@@ -81,7 +81,7 @@ class TokenizerPath:
         return self.path == "as_is" or (self.path == "rebuilt" and self.recipe is not None)
 
 
-def _resolve(name: str, facts: ModuleType) -> tuple[str, str] | None:
+def _resolve(name: str, facts: HfFacts) -> tuple[str, str] | None:
     """``tokenizer_class_from_name``: (class, kind), or None for a name transformers lacks."""
     found: tuple[str, str] | None = facts.CLASSES.get(name)
     if found is None and name.endswith("Fast"):
@@ -116,7 +116,7 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
 
 def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
               config: Mapping[str, Any], name: str,
-              facts: ModuleType) -> tuple[tuple[str, str] | None, str]:
+              facts: HfFacts) -> tuple[tuple[str, str] | None, str]:
     """The class AutoTokenizer.from_pretrained picks (transformers 5.17), and the rule that did."""
     backend = (_BACKEND, "backend")
     if model_type in facts.VLLM_INCORRECT_HUB_CLASS:
@@ -197,25 +197,31 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     if mode not in ("auto", "hf"):
         return TokenizerPath("refused", None, f"tokenizer mode {tokenizer_mode!r} is not "
                              "rendered by a Jinja chat template and a Hugging Face tokenizer")
-    found, why = _hf_class(model_type, tokenizer_config, config, name, _default_facts)
+    found, why = _hf_class(model_type, tokenizer_config, config, name, BASE_FACTS)
     if found is None:
         return TokenizerPath("refused", None, why)
     return class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
+
+
+#: The facts the rules apply: the base install's (vLLM 0.31.0, transformers 5.17).
+BASE_FACTS: Final = facts_of(_hf_facts)
+
+
+@cache
+def release_facts(vllm_version: str) -> HfFacts:
+    """The facts of a verified release's own install: the base, or its delta applied."""
+    module = render_release(vllm_version).hf_facts
+    if module == _hf_facts.__name__.rpartition(".")[2]:
+        return BASE_FACTS
+    return apply_delta(BASE_FACTS, importlib.import_module(f"{__package__}.{module}"))
 
 
 @cache
 def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
     """The model types and name patterns whose facts differ between the release's install
     and the facts the rules apply (0.31.0's), less the types its corpus replayed."""
-    release = render_release(vllm_version)
-    theirs = importlib.import_module(f"{__package__}.{release.hf_facts}")
-    mine = _default_facts
-    types = {t for t in set(mine.REGISTERED_CLASS) | set(theirs.REGISTERED_CLASS)
-             if mine.REGISTERED_CLASS.get(t, "") != theirs.REGISTERED_CLASS.get(t, "")}
-    for name in ("CONFIG_MODEL_TYPES", "INCORRECT_HUB_CLASS", "VLLM_INCORRECT_HUB_CLASS"):
-        types |= set(getattr(mine, name)) ^ set(getattr(theirs, name))
-    patterns = set(mine.BACKEND_NAME_PATTERNS) ^ set(theirs.BACKEND_NAME_PATTERNS)
-    return frozenset(types - release.hf_replayed), frozenset(patterns)
+    types, patterns = drifted(BASE_FACTS, release_facts(vllm_version))
+    return frozenset(types - render_release(vllm_version).hf_replayed), patterns
 
 
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:

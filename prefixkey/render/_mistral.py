@@ -187,7 +187,7 @@ class MistralRenderer:
 
     def chat(self, body: Any, placeholder_token_ids: Any) -> tuple[BodyFields, list[int]]:
         """The body's fields and its ids, as vLLM's chat render answers (or its error)."""
-        fields = BodyFields.chat(body)
+        fields = BodyFields.chat(body, render_era(self.options.vllm_version).cache_salt)
         self._lora_for(fields.model)
         if placeholder_token_ids is not None:
             raise RenderUnsupportedError("placeholder_token_ids", "images are not rendered "
@@ -257,7 +257,8 @@ class MistralRenderer:
 
     def completion(self, body: Any) -> tuple[BodyFields, list[list[int]]]:
         """The body's fields and each prompt's ids (``MistralCommonBackend.__call__``)."""
-        fields = BodyFields.completion(body)
+        fields = BodyFields.completion(
+            body, render_era(self.options.vllm_version).cache_salt)
         self._lora_for(fields.model)
         params = fields.tokenize_params(
             self.max_model_len,

@@ -194,7 +194,7 @@ class Renderer:
         if self._mistral is not None:
             fields, ids = self._mistral.chat(body, placeholder_token_ids)
             return self._result(ids, None, fields, self.lora_for(fields.model))
-        fields = BodyFields.chat(body)
+        fields = BodyFields.chat(body, self._era.cache_salt)
         if self._harmony is not None:
             return self._render_harmony(body, fields, placeholder_token_ids)
         lora = self.lora_for(fields.model)
@@ -261,7 +261,7 @@ class Renderer:
             fields, prompts = self._mistral.completion(body)
             lora = self.lora_for(fields.model)
             return tuple(self._result(ids, None, fields, lora) for ids in prompts)
-        fields = BodyFields.completion(body)
+        fields = BodyFields.completion(body, self._era.cache_salt)
         lora = self.lora_for(fields.model)
         tok_params = fields.tokenize_params(
             self.max_model_len, clamped=self._era.output_budget == "clamped",

@@ -13,14 +13,12 @@ different tokenizer would give ids that look right and are not.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
-from tokenizers.models import BPE
 
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
@@ -61,35 +59,42 @@ def _added_token(value: Any, field: str) -> AddedToken | str:
                            f"{field} must be a string or an AddedToken, got {value!r}")
 
 
-def _rebuilt(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) -> Tokenizer:
-    """The backend Qwen2Tokenizer, LlamaTokenizer or GemmaTokenizer builds from tokenizer.json."""
-    try:
-        return _rebuild(kind, tokenizer_json, init)
-    except (ModelFolderError, RenderUnsupportedError):
-        raise
-    except Exception as exc:  # tokenizers refuses a malformed vocabulary or merge so
-        raise ModelFolderError("tokenizer.json", f"malformed vocabulary or merges: {exc}"
-                               ) from None
+#: The BPE options each rebuilding class's ``__init__`` passes (the rest: BPE's defaults,
+#: ``ignore_merges`` False among them), set on the model read from tokenizer.json.
+_BPE_OPTIONS: Final[dict[str, dict[str, Any]]] = {
+    "qwen2": {"dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+              "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False},
+    "gemma": {"dropout": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
+              "fuse_unk": True, "byte_fallback": True},
+    "llama": {"dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+              "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
+}
 
 
-def _rebuild(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) -> Tokenizer:
-    model = tokenizer_json.get("model") or {}
-    if model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
+def _rebuilt(kind: str, loaded: Tokenizer, init: dict[str, Any]) -> Tokenizer:
+    """The backend Qwen2Tokenizer, LlamaTokenizer or GemmaTokenizer builds from tokenizer.json.
+
+    Those classes keep only the file's vocabulary, merges and post-processor: a new
+    ``Tokenizer`` over the model ``tokenizers`` read from the file (no added tokens of the
+    file's), with the class's BPE options, normalizer, pre-tokenizer and decoder. The
+    model is the one the class would build from the same vocabulary and merges, without
+    passing them through Python (which cost more than transformers' whole load).
+    """
+    model = loaded.model
+    if type(model).__name__ != "BPE":
         raise RenderUnsupportedError(
             "tokenizer.json", f"the {kind} tokenizer class reads a BPE vocabulary, this one is "
-            f"{model.get('type')!r}")
-    vocab = model["vocab"]
-    raw = model.get("merges") or []
-    if not isinstance(raw, list):
-        raise ModelFolderError("tokenizer.json", "model.merges must be an array")
-    # One pass over ~150k merges (as transformers makes it); BPE() checks each is a pair.
-    merges: list[Any] = [tuple(m.split(" ")) if type(m) is str
-                         else tuple(m) if type(m) is list else m for m in raw]
+            f"{type(model).__name__!r}")
+    options = dict(_BPE_OPTIONS[kind], ignore_merges=False)
+    if kind == "gemma":
+        unk = init.get("unk_token", _CLASS_DEFAULTS["gemma"]["unk_token"])
+        options["unk_token"] = str(_added_token(unk, "unk_token"))
+    for name, value in options.items():
+        setattr(model, name, value)
+    tok = Tokenizer(model)
+    tok.post_processor = loaded.post_processor
     add_prefix_space = init.get("add_prefix_space")
     if kind == "qwen2":
-        tok = Tokenizer(BPE(vocab=vocab, merges=merges, dropout=None, unk_token=None,
-                            continuing_subword_prefix="", end_of_word_suffix="",
-                            fuse_unk=False, byte_fallback=False))
         tok.decoder = decoders.ByteLevel()
         tok.normalizer = normalizers.NFC()
         tok.pre_tokenizer = pre_tokenizers.Sequence([
@@ -99,10 +104,6 @@ def _rebuild(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) ->
         return tok
     if kind == "gemma":
         # models/gemma/tokenization_gemma.py: byte-fallback BPE, spaces as "▁", split after.
-        unk = init.get("unk_token", _CLASS_DEFAULTS["gemma"]["unk_token"])
-        tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=True,
-                            unk_token=str(_added_token(unk, "unk_token")), dropout=None,
-                            byte_fallback=True))
         tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous",
                                                  invert=False)
         tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
@@ -112,24 +113,10 @@ def _rebuild(kind: str, tokenizer_json: dict[str, Any], init: dict[str, Any]) ->
     prefix = True if add_prefix_space is None else bool(add_prefix_space)
     legacy = bool(init.get("legacy", False))
     scheme = ("first" if not legacy else "always") if prefix else "never"
-    tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=True, byte_fallback=True,
-                        dropout=None))
     tok.normalizer = None
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme=scheme,
                                                  split=False)
     return tok
-
-
-def _post_processor(tokenizer_json: dict[str, Any]) -> Any:
-    """tokenizer.json's post-processor as a Rust object (what the rebuilt classes keep)."""
-    minimal = dict(tokenizer_json)
-    model = dict(minimal.get("model") or {})
-    model["vocab"] = {}
-    if model.get("type") == "BPE":
-        model["merges"] = []
-    minimal["model"] = model
-    minimal["added_tokens"] = []
-    return Tokenizer.from_str(json.dumps(minimal)).post_processor
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -137,17 +124,29 @@ class HfTokenizer:
     """A folder's tokenizer as vLLM 0.31 uses it, with what its templates see.
 
     ``special_tokens_map`` holds the template variables transformers passes
-    (``bos_token``, ``eos_token``, …, and model-specific ``*_token`` names);
-    ``max_chars_per_token`` is vLLM's bound on characters per input token.
+    (``bos_token``, ``eos_token``, …, and model-specific ``*_token`` names).
     """
 
     tokenizer: Tokenizer
     special_tokens_map: Mapping[str, str]
-    max_chars_per_token: int
+    #: The longest token, found on first use (listing a large vocabulary costs a quarter
+    #: of a build; only a text longer than the context length in characters needs it).
+    _max_chars: list[int]
     #: A copy of ``tokenizer`` for truncated encodes, made on first use (copying a large
     #: vocabulary costs as much as loading it, and most servers never truncate).
     _truncating: list[Tokenizer]
     _lock: threading.Lock
+
+    @property
+    def max_chars_per_token(self) -> int:
+        """vLLM's bound on characters per input token: the longest token of
+        ``get_vocab(with_added_tokens=True)``, the model's and the added ones."""
+        if not self._max_chars:
+            with self._lock:
+                if not self._max_chars:
+                    vocab = self.tokenizer.get_vocab(with_added_tokens=True)
+                    self._max_chars.append(max(map(len, vocab), default=0))
+        return self._max_chars[0]
 
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         """``tokenizer(text, add_special_tokens=…)["input_ids"]``, untruncated.
@@ -182,10 +181,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
                                      "fix_mistral_regex is not reproduced")
     path = folder.tokenizer_path / "tokenizer.json"
     try:
-        tokenizer_json = json.loads(path.read_text(encoding="utf-8"))
-        # The rebuilt classes read only the vocabulary, merges and post-processor.
-        base = Tokenizer.from_file(str(path)) if kind == "generic" else None
-    except (OSError, ValueError, Exception) as exc:  # tokenizers raises a bare Exception
+        loaded = Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError("tokenizer.json", f"cannot be loaded: {exc}") from None
     init = dict(folder.tokenizer_config)
     for name in ("tokenizer_class", "init_inputs", "add_bos_token", "add_eos_token",
@@ -230,10 +227,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
                 init[key] = AddedToken(**fields, special=True)
             else:
                 init[key] = value
-        for entry in tokenizer_json.get("added_tokens") or []:
-            entry = dict(entry)
-            index = int(entry.pop("id"))
-            decoder[index] = AddedToken(**entry)
+        # tokenizer.json's added_tokens, as the file lists them (id, content, flags).
+        decoder.update(loaded.get_added_tokens_decoder())
     by_content = {str(t): t for t in decoder.values()}
     named: dict[str, AddedToken | str] = {}
     for key, default in _CLASS_DEFAULTS[kind].items():
@@ -257,13 +252,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
 
-    if base is not None:
-        tok = base
-    else:
-        tok = _rebuilt(kind, tokenizer_json, init)
-        processor = _post_processor(tokenizer_json)
-        if processor is not None:
-            tok.post_processor = processor
+    tok = loaded if kind == "generic" else _rebuilt(kind, loaded, init)
     if tok.post_processor is None:
         # update_post_processor() with add_bos/add_eos False: the sequence alone.
         from tokenizers import processors
@@ -298,23 +287,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     return HfTokenizer(
         tokenizer=tok,
         special_tokens_map={k: str(v) for k, v in specials.items()},
-        max_chars_per_token=_max_chars(tok, tokenizer_json),
+        _max_chars=[],
         _truncating=[],
         _lock=threading.Lock(),
     )
-
-
-def _max_chars(tok: Tokenizer, tokenizer_json: dict[str, Any]) -> int:
-    """The longest token of ``get_vocab(with_added_tokens=True)``: the model's vocabulary
-    (read from the JSON already parsed, cheaper than asking the tokenizer for it) and the
-    added tokens."""
-    vocab = (tokenizer_json.get("model") or {}).get("vocab")
-    if isinstance(vocab, dict):
-        pieces: list[str] = list(vocab)
-    elif isinstance(vocab, list) and all(isinstance(p, list) and p and isinstance(p[0], str)
-                                         for p in vocab):
-        pieces = [p[0] for p in vocab]
-    else:
-        return max(map(len, tok.get_vocab(with_added_tokens=True)), default=0)
-    added = [t.content for t in tok.get_added_tokens_decoder().values()]
-    return max(map(len, [*pieces, *added]), default=0)

@@ -108,7 +108,7 @@ def test_bad_options_are_exit_status_2(capsys: pytest.CaptureFixture[str], folde
                                        tmp_path: Path) -> None:
     empty = lines(tmp_path / "in.jsonl")
     assert main(["render", "--model-dir", str(tmp_path / "missing"), empty]) == 2
-    assert main(["render", "--model-dir", str(folder), "--vllm-version", "0.29.0", empty]) == 2
+    assert main(["render", "--model-dir", str(folder), "--vllm-version", "0.28.0", empty]) == 2
     assert main(["hash", "--model-dir", str(folder), "--default-chat-template-kwargs", "{",
                  empty]) == 2
     err = capsys.readouterr().err

@@ -175,3 +175,42 @@ def test_hash_with_the_mistral_mode_keys_the_rendered_ids(
     rendered = Renderer(ServerOptions(model=str(folder), tokenizer_mode="mistral"))
     keys = Hasher(block_size=4).block_hashes(rendered.render_chat(body).request)
     assert line["block_hashes"] == [k.hex() for k in keys if isinstance(k, bytes)]
+
+
+def test_hf_mode_on_a_tekken_only_folder_says_transformers_converts_it() -> None:
+    """vLLM 0.31 --tokenizer-mode hf on Mistral NeMo's tekken.json alone: the server
+    starts with transformers' conversion (chat: no template, 400; completions: no BOS)."""
+    with pytest.raises(RenderUnsupportedError) as info:
+        Renderer(ServerOptions(model=str(real_models.folder("mistral_nemo")),
+                               tokenizer_mode="hf"))
+    assert info.value.field == "tekken.json"
+    assert "converts tekken.json" in str(info.value) and "no tokenizer.json" in str(info.value)
+
+
+def test_hf_mode_on_a_sentencepiece_only_folder_is_a_server_that_does_not_start() -> None:
+    """vLLM 0.31 --tokenizer-mode hf on tokenizer.model.v3 alone stops at start:
+    "Couldn't instantiate the backend tokenizer" (transformers seeks 'tokenizer.model.')."""
+    with pytest.raises(ModelFolderError) as info:
+        Renderer(ServerOptions(model=str(real_models.folder("mistral7b_v03")),
+                               tokenizer_mode="hf"))
+    assert info.value.field == "tokenizer.model.v3"
+    assert "does not start" in str(info.value)
+
+
+def test_hf_mode_reads_tokenizer_json_beside_mistrals_files(tmp_path: Path) -> None:
+    """vLLM 0.31 --tokenizer-mode hf over mistral_hf_llama2tok plus Mistral NeMo's
+    tekken.json and Mistral 7B's tokenizer.model.v3 answered its 58 corpus bodies as the
+    folder without them (transformers reads tekken.json only without tokenizer.json)."""
+    folder = _copy("mistral_hf_llama2tok", tmp_path)
+    (folder / "tekken.json").symlink_to(real_models.folder("mistral_nemo") / "tekken.json")
+    (folder / "tokenizer.model.v3").symlink_to(
+        real_models.folder("mistral7b_v03") / "tokenizer.model.v3")
+    plain = Renderer(ServerOptions(model=str(real_models.folder("mistral_hf_llama2tok"))))
+    both = Renderer(ServerOptions(model=str(folder), tokenizer_mode="hf"))
+    body = {"prompt": "What is the weather like in Paris today?"}
+    ids = [list(r.token_ids) for r in both.render("/v1/completions", body)]
+    assert ids == [list(r.token_ids) for r in plain.render("/v1/completions", body)]
+    assert ids[0][0] == 1  # <s>: the tokenizer.json's post-processor, not a conversion's
+    with pytest.raises(RenderUnsupportedError) as info:  # auto: the server's weights decide
+        Renderer(ServerOptions(model=str(folder)))
+    assert info.value.field == "--tokenizer-mode"

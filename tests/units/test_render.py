@@ -129,6 +129,21 @@ def test_prompts_over_the_context_length_are_refused(folders: dict[str, Path]) -
     assert info.value.field == "max_tokens"
 
 
+def test_the_longest_token_is_looked_up_only_for_a_text_past_the_context_length(
+        folders: dict[str, Path]) -> None:
+    """Listing the vocabulary costs a quarter of a build: a text within the context
+    length in characters is within vLLM's character bound whatever the longest token."""
+    r = renderer(folders["generic"], max_model_len=200)
+    r.render_completion({"prompt": "Hello"})
+    r.render_chat({"messages": [USER]})
+    assert r.tokenizer._max_chars == []
+    longest = max(map(len, raw(folders["generic"]).get_vocab(with_added_tokens=True)))
+    with pytest.raises(RenderRequestError) as info:
+        r.render_completion({"prompt": "x" * (200 * longest + 1)})
+    assert info.value.field == "input_text"
+    assert r.tokenizer.max_chars_per_token == longest
+
+
 def test_content_format_is_detected_from_the_templates_syntax_tree(
         folders: dict[str, Path]) -> None:
     parts = {"role": "user", "content": [{"type": "text", "text": "a"},
@@ -363,7 +378,7 @@ def test_a_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:
 
 def test_unverified_releases_and_bad_flags_are_refused(folders: dict[str, Path]) -> None:
     with pytest.raises(RenderUnsupportedError):
-        ServerOptions(model="m", vllm_version="0.29.0")
+        ServerOptions(model="m", vllm_version="0.28.0")
     with pytest.raises(RenderUnsupportedError):
         ServerOptions(model="m", tokenizer_mode="deepseek_v32")
     with pytest.raises(ModelFolderError):

