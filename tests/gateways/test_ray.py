@@ -311,17 +311,18 @@ def _bare_router(**kwargs: Any) -> Any:
 MODEL = str(ROOT / "tests" / "render" / "models" / "gpt2_bytelevel")
 
 
-def test_rendering_for_vllm_0_29_is_refused_when_the_router_is_built() -> None:
+def test_a_release_the_renderer_does_not_reproduce_is_refused_when_the_router_is_built() -> None:
     from prefixkey.render import RenderUnsupportedError
 
-    with pytest.raises(RenderUnsupportedError, match=re.escape("vLLM 0.29.0")):
-        _bare_router(render={"model": MODEL, "vllm_version": "0.29.0"})
+    with pytest.raises(RenderUnsupportedError, match=re.escape("vLLM 0.28.0")):
+        _bare_router(render={"model": MODEL, "vllm_version": "0.28.0"})
 
 
 def test_a_chat_body_is_rendered_and_keyed() -> None:
     import asyncio
 
-    router = _bare_router(render={"model": MODEL, "vllm_version": "0.31.0"})
+    # vLLM 0.29.0: the release Ray Serve LLM 2.60 runs.
+    router = _bare_router(render={"model": MODEL, "vllm_version": "0.29.0"})
     from ray.serve._private.request_router.common import PendingRequest
 
     replicas = [_Standin(n) for n in ("a", "b")]
