@@ -12,8 +12,11 @@ same loop reads the index between two batches without any lock::
         decision = router.route(token_ids)[0]    # on the loop: no apply runs meanwhile
 
 Threads other than the loop's must still hold :attr:`AsyncSubscriber.lock`.
-Decoding runs on the loop too: one payload costs at most what
-:class:`~prefixkey.events.DecodeLimits` allows.
+Decoding runs on the loop too, except for payloads over 256 KiB (decoded in a
+worker thread); a batch of more than ``SLICE_KEYS`` keys is applied a slice at a
+time, back to the loop between two; a replica's receive task gives the loop
+back every 64 messages. So a replica that floods or sends huge batches delays
+the others by a slice or a turn, never by its whole backlog (issue 23).
 
 An index that does I/O (any backend but an in-memory
 :class:`~prefixkey.fleet.PrefixIndex`, bare or in a
@@ -34,7 +37,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Final, TypeVar
 
 import zmq
 import zmq.asyncio
@@ -45,7 +48,7 @@ from ..index._backend import PrefixIndexBackend
 from ..index._memory import PrefixIndex
 from ..routing._metrics import prometheus_text
 from ..routing._predictions import PredictedIndex
-from ._driver import log_notes
+from ._driver import Steps, log_notes
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
@@ -58,6 +61,11 @@ __all__ = ["AsyncSubscriber"]
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
 
 _T = TypeVar("_T")
+
+#: Messages a replica's receive task takes in a row before the loop's other tasks run.
+_RECEIVE_TURN: Final = 64
+#: Payloads longer than this are decoded in a worker thread, off the loop (bytes).
+_DECODE_IN_THREAD: Final = 256 * 1024
 
 
 def _does_io(index: PrefixIndexBackend | None) -> bool:
@@ -204,8 +212,14 @@ class AsyncSubscriber:
     async def _receive(self, lane: _Lane) -> None:
         assert lane.sub is not None
         feed = lane.feed
+        received = 0
         while True:
             frames = await lane.sub.recv_multipart()
+            received += 1
+            if not received % _RECEIVE_TURN:
+                # A recv of a message already queued completes without suspending: a replica
+                # that floods would keep the loop (every other replica) until its pipe ran dry.
+                await asyncio.sleep(0)
             now = time.time()
             feed.count("messages")
             self._recorder.write(feed.key, frames, now, "pub")
@@ -254,7 +268,10 @@ class AsyncSubscriber:
                 if accepted is not None:
                     if accepted.replay is not None:
                         await self._replay(lane, accepted)
-                    await self._call(self._driver.apply, feed, accepted)
+                    if self._in_thread:
+                        await asyncio.to_thread(self._driver.apply, feed, accepted)
+                    else:
+                        await self._apply_on_loop(feed, accepted)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bug must not kill the subscriber
@@ -262,6 +279,21 @@ class AsyncSubscriber:
                 logger.exception("%s: unexpected error handling a message (skipped, "
                                  "counted in handling_errors)", feed.key)
             await asyncio.sleep(0)  # a burst of batches yields to the loop between batches
+
+    async def _apply_on_loop(self, feed: ReplicaFeed, accepted: Accepted) -> None:
+        """Decode and apply a batch to an in-memory index without holding the loop long.
+
+        A large payload is decoded in a worker thread (decoding needs no lock); a large
+        batch is applied a slice at a time, back to the loop between two slices
+        (:meth:`FeedDriver.run_steps`): the other replicas' tasks run meanwhile.
+        """
+        driver = self._driver
+        if len(accepted.payload) > _DECODE_IN_THREAD:
+            todo = await asyncio.to_thread(driver.plan, feed, accepted)
+        else:
+            todo = driver.plan(feed, accepted)
+        if todo is not None:
+            await _paced(driver.run_steps(feed, todo))
 
     async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)``: on the loop, or in a worker thread for an index that does I/O."""
@@ -295,7 +327,12 @@ class AsyncSubscriber:
                     break
                 now = time.time()
                 self._recorder.write(feed.key, frames, now, "replay")
-                if await self._call(self._driver.reply, feed, exchange, frames, now):
+                if self._in_thread:
+                    ended = await asyncio.to_thread(self._driver.reply, feed, exchange,
+                                                    frames, now)
+                else:
+                    ended = await _paced(self._driver.reply_steps(feed, exchange, frames, now))
+                if ended:
                     break
         except zmq.ZMQError as exc:
             logger.warning("%s: replay failed: %s", feed.key, exc)
@@ -324,6 +361,16 @@ class AsyncSubscriber:
 
     def prometheus_text(self) -> str:
         return prometheus_text(self.stats())
+
+
+async def _paced(steps: Steps) -> bool:
+    """Run ``steps`` on the loop, back to it at each pause (between two slices)."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return bool(done.value)
+        await asyncio.sleep(0)
 
 
 async def _within(reply: asyncio.Future[list[bytes]], seconds: float) -> list[bytes] | None:

@@ -104,6 +104,7 @@ from ._memory import (
     UnknownReplicaError,
     as_replica_id,
 )
+from ._ops import check_ops
 from ._redis_codec import (
     RunTexts,
     batch_ops,
@@ -408,6 +409,7 @@ class RedisPrefixIndex:
         again with the same (or an equal) ``decoded`` applies the chunks not
         applied yet, once.
         """
+        check_ops(decoded.ops)  # a hand-built batch: typed, before any chunk is written
         rid = (ReplicaId(replica, decoded.data_parallel_rank or 0)
                if isinstance(replica, str) else as_replica_id(replica))
         pending = self._pending.pop(rid, None)
