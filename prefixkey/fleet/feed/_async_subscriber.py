@@ -224,7 +224,7 @@ class AsyncSubscriber:
             feed.count("messages")
             self._recorder.write(feed.key, frames, now, "pub")
             self._recorder.flush(every=1.0)
-            size = feed.admit(frames)
+            size = feed.admit(frames, now)
             if size is None:
                 log_notes(feed)
             else:

@@ -243,7 +243,7 @@ class Subscriber:
             now = time.time()
             feed.count("messages")
             self._recorder.write(feed.key, frames, now, "pub")
-            size = feed.admit(frames)
+            size = feed.admit(frames, now)
             if size is None:
                 log_notes(feed)
             else:

@@ -132,16 +132,16 @@ def slices(decoded: DecodedOps, limit: int) -> list[DecodedOps]:
             pieces[-1].append(op)
             room -= len(hashes) + 1
             continue
-        left = hashes
+        left = len(hashes)  # keys not yet in a piece: hashes[:left] (STORED) or [-left:]
         while left:
             if room <= 1:
                 pieces.append([])
                 room = limit
-            take = min(room - 1, len(left))
-            if kind == STORED:  # tail first
-                part, left = left[len(left) - take:], left[:len(left) - take]
-            else:
-                part, left = left[:take], left[take:]
+            take = min(room - 1, left)
+            done = len(hashes) - left
+            # A BlockStored tail first, a BlockRemoved head first (see above).
+            part = hashes[left - take:left] if kind == STORED else hashes[done:done + take]
+            left -= take
             pieces[-1].append((kind, part, medium, group))
             room -= take + 1
     return [DecodedOps(decoded.ts, decoded.data_parallel_rank, piece, decoded.warnings)
