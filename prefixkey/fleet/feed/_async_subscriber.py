@@ -14,8 +14,8 @@ same loop reads the index between two batches without any lock::
 Threads other than the loop's must still hold :attr:`AsyncSubscriber.lock`.
 Decoding runs on the loop too, except for payloads over 256 KiB (decoded in a
 worker thread); a batch of more than ``SLICE_KEYS`` keys is applied a slice at a
-time, back to the loop between two; a replica's receive task gives the loop
-back every 64 messages. So a replica that floods or sends huge batches delays
+time, back to the loop between two; each replica's tasks give the loop back
+after 2 ms of work (a turn). So a replica that floods or sends huge batches delays
 the others by a slice or a turn, never by its whole backlog (issue 23).
 
 An index that does I/O (any backend but an in-memory
@@ -62,8 +62,11 @@ logger = logging.getLogger("prefixkey.fleet.Subscriber")
 
 _T = TypeVar("_T")
 
-#: Messages a replica's receive task takes in a row before the loop's other tasks run.
-_RECEIVE_TURN: Final = 64
+#: Seconds a replica's task (receiving, or decoding and applying) runs before the loop's
+#: other tasks get theirs: a turn is bounded in time, not in messages, so that a replica
+#: with a backlog of cheap messages drains it at the pace of one that floods (one message
+#: per turn let a flood of 64-message turns starve a healthy replica's worker).
+_TURN: Final = 0.002
 #: Payloads longer than this are decoded in a worker thread, off the loop (bytes).
 _DECODE_IN_THREAD: Final = 256 * 1024
 
@@ -212,14 +215,14 @@ class AsyncSubscriber:
     async def _receive(self, lane: _Lane) -> None:
         assert lane.sub is not None
         feed = lane.feed
-        received = 0
+        turn = time.monotonic()
         while True:
             frames = await lane.sub.recv_multipart()
-            received += 1
-            if not received % _RECEIVE_TURN:
+            if time.monotonic() - turn > _TURN:
                 # A recv of a message already queued completes without suspending: a replica
                 # that floods would keep the loop (every other replica) until its pipe ran dry.
                 await asyncio.sleep(0)
+                turn = time.monotonic()
             now = time.time()
             feed.count("messages")
             self._recorder.write(feed.key, frames, now, "pub")
@@ -245,6 +248,7 @@ class AsyncSubscriber:
 
     async def _work(self, lane: _Lane) -> None:
         feed = lane.feed
+        turn = time.monotonic()
         while True:
             if not lane.items:
                 lane.ready.clear()
@@ -256,6 +260,7 @@ class AsyncSubscriber:
                     await lane.ready.wait()
                 finally:
                     tick.cancel()
+                turn = time.monotonic()
             feed.check_idle(time.time(), self._feeds.started_at)
             log_notes(feed)
             if not lane.items:
@@ -278,7 +283,9 @@ class AsyncSubscriber:
                 feed.count("handling_errors")
                 logger.exception("%s: unexpected error handling a message (skipped, "
                                  "counted in handling_errors)", feed.key)
-            await asyncio.sleep(0)  # a burst of batches yields to the loop between batches
+            if time.monotonic() - turn > _TURN:  # a burst of batches: the others' turn
+                await asyncio.sleep(0)
+                turn = time.monotonic()
 
     async def _apply_on_loop(self, feed: ReplicaFeed, accepted: Accepted) -> None:
         """Decode and apply a batch to an in-memory index without holding the loop long.
