@@ -259,7 +259,10 @@ class FeedDriver:
             except IndexUnavailableError as exc:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self.backoff(min(delay, left)):
-                    feed.count(give_up_counter)
+                    # A timed-out apply may have been applied after all: not an error count
+                    # then, but unknown (the backend re-syncs the replica on its next batch).
+                    unknown = exc.maybe_applied and give_up_counter == "apply_errors"
+                    feed.count("apply_unknown" if unknown else give_up_counter)
                     logger.warning("%s: %s failed: the index stayed unavailable (retry_seconds "
                                    "%.1f, or stopping): %s", feed.key, what % detail,
                                    self.retry_seconds, exc)

@@ -289,9 +289,13 @@ class RedisPrefixIndex:
                     f"Redis namespace {self.namespace!r} refused a write: the server is "
                     f"out of memory (maxmemory): {exc}") from exc
             if _unavailable(exc):
-                raise IndexUnavailableError(
+                err = IndexUnavailableError(
                     f"Redis namespace {self.namespace!r} did not answer: "
-                    f"{type(exc).__name__}: {exc}") from exc
+                    f"{type(exc).__name__}: {exc}")
+                # A reply that timed out was sent: the server may run it yet (SIGSTOP).
+                err.maybe_applied = (type(exc).__name__ == "TimeoutError"
+                                     and "connecting" not in str(exc))
+                raise err from exc
             raise
 
     def _script(self, name: str, args: list[Any]) -> Any:
