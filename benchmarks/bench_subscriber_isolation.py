@@ -92,7 +92,7 @@ def main() -> None:
         text = args.section.read_text(encoding="utf-8")
         head = "## Isolation: one replica misbehaving\n"
         before = text.split(head)[0].rstrip("\n")
-        rest = text.split(head)[1].split("\n## ", 1) if head in text else ["", ""]
+        rest = text.split(head)[1].split("\n## ", 1) if head in text else [""]
         after = f"\n## {rest[1]}" if len(rest) > 1 else ""
         args.section.write_text(f"{before}\n\n{head}\n{table}\n{after}", encoding="utf-8")
 

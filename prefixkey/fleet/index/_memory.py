@@ -260,6 +260,9 @@ class PrefixIndex:
         """``ops`` checked whole before any is applied: well formed (:func:`check_ops`), and
         naming no medium past the :data:`MAX_MEDIA` the index holds (as in Redis)."""
         ops = check_ops(ops)
+        # A batch names at most one new medium per op: only near the bound are they counted.
+        if len(self._medium_bits) + len(ops) <= MAX_MEDIA:
+            return ops
         bit_of = self._bit_of
         media = set(map(_MEDIUM, ops))
         if len(self._medium_bits) + len(media) > MAX_MEDIA and not bit_of.keys() >= media:

@@ -22,7 +22,6 @@ other replicas' batches are applied in between (issue 23, item 12).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import chain
 from operator import itemgetter
 from typing import Final
 
@@ -52,27 +51,25 @@ def medium_name(published: str) -> str:
 def check_ops(ops: Iterable[BlockOp]) -> Sequence[BlockOp]:
     """``ops`` as a sequence, every op well formed; else :class:`InvalidRequestError`.
 
-    Whole-batch checks in C first (one pass per field); only a batch that fails
-    them is walked op by op, to name the first bad one.
+    One pass, each op's keys typed in C; only a batch that fails it is walked again
+    op by op, to name the first bad one.
     """
-    seq = ops if isinstance(ops, list | tuple) else list(ops)
-    try:
-        if (set(map(type, seq)) <= {tuple} and set(map(len, seq)) <= {4}
-                and _KINDS.issuperset(map(_KIND, seq))
-                and _OK_MEDIUM.issuperset(map(type, map(_MEDIUM, seq)))
-                and _OK_GROUP.issuperset(map(type, map(_GROUP, seq)))
-                and set(map(type, map(_HASHES, seq))) <= {tuple}):
-            keys = list(chain.from_iterable(map(_HASHES, seq)))
-            kinds = set(map(type, keys))
-            if _OK_KEY.issuperset(kinds):
-                groups = [g for g in map(_GROUP, seq) if g is not None]
-                if not groups or min(groups) >= 0:
-                    return seq
-    except TypeError:  # unhashable kinds and the like: named below
-        pass
+    seq = ops if type(ops) is list or type(ops) is tuple else list(ops)
+    ok_key = _OK_KEY.issuperset
+    for op in seq:
+        if type(op) is not tuple or len(op) != 4:
+            break
+        kind, hashes, medium, group = op
+        if (type(kind) is not int or kind not in _KINDS or type(hashes) is not tuple
+                or (medium is not None and type(medium) is not str)
+                or (group is not None and (type(group) is not int or group < 0))
+                or not ok_key(map(type, hashes))):
+            break
+    else:
+        return seq
     for i, op in enumerate(seq):
         _check_op(i, op)
-    return seq  # pragma: no cover - the op-by-op walk raises on what the C checks refused
+    return seq  # pragma: no cover - the op-by-op walk raises on what the pass refused
 
 
 def _check_op(i: int, op: object) -> None:
