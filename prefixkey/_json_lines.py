@@ -41,7 +41,8 @@ class JsonLimits:
     #: Digits of one integer literal. CPython's own conversion limit (4300,
     #: ``sys.get_int_max_str_digits()``) applies in C at no cost when it is
     #: the tighter one; a lower bound here is checked per integer, which
-    #: roughly triples the parse time. Token ids are < 2**64 whatever this says.
+    #: roughly triples the parse time. Token ids are bounded by this only
+    #: (vLLM's engine core hashes ids of 2**64 and past).
     max_int_digits: int = 4300
     #: Entries of ``group_block_sizes`` (each costs a pass over the block keys).
     max_group_block_sizes: int = 64

@@ -165,8 +165,6 @@ def _check_count(name: str, value: list[Any], limit: int, bound: str) -> None:
 _KEY_FIELDS: Final = _KNOWN_FIELDS - {"id", "prompt"}
 # Missing, these are an error of their own (which names the misspelling).
 _REQUIRED: Final = frozenset({"token_ids", "block_size"})
-#: Token ids a line may carry are below this (docs/request-format.md), whatever the digits.
-_TOKEN_ID_LIMIT: Final = 1 << 64
 _CLOSE: Final = 0.75  # difflib ratio: "cache_slat" ~ "cache_salt", "tokens_ids" ~ "token_ids"
 
 
@@ -239,10 +237,6 @@ def parse_request(
     # Checked once, here (rendered ids arrive as TokenIds, already checked): the hasher
     # takes TokenIds (and their slices) as they are.
     token_ids = check_token_ids(ids)
-    if token_ids and max(token_ids) >= _TOKEN_ID_LIMIT:  # the documented bound, any digits
-        at = next(i for i, t in enumerate(token_ids) if t >= _TOKEN_ID_LIMIT)
-        raise InvalidRequestError("token_ids", "an id must be below 2**64, got one of "
-                                  f"{token_ids[at].bit_length()} bits", position=at)
     block_size = obj.get("block_size")
     if block_size is None:
         if "block_size" in obj:
