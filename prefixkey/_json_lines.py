@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any, Final, TypeVar
 
 from .errors import JSONLimitError, MalformedJSONError
 
-__all__ = ["JSON_LIMITS", "JsonLimits", "bounded_lines", "parse_json_line"]
+__all__ = ["JSON_LIMITS", "JsonLimits", "bounded_lines", "dump_line", "parse_json_line"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,8 @@ class JsonLimits:
     #: Digits of one integer literal. CPython's own conversion limit (4300,
     #: ``sys.get_int_max_str_digits()``) applies in C at no cost when it is
     #: the tighter one; a lower bound here is checked per integer, which
-    #: roughly triples the parse time. Token ids are < 2**64 whatever this says.
+    #: roughly triples the parse time. Token ids are bounded by this only
+    #: (vLLM's engine core hashes ids of 2**64 and past).
     max_int_digits: int = 4300
     #: Entries of ``group_block_sizes`` (each costs a pass over the block keys).
     max_group_block_sizes: int = 64
@@ -228,3 +230,40 @@ def _find(value: Any, hit: Any) -> tuple[str | None, int | None] | None:
                 stack.append((child, depth + 1, field,
                               key if depth == 2 and type(node) is list else position))
     return None
+
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_unicode(v) for v in value]
+    if isinstance(value, dict):
+        return {_unicode(k): _unicode(v) for k, v in value.items()}
+    return value
+
+
+def dump_line(record: dict[str, Any]) -> str:
+    """One output record as a JSON line any strict reader takes (ASCII, no newline).
+
+    A string the input echoes may hold a lone surrogate (``"\\ud800"`` is legal in
+    Python's JSON, not in strict readers: it is no Unicode). Such a record is written
+    with each lone surrogate as U+FFFD, and says so in its ``warnings`` (or, for an
+    error record, ``error.warnings``), so a consumer sees why the echo differs.
+    """
+    text = json.dumps(record)
+    if "\\ud" not in text and "\\uD" not in text:
+        return text
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+        return text  # only well-formed pairs (astral characters, escaped)
+    except UnicodeEncodeError:
+        pass
+    fixed = _unicode(record)
+    note = "a string of this line held a lone surrogate (not Unicode): written as U+FFFD"
+    holder = fixed.get("error") if isinstance(fixed.get("error"), dict) else fixed
+    warnings = holder.get("warnings")
+    holder["warnings"] = [*warnings, note] if isinstance(warnings, list) else [note]
+    return json.dumps(fixed)

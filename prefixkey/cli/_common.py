@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from typing import IO, TypeAlias
+from typing import IO, Final, TypeAlias
 
 from ..errors import PrefixKeyError
 from ..jsonl import JSON_LIMITS, JsonLimits
@@ -35,18 +35,38 @@ def positive_int(text: str) -> int:
     return value
 
 
+#: The deepest nesting ``--max-json-depth`` may allow: far below Python's recursion limit,
+#: which the readers of the parsed values (renderer, checks) walk within.
+MAX_JSON_DEPTH: Final = 256
+
+
+def json_depth(text: str) -> int:
+    """An argparse type: a nesting depth, 1 to :data:`MAX_JSON_DEPTH`."""
+    value = positive_int(text)
+    if value > MAX_JSON_DEPTH:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_JSON_DEPTH}, got {value}")
+    return value
+
+
 def add_limit_options(cmd: argparse.ArgumentParser) -> None:
-    """Add ``--max-line-bytes`` (docs/request-format.md, "Limits")."""
+    """Add ``--max-line-bytes`` and ``--max-json-depth`` (docs/request-format.md, "Limits")."""
     cmd.add_argument(
         "--max-line-bytes", type=positive_int, default=JSON_LIMITS.max_line_bytes, metavar="N",
         help="refuse an input line longer than N bytes with an error for that line, and "
         f"read on (default {JSON_LIMITS.max_line_bytes}, 64 MiB)",
     )
+    cmd.add_argument(
+        "--max-json-depth", type=json_depth, default=JSON_LIMITS.max_depth, metavar="N",
+        help="refuse an input line nesting arrays and objects deeper than N (default "
+        f"{JSON_LIMITS.max_depth}; at most {MAX_JSON_DEPTH}): raise it for tool schemas "
+        "nested deeper",
+    )
 
 
 def json_limits(args: argparse.Namespace) -> JsonLimits:
     """The input limits the options ask for."""
-    return dataclasses.replace(JSON_LIMITS, max_line_bytes=args.max_line_bytes)
+    return dataclasses.replace(JSON_LIMITS, max_line_bytes=args.max_line_bytes,
+                               max_depth=args.max_json_depth)
 
 
 def input_name(name: str) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, Final
 
+from .._json_lines import dump_line
 from ..errors import PrefixKeyError
 from ..jsonl import (
     JsonLimits,
@@ -111,7 +111,7 @@ def _hash_lines(lines: Iterable[bytes], out: IO[str], *, strict: bool, api_check
             records.append(record)
         for record in records:
             # ASCII output: any string a request echoes (even a lone surrogate) stays writable.
-            out.write(json.dumps(record) + "\n")
+            out.write(dump_line(record) + "\n")
     return tally
 
 

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, Final
 
+from .._json_lines import dump_line
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..jsonl import JsonLimits, bounded_lines, error_record, parse_json_line
 from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
@@ -321,7 +322,7 @@ def _render_lines(renderer: Any, lines: Iterable[bytes], out: IO[str],
                 first = (f"line {number}: {type(exc).__name__}: {exc}"
                          + (f"; hint: {hint}" if hint else ""))
             failures += 1
-        out.write(json.dumps(record) + "\n")
+        out.write(dump_line(record) + "\n")
     return count, failures, first
 
 

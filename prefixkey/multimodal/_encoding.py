@@ -24,17 +24,17 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, Union
 
 from ..errors import InvalidRequestError
 
-__all__ = ["Chunk", "Keyed", "Value", "check_value", "item_chunks"]
+__all__ = ["Chunk", "Keyed", "Streamed", "Value", "check_value", "item_chunks"]
 
 Chunk: TypeAlias = "bytes | memoryview"
 Value: TypeAlias = Union[
-    bool, int, float, str, bytes, memoryview, "Keyed",
+    bool, int, float, str, bytes, memoryview, "Keyed", "Streamed",
     list["Value"], tuple["Value", ...], dict[str, "Value"], None,
 ]
 
@@ -48,6 +48,16 @@ _TAG_LEAF = b"\x03"
 #: pickle.dumps(None) at the default protocol (4) of the Pythons those releases ran on.
 _PICKLED_NONE = b"\x80\x04N."
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Streamed:
+    """A bytes leaf of ``nbytes`` bytes fed to the digest as ``chunks()`` makes them, never
+    whole: a decoded image's pixels, a strip of rows at a time (issue 23: hashing pixels
+    took 16x the decoded image's size in copies)."""
+
+    nbytes: int
+    chunks: Callable[[], Iterator[bytes]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +130,8 @@ def _concat(key: str, value: Value, none_key_only: bool) -> Iterator[Chunk]:
             yield value.encode()
         elif isinstance(value, (bytes, memoryview)):
             yield value
+        elif isinstance(value, Streamed):
+            yield from value.chunks()
         else:
             yield _number(value)
 
@@ -151,6 +163,9 @@ def _framed_value(value: Value) -> Iterator[Chunk]:
             yield from _framed_leaf(value.encode())
         elif isinstance(value, (bytes, memoryview)):
             yield from _framed_leaf(value)
+        elif isinstance(value, Streamed):
+            yield _LENGTH.pack(value.nbytes)
+            yield from value.chunks()
         else:
             yield from _framed_leaf(_number(value))
 

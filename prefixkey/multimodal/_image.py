@@ -14,14 +14,14 @@ from __future__ import annotations
 import io
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from PIL import Image
 
 from ..errors import InvalidRequestError, UndecodableMediaError, UnreproducibleIdentifierError
-from ._encoding import Keyed, Value
+from ._encoding import Keyed, Streamed, Value
 from ._eras import IdentifierEra
 
 __all__ = ["ImageLoader", "image_loader", "image_payload"]
@@ -134,10 +134,30 @@ def _rgb(image: Image.Image, era: IdentifierEra, loader: ImageLoader) -> Image.I
     return image.convert("RGB")
 
 
-def _array(image: Image.Image, channels: int) -> Keyed:
-    # np.asarray(image) of a uint8 RGB/RGBA image: dtype, (height, width, channels), bytes.
+#: Bytes of pixels converted and hashed at a time: the decoded image is never copied whole.
+_STRIP_BYTES: Final = 4 * 1024 * 1024
+
+
+def _pixels(image: Image.Image, era: IdentifierEra, loader: ImageLoader, rgba: bool
+            ) -> Streamed:
+    """``_rgb(image)`` (then ``.convert("RGBA")`` when ``rgba``) ``.tobytes()``, made a strip
+    of rows at a time: each conversion is per pixel, so the strips' bytes are the whole's."""
     w, h = image.size
-    return Keyed("ndarray", {"dtype": "|u1", "shape": (h, w, channels), "data": image.tobytes()})
+    channels = 4 if rgba else 3
+    rows = max(1, _STRIP_BYTES // max(1, w * channels))
+
+    def chunks() -> Iterator[bytes]:
+        for top in range(0, h, rows):
+            strip = _rgb(image.crop((0, top, w, min(h, top + rows))), era, loader)
+            yield (strip.convert("RGBA") if rgba else strip).tobytes()
+
+    return Streamed(w * h * channels, chunks)
+
+
+def _array(pixels: Streamed, size: tuple[int, int], channels: int) -> Keyed:
+    # np.asarray(image) of a uint8 RGB/RGBA image: dtype, (height, width, channels), bytes.
+    w, h = size
+    return Keyed("ndarray", {"dtype": "|u1", "shape": (h, w, channels), "data": pixels})
 
 
 def image_payload(era: IdentifierEra, data: bytes, loader: ImageLoader, *, max_pixels: int,
@@ -146,12 +166,13 @@ def image_payload(era: IdentifierEra, data: bytes, loader: ImageLoader, *, max_p
     image = _open(data, era, max_pixels, field)
     if era.hashes_pixels:
         _portable(image, data, field)
-        rgb = _rgb(image, era, loader)
         if era.image_payload == "rgb_bytes":
-            return rgb.tobytes()
+            return _pixels(image, era, loader, rgba=False)
         if era.image_payload == "rgba_array":
-            return Keyed("image", _array(rgb.convert("RGBA"), 4))
-        return Keyed("image", {"mode": "RGB", "data": _array(rgb, 3)})
+            return Keyed("image", _array(_pixels(image, era, loader, rgba=True), image.size, 4))
+        return Keyed("image", {"mode": "RGB",
+                               "data": _array(_pixels(image, era, loader, rgba=False),
+                                              image.size, 3)})
     if era.image_payload == "encoded_io_config" and loader.image_mode is not None and (
             image.mode != loader.image_mode):
         # vLLM converts the decode; a mode Pillow cannot convert to fails the request

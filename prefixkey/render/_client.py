@@ -1,7 +1,8 @@
 """A small client of one vLLM render server: a body in, the prompts to hash out.
 
 Standard library only (:mod:`http.client`): one kept-alive connection per client,
-a timeout on every socket operation, a bound on the answer's size, and typed errors —
+a deadline on each request (and the same timeout on every socket operation), a
+bound on the answer's size, and typed errors —
 :class:`RenderEndpointError` (``field`` ``"render_url"``) when the server cannot be
 reached or answers out of time, the parser's errors for everything it answers. Render
 calls have no side effects on the server, so a request whose kept-alive connection was
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 
 from .._json_lines import JSON_LIMITS, JsonLimits, parse_json_line
 from ..errors import InvalidRequestError, PrefixKeyError
+from ._deadline import Watchdog, WatchedHTTPConnection, WatchedHTTPSConnection
 from ._endpoint import RENDER_PATHS, RenderEndpointError, RenderResponseParser
 from ._renderer import Rendered
 
@@ -66,8 +68,8 @@ class RenderClient:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
-        connection_class = (http.client.HTTPSConnection if parts.scheme == "https"
-                            else http.client.HTTPConnection)
+        connection_class: type[WatchedHTTPConnection | WatchedHTTPSConnection] = (
+            WatchedHTTPSConnection if parts.scheme == "https" else WatchedHTTPConnection)
         self._connection = connection_class(parts.hostname, port, timeout=self.timeout)
 
     def __enter__(self) -> RenderClient:
@@ -103,18 +105,30 @@ class RenderClient:
     def post(self, path: str, body: Mapping[str, Any]) -> tuple[int, bytes]:
         """POST ``body`` as JSON to ``path`` under the URL; the status and the raw answer."""
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        try:
-            return self._exchange(path, payload)
-        except _STALE_CONNECTION:
-            self._connection.close()  # closed under us while idle: once more, reconnected
-        except (OSError, http.client.HTTPException) as exc:
-            self._connection.close()
-            raise self._unreachable(exc) from None
-        try:
-            return self._exchange(path, payload)
-        except (OSError, http.client.HTTPException) as exc:
-            self._connection.close()
-            raise self._unreachable(exc) from None
+        # ``timeout`` bounds the whole exchange (a server dripping bytes, or sending
+        # endless 100 Continue, resets no clock), not only each socket read.
+        with Watchdog(self.timeout) as watchdog:
+            conn = self._connection
+            conn.watchdog = watchdog
+            watchdog.watch(conn.sock)  # a kept-alive connection (a new one: on connect)
+            try:
+                try:
+                    return self._exchange(path, payload)
+                except _STALE_CONNECTION:
+                    if watchdog.expired:
+                        raise
+                    conn.close()  # closed under us while idle: once more, reconnected
+                return self._exchange(path, payload)
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                raise self._unreachable(exc, watchdog.expired) from None
+            except RenderEndpointError:
+                if watchdog.expired:
+                    conn.close()
+                    raise self._unreachable(TimeoutError(), True) from None
+                raise
+            finally:
+                conn.watchdog = None
 
     def _exchange(self, path: str, payload: bytes) -> tuple[int, bytes]:
         self._connection.request("POST", self._prefix + path, body=payload,
@@ -138,7 +152,8 @@ class RenderClient:
             response.read()  # chunked: drain the terminator so the connection is reusable
         return data
 
-    def _unreachable(self, exc: BaseException) -> RenderEndpointError:
-        what = ("timed out after " f"{self.timeout:g} s" if isinstance(exc, socket.timeout)
+    def _unreachable(self, exc: BaseException, expired: bool = False) -> RenderEndpointError:
+        what = ("timed out: no complete answer within the request's deadline of "
+                f"{self.timeout:g} s" if expired or isinstance(exc, socket.timeout)
                 else f"{type(exc).__name__}: {exc}")
         return RenderEndpointError("render_url", f"{self.url}: {what}")

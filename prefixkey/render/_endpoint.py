@@ -118,6 +118,10 @@ def render_response_shape(vllm_version: str) -> RenderResponseShape:
     return shape
 
 
+#: A vLLM ``param`` longer than this is not echoed as the error's field (issue 23: 200 KB).
+_MAX_PARAM_CHARS: Final = 256
+
+
 def _body_field(param: Any) -> str:
     """vLLM's ``param`` as a body field: ``body.messages.0.content`` -> ``messages[0].content``."""
     if not isinstance(param, str) or not param:
@@ -138,8 +142,12 @@ def _error_answer(status: int, payload: Any) -> PrefixKeyError:
             "response", f"HTTP {status} without vLLM's error object", status=status
         )
     if 400 <= status < 500:
-        return RenderRequestError(_body_field(error.get("param")), error["message"],
-                                  status=status)
+        param = error.get("param")
+        if isinstance(param, str) and len(param) > _MAX_PARAM_CHARS:
+            # A param is a path into the body: one this long is the server echoing a value.
+            return RenderRequestError("body", f"{error['message']} (vLLM's param: "
+                                      f"{len(param):,} characters, not echoed)", status=status)
+        return RenderRequestError(_body_field(param), error["message"], status=status)
     kind = error.get("type")
     return RenderEndpointError(
         "response", f"HTTP {status} ({kind}): {error['message']}", status=status

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from ..core import MMItem, check_token_ids
 from ..errors import InvalidRequestError, RemoteMediaError
 from ._chat import _KNOWN_PART_FIELDS, ContentParts
+from ._deadline import Watchdog, watched_opener
 from ._errors import RenderRequestError, RenderUnsupportedError
 from ._options import ServerOptions
 
@@ -199,16 +200,22 @@ def fetch_media_url(url: str, field: str, *, timeout: float = _FETCH_TIMEOUT,
     A :data:`MediaFetcher` for ``Renderer(…, media_fetcher=fetch_media_url)``.
     A redirect is refused (vLLM follows it to any host by default, which would
     step outside ``--allowed-media-domains``), as is a status other than 200, a
-    body over ``max_bytes`` and a failure to connect within ``timeout`` seconds.
+    body over ``max_bytes`` and an answer not complete within ``timeout`` seconds.
     """
-    opener = urllib.request.build_opener(_NoRedirect)
-    try:
-        with opener.open(urllib.request.Request(url), timeout=timeout) as response:
-            data: bytes = response.read(max_bytes + 1)
-    except urllib.error.HTTPError as exc:
-        _fetch_failed(field, url, f"HTTP {exc.code}")
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        _fetch_failed(field, url, str(getattr(exc, "reason", exc)))
+    # ``timeout`` bounds the whole fetch, not each read (a server dripping bytes).
+    with Watchdog(timeout) as watchdog:
+        opener = watched_opener(watchdog, _NoRedirect)
+        try:
+            with opener.open(urllib.request.Request(url), timeout=timeout) as response:
+                data: bytes = response.read(max_bytes + 1)
+        except urllib.error.HTTPError as exc:
+            _fetch_failed(field, url, f"HTTP {exc.code}")
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            if watchdog.expired:
+                _fetch_failed(field, url, f"no complete answer within {timeout:g} s")
+            _fetch_failed(field, url, str(getattr(exc, "reason", exc)))
+    if watchdog.expired:  # cut short: the body read so far is not the body
+        _fetch_failed(field, url, f"no complete answer within {timeout:g} s")
     if len(data) > max_bytes:
         _fetch_failed(field, url, f"more than {max_bytes} bytes")
     return data

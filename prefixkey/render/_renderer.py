@@ -40,6 +40,7 @@ from ._template import (
     Clock,
     TemplateEnvironment,
 )
+from ._template_bounds import TemplateLimitError, render_bounded
 from ._tokenizer import HfTokenizer, build_tokenizer
 
 __all__ = ["CHAT_ENDPOINT", "COMPLETIONS_ENDPOINT", "Rendered", "Renderer"]
@@ -117,6 +118,9 @@ class Renderer:
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._vocab_size = text_vocab_size(self.folder.config)
         self._env = TemplateEnvironment(clock)
+        self._clock = clock
+        #: Built on the first template a request carries (bounded: see _template_bounds).
+        self._request_env: TemplateEnvironment | None = None
         self._parts = content_parts or ContentParts()
         self._images = (ImageChat(options, self.folder.config, media_fetcher)
                         if content_parts is None else None)
@@ -128,6 +132,7 @@ class Renderer:
             start_date=options.system_start_date, clock=clock,
             vllm_version=options.vllm_version)
             if is_harmony_model(self.folder.config) else None)
+        self._trusted_sources = frozenset(self._folder_templates())
         try:  # vLLM renders a warm-up conversation at start: a broken template stops it
             for source in self._folder_templates():
                 self._env.compile(source)
@@ -401,7 +406,11 @@ class Renderer:
         kwargs.pop("chat_template", None)
         if rendering is not None and not isinstance(rendering, str):
             raise RenderRequestError("chat_template_kwargs.chat_template", "must be a string")
-        template = self._compile(self._resolve_template(rendering, tools))
+        source = self._resolve_template(rendering, tools)
+        # A template the request carries (trusted) renders within bounds; the folder's and
+        # the server's as vLLM renders them (docs/render.md, "Request templates").
+        from_request = source not in self._trusted_sources
+        template = self._compile(source, bounded=from_request)
         content_format: str = self.options.chat_template_content_format
         if content_format == "auto":
             detected = template if rendering is given else self._format_template(tools)
@@ -428,8 +437,12 @@ class Renderer:
             return self.tokenizer.encode(text, add_special_tokens=False), warnings
         return text, warnings
 
-    def _compile(self, source: str) -> ChatTemplate:
+    def _compile(self, source: str, bounded: bool = False) -> ChatTemplate:
         try:
+            if bounded:
+                if self._request_env is None:
+                    self._request_env = TemplateEnvironment(self._clock, bounded=True)
+                return self._request_env.compile(source)
             return self._env.compile(source)
         except ChatTemplateSyntaxError as exc:
             raise RenderRequestError("chat_template", str(exc)) from None
@@ -478,9 +491,17 @@ class Renderer:
             chat, final = _tag_final_message(conversation, key, template.source)
         variables = {**self.tokenizer.special_tokens_map, **kwargs}
         try:
-            text = template.template.render(messages=chat, tools=tools, documents=documents,
-                                            add_generation_prompt=add_generation_prompt,
-                                            **variables)
+            if template.bounded:
+                text = render_bounded(lambda: template.template.generate(
+                    messages=chat, tools=tools, documents=documents,
+                    add_generation_prompt=add_generation_prompt, **variables))
+            else:
+                text = template.template.render(messages=chat, tools=tools,
+                                                documents=documents,
+                                                add_generation_prompt=add_generation_prompt,
+                                                **variables)
+        except TemplateLimitError as exc:
+            raise RenderRequestError("chat_template", str(exc)) from None
         except jinja2.TemplateError as exc:
             raise RenderRequestError("messages", str(exc)) from None
         except (TypeError, ValueError, KeyError, AttributeError, IndexError,

@@ -28,6 +28,8 @@ import jinja2.parser
 import jinja2.runtime
 import jinja2.sandbox
 
+from ._template_bounds import BoundedSandbox, bound_filters
+
 __all__ = ["ChatTemplate", "Clock", "TemplateEnvironment"]
 
 #: What ``strftime_now`` reads: a function returning the current local time.
@@ -95,16 +97,29 @@ class _SandboxedEnvironment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
 
-class TemplateEnvironment:
-    """transformers' chat-template environment, with ``strftime_now`` reading ``clock``."""
+class _BoundedEnvironment(_SandboxedEnvironment, BoundedSandbox):
+    """The environment of a request's own template: the same, within
+    :mod:`._template_bounds`' bounds on time and size."""
 
-    def __init__(self, clock: Clock = datetime.now) -> None:
-        env = _SandboxedEnvironment(
+
+class TemplateEnvironment:
+    """transformers' chat-template environment, with ``strftime_now`` reading ``clock``.
+
+    ``bounded``: for the templates requests carry (``trust_request_chat_template``),
+    every operator, call and filter within :mod:`._template_bounds`' size bound (render
+    them with :meth:`render`, which adds the time bound).
+    """
+
+    def __init__(self, clock: Clock = datetime.now, *, bounded: bool = False) -> None:
+        env = (_BoundedEnvironment if bounded else _SandboxedEnvironment)(
             trim_blocks=True, lstrip_blocks=True,
             extensions=[_GenerationTag, jinja2.ext.loopcontrols])
         env.filters["tojson"] = _tojson
         env.globals["raise_exception"] = _raise_exception
         env.globals["strftime_now"] = lambda fmt: clock().strftime(fmt)
+        if bounded:
+            env.filters = bound_filters(env.filters)
+        self.bounded = bounded
         self.env = env
         self._compiled: dict[str, ChatTemplate] = {}
 
@@ -248,6 +263,8 @@ class ChatTemplate:
     accepted_kwargs: frozenset[str]
     #: Whether ``messages`` is aliased into a namespace (detected otherwise by vLLM 0.33).
     aliases_messages: bool = False
+    #: Whether it renders within :mod:`._template_bounds`' bounds (a request's template).
+    bounded: bool = False
 
     @classmethod
     def build(cls, env: jinja2.Environment, source: str) -> ChatTemplate:
@@ -276,6 +293,7 @@ class ChatTemplate:
             supports_developer='"developer"' in source or "'developer'" in source,
             accepted_kwargs=(variables | HF_BASE_PARAMS) - {"chat_template", "tokenize"},
             aliases_messages=_aliases_messages(tree),
+            bounded=isinstance(env, BoundedSandbox),
         )
 
 

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The suites that use a service (tests/redis_servers.py, or Chromium), as .ci/run lists them.
 SERVICE_SUITES = (
     "tests/units/test_index_contract.py",
+    "tests/units/test_index_hostile_batches.py",
     "tests/units/test_redis_holders.py",
     "tests/units/test_redis_index.py",
     "tests/units/test_predictions.py",

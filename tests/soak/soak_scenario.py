@@ -30,13 +30,24 @@ from typing import Any
 # The loopback publishers and the subscriber harness of the end-to-end suite.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "end_to_end"))
 
+from hostile_publisher import BIG_KEYS
 from subscribers import AnySubscriber
 from test_subscriber import BLOCK, FakePublisher, encode_batch, hasher, hello, stored
 
 from prefixkey import Request
-from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme, Router
+from prefixkey.events import DecodedOps
+from prefixkey.fleet import (
+    PrefixIndex,
+    ReceivedBatch,
+    ReplicaEndpoint,
+    ReplicaId,
+    ReplicaScheme,
+    Router,
+)
+from prefixkey.fleet.index._ops import ops_keys
 
-__all__ = ["BLOCK", "HOSTILE_FAULTS", "QUEUE_BYTES", "QUEUE_SIZE", "SoakRun", "run"]
+__all__ = ["BIG_KEYS", "BLOCK", "HOSTILE_FAULTS", "QUEUE_BYTES", "QUEUE_SIZE", "LedgerIndex",
+           "SoakRun", "run"]
 
 V = "0.31.0"
 QUEUE_BYTES = 16 * 1024 * 1024
@@ -59,9 +70,9 @@ def rss() -> int:
 class Hostile:
     """tests/soak/hostile_publisher.py in a child process (its buffers are not ours)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str = "all") -> None:
         script = Path(__file__).with_name("hostile_publisher.py")
-        self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, str(script), kind], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         endpoints = json.loads(self.proc.stdout.readline())
@@ -87,6 +98,23 @@ class Hostile:
             self.proc.wait()
 
 
+class LedgerIndex(PrefixIndex):
+    """A :class:`PrefixIndex` that notes, per replica, the most keys one ``apply_ops`` call
+    applied (one hold of the shared lock, or one step of the loop) and the keys in all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest: dict[str, int] = {}
+        self.keys: dict[str, int] = {}
+
+    def apply_ops(self, replica: ReplicaId | str, decoded: DecodedOps) -> None:
+        name = replica if isinstance(replica, str) else replica.name
+        weight = ops_keys(decoded.ops)
+        self.largest[name] = max(self.largest.get(name, 0), weight)
+        self.keys[name] = self.keys.get(name, 0) + weight
+        super().apply_ops(replica, decoded)
+
+
 @dataclass
 class SoakRun:
     """What one run saw."""
@@ -102,6 +130,9 @@ class SoakRun:
     max_queued: dict[str, int] = field(default_factory=dict)
     max_queued_bytes: dict[str, int] = field(default_factory=dict)
     probe: tuple[str, int] = ("", 0)
+    #: Per replica, the most keys applied in one hold of the lock, and the keys in all.
+    largest_hold: dict[str, int] = field(default_factory=dict)
+    keys_applied: dict[str, int] = field(default_factory=dict)
     rss_baseline: int = 0
     rss_peak: int = 0
 
@@ -113,16 +144,25 @@ class SoakRun:
         self.rss_peak = max(self.rss_peak, rss())
 
 
-def _faults_seen(stats: dict[str, Any]) -> bool:
-    return all(stats["replicas"]["hostile"][c] > 0 for c in HOSTILE_FAULTS)
+def _faults_seen(stats: dict[str, Any], index: LedgerIndex, kind: str) -> bool:
+    if kind != "all":
+        return True
+    return (all(stats["replicas"]["hostile"][c] > 0 for c in HOSTILE_FAULTS)
+            and index.keys.get("hostile", 0) >= BIG_KEYS)
 
 
-def run(make: Callable[..., AnySubscriber], ctx: Any, seconds: float) -> SoakRun:
-    """Publish for ``seconds`` (and on until every hostile fault was counted), then settle."""
+def run(make: Callable[..., AnySubscriber], ctx: Any, seconds: float, kind: str = "all",
+        on_batch: Callable[[ReceivedBatch], None] | None = None) -> SoakRun:
+    """Publish for ``seconds`` (and on until every hostile fault was counted), then settle.
+
+    ``kind`` is the hostile replica's (tests/soak/hostile_publisher.py: ``all`` of them, or
+    one); ``on_batch`` is the subscriber's (benchmarks/bench_subscriber_isolation.py
+    times the healthy replica's batches with it).
+    """
     healthy = FakePublisher(ctx, V)
-    hostile = Hostile()
+    hostile = Hostile(kind)
     scheme = ReplicaScheme(hasher(V))
-    index = PrefixIndex()
+    index = LedgerIndex()
     replicas = [ReplicaEndpoint("healthy", healthy.endpoint, V, scheme=scheme),
                 ReplicaEndpoint("hostile", hostile.endpoint, V,
                                 replay_endpoint=hostile.replay_endpoint, scheme=scheme)]
@@ -130,7 +170,8 @@ def run(make: Callable[..., AnySubscriber], ctx: Any, seconds: float) -> SoakRun
     result.rss_baseline = result.rss_peak = rss()
     try:
         with make(replicas, index=index, context=ctx, queue_size=QUEUE_SIZE,
-                  queue_bytes=QUEUE_BYTES, replay_timeout=0.25, max_ranks=4) as sub:
+                  queue_bytes=QUEUE_BYTES, replay_timeout=0.25, max_ranks=4,
+                  on_batch=on_batch) as sub:
             hello(sub, [(healthy, "healthy", healthy.publish(
                 encode_batch(V, 0.0, [stored(scheme, Request(range(BLOCK)))]), send=False))])
             published = 1
@@ -139,13 +180,13 @@ def run(make: Callable[..., AnySubscriber], ctx: Any, seconds: float) -> SoakRun
             while True:
                 for _ in range(20):  # ~1,000 batches a second, each a block of its own
                     tokens = range(published * BLOCK, (published + 1) * BLOCK)
-                    healthy.publish(encode_batch(V, float(published),
+                    healthy.publish(encode_batch(V, time.time(),  # ts: sent at (benchmarks)
                                                  [stored(scheme, Request(tokens))]))
                     published += 1
                 stats = sub.stats()
                 result.sample(stats)
                 elapsed = time.monotonic() - start
-                result.faults_seen = _faults_seen(stats)
+                result.faults_seen = _faults_seen(stats, index, kind)
                 if elapsed >= seconds and (result.faults_seen or elapsed >= seconds + PATIENCE):
                     break
                 time.sleep(0.02)
@@ -164,6 +205,7 @@ def run(make: Callable[..., AnySubscriber], ctx: Any, seconds: float) -> SoakRun
             with sub.lock:
                 decision = Router(index).route(Request([*range(BLOCK), 1]))[0]
             result.probe = (decision.replica.name, decision.hit_tokens)
+            result.largest_hold, result.keys_applied = dict(index.largest), dict(index.keys)
     finally:
         hostile.close()
         healthy.close()

@@ -23,8 +23,10 @@ import pytest
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
 import soak_scenario  # noqa: E402
-from soak_scenario import BLOCK, HOSTILE_FAULTS, QUEUE_BYTES, QUEUE_SIZE  # noqa: E402
+from soak_scenario import BIG_KEYS, BLOCK, HOSTILE_FAULTS, QUEUE_BYTES, QUEUE_SIZE  # noqa: E402
 from subscribers import KINDS, AnySubscriber, make_subscriber  # noqa: E402
+
+from prefixkey.fleet.feed._driver import SLICE_KEYS  # noqa: E402
 
 pytestmark = pytest.mark.soak
 
@@ -60,6 +62,11 @@ def test_a_hostile_replica_costs_the_healthy_one_nothing(
     assert run.probe == ("healthy", BLOCK)
     # The hostile replica's faults were seen and counted ...
     assert run.faults_seen, {c: bad[c] for c in HOSTILE_FAULTS}
+    # The hostile replica's 100,000-key batches were applied, never more than a slice
+    # under one hold of the lock (one step of the loop): the healthy replica's batches go
+    # in between, it never waits behind a whole hostile batch.
+    assert run.keys_applied["hostile"] >= BIG_KEYS, run.keys_applied
+    assert run.largest_hold["hostile"] <= SLICE_KEYS, run.largest_hold
     # ... and no queue ever held more than its bounds.
     for name in ("healthy", "hostile"):
         assert run.max_queued[name] <= QUEUE_SIZE, (name, run.max_queued)

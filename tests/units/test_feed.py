@@ -166,6 +166,26 @@ def test_the_queue_bound_is_answered_not_logged() -> None:
     assert [level for level, _, _ in f.notes] == [logging.WARNING]
 
 
+def test_a_backlog_is_not_an_idle_period() -> None:
+    # Issue 23: a replica heard from every second, whose worker ran 30 s behind, counted
+    # an idle period (and a warning) per message taken, though it never fell silent.
+    f = feed(idle_timeout=5.0, queue_size=100)
+    for t in range(60):
+        assert f.admit(message(t), 100.0 + t) is not None  # received at 100 + t
+        if t >= 30:  # the worker takes the one received 30 s ago
+            f.taken(sum(map(len, message(t - 30))))
+            assert f.accept(message(t - 30), 100.0 + t - 30) is not None
+        f.check_idle(100.0 + t + 0.5, 0.0)
+    assert f.counters["idle_periods"] == 0
+    idle = [f.idle]
+    f.check_idle(200.0, 0.0)  # silence, truly
+    idle.append(f.idle)
+    f.admit(message(60), 201.0)  # heard from again (queued, not yet taken)
+    f.check_idle(201.5, 0.0)
+    idle.append(f.idle)
+    assert idle == [False, True, False] and f.counters["idle_periods"] == 1
+
+
 def test_learning_asks_for_the_events_and_answers_what_to_apply() -> None:
     endpoint = ReplicaEndpoint("a", "tcp://127.0.0.1:1", V)
     f = ReplicaFeed(endpoint, SubscriberOptions())

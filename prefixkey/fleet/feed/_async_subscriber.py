@@ -12,8 +12,11 @@ same loop reads the index between two batches without any lock::
         decision = router.route(token_ids)[0]    # on the loop: no apply runs meanwhile
 
 Threads other than the loop's must still hold :attr:`AsyncSubscriber.lock`.
-Decoding runs on the loop too: one payload costs at most what
-:class:`~prefixkey.events.DecodeLimits` allows.
+Decoding runs on the loop too, except for payloads over 256 KiB (decoded in a
+worker thread); a batch of more than ``SLICE_KEYS`` keys is applied a slice at a
+time, back to the loop between two; each replica's tasks give the loop back
+after 2 ms of work (a turn). So a replica that floods or sends huge batches delays
+the others by a slice or a turn, never by its whole backlog (issue 23).
 
 An index that does I/O (any backend but an in-memory
 :class:`~prefixkey.fleet.PrefixIndex`, bare or in a
@@ -34,7 +37,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Final, TypeVar
 
 import zmq
 import zmq.asyncio
@@ -45,7 +48,7 @@ from ..index._backend import PrefixIndexBackend
 from ..index._memory import PrefixIndex
 from ..routing._metrics import prometheus_text
 from ..routing._predictions import PredictedIndex
-from ._driver import log_notes
+from ._driver import Steps, log_notes
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
@@ -58,6 +61,14 @@ __all__ = ["AsyncSubscriber"]
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
 
 _T = TypeVar("_T")
+
+#: Seconds a replica's task (receiving, or decoding and applying) runs before the loop's
+#: other tasks get theirs: a turn is bounded in time, not in messages, so that a replica
+#: with a backlog of cheap messages drains it at the pace of one that floods (one message
+#: per turn let a flood of 64-message turns starve a healthy replica's worker).
+_TURN: Final = 0.002
+#: Payloads longer than this are decoded in a worker thread, off the loop (bytes).
+_DECODE_IN_THREAD: Final = 256 * 1024
 
 
 def _does_io(index: PrefixIndexBackend | None) -> bool:
@@ -204,13 +215,19 @@ class AsyncSubscriber:
     async def _receive(self, lane: _Lane) -> None:
         assert lane.sub is not None
         feed = lane.feed
+        turn = time.monotonic()
         while True:
             frames = await lane.sub.recv_multipart()
+            if time.monotonic() - turn > _TURN:
+                # A recv of a message already queued completes without suspending: a replica
+                # that floods would keep the loop (every other replica) until its pipe ran dry.
+                await asyncio.sleep(0)
+                turn = time.monotonic()
             now = time.time()
             feed.count("messages")
             self._recorder.write(feed.key, frames, now, "pub")
             self._recorder.flush(every=1.0)
-            size = feed.admit(frames)
+            size = feed.admit(frames, now)
             if size is None:
                 log_notes(feed)
             else:
@@ -231,6 +248,7 @@ class AsyncSubscriber:
 
     async def _work(self, lane: _Lane) -> None:
         feed = lane.feed
+        turn = time.monotonic()
         while True:
             if not lane.items:
                 lane.ready.clear()
@@ -242,6 +260,7 @@ class AsyncSubscriber:
                     await lane.ready.wait()
                 finally:
                     tick.cancel()
+                turn = time.monotonic()
             feed.check_idle(time.time(), self._feeds.started_at)
             log_notes(feed)
             if not lane.items:
@@ -254,14 +273,34 @@ class AsyncSubscriber:
                 if accepted is not None:
                     if accepted.replay is not None:
                         await self._replay(lane, accepted)
-                    await self._call(self._driver.apply, feed, accepted)
+                    if self._in_thread:
+                        await asyncio.to_thread(self._driver.apply, feed, accepted)
+                    else:
+                        await self._apply_on_loop(feed, accepted)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bug must not kill the subscriber
                 feed.count("handling_errors")
                 logger.exception("%s: unexpected error handling a message (skipped, "
                                  "counted in handling_errors)", feed.key)
-            await asyncio.sleep(0)  # a burst of batches yields to the loop between batches
+            if time.monotonic() - turn > _TURN:  # a burst of batches: the others' turn
+                await asyncio.sleep(0)
+                turn = time.monotonic()
+
+    async def _apply_on_loop(self, feed: ReplicaFeed, accepted: Accepted) -> None:
+        """Decode and apply a batch to an in-memory index without holding the loop long.
+
+        A large payload is decoded in a worker thread (decoding needs no lock); a large
+        batch is applied a slice at a time, back to the loop between two slices
+        (:meth:`FeedDriver.run_steps`): the other replicas' tasks run meanwhile.
+        """
+        driver = self._driver
+        if len(accepted.payload) > _DECODE_IN_THREAD:
+            todo = await asyncio.to_thread(driver.plan, feed, accepted)
+        else:
+            todo = driver.plan(feed, accepted)
+        if todo is not None:
+            await _paced(driver.run_steps(feed, todo))
 
     async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)``: on the loop, or in a worker thread for an index that does I/O."""
@@ -295,7 +334,12 @@ class AsyncSubscriber:
                     break
                 now = time.time()
                 self._recorder.write(feed.key, frames, now, "replay")
-                if await self._call(self._driver.reply, feed, exchange, frames, now):
+                if self._in_thread:
+                    ended = await asyncio.to_thread(self._driver.reply, feed, exchange,
+                                                    frames, now)
+                else:
+                    ended = await _paced(self._driver.reply_steps(feed, exchange, frames, now))
+                if ended:
                     break
         except zmq.ZMQError as exc:
             logger.warning("%s: replay failed: %s", feed.key, exc)
@@ -324,6 +368,16 @@ class AsyncSubscriber:
 
     def prometheus_text(self) -> str:
         return prometheus_text(self.stats())
+
+
+async def _paced(steps: Steps) -> bool:
+    """Run ``steps`` on the loop, back to it at each pause (between two slices)."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return bool(done.value)
+        await asyncio.sleep(0)
 
 
 async def _within(reply: asyncio.Future[list[bytes]], seconds: float) -> list[bytes] | None:

@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
+from typing import Final
 
+from ...events import DecodedOps
 from ..index._backend import IndexUnavailableError, PrefixIndexBackend
 from ..index._memory import ReplicaId, ReplicaScheme
+from ..index._ops import slices
 from ._endpoints import ReceivedBatch
 from ._fair_lock import FairLock
 from ._feed import Accepted, Apply, ReplayExchange, ReplicaFeed, Restart, sampled
 
-__all__ = ["Backoff", "FeedDriver", "log_notes"]
+__all__ = ["SLICE_KEYS", "Backoff", "FeedDriver", "Steps", "drain", "log_notes"]
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
 
@@ -40,6 +43,23 @@ _FIRST_DELAY, _MAX_DELAY = 0.05, 2.0
 
 #: Waits up to the given seconds; False when the subscriber is stopping (give up).
 Backoff = Callable[[float], bool]
+
+#: Keys (plus one per event) applied under the lock in one go: a larger batch is applied
+#: in slices of this size, the lock released between two (issue 23: a valid 30 MB batch
+#: held the lock for 1.2 s, and every other replica waited). About a millisecond in memory.
+SLICE_KEYS: Final = 1024
+
+#: A step of work that pauses (yields) where the lock is free; its value is the result.
+Steps = Generator[None, None, bool]
+
+
+def drain(steps: Steps) -> bool:
+    """Run ``steps`` to the end without pausing; their result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return bool(done.value)
 
 
 def log_notes(feed: ReplicaFeed) -> None:
@@ -79,18 +99,27 @@ class FeedDriver:
 
     def apply(self, feed: ReplicaFeed, accepted: Accepted) -> bool:
         """Decode and apply an accepted message; True if it applied."""
+        todo = self.plan(feed, accepted)
+        return todo is not None and drain(self.run_steps(feed, todo))
+
+    def plan(self, feed: ReplicaFeed, accepted: Accepted) -> Apply | None:
+        """Decode an accepted message (no index, no lock: any thread may run it)."""
         todo = feed.plan(accepted.topic, accepted.seq, accepted.payload, "pub",
                          accepted.recv_time)
-        done = todo is not None and self.run(feed, todo)
         if feed.notes:
             log_notes(feed)
-        return done
+        return todo
 
     def reply(self, feed: ReplicaFeed, exchange: ReplayExchange, frames: list[bytes],
               recv_time: float) -> bool:
         """Take one replay reply (applying its batch); True once the end marker arrived."""
+        return drain(self.reply_steps(feed, exchange, frames, recv_time))
+
+    def reply_steps(self, feed: ReplicaFeed, exchange: ReplayExchange, frames: list[bytes],
+                    recv_time: float) -> Steps:
+        """:meth:`reply`, pausing between the slices of a large batch (see :meth:`run_steps`)."""
         todo = feed.on_reply(exchange, frames, recv_time)
-        if todo is not None and self.run(feed, todo):
+        if todo is not None and (yield from self.run_steps(feed, todo)):
             exchange.recovered += 1
         log_notes(feed)
         return exchange.ended
@@ -103,19 +132,20 @@ class FeedDriver:
 
     def run(self, feed: ReplicaFeed, todo: Apply) -> bool:
         """Apply ``todo`` to the index (if any) and hand it to ``on_batch``; True if applied."""
+        return drain(self.run_steps(feed, todo))
+
+    def run_steps(self, feed: ReplicaFeed, todo: Apply) -> Steps:
+        """:meth:`run` as steps: a batch of more than :data:`SLICE_KEYS` keys is applied a
+        slice at a time, each under the lock, and the generator yields between two slices
+        with the lock released, so that the other replicas' batches (and readers) are let
+        in: the threaded transport goes straight on (the fair lock hands over to whoever
+        waits), the asyncio one returns to the loop. Its value: True if applied."""
         index = self.index
         if index is not None:
             if todo.learn:
                 applied = self._learn_and_apply(feed, index, todo)
             else:
-                rid, decoded, scheme = todo.replica, todo.decoded, todo.scheme
-
-                def apply_one() -> None:
-                    if scheme is not None and rid not in index.replicas():
-                        index.register(rid, scheme)
-                    index.apply_ops(rid, decoded)
-
-                applied = self._retrying(feed, apply_one, "apply_errors", "seq %d", todo.seq)
+                applied = yield from self._apply_slices(feed, index, todo)
             if not applied:
                 return False
         feed.applied(todo)
@@ -128,6 +158,29 @@ class FeedDriver:
             except Exception:
                 feed.count("callback_errors")
                 logger.exception("%s: on_batch raised", feed.key)
+        return True
+
+    def _apply_slices(self, feed: ReplicaFeed, index: PrefixIndexBackend, todo: Apply
+                      ) -> Steps:
+        rid, scheme = todo.replica, todo.scheme
+        try:
+            # Checked whole when cut: a bad op refuses the batch before any slice.
+            parts = slices(todo.decoded, SLICE_KEYS)
+        except Exception:
+            feed.count("apply_errors")
+            logger.exception("%s: seq %d refused", feed.key, todo.seq)
+            return False
+        for k, part in enumerate(parts):
+            if k:
+                yield  # the lock is free: the other replicas' turn
+
+            def apply_one(part: DecodedOps = part) -> None:
+                if scheme is not None and rid not in index.replicas():
+                    index.register(rid, scheme)
+                index.apply_ops(rid, part)
+
+            if not self._retrying(feed, apply_one, "apply_errors", "seq %d", todo.seq):
+                return False
         return True
 
     def _learn_and_apply(self, feed: ReplicaFeed, index: PrefixIndexBackend, todo: Apply
@@ -206,7 +259,10 @@ class FeedDriver:
             except IndexUnavailableError as exc:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self.backoff(min(delay, left)):
-                    feed.count(give_up_counter)
+                    # A timed-out apply may have been applied after all: not an error count
+                    # then, but unknown (the backend re-syncs the replica on its next batch).
+                    unknown = exc.maybe_applied and give_up_counter == "apply_errors"
+                    feed.count("apply_unknown" if unknown else give_up_counter)
                     logger.warning("%s: %s failed: the index stayed unavailable (retry_seconds "
                                    "%.1f, or stopping): %s", feed.key, what % detail,
                                    self.retry_seconds, exc)

@@ -193,8 +193,14 @@ class ReplicaFeed:
 
     # -- the queue's bounds (the transport holds the queue) ----------------------------
 
-    def admit(self, frames: list[bytes]) -> int | None:
-        """Reserve queue room for ``frames``: their size, or None (dropped and counted)."""
+    def admit(self, frames: list[bytes], recv_time: float | None = None) -> int | None:
+        """Reserve queue room for ``frames``: their size, or None (dropped and counted).
+
+        ``recv_time`` (when the transport took them off the socket) is when the replica
+        was last heard from, dropped or not: a backlog is not silence (issue 23).
+        """
+        if recv_time is not None and (self.last_seen is None or recv_time > self.last_seen):
+            self.last_seen = recv_time
         size = sum(map(len, frames))
         opts = self.options
         with self.stats_lock:
@@ -222,6 +228,9 @@ class ReplicaFeed:
             self.idle = True
             self.count("idle_periods")
             self._note(WARNING, "no message for %.1f s", since)
+        elif self.idle and since <= self.options.idle_timeout:  # heard from, not yet taken
+            self.idle = False
+            self._note(INFO, "messages again")
 
     # -- PUB messages ----------------------------------------------------------------
 
@@ -230,7 +239,8 @@ class ReplicaFeed:
         if self.idle:
             self.idle = False
             self._note(INFO, "messages again")
-        self.last_seen = recv_time
+        if self.last_seen is None or recv_time > self.last_seen:  # never back: see admit()
+            self.last_seen = recv_time
         try:
             topic, seq, payload = split_message(frames)
         except EventDecodeError as exc:

@@ -34,7 +34,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
@@ -61,6 +61,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("prefixkey.fleet.Subscriber")
+
+#: Seconds the receiver spends on one replica's socket before serving the others.
+_TURN: Final = 0.002
 
 
 class _Worker:
@@ -233,8 +236,12 @@ class Subscriber:
 
     def _drain_sub(self, w: _Worker, sock: zmq.Socket[bytes]) -> None:
         feed = w.feed
-        for _ in range(1000):  # then the other replicas' turn
+        turn = time.monotonic()
+        for _ in range(1000):  # then the other replicas' turn (or after 2 ms: a flood's
+            # messages are cheap one by one, and a healthy replica's waits behind them all)
             if self._stop.is_set():  # a message can take seconds (30 MB recorded): stop now
+                return
+            if time.monotonic() - turn > _TURN:
                 return
             try:
                 frames = sock.recv_multipart(zmq.NOBLOCK)
@@ -243,7 +250,7 @@ class Subscriber:
             now = time.time()
             feed.count("messages")
             self._recorder.write(feed.key, frames, now, "pub")
-            size = feed.admit(frames)
+            size = feed.admit(frames, now)
             if size is None:
                 log_notes(feed)
             else:

@@ -50,6 +50,9 @@ class IndexUnavailableError(PrefixKeyError, ConnectionError):
     """
 
     field = "index"
+    #: True when the store may have carried the operation out after all (a write that
+    #: timed out once sent, e.g. a paused server resuming): its outcome is unknown.
+    maybe_applied: bool = False
 
 
 class IndexFullError(IndexUnavailableError):

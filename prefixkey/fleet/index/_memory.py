@@ -86,6 +86,7 @@ from .._replicas import (
     as_replica_id,
 )
 from ._backend import RunsAnswer, RunsQuery
+from ._ops import MAX_MEDIA, check_ops, medium_name
 from ._tables import ReplicaState, Table
 from ._walk import OrderedGroups, Run, mark, runs_over_media, walk
 
@@ -122,8 +123,10 @@ _COUNT: Final = attrgetter("count")
 #: A :data:`BlockOp`'s kind, medium and group; and its hashes.
 _RUN_OF: Final = itemgetter(0, 2, 3)
 _HASHES: Final = itemgetter(1)
+_MEDIUM: Final = itemgetter(2)
 
-#: Per KV-cache group, per medium bit: block key -> bitmask of the replica slots holding it.
+#: Per KV-cache group, per medium bit (keyed by its ``bit_length()``): block key -> bitmask
+#: of the replica slots holding it.
 _Holders = dict[int, dict[int, dict[EventHash, int]]]
 
 
@@ -158,6 +161,8 @@ class PrefixIndex:
         self._counters = dict.fromkeys(_COUNTERS, 0)
         self._medium_bits: dict[str, int] = {"GPU": 1, "CPU": 2, "STORAGE": 4}
         self._bit_of: dict[str | None, int] = {}  # medium as published -> its bit
+        #: Each medium's bit by its ``bit_length()`` (index 0 unused).
+        self._bit_at: list[int] = [0, 1, 2, 4]
 
     # -- replicas ---------------------------------------------------------------
 
@@ -214,14 +219,15 @@ class PrefixIndex:
 
         A name given as a string takes its data-parallel rank from the batch.
         """
+        ops = self._checked(_ops_of(batch.events))
         state = self._batch_state(replica, batch.data_parallel_rank, batch.ts, len(batch.events))
         if state is not None:
-            self._apply_ops(state, _ops_of(batch.events))
+            self._apply_ops(state, ops)
 
     def apply_ops(self, replica: ReplicaId | str, decoded: DecodedOps) -> None:
         """:meth:`apply` of a payload as :meth:`~prefixkey.events.EventDecoder.ops` decodes
         it (no event objects): the same entries and counters as applying its batch."""
-        ops = decoded.ops
+        ops = self._checked(decoded.ops)
         state = self._batch_state(replica, decoded.data_parallel_rank, decoded.ts, len(ops))
         if state is not None:
             self._apply_ops(state, ops)
@@ -249,6 +255,23 @@ class PrefixIndex:
         if rid is not None:
             self.apply_ops(rid, ops)
         return Ingested(ops.warnings, ops.data_parallel_rank, len(ops.ops), decoded)
+
+    def _checked(self, ops: Iterable[BlockOp]) -> Sequence[BlockOp]:
+        """``ops`` checked whole before any is applied: well formed (:func:`check_ops`), and
+        naming no medium past the :data:`MAX_MEDIA` the index holds (as in Redis)."""
+        ops = check_ops(ops)
+        # A batch names at most one new medium per op: only near the bound are they counted.
+        if len(self._medium_bits) + len(ops) <= MAX_MEDIA:
+            return ops
+        bit_of = self._bit_of
+        media = set(map(_MEDIUM, ops))
+        if len(self._medium_bits) + len(media) > MAX_MEDIA and not bit_of.keys() >= media:
+            new = {medium_name(m) for m in media if m is not None} - self._medium_bits.keys()
+            if len(self._medium_bits) + len(new) > MAX_MEDIA:
+                raise InvalidRequestError(
+                    "medium", f"the index already has {len(self._medium_bits):,} medium names "
+                    f"(at most {MAX_MEDIA:,}); batch not applied")
+        return ops
 
     def _apply_ops(self, state: ReplicaState, ops: Iterable[BlockOp]) -> None:
         """Apply a batch's events in order; consecutive BlockStored of one medium and group
@@ -288,10 +311,11 @@ class PrefixIndex:
         bit = self._bit_of.get(medium)
         if bit is not None:
             return bit
-        name = DEFAULT_MEDIUM if medium is None else medium.upper()
+        name = DEFAULT_MEDIUM if medium is None else medium_name(medium)
         bit = self._medium_bits.get(name)
         if bit is None:
             bit = self._medium_bits[name] = 1 << len(self._medium_bits)
+            self._bit_at.append(bit)
         if len(self._bit_of) < 64:  # medium names as published: a bounded cache
             self._bit_of[medium] = bit
         return bit
@@ -311,21 +335,24 @@ class PrefixIndex:
         media = self._holders.get(group)
         if media is None:
             media = self._holders[group] = {}
-        holders = media.get(bit)
+        at = bit.bit_length()  # not the bit itself: hashing a 65,536-bit int reads all of it
+        holders = media.get(at)
         if holders is None:
-            holders = media[bit] = {}
+            holders = media[at] = {}
         return holders
 
     def _drop(self, group: int, key: EventHash, mask: int, rbit: int) -> None:
         """Take replica ``rbit`` out of ``key``'s holders on every medium of ``mask``."""
         media = self._holders[group]
-        for bit, holders in media.items():
-            if mask & bit:
-                rest = holders[key] & ~rbit
-                if rest:
-                    holders[key] = rest
-                else:
-                    del holders[key]
+        while mask:  # the mask's bits, not every medium of the group (there may be 65,536)
+            low = mask & -mask
+            mask ^= low
+            holders = media[low.bit_length()]
+            rest = holders[key] & ~rbit
+            if rest:
+                holders[key] = rest
+            else:
+                del holders[key]
 
     def _store(self, state: ReplicaState, chains: list[tuple[EventHash, ...]], medium: str | None,
                group_idx: int | None) -> None:
@@ -416,7 +443,7 @@ class PrefixIndex:
         masks = list(map(held.get, keys))
         if n and masks.count(bit) == n and len(set(keys)) == n:
             # Each key held on this medium only, once in the event: the usual removal, in bulk.
-            holders = self._holders[group][bit]
+            holders = self._holders[group][bit.bit_length()]
             owners = list(map(holders.pop, keys))  # holder sets are unordered: pop, put back
             if owners.count(rbit) != n:  # some are also held by other replicas
                 for key, owner in zip(keys, owners, strict=True):
@@ -532,8 +559,15 @@ class PrefixIndex:
 
     def _maps(self, group: int, media: int) -> list[tuple[int, dict[EventHash, int]]]:
         """The holder maps of ``group`` on the media of ``media`` that hold anything."""
-        return [(bit, holders) for bit, holders in self._holders.get(group, {}).items()
-                if bit & media and holders]
+        held = self._holders.get(group, {})
+        bit_at = self._bit_at
+        if media.bit_length() <= 64:
+            return [(bit_at[at], holders) for at, holders in held.items()
+                    if holders and media & bit_at[at]]
+        # Many media: one pass over the mask's digits, not a shift of it per medium.
+        digits = bin(media)
+        return [(bit_at[at], holders) for at, holders in held.items()
+                if holders and at < len(digits) - 1 and digits[-at] == "1"]
 
     def table(self, replica: ReplicaId | str, group: int = 0) -> Mapping[EventHash, int]:
         """A replica group's keys, each mapped to a media bitmask (read-only use)."""

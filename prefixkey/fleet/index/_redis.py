@@ -104,6 +104,7 @@ from ._memory import (
     UnknownReplicaError,
     as_replica_id,
 )
+from ._ops import check_ops
 from ._redis_codec import (
     RunTexts,
     batch_ops,
@@ -288,9 +289,13 @@ class RedisPrefixIndex:
                     f"Redis namespace {self.namespace!r} refused a write: the server is "
                     f"out of memory (maxmemory): {exc}") from exc
             if _unavailable(exc):
-                raise IndexUnavailableError(
+                err = IndexUnavailableError(
                     f"Redis namespace {self.namespace!r} did not answer: "
-                    f"{type(exc).__name__}: {exc}") from exc
+                    f"{type(exc).__name__}: {exc}")
+                # A reply that timed out was sent: the server may run it yet (SIGSTOP).
+                err.maybe_applied = (type(exc).__name__ == "TimeoutError"
+                                     and "connecting" not in str(exc))
+                raise err from exc
             raise
 
     def _script(self, name: str, args: list[Any]) -> Any:
@@ -408,6 +413,7 @@ class RedisPrefixIndex:
         again with the same (or an equal) ``decoded`` applies the chunks not
         applied yet, once.
         """
+        check_ops(decoded.ops)  # a hand-built batch: typed, before any chunk is written
         rid = (ReplicaId(replica, decoded.data_parallel_rank or 0)
                if isinstance(replica, str) else as_replica_id(replica))
         pending = self._pending.pop(rid, None)

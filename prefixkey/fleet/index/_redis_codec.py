@@ -19,6 +19,7 @@ from ...core import Hasher, block_hash_to_int64
 from ...errors import InvalidRequestError, PrefixKeyError
 from ...events import CLEARED, STORED, BlockOp, EventHash
 from ._memory import DEFAULT_MEDIUM, GroupSpec, ReplicaId, ReplicaScheme
+from ._ops import medium_name
 from ._walk import Run
 
 __all__ = ["RunTexts", "batch_ops", "key_bytes", "pack_keys", "rid_field", "rid_of",
@@ -195,7 +196,7 @@ def batch_ops(ops: Iterable[BlockOp], publishes: str | None, limit: int
         else:
             keys = [h for h in hashes if isinstance(h, bytes)]
             mismatches += len(hashes) - len(keys)
-        medium = DEFAULT_MEDIUM if published_medium is None else published_medium.upper()
+        medium = DEFAULT_MEDIUM if published_medium is None else medium_name(published_medium)
         kind = b"S" if kind_code == STORED else b"R"
         end = len(keys)
         while True:  # a BlockStored's tail first, as the script stores it

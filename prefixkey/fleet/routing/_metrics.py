@@ -37,6 +37,8 @@ COUNTERS: Final[dict[str, str]] = {
     "framing_errors": "messages or replay replies with bad framing",
     "ignored_fields": "unknown fields ignored by the decoder",
     "apply_errors": "batches the index failed to apply (after retries, if it was unavailable)",
+    "apply_unknown": "batches given up after a write timed out once sent: the store may "
+                     "have applied them (the replica's next batch re-syncs it either way)",
     "apply_retries": "index calls (applies, restart clears) retried because the index was "
                      "unavailable (IndexUnavailableError)",
     "restart_errors": "publisher restarts whose index clear failed (index unavailable past "
