@@ -361,7 +361,7 @@ class Router:
         return Queues.of(zip(rids, map(float, loads), strict=True)), per
 
     def pressure(self, replica: ReplicaId | str) -> float:
-        """The replica's cache pressure in [0, 1] (module docs): its recent stores over the busiest's."""
+        """The replica's cache pressure in [0, 1]: its recent stores over the busiest's."""
         top = self._stored.maximum()
         return self._stored.get(_replica_id(replica)) / top if top > 0 else 0.0
 
