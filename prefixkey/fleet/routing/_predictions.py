@@ -208,9 +208,29 @@ class Predictions:
         new = len(fresh) - len(again)
         cap = self.max_entries_per_replica
         evict = 0 if cap is None else max(state.count + new - cap, 0)
-        if (cap is not None and new > cap) or (
-                self._size + new - evict > self.max_entries):
+        if self._size + new - evict > self.max_entries:
             return False
+        c = self._counters
+        if cap is not None and new > cap:
+            if again:
+                return False
+            # More new keys than the replica can hold: recorded tail first, each past
+            # the bound evicting the oldest, they leave every earlier entry evicted and
+            # the request's head (its last ``cap`` recorded).
+            before = state.count
+            self._drop_all(state)  # counts them cleared: they were evicted
+            c["cleared"] -= before
+            c["evicted"] += before + new - cap
+            c["recorded"] += new - cap  # the request's tail, recorded then evicted
+            keys, new, evict, table = keys[:cap], cap, 0, None
+            fresh = dict.fromkeys(keys[::-1], now)
+        elif again and not new:  # only refreshes: moved to the end, tail first
+            move = table.move_to_end  # type: ignore[union-attr]  # again: table is set
+            for key in fresh:
+                table[key] = now  # type: ignore[index]
+                move(key)
+            c["refreshed"] += len(again)
+            return True
         if table is None:
             table = state.tables[0] = OrderedDict()
         holders = self._holders.get(0)
@@ -228,16 +248,16 @@ class Predictions:
             else:
                 del holders[key]
         table.update(fresh)
-        if holders.keys().isdisjoint(fresh):
-            holders.update(dict.fromkeys(fresh, rbit))
+        added = fresh.keys() - again if again else fresh  # holders change for new keys only
+        if holders.keys().isdisjoint(added):
+            holders.update(dict.fromkeys(added, rbit))
         else:
             get = holders.get
-            for key in fresh:
+            for key in added:
                 held = get(key)
                 holders[key] = rbit if held is None else held | rbit
         state.count += new - evict
         self._size += new - evict
-        c = self._counters
         c["recorded"] += new
         c["refreshed"] += len(again)
         c["evicted"] += evict
