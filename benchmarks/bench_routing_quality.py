@@ -74,7 +74,8 @@ def render(args: argparse.Namespace) -> None:
              "replica, 64 concurrent requests, 0.02 s per output token, 50 ms event lag, "
              "lookup at admission; block size 16, vLLM 0.31.0 sha256 keys and KV events. "
              "`ours` is `Router(index, load=…, replicas=…)` at its defaults fed the "
-             "gateway's queued prefill tokens (docs/routing.md); `ours-noload` is "
+             "gateway's queued prefill tokens and told each send (`Router.sent`, docs/routing.md); "
+             "`ours-noload` is "
              "`Router(index, replicas=…)` with no load at all.", ""]
     verdicts = ["## Done when, per scenario", "",
                 "| scenario | hit rate ours / pooled (≥ 0.95) | TTFT mean ours / LOR (≤ 1) "
@@ -106,13 +107,13 @@ def render(args: argparse.Namespace) -> None:
         lines.append("")
         ours, lor, noload = by["ours"], by["least-outstanding"], by["ours-noload"]
 
-        def mark(value: float, ok: bool) -> str:
-            return f"{value:.2f} {'met' if ok else '**missed**'}"
+        def mark(value: float, ok: bool, digits: int = 2) -> str:
+            return f"{value:.{digits}f} {'met' if ok else '**missed**'}"
         hit = ours["hit_rate"] / pooled
         mean = ours["ttft_mean_s"] / lor["ttft_mean_s"]
         p99 = ours["ttft_p99_s"] / lor["ttft_p99_s"]
         spread = noload["max_over_mean_requests"]
-        verdicts.append(f"| {scenario} | {mark(hit, hit >= 0.95)} | {mark(mean, mean <= 1)} "
+        verdicts.append(f"| {scenario} | {mark(hit, hit >= 0.95, 3)} | {mark(mean, mean <= 1)} "
                         f"| {mark(p99, p99 <= 1.05)} | {mark(spread, spread <= 2)} |")
     out = "\n".join([*lines, "", *verdicts, ""]) + "\n"
     if args.notes.exists():
