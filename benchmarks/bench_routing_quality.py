@@ -74,8 +74,8 @@ def render(args: argparse.Namespace) -> None:
              "replica, 64 concurrent requests, 0.02 s per output token, 50 ms event lag, "
              "lookup at admission; block size 16, vLLM 0.31.0 sha256 keys and KV events. "
              "`ours` is `Router(index, load=…, replicas=…)` at its defaults fed the "
-             "gateway's queued prefill tokens and told each send (`Router.sent`, docs/routing.md); "
-             "`ours-noload` is "
+             "gateway's queued prefill tokens and told each send (`Router.sent`, "
+             "docs/routing.md); `ours-noload` is "
              "`Router(index, replicas=…)` with no load at all.", ""]
     verdicts = ["## Done when, per scenario", "",
                 "| scenario | hit rate ours / pooled (≥ 0.95) | TTFT mean ours / LOR (≤ 1) "
