@@ -16,7 +16,10 @@ interleaved in one process on the same prepared request:
 * ``rank`` over the events index (the floor: what predictions add to);
 * ``rank`` over the predicted index;
 * ``sent``: recording the request's keys for the chosen replica again (its keys are
-  already predicted there: the steady state of a conversation, all refreshes).
+  already predicted there: the steady state of a conversation, all refreshes);
+* ``sent new``: recording the keys of another request each time (64 prompts of the
+  same length in turn) for a replica bounded by ``max_entries_per_replica`` =
+  ``--filler``: every key is new and each evicts one (issue 22's item 3).
 
 Ratios are medians over the hashing median, so they do not move with the
 machine's load as much as the times do. Memory per predicted entry is
@@ -33,6 +36,7 @@ import random
 import sys
 import time
 import tracemalloc
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -47,6 +51,7 @@ from prefixkey.fleet import (
     PredictedIndex,
     Predictions,
     PrefixIndex,
+    PreparedRequest,
     ReplicaId,
     ReplicaScheme,
     Router,
@@ -112,8 +117,9 @@ def main() -> None:
         lines.append(text)
 
     report("| replicas | prompt tokens | hashing ms | rank, events ms | rank, predicted ms "
-           "| sent ms | predicted / events | rank, predicted / hashing | sent / hashing |")
-    report("|---|---|---|---|---|---|---|---|---|")
+           "| sent ms | predicted / events | rank, predicted / hashing | sent / hashing "
+           "| sent new ms | sent new / hashing |")
+    report("|---|---|---|---|---|---|---|---|---|---|---|")
     for replicas in ((16, 64) if args.quick else (16, 64, 256)):
         for n, request in prompts.items():
             prefix = list(map(SCHEME.publish, HASHER.block_hashes(request)))
@@ -123,13 +129,30 @@ def main() -> None:
             prepared = on_events.prepare(request)
             chosen = on_predicted.rank(prepared)[0]
             assert chosen.replica == on_events.rank(prepared)[0].replica  # same entries, same pick
-            (hash_ms, _), (events_ms, _), (predicted_ms, _), (sent_ms, _) = interleaved([
-                partial(on_events.prepare, request), partial(on_events.rank, prepared),
-                partial(on_predicted.rank, prepared), partial(predicted.sent, prepared, chosen),
-            ], seconds)
+            bounded = PredictedIndex(PrefixIndex(), Predictions(
+                max_entries_per_replica=args.filler))
+            bounded.register("r0", SCHEME)
+            others = [on_events.prepare(Request([rng.randrange(128_000) for _ in range(n)]))
+                      for _ in range(64)]
+            turn = iter(range(1 << 62))
+
+            def sent_new(bounded: PredictedIndex = bounded,
+                         others: list[PreparedRequest] = others, turn: Iterator[int] = turn
+                         ) -> None:
+                bounded.sent(others[next(turn) % len(others)], "r0")
+
+            for other in others:  # the bound reached: from here on every key evicts one
+                bounded.sent(other, "r0")
+            (hash_ms, _), (events_ms, _), (predicted_ms, _), (sent_ms, _), (new_ms, _) = (
+                interleaved([
+                    partial(on_events.prepare, request), partial(on_events.rank, prepared),
+                    partial(on_predicted.rank, prepared),
+                    partial(predicted.sent, prepared, chosen), sent_new,
+                ], seconds))
             report(f"| {replicas} | {n:,} | {hash_ms:.2f} | {events_ms:.2f} | {predicted_ms:.2f} "
                    f"| {sent_ms:.2f} | {predicted_ms / events_ms:.2f} "
-                   f"| {predicted_ms / hash_ms:.2f} | {sent_ms / hash_ms:.2f} |")
+                   f"| {predicted_ms / hash_ms:.2f} | {sent_ms / hash_ms:.2f} "
+                   f"| {new_ms:.2f} | {new_ms / hash_ms:.2f} |")
             del events, predicted, on_events, on_predicted, prepared
             gc.collect()
     report("")

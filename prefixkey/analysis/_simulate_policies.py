@@ -9,7 +9,8 @@ scrape). Each returns the replica index chosen and the prefill it expects
 there (what the gateway counts as queued until the first token).
 
 * ``ours``: :class:`~prefixkey.fleet.Router` at its defaults, fed the
-  gateway's queued prefill tokens per replica, as docs/routing.md says to.
+  gateway's queued prefill tokens per replica and told where each request
+  went (``Router.sent``), as docs/routing.md says to.
 * ``ours-noload``: the Router with no load at all (its own count of sends).
 * ``round-robin``; ``least-outstanding`` (fewest requests sent and not
   finished; ties in rotation); ``rendezvous`` (highest-random-weight hashing
@@ -81,6 +82,7 @@ def _ours(ctx: PolicyContext, with_load: bool) -> Policy:
 
     def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
         top = router.rank(prepared, limit=1)[0]
+        router.sent(top)  # the gateway sends it there (the cache pressure; no-op without load)
         return number[top.replica], top.prefill_tokens
     return choose
 

@@ -278,6 +278,28 @@ def test_the_chain_tail_is_evicted_first() -> None:
     assert p.stats()["evicted"] == 2
 
 
+def test_a_key_recorded_again_is_not_evicted_for_the_new_ones() -> None:
+    p = Predictions(max_entries_per_replica=3)
+    p.record("a", [(1, 2, 3)])  # tail first: 3 is the least recently recorded
+    p.record("a", [(3, 5)])  # 3 again, 5 new: one entry must go, 2 (3 is refreshed)
+    assert [k for _, k, _ in p.entries("a")] == [1, 5, 3]
+    stats = p.stats()
+    assert (stats["recorded"], stats["refreshed"], stats["evicted"]) == (4, 1, 1)
+    assert p.leading(ReplicaId("a"), 0, (1, 2, 3)) == 1
+
+
+def test_a_request_longer_than_the_bound_keeps_its_head() -> None:
+    p = Predictions(max_entries_per_replica=3)
+    p.record("a", [(1, 2)])
+    p.record("b", [(1, 2)])
+    p.record("a", [(10, 11, 12, 13, 14)])  # tail first: 1, 2, 14 and 13 evicted in turn
+    assert [k for _, k, _ in p.entries("a")] == [12, 11, 10]
+    assert p.leading(ReplicaId("a"), 0, (10, 11, 12, 13)) == 3
+    assert p.leading(ReplicaId("b"), 0, (1, 2)) == 2  # b's entries untouched
+    stats = p.stats()
+    assert (stats["recorded"], stats["evicted"], stats["cleared"], stats["size"]) == (9, 4, 0, 5)
+
+
 def test_an_event_medium_named_predicted_is_not_routed_on() -> None:
     """A replica's events cannot pass themselves off as predictions, nor stop routing."""
     fleet = make_fleet(PrefixIndex())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -89,6 +90,32 @@ def test_rank_order_is_cost_load_then_rendezvous(seed: int) -> None:
             head = router.route(TOKENS, limit=k)
             assert head == decisions[:k]
             assert [d.why for d in head] == [d.why for d in decisions[:k]]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rank_order_with_cache_pressure(seed: int) -> None:
+    """Reported sends give candidates different pressures: the cost is no longer the
+    queue plus a group's shared part, so the queues' load order (the candidates holding
+    nothing, and groups over 16) is only a bound; the order must still be the cost's."""
+    rng = random.Random(100 + seed)
+    held = seed % 4 != 3
+    index = _index(rng, rng.randint(20, 40) if seed < 4 else rng.randint(60, 120), held,
+                   schemes=1 + seed % 2)
+    names = list(index.replicas())
+    loads = {rid: rng.choice([0.0, 16.0, 80.0]) for rid in names}
+    router = Router(index, load=loads.__getitem__)
+    top = router.route(TOKENS)[0]
+    for _ in range(rng.randint(1, 3 * len(names))):  # sends reported to random replicas
+        router.sent(replace(top, replica=rng.choice(names),
+                            prefill_tokens=float(rng.choice([3, 35, 99]))))
+    decisions = router.route(TOKENS)
+    assert len({d.pressure for d in decisions}) > 1
+    for d in decisions:
+        assert d.pressure == router.pressure(d.replica)
+        assert d.cost == pytest.approx(d.load + (2 + d.pressure) * d.prefill_tokens)
+    assert [d.replica for d in decisions] == _expected(router, decisions)
+    for k in (1, 2, 5, len(decisions)):
+        assert router.route(TOKENS, limit=k) == decisions[:k]
 
 
 @pytest.mark.parametrize("limit", [0, -1, 1.5, True])

@@ -113,7 +113,8 @@ def test_num_tokens_minus_one_cap(num_tokens: int, held: int, hit: int) -> None:
         assert "capped" in by_name["a"].why
 
 
-# The cost model, in prefill tokens: cost = queued + 2 * (num_tokens - saved), where saved
+# The cost model, in prefill tokens: cost = queued + (2 + pressure) * (num_tokens - saved)
+# (pressure 0 here: a fresh Router given a load, no send reported), where saved
 # counts each reused block's 16 tokens times its medium's tier weight (GPU 1.0,
 # CPU 0.8, STORAGE 0.5). TOKENS is 133 tokens: at most 8 blocks (128 tokens) reuse.
 # (held: name -> (blocks, medium); loads in tokens; the expected order; the winner's cost)
@@ -191,6 +192,46 @@ def test_without_load_the_router_counts_what_it_sent() -> None:
     firsts = [router.route(TOKENS)[0].replica.name for _ in range(4)]
     assert sorted(firsts) == names  # each first choice queued work there
     assert router.route(TOKENS)[0].load is not None
+
+
+def _shared_prefix_requests(count: int) -> list[list[int]]:
+    """Requests sharing their first 2 blocks (a system prompt), each with its own 6 more."""
+    return [[*TOKENS[:32], *range(50_000 + 1000 * i, 50_000 + 1000 * i + 101)]
+            for i in range(count)]
+
+
+def test_cache_pressure_spreads_what_only_shares_a_system_prompt() -> None:
+    # Only "a" holds the shared 2 blocks. Without the pressure term every request
+    # goes there (2 x (133 - 32) < 2 x 133) and b, c, d never store anything: their
+    # caches stay empty while a's churns. A request reported sent to "a" raises its
+    # pressure to 1: (2 + 1) x 101 > 2 x 133, so the next goes to a replica with room.
+    index = make_index("a", "b", "c", "d")
+    store(index, "a", ints(FINE[:2]))
+    stateless = Router(index, load=lambda r: 0.0)  # no sends reported: pressure stays 0
+    assert {order(stateless.route(t))[0] for t in _shared_prefix_requests(8)} == {"a"}
+    router = Router(index, load=lambda r: 0.0)
+    firsts = []
+    for tokens in _shared_prefix_requests(8):
+        top = router.route(tokens)[0]
+        assert top.cost == pytest.approx(top.load + (2 + top.pressure) * top.prefill_tokens)
+        assert f"(2 + {top.pressure:.3g}) x" in top.why
+        router.sent(top)
+        firsts.append(top.replica.name)
+    assert firsts[0] == "a" and sorted(set(firsts)) == ["a", "b", "c", "d"]
+    pressures = [router.pressure(name) for name in "abcd"]
+    assert all(0 < p <= 1 for p in pressures) and max(pressures) == 1.0
+    # Without a load the Router counts its first choices itself: the same spread.
+    own = Router(index)
+    assert len({order(own.route(t))[0] for t in _shared_prefix_requests(8)}) == 4
+
+
+def test_sent_does_nothing_without_a_load() -> None:
+    index = make_index("a", "b")
+    router = Router(index)
+    top = router.route(TOKENS)[0]  # counted by rank itself
+    before = router.pressure(top.replica)
+    router.sent(top)
+    assert router.pressure(top.replica) == before == 1.0
 
 
 def test_configured_replicas_are_candidates_before_any_event() -> None:

@@ -163,6 +163,8 @@ class Predictions:
         now = self._time()
         state = self._state(as_replica_id(replica))
         self._expire(state, now)
+        if len(groups) == 1 and self._record_bulk(state, groups[0], now):
+            return
         c = self._counters
         cap = self.max_entries_per_replica
         rbit = state.bit
@@ -189,6 +191,77 @@ class Predictions:
                 state.count += 1
                 self._size += 1
                 c["recorded"] += 1
+
+    def _record_bulk(self, state: _Replica, keys: Sequence[EventHash], now: float) -> bool:
+        """:meth:`record` of one group's keys with dict operations in C; False when it
+        cannot (the replica has other groups, or the bound would evict this request's
+        own keys, or the global bound is reached): the key-by-key path then.
+
+        The same entries, order and counts as recording key by key, except that a key
+        the request records again is never evicted to make room for its new keys.
+        """
+        table = state.tables.get(0)
+        if len(state.tables) > (0 if table is None else 1):
+            return False
+        fresh = dict.fromkeys(keys[::-1], now)  # tail first: the head is the most recent
+        again = fresh.keys() & table.keys() if table else set()
+        new = len(fresh) - len(again)
+        cap = self.max_entries_per_replica
+        evict = 0 if cap is None else max(state.count + new - cap, 0)
+        if self._size + new - evict > self.max_entries:
+            return False
+        c = self._counters
+        if cap is not None and new > cap:
+            if again:
+                return False
+            # More new keys than the replica can hold: recorded tail first, each past
+            # the bound evicting the oldest, they leave every earlier entry evicted and
+            # the request's head (its last ``cap`` recorded).
+            before = state.count
+            self._drop_all(state)  # counts them cleared: they were evicted
+            c["cleared"] -= before
+            c["evicted"] += before + new - cap
+            c["recorded"] += new - cap  # the request's tail, recorded then evicted
+            keys, new, evict, table = keys[:cap], cap, 0, None
+            fresh = dict.fromkeys(keys[::-1], now)
+        elif again and not new:  # only refreshes: moved to the end, tail first
+            move = table.move_to_end  # type: ignore[union-attr]  # again: table is set
+            for key in fresh:
+                table[key] = now  # type: ignore[index]
+                move(key)
+            c["refreshed"] += len(again)
+            return True
+        if table is None:
+            table = state.tables[0] = OrderedDict()
+        holders = self._holders.get(0)
+        if holders is None:
+            holders = self._holders[0] = {}
+        rbit = state.bit
+        for key in again:  # re-inserted below, last: most recently recorded
+            del table[key]
+        popitem = table.popitem
+        for _ in range(evict):  # the least recently recorded first
+            key, _recorded = popitem(last=False)
+            rest = holders[key] & ~rbit
+            if rest:
+                holders[key] = rest
+            else:
+                del holders[key]
+        table.update(fresh)
+        added = fresh.keys() - again if again else fresh  # holders change for new keys only
+        if holders.keys().isdisjoint(added):
+            holders.update(dict.fromkeys(added, rbit))
+        else:
+            get = holders.get
+            for key in added:
+                held = get(key)
+                holders[key] = rbit if held is None else held | rbit
+        state.count += new - evict
+        self._size += new - evict
+        c["recorded"] += new
+        c["refreshed"] += len(again)
+        c["evicted"] += evict
+        return True
 
     def _unhold(self, group: int, key: EventHash, rbit: int) -> None:
         holders = self._holders[group]

@@ -72,6 +72,10 @@ class Queues:
         """The smallest queue tracked (0 when none is)."""
         return self._sorted[0][0] * self._scale if self._sorted else 0.0
 
+    def maximum(self) -> float:
+        """The largest queue tracked (0 when none is)."""
+        return self._sorted[-1][0] * self._scale if self._sorted else 0.0
+
     def snapshot(self) -> tuple[list[tuple[float, ReplicaId]], float]:
         """The ``(stored, replica)`` pairs in ascending order, and the scale of ``stored``."""
         return list(self._sorted), self._scale

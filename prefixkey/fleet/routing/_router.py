@@ -17,7 +17,7 @@ to the LCM of the group block sizes, as vLLM's hybrid coordinator does.
 its prefill rate before the request's first token; divide by that rate for
 seconds, which no decision needs). A candidate's cost is
 
-    cost = queued(replica) + 2 * (num_tokens - saved(replica))
+    cost = queued(replica) + (2 + pressure(replica)) * (num_tokens - saved(replica))
 
 ``queued + (num_tokens - saved)`` is the request's own wait for its first
 token there; the prefill it needs is counted a second time because it is
@@ -30,7 +30,19 @@ already waiting there (``load``, in tokens, or in requests with
 prefill a routed request needs); ``saved`` is the hit,
 each reused block counting ``tier_weights[medium]`` of its tokens (a GPU
 block saves all of its prefill, a CPU block 0.8 of it: loading it back costs
-the rest). The lowest cost ranks first; equal costs go to the lower queue,
+the rest). ``pressure`` (in [0, 1]) is what storing the request's new
+blocks there evicts: the replica's share of the prefill the Router's recent
+first choices stored, relative to the replica that got the most (a decayed
+count, by ``1 - 1/replicas`` per decision). Without a load the Router counts
+its first choices; with one, the caller reports where each request went
+(:meth:`Router.sent`, where it adds the request to its own queued counts).
+A replica that has stored nothing lately (a fresh one, or one whose cache
+holds only old blocks) evicts nothing worth keeping: its pressure is 0; on
+the busiest one each block stored pushes out a block stored lately, counted
+as a prefill token the fleet may have to do again. Without this term every
+request holding a shared system prompt goes to the replicas already holding
+it, and replicas that never served stay empty (their caches unused) while
+the holders churn theirs. The lowest cost ranks first; equal costs go to the lower queue,
 then to the rendezvous weight (:func:`rendezvous_weight`: for replicas
 holding a prefix, on the first key of the request none of them holds, so
 requests sharing only a held system prompt spread; for replicas holding
@@ -140,12 +152,16 @@ class RouteDecision:
     #: :data:`PREDICTED`) or ``"none"`` (no usable hit: the rendezvous fallback,
     #: or a run the ``num_tokens - 1`` cap or the groups leave nothing of).
     evidence: Evidence
-    #: The cost, in prefill tokens: ``load + 2 * prefill_tokens`` (the wait for the
-    #: first token, ``load + prefill_tokens``, plus the work added to the fleet).
+    #: The cost, in prefill tokens: ``load + (2 + pressure) * prefill_tokens`` (the
+    #: wait for the first token, ``load + prefill_tokens``, plus the work added to
+    #: the fleet, plus what storing it evicts).
     cost: float = 0.0
     #: The prefill this request still needs there: ``num_tokens`` minus what
     #: the held blocks save (each block's tokens times its medium's tier weight).
     prefill_tokens: float = 0.0
+    #: The replica's cache pressure in [0, 1]: what storing the new blocks there
+    #: evicts (module docs); ``cost = load + (2 + pressure) * prefill_tokens``.
+    pressure: float = 0.0
 
     @property
     def why(self) -> str:
@@ -286,6 +302,10 @@ class Router:
         # Pushed loads (:meth:`set_load`, in load_unit), or the Router's own queue
         # estimate (tokens) while nothing is pushed and no load callable is given.
         self._queues = Queues()
+        #: The prefill tokens the Router's recent first choices stored per replica,
+        #: decaying by ``1 - 1/replicas`` per decision: each replica's cache pressure.
+        self._stored = Queues()
+        self._last_total = 2  # the candidates of the last ranking: the pressure's decay
         self._pushed = False
         self._tracked: object = None  # the registrations last tracked in _queues
         #: The running mean of the prefill a ranking's first choice needs (tokens):
@@ -340,13 +360,42 @@ class Router:
                         "load", f"returned {v!r} for {rid}: not a finite number >= 0")
         return Queues.of(zip(rids, map(float, loads), strict=True)), per
 
+    def pressure(self, replica: ReplicaId | str) -> float:
+        """The replica's cache pressure in [0, 1]: its recent stores over the busiest's."""
+        top = self._stored.maximum()
+        return self._stored.get(_replica_id(replica)) / top if top > 0 else 0.0
+
+    def _pressure_of(self) -> Callable[[ReplicaId], float]:
+        top = self._stored.maximum()
+        if top <= 0:
+            return _no_pressure
+        get = self._stored.get
+        return lambda rid: get(rid) / top
+
+    def sent(self, decision: RouteDecision) -> None:
+        """Report that the request of ``decision`` was sent to its replica (with a load given).
+
+        Its ``prefill_tokens`` count as stored there (the cache pressure, module
+        docs). Call it where the gateway adds the request to its own queued
+        count. Without a load the Router counts its first choices itself and
+        this does nothing; with a load and no report, every pressure stays 0.
+        """
+        if self.load is None and not self._pushed:
+            return
+        self._store(decision.replica, decision.prefill_tokens, self._last_total)
+
+    def _store(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
+        self._stored.decay(1 - 1 / max(replicas, 2))
+        self._stored.add(replica, tokens)
+
     def _sent(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
         """Count a first choice: its prefill joins the Router's own queue estimate."""
         alpha = 1 / 64
         self.mean_prefill_tokens += alpha * (tokens - self.mean_prefill_tokens) if (
             self.mean_prefill_tokens) else tokens
         if self.load is not None or self._pushed:
-            return
+            return  # the caller reports its sends (:meth:`sent`)
+        self._store(replica, tokens, replicas)
         self._queues.decay(1 - 1 / max(replicas, 2))
         self._queues.add(replica, tokens)
 
@@ -409,26 +458,29 @@ class Router:
         answers = self._answers(schemes, prepared) if schemes else []
         total = len(schemes) + len(extra)
         queues, per = self._queue_view(schemes, extra, num_tokens)
-        order = _CostOrder(self, prepared, schemes, extra, queues, per, answers)
+        order = _CostOrder(self, prepared, schemes, extra, queues, per, answers,
+                           self._pressure_of())
         fallback = order.fallback
         listing = order.listing
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
 
         def build(i: int, rank: int) -> RouteDecision:
-            entry, rid, load, cost = (listing.entries[i], listing.rids[i], order.loads[i],
-                                      order.costs[i])
+            entry, rid, load, cost, pressure = (
+                listing.entries[i], listing.rids[i], order.loads[i], order.costs[i],
+                order.pressures[i])
             o = outcomes.get(id(entry))
             if o is None:
                 o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
-            why = functools.partial(self._why, rid, o, num_tokens, load, cost, fallback,
-                                    rank, total)
+            why = functools.partial(self._why, rid, o, num_tokens, load, cost, pressure,
+                                    fallback, rank, total)
             return RouteDecision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
                                  load, fallback, o.used, why, _evidence(o), cost,
-                                 num_tokens - o.weighted)
+                                 num_tokens - o.weighted, pressure)
 
         ranking = LazyRanking(order.groups(), total if limit is None else min(limit, total),
                               listing.tie_order, build)
         if total:
+            self._last_total = total
             top = ranking[0]
             self.metrics.observe(top.hit_tokens, num_tokens, fallback, top.evidence == "predicted")
             self._sent(top.replica, top.prefill_tokens, total)
@@ -601,10 +653,11 @@ class Router:
 
     @staticmethod
     def _why(replica: ReplicaId, m: _Outcome, num_tokens: int, load: float, cost: float,
-             fallback: bool, rank: int, total: int) -> str:
+             pressure: float, fallback: bool, rank: int, total: int) -> str:
         need = num_tokens - m.weighted
-        tail = (f"cost {cost:.6g} prefill tokens = {load:.6g} queued + 2 x {need:.6g} to "
-                f"prefill here (its wait, and the fleet's work); rank {rank} of {total}")
+        tail = (f"cost {cost:.6g} prefill tokens = {load:.6g} queued + (2 + {pressure:.3g}) x "
+                f"{need:.6g} to prefill here (its wait, the fleet's work, and what storing it "
+                f"evicts at this cache pressure); rank {rank} of {total}")
         if fallback:
             return (f"no candidate holds a block of this prefix: least queued first, "
                     f"rendezvous hashing on the first block key (or, under one block, a token "
@@ -623,7 +676,11 @@ class Router:
 
 #: Heap entries: (cost, load, kind, sequence, payload). Kinds sort a group not yet
 #: opened before the rest of the fleet, and both before a candidate of equal cost.
-_GROUP, _REST, _ONE = 0, 1, 2
+_GROUP, _REST, _PEEK, _ONE = 0, 1, 2, 3
+
+
+def _no_pressure(rid: ReplicaId) -> float:
+    return 0.0
 
 #: The prefill a request needs counts twice: once as its own wait, once as work
 #: added to the fleet, which later requests queue behind (module docs).
@@ -649,14 +706,17 @@ class _CostOrder:
     fleet.
     """
 
-    __slots__ = ("_empty", "_heap", "_listed", "_queues", "_router", "_schemes", "_seeds",
-                 "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed", "fallback",
-                 "listing", "loads", "per", "prepared")
+    __slots__ = ("_empty", "_heap", "_listed", "_pressure", "_queues", "_router", "_schemes",
+                 "_seeds", "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed",
+                 "fallback", "listing", "loads", "per", "prepared", "pressures")
 
     def __init__(self, router: Router, prepared: PreparedRequest,
                  schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
-                 queues: Queues, per: float, answers: list[_Answer]) -> None:
+                 queues: Queues, per: float, answers: list[_Answer],
+                 pressure: Callable[[ReplicaId], float] = _no_pressure) -> None:
         self._router = router
+        self._pressure = pressure
+        self.pressures: list[float] = []
         self.prepared = prepared
         self._schemes = schemes
         self.extra = frozenset(extra)
@@ -703,9 +763,11 @@ class _CostOrder:
         listing.entries.append(scored)
         listing.seeds.append(seed)
         self.loads.append(load)
-        # (num_tokens - saved) * 2 + load, summed as the groups' bounds are: a bound at
-        # the least queue is never above a member's cost after rounding.
-        self.costs.append((self._tokens - scored.weighted) * _TWICE + load)
+        pressure = self._pressure(rid)
+        self.pressures.append(pressure)
+        # (num_tokens - saved) * (2 + pressure) + load, summed as the bounds are (pressure
+        # 0): a bound at the least queue is never above a member's cost after rounding.
+        self.costs.append((self._tokens - scored.weighted) * (_TWICE + pressure) + load)
         self._listed.add(rid)
         return len(listing.rids) - 1
 
@@ -772,18 +834,29 @@ class _CostOrder:
 
     def _next_from(self, stream: Iterator[tuple[float, ReplicaId]], scored: _Scored | None,
                    seed: int) -> None:
-        """Push the next candidate of a load-ordered stream (``scored`` None: holds nothing)."""
+        """Push a bound for the next candidate of a load-ordered stream (``scored`` None:
+        holds nothing): its cost at no pressure, never above the cost of any candidate
+        later in the stream. It is listed, at its own cost, when the bound comes first."""
         for queued, rid in stream:
             if rid in self._listed:
                 continue
+            load = queued * self.per
+            weighted = 0.0 if scored is None else scored.weighted
+            self._push((self._tokens - weighted) * _TWICE + load, -math.inf, _PEEK,
+                       (rid, load, stream, scored, seed))
+            return
+
+    def _peeked(self, rid: ReplicaId, load: float, stream: Iterator[tuple[float, ReplicaId]],
+                scored: _Scored | None, seed: int) -> None:
+        """List a stream's candidate whose bound came first, and bound the next one."""
+        if rid not in self._listed:
             if scored is None:
                 entry, where = self._empty_of(rid)
             else:
                 entry, where = scored, seed
-            load = queued * self.per
             pos = self._list(rid, entry, where, load)
-            self._push(self.costs[pos], load, _ONE, (pos, stream, scored, seed))
-            return
+            self._push(self.costs[pos], load, _ONE, pos)
+        self._next_from(stream, scored, seed)
 
     def _pop(self) -> int | None:
         """Open groups until a candidate is at the top; pop it (None when none is left)."""
@@ -794,10 +867,9 @@ class _CostOrder:
                 self._open(cast("tuple[_Group, Iterator[_Group] | None, float]", payload))
             elif kind == _REST:
                 self._next_from(self._ascending(self._rest), None, 0)
-            elif isinstance(payload, tuple):  # a candidate from a stream: queue the next
-                pos, stream, scored, seed = payload
-                self._next_from(stream, scored, seed)
-                return cast("int", pos)
+            elif kind == _PEEK:
+                self._peeked(*cast("tuple[ReplicaId, float, Iterator[tuple[float, ReplicaId]], "
+                                   "_Scored | None, int]", payload))
             else:
                 return cast("int", payload)
         return None
