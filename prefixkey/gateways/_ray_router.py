@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -63,6 +64,7 @@ from ..fleet import (
     ReplicaEndpoint,
     ReplicaId,
     ReplicaScheme,
+    RouteDecision,
     Router,
 )
 from ._ray_keys import CallBody, call_body, token_request
@@ -90,6 +92,9 @@ _default_order: Any = _Pow2.choose_replicas
 #: At most this many ranks are handed back to Ray (it tries them in order; a decision is
 #: built per rank, so few: when both refuse, Ray asks again).
 _MAX_RANKS: Final = 2
+#: Ranked calls kept until Ray reports where each went.
+_MAX_PENDING: Final = 4096
+
 
 def _scheme(config: Mapping[str, Any] | None) -> ReplicaScheme | None:
     if config is None:
@@ -170,6 +175,11 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
                               else tier_weights)
         # Redis: ranking runs in worker threads, one at a time (the Router keeps state).
         self._rank_lock = threading.Lock()
+        # Each ranked call's decisions until Ray says where it went (on_request_routed);
+        # the sends are reported to the Router (its cache pressure) at the next ranking,
+        # on whichever thread ranks. Bounded: a call Ray never routes is forgotten.
+        self._ranked: OrderedDict[str, dict[str, RouteDecision]] = OrderedDict()
+        self._sends: deque[RouteDecision] = deque()
         self._ids: dict[str, ReplicaId] = {}  # unique_id -> the id the index registers
         self._feeds: dict[str, tuple[ReplicaEndpoint, AsyncSubscriber]] = {}
         self._bad: set[str] = set()
@@ -312,13 +322,15 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         return rid
 
     def _rank(self, request: Request | PreparedRequest, names: list[ReplicaId],
-              loads: dict[ReplicaId, float]) -> list[ReplicaId]:
+              loads: dict[ReplicaId, float]) -> list[RouteDecision]:
         self._loads = loads
-        ranking = self._router.route(request, names, limit=min(_MAX_RANKS, len(names)))
+        while self._sends:
+            self._router.sent(self._sends.popleft())
+        ranking = list(self._router.route(request, names, limit=min(_MAX_RANKS, len(names))))
         self.last_hit_tokens = ranking[0].hit_tokens
         if ranking[0].hit_tokens:
             self.counters["hits"] += 1
-        return [d.replica for d in ranking]
+        return ranking
 
     async def _prepared(self, request: Request, names: list[ReplicaId]) -> PreparedRequest:
         """The call hashed once per distinct scheme of the candidates, yielding in between.
@@ -347,7 +359,7 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         return prepared
 
     def _rank_locked(self, request: Request, names: list[ReplicaId],
-                     loads: dict[ReplicaId, float]) -> list[ReplicaId] | None:
+                     loads: dict[ReplicaId, float]) -> list[RouteDecision] | None:
         with self._rank_lock:
             try:
                 return self._rank(request, names, loads)
@@ -381,7 +393,7 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         try:
             if self._redis_url is None:
                 prepared = await self._prepared(request, names)
-                order: list[ReplicaId] | None = self._rank(prepared, names, loads)
+                order: list[RouteDecision] | None = self._rank(prepared, names, loads)
             else:
                 order = await asyncio.to_thread(self._rank_locked, request, names, loads)
         except PrefixKeyError as exc:
@@ -392,7 +404,20 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
             self.counters["index_unavailable"] += 1
             return await self._default(candidate_replicas, pending_request)
         self.counters["routed"] += 1
-        return [[by_id[rid]] for rid in order]
+        self._ranked[pending_request.metadata.internal_request_id] = {
+            d.replica.name: d for d in order}
+        while len(self._ranked) > _MAX_PENDING:
+            self._ranked.popitem(last=False)
+        return [[by_id[d.replica]] for d in order]
+
+    def on_request_routed(self, pending_request: PendingRequest, replica_id: Any,
+                          result: Any) -> None:
+        """Ray sent the call to ``replica_id``: its prefill counts as stored there."""
+        super().on_request_routed(pending_request, replica_id, result)
+        decisions = self._ranked.pop(pending_request.metadata.internal_request_id, None)
+        decision = decisions.get(replica_id.unique_id) if decisions else None
+        if decision is not None:
+            self._sends.append(decision)
 
     def stats(self) -> dict[str, Any]:
         """This router's counters, its index size and each feed's counters."""

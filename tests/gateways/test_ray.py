@@ -344,5 +344,36 @@ def test_a_chat_body_is_rendered_and_keyed() -> None:
     assert router.counters["refused"] == 1 and router.counters["routed"] == 1
 
 
+def test_where_ray_sent_a_call_counts_as_stored_there() -> None:
+    """Ray reports the replica it chose (on_request_routed); the Router's cache pressure,
+    which spreads what only shares a system prompt, counts that send."""
+    import asyncio
+
+    router = _bare_router()
+    from ray.serve._private.request_router.common import PendingRequest
+
+    replicas = [_Standin(n) for n in ("a", "b")]
+    for r in replicas:
+        router.replica_queue_len_cache.update(r.replica_id, 0)
+
+    def pending(request_id: str) -> Any:
+        meta: Any = type("Meta", (), {"request_id": request_id, "multiplexed_model_id": "",
+                                      "internal_request_id": request_id})()
+        return PendingRequest(args=[{"prompt": list(range(64))}], kwargs={}, metadata=meta)
+
+    async def scenario() -> None:
+        first = pending("r1")
+        order = await router.choose_replicas(replicas, first)
+        chosen = order[-1][0]  # Ray may take a later rank than the first
+        router.on_request_routed(first, chosen.replica_id, None)
+        assert router._router.pressure(chosen.replica_id.unique_id) == 0.0  # told at the next
+        await router.choose_replicas(replicas, pending("r2"))
+        assert router._router.pressure(chosen.replica_id.unique_id) == 1.0
+        other = next(r for r in replicas if r is not chosen)
+        assert router._router.pressure(other.replica_id.unique_id) == 0.0
+
+    asyncio.run(scenario())
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
