@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from ..core._api_rules import CACHE_SALT_MAX_CHARS, forbidden_salt_position
 from ._errors import RenderRequestError, RenderUnsupportedError
 
 __all__ = ["BodyFields", "TokenizeParams", "dropped_kwarg_warning"]
@@ -28,7 +29,6 @@ _INT64_MAX: Final = 2**63 - 1
 _TRUE: Final = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE: Final = frozenset({"0", "off", "f", "false", "n", "no"})
 _REASONING_EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-_SALT_FORBIDDEN: Final = frozenset("@/\\\x00")
 _MAX_COMPLETION_PROMPTS: Final = 1024  # VLLM_MAX_COMPLETION_PROMPTS' default
 
 
@@ -106,7 +106,7 @@ def _cache_salt(body: Mapping[str, Any]) -> str | None:
     if not isinstance(salt, str) or not salt:
         raise RenderRequestError("cache_salt", "Parameter 'cache_salt' must be a non-empty "
                                  "string if provided.")
-    if len(salt) > 128 or any(c in _SALT_FORBIDDEN for c in salt):
+    if len(salt) > CACHE_SALT_MAX_CHARS or forbidden_salt_position(salt) is not None:
         raise RenderRequestError("cache_salt", "Parameter 'cache_salt' must be at most 128 "
                                  "characters and must not contain '@', '/', '\\\\', or NUL.")
     return salt

@@ -12,6 +12,8 @@ import functools
 from collections.abc import Iterable
 from typing import Any, Final
 
+from ..index._backend import INDEX_COUNTERS
+
 __all__ = ["COUNTERS", "RouterMetrics", "prometheus_text"]
 
 #: The subscriber's per-replica counters and their help text.
@@ -163,10 +165,10 @@ def prometheus_text(stats: dict[str, Any]) -> str:
                [({}, index["size"])])
         family("prefixkey_index_max_entries", "gauge", "The index's entry bound.",
                [({}, index["max_entries"])])
-        for name in ("stores", "removes", "clears", "evictions", "unknown_replica_batches",
-                     "hash_type_mismatches", "out_of_order_batches"):
-            family(f"prefixkey_index_{name}_total", "counter", f"PrefixIndex {name}.",
-                   [({}, index[name])])
+        for name, help_text in INDEX_COUNTERS.items():
+            if name in index:  # the contract's counters (a custom backend may lack some)
+                family(f"prefixkey_index_{name}_total", "counter",
+                       help_text.capitalize() + ".", [({}, index[name])])
     router = stats.get("router")
     if router is not None:
         for name, help_text in _ROUTER_HELP.items():
