@@ -4,7 +4,7 @@ Every strategy is a function with keyword-only arguments returning a
 ``SearchStrategy``, in Hypothesis style::
 
     from hypothesis import given
-    from prefixkey import strategies as pks
+    from prefixkey.testing import strategies as pks
 
     @given(pks.request_objects(vllm_version="0.29.0"))
     def test_my_router_agrees(obj): ...

@@ -4,8 +4,8 @@ Decoding, sequencing and the replica's bounds live in the sans-IO feed
 (:mod:`prefixkey.fleet.feed._feed`), shared with the asyncio subscriber
 (:mod:`prefixkey.fleet.feed._async_subscriber`); this module moves bytes::
 
-    from prefixkey import Hasher, PrefixIndex, ReplicaScheme, Router
-    from prefixkey.fleet import ReplicaEndpoint, Subscriber
+    from prefixkey import Hasher
+    from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme, Router, Subscriber
 
     index = PrefixIndex()
     scheme = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0"))
