@@ -190,3 +190,20 @@ def test_prometheus_exports_every_contract_counter() -> None:
                             "index": index.stats()})
     for name in INDEX_COUNTERS:
         assert f"prefixkey_index_{name}_total 0" in text
+
+
+# -- typed stats (item 7) ---------------------------------------------------------------------
+
+def test_subscriber_stats_are_the_typed_dicts_they_declare() -> None:
+    from prefixkey.fleet import ReplicaEndpoint, ReplicaStats, SubscriberStats
+    from prefixkey.fleet.feed._feed_set import FeedSet
+    from prefixkey.fleet.routing import COUNTERS, ReplicaCounters
+
+    index = PrefixIndex()
+    feeds = FeedSet([ReplicaEndpoint("a", "tcp://127.0.0.1:1", "0.31.0")], index=index)
+    stats = feeds.stats(running=False)
+    assert set(stats) == SubscriberStats.__required_keys__
+    assert set(stats["replicas"]["a"]) == ReplicaStats.__required_keys__
+    assert list(COUNTERS) == list(ReplicaCounters.__annotations__)  # one list, in order
+    assert set(stats["totals"]) == {*COUNTERS, "index_size", "queued", "queued_bytes"}
+    assert stats["index"] == index.stats()

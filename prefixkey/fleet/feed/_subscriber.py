@@ -41,7 +41,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from ...events import replay_request
 from ..index._backend import PrefixIndexBackend
-from ..routing._metrics import COUNTERS, prometheus_text
+from ..routing._metrics import COUNTERS, SubscriberStats, prometheus_text
 from ._driver import log_notes
 from ._endpoints import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints, offset_endpoint
 from ._fair_lock import FairLock
@@ -319,7 +319,7 @@ class Subscriber:
 
     # -- observability ---------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> SubscriberStats:
         """A snapshot: per replica counters and liveness, totals, queue and index sizes.
 
         ``{"replicas": {key: {<COUNTERS>…, "decode_errors_by_type", "last_seen",
@@ -330,7 +330,7 @@ class Subscriber:
         """
         return self._feeds.stats(running=self.running)
 
-    def wait_until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0,
+    def wait_until(self, predicate: Callable[[SubscriberStats], bool], timeout: float = 5.0,
                    interval: float = 0.01) -> bool:
         """Poll :meth:`stats` until ``predicate`` holds (True) or ``timeout`` passes (False)."""
         deadline = time.monotonic() + timeout
