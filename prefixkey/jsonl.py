@@ -37,11 +37,12 @@ from .core import (
     check_token_ids,
     event_extra_keys,
 )
+from .core._checks import check_int
 from .errors import InvalidRequestError, PrefixKeyError
 
 __all__ = [
-    "JSON_LIMITS", "JsonLimits", "bounded_lines", "error_record", "hash_hex",
-    "parse_json_line", "parse_request", "run_job", "to_json_value",
+    "JSON_LIMITS", "JsonLimits", "bounded_lines", "error_record", "hash_to_json",
+    "parse_json_line", "parse_request", "run_job", "value_to_json",
 ]
 
 
@@ -248,12 +249,9 @@ def parse_request(
         version = DEFAULT_VLLM_VERSION
     algo = _get(obj, "hash_algo", str, None)
     seed = _get(obj, "python_hash_seed", str, None)
-    if type(block_size) is not int or block_size < 1:
-        raise InvalidRequestError("block_size", f"must be an int >= 1, got {block_size!r}")
+    check_int("block_size", block_size)
     lookahead = obj.get("lookahead")
-    lookahead = 0 if lookahead is None else lookahead
-    if type(lookahead) is not int or lookahead < 0:
-        raise InvalidRequestError("lookahead", f"must be an int >= 0, got {lookahead!r}")
+    lookahead = check_int("lookahead", 0 if lookahead is None else lookahead, least=0)
     if lookahead > limits.max_lookahead:
         raise InvalidRequestError("lookahead", f"must be at most {limits.max_lookahead} "
                                   f"(JsonLimits.max_lookahead), got {lookahead}")
@@ -310,19 +308,39 @@ def parse_request(
     )
 
 
-def hash_hex(value: bytes | int | None) -> str | None:
-    """A block hash as hex: ``bytes.hex()``, or an int's hex digits (with ``-`` if negative)."""
+def hash_to_json(value: int | bytes | None, *, tagged: bool = False,
+                 hex_ints: bool = False) -> Any:
+    """One block hash in JSON, the one encoding every JSON output of prefixkey uses.
+
+    Digest bytes are a hex string and ints a JSON int, as the release published
+    them (``prefixkey events decode``); with ``hex_ints`` an int is its hex
+    digits, ``-`` if negative (the result format's ``block_hashes``, so every
+    key is a string); with ``tagged`` ``{"int": n}`` or ``{"hex": "…"}`` (the
+    wire fixtures' form). None stays None.
+
+    >>> hash_to_json(bytes([1, 171])), hash_to_json(-255), hash_to_json(-255, hex_ints=True)
+    ('01ab', -255, '-ff')
+    >>> hash_to_json(b"\\x01", tagged=True), hash_to_json(7, tagged=True)
+    ({'hex': '01'}, {'int': 7})
+    """
     if value is None:
         return None
     if isinstance(value, bytes):
-        return value.hex()
-    return format(value, "x")
+        return {"hex": value.hex()} if tagged else value.hex()
+    if tagged:
+        return {"int": value}
+    return format(value, "x") if hex_ints else value
 
 
-def to_json_value(value: Any) -> Any:
-    """Tuples become arrays and bytes ``{"hex": …}``; str, int and None stay."""
-    if isinstance(value, tuple):
-        return [to_json_value(v) for v in value]
+def value_to_json(value: Any) -> Any:
+    """Any other value (extra keys, event fields): tuples and lists become arrays, bytes
+    ``{"hex": …}`` (never mistaken for a string); str, int, float and None stay.
+
+    >>> value_to_json(("lora", (b"\\xff", 3), None))
+    ['lora', [{'hex': 'ff'}, 3], None]
+    """
+    if isinstance(value, (tuple, list)):
+        return [value_to_json(v) for v in value]
     if isinstance(value, bytes):
         return {"hex": value.hex()}
     return value
@@ -344,17 +362,17 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
     is_bytes = hasher.era.hash_type == "bytes"
     result: dict[str, Any] = {
         "id": request_id,
-        "block_hashes": [hash_hex(h) for h in hashes],
+        "block_hashes": [hash_to_json(h, hex_ints=True) for h in hashes],
         # Int-keyed releases publish their ints as they are.
         "block_hashes_int64": (
             [block_hash_to_int64(h) for h in hashes] if is_bytes else None  # type: ignore[arg-type]
         ),
-        "extra_keys": [to_json_value(k) for k in keys.extra_keys],
+        "extra_keys": [value_to_json(k) for k in keys.extra_keys],
         "event_extra_keys": [
-            to_json_value(event_extra_keys(k, hasher.era, lookahead=hasher.lookahead))
+            value_to_json(event_extra_keys(k, hasher.era, lookahead=hasher.lookahead))
             for k in keys.extra_keys
         ] or None if hasher.era.published_extra_keys != "none" else None,
-        "none_hash": hash_hex(hasher.none_hash.value),
+        "none_hash": hash_to_json(hasher.none_hash.value, hex_ints=True),
         "hash_type": hasher.era.hash_type,
         "resolved": {
             "vllm_version": hasher.release,
@@ -368,7 +386,7 @@ def run_job(job: HashJob, request_id: Any = None) -> dict[str, Any]:
         result["new_hashes_per_call"] = list(keys.new_hashes_per_call)
     if keys.group_block_hashes:
         result["group_block_hashes"] = {
-            str(size): [hash_hex(h) for h in group]
+            str(size): [hash_to_json(h, hex_ints=True) for h in group]
             for size, group in keys.group_block_hashes.items()
         }
     return result

@@ -15,6 +15,7 @@ import importlib
 import inspect
 import re
 import sys
+import typing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +61,8 @@ def _summary(package: str, name: str, obj: object) -> tuple[str, str]:
                 return "warning", doc
             if issubclass(obj, BaseException):
                 return "exception", doc
+            if typing.is_typeddict(obj):
+                return "typed dict", doc
             return ("protocol" if getattr(obj, "_is_protocol", False) else "class"), doc
         return "function", doc
     found = _assignment(package if package != "prefixkey" else "prefixkey.core", name)
@@ -152,6 +155,12 @@ def _members(cls: type) -> list[str]:
     return lines
 
 
+def _key_type(raw: object, resolved: object) -> str:
+    """A TypedDict key's type as written, or resolved where it was ``Annotated`` (help text)."""
+    text = raw.__forward_arg__ if isinstance(raw, typing.ForwardRef) else _annotation(raw)
+    return inspect.formatannotation(resolved) if text.startswith("Annotated[") else text
+
+
 def _entry(package: str, public: str, obj: object) -> str:
     """One public name: its signature line, kind and summary (and a class's members)."""
     kind, summary = _summary(package, public, obj)
@@ -162,6 +171,11 @@ def _entry(package: str, public: str, obj: object) -> str:
     lines = [f"- `{head}` ({kind}) {summary}".rstrip()]
     if inspect.isclass(obj) and kind in ("class", "protocol"):
         lines += _members(obj)
+    if kind == "typed dict":  # every key, the inherited ones first (TypedDict merges them)
+        hints = typing.get_type_hints(obj)  # Annotated[int, "help"] -> int
+        keys = [f"`{key}: {_key_type(raw, hints[key])}`"
+                for key, raw in getattr(obj, "__annotations__", {}).items()]
+        lines.append("  - keys: " + ", ".join(keys))
     return "\n".join(lines) + "\n"
 
 

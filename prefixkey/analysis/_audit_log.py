@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..core import HashJob
+from ..core._checks import check_int
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..jsonl import JsonLimits, parse_json_line, parse_request
 from ._audit_results import RequestAudit
@@ -68,8 +69,7 @@ def _check_log_fields(replica: Any, arrival: Any, cached: Any) -> None:
         raise InvalidRequestError("replica", "must be a string (the recording's source)")
     if arrival is not None and (type(arrival) not in (int, float) or not math.isfinite(arrival)):
         raise InvalidRequestError("arrival_time", "must be a number (unix seconds)")
-    if cached is not None and (type(cached) is not int or cached < 0):
-        raise InvalidRequestError("cached_tokens", "must be an int >= 0")
+    check_int("cached_tokens", cached, least=0, optional=True)
 
 
 def _typed_entry(logged: LoggedRequest, replicas: Mapping[str, DriftConfig],

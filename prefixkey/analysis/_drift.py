@@ -23,6 +23,7 @@ from importlib import resources
 from typing import Any, Final
 
 from ..core import BlockExtraKeys, BlockHash, HashJob, check_api_rules, resolve_release
+from ..core._checks import check_int
 from ..errors import InvalidRequestError, MalformedJSONError, PrefixKeyError
 from ..jsonl import JSON_LIMITS, JsonLimits, bounded_lines, parse_json_line, parse_request
 from ._drift_causes import Cause, explain, first_difference
@@ -111,12 +112,10 @@ class DriftConfig:
 
     def validate(self) -> None:
         """Raise a PrefixKeyError for a version, algorithm or size no request could fix."""
-        if isinstance(self.block_size, int) and (
-            type(self.block_size) is not int or self.block_size < 1
-        ):
-            raise InvalidRequestError("block_size", f"must be an int >= 1, got {self.block_size}")
-        if isinstance(self.lookahead, int) and self.lookahead < 0:
-            raise InvalidRequestError("lookahead", f"must be an int >= 0, got {self.lookahead}")
+        if isinstance(self.block_size, int):
+            check_int("block_size", self.block_size)
+        if isinstance(self.lookahead, int):
+            check_int("lookahead", self.lookahead, least=0)
         if isinstance(self.vllm_version, _FromRequest):
             return
         release = resolve_release(self.vllm_version, strict=self.strict)

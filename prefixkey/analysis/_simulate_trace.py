@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..core._checks import int_refusal
 from ..errors import InvalidRequestError
 
 __all__ = ["TraceRequest", "read_trace"]
@@ -43,9 +44,10 @@ class TraceRequest:
 
 def _int(line: int, row: dict[str, object], name: str, default: int | None = None) -> int:
     value = row.get(name, default)
-    if type(value) is not int or value < 0:
-        raise InvalidRequestError(name, f"line {line}: must be an int >= 0, got {value!r}")
-    return value
+    refusal = int_refusal(value, least=0)
+    if refusal is not None:
+        raise InvalidRequestError(name, f"line {line}: {refusal}")
+    return value  # type: ignore[return-value]  # int_refusal checked it
 
 
 def _mooncake_tokens(line: int, row: dict[str, object], block: int, seed: int) -> list[int]:

@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from typing import IO, Final, TypeAlias
 
+from ..core._checks import int_refusal
 from ..errors import PrefixKeyError
 from ..jsonl import JSON_LIMITS, JsonLimits
 
@@ -30,8 +31,9 @@ def open_input(name: str) -> IO[bytes]:
 def positive_int(text: str) -> int:
     """An argparse type: an int >= 1."""
     value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    refusal = int_refusal(value)
+    if refusal is not None:
+        raise argparse.ArgumentTypeError(refusal)
     return value
 
 

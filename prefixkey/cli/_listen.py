@@ -8,15 +8,18 @@ import json
 import sys
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PrefixKeyError
 from ._common import Commands
 
+if TYPE_CHECKING:
+    from ..fleet import SubscriberStats
+
 __all__ = ["register"]
 
 
-def _listen_summary(stats: dict[str, Any], elapsed: float) -> dict[str, Any]:
+def _listen_summary(stats: SubscriberStats, elapsed: float) -> dict[str, Any]:
     replicas = {
         name: {"batches": v["batches"], "events": v["events"], "gaps": v["gaps"],
                "errors": v["decode_errors"] + v["framing_errors"], "index_size": v["index_size"],

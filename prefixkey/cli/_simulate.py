@@ -19,24 +19,27 @@ from ..analysis import (
     simulation_html,
     simulation_text,
 )
+from ..core._checks import number_refusal
 from ..errors import PrefixKeyError
 from ._common import Commands, fail, positive_int
 
 __all__ = ["register"]
 
 
-def _positive_float(text: str) -> float:
+def _finite_float(text: str, *, strict: bool) -> float:
     value = float(text)
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    refusal = number_refusal(value, strict=strict)
+    if refusal is not None:
+        raise argparse.ArgumentTypeError(refusal)
     return value
+
+
+def _positive_float(text: str) -> float:
+    return _finite_float(text, strict=True)
 
 
 def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
+    return _finite_float(text, strict=False)
 
 
 def _policies(text: str) -> tuple[str, ...]:

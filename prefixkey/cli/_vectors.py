@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..core._checks import int_refusal
 from ..errors import PrefixKeyError
 from ._common import NO_HYPOTHESIS, Commands, fail
 
@@ -18,8 +19,9 @@ def _run(args: argparse.Namespace) -> int:
         from ..testing import export_vectors
     except ImportError:
         return fail("vectors", NO_HYPOTHESIS)
-    if args.count < 1:
-        return fail("vectors", f"--count must be >= 1, got {args.count}")
+    refusal = int_refusal(args.count)
+    if refusal is not None:
+        return fail("vectors", f"--count {refusal}")
     try:
         path = export_vectors(args.release, args.out, count=args.count, seed=args.seed)
     except PrefixKeyError as exc:

@@ -58,12 +58,21 @@ def _salt_length(limit: int) -> Callable[[Request, str], None]:
     return check
 
 
-_SALT_FORBIDDEN: Final = frozenset("@/\\\x00")
+#: vLLM 0.30+'s ``validate_cache_salt``, the cache-salt rule written once (the rules
+#: below, the renderer's own refusal and the Hypothesis strategies read it): at most
+#: this many characters, and none of these.
+CACHE_SALT_MAX_CHARS: Final = 128
+CACHE_SALT_FORBIDDEN: Final = "@/\\\x00"
+
+
+def forbidden_salt_position(salt: str) -> int | None:
+    """Where the first character 0.30+ refuses in a cache salt is (None: nowhere)."""
+    return next((i for i, c in enumerate(salt) if c in CACHE_SALT_FORBIDDEN), None)
 
 
 def _salt_characters(request: Request, release: str) -> None:
     salt = request.cache_salt or ""
-    bad = next((i for i, c in enumerate(salt) if c in _SALT_FORBIDDEN), None)
+    bad = forbidden_salt_position(salt)
     if bad is not None:
         raise InvalidRequestError(
             "cache_salt", f"must not contain '@', '/', '\\' or NUL in vLLM {release}'s API "
@@ -98,8 +107,9 @@ API_RULES: Final = (
     ApiRule("an empty cache_salt", "0.9.0",
             "entrypoints/openai protocol: check_cache_salt_support (0.9-0.27), "
             "Field(min_length=1) (0.28-0.29), validate_cache_salt (0.30+)", _salt_non_empty),
-    ApiRule("a cache_salt over 128 characters", "0.30.0",
-            "entrypoints/generate/base/protocol.py validate_cache_salt", _salt_length(128)),
+    ApiRule(f"a cache_salt over {CACHE_SALT_MAX_CHARS} characters", "0.30.0",
+            "entrypoints/generate/base/protocol.py validate_cache_salt",
+            _salt_length(CACHE_SALT_MAX_CHARS)),
     ApiRule("'@', '/', '\\' or NUL in a cache_salt", "0.30.0",
             "entrypoints/generate/base/protocol.py validate_cache_salt", _salt_characters),
     # Still declared in 0.30+, where the 128-character rule above is met first.

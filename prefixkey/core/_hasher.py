@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import InvalidRequestError
 from ._algorithms import BlockHash, HashAlgorithm
 from ._builtin_hash import python_hash_for
+from ._checks import check_int
 from ._extra_keys import BlockExtraKeys, ExtraKeysBuilder
 from ._frozen import Frozen
 from ._keys import group_block_hashes
@@ -89,8 +90,7 @@ class Hasher(Frozen):
         engine_python: str | None = None,
         strict: bool = True,
     ) -> None:
-        if type(block_size) is not int or block_size < 1:
-            raise InvalidRequestError("block_size", f"must be an int >= 1, got {block_size!r}")
+        check_int("block_size", block_size)
         if python_hash_seed is not None:
             if not isinstance(python_hash_seed, str):
                 raise InvalidRequestError(
@@ -101,8 +101,7 @@ class Hasher(Frozen):
             _check_str(python_hash_seed, "python_hash_seed")  # NONE_HASH hashes it as text
         release = resolve_release(vllm_version, strict=strict)
         era = release.era
-        if type(lookahead) is not int or lookahead < 0:
-            raise InvalidRequestError("lookahead", f"must be an int >= 0, got {lookahead!r}")
+        check_int("lookahead", lookahead, least=0)
         if lookahead and not era.lookahead:
             raise InvalidRequestError(
                 "lookahead", f"vLLM {release.release} has no lookahead hashing (0.33+)"

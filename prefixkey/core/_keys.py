@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Final, TypeVar
 
 from ..errors import InvalidRequestError
+from ._checks import check_int
 
 __all__ = ["block_hash_to_int64", "block_hash_with_group_id", "group_block_hashes"]
 
@@ -42,9 +43,7 @@ def group_block_hashes(
     chains the whole prefix (vLLM 0.24+, ``BlockHashListWithBlockSize``). With
     ``concatenate`` (0.12-0.23) it is the k fine keys of the block joined.
     """
-    if type(hash_block_size) is not int or hash_block_size < 1:
-        raise InvalidRequestError(
-            "hash_block_size", f"must be an int >= 1, got {hash_block_size!r}")
+    check_int("hash_block_size", hash_block_size)
     if (
         type(group_block_size) is not int
         or group_block_size < hash_block_size

@@ -21,6 +21,7 @@ from operator import countOf
 from typing import Any, Final, Protocol, TypeAlias, final, overload
 
 from ..errors import InvalidRequestError
+from ._checks import check_int, shown
 from ._frozen import Frozen
 from ._prompt_embeds import PromptEmbeds
 
@@ -54,13 +55,9 @@ def _check_str(value: object, field: str) -> None:
 _INT64_MAX: Final = 2**63 - 1
 
 
-def _check_int(value: object, field: str, *, minimum: int | None = None) -> None:
-    if type(value) is not int:
-        raise InvalidRequestError(field, f"must be an int, got {type(value).__name__}")
-    if minimum is not None and value < minimum:
-        raise InvalidRequestError(field, f"must be >= {minimum}, got {value}")
-    if value > _INT64_MAX:
-        raise InvalidRequestError(field, f"must be < 2**63, got a {value.bit_length()}-bit int")
+def _check_int(value: object, field: str, *, minimum: int) -> None:
+    if check_int(field, value, least=minimum) > _INT64_MAX:
+        raise InvalidRequestError(field, f"must be < 2**63, got {shown(value)}")
 
 
 class IntArray(Protocol):

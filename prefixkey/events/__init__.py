@@ -67,11 +67,9 @@ from ._recording import (
     batch_to_json,
     decode_recording,
     event_to_json,
-    hash_to_json,
     parse_recording_line,
     recording_line,
     split_recorded,
-    value_to_json,
 )
 from ._sequencing import DEFAULT_MAX_JUMP, SeqVerdict, StreamSequence
 
@@ -129,7 +127,6 @@ __all__ = [
     "event_extra_keys_to_typed",
     "event_to_json",
     "fingerprint",
-    "hash_to_json",
     "parse_recording_line",
     "recording_line",
     "replay_request",
@@ -137,6 +134,5 @@ __all__ = [
     "split_message",
     "split_recorded",
     "typed_extra_keys_of",
-    "value_to_json",
     "wire_era",
 ]

@@ -1,11 +1,16 @@
-"""Encode typed KV events in a release's wire layout (the inverse of :mod:`event_decoding`).
+"""Encode typed KV events in a release's wire layout (the inverse of :mod:`._decode`).
 
 For tests, samples and replay tools: builds the msgpack payload a vLLM
 replica of a given release publishes, and the JSON Lines recording line
-(docs/events.md) that holds it::
+(docs/events.md) that holds it:
 
-    payload = encode_batch(batch, "0.31.0")
-    line = recording_line([b"", seq_frame(0), payload], recv_time=1.0, source="a")
+>>> from prefixkey.events import (BlockStored, EventBatch, EventDecoder, encode_batch,
+...                               recording_line, seq_frame)
+>>> batch = EventBatch(1.0, (BlockStored((bytes(32),), None, (7, 8), 2),))
+>>> frames = [b"kv-events", seq_frame(0), encode_batch(batch, "0.31.0")]
+>>> line = recording_line(frames, recv_time=1.0, source="a")
+>>> EventDecoder("0.31.0").decode_message(frames).batch == batch
+True
 
 Array-era events (0.9.0-0.23) carry every field of the release positionally;
 map-era events (0.24.0+) are ``{"type": tag, field: value}`` with unset

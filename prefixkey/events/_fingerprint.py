@@ -27,6 +27,7 @@ from packaging.version import Version
 
 from ..core import ALGORITHMS, ERAS, KNOWN_RELEASES, BlockHash, Era, Hasher, block_hash_to_int64
 from ..core._builtin_hash import REPRODUCIBLE_PYTHON
+from ..core._checks import int_refusal
 from ..core._request import check_token_ids
 from ..errors import InvalidRequestError, PrefixKeyError, UnreproducibleKeysError
 from ._model import AllBlocksCleared, BlockRemoved, BlockStored
@@ -193,9 +194,10 @@ def _parse_event(obj: Any) -> _Event:
     if obj.get("lora_name") is not None or obj.get("lora_id") is not None:
         raise _UnusableEvent("lora_name", "the blocks belong to a LoRA adapter, which joins "
                              "their keys")
-    size = obj.get("block_size")
-    if type(size) is not int or size < 1:
-        raise _UnusableEvent("block_size", f"block_size must be an int >= 1, got {size!r}")
+    refusal = int_refusal(obj.get("block_size"))
+    if refusal is not None:
+        raise _UnusableEvent("block_size", f"block_size {refusal}")
+    size: int = obj["block_size"]
     tokens = obj.get("token_ids")
     if not isinstance(tokens, list):
         raise _UnusableEvent("token_ids", "token_ids must be an array of ints")

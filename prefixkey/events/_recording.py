@@ -4,9 +4,10 @@ JSON form: hashes are written as the release published them: with
 ``tagged_hashes`` as ``{"int": n}`` or ``{"hex": "…"}`` (the wire fixtures'
 form), otherwise ints as JSON ints and digest bytes as a hex string (the CLI's
 form). Bytes anywhere else (an extra key's embeddings digest) are always
-``{"hex": "…"}``, so they cannot be mistaken for a string. Every field of the
-event model is written; a field the release does not publish (or left unset)
-is ``null``.
+``{"hex": "…"}``, so they cannot be mistaken for a string. The encoding is
+the results' (:func:`prefixkey.jsonl.hash_to_json`, :func:`~prefixkey.jsonl.value_to_json`).
+Every field of the event model is written; a field the release does not publish
+(or left unset) is ``null``.
 
 A recording holds one received ZMQ message per line (docs/events.md)::
 
@@ -34,6 +35,7 @@ from typing import Any, NamedTuple
 
 from .._json_lines import JSON_LIMITS, JsonLimits, bounded_lines, parse_json_line
 from ..errors import MalformedJSONError, PrefixKeyError
+from ..jsonl import hash_to_json, value_to_json
 from ._decode import EventDecodeError, EventDecoder, ReplayEnd, Via, split_message
 from ._model import AllBlocksCleared, EventBatch, KVCacheEvent
 
@@ -44,34 +46,14 @@ __all__ = [
     "batch_to_json",
     "decode_recording",
     "event_to_json",
-    "hash_to_json",
     "parse_recording_line",
     "recording_line",
     "split_recorded",
-    "value_to_json",
 ]
 
 _VIAS: tuple[Via, ...] = ("pub", "replay")
 
 _HASH_FIELDS = frozenset({"block_hashes", "parent_block_hash"})
-
-
-def hash_to_json(value: int | bytes | None, *, tagged: bool = False) -> Any:
-    """One block hash: an int or a hex string (``{"int": n}`` / ``{"hex": …}`` if tagged)."""
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return {"hex": value.hex()} if tagged else value.hex()
-    return {"int": value} if tagged else value
-
-
-def value_to_json(value: Any) -> Any:
-    """Any other field value: tuples become lists, bytes ``{"hex": …}``."""
-    if isinstance(value, (tuple, list)):
-        return [value_to_json(v) for v in value]
-    if isinstance(value, bytes):
-        return {"hex": value.hex()}
-    return value
 
 
 def event_to_json(event: KVCacheEvent, *, tagged_hashes: bool = False) -> dict[str, Any]:

@@ -38,8 +38,6 @@ from .feed import (
     offset_endpoint,
 )
 from .index import (
-    CHUNK_BLOCKS,
-    DEFAULT_MEDIUM,
     GroupSpec,
     IndexFullError,
     IndexUnavailableError,
@@ -72,11 +70,12 @@ from .routing import (
     PredictedIndex,
     Predictions,
     PreparedRequest,
+    ReplicaStats,
     RouteDecision,
     Router,
     RouterMetrics,
     SchemeKeys,
-    affinity_digest,
+    SubscriberStats,
     predictions_prometheus_text,
     prometheus_text,
     rendezvous_weight,
@@ -98,9 +97,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "CHUNK_BLOCKS",
     "COUNTERS",
-    "DEFAULT_MEDIUM",
     "DEFAULT_TIER_WEIGHTS",
     "PREDICTED",
     "PREDICTION_COUNTERS",
@@ -129,6 +126,7 @@ __all__ = [
     "ReplicaEndpoint",
     "ReplicaId",
     "ReplicaScheme",
+    "ReplicaStats",
     "RouteDecision",
     "Router",
     "RouterMetrics",
@@ -142,9 +140,9 @@ __all__ = [
     "Subscriber",
     "SubscriberOptions",
     "SubscriberStateError",
+    "SubscriberStats",
     "UnknownReplicaError",
     "UnsupportedLayoutError",
-    "affinity_digest",
     "as_replica_id",
     "data_parallel_endpoints",
     "fetch_lora_paths",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..core import DEFAULT_VLLM_VERSION, Hasher
+from ..core._checks import int_refusal
 from ..errors import InvalidRequestError
 from ..fleet import ReplicaEndpoint, ReplicaScheme
 
@@ -100,9 +101,10 @@ def replica_config(deployment: Mapping[str, Any]) -> ReplicaConfig | None:
     scheme = None
     if config.get("block_size") is not None:
         block_size = config["block_size"]
-        if type(block_size) is not int or block_size < 1:
-            raise InvalidRequestError("model_info.prefixkey.block_size", f"deployment {name}: "
-                                      f"must be an int >= 1, got {block_size!r}")
+        refusal = int_refusal(block_size)
+        if refusal is not None:
+            raise InvalidRequestError("model_info.prefixkey.block_size",
+                                      f"deployment {name}: {refusal}")
         seed = config.get("python_hash_seed")
         if seed is not None:
             seed = _text(name, "python_hash_seed", seed)

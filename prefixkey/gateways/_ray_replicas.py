@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..core._checks import check_int
 from ..errors import InvalidRequestError
 from ..fleet import ReplicaEndpoint, ReplicaScheme
 
@@ -58,8 +59,7 @@ def replica_kv_events(rank: int, host: str, *, port_base: int = 5557,
     advertised when given (Ray's KV-aware router reads it; prefixkey learns
     it from the events).
     """
-    if type(rank) is not int or rank < 0:
-        raise InvalidRequestError("rank", f"must be an int >= 0, got {rank!r}")
+    check_int("rank", rank, least=0)
     if not isinstance(host, str) or not host:
         raise InvalidRequestError("host", f"must be a host name or address, got {host!r}")
     pub = _port(port_base + rank if type(port_base) is int else port_base, "port_base")
@@ -95,10 +95,7 @@ def endpoint_of(name: str, routing_stats: Mapping[str, Any], *, vllm_version: st
     if replay is not None and (not isinstance(replay, str) or not replay.startswith("tcp://")):
         raise InvalidRequestError(f"{KV_EVENT_METADATA}.replay_endpoint",
                                   f"must be a tcp:// endpoint or absent, got {replay!r}")
-    dp_rank = meta.get("dp_rank") or 0
-    if type(dp_rank) is not int or dp_rank < 0:
-        raise InvalidRequestError(f"{KV_EVENT_METADATA}.dp_rank",
-                                  f"must be an int >= 0 or absent, got {dp_rank!r}")
+    dp_rank = check_int(f"{KV_EVENT_METADATA}.dp_rank", meta.get("dp_rank") or 0, least=0)
     # A data-parallel rank's batches carry its rank: the index registers ReplicaId(name, rank).
     return ReplicaEndpoint(name, endpoint, vllm_version=vllm_version, replay_endpoint=replay,
                            scheme=scheme, dp_rank=dp_rank or None)

@@ -8,8 +8,8 @@ newlines in 'string' format; tool messages' list content is joined; tool-call
 arguments become objects (``{}`` when they are not a JSON object); tools are
 dumped as vLLM's models dump them (``"description": null`` kept, ``strict``
 and ``defer_loading`` only when set). Parts other than text go through
-:class:`ContentParts`, the seam where multimodal support plugs in; until then
-they are refused.
+:class:`ContentParts`, which refuses them; images of the architectures
+``prefixkey.render._media`` reproduces go through its ``ImageParts`` instead.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ _KNOWN_PART_FIELDS: Final = frozenset({
 
 
 class ContentParts:
-    """How content parts other than text are rendered: refused, until multimodal lands.
+    """How content parts other than text are rendered: refused (the images of the
+    architectures prefixkey reproduces are a subclass's, ``_media.ImageParts``).
 
     A subclass may return the part as the template should see it (``wrap`` is
     True in 'openai' format) or the placeholder text ('string' format).

@@ -37,6 +37,7 @@ from typing import Any, Final
 from packaging.version import Version
 
 from ..core import DEFAULT_VLLM_VERSION, LoRA, MMItem, Request, check_token_ids, resolve_release
+from ..core._checks import int_refusal
 from ..core._era_table import era_at
 from ..core._frozen import Frozen
 from ..errors import InvalidRequestError, PrefixKeyError
@@ -177,9 +178,10 @@ def _optional_str(value: Any, where: str) -> str | None:
 
 
 def _count(value: Any, where: str, minimum: int) -> int:
-    if type(value) is not int or value < minimum:
-        raise _malformed(where, f"must be an int >= {minimum}, got {value!r}")
-    return value
+    refusal = int_refusal(value, least=minimum)
+    if refusal is not None:
+        raise _malformed(where, refusal)
+    return value  # type: ignore[no-any-return]  # int_refusal checked it
 
 
 class RenderResponseParser(Frozen):

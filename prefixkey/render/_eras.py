@@ -24,6 +24,7 @@ from typing import Final, Literal
 
 from packaging.version import InvalidVersion, Version
 
+from ..core._api_rules import CACHE_SALT_MAX_CHARS
 from ..core._era_table import era_at
 from ._errors import ModelFolderError, RenderUnsupportedError
 
@@ -111,7 +112,7 @@ class RenderEra:
     #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).
     unset_output_generates: bool = False
     harmony_headers: HarmonyHeaders = "tool_calls"
-    cache_salt: CacheSaltRule = CacheSaltRule(128, plain=True)
+    cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
     refused: str | None = None

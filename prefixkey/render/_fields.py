@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from ..core._api_rules import forbidden_salt_position
 from ._eras import CacheSaltRule
 from ._errors import RenderRequestError, RenderUnsupportedError
 
@@ -29,7 +30,6 @@ _INT64_MAX: Final = 2**63 - 1
 _TRUE: Final = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE: Final = frozenset({"0", "off", "f", "false", "n", "no"})
 _REASONING_EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-_SALT_FORBIDDEN: Final = frozenset("@/\\\x00")
 _MAX_COMPLETION_PROMPTS: Final = 1024  # VLLM_MAX_COMPLETION_PROMPTS' default
 
 
@@ -115,7 +115,7 @@ def _cache_salt(body: Mapping[str, Any], rule: CacheSaltRule) -> str | None:
     if not isinstance(salt, str) or not salt:
         raise RenderRequestError("cache_salt", "Parameter 'cache_salt' must be a non-empty "
                                  "string if provided.")
-    if len(salt) > rule.max_chars or any(c in _SALT_FORBIDDEN for c in salt):
+    if len(salt) > rule.max_chars or forbidden_salt_position(salt) is not None:
         raise RenderRequestError("cache_salt", f"Parameter 'cache_salt' must be at most "
                                  f"{rule.max_chars} characters and must not contain '@', '/', "
                                  "'\\\\', or NUL.")

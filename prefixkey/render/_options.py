@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
+from ..core._checks import int_refusal
 from ._eras import render_release, verified_releases
 from ._errors import ModelFolderError, RenderUnsupportedError
 
@@ -134,10 +135,9 @@ class ServerOptions:
                 f"must be one of {', '.join(_CONTENT_FORMATS)}, "
                 f"got {self.chat_template_content_format!r}",
             )
-        if self.max_model_len is not None and (
-                type(self.max_model_len) is not int or self.max_model_len < 1):
-            raise ModelFolderError("--max-model-len", f"must be an int >= 1, got "
-                                   f"{self.max_model_len!r}")
+        refusal = int_refusal(self.max_model_len, optional=True)
+        if refusal is not None:
+            raise ModelFolderError("--max-model-len", refusal)
         if self.enable_auto_tool_choice and not self.tool_call_parser:
             # vLLM refuses to start so.
             raise ModelFolderError(

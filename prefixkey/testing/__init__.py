@@ -10,7 +10,7 @@ Hypothesis strategies are in :mod:`prefixkey.testing.strategies`. Needs the
 from .._extras import needs_extra
 
 with needs_extra("hypothesis", "prefixkey.testing"):
-    from ._export import FORMAT_VERSION, export_vectors, generate_records, vector_record
+    from ._export import export_vectors, generate_records, vector_record
     from ._oracle import (
         COMPARABLE_FIELDS,
         DEFAULT_COMPARED,
@@ -26,14 +26,12 @@ with needs_extra("hypothesis", "prefixkey.testing"):
         OracleReport,
         check_implementation,
     )
-    from ._vectors import COMPARED_FIELDS, replay
+    from ._vectors import replay
 
 
 __all__ = [
     "COMPARABLE_FIELDS",
-    "COMPARED_FIELDS",
     "DEFAULT_COMPARED",
-    "FORMAT_VERSION",
     "MAX_LINE_BYTES",
     "AnswerTooLongError",
     "ForeignImplementation",

@@ -24,7 +24,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from ..core import KNOWN_RELEASES, resolve_release
-from ..errors import InvalidRequestError
+from ..core._checks import check_int
 from ..jsonl import parse_request, run_job
 from .strategies import request_objects
 
@@ -58,8 +58,7 @@ def generate_records(release: str, *, count: int = 100, seed: int = 0,
                      max_id: int = 2**64 - 1) -> list[dict[str, Any]]:
     """``count`` distinct vector records for ``release``, the same for the same seed."""
     resolve_release(release)  # an unknown release fails here, not inside Hypothesis
-    if type(count) is not int or count < 1:
-        raise InvalidRequestError("count", f"must be an int >= 1, got {count!r}")
+    check_int("count", count)
     strategy = request_objects(vllm_version=release, max_id=max_id)
     drawn: list[dict[str, Any]] = []
     seen: set[str] = set()

@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
 from ..core import DEFAULT_VLLM_VERSION
+from ..core._checks import int_refusal, number_refusal
 from ..errors import PrefixKeyError
 from ..jsonl import parse_request, run_job
 from .strategies import request_objects
@@ -150,10 +151,10 @@ class ForeignImplementation:
                  max_line_bytes: int = MAX_LINE_BYTES) -> None:
         if not command:
             raise OracleError("the implementation command is empty")
-        if not timeout > 0:
-            raise OracleError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_line_bytes < 1:
-            raise OracleError(f"max_line_bytes must be >= 1, got {max_line_bytes}")
+        for name, refusal in (("timeout", number_refusal(timeout, strict=True)),
+                              ("max_line_bytes", int_refusal(max_line_bytes))):
+            if refusal is not None:
+                raise OracleError(f"{name} {refusal}")
         self.command = list(command)
         self.timeout = timeout
         self.max_line_bytes = max_line_bytes
@@ -427,8 +428,9 @@ def check_implementation(
     if unknown or not compare:
         raise OracleError(f"cannot compare {unknown or 'nothing'}: choose from "
                           f"{', '.join(COMPARABLE_FIELDS)}")
-    if max_examples < 1:
-        raise OracleError(f"max_examples must be >= 1, got {max_examples}")
+    refusal = int_refusal(max_examples)
+    if refusal is not None:
+        raise OracleError(f"max_examples {refusal}")
     try:
         strategy = request_objects(vllm_version=vllm_version, features=features,
                                    hash_algos=hash_algos, block_size=block_size, max_id=max_id)

@@ -4,7 +4,7 @@ Every strategy is a function with keyword-only arguments returning a
 ``SearchStrategy``, in Hypothesis style::
 
     from hypothesis import given
-    from prefixkey import strategies as pks
+    from prefixkey.testing import strategies as pks
 
     @given(pks.request_objects(vllm_version="0.29.0"))
     def test_my_router_agrees(obj): ...
@@ -56,6 +56,8 @@ from ..core import (  # noqa: E402  # noqa: E402  # noqa: E402
     check_api_rules,
     resolve_release,
 )
+from ..core._api_rules import CACHE_SALT_FORBIDDEN, CACHE_SALT_MAX_CHARS  # noqa: E402
+from ..core._checks import check_int  # noqa: E402
 from ..errors import InvalidRequestError, PrefixKeyError  # noqa: E402
 from ..events import (  # noqa: E402
     AllBlocksCleared,
@@ -93,7 +95,6 @@ TOKEN_ID_BOUNDARIES: Final[tuple[int, ...]] = (
     2**63 - 1, 2**63, 2**64 - 1, 2**64,
 )
 
-_SALT_FORBIDDEN: Final = "@/\\\x00"
 # Lone surrogates cannot reach vLLM's engine (msgpack rejects them).
 _CHARS: Final = st.characters(exclude_categories=["Cs"])
 _SEEDS: Final = (None, "0", "1", "42", "", "4294967295", "seed-\u00fc")
@@ -115,8 +116,7 @@ def token_ids(
     The default ``max_id`` is the largest uint64 (what a 64-bit router can
     carry); prefixkey itself accepts larger ids.
     """
-    if max_id < 0:
-        raise InvalidRequestError("max_id", f"must be >= 0, got {max_id}")
+    check_int("max_id", max_id, least=0)
     edges = [b for b in TOKEN_ID_BOUNDARIES if b <= max_id]
     ids = st.one_of(
         st.integers(0, min(max_id, 300)),
@@ -150,8 +150,7 @@ def mm_layouts(
     boundaries, cover every token, or repeat an identifier (the same image
     twice). ``identifiers`` defaults to short hex-like or Unicode strings.
     """
-    if num_tokens < 0:
-        raise InvalidRequestError("num_tokens", f"must be >= 0, got {num_tokens}")
+    check_int("num_tokens", num_tokens, least=0)
     ids = identifiers if identifiers is not None else st.one_of(
         st.sampled_from(("img-a", "img-b")), st.text("0123456789abcdef", min_size=1, max_size=8),
         _text(),
@@ -193,8 +192,9 @@ def cache_salts(*, api_valid: bool = False, max_size: int = 16) -> st.SearchStra
     ``@ / \\`` and NUL.
     """
     if api_valid:
-        chars = st.characters(exclude_categories=["Cs"], exclude_characters=_SALT_FORBIDDEN)
-        return st.text(chars, min_size=1, max_size=min(max_size, 128))
+        chars = st.characters(exclude_categories=["Cs"],
+                              exclude_characters=CACHE_SALT_FORBIDDEN)
+        return st.text(chars, min_size=1, max_size=min(max_size, CACHE_SALT_MAX_CHARS))
     return _text(max_size=max_size)
 
 
@@ -414,8 +414,7 @@ def request_objects(
         raise InvalidRequestError(
             "hash_algos", f"no reproducible configuration of vLLM {vllm_version} uses "
             f"{', '.join(hash_algos or ())}")
-    if block_size is not None and block_size < 1:
-        raise InvalidRequestError("block_size", f"must be >= 1, got {block_size}")
+    check_int("block_size", block_size, optional=True)
     return _request_objects(vllm_version, era, wanted, block_size, max_blocks, max_id,
                             api_valid, configs)
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from prefixkey.fleet import AsyncSubscriber, FairLock, ReplicaEndpoint, Subscriber
+from prefixkey.fleet import AsyncSubscriber, FairLock, ReplicaEndpoint, Subscriber, SubscriberStats
 
 T = TypeVar("T")
 KINDS = ("thread", "asyncio")
@@ -51,13 +51,13 @@ class LoopSubscriber:
     def running(self) -> bool:
         return self.sub.running
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> SubscriberStats:
         return self.sub.stats()
 
     def prometheus_text(self) -> str:
         return self.sub.prometheus_text()
 
-    def wait_until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0,
+    def wait_until(self, predicate: Callable[[SubscriberStats], bool], timeout: float = 5.0,
                    interval: float = 0.01) -> bool:
         deadline = time.monotonic() + timeout
         while True:

@@ -14,9 +14,9 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgpack
 import pytest
@@ -187,12 +187,12 @@ def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
     return make_subscriber(request.param)
 
 
-def wait(sub: AnySubscriber, predicate: Callable[[dict[str, Any]], bool], what: str) -> None:
+def wait(sub: AnySubscriber, predicate: Callable[[Mapping[str, Any]], bool], what: str) -> None:
     assert sub.wait_until(predicate, TIMEOUT), f"timed out waiting for {what}: {sub.stats()}"
 
 
 def count(sub: AnySubscriber, replica: str, key: str) -> int:
-    return int(sub.stats()["replicas"][replica][key])
+    return int(cast("Mapping[str, Any]", sub.stats()["replicas"][replica])[key])
 
 
 def hello(sub: AnySubscriber, pairs: Sequence[tuple[FakePublisher, str, list[bytes]]],
@@ -205,12 +205,12 @@ def hello(sub: AnySubscriber, pairs: Sequence[tuple[FakePublisher, str, list[byt
         for pub, _, frames in pending:
             pub.send(frames)
         names = [n for _, n, _ in pending]
-        def done(s: dict[str, Any], names: list[str] = names) -> bool:
+        def done(s: Mapping[str, Any], names: list[str] = names) -> bool:
             return all(s["replicas"][n][key] >= at_least for n in names)
 
         if sub.wait_until(done, 0.05):
             return
-        stats = sub.stats()["replicas"]
+        stats = cast("Mapping[str, Mapping[str, int]]", sub.stats()["replicas"])
         pending = [p for p in pending if stats[p[1]][key] < at_least]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -69,7 +69,7 @@ def publish_paced(sub: AnySubscriber, pub: FakePublisher, name: str, payloads: l
     """Publish in order, at most ``ahead`` batches beyond what ``name`` applied (no PUB drops)."""
     for i, payload in enumerate(payloads):
         if i >= ahead:
-            def caught_up(s: dict[str, Any], i: int = i) -> bool:
+            def caught_up(s: Mapping[str, Any], i: int = i) -> bool:
                 return bool(s["replicas"][name]["batches"] > i - ahead)
             wait(sub, caught_up, f"batch {i}")
         pub.publish(payload)

@@ -105,8 +105,7 @@ def test_an_outage_is_retried_until_redis_is_back(
             assert stats["index"] is None and stats["replicas"]["gpu-a"]["batches"] == 1
             server.restart()  # empty: no persistence
             wait(sub, lambda s: s["replicas"]["gpu-a"]["batches"] == 2, "the retried batch")
-            stats = sub.stats()["replicas"]["gpu-a"]
-            assert stats["apply_errors"] == 0
+            assert sub.stats()["replicas"]["gpu-a"]["apply_errors"] == 0
             # The registration came back with the epoch; the batch applied once, after it.
             assert index.restarts_detected == 1
             assert set(index.replicas()) == {ReplicaId("gpu-a")}

@@ -22,7 +22,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +136,7 @@ class SoakRun:
     rss_baseline: int = 0
     rss_peak: int = 0
 
-    def sample(self, stats: dict[str, Any]) -> None:
+    def sample(self, stats: Mapping[str, Any]) -> None:
         for name, replica in stats["replicas"].items():
             self.max_queued[name] = max(self.max_queued.get(name, 0), replica["queued"])
             self.max_queued_bytes[name] = max(self.max_queued_bytes.get(name, 0),
@@ -144,7 +144,7 @@ class SoakRun:
         self.rss_peak = max(self.rss_peak, rss())
 
 
-def _faults_seen(stats: dict[str, Any], index: LedgerIndex, kind: str) -> bool:
+def _faults_seen(stats: Mapping[str, Any], index: LedgerIndex, kind: str) -> bool:
     if kind != "all":
         return True
     return (all(stats["replicas"]["hostile"][c] > 0 for c in HOSTILE_FAULTS)
@@ -193,15 +193,15 @@ def run(make: Callable[..., AnySubscriber], ctx: Any, seconds: float, kind: str 
             hostile.close()
             result.published = published
 
-            def settled(s: dict[str, Any]) -> bool:
+            def settled(s: Mapping[str, Any]) -> bool:
                 result.sample(s)
                 return bool(s["replicas"]["healthy"]["batches"] >= published)
 
             result.settled = sub.wait_until(settled, PATIENCE)
             stats = sub.stats()
             result.sample(stats)
-            result.healthy = stats["replicas"]["healthy"]
-            result.hostile = stats["replicas"]["hostile"]
+            result.healthy = dict(stats["replicas"]["healthy"])
+            result.hostile = dict(stats["replicas"]["hostile"])
             with sub.lock:
                 decision = Router(index).route(Request([*range(BLOCK), 1]))[0]
             result.probe = (decision.replica.name, decision.hit_tokens)

@@ -26,7 +26,7 @@ from prefixkey.core import (
 )
 from prefixkey.events import event_extra_keys_to_typed, wire_era
 from prefixkey.fleet import GroupSpec, ReplicaScheme, UnsupportedLayoutError
-from prefixkey.jsonl import parse_request, to_json_value
+from prefixkey.jsonl import parse_request, value_to_json
 
 TESTS = Path(__file__).resolve().parents[1]
 VECTORS = TESTS / "vectors"
@@ -93,7 +93,7 @@ def test_event_extra_keys_are_what_vllm_publishes(release: str) -> None:
     checked = lookahead_checked = 0
     for record in _keyed_records(release):
         hasher, state = _state(record)
-        got = [to_json_value(event_extra_keys(k, era, lookahead=hasher.lookahead))
+        got = [value_to_json(event_extra_keys(k, era, lookahead=hasher.lookahead))
                for k in state.extra_keys]
         expected = record["result"]["event_extra_keys"]
         if era.published_extra_keys == "hashed":

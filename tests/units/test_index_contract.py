@@ -30,6 +30,7 @@ from prefixkey.fleet import (
     RunsQuery,
     UnknownReplicaError,
 )
+from prefixkey.fleet.index import INDEX_COUNTERS, INDEX_GAUGES
 
 H16 = Hasher(block_size=16, python_hash_seed="0")
 
@@ -199,6 +200,30 @@ def test_reregistering_with_another_scheme_drops_entries(make: Factory) -> None:
     assert len(index) == 1
     index.register("a", ReplicaScheme(Hasher(block_size=16, vllm_version="0.30.0")))
     assert len(index) == 0 and held(index) == set()
+
+
+def _count_everything(index: PrefixIndexBackend) -> dict[str, int]:
+    """Batches that move every counter of the contract; the contract's part of stats()."""
+    index.register("a", ReplicaScheme(H16, publishes="bytes"))
+    index.apply("a", batch(stored(b"1", b"2", 7), ts=2))  # an int key: a mismatch
+    index.apply("a", batch(stored(b"1"), removed(b"9"), ts=1))  # refresh, missing, late
+    index.apply("a", batch(stored(b"3", b"4"), removed(b"1"), ts=3))  # eviction (3 at most)
+    index.apply("a", batch(AllBlocksCleared(), ts=4))
+    index.apply("ghost", batch(stored(1), stored(2)))
+    stats = index.stats()
+    assert set(INDEX_COUNTERS) | set(INDEX_GAUGES) <= set(stats)
+    return {name: stats[name] for name in (*INDEX_COUNTERS, *INDEX_GAUGES)}
+
+
+def test_every_backend_reports_the_contract_counters(make: Factory) -> None:
+    counted = _count_everything(make(max_entries=3))
+    assert all(counted[name] > 0 for name in INDEX_COUNTERS), counted
+    assert (counted["size"], counted["max_entries"], counted["replicas"]) == (0, 3, 1)
+
+
+def test_memory_and_redis_count_alike(redis_client: Any) -> None:
+    assert (_count_everything(RedisPrefixIndex(redis_client, max_entries=3))
+            == _count_everything(PrefixIndex(max_entries=3)))
 
 
 # -- the memory bound both backends guarantee: one replica, one group ----------

@@ -46,7 +46,7 @@ from zmq.utils.monitor import parse_monitor_message
 from ...events import replay_request
 from ..index._backend import PrefixIndexBackend
 from ..index._memory import PrefixIndex
-from ..routing._metrics import prometheus_text
+from ..routing._metrics import SubscriberStats, prometheus_text
 from ..routing._predictions import PredictedIndex
 from ._driver import Steps, log_notes
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
@@ -351,11 +351,11 @@ class AsyncSubscriber:
 
     # -- observability ---------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> SubscriberStats:
         """The same snapshot as :meth:`prefixkey.fleet.Subscriber.stats`."""
         return self._feeds.stats(running=self.running)
 
-    async def wait_until(self, predicate: Callable[[dict[str, Any]], bool],
+    async def wait_until(self, predicate: Callable[[SubscriberStats], bool],
                          timeout: float = 5.0, interval: float = 0.01) -> bool:
         """Poll :meth:`stats` until ``predicate`` holds (True) or ``timeout`` passes (False)."""
         deadline = time.monotonic() + timeout

@@ -44,7 +44,7 @@ import threading
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from logging import DEBUG, INFO, WARNING
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 from packaging.version import Version
 
@@ -58,7 +58,7 @@ from ...events import (
     split_message,
 )
 from .._replicas import ReplicaId, ReplicaScheme
-from ..routing._metrics import COUNTERS
+from ..routing._metrics import COUNTERS, ReplicaStats
 from ._endpoints import ReplicaEndpoint
 from ._learning import SchemeLearner, WireEraGuess, inferred_releases
 from ._options import SubscriberOptions
@@ -425,10 +425,10 @@ class ReplicaFeed:
 
     # -- observability -------------------------------------------------------------------
 
-    def snapshot(self, now: float, started_at: float, index_size: int) -> dict[str, Any]:
+    def snapshot(self, now: float, started_at: float, index_size: int) -> ReplicaStats:
         with self.stats_lock:
             seen = self.last_seen
-            return {
+            return cast(ReplicaStats, {  # the counters: ReplicaCounters' keys
                 **self.counters,
                 "decode_errors_by_type": dict(self.decode_errors_by_type),
                 "last_seen": seen,
@@ -444,7 +444,7 @@ class ReplicaFeed:
                                                          self.learner)),
                 "scheme": ("configured" if self.config.scheme is not None
                            else "none" if self.learner is None else self.learner.state),
-            }
+            })
 
 
 def sampled(n: int) -> bool:

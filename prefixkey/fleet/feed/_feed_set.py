@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from ...errors import InvalidRequestError
 from ..index._backend import IndexUnavailableError, PrefixIndexBackend
 from ..index._memory import UnknownReplicaError
-from ..routing._metrics import COUNTERS
+from ..routing._metrics import COUNTERS, SubscriberStats
 from ._driver import Backoff, FeedDriver
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
 from ._fair_lock import FairLock
@@ -90,7 +90,7 @@ class FeedSet:
         self.feeds = [ReplicaFeed(c, opts, on_batch is not None) for c in replicas]
         self.started_at = time.time()
 
-    def stats(self, *, running: bool) -> dict[str, Any]:
+    def stats(self, *, running: bool) -> SubscriberStats:
         now = time.time()
         index_stats = None
         try:
@@ -101,8 +101,9 @@ class FeedSet:
         except IndexUnavailableError:  # the stats of a subscriber must not fail with Redis
             sizes = dict.fromkeys((f.key for f in self.feeds), 0)
         out = {f.key: f.snapshot(now, self.started_at, sizes[f.key]) for f in self.feeds}
+        rows = [cast("Mapping[str, int]", v) for v in out.values()]
         totals: dict[str, int] = {
-            name: sum(int(v[name]) for v in out.values())
+            name: sum(int(v[name]) for v in rows)
             for name in (*COUNTERS, "index_size", "queued", "queued_bytes")
         }
         opts = self.options

@@ -12,11 +12,11 @@ raises :class:`~prefixkey.errors.InvalidRequestError` naming the option.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from ...core._checks import check_int, check_number
 from ...errors import InvalidRequestError
 from ...events import DEFAULT_MAX_JUMP, DecodeLimits
 
@@ -105,12 +105,9 @@ class SubscriberOptions:
                 if type(value) is not bool:
                     raise InvalidRequestError(name, f"must be True or False, got {value!r}")
             elif kind == "count":
-                if type(value) is not int or value < (least or 0):
-                    raise InvalidRequestError(name, f"must be an int >= {least}, got {value!r}")
-            elif (type(value) not in (int, float) or not math.isfinite(value)
-                  or (value <= 0 if least is None else value < least)):
-                bound = "> 0" if least is None else f">= {least}"
-                raise InvalidRequestError(name, f"must be a finite number {bound}, got {value!r}")
+                check_int(name, value, least=least or 0)
+            else:
+                check_number(name, value, least=least or 0, strict=least is None)
         if type(self.retry_seconds) is int:  # one type read back, whichever was given
             object.__setattr__(self, "retry_seconds", float(self.retry_seconds))
 

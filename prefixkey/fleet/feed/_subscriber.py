@@ -4,8 +4,8 @@ Decoding, sequencing and the replica's bounds live in the sans-IO feed
 (:mod:`prefixkey.fleet.feed._feed`), shared with the asyncio subscriber
 (:mod:`prefixkey.fleet.feed._async_subscriber`); this module moves bytes::
 
-    from prefixkey import Hasher, PrefixIndex, ReplicaScheme, Router
-    from prefixkey.fleet import ReplicaEndpoint, Subscriber
+    from prefixkey import Hasher
+    from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme, Router, Subscriber
 
     index = PrefixIndex()
     scheme = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0"))
@@ -41,7 +41,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from ...events import replay_request
 from ..index._backend import PrefixIndexBackend
-from ..routing._metrics import COUNTERS, prometheus_text
+from ..routing._metrics import COUNTERS, SubscriberStats, prometheus_text
 from ._driver import log_notes
 from ._endpoints import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints, offset_endpoint
 from ._fair_lock import FairLock
@@ -326,7 +326,7 @@ class Subscriber:
 
     # -- observability ---------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> SubscriberStats:
         """A snapshot: per replica counters and liveness, totals, queue and index sizes.
 
         ``{"replicas": {key: {<COUNTERS>…, "decode_errors_by_type", "last_seen",
@@ -337,7 +337,7 @@ class Subscriber:
         """
         return self._feeds.stats(running=self.running)
 
-    def wait_until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0,
+    def wait_until(self, predicate: Callable[[SubscriberStats], bool], timeout: float = 5.0,
                    interval: float = 0.01) -> bool:
         """Poll :meth:`stats` until ``predicate`` holds (True) or ``timeout`` passes (False)."""
         deadline = time.monotonic() + timeout

@@ -4,10 +4,13 @@
 reads); :class:`PrefixIndex` keeps it in memory, :class:`RedisPrefixIndex` on a
 shared Redis (extra ``redis``), its Lua scripts beside it. Both answer a query's
 leading runs grouped by holder set (:class:`RunsAnswer`), so reading costs the keys
-walked and the groups read, not the fleet.
+walked and the groups read, not the fleet; both count what they apply alike
+(:data:`INDEX_COUNTERS`, :data:`INDEX_GAUGES`).
 """
 
 from ._backend import (
+    INDEX_COUNTERS,
+    INDEX_GAUGES,
     IndexFullError,
     IndexUnavailableError,
     PrefixIndexBackend,
@@ -34,6 +37,8 @@ from ._redis_codec import scheme_from_spec, scheme_spec
 __all__ = [
     "CHUNK_BLOCKS",
     "DEFAULT_MEDIUM",
+    "INDEX_COUNTERS",
+    "INDEX_GAUGES",
     "GroupSpec",
     "IndexFullError",
     "IndexUnavailableError",

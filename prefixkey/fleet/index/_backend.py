@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from ...errors import PrefixKeyError
 from ...events import DecodedOps, EventBatch, EventHash
@@ -29,6 +29,8 @@ from .._replicas import ReplicaId, ReplicaScheme
 from ._walk import Run
 
 __all__ = [
+    "INDEX_COUNTERS",
+    "INDEX_GAUGES",
     "IndexFullError",
     "IndexUnavailableError",
     "PrefixIndexBackend",
@@ -38,6 +40,31 @@ __all__ = [
     "RunsQuery",
     "RunsResult",
 ]
+
+
+#: The counters every backend's :meth:`~PrefixIndexBackend.stats` reports (the
+#: contract: in memory and on Redis alike), with what each counts.
+INDEX_COUNTERS: Final[Mapping[str, str]] = {
+    "batches": "batches applied",
+    "events": "events in applied batches",
+    "stores": "block keys stored (held anew, or on a new medium)",
+    "refreshes": "block keys stored again on a medium already holding them (recency renewed)",
+    "removes": "block keys removed",
+    "removes_missing": "removals of block keys not held",
+    "clears": "AllBlocksCleared events applied",
+    "evictions": "entries evicted to stay within max_entries",
+    "unknown_replica_batches": "batches of replicas not registered (dropped)",
+    "unknown_replica_events": "events in batches of replicas not registered",
+    "hash_type_mismatches": "block keys of the wrong type for the replica's scheme (dropped)",
+    "out_of_order_batches": "batches with a timestamp older than the replica's newest",
+}
+#: The gauges every backend's :meth:`~PrefixIndexBackend.stats` reports beside them:
+#: ``max_entries`` bounds the whole index in memory and each replica on Redis.
+INDEX_GAUGES: Final[Mapping[str, str]] = {
+    "size": "entries held",
+    "max_entries": "the entry bound",
+    "replicas": "registered replicas",
+}
 
 
 class IndexUnavailableError(PrefixKeyError, ConnectionError):
@@ -167,4 +194,7 @@ class PrefixIndexBackend(RoutingIndex, Protocol):
                 ) -> Iterator[tuple[int, EventHash, frozenset[str]]]: ...
     def replica_size(self, replica: ReplicaId | str) -> int: ...
     def __len__(self) -> int: ...
-    def stats(self) -> dict[str, int]: ...
+    def stats(self) -> dict[str, int]:
+        """Every :data:`INDEX_COUNTERS` counter and :data:`INDEX_GAUGES` gauge (a backend
+        may add its own, as Redis its fault counters)."""
+        ...

@@ -63,6 +63,7 @@ from types import MappingProxyType
 from typing import Final, NamedTuple, cast
 
 from ...core import block_hash_to_int64
+from ...core._checks import check_int
 from ...errors import InvalidRequestError
 from ...events import (
     CLEARED,
@@ -85,7 +86,7 @@ from .._replicas import (
     UnsupportedLayoutError,
     as_replica_id,
 )
-from ._backend import RunsAnswer, RunsQuery
+from ._backend import INDEX_COUNTERS, RunsAnswer, RunsQuery
 from ._ops import MAX_MEDIA, check_ops, medium_name
 from ._tables import ReplicaState, Table
 from ._walk import OrderedGroups, Run, mark, runs_over_media, walk
@@ -109,12 +110,6 @@ _INT_ONLY: Final = frozenset({int})
 _BULK: Final = 16
 _BYTES_ONLY: Final = frozenset({bytes})
 
-
-_COUNTERS: Final = (
-    "batches", "events", "stores", "refreshes", "removes", "removes_missing", "clears",
-    "evictions", "unknown_replica_batches", "unknown_replica_events", "hash_type_mismatches",
-    "out_of_order_batches",
-)
 
 _BIT: Final = attrgetter("bit")
 _SCHEME: Final = attrgetter("scheme")
@@ -145,9 +140,7 @@ class PrefixIndex:
     """Block keys per replica, KV-cache group and medium, bounded to ``max_entries``."""
 
     def __init__(self, *, max_entries: int = 10_000_000) -> None:
-        if type(max_entries) is not int or max_entries < 1:
-            raise InvalidRequestError("max_entries", f"must be an int >= 1, got {max_entries!r}")
-        self.max_entries = max_entries
+        self.max_entries = check_int("max_entries", max_entries)
         self._replicas: dict[ReplicaId, ReplicaState] = {}
         self._free_slots: list[int] = []
         # What queries read of the registrations, rebuilt when they change (replaced,
@@ -158,7 +151,7 @@ class PrefixIndex:
         self._everyone: tuple[tuple[ReplicaId, ...], int] = ((), 0)
         self._holders: _Holders = {}
         self._size = 0
-        self._counters = dict.fromkeys(_COUNTERS, 0)
+        self._counters = dict.fromkeys(INDEX_COUNTERS, 0)
         self._medium_bits: dict[str, int] = {"GPU": 1, "CPU": 2, "STORAGE": 4}
         self._bit_of: dict[str | None, int] = {}  # medium as published -> its bit
         #: Each medium's bit by its ``bit_length()`` (index 0 unused).

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Final
 
+from ...core._checks import check_int
 from ...errors import InvalidRequestError
 from ...events import CLEARED, REMOVED, STORED, BlockOp, DecodedOps
 
@@ -85,8 +86,7 @@ def _check_op(i: int, op: object) -> None:
         raise InvalidRequestError(f"{where}.medium",
                                   f"must be a str or None, got {type(medium).__name__}")
     if type(group) not in _OK_GROUP or (group is not None and group < 0):
-        raise InvalidRequestError(f"{where}.group_idx",
-                                  f"must be an int >= 0 or None, got {group!r:.80}")
+        check_int(f"{where}.group_idx", group, least=0, optional=True)  # raises
     if type(hashes) is not tuple:
         raise InvalidRequestError(f"{where}.block_hashes",
                                   f"must be a tuple, got {type(hashes).__name__}")

@@ -88,10 +88,12 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from ...core._checks import check_int
 from ...errors import InvalidRequestError, PrefixKeyError
 from ...events import DecodedOps, EventBatch, EventHash
 from . import _redis_lua as lua
 from ._backend import (
+    INDEX_COUNTERS,
     IndexFullError,
     IndexUnavailableError,
     RunsAnswer,
@@ -132,11 +134,6 @@ class RegistrationConflictError(PrefixKeyError, RuntimeError):
     field = "replica"
 
 
-_COUNTERS: Final = (
-    "batches", "events", "stores", "refreshes", "removes", "removes_missing", "clears",
-    "evictions", "unknown_replica_batches", "unknown_replica_events", "hash_type_mismatches",
-    "out_of_order_batches",
-)
 #: Fault counters (see :mod:`._redis_namespace`), in :meth:`RedisPrefixIndex.stats` once
 #: non-zero: ``resyncs`` (replicas cleared because a batch was given up),
 #: ``resets_after_restart`` and ``resets_after_missing_keys`` (namespace entries dropped).
@@ -225,14 +222,10 @@ class RedisPrefixIndex:
         if not isinstance(namespace, str) or not namespace or set(namespace) & set("{}"):
             raise InvalidRequestError(
                 "namespace", f"must be a non-empty string without braces, got {namespace!r}")
-        for name, value, low in (("max_entries", max_entries, 1),
-                                 ("chunk_blocks", chunk_blocks, 1),
-                                 ("sweep_every", sweep_every, 0)):
-            if type(value) is not int or value < low:
-                raise InvalidRequestError(name, f"must be an int >= {low}, got {value!r}")
-        if ttl_seconds is not None and (type(ttl_seconds) is not int or ttl_seconds < 1):
-            raise InvalidRequestError("ttl_seconds",
-                                      f"must be an int >= 1 or None, got {ttl_seconds!r}")
+        check_int("max_entries", max_entries)
+        check_int("chunk_blocks", chunk_blocks)
+        check_int("sweep_every", sweep_every, least=0)
+        check_int("ttl_seconds", ttl_seconds, optional=True)
         self._r = client
         self.namespace = namespace
         self.max_entries = max_entries
@@ -479,8 +472,7 @@ class RedisPrefixIndex:
         replicas: never read, only memory. :meth:`apply` runs a step every
         ``sweep_every`` calls; each step is one bounded script call.
         """
-        if type(budget) is not int or budget < 1:
-            raise InvalidRequestError("budget", f"must be an int >= 1, got {budget!r}")
+        check_int("budget", budget)
         return int(self._script("sweep", [self._p, budget]))
 
     # -- ranking ----------------------------------------------------------------
@@ -608,7 +600,7 @@ class RedisPrefixIndex:
     def stats(self) -> dict[str, int]:
         """Counters, plus ``size`` (entries held), ``max_entries`` (per replica), ``replicas``."""
         raw = self._call(self._r.hgetall, f"{self._p}:stats")
-        counters = dict.fromkeys(_COUNTERS, 0)
+        counters = dict.fromkeys(INDEX_COUNTERS, 0)
         counters.update({bytes(k).decode(): int(v) for k, v in raw.items()})
         rids = list(self._refresh())
         return {**counters, "size": sum(self._sizes(rids)), "max_entries": self.max_entries,

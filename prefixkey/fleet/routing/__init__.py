@@ -7,7 +7,14 @@ request's keys per scheme; :class:`PredictedIndex` adds the keys of the requests
 router sent, for fleets without KV events; :class:`RouterMetrics` counts decisions.
 """
 
-from ._metrics import COUNTERS, RouterMetrics, prometheus_text
+from ._metrics import (
+    COUNTERS,
+    ReplicaCounters,
+    ReplicaStats,
+    RouterMetrics,
+    SubscriberStats,
+    prometheus_text,
+)
 from ._predictions import (
     PREDICTION_COUNTERS,
     PredictedIndex,
@@ -36,10 +43,13 @@ __all__ = [
     "PredictedIndex",
     "Predictions",
     "PreparedRequest",
+    "ReplicaCounters",
+    "ReplicaStats",
     "RouteDecision",
     "Router",
     "RouterMetrics",
     "SchemeKeys",
+    "SubscriberStats",
     "affinity_digest",
     "predictions_prometheus_text",
     "prometheus_text",

@@ -9,49 +9,103 @@ prefixed ``prefixkey_``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
-from typing import Any, Final
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Final, TypedDict, get_type_hints
 
-__all__ = ["COUNTERS", "RouterMetrics", "prometheus_text"]
+from ..index._backend import INDEX_COUNTERS
 
-#: The subscriber's per-replica counters and their help text.
+__all__ = [
+    "COUNTERS", "ReplicaCounters", "ReplicaStats", "RouterMetrics", "SubscriberStats",
+    "prometheus_text",
+]
+
+
+class ReplicaCounters(TypedDict):
+    """The subscriber's counters of one replica, each with its help text (:data:`COUNTERS`)."""
+
+    messages: Annotated[int, "PUB messages received (before the queue)"]
+    dropped: Annotated[int, (
+        "PUB messages dropped because the replica's queue was full (messages or bytes)")]
+    batches: Annotated[int, "batches decoded and applied (PUB and replay)"]
+    events: Annotated[int, "events in applied batches"]
+    gaps: Annotated[int, "sequence gaps detected"]
+    missing_batches: Annotated[int, "batches missing in detected gaps"]
+    late_joins: Annotated[int, (
+        "first messages with seq > 0 (history published before subscribing)")]
+    replay_requests: Annotated[int, "replay requests sent"]
+    replay_completed: Annotated[int, "replay requests answered up to the end marker"]
+    replay_failures: Annotated[int, "replay requests that timed out or failed"]
+    replayed_batches: Annotated[int, "batches recovered by replay and applied"]
+    lost_batches: Annotated[int, "missing batches neither received nor replayed"]
+    duplicates: Annotated[int, "batches skipped as duplicates (same seq, same payload)"]
+    late_batches: Annotated[int, "batches that arrived after their gap was detected"]
+    restarts: Annotated[int, "publisher restarts (seq went backwards, or jumped): new epochs"]
+    seq_jumps: Annotated[int, "seqs beyond expected + max_jump, handled as restarts"]
+    cleared_entries: Annotated[int, "index entries dropped on publisher restarts"]
+    decode_errors: Annotated[int, "payloads that failed to decode (batch skipped)"]
+    framing_errors: Annotated[int, "messages or replay replies with bad framing"]
+    ignored_fields: Annotated[int, "unknown fields ignored by the decoder"]
+    apply_errors: Annotated[int, (
+        "batches the index failed to apply (after retries, if it was unavailable)")]
+    apply_unknown: Annotated[int, (
+        "batches given up after a write timed out once sent: the store may have applied "
+        "them (the replica's next batch re-syncs it either way)")]
+    apply_retries: Annotated[int, (
+        "index calls (applies, restart clears) retried because the index was unavailable "
+        "(IndexUnavailableError)")]
+    restart_errors: Annotated[int, (
+        "publisher restarts whose index clear failed (index unavailable past retry_seconds): "
+        "entries of the old epoch may remain")]
+    handling_errors: Annotated[int, (
+        "messages skipped because handling them raised unexpectedly (a bug: see the log)")]
+    rank_overflows: Annotated[int, "batches skipped for announcing a rank beyond max_ranks"]
+    unlearned_batches: Annotated[int, (
+        "batches dropped while the replica's scheme was being learned")]
+    callback_errors: Annotated[int, "on_batch callbacks that raised"]
+    connects: Annotated[int, "connections (and reconnections) to the publisher"]
+    disconnects: Annotated[int, "disconnections from the publisher"]
+    idle_periods: Annotated[int, "times the replica went silent for longer than idle_timeout"]
+
+
+#: The subscriber's per-replica counters and their help text, read from
+#: :class:`ReplicaCounters` (the one place they are written).
 COUNTERS: Final[dict[str, str]] = {
-    "messages": "PUB messages received (before the queue)",
-    "dropped": "PUB messages dropped because the replica's queue was full (messages or bytes)",
-    "batches": "batches decoded and applied (PUB and replay)",
-    "events": "events in applied batches",
-    "gaps": "sequence gaps detected",
-    "missing_batches": "batches missing in detected gaps",
-    "late_joins": "first messages with seq > 0 (history published before subscribing)",
-    "replay_requests": "replay requests sent",
-    "replay_completed": "replay requests answered up to the end marker",
-    "replay_failures": "replay requests that timed out or failed",
-    "replayed_batches": "batches recovered by replay and applied",
-    "lost_batches": "missing batches neither received nor replayed",
-    "duplicates": "batches skipped as duplicates (same seq, same payload)",
-    "late_batches": "batches that arrived after their gap was detected",
-    "restarts": "publisher restarts (seq went backwards, or jumped): new epochs",
-    "seq_jumps": "seqs beyond expected + max_jump, handled as restarts",
-    "cleared_entries": "index entries dropped on publisher restarts",
-    "decode_errors": "payloads that failed to decode (batch skipped)",
-    "framing_errors": "messages or replay replies with bad framing",
-    "ignored_fields": "unknown fields ignored by the decoder",
-    "apply_errors": "batches the index failed to apply (after retries, if it was unavailable)",
-    "apply_unknown": "batches given up after a write timed out once sent: the store may "
-                     "have applied them (the replica's next batch re-syncs it either way)",
-    "apply_retries": "index calls (applies, restart clears) retried because the index was "
-                     "unavailable (IndexUnavailableError)",
-    "restart_errors": "publisher restarts whose index clear failed (index unavailable past "
-                      "retry_seconds): entries of the old epoch may remain",
-    "handling_errors": "messages skipped because handling them raised unexpectedly (a bug: "
-                       "see the log)",
-    "rank_overflows": "batches skipped for announcing a rank beyond max_ranks",
-    "unlearned_batches": "batches dropped while the replica's scheme was being learned",
-    "callback_errors": "on_batch callbacks that raised",
-    "connects": "connections (and reconnections) to the publisher",
-    "disconnects": "disconnections from the publisher",
-    "idle_periods": "times the replica went silent for longer than idle_timeout",
+    name: hint.__metadata__[0]
+    for name, hint in get_type_hints(ReplicaCounters, include_extras=True).items()
 }
+
+
+class ReplicaStats(ReplicaCounters):
+    """One replica in :meth:`Subscriber.stats <prefixkey.fleet.Subscriber.stats>`: its
+    counters, liveness, queue and index sizes, and what is known of its release."""
+
+    decode_errors_by_type: dict[str, int]
+    last_seen: float | None
+    idle_seconds: float
+    idle: bool
+    epochs: int
+    index_size: int
+    queued: int
+    queued_bytes: int
+    vllm_version: str | None
+    vllm_releases: str | None
+    scheme: str
+
+
+class SubscriberStats(TypedDict):
+    """What :meth:`Subscriber.stats <prefixkey.fleet.Subscriber.stats>` (and the asyncio
+    subscriber's) returns: per replica, totals (every counter, ``index_size``, ``queued``,
+    ``queued_bytes``), the queues, the index's own ``stats()`` (None without an index, or
+    while it is unavailable) and whether the subscriber runs."""
+
+    replicas: dict[str, ReplicaStats]
+    totals: dict[str, int]
+    queue_depth: int
+    queue_capacity: int
+    queue_bytes: int
+    queue_bytes_capacity: int
+    index: dict[str, int] | None
+    running: bool
 
 
 class RouterMetrics:
@@ -123,7 +177,7 @@ _ROUTER_HELP: Final = {
 }
 
 
-def prometheus_text(stats: dict[str, Any]) -> str:
+def prometheus_text(stats: Mapping[str, Any]) -> str:
     """Render :meth:`Subscriber.stats` in the Prometheus text exposition format (0.0.4).
 
     A ``"router"`` entry (:meth:`RouterMetrics.as_dict`) adds the router's counters.
@@ -165,10 +219,10 @@ def prometheus_text(stats: dict[str, Any]) -> str:
                [({}, index["size"])])
         family("prefixkey_index_max_entries", "gauge", "The index's entry bound.",
                [({}, index["max_entries"])])
-        for name in ("stores", "removes", "clears", "evictions", "unknown_replica_batches",
-                     "hash_type_mismatches", "out_of_order_batches"):
-            family(f"prefixkey_index_{name}_total", "counter", f"PrefixIndex {name}.",
-                   [({}, index[name])])
+        for name, help_text in INDEX_COUNTERS.items():
+            if name in index:  # the contract's counters (a custom backend may lack some)
+                family(f"prefixkey_index_{name}_total", "counter",
+                       help_text.capitalize() + ".", [({}, index[name])])
     router = stats.get("router")
     if router is not None:
         for name, help_text in _ROUTER_HELP.items():

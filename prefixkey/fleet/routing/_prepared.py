@@ -19,6 +19,7 @@ from typing import Final
 from xxhash import xxh3_64_intdigest
 
 from ...core import BlockHash, Request
+from ...core._checks import check_int
 from ...errors import InvalidRequestError
 from ...events import EventHash
 from .._replicas import ReplicaId, ReplicaScheme
@@ -114,9 +115,7 @@ class PreparedRequest:
     __slots__ = ("_schemes", "hash_seconds", "num_tokens", "request")
 
     def __init__(self, num_tokens: int, request: Request | None = None) -> None:
-        if type(num_tokens) is not int or num_tokens < 0:
-            raise InvalidRequestError("num_tokens", f"must be an int >= 0, got {num_tokens!r}")
-        self.num_tokens = num_tokens
+        self.num_tokens = check_int("num_tokens", num_tokens, least=0)
         self.request = request
         self.hash_seconds = 0.0
         self._schemes: dict[tuple[object, ...], SchemeKeys] = {}

@@ -75,6 +75,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final, Literal, NamedTuple, cast
 
 from ...core import BlockHash, Request, TokenIds, check_token_ids
+from ...core._checks import check_int, check_number, number_refusal
 from ...errors import InvalidRequestError
 from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
@@ -116,11 +117,6 @@ LoadFn = Callable[[ReplicaId], float]
 
 #: The units a load may be given in.
 LoadUnit = Literal["tokens", "requests"]
-
-
-def _is_number(value: object) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,8 +325,7 @@ class Router:
         first without reading the fleet); they are used when no ``load``
         callable is given, and a replica never pushed counts 0.
         """
-        if not _is_number(queued) or queued < 0:
-            raise InvalidRequestError("load", f"must be a finite number >= 0, got {queued!r}")
+        check_number("load", queued)
         if not self._pushed:  # the Router's own estimate gives way to pushed loads
             self._pushed, self._queues, self._tracked = True, Queues(), None
         self._queues.set(_replica_id(replica), float(queued))
@@ -355,9 +350,9 @@ class Router:
             ok = False
         if not ok or any(type(v) is bool for v in loads):
             for rid, v in zip(rids, loads, strict=True):
-                if not _is_number(v) or v < 0:
-                    raise InvalidRequestError(
-                        "load", f"returned {v!r} for {rid}: not a finite number >= 0")
+                refusal = number_refusal(v)
+                if refusal is not None:
+                    raise InvalidRequestError("load", f"for {rid}: {refusal}")
         return Queues.of(zip(rids, map(float, loads), strict=True)), per
 
     def pressure(self, replica: ReplicaId | str) -> float:
@@ -450,8 +445,7 @@ class Router:
         load, the first candidate is counted as sent (the Router's own queue
         estimate).
         """
-        if limit is not None and (type(limit) is not int or limit < 1):
-            raise InvalidRequestError("limit", f"must be an int >= 1 or None, got {limit!r}")
+        check_int("limit", limit, optional=True)
         schemes, extra = self._schemes_of(candidates)
         self._refresh_weights()
         num_tokens = prepared.num_tokens
