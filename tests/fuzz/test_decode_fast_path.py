@@ -23,7 +23,7 @@ import pytest
 from fuzzing import decode_outcome, harvested_payloads, mutate_payload, reference_decode
 
 from prefixkey import Hasher
-from prefixkey.errors import PrefixKeyError
+from prefixkey.errors import InvalidRequestError, PrefixKeyError
 from prefixkey.events import WIRE_ERAS, EventDecoder
 from prefixkey.fleet import Ingested, PrefixIndex, ReplicaScheme
 
@@ -92,12 +92,19 @@ def test_ingest_applies_as_apply_of_the_decoded_batch(version: str, c_path: bool
                         index.ingest("r", dec, payload, batch=index is asked)
                     assert str(info.value) == str(exc)
             else:
-                applied.apply("r", batch.batch)
-                rank, events = batch.batch.data_parallel_rank, len(batch.batch.events)
-                assert ingested.ingest("r", other, payload) == Ingested(
-                    batch.warnings, rank, events, None)
-                # Asked for, the batch is the decoded one.
-                assert asked.ingest("r", third, payload, batch=True) == Ingested(
-                    batch.warnings, rank, events, batch.batch)
+                try:  # a batch the index refuses (a negative group_idx): refused alike
+                    applied.apply("r", batch.batch)
+                except InvalidRequestError as exc:
+                    for index, dec in ((ingested, other), (asked, third)):
+                        with pytest.raises(InvalidRequestError) as refused:
+                            index.ingest("r", dec, payload, batch=index is asked)
+                        assert str(refused.value) == str(exc)
+                else:
+                    rank, events = batch.batch.data_parallel_rank, len(batch.batch.events)
+                    assert ingested.ingest("r", other, payload) == Ingested(
+                        batch.warnings, rank, events, None)
+                    # Asked for, the batch is the decoded one.
+                    assert asked.ingest("r", third, payload, batch=True) == Ingested(
+                        batch.warnings, rank, events, batch.batch)
             assert _state(ingested) == _state(applied) == _state(asked)
         assert applied.stats()["batches"] > 0
