@@ -133,12 +133,17 @@ class Qwen2VL(VisionFamily):
             low, high = kwargs["min_pixels"], kwargs["max_pixels"]
         return low, high
 
-    def count(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
-        """The image's ``<|image_pad|>`` count: its merged patch grid."""
+    def grid(self, size: ImageSize, kwargs: Mapping[str, Any]) -> tuple[int, int, int]:
+        """The image processor's ``image_grid_thw`` for the image: (1, rows, columns)."""
         low, high = self.pixel_bounds(kwargs)
         height, width = smart_resize(size.height, size.width, self.patch * self.merge,
                                      low, high)
-        return (height // self.patch) * (width // self.patch) // (self.merge * self.merge)
+        return 1, height // self.patch, width // self.patch
+
+    def count(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
+        """The image's ``<|image_pad|>`` count: its patch grid, merged."""
+        t, h, w = self.grid(size, kwargs)
+        return t * h * w // (self.merge * self.merge)
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
         return [self.image_pad] * self.count(size, kwargs)
