@@ -230,5 +230,5 @@ def test_a_family_verified_for_one_release_refuses_another() -> None:
 
     folder = real_models.folder("qwen2_vl")
     renderer = Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
-    with pytest.raises(RenderUnsupportedError, match="verified against vLLM 0.31.0 only"):
+    with pytest.raises(RenderUnsupportedError, match=r"verified against vLLM 0\.31\.0 only"):
         renderer.render_chat(_body(_image(), {"type": "text", "text": "x"}))
