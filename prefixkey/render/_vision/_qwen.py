@@ -139,14 +139,14 @@ class Qwen2VL(VisionFamily):
                     "mm_processor_kwargs.size", "`size` dict must contain 'shortest_edge' "
                     f"and 'longest_edge' keys but got {size}.")
             return size["shortest_edge"], size["longest_edge"]
-        low = self.min_pixels if low is None else low
-        high = self.max_pixels if high is None else high
-        if low > high:
-            # vLLM 0.31's render server did not answer such a body within 5 minutes.
+        if low is not None and low > (self.max_pixels if high is None else high):
+            # vLLM 0.31's render server did not answer such a body within 5 minutes (a
+            # configured min_pixels above a given max_pixels it does answer).
             raise RenderUnsupportedError(
-                "mm_processor_kwargs.min_pixels", f"min_pixels {low} above max_pixels "
-                f"{high}: vLLM 0.31 was not seen to answer it")
-        return low, high
+                "mm_processor_kwargs.min_pixels", f"min_pixels {low} above max_pixels: "
+                "vLLM 0.31 was not seen to answer it")
+        return (self.min_pixels if low is None else low,
+                self.max_pixels if high is None else high)
 
     def grid(self, size: ImageSize, kwargs: Mapping[str, Any]) -> tuple[int, int, int]:
         """The image processor's ``image_grid_thw`` for the image: (1, rows, columns)."""
