@@ -22,7 +22,7 @@ pytest.importorskip("jinja2", reason="the render extra (jinja2) is not installed
 from images import image_bytes, materialize
 
 from prefixkey.cli import main
-from prefixkey.errors import InvalidRequestError
+from prefixkey.errors import InvalidRequestError, PrefixKeyError
 from prefixkey.multimodal import MMHasher
 from prefixkey.render import (
     ModelFolderError,
@@ -213,7 +213,8 @@ def test_a_generated_file_image_is_written_under_the_directory(tmp_path: Path) -
     ({"max_pixels": 0}, RenderUnsupportedError, "mm_processor_kwargs.max_pixels"),
     ({"size": {"longest_edge": 50176}}, RenderRequestError, "mm_processor_kwargs.size"),
 ])
-def test_qwen_kwargs_not_reproduced_are_refused(kwargs: dict[str, Any], error: type,
+def test_qwen_kwargs_not_reproduced_are_refused(kwargs: dict[str, Any],
+                                                 error: type[PrefixKeyError],
                                                  field: str) -> None:
     import real_models
 
