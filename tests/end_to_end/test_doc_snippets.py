@@ -28,6 +28,7 @@ SERVICES = {
     "mistral_folder": "a real Mistral folder (tests/real_models.py's fetch cache)",
     "harmony_folder": "a real gpt-oss folder (tests/real_models.py's fetch cache)",
     "VLLMReplica": "a Ray Serve deployment of vLLM replicas publishing KV events",
+    "qwen_folder": "a real Qwen2-VL folder (tests/real_models.py's fetch cache)",
 }
 
 #: The pages with ``# given:`` snippets, and the test that runs them with the service.
@@ -38,6 +39,7 @@ LIVE = {
     "docs/render-harmony.md": "tests/end_to_end/test_render_real_docs.py",
     "docs/ray.md": "tests/gateways/test_ray.py",
     "docs/litellm.md": "tests/gateways/test_litellm_doc.py",
+    "docs/multimodal.md": "tests/end_to_end/test_vision_doc.py",
 }
 
 
