@@ -119,8 +119,7 @@ def replace_markers(token_ids: list[int], marker: Sequence[int],
     """vLLM's token-level ``PromptReplacement``: the i-th match of ``marker`` becomes the
     i-th expansion, matches taken left to right without overlap; markers past the last
     image stay as they are (``_plan_prompt_updates`` stops when every item is placed)."""
-    if not marker:
-        raise AssertionError("a family replacing markers must set its marker")
+    assert marker, "a family replacing markers must set its marker"  # a family's bug
     out: list[int] = []
     spans: list[tuple[int, int]] = []
     width = len(marker)
