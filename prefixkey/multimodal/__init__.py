@@ -10,11 +10,11 @@ from .._extras import needs_extra
 
 with needs_extra("multimodal", "prefixkey.multimodal"):
     from ._eras import IDENTIFIER_ERAS, IdentifierEra, identifier_era
-    from ._hasher import MMHasher, image_identifier
+    from ._hasher import LoadedImage, MMHasher, image_identifier
     from ._media import MediaSource
 
 
 __all__ = [
-    "IDENTIFIER_ERAS", "IdentifierEra", "MMHasher", "MediaSource", "identifier_era",
+    "IDENTIFIER_ERAS", "IdentifierEra", "LoadedImage", "MMHasher", "MediaSource", "identifier_era",
     "image_identifier",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Protocol
 
@@ -22,9 +23,19 @@ from ..core._frozen import Frozen
 from ..errors import InvalidRequestError, UnreproducibleIdentifierError
 from ._encoding import Value, check_value, item_chunks
 from ._eras import IdentifierEra, identifier_era
-from ._image import ImageLoader, image_loader, image_payload
+from ._image import ImageLoader, image_loader, image_payload_and_size
 
-__all__ = ["MMHasher", "image_identifier"]
+__all__ = ["LoadedImage", "MMHasher", "image_identifier"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedImage:
+    """An image's identifier and its size as vLLM's loader hands it to the processor."""
+
+    identifier: str
+    #: ``(width, height)`` after ``ImageMediaIO.load_bytes`` (EXIF orientation applied);
+    #: None for an image given by its uuid alone (no bytes were loaded).
+    size: tuple[int, int] | None
 
 
 class _Digest(Protocol):
@@ -208,7 +219,21 @@ class MMHasher(Frozen):
         DeepSeek-VL2 and Unlimited-OCR ``{"cropping": …}``, H2OVL
         ``{"use_msac": …}``). ``field`` names the item in errors.
         """
+        return self.loaded_image(data, uuid=uuid, lora_name=lora_name,
+                                 model_hash_kwargs=model_hash_kwargs, field=field).identifier
+
+    def loaded_image(self, data: bytes | None, *, uuid: str | None = None,
+                     lora_name: str | None = None,
+                     model_hash_kwargs: Mapping[str, Any] | None = None,
+                     field: str = "image") -> LoadedImage:
+        """:meth:`image`'s identifier and the image's size as vLLM loads it, from one decode.
+
+        The size is what a model's processor counts placeholder tokens from
+        (prefixkey.render's vision families).
+        """
         era = self.era
+        size: tuple[int, int] | None = None
+        payload: Value
         if uuid is not None:
             if not era.uuids:
                 raise InvalidRequestError("uuid", f"vLLM {self.release} has no multimodal "
@@ -234,8 +259,8 @@ class MMHasher(Frozen):
         if data is not None:
             if not isinstance(data, (bytes, bytearray, memoryview)):
                 raise InvalidRequestError(field, f"must be bytes, got {type(data).__name__}")
-            payload: Value = image_payload(era, bytes(data), self._loader,
-                                           max_pixels=self._max_pixels, field=field)
+            payload, size = image_payload_and_size(era, bytes(data), self._loader,
+                                                   max_pixels=self._max_pixels, field=field)
         elif uuid is None:
             raise InvalidRequestError(field, "an image needs its bytes or a uuid")
         if uuid is not None and not self._has_factors:
@@ -258,7 +283,8 @@ class MMHasher(Frozen):
                                          none_key_only=self._none_key_only):
                     digest.update(chunk)
             identifier = digest.hexdigest()
-        return identifier if lora_name is None else f"{lora_name}:{identifier}"
+        return LoadedImage(identifier if lora_name is None else f"{lora_name}:{identifier}",
+                           size)
 
     def audio(self, data: bytes, *, field: str = "audio") -> str:
         """Refused: vLLM hashes audio as its decoded waveform, not its bytes."""

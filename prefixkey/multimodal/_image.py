@@ -24,7 +24,8 @@ from ..errors import InvalidRequestError, UndecodableMediaError, UnreproducibleI
 from ._encoding import Keyed, Value
 from ._eras import IdentifierEra
 
-__all__ = ["ImageLoader", "image_loader", "image_payload"]
+__all__ = ["ImageLoader", "image_loader", "image_payload", "image_payload_and_size",
+           "loaded_size"]
 
 _WHITE: Final = (255, 255, 255)
 #: Formats whose decode is lossless, hence the same pixels under any Pillow build.
@@ -34,6 +35,10 @@ _LOSSLESS_TIFF: Final = frozenset({"raw", "tiff_lzw", "tiff_adobe_deflate", "tif
 #: Modes whose conversion to RGB is a lookup or an integer blend, stable across Pillow
 #: (16-bit and float modes were rescaled differently by different Pillow releases).
 _PORTABLE_MODES: Final = frozenset({"1", "L", "LA", "P", "PA", "RGB", "RGBA"})
+#: EXIF orientations whose transpose swaps width and height (ImageOps.exif_transpose:
+#: TRANSPOSE, ROTATE_270, TRANSVERSE, ROTATE_90).
+_SWAPPING_ORIENTATIONS: Final = frozenset({5, 6, 7, 8})
+_ORIENTATION_TAG: Final = 0x0112
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,10 +145,38 @@ def _array(image: Image.Image, channels: int) -> Keyed:
     return Keyed("ndarray", {"dtype": "|u1", "shape": (h, w, channels), "data": image.tobytes()})
 
 
+def loaded_size(image: Image.Image) -> tuple[int, int]:
+    """``(width, height)`` of the image vLLM's loader hands the processor (0.30+).
+
+    ``ImageMediaIO.load_bytes`` applies ``normalize_image``: ``ImageOps.exif_transpose``,
+    its failures ignored. Only the size matters to a processor's token count, and only
+    orientations 5-8 change it, so the pixels are not transposed here.
+    """
+    width, height = image.size
+    try:
+        orientation = image.getexif().get(_ORIENTATION_TAG, 1)
+    except Exception:  # vLLM suppresses any failure of exif_transpose
+        return width, height
+    if isinstance(orientation, int) and orientation in _SWAPPING_ORIENTATIONS:
+        return height, width
+    return width, height
+
+
 def image_payload(era: IdentifierEra, data: bytes, loader: ImageLoader, *, max_pixels: int,
                   field: str) -> Value:
     """The value vLLM hashes under the ``image`` keyword for the image ``data``."""
+    return image_payload_and_size(era, data, loader, max_pixels=max_pixels, field=field)[0]
+
+
+def image_payload_and_size(era: IdentifierEra, data: bytes, loader: ImageLoader, *,
+                           max_pixels: int, field: str) -> tuple[Value, tuple[int, int]]:
+    """:func:`image_payload`, and the size of the image as vLLM loads it (:func:`loaded_size`)."""
     image = _open(data, era, max_pixels, field)
+    return _payload(era, data, loader, image, field), loaded_size(image)
+
+
+def _payload(era: IdentifierEra, data: bytes, loader: ImageLoader, image: Image.Image,
+             field: str) -> Value:
     if era.hashes_pixels:
         _portable(image, data, field)
         rgb = _rgb(image, era, loader)

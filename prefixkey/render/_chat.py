@@ -60,6 +60,10 @@ class ContentParts:
             field, f"a {part_type!r} content part needs vLLM's multimodal processor "
             "(placeholder tokens, item hashes), which prefixkey does not run yet")
 
+    def join_texts(self, parts: list[Any]) -> str:
+        """A message's content in 'string' format: its parts' texts, one per line."""
+        return "\n".join(parts)
+
 
 def _anchors(part: Any) -> bool:
     """A part beside which vLLM's request model lets Responses API parts through."""
@@ -184,7 +188,7 @@ def parse_messages(messages: Any, content_format: str,
         parsed = [q for j, p in enumerate(parts)
                   if (q := _parse_part(p, f"{field}.content[{j}]", wrap, media)) is not None]
         out: dict[str, Any] = {"role": role,
-                               "content": parsed if wrap else "\n".join(parsed)}
+                               "content": parsed if wrap else media.join_texts(parsed)}
         if role == "assistant":
             if message.get("tool_calls") is not None:
                 out["tool_calls"] = _tool_calls(message["tool_calls"], f"{field}.tool_calls")

@@ -18,9 +18,9 @@ from typing import Any, Final
 
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_decision import TokenizerPath, check_release_drift, decide_tokenizer
-from ._media import image_architecture
+from ._vision import FAMILIES, UNVERIFIED, family_architecture
 
-__all__ = ["ModelFolder", "load_server_template"]
+__all__ = ["ModelFolder", "load_server_template", "processor_configs"]
 
 # config.json keys vLLM 0.31 reads for the context length; it takes the smallest
 # (transformers_utils/model_arch_config_convertor.py), then model_max_length wins.
@@ -69,18 +69,70 @@ def _read_text(path: Path, name: str) -> str:
 
 
 def _image_processor_files(path: Path, config: dict[str, Any]) -> frozenset[str]:
-    """The processor files an image architecture prefixkey renders may have (render/_media.py).
+    """The processor files a folder may have: those of a vision family prefixkey expands.
 
-    Its processor's chat template, when it has one, would win over the tokenizer's
-    (vLLM's resolve_chat_template): only a processor config without one is taken.
+    vLLM reads them through the model's processor (render/_vision); the processor's chat
+    template, when it has one, is :func:`_processor_template`'s. An unverified vision
+    architecture's folder is refused by name.
     """
-    if image_architecture(config) is None or (path / "chat_template.json").exists():
+    architecture = family_architecture(config)
+    if architecture is None:
         return frozenset()
+    if architecture in UNVERIFIED:
+        family, why = UNVERIFIED[architecture]
+        for file in ("processor_config.json", "preprocessor_config.json", "chat_template.json"):
+            if (path / file).exists():
+                raise RenderUnsupportedError(
+                    file, f"{family} ({architecture}): its image processor is {why} here; "
+                    "render it with vLLM's render endpoint")
+        return frozenset()
+    return frozenset({"processor_config.json", "preprocessor_config.json", "chat_template.json"})
+
+
+def _processor_template(path: Path, config: dict[str, Any]) -> str | None:
+    """The chat template vLLM 0.31 takes from the model's processor, when it has one.
+
+    ``resolve_chat_template`` prefers ``AutoProcessor``'s template over the tokenizer's
+    for a body without tools; transformers 5 loads it from ``processor_config.json``'s
+    ``chat_template``, else the legacy ``chat_template.json``, else ``chat_template.jinja``
+    (with ``additional_chat_templates/``). Only a vision family's folder loads a processor.
+    """
+    architecture = family_architecture(config)
+    if architecture not in FAMILIES:
+        return None
     processor = path / "processor_config.json"
-    if processor.is_file() and "chat_template" in _read_json(processor,
-                                                              "processor_config.json"):
-        return frozenset()
-    return frozenset({"processor_config.json", "preprocessor_config.json"})
+    if processor.is_file():
+        value = _read_json(processor, "processor_config.json").get("chat_template")
+        if value is not None:
+            return _single_template(value, "processor_config.json chat_template")
+    legacy = path / "chat_template.json"
+    if legacy.is_file():
+        if (path / "additional_chat_templates").is_dir():
+            # transformers refuses the combination, so vLLM's processor fails to load
+            # and it falls back to the tokenizer's template.
+            return None
+        return _single_template(_read_json(legacy, "chat_template.json").get("chat_template"),
+                                "chat_template.json chat_template")
+    if (path / "additional_chat_templates").is_dir():
+        raise RenderUnsupportedError("additional_chat_templates",
+                                     "a processor with several chat templates")
+    if (path / "chat_template.jinja").is_file():
+        return _read_text(path / "chat_template.jinja", "chat_template.jinja")
+    return None
+
+
+def processor_configs(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``preprocessor_config.json`` and ``processor_config.json`` ({} when absent)."""
+    found = []
+    for name in ("preprocessor_config.json", "processor_config.json"):
+        found.append(_read_json(path / name, name) if (path / name).is_file() else {})
+    return found[0], found[1]
+
+
+def _single_template(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise RenderUnsupportedError(field, "only a single template string is reproduced")
+    return value
 
 
 def load_server_template(value: str) -> str:
@@ -104,10 +156,16 @@ def load_server_template(value: str) -> str:
 
 def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
                     max_model_len: int | None) -> int:
-    """The context length vLLM 0.31 derives (config/model.py ``_get_and_verify_max_len``)."""
+    """The context length vLLM 0.31 derives (config/model.py ``_get_and_verify_max_len``).
+
+    A multimodal config's own ``text_config`` holds the language model's keys (vLLM reads
+    ``hf_text_config``); ``model_max_length`` stays the top level's.
+    """
+    text_config = config.get("text_config")
+    lengths = text_config if isinstance(text_config, dict) else config
     derived: float = float("inf")
     for key in _LENGTH_KEYS:
-        value = config.get(key)
+        value = lengths.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             derived = min(derived, value)
     if isinstance(config.get("model_max_length"), int) and config["model_max_length"]:
@@ -121,7 +179,7 @@ def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
         raise RenderUnsupportedError(
             "config.json", "has no context-length key (max_position_embeddings, …), so vLLM "
             "takes its model class's default, which prefixkey does not know")
-    rope = config.get("rope_parameters", config.get("rope_scaling"))
+    rope = lengths.get("rope_parameters", lengths.get("rope_scaling"))
     if isinstance(rope, dict) and rope:
         layers = rope.values() if all(isinstance(v, dict) for v in rope.values()) else [rope]
         factor: Any = 1.0
@@ -195,6 +253,8 @@ class ModelFolder:
     max_model_len: int
     #: The path vLLM's tokenizer takes (render/_hf_decision.py): as is or rebuilt here.
     tokenizer_decision: TokenizerPath
+    #: A vision family's processor template, which bodies without tools render with.
+    processor_chat_template: str | None = None
 
     @property
     def tokenizer_model_type(self) -> str:
@@ -253,7 +313,8 @@ class ModelFolder:
         decision = _decide(tokenizer_path, config, tokenizer_model_config, tokenizer_config,
                            name or str(tokenizer or model), tokenizer_mode, vllm_version)
         return cls(path, tokenizer_path, config, tokenizer_model_config, tokenizer_config,
-                   special_tokens_map, template, length, decision)
+                   special_tokens_map, template, length, decision,
+                   _processor_template(tokenizer_path, config))
 
     @staticmethod
     def _templates(folder: Path, tokenizer_config: dict[str, Any]) -> str | dict[str, str] | None:

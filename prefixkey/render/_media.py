@@ -6,23 +6,25 @@ vLLM's ``chat_utils`` loads each ``image_url`` / ``input_image`` part
 a fetcher the caller opts into, and only from ``--allowed-media-domains``:
 :func:`fetch_media_url`), hands the template ``{"type": "image", <the part's
 unknown fields>}`` in 'openai' format or the model's placeholder string in
-'string' format (BLIP-2 has none: ``get_placeholder_str`` returns None, so the
-image leaves no text), and checks the per-prompt item limit as each part
-arrives. After tokenization the model's processor puts each image's expansion
-into the prompt; where it lands is the architecture's own rule
-(:data:`IMAGE_ARCHITECTURES`), and what it is comes from the caller
-(``placeholder_token_ids``): prefixkey never guesses a span.
-The identifier is :class:`~prefixkey.multimodal.MMHasher`'s, with the
-``--model`` string, ``--mm-hasher-algorithm`` and ``--media-io-kwargs``.
+'string' format (the placeholders an image part leaves are put before the
+message's text, as ``_get_full_multimodal_text_prompt`` does), and checks the
+per-prompt item limit as each part arrives (``--limit-mm-per-prompt`` and the
+model's own). After tokenization the model's processor replaces each image's
+marker by its expansion: the folder's vision family (prefixkey/render/_vision)
+computes it from the image's size and the processor kwargs in force, and says
+where each item lies. The identifier is :class:`~prefixkey.multimodal.MMHasher`'s,
+with the ``--model`` string, ``--mm-hasher-algorithm``, ``--media-io-kwargs`` and
+the body's own ``mm_processor_kwargs``.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from ..core import MMItem, check_token_ids
@@ -30,9 +32,18 @@ from ..errors import InvalidRequestError, RemoteMediaError
 from ._chat import _KNOWN_PART_FIELDS, ContentParts
 from ._errors import RenderRequestError, RenderUnsupportedError
 from ._options import ServerOptions
+from ._vision import (
+    DEFAULT_LIMIT,
+    FAMILIES,
+    UNVERIFIED,
+    ImageSize,
+    VisionFamily,
+    VisionFolder,
+    family_architecture,
+)
 
 if TYPE_CHECKING:
-    from ..multimodal import MediaSource, MMHasher
+    from ..multimodal import LoadedImage, MediaSource, MMHasher
 
 __all__ = ["IMAGE_ARCHITECTURES", "ImageChat", "ImageParts", "MediaFetcher", "fetch_media_url"]
 
@@ -41,93 +52,157 @@ MediaFetcher = Callable[[str, str], bytes]
 # vLLM's VLLM_IMAGE_FETCH_TIMEOUT default, and MediaSource's per-item bound.
 _FETCH_TIMEOUT: Final = 5.0
 _FETCH_MAX_BYTES: Final = 64 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class _Placement:
-    """Where an architecture's processor puts an image's expansion (vLLM 0.31)."""
-
-    #: ``get_supported_mm_limits()["image"]``: the images one prompt may carry.
-    limit: int
-    #: How a caller finds the expansion in the folder, for error messages.
-    hint: str
-
-
-#: Architectures whose image path prefixkey reproduces, checked against a real 0.31 render
-#: server: BLIP-2's processor inserts its expansion at the prompt's start
-#: (``PromptInsertion(target=PromptIndexTargets.start())``), one image per prompt.
-IMAGE_ARCHITECTURES: Final[Mapping[str, _Placement]] = {
-    "Blip2ForConditionalGeneration": _Placement(
-        1, "config.json num_query_tokens copies of image_token_index (the '<image>' id)"),
-}
+#: Architectures whose image path prefixkey reproduces (their family in render/_vision).
+IMAGE_ARCHITECTURES: Final = FAMILIES
 _IMAGE_PARTS: Final = ("image_url", "input_image")
+#: Distinct per-request processor kwargs whose hashers a Renderer keeps.
+_HASHERS_KEPT: Final = 64
 
 
 def image_architecture(config: Mapping[str, Any]) -> str | None:
     """The folder's architecture when its image path is reproduced, else None."""
-    architectures = config.get("architectures")
-    if isinstance(architectures, list):
-        for name in architectures:
-            if isinstance(name, str) and name in IMAGE_ARCHITECTURES:
-                return name
-    return None
+    architecture = family_architecture(config)
+    return architecture if architecture in FAMILIES else None
+
+
+class _Placeholder(str):
+    """An image's placeholder text in 'string' content format (put before the text)."""
+
+    __slots__ = ()
 
 
 class ImageParts(ContentParts):
     """One chat body's images, collected while its messages are parsed (one per render)."""
 
-    def __init__(self, chat: ImageChat) -> None:
+    def __init__(self, chat: ImageChat, kwargs: Mapping[str, Any]) -> None:
         self._chat = chat
-        self.identifiers: list[str] = []
+        self._kwargs = kwargs
+        self.images: list[LoadedImage] = []
+
+    @property
+    def identifiers(self) -> list[str]:
+        return [image.identifier for image in self.images]
 
     def media_part(self, part_type: str, part: Mapping[str, Any], field: str, *,
                    wrap: bool) -> Any:
         if part_type not in _IMAGE_PARTS:
             return super().media_part(part_type, part, field, wrap=wrap)
-        self.identifiers.append(self._chat.identifier(part_type, part, field,
-                                                      len(self.identifiers) + 1))
+        self.images.append(self._chat.load(part_type, part, field, len(self.images) + 1,
+                                           self._kwargs))
         if wrap:
             return {"type": "image",
                     **{k: v for k, v in part.items() if k not in _KNOWN_PART_FIELDS}}
-        return None  # the architecture's placeholder string is None: the image leaves no text
+        text = self._chat.placeholder(len(self.images))
+        return None if text is None else _Placeholder(text)
+
+    def join_texts(self, parts: list[Any]) -> str:
+        """``_get_full_multimodal_text_prompt``: the texts joined, missing placeholders first."""
+        placeholders = [p for p in parts if isinstance(p, _Placeholder)]
+        text = "\n".join(p for p in parts if not isinstance(p, _Placeholder))
+        if not placeholders:
+            return text
+        missing: list[str] = []
+        for placeholder in dict.fromkeys(placeholders):
+            count = placeholders.count(placeholder) - text.count(placeholder)
+            if count < 0:
+                raise RenderRequestError(
+                    "messages", f"Found more '{placeholder}' placeholders in input prompt than "
+                    "actual multimodal data items.")
+            missing.extend([str(placeholder)] * count)
+        return "\n".join([*missing, text] if text else missing)
 
 
 class ImageChat:
-    """The image path of one replica: its hasher, media rules and architecture, built once."""
+    """The image path of one replica: its hasher, media rules and vision family, built once."""
 
-    __slots__ = ("_architecture", "_fetch", "_hasher", "_source")
+    __slots__ = ("_architecture", "_family", "_fetch", "_hasher", "_hashers", "_limit",
+                 "_lock", "_options", "_refusal", "_server_kwargs", "_source")
 
     _hasher: MMHasher | None
     _source: MediaSource | None
 
     def __init__(self, options: ServerOptions, config: Mapping[str, Any],
-                 fetch: MediaFetcher | None = None) -> None:
-        self._architecture = image_architecture(config)
+                 fetch: MediaFetcher | None = None, vision: VisionFolder | None = None) -> None:
+        self._options = options
+        self._architecture = family_architecture(config)
+        self._family: VisionFamily | None = None
+        self._refusal = self._why_refused(options)
+        self._server_kwargs = dict(options.mm_processor_kwargs)
+        if self._refusal is None and vision is not None:
+            assert self._architecture is not None
+            self._family = FAMILIES[self._architecture](vision)
+            self._family.check_kwargs(self._server_kwargs, "--mm-processor-kwargs")
+        supported = self._family.limit if self._family is not None else None
+        user = options.limit_mm_per_prompt.get("image", DEFAULT_LIMIT)
+        self._limit = (user, supported)
         # Only with a list of domains: vLLM fetches from any host when it has none.
         self._fetch = fetch if options.allowed_media_domains else None
+        self._hashers: dict[str, MMHasher] = {}
+        self._lock = threading.Lock()
         try:
-            from ..multimodal import MediaSource, MMHasher
+            from ..multimodal import MediaSource
         except ImportError:  # the multimodal extra is missing: images are refused when met
             self._hasher = self._source = None
             return
-        self._hasher = MMHasher(model=options.model, vllm_version=options.vllm_version,
-                                mm_hasher_algorithm=options.mm_hasher_algorithm,
-                                media_io_kwargs={k: dict(v) for k, v in
-                                                 options.media_io_kwargs.items()})
+        self._hasher = self._new_hasher(None)
         self._source = MediaSource(allowed_local_media_path=options.allowed_local_media_path,
                                    allowed_media_domains=options.allowed_media_domains)
 
-    def parts(self) -> ImageParts:
-        return ImageParts(self)
+    def _why_refused(self, options: ServerOptions) -> str | None:
+        architecture = self._architecture
+        if architecture is None:
+            return ("this architecture's image processor is not verified here (verified "
+                    f"families: {', '.join(f.name for f in FAMILIES.values())})")
+        if architecture in UNVERIFIED:
+            family, why = UNVERIFIED[architecture]
+            return f"{family}'s image processor ({architecture}) is {why} here"
+        family_cls = FAMILIES[architecture]
+        if options.vllm_version not in family_cls.releases:
+            return (f"{family_cls.name}'s images were verified against vLLM "
+                    f"{', '.join(sorted(family_cls.releases))} only, not "
+                    f"{options.vllm_version}")
+        return None
 
-    def identifier(self, part_type: str, part: Mapping[str, Any], field: str,
-                   number: int) -> str:
-        """The image's identifier, after vLLM's per-prompt item limit."""
-        if self._architecture is None:
+    def _new_hasher(self, request_kwargs: Mapping[str, Any] | None) -> MMHasher:
+        from ..multimodal import MMHasher
+
+        options = self._options
+        return MMHasher(model=options.model, vllm_version=options.vllm_version,
+                        mm_hasher_algorithm=options.mm_hasher_algorithm,
+                        mm_processor_kwargs=request_kwargs,
+                        media_io_kwargs={k: dict(v) for k, v in
+                                         options.media_io_kwargs.items()})
+
+    def parts(self, request_kwargs: Mapping[str, Any] | None = None) -> ImageParts:
+        """A body's image collector; ``request_kwargs`` its trusted ``mm_processor_kwargs``."""
+        kwargs = dict(request_kwargs or {})
+        if kwargs and self._family is not None:
+            self._family.check_kwargs(kwargs, "mm_processor_kwargs")
+        return ImageParts(self, kwargs)
+
+    def placeholder(self, number: int) -> str | None:
+        return None if self._family is None else self._family.placeholder(number)
+
+    def _hasher_for(self, request_kwargs: Mapping[str, Any]) -> MMHasher:
+        assert self._hasher is not None
+        if not request_kwargs:
+            return self._hasher
+        key = json.dumps(request_kwargs, sort_keys=True)
+        with self._lock:
+            hasher = self._hashers.get(key)
+            if hasher is None:
+                if len(self._hashers) >= _HASHERS_KEPT:
+                    self._hashers.clear()
+                hasher = self._hashers[key] = self._new_hasher(request_kwargs)
+        return hasher
+
+    def load(self, part_type: str, part: Mapping[str, Any], field: str, number: int,
+             request_kwargs: Mapping[str, Any]) -> LoadedImage:
+        """The image's identifier and loaded size, after vLLM's per-prompt item limit."""
+        if self._refusal is not None or self._family is None:
             raise RenderUnsupportedError(
-                field, "where this architecture's processor puts an image's placeholder "
-                f"tokens is not verified (verified: {', '.join(IMAGE_ARCHITECTURES)}): "
-                "render it with vLLM's render endpoint")
+                field, f"{self._refusal or 'no vision family'}: render it with vLLM's render "
+                "endpoint")
         if self._hasher is None or self._source is None:
             raise RenderUnsupportedError(
                 field, "an image needs the multimodal extra: pip install 'prefixkey[multimodal]'")
@@ -135,14 +210,26 @@ class ImageChat:
         if uuid is not None and not isinstance(uuid, str):
             raise RenderUnsupportedError(f"{field}.uuid", "only a string uuid is reproduced")
         url, url_field = _url(part_type, part, field)
-        data = None if not url else self._image_bytes(self._source, url, url_field)
-        identifier = self._hasher.image(data, uuid=uuid, field=url_field)
+        if not url:
+            raise RenderUnsupportedError(
+                url_field, "an image given by its uuid alone: its size, which decides its "
+                "placeholder tokens, is known only to the server's cache")
+        data = self._image_bytes(self._source, url, url_field)
+        loaded = self._hasher_for(request_kwargs).loaded_image(data, uuid=uuid,
+                                                               field=url_field)
         # vLLM loads the image, then counts it (MultiModalItemTracker.add).
-        limit = IMAGE_ARCHITECTURES[self._architecture].limit
+        self._check_count(number)
+        return loaded
+
+    def _check_count(self, number: int) -> None:
+        """``validate_num_items``: the server's limit, and the model's own."""
+        user, supported = self._limit
+        limit = user if supported is None else min(user, supported)
         if number > limit:
-            raise RenderRequestError(field, f"At most {limit} image(s) may be provided in "
-                                     "one prompt.")
-        return identifier
+            hint = (" Set `--limit-mm-per-prompt` to increase this limit."
+                    if supported is not None and number <= supported else "")
+            raise RenderRequestError("messages", f"At most {limit} image(s) may be provided "
+                                     f"in one prompt.{hint}")
 
     def _image_bytes(self, source: MediaSource, url: str, field: str) -> bytes:
         try:
@@ -152,32 +239,52 @@ class ImageChat:
                 raise
             return self._fetch(url, field)
 
-    def place(self, ids: list[int], identifiers: Sequence[str],
-              placeholder_token_ids: Any) -> tuple[list[int], tuple[MMItem, ...]]:
-        """The prompt after the processor's updates, and each image's item."""
-        if placeholder_token_ids is None:
-            if not identifiers:
-                return ids, ()
-            hint = IMAGE_ARCHITECTURES[self._architecture].hint if self._architecture else ""
+    def place(self, ids: list[int], parts: ImageParts,
+              placeholder_token_ids: Any = None) -> tuple[list[int], tuple[MMItem, ...]]:
+        """The prompt after the processor's updates, and each image's item.
+
+        ``placeholder_token_ids`` (deprecated: the family computes them) must equal the
+        expansions when given.
+        """
+        images = parts.images
+        if not images:
+            if placeholder_token_ids:
+                raise InvalidRequestError(
+                    "placeholder_token_ids", f"has {len(placeholder_token_ids)} entries but "
+                    "the body has 0 image(s)")
+            return ids, ()
+        family = self._family
+        assert family is not None  # load() refused the images otherwise
+        kwargs = {**self._server_kwargs, **parts._kwargs}
+        expansions = []
+        for image in images:
+            assert image.size is not None  # load() refused uuid-only images
+            width, height = image.size
+            expansions.append(family.expansion(ImageSize(width, height), kwargs))
+        if placeholder_token_ids is not None:
+            _check_given(placeholder_token_ids, expansions)
+        placed = family.place(ids, expansions)
+        items = tuple(MMItem(image.identifier, offset, length)
+                      for image, (offset, length) in zip(images, placed.spans, strict=True))
+        return placed.token_ids, items
+
+
+def _check_given(given: Any, expansions: Sequence[Sequence[int]]) -> None:
+    """The caller's ``placeholder_token_ids`` (the pre-family interface): only as computed."""
+    if not isinstance(given, list):
+        raise InvalidRequestError("placeholder_token_ids", "must be an array (one array "
+                                  "of token ids per image)")
+    if len(given) != len(expansions):
+        raise InvalidRequestError(
+            "placeholder_token_ids", f"has {len(given)} entries but the "
+            f"body has {len(expansions)} image(s)")
+    for i, (entry, expansion) in enumerate(zip(given, expansions, strict=True)):
+        ids = list(check_token_ids(entry, field=f"placeholder_token_ids[{i}]"))
+        if ids != list(expansion):
             raise InvalidRequestError(
-                "placeholder_token_ids", f"the body has {len(identifiers)} image(s): give, per "
-                "image in order, the token ids the model's processor puts in the prompt for it "
-                f"({hint}); prefixkey does not guess them")
-        if not isinstance(placeholder_token_ids, list):
-            raise InvalidRequestError("placeholder_token_ids", "must be an array (one array "
-                                      "of token ids per image)")
-        if len(placeholder_token_ids) != len(identifiers):
-            raise InvalidRequestError(
-                "placeholder_token_ids", f"has {len(placeholder_token_ids)} entries but the "
-                f"body has {len(identifiers)} image(s)")
-        expansions = [list(check_token_ids(e, field=f"placeholder_token_ids[{i}]"))
-                      for i, e in enumerate(placeholder_token_ids)]
-        for i, expansion in enumerate(expansions):
-            if not expansion:
-                raise InvalidRequestError(f"placeholder_token_ids[{i}]", "must not be empty")
-        # BLIP-2 (the one verified architecture, one image): inserted before the prompt.
-        (expansion,) = expansions
-        return [*expansion, *ids], (MMItem(identifiers[0], 0, len(expansion)),)
+                f"placeholder_token_ids[{i}]", "differs from the expansion the model's "
+                f"processor gives this image ({len(expansion)} tokens); omit the field: "
+                "prefixkey computes it")
 
 
 def _url(part_type: str, part: Mapping[str, Any], field: str) -> tuple[Any, str]:

@@ -62,6 +62,20 @@ def parse_lora_module(text: str) -> LoRAModule:
     return LoRAModule(obj["name"], obj["path"], base)
 
 
+def _limits(value: Any) -> Mapping[str, int]:
+    """``--limit-mm-per-prompt`` as vLLM parses it: a count, or ``{"count": n, …}``."""
+    if not isinstance(value, Mapping):
+        raise ModelFolderError("--limit-mm-per-prompt", "must be a JSON object")
+    limits: dict[str, int] = {}
+    for modality, limit in value.items():
+        count = limit.get("count") if isinstance(limit, Mapping) else limit
+        if not isinstance(modality, str) or type(count) is not int or count < 0:
+            raise ModelFolderError(f"--limit-mm-per-prompt {modality}",
+                                   f"must be an int >= 0 or {{\"count\": int}}, got {limit!r}")
+        limits[modality] = count
+    return MappingProxyType(limits)
+
+
 def _frozen_kwargs(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if value is None:
         return MappingProxyType({})
@@ -81,7 +95,9 @@ class ServerOptions:
     their order from 1, as vLLM assigns them. ``allowed_local_media_path``,
     ``allowed_media_domains``, ``mm_hasher_algorithm`` and ``media_io_kwargs``
     (per modality, e.g. ``{"image": {...}}``) decide image parts' identifiers
-    and which URLs load (docs/multimodal.md).
+    and which URLs load (docs/multimodal.md); ``mm_processor_kwargs``,
+    ``limit_mm_per_prompt`` and ``trust_request_mm_kwargs`` how images expand and how
+    many a prompt may carry.
     """
 
     model: str
@@ -102,6 +118,15 @@ class ServerOptions:
     allowed_media_domains: tuple[str, ...] = ()
     mm_hasher_algorithm: str = "blake3"
     media_io_kwargs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: ``--mm-processor-kwargs``: the processor kwargs every request starts from.
+    mm_processor_kwargs: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType({}))
+    #: ``--limit-mm-per-prompt``: items per prompt and modality (999 for one not named).
+    limit_mm_per_prompt: Mapping[str, int] = field(
+        default_factory=lambda: MappingProxyType({}))
+    #: ``--trust-request-mm-kwargs``: a body's own mm_processor_kwargs / media_io_kwargs
+    #: are taken (else vLLM 0.31+ answers 400).
+    trust_request_mm_kwargs: bool = False
     vllm_version: str = "0.31.0"
     #: gpt-oss (Harmony): ``VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS``, and the date
     #: ``VLLM_SYSTEM_START_DATE`` pins (None: the replica's local date per request).
@@ -124,6 +149,15 @@ class ServerOptions:
                                    "one per modality")
         object.__setattr__(self, "media_io_kwargs", MappingProxyType(
             {k: MappingProxyType(dict(v)) for k, v in self.media_io_kwargs.items()}))
+        if not isinstance(self.mm_processor_kwargs, Mapping) or not all(
+                isinstance(k, str) for k in self.mm_processor_kwargs):
+            raise ModelFolderError("--mm-processor-kwargs", "must be a JSON object")
+        object.__setattr__(self, "mm_processor_kwargs",
+                           MappingProxyType(dict(self.mm_processor_kwargs)))
+        object.__setattr__(self, "limit_mm_per_prompt",
+                           _limits(self.limit_mm_per_prompt))
+        if type(self.trust_request_mm_kwargs) is not bool:
+            raise ModelFolderError("--trust-request-mm-kwargs", "must be a bool")
         if type(self.gpt_oss_harmony_system_instructions) is not bool:
             raise ModelFolderError("VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS", "must be a bool")
         if self.system_start_date is not None and not isinstance(self.system_start_date, str):

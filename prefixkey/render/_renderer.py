@@ -27,7 +27,7 @@ from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._eras import render_era
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
-from ._folder import ModelFolder, load_server_template
+from ._folder import ModelFolder, load_server_template, processor_configs
 from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
@@ -41,6 +41,7 @@ from ._template import (
     TemplateEnvironment,
 )
 from ._tokenizer import HfTokenizer, build_tokenizer
+from ._vision import FAMILIES, VisionFolder, family_architecture
 
 __all__ = ["CHAT_ENDPOINT", "COMPLETIONS_ENDPOINT", "Rendered", "Renderer"]
 
@@ -118,7 +119,8 @@ class Renderer:
         self._vocab_size = text_vocab_size(self.folder.config)
         self._env = TemplateEnvironment(clock)
         self._parts = content_parts or ContentParts()
-        self._images = (ImageChat(options, self.folder.config, media_fetcher)
+        self._images = (ImageChat(options, self.folder.config, media_fetcher,
+                                  self._vision_folder())
                         if content_parts is None else None)
         self._server_template = (None if options.chat_template is None
                                  else load_server_template(options.chat_template))
@@ -140,9 +142,21 @@ class Renderer:
             return self._mistral.max_model_len
         return self.folder.max_model_len
 
+    def _vision_folder(self) -> VisionFolder | None:
+        """What the folder's vision family reads (None without a verified family)."""
+        if family_architecture(self.folder.config) not in FAMILIES:
+            return None
+        preprocessor, processor = processor_configs(self.folder.path)
+        tokenizer = self.tokenizer
+        return VisionFolder(
+            self.folder.config, preprocessor, processor, tokenizer.tokenizer.token_to_id,
+            lambda text: tokenizer.encode(text, add_special_tokens=False))
+
     def _folder_templates(self) -> list[str]:
         found = self.folder.chat_template
         sources = list(found.values()) if isinstance(found, dict) else [found] if found else []
+        if self.folder.processor_chat_template is not None:
+            sources.append(self.folder.processor_chat_template)
         return [*sources, *([self._server_template] if self._server_template else [])]
 
     # ------------------------------------------------------------------ public entry points
@@ -198,6 +212,7 @@ class Renderer:
         if self._harmony is not None:
             return self._render_harmony(body, fields, placeholder_token_ids)
         lora = self.lora_for(fields.model)
+        request_mm_kwargs = self._request_mm_kwargs(body)
         tools = dump_tools(body.get("tools"))
         choice = check_tool_choice(body, tools, self._has_tool_parser,
                                    self.options.enable_auto_tool_choice)
@@ -226,7 +241,8 @@ class Renderer:
             tok_params.check_reused_length(len(checked))
             return self._result(list(checked), None, fields, lora)
         kwargs = self._chat_kwargs(fields, tools)
-        parts = self._parts if self._images is None else self._images.parts()
+        parts = (self._parts if self._images is None
+                 else self._images.parts(request_mm_kwargs))
         text_or_ids, warnings = self._apply_template(body.get("messages"), request_template,
                                                      kwargs, parts, user_kwargs or {})
         if isinstance(text_or_ids, str):
@@ -234,14 +250,10 @@ class Renderer:
             prompt: str | None = text_or_ids
         else:
             ids, prompt = tok_params.post_tokenization(text_or_ids, self.tokenizer), None
-        identifiers = parts.identifiers if isinstance(parts, ImageParts) else []
-        if self._images is None or not (identifiers or placeholder_token_ids is not None):
+        if not isinstance(parts, ImageParts) or self._images is None or not (
+                parts.images or placeholder_token_ids is not None):
             return self._result(ids, prompt, fields, lora, warnings=warnings)
-        for name in ("mm_processor_kwargs", "media_io_kwargs"):
-            if body.get(name):
-                raise RenderUnsupportedError(name, "a request's own multimodal kwargs are not "
-                                             "reproduced")
-        ids, mm_items = self._images.place(ids, identifiers, placeholder_token_ids)
+        ids, mm_items = self._images.place(ids, parts, placeholder_token_ids)
         if len(ids) >= self.max_model_len:
             # The engine's input check (v1/engine/input_processor.py), after the processor.
             suggestion = ("Make sure that `max_model_len` is no smaller than the number of text "
@@ -254,6 +266,27 @@ class Renderer:
                                      f"{over} is longer than the maximum model length of "
                                      f"{self.max_model_len}. {suggestion}")
         return self._result(ids, prompt, fields, lora, mm_items, warnings)
+
+    def _request_mm_kwargs(self, body: Any) -> dict[str, Any]:
+        """The body's own processor kwargs, where vLLM takes them (``validate_request_mm_kwargs``:
+        0.31+ only under ``--trust-request-mm-kwargs``)."""
+        for name in ("mm_processor_kwargs", "media_io_kwargs"):
+            if body.get(name) and self._era.request_mm_kwargs == "refused" and \
+                    not self.options.trust_request_mm_kwargs:
+                kind = "preprocessing" if name == "mm_processor_kwargs" else "media loading"
+                raise RenderRequestError(
+                    name, f"Per-request {name} are disabled by default because they can "
+                    f"change multimodal {kind} resource usage. Start the server with "
+                    "--trust-request-mm-kwargs only when clients are trusted.")
+        if body.get("media_io_kwargs"):
+            raise RenderUnsupportedError("media_io_kwargs", "a request's own media_io_kwargs "
+                                         "are not reproduced")
+        kwargs = body.get("mm_processor_kwargs")
+        if kwargs is None:
+            return {}
+        if not isinstance(kwargs, dict):
+            raise RenderRequestError("mm_processor_kwargs", "must be an object")
+        return kwargs
 
     def render_completion(self, body: Any) -> tuple[Rendered, ...]:
         """The engine prompts vLLM renders for a completions body, one per prompt."""
@@ -366,12 +399,15 @@ class Renderer:
 
     def _resolve_template(self, given: str | None, tools: list[dict[str, Any]] | None) -> str:
         """vLLM's template order: the given one (a folder template's name or a text), else
-        the folder's (``tool_use`` with tools when it has named ones, else ``default``)."""
+        without tools the processor's (a vision family's folder), else the tokenizer's
+        (``tool_use`` with tools when it has named ones, else ``default``)."""
         folder = self.folder.chat_template
         if given is not None:
             if isinstance(folder, dict) and given in folder:
                 return folder[given]
             return given
+        if tools is None and self.folder.processor_chat_template is not None:
+            return self.folder.processor_chat_template  # the processor's wins without tools
         if isinstance(folder, dict):
             if tools is not None and "tool_use" in folder:
                 return folder["tool_use"]

@@ -107,11 +107,21 @@ def _image_part(url: str) -> dict[str, Any]:
 DATA_URL = "data:image/png;base64," + base64.b64encode((IMAGES / "rgb.png").read_bytes()).decode()
 
 
-def test_an_image_without_its_placeholder_ids_is_refused() -> None:
+def test_an_image_without_placeholder_ids_is_expanded_by_its_family() -> None:
+    """BLIP-2's family (render/_vision/_blip2.py) computes what callers used to pass."""
+    body = _body(_image_part(DATA_URL), {"type": "text", "text": "what is it?"})
+    computed = _renderer("{}").render_chat(body)
+    assert computed.request == _renderer("{}").render_chat(
+        body, placeholder_token_ids=[EXPANSION]).request
+    assert list(computed.token_ids[:len(EXPANSION)]) == EXPANSION
+
+
+def test_placeholder_ids_other_than_the_family_s_are_refused() -> None:
     with pytest.raises(InvalidRequestError) as caught:
-        _renderer("{}").render_chat(_body(_image_part(DATA_URL)))
-    assert caught.value.field == "placeholder_token_ids"
-    assert "num_query_tokens" in caught.value.reason
+        _renderer("{}").render_chat(_body(_image_part(DATA_URL)),
+                                    placeholder_token_ids=[EXPANSION[:-1]])
+    assert caught.value.field == "placeholder_token_ids[0]"
+    assert "omit the field" in caught.value.reason
 
 
 @pytest.mark.parametrize(("given", "field"), [
@@ -175,10 +185,15 @@ def test_an_http_url_is_for_the_caller_to_fetch() -> None:
                                     placeholder_token_ids=[EXPANSION])
 
 
-def test_request_multimodal_kwargs_are_refused() -> None:
+def test_request_multimodal_kwargs_are_vllm_s_400_unless_trusted() -> None:
     body = {**_body(_image_part(DATA_URL)), "mm_processor_kwargs": {"x": 1}}
-    with pytest.raises(RenderUnsupportedError):
-        _renderer("{}").render_chat(body, placeholder_token_ids=[EXPANSION])
+    with pytest.raises(RenderRequestError, match="--trust-request-mm-kwargs") as caught:
+        _renderer("{}").render_chat(body)
+    assert caught.value.field == "mm_processor_kwargs"
+    trusted = _renderer(json.dumps({"trust_request_mm_kwargs": True}))
+    with pytest.raises(RenderUnsupportedError, match="not reproduced") as unsupported:
+        trusted.render_chat(body)  # BLIP-2's processor takes no kwargs prefixkey reproduces
+    assert unsupported.value.field == "mm_processor_kwargs.x"
 
 
 def test_an_unverified_architecture_refuses_images() -> None:
@@ -247,13 +262,13 @@ def test_hash_model_dir_keys_the_rendered_line(tmp_path: Path,
     assert direct == via_answer
 
 
-def test_a_line_without_placeholder_ids_is_an_error_record(
+def test_a_line_without_placeholder_ids_is_expanded(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     line = _line(OK[0])
     del line["placeholder_token_ids"]
     status, out = _run(["render", *SERVER], [line], tmp_path, capsys)
-    assert status == 1
-    assert out[0]["error"]["field"] == "placeholder_token_ids"
+    assert status == 0
+    assert out[0]["token_ids"] == OK[0]["response"]["token_ids"]
 
 
 # ------------------------------------------------------------------ the opt-in fetcher

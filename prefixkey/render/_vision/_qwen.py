@@ -1,0 +1,157 @@
+"""Qwen2-VL, Qwen2.5-VL and Qwen3-VL: an image becomes its merged patch grid of ``<|image_pad|>``.
+
+vLLM 0.31 (``model_executor/models/qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``,
+``_get_prompt_updates``) replaces each ``<|image_pad|>`` token of the prompt by
+``grid_t * grid_h * grid_w // merge_size**2`` copies of it, where the grid is the
+``image_grid_thw`` transformers' ``Qwen2VLImageProcessor`` returns for the image: its
+``smart_resize`` to multiples of ``patch_size * merge_size`` within
+``[min_pixels, max_pixels]``, divided by ``patch_size`` (``grid_t`` is 1 for an image).
+``<|vision_start|>``/``<|vision_end|>`` come from the chat template and stay outside the
+item's span. The values are the image processor's (``preprocessor_config.json``:
+``patch_size``, ``merge_size``, ``size`` or the legacy top-level ``min_pixels`` /
+``max_pixels``; the class defaults 14, 2 and 3136 / 12845056 pixels otherwise).
+
+Processor kwargs: vLLM hands ``mm_processor_kwargs`` (the server's merged with the
+body's) to the HF processor at call time only (``min_pixels`` / ``max_pixels`` are
+call-time ``images_kwargs``, dropped from its construction), and transformers 5.17's
+``Qwen2VLImageProcessor._standardize_kwargs`` takes them only as a pair: both set
+replace ``size``; one alone is ignored. ``size`` (``shortest_edge`` / ``longest_edge``)
+replaces the configured bounds key by key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Final
+
+from .._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
+from ._base import ImageSize, VisionFamily, VisionFolder
+
+__all__ = ["Qwen2VL", "Qwen2_5VL", "Qwen3VL"]
+
+_PREPROCESSOR: Final = "preprocessor_config.json"
+#: transformers' Qwen2VLImageProcessor class defaults (transformers 5.17).
+_DEFAULT_PATCH: Final = 14
+_DEFAULT_MERGE: Final = 2
+_DEFAULT_MIN_PIXELS: Final = 56 * 56
+_DEFAULT_MAX_PIXELS: Final = 28 * 28 * 1280
+#: The image processors whose resize this module reproduces.
+_PROCESSOR_TYPES: Final = frozenset({"Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast"})
+#: smart_resize refuses images whose long side exceeds this many times the short one.
+_MAX_ASPECT: Final = 200
+_IMAGE_PAD: Final = "<|image_pad|>"
+_PLACEHOLDER: Final = "<|vision_start|><|image_pad|><|vision_end|>"
+
+
+def smart_resize(height: int, width: int, factor: int, min_pixels: int,
+                 max_pixels: int) -> tuple[int, int]:
+    """transformers' ``smart_resize``: the resized (height, width), multiples of ``factor``."""
+    if max(height, width) / min(height, width) > _MAX_ASPECT:
+        raise RenderRequestError(
+            "messages", f"absolute aspect ratio must be smaller than {_MAX_ASPECT}, got "
+            f"{max(height, width) / min(height, width)}")
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+class Qwen2VL(VisionFamily):
+    """Qwen2-VL (``Qwen2VLForConditionalGeneration``)."""
+
+    name: ClassVar[str] = "Qwen2-VL"
+    kwargs: ClassVar[frozenset[str]] = frozenset({"min_pixels", "max_pixels", "size"})
+
+    def __init__(self, folder: VisionFolder) -> None:
+        super().__init__(folder)
+        pre = folder.preprocessor
+        kind = pre.get("image_processor_type")
+        if kind not in _PROCESSOR_TYPES:
+            raise RenderUnsupportedError(
+                f"{_PREPROCESSOR} image_processor_type",
+                f"{kind!r} is not verified for {self.name} (verified: "
+                f"{', '.join(sorted(_PROCESSOR_TYPES))}): render it with vLLM's render endpoint")
+        self.patch = folder.number(pre, "patch_size", _PREPROCESSOR, default=_DEFAULT_PATCH)
+        self.merge = folder.number(pre, "merge_size", _PREPROCESSOR, default=_DEFAULT_MERGE)
+        self.min_pixels, self.max_pixels = self._bounds(pre)
+        self.image_pad = folder.token(_IMAGE_PAD, "the processor's image_token")
+        self.marker = (self.image_pad,)
+
+    def _bounds(self, pre: Mapping[str, Any]) -> tuple[int, int]:
+        """``Qwen2VLImageProcessor.__init__``: ``size``, then top-level min/max_pixels."""
+        size = pre.get("size")
+        if size is None:
+            low, high = _DEFAULT_MIN_PIXELS, _DEFAULT_MAX_PIXELS
+        elif isinstance(size, dict) and {"shortest_edge", "longest_edge"} <= size.keys():
+            low, high = size["shortest_edge"], size["longest_edge"]
+        else:
+            raise ModelFolderError(f"{_PREPROCESSOR} size", f"{size!r} is not a verified "
+                                   "shape ({'shortest_edge': …, 'longest_edge': …})")
+        if pre.get("min_pixels") is not None:
+            low = pre["min_pixels"]
+        if pre.get("max_pixels") is not None:
+            high = pre["max_pixels"]
+        for value, what in ((low, "min_pixels"), (high, "max_pixels")):
+            if type(value) is not int or value < 1:
+                raise ModelFolderError(f"{_PREPROCESSOR} {what}",
+                                       f"must be a positive int, got {value!r}")
+        return low, high
+
+    def placeholder(self, index: int) -> str | None:
+        return _PLACEHOLDER
+
+    def check_kwargs(self, kwargs: Mapping[str, Any], field: str) -> None:
+        super().check_kwargs(kwargs, field)
+        for name in ("min_pixels", "max_pixels"):
+            value = kwargs.get(name)
+            if value is not None and (type(value) is not int or value < 1):
+                raise RenderUnsupportedError(f"{field}.{name}", "only a positive int is "
+                                             "reproduced")
+        size = kwargs.get("size")
+        if size is not None and not (
+                isinstance(size, dict) and set(size) <= {"shortest_edge", "longest_edge"}
+                and all(type(v) is int and v >= 1 for v in size.values())):
+            raise RenderUnsupportedError(f"{field}.size", "only {'shortest_edge': int, "
+                                         "'longest_edge': int} is reproduced")
+
+    def pixel_bounds(self, kwargs: Mapping[str, Any]) -> tuple[int, int]:
+        """The ``[min_pixels, max_pixels]`` the image processor resizes within."""
+        low, high = self.min_pixels, self.max_pixels
+        size = kwargs.get("size")
+        if isinstance(size, dict):
+            low = size.get("shortest_edge", low)
+            high = size.get("longest_edge", high)
+        if kwargs.get("min_pixels") is not None and kwargs.get("max_pixels") is not None:
+            low, high = kwargs["min_pixels"], kwargs["max_pixels"]
+        return low, high
+
+    def count(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
+        """The image's ``<|image_pad|>`` count: its merged patch grid."""
+        low, high = self.pixel_bounds(kwargs)
+        height, width = smart_resize(size.height, size.width, self.patch * self.merge,
+                                     low, high)
+        return (height // self.patch) * (width // self.patch) // (self.merge * self.merge)
+
+    def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
+        return [self.image_pad] * self.count(size, kwargs)
+
+
+class Qwen2_5VL(Qwen2VL):
+    """Qwen2.5-VL (``Qwen2_5_VLForConditionalGeneration``): Qwen2-VL's image path."""
+
+    name: ClassVar[str] = "Qwen2.5-VL"
+
+
+class Qwen3VL(Qwen2VL):
+    """Qwen3-VL (``Qwen3VLForConditionalGeneration``): the same image path, 16-pixel patches
+    from its preprocessor config (``Qwen3VLProcessor``'s ``image_token_id``)."""
+
+    name: ClassVar[str] = "Qwen3-VL"

@@ -1,0 +1,54 @@
+"""Which family expands a folder's images: ``config.json`` architectures → families.
+
+One row per architecture. :data:`FAMILIES` are verified (their vectors replay in
+tests/vision/); :data:`UNVERIFIED` are vision architectures vLLM 0.31 serves whose
+placeholders are not reproduced yet: an image for them is a RenderUnsupportedError
+naming the render endpoint. A family moves from the second table to the first with
+its module and its vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from ._base import VisionFamily
+from ._blip2 import Blip2
+from ._qwen import Qwen2_5VL, Qwen2VL, Qwen3VL
+
+__all__ = ["FAMILIES", "UNVERIFIED", "family_architecture"]
+
+FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
+    "Blip2ForConditionalGeneration": Blip2,
+    "Qwen2VLForConditionalGeneration": Qwen2VL,
+    "Qwen2_5_VLForConditionalGeneration": Qwen2_5VL,
+    "Qwen3VLForConditionalGeneration": Qwen3VL,
+})
+
+#: Architecture → (family, why it is refused).
+UNVERIFIED: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
+    "Gemma3ForConditionalGeneration": ("Gemma 3", "not yet verified"),
+    "LlavaForConditionalGeneration": ("LLaVA-1.5", "not yet verified"),
+    "LlavaNextForConditionalGeneration": ("LLaVA-NeXT", "not yet verified"),
+    "LlavaOnevisionForConditionalGeneration": ("LLaVA-OneVision", "not yet verified"),
+    "InternVLForConditionalGeneration": ("InternVL3", "not yet verified"),
+    "InternVLChatModel": ("InternVL (remote-code layout)",
+                         "vLLM 0.31 needs the Hub's remote-code processor for it"),
+    "PixtralForConditionalGeneration": ("Pixtral", "not yet verified"),
+    "Mistral3ForConditionalGeneration": ("Mistral Small 3.x", "not yet verified"),
+    "Llama4ForConditionalGeneration": ("Llama 4", "not yet verified"),
+    "Phi4MMForCausalLM": ("Phi-4-multimodal",
+                          "vLLM 0.31 serves it only with the Hub's remote-code processor"),
+    "Qwen3VLMoeForConditionalGeneration": ("Qwen3-VL MoE", "not yet verified"),
+})
+
+
+def family_architecture(config: Mapping[str, Any]) -> str | None:
+    """The first of ``config.json``'s architectures that either table names, else None."""
+    architectures = config.get("architectures")
+    if isinstance(architectures, list):
+        for name in architectures:
+            if isinstance(name, str) and (name in FAMILIES or name in UNVERIFIED):
+                return name
+    return None

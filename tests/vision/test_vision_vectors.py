@@ -1,0 +1,85 @@
+"""Image chat rendered in process equals vLLM 0.31's render server, family by family.
+
+Every vision corpus (``tests/vision/<prefix>bodies.jsonl``, tools/build_vision_bodies.py)
+was posted to a real vLLM 0.31.0 render server running the model's own processor over a
+weightless real folder (tests/render/real/<name>), and its answers recorded
+(tools/harvest_vision.py). Here each body goes through prefixkey's Renderer, whose
+vision family (prefixkey/render/_vision) expands the images: every 200 must give vLLM's
+token ids, each image's identifier, offset and length (``features.mm_hashes`` /
+``mm_placeholders``) and the same block keys as the answer read by
+RenderResponseParser; every error must be an error with vLLM's status. The folders'
+tokenizer files come from a cache (tests/real_models.py): without it these tests skip
+with the command that fills it; under CI they fetch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+pytest.importorskip("PIL", reason="the multimodal extra (Pillow) is not installed")
+pytest.importorskip("jinja2", reason="the render extra (jinja2) is not installed")
+
+from images import materialize
+from vision_cases import VisionCase, renderer, vision_cases
+
+from prefixkey import Hasher
+from prefixkey.errors import PrefixKeyError, UndecodableMediaError
+from prefixkey.render import (
+    CHAT_ENDPOINT,
+    RenderRequestError,
+    RenderResponseParser,
+    RenderUnsupportedError,
+)
+
+#: The corpora replayed here, and the families each must cover.
+CORPORA: Final = {"qwen_": {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}}
+CASES: Final = tuple(case for prefix in CORPORA for case in vision_cases(prefix))
+
+
+@pytest.fixture(scope="module")
+def image_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's --allowed-local-media-path: where file:// images are written."""
+    return tmp_path_factory.mktemp("vision-images")
+
+
+def test_each_corpus_covers_its_families_and_both_answers() -> None:
+    for prefix, folders in CORPORA.items():
+        cases = vision_cases(prefix)
+        assert {c.real for c in cases} == folders
+        for folder in folders:
+            statuses = {c.status for c in cases if c.real == folder}
+            assert {200, 400} <= statuses, folder
+
+
+def _items(answer: dict[str, Any]) -> list[tuple[str, int, int]]:
+    features = answer.get("features") or {}
+    hashes = (features.get("mm_hashes") or {}).get("image", [])
+    spans = (features.get("mm_placeholders") or {}).get("image", [])
+    return [(h, s["offset"], s["length"]) for h, s in zip(hashes, spans, strict=True)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_vllm_s_image_chat_answers_replay(case: VisionCase, image_dir: Path) -> None:
+    r = renderer(case, image_dir)
+    body = materialize(case.body, image_dir)
+    if case.status != 200:
+        with pytest.raises(PrefixKeyError) as caught:
+            r.render_chat(body)
+        assert not isinstance(caught.value, RenderUnsupportedError), caught.value
+        if isinstance(caught.value, UndecodableMediaError):
+            assert case.status == 400, case.error  # vLLM: "Failed to load image: …"
+            return
+        assert isinstance(caught.value, RenderRequestError), caught.value
+        assert caught.value.status == case.status, (caught.value, case.error)
+        return
+    rendered = r.render_chat(body)
+    assert list(rendered.token_ids) == case.token_ids
+    items = [(m.identifier, m.offset, m.length) for m in rendered.request.mm_items]
+    assert items == _items(case.response)
+    (answer,) = RenderResponseParser(served_model_names=r.options.served_names).parse(
+        CHAT_ENDPOINT, 200, case.response, model=case.body.get("model"))
+    hasher = Hasher(block_size=16)
+    assert hasher.block_hashes(rendered.request) == hasher.block_hashes(answer.request)
