@@ -1,228 +1,177 @@
-"""Build the image chat corpora of Gemma 3 and the LLaVA family: ``tests/render/vision_<family>_bodies.jsonl``.
+"""Write the vision corpora of Gemma 3 and the LLaVA family (tests/vision/<corpus>_bodies.jsonl).
 
-Maintainer tool. Every body names a real folder (``"model_dir": "real:<name>"``:
-tests/render/real/<name>/, config and processor files with the real model's values,
-the tokenizer fetched by tests/real_models.py) and the render server's flags. An
-image URL is written ``{"fixture": NAME, "as": "data"|"file"}`` (the harvest and the
-replay build the URL again, so the files stay small and the paths portable); NAME is
-a file of ``tests/render/vision_more/images/`` (made by its ``make_images.py``) or, as
-``mm/<file>``, of ``tests/multimodal/images/``. Per family the bodies cover image
-sizes from 1×1 to far over the model's native size, odd aspect ratios, EXIF
-rotation, several images, images between text parts, multi-turn conversations,
-'string' content format, uuids, every processor kwarg that changes the count, at
-server level (``--mm-processor-kwargs``) and per request (under
-``--trust-request-mm-kwargs``, and vLLM's 400 without it), ``--limit-mm-per-prompt``
-and unloadable images.
+Maintainer tool, beside tools/build_vision_bodies.py (whose line format, image specs
+and generic cases it reuses): ``python tools/build_vision_more_bodies.py gemma3``
+writes ``tests/vision/gemma3_bodies.jsonl`` over tests/render/real/gemma3_vl (Gemma 3
+4B's config and processor files), ``llava`` writes ``tests/vision/llava_bodies.jsonl``
+over tests/render/real/llava15 and llava_next (LLaVA-1.5 7B, LLaVA-NeXT vicuna 7B).
+tools/harvest_vision.py records vLLM's answers and tests/vision/test_vision_vectors.py
+replays them.
 
-Usage::
-
-    python tools/build_vision_more_bodies.py            # every family
-    python tools/harvest_render.py --bodies tests/render/vision_gemma3_bodies.jsonl \\
-        --out tests/render/vision_gemma3_vectors.jsonl --port 18650 \\
-        --vllm-python /work/venvs/vllm031v/bin/python
+Besides the generic cases (sizes from 1×1 to 5000×4000, aspect ratios up to 201,
+EXIF orientations, several images, images between texts, uuids, file URLs, unloadable
+images, request kwargs without trust), Gemma 3 gets pan-and-scan: sizes on both sides
+of its thresholds, per request (``--trust-request-mm-kwargs``) with every kwarg that
+changes the crop count, at server level (``--mm-processor-kwargs``), and texts whose
+newlines merge with the image's; LLaVA gets the any-resolution grid's pinpoints and
+sizes between them. Both get a literal marker in the text, 'string' content format
+and ``--limit-mm-per-prompt``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
-CHAT = "/v1/chat/completions"
-MAX_MODEL_LEN = 8192
+from build_vision_bodies import CHAT, Case, chat, generic_cases, image, text, user
 
-Body = dict[str, Any]
+ROOT = Path(__file__).resolve().parent.parent
+OUT_DIR = ROOT / "tests" / "vision"
 
+Item = tuple[str, str, dict[str, Any], Case]
 
-def image(name: str, kind: str = "data", **extra: Any) -> dict[str, Any]:
-    return {"type": "image_url", "image_url": {"fixture": name, "as": kind}, **extra}
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"type": "text", "text": value}
-
-
-def user(*parts: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "user", "content": list(parts)}
-
-
-#: Sizes every family sees: (case name, fixture).
-SIZES: tuple[tuple[str, str], ...] = (
-    ("tiny-1x1", "mm/tiny.png"),
-    ("small-16x12", "mm/rgb.png"),
-    ("sq-336", "sq_336.png"),
-    ("sq-448", "sq_448.png"),
-    ("sq-896", "sq_896.png"),
-    ("large-1024x768", "mm/large.png"),
-    ("odd-337x211", "odd_337x211.png"),
-    ("odd-1023x767", "odd_1023x767.png"),
-    ("wide-1200x400", "wide_1200x400.png"),
-    ("land-900x600", "land_900x600.png"),
-    ("near-1000x900", "near_1000x900.png"),
-    ("short-500x200", "short_500x200.png"),
-    ("tall-300x1000", "tall_300x1000.png"),
-    ("portrait-720x1280", "portrait_720x1280.png"),
-    ("pin-672x336", "pin_672x336.png"),
-    ("pin-336x1344", "pin_336x1344.png"),
-    ("big-2048x1536", "big_2048x1536.png"),
-    ("huge-4000x1000", "huge_4000x1000.png"),
-    ("exif-rotated-1200x400", "exif6_1200x400.jpg"),
-    ("exif-rotated-small", "mm/exif_rotated.jpg"),
-    ("rgba", "mm/rgba.png"),
-)
-#: Extreme strips: an image processor that resizes the short side up makes them huge
-#: (LLaVA's CLIP processor: 1×500 becomes 336×168000), so only Gemma 3 gets them.
-STRIPS: tuple[tuple[str, str], ...] = (
-    ("strip-2000x10", "strip_2000x10.png"),
-    ("line-1x500", "line_1x500.png"),
+#: Sizes around Gemma 3's pan-and-scan thresholds (min crop 256, ratio 1.2, max 4 crops)
+#: and LLaVA-NeXT's pinpoints (336×672, 672×336, 672×672, 1008×336, 336×1008).
+SIZES: tuple[tuple[int, int, str], ...] = (
+    (896, 896, "L"), (336, 336, "RGB"), (1200, 400, "L"), (900, 600, "L"),
+    (1000, 900, "L"), (500, 200, "RGB"), (300, 1000, "L"), (720, 1280, "1"),
+    (4000, 1000, "1"), (672, 336, "RGB"), (336, 1344, "L"), (337, 211, "RGB"),
+    (1023, 767, "1"), (2048, 1536, "1"), (600, 500, "L"), (512, 1024, "L"),
 )
 
 
-def common_bodies(name: str) -> list[tuple[str, list[dict[str, Any]], Body]]:
-    """(case, messages, other body fields) every family gets."""
-    cases: list[tuple[str, list[dict[str, Any]], Body]] = []
-    for case, fixture in SIZES:
-        cases.append((f"size-{case}", [user(text("What is in this picture?"),
-                                           image(fixture))], {}))
-    cases += [
-        ("image-first", [user(image("land_900x600.png"), text("Describe it."))], {}),
-        ("image-only", [user(image("sq_448.png"))], {}),
-        ("two-images", [user(image("wide_1200x400.png"), image("tall_300x1000.png"),
-                             text("Compare the two."))], {}),
-        ("images-between-text", [user(text("First:"), image("mm/rgb.png"), text("then:"),
-                                      image("odd_337x211.png"), text("and last:"),
-                                      image("mm/large.png"), text("Which is largest?"))],
-         {}),
-        ("same-image-twice", [user(image("land_900x600.png"), text("and again"),
-                                   image("land_900x600.png"))], {}),
-        ("multi-turn", [user(image("wide_1200x400.png"), text("What colour is it?")),
-                        {"role": "assistant", "content": "It is a flat colour."},
-                        user(text("And this one?"), image("portrait_720x1280.png"))], {}),
-        ("system-and-image", [{"role": "system", "content": "Answer in French."},
-                              user(text("Caption:"), image("sq_336.png"))], {}),
-        ("uuid", [user(text("again"), image("land_900x600.png", uuid="img-7"))], {}),
-        ("file-url", [user(text("from disk"), image("wide_1200x400.png", "file"))], {}),
-        ("no-generation-prompt", [user(image("sq_336.png"), text("x"))],
-         {"add_generation_prompt": False}),
-        ("newlines-around-image", [user(text("Look:\n"), image("sq_336.png"),
-                                        text("\nWhat is it?\n\n"))], {}),
-        ("undecodable", [user(text("broken"), image("mm/undecodable.png"))], {}),
-        ("truncated", [user(text("broken"), image("mm/truncated.png"))], {}),
-        ("per-request-kwargs-refused", [user(text("x"), image("wide_1200x400.png"))],
-         {"mm_processor_kwargs": {"do_pan_and_scan": True}}),
-    ]
-    return cases
+def sized_cases(prefix: str, **extra: Any) -> Iterator[Case]:
+    for i, (w, h, mode) in enumerate(SIZES):
+        yield f"{prefix}{w}x{h}", chat(user(text("Look."), image(w, h, mode=mode, seed=i)),
+                                       **extra)
 
 
-def gemma3_kwarg_bodies() -> list[tuple[str, list[dict[str, Any]], Body]]:
-    """Per-request pan-and-scan kwargs (the server trusts them)."""
+def marker_cases(marker: str) -> Iterator[Case]:
+    yield "literal-marker-before", chat(user(text(f"a {marker} b"), image(64, 48)))
+    yield "literal-marker-after", chat(user(image(64, 48), text(f"a {marker} b")))
+
+
+def string_cases(marker: str) -> Iterator[Case]:
+    yield "string-text-then-image", chat(user(text("What is this?"), image(640, 480)))
+    yield "string-two-images-between-text", chat(user(
+        text("A:"), image(64, 64), text("B:"), image(1000, 700, mode="L", seed=2),
+        text("compare")))
+    yield "string-placeholder-in-text", chat(user(text(f"look: {marker} here"),
+                                                  image(64, 48)))
+    yield "string-two-images", chat(user(image(640, 480), image(64, 48), text("two")))
+    yield "string-three-images-over-limit", chat(user(image(64, 48), image(64, 48, seed=1),
+                                                      image(64, 48, seed=2), text("three")))
+
+
+def gemma3_pas_cases() -> Iterator[Case]:
+    """``--trust-request-mm-kwargs``: pan-and-scan asked for by the body."""
     pas = {"do_pan_and_scan": True}
-    cases: list[tuple[str, list[dict[str, Any]], Body]] = []
-    for case, fixture in SIZES + STRIPS:
-        cases.append((f"pas-{case}", [user(text("Look closely."), image(fixture))],
-                      {"mm_processor_kwargs": pas}))
-    cases += [
-        ("pas-two-images", [user(image("wide_1200x400.png"), text("and"),
-                                 image("huge_4000x1000.png"), text("compare"))],
-         {"mm_processor_kwargs": pas}),
-        ("pas-newlines", [user(text("Look:\n\n"), image("wide_1200x400.png"),
-                               text("\n\nWhat?"))], {"mm_processor_kwargs": pas}),
-        ("pas-max-crops-2", [user(image("huge_4000x1000.png"), text("x"))],
-         {"mm_processor_kwargs": {**pas, "pan_and_scan_max_num_crops": 2}}),
-        ("pas-max-crops-8", [user(image("huge_4000x1000.png"), text("x"))],
-         {"mm_processor_kwargs": {**pas, "pan_and_scan_max_num_crops": 8}}),
-        ("pas-min-crop-100", [user(image("short_500x200.png"), text("x"))],
-         {"mm_processor_kwargs": {**pas, "pan_and_scan_min_crop_size": 100}}),
-        ("pas-min-ratio-1.05", [user(image("near_1000x900.png"), text("x"))],
-         {"mm_processor_kwargs": {**pas, "pan_and_scan_min_ratio_to_activate": 1.05}}),
-        ("pas-off", [user(image("wide_1200x400.png"), text("x"))],
-         {"mm_processor_kwargs": {"do_pan_and_scan": False}}),
-        ("pas-nested-images-kwargs", [user(image("wide_1200x400.png"), text("x"))],
-         {"mm_processor_kwargs": {"images_kwargs": {"do_pan_and_scan": True}}}),
-        ("pas-unknown-kwarg", [user(image("wide_1200x400.png"), text("x"))],
-         {"mm_processor_kwargs": {"not_a_kwarg": 3}}),
-        ("pas-bad-type", [user(image("wide_1200x400.png"), text("x"))],
-         {"mm_processor_kwargs": {"do_pan_and_scan": "yes"}}),
-    ]
-    for case, fixture in SIZES[:1] + SIZES[7:9]:
-        cases.append((f"no-kwargs-{case}", [user(image(fixture), text("x"))], {}))
-    return cases
+    yield from sized_cases("pas-", mm_processor_kwargs=pas)
+    yield "pas-tiny", chat(user(image(1, 1, mode="L"), text("t")), mm_processor_kwargs=pas)
+    yield "pas-strip-2000x10", chat(user(image(2000, 10), text("s")), mm_processor_kwargs=pas)
+    yield "pas-exif-6", chat(user(image(1200, 400, mode="L", exif=6), text("r")),
+                             mm_processor_kwargs=pas)
+    yield "pas-exif-3", chat(user(image(1200, 400, mode="L", exif=3), text("r")),
+                             mm_processor_kwargs=pas)
+    yield "pas-two-images", chat(user(image(1200, 400, mode="L"), text("and"),
+                                      image(4000, 1000, mode="1"), text("compare")),
+                                 mm_processor_kwargs=pas)
+    yield "pas-newlines-around", chat(user(text("Look:\n"), image(1200, 400, mode="L"),
+                                           text("\nWhat?\n\n")), mm_processor_kwargs=pas)
+    big = user(image(4000, 1000, mode="1"), text("x"))
+    yield "pas-max-crops-2", chat(big, mm_processor_kwargs={**pas,
+                                                            "pan_and_scan_max_num_crops": 2})
+    yield "pas-max-crops-8", chat(big, mm_processor_kwargs={**pas,
+                                                            "pan_and_scan_max_num_crops": 8})
+    yield "pas-min-crop-100", chat(user(image(500, 200), text("x")), mm_processor_kwargs={
+        **pas, "pan_and_scan_min_crop_size": 100})
+    yield "pas-min-ratio-1.05", chat(user(image(1000, 900, mode="L"), text("x")),
+                                     mm_processor_kwargs={
+                                         **pas, "pan_and_scan_min_ratio_to_activate": 1.05})
+    yield "pas-off", chat(user(image(1200, 400, mode="L"), text("x")),
+                          mm_processor_kwargs={"do_pan_and_scan": False})
+    yield "pas-images-kwargs", chat(user(image(1200, 400, mode="L"), text("x")),
+                                    mm_processor_kwargs={"images_kwargs": pas})
+    yield "pas-unknown-kwarg", chat(user(image(1200, 400, mode="L"), text("x")),
+                                    mm_processor_kwargs={"not_a_kwarg": 3})
+    yield "pas-bad-type", chat(user(image(1200, 400, mode="L"), text("x")),
+                               mm_processor_kwargs={"do_pan_and_scan": "yes"})
+    yield "no-kwargs", chat(user(image(1200, 400, mode="L"), text("x")))
 
 
-def lines_for(family: str, folder: str, served: str, server: dict[str, Any],
-              cases: list[tuple[str, list[dict[str, Any]], Body]], tag: str) -> list[Body]:
-    out = []
-    for case, messages, extra in cases:
-        out.append({"id": f"{family}/{tag}/{case}", "model_dir": f"real:{folder}",
-                    "server": {"--served-model-name": served, "--max-model-len": MAX_MODEL_LEN,
-                               "--allowed-local-media-path": "/", **server},
-                    "endpoint": CHAT,
-                    "body": {"model": served, "messages": messages, **extra}})
+def gemma3_newline_cases() -> Iterator[Case]:
+    """Texts whose newlines meet the ``\\n\\n`` around the image's tokens."""
+    yield "newline-before", chat(user(text("Look:\n"), image(64, 48), text("What?")))
+    yield "newlines-before", chat(user(text("Look:\n\n"), image(64, 48), text("What?")))
+    yield "newline-after", chat(user(image(64, 48), text("\nWhat?")))
+    yield "newlines-after", chat(user(image(64, 48), text("\n\nWhat?")))
+    yield "newlines-both", chat(user(text("a\n\n\n"), image(64, 48), text("\n\n\nb")))
+    yield "two-images-adjacent", chat(user(image(64, 48), image(64, 48, seed=1), text("x")))
+    yield "trim", chat(user(text("  spaced  \n"), image(64, 48), text("  \n  end  ")))
+
+
+def _gemma3() -> Iterator[Item]:
+    name = "gemma-3-4b-it"
+    default = {"--served-model-name": name, "--allowed-local-media-path": "{images}"}
+    for case in (*generic_cases(), *sized_cases("size-"), *marker_cases("<start_of_image>"),
+                 *gemma3_newline_cases()):
+        yield "gemma3_vl", "default", default, case
+    trusted = {"--served-model-name": name, "--trust-request-mm-kwargs": True}
+    for case in gemma3_pas_cases():
+        yield "gemma3_vl", "trusted", trusted, case
+    server_pas = {"--served-model-name": name,
+                  "--mm-processor-kwargs": {"do_pan_and_scan": True,
+                                            "pan_and_scan_max_num_crops": 3}}
+    for case in (*sized_cases("server-pas-"), *gemma3_newline_cases()):
+        yield "gemma3_vl", "server-pas", server_pas, case
+    string = {"--served-model-name": name, "--chat-template-content-format": "string",
+              "--limit-mm-per-prompt": {"image": 2}}
+    for case in string_cases("<start_of_image>"):
+        yield "gemma3_vl", "string-limit2", string, case
+
+
+def _llava() -> Iterator[Item]:
+    for folder, name in (("llava15", "llava-1.5-7b-hf"),
+                         ("llava_next", "llava-v1.6-vicuna-7b-hf")):
+        default = {"--served-model-name": name, "--allowed-local-media-path": "{images}"}
+        for case in (*generic_cases(), *sized_cases("size-"), *marker_cases("<image>")):
+            yield folder, "default", default, case
+        string = {"--served-model-name": name, "--chat-template-content-format": "string",
+                  "--limit-mm-per-prompt": {"image": 2}}
+        for case in string_cases("<image>"):
+            yield folder, "string-limit2", string, case
+
+
+#: Corpus name → its (folder, server label, flags, case) items.
+CORPORA: dict[str, Callable[[], Iterator[Item]]] = {"gemma3": _gemma3, "llava": _llava}
+
+
+def build(corpus: str) -> Path:
+    out = OUT_DIR / f"{corpus}_bodies.jsonl"
+    lines = []
+    for folder, label, server, (case, body) in CORPORA[corpus]():
+        served = server["--served-model-name"]
+        lines.append({"id": f"{folder}-{label}-{case}", "model_dir": f"real:{folder}",
+                      "endpoint": CHAT, "body": {"model": served, **body},
+                      "server": server})
+    ids = [line["id"] for line in lines]
+    assert len(ids) == len(set(ids)), "duplicate case ids"
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
     return out
 
 
-def gemma3() -> list[Body]:
-    served = "gemma-3-4b-it"
-    lines = lines_for("gemma3", "gemma3_vl", served, {}, common_bodies("gemma3"), "default")
-    lines += lines_for("gemma3", "gemma3_vl", served, {"--trust-request-mm-kwargs": True},
-                       gemma3_kwarg_bodies(), "trusted")
-    lines += lines_for("gemma3", "gemma3_vl", served,
-                       {"--mm-processor-kwargs": {"do_pan_and_scan": True}},
-                       [(f"server-pas-{case}", [user(text("x"), image(fixture))], {})
-                        for case, fixture in SIZES[3:] + STRIPS], "server-pas")
-    lines += lines_for("gemma3", "gemma3_vl", served,
-                       {"--chat-template-content-format": "string",
-                        "--limit-mm-per-prompt": {"image": 2}},
-                       [("string-format", [user(text("a"), image("sq_336.png"),
-                                                text("b"))], {}),
-                        ("limit-two-ok", [user(image("sq_336.png"), image("mm/rgb.png"))],
-                         {}),
-                        ("limit-three-refused", [user(image("sq_336.png"),
-                                                      image("mm/rgb.png"),
-                                                      image("mm/large.png"))], {})],
-                       "string-limit")
-    return lines
-
-
-def llava(family: str, folder: str, served: str) -> list[Body]:
-    lines = lines_for(family, folder, served, {}, common_bodies(family), "default")
-    lines += lines_for(family, folder, served,
-                       {"--chat-template-content-format": "string",
-                        "--limit-mm-per-prompt": {"image": 2}},
-                       [("string-format", [user(text("a"), image("sq_336.png"),
-                                                text("b"))], {}),
-                        ("string-format-two", [user(image("sq_336.png"), text("b"),
-                                                    image("wide_1200x400.png"))], {}),
-                        ("limit-two-ok", [user(image("sq_336.png"), image("mm/rgb.png"))],
-                         {}),
-                        ("limit-three-refused", [user(image("sq_336.png"),
-                                                      image("mm/rgb.png"),
-                                                      image("mm/large.png"))], {})],
-                       "string-limit")
-    return lines
-
-
-FAMILIES = {
-    "gemma3": gemma3,
-    "llava15": lambda: llava("llava15", "llava15", "llava-1.5-7b-hf"),
-    "llava_next": lambda: llava("llava_next", "llava_next", "llava-v1.6-vicuna-7b-hf"),
-}
-
-
-def main(argv: list[str] | None = None) -> int:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("families", nargs="*", default=sorted(FAMILIES))
-    args = parser.parse_args(argv)
-    for family in args.families:
-        out = RENDER_DIR / f"vision_{family}_bodies.jsonl"
-        with out.open("w", encoding="utf-8") as fh:
-            for line in FAMILIES[family]():
-                fh.write(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n")
-        print(f"{out}: {sum(1 for _ in out.open())} bodies")
-    return 0
+    parser.add_argument("corpus", nargs="*", help=f"one of {sorted(CORPORA)} (default: all)")
+    for corpus in parser.parse_args().corpus or sorted(CORPORA):
+        if corpus not in CORPORA:
+            parser.error(f"unknown corpus {corpus!r}")
+        out = build(corpus)
+        print(f"wrote {out} ({sum(1 for _ in out.open())} bodies)")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -1,45 +1,60 @@
-"""Gemma 3 (``Gemma3ForConditionalGeneration``): vLLM 0.31's image expansion.
+"""Gemma 3: 256 soft tokens between ``<start_of_image>`` and ``<end_of_image>``, and pan-and-scan.
 
-vLLM's ``gemma3_mm`` processor replaces each ``<start_of_image>`` of the prompt
-(``PromptReplacement`` on the ``boi_token``'s id, items in order) by the tokens of
+vLLM 0.31 (``model_executor/models/gemma3_mm.py``) replaces each ``<start_of_image>`` of
+the prompt (``PromptReplacement`` on its id, items in order) by the tokens of
 ``processor.full_image_sequence`` — ``"\\n\\n<start_of_image>"``, ``image_seq_length``
 (``processor_config.json``) ``<image_soft_token>``s, ``"<end_of_image>\\n\\n"`` — or, when
-pan-and-scan crops the image, by the tokens of ``"Here is the original image {seq} and
-here are some crops to help you see better {seq} {seq}…"`` (one ``{seq}`` per crop),
-each encoded by the tokenizer without special tokens. The number of crops is
-``Gemma3ProcessingInfo.get_num_crops`` over the loaded image's size and the merged
-images kwargs: ``Gemma3ProcessorKwargs``' defaults, then ``--mm-processor-kwargs``, then
-the request's (transformers' ``_merge_kwargs``: flat keys, or an ``images_kwargs`` dict).
+pan-and-scan crops the image, of ``"Here is the original image {seq} and here are some
+crops to help you see better {seq} {seq}…"`` (one ``{seq}`` per crop), each encoded by
+the tokenizer without special tokens. The crop count is ``get_num_crops`` over the
+loaded image's size and the processor's merged images kwargs: ``Gemma3ProcessorKwargs``'
+defaults (``do_pan_and_scan`` false, ``pan_and_scan_min_crop_size`` 256,
+``pan_and_scan_max_num_crops`` 4, ``pan_and_scan_min_ratio_to_activate`` 1.2) under the
+kwargs in force; the image processor's own config values (``null`` in Gemma 3's files)
+are not read.
 
-After the replacements, the whole prompt's newline tokens are merged as the tokenizer
-would have produced them (``\\n``+``\\n\\n`` → ``\\n\\n\\n``, then ``\\n\\n``+``\\n`` →
-``\\n\\n\\n``, then ``\\n\\n``+``\\n\\n`` → ``\\n\\n\\n\\n``, each a left-to-right pass), and
-each image's placeholder is found again in the prompt with those merged tokens split
-back (``_find_mm_placeholders``): its offset is the index of the (possibly merged) token
-where its replacement starts, its length the replacement's own length.
+After the replacements, ``_apply_token_matches`` merges the whole prompt's newline
+tokens as the tokenizer would have produced them (``\\n`` ``\\n\\n`` → ``\\n\\n\\n``, then
+``\\n\\n`` ``\\n`` → ``\\n\\n\\n``, then ``\\n\\n`` ``\\n\\n`` → ``\\n\\n\\n\\n``, each a
+left-to-right pass), and ``_find_mm_placeholders`` finds each image's replacement again
+in the prompt with those merged tokens split back: its offset is the index of the
+(possibly merged) token where the replacement starts, its length the replacement's.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Final
 
-__all__ = ["Gemma3Images", "num_crops", "replace_token_matches"]
+from .._errors import RenderUnsupportedError
+from ._base import ImageSize, Placed, VisionFamily, VisionFolder, replace_markers
 
-#: ``Gemma3ProcessorKwargs._defaults["images_kwargs"]`` (transformers 5.17) that the crop
-#: count reads.
-_PAS_DEFAULTS: Final[Mapping[str, Any]] = {
+__all__ = ["Gemma3", "num_crops", "replace_token_matches"]
+
+_PREPROCESSOR: Final = "preprocessor_config.json"
+_PROCESSOR_TYPES: Final = frozenset({"Gemma3ImageProcessor", "Gemma3ImageProcessorFast"})
+_BOI: Final = "<start_of_image>"
+_EOI: Final = "<end_of_image>"
+_SOFT: Final = "<image_soft_token>"
+#: ``Gemma3ProcessorKwargs._defaults["images_kwargs"]`` that the crop count reads
+#: (transformers 5.17), and the type each value must have to be reproduced.
+_DEFAULTS: Final[Mapping[str, Any]] = {
     "do_pan_and_scan": False,
     "pan_and_scan_min_crop_size": 256,
     "pan_and_scan_max_num_crops": 4,
     "pan_and_scan_min_ratio_to_activate": 1.2,
 }
+_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
+    "do_pan_and_scan": (bool,),
+    "pan_and_scan_min_crop_size": (int,),
+    "pan_and_scan_max_num_crops": (int,),
+    "pan_and_scan_min_ratio_to_activate": (int, float),
+}
 
 
 def num_crops(width: int, height: int, kwargs: Mapping[str, Any]) -> int:
-    """``Gemma3ProcessingInfo.get_num_crops``: the pan-and-scan crops of an image (0: none)."""
+    """``Gemma3ProcessingInfo.get_num_crops``: the image's pan-and-scan crops (0: none)."""
     if not kwargs["do_pan_and_scan"]:
         return 0
     min_crop = kwargs["pan_and_scan_min_crop_size"]
@@ -49,133 +64,119 @@ def num_crops(width: int, height: int, kwargs: Mapping[str, Any]) -> int:
         if width / height < min_ratio:
             return 0
         crops_w = min(int(math.floor(width / min_crop)), int(math.floor(width / height + 0.5)))
-        crops_w = min(max_crops, max(2, crops_w))
-        crops_h = 1
+        crops_w, crops_h = min(max_crops, max(2, crops_w)), 1
     else:
         if height / width < min_ratio:
             return 0
         crops_h = min(int(math.floor(height / min_crop)), int(math.floor(height / width + 0.5)))
-        crops_h = min(max_crops, max(2, crops_h))
-        crops_w = 1
+        crops_w, crops_h = 1, min(max_crops, max(2, crops_h))
     if min(int(math.ceil(width / crops_w)), int(math.ceil(height / crops_h))) < min_crop:
         return 0
     return int(crops_w * crops_h)
 
 
-def replace_token_matches(ids: list[int], match: Sequence[int], new: Sequence[int]) -> list[int]:
-    """vLLM's ``replace_token_matches``: each non-overlapping match, left to right."""
-    first, size = match[0], len(match)
+def replace_token_matches(ids: list[int], match: tuple[int, int], new: int) -> list[int]:
+    """vLLM's ``replace_token_matches`` for a two-token match: left to right, no overlap."""
+    first, second = match
     out: list[int] = []
-    start = 0
-    i = 0
-    last = len(ids) - size
-    while i <= last:
-        try:
-            i = ids.index(first, i, last + 1)
-        except ValueError:
-            break
-        if ids[i:i + size] == match:
-            out += ids[start:i]
-            out += new
-            i = start = i + size
+    i, n = 0, len(ids)
+    while i < n:
+        if ids[i] == first and i + 1 < n and ids[i + 1] == second:
+            out.append(new)
+            i += 2
         else:
+            out.append(ids[i])
             i += 1
-    out += ids[start:]
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class Gemma3Images:
-    """One folder's Gemma 3 image facts, bound once."""
+class Gemma3(VisionFamily):
+    """Gemma 3 (``Gemma3ForConditionalGeneration``)."""
 
-    boi_id: int
-    #: ``\\n``, ``\\n\\n``, ``\\n\\n\\n``, ``\\n\\n\\n\\n``'s ids.
-    newlines: tuple[int, int, int, int]
-    boi_token: str
-    #: ``processor.full_image_sequence``.
-    full_image_sequence: str
-    #: The server's ``--mm-processor-kwargs`` (merged under each request's).
-    server_kwargs: Mapping[str, Any]
+    name: ClassVar[str] = "Gemma 3"
+    kwargs: ClassVar[frozenset[str]] = frozenset(_DEFAULTS)
 
-    def crops(self, width: int, height: int, request_kwargs: Mapping[str, Any]) -> int:
-        return num_crops(width, height, self.merged_kwargs(request_kwargs))
+    def __init__(self, folder: VisionFolder) -> None:
+        super().__init__(folder)
+        kind = folder.preprocessor.get("image_processor_type")
+        if kind not in _PROCESSOR_TYPES:
+            raise RenderUnsupportedError(
+                f"{_PREPROCESSOR} image_processor_type",
+                f"{kind!r} is not verified for {self.name} (verified: "
+                f"{', '.join(sorted(_PROCESSOR_TYPES))}): render it with vLLM's render endpoint")
+        seq_len = folder.number(folder.processor, "image_seq_length", "processor_config.json",
+                                default=256)
+        self.boi = folder.token(_BOI, "Gemma3Processor's boi_token")
+        for text in (_EOI, _SOFT):
+            folder.token(text, "Gemma3Processor's image tokens")
+        self.newlines = tuple(folder.token("\n" * n, "Gemma 3's newline merging")
+                              for n in (1, 2, 3, 4))
+        self.sequence = f"\n\n{_BOI}{_SOFT * seq_len}{_EOI}\n\n"
+        self.marker = (self.boi,)
+        self._plain = tuple(folder.encode(self.sequence))
 
-    def merged_kwargs(self, request_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """The images kwargs the crop count reads, as ``_merge_kwargs`` gives them."""
-        passed = {**self.server_kwargs, **request_kwargs}
-        merged = dict(_PAS_DEFAULTS)
-        nested = passed.get("images_kwargs")
-        for key in _PAS_DEFAULTS:
-            if isinstance(nested, Mapping) and key in nested:
-                merged[key] = nested[key]
-            elif key in passed:
-                merged[key] = passed[key]
-        return merged
+    def placeholder(self, index: int) -> str | None:
+        return _BOI
 
-    def replacement_text(self, crops: int) -> str:
+    def check_kwargs(self, kwargs: Mapping[str, Any], field: str) -> None:
+        super().check_kwargs(kwargs, field)
+        for name, value in kwargs.items():
+            if not (type(value) in _TYPES[name] and (name == "do_pan_and_scan" or value > 0)):
+                raise RenderUnsupportedError(
+                    f"{field}.{name}", f"{self.name}: only a "
+                    f"{' or '.join(t.__name__ for t in _TYPES[name])} "
+                    f"{'' if name == 'do_pan_and_scan' else '> 0 '}is reproduced")
+
+    def crops(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
+        return num_crops(size.width, size.height, {**_DEFAULTS, **kwargs})
+
+    def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
+        crops = self.crops(size, kwargs)
         if crops == 0:
-            text = self.boi_token
-        else:
-            text = (f"Here is the original image {self.boi_token} and here are some crops "
-                    "to help you see better " + " ".join([self.boi_token] * crops))
-        return text.replace(self.boi_token, self.full_image_sequence)
+            return self._plain
+        text = ("Here is the original image " + self.sequence
+                + " and here are some crops to help you see better "
+                + " ".join([self.sequence] * crops))
+        return self.folder.encode(text)
 
-    def apply(self, prompt: list[int], replacements: Sequence[list[int]]
-              ) -> tuple[list[int], list[tuple[int, int]]] | None:
-        """The prompt after the replacements and newline merging, and each image's
-        (offset, length); None when the prompt has fewer ``<start_of_image>`` than images
-        (vLLM then falls back to text matching, which fails)."""
-        out: list[int] = []
-        start = 0
-        for replacement in replacements:
-            try:
-                at = prompt.index(self.boi_id, start)
-            except ValueError:
-                return None
-            out += prompt[start:at]
-            out += replacement
-            start = at + 1
-        out += prompt[start:]
+    def place(self, token_ids: list[int], expansions: Sequence[Sequence[int]]) -> Placed:
+        replaced = replace_markers(token_ids, self.marker, expansions).token_ids
         n1, n2, n3, n4 = self.newlines
-        out = replace_token_matches(out, (n1, n2), (n3,))
-        out = replace_token_matches(out, (n2, n1), (n3,))
-        out = replace_token_matches(out, (n2, n2), (n4,))
-        return out, self._placeholders(out, replacements)
+        merged = replace_token_matches(replaced, (n1, n2), n3)
+        merged = replace_token_matches(merged, (n2, n1), n3)
+        merged = replace_token_matches(merged, (n2, n2), n4)
+        return Placed(merged, self._find(merged, expansions))
 
-    def _placeholders(self, ids: list[int], replacements: Sequence[list[int]]
-                      ) -> list[tuple[int, int]]:
+    def _find(self, ids: list[int], expansions: Sequence[Sequence[int]]
+              ) -> list[tuple[int, int]]:
+        """``Gemma3MultiModalProcessor._find_mm_placeholders``: each expansion in turn, in
+        the prompt with merged newlines split back, at the index of its first token."""
         n1, n2, n3, n4 = self.newlines
         split: list[int] = []
         origin: list[int] = []
         for index, token in enumerate(ids):
-            parts = (n1, n2) if token == n3 else (n2, n2) if token == n4 else (token,)
-            split += parts
-            origin += [index] * len(parts)
-        found: list[tuple[int, int]] = []
+            if token == n3:
+                split += (n1, n2)
+                origin += (index, index)
+            elif token == n4:
+                split += (n2, n2)
+                origin += (index, index)
+            else:
+                split.append(token)
+                origin.append(index)
+        spans: list[tuple[int, int]] = []
         i = 0
-        for replacement in replacements:
-            size = len(replacement)
+        for expansion in expansions:
+            want = list(expansion)
+            size = len(want)
             while i + size <= len(split):
-                if split[i] == replacement[0] and split[i:i + size] == replacement:
-                    found.append((origin[i], size))
+                if split[i] == want[0] and split[i:i + size] == want:
+                    spans.append((origin[i], size))
                     i += size
                     break
                 i += 1
             else:
-                break
-        return found
-
-
-def gemma3_images(config: Mapping[str, Any], processor_config: Mapping[str, Any],
-                  vocab: Mapping[str, int], special: Callable[[str], str],
-                  server_kwargs: Mapping[str, Any]) -> Gemma3Images:
-    """Bind a folder's facts: ``special(name)`` is the tokenizer's ``boi_token`` etc."""
-    boi, eoi, image = special("boi_token"), special("eoi_token"), special("image_token")
-    seq_len = int(processor_config.get("image_seq_length", 256))
-    return Gemma3Images(
-        boi_id=vocab[boi],
-        newlines=(vocab["\n"], vocab["\n\n"], vocab["\n\n\n"], vocab["\n\n\n\n"]),
-        boi_token=boi,
-        full_image_sequence=f"\n\n{boi}{image * seq_len}{eoi}\n\n",
-        server_kwargs=dict(server_kwargs),
-    )
+                raise RenderUnsupportedError(
+                    "messages", f"{self.name}: an image's tokens are not found again after "
+                    "the newline merging (vLLM then fails): not reproduced")
+        return spans

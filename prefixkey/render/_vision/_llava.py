@@ -1,37 +1,49 @@
-"""LLaVA-1.5, LLaVA-NeXT and LLaVA-OneVision: vLLM 0.31's image expansion.
+"""LLaVA-1.5, LLaVA-NeXT and LLaVA-OneVision: each ``<image>`` becomes a run of itself.
 
-All three replace each ``image_token_index`` token of the prompt (``PromptReplacement``,
-items in order) by ``[image_token_index] * n`` (``BaseLlavaMultiModalProcessor``); the
-whole run is the placeholder. ``n`` comes from the config alone and the loaded image's
-size, never from the image processor's output:
+vLLM 0.31 (``model_executor/models/llava.py``, ``BaseLlavaMultiModalProcessor``)
+replaces each ``image_token_index`` token of the prompt (``PromptReplacement``, items in
+order) by ``[image_token_index] * n``; the whole run is the placeholder. ``n`` comes
+from ``config.json`` and the loaded image's size, never from the image processor's
+output:
 
 - LLaVA-1.5 (``LlavaProcessingInfo.get_num_image_tokens``): the vision tower's patch
-  count, ``(image_size // patch_size) ** 2`` (+1 for CLIP's class token, none for
-  SigLIP), then ``vision_feature_select_strategy`` (``default`` drops one, ``full``
-  keeps all): 576 for 336 px CLIP-L/14, whatever the image.
+  count, ``(image_size // patch_size) ** 2`` plus CLIP's class token (SigLIP has none),
+  after ``vision_feature_select_strategy`` (``default`` drops one, ``full`` keeps all):
+  576 for 336 px CLIP-L/14, whatever the image.
 - LLaVA-NeXT (``LlavaNextProcessingInfo``): that base count, plus the unpadded features
   of the any-resolution grid (transformers' ``select_best_resolution`` over
-  ``image_grid_pinpoints``, the grid of ``image_size`` tiles, the padding removed as
-  vLLM rounds it) and one newline feature per row.
-- LLaVA-OneVision: the same, with the unpadded grid scaled down when it exceeds nine
-  tiles' worth of patches (``anyres_max_9``).
+  ``image_grid_pinpoints``, tiles of the tower's ``image_size``, the padding removed as
+  vLLM rounds it) and one newline feature per row of them.
+- LLaVA-OneVision (``LlavaOnevisionProcessingInfo``): the same, the unpadded grid scaled
+  down when it holds more than 1.1 times nine tiles' patches (``anyres_max_9``).
+
+The chat templates put ``<image>`` (``get_placeholder_str``) in the prompt; a literal
+``<image>`` in a text part is a marker too, matched in order.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Final
 
-__all__ = ["LlavaImages", "llava_images", "select_best_resolution"]
+from .._errors import ModelFolderError, RenderUnsupportedError
+from ._base import ImageSize, VisionFamily, VisionFolder
+
+__all__ = ["Llava", "LlavaNext", "LlavaOnevision", "select_best_resolution"]
+
+_CONFIG: Final = "config.json"
+#: Vision towers whose token count this module reproduces, and their extra class token.
+_TOWERS: Final[Mapping[str, int]] = {"clip_vision_model": 1, "siglip_vision_model": 0}
+#: ``get_num_selected_vision_tokens``: what each strategy keeps of the tower's tokens.
+_SELECT: Final[Mapping[str, int]] = {"default": -1, "full": 0}
 
 
 def select_best_resolution(height: int, width: int,
-                           pinpoints: Sequence[Sequence[int]]) -> tuple[int, int]:
+                           pinpoints: Sequence[tuple[int, int]]) -> tuple[int, int]:
     """transformers' ``select_best_resolution``: the (height, width) pinpoint that keeps
-    most of the image, then wastes least."""
-    best = (0, 0)
+    the most of the image, then wastes the least."""
+    best = pinpoints[0]
     best_effective = 0
     least_wasted = math.inf
     for ph, pw in pinpoints:
@@ -44,25 +56,68 @@ def select_best_resolution(height: int, width: int,
     return best
 
 
-@dataclass(frozen=True, slots=True)
-class LlavaImages:
-    """One folder's LLaVA image facts, bound once."""
+class Llava(VisionFamily):
+    """LLaVA-1.5 (``LlavaForConditionalGeneration``) with a CLIP or SigLIP tower."""
 
-    image_token_id: int
-    #: The vision tower's tokens per tile after the feature select strategy.
-    base: int
-    #: ``image_size // patch_size`` of the vision tower.
-    grid: int
-    image_size: int
-    #: ``image_grid_pinpoints`` (LLaVA-NeXT, OneVision), None for LLaVA-1.5.
-    pinpoints: tuple[tuple[int, int], ...] | None
-    #: OneVision's reduction of the unpadded grid (``anyres_max_9``).
-    max9: bool
+    name: ClassVar[str] = "LLaVA-1.5"
 
-    def count(self, width: int, height: int) -> int:
-        """``get_num_image_tokens`` of vLLM's processing info for this image size."""
-        if self.pinpoints is None:
-            return self.base
+    def __init__(self, folder: VisionFolder) -> None:
+        super().__init__(folder)
+        config = folder.config
+        vision = config.get("vision_config")
+        if not isinstance(vision, dict):
+            raise ModelFolderError(f"{_CONFIG} vision_config", "must be an object")
+        tower = vision.get("model_type")
+        if tower not in _TOWERS:
+            raise RenderUnsupportedError(
+                f"{_CONFIG} vision_config.model_type", f"{self.name} with a {tower!r} "
+                f"vision tower is not verified (verified: {', '.join(_TOWERS)}): render it "
+                "with vLLM's render endpoint")
+        strategy = config.get("vision_feature_select_strategy")
+        if strategy not in _SELECT:
+            raise RenderUnsupportedError(
+                f"{_CONFIG} vision_feature_select_strategy", f"{strategy!r} is not verified "
+                f"(verified: {', '.join(_SELECT)}): render it with vLLM's render endpoint")
+        self.image_size = folder.number(vision, "image_size", f"{_CONFIG} vision_config")
+        patch = folder.number(vision, "patch_size", f"{_CONFIG} vision_config")
+        if self.image_size % patch:
+            raise ModelFolderError(f"{_CONFIG} vision_config.image_size",
+                                   "must be a multiple of patch_size")
+        self.grid = self.image_size // patch
+        self.base = self.grid ** 2 + _TOWERS[tower] + _SELECT[strategy]
+        self.image_token = folder.number(config, "image_token_index", _CONFIG)
+        self.marker = (self.image_token,)
+
+    def placeholder(self, index: int) -> str | None:
+        return "<image>"
+
+    def count(self, size: ImageSize) -> int:
+        """``get_num_image_tokens`` for an image of this size."""
+        return self.base
+
+    def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
+        return [self.image_token] * self.count(size)
+
+
+class LlavaNext(Llava):
+    """LLaVA-NeXT (``LlavaNextForConditionalGeneration``): any-resolution tiles."""
+
+    name: ClassVar[str] = "LLaVA-NeXT"
+    #: OneVision's ``anyres_max_9`` reduction of the unpadded grid.
+    max_tiles: ClassVar[int | None] = None
+
+    def __init__(self, folder: VisionFolder) -> None:
+        super().__init__(folder)
+        pinpoints = folder.config.get("image_grid_pinpoints")
+        if not (isinstance(pinpoints, list) and pinpoints and all(
+                isinstance(p, list) and len(p) == 2 and all(type(v) is int and v > 0
+                                                            for v in p) for p in pinpoints)):
+            raise ModelFolderError(f"{_CONFIG} image_grid_pinpoints",
+                                   "must be a non-empty list of [height, width] ints")
+        self.pinpoints = tuple((h, w) for h, w in pinpoints)
+
+    def count(self, size: ImageSize) -> int:
+        width, height = size.width, size.height
         ph, pw = select_best_resolution(height, width, self.pinpoints)
         cur_h = self.grid * (ph // self.image_size)
         cur_w = self.grid * (pw // self.image_size)
@@ -73,56 +128,16 @@ class LlavaImages:
             new_w = int(round(width * (cur_h / height), 7))
             cur_w -= 2 * ((cur_w - new_w) // 2)
         unpadded, newlines = cur_h * cur_w, cur_h
-        if self.max9:
-            ratio = math.sqrt(cur_h * cur_w / (9 * self.grid ** 2))
+        if self.max_tiles is not None:
+            ratio = math.sqrt(cur_h * cur_w / (self.max_tiles * self.grid ** 2))
             if ratio > 1.1:
-                h, w = int(cur_h // ratio), int(cur_w // ratio)
-                unpadded, newlines = h * w, h
+                rows, cols = int(cur_h // ratio), int(cur_w // ratio)
+                unpadded, newlines = rows * cols, rows
         return unpadded + newlines + self.base
 
-    def apply(self, prompt: list[int], counts: Sequence[int]
-              ) -> tuple[list[int], list[tuple[int, int]]] | None:
-        """The prompt with each image token replaced, and each image's (offset, length);
-        None when the prompt has fewer image tokens than images."""
-        out: list[int] = []
-        spans: list[tuple[int, int]] = []
-        start = 0
-        for n in counts:
-            try:
-                at = prompt.index(self.image_token_id, start)
-            except ValueError:
-                return None
-            out += prompt[start:at]
-            spans.append((len(out), n))
-            out += [self.image_token_id] * n
-            start = at + 1
-        out += prompt[start:]
-        return out, spans
 
+class LlavaOnevision(LlavaNext):
+    """LLaVA-OneVision (``LlavaOnevisionForConditionalGeneration``), images only."""
 
-_SELECT = {"default": -1, "full": 0}
-
-
-def llava_images(config: Mapping[str, Any]) -> LlavaImages | str:
-    """Bind a LLaVA-family config, or say (a string) why it is not reproduced."""
-    model_type = config.get("model_type")
-    vision = config.get("vision_config") or {}
-    vision_type = vision.get("model_type", "clip_vision_model")
-    if vision_type not in ("clip_vision_model", "siglip_vision_model"):
-        return f"vision tower {vision_type!r}"
-    strategy = config.get("vision_feature_select_strategy", "default")
-    if strategy not in _SELECT:
-        return f"vision_feature_select_strategy {strategy!r}"
-    image_size, patch = int(vision.get("image_size", 224)), int(vision.get("patch_size", 32))
-    grid = image_size // patch
-    tokens = grid ** 2 + (1 if vision_type == "clip_vision_model" else 0)
-    pinpoints = config.get("image_grid_pinpoints")
-    return LlavaImages(
-        image_token_id=int(config.get("image_token_index", 32000)),
-        base=tokens + _SELECT[strategy],
-        grid=grid,
-        image_size=image_size,
-        pinpoints=None if model_type == "llava" else tuple(
-            (int(h), int(w)) for h, w in pinpoints or ()),
-        max9=model_type == "llava_onevision",
-    )
+    name: ClassVar[str] = "LLaVA-OneVision"
+    max_tiles: ClassVar[int | None] = 9
