@@ -133,9 +133,10 @@ def _gemma3() -> Iterator[Item]:
         yield "gemma3_vl", "string-limit2", string, case
 
 
-def _llava() -> Iterator[Item]:
-    for folder, name in (("llava15", "llava-1.5-7b-hf"),
-                         ("llava_next", "llava-v1.6-vicuna-7b-hf")):
+def _llava(folders: tuple[tuple[str, str], ...] = (
+        ("llava15", "llava-1.5-7b-hf"), ("llava_next", "llava-v1.6-vicuna-7b-hf"))
+           ) -> Iterator[Item]:
+    for folder, name in folders:
         default = {"--served-model-name": name, "--allowed-local-media-path": "{images}"}
         for case in (*generic_cases(), *sized_cases("size-"), *marker_cases("<image>")):
             yield folder, "default", default, case
@@ -145,8 +146,43 @@ def _llava() -> Iterator[Item]:
             yield folder, "string-limit2", string, case
 
 
+def internvl_kwarg_cases() -> Iterator[Case]:
+    """``--trust-request-mm-kwargs``: the tiling kwargs asked for by the body."""
+    wide = user(image(1200, 400, mode="L"), text("x"))
+    yield "max-patches-6", chat(wide, mm_processor_kwargs={"max_patches": 6})
+    yield "max-patches-1", chat(wide, mm_processor_kwargs={"max_patches": 1})
+    yield "min-patches-4", chat(user(image(448, 448), text("x")),
+                                mm_processor_kwargs={"min_patches": 4})
+    yield "min-max-2-3", chat(wide, mm_processor_kwargs={"min_patches": 2, "max_patches": 3})
+    yield "no-crop", chat(wide, mm_processor_kwargs={"crop_to_patches": False})
+    yield "max-patches-24-huge", chat(user(image(4000, 1000, mode="1"), text("x")),
+                                      mm_processor_kwargs={"max_patches": 24})
+    yield "no-kwargs", chat(wide)
+
+
+def _internvl() -> Iterator[Item]:
+    name = "internvl3-1b-hf"
+    default = {"--served-model-name": name, "--allowed-local-media-path": "{images}"}
+    for case in (*generic_cases(), *sized_cases("size-"), *marker_cases("<IMG_CONTEXT>")):
+        yield "internvl3", "default", default, case
+    trusted = {"--served-model-name": name, "--trust-request-mm-kwargs": True}
+    for case in internvl_kwarg_cases():
+        yield "internvl3", "trusted", trusted, case
+    server = {"--served-model-name": name, "--mm-processor-kwargs": {"max_patches": 4}}
+    for case in sized_cases("server-max4-"):
+        yield "internvl3", "server-max4", server, case
+    string = {"--served-model-name": name, "--chat-template-content-format": "string",
+              "--limit-mm-per-prompt": {"image": 2}}
+    for case in string_cases("<IMG_CONTEXT>"):
+        yield "internvl3", "string-limit2", string, case
+
+
 #: Corpus name → its (folder, server label, flags, case) items.
-CORPORA: dict[str, Callable[[], Iterator[Item]]] = {"gemma3": _gemma3, "llava": _llava}
+CORPORA: dict[str, Callable[[], Iterator[Item]]] = {
+    "gemma3": _gemma3, "llava": _llava,
+    "llava_onevision": lambda: _llava((("llava_onevision", "llava-onevision-qwen2-0.5b-ov-hf"),)),
+    "internvl": _internvl,
+}
 
 
 def build(corpus: str) -> Path:
