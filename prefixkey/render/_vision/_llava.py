@@ -80,9 +80,10 @@ class Llava(VisionFamily):
                 f"(verified: {', '.join(_SELECT)}): render it with vLLM's render endpoint")
         self.image_size = folder.number(vision, "image_size", f"{_CONFIG} vision_config")
         patch = folder.number(vision, "patch_size", f"{_CONFIG} vision_config")
-        if self.image_size % patch:
+        if tower == "clip_vision_model" and self.image_size % patch:
+            # vLLM's CLIPEncoderInfo asserts it; SigLIP's floors (384 // 14 = 27).
             raise ModelFolderError(f"{_CONFIG} vision_config.image_size",
-                                   "must be a multiple of patch_size")
+                                   "must be a multiple of patch_size for a CLIP tower")
         self.grid = self.image_size // patch
         self.base = self.grid ** 2 + _TOWERS[tower] + _SELECT[strategy]
         self.image_token = folder.number(config, "image_token_index", _CONFIG)
