@@ -110,8 +110,7 @@ def qwen_marker_cases() -> Iterator[Case]:
 
 
 def limit_cases() -> Iterator[Case]:
-    """Under ``--limit-mm-per-prompt {"image": 2}`` and a server ``max_pixels`` alone."""
-    yield "one-image", chat(user(image(640, 480, seed=1), text("one")))
+    """Under ``--limit-mm-per-prompt {"image": 2}``."""
     yield "two-images", chat(user(image(640, 480), image(64, 48), text("two")))
     yield "three-images-over-limit", chat(user(image(64, 48), image(64, 48, seed=1),
                                                image(64, 48, seed=2), text("three")))
@@ -133,25 +132,28 @@ def string_format_cases() -> Iterator[Case]:
 
 
 def trusted_kwargs_cases() -> Iterator[Case]:
-    """``--trust-request-mm-kwargs``: the body's own processor kwargs."""
+    """``--trust-request-mm-kwargs`` with a server ``max_pixels`` alone: the body's own
+    processor kwargs, merged over the server's (the body's win)."""
     base = user(image(640, 480, seed=1), text("kw"))
-    yield "max-pixels-alone", chat(base, mm_processor_kwargs={"max_pixels": 50176})
-    yield "min-pixels-alone", chat(base, mm_processor_kwargs={"min_pixels": 1003520})
+    yield "server-max-pixels-alone", chat(base)
+    yield "max-pixels-alone", chat(base, mm_processor_kwargs={"max_pixels": 100352})
+    yield "min-pixels-alone", chat(base, mm_processor_kwargs={"min_pixels": 3136})
+    yield "min-pixels-alone-up", chat(base, mm_processor_kwargs={"min_pixels": 1003520})
     yield "min-max-pair", chat(base, mm_processor_kwargs={"min_pixels": 3136,
-                                                          "max_pixels": 50176})
+                                                          "max_pixels": 100352})
     yield "min-max-pair-up", chat(base, mm_processor_kwargs={"min_pixels": 1003520,
                                                              "max_pixels": 2007040})
     yield "size-both", chat(base, mm_processor_kwargs={
-        "size": {"shortest_edge": 3136, "longest_edge": 50176}})
-    yield "size-longest", chat(base, mm_processor_kwargs={"size": {"longest_edge": 50176}})
+        "size": {"shortest_edge": 3136, "longest_edge": 100352}})
+    yield "size-longest", chat(base, mm_processor_kwargs={"size": {"longest_edge": 100352}})
     yield "pair-two-images", chat(user(image(640, 480), image(2000, 1000, mode="1"),
                                        text("two")),
                                   mm_processor_kwargs={"min_pixels": 3136,
-                                                       "max_pixels": 100352})
+                                                       "max_pixels": 200704})
     yield "pair-and-uuid", chat(user(image(640, 480, uuid="u-1"), text("uuid")),
                                 mm_processor_kwargs={"min_pixels": 3136,
-                                                     "max_pixels": 50176})
-    yield "no-kwargs", chat(base)
+                                                     "max_pixels": 100352})
+    yield "uuid-no-kwargs", chat(user(image(640, 480, uuid="u-1"), text("uuid")))
 
 
 def _qwen() -> Iterator[tuple[str, str, dict[str, Any], Case]]:
@@ -160,17 +162,15 @@ def _qwen() -> Iterator[tuple[str, str, dict[str, Any], Case]]:
         default = {"--served-model-name": name, "--allowed-local-media-path": "{images}"}
         for case in (*generic_cases(), *qwen_marker_cases()):
             yield folder, "default", default, case
-        limits = {"--served-model-name": name, "--limit-mm-per-prompt": {"image": 2},
-                  "--mm-processor-kwargs": {"max_pixels": 50176}}
-        for case in limit_cases():
-            yield folder, "limit2-maxpx", limits, case
         string = {"--served-model-name": name, "--chat-template-content-format": "string",
                   "--mm-processor-kwargs": {"min_pixels": 100352, "max_pixels": 401408}}
         for case in string_format_cases():
             yield folder, "string-pair", string, case
-        trusted = {"--served-model-name": name, "--trust-request-mm-kwargs": True}
-        for case in trusted_kwargs_cases():
-            yield folder, "trusted", trusted, case
+        trusted = {"--served-model-name": name, "--trust-request-mm-kwargs": True,
+                   "--limit-mm-per-prompt": {"image": 2},
+                   "--mm-processor-kwargs": {"max_pixels": 50176}}
+        for case in (*trusted_kwargs_cases(), *limit_cases()):
+            yield folder, "trusted-limit2", trusted, case
 
 
 #: Family corpus name → its (folder, server label, flags, case) items.

@@ -107,6 +107,12 @@ def add_render_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
                        help="vLLM's --mm-hasher-algorithm (default blake3)")
     media.add_argument("--media-io-kwargs", metavar="JSON",
                        help='vLLM\'s --media-io-kwargs, e.g. \'{"image": {...}}\'')
+    media.add_argument("--mm-processor-kwargs", metavar="JSON",
+                       help='vLLM\'s --mm-processor-kwargs, e.g. \'{"max_pixels": 401408}\'')
+    media.add_argument("--limit-mm-per-prompt", metavar="JSON",
+                       help='vLLM\'s --limit-mm-per-prompt, e.g. \'{"image": 2}\'')
+    media.add_argument("--trust-request-mm-kwargs", action="store_true",
+                       help="a body's own mm_processor_kwargs are taken (else vLLM's 400)")
 
 
 def _harmony_environment(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -146,6 +152,15 @@ def options_from_args(args: argparse.Namespace,
             media_io_kwargs = json.loads(args.media_io_kwargs)
         except json.JSONDecodeError as exc:
             raise ModelFolderError("--media-io-kwargs", f"not JSON: {exc}") from None
+    json_flags: dict[str, Any] = {}
+    for flag, name in (("--mm-processor-kwargs", "mm_processor_kwargs"),
+                       ("--limit-mm-per-prompt", "limit_mm_per_prompt")):
+        value = getattr(args, name, None)
+        if value is not None:
+            try:
+                json_flags[name] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ModelFolderError(flag, f"not JSON: {exc}") from None
     options = ServerOptions(
         model=args.model or args.model_dir,
         served_model_name=tuple(args.served_model_name or ()),
@@ -164,6 +179,8 @@ def options_from_args(args: argparse.Namespace,
         allowed_media_domains=tuple(args.allowed_media_domains or ()),
         mm_hasher_algorithm=args.mm_hasher_algorithm,
         media_io_kwargs=media_io_kwargs,
+        trust_request_mm_kwargs=getattr(args, "trust_request_mm_kwargs", False),
+        **json_flags,
         vllm_version=args.vllm_version,
         **_harmony_environment(os.environ if environ is None else environ),
     )

@@ -27,6 +27,7 @@ SERVICES = {
     "base_url": "a replica's OpenAI HTTP server (/v1/models)",
     "mistral_folder": "a real Mistral folder (tests/real_models.py's fetch cache)",
     "harmony_folder": "a real gpt-oss folder (tests/real_models.py's fetch cache)",
+    "qwen_folder": "a real Qwen2-VL folder (tests/real_models.py's fetch cache)",
 }
 
 #: The pages with ``# given:`` snippets, and the test that runs them with the service.
@@ -35,6 +36,7 @@ LIVE = {
     "docs/subscriber.md": "tests/end_to_end/test_fleet_doc.py",
     "docs/render-mistral.md": "tests/end_to_end/test_render_real_docs.py",
     "docs/render-harmony.md": "tests/end_to_end/test_render_real_docs.py",
+    "docs/multimodal.md": "tests/end_to_end/test_vision_doc.py",
 }
 
 
