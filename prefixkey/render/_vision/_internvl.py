@@ -3,7 +3,7 @@
 vLLM 0.31 serves ``InternVLForConditionalGeneration`` with ``interns1.py``
 (``InternS1MultiModalProcessor``): each ``<IMG_CONTEXT>`` of the prompt (the processor's
 ``image_token``, which the chat template writes for an image) is replaced, in order, by
-the tokens of ``<img>`` + ``<IMG_CONTEXT>`` × (``image_seq_length`` × tiles) + ``</img>``.
+the tokens of ``<img>`` + ``<IMG_CONTEXT>`` x (``image_seq_length`` x tiles) + ``</img>``.
 The tile count is ``image_num_patches`` of transformers' ``InternVLProcessor`` run on
 the image alone: ``InternVLProcessorKwargs`` default ``crop_to_patches`` to true, and
 ``GotOcr2ImageProcessor.crop_image_to_patches`` picks the grid of ``size`` tiles between

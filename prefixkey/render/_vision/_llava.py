@@ -68,13 +68,13 @@ class Llava(VisionFamily):
         if not isinstance(vision, dict):
             raise ModelFolderError(f"{_CONFIG} vision_config", "must be an object")
         tower = vision.get("model_type")
-        if tower not in _TOWERS:
+        if not isinstance(tower, str) or tower not in _TOWERS:
             raise RenderUnsupportedError(
                 f"{_CONFIG} vision_config.model_type", f"{self.name} with a {tower!r} "
                 f"vision tower is not verified (verified: {', '.join(_TOWERS)}): render it "
                 "with vLLM's render endpoint")
         strategy = config.get("vision_feature_select_strategy")
-        if strategy not in _SELECT:
+        if not isinstance(strategy, str) or strategy not in _SELECT:
             raise RenderUnsupportedError(
                 f"{_CONFIG} vision_feature_select_strategy", f"{strategy!r} is not verified "
                 f"(verified: {', '.join(_SELECT)}): render it with vLLM's render endpoint")
