@@ -1,12 +1,28 @@
-"""Write the vision corpora of Gemma 3 and the LLaVA family (tests/vision/<corpus>_bodies.jsonl).
+"""Write the vision corpora of Gemma 3, the LLaVA family and InternVL (tests/vision/).
 
 Maintainer tool, beside tools/build_vision_bodies.py (whose line format, image specs
-and generic cases it reuses): ``python tools/build_vision_more_bodies.py gemma3``
-writes ``tests/vision/gemma3_bodies.jsonl`` over tests/render/real/gemma3_vl (Gemma 3
-4B's config and processor files), ``llava`` writes ``tests/vision/llava_bodies.jsonl``
-over tests/render/real/llava15 and llava_next (LLaVA-1.5 7B, LLaVA-NeXT vicuna 7B).
-tools/harvest_vision.py records vLLM's answers and tests/vision/test_vision_vectors.py
-replays them.
+and generic cases it reuses): ``python tools/build_vision_more_bodies.py [CORPUS...]``
+writes ``tests/vision/<corpus>_bodies.jsonl``; tools/harvest_vision.py records vLLM's
+answers and tests/vision/test_vision_vectors.py replays them. The folders
+(tests/render/real/<name>, weightless: config, processor configs, template, and a
+tokenizer fetched by tests/real_models.py):
+
+- ``gemma3``: gemma3_vl, google/gemma-3-4b-it's config.json, preprocessor_config.json
+  and processor_config.json; the @lenml gemma3 tokenizer (Gemma 3's, image tokens
+  included).
+- ``llava``: llava15 (llava-hf/llava-1.5-7b-hf's config and processor files, its
+  chat_template.json as chat_template.jinja) and llava_next (llava-hf/llava-v1.6-
+  vicuna-7b-hf: the vision side and pinpoints of llava-v1.6-mistral-7b-hf's config with
+  LLaVA-1.5's vicuna text config, the same template); both on Llama 2's tokenizer
+  (@lenml llama2) with LLaVA's ``<image>`` 32000 and ``<pad>`` 32001 declared in
+  tokenizer_config.json, as the llava-hf repos do.
+- ``llava_onevision``: llava-hf/llava-onevision-qwen2-0.5b-ov-hf as transformers'
+  conversion script builds it (LlavaOnevisionConfig's defaults, SigLIP 384/14, the
+  processor's template); Qwen2's tokenizer (@lenml qwen3's base vocabulary) with
+  ``<image>`` 151646 and ``<video>`` 151647 added, as that script adds them.
+- ``internvl``: OpenGVLab/InternVL3-1B-hf as transformers' conversion script builds it
+  (InternVLConfig, GotOcr2ImageProcessorFast 448 px, max_patches 12, its template);
+  Qwen2.5's added tokens then ``<img>`` 151665 … ``</box>`` 151673 and ``<video>``.
 
 Besides the generic cases (sizes from 1x1 to 5000x4000, aspect ratios up to 201,
 EXIF orientations, several images, images between texts, uuids, file URLs, unloadable
