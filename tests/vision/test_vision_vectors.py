@@ -37,7 +37,8 @@ from prefixkey.render import (
 #: The corpora replayed here, and the families each must cover.
 CORPORA: Final = {"qwen_": {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"},
                   "llava_": {"llava15", "llava_next"},
-                  "llava_onevision_": {"llava_onevision"}}
+                  "llava_onevision_": {"llava_onevision"},
+                  "internvl_": {"internvl3"}}
 CASES: Final = tuple(case for prefix in CORPORA for case in vision_cases(prefix))
 
 

@@ -27,7 +27,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
-from .._errors import RenderUnsupportedError
+from .._errors import RenderRequestError, RenderUnsupportedError
 from ._base import ImageSize, Placed, VisionFamily, VisionFolder, replace_markers
 
 __all__ = ["Gemma3", "num_crops", "replace_token_matches"]
@@ -145,12 +145,29 @@ class Gemma3(VisionFamily):
         merged = replace_token_matches(replaced, (n1, n2), n3)
         merged = replace_token_matches(merged, (n2, n1), n3)
         merged = replace_token_matches(merged, (n2, n2), n4)
-        return Placed(merged, self._find(merged, expansions))
+        spans = self._find(merged, expansions)
+        if len(spans) < len(expansions):
+            # vLLM's _validate_mm_placeholders: a RuntimeError, answered 500 (an image's
+            # leading "\n\n" merged with a newline the template put before it, as 'string'
+            # content format does with the placeholder it joins to the text by "\n").
+            raise RenderRequestError(
+                "messages", f"Expected there to be {len(expansions)} prompt placeholders "
+                f"corresponding to {len(expansions)} image items, but instead found "
+                f"{len(spans)} prompt placeholders!", status=500)
+        for (offset, _), (start, length) in zip(spans[1:], spans, strict=False):
+            if offset < start + length:
+                # Two images' newlines merged into one token: both spans hold it, and the
+                # render response's MultiModalFeatures refuses overlapping placeholders.
+                raise RenderRequestError(
+                    "messages", "1 validation error for MultiModalFeatures: mm_placeholders "
+                    "must be globally non-overlapping and sorted")
+        return Placed(merged, spans)
 
     def _find(self, ids: list[int], expansions: Sequence[Sequence[int]]
               ) -> list[tuple[int, int]]:
         """``Gemma3MultiModalProcessor._find_mm_placeholders``: each expansion in turn, in
-        the prompt with merged newlines split back, at the index of its first token."""
+        the prompt with merged newlines split back, at the index of its first token; the
+        search stops at the first image not found."""
         n1, n2, n3, n4 = self.newlines
         split: list[int] = []
         origin: list[int] = []
@@ -176,7 +193,5 @@ class Gemma3(VisionFamily):
                     break
                 i += 1
             else:
-                raise RenderUnsupportedError(
-                    "messages", f"{self.name}: an image's tokens are not found again after "
-                    "the newline merging (vLLM then fails): not reproduced")
+                break
         return spans
