@@ -66,6 +66,11 @@ def test_gemma3_refuses_an_image_processor_it_does_not_reproduce(tmp_path: Path)
     ({"pan_and_scan_min_crop_size": 0}, "--mm-processor-kwargs.pan_and_scan_min_crop_size"),
     ({"pan_and_scan_max_num_crops": 2.0}, "--mm-processor-kwargs.pan_and_scan_max_num_crops"),
     ({"size": {"height": 448}}, "--mm-processor-kwargs.size"),
+    ({"images_kwargs": {"size": 3}}, "--mm-processor-kwargs.images_kwargs"),
+    ({"images_kwargs": {"pan_and_scan_max_num_crops": -1}},
+     "--mm-processor-kwargs.images_kwargs.pan_and_scan_max_num_crops"),
+    ({"do_pan_and_scan": True, "images_kwargs": {"do_pan_and_scan": False}},
+     "--mm-processor-kwargs.do_pan_and_scan"),
 ])
 def test_gemma3_refuses_kwargs_it_does_not_reproduce(kwargs: dict[str, Any],
                                                      field: str) -> None:

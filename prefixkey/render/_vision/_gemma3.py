@@ -94,7 +94,7 @@ class Gemma3(VisionFamily):
     """Gemma 3 (``Gemma3ForConditionalGeneration``)."""
 
     name: ClassVar[str] = "Gemma 3"
-    kwargs: ClassVar[frozenset[str]] = frozenset(_DEFAULTS)
+    kwargs: ClassVar[frozenset[str]] = frozenset({*_DEFAULTS, "images_kwargs"})
 
     def __init__(self, folder: VisionFolder) -> None:
         super().__init__(folder)
@@ -120,15 +120,31 @@ class Gemma3(VisionFamily):
 
     def check_kwargs(self, kwargs: Mapping[str, Any], field: str) -> None:
         super().check_kwargs(kwargs, field)
-        for name, value in kwargs.items():
+        nested = kwargs.get("images_kwargs", {})
+        if not isinstance(nested, dict) or not set(nested) <= set(_DEFAULTS):
+            raise RenderUnsupportedError(
+                f"{field}.images_kwargs", f"{self.name}: only an object of "
+                f"{', '.join(_DEFAULTS)} is reproduced")
+        for name, value, where in [*((n, v, field) for n, v in kwargs.items()
+                                     if n != "images_kwargs"),
+                                   *((n, v, f"{field}.images_kwargs") for n, v in
+                                     nested.items())]:
             if not (type(value) in _TYPES[name] and (name == "do_pan_and_scan" or value > 0)):
                 raise RenderUnsupportedError(
-                    f"{field}.{name}", f"{self.name}: only a "
+                    f"{where}.{name}", f"{self.name}: only a "
                     f"{' or '.join(t.__name__ for t in _TYPES[name])} "
                     f"{'' if name == 'do_pan_and_scan' else '> 0 '}is reproduced")
+            if where == field and name in nested:
+                # transformers' _merge_kwargs: "passed two times", a ValueError.
+                raise RenderUnsupportedError(f"{field}.{name}", f"{self.name}: a kwarg "
+                                             "given both flat and in images_kwargs")
 
     def crops(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
-        return num_crops(size.width, size.height, {**_DEFAULTS, **kwargs})
+        """The crop count; an ``images_kwargs`` value wins over the flat one
+        (``_merge_kwargs``)."""
+        flat = {k: v for k, v in kwargs.items() if k != "images_kwargs"}
+        return num_crops(size.width, size.height,
+                         {**_DEFAULTS, **flat, **kwargs.get("images_kwargs", {})})
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
         crops = self.crops(size, kwargs)
