@@ -2,13 +2,13 @@
 
 Run from the repository root (extras ``render`` and ``multimodal``)::
 
-    python benchmarks/bench_mm_chat.py           # writes benchmarks/MM_CHAT.md
+    python benchmarks/bench_mm_chat.py           # writes its section of benchmarks/MM_CHAT.md
     python benchmarks/bench_mm_chat.py --quick
 
 On the tiny BLIP-2 folder of tests/multimodal, per image size, in one process
 on the same bytes:
 
-* ``image chat``: ``Renderer.render_chat(body, placeholder_token_ids=…)`` of a
+* ``image chat``: ``Renderer.render_chat(body)`` of a
   body with a text part and a data: URL image part;
 * ``floor``: what that render cannot avoid, done apart: the same body rendered
   without its image part, plus the data: URL's base64 decode and
@@ -36,11 +36,12 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from report_sections import write_section  # noqa: E402
+
 from prefixkey.multimodal import MMHasher  # noqa: E402
 from prefixkey.render import Renderer, ServerOptions  # noqa: E402
 
 FOLDER = ROOT / "tests" / "multimodal" / "models" / "blip2_tiny"
-CONFIG_EXPANSION = [[1006] * 4]  # num_query_tokens x image_token_index (config.json)
 OUT = ROOT / "benchmarks" / "MM_CHAT.md"
 
 
@@ -79,7 +80,7 @@ def main() -> None:
         text_only = {"messages": [{"role": "user", "content": [text]}]}
 
         def chat(body: dict[str, Any] = body) -> None:
-            renderer.render_chat(body, placeholder_token_ids=CONFIG_EXPANSION)
+            renderer.render_chat(body)  # the BLIP-2 family expands the image
 
         def floor(text_only: dict[str, Any] = text_only, url: str = url) -> None:
             renderer.render_chat(text_only)
@@ -91,7 +92,7 @@ def main() -> None:
             times["floor"] = min(times.get("floor", 1e9), _best(floor, rounds, n))
         rows.append((f"PNG RGB {w}x{h} ({len(data)} B)", times["chat"], times["floor"]))
     lines = [
-        "# Image chat bodies rendered in process (benchmarks/bench_mm_chat.py)",
+        "## Image chat bodies rendered in process",
         "",
         f"Python {platform.python_version()}, {platform.machine()}; best of "
         f"{rounds} rounds x {n} calls, interleaved twice. A shared machine: noisy.",
@@ -105,8 +106,8 @@ def main() -> None:
     ]
     text_out = "\n".join(lines)
     print(text_out)
-    if not args.quick:
-        OUT.write_text(text_out)
+    if not args.quick:  # its section of MM_CHAT.md (bench_vision.py writes another)
+        write_section(OUT, "image-chat", "bench_mm_chat.py", text_out)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,10 @@ Usage::
 
     python tools/harvest_vision.py --bodies tests/vision/qwen_bodies.jsonl \\
         --out tests/vision/qwen_vectors.jsonl [--vllm-python /work/venvs/vllm031v/bin/python]
-        [--port 18600] [--only SERVED_NAME]...
+        [--port 18600] [--only SERVED_NAME]... [--resume]
+
+Records are written after each server, so an interrupted run continues with
+``--resume``; a body the server does not answer in time is reported and left out.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ def record(line: Line, status: int, response: Any) -> Line:
 def harvest(args: argparse.Namespace) -> int:
     lines = [json.loads(t) for t in args.bodies.read_text("utf-8").splitlines() if t]
     previous: dict[str, Line] = {}
-    if args.only and args.out.exists():
+    if (args.only or args.resume) and args.out.exists():
         previous = {r["id"]: r for r in map(json.loads, args.out.read_text().splitlines())}
     groups: dict[tuple[str, str], list[Line]] = {}
     for line in lines:
@@ -82,6 +85,8 @@ def harvest(args: argparse.Namespace) -> int:
             name = server.get("--served-model-name", model_dir)
             if args.only and name not in args.only:
                 continue
+            if args.resume and all(line["id"] in previous for line in group):
+                continue  # answered by an earlier, interrupted run
             port = args.port + index % 40
             folder = hr.model_folder(model_dir)
             argv = hr.server_argv(args.vllm_python, folder, server_flags(server, image_dir),
@@ -94,7 +99,14 @@ def harvest(args: argparse.Namespace) -> int:
                 ready = time.monotonic() - started
                 for line in group:
                     body = materialize(line["body"], image_dir)
-                    status, response = srv.post(line["endpoint"] + "/render", body)
+                    try:
+                        status, response = srv.post(line["endpoint"] + "/render", body)
+                    except TimeoutError:
+                        # No answer is not vLLM's answer: nothing is recorded for it.
+                        print(f"{line['id']}: no answer in {hr.REQUEST_TIMEOUT_S:.0f} s",
+                              file=sys.stderr)
+                        srv.connection.close()
+                        continue
                     # The --model string: identifiers hash it, so the replay passes it.
                     results[line["id"]] = {**record(line, status, response),
                                            "model": str(folder)}
@@ -103,7 +115,9 @@ def harvest(args: argparse.Namespace) -> int:
                 raise
             finally:
                 srv.stop()
-            statuses = Counter(results[line["id"]]["status"] for line in group)
+            _write(args.out, lines, results, previous)  # an interrupted run resumes
+            statuses = Counter(results[line["id"]]["status"] for line in group
+                               if line["id"] in results)
             print(f"{name} {server_json}: {len(group)} bodies, ready in {ready:.0f} s, "
                   f"statuses {dict(sorted(statuses.items()))}", flush=True)
     found = [results.get(line["id"]) or previous.get(line["id"]) for line in lines]
@@ -111,9 +125,7 @@ def harvest(args: argparse.Namespace) -> int:
     if len(records) < len(lines) and not args.only:
         print(f"no record for {len(lines) - len(records)} bodies", file=sys.stderr)
         return 1
-    with args.out.open("w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    _write(args.out, lines, results, previous)
     meta = {
         "tool": "tools/harvest_vision.py",
         "server": f"python -m {hr.SERVER_MODULE} (vllm launch render)",
@@ -130,6 +142,16 @@ def harvest(args: argparse.Namespace) -> int:
     meta_path.write_text(json.dumps(meta, indent=2) + "\n", "utf-8")
     print(f"wrote {len(records)} records to {args.out}")
     return 0
+
+
+def _write(out: Path, lines: list[Line], results: dict[str, Line],
+           previous: dict[str, Line]) -> None:
+    """The records known so far, in the order of the bodies."""
+    with out.open("w", encoding="utf-8") as f:
+        for line in lines:
+            found = results.get(line["id"]) or previous.get(line["id"])
+            if found is not None:
+                f.write(json.dumps(found, ensure_ascii=False) + "\n")
 
 
 def _sha256(path: Path) -> str:
@@ -156,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--port", type=int, default=18600, help="first loopback port")
     parser.add_argument("--only", action="append", help="only this served name (repeatable)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep --out's records and skip the servers they fully answer")
     return harvest(parser.parse_args(argv))
 
 

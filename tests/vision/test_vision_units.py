@@ -199,3 +199,37 @@ def test_a_generated_file_image_is_written_under_the_directory(tmp_path: Path) -
     assert url.startswith(tmp_path.as_uri())
     with pytest.raises(InvalidRequestError, match="allowed-local-media-path"):
         Renderer(ServerOptions(model=str(BLIP2))).render_chat(body)
+
+
+# ------------------------------------------------------------------ Qwen kwargs
+
+
+@pytest.mark.parametrize(("kwargs", "error", "field"), [
+    ({"min_pixels": 1003520, "max_pixels": 50176}, RenderUnsupportedError,
+     "mm_processor_kwargs.min_pixels"),
+    ({"size": {"shortest_edge": 3136, "longest_edge": 50176}, "min_pixels": 3136,
+      "max_pixels": 50176}, RenderUnsupportedError, "mm_processor_kwargs.size"),
+    ({"images_kwargs": {"max_pixels": 50176}}, RenderUnsupportedError,
+     "mm_processor_kwargs.images_kwargs"),
+    ({"max_pixels": 0}, RenderUnsupportedError, "mm_processor_kwargs.max_pixels"),
+    ({"size": {"longest_edge": 50176}}, RenderRequestError, "mm_processor_kwargs.size"),
+])
+def test_qwen_kwargs_not_reproduced_are_refused(kwargs: dict[str, Any], error: type,
+                                                 field: str) -> None:
+    import real_models
+
+    folder = real_models.folder("qwen2_vl")
+    renderer = Renderer(ServerOptions(model=str(folder), trust_request_mm_kwargs=True))
+    with pytest.raises(error) as caught:
+        renderer.render_chat(_body(_image(), {"type": "text", "text": "x"},
+                                   mm_processor_kwargs=kwargs))
+    assert caught.value.field == field
+
+
+def test_a_family_verified_for_one_release_refuses_another() -> None:
+    import real_models
+
+    folder = real_models.folder("qwen2_vl")
+    renderer = Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
+    with pytest.raises(RenderUnsupportedError, match=r"verified against vLLM 0\.31\.0 only"):
+        renderer.render_chat(_body(_image(), {"type": "text", "text": "x"}))

@@ -14,25 +14,31 @@ with the command that fills it; under CI they fetch.
 
 from __future__ import annotations
 
+import base64
+import struct
 from pathlib import Path
 from typing import Any, Final
 
+import msgpack
 import pytest
 
 pytest.importorskip("PIL", reason="the multimodal extra (Pillow) is not installed")
 pytest.importorskip("jinja2", reason="the render extra (jinja2) is not installed")
 
-from images import materialize
+from images import image_bytes, materialize
 from vision_cases import VisionCase, renderer, vision_cases
 
 from prefixkey import Hasher
 from prefixkey.errors import PrefixKeyError, UndecodableMediaError
+from prefixkey.multimodal import MMHasher
 from prefixkey.render import (
     CHAT_ENDPOINT,
     RenderRequestError,
     RenderResponseParser,
     RenderUnsupportedError,
 )
+from prefixkey.render._vision import ImageSize
+from prefixkey.render._vision._qwen import Qwen2VL
 
 #: The corpora replayed here, and the families each must cover.
 CORPORA: Final = {"qwen_": {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"},
@@ -86,3 +92,39 @@ def test_vllm_s_image_chat_answers_replay(case: VisionCase, image_dir: Path) -> 
         CHAT_ENDPOINT, 200, case.response, model=case.body.get("model"))
     hasher = Hasher(block_size=16)
     assert hasher.block_hashes(rendered.request) == hasher.block_hashes(answer.request)
+
+
+def _grids(answer: dict[str, Any]) -> list[tuple[int, ...]]:
+    """``features.mm_metadata.image[i].image_grid_thw``: vLLM's msgpack of the processor's
+    tensor (dtype, shape, then the little-endian values as an ext)."""
+    out = []
+    for item in ((answer.get("features") or {}).get("mm_metadata") or {}).get("image", []):
+        meta = msgpack.unpackb(base64.b64decode(item), raw=False, strict_map_key=False)
+        dtype, shape, raw = meta["image_grid_thw"]["data"]
+        assert (dtype, shape) == ("int64", [3])
+        out.append(struct.unpack("<3q", raw.data))
+    return out
+
+
+QWEN_OK: Final = [c for c in vision_cases("qwen_") if c.status == 200]
+
+
+@pytest.mark.parametrize("case", QWEN_OK, ids=[c.id for c in QWEN_OK])
+def test_qwen_grids_are_the_image_processor_s(case: VisionCase, image_dir: Path) -> None:
+    """The patch grid of each image (rows, columns: the image as vLLM loaded it, EXIF
+    orientation applied) is the one vLLM's HF image processor returned, not only its
+    token count, which is the same for a transposed image."""
+    r = renderer(case, image_dir)
+    family = r._images._family if r._images is not None else None
+    assert isinstance(family, Qwen2VL)
+    kwargs = {**case.server.get("--mm-processor-kwargs", {}),
+              **case.body.get("mm_processor_kwargs", {})}
+    specs = [p["image_url"]["gen"] for m in case.body["messages"]
+             if isinstance(m["content"], list) for p in m["content"]
+             if p.get("type") == "image_url"]
+    grids = []
+    for spec in specs:
+        size = MMHasher(model="m").loaded_image(image_bytes(spec)).size
+        assert size is not None
+        grids.append(family.grid(ImageSize(*size), kwargs))
+    assert grids == _grids(case.response)

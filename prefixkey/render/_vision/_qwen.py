@@ -11,12 +11,13 @@ item's span. The values are the image processor's (``preprocessor_config.json``:
 ``patch_size``, ``merge_size``, ``size`` or the legacy top-level ``min_pixels`` /
 ``max_pixels``; the class defaults 14, 2 and 3136 / 12845056 pixels otherwise).
 
-Processor kwargs: vLLM hands ``mm_processor_kwargs`` (the server's merged with the
-body's) to the HF processor at call time only (``min_pixels`` / ``max_pixels`` are
-call-time ``images_kwargs``, dropped from its construction), and transformers 5.17's
-``Qwen2VLImageProcessor._standardize_kwargs`` takes them only as a pair: both set
-replace ``size``; one alone is ignored. ``size`` (``shortest_edge`` / ``longest_edge``)
-replaces the configured bounds key by key.
+Processor kwargs (the server's ``--mm-processor-kwargs`` merged with the body's, as
+observed on vLLM 0.31's render server): ``min_pixels`` and ``max_pixels`` each replace
+their bound of the configured ``size``, alone or together (transformers'
+``Qwen2VLImageProcessor`` takes them one by one when vLLM builds it, though its
+call-time ``_standardize_kwargs`` takes them only as a pair); a ``size`` kwarg replaces
+the bounds whole, over a lone ``min_pixels`` or ``max_pixels``, and without both
+``shortest_edge`` and ``longest_edge`` the resize fails (vLLM's 400).
 """
 
 from __future__ import annotations
@@ -124,21 +125,40 @@ class Qwen2VL(VisionFamily):
 
     def pixel_bounds(self, kwargs: Mapping[str, Any]) -> tuple[int, int]:
         """The ``[min_pixels, max_pixels]`` the image processor resizes within."""
-        low, high = self.min_pixels, self.max_pixels
-        size = kwargs.get("size")
-        if isinstance(size, dict):
-            low = size.get("shortest_edge", low)
-            high = size.get("longest_edge", high)
-        if kwargs.get("min_pixels") is not None and kwargs.get("max_pixels") is not None:
-            low, high = kwargs["min_pixels"], kwargs["max_pixels"]
+        low, high, size = kwargs.get("min_pixels"), kwargs.get("max_pixels"), kwargs.get("size")
+        if size is not None:
+            if low is not None and high is not None:
+                raise RenderUnsupportedError(
+                    "mm_processor_kwargs.size", "a size together with both min_pixels and "
+                    "max_pixels is not reproduced")
+            # The call-time size wins over one bound (observed with a server max_pixels).
+            if "shortest_edge" not in size or "longest_edge" not in size:
+                # The image processor's resize refuses a size without both (a ValueError
+                # vLLM answers 400).
+                raise RenderRequestError(
+                    "mm_processor_kwargs.size", "`size` dict must contain 'shortest_edge' "
+                    f"and 'longest_edge' keys but got {size}.")
+            return size["shortest_edge"], size["longest_edge"]
+        low = self.min_pixels if low is None else low
+        high = self.max_pixels if high is None else high
+        if low > high:
+            # vLLM 0.31's render server did not answer such a body within 5 minutes.
+            raise RenderUnsupportedError(
+                "mm_processor_kwargs.min_pixels", f"min_pixels {low} above max_pixels "
+                f"{high}: vLLM 0.31 was not seen to answer it")
         return low, high
 
-    def count(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
-        """The image's ``<|image_pad|>`` count: its merged patch grid."""
+    def grid(self, size: ImageSize, kwargs: Mapping[str, Any]) -> tuple[int, int, int]:
+        """The image processor's ``image_grid_thw`` for the image: (1, rows, columns)."""
         low, high = self.pixel_bounds(kwargs)
         height, width = smart_resize(size.height, size.width, self.patch * self.merge,
                                      low, high)
-        return (height // self.patch) * (width // self.patch) // (self.merge * self.merge)
+        return 1, height // self.patch, width // self.patch
+
+    def count(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
+        """The image's ``<|image_pad|>`` count: its patch grid, merged."""
+        t, h, w = self.grid(size, kwargs)
+        return t * h * w // (self.merge * self.merge)
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
         return [self.image_pad] * self.count(size, kwargs)
