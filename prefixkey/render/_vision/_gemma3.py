@@ -129,6 +129,11 @@ class Gemma3(VisionFamily):
                                      if n != "images_kwargs"),
                                    *((n, v, f"{field}.images_kwargs") for n, v in
                                      nested.items())]:
+            if name == "do_pan_and_scan" and isinstance(value, str):
+                # transformers' validate_typed_dict refuses it in the processor call:
+                # vLLM's ValueError "Failed to apply Gemma3Processor …", answered 400.
+                raise RenderRequestError(f"{where}.{name}", "Failed to apply "
+                                         "Gemma3Processor: do_pan_and_scan must be a bool")
             if not (type(value) in _TYPES[name] and (name == "do_pan_and_scan" or value > 0)):
                 raise RenderUnsupportedError(
                     f"{where}.{name}", f"{self.name}: only a "
