@@ -37,6 +37,8 @@ _PROCESSOR_TYPES: Final = frozenset({"Gemma3ImageProcessor", "Gemma3ImageProcess
 _BOI: Final = "<start_of_image>"
 _EOI: Final = "<end_of_image>"
 _SOFT: Final = "<image_soft_token>"
+#: Crop counts whose expansions a family keeps encoded.
+_CACHED_CROPS: Final = 64
 #: ``Gemma3ProcessorKwargs._defaults["images_kwargs"]`` that the crop count reads
 #: (transformers 5.17), and the type each value must have to be reproduced.
 _DEFAULTS: Final[Mapping[str, Any]] = {
@@ -76,17 +78,26 @@ def num_crops(width: int, height: int, kwargs: Mapping[str, Any]) -> int:
 
 
 def replace_token_matches(ids: list[int], match: tuple[int, int], new: int) -> list[int]:
-    """vLLM's ``replace_token_matches`` for a two-token match: left to right, no overlap."""
+    """vLLM's ``replace_token_matches`` for a two-token match: left to right, no overlap
+    (candidates found by ``list.index``, as vLLM's ``iter_token_matches`` does)."""
     first, second = match
     out: list[int] = []
-    i, n = 0, len(ids)
-    while i < n:
-        if ids[i] == first and i + 1 < n and ids[i + 1] == second:
+    start = i = 0
+    last = len(ids) - 2
+    while i <= last:
+        try:
+            i = ids.index(first, i, last + 1)
+        except ValueError:
+            break
+        if ids[i + 1] == second:
+            out += ids[start:i]
             out.append(new)
-            i += 2
+            i = start = i + 2
         else:
-            out.append(ids[i])
             i += 1
+    if start == 0:
+        return ids
+    out += ids[start:]
     return out
 
 
@@ -114,6 +125,8 @@ class Gemma3(VisionFamily):
         self.sequence = f"\n\n{_BOI}{_SOFT * seq_len}{_EOI}\n\n"
         self.marker = (self.boi,)
         self._plain = tuple(folder.encode(self.sequence))
+        #: Crop count → its expansion (the tokenizer's encoding of the text above).
+        self._crops: dict[int, tuple[int, ...]] = {}
 
     def placeholder(self, index: int) -> str | None:
         return _BOI
@@ -155,10 +168,15 @@ class Gemma3(VisionFamily):
         crops = self.crops(size, kwargs)
         if crops == 0:
             return self._plain
-        text = ("Here is the original image " + self.sequence
-                + " and here are some crops to help you see better "
-                + " ".join([self.sequence] * crops))
-        return self.folder.encode(text)
+        cached = self._crops.get(crops)
+        if cached is None:
+            text = ("Here is the original image " + self.sequence
+                    + " and here are some crops to help you see better "
+                    + " ".join([self.sequence] * crops))
+            cached = tuple(self.folder.encode(text))
+            if len(self._crops) < _CACHED_CROPS:  # bounded: a kwarg sets the crop cap
+                self._crops[crops] = cached
+        return cached
 
     def place(self, token_ids: list[int], expansions: Sequence[Sequence[int]]) -> Placed:
         replaced = replace_markers(token_ids, self.marker, expansions).token_ids
@@ -190,6 +208,8 @@ class Gemma3(VisionFamily):
         the prompt with merged newlines split back, at the index of its first token; the
         search stops at the first image not found."""
         n1, n2, n3, n4 = self.newlines
+        if n3 not in ids and n4 not in ids:  # nothing merged: the prompt is its own split
+            return _search(ids, list(range(len(ids))), expansions)
         split: list[int] = []
         origin: list[int] = []
         for index, token in enumerate(ids):
@@ -202,17 +222,26 @@ class Gemma3(VisionFamily):
             else:
                 split.append(token)
                 origin.append(index)
-        spans: list[tuple[int, int]] = []
-        i = 0
-        for expansion in expansions:
-            want = list(expansion)
-            size = len(want)
-            while i + size <= len(split):
-                if split[i] == want[0] and split[i:i + size] == want:
-                    spans.append((origin[i], size))
-                    i += size
-                    break
-                i += 1
-            else:
+        return _search(split, origin, expansions)
+
+
+def _search(split: list[int], origin: list[int], expansions: Sequence[Sequence[int]]
+            ) -> list[tuple[int, int]]:
+    """vLLM's ``_iter_placeholders``: each expansion in turn from where the previous one
+    ended, at its origin index; stops at the first not found."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    for expansion in expansions:
+        want = list(expansion)
+        size = len(want)
+        while True:
+            try:
+                i = split.index(want[0], i, max(i, len(split) - size + 1))
+            except ValueError:
+                return spans
+            if split[i:i + size] == want:
+                spans.append((origin[i], size))
+                i += size
                 break
-        return spans
+            i += 1
+    return spans

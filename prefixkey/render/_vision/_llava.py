@@ -97,7 +97,7 @@ class Llava(VisionFamily):
         return self.base
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
-        return [self.image_token] * self.count(size)
+        return (self.image_token,) * self.count(size)
 
 
 class LlavaNext(Llava):
