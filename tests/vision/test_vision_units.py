@@ -63,9 +63,10 @@ def test_multi_token_markers_match_whole() -> None:
     assert placed.spans == [(3, 3)]
 
 
-def test_a_missing_marker_is_refused_not_guessed() -> None:
-    with pytest.raises(RenderUnsupportedError, match="1 image marker"):
+def test_a_missing_marker_is_vllm_s_500() -> None:
+    with pytest.raises(RenderRequestError, match=r"mm_items\['image'\]\[1\]") as caught:
         replace_markers([1, 9, 2], [9], [[7], [8]])
+    assert caught.value.status == 500
 
 
 # ------------------------------------------------------------------ options

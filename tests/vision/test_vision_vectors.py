@@ -41,7 +41,11 @@ from prefixkey.render._vision import ImageSize
 from prefixkey.render._vision._qwen import Qwen2VL
 
 #: The corpora replayed here, and the families each must cover.
-CORPORA: Final = {"qwen_": {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}}
+CORPORA: Final = {"qwen_": {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"},
+                  "llava_": {"llava15", "llava_next"},
+                  "llava_onevision_": {"llava_onevision"},
+                  "internvl_": {"internvl3"},
+                  "gemma3_": {"gemma3_vl"}}
 CASES: Final = tuple(case for prefix in CORPORA for case in vision_cases(prefix))
 
 

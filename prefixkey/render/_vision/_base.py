@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from .._errors import ModelFolderError, RenderUnsupportedError
+from .._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 
 __all__ = ["ImageSize", "Placed", "VisionFamily", "VisionFolder", "replace_markers"]
 
@@ -130,11 +130,14 @@ def replace_markers(token_ids: list[int], marker: Sequence[int],
         at = _find(token_ids, marker, first, width, start, n)
         if at < 0:
             # vLLM then matches the markers in the decoded text instead
-            # (_apply_prompt_updates_via_text), which prefixkey does not follow.
-            raise RenderUnsupportedError(
-                "messages", f"the rendered prompt has {len(spans)} image marker(s) for "
-                f"{len(expansions)} image(s) (truncated away, or the template drops images): "
-                "vLLM then matches placeholders in the decoded text, which is not reproduced")
+            # (_apply_prompt_updates_via_text). A family's marker is a special token, which
+            # the tokenizer always splits out of text, so the decoded prompt holds no more of
+            # it either: the fallback fails on this item, an AssertionError vLLM answers 500
+            # (seen for LLaVA's and Gemma 3's 'string' content format, whose templates drop
+            # string content's images).
+            raise RenderRequestError(
+                "messages", "Failed to apply prompt replacement for "
+                f"mm_items['image'][{len(spans)}]", status=500)
         out.extend(token_ids[start:at])
         spans.append((len(out), len(expansion)))
         out.extend(expansion)

@@ -15,6 +15,9 @@ from typing import Any, Final
 
 from ._base import VisionFamily
 from ._blip2 import Blip2
+from ._gemma3 import Gemma3
+from ._internvl import InternVL
+from ._llava import Llava, LlavaNext, LlavaOnevision
 from ._qwen import Qwen2_5VL, Qwen2VL, Qwen3VL
 
 __all__ = ["FAMILIES", "UNVERIFIED", "family_architecture"]
@@ -24,15 +27,15 @@ FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
     "Qwen2VLForConditionalGeneration": Qwen2VL,
     "Qwen2_5_VLForConditionalGeneration": Qwen2_5VL,
     "Qwen3VLForConditionalGeneration": Qwen3VL,
+    "Gemma3ForConditionalGeneration": Gemma3,
+    "LlavaForConditionalGeneration": Llava,
+    "LlavaNextForConditionalGeneration": LlavaNext,
+    "LlavaOnevisionForConditionalGeneration": LlavaOnevision,
+    "InternVLForConditionalGeneration": InternVL,
 })
 
 #: Architecture → (family, why it is refused).
 UNVERIFIED: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
-    "Gemma3ForConditionalGeneration": ("Gemma 3", "not yet verified"),
-    "LlavaForConditionalGeneration": ("LLaVA-1.5", "not yet verified"),
-    "LlavaNextForConditionalGeneration": ("LLaVA-NeXT", "not yet verified"),
-    "LlavaOnevisionForConditionalGeneration": ("LLaVA-OneVision", "not yet verified"),
-    "InternVLForConditionalGeneration": ("InternVL3", "not yet verified"),
     "InternVLChatModel": ("InternVL (remote-code layout)",
                          "vLLM 0.31 needs the Hub's remote-code processor for it"),
     "PixtralForConditionalGeneration": ("Pixtral", "not yet verified"),

@@ -1,0 +1,247 @@
+"""Gemma 3: 256 soft tokens between ``<start_of_image>`` and ``<end_of_image>``, and pan-and-scan.
+
+vLLM 0.31 (``model_executor/models/gemma3_mm.py``) replaces each ``<start_of_image>`` of
+the prompt (``PromptReplacement`` on its id, items in order) by the tokens of
+``processor.full_image_sequence`` — ``"\\n\\n<start_of_image>"``, ``image_seq_length``
+(``processor_config.json``) ``<image_soft_token>``s, ``"<end_of_image>\\n\\n"`` — or, when
+pan-and-scan crops the image, of ``"Here is the original image {seq} and here are some
+crops to help you see better {seq} {seq}…"`` (one ``{seq}`` per crop), each encoded by
+the tokenizer without special tokens. The crop count is ``get_num_crops`` over the
+loaded image's size and the processor's merged images kwargs: ``Gemma3ProcessorKwargs``'
+defaults (``do_pan_and_scan`` false, ``pan_and_scan_min_crop_size`` 256,
+``pan_and_scan_max_num_crops`` 4, ``pan_and_scan_min_ratio_to_activate`` 1.2) under the
+kwargs in force; the image processor's own config values (``null`` in Gemma 3's files)
+are not read.
+
+After the replacements, ``_apply_token_matches`` merges the whole prompt's newline
+tokens as the tokenizer would have produced them (``\\n`` ``\\n\\n`` → ``\\n\\n\\n``, then
+``\\n\\n`` ``\\n`` → ``\\n\\n\\n``, then ``\\n\\n`` ``\\n\\n`` → ``\\n\\n\\n\\n``, each a
+left-to-right pass), and ``_find_mm_placeholders`` finds each image's replacement again
+in the prompt with those merged tokens split back: its offset is the index of the
+(possibly merged) token where the replacement starts, its length the replacement's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Final
+
+from .._errors import RenderRequestError, RenderUnsupportedError
+from ._base import ImageSize, Placed, VisionFamily, VisionFolder, replace_markers
+
+__all__ = ["Gemma3", "num_crops", "replace_token_matches"]
+
+_PREPROCESSOR: Final = "preprocessor_config.json"
+_PROCESSOR_TYPES: Final = frozenset({"Gemma3ImageProcessor", "Gemma3ImageProcessorFast"})
+_BOI: Final = "<start_of_image>"
+_EOI: Final = "<end_of_image>"
+_SOFT: Final = "<image_soft_token>"
+#: Crop counts whose expansions a family keeps encoded.
+_CACHED_CROPS: Final = 64
+#: ``Gemma3ProcessorKwargs._defaults["images_kwargs"]`` that the crop count reads
+#: (transformers 5.17), and the type each value must have to be reproduced.
+_DEFAULTS: Final[Mapping[str, Any]] = {
+    "do_pan_and_scan": False,
+    "pan_and_scan_min_crop_size": 256,
+    "pan_and_scan_max_num_crops": 4,
+    "pan_and_scan_min_ratio_to_activate": 1.2,
+}
+_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
+    "do_pan_and_scan": (bool,),
+    "pan_and_scan_min_crop_size": (int,),
+    "pan_and_scan_max_num_crops": (int,),
+    "pan_and_scan_min_ratio_to_activate": (int, float),
+}
+
+
+def num_crops(width: int, height: int, kwargs: Mapping[str, Any]) -> int:
+    """``Gemma3ProcessingInfo.get_num_crops``: the image's pan-and-scan crops (0: none)."""
+    if not kwargs["do_pan_and_scan"]:
+        return 0
+    min_crop = kwargs["pan_and_scan_min_crop_size"]
+    max_crops = kwargs["pan_and_scan_max_num_crops"]
+    min_ratio = kwargs["pan_and_scan_min_ratio_to_activate"]
+    if width >= height:
+        if width / height < min_ratio:
+            return 0
+        crops_w = min(math.floor(width / min_crop), math.floor(width / height + 0.5))
+        crops_w, crops_h = min(max_crops, max(2, crops_w)), 1
+    else:
+        if height / width < min_ratio:
+            return 0
+        crops_h = min(math.floor(height / min_crop), math.floor(height / width + 0.5))
+        crops_w, crops_h = 1, min(max_crops, max(2, crops_h))
+    if min(math.ceil(width / crops_w), math.ceil(height / crops_h)) < min_crop:
+        return 0
+    return int(crops_w * crops_h)
+
+
+def replace_token_matches(ids: list[int], match: tuple[int, int], new: int) -> list[int]:
+    """vLLM's ``replace_token_matches`` for a two-token match: left to right, no overlap
+    (candidates found by ``list.index``, as vLLM's ``iter_token_matches`` does)."""
+    first, second = match
+    out: list[int] = []
+    start = i = 0
+    last = len(ids) - 2
+    while i <= last:
+        try:
+            i = ids.index(first, i, last + 1)
+        except ValueError:
+            break
+        if ids[i + 1] == second:
+            out += ids[start:i]
+            out.append(new)
+            i = start = i + 2
+        else:
+            i += 1
+    if start == 0:
+        return ids
+    out += ids[start:]
+    return out
+
+
+class Gemma3(VisionFamily):
+    """Gemma 3 (``Gemma3ForConditionalGeneration``)."""
+
+    name: ClassVar[str] = "Gemma 3"
+    kwargs: ClassVar[frozenset[str]] = frozenset({*_DEFAULTS, "images_kwargs"})
+
+    def __init__(self, folder: VisionFolder) -> None:
+        super().__init__(folder)
+        kind = folder.preprocessor.get("image_processor_type")
+        if kind not in _PROCESSOR_TYPES:
+            raise RenderUnsupportedError(
+                f"{_PREPROCESSOR} image_processor_type",
+                f"{kind!r} is not verified for {self.name} (verified: "
+                f"{', '.join(sorted(_PROCESSOR_TYPES))}): render it with vLLM's render endpoint")
+        seq_len = folder.number(folder.processor, "image_seq_length", "processor_config.json",
+                                default=256)
+        self.boi = folder.token(_BOI, "Gemma3Processor's boi_token")
+        for text in (_EOI, _SOFT):
+            folder.token(text, "Gemma3Processor's image tokens")
+        self.newlines = tuple(folder.token("\n" * n, "Gemma 3's newline merging")
+                              for n in (1, 2, 3, 4))
+        self.sequence = f"\n\n{_BOI}{_SOFT * seq_len}{_EOI}\n\n"
+        self.marker = (self.boi,)
+        self._plain = tuple(folder.encode(self.sequence))
+        #: Crop count → its expansion (the tokenizer's encoding of the text above).
+        self._crops: dict[int, tuple[int, ...]] = {}
+
+    def placeholder(self, index: int) -> str | None:
+        return _BOI
+
+    def check_kwargs(self, kwargs: Mapping[str, Any], field: str) -> None:
+        super().check_kwargs(kwargs, field)
+        nested = kwargs.get("images_kwargs", {})
+        if not isinstance(nested, dict) or not set(nested) <= set(_DEFAULTS):
+            raise RenderUnsupportedError(
+                f"{field}.images_kwargs", f"{self.name}: only an object of "
+                f"{', '.join(_DEFAULTS)} is reproduced")
+        for name, value, where in [*((n, v, field) for n, v in kwargs.items()
+                                     if n != "images_kwargs"),
+                                   *((n, v, f"{field}.images_kwargs") for n, v in
+                                     nested.items())]:
+            if name == "do_pan_and_scan" and isinstance(value, str):
+                # transformers' validate_typed_dict refuses it in the processor call:
+                # vLLM's ValueError "Failed to apply Gemma3Processor …", answered 400.
+                raise RenderRequestError(f"{where}.{name}", "Failed to apply "
+                                         "Gemma3Processor: do_pan_and_scan must be a bool")
+            if not (type(value) in _TYPES[name] and (name == "do_pan_and_scan" or value > 0)):
+                raise RenderUnsupportedError(
+                    f"{where}.{name}", f"{self.name}: only a "
+                    f"{' or '.join(t.__name__ for t in _TYPES[name])} "
+                    f"{'' if name == 'do_pan_and_scan' else '> 0 '}is reproduced")
+            if where == field and name in nested:
+                # transformers' _merge_kwargs: "passed two times", a ValueError.
+                raise RenderUnsupportedError(f"{field}.{name}", f"{self.name}: a kwarg "
+                                             "given both flat and in images_kwargs")
+
+    def crops(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
+        """The crop count; an ``images_kwargs`` value wins over the flat one
+        (``_merge_kwargs``)."""
+        flat = {k: v for k, v in kwargs.items() if k != "images_kwargs"}
+        return num_crops(size.width, size.height,
+                         {**_DEFAULTS, **flat, **kwargs.get("images_kwargs", {})})
+
+    def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
+        crops = self.crops(size, kwargs)
+        if crops == 0:
+            return self._plain
+        cached = self._crops.get(crops)
+        if cached is None:
+            text = ("Here is the original image " + self.sequence
+                    + " and here are some crops to help you see better "
+                    + " ".join([self.sequence] * crops))
+            cached = tuple(self.folder.encode(text))
+            if len(self._crops) < _CACHED_CROPS:  # bounded: a kwarg sets the crop cap
+                self._crops[crops] = cached
+        return cached
+
+    def place(self, token_ids: list[int], expansions: Sequence[Sequence[int]]) -> Placed:
+        replaced = replace_markers(token_ids, self.marker, expansions).token_ids
+        n1, n2, n3, n4 = self.newlines
+        merged = replace_token_matches(replaced, (n1, n2), n3)
+        merged = replace_token_matches(merged, (n2, n1), n3)
+        merged = replace_token_matches(merged, (n2, n2), n4)
+        spans = self._find(merged, expansions)
+        if len(spans) < len(expansions):
+            # vLLM's _validate_mm_placeholders: a RuntimeError, answered 500 (an image's
+            # leading "\n\n" merged with a newline the template put before it, as 'string'
+            # content format does with the placeholder it joins to the text by "\n").
+            raise RenderRequestError(
+                "messages", f"Expected there to be {len(expansions)} prompt placeholders "
+                f"corresponding to {len(expansions)} image items, but instead found "
+                f"{len(spans)} prompt placeholders!", status=500)
+        for (offset, _), (start, length) in zip(spans[1:], spans, strict=False):
+            if offset < start + length:
+                # Two images' newlines merged into one token: both spans hold it, and the
+                # render response's MultiModalFeatures refuses overlapping placeholders.
+                raise RenderRequestError(
+                    "messages", "1 validation error for MultiModalFeatures: mm_placeholders "
+                    "must be globally non-overlapping and sorted")
+        return Placed(merged, spans)
+
+    def _find(self, ids: list[int], expansions: Sequence[Sequence[int]]
+              ) -> list[tuple[int, int]]:
+        """``Gemma3MultiModalProcessor._find_mm_placeholders``: each expansion in turn, in
+        the prompt with merged newlines split back, at the index of its first token; the
+        search stops at the first image not found."""
+        n1, n2, n3, n4 = self.newlines
+        if n3 not in ids and n4 not in ids:  # nothing merged: the prompt is its own split
+            return _search(ids, list(range(len(ids))), expansions)
+        split: list[int] = []
+        origin: list[int] = []
+        for index, token in enumerate(ids):
+            if token == n3:
+                split += (n1, n2)
+                origin += (index, index)
+            elif token == n4:
+                split += (n2, n2)
+                origin += (index, index)
+            else:
+                split.append(token)
+                origin.append(index)
+        return _search(split, origin, expansions)
+
+
+def _search(split: list[int], origin: list[int], expansions: Sequence[Sequence[int]]
+            ) -> list[tuple[int, int]]:
+    """vLLM's ``_iter_placeholders``: each expansion in turn from where the previous one
+    ended, at its origin index; stops at the first not found."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    for expansion in expansions:
+        want = list(expansion)
+        size = len(want)
+        while True:
+            try:
+                i = split.index(want[0], i, max(i, len(split) - size + 1))
+            except ValueError:
+                return spans
+            if split[i:i + size] == want:
+                spans.append((origin[i], size))
+                i += size
+                break
+            i += 1
+    return spans
