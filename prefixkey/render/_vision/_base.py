@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from ...core._checks import int_refusal
 from .._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 
 __all__ = ["ImageSize", "Placed", "VisionFamily", "VisionFolder", "replace_markers"]
@@ -53,9 +54,20 @@ class VisionFolder:
                default: int | None = None) -> int:
         """A positive int field of a config (``file`` names it in errors)."""
         value = where.get(key, default)
-        if type(value) is not int or value < 1:
-            raise ModelFolderError(f"{file} {key}", f"must be a positive int, got {value!r}")
-        return value
+        refusal = int_refusal(value)
+        if refusal is not None:
+            raise ModelFolderError(f"{file} {key}", refusal)
+        return value  # type: ignore[no-any-return]  # int_refusal checked it
+
+    def processor_type(self, family: str, verified: frozenset[str]) -> str:
+        """The image processor ``preprocessor_config.json`` names, if ``family`` verified it."""
+        kind = self.preprocessor.get("image_processor_type")
+        if kind not in verified:
+            raise RenderUnsupportedError(
+                "preprocessor_config.json image_processor_type",
+                f"{kind!r} is not verified for {family} (verified: "
+                f"{', '.join(sorted(verified))}): render it with vLLM's render endpoint")
+        return str(kind)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,6 @@ from ._base import ImageSize, Placed, VisionFamily, VisionFolder, replace_marker
 
 __all__ = ["Gemma3", "num_crops", "replace_token_matches"]
 
-_PREPROCESSOR: Final = "preprocessor_config.json"
 _PROCESSOR_TYPES: Final = frozenset({"Gemma3ImageProcessor", "Gemma3ImageProcessorFast"})
 _BOI: Final = "<start_of_image>"
 _EOI: Final = "<end_of_image>"
@@ -109,12 +108,7 @@ class Gemma3(VisionFamily):
 
     def __init__(self, folder: VisionFolder) -> None:
         super().__init__(folder)
-        kind = folder.preprocessor.get("image_processor_type")
-        if kind not in _PROCESSOR_TYPES:
-            raise RenderUnsupportedError(
-                f"{_PREPROCESSOR} image_processor_type",
-                f"{kind!r} is not verified for {self.name} (verified: "
-                f"{', '.join(sorted(_PROCESSOR_TYPES))}): render it with vLLM's render endpoint")
+        folder.processor_type(self.name, _PROCESSOR_TYPES)
         seq_len = folder.number(folder.processor, "image_seq_length", "processor_config.json",
                                 default=256)
         self.boi = folder.token(_BOI, "Gemma3Processor's boi_token")

@@ -59,12 +59,7 @@ class InternVL(VisionFamily):
     def __init__(self, folder: VisionFolder) -> None:
         super().__init__(folder)
         pre = folder.preprocessor
-        kind = pre.get("image_processor_type")
-        if kind not in _PROCESSOR_TYPES:
-            raise RenderUnsupportedError(
-                f"{_PREPROCESSOR} image_processor_type",
-                f"{kind!r} is not verified for {self.name} (verified: "
-                f"{', '.join(sorted(_PROCESSOR_TYPES))}): render it with vLLM's render endpoint")
+        folder.processor_type(self.name, _PROCESSOR_TYPES)
         size = pre.get("size")
         if not (isinstance(size, dict) and set(size) == {"height", "width"}):
             raise RenderUnsupportedError(f"{_PREPROCESSOR} size", f"{size!r} is not a verified "

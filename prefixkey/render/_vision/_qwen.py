@@ -74,12 +74,7 @@ class Qwen2VL(VisionFamily):
     def __init__(self, folder: VisionFolder) -> None:
         super().__init__(folder)
         pre = folder.preprocessor
-        kind = pre.get("image_processor_type")
-        if kind not in _PROCESSOR_TYPES:
-            raise RenderUnsupportedError(
-                f"{_PREPROCESSOR} image_processor_type",
-                f"{kind!r} is not verified for {self.name} (verified: "
-                f"{', '.join(sorted(_PROCESSOR_TYPES))}): render it with vLLM's render endpoint")
+        folder.processor_type(self.name, _PROCESSOR_TYPES)
         self.patch = folder.number(pre, "patch_size", _PREPROCESSOR, default=_DEFAULT_PATCH)
         self.merge = folder.number(pre, "merge_size", _PREPROCESSOR, default=_DEFAULT_MERGE)
         self.min_pixels, self.max_pixels = self._bounds(pre)
