@@ -80,8 +80,8 @@ def test_results_and_events_write_a_key_alike() -> None:
 _HAND_WRITTEN: Final = re.compile(
     r"must be (an int )?>= ?\{|must be (an int )?[>]=? ?\d+[^\"']*got \{"
     r"|must be a finite number [<>]|must be a positive finite number|must be > 0 seconds")
-#: Files another change owns (issue 22's predictions), left to it.
-_ELSEWHERE: Final = frozenset({"fleet/routing/_predictions.py", "core/_checks.py"})
+#: The one place the checks are written.
+_ELSEWHERE: Final = frozenset({"core/_checks.py"})
 
 
 def test_no_hand_written_bound_check_remains() -> None:

@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import filterfalse
 from typing import Final, cast
 
-from ...errors import InvalidRequestError
+from ...core._checks import check_int, check_number
 from ...events import CLEARED, STORED, BlockOp, DecodedOps, EventBatch, EventHash
 from ..index._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery, RunsResult
 from ..index._memory import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
@@ -88,19 +88,6 @@ PREDICTION_COUNTERS: Final[dict[str, str]] = {
 }
 
 
-def _positive(name: str, value: float) -> float:
-    if (not isinstance(value, (int, float)) or isinstance(value, bool)
-            or not 0 < value < float("inf")):
-        raise InvalidRequestError(name, f"must be a positive finite number, got {value!r}")
-    return float(value)
-
-
-def _bound(name: str, value: int | None) -> int | None:
-    if value is not None and (type(value) is not int or value < 1):
-        raise InvalidRequestError(name, f"must be an int >= 1 or None, got {value!r}")
-    return value
-
-
 class _Replica:
     __slots__ = ("bit", "confirmed", "count", "slot", "tables")
 
@@ -126,12 +113,12 @@ class Predictions:
         max_entries: int = 1_000_000, max_entries_per_replica: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.ttl_seconds = _positive("ttl_seconds", ttl_seconds)
-        self.confirmed_ttl_seconds = _positive("confirmed_ttl_seconds", confirmed_ttl_seconds)
-        if type(max_entries) is not int or max_entries < 1:
-            raise InvalidRequestError("max_entries", f"must be an int >= 1, got {max_entries!r}")
-        self.max_entries = max_entries
-        self.max_entries_per_replica = _bound("max_entries_per_replica", max_entries_per_replica)
+        self.ttl_seconds = check_number("ttl_seconds", ttl_seconds, strict=True)
+        self.confirmed_ttl_seconds = check_number("confirmed_ttl_seconds",
+                                                  confirmed_ttl_seconds, strict=True)
+        self.max_entries = check_int("max_entries", max_entries)
+        self.max_entries_per_replica = check_int("max_entries_per_replica",
+                                                 max_entries_per_replica, optional=True)
         self._clock = clock
         self._now = float("-inf")
         self._replicas: dict[ReplicaId, _Replica] = {}
