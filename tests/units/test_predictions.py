@@ -300,6 +300,15 @@ def test_a_request_longer_than_the_bound_keeps_its_head() -> None:
     assert (stats["recorded"], stats["evicted"], stats["cleared"], stats["size"]) == (9, 4, 0, 5)
 
 
+def test_a_request_past_the_bound_holding_a_key_recorded_before() -> None:
+    """Its own new keys fit the bound, all of them do not (found by the state machine)."""
+    p = Predictions(max_entries_per_replica=4)
+    p.record("a", [(0,)])
+    p.record("a", [(0, 1, 2, 3, 4)])  # tail first: 0 then 4 evicted, 0 recorded again
+    assert [k for _, k, _ in p.entries("a")] == [3, 2, 1, 0]
+    assert p.replica_size("a") == 4
+
+
 def test_an_event_medium_named_predicted_is_not_routed_on() -> None:
     """A replica's events cannot pass themselves off as predictions, nor stop routing."""
     fleet = make_fleet(PrefixIndex())

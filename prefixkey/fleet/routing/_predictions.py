@@ -198,7 +198,9 @@ class Predictions:
         if self._size + new - evict > self.max_entries:
             return False
         c = self._counters
-        if cap is not None and new > cap:
+        if cap is not None and len(fresh) > cap:
+            # The request alone is past the bound. With keys recorded again, which of
+            # them survive depends on the order: the per-key path decides.
             if again:
                 return False
             # More new keys than the replica can hold: recorded tail first, each past
