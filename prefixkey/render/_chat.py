@@ -174,7 +174,8 @@ def parse_messages(messages: Any, content_format: str,
         elif isinstance(content, list):
             parts = content
             responses = next((j for j, p in enumerate(parts) if isinstance(p, dict)
-                              and p.get("type") in _RESPONSES_PARTS), None)
+                              and isinstance(p.get("type"), str)
+                              and p["type"] in _RESPONSES_PARTS), None)
             if responses is not None and not any(_anchors(p) for p in parts):
                 # vLLM 0.31's request model accepts these parts only beside a text, refusal
                 # or thinking part carrying its text (observed on its render server: alone,
