@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("jinja2")
 pytest.importorskip("tokenizers")
 
-from prefixkey.render import Renderer, RenderRequestError, ServerOptions  # noqa: E402
+from prefixkey.render import Renderer, RenderRequestError, ServerOptions
 
 MODEL = Path(__file__).resolve().parent / "models" / "gpt2_bytelevel"
 
