@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,9 +181,15 @@ CORPORA: dict[str, Callable[[], Iterator[tuple[str, str, dict[str, Any], Case]]]
 
 
 def build(corpus: str) -> Path:
+    return write_bodies(corpus, CORPORA[corpus]())
+
+
+def write_bodies(corpus: str, items: Iterable[tuple[str, str, dict[str, Any], Case]]) -> Path:
+    """Write ``tests/vision/<corpus>_bodies.jsonl``: one harvest line per (folder, server
+    label, server flags, case); ids must be unique (tools/build_vision_more_bodies.py too)."""
     out = OUT_DIR / f"{corpus}_bodies.jsonl"
     lines = []
-    for folder, label, server, (name, body) in CORPORA[corpus]():
+    for folder, label, server, (name, body) in items:
         served = server["--served-model-name"]
         lines.append({"id": f"{folder}-{label}-{name}", "model_dir": f"real:{folder}",
                       "endpoint": CHAT, "body": {"model": served, **body},

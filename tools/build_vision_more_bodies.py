@@ -39,15 +39,11 @@ and ``--limit-mm-per-prompt``.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from build_vision_bodies import CHAT, Case, chat, generic_cases, image, text, user
-
-ROOT = Path(__file__).resolve().parent.parent
-OUT_DIR = ROOT / "tests" / "vision"
+from build_vision_bodies import Case, chat, generic_cases, image, text, user, write_bodies
 
 Item = tuple[str, str, dict[str, Any], Case]
 
@@ -202,17 +198,7 @@ CORPORA: dict[str, Callable[[], Iterator[Item]]] = {
 
 
 def build(corpus: str) -> Path:
-    out = OUT_DIR / f"{corpus}_bodies.jsonl"
-    lines = []
-    for folder, label, server, (case, body) in CORPORA[corpus]():
-        served = server["--served-model-name"]
-        lines.append({"id": f"{folder}-{label}-{case}", "model_dir": f"real:{folder}",
-                      "endpoint": CHAT, "body": {"model": served, **body},
-                      "server": server})
-    ids = [line["id"] for line in lines]
-    assert len(ids) == len(set(ids)), "duplicate case ids"
-    out.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
-    return out
+    return write_bodies(corpus, CORPORA[corpus]())
 
 
 def main() -> None:
