@@ -49,7 +49,7 @@ routing and :meth:`apply`.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import filterfalse
 from typing import Final, cast
@@ -58,6 +58,7 @@ from ...core._checks import check_int, check_number
 from ...events import CLEARED, STORED, BlockOp, DecodedOps, EventBatch, EventHash
 from ..index._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery, RunsResult
 from ..index._memory import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
+from ..index._tables import Entries, SlotPool, Table, evict_oldest, unhold
 from ..index._walk import Run, mark
 from ._metrics import family_lines
 from ._prepared import PreparedRequest
@@ -88,15 +89,15 @@ PREDICTION_COUNTERS: Final[dict[str, str]] = {
 }
 
 
-class _Replica:
-    __slots__ = ("bit", "confirmed", "count", "slot", "tables")
+class _Replica(Entries[float]):
+    """A replica's predicted entries (the index's slot and tables: per group, key -> the
+    time of its last record, least recently recorded first), and whether its events
+    reach the index."""
+
+    __slots__ = ("confirmed",)
 
     def __init__(self, slot: int) -> None:
-        self.slot = slot
-        self.bit = 1 << slot
-        # Per group: key -> time of its last record, least recently recorded first.
-        self.tables: dict[int, OrderedDict[EventHash, float]] = {}
-        self.count = 0
+        super().__init__(slot)
         self.confirmed = False
 
 
@@ -105,7 +106,8 @@ class Predictions:
 
     Inverted like :class:`~prefixkey.fleet.PrefixIndex`: per group, key ->
     bitmask of the replica slots predicted to hold it, so :meth:`leading_runs`
-    walks a request's keys once for all candidates.
+    walks a request's keys once for all candidates. Slots, tables in record
+    order and the eviction choice are the index's own (:mod:`..index._tables`).
     """
 
     def __init__(
@@ -122,7 +124,7 @@ class Predictions:
         self._clock = clock
         self._now = float("-inf")
         self._replicas: dict[ReplicaId, _Replica] = {}
-        self._free_slots: list[int] = []
+        self._slots = SlotPool()
         self._holders: dict[int, dict[EventHash, int]] = {}  # group -> key -> replica bits
         self._size = 0
         self._counters = dict.fromkeys(PREDICTION_COUNTERS, 0)
@@ -139,8 +141,7 @@ class Predictions:
     def _state(self, rid: ReplicaId) -> _Replica:
         state = self._replicas.get(rid)
         if state is None:
-            slot = self._free_slots.pop() if self._free_slots else len(self._replicas)
-            state = self._replicas[rid] = _Replica(slot)
+            state = self._replicas[rid] = _Replica(self._slots.take())
         return state
 
     # -- recording ----------------------------------------------------------------
@@ -158,21 +159,22 @@ class Predictions:
         for group, keys in enumerate(groups):
             table = state.tables.get(group)
             if table is None:
-                table = state.tables[group] = OrderedDict()
+                table = state.tables[group] = Table()
             holders = self._holders.get(group)
             if holders is None:
                 holders = self._holders[group] = {}
             for key in reversed(keys):  # tail first: the head is the most recent
-                if key in table:
-                    table[key] = now
-                    table.move_to_end(key)
+                if key in table.keys:
+                    del table.keys[key]  # re-inserted last: most recently recorded
+                    table.deleted += 1
+                    table.keys[key] = now
                     c["refreshed"] += 1
                     continue
                 if cap is not None and state.count >= cap:
-                    self._evict_from(state)
+                    self._taken_out(state, *state.pop_oldest())
                 if self._size >= self.max_entries:
-                    self._evict_from(max(self._replicas.values(), key=lambda s: s.count))
-                table[key] = now
+                    self._taken_out(*evict_oldest(self._replicas.values()))
+                table.keys[key] = now  # eviction may compact (replace) the dict: read again
                 held = holders.get(key)
                 holders[key] = rbit if held is None else held | rbit
                 state.count += 1
@@ -191,7 +193,7 @@ class Predictions:
         if len(state.tables) > (0 if table is None else 1):
             return False
         fresh = dict.fromkeys(keys[::-1], now)  # tail first: the head is the most recent
-        again = fresh.keys() & table.keys() if table else set()
+        again = fresh.keys() & table.keys.keys() if table else set()
         new = len(fresh) - len(again)
         cap = self.max_entries_per_replica
         evict = 0 if cap is None else max(state.count + new - cap, 0)
@@ -213,30 +215,26 @@ class Predictions:
             c["recorded"] += new - cap  # the request's tail, recorded then evicted
             keys, new, evict, table = keys[:cap], cap, 0, None
             fresh = dict.fromkeys(keys[::-1], now)
-        elif again and not new:  # only refreshes: moved to the end, tail first
-            move = table.move_to_end  # type: ignore[union-attr]  # again: table is set
-            for key in fresh:
-                table[key] = now  # type: ignore[index]
-                move(key)
-            c["refreshed"] += len(again)
-            return True
         if table is None:
-            table = state.tables[0] = OrderedDict()
+            table = state.tables[0] = Table()
+        if again:  # deleted here, re-inserted below, last: most recently recorded
+            deque(map(table.keys.__delitem__, again), 0)
+            table.deleted += len(again)
+            if not new:  # only refreshes
+                table.keys.update(fresh)
+                c["refreshed"] += len(again)
+                return True
         holders = self._holders.get(0)
         if holders is None:
             holders = self._holders[0] = {}
         rbit = state.bit
-        for key in again:  # re-inserted below, last: most recently recorded
-            del table[key]
-        popitem = table.popitem
-        for _ in range(evict):  # the least recently recorded first
-            key, _recorded = popitem(last=False)
-            rest = holders[key] & ~rbit
-            if rest:
-                holders[key] = rest
-            else:
-                del holders[key]
-        table.update(fresh)
+        if evict:  # the least recently recorded first
+            oldest = table.oldest_keys(evict)
+            deque(map(table.keys.__delitem__, oldest), 0)
+            table.deleted += evict
+            for key in oldest:
+                unhold(holders, key, rbit)
+        table.keys.update(fresh)
         added = fresh.keys() - again if again else fresh  # holders change for new keys only
         if holders.keys().isdisjoint(added):
             holders.update(dict.fromkeys(added, rbit))
@@ -252,32 +250,26 @@ class Predictions:
         c["evicted"] += evict
         return True
 
-    def _unhold(self, group: int, key: EventHash, rbit: int) -> None:
-        holders = self._holders[group]
-        rest = holders[key] & ~rbit
-        if rest:
-            holders[key] = rest
-        else:
-            del holders[key]
-
-    def _pop_oldest(self, state: _Replica, group: int, table: OrderedDict[EventHash, float],
-                    counter: str) -> None:
-        key, _ = table.popitem(last=False)
-        self._unhold(group, key, state.bit)
-        state.count -= 1
+    def _taken_out(self, state: Entries[float], group: int, key: EventHash,
+                   _recorded: float, counter: str = "evicted") -> None:
+        """An entry taken out of ``state``'s table (and its count): out of its holders too,
+        and counted in ``counter``."""
+        unhold(self._holders[group], key, state.bit)
         self._size -= 1
         self._counters[counter] += 1
-
-    def _evict_from(self, state: _Replica) -> None:
-        group, table = max(state.tables.items(), key=lambda item: len(item[1]))
-        self._pop_oldest(state, group, table, "evicted")
 
     def _expire(self, state: _Replica, now: float) -> None:
         oldest = now - self._ttl(state)
         for group, table in state.tables.items():
             # Records are in time order, so the expired entries are the oldest ones.
-            while table and next(iter(table.values())) < oldest:
-                self._pop_oldest(state, group, table, "expired")
+            while table.keys:
+                key = table.oldest()  # may compact (replace) table.keys: read after it
+                if table.keys[key] >= oldest:
+                    break
+                del table.keys[key]
+                table.deleted += 1
+                state.count -= 1
+                self._taken_out(state, group, key, 0.0, "expired")
 
     def expire(self) -> int:
         """Sweep every replica's expired entries now; return how many went."""
@@ -304,21 +296,23 @@ class Predictions:
             elif state.count:
                 group = group_idx or 0
                 table = state.tables.get(group)
-                if not table:
+                if table is None or not table.keys:
                     continue
                 counter = "confirmed" if kind == STORED else "removed"
+                keys = table.keys
                 for h in hashes:
                     key = scheme.publish(h)
-                    if table.pop(key, None) is not None:
-                        self._unhold(group, key, state.bit)
+                    if keys.pop(key, None) is not None:
+                        table.deleted += 1
                         state.count -= 1
-                        self._size -= 1
-                        self._counters[counter] += 1
+                        self._taken_out(state, group, key, 0.0, counter)
 
     def _drop_all(self, state: _Replica) -> None:
+        rbit = state.bit
         for group, table in state.tables.items():
-            for key in table:
-                self._unhold(group, key, state.bit)
+            holders = self._holders[group]
+            for key in table.keys:
+                unhold(holders, key, rbit)
         self._counters["cleared"] += state.count
         self._size -= state.count
         state.count = 0
@@ -331,7 +325,7 @@ class Predictions:
             return 0
         dropped = state.count
         self._drop_all(state)
-        self._free_slots.append(state.slot)
+        self._slots.free(state.slot)
         return dropped
 
     # -- queries ------------------------------------------------------------------
@@ -398,7 +392,7 @@ class Predictions:
         """
         state = self._replicas.get(as_replica_id(replica))
         for group, table in ({} if state is None else state.tables).items():
-            for key, recorded in table.items():
+            for key, recorded in table.keys.items():
                 yield group, key, recorded
 
     def is_confirmed(self, replica: ReplicaId | str) -> bool:
