@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 from redis_servers import RedisServer, redis_module, redis_server
@@ -141,7 +141,7 @@ def retrying(fn: Callable[[], T]) -> T:
 
 
 def fault_stats(index: RedisPrefixIndex) -> dict[str, int]:
-    stats = index.stats()
+    stats = cast("Mapping[str, int]", index.stats())  # read by name
     return {k: stats.get(k, 0) for k in ("resets_after_restart", "resets_after_missing_keys",
                                          "resyncs")}
 

@@ -86,7 +86,7 @@ from .._replicas import (
     UnsupportedLayoutError,
     as_replica_id,
 )
-from ._backend import INDEX_COUNTERS, RunsAnswer, RunsQuery
+from ._backend import INDEX_COUNTERS, IndexCounters, IndexStats, RunsAnswer, RunsQuery
 from ._ops import MAX_MEDIA, check_ops, medium_name
 from ._tables import ReplicaState, SlotPool, Table, evict_oldest
 from ._walk import OrderedGroups, Run, mark, runs_over_media, walk
@@ -150,7 +150,7 @@ class PrefixIndex:
         self._everyone: tuple[tuple[ReplicaId, ...], int] = ((), 0)
         self._holders: _Holders = {}
         self._size = 0
-        self._counters = dict.fromkeys(INDEX_COUNTERS, 0)
+        self._counters = cast("IndexCounters", dict.fromkeys(INDEX_COUNTERS, 0))
         self._medium_bits: dict[str, int] = {"GPU": 1, "CPU": 2, "STORAGE": 4}
         self._bit_of: dict[str | None, int] = {}  # medium as published -> its bit
         #: Each medium's bit by its ``bit_length()`` (index 0 unused).
@@ -586,7 +586,7 @@ class PrefixIndex:
     def __len__(self) -> int:
         return self._size
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> IndexStats:
         """Counters, plus ``size`` (entries held), ``max_entries`` and ``replicas``."""
         return {**self._counters, "size": self._size, "max_entries": self.max_entries,
                 "replicas": len(self._replicas)}

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Final, TypedDict, get_type_hints
 
-from ..index._backend import INDEX_COUNTERS
+from ..index._backend import INDEX_COUNTERS, IndexStats
 
 __all__ = [
     "COUNTERS", "ReplicaCounters", "ReplicaStats", "RouterMetrics", "SubscriberStats",
@@ -104,7 +104,7 @@ class SubscriberStats(TypedDict):
     queue_capacity: int
     queue_bytes: int
     queue_bytes_capacity: int
-    index: dict[str, int] | None
+    index: IndexStats | None
     running: bool
 
 

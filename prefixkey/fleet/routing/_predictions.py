@@ -52,11 +52,18 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import filterfalse
-from typing import Final, cast
+from typing import Annotated, Final, TypedDict, cast, get_type_hints
 
 from ...core._checks import check_int, check_number
 from ...events import CLEARED, STORED, BlockOp, DecodedOps, EventBatch, EventHash
-from ..index._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery, RunsResult
+from ..index._backend import (
+    IndexStats,
+    PrefixIndexBackend,
+    RunsAnswer,
+    RunsGroup,
+    RunsQuery,
+    RunsResult,
+)
 from ..index._memory import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
 from ..index._tables import Entries, SlotPool, Table, evict_oldest, unhold
 from ..index._walk import Run, mark
@@ -67,6 +74,8 @@ from ._router import PREDICTED, RouteDecision
 __all__ = [
     "PREDICTION_COUNTERS",
     "PredictedIndex",
+    "PredictionCounters",
+    "PredictionStats",
     "Predictions",
     "predictions_prometheus_text",
 ]
@@ -74,18 +83,40 @@ __all__ = [
 # Far above the bits backends give real media (one per medium name seen, from 1).
 _PREDICTED_BIT: Final = 1 << 48
 
-#: The counters of :meth:`Predictions.stats` and their help text.
+class PredictionCounters(TypedDict):
+    """The counters of :meth:`Predictions.stats`, each with its help text."""
+
+    recorded: Annotated[int, "predicted entries recorded (new keys of requests sent)"]
+    refreshed: Annotated[int, (
+        "keys recorded again while still predicted (recency and age refreshed)")]
+    confirmed: Annotated[int, (
+        "predicted entries a BlockStored event confirmed (replaced by the event's entry)")]
+    removed: Annotated[int, "predicted entries a BlockRemoved event dropped"]
+    cleared: Annotated[int, (
+        "predicted entries dropped by AllBlocksCleared, re-registration or removal")]
+    expired: Annotated[int, "predicted entries swept after their TTL (never confirmed in time)"]
+    evicted: Annotated[int, "predicted entries evicted by max_entries or max_entries_per_replica"]
+    sent_confirmed: Annotated[int, (
+        "requests sent to a replica whose hit rests on confirmed blocks only")]
+    sent_predicted: Annotated[int, "requests sent to a replica whose hit uses predicted blocks"]
+    sent_none: Annotated[int, (
+        "requests sent without a prefix hit (rendezvous fallback or no usable hit)")]
+
+
+class PredictionStats(PredictionCounters):
+    """What :meth:`Predictions.stats` returns: the counters, and gauges."""
+
+    size: int
+    max_entries: int
+    replicas: int
+    confirmed_replicas: int
+
+
+#: The counters of :meth:`Predictions.stats` and their help text, read from
+#: :class:`PredictionCounters` (the one place they are written).
 PREDICTION_COUNTERS: Final[dict[str, str]] = {
-    "recorded": "predicted entries recorded (new keys of requests sent)",
-    "refreshed": "keys recorded again while still predicted (recency and age refreshed)",
-    "confirmed": "predicted entries a BlockStored event confirmed (replaced by the event's entry)",
-    "removed": "predicted entries a BlockRemoved event dropped",
-    "cleared": "predicted entries dropped by AllBlocksCleared, re-registration or removal",
-    "expired": "predicted entries swept after their TTL (never confirmed in time)",
-    "evicted": "predicted entries evicted by max_entries or max_entries_per_replica",
-    "sent_confirmed": "requests sent to a replica whose hit rests on confirmed blocks only",
-    "sent_predicted": "requests sent to a replica whose hit uses predicted blocks",
-    "sent_none": "requests sent without a prefix hit (rendezvous fallback or no usable hit)",
+    name: hint.__metadata__[0]
+    for name, hint in get_type_hints(PredictionCounters, include_extras=True).items()
 }
 
 
@@ -415,9 +446,10 @@ class Predictions:
     def __len__(self) -> int:
         return self._size
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> PredictionStats:
         """Counters, plus ``size``, ``max_entries``, ``replicas`` and ``confirmed_replicas``."""
-        return {**self._counters, "size": self._size, "max_entries": self.max_entries,
+        counters = cast("PredictionCounters", self._counters)  # every key: from its fields
+        return {**counters, "size": self._size, "max_entries": self.max_entries,
                 "replicas": len(self._replicas),
                 "confirmed_replicas": sum(s.confirmed for s in self._replicas.values())}
 
@@ -559,12 +591,14 @@ class PredictedIndex:
     def __len__(self) -> int:
         return len(self.index)
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> IndexStats:
+        """The backend's (:meth:`Predictions.stats` counts the predictions)."""
         return self.index.stats()
 
 
-def predictions_prometheus_text(stats: Mapping[str, int]) -> str:
+def predictions_prometheus_text(stats: PredictionStats | Mapping[str, int]) -> str:
     """Render :meth:`Predictions.stats` in the Prometheus text exposition format (0.0.4)."""
+    stats = cast("Mapping[str, int]", stats)  # read by the names of its fields
     lines: list[str] = []
     for counter, help_text in PREDICTION_COUNTERS.items():
         family_lines(lines, f"prefixkey_predictions_{counter}_total", "counter",
