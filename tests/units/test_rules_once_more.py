@@ -209,3 +209,51 @@ def test_subscriber_stats_are_the_typed_dicts_they_declare() -> None:
     assert list(COUNTERS) == list(ReplicaCounters.__annotations__)  # one list, in order
     assert set(stats["totals"]) == {*COUNTERS, "index_size", "queued", "queued_bytes"}
     assert stats["index"] == index.stats()
+
+
+# -- one copy of the transports' shared pieces, and of the index's slot machinery -----------
+
+def test_both_transports_share_one_lane_and_one_transport() -> None:
+    """The threaded and asyncio subscribers keep a replica's sockets and queue in one
+    Lane, and their state, stats and metrics in one Transport (so both offer ``record``)."""
+    import io
+
+    from prefixkey.fleet import ReplicaEndpoint
+    from prefixkey.fleet.feed import AsyncSubscriber, Subscriber
+    from prefixkey.fleet.feed._async_subscriber import _Lane
+    from prefixkey.fleet.feed._subscriber import _Worker
+    from prefixkey.fleet.feed._zmq import Lane, Transport
+
+    assert issubclass(_Worker, Lane) and issubclass(_Lane, Lane)
+    assert issubclass(Subscriber, Transport) and issubclass(AsyncSubscriber, Transport)
+    sources = {name: (PACKAGE / "fleet" / "feed" / name).read_text("utf-8")
+               for name in ("_subscriber.py", "_async_subscriber.py")}
+    for name, text in sources.items():  # the shared pieces are not written again
+        for copy in ("socket(zmq.DEALER)", "socket(zmq.SUB)", "disable_monitor",
+                     'count("handling_errors")', "EVENT_CONNECTED", "FeedSet("):
+            assert copy not in text, (name, copy)
+    file = io.StringIO()
+    replicas = [ReplicaEndpoint("a", "tcp://127.0.0.1:1", "0.31.0")]
+    sub = AsyncSubscriber(replicas, index=PrefixIndex(), record=file)
+    assert sub.record is file and set(sub.stats()["replicas"]) == {"a"}
+
+
+def test_predictions_keep_their_entries_in_the_index_tables() -> None:
+    """Predictions reuse the index's slots, tables and eviction choice (index/_tables.py),
+    not a second copy: a freed slot is taken again first, as in the index."""
+    from prefixkey.fleet import Predictions, ReplicaId
+    from prefixkey.fleet.index._tables import Entries
+
+    source = (PACKAGE / "fleet" / "routing" / "_predictions.py").read_text("utf-8")
+    assert "OrderedDict" not in source and "_free_slots" not in source
+    predictions, index = Predictions(max_entries=3), PrefixIndex()
+    for name in ("a", "b", "c"):
+        predictions.record(name, [[1]])
+        index.register(name, ReplicaScheme(Hasher(block_size=16)))
+    predictions.forget("a")
+    index.remove_replica("a")
+    predictions.record("d", [[1]])
+    index.register("d", ReplicaScheme(Hasher(block_size=16)))
+    states = predictions._replicas  # the slots are the point
+    assert all(isinstance(s, Entries) for s in states.values())
+    assert states[ReplicaId("d")].slot == index._replicas[ReplicaId("d")].slot == 0
