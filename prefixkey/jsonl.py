@@ -339,6 +339,8 @@ def value_to_json(value: Any) -> Any:
     >>> value_to_json(("lora", (b"\\xff", 3), None))
     ['lora', [{'hex': 'ff'}, 3], None]
     """
+    if value is None:  # a block without extra keys: most blocks of most requests
+        return None
     if isinstance(value, (tuple, list)):
         # A str or int item is kept without a call: the extra keys of every block of a
         # request (a LoRA name, a salt, offsets) are mostly those, and a call per item
