@@ -49,6 +49,7 @@ __all__ = [
     "RunsGroup",
     "RunsQuery",
     "RunsResult",
+    "field_help",
 ]
 
 
@@ -97,18 +98,19 @@ class RedisIndexStats(IndexStats, _RedisFaultCounters):
     dropped; see :mod:`._redis_namespace`)."""
 
 
-def _help(typed: type) -> dict[str, str]:
-    """The help text of each (``Annotated``) field of ``typed``."""
+def field_help(typed: type) -> dict[str, str]:
+    """The help text of each field of a TypedDict whose fields are ``Annotated[int, help]``:
+    the counters' tables (index, subscriber, predictions) are read from their TypedDicts."""
     hints = get_type_hints(typed, include_extras=True)
     return {name: hint.__metadata__[0] for name, hint in hints.items()}
 
 
 #: The counters every backend's :meth:`~PrefixIndexBackend.stats` reports, with what
 #: each counts, read from :class:`IndexCounters` (the one place they are written).
-INDEX_COUNTERS: Final[Mapping[str, str]] = _help(IndexCounters)
+INDEX_COUNTERS: Final[Mapping[str, str]] = field_help(IndexCounters)
 #: The gauges every backend's :meth:`~PrefixIndexBackend.stats` reports beside them.
 INDEX_GAUGES: Final[Mapping[str, str]] = {
-    name: text for name, text in _help(IndexStats).items() if name not in INDEX_COUNTERS}
+    name: text for name, text in field_help(IndexStats).items() if name not in INDEX_COUNTERS}
 
 
 class IndexUnavailableError(PrefixKeyError, ConnectionError):

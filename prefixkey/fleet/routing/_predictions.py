@@ -52,7 +52,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import filterfalse
-from typing import Annotated, Final, TypedDict, cast, get_type_hints
+from typing import Annotated, Final, TypedDict, cast
 
 from ...core._checks import check_int, check_number
 from ...events import CLEARED, STORED, BlockOp, DecodedOps, EventBatch, EventHash
@@ -63,6 +63,7 @@ from ..index._backend import (
     RunsGroup,
     RunsQuery,
     RunsResult,
+    field_help,
 )
 from ..index._memory import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
 from ..index._tables import Entries, SlotPool, Table, evict_oldest, unhold
@@ -114,10 +115,7 @@ class PredictionStats(PredictionCounters):
 
 #: The counters of :meth:`Predictions.stats` and their help text, read from
 #: :class:`PredictionCounters` (the one place they are written).
-PREDICTION_COUNTERS: Final[dict[str, str]] = {
-    name: hint.__metadata__[0]
-    for name, hint in get_type_hints(PredictionCounters, include_extras=True).items()
-}
+PREDICTION_COUNTERS: Final[dict[str, str]] = field_help(PredictionCounters)
 
 
 class _Replica(Entries[float]):
