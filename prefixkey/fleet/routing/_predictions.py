@@ -290,15 +290,23 @@ class Predictions:
     def _expire(self, state: _Replica, now: float) -> None:
         oldest = now - self._ttl(state)
         for group, table in state.tables.items():
-            # Records are in time order, so the expired entries are the oldest ones.
-            while table.keys:
-                key = table.oldest()  # may compact (replace) table.keys: read after it
-                if table.keys[key] >= oldest:
+            # Records are in time order, so the expired entries are the oldest ones: taken
+            # in one scan from the oldest (a scan per entry would pass the same holes again).
+            if not table.keys or table.keys[table.oldest()] >= oldest:
+                continue  # oldest() may compact (replace) table.keys: read after it
+            gone: list[EventHash] = []
+            for key, recorded in table.keys.items():
+                if recorded >= oldest:
                     break
+                gone.append(key)
+            holders = self._holders[group]
+            for key in gone:
                 del table.keys[key]
-                table.deleted += 1
-                state.count -= 1
-                self._taken_out(state, group, key, 0.0, "expired")
+                unhold(holders, key, state.bit)
+            table.deleted += len(gone)
+            state.count -= len(gone)
+            self._size -= len(gone)
+            self._counters["expired"] += len(gone)
 
     def expire(self) -> int:
         """Sweep every replica's expired entries now; return how many went."""
