@@ -71,6 +71,19 @@ class Table(Generic[_V]):
         """The key stored least recently (the table is not empty)."""
         return next(iter(self._compact()))
 
+    def oldest_value(self) -> _V:
+        """The value of the key stored least recently (the table is not empty).
+
+        A look, not an eviction: it compacts only once the holes outnumber the keys
+        (a copy per ``len`` deletions), so a table refreshed on every call (a
+        conversation's prefix recorded again) is not copied on every look.
+        """
+        keys = self.keys
+        if self.deleted > len(keys):
+            keys = self.keys = dict(keys)
+            self.deleted = 0
+        return next(iter(keys.values()))
+
     def oldest_keys(self, n: int) -> list[EventHash]:
         """The ``n`` keys stored least recently, oldest first (one scan, in C)."""
         return list(islice(self._compact(), n))

@@ -292,8 +292,8 @@ class Predictions:
         for group, table in state.tables.items():
             # Records are in time order, so the expired entries are the oldest ones: taken
             # in one scan from the oldest (a scan per entry would pass the same holes again).
-            if not table.keys or table.keys[table.oldest()] >= oldest:
-                continue  # oldest() may compact (replace) table.keys: read after it
+            if not table.keys or table.oldest_value() >= oldest:
+                continue  # oldest_value() may compact (replace) table.keys: read after it
             gone: list[EventHash] = []
             for key, recorded in table.keys.items():
                 if recorded >= oldest:
