@@ -257,3 +257,25 @@ def test_predictions_keep_their_entries_in_the_index_tables() -> None:
     states = predictions._replicas  # the slots are the point
     assert all(isinstance(s, Entries) for s in states.values())
     assert states[ReplicaId("d")].slot == index._replicas[ReplicaId("d")].slot == 0
+
+
+def test_a_look_at_the_oldest_entry_copies_a_table_only_once_holes_outnumber_keys() -> None:
+    """Predictions look at each table's oldest entry on every record (expiry): a refreshed
+    table must not be copied on every look, only after as many deletions as keys."""
+    from prefixkey.fleet.index._tables import Table
+
+    table: Table[float] = Table()
+    table.keys.update((k, float(k)) for k in range(4000))
+    for k in range(2000):  # refreshed: deleted and stored again, last
+        del table.keys[k]
+        table.deleted += 1
+        table.keys[k] = 5000.0 + k
+    before = table.keys
+    assert table.oldest_value() == 2000.0 and table.keys is before  # 2,000 holes, 4,000 keys
+    assert table.oldest_keys(2) == [2000, 2001] and table.keys is not before  # eviction's rule
+    for k in range(2000, 4001):  # 2,001 deletions since that copy, 1,999 keys left
+        del table.keys[k % 4000]
+        table.deleted += 1
+    kept = table.keys
+    assert table.oldest_value() == 5001.0 and table.keys is not kept  # more holes than keys
+    assert table.deleted == 0 and list(table.keys) == list(range(1, 2000))
