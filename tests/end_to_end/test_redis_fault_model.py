@@ -18,6 +18,7 @@ they evicted), and the fault must be typed or counted:
 
 from __future__ import annotations
 
+import functools
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -388,7 +389,7 @@ def test_churn_keeps_the_namespace_within_its_bound(server: RedisServer, churn: 
             elif churn == "reregister":
                 twin.register(name, other if cycle % 2 == 0 else SCHEME)
             else:  # the replica goes; it (or its successor) comes back under the same name
-                retrying(lambda n=name: twin.redis.remove_replica(n))
+                retrying(functools.partial(twin.redis.remove_replica, name))
                 twin.memory.remove_replica(name)
                 twin.register(name)
             sample()
