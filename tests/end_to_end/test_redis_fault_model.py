@@ -246,6 +246,7 @@ def test_noeviction_full_is_typed_retried_then_resynced(server: RedisServer) -> 
     with pytest.raises(IndexFullError):
         twin.redis.apply("a", gone)
     assert Router(twin.redis).route(list(range(64)))
+    assert twin.redis.stats()["size"] == 111 + 9  # read-outs too (nothing written)
     # the subscriber gives the batch up; memory is freed; the next batch re-syncs a
     admin.config_set("maxmemory", 0)
     twin.apply("a", stored(500))
