@@ -10,7 +10,8 @@ they evicted), and the fault must be typed or counted:
 * restart from an older RDB snapshot, from an older AOF, failover to a replica
   that missed writes (``resets_after_restart``, ``restarts_detected``);
 * a full server under ``noeviction`` (``IndexFullError``; a batch given up makes
-  the next one re-sync the replica: ``resyncs``);
+  the next one re-sync the replica: ``resyncs``), and a server that does not answer
+  past the client's timeout (paused) likewise;
 * structure keys deleted or evicted (``resets_after_missing_keys``);
 * churn of clears, re-registrations and removals: holder fields, LRU members
   and bytes stay within the bound docs/fleet.md gives in ``max_entries``.
@@ -271,6 +272,29 @@ def test_noeviction_full_then_the_same_batch_retried_applies_once(server: RedisS
     assert twin.held(twin.redis, "a") == twin.held(twin.memory, "a") == {(0, 7, "GPU")}
     assert fault_stats(twin.redis)["resyncs"] == 0
 
+
+
+def test_an_outage_longer_than_the_retries_then_the_replica_resyncs(server: RedisServer) -> None:
+    """A server that does not answer (paused) past the client's timeout: the batch removing
+    keys is given up (typed); the replica's next batch clears it first, so the removed
+    keys are not reported held whether the paused call ran or not."""
+    twin = Twin(server.url)
+    twin.register("a")
+    twin.register("b")
+    twin.apply("a", stored(*range(1, 40)))
+    twin.apply("b", stored(*range(1, 10)))
+    gone = EventBatch(100.0, (removed(*range(1, 40)),))
+    twin.memory.apply("a", gone)
+    admin = redis_module().Redis.from_url(server.url)
+    admin.execute_command("CLIENT", "PAUSE", 4000, "WRITE")  # past the 2 s timeout
+    with pytest.raises(IndexUnavailableError):
+        twin.redis.apply("a", gone)
+    admin.execute_command("CLIENT", "UNPAUSE")
+    twin.apply("a", stored(500))  # another batch: the one that failed was given up
+    assert twin.over_reported() == {}
+    assert twin.held(twin.redis, "a") == {(0, 500, "GPU")}
+    assert fault_stats(twin.redis)["resyncs"] == 1
+    assert twin.held(twin.redis, "b") == twin.held(twin.memory, "b")  # b untouched
 
 def _setup(twin: Twin) -> None:
     twin.register("a")
