@@ -1,4 +1,4 @@
-"""AsyncSubscriber: a flooding replica's tasks take turns bounded in time (issue 23, item 12c).
+"""Subscribers: a flooding replica's turns are bounded in time (issue 23, item 12c).
 
 A ``recv`` of a message already queued completes without suspending, so a replica
 whose socket never runs dry keeps the loop as long as its receive task does not
@@ -9,7 +9,8 @@ replica's worker applied one batch per 64 of the flood's, and its backlog grew
 clock that moves 1 ms per reading makes that exact, and the sockets are stand-ins
 whose ``recv`` never suspends (the flood's never runs dry), so what is counted
 is the loop's scheduling alone: how many flood messages were received while the
-healthy replica's backlog drained.
+healthy replica's backlog drained. The threaded receiver's turn is bounded the
+same way (it took up to 1,000 messages of one socket in a row).
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def payload(i: int) -> bytes:
     return encode_batch(EventBatch(float(i), (event,)), V)
 
 
+SMALL = payload(10**6)  # one of the flood's messages
+
+
 class Socket:
     """A SUB socket whose queued messages are received without suspending."""
 
@@ -70,9 +74,8 @@ def test_a_flood_does_not_slow_a_healthy_replicas_backlog(monkeypatch: pytest.Mo
     readings = itertools.count()
     clock = SimpleNamespace(monotonic=lambda: next(readings) / 1000, time=time.time)
     monkeypatch.setattr(_async_subscriber, "time", clock)  # 1 ms per reading
-    small = payload(10**6)
     healthy = Socket(frames(i, payload(i)) for i in range(BACKLOG))
-    hostile = Socket(frames(i, small) for i in itertools.count())
+    hostile = Socket(frames(i, SMALL) for i in itertools.count())
     done = asyncio.Event()
     flood_at_done: list[int] = []
 
@@ -102,3 +105,31 @@ def test_a_flood_does_not_slow_a_healthy_replicas_backlog(monkeypatch: pytest.Mo
     # About as many of the flood's messages as the healthy replica's (turns of equal time);
     # with 64-message turns it was 64 per healthy batch.
     assert flood_at_done[0] <= 4 * BACKLOG, flood_at_done
+
+
+class BlockingSocket:
+    """A SUB socket of the threaded receiver whose flood never runs dry."""
+
+    def __init__(self) -> None:
+        self.received = 0
+
+    def recv_multipart(self, flags: int = 0) -> list[bytes]:
+        self.received += 1
+        return frames(self.received, SMALL)
+
+
+def test_the_threaded_receiver_serves_a_flooding_socket_one_turn(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threaded receiver takes a socket's messages for 2 ms, then serves the others
+    (it took up to 1,000 in a row: a healthy replica's message waited behind them)."""
+    from prefixkey.fleet import Subscriber
+    from prefixkey.fleet.feed import _subscriber
+
+    readings = itertools.count()
+    clock = SimpleNamespace(monotonic=lambda: next(readings) / 1000, time=time.time)
+    monkeypatch.setattr(_subscriber, "time", clock)  # 1 ms per reading
+    sub = Subscriber([ReplicaEndpoint("hostile", "tcp://127.0.0.1:9", V, scheme=SCHEME)],
+                     index=PrefixIndex(), queue_size=10**6)
+    sock = BlockingSocket()
+    sub._drain_sub(sub._workers[0], sock)  # type: ignore[arg-type]
+    assert sock.received <= 3, sock.received
