@@ -403,7 +403,7 @@ def test_churn_keeps_the_namespace_within_its_bound(server: RedisServer, churn: 
                         ("bytes", _namespace_bytes(admin))):
             most[what] = max(most[what], n)
 
-    for cycle in range(20):
+    for cycle in range(10):  # ranking every key stored after (over_reported) stays quick
         for r, name in enumerate(names):  # distinct keys per replica: no field is shared
             base = (2 * cycle + r) * 10_000
             for step in range(5):  # 5 batches of 100 new keys: the replica reaches its bound
