@@ -583,8 +583,16 @@ class RedisPrefixIndex:
 
     def replica_size(self, replica: ReplicaId | str) -> int:
         rid = as_replica_id(replica)
+        self._checked()
         self.scheme(rid)
         return self._sizes([rid])[0]
+
+    def _checked(self) -> None:
+        """Have the namespace checked (run_id, structure keys) and reset if it cannot be
+        trusted, as every script does first: read-outs that are not scripts call it."""
+        ep = self._register_raw(b"", b"", "set")[0]
+        if self._epoch is not None and ep != self._epoch:
+            self._resync(ep)
 
     def _sizes(self, rids: list[ReplicaId]) -> list[int]:
         if not rids:
@@ -596,11 +604,13 @@ class RedisPrefixIndex:
         return [int(n) for n in self._call(pipe.execute)]
 
     def __len__(self) -> int:
+        self._checked()
         return sum(self._sizes(list(self._refresh())))
 
     def stats(self) -> RedisIndexStats:
         """Counters (the fault counters once non-zero), plus ``size`` (entries held),
         ``max_entries`` (per replica), ``replicas``."""
+        self._checked()  # a restored snapshot's sizes are not the index's
         raw = self._call(self._r.hgetall, f"{self._p}:stats")
         counters = dict.fromkeys(INDEX_COUNTERS, 0)
         # The scripts count only these (HINCRBY of the contract's and the fault counters).

@@ -79,6 +79,7 @@ from ...core._checks import check_int, check_number, number_refusal
 from ...errors import InvalidRequestError
 from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
+from ..index._ops import medium_name
 from ..index._walk import Run
 from ._metrics import RouterMetrics
 from ._prepared import (
@@ -289,7 +290,17 @@ class Router:
         if load is not None and not callable(load):
             raise InvalidRequestError("load", f"must be a callable or None, got {load!r}")
         self.index = index
-        self.tier_weights = {k.upper(): float(v) for k, v in tier_weights.items()}
+        # Keys name media as the index holds them (medium_name: ASCII letters
+        # upper-cased only), so 'ß' and 'SS' stay two media here as there.
+        weights: dict[str, float] = {}
+        for name, w in tier_weights.items():
+            held = medium_name(name)
+            if weights.get(held, float(w)) != float(w):
+                raise InvalidRequestError(
+                    "tier_weights", f"{name}: names the same medium as another key ({held!r}) "
+                    f"with another weight ({weights[held]!r} and {float(w)!r})")
+            weights[held] = float(w)
+        self.tier_weights = weights
         self.other_tier_weight = float(other_tier_weight)
         self.load = load
         self.load_unit: LoadUnit = load_unit
