@@ -43,7 +43,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from build_vision_bodies import Case, chat, generic_cases, image, text, user, write_bodies
+from build_vision_bodies import (
+    Case,
+    chat,
+    generic_cases,
+    image,
+    limit_cases,
+    text,
+    user,
+    write_bodies,
+)
 
 Item = tuple[str, str, dict[str, Any], Case]
 
@@ -189,11 +198,44 @@ def _internvl() -> Iterator[Item]:
         yield "internvl3", "string-limit2", string, case
 
 
+def pixtral_cases() -> Iterator[Case]:
+    """Pixtral's grid: 16 px patches, images over 1024 px scaled down (Python's round)."""
+    for w, h in ((16, 16), (17, 17), (15, 33), (1024, 1024), (1025, 1024), (1024, 1025),
+                 (2048, 1025), (2048, 1023), (3000, 7), (7, 3000), (1040, 10)):
+        yield f"grid-{w}x{h}", chat(user(text("g"), image(w, h, mode="L")))
+    yield "same-image-twice", chat(user(image(64, 48), text("and"), image(64, 48)))
+    yield "exif-6-square-grid", chat(user(image(40, 40, exif=6), text("r")))
+    yield "exif-8-same-grid", chat(user(image(33, 31, exif=8), text("r")))
+    yield "exif-6-second-image", chat(user(image(64, 48), image(300, 100, exif=6),
+                                           text("r")))
+    yield "assistant-image", chat([
+        {"role": "user", "content": "Draw."},
+        {"role": "assistant", "content": [image(32, 32)]},
+        {"role": "user", "content": "Again?"}])
+    yield "system-image", chat([
+        {"role": "system", "content": [text("sys"), image(32, 32)]},
+        {"role": "user", "content": "hi"}])
+    yield "text-only", chat(user(text("No image here.")))
+
+
+def _pixtral() -> Iterator[Item]:
+    mistral = {"--tokenizer-mode": "mistral", "--config-format": "mistral",
+               "--load-format": "mistral"}
+    name = "pixtral-12b-2409"
+    default = {"--served-model-name": name, **mistral, "--allowed-local-media-path": "{images}"}
+    for case in (*generic_cases(), *sized_cases("size-"), *marker_cases("[IMG]"),
+                 *pixtral_cases()):
+        yield "pixtral12b", "default", default, case
+    limit = {"--served-model-name": name, **mistral, "--limit-mm-per-prompt": {"image": 2}}
+    for case in limit_cases():
+        yield "pixtral12b", "limit2", limit, case
+
+
 #: Corpus name → its (folder, server label, flags, case) items.
 CORPORA: dict[str, Callable[[], Iterator[Item]]] = {
     "gemma3": _gemma3, "llava": _llava,
     "llava_onevision": lambda: _llava((("llava_onevision", "llava-onevision-qwen2-0.5b-ov-hf"),)),
-    "internvl": _internvl,
+    "internvl": _internvl, "pixtral": _pixtral,
 }
 
 
