@@ -108,7 +108,8 @@ class Renderer:
         self._mistral: MistralRenderer | None = None
         if check_auto_mode(options, model_dir or options.model) == "mistral":
             self._mistral = MistralRenderer(options, model_dir or options.model, self.lora_for,
-                                            "--model" if model_dir is None else "--model-dir")
+                                            "--model" if model_dir is None else "--model-dir",
+                                            media_fetcher)
             return
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
                                        options.max_model_len,
@@ -211,8 +212,8 @@ class Renderer:
         identifier and where its expansion lies.
         """
         if self._mistral is not None:
-            fields, ids = self._mistral.chat(body, placeholder_token_ids)
-            return self._result(ids, None, fields, self.lora_for(fields.model))
+            fields, ids, mm_items = self._mistral.chat(body, placeholder_token_ids)
+            return self._result(ids, None, fields, self.lora_for(fields.model), mm_items)
         fields = BodyFields.chat(body, self._era.cache_salt)
         if self._harmony is not None:
             return self._render_harmony(body, fields, placeholder_token_ids)
