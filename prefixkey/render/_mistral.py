@@ -274,7 +274,7 @@ class MistralRenderer:
         (image parts are then refused as on any text model)."""
         architecture = family_architecture(config)
         encoder = getattr(self._instruct, "image_encoder", None)
-        if architecture not in FAMILIES or encoder is None:
+        if architecture is None or architecture not in FAMILIES or encoder is None:
             return None
         image_config, ids = encoder.image_config, encoder.special_ids
         values = dict(zip(PROCESSOR_KEYS, (

@@ -37,7 +37,7 @@ __all__ = ["PROCESSOR_KEYS", "Pixtral", "grid"]
 PROCESSOR_KEYS: Final = ("image_patch_size", "max_image_size", "spatial_merge_size",
                          "image_token_id", "image_break_token_id", "image_end_token_id")
 #: The spatial merges verified against vLLM's answers (Pixtral-12B-2409's tokenizer has
-#: none; Mistral Small 3.1's merges 2×2, a tokenizer file not harvested here).
+#: none; Mistral Small 3.1's merges 2x2, a tokenizer file not harvested here).
 _VERIFIED_MERGES: Final = frozenset({1})
 
 
