@@ -25,6 +25,10 @@ tokenizer fetched by tests/real_models.py):
 - ``internvl``: OpenGVLab/InternVL3-1B-hf as transformers' conversion script builds it
   (InternVLConfig, GotOcr2ImageProcessorFast 448 px, max_patches 12, its template);
   Qwen2.5's added tokens then ``<img>`` 151665 … ``</box>`` 151673 and ``<video>``.
+- ``pixtral``: pixtral12b, Mistral's format (``--tokenizer-mode mistral
+  --config-format mistral --load-format mistral``): Pixtral-12B-2409's published
+  params.json (written from its values) and tekken.json (the mistral_common wheel's
+  tekken_240911.json, whose image config is Pixtral's: 16 px patches, 1024 px).
 
 Besides the generic cases (sizes from 1x1 to 5000x4000, aspect ratios up to 201,
 EXIF orientations, several images, images between texts, uuids, file URLs, unloadable
@@ -33,7 +37,9 @@ of its thresholds, per request (``--trust-request-mm-kwargs``) with every kwarg 
 changes the crop count, at server level (``--mm-processor-kwargs``), and texts whose
 newlines merge with the image's; LLaVA gets the any-resolution grid's pinpoints and
 sizes between them. Both get a literal marker in the text, 'string' content format
-and ``--limit-mm-per-prompt``.
+and ``--limit-mm-per-prompt``. Pixtral gets sizes around its 16 px grid and its
+1024 px scaling (round half to even), EXIF orientations that keep or change the grid,
+images in system and assistant messages, and ``--limit-mm-per-prompt``.
 """
 
 from __future__ import annotations
