@@ -29,6 +29,10 @@ tokenizer fetched by tests/real_models.py):
   --config-format mistral --load-format mistral``): Pixtral-12B-2409's published
   params.json (written from its values) and tekken.json (the mistral_common wheel's
   tekken_240911.json, whose image config is Pixtral's: 16 px patches, 1024 px).
+  And mistral_small31: Mistral-Small-3.1-24B-Instruct-2503's published params.json,
+  and tekken_240911.json with that model's published image config (14 px patches merged
+  2x2, 1540 px) in place of Pixtral's: its own tokenizer file is not a fetched source,
+  and only the image config decides the grid (MistralCommonImageProcessor).
 
 Besides the generic cases (sizes from 1x1 to 5000x4000, aspect ratios up to 201,
 EXIF orientations, several images, images between texts, uuids, file URLs, unloadable
@@ -224,6 +228,17 @@ def pixtral_cases() -> Iterator[Case]:
     yield "text-only", chat(user(text("No image here.")))
 
 
+def merged_grid_cases() -> Iterator[Case]:
+    """Mistral Small 3.1's grid: 14 px patches merged 2x2 (28 px), images over 1540 px
+    scaled down."""
+    for w, h in ((28, 28), (29, 29), (27, 57), (1540, 1540), (1541, 1540), (1540, 1541),
+                 (3080, 1541), (3080, 1539), (5000, 7), (7, 5000), (1568, 10)):
+        yield f"grid-{w}x{h}", chat(user(text("g"), image(w, h, mode="L")))
+    yield "exif-6-square-grid", chat(user(image(40, 40, exif=6), text("r")))
+    yield "exif-6-second-image", chat(user(image(64, 48), image(300, 100, exif=6),
+                                           text("r")))
+
+
 def _pixtral() -> Iterator[Item]:
     mistral = {"--tokenizer-mode": "mistral", "--config-format": "mistral",
                "--load-format": "mistral"}
@@ -235,6 +250,10 @@ def _pixtral() -> Iterator[Item]:
     limit = {"--served-model-name": name, **mistral, "--limit-mm-per-prompt": {"image": 2}}
     for case in limit_cases():
         yield "pixtral12b", "limit2", limit, case
+    small = {"--served-model-name": "mistral-small-3.1", **mistral,
+             "--allowed-local-media-path": "{images}"}
+    for case in (*generic_cases(), *merged_grid_cases()):
+        yield "mistral_small31", "default", small, case
 
 
 #: Corpus name → its (folder, server label, flags, case) items.

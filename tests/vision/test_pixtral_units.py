@@ -107,11 +107,10 @@ def test_the_family_refuses_a_folder_outside_the_mistral_mode() -> None:
     assert caught.value.field == "--tokenizer-mode"
 
 
-def test_a_merged_grid_mistral_small_3_is_refused_naming_the_endpoint(tmp_path: Path) -> None:
-    """Mistral Small 3.1's image config (14 px patches merged 2x2, 1540 px): its tokenizer
-    file is not among the harvested folders, so its images are refused, typed."""
+def test_an_unverified_merge_is_refused_naming_the_endpoint(tmp_path: Path) -> None:
+    """Merges 1 (Pixtral) and 2 (Mistral Small 3.1) are harvested; any other is refused."""
     folder = _copy(tmp_path, {"image_patch_size": 14, "max_image_size": 1540,
-                              "spatial_merge_size": 2})
+                              "spatial_merge_size": 3})
     with pytest.raises(RenderUnsupportedError, match="render endpoint") as caught:
         Renderer(_options(folder), str(folder))
     assert caught.value.field == "tekken.json image.spatial_merge_size"

@@ -37,8 +37,8 @@ __all__ = ["PROCESSOR_KEYS", "Pixtral", "grid"]
 PROCESSOR_KEYS: Final = ("image_patch_size", "max_image_size", "spatial_merge_size",
                          "image_token_id", "image_break_token_id", "image_end_token_id")
 #: The spatial merges verified against vLLM's answers (Pixtral-12B-2409's tokenizer has
-#: none; Mistral Small 3.1's merges 2x2, a tokenizer file not harvested here).
-_VERIFIED_MERGES: Final = frozenset({1})
+#: none; Mistral Small 3.1's image config merges 2x2).
+_VERIFIED_MERGES: Final = frozenset({1, 2})
 
 
 def grid(width: int, height: int, patch: int, max_size: int) -> tuple[int, int]:
@@ -71,8 +71,9 @@ class Pixtral(VisionFamily):
             folder.number(values, key, file) for key in PROCESSOR_KEYS)
         if merge not in _VERIFIED_MERGES:
             raise RenderUnsupportedError(
-                "tekken.json image.spatial_merge_size", f"{merge} (Mistral Small 3.x's image "
-                "grid) is not verified; render it with vLLM's render endpoint")
+                "tekken.json image.spatial_merge_size", f"{merge} is not verified (verified: "
+                f"{', '.join(map(str, sorted(_VERIFIED_MERGES)))}); render it with vLLM's "
+                "render endpoint")
         self._patch = patch * merge
         self._max = max_size
         self._ids = (img, brk, end)
