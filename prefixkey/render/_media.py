@@ -36,6 +36,7 @@ from ._options import ServerOptions
 from ._vision import (
     DEFAULT_LIMIT,
     FAMILIES,
+    MISTRAL_FORMAT,
     UNVERIFIED,
     ImageSize,
     VisionFamily,
@@ -161,6 +162,9 @@ class ImageChat:
             family, why = UNVERIFIED[architecture]
             return f"{family}'s image processor ({architecture}) is {why} here"
         family_cls = FAMILIES[architecture]
+        if architecture in MISTRAL_FORMAT and options.tokenizer_mode != "mistral":
+            return (f"{family_cls.name}'s images are rendered in --tokenizer-mode mistral "
+                    "only (vLLM: This model requires `--tokenizer-mode mistral`)")
         if options.vllm_version not in family_cls.releases:
             return (f"{family_cls.name}'s images were verified against vLLM "
                     f"{', '.join(sorted(family_cls.releases))} only, not "

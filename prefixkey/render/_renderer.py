@@ -42,7 +42,7 @@ from ._template import (
 )
 from ._template_bounds import TemplateLimitError, render_bounded
 from ._tokenizer import HfTokenizer, build_tokenizer
-from ._vision import FAMILIES, VisionFolder, family_architecture
+from ._vision import FAMILIES, MISTRAL_FORMAT, VisionFolder, family_architecture
 
 __all__ = ["CHAT_ENDPOINT", "COMPLETIONS_ENDPOINT", "Rendered", "Renderer"]
 
@@ -150,7 +150,8 @@ class Renderer:
 
     def _vision_folder(self) -> VisionFolder | None:
         """What the folder's vision family reads (None without a verified family)."""
-        if family_architecture(self.folder.config) not in FAMILIES:
+        architecture = family_architecture(self.folder.config)
+        if architecture not in FAMILIES or architecture in MISTRAL_FORMAT:
             return None
         preprocessor, processor = processor_configs(self.folder.path)
         tokenizer = self.tokenizer

@@ -107,6 +107,21 @@ def test_the_family_refuses_a_folder_outside_the_mistral_mode() -> None:
     assert caught.value.field == "--tokenizer-mode"
 
 
+def test_outside_the_mistral_mode_pixtral_images_are_refused_text_renders(
+        tmp_path: Path) -> None:
+    """A Hugging Face folder naming the architecture: vLLM's Pixtral processor needs the
+    mistral mode; prefixkey renders the text and refuses the images, typed."""
+    folder = tmp_path / "hf"
+    shutil.copytree(real_models.folder("qwen3"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["architectures"] = ["PixtralForConditionalGeneration"]
+    (folder / "config.json").write_text(json.dumps(config))
+    r = Renderer(ServerOptions(model=str(folder), served_model_name=(SERVED,)))
+    assert r.render_chat(_body({"type": "text", "text": "hi"})).token_ids
+    with pytest.raises(RenderUnsupportedError, match="--tokenizer-mode mistral"):
+        r.render_chat(_body(_image(32, 32)))
+
+
 def test_an_unverified_merge_is_refused_naming_the_endpoint(tmp_path: Path) -> None:
     """Merges 1 (Pixtral) and 2 (Mistral Small 3.1) are harvested; any other is refused."""
     folder = _copy(tmp_path, {"image_patch_size": 14, "max_image_size": 1540,

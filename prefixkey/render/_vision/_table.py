@@ -21,7 +21,7 @@ from ._llava import Llava, LlavaNext, LlavaOnevision
 from ._pixtral import Pixtral
 from ._qwen import Qwen2_5VL, Qwen2VL, Qwen3VL
 
-__all__ = ["FAMILIES", "UNVERIFIED", "family_architecture"]
+__all__ = ["FAMILIES", "MISTRAL_FORMAT", "UNVERIFIED", "family_architecture"]
 
 FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
     "Blip2ForConditionalGeneration": Blip2,
@@ -36,6 +36,10 @@ FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
     # Mistral's format (--tokenizer-mode mistral, params.json): render/_mistral.py.
     "PixtralForConditionalGeneration": Pixtral,
 })
+
+#: Families whose images only the mistral mode renders (render/_mistral.py): their
+#: processor is mistral_common's (vLLM: "This model requires `--tokenizer-mode mistral`").
+MISTRAL_FORMAT: Final = frozenset({"PixtralForConditionalGeneration"})
 
 #: Architecture → (family, why it is refused).
 UNVERIFIED: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
