@@ -14,8 +14,8 @@ PNG bytes, in one process:
 * ``expansion``: the family's ``expansion(size, kwargs)`` for that image and its
   ``place`` into a 40-token prompt holding the image's marker: everything the
   family adds per image. Pixtral (Mistral's format) has no marker: mistral_common
-  writes the tokens, from the size the bytes open at (a Pillow header read), and vLLM's
-  processor finds them again; its row times that open, both expansions and the search
+  writes the tokens, from the size the bytes open at (the identifier's decode reads it),
+  and vLLM's processor finds them again; its row times both expansions and the search
   in a 40-token prompt holding the image's tokens.
 
 Issue 24's target: expansion at most 0.1 x identifier.
@@ -42,7 +42,6 @@ from report_sections import write_section  # noqa: E402
 
 from prefixkey.multimodal import MMHasher  # noqa: E402
 from prefixkey.render import Renderer, ServerOptions  # noqa: E402
-from prefixkey.render._mistral import _opened_size  # noqa: E402
 from prefixkey.render._vision import ImageSize, VisionFamily  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "MM_CHAT.md"
@@ -138,9 +137,8 @@ def main() -> None:
 
             def written_by_mistral(size: ImageSize = size, family: VisionFamily = family,
                                    prompt: list[int] = written,
-                                   kwargs: dict[str, Any] = kwargs, data: bytes = data) -> None:
-                opened = ImageSize(*_opened_size(data))
-                family.expansion(opened, kwargs)
+                                   kwargs: dict[str, Any] = kwargs) -> None:
+                family.expansion(size, kwargs)  # mistral_common's, from the opened size
                 family.place(prompt, [family.expansion(size, kwargs)])
 
             # Pixtral has no marker: the prompt holds the tokens mistral_common wrote.

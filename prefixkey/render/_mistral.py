@@ -332,7 +332,9 @@ class MistralRenderer:
         # the images), and turns the tool calls' arguments into objects in the request's
         # own messages.
         _take_arguments(messages, parse_messages(messages, "string", parts))
-        sizes = ({id(part): _opened_size(data) for part, data in parts.sources}
+        # The size mistral_common opens each image at: the hasher's decode read it.
+        sizes = ({id(part): image.opened_size or _opened_size(data) for (part, data), image
+                  in zip(parts.sources, parts.images, strict=True)}
                  if isinstance(parts, ImageParts) else {})
         ids = tok_params.post_tokenization(self._encode_chat(messages, tools, fields, sizes),
                                            self)

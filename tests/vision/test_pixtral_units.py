@@ -170,3 +170,12 @@ def test_an_exif_transposed_grid_is_vllm_s_500() -> None:
     with pytest.raises(RenderRequestError) as caught:
         _renderer().render_chat(_body(_image(300, 100, exif=6)))
     assert caught.value.status == 500
+
+
+def test_the_hasher_s_decode_gives_the_size_mistral_common_opens() -> None:
+    """EXIF orientation 6 swaps the loaded size (vLLM's loader), not the opened one."""
+    from prefixkey.multimodal import MMHasher
+
+    loaded = MMHasher(model="m").loaded_image(png(300, 100, exif=6))
+    assert (loaded.size, loaded.opened_size) == ((100, 300), (300, 100))
+
