@@ -112,7 +112,10 @@ def test_rank_order_with_cache_pressure(seed: int) -> None:
     assert len({d.pressure for d in decisions}) > 1
     for d in decisions:
         assert d.pressure == router.pressure(d.replica)
-        assert d.cost == pytest.approx(d.load + (2 + d.pressure) * d.prefill_tokens)
+        factor = 1 + 1 / (1 - d.utilization)  # every load given: u is the busy share
+        assert d.utilization == min(sum(v > 0 for v in loads.values()) / len(loads),
+                                    1 - 1 / len(loads))
+        assert d.cost == pytest.approx(d.load + (factor + d.pressure) * d.prefill_tokens)
     assert [d.replica for d in decisions] == _expected(router, decisions)
     for k in (1, 2, 5, len(decisions)):
         assert router.route(TOKENS, limit=k) == decisions[:k]

@@ -113,27 +113,31 @@ def test_num_tokens_minus_one_cap(num_tokens: int, held: int, hit: int) -> None:
         assert "capped" in by_name["a"].why
 
 
-# The cost model, in prefill tokens: cost = queued + (2 + pressure) * (num_tokens - saved)
-# (pressure 0 here: a fresh Router given a load, no send reported), where saved
+# The cost model, in prefill tokens:
+#     cost = queued + (1 + 1 / (1 - u) + pressure) * (num_tokens - saved)
+# (pressure 0 here: a fresh Router given a load, no send reported), where u is the
+# share of candidates with a load above 0 (at most 1 - 1/replicas) and saved
 # counts each reused block's 16 tokens times its medium's tier weight (GPU 1.0,
 # CPU 0.8, STORAGE 0.5). TOKENS is 133 tokens: at most 8 blocks (128 tokens) reuse.
 # (held: name -> (blocks, medium); loads in tokens; the expected order; the winner's cost)
 COST_CASES = [
     ("equal hits: the shorter queue",
      {"a": (4, "GPU"), "b": (4, "GPU"), "c": (4, "GPU")}, {"a": 50, "b": 10, "c": 30},
-     ["b", "c", "a"], 10 + 2 * (133 - 64)),
-    ("a full hit outweighs a queue shorter than twice what it saves",
-     {"a": (8, "GPU")}, {"a": 250, "b": 0}, ["a", "b"], 250 + 2 * 5),
+     ["b", "c", "a"], 10 + 4 * (133 - 64)),  # all busy: u = 1 - 1/3, the factor 4
+    ("a full hit outweighs a queue shorter than what it saves, counted 1 + 1/(1 - u)",
+     {"a": (8, "GPU")}, {"a": 250, "b": 0}, ["a", "b"], 250 + 3 * 5),  # u = 1/2
+    ("...a busy fleet counts it more than an idle one (2 x 128 < 300 < 3 x 128)",
+     {"a": (8, "GPU")}, {"a": 300, "b": 0}, ["a", "b"], 300 + 3 * 5),
     ("...and loses to an idle replica once its queue is longer",
-     {"a": (8, "GPU")}, {"a": 300, "b": 0}, ["b", "a"], 2 * 133),
+     {"a": (8, "GPU")}, {"a": 400, "b": 0}, ["b", "a"], 3 * 133),
     ("a CPU block saves 0.8 of its prefill: 8 CPU blocks beat 4 GPU blocks",
      {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 2 * (133 - 102.4)),
     ("...unless the queue eats the difference",
-     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 80, "b": 0}, ["b", "a"], 2 * 69),
+     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 130, "b": 0}, ["b", "a"], 3 * 69),
     ("storage saves half",
      {"a": (8, "STORAGE"), "b": (2, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 2 * (133 - 64)),
     ("no holder: the least queued first (load-aware fallback)",
-     {}, {"a": 5, "b": 0, "c": 5}, ["b"], 2 * 133),
+     {}, {"a": 5, "b": 0, "c": 5}, ["b"], 4 * 133),  # u = 2/3: the factor 4
 ]
 
 
@@ -148,7 +152,10 @@ def test_cost_model(case: str, held: dict[str, tuple[int, str]], loads: dict[str
     assert order(decisions)[:len(expected)] == expected
     top = decisions[0]
     assert top.cost == pytest.approx(cost)
-    assert top.score == -top.cost == -(top.load + 2 * top.prefill_tokens)
+    busy = sum(v > 0 for v in loads.values()) / len(loads)
+    assert top.utilization == pytest.approx(min(busy, 1 - 1 / len(loads)))
+    factor = 1 + 1 / (1 - top.utilization)
+    assert top.score == -top.cost == pytest.approx(-(top.load + factor * top.prefill_tokens))
     assert top.load == loads[top.replica.name]
     assert top.prefill_tokens == pytest.approx(133 - top.weighted_hit_tokens)
     assert top.fallback is (not held)
@@ -162,14 +169,15 @@ def test_load_in_requests_counts_the_mean_routed_prefill() -> None:
     store(index, "a", ints(FINE[:8]))
     waiting = {"a": 0, "b": 1}
     router = Router(index, load=lambda r: waiting[r.name], load_unit="requests")
-    # no mean yet: a queued request is worth this request's 133 tokens
+    # no mean yet: a queued request is worth this request's 133 tokens; one of two
+    # candidates busy: u = 1/2, the prefill needed counts 3 times
     first, second = router.route(TOKENS)
-    assert (first.replica.name, first.load, first.cost) == ("a", 0, 10)
-    assert (second.replica.name, second.load, second.cost) == ("b", 133, 133 + 266)
+    assert (first.replica.name, first.load, first.cost) == ("a", 0, 15)
+    assert (second.replica.name, second.load, second.cost) == ("b", 133, 133 + 399)
     assert router.mean_prefill_tokens == 5  # the first choice needed 5 tokens of prefill
-    waiting["a"] = 50  # 50 x 5 tokens queued: 250 + 10 < 266
+    waiting["a"] = 60  # 60 x 5 tokens queued: 300 + 15 < 5 + 399
     assert order(router.route(TOKENS))[0] == "a"
-    waiting["a"] = 60  # 300 tokens queued: b (idle, 2 x 133) is cheaper
+    waiting["a"] = 80  # 400 tokens queued: b (one request of 5 tokens, 3 x 133) is cheaper
     assert order(router.route(TOKENS))[0] == "b"
 
 

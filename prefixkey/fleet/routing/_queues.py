@@ -11,12 +11,15 @@ keeps the order: the values are stored divided by a common scale.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
+from operator import itemgetter
 from collections.abc import Iterable, Iterator
 
 from .._replicas import ReplicaId
 
 __all__ = ["Queues"]
+
+_stored = itemgetter(0)
 
 
 class Queues:
@@ -75,6 +78,10 @@ class Queues:
     def maximum(self) -> float:
         """The largest queue tracked (0 when none is)."""
         return self._sorted[-1][0] * self._scale if self._sorted else 0.0
+
+    def busy(self) -> int:
+        """How many tracked queues hold work (above 0)."""
+        return len(self._sorted) - bisect_right(self._sorted, 0.0, key=_stored)
 
     def snapshot(self) -> tuple[list[tuple[float, ReplicaId]], float]:
         """The ``(stored, replica)`` pairs in ascending order, and the scale of ``stored``."""
