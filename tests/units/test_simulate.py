@@ -155,3 +155,34 @@ def test_ray_prefix_follows_what_it_sent_and_ignores_load() -> None:
     gateway.requests[:] = [5, 0, 0]  # replica 0 busy: load does not override the match
     assert send([*first, *range(5000, 5040)]) == (0, 200.0 - 160.0)
     assert send(list(range(9000, 9160)))[0] == 1  # no match: the fewest recorded tokens
+
+
+def test_sglang_cache_aware_thresholds() -> None:
+    """SGLang's cache_aware as modelled, at its defaults: a recorded match above 30% of
+    the prompt wins while the load is balanced; at most 30%, the smallest tenant; past
+    both balance thresholds (max - min > 64 and max > 1.5 x min), the least loaded."""
+    from prefixkey import Hasher, Request
+    from prefixkey.analysis._simulate_policies import Gateway, PolicyContext, make_policy
+    from prefixkey.fleet import PrefixIndex, PreparedRequest, ReplicaId, ReplicaScheme
+
+    scheme = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0", vllm_version="0.31.0"))
+    gateway = Gateway(requests=[0, 0, 0], prefill=[0.0] * 3, active_blocks=[0] * 3)
+    choose = make_policy("sglang", PolicyContext(
+        PrefixIndex(), [ReplicaId(n) for n in "abc"], gateway, block_size=16, seed=0))
+
+    def send(tokens: list[int]) -> tuple[int, float]:
+        prepared = PreparedRequest(len(tokens), Request(tokens))
+        return choose(prepared, prepared.keys_for(scheme))
+
+    first = list(range(1000, 1160))  # 10 blocks
+    home, need = send(first)
+    assert need == 160.0  # nothing recorded
+    gateway.requests[:] = [0, 0, 0]
+    gateway.requests[home] = 64  # busy, but max - min = 64 is not above 64: balanced
+    assert send([*first, *range(5000, 5160)]) == (home, 320.0 - 160.0)  # 50% > 30%
+    # 30% is not above the threshold: the smallest tenant (not the holder, twice larger)
+    other, _ = send([*first[:48], *range(7000, 7112)])
+    assert other != home
+    gateway.requests[home] = 65  # 65 - 0 > 64 and 65 > 1.5 x 0: imbalanced
+    least = min(i for i in range(3) if gateway.requests[i] == 0)
+    assert send([*first, *range(6000, 6160)]) == (least, 320.0)
