@@ -101,6 +101,8 @@ def test_the_text_and_html_reports() -> None:
      "input_length"),
     ('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [-1]}', "hash_ids"),
     ('{"timestamp": "x", "token_ids": [1]}', "timestamp"),
+    ('{"arrival_time": "x", "token_ids": [1], "block_size": 16}', "arrival_time"),
+    ('{"arrival_time": NaN, "token_ids": [1], "block_size": 16}', "arrival_time"),
     ('{"token_ids": [1], "output_length": -1}', "output_length"),
     ("[1, 2]", "trace"),
     ("not json", "trace"),
@@ -186,3 +188,24 @@ def test_sglang_cache_aware_thresholds() -> None:
     gateway.requests[home] = 65  # 65 - 0 > 64 and 65 > 1.5 x 0: imbalanced
     least = min(i for i in range(3) if gateway.requests[i] == 0)
     assert send([*first, *range(6000, 6160)]) == (least, 320.0)
+
+
+def test_audit_request_logs_replay_from_their_first_arrival_time() -> None:
+    """``prefixkey audit``'s request log (docs/audit.md): request-format lines with
+    ``arrival_time`` in unix seconds; ``replica``, ``cached_tokens`` and the scheme
+    fields are the log's, not the simulation's."""
+    log = ['{"token_ids": [1, 2, 3], "block_size": 16, "vllm_version": "0.31.0", '
+           '"replica": "r1", "arrival_time": 1764643200.25, "cached_tokens": 0}',
+           '{"token_ids": [1, 2], "block_size": 16, "arrival_time": 1764643201.75}',
+           '{"token_ids": [4], "block_size": 16}']  # no arrival_time: the previous line's
+    a, b, c = read_trace(log)
+    assert (a.arrival, b.arrival, c.arrival) == (0.0, 1.5, 1.5)
+    assert (a.token_ids, a.output_length) == ([1, 2, 3], 1)
+    with pytest.raises(InvalidRequestError, match="line 2") as info:
+        list(read_trace([log[1], log[0]]))
+    assert info.value.field == "arrival_time"
+    with pytest.raises(InvalidRequestError, match="one trace keeps one clock") as info:
+        list(read_trace([log[0], '{"timestamp": 5, "token_ids": [1]}']))
+    assert info.value.field == "timestamp"
+    report = simulate(read_trace(log), SimulationConfig(replicas=2, policies=("ours",)))
+    assert report.requests == 3
