@@ -12,8 +12,8 @@ keeps the order: the values are stored divided by a common scale.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from operator import itemgetter
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 
 from .._replicas import ReplicaId
 

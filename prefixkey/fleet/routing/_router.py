@@ -727,8 +727,8 @@ class _CostOrder:
     """
 
     __slots__ = ("_empty", "_heap", "_listed", "_pressure", "_queues", "_router", "_schemes",
-                 "_seeds", "_seq", "_snapshot", "_tokens", "costs", "twice", "extra", "extra_seed",
-                 "fallback", "listing", "loads", "per", "prepared", "pressures")
+                 "_seeds", "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed",
+                 "fallback", "listing", "loads", "per", "prepared", "pressures", "twice")
 
     def __init__(self, router: Router, prepared: PreparedRequest,
                  schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
