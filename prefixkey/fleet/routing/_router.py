@@ -27,10 +27,11 @@ unit of work added to a queue at utilization ``u`` stretches its busy
 period by ``1/(1 - u)`` units (M/G/1), so a held block saves its tokens
 once for this request and ``1/(1 - u)`` times for the next ones (twice in
 all on an idle fleet; the pooled-cache hit rate comes from not spending
-work twice on the same prefix). ``utilization`` is the share of candidates
-whose given load is above 0 (an arriving request finds a queue busy as
-often as it is busy on average), at most ``1 - 1/replicas``; 0 without a
-load. ``queued`` is the prefill work
+work twice on the same prefix). ``utilization`` is ``L / (1 + L)``, ``L``
+the candidates' mean given load in requests (tokens over the running mean
+prefill of a routed request), as a queue fed at random holds ``u / (1 -
+u)`` requests on average: so ``1/(1 - u) = 1 + L`` and the factor is ``2 +
+L``. 0 without a load. ``queued`` is the prefill work
 already waiting there (``load``, in tokens, or in requests with
 ``load_unit="requests"``, converted at the Router's running mean of the
 prefill a routed request needs); ``saved`` is the hit,
@@ -164,9 +165,9 @@ class RouteDecision:
     #: The replica's cache pressure in [0, 1]: what storing the new blocks there
     #: evicts (module docs), added to the factor of ``prefill_tokens`` in ``cost``.
     pressure: float = 0.0
-    #: The fleet's prefill utilization the cost counted, in [0, 1): the share of
-    #: candidates with queued work (0 without a load). The prefill needed counts
-    #: ``1 + 1 / (1 - utilization)`` times, 2 on an idle fleet (module docs).
+    #: The fleet's prefill utilization the cost counted, in [0, 1): ``L / (1 + L)``,
+    #: ``L`` the candidates' mean load in requests (0 without a load). The prefill
+    #: needed counts ``1 + 1 / (1 - utilization)`` times, 2 on an idle fleet (module docs).
     utilization: float = 0.0
 
     @property
@@ -365,19 +366,19 @@ class Router:
                     raise InvalidRequestError("load", f"for {rid}: {refusal}")
         return Queues.of(zip(rids, map(float, loads), strict=True)), per
 
-    def _utilization(self, queues: Queues) -> float:
+    def _utilization(self, queues: Queues, per: float, num_tokens: int) -> float:
         """The fleet's prefill utilization as a caller's load shows it (0 without one).
 
-        The share of candidates with queued work: what an arriving request
-        finds busy, which in a queue fed at random is the time-average
-        utilization. Capped at ``1 - 1/replicas`` (one replica idle at least:
-        the factor it sets stays finite). The Router's own estimate (no load)
-        decays and is never 0 again: it sets none.
+        ``L / (1 + L)``, ``L`` the candidates' mean queue in requests (their
+        queued tokens over the running mean of a routed request's prefill):
+        a queue fed at random holds ``L = u / (1 - u)`` on average (M/M/1).
+        The Router's own estimate (no load) is not a queue: it sets none.
         """
         n = len(queues)
         if n == 0 or (self.load is None and not self._pushed):
             return 0.0
-        return min(queues.busy() / n, 1 - 1 / max(n, 2))
+        mean = queues.total() * per / n / (self.mean_prefill_tokens or float(num_tokens or 1))
+        return mean / (1 + mean)
 
     def pressure(self, replica: ReplicaId | str) -> float:
         """The replica's cache pressure in [0, 1]: its recent stores over the busiest's."""
@@ -476,7 +477,7 @@ class Router:
         answers = self._answers(schemes, prepared) if schemes else []
         total = len(schemes) + len(extra)
         queues, per = self._queue_view(schemes, extra, num_tokens)
-        utilization = self._utilization(queues)
+        utilization = self._utilization(queues, per, num_tokens)
         order = _CostOrder(self, prepared, schemes, extra, queues, per, answers,
                            self._pressure_of(), 1 + 1 / (1 - utilization))
         fallback = order.fallback
