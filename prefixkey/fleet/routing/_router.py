@@ -318,6 +318,8 @@ class Router:
         #: The running mean of the prefill a ranking's first choice needs (tokens):
         #: what a queued request is worth with ``load_unit="requests"``.
         self.mean_prefill_tokens = 0.0
+        #: The running mean of the prefill the requests reported :meth:`sent` needed.
+        self._sent_prefill = 0.0
         self._mask_weights: dict[int, tuple[float, str]] = {}
         self._bit_weights: list[tuple[int, float, str]] = []
         self._counted = 0  # bits of the media with a positive weight: those that hit
@@ -370,14 +372,16 @@ class Router:
         """The fleet's prefill utilization as a caller's load shows it (0 without one).
 
         ``L / (1 + L)``, ``L`` the candidates' mean queue in requests (their
-        queued tokens over the running mean of a routed request's prefill):
+        queued tokens over the running mean prefill of the requests reported
+        :meth:`sent`, or this request's tokens before any report, so a ranking
+        stays a pure function of the index and the loads between reports):
         a queue fed at random holds ``L = u / (1 - u)`` on average (M/M/1).
         The Router's own estimate (no load) is not a queue: it sets none.
         """
         n = len(queues)
         if n == 0 or (self.load is None and not self._pushed):
             return 0.0
-        mean = queues.total() * per / n / (self.mean_prefill_tokens or float(num_tokens or 1))
+        mean = queues.total() * per / n / (self._sent_prefill or float(num_tokens or 1))
         return mean / (1 + mean)
 
     def pressure(self, replica: ReplicaId | str) -> float:
@@ -402,7 +406,9 @@ class Router:
         """
         if self.load is None and not self._pushed:
             return
-        self._store(decision.replica, decision.prefill_tokens, self._last_total)
+        tokens = decision.prefill_tokens
+        self._sent_prefill += (tokens - self._sent_prefill) / 64 if self._sent_prefill else tokens
+        self._store(decision.replica, tokens, self._last_total)
 
     def _store(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
         self._stored.decay(1 - 1 / max(replicas, 2))
