@@ -29,7 +29,7 @@ once for this request and ``1/(1 - u)`` times for the next ones (twice in
 all on an idle fleet; the pooled-cache hit rate comes from not spending
 work twice on the same prefix). ``utilization`` is ``L / (1 + L)``, ``L``
 the candidates' mean given load in requests (tokens over the running mean
-prefill of a routed request), as a queue fed at random holds ``u / (1 -
+prefill of the requests reported :meth:`Router.sent`), as a queue fed at random holds ``u / (1 -
 u)`` requests on average: so ``1/(1 - u) = 1 + L`` and the factor is ``2 +
 L``. 0 without a load. ``queued`` is the prefill work
 already waiting there (``load``, in tokens, or in requests with
