@@ -34,6 +34,20 @@ there (what the gateway counts as queued until the first token).
   time (chained block keys). Below a 10% match it picks the replicas with the
   fewest recorded tokens; among the chosen, the fewest requests sent and not
   finished (Ray's queue length; ties: the first).
+* ``sglang``: SGLang router's ``cache_aware`` policy at its documented
+  defaults (sglang_router's ``RouterArgs``: ``cache_threshold`` 0.3,
+  ``balance_abs_threshold`` 64, ``balance_rel_threshold`` 1.5,
+  ``max_tree_size`` 2**26 per worker, evicted every 60 s), approximated like
+  ``ray-prefix``: its approximate tree records the prompts it sent to each
+  worker (never what the workers evicted), a token standing for a character,
+  matched whole blocks at a time. The load is the requests sent and not
+  finished; when ``max - min > 64`` and ``max > 1.5 x min`` the least loaded
+  worker takes the request (ties: the first); otherwise the worker with the
+  longest recorded match if it covers more than 30% of the prompt (several:
+  SGLang takes whichever its map yields first, here a seeded random one),
+  else the worker with the fewest recorded tokens (ties: seeded random). The
+  request is recorded under the chosen worker either way. The tree's
+  eviction (a worker's records trimmed to 2**26 characters) is not simulated.
 """
 
 from __future__ import annotations
@@ -202,6 +216,48 @@ def _ray_prefix(ctx: PolicyContext) -> Policy:
     return choose
 
 
+def _sglang(ctx: PolicyContext) -> Policy:
+    n_rep, bs = len(ctx.replicas), ctx.block_size
+    rng = random.Random(ctx.seed)
+    sent_to: dict[object, set[int]] = {}  # a chained block key: the workers it was sent to
+    recorded = [0] * n_rep  # tokens recorded per worker (SGLang's tenant_char_count)
+    requests = ctx.gateway.requests
+
+    def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
+        n = prepared.num_tokens
+        blocks = keys.groups[0]
+        matched, holders = 0, set[int]()
+        for j, key in enumerate(blocks):
+            who = sent_to.get(key)
+            if not who:
+                break
+            matched, holders = (j + 1) * bs, who
+        hi, lo = max(requests), min(requests)
+        hit = matched
+        if hi - lo > _SGLANG_ABS and hi > lo * _SGLANG_REL:  # imbalanced: shortest queue
+            i = min(range(n_rep), key=lambda j: (requests[j], j))
+            hit = matched if i in holders else 0
+        elif n and matched / n > _SGLANG_CACHE:
+            i = rng.choice(sorted(holders))
+        else:  # the smallest tenant
+            least = min(recorded)
+            i = rng.choice([j for j in range(n_rep) if recorded[j] == least])
+            hit = matched if i in holders else 0
+        new = 0
+        for key in blocks:  # recorded under the chosen worker
+            who = sent_to.setdefault(key, set())
+            if i not in who:
+                who.add(i)
+                new += 1
+        recorded[i] += new * bs
+        return i, float(n - hit)
+    return choose
+
+
+#: SGLang router's cache-aware defaults (sglang_router ``RouterArgs``).
+_SGLANG_CACHE, _SGLANG_ABS, _SGLANG_REL = 0.3, 64, 1.5
+
+
 POLICIES: dict[str, Callable[[PolicyContext], Policy]] = {
     "ours": lambda ctx: _ours(ctx, True),
     "ours-noload": lambda ctx: _ours(ctx, False),
@@ -211,6 +267,7 @@ POLICIES: dict[str, Callable[[PolicyContext], Policy]] = {
     "dynamo": _dynamo,
     "llm-d": _llm_d,
     "ray-prefix": _ray_prefix,
+    "sglang": _sglang,
 }
 
 

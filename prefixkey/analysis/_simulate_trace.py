@@ -1,6 +1,6 @@
 """Traces for ``prefixkey simulate``, read one line at a time (bounded memory).
 
-Two line shapes, told apart per line:
+Three line shapes, told apart per line:
 
 * **Mooncake** (kvcache-ai/Mooncake ``FAST25-release/traces``):
   ``{"timestamp": ms, "input_length": n, "output_length": m, "hash_ids": [...]}``.
@@ -11,14 +11,22 @@ Two line shapes, told apart per line:
 * **Plain requests**: ``{"token_ids": [...]}`` (or ``prompt_token_ids``),
   with optional ``timestamp`` (ms; default: the previous line's) and
   ``output_length`` (default 1).
+* **``prefixkey audit``'s request logs** (docs/audit.md): request-format
+  lines (``token_ids``) with ``arrival_time`` in unix seconds, replayed
+  from the first line's ``arrival_time`` (the log's ``replica`` and
+  ``cached_tokens``, and the scheme fields, are not used: the simulator
+  routes and hashes itself; ``output_length`` defaults to 1 as above).
 
 Arrival times must not go back; a line that is not one of these shapes is a
-:class:`~prefixkey.errors.InvalidRequestError` naming its line number.
+:class:`~prefixkey.errors.InvalidRequestError` naming its line number, and so
+is a trace mixing the two clocks (``timestamp`` ms from the trace's start,
+``arrival_time`` unix seconds).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -67,11 +75,18 @@ def _mooncake_tokens(line: int, row: dict[str, object], block: int, seed: int) -
     return tokens
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+        value)
+
+
 def read_trace(lines: Iterable[str | bytes], *, trace_block: int = 512,
                seed: int = 0, limit: int | None = None) -> Iterator[TraceRequest]:
     """The requests of a trace, in arrival order, one line at a time."""
     last = 0.0
     count = 0
+    clock: str | None = None  # "timestamp" or "arrival_time": the first line's
+    origin = 0.0  # the first arrival_time: an audit log replays from it
     for number, raw in enumerate(lines, 1):
         if limit is not None and count >= limit:
             return
@@ -93,16 +108,28 @@ def read_trace(lines: Iterable[str | bytes], *, trace_block: int = 512,
             tokens = list(ids)
         if not tokens:
             raise InvalidRequestError("token_ids", f"line {number}: an empty prompt")
-        stamp = row.get("timestamp")
+        name = "arrival_time" if "arrival_time" in row else "timestamp"
+        stamp = row.get(name)
+        if stamp is not None:
+            if clock is None:
+                clock = name
+                origin = float(stamp) if name == "arrival_time" and _number(stamp) else 0.0
+            elif clock != name:
+                raise InvalidRequestError(name, f"line {number}: the trace's first time was "
+                                          f"a {clock}; one trace keeps one clock")
         if stamp is None:
             arrival = last
-        elif isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
-            arrival = float(stamp) / 1000
+        elif not _number(stamp):
+            unit = "unix seconds" if name == "arrival_time" else "ms"
+            raise InvalidRequestError(name, f"line {number}: must be a number ({unit})")
+        elif name == "arrival_time":
+            arrival = float(stamp) - origin
         else:
-            raise InvalidRequestError("timestamp", f"line {number}: must be a number (ms)")
+            arrival = float(stamp) / 1000
         if arrival < last:
+            unit = "" if name == "arrival_time" else " ms"
             raise InvalidRequestError(
-                "timestamp", f"line {number}: {stamp} ms goes back in time (arrival order)")
+                name, f"line {number}: {stamp}{unit} goes back in time (arrival order)")
         last = arrival
         count += 1
         yield TraceRequest(number, arrival, tokens, _int(number, row, "output_length", 1))

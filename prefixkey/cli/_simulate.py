@@ -93,8 +93,9 @@ def register(commands: Commands) -> None:
         "(docs/routing.md)",
     )
     cmd.add_argument("trace", metavar="TRACE",
-                     help="JSON Lines: Mooncake trace lines (hash_ids) or plain requests "
-                     "(token_ids); - for stdin")
+                     help="JSON Lines: Mooncake trace lines (hash_ids), plain requests "
+                     "(token_ids) or prefixkey audit's request logs (arrival_time); "
+                     "- for stdin")
     cmd.add_argument("--policy", type=_policies, default=("ours",), metavar="P[,P...]",
                      help=f"policies to compare: {', '.join(SIMULATION_POLICIES)} "
                      "(default ours)")

@@ -50,3 +50,21 @@ def test_ensure_tracks_new_replicas_at_zero() -> None:
     queues.ensure([ReplicaId("a"), ReplicaId("b")])
     assert [(v, r.name) for v, r in queues.ascending()] == [(0.0, "b"), (5.0, "a")]
     assert len(queues) == 2 and ReplicaId("b") in queues
+
+
+def test_total_follows_sets_decays_and_renormalising() -> None:
+    """The sum the Router's utilization reads (the mean queue) without a pass over the fleet."""
+    queues = Queues()
+    assert queues.total() == 0.0
+    a, b = ReplicaId("a"), ReplicaId("b")
+    queues.set(a, 30.0)
+    queues.set(b, 10.0)
+    queues.add(a, 5.0)
+    assert queues.total() == pytest.approx(45.0)
+    queues.decay(0.5)
+    assert queues.total() == pytest.approx(22.5)
+    for _ in range(600):  # past the renormalising scale
+        queues.decay(0.5)
+    queues.set(b, 4.0)
+    assert queues.total() == pytest.approx(4.0)
+    assert Queues.of([(a, 1.5), (b, 2.5)]).total() == 4.0

@@ -105,14 +105,18 @@ def test_rank_order_with_cache_pressure(seed: int) -> None:
     loads = {rid: rng.choice([0.0, 16.0, 80.0]) for rid in names}
     router = Router(index, load=loads.__getitem__)
     top = router.route(TOKENS)[0]
+    mean = 0.0  # the running mean prefill of the sends reported (1/64 per report)
     for _ in range(rng.randint(1, 3 * len(names))):  # sends reported to random replicas
-        router.sent(replace(top, replica=rng.choice(names),
-                            prefill_tokens=float(rng.choice([3, 35, 99]))))
+        tokens = float(rng.choice([3, 35, 99]))
+        mean = mean + (tokens - mean) / 64 if mean else tokens
+        router.sent(replace(top, replica=rng.choice(names), prefill_tokens=tokens))
     decisions = router.route(TOKENS)
     assert len({d.pressure for d in decisions}) > 1
     for d in decisions:
         assert d.pressure == router.pressure(d.replica)
-        assert d.cost == pytest.approx(d.load + (2 + d.pressure) * d.prefill_tokens)
+        factor = 1 + 1 / (1 - d.utilization)  # 2 + L, L the mean queue in requests
+        assert factor == pytest.approx(2 + sum(loads.values()) / len(loads) / mean)
+        assert d.cost == pytest.approx(d.load + (factor + d.pressure) * d.prefill_tokens)
     assert [d.replica for d in decisions] == _expected(router, decisions)
     for k in (1, 2, 5, len(decisions)):
         assert router.route(TOKENS, limit=k) == decisions[:k]

@@ -130,42 +130,51 @@ def test_num_tokens_minus_one_cap(num_tokens: int, held: int, hit: int) -> None:
         assert "capped" in by_name["a"].why
 
 
-# The cost model, in prefill tokens: cost = queued + (2 + pressure) * (num_tokens - saved)
-# (pressure 0 here: a fresh Router given a load, no send reported), where saved
-# counts each reused block's 16 tokens times its medium's tier weight (GPU 1.0,
-# CPU 0.8, STORAGE 0.5). TOKENS is 133 tokens: at most 8 blocks (128 tokens) reuse.
-# (held: name -> (blocks, medium); loads in tokens; the expected order; the winner's cost)
+# The cost model, in prefill tokens:
+#     cost = queued + (2 + L + pressure) * (num_tokens - saved)
+# (pressure 0 here: a fresh Router given a load, no send reported), where L is the
+# candidates' mean load in requests (tokens over this request's 133 before any send is
+# reported): 1 / (1 - utilization) = 1 + L, utilization = L / (1 + L); saved counts each
+# reused block's 16 tokens times its medium's tier weight (GPU 1.0, CPU 0.8, STORAGE
+# 0.5). TOKENS is 133 tokens: at most 8 blocks (128 tokens) reuse.
+# (held: name -> (blocks, medium); loads in tokens; the expected order; the winner's
+# prefill still needed)
 COST_CASES = [
     ("equal hits: the shorter queue",
      {"a": (4, "GPU"), "b": (4, "GPU"), "c": (4, "GPU")}, {"a": 50, "b": 10, "c": 30},
-     ["b", "c", "a"], 10 + 2 * (133 - 64)),
-    ("a full hit outweighs a queue shorter than twice what it saves",
-     {"a": (8, "GPU")}, {"a": 250, "b": 0}, ["a", "b"], 250 + 2 * 5),
+     ["b", "c", "a"], 133 - 64),
+    ("a full hit outweighs a queue shorter than what it saves, counted 2 + L",
+     {"a": (8, "GPU")}, {"a": 250, "b": 0}, ["a", "b"], 5),
+    ("...a busy fleet counts it more than an idle one (2 x 128 < 300 < (2 + L) x 128)",
+     {"a": (8, "GPU")}, {"a": 300, "b": 0}, ["a", "b"], 5),
     ("...and loses to an idle replica once its queue is longer",
-     {"a": (8, "GPU")}, {"a": 300, "b": 0}, ["b", "a"], 2 * 133),
+     {"a": (8, "GPU")}, {"a": 600, "b": 0}, ["b", "a"], 133),
     ("a CPU block saves 0.8 of its prefill: 8 CPU blocks beat 4 GPU blocks",
-     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 2 * (133 - 102.4)),
+     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 133 - 102.4),
     ("...unless the queue eats the difference",
-     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 80, "b": 0}, ["b", "a"], 2 * 69),
+     {"a": (8, "CPU"), "b": (4, "GPU")}, {"a": 130, "b": 0}, ["b", "a"], 69),
     ("storage saves half",
-     {"a": (8, "STORAGE"), "b": (2, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 2 * (133 - 64)),
+     {"a": (8, "STORAGE"), "b": (2, "GPU")}, {"a": 0, "b": 0}, ["a", "b"], 133 - 64),
     ("no holder: the least queued first (load-aware fallback)",
-     {}, {"a": 5, "b": 0, "c": 5}, ["b"], 2 * 133),
+     {}, {"a": 5, "b": 0, "c": 5}, ["b"], 133),
 ]
 
 
-@pytest.mark.parametrize(("case", "held", "loads", "expected", "cost"), COST_CASES,
+@pytest.mark.parametrize(("case", "held", "loads", "expected", "need"), COST_CASES,
                          ids=[c[0] for c in COST_CASES])
 def test_cost_model(case: str, held: dict[str, tuple[int, str]], loads: dict[str, float],
-                    expected: list[str], cost: float) -> None:
+                    expected: list[str], need: float) -> None:
     index = make_index(*loads)
     for name, (blocks, medium) in held.items():
         store(index, name, ints(FINE[:blocks]), medium=medium)
     decisions = Router(index, load=lambda r: loads[r.name]).route(TOKENS)
     assert order(decisions)[:len(expected)] == expected
     top = decisions[0]
-    assert top.cost == pytest.approx(cost)
-    assert top.score == -top.cost == -(top.load + 2 * top.prefill_tokens)
+    mean = sum(loads.values()) / len(loads) / 133  # L: the mean queue, in requests
+    assert top.utilization == pytest.approx(mean / (1 + mean))
+    assert top.prefill_tokens == pytest.approx(need)
+    assert top.cost == pytest.approx(loads[top.replica.name] + (2 + mean) * need)
+    assert top.score == -top.cost
     assert top.load == loads[top.replica.name]
     assert top.prefill_tokens == pytest.approx(133 - top.weighted_hit_tokens)
     assert top.fallback is (not held)
@@ -179,14 +188,15 @@ def test_load_in_requests_counts_the_mean_routed_prefill() -> None:
     store(index, "a", ints(FINE[:8]))
     waiting = {"a": 0, "b": 1}
     router = Router(index, load=lambda r: waiting[r.name], load_unit="requests")
-    # no mean yet: a queued request is worth this request's 133 tokens
+    # no mean yet: a queued request is worth this request's 133 tokens; the mean queue
+    # is half a request (L = 0.5): the prefill needed counts 2.5 times
     first, second = router.route(TOKENS)
-    assert (first.replica.name, first.load, first.cost) == ("a", 0, 10)
-    assert (second.replica.name, second.load, second.cost) == ("b", 133, 133 + 266)
+    assert (first.replica.name, first.load, first.cost) == ("a", 0, 12.5)
+    assert (second.replica.name, second.load, second.cost) == ("b", 133, 133 + 2.5 * 133)
     assert router.mean_prefill_tokens == 5  # the first choice needed 5 tokens of prefill
-    waiting["a"] = 50  # 50 x 5 tokens queued: 250 + 10 < 266
+    waiting["a"] = 60  # 300 tokens queued, L = 305 / 2 / 133: 300 + 5 (2 + L) < 5 + 133 (2 + L)
     assert order(router.route(TOKENS))[0] == "a"
-    waiting["a"] = 60  # 300 tokens queued: b (idle, 2 x 133) is cheaper
+    waiting["a"] = 120  # 600 tokens queued, L = 605 / 2 / 133: b (one request of 5) is cheaper
     assert order(router.route(TOKENS))[0] == "b"
 
 

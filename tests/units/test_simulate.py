@@ -101,6 +101,8 @@ def test_the_text_and_html_reports() -> None:
      "input_length"),
     ('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [-1]}', "hash_ids"),
     ('{"timestamp": "x", "token_ids": [1]}', "timestamp"),
+    ('{"arrival_time": "x", "token_ids": [1], "block_size": 16}', "arrival_time"),
+    ('{"arrival_time": NaN, "token_ids": [1], "block_size": 16}', "arrival_time"),
     ('{"token_ids": [1], "output_length": -1}', "output_length"),
     ("[1, 2]", "trace"),
     ("not json", "trace"),
@@ -155,3 +157,55 @@ def test_ray_prefix_follows_what_it_sent_and_ignores_load() -> None:
     gateway.requests[:] = [5, 0, 0]  # replica 0 busy: load does not override the match
     assert send([*first, *range(5000, 5040)]) == (0, 200.0 - 160.0)
     assert send(list(range(9000, 9160)))[0] == 1  # no match: the fewest recorded tokens
+
+
+def test_sglang_cache_aware_thresholds() -> None:
+    """SGLang's cache_aware as modelled, at its defaults: a recorded match above 30% of
+    the prompt wins while the load is balanced; at most 30%, the smallest tenant; past
+    both balance thresholds (max - min > 64 and max > 1.5 x min), the least loaded."""
+    from prefixkey import Hasher, Request
+    from prefixkey.analysis._simulate_policies import Gateway, PolicyContext, make_policy
+    from prefixkey.fleet import PrefixIndex, PreparedRequest, ReplicaId, ReplicaScheme
+
+    scheme = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0", vllm_version="0.31.0"))
+    gateway = Gateway(requests=[0, 0, 0], prefill=[0.0] * 3, active_blocks=[0] * 3)
+    choose = make_policy("sglang", PolicyContext(
+        PrefixIndex(), [ReplicaId(n) for n in "abc"], gateway, block_size=16, seed=0))
+
+    def send(tokens: list[int]) -> tuple[int, float]:
+        prepared = PreparedRequest(len(tokens), Request(tokens))
+        return choose(prepared, prepared.keys_for(scheme))
+
+    first = list(range(1000, 1160))  # 10 blocks
+    home, need = send(first)
+    assert need == 160.0  # nothing recorded
+    gateway.requests[:] = [0, 0, 0]
+    gateway.requests[home] = 64  # busy, but max - min = 64 is not above 64: balanced
+    assert send([*first, *range(5000, 5160)]) == (home, 320.0 - 160.0)  # 50% > 30%
+    # 30% is not above the threshold: the smallest tenant (not the holder, twice larger)
+    other, _ = send([*first[:48], *range(7000, 7112)])
+    assert other != home
+    gateway.requests[home] = 65  # 65 - 0 > 64 and 65 > 1.5 x 0: imbalanced
+    least = min(i for i in range(3) if gateway.requests[i] == 0)
+    assert send([*first, *range(6000, 6160)]) == (least, 320.0)
+
+
+def test_audit_request_logs_replay_from_their_first_arrival_time() -> None:
+    """``prefixkey audit``'s request log (docs/audit.md): request-format lines with
+    ``arrival_time`` in unix seconds; ``replica``, ``cached_tokens`` and the scheme
+    fields are the log's, not the simulation's."""
+    log = ['{"token_ids": [1, 2, 3], "block_size": 16, "vllm_version": "0.31.0", '
+           '"replica": "r1", "arrival_time": 1764643200.25, "cached_tokens": 0}',
+           '{"token_ids": [1, 2], "block_size": 16, "arrival_time": 1764643201.75}',
+           '{"token_ids": [4], "block_size": 16}']  # no arrival_time: the previous line's
+    a, b, c = read_trace(log)
+    assert (a.arrival, b.arrival, c.arrival) == (0.0, 1.5, 1.5)
+    assert (a.token_ids, a.output_length) == ([1, 2, 3], 1)
+    with pytest.raises(InvalidRequestError, match="line 2") as info:
+        list(read_trace([log[1], log[0]]))
+    assert info.value.field == "arrival_time"
+    with pytest.raises(InvalidRequestError, match="one trace keeps one clock") as info:
+        list(read_trace([log[0], '{"timestamp": 5, "token_ids": [1]}']))
+    assert info.value.field == "timestamp"
+    report = simulate(read_trace(log), SimulationConfig(replicas=2, policies=("ours",)))
+    assert report.requests == 3

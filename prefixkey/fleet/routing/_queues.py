@@ -11,6 +11,7 @@ keeps the order: the values are stored divided by a common scale.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator
 
@@ -22,12 +23,13 @@ __all__ = ["Queues"]
 class Queues:
     """Queued work per replica (in the caller's unit), in ascending order."""
 
-    __slots__ = ("_scale", "_sorted", "_values")
+    __slots__ = ("_scale", "_sorted", "_total", "_values")
 
     def __init__(self) -> None:
         self._values: dict[ReplicaId, float] = {}  # stored: the value / _scale
         self._sorted: list[tuple[float, ReplicaId]] = []  # (stored, replica), ascending
         self._scale = 1.0
+        self._total = 0.0  # the sum of the stored values
 
     def __len__(self) -> int:
         return len(self._values)
@@ -48,6 +50,7 @@ class Queues:
             del self._sorted[bisect_left(self._sorted, (old, replica))]
         insort(self._sorted, (stored, replica))
         self._values[replica] = stored
+        self._total += stored - (old or 0.0)
 
     def add(self, replica: ReplicaId, value: float) -> None:
         self.set(replica, self.get(replica) + value)
@@ -66,6 +69,7 @@ class Queues:
             scale = self._scale
             self._values = {r: v * scale for r, v in self._values.items()}
             self._sorted = [(v * scale, r) for v, r in self._sorted]
+            self._total *= scale
             self._scale = 1.0
 
     def minimum(self) -> float:
@@ -75,6 +79,10 @@ class Queues:
     def maximum(self) -> float:
         """The largest queue tracked (0 when none is)."""
         return self._sorted[-1][0] * self._scale if self._sorted else 0.0
+
+    def total(self) -> float:
+        """The sum of the queues (0 when none is tracked)."""
+        return max(self._total * self._scale, 0.0)
 
     def snapshot(self) -> tuple[list[tuple[float, ReplicaId]], float]:
         """The ``(stored, replica)`` pairs in ascending order, and the scale of ``stored``."""
@@ -91,4 +99,5 @@ class Queues:
         queues = cls()
         queues._values = dict(values)
         queues._sorted = sorted((v, r) for r, v in queues._values.items())
+        queues._total = math.fsum(queues._values.values())
         return queues

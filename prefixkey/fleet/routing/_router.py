@@ -17,14 +17,21 @@ to the LCM of the group block sizes, as vLLM's hybrid coordinator does.
 its prefill rate before the request's first token; divide by that rate for
 seconds, which no decision needs). A candidate's cost is
 
-    cost = queued(replica) + (2 + pressure(replica)) * (num_tokens - saved(replica))
+    cost = queued(replica) + (1 + 1/(1 - utilization) + pressure(replica))
+                             * (num_tokens - saved(replica))
 
 ``queued + (num_tokens - saved)`` is the request's own wait for its first
-token there; the prefill it needs is counted a second time because it is
-also work added to the fleet, which every request sent there after it
-queues behind: a held block saves its tokens twice, once for this request
-and once for the next ones (the pooled-cache hit rate comes from not
-spending work twice on the same prefix). ``queued`` is the prefill work
+token there; the prefill it needs is counted again because it is also work
+added to the fleet, which the requests sent there after it queue behind: a
+unit of work added to a queue at utilization ``u`` stretches its busy
+period by ``1/(1 - u)`` units (M/G/1), so a held block saves its tokens
+once for this request and ``1/(1 - u)`` times for the next ones (twice in
+all on an idle fleet; the pooled-cache hit rate comes from not spending
+work twice on the same prefix). ``utilization`` is ``L / (1 + L)``, ``L``
+the candidates' mean given load in requests (tokens over the running mean
+prefill of the requests reported :meth:`Router.sent`), as a queue fed at random holds ``u / (1 -
+u)`` requests on average: so ``1/(1 - u) = 1 + L`` and the factor is ``2 +
+L``. 0 without a load. ``queued`` is the prefill work
 already waiting there (``load``, in tokens, or in requests with
 ``load_unit="requests"``, converted at the Router's running mean of the
 prefill a routed request needs); ``saved`` is the hit,
@@ -149,16 +156,20 @@ class RouteDecision:
     #: :data:`PREDICTED`) or ``"none"`` (no usable hit: the rendezvous fallback,
     #: or a run the ``num_tokens - 1`` cap or the groups leave nothing of).
     evidence: Evidence
-    #: The cost, in prefill tokens: ``load + (2 + pressure) * prefill_tokens`` (the
-    #: wait for the first token, ``load + prefill_tokens``, plus the work added to
-    #: the fleet, plus what storing it evicts).
+    #: The cost, in prefill tokens: ``load + (1 + 1 / (1 - utilization) + pressure)
+    #: * prefill_tokens`` (the wait for the first token, ``load + prefill_tokens``,
+    #: plus the work added to the fleet, plus what storing it evicts).
     cost: float = 0.0
     #: The prefill this request still needs there: ``num_tokens`` minus what
     #: the held blocks save (each block's tokens times its medium's tier weight).
     prefill_tokens: float = 0.0
     #: The replica's cache pressure in [0, 1]: what storing the new blocks there
-    #: evicts (module docs); ``cost = load + (2 + pressure) * prefill_tokens``.
+    #: evicts (module docs), added to the factor of ``prefill_tokens`` in ``cost``.
     pressure: float = 0.0
+    #: The fleet's prefill utilization the cost counted, in [0, 1): ``L / (1 + L)``,
+    #: ``L`` the candidates' mean load in requests (0 without a load). The prefill
+    #: needed counts ``1 + 1 / (1 - utilization)`` times, 2 on an idle fleet (module docs).
+    utilization: float = 0.0
 
     @property
     def why(self) -> str:
@@ -318,6 +329,8 @@ class Router:
         #: The running mean of the prefill a ranking's first choice needs (tokens):
         #: what a queued request is worth with ``load_unit="requests"``.
         self.mean_prefill_tokens = 0.0
+        #: The running mean of the prefill the requests reported :meth:`sent` needed.
+        self._sent_prefill = 0.0
         self._mask_weights: dict[int, tuple[float, str]] = {}
         self._bit_weights: list[tuple[int, float, str]] = []
         self._counted = 0  # bits of the media with a positive weight: those that hit
@@ -370,6 +383,22 @@ class Router:
                     raise InvalidRequestError("load", f"for {rid}: {refusal}")
         return Queues.of(zip(rids, map(float, loads), strict=True)), per
 
+    def _utilization(self, queues: Queues, per: float, num_tokens: int) -> float:
+        """The fleet's prefill utilization as a caller's load shows it (0 without one).
+
+        ``L / (1 + L)``, ``L`` the candidates' mean queue in requests (their
+        queued tokens over the running mean prefill of the requests reported
+        :meth:`sent`, or this request's tokens before any report, so a ranking
+        stays a pure function of the index and the loads between reports):
+        a queue fed at random holds ``L = u / (1 - u)`` on average (M/M/1).
+        The Router's own estimate (no load) is not a queue: it sets none.
+        """
+        n = len(queues)
+        if n == 0 or (self.load is None and not self._pushed):
+            return 0.0
+        mean = queues.total() * per / n / (self._sent_prefill or float(num_tokens or 1))
+        return mean / (1 + mean)
+
     def pressure(self, replica: ReplicaId | str) -> float:
         """The replica's cache pressure in [0, 1]: its recent stores over the busiest's."""
         top = self._stored.maximum()
@@ -392,7 +421,9 @@ class Router:
         """
         if self.load is None and not self._pushed:
             return
-        self._store(decision.replica, decision.prefill_tokens, self._last_total)
+        tokens = decision.prefill_tokens
+        self._sent_prefill += (tokens - self._sent_prefill) / 64 if self._sent_prefill else tokens
+        self._store(decision.replica, tokens, self._last_total)
 
     def _store(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
         self._stored.decay(1 - 1 / max(replicas, 2))
@@ -469,8 +500,9 @@ class Router:
         answers = self._answers(schemes, prepared) if schemes else []
         total = len(schemes) + len(extra)
         queues, per = self._queue_view(schemes, extra, num_tokens)
+        utilization = self._utilization(queues, per, num_tokens)
         order = _CostOrder(self, prepared, schemes, extra, queues, per, answers,
-                           self._pressure_of())
+                           self._pressure_of(), 1 + 1 / (1 - utilization))
         fallback = order.fallback
         listing = order.listing
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
@@ -483,10 +515,10 @@ class Router:
             if o is None:
                 o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
             why = functools.partial(self._why, rid, o, num_tokens, load, cost, pressure,
-                                    fallback, rank, total)
+                                    fallback, rank, total, order.twice)
             return RouteDecision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
                                  load, fallback, o.used, why, _evidence(o), cost,
-                                 num_tokens - o.weighted, pressure)
+                                 num_tokens - o.weighted, pressure, utilization)
 
         ranking = LazyRanking(order.groups(), total if limit is None else min(limit, total),
                               listing.tie_order, build)
@@ -683,11 +715,12 @@ class Router:
 
     @staticmethod
     def _why(replica: ReplicaId, m: _Outcome, num_tokens: int, load: float, cost: float,
-             pressure: float, fallback: bool, rank: int, total: int) -> str:
+             pressure: float, fallback: bool, rank: int, total: int, twice: float) -> str:
         need = num_tokens - m.weighted
-        tail = (f"cost {cost:.6g} prefill tokens = {load:.6g} queued + (2 + {pressure:.3g}) x "
-                f"{need:.6g} to prefill here (its wait, the fleet's work, and what storing it "
-                f"evicts at this cache pressure); rank {rank} of {total}")
+        tail = (f"cost {cost:.6g} prefill tokens = {load:.6g} queued + ({twice:.3g} + "
+                f"{pressure:.3g}) x {need:.6g} to prefill here (its wait, the fleet's work at "
+                f"this utilization, and what storing it evicts at this cache pressure); "
+                f"rank {rank} of {total}")
         if fallback:
             return (f"no candidate holds a block of this prefix: least queued first, "
                     f"rendezvous hashing on the first block key (or, under one block, a token "
@@ -741,13 +774,15 @@ class _CostOrder:
 
     __slots__ = ("_empty", "_heap", "_listed", "_pressure", "_queues", "_router", "_schemes",
                  "_seeds", "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed",
-                 "fallback", "listing", "loads", "per", "prepared", "pressures")
+                 "fallback", "listing", "loads", "per", "prepared", "pressures", "twice")
 
     def __init__(self, router: Router, prepared: PreparedRequest,
                  schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
                  queues: Queues, per: float, answers: list[_Answer],
-                 pressure: Callable[[ReplicaId], float] = _no_pressure) -> None:
+                 pressure: Callable[[ReplicaId], float] = _no_pressure,
+                 twice: float = _TWICE) -> None:
         self._router = router
+        self.twice = twice  # what a prefill token needed counts: 1 + 1 / (1 - utilization)
         self._pressure = pressure
         self.pressures: list[float] = []
         self.prepared = prepared
@@ -780,14 +815,14 @@ class _CostOrder:
                     hit = hit or group.scored.hit_tokens > 0
                     self._push_group(group, None, floor)
         self.fallback = not hit
-        self._push(self._tokens * _TWICE + floor, -math.inf, _REST, None)
+        self._push(self._tokens * self.twice + floor, -math.inf, _REST, None)
 
     def _push(self, cost: float, load: float, kind: int, payload: object) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (cost, load, kind, self._seq, payload))
 
     def _push_group(self, group: _Group, rest: Iterator[_Group] | None, floor: float) -> None:
-        self._push((self._tokens - group.scored.weighted) * _TWICE + floor, -math.inf, _GROUP,
+        self._push((self._tokens - group.scored.weighted) * self.twice + floor, -math.inf, _GROUP,
                    (group, rest, floor))
 
     def _list(self, rid: ReplicaId, scored: _Scored, seed: int, load: float) -> int:
@@ -798,9 +833,9 @@ class _CostOrder:
         self.loads.append(load)
         pressure = self._pressure(rid)
         self.pressures.append(pressure)
-        # (num_tokens - saved) * (2 + pressure) + load, summed as the bounds are (pressure
+        # (num_tokens - saved) * (twice + pressure) + load, summed as the bounds are (pressure
         # 0): a bound at the least queue is never above a member's cost after rounding.
-        self.costs.append((self._tokens - scored.weighted) * (_TWICE + pressure) + load)
+        self.costs.append((self._tokens - scored.weighted) * (self.twice + pressure) + load)
         self._listed.add(rid)
         return len(listing.rids) - 1
 
@@ -875,7 +910,7 @@ class _CostOrder:
                 continue
             load = queued * self.per
             weighted = 0.0 if scored is None else scored.weighted
-            self._push((self._tokens - weighted) * _TWICE + load, -math.inf, _PEEK,
+            self._push((self._tokens - weighted) * self.twice + load, -math.inf, _PEEK,
                        (rid, load, stream, scored, seed))
             return
 
