@@ -174,9 +174,24 @@ def _qwen() -> Iterator[tuple[str, str, dict[str, Any], Case]]:
             yield folder, "trusted-limit2", trusted, case
 
 
+def _qwen3_vl_moe() -> Iterator[tuple[str, str, dict[str, Any], Case]]:
+    """Qwen3-VL MoE (tests/render/real/qwen3_vl_moe): Qwen3-VL's processor under the MoE
+    config, asked the generic and marker cases and the trusted kwargs under a limit."""
+    name = "qwen3-vl-moe"
+    default = {"--served-model-name": name, "--allowed-local-media-path": "{images}"}
+    for case in (*generic_cases(), *qwen_marker_cases()):
+        yield "qwen3_vl_moe", "default", default, case
+    trusted = {"--served-model-name": name, "--trust-request-mm-kwargs": True,
+               "--limit-mm-per-prompt": {"image": 2},
+               "--mm-processor-kwargs": {"max_pixels": 50176}}
+    for case in (*trusted_kwargs_cases(), *limit_cases()):
+        yield "qwen3_vl_moe", "trusted-limit2", trusted, case
+
+
 #: Family corpus name → its (folder, server label, flags, case) items.
 CORPORA: dict[str, Callable[[], Iterator[tuple[str, str, dict[str, Any], Case]]]] = {
     "qwen": _qwen,
+    "qwen3_vl_moe": _qwen3_vl_moe,
 }
 
 

@@ -18,7 +18,7 @@ from ._blip2 import Blip2
 from ._gemma3 import Gemma3
 from ._internvl import InternVL
 from ._llava import Llava, LlavaNext, LlavaOnevision
-from ._qwen import Qwen2_5VL, Qwen2VL, Qwen3VL
+from ._qwen import Qwen2_5VL, Qwen2VL, Qwen3VL, Qwen3VLMoe
 
 __all__ = ["FAMILIES", "UNVERIFIED", "family_architecture"]
 
@@ -27,6 +27,7 @@ FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
     "Qwen2VLForConditionalGeneration": Qwen2VL,
     "Qwen2_5_VLForConditionalGeneration": Qwen2_5VL,
     "Qwen3VLForConditionalGeneration": Qwen3VL,
+    "Qwen3VLMoeForConditionalGeneration": Qwen3VLMoe,
     "Gemma3ForConditionalGeneration": Gemma3,
     "LlavaForConditionalGeneration": Llava,
     "LlavaNextForConditionalGeneration": LlavaNext,
@@ -43,7 +44,6 @@ UNVERIFIED: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
     "Llama4ForConditionalGeneration": ("Llama 4", "not yet verified"),
     "Phi4MMForCausalLM": ("Phi-4-multimodal",
                           "vLLM 0.31 serves it only with the Hub's remote-code processor"),
-    "Qwen3VLMoeForConditionalGeneration": ("Qwen3-VL MoE", "not yet verified"),
 })
 
 
