@@ -24,6 +24,7 @@ in the prompt with those merged tokens split back: its offset is the index of th
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
@@ -202,31 +203,43 @@ class Gemma3(VisionFamily):
         the prompt with merged newlines split back, at the index of its first token; the
         search stops at the first image not found."""
         n1, n2, n3, n4 = self.newlines
-        if n3 not in ids and n4 not in ids:  # nothing merged: the prompt is its own split
-            return _search(ids, list(range(len(ids))), expansions)
+        merged = sorted([*_positions(ids, n3), *_positions(ids, n4)])
+        if not merged:  # nothing merged: the prompt is its own split
+            return _search(ids, (), expansions)
+        # The split prompt, built by slices: each merged token becomes its two halves.
         split: list[int] = []
-        origin: list[int] = []
-        for index, token in enumerate(ids):
-            if token == n3:
-                split += (n1, n2)
-                origin += (index, index)
-            elif token == n4:
-                split += (n2, n2)
-                origin += (index, index)
-            else:
-                split.append(token)
-                origin.append(index)
-        return _search(split, origin, expansions)
+        previous = 0
+        for at in merged:
+            split += ids[previous:at]
+            split += (n1, n2) if ids[at] == n3 else (n2, n2)
+            previous = at + 1
+        split += ids[previous:]
+        # Where each merged token starts in the split prompt: a split index s comes from
+        # the prompt's index s - (merged tokens starting before s).
+        return _search(split, tuple(at + k for k, at in enumerate(merged)), expansions)
 
 
-def _search(split: list[int], origin: list[int], expansions: Sequence[Sequence[int]]
+def _positions(ids: list[int], token: int) -> list[int]:
+    """Every index of ``token`` in ``ids`` (found by ``list.index``)."""
+    out: list[int] = []
+    at = -1
+    try:
+        while True:
+            at = ids.index(token, at + 1)
+            out.append(at)
+    except ValueError:
+        return out
+
+
+def _search(split: list[int], starts: Sequence[int], expansions: Sequence[Sequence[int]]
             ) -> list[tuple[int, int]]:
     """vLLM's ``_iter_placeholders``: each expansion in turn from where the previous one
-    ended, at its origin index; stops at the first not found."""
+    ended, at its index in the unsplit prompt (``starts``: where each merged token starts
+    in ``split``); stops at the first not found."""
     spans: list[tuple[int, int]] = []
     i = 0
     for expansion in expansions:
-        want = list(expansion)
+        want = expansion if isinstance(expansion, list) else list(expansion)
         size = len(want)
         while True:
             try:
@@ -234,7 +247,7 @@ def _search(split: list[int], origin: list[int], expansions: Sequence[Sequence[i
             except ValueError:
                 return spans
             if split[i:i + size] == want:
-                spans.append((origin[i], size))
+                spans.append((i - bisect_left(starts, i), size))
                 i += size
                 break
             i += 1
