@@ -21,21 +21,17 @@ Issue 24's target: expansion at most 0.1 x identifier.
 from __future__ import annotations
 
 import argparse
-import io
 import platform
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from report_sections import write_section  # noqa: E402
+from timing import interleaved, png  # noqa: E402
 
 from prefixkey.multimodal import MMHasher  # noqa: E402
 from prefixkey.render import Renderer, ServerOptions  # noqa: E402
@@ -58,24 +54,6 @@ FAMILIES = (
 )
 #: The processor kwargs a row measures with (others: none).
 KWARGS: dict[str, dict[str, Any]] = {"Gemma 3, pan-and-scan": {"do_pan_and_scan": True}}
-
-
-def _png(w: int, h: int) -> bytes:
-    grad = Image.linear_gradient("L").resize((w, h))
-    buf = io.BytesIO()
-    Image.merge("RGB", (grad, grad.transpose(Image.Transpose.FLIP_LEFT_RIGHT), grad)).save(
-        buf, "PNG")
-    return buf.getvalue()
-
-
-def _best(fn: Callable[[], Any], rounds: int, n: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - start) / n)
-    return best
 
 
 def _folder(spec: str) -> str | None:
@@ -114,7 +92,7 @@ def main() -> None:
         prompt = [100 + i for i in range(20)] + list(family.marker) + [
             200 + i for i in range(20)]
         for w, h in SIZES:
-            data = _png(w, h)
+            data = png(w, h)
             size = ImageSize(w, h)
 
             def identifier(data: bytes = data, hasher: MMHasher = hasher) -> None:
@@ -126,10 +104,7 @@ def main() -> None:
                           prompt: list[int] = prompt, kwargs: dict[str, Any] = kwargs) -> None:
                 family.place(prompt, [family.expansion(size, kwargs)])
 
-            times: dict[str, float] = {}
-            for _ in range(2):  # interleaved: the machine is shared
-                times["id"] = min(times.get("id", 1e9), _best(identifier, rounds, n))
-                times["ex"] = min(times.get("ex", 1e9), _best(expansion, rounds, n))
+            times = interleaved({"id": identifier, "ex": expansion}, rounds, n)
             tokens = len(family.expansion(size, kwargs))
             rows.append(f"| {label} | PNG RGB {w}x{h} ({len(data)} B) | {tokens} | "
                         f"{times['id'] * 1e6:.0f} µs | {times['ex'] * 1e6:.1f} µs | "
