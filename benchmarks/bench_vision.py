@@ -51,6 +51,7 @@ FAMILIES = (
     ("LLaVA-NeXT", "real:llava_next"),
     ("LLaVA-OneVision", "real:llava_onevision"),
     ("InternVL3", "real:internvl3"),
+    ("Llama 4", "real:llama4"),
 )
 #: The processor kwargs a row measures with (others: none).
 KWARGS: dict[str, dict[str, Any]] = {"Gemma 3, pan-and-scan": {"do_pan_and_scan": True}}

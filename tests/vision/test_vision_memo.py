@@ -40,7 +40,8 @@ def test_a_memo_starts_afresh_when_full() -> None:
     assert len(small) <= 3
 
 
-@pytest.mark.parametrize("name", ["llava15", "llava_next", "llava_onevision", "internvl3"])
+@pytest.mark.parametrize("name", ["llava15", "llava_next", "llava_onevision", "internvl3",
+                                  "llama4"])
 def test_an_image_size_seen_again_reuses_one_immutable_expansion(name: str) -> None:
     family = _family(name)
     first = family.expansion(ImageSize(640, 480), {})

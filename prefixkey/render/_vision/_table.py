@@ -17,6 +17,7 @@ from ._base import VisionFamily
 from ._blip2 import Blip2
 from ._gemma3 import Gemma3
 from ._internvl import InternVL
+from ._llama4 import Llama4
 from ._llava import Llava, LlavaNext, LlavaOnevision
 from ._qwen import Qwen2_5VL, Qwen2VL, Qwen3VL, Qwen3VLMoe
 
@@ -33,6 +34,7 @@ FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
     "LlavaNextForConditionalGeneration": LlavaNext,
     "LlavaOnevisionForConditionalGeneration": LlavaOnevision,
     "InternVLForConditionalGeneration": InternVL,
+    "Llama4ForConditionalGeneration": Llama4,
 })
 
 #: Architecture → (family, why it is refused).
@@ -41,7 +43,6 @@ UNVERIFIED: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
                          "vLLM 0.31 needs the Hub's remote-code processor for it"),
     "PixtralForConditionalGeneration": ("Pixtral", "not yet verified"),
     "Mistral3ForConditionalGeneration": ("Mistral Small 3.x", "not yet verified"),
-    "Llama4ForConditionalGeneration": ("Llama 4", "not yet verified"),
     "Phi4MMForCausalLM": ("Phi-4-multimodal",
                           "vLLM 0.31 serves it only with the Hub's remote-code processor"),
 })
