@@ -26,10 +26,19 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any, ClassVar, Final
 
 from .._errors import RenderRequestError, RenderUnsupportedError
-from ._base import ImageSize, Placed, VisionFamily, VisionFolder, replace_markers
+from ._base import (
+    RUN_ENTRIES,
+    ImageSize,
+    Placed,
+    VisionFamily,
+    VisionFolder,
+    remember,
+    replace_markers,
+)
 
 __all__ = ["Gemma3", "num_crops", "replace_token_matches"]
 
@@ -122,6 +131,8 @@ class Gemma3(VisionFamily):
         self._plain = tuple(folder.encode(self.sequence))
         #: Crop count → its expansion (the tokenizer's encoding of the text above).
         self._crops: dict[int, tuple[int, ...]] = {}
+        #: id(expansion) → (expansion, whether it is free of newline merges).
+        self._pairs: dict[int, tuple[Sequence[int], bool]] = {}
 
     def placeholder(self, index: int) -> str | None:
         return _BOI
@@ -174,7 +185,10 @@ class Gemma3(VisionFamily):
         return cached
 
     def place(self, token_ids: list[int], expansions: Sequence[Sequence[int]]) -> Placed:
-        replaced = replace_markers(token_ids, self.marker, expansions).token_ids
+        placed = replace_markers(token_ids, self.marker, expansions)
+        if self._untouched(token_ids, placed, expansions):
+            return placed
+        replaced = placed.token_ids
         n1, n2, n3, n4 = self.newlines
         merged = replace_token_matches(replaced, (n1, n2), n3)
         merged = replace_token_matches(merged, (n2, n1), n3)
@@ -197,6 +211,49 @@ class Gemma3(VisionFamily):
                     "must be globally non-overlapping and sorted")
         return Placed(merged, spans)
 
+    def _untouched(self, token_ids: list[int], placed: Placed,
+                   expansions: Sequence[Sequence[int]]) -> bool:
+        """Whether the newline merging leaves ``placed`` as it is, so that each image's
+        span is where it was put, decided without scanning the expanded prompt.
+
+        The passes only merge two adjacent ``\\n``/``\\n\\n`` tokens, and the search finds
+        each expansion where it was put when no token is merged and none is split back
+        (no ``\\n\\n\\n``/``\\n\\n\\n\\n``): the expansion's ``<start_of_image>`` appears
+        nowhere before it. So: no merged token and no adjacent pair in the prompt's own
+        tokens, none inside an expansion, none where an expansion meets its neighbours.
+        """
+        n1, n2, n3, n4 = self.newlines
+        if n3 in token_ids or n4 in token_ids:
+            return False
+        lines = sorted([*_positions(token_ids, n1), *_positions(token_ids, n2)])
+        if _adjacent(lines):
+            return False
+        out = placed.token_ids
+        end = len(out)
+        for expansion, (offset, length) in zip(expansions, placed.spans, strict=True):
+            if not length or not self._pair_free(expansion):
+                return False
+            if expansion[0] in (n1, n2) and offset and out[offset - 1] in (n1, n2):
+                return False
+            after = offset + length
+            if expansion[-1] in (n1, n2) and after < end and out[after] in (n1, n2):
+                return False
+        return True
+
+    def _pair_free(self, expansion: Sequence[int]) -> bool:
+        """Whether an expansion holds no merged token and no adjacent newline pair
+        (memoized per expansion object: the family's expansions are shared tuples)."""
+        found = self._pairs.get(id(expansion))
+        if found is not None and found[0] is expansion:
+            return found[1]
+        n1, n2, n3, n4 = self.newlines
+        tokens = list(expansion)
+        lines = sorted([*_positions(tokens, n1), *_positions(tokens, n2)])
+        free = n3 not in tokens and n4 not in tokens and not _adjacent(lines)
+        # The entry holds the expansion, so its id is not reused while it is kept.
+        remember(self._pairs, id(expansion), (expansion, free), RUN_ENTRIES)
+        return free
+
     def _find(self, ids: list[int], expansions: Sequence[Sequence[int]]
               ) -> list[tuple[int, int]]:
         """``Gemma3MultiModalProcessor._find_mm_placeholders``: each expansion in turn, in
@@ -217,6 +274,11 @@ class Gemma3(VisionFamily):
         # Where each merged token starts in the split prompt: a split index s comes from
         # the prompt's index s - (merged tokens starting before s).
         return _search(split, tuple(at + k for k, at in enumerate(merged)), expansions)
+
+
+def _adjacent(positions: list[int]) -> bool:
+    """Whether two of the sorted ``positions`` are neighbours."""
+    return any(b == a + 1 for a, b in pairwise(positions))
 
 
 def _positions(ids: list[int], token: int) -> list[int]:
