@@ -166,9 +166,11 @@ class Gemma3(VisionFamily):
     def crops(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
         """The crop count; an ``images_kwargs`` value wins over the flat one
         (``_merge_kwargs``)."""
+        nested = kwargs.get("images_kwargs", {})
+        if not nested.get("do_pan_and_scan", kwargs.get("do_pan_and_scan", False)):
+            return 0  # num_crops' first test, without merging the kwargs
         flat = {k: v for k, v in kwargs.items() if k != "images_kwargs"}
-        return num_crops(size.width, size.height,
-                         {**_DEFAULTS, **flat, **kwargs.get("images_kwargs", {})})
+        return num_crops(size.width, size.height, {**_DEFAULTS, **flat, **nested})
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
         crops = self.crops(size, kwargs)
@@ -282,15 +284,14 @@ def _adjacent(positions: list[int]) -> bool:
 
 
 def _positions(ids: list[int], token: int) -> list[int]:
-    """Every index of ``token`` in ``ids`` (found by ``list.index``)."""
+    """Every index of ``token`` in ``ids`` (counted, then found by ``list.index``: no
+    exception raised, which costs more than the scans on a short prompt)."""
     out: list[int] = []
     at = -1
-    try:
-        while True:
-            at = ids.index(token, at + 1)
-            out.append(at)
-    except ValueError:
-        return out
+    for _ in range(ids.count(token)):
+        at = ids.index(token, at + 1)
+        out.append(at)
+    return out
 
 
 def _search(split: list[int], starts: Sequence[int], expansions: Sequence[Sequence[int]]
