@@ -12,8 +12,9 @@ PNG bytes, in one process:
 * ``identifier``: ``MMHasher.loaded_image(data)``: the decode vLLM's loader does and
   the digest of every byte (what keying the image costs anyway);
 * ``expansion``: the family's ``expansion(size, kwargs)`` for that image and its
-  ``place`` into a 40-token prompt holding the image's marker: everything the
-  family adds per image.
+  ``place`` into a prompt of text tokens around the image's marker (the folder's
+  tokenizer's ids of a sentence before and after it): everything the family adds
+  per image.
 
 Issue 24's target: expansion at most 0.1 x identifier.
 """
@@ -47,6 +48,7 @@ FAMILIES = (
     ("Qwen3-VL", "real:qwen3_vl"),
     ("Gemma 3", "real:gemma3_vl"),
     ("Gemma 3, pan-and-scan", "real:gemma3_vl"),
+    ("Gemma 3, newline before the image", "real:gemma3_vl"),
     ("LLaVA-1.5", "real:llava15"),
     ("LLaVA-NeXT", "real:llava_next"),
     ("LLaVA-OneVision", "real:llava_onevision"),
@@ -55,6 +57,11 @@ FAMILIES = (
 )
 #: The processor kwargs a row measures with (others: none).
 KWARGS: dict[str, dict[str, Any]] = {"Gemma 3, pan-and-scan": {"do_pan_and_scan": True}}
+#: The text around the marker (others: TEXT): a newline before Gemma 3's image merges with
+#: its leading "\n\n", which takes the placement's full newline passes.
+TEXT = ("Please describe this picture in detail.", " What stands out the most?")
+PROMPTS: dict[str, tuple[str, str]] = {
+    "Gemma 3, newline before the image": ("Please describe this picture:\n", TEXT[1])}
 
 
 def _folder(spec: str) -> str | None:
@@ -90,8 +97,9 @@ def main() -> None:
         renderer = Renderer(ServerOptions(model=folder))
         family = _family(renderer)
         hasher = MMHasher(model=folder, vllm_version="0.31.0")
-        prompt = [100 + i for i in range(20)] + list(family.marker) + [
-            200 + i for i in range(20)]
+        before, after = PROMPTS.get(label, TEXT)
+        prompt = family.folder.encode(before) + list(family.marker) + family.folder.encode(
+            after)
         for w, h in SIZES:
             data = png(w, h)
             size = ImageSize(w, h)
