@@ -22,6 +22,7 @@ Issue 24's target: expansion at most 0.1 x identifier.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 from pathlib import Path
@@ -82,11 +83,16 @@ def _family(renderer: Renderer) -> VisionFamily:
     return images._family
 
 
+def _load(averages: tuple[float, float, float]) -> str:
+    return ", ".join(f"{a:.2f}" for a in averages)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     rounds, n = (3, 20) if args.quick else (9, 40)
+    load_before = os.getloadavg()
     rows = []
     for label, spec in FAMILIES:
         folder = _folder(spec)
@@ -122,7 +128,8 @@ def main() -> None:
         "## Placeholder expansion per image vs its identifier",
         "",
         f"Python {platform.python_version()}, {platform.machine()}; best of {rounds} rounds "
-        f"x {n} calls, interleaved twice; a shared 2-core machine: noisy. Target "
+        f"x {n} calls, interleaved twice; a shared 2-core machine: noisy (load average "
+        f"{_load(load_before)} at the start, {_load(os.getloadavg())} at the end). Target "
         "(issue 24): expansion ≤ 0.1 x identifier.",
         "",
         "| family | image | image tokens | identifier (decode + digest) | expansion + "
