@@ -23,44 +23,22 @@ from __future__ import annotations
 
 import argparse
 import base64
-import io
 import platform
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from report_sections import write_section  # noqa: E402
+from timing import interleaved, png  # noqa: E402
 
 from prefixkey.multimodal import MMHasher  # noqa: E402
 from prefixkey.render import Renderer, ServerOptions  # noqa: E402
 
 FOLDER = ROOT / "tests" / "multimodal" / "models" / "blip2_tiny"
 OUT = ROOT / "benchmarks" / "MM_CHAT.md"
-
-
-def _png(w: int, h: int) -> bytes:
-    grad = Image.linear_gradient("L").resize((w, h))
-    buf = io.BytesIO()
-    Image.merge("RGB", (grad, grad.transpose(Image.Transpose.FLIP_LEFT_RIGHT), grad)).save(
-        buf, "PNG")
-    return buf.getvalue()
-
-
-def _best(fn: Callable[[], Any], rounds: int, n: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - start) / n)
-    return best
 
 
 def main() -> None:
@@ -72,7 +50,7 @@ def main() -> None:
     hasher = MMHasher(model=str(FOLDER), vllm_version="0.31.0")
     rows = []
     for w, h in ((32, 32), (512, 384), (1024, 768)):
-        data = _png(w, h)
+        data = png(w, h)
         url = "data:image/png;base64," + base64.b64encode(data).decode()
         text = {"type": "text", "text": "what is in this picture? " * 8}
         body = {"messages": [{"role": "user", "content": [
@@ -86,10 +64,7 @@ def main() -> None:
             renderer.render_chat(text_only)
             hasher.image(base64.b64decode(url.partition(",")[2], validate=True))
 
-        times: dict[str, float] = {}
-        for _ in range(2):  # interleaved: the machine is shared
-            times["chat"] = min(times.get("chat", 1e9), _best(chat, rounds, n))
-            times["floor"] = min(times.get("floor", 1e9), _best(floor, rounds, n))
+        times = interleaved({"chat": chat, "floor": floor}, rounds, n)
         rows.append((f"PNG RGB {w}x{h} ({len(data)} B)", times["chat"], times["floor"]))
     lines = [
         "## Image chat bodies rendered in process",

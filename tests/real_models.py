@@ -5,8 +5,9 @@ Real tokenizers are tens of megabytes, so they are not committed. Their sources
 version and sha256; a folder is ``tests/render/real/<folder>/``, its small committed
 files (``config.json``, templates) and ``fetched.json``, which names each large file's
 source and path inside the archive (for a tokenizer.json, an optional third item: the
-added tokens a model's conversion script gave its base tokenizer, or ``{"set": {…}}``:
-top-level keys of a JSON file replaced). ``folder(name)``
+added tokens a model's conversion script gave its base tokenizer, ``{"set": {…}}``:
+top-level keys of a JSON file replaced, or ``{"tiktoken": …}``: a tiktoken file
+converted as transformers' ``TikTokenConverter`` converts it). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
 ``~/.cache/prefixkey-tests``). Like a service: a machine without the cache skips those
 tests with the command that fetches them, and under ``CI`` they are fetched. Fetch by
@@ -110,12 +111,76 @@ def _added_tokens(data: bytes, edit: dict[str, Any]) -> bytes:
     return json.dumps(tokenizer, ensure_ascii=False).encode("utf-8")
 
 
+def _from_tiktoken(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A tokenizer.json from a tiktoken file (``base64 rank`` lines), as transformers'
+    ``TikTokenConverter`` builds it: byte-level BPE over the ranks, each token's merges
+    those of its splits into two known tokens (by rank), ``ignore_merges``, the model's
+    split ``pattern``, then ``special_tokens`` from the first id after the ranks. An item
+    of ``special_tokens`` is a token, or ``[format, start, count]`` for numbered ones
+    (``count`` null: as many as fill ``special_count``)."""
+    import base64
+
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, processors
+    from tokenizers.models import BPE
+
+    ranks = {base64.b64decode(token): int(rank) for token, rank in
+             (line.split() for line in data.decode("ascii").splitlines() if line)}
+    table = _bytes_to_unicode()
+
+    def text(b: bytes) -> str:
+        return "".join(table[c] for c in b)
+
+    merges: list[tuple[bytes, bytes, int]] = []
+    for token, rank in ranks.items():
+        local = [(token[:i], token[i:], rank) for i in range(1, len(token))
+                 if token[:i] in ranks and token[i:] in ranks]
+        merges += sorted(local, key=lambda m: (ranks[m[0]], ranks[m[1]]))
+    merges.sort(key=lambda m: m[2])
+    model = BPE({text(t): r for t, r in ranks.items()},
+                [(text(a), text(b)) for a, b, _ in merges], fuse_unk=False)
+    model.ignore_merges = True
+    tokenizer = Tokenizer(model)
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(spec["pattern"]), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tokenizer.decoder = decoders.ByteLevel()
+    names: list[str] = []
+    for item in spec["special_tokens"]:
+        if isinstance(item, str):
+            names.append(item)
+        else:
+            form, start, count = item
+            count = spec["special_count"] - len(names) if count is None else count
+            names += [form.format(i) for i in range(start, start + count)]
+    tokenizer.add_special_tokens([AddedToken(n, normalized=False, special=True)
+                                  for n in names])
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer.to_str().encode("utf-8")
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte → printable character table (byte-level BPE)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
+    table = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
-    """A fetched JSON file edited: ``set`` replaces top-level keys (a published config's
-    values on a wheel's file), else :func:`_added_tokens`."""
-    if "set" not in edit:
-        return _added_tokens(data, edit)
-    return json.dumps({**json.loads(data), **edit["set"]}, ensure_ascii=False).encode("utf-8")
+    """A fetched file edited: ``set`` replaces top-level keys of a JSON file (a published
+    config's values on a wheel's file), ``tiktoken`` converts a tiktoken file, else
+    :func:`_added_tokens`."""
+    if "set" in edit:
+        return json.dumps({**json.loads(data), **edit["set"]},
+                          ensure_ascii=False).encode("utf-8")
+    if "tiktoken" in edit:
+        return _from_tiktoken(data, edit["tiktoken"])
+    return _added_tokens(data, edit)
 
 
 def folder_names() -> list[str]:

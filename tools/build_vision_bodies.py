@@ -2,7 +2,8 @@
 
 Maintainer tool. ``python tools/build_vision_bodies.py qwen`` writes
 ``tests/vision/qwen_bodies.jsonl`` (Qwen2-VL, Qwen2.5-VL and Qwen3-VL over
-tests/render/real/qwen2_vl, qwen2_5_vl and qwen3_vl), deterministically. A line is
+tests/render/real/qwen2_vl, qwen2_5_vl and qwen3_vl), deterministically; ``qwen3_vl_moe``
+and ``llama4`` write theirs (tests/render/real/qwen3_vl_moe, llama4). A line is
 harvest_render's (``id``, ``model_dir``, ``endpoint``, ``body``, ``server``); images
 are specs (tests/vision/images.py), and ``"{images}"`` in the flags is the directory
 file:// images are written to. tools/harvest_vision.py records vLLM's answers and
@@ -174,9 +175,56 @@ def _qwen() -> Iterator[tuple[str, str, dict[str, Any], Case]]:
             yield folder, "trusted-limit2", trusted, case
 
 
+def _qwen3_vl_moe() -> Iterator[tuple[str, str, dict[str, Any], Case]]:
+    """Qwen3-VL MoE (tests/render/real/qwen3_vl_moe): Qwen3-VL's processor under the MoE
+    config, asked the generic and marker cases and the trusted kwargs under a limit."""
+    name = "qwen3-vl-moe"
+    default = {"--served-model-name": name, "--allowed-local-media-path": "{images}"}
+    for case in (*generic_cases(), *qwen_marker_cases()):
+        yield "qwen3_vl_moe", "default", default, case
+    trusted = {"--served-model-name": name, "--trust-request-mm-kwargs": True,
+               "--limit-mm-per-prompt": {"image": 2},
+               "--mm-processor-kwargs": {"max_pixels": 50176}}
+    for case in (*trusted_kwargs_cases(), *limit_cases()):
+        yield "qwen3_vl_moe", "trusted-limit2", trusted, case
+
+
+#: Llama 4's canvases (336 px tiles, up to 16): on and beside them, and aspect ratios
+#: up to 16:1 and past it.
+LLAMA4_SIZES: tuple[tuple[int, int, str], ...] = (
+    (336, 336, "RGB"), (337, 336, "RGB"), (335, 335, "L"), (672, 336, "RGB"),
+    (336, 672, "L"), (1344, 1344, "1"), (1345, 1344, "1"), (336, 5376, "L"),
+    (5376, 336, "1"), (100, 3000, "L"), (3000, 100, "L"), (700, 500, "RGB"),
+    (2000, 1500, "1"), (1000, 1000, "L"), (14, 14, "RGB"), (1008, 1009, "L"),
+)
+
+
+def _llama4() -> Iterator[tuple[str, str, dict[str, Any], Case]]:
+    """Llama 4 (tests/render/real/llama4): the generic cases, sizes around its canvases,
+    the literal marker, several images under a limit, and 'string' content format."""
+    name = "llama4"
+    default = {"--served-model-name": name, "--allowed-local-media-path": "{images}"}
+    sized = ((f"size-{w}x{h}", chat(user(text("Look."), image(w, h, mode=mode, seed=i))))
+             for i, (w, h, mode) in enumerate(LLAMA4_SIZES))
+    marker = (("literal-marker-before", chat(user(text("a <|image|> b"), image(64, 48)))),
+              ("literal-marker-after", chat(user(image(64, 48), text("a <|image|> b")))))
+    for case in (*generic_cases(), *sized, *marker):
+        yield "llama4", "default", default, case
+    limited = {"--served-model-name": name, "--limit-mm-per-prompt": {"image": 2},
+               "--chat-template-content-format": "string"}
+    for case in (*limit_cases(), ("string-text-then-image", chat(user(
+            text("What is this?"), image(640, 480)))), ("string-two-images-between-text",
+            chat(user(text("A:"), image(64, 64), text("B:"), image(1000, 700, seed=2),
+                      text("compare")))), ("string-placeholder-in-text", chat(user(
+                          text("look: <|image|> here"), image(64, 48))))):
+        yield "llama4", "string-limit2", limited, case
+
+
 #: Family corpus name → its (folder, server label, flags, case) items.
 CORPORA: dict[str, Callable[[], Iterator[tuple[str, str, dict[str, Any], Case]]]] = {
     "qwen": _qwen,
+    "qwen3_vl_moe": _qwen3_vl_moe,
+    "llama4": _llama4,
 }
 
 

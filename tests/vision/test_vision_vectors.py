@@ -46,7 +46,9 @@ CORPORA: Final = {"qwen_": {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"},
                   "llava_onevision_": {"llava_onevision"},
                   "internvl_": {"internvl3"},
                   "gemma3_": {"gemma3_vl"},
-                  "pixtral_": {"pixtral12b", "mistral_small31"}}
+                  "pixtral_": {"pixtral12b", "mistral_small31"},
+                  "qwen3_vl_moe_": {"qwen3_vl_moe"},
+                  "llama4_": {"llama4"}}
 CASES: Final = tuple(case for prefix in CORPORA for case in vision_cases(prefix))
 
 

@@ -8,16 +8,33 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypeVar
 
 from ...core._checks import int_refusal
 from .._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 
-__all__ = ["ImageSize", "Placed", "VisionFamily", "VisionFolder", "replace_markers"]
+__all__ = ["RUN_ENTRIES", "ImageSize", "Placed", "VisionFamily", "VisionFolder", "remember",
+           "replace_markers"]
 
 #: The per-prompt limit vLLM applies to a modality no ``--limit-mm-per-prompt`` names
 #: (``MultiModalConfig.get_limit_per_prompt``).
 DEFAULT_LIMIT: Final = 999
+#: The most entries a family's memo keeps before it starts afresh: a bound on memory
+#: (sizes and tile grids repeat in real traffic; a memo never changes a result). Memos
+#: of whole token runs keep fewer (RUN_ENTRIES: a run is up to some 10,000 tokens).
+MEMO_ENTRIES: Final = 512
+RUN_ENTRIES: Final = 64
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def remember(memo: dict[_K, _V], key: _K, value: _V, limit: int = MEMO_ENTRIES) -> _V:
+    """Store ``value`` in a family's bounded memo (emptied when full) and return it."""
+    if len(memo) >= limit:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 @dataclass(frozen=True, slots=True)

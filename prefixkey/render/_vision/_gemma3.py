@@ -24,11 +24,21 @@ in the prompt with those merged tokens split back: its offset is the index of th
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any, ClassVar, Final
 
 from .._errors import RenderRequestError, RenderUnsupportedError
-from ._base import ImageSize, Placed, VisionFamily, VisionFolder, replace_markers
+from ._base import (
+    RUN_ENTRIES,
+    ImageSize,
+    Placed,
+    VisionFamily,
+    VisionFolder,
+    remember,
+    replace_markers,
+)
 
 __all__ = ["Gemma3", "num_crops", "replace_token_matches"]
 
@@ -121,6 +131,8 @@ class Gemma3(VisionFamily):
         self._plain = tuple(folder.encode(self.sequence))
         #: Crop count → its expansion (the tokenizer's encoding of the text above).
         self._crops: dict[int, tuple[int, ...]] = {}
+        #: id(expansion) → (expansion, whether it is free of newline merges).
+        self._pairs: dict[int, tuple[Sequence[int], bool]] = {}
 
     def placeholder(self, index: int) -> str | None:
         return _BOI
@@ -154,9 +166,11 @@ class Gemma3(VisionFamily):
     def crops(self, size: ImageSize, kwargs: Mapping[str, Any]) -> int:
         """The crop count; an ``images_kwargs`` value wins over the flat one
         (``_merge_kwargs``)."""
+        nested = kwargs.get("images_kwargs", {})
+        if not nested.get("do_pan_and_scan", kwargs.get("do_pan_and_scan", False)):
+            return 0  # num_crops' first test, without merging the kwargs
         flat = {k: v for k, v in kwargs.items() if k != "images_kwargs"}
-        return num_crops(size.width, size.height,
-                         {**_DEFAULTS, **flat, **kwargs.get("images_kwargs", {})})
+        return num_crops(size.width, size.height, {**_DEFAULTS, **flat, **nested})
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
         crops = self.crops(size, kwargs)
@@ -173,7 +187,10 @@ class Gemma3(VisionFamily):
         return cached
 
     def place(self, token_ids: list[int], expansions: Sequence[Sequence[int]]) -> Placed:
-        replaced = replace_markers(token_ids, self.marker, expansions).token_ids
+        placed = replace_markers(token_ids, self.marker, expansions)
+        if self._untouched(token_ids, placed, expansions):
+            return placed
+        replaced = placed.token_ids
         n1, n2, n3, n4 = self.newlines
         merged = replace_token_matches(replaced, (n1, n2), n3)
         merged = replace_token_matches(merged, (n2, n1), n3)
@@ -196,37 +213,96 @@ class Gemma3(VisionFamily):
                     "must be globally non-overlapping and sorted")
         return Placed(merged, spans)
 
+    def _untouched(self, token_ids: list[int], placed: Placed,
+                   expansions: Sequence[Sequence[int]]) -> bool:
+        """Whether the newline merging leaves ``placed`` as it is, so that each image's
+        span is where it was put, decided without scanning the expanded prompt.
+
+        The passes only merge two adjacent ``\\n``/``\\n\\n`` tokens, and the search finds
+        each expansion where it was put when no token is merged and none is split back
+        (no ``\\n\\n\\n``/``\\n\\n\\n\\n``): the expansion's ``<start_of_image>`` appears
+        nowhere before it. So: no merged token and no adjacent pair in the prompt's own
+        tokens, none inside an expansion, none where an expansion meets its neighbours.
+        """
+        n1, n2, n3, n4 = self.newlines
+        if n3 in token_ids or n4 in token_ids:
+            return False
+        lines = sorted([*_positions(token_ids, n1), *_positions(token_ids, n2)])
+        if _adjacent(lines):
+            return False
+        out = placed.token_ids
+        end = len(out)
+        for expansion, (offset, length) in zip(expansions, placed.spans, strict=True):
+            if not length or not self._pair_free(expansion):
+                return False
+            if expansion[0] in (n1, n2) and offset and out[offset - 1] in (n1, n2):
+                return False
+            after = offset + length
+            if expansion[-1] in (n1, n2) and after < end and out[after] in (n1, n2):
+                return False
+        return True
+
+    def _pair_free(self, expansion: Sequence[int]) -> bool:
+        """Whether an expansion holds no merged token and no adjacent newline pair
+        (memoized per expansion object: the family's expansions are shared tuples)."""
+        found = self._pairs.get(id(expansion))
+        if found is not None and found[0] is expansion:
+            return found[1]
+        n1, n2, n3, n4 = self.newlines
+        tokens = list(expansion)
+        lines = sorted([*_positions(tokens, n1), *_positions(tokens, n2)])
+        free = n3 not in tokens and n4 not in tokens and not _adjacent(lines)
+        # The entry holds the expansion, so its id is not reused while it is kept.
+        remember(self._pairs, id(expansion), (expansion, free), RUN_ENTRIES)
+        return free
+
     def _find(self, ids: list[int], expansions: Sequence[Sequence[int]]
               ) -> list[tuple[int, int]]:
         """``Gemma3MultiModalProcessor._find_mm_placeholders``: each expansion in turn, in
         the prompt with merged newlines split back, at the index of its first token; the
         search stops at the first image not found."""
         n1, n2, n3, n4 = self.newlines
-        if n3 not in ids and n4 not in ids:  # nothing merged: the prompt is its own split
-            return _search(ids, list(range(len(ids))), expansions)
+        merged = sorted([*_positions(ids, n3), *_positions(ids, n4)])
+        if not merged:  # nothing merged: the prompt is its own split
+            return _search(ids, (), expansions)
+        # The split prompt, built by slices: each merged token becomes its two halves.
         split: list[int] = []
-        origin: list[int] = []
-        for index, token in enumerate(ids):
-            if token == n3:
-                split += (n1, n2)
-                origin += (index, index)
-            elif token == n4:
-                split += (n2, n2)
-                origin += (index, index)
-            else:
-                split.append(token)
-                origin.append(index)
-        return _search(split, origin, expansions)
+        previous = 0
+        for at in merged:
+            split += ids[previous:at]
+            split += (n1, n2) if ids[at] == n3 else (n2, n2)
+            previous = at + 1
+        split += ids[previous:]
+        # Where each merged token starts in the split prompt: a split index s comes from
+        # the prompt's index s - (merged tokens starting before s).
+        return _search(split, tuple(at + k for k, at in enumerate(merged)), expansions)
 
 
-def _search(split: list[int], origin: list[int], expansions: Sequence[Sequence[int]]
+def _adjacent(positions: list[int]) -> bool:
+    """Whether two of the sorted ``positions`` are neighbours."""
+    return any(b == a + 1 for a, b in pairwise(positions))
+
+
+def _positions(ids: list[int], token: int) -> list[int]:
+    """Every index of ``token`` in ``ids`` (counted, then found by ``list.index``: no
+    exception raised, which costs more than the scans on a short prompt)."""
+    out: list[int] = []
+    at = -1
+    for _ in range(ids.count(token)):
+        at = ids.index(token, at + 1)
+        out.append(at)
+    return out
+
+
+def _search(split: list[int], starts: Sequence[int], expansions: Sequence[Sequence[int]]
             ) -> list[tuple[int, int]]:
     """vLLM's ``_iter_placeholders``: each expansion in turn from where the previous one
-    ended, at its origin index; stops at the first not found."""
+    ended, at its index in the unsplit prompt (``starts``: where each merged token starts
+    in ``split``); stops at the first not found."""
     spans: list[tuple[int, int]] = []
     i = 0
     for expansion in expansions:
-        want = list(expansion)
+        want = expansion if isinstance(expansion, list) else list(expansion)
         size = len(want)
         while True:
             try:
@@ -234,7 +310,7 @@ def _search(split: list[int], origin: list[int], expansions: Sequence[Sequence[i
             except ValueError:
                 return spans
             if split[i:i + size] == want:
-                spans.append((origin[i], size))
+                spans.append((i - bisect_left(starts, i), size))
                 i += size
                 break
             i += 1

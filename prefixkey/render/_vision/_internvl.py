@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from .._errors import RenderUnsupportedError
-from ._base import ImageSize, VisionFamily, VisionFolder
+from ._base import RUN_ENTRIES, ImageSize, VisionFamily, VisionFolder, remember
 
 __all__ = ["InternVL", "optimal_tiled_canvas"]
 
@@ -74,6 +74,9 @@ class InternVL(VisionFamily):
         self.start = folder.token(_START, "InternVLProcessor's start_image_token")
         self.end = folder.token(_END, "InternVLProcessor's end_image_token")
         self.marker = (self.context,)
+        #: Image size → its tiles (default kwargs), and tiles → the expansion (immutable).
+        self._tiles: dict[ImageSize, int] = {}
+        self._runs: dict[int, tuple[int, ...]] = {}
 
     def placeholder(self, index: int) -> str | None:
         return _CONTEXT
@@ -98,5 +101,14 @@ class InternVL(VisionFamily):
         return 1 if columns * rows == 1 else columns * rows + 1
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
-        return [self.start, *[self.context] * (self.seq_len * self.tiles(size, kwargs)),
-                self.end]
+        if kwargs:
+            tiles = self.tiles(size, kwargs)
+        else:
+            found = self._tiles.get(size)
+            tiles = remember(self._tiles, size, self.tiles(size, kwargs)) if found is None \
+                else found
+        run = self._runs.get(tiles)
+        if run is None:
+            run = remember(self._runs, tiles, (self.start,) + (self.context,) * (
+                self.seq_len * tiles) + (self.end,), RUN_ENTRIES)
+        return run

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from .._errors import ModelFolderError, RenderUnsupportedError
-from ._base import ImageSize, VisionFamily, VisionFolder
+from ._base import RUN_ENTRIES, ImageSize, VisionFamily, VisionFolder, remember
 
 __all__ = ["Llava", "LlavaNext", "LlavaOnevision", "select_best_resolution"]
 
@@ -88,6 +88,9 @@ class Llava(VisionFamily):
         self.base = self.grid ** 2 + _TOWERS[tower] + _SELECT[strategy]
         self.image_token = folder.number(config, "image_token_index", _CONFIG)
         self.marker = (self.image_token,)
+        #: Image size → its token count, and count → its run (one immutable tuple each).
+        self._counts: dict[ImageSize, int] = {}
+        self._runs: dict[int, tuple[int, ...]] = {}
 
     def placeholder(self, index: int) -> str | None:
         return "<image>"
@@ -97,7 +100,13 @@ class Llava(VisionFamily):
         return self.base
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
-        return (self.image_token,) * self.count(size)
+        count = self._counts.get(size)
+        if count is None:
+            count = remember(self._counts, size, self.count(size))
+        run = self._runs.get(count)
+        if run is None:
+            run = remember(self._runs, count, (self.image_token,) * count, RUN_ENTRIES)
+        return run
 
 
 class LlavaNext(Llava):

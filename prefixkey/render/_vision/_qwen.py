@@ -1,7 +1,8 @@
 """Qwen2-VL, Qwen2.5-VL and Qwen3-VL: an image becomes its merged patch grid of ``<|image_pad|>``.
 
 vLLM 0.31 (``model_executor/models/qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``,
-``_get_prompt_updates``) replaces each ``<|image_pad|>`` token of the prompt by
+``_get_prompt_updates``; ``qwen3_vl_moe.py`` registers Qwen3-VL's processor and dummy
+inputs, only its config class differs) replaces each ``<|image_pad|>`` token of the prompt by
 ``grid_t * grid_h * grid_w // merge_size**2`` copies of it, where the grid is the
 ``image_grid_thw`` transformers' ``Qwen2VLImageProcessor`` returns for the image: its
 ``smart_resize`` to multiples of ``patch_size * merge_size`` within
@@ -29,7 +30,7 @@ from typing import Any, ClassVar, Final
 from .._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._base import ImageSize, VisionFamily, VisionFolder
 
-__all__ = ["Qwen2VL", "Qwen2_5VL", "Qwen3VL"]
+__all__ = ["Qwen2VL", "Qwen2_5VL", "Qwen3VL", "Qwen3VLMoe"]
 
 _PREPROCESSOR: Final = "preprocessor_config.json"
 #: transformers' Qwen2VLImageProcessor class defaults (transformers 5.17).
@@ -170,3 +171,11 @@ class Qwen3VL(Qwen2VL):
     from its preprocessor config (``Qwen3VLProcessor``'s ``image_token_id``)."""
 
     name: ClassVar[str] = "Qwen3-VL"
+
+
+class Qwen3VLMoe(Qwen3VL):
+    """Qwen3-VL MoE (``Qwen3VLMoeForConditionalGeneration``): vLLM 0.31 registers it with
+    Qwen3-VL's multimodal processor (``Qwen3VLMoeProcessingInfo`` only reads the MoE config
+    class), so its images are Qwen3-VL's."""
+
+    name: ClassVar[str] = "Qwen3-VL MoE"

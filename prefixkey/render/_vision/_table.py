@@ -17,9 +17,10 @@ from ._base import VisionFamily
 from ._blip2 import Blip2
 from ._gemma3 import Gemma3
 from ._internvl import InternVL
+from ._llama4 import Llama4
 from ._llava import Llava, LlavaNext, LlavaOnevision
 from ._pixtral import Pixtral
-from ._qwen import Qwen2_5VL, Qwen2VL, Qwen3VL
+from ._qwen import Qwen2_5VL, Qwen2VL, Qwen3VL, Qwen3VLMoe
 
 __all__ = ["FAMILIES", "MISTRAL_FORMAT", "UNVERIFIED", "family_architecture"]
 
@@ -28,11 +29,13 @@ FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
     "Qwen2VLForConditionalGeneration": Qwen2VL,
     "Qwen2_5_VLForConditionalGeneration": Qwen2_5VL,
     "Qwen3VLForConditionalGeneration": Qwen3VL,
+    "Qwen3VLMoeForConditionalGeneration": Qwen3VLMoe,
     "Gemma3ForConditionalGeneration": Gemma3,
     "LlavaForConditionalGeneration": Llava,
     "LlavaNextForConditionalGeneration": LlavaNext,
     "LlavaOnevisionForConditionalGeneration": LlavaOnevision,
     "InternVLForConditionalGeneration": InternVL,
+    "Llama4ForConditionalGeneration": Llama4,
     # Mistral's format (--tokenizer-mode mistral, params.json): render/_mistral.py.
     "PixtralForConditionalGeneration": Pixtral,
 })
@@ -47,10 +50,8 @@ UNVERIFIED: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
                          "vLLM 0.31 needs the Hub's remote-code processor for it"),
     "Mistral3ForConditionalGeneration": ("Mistral Small 3.x (Hugging Face format)",
                                          "not yet verified"),
-    "Llama4ForConditionalGeneration": ("Llama 4", "not yet verified"),
     "Phi4MMForCausalLM": ("Phi-4-multimodal",
                           "vLLM 0.31 serves it only with the Hub's remote-code processor"),
-    "Qwen3VLMoeForConditionalGeneration": ("Qwen3-VL MoE", "not yet verified"),
 })
 
 
