@@ -32,17 +32,14 @@ from . import _hf_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
+from ._hf_rebuilds import REBUILDS
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "class_path", "decide_tokenizer"]
 
 Path = Literal["as_is", "rebuilt", "converted", "mistral", "refused"]
 
-#: Rebuilding classes whose ``__init__`` prefixkey reproduces (render/_tokenizer.py).
-REBUILT_RECIPES: Final = {
-    "Qwen2Tokenizer": "qwen2",
-    "LlamaTokenizer": "llama",
-    "GemmaTokenizer": "gemma",
-}
+#: Rebuilding classes whose ``__init__`` prefixkey reproduces (render/_hf_rebuilds.py).
+REBUILT_RECIPES: Final = {name: rebuild.name for name, rebuild in REBUILDS.items()}
 # Names transformers treats as "the generic backend" in AutoTokenizer's class checks.
 _GENERIC_REGISTERED: Final = ("TokenizersBackend", "PythonBackend", "PreTrainedTokenizerFast",
                               "MistralCommonBackend")
