@@ -64,7 +64,9 @@ class Rebuild:
     #: ``update`` is ``update_post_processor()`` run by the class itself, with the
     #: ``add_bos_token`` / ``add_eos_token`` values below (the folder's are dropped when
     #: tokenizer.json exists).
-    post_processor: Literal["file", "update"] = "file"
+    #: ``roberta``: a RobertaProcessing over the ``sep_token`` and ``cls_token`` the class
+    #: sets after its ``super().__init__``.
+    post_processor: Literal["file", "update", "roberta"] = "file"
     add_bos_token: bool = False
     add_eos_token: bool = False
     #: Qwen2Tokenizer ends its ``__init__`` with ``add_tokens`` of every special token.
@@ -164,4 +166,14 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "eos_token": "<|END_OF_TURN_TOKEN|>", "pad_token": "<PAD>",
                   "cls_token": "<CLS>", "sep_token": "<SEP>", "mask_token": "<MASK_TOKEN>"},
         post_init=True),
+    "RobertaTokenizer": Rebuild(
+        name="roberta",
+        bpe=_BYTE_LEVEL_BPE,
+        normalizer=None,
+        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+        decoder=_BYTE_LEVEL_DECODER,
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        post_processor="roberta"),
 })

@@ -86,7 +86,7 @@ def _component(spec: tuple[str, Any] | None, derived: Mapping[str, Any],
     return getattr(module, name)(**{k: _value(v, derived, module) for k, v in kwargs.items()})
 
 
-def _rebuilt(recipe: Rebuild, loaded: Tokenizer, init: dict[str, Any]) -> Tokenizer:
+def _rebuilt(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any]) -> Tokenizer:
     """The backend a rebuilding class (render/_hf_rebuilds.py) builds from tokenizer.json.
 
     Those classes keep only the file's vocabulary, merges and post-processor: a new
@@ -100,7 +100,6 @@ def _rebuilt(recipe: Rebuild, loaded: Tokenizer, init: dict[str, Any]) -> Tokeni
         raise RenderUnsupportedError(
             "tokenizer.json", f"the {recipe.name} tokenizer class reads a BPE vocabulary, "
             f"this one is {type(model).__name__!r}")
-    derived = _derived(init, recipe)
     options = {k: _value(v, derived, None) for k, v in recipe.bpe.items()}
     for name, value in dict(options, ignore_merges=False).items():
         setattr(model, name, value)
@@ -112,6 +111,14 @@ def _rebuilt(recipe: Rebuild, loaded: Tokenizer, init: dict[str, Any]) -> Tokeni
     return tok
 
 
+def _token_id(tok: Tokenizer, token: str) -> int:
+    """A special token's id (every named special token is added before this is asked)."""
+    found = tok.token_to_id(token)
+    if found is None:
+        raise ModelFolderError("tokenizer_config.json", f"special token {token!r} has no id")
+    return found
+
+
 def _update_post_processor(tok: Tokenizer, specials: Mapping[str, AddedToken | str],
                            add_bos: bool, add_eos: bool) -> None:
     """TokenizersBackend.update_post_processor: the sequence with bos / eos as flagged."""
@@ -120,14 +127,14 @@ def _update_post_processor(tok: Tokenizer, specials: Mapping[str, AddedToken | s
     single = (f"{bos}:0 " if add_bos else "") + "$A:0" + (f" {eos}:0" if add_eos else "")
     pair = (single + (f" {bos}:1" if add_bos else "") + " $B:1"
             + (f" {eos}:1" if add_eos else ""))
-    special_tokens = [(str(t), tok.token_to_id(str(t)))
+    special_tokens = [(str(t), _token_id(tok, str(t)))
                       for t, on in ((bos, add_bos), (eos, add_eos)) if on]
     tok.post_processor = processors.TemplateProcessing(single=single, pair=pair,
                                                        special_tokens=special_tokens)
 
 
-def _after_init(recipe: Rebuild, tok: Tokenizer, specials: Mapping[str, AddedToken | str],
-                extras: list[AddedToken | str]) -> None:
+def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
+                specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str]) -> None:
     """What the class's ``__init__`` does after TokenizersBackend's (render/_hf_rebuilds.py)."""
     if recipe.readd_specials:  # add_tokens(all_special_tokens), as special AddedTokens
         seen: list[str] = []
@@ -141,6 +148,11 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, specials: Mapping[str, AddedTok
             for t in [*specials.values(), *extras]])
     if recipe.post_processor == "update":
         _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
+    elif recipe.post_processor == "roberta":
+        sep, cls = str(specials.get("sep_token")), str(specials.get("cls_token"))
+        tok.post_processor = processors.RobertaProcessing(
+            (sep, _token_id(tok, sep)), (cls, _token_id(tok, cls)),
+            trim_offsets=derived["trim_offsets"], add_prefix_space=derived["add_prefix_space"])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -278,7 +290,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
 
-    tok = loaded if recipe is None else _rebuilt(recipe, loaded, init)
+    tok = (loaded if recipe is None
+           else _rebuilt(recipe, loaded, _derived(folder.tokenizer_config, recipe)))
     if tok.post_processor is None:
         # update_post_processor() with add_bos/add_eos False: the sequence alone.
         tok.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
@@ -301,7 +314,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     if tokens:
         tok.add_tokens(tokens)
     if recipe is not None:
-        _after_init(recipe, tok, specials, extras)
+        _after_init(recipe, tok, _derived(folder.tokenizer_config, recipe), specials, extras)
     tok.no_truncation()
     tok.no_padding()
     return HfTokenizer(
