@@ -27,6 +27,7 @@ from prefixkey.render._hf_decision import (  # noqa: E402
     class_path,
     decide_tokenizer,
 )
+from prefixkey.render._hf_rebuilds import REBUILDS  # noqa: E402
 
 OUT = ROOT / "docs" / "render-tokenizers.md"
 
@@ -38,8 +39,8 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 
 - **as is**: `tokenizer.json` is loaded as it is (reproduced);
 - **rebuilt**: the class rebuilds model, normalizer and pre-tokenizer from the file's
-  vocabulary (reproduced for Qwen2Tokenizer, LlamaTokenizer and GemmaTokenizer; refused
-  for the others);
+  vocabulary (reproduced, as `prefixkey/render/_hf_rebuilds.py` records each class, for
+  {", ".join(sorted(REBUILDS))}; refused for the others);
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
 - **mistral**: `--tokenizer-mode mistral`, rendered with mistral_common
