@@ -34,7 +34,7 @@ FOLDER_CLASSES = {"qwen3_5_rule": "Qwen3_5Tokenizer", "gpt2_rule": "GPT2Tokenize
 @cache
 def renderer(real: str) -> Renderer:
     case = next(c for c in CASES if c.real == real)
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=f"real-{real}",
+    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),
                                   max_model_len=2048))
 
 
