@@ -31,6 +31,8 @@ COMPLETIONS = "/v1/completions"
 # defaults), so no template: their chat bodies are vLLM's 400.
 FOLDERS = ("qwen3_5_rule", "gpt2_rule", "gpt_neox_rule", "cohere_rule", "codegen_rule",
            "roberta_rule")
+#: Folders declaring LlamaTokenizer over a ByteLevel tokenizer.json (completions only).
+BYTE_LEVEL_FOLDERS = ("llama3_llamatok_rule",)
 TEXTS = {
     "ascii": "Hello world",
     "leading-space": " Hello world",
@@ -83,12 +85,13 @@ def _chat(name: str) -> list[tuple[str, dict[str, Any]]]:
     return [(f"chat-{i}", {"model": name, **b}) for i, b in bodies]
 
 
-def build() -> list[dict[str, Any]]:
+def build(folders: tuple[str, ...] = FOLDERS, chat: bool = True) -> list[dict[str, Any]]:
     lines = []
-    for folder in FOLDERS:
+    for folder in folders:
         name = f"real-{folder}"
         server = {"--served-model-name": name, "--max-model-len": 2048}
-        for endpoint, bodies in ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))):
+        for endpoint, bodies in ((CHAT, _chat(name) if chat else []),
+                                 (COMPLETIONS, _completions(name))):
             for ident, body in bodies:
                 lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
                               "model_dir": f"real:{folder}", "server": server})
@@ -98,11 +101,25 @@ def build() -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=RENDER_DIR / "real_rebuild_bodies.jsonl")
+    parser.add_argument("--byte-level", action="store_true", help=(
+        "write real_bytelevel_029_bodies.jsonl and real_bytelevel_031_bodies.jsonl instead "
+        "(one corpus, harvested from vLLM 0.29.0's and 0.31.0's servers)"))
     args = parser.parse_args(argv)
-    with args.out.open("w", encoding="utf-8") as f:
-        for line in build():
-            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+    if args.byte_level:
+        # transformers 5.24 (vLLM 0.29/0.30) loads a LlamaTokenizer-declaring folder with a
+        # ByteLevel tokenizer.json as it is; 5.17 (0.31) rebuilds it: one corpus, two truths.
+        for release in ("029", "031"):
+            _write(RENDER_DIR / f"real_bytelevel_{release}_bodies.jsonl",
+                   build(BYTE_LEVEL_FOLDERS, chat=False))
+        return 0
+    _write(args.out, build())
     return 0
+
+
+def _write(path: Path, lines: list[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "INCORRECT_HUB_CLASS": "set",
     "BACKEND_NAME_PATTERNS": "set",
     "VLLM_INCORRECT_HUB_CLASS": "set",
+    "BYTE_LEVEL_BACKEND_HUB": "set",
     "CLASSES": "map",
 })
 #: The tables naming model types (a type in a delta of one of these is a drifted type).
