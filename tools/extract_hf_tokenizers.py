@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -102,7 +104,15 @@ def collect() -> dict[str, Any]:
         if cls is None:
             continue
         classes[name] = (cls.__name__, _kind(cls, TokenizersBackend, PythonBackend))
+    # transformers 5.24 on: a hub tokenizer_class whose tokenizer.json is ByteLevel loads
+    # with TokenizersBackend (AutoTokenizer.from_pretrained's _tokenizer_json_has_byte_level
+    # guard, which names the class it applies to).
+    source = inspect.getsource(ta.AutoTokenizer.from_pretrained)
+    byte_level = sorted(set(re.findall(
+        r'_hub_declared_class\.removesuffix\("Fast"\) == "(\w+)"', source))
+        if "_tokenizer_json_has_byte_level" in source else set())
     return {
+        "byte_level": byte_level,
         "transformers": transformers.__version__,
         "vllm": vllm.__version__,
         "mapping": mapping,
@@ -151,6 +161,11 @@ def render(facts: dict[str, Any]) -> str:
               "VLLM_INCORRECT_HUB_CLASS: Final = frozenset({"]
     lines += [f"    {t!r}," for t in facts["vllm_incorrect"]]
     lines += ["})", "",
+              "#: AutoTokenizer.from_pretrained: hub tokenizer classes loaded with TokenizersBackend",
+              "#: when tokenizer.json is ByteLevel (transformers 5.24 on).",
+              "BYTE_LEVEL_BACKEND_HUB: Final[frozenset[str]] = frozenset({"]
+    lines += [f"    {t!r}," for t in facts["byte_level"]]
+    lines += ["})", "",
               "#: tokenizer_class_from_name(name) -> (the class's name, how it reads tokenizer.json):",
               "#: backend | as_is | rebuilt | python | mistral_common | unavailable.",
               "CLASSES: Final[dict[str, tuple[str, str]]] = {"]
@@ -165,6 +180,7 @@ def render_delta(facts: dict[str, Any], base: ModuleType) -> str:
     tables = {"REGISTERED_CLASS": facts["mapping"], "CONFIG_MODEL_TYPES": facts["config_types"],
               "INCORRECT_HUB_CLASS": facts["incorrect"], "BACKEND_NAME_PATTERNS": facts["patterns"],
               "VLLM_INCORRECT_HUB_CLASS": facts["vllm_incorrect"],
+              "BYTE_LEVEL_BACKEND_HUB": facts["byte_level"],
               "CLASSES": {k: tuple(v) for k, v in facts["classes"].items()}}
     assert set(tables) == set(delta_module.TABLES)
     changes = delta_module.delta_of(delta_module.facts_of(base), tables)
@@ -213,6 +229,15 @@ def main(argv: list[str]) -> int:
     out: Path = args.out
     facts = collect()
     base = OUT.resolve()
+    if args.check and out.resolve() != base and out.is_file():
+        # A release may name another release's delta module when its install's facts are
+        # the same (render/_eras.py): the tables and transformers version must match, the
+        # module keeps the vLLM version it was written from.
+        named = _load(out).VLLM_VERSION
+        if named != facts["vllm"]:
+            print(f"vLLM {facts['vllm']}'s install, checked against {out.name} "
+                  f"(written from vLLM {named}'s)", file=sys.stderr)
+            facts = dict(facts, vllm=named)
     text = render(facts) if out.resolve() == base else render_delta(facts, _load(base))
     if args.check:
         same = out.read_text("utf-8") == text

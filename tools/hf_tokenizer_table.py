@@ -21,14 +21,30 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from prefixkey.render import _hf_facts as facts  # noqa: E402
+from prefixkey.render._eras import render_release, verified_releases  # noqa: E402
 from prefixkey.render._hf_decision import (  # noqa: E402
     HARMONY_MODEL_TYPES,
     NON_HF_ARCHITECTURES,
     class_path,
     decide_tokenizer,
+    release_facts,
 )
+from prefixkey.render._hf_rebuilds import REBUILDS  # noqa: E402
 
 OUT = ROOT / "docs" / "render-tokenizers.md"
+
+def _byte_level_text() -> str:
+    """The releases whose transformers loads some hub classes as is over ByteLevel files."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for v in verified_releases():
+        if names := tuple(sorted(release_facts(v).BYTE_LEVEL_BACKEND_HUB)):
+            groups.setdefault(names, []).append(v)
+    return "; ".join(
+        f"with `--vllm-version` {' or '.join(vs)} (transformers "
+        f"{render_release(vs[0]).transformers}) a folder whose hub class is "
+        f"{' or '.join(names)} and whose `tokenizer.json` is ByteLevel loads as is"
+        for names, vs in groups.items())
+
 
 HEADER = f"""# Which tokenizer vLLM gets, per model type
 
@@ -38,8 +54,8 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 
 - **as is**: `tokenizer.json` is loaded as it is (reproduced);
 - **rebuilt**: the class rebuilds model, normalizer and pre-tokenizer from the file's
-  vocabulary (reproduced for Qwen2Tokenizer, LlamaTokenizer and GemmaTokenizer; refused
-  for the others);
+  vocabulary (reproduced, as `prefixkey/render/_hf_rebuilds.py` records each class, for
+  {", ".join(sorted(REBUILDS))}; refused for the others);
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
 - **mistral**: `--tokenizer-mode mistral`, rendered with mistral_common
@@ -54,7 +70,7 @@ Before these rules, vLLM switches some architectures to a tokenizer mode of its 
                                      sorted(NON_HF_ARCHITECTURES.items()))}.
 A `tokenizer_class` in `tokenizer_config.json` can change a row (see the second table);
 `auto_map` (the model's own tokenizer code) is refused, except for the model types whose
-hub class transformers ignores; a `--model`/`--tokenizer` name matching
+hub class transformers ignores; {_byte_level_text()}; a `--model`/`--tokenizer` name matching
 {", ".join(f"`{p}`" for p in facts.BACKEND_NAME_PATTERNS)} loads as is.
 """
 
@@ -82,12 +98,13 @@ def model_type_rows() -> list[str]:
 
 
 def class_rows() -> list[str]:
-    rows = ["| tokenizer_class | class transformers builds | path |", "|---|---|---|"]
+    rows = ["| tokenizer_class | class transformers builds | path | why |", "|---|---|---|---|"]
     for name in sorted(n for n in facts.CLASSES if not n.endswith("Fast")
                        or n == "PreTrainedTokenizerFast"):
         decision = class_path(facts.CLASSES[name], has_tokenizer_json=True, why=name)
         rows.append(f"| `{name}` | {facts.CLASSES[name][0]} | "
-                    f"{_path_text(decision.path, decision.recipe)} |")
+                    f"{_path_text(decision.path, decision.recipe)} | "
+                    f"{decision.why.removeprefix(name + ': ')} |")
     return rows
 
 

@@ -75,7 +75,8 @@ class VerifiedRelease:
     the libraries prefixkey itself imports that reproduced the release's answers
     (another version is refused at run time, since their encodings decide the ids).
     ``vectors`` counts the harvested answers replayed; ``hf_facts`` names the module of
-    transformers' tokenizer-class facts extracted from that install
+    transformers' tokenizer-class facts extracted from that install (or from another
+    release's whose facts are the same: tools/extract_hf_tokenizers.py ``--check`` accepts it)
     (tools/extract_hf_tokenizers.py). prefixkey decides a folder's tokenizer path with
     0.31.0's rules and facts (transformers 5.17); a release whose install's facts differ
     for a model type refuses that type (render/_hf_decision.py ``release_drift``),
@@ -151,8 +152,9 @@ RENDER_ERAS: Final = (
         verified=_releases(
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.
+            # Its install's tokenizer facts are 0.29.0's (the same transformers 5.24.0).
             VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
-                            "_hf_facts_0_30_0", _REAL_HF_TYPES),
+                            "_hf_facts_0_29_0", _REAL_HF_TYPES),
         ),
     ),
     RenderEra(

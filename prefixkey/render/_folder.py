@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from ._errors import ModelFolderError, RenderUnsupportedError
-from ._hf_decision import TokenizerPath, check_release_drift, decide_tokenizer
+from ._hf_decision import (
+    TokenizerPath,
+    byte_level_backend,
+    check_release_drift,
+    decide_tokenizer,
+)
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 
 __all__ = ["ModelFolder", "load_server_template", "processor_configs"]
@@ -217,6 +222,10 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         config=tokenizer_model_config, name=name,
         has_tokenizer_json=(tokenizer_path / "tokenizer.json").is_file(),
         mistral_auto=mistral_files and any(tokenizer_path.glob("consolidated*.safetensors")))
+    decision = byte_level_backend(
+        vllm_version, decision, model_type=str(tokenizer_model_config.get("model_type", "")),
+        tokenizer_config=tokenizer_config, config=tokenizer_model_config,
+        tokenizer_json=tokenizer_path / "tokenizer.json")
     if decision.path not in ("mistral", "refused"):
         check_release_drift(vllm_version, str(tokenizer_model_config.get("model_type", "")),
                             name)

@@ -26,23 +26,22 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path as FilePath
 from typing import Any, Final, Literal
 
 from . import _hf_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
+from ._hf_rebuilds import REBUILDS
 
-__all__ = ["REBUILT_RECIPES", "TokenizerPath", "class_path", "decide_tokenizer"]
+__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "class_path",
+           "decide_tokenizer"]
 
 Path = Literal["as_is", "rebuilt", "converted", "mistral", "refused"]
 
-#: Rebuilding classes whose ``__init__`` prefixkey reproduces (render/_tokenizer.py).
-REBUILT_RECIPES: Final = {
-    "Qwen2Tokenizer": "qwen2",
-    "LlamaTokenizer": "llama",
-    "GemmaTokenizer": "gemma",
-}
+#: Rebuilding classes whose ``__init__`` prefixkey reproduces (render/_hf_rebuilds.py).
+REBUILT_RECIPES: Final = {name: rebuild.name for name, rebuild in REBUILDS.items()}
 # Names transformers treats as "the generic backend" in AutoTokenizer's class checks.
 _GENERIC_REGISTERED: Final = ("TokenizersBackend", "PythonBackend", "PreTrainedTokenizerFast",
                               "MistralCommonBackend")
@@ -238,3 +237,28 @@ def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:
             f"the name {name!r} matches a TokenizersBackend name pattern of only one of "
             f"transformers {release.transformers} (vLLM {vllm_version}'s) and 5.17; "
             "not verified"))
+
+
+def byte_level_backend(vllm_version: str, decision: TokenizerPath, *, model_type: str,
+                       tokenizer_config: Mapping[str, Any], config: Mapping[str, Any],
+                       tokenizer_json: FilePath) -> TokenizerPath:
+    """The decision under a release whose transformers (5.24 on) loads a hub class of
+    ``BYTE_LEVEL_BACKEND_HUB`` with TokenizersBackend when tokenizer.json is ByteLevel
+    (AutoTokenizer.from_pretrained's guard for Llama 3 style files declaring
+    LlamaTokenizer), where transformers 5.17 would rebuild it."""
+    facts = release_facts(vllm_version)
+    if decision.path != "rebuilt" or not facts.BYTE_LEVEL_BACKEND_HUB:
+        return decision
+    hub = tokenizer_config.get("tokenizer_class") or config.get("tokenizer_class")
+    registered = facts.REGISTERED_CLASS.get(model_type) or ""
+    if (tokenizer_config.get("auto_map") is None and isinstance(hub, str)
+            and hub.removesuffix("Fast") in facts.BYTE_LEVEL_BACKEND_HUB
+            and registered.removesuffix("Fast") != "MistralCommonBackend"
+            and model_type not in facts.INCORRECT_HUB_CLASS
+            and config.get("model_name") not in facts.INCORRECT_HUB_CLASS
+            and '"ByteLevel"' in tokenizer_json.read_text("utf-8", errors="replace")):
+        return TokenizerPath("as_is", _BACKEND, (
+            f"tokenizer_class {hub!r} with a ByteLevel tokenizer.json: transformers "
+            f"{render_release(vllm_version).transformers} loads TokenizersBackend, "
+            "which loads tokenizer.json as it is"))
+    return decision

@@ -1114,6 +1114,11 @@ VLLM_INCORRECT_HUB_CLASS: Final = frozenset({
     'unlimited-ocr',
 })
 
+#: AutoTokenizer.from_pretrained: hub tokenizer classes loaded with TokenizersBackend
+#: when tokenizer.json is ByteLevel (transformers 5.24 on).
+BYTE_LEVEL_BACKEND_HUB: Final[frozenset[str]] = frozenset({
+})
+
 #: tokenizer_class_from_name(name) -> (the class's name, how it reads tokenizer.json):
 #: backend | as_is | rebuilt | python | mistral_common | unavailable.
 CLASSES: Final[dict[str, tuple[str, str]]] = {

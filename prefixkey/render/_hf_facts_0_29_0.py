@@ -196,6 +196,12 @@ VLLM_INCORRECT_HUB_CLASS_ADD: Final[frozenset[str]] = frozenset()
 
 VLLM_INCORRECT_HUB_CLASS_DROP: Final[frozenset[str]] = frozenset()
 
+BYTE_LEVEL_BACKEND_HUB_ADD: Final = frozenset({
+    'LlamaTokenizer',
+})
+
+BYTE_LEVEL_BACKEND_HUB_DROP: Final[frozenset[str]] = frozenset()
+
 CLASSES_SET: Final[dict[str, tuple[str, str]]] = {}
 
 CLASSES_DROP: Final[frozenset[str]] = frozenset()

@@ -1,12 +1,12 @@
 """Tokenizer-class facts per vLLM release: a base install's facts, and each release's delta.
 
 ``_hf_facts.py`` holds the facts of the base install (vLLM 0.31.0, transformers 5.17)
-in full; every other release's module (``_hf_facts_0_30_0.py``, …, named by its render
-era) holds only how its own install differs: for each table, the entries it adds or
-changes (``<TABLE>_SET`` for a mapping, ``<TABLE>_ADD`` for a set) and the keys it
-drops (``<TABLE>_DROP``). Both are written by tools/extract_hf_tokenizers.py, which
-loads this module by its path to compute a delta, so writing and reading a delta are
-one piece of code. Kept free of package imports for that reason.
+in full; every other release's module (``_hf_facts_0_29_0.py``, …, named by the release
+whose install it was read from) holds only how that install differs: for each table,
+the entries it adds or changes (``<TABLE>_SET`` for a mapping, ``<TABLE>_ADD`` for a set)
+and the keys it drops (``<TABLE>_DROP``). Both are written by
+tools/extract_hf_tokenizers.py, which loads this module by its path to compute a delta,
+so writing and reading a delta are one piece of code. Kept free of package imports for that reason.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "INCORRECT_HUB_CLASS": "set",
     "BACKEND_NAME_PATTERNS": "set",
     "VLLM_INCORRECT_HUB_CLASS": "set",
+    "BYTE_LEVEL_BACKEND_HUB": "set",
     "CLASSES": "map",
 })
 #: The tables naming model types (a type in a delta of one of these is a drifted type).

@@ -18,10 +18,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    decoders,
+    normalizers,
+    pre_tokenizers,
+    processors,
+)
 
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
+from ._hf_rebuilds import REBUILDS, Rebuild
 
 __all__ = ["HfTokenizer", "build_tokenizer"]
 
@@ -29,22 +38,6 @@ __all__ = ["HfTokenizer", "build_tokenizer"]
 _NAMED_TOKENS: Final = (
     "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
 )
-# transformers 5.17 models/qwen2/tokenization_qwen2.py PRETOKENIZE_REGEX.
-_QWEN2_SPLIT: Final = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
-    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
-# Named-token defaults of the rebuilt classes' __init__ signatures.
-_CLASS_DEFAULTS: Final[dict[str, dict[str, str | None]]] = {
-    "qwen2": {"unk_token": "<|endoftext|>", "bos_token": None, "eos_token": "<|endoftext|>",
-              "pad_token": "<|endoftext|>"},
-    "llama": {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"},
-    "gemma": {"unk_token": "<unk>", "bos_token": "<bos>", "eos_token": "<eos>",
-              "pad_token": "<pad>", "mask_token": "<mask>"},
-    "generic": {},
-}
-
-
 def _added_token(value: Any, field: str) -> AddedToken | str:
     """A token value of tokenizer_config.json: a string or a serialised AddedToken."""
     if isinstance(value, str):
@@ -59,20 +52,42 @@ def _added_token(value: Any, field: str) -> AddedToken | str:
                            f"{field} must be a string or an AddedToken, got {value!r}")
 
 
-#: The BPE options each rebuilding class's ``__init__`` passes (the rest: BPE's defaults,
-#: ``ignore_merges`` False among them), set on the model read from tokenizer.json.
-_BPE_OPTIONS: Final[dict[str, dict[str, Any]]] = {
-    "qwen2": {"dropout": None, "unk_token": None, "continuing_subword_prefix": "",
-              "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False},
-    "gemma": {"dropout": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
-              "fuse_unk": True, "byte_fallback": True},
-    "llama": {"dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-              "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
-}
+def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
+    """The values a class's ``__init__`` derives from tokenizer_config.json (``$name``)."""
+    given = init.get("add_prefix_space")
+    prefix = recipe.add_prefix_space if given is None else bool(given)
+    legacy = bool(init.get("legacy", False))
+    unk = init.get("unk_token", recipe.defaults.get("unk_token"))
+    return {
+        "add_prefix_space": prefix,
+        "trim_offsets": bool(init.get("trim_offsets", True)),
+        # models/llama/tokenization_llama.py _get_prepend_scheme.
+        "llama_scheme": ("first" if not legacy else "always") if prefix else "never",
+        "unk_token": None if unk is None else str(_added_token(unk, "unk_token")),
+    }
 
 
-def _rebuilt(kind: str, loaded: Tokenizer, init: dict[str, Any]) -> Tokenizer:
-    """The backend Qwen2Tokenizer, LlamaTokenizer or GemmaTokenizer builds from tokenizer.json.
+def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
+    if isinstance(value, str) and value.startswith("$"):
+        return derived[value[1:]]
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "Regex":
+        return Regex(value[1])
+    return value
+
+
+def _component(spec: tuple[str, Any] | None, derived: Mapping[str, Any],
+               module: Any) -> Any:
+    """A ``tokenizers`` normalizer, pre-tokenizer or decoder from its spec (_hf_rebuilds)."""
+    if spec is None:
+        return None
+    name, kwargs = spec
+    if isinstance(kwargs, list):
+        return getattr(module, name)([_component(v, derived, module) for v in kwargs])
+    return getattr(module, name)(**{k: _value(v, derived, module) for k, v in kwargs.items()})
+
+
+def _rebuilt(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any]) -> Tokenizer:
+    """The backend a rebuilding class (render/_hf_rebuilds.py) builds from tokenizer.json.
 
     Those classes keep only the file's vocabulary, merges and post-processor: a new
     ``Tokenizer`` over the model ``tokenizers`` read from the file (no added tokens of the
@@ -83,40 +98,61 @@ def _rebuilt(kind: str, loaded: Tokenizer, init: dict[str, Any]) -> Tokenizer:
     model = loaded.model
     if type(model).__name__ != "BPE":
         raise RenderUnsupportedError(
-            "tokenizer.json", f"the {kind} tokenizer class reads a BPE vocabulary, this one is "
-            f"{type(model).__name__!r}")
-    options = dict(_BPE_OPTIONS[kind], ignore_merges=False)
-    if kind == "gemma":
-        unk = init.get("unk_token", _CLASS_DEFAULTS["gemma"]["unk_token"])
-        options["unk_token"] = str(_added_token(unk, "unk_token"))
-    for name, value in options.items():
+            "tokenizer.json", f"the {recipe.name} tokenizer class reads a BPE vocabulary, "
+            f"this one is {type(model).__name__!r}")
+    options = {k: _value(v, derived, None) for k, v in recipe.bpe.items()}
+    for name, value in dict(options, ignore_merges=False).items():
         setattr(model, name, value)
     tok = Tokenizer(model)
     tok.post_processor = loaded.post_processor
-    add_prefix_space = init.get("add_prefix_space")
-    if kind == "qwen2":
-        tok.decoder = decoders.ByteLevel()
-        tok.normalizer = normalizers.NFC()
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(_QWEN2_SPLIT), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=bool(add_prefix_space), use_regex=False),
-        ])
-        return tok
-    if kind == "gemma":
-        # models/gemma/tokenization_gemma.py: byte-fallback BPE, spaces as "▁", split after.
-        tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous",
-                                                 invert=False)
-        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
-                                         decoders.Fuse()])
-        tok.normalizer = normalizers.Replace(" ", "▁")
-        return tok
-    prefix = True if add_prefix_space is None else bool(add_prefix_space)
-    legacy = bool(init.get("legacy", False))
-    scheme = ("first" if not legacy else "always") if prefix else "never"
-    tok.normalizer = None
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme=scheme,
-                                                 split=False)
+    tok.normalizer = _component(recipe.normalizer, derived, normalizers)
+    tok.pre_tokenizer = _component(recipe.pre_tokenizer, derived, pre_tokenizers)
+    tok.decoder = _component(recipe.decoder, derived, decoders)
     return tok
+
+
+def _token_id(tok: Tokenizer, token: str) -> int:
+    """A special token's id (every named special token is added before this is asked)."""
+    found = tok.token_to_id(token)
+    if found is None:
+        raise ModelFolderError("tokenizer_config.json", f"special token {token!r} has no id")
+    return found
+
+
+def _update_post_processor(tok: Tokenizer, specials: Mapping[str, AddedToken | str],
+                           add_bos: bool, add_eos: bool) -> None:
+    """TokenizersBackend.update_post_processor: the sequence with bos / eos as flagged."""
+    bos, eos = specials.get("bos_token"), specials.get("eos_token")
+    add_bos, add_eos = add_bos and bos is not None, add_eos and eos is not None
+    single = (f"{bos}:0 " if add_bos else "") + "$A:0" + (f" {eos}:0" if add_eos else "")
+    pair = (single + (f" {bos}:1" if add_bos else "") + " $B:1"
+            + (f" {eos}:1" if add_eos else ""))
+    special_tokens = [(str(t), _token_id(tok, str(t)))
+                      for t, on in ((bos, add_bos), (eos, add_eos)) if on]
+    tok.post_processor = processors.TemplateProcessing(single=single, pair=pair,
+                                                       special_tokens=special_tokens)
+
+
+def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
+                specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str]) -> None:
+    """What the class's ``__init__`` does after TokenizersBackend's (render/_hf_rebuilds.py)."""
+    if recipe.readd_specials:  # add_tokens(all_special_tokens), as special AddedTokens
+        seen: list[str] = []
+        for value in [*specials.values(), *extras]:
+            if str(value) not in seen:
+                seen.append(str(value))
+        tok.add_tokens([AddedToken(t, special=True) for t in seen])
+    if recipe.post_init:  # _post_init(): every special token through add_special_tokens
+        tok.add_special_tokens([
+            t if isinstance(t, AddedToken) else AddedToken(t, special=True, normalized=False)
+            for t in [*specials.values(), *extras]])
+    if recipe.post_processor == "update":
+        _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
+    elif recipe.post_processor == "roberta":
+        sep, cls = str(specials.get("sep_token")), str(specials.get("cls_token"))
+        tok.post_processor = processors.RobertaProcessing(
+            (sep, _token_id(tok, sep)), (cls, _token_id(tok, cls)),
+            trim_offsets=derived["trim_offsets"], add_prefix_space=derived["add_prefix_space"])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -174,7 +210,9 @@ class HfTokenizer:
 
 def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds."""
-    kind = folder.tokenizer_decision.recipe or "generic"
+    decision = folder.tokenizer_decision
+    recipe = (REBUILDS[decision.tokenizer_class] if decision.recipe is not None
+              and decision.tokenizer_class is not None else None)
     if folder.tokenizer_config.get("fix_mistral_regex"):
         # transformers may then swap the pre-tokenizer's regex (_patch_mistral_regex).
         raise RenderUnsupportedError("tokenizer_config.json",
@@ -231,7 +269,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         decoder.update(loaded.get_added_tokens_decoder())
     by_content = {str(t): t for t in decoder.values()}
     named: dict[str, AddedToken | str] = {}
-    for key, default in _CLASS_DEFAULTS[kind].items():
+    for key, default in (recipe.defaults if recipe else {}).items():
         if default is not None:
             named[key] = default
     auto: dict[str, AddedToken | str] = {}
@@ -252,11 +290,10 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
 
-    tok = loaded if kind == "generic" else _rebuilt(kind, loaded, init)
+    tok = (loaded if recipe is None
+           else _rebuilt(recipe, loaded, _derived(folder.tokenizer_config, recipe)))
     if tok.post_processor is None:
         # update_post_processor() with add_bos/add_eos False: the sequence alone.
-        from tokenizers import processors
-
         tok.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
     # TokenizersBackend.__init__: re-add every added_tokens_decoder entry (its "already
     # there" test compares against the decoder's ids, so nothing is skipped), then the
@@ -276,12 +313,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         tokens.append(value)
     if tokens:
         tok.add_tokens(tokens)
-    if kind == "qwen2":
-        seen: list[str] = []
-        for value in [*specials.values(), *extras]:
-            if str(value) not in seen:
-                seen.append(str(value))
-        tok.add_tokens([AddedToken(t, special=True) for t in seen])
+    if recipe is not None:
+        _after_init(recipe, tok, _derived(folder.tokenizer_config, recipe), specials, extras)
     tok.no_truncation()
     tok.no_padding()
     return HfTokenizer(

@@ -233,6 +233,27 @@ def test_a_releases_facts_module_holds_only_its_differences(release: str) -> Non
     assert {k: sorted(v) if not isinstance(v, dict) else v for k, v in stored.items()} == again
 
 
+def test_releases_with_the_same_facts_share_one_module() -> None:
+    """No two facts modules hold the same tables: a release whose install's facts are
+    another's names that release's module (0.30.0 names 0.29.0's)."""
+    import importlib
+
+    from prefixkey.render._eras import RENDER_ERAS
+    from prefixkey.render._hf_decision import BASE_FACTS
+    from prefixkey.render._hf_facts_delta import delta_of
+
+    modules = sorted({v.hf_facts for era in RENDER_ERAS for v in era.verified.values()})
+    seen: dict[str, str] = {}
+    for name in modules:
+        module = importlib.import_module(f"prefixkey.render.{name}")
+        if name == "_hf_facts":
+            continue
+        tables = {k: getattr(module, k) for k in delta_of(BASE_FACTS, BASE_FACTS.tables)}
+        key = repr((module.TRANSFORMERS_VERSION, sorted(tables.items())))
+        assert key not in seen, (name, seen.get(key))
+        seen[key] = name
+
+
 def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
         tmp_path: Path) -> None:
     """transformers 5.19 (0.32.0's) registers qwen3_5's tokenizer; 5.17 does not."""

