@@ -179,9 +179,8 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         group = self._group(model)
         active = await self.litellm_router.health().cooldowns.async_get_active_cooldowns(
             list(group), None)
-        healthy = self._filter(model, group, {c[0] for c in active}, kwargs)
-        configured = [name for name in healthy if name in self.replicas]
-        if not configured or model not in self._renderers:
+        healthy, configured = self._candidates(model, group, active, kwargs)
+        if not configured:
             return self._without_keys(group, healthy, "unconfigured", kwargs)
         try:  # rendering, hashing and ranking in a worker thread: the loop is never held
             chosen = await asyncio.to_thread(self._route, model, group[configured[0]], messages,
@@ -199,9 +198,8 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         kwargs = request_kwargs or {}
         group = self._group(model)
         active = self.litellm_router.health().cooldowns.get_active_cooldowns(list(group), None)
-        healthy = self._filter(model, group, {c[0] for c in active}, kwargs)
-        configured = [name for name in healthy if name in self.replicas]
-        if not configured or model not in self._renderers:
+        healthy, configured = self._candidates(model, group, active, kwargs)
+        if not configured:
             return self._without_keys(group, healthy, "unconfigured", kwargs)
         try:
             chosen = self._route(model, group[configured[0]], messages, kwargs, configured)
@@ -216,6 +214,16 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         """The model group's deployments by id, in LiteLLM's order."""
         found = self.litellm_router.registry().deployments(model)
         return {deployment_id(d): d for d in found or ()}
+
+    def _candidates(self, model: str, group: Mapping[str, Deployment], active: Any,
+                    kwargs: Mapping[str, object]) -> tuple[list[str], list[str]]:
+        """Both entry points' prelude, given LiteLLM's active cooldowns (read sync or async):
+        the healthy deployments, and those of them routed by keys (none when the group
+        cannot be: no prefix configuration, no renderer)."""
+        healthy = self._filter(model, group, {c[0] for c in active}, kwargs)
+        if model not in self._renderers:
+            return healthy, []
+        return healthy, [name for name in healthy if name in self.replicas]
 
     def _filter(self, model: str, group: Mapping[str, Deployment], cooling: set[str],
                 kwargs: Mapping[str, object]) -> list[str]:
