@@ -55,6 +55,7 @@ class ProxyRouting(CustomLogger):  # type: ignore[misc]  # litellm is untyped he
         self.routing: PrefixKeyRouting | None = None
         self._router: Any = None
         self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
 
     async def async_pre_call_hook(self, user_api_key_dict: Any, cache: Any, data: dict[str, Any],
                                   call_type: Any) -> None:
@@ -62,8 +63,9 @@ class ProxyRouting(CustomLogger):  # type: ignore[misc]  # litellm is untyped he
         router = _proxy_router()
         if router is None or router is self._router:
             return
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is not loop:  # a lock serves one loop
+            self._lock, self._lock_loop = asyncio.Lock(), loop
         async with self._lock:  # concurrent first requests build one strategy
             if router is not self._router:
                 # Building it reads the model folder (tokenizer, template): off the loop.
@@ -79,5 +81,6 @@ class ProxyRouting(CustomLogger):  # type: ignore[misc]  # litellm is untyped he
             previous.close()
 
 
-#: The callback a proxy config names: ``litellm_settings: {callbacks: [prefixkey.gateways.litellm_proxy.routing]}``.
+#: The callback a proxy config names (with the in-memory index):
+#: ``litellm_settings: {callbacks: ["prefixkey.gateways.litellm_proxy.routing"]}``.
 routing = ProxyRouting()
