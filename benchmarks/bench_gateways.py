@@ -114,7 +114,7 @@ def row(tokens: int, replicas: int, filler: int, redis_url: str | None, rounds: 
             c1, t1 = time.thread_time(), time.perf_counter()
             HASHER.block_hashes(request)
             c2, t2 = time.thread_time(), time.perf_counter()
-            await asyncio.to_thread(nothing)
+            await strategy._handoff.call(nothing)  # the plugin's own hand-off, alone
             t3 = time.perf_counter()
             assert chosen["model_info"]["id"].startswith("r")
             if i >= 5:  # warm-up
@@ -139,14 +139,12 @@ def breakdown(strategy: PrefixKeyRouting, request: Request, replicas: int, round
     router = strategy.router
     prepared = router.prepare(request, names)
     group = strategy._group("qwen")
-    cooldowns = strategy.litellm_router.health().cooldowns
     steps: dict[str, Any] = {
         "hash_cpu_us": lambda: HASHER.block_hashes(request),
         "prepare_us": lambda: router.prepare(request, names),
         "rank_us": lambda: router.rank(prepared, names, limit=1)[0],
         "group_us": lambda: strategy._group("qwen"),
-        "cooldowns_us": lambda: asyncio.run(cooldowns.async_get_active_cooldowns(list(group),
-                                                                                  None)),
+        "cooldowns_us": lambda: asyncio.run(strategy._cooling(group)),  # the plugin's read
         "empty_run_us": lambda: asyncio.run(asyncio.sleep(0)),
     }
     out = {}

@@ -339,8 +339,13 @@ def value_to_json(value: Any) -> Any:
     >>> value_to_json(("lora", (b"\\xff", 3), None))
     ['lora', [{'hex': 'ff'}, 3], None]
     """
+    if value is None:  # a block without extra keys: most blocks of most requests
+        return None
     if isinstance(value, (tuple, list)):
-        return [value_to_json(v) for v in value]
+        # A str or int item is kept without a call: the extra keys of every block of a
+        # request (a LoRA name, a salt, offsets) are mostly those, and a call per item
+        # made this the JSON line's largest cost after hashing (issue 21's measurement).
+        return [v if type(v) is str or type(v) is int else value_to_json(v) for v in value]
     if isinstance(value, bytes):
         return {"hex": value.hex()}
     return value

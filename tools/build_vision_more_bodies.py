@@ -25,6 +25,14 @@ tokenizer fetched by tests/real_models.py):
 - ``internvl``: OpenGVLab/InternVL3-1B-hf as transformers' conversion script builds it
   (InternVLConfig, GotOcr2ImageProcessorFast 448 px, max_patches 12, its template);
   Qwen2.5's added tokens then ``<img>`` 151665 … ``</box>`` 151673 and ``<video>``.
+- ``pixtral``: pixtral12b, Mistral's format (``--tokenizer-mode mistral
+  --config-format mistral --load-format mistral``): Pixtral-12B-2409's published
+  params.json (written from its values) and tekken.json (the mistral_common wheel's
+  tekken_240911.json, whose image config is Pixtral's: 16 px patches, 1024 px).
+  And mistral_small31: Mistral-Small-3.1-24B-Instruct-2503's published params.json,
+  and tekken_240911.json with that model's published image config (14 px patches merged
+  2x2, 1540 px) in place of Pixtral's: its own tokenizer file is not a fetched source,
+  and only the image config decides the grid (MistralCommonImageProcessor).
 
 Besides the generic cases (sizes from 1x1 to 5000x4000, aspect ratios up to 201,
 EXIF orientations, several images, images between texts, uuids, file URLs, unloadable
@@ -33,7 +41,9 @@ of its thresholds, per request (``--trust-request-mm-kwargs``) with every kwarg 
 changes the crop count, at server level (``--mm-processor-kwargs``), and texts whose
 newlines merge with the image's; LLaVA gets the any-resolution grid's pinpoints and
 sizes between them. Both get a literal marker in the text, 'string' content format
-and ``--limit-mm-per-prompt``.
+and ``--limit-mm-per-prompt``. Pixtral gets sizes around its 16 px grid and its
+1024 px scaling (round half to even), EXIF orientations that keep or change the grid,
+images in system and assistant messages, and ``--limit-mm-per-prompt``.
 """
 
 from __future__ import annotations
@@ -43,7 +53,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from build_vision_bodies import Case, chat, generic_cases, image, text, user, write_bodies
+from build_vision_bodies import (
+    Case,
+    chat,
+    generic_cases,
+    image,
+    limit_cases,
+    text,
+    user,
+    write_bodies,
+)
 
 Item = tuple[str, str, dict[str, Any], Case]
 
@@ -189,11 +208,59 @@ def _internvl() -> Iterator[Item]:
         yield "internvl3", "string-limit2", string, case
 
 
+def pixtral_cases() -> Iterator[Case]:
+    """Pixtral's grid: 16 px patches, images over 1024 px scaled down (Python's round)."""
+    for w, h in ((16, 16), (17, 17), (15, 33), (1024, 1024), (1025, 1024), (1024, 1025),
+                 (2048, 1025), (2048, 1023), (3000, 7), (7, 3000), (1040, 10)):
+        yield f"grid-{w}x{h}", chat(user(text("g"), image(w, h, mode="L")))
+    yield "same-image-twice", chat(user(image(64, 48), text("and"), image(64, 48)))
+    yield "exif-6-square-grid", chat(user(image(40, 40, exif=6), text("r")))
+    yield "exif-8-same-grid", chat(user(image(33, 31, exif=8), text("r")))
+    yield "exif-6-second-image", chat(user(image(64, 48), image(300, 100, exif=6),
+                                           text("r")))
+    yield "assistant-image", chat([
+        {"role": "user", "content": "Draw."},
+        {"role": "assistant", "content": [image(32, 32)]},
+        {"role": "user", "content": "Again?"}])
+    yield "system-image", chat([
+        {"role": "system", "content": [text("sys"), image(32, 32)]},
+        {"role": "user", "content": "hi"}])
+    yield "text-only", chat(user(text("No image here.")))
+
+
+def merged_grid_cases() -> Iterator[Case]:
+    """Mistral Small 3.1's grid: 14 px patches merged 2x2 (28 px), images over 1540 px
+    scaled down."""
+    for w, h in ((28, 28), (29, 29), (27, 57), (1540, 1540), (1541, 1540), (1540, 1541),
+                 (3080, 1541), (3080, 1539), (5000, 7), (7, 5000), (1568, 10)):
+        yield f"grid-{w}x{h}", chat(user(text("g"), image(w, h, mode="L")))
+    yield "exif-6-square-grid", chat(user(image(40, 40, exif=6), text("r")))
+    yield "exif-6-second-image", chat(user(image(64, 48), image(300, 100, exif=6),
+                                           text("r")))
+
+
+def _pixtral() -> Iterator[Item]:
+    mistral = {"--tokenizer-mode": "mistral", "--config-format": "mistral",
+               "--load-format": "mistral"}
+    name = "pixtral-12b-2409"
+    default = {"--served-model-name": name, **mistral, "--allowed-local-media-path": "{images}"}
+    for case in (*generic_cases(), *sized_cases("size-"), *marker_cases("[IMG]"),
+                 *pixtral_cases()):
+        yield "pixtral12b", "default", default, case
+    limit = {"--served-model-name": name, **mistral, "--limit-mm-per-prompt": {"image": 2}}
+    for case in limit_cases():
+        yield "pixtral12b", "limit2", limit, case
+    small = {"--served-model-name": "mistral-small-3.1", **mistral,
+             "--allowed-local-media-path": "{images}"}
+    for case in (*generic_cases(), *merged_grid_cases()):
+        yield "mistral_small31", "default", small, case
+
+
 #: Corpus name → its (folder, server label, flags, case) items.
 CORPORA: dict[str, Callable[[], Iterator[Item]]] = {
     "gemma3": _gemma3, "llava": _llava,
     "llava_onevision": lambda: _llava((("llava_onevision", "llava-onevision-qwen2-0.5b-ov-hf"),)),
-    "internvl": _internvl,
+    "internvl": _internvl, "pixtral": _pixtral,
 }
 
 

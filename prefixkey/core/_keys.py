@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Sequence
 from typing import Final, TypeVar
 
@@ -21,6 +23,30 @@ def block_hash_to_int64(block_hash: bytes) -> int:
     (the default); values reach 2**64 - 1, beyond int64.
     """
     return int.from_bytes(block_hash, "big") & _UINT64_MASK
+
+
+#: 64-bit words in C (``array``): the low word of each digest, byte-swapped to big-endian.
+_WORDS: Final = "Q" if array("Q").itemsize == 8 else ""
+_SWAP: Final = sys.byteorder == "little"
+
+
+def digests_to_int64(digests: Sequence[bytes], size: int) -> list[int]:
+    """:func:`block_hash_to_int64` of each of a hasher's digests, all ``size`` bytes long.
+
+    About 5x faster than one call per key (a router converts every key of
+    every request): the digests are joined, read as 64-bit words and the
+    last word of each is kept, all in C. Every key must be ``size`` bytes
+    long (a hasher's own digests are); when the total length says otherwise
+    they are converted one by one.
+    """
+    joined = b"".join(digests)
+    if not _WORDS or size <= 0 or size % 8 or len(joined) != size * len(digests):
+        return [int.from_bytes(k, "big") & _UINT64_MASK for k in digests]
+    words = array(_WORDS, joined)
+    if _SWAP:
+        words.byteswap()
+    step = size // 8
+    return words[step - 1 :: step].tolist()
 
 
 def block_hash_with_group_id(block_hash: bytes, group_id: int) -> bytes:

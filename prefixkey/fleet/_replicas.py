@@ -8,9 +8,10 @@ keys (hasher, int or bytes, KV-cache groups); the index
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, Literal, NamedTuple
+from typing import Final, Literal, NamedTuple, cast
 
 from ..core import ERAS, BlockHash, Hasher, block_hash_to_int64, group_block_hashes
+from ..core._keys import digests_to_int64
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..events import EventHash
 
@@ -129,16 +130,26 @@ class ReplicaScheme:
             return block_hash_to_int64(block_hash)
         return block_hash
 
-    def group_keys(self, fine: list[BlockHash]) -> tuple[tuple[EventHash, ...], ...]:
-        """Per group, the published keys of its blocks, from the request's fine keys."""
+    def group_keys(self, fine: list[BlockHash], *,
+                   digests: bool = False) -> tuple[tuple[EventHash, ...], ...]:
+        """Per group, the published keys of its blocks, from the request's fine keys.
+
+        ``digests``: ``fine`` is this scheme's hasher's own output (every bytes
+        key one digest long), converted to event ints in one pass.
+        """
         out: list[tuple[EventHash, ...]] = []
         hash_bs = self.hasher.block_size
         # Event ints are the low 64 bits: a concatenation's are its last key's.
         concat = self.publishes == "bytes" and self.hasher.era.group_keys == "concatenated"
+        bulk = digests and self.publishes == "int" and bool(fine) and type(fine[0]) is bytes
         for group in self.groups:
             keys = fine if group.block_size == hash_bs else group_block_hashes(
                 fine, hash_bs, group.block_size, concatenate=concat)
-            out.append(tuple(map(self.publish, keys)))
+            if bulk:
+                out.append(tuple(digests_to_int64(
+                    cast("list[bytes]", keys), self.hasher.algorithm.digest_size)))
+            else:
+                out.append(tuple(map(self.publish, keys)))
         return tuple(out)
 
 

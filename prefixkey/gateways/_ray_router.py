@@ -355,7 +355,7 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
                 await asyncio.sleep(0)
         prepared = PreparedRequest(len(request.token_ids), request)
         for scheme in schemes.values():  # a scheme registered meanwhile is hashed by rank
-            prepared.add_keys(scheme, keys[scheme.hash_key])
+            prepared._add(scheme, keys[scheme.hash_key], None, digests=True)  # its hasher's keys
         return prepared
 
     def _rank_locked(self, request: Request, names: list[ReplicaId],

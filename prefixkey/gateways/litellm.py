@@ -14,7 +14,7 @@ deployments that carry ``model_info["prefixkey"]`` (docs/gateways/litellm.md) it
    replicas' KV events through a :class:`prefixkey.fleet.Subscriber`;
 3. returns the chosen deployment dict.
 
-Steps 1 and 2 run in one worker thread (``asyncio.to_thread``): rendering a
+Steps 1 and 2 run in a worker thread (a lean hand-off, :mod:`._handoff`): rendering a
 long conversation takes milliseconds and the Redis index's client blocks, so
 the event loop is held only for LiteLLM's own group and cooldown reads.
 
@@ -31,7 +31,6 @@ random, as LiteLLM's simple shuffle): at most a cache miss, never an error of th
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import threading
@@ -55,6 +54,7 @@ from ..fleet import (
     SubscriberOptions,
 )
 from ..fleet import Router as PrefixRouter
+from ._handoff import Handoff
 from ._litellm_config import ReplicaConfig, deployment_id, replica_config
 
 if TYPE_CHECKING:
@@ -113,6 +113,8 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         #: How often each path was taken (routed by keys, without keys and why).
         self.counts: dict[str, int] = dict.fromkeys(
             ("routed", "unconfigured", "render_failed", "index_unavailable"), 0)
+        self._handoff = Handoff()
+        self._groups: dict[str, tuple[object, dict[str, Deployment]]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -161,6 +163,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     def close(self) -> None:
         if self.subscriber is not None:
             self.subscriber.close()
+        self._handoff.close()
 
     def __enter__(self) -> PrefixKeyRouting:
         return self.start()
@@ -177,14 +180,12 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     ) -> Deployment:
         kwargs = request_kwargs or {}
         group = self._group(model)
-        active = await self.litellm_router.health().cooldowns.async_get_active_cooldowns(
-            list(group), None)
-        healthy, configured = self._candidates(model, group, active, kwargs)
+        healthy, configured = self._candidates(model, group, await self._cooling(group), kwargs)
         if not configured:
             return self._without_keys(group, healthy, "unconfigured", kwargs)
         try:  # rendering, hashing and ranking in a worker thread: the loop is never held
-            chosen = await asyncio.to_thread(self._route, model, group[configured[0]], messages,
-                                             kwargs, configured)
+            chosen = await self._handoff.call(self._route, model, group[configured[0]], messages,
+                                              kwargs, configured)
         except PrefixKeyError as exc:
             logger.debug("model group %s: routed without keys: %s", model, exc)
             return self._without_keys(group, healthy, "render_failed", kwargs)
@@ -197,8 +198,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     ) -> Deployment:
         kwargs = request_kwargs or {}
         group = self._group(model)
-        active = self.litellm_router.health().cooldowns.get_active_cooldowns(list(group), None)
-        healthy, configured = self._candidates(model, group, active, kwargs)
+        healthy, configured = self._candidates(model, group, self._cooling_now(group), kwargs)
         if not configured:
             return self._without_keys(group, healthy, "unconfigured", kwargs)
         try:
@@ -211,16 +211,37 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     # -- the steps ---------------------------------------------------------------------
 
     def _group(self, model: str) -> dict[str, Deployment]:
-        """The model group's deployments by id, in LiteLLM's order."""
-        found = self.litellm_router.registry().deployments(model)
-        return {deployment_id(d): d for d in found or ()}
+        """The model group's deployments by id, in LiteLLM's order (kept per registry version)."""
+        registry = self.litellm_router.registry()
+        version = getattr(registry, "version", None)  # changes whenever the deployments do
+        kept = self._groups.get(model)
+        if kept is not None and version is not None and kept[0] == version:
+            return kept[1]
+        group = {deployment_id(d): d for d in registry.deployments(model) or ()}
+        if version is not None:
+            self._groups[model] = (version, group)
+        return group
 
-    def _candidates(self, model: str, group: Mapping[str, Deployment], active: Any,
+    async def _cooling(self, group: Mapping[str, Deployment]) -> set[str]:
+        """The group's deployments in LiteLLM's cooldown."""
+        cooldowns = self.litellm_router.health().cooldowns
+        if not _shared(cooldowns):
+            return _cooling_locally(cooldowns, group)
+        return {c[0] for c in await cooldowns.async_get_active_cooldowns(list(group), None)}
+
+    def _cooling_now(self, group: Mapping[str, Deployment]) -> set[str]:
+        """:meth:`_cooling`, read synchronously."""
+        cooldowns = self.litellm_router.health().cooldowns
+        if not _shared(cooldowns):
+            return _cooling_locally(cooldowns, group)
+        return {c[0] for c in cooldowns.get_active_cooldowns(list(group), None)}
+
+    def _candidates(self, model: str, group: Mapping[str, Deployment], cooling: set[str],
                     kwargs: Mapping[str, object]) -> tuple[list[str], list[str]]:
-        """Both entry points' prelude, given LiteLLM's active cooldowns (read sync or async):
-        the healthy deployments, and those of them routed by keys (none when the group
-        cannot be: no prefix configuration, no renderer)."""
-        healthy = self._filter(model, group, {c[0] for c in active}, kwargs)
+        """Both entry points' prelude, given the group's deployments in cooldown (read sync
+        or async): the healthy deployments, and those of them routed by keys (none when the
+        group cannot be: no prefix configuration, no renderer)."""
+        healthy = self._filter(model, group, cooling, kwargs)
         if model not in self._renderers:
             return healthy, []
         return healthy, [name for name in healthy if name in self.replicas]
@@ -293,6 +314,24 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         chosen = random.choice(healthy)
         self._mark_tried(kwargs, chosen)
         return group[chosen]
+
+
+def _shared(cooldowns: Any) -> bool:
+    """Whether LiteLLM's cooldowns have a Redis tier (or a store this reads no other way)."""
+    store = getattr(cooldowns, "cooldown_store", None)
+    return store is None or getattr(store, "has_redis", True) is not False
+
+
+def _cooling_locally(cooldowns: Any, group: Mapping[str, Deployment]) -> set[str]:
+    """The group's cooldowns from LiteLLM's memory-only store.
+
+    Its ``snapshot()`` holds every cooldown recorded (expired ones until
+    evicted) and is usually empty, answered without reading the group's
+    ids one by one; otherwise the group is read as LiteLLM reads it.
+    """
+    if not cooldowns.cooldown_store.snapshot():
+        return set()
+    return {c[0] for c in cooldowns.get_active_cooldowns(list(group), None)}
 
 
 def install(router: Any, **options: Any) -> PrefixKeyRouting:

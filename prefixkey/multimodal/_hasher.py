@@ -36,6 +36,9 @@ class LoadedImage:
     #: ``(width, height)`` after ``ImageMediaIO.load_bytes`` (EXIF orientation applied);
     #: None for an image given by its uuid alone (no bytes were loaded).
     size: tuple[int, int] | None
+    #: ``(width, height)`` as Pillow opens the bytes, EXIF orientation not applied (what
+    #: mistral_common reads for Pixtral's grid); None without bytes.
+    opened_size: tuple[int, int] | None = None
 
 
 class _Digest(Protocol):
@@ -233,6 +236,7 @@ class MMHasher(Frozen):
         """
         era = self.era
         size: tuple[int, int] | None = None
+        opened: tuple[int, int] | None = None
         payload: Value
         if uuid is not None:
             if not era.uuids:
@@ -259,7 +263,7 @@ class MMHasher(Frozen):
         if data is not None:
             if not isinstance(data, (bytes, bytearray, memoryview)):
                 raise InvalidRequestError(field, f"must be bytes, got {type(data).__name__}")
-            payload, size = image_payload_and_size(era, bytes(data), self._loader,
+            payload, size, opened = image_payload_and_size(era, bytes(data), self._loader,
                                                    max_pixels=self._max_pixels, field=field)
         elif uuid is None:
             raise InvalidRequestError(field, "an image needs its bytes or a uuid")
@@ -284,7 +288,7 @@ class MMHasher(Frozen):
                     digest.update(chunk)
             identifier = digest.hexdigest()
         return LoadedImage(identifier if lora_name is None else f"{lora_name}:{identifier}",
-                           size)
+                           size, opened)
 
     def audio(self, data: bytes, *, field: str = "audio") -> str:
         """Refused: vLLM hashes audio as its decoded waveform, not its bytes."""

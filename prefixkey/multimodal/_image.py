@@ -189,10 +189,13 @@ def image_payload(era: IdentifierEra, data: bytes, loader: ImageLoader, *, max_p
 
 
 def image_payload_and_size(era: IdentifierEra, data: bytes, loader: ImageLoader, *,
-                           max_pixels: int, field: str) -> tuple[Value, tuple[int, int]]:
-    """:func:`image_payload`, and the size of the image as vLLM loads it (:func:`loaded_size`)."""
+                           max_pixels: int, field: str
+                           ) -> tuple[Value, tuple[int, int], tuple[int, int]]:
+    """:func:`image_payload`, the size of the image as vLLM loads it (:func:`loaded_size`),
+    and its size as Pillow opens the bytes (no EXIF orientation applied)."""
     image = _open(data, era, max_pixels, field)
-    return _payload(era, data, loader, image, field), loaded_size(image)
+    opened = image.size  # read before _payload, which may convert the image
+    return _payload(era, data, loader, image, field), loaded_size(image), opened
 
 
 def _payload(era: IdentifierEra, data: bytes, loader: ImageLoader, image: Image.Image,

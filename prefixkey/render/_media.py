@@ -36,6 +36,7 @@ from ._options import ServerOptions
 from ._vision import (
     DEFAULT_LIMIT,
     FAMILIES,
+    MISTRAL_FORMAT,
     UNVERIFIED,
     ImageSize,
     VisionFamily,
@@ -79,6 +80,9 @@ class ImageParts(ContentParts):
         self._chat = chat
         self._kwargs = kwargs
         self.images: list[LoadedImage] = []
+        #: Each image's part (the body's own object) and bytes, in the images' order: the
+        #: mistral path hands mistral_common the image as it opens the URL itself.
+        self.sources: list[tuple[Mapping[str, Any], bytes]] = []
 
     @property
     def identifiers(self) -> list[str]:
@@ -89,7 +93,7 @@ class ImageParts(ContentParts):
         if part_type not in _IMAGE_PARTS:
             return super().media_part(part_type, part, field, wrap=wrap)
         self.images.append(self._chat.load(part_type, part, field, len(self.images) + 1,
-                                           self._kwargs))
+                                           self._kwargs, self.sources))
         if wrap:
             return {"type": "image",
                     **{k: v for k, v in part.items() if k not in _KNOWN_PART_FIELDS}}
@@ -158,6 +162,9 @@ class ImageChat:
             family, why = UNVERIFIED[architecture]
             return f"{family}'s image processor ({architecture}) is {why} here"
         family_cls = FAMILIES[architecture]
+        if architecture in MISTRAL_FORMAT and options.tokenizer_mode != "mistral":
+            return (f"{family_cls.name}'s images are rendered in --tokenizer-mode mistral "
+                    "only (vLLM: This model requires `--tokenizer-mode mistral`)")
         if options.vllm_version not in family_cls.releases:
             return (f"{family_cls.name}'s images were verified against vLLM "
                     f"{', '.join(sorted(family_cls.releases))} only, not "
@@ -198,8 +205,10 @@ class ImageChat:
         return hasher
 
     def load(self, part_type: str, part: Mapping[str, Any], field: str, number: int,
-             request_kwargs: Mapping[str, Any]) -> LoadedImage:
-        """The image's identifier and loaded size, after vLLM's per-prompt item limit."""
+             request_kwargs: Mapping[str, Any],
+             sources: list[tuple[Mapping[str, Any], bytes]] | None = None) -> LoadedImage:
+        """The image's identifier and loaded size, after vLLM's per-prompt item limit
+        (``sources`` gets the part and its bytes)."""
         if self._refusal is not None or self._family is None:
             raise RenderUnsupportedError(
                 field, f"{self._refusal or 'no vision family'}: render it with vLLM's render "
@@ -220,6 +229,8 @@ class ImageChat:
                                                                field=url_field)
         # vLLM loads the image, then counts it (MultiModalItemTracker.add).
         self._check_count(number)
+        if sources is not None:
+            sources.append((part, data))
         return loaded
 
     def _check_count(self, number: int) -> None:

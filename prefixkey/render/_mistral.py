@@ -18,7 +18,19 @@ the library call itself is mistral_common's (extra ``mistral``):
   reasoning_effort=None)``; whatever mistral_common raises is vLLM's 400 with its text;
 - completions: ``MistralCommonBackend.__call__``: the text encoded without BOS, cut from
   the left to leave room for the BOS, then the BOS (when ``add_special_tokens``);
-- then vLLM's own truncation (left unless the body says right) and length checks.
+- then vLLM's own truncation (left unless the body says right) and length checks;
+- images (a Pixtral folder: ``params.json`` with a vision encoder, a tokenizer file with
+  an image config): vLLM's message parse loads each image first (identifier, loaded
+  size, item limit: render/_media.py), then mistral_common opens the URL again and writes
+  the image's tokens itself; vLLM's processor finds them (render/_vision/_pixtral.py).
+  mistral_common's image encoder is replaced, on this renderer's own tokenizer, by one
+  that writes the same tokens from the size the image's bytes open at (no pixels are
+  resized: a 1024-px image would cost more than its identifier).
+
+A folder without ``config.json`` is read in Mistral's format, as vLLM's
+``MistralConfigParser`` reads ``params.json`` (``--config-format mistral``; ``auto``
+takes it when the folder has no config.json): the context length is its
+``max_position_embeddings`` (default 128000) bounded by ``max_seq_len``.
 
 A folder with Mistral's tokenizer files and ``--tokenizer-mode auto`` is refused
 (:func:`check_auto_mode`): vLLM takes the mistral mode only when the folder also has
@@ -37,15 +49,18 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from .._extras import needs_extra
-from ..core import LoRA, check_token_ids
+from ..core import LoRA, MMItem, check_token_ids
 from ..errors import MissingExtraError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._eras import RENDER_ERAS, render_era, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams
 from ._folder import _context_length, _not_a_folder, _read_json
+from ._media import ImageChat, ImageParts, MediaFetcher
 from ._options import ServerOptions
 from ._reuse import reused_prompt_ids, text_vocab_size
+from ._vision import FAMILIES, ImageSize, VisionFamily, VisionFolder, family_architecture
+from ._vision._pixtral import PROCESSOR_KEYS
 
 __all__ = ["MISTRAL_COMMON_VERIFIED", "MistralRenderer", "check_auto_mode"]
 
@@ -67,6 +82,71 @@ _SETTINGS_VERSION: Final = 15
 # and change its result (tokenization arguments); the others are ignored by it.
 # (vLLM's own tokenize=True wins over the server's; max_length acts only with these.)
 _CALL_KWARGS: Final = ("padding", "truncation")
+# The URL an image part carries to mistral_common here: its size as the bytes open.
+_GRID_URL: Final = "prefixkey-image-size:"
+# params.json keys that change what vLLM derives from it in ways not verified here.
+_PARAMS_UNVERIFIED: Final = ("yarn", "llama_4_scaling", "rope_scaling", "quantization")
+_PARAMS_DEFAULT_LENGTH: Final = 128_000  # MistralConfigParser without config.json
+
+
+def _params_config(file: Path) -> dict[str, Any]:
+    """The config.json keys prefixkey reads, as vLLM derives them from ``params.json``
+    (``MistralConfigParser``, ``adapt_config_dict``): a vision encoder makes it
+    ``PixtralForConditionalGeneration`` with the text keys in ``text_config``."""
+    params = _read_json(file, "params.json")
+    for key in _PARAMS_UNVERIFIED:
+        if params.get(key):
+            raise RenderUnsupportedError(f"params.json {key}", "changes the config vLLM "
+                                         "derives in a way prefixkey does not reproduce")
+    length = params.get("max_position_embeddings", _PARAMS_DEFAULT_LENGTH)
+    text = {"max_position_embeddings": length, "max_seq_len": params.get("max_seq_len", length),
+            "vocab_size": params.get("vocab_size")}
+    multimodal = params.get("multimodal")
+    vision = params.get("vision_encoder") or (
+        multimodal.get("vision_encoder_args") if isinstance(multimodal, dict) else None)
+    if multimodal and not vision:
+        raise RenderUnsupportedError("params.json multimodal", "only a vision encoder "
+                                     "(Pixtral) is reproduced")
+    if vision:
+        return {"architectures": ["PixtralForConditionalGeneration"], "text_config": text}
+    return {"architectures": ["MistralForCausalLM"], **text}
+
+
+class _ForeignImage(Exception):
+    """mistral_common met an image part the renderer did not load."""
+
+
+class _SizeEncoder:
+    """mistral_common's image encoder for this renderer: an image chunk's tokens from the
+    size its URL carries (:data:`_GRID_URL`), by the family's rule, without pixels."""
+
+    def __init__(self, family: VisionFamily, original: Any, encoding: Any) -> None:
+        self._family = family
+        self._original = original
+        self._encoding = encoding  # mistral_common's ImageEncoding
+        self._empty = importlib.import_module("numpy").zeros((3, 0, 0), dtype="float32")
+
+    def __getattr__(self, name: str) -> Any:  # image_config, special_ids, …
+        return getattr(self._original, name)
+
+    def __call__(self, chunk: Any) -> Any:
+        url = chunk.get_url() if hasattr(chunk, "get_url") else None
+        if not isinstance(url, str) or not url.startswith(_GRID_URL):
+            raise _ForeignImage
+        width, height = (int(v) for v in url.removeprefix(_GRID_URL).split("x"))
+        tokens = list(self._family.expansion(ImageSize(width, height), {}))
+        return self._encoding(tokens=tokens, image=self._empty)
+
+
+def _opened_size(data: bytes) -> tuple[int, int]:
+    """The size mistral_common's ``Image.open`` of the bytes gives (no EXIF transpose)."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        width, height = image.size
+    return int(width), int(height)
 
 
 def _files(folder: Path, pattern: str) -> list[Path]:
@@ -127,7 +207,8 @@ class MistralRenderer:
     """
 
     def __init__(self, options: ServerOptions, model_dir: str,
-                 lora_for: Callable[[Any], LoRA | None], option: str = "--model") -> None:
+                 lora_for: Callable[[Any], LoRA | None], option: str = "--model",
+                 media_fetcher: MediaFetcher | None = None) -> None:
         mistral = _import_mistral_common(options.vllm_version)
         validation = importlib.import_module("mistral_common.protocol.instruct.validator")
         utils = importlib.import_module("mistral_common.tokens.tokenizers.utils")
@@ -138,13 +219,16 @@ class MistralRenderer:
         path = Path(model_dir)
         if not path.is_dir():  # ``option``: the flag that named it (--model, --model-dir)
             raise ModelFolderError(option, _not_a_folder(model_dir, "a local model folder"))
-        if not (path / "config.json").is_file():
-            raise ModelFolderError("config.json", f"missing in {model_dir!r} (vLLM needs it)")
-        if (path / "params.json").is_file() and _files(path, _WEIGHTS_PATTERN):
+        has_params = (path / "params.json").is_file()
+        if not (path / "config.json").is_file() and not has_params:
+            raise ModelFolderError("config.json", f"missing in {model_dir!r} (vLLM needs it, "
+                                   "or Mistral's params.json)")
+        if has_params and _files(path, _WEIGHTS_PATTERN):
             raise RenderUnsupportedError(
                 "params.json", "with consolidated weights vLLM reads Mistral's native "
                 "config, whose context length prefixkey does not derive")
-        config = _read_json(path / "config.json", "config.json")
+        config = (_read_json(path / "config.json", "config.json")
+                  if (path / "config.json").is_file() else _params_config(path / "params.json"))
         self.max_model_len = _context_length(config, {}, options.max_model_len)
         self._vocab_size = text_vocab_size(config)
         for name in _CALL_KWARGS:
@@ -182,16 +266,39 @@ class MistralRenderer:
         #: vLLM's bound on characters per token: the longest vocabulary entry.
         self.max_chars_per_token: int = max(len(t) for t in self._tokenizer.vocab())
         self.bos_id: int = self._tokenizer.bos_id
+        self._images = self._image_chat(options, config, media_fetcher)
+
+    def _image_chat(self, options: ServerOptions, config: Mapping[str, Any],
+                    fetch: MediaFetcher | None) -> ImageChat | None:
+        """The image path of a vision folder whose tokenizer encodes images, else None
+        (image parts are then refused as on any text model)."""
+        architecture = family_architecture(config)
+        encoder = getattr(self._instruct, "image_encoder", None)
+        if architecture is None or architecture not in FAMILIES or encoder is None:
+            return None
+        image_config, ids = encoder.image_config, encoder.special_ids
+        values = dict(zip(PROCESSOR_KEYS, (
+            image_config.image_patch_size, image_config.max_image_size,
+            image_config.spatial_merge_size, ids.img, ids.img_break, ids.img_end), strict=True))
+        vision = VisionFolder(config, {}, values, lambda text: None, lambda text: [])
+        images = ImageChat(options, config, fetch, vision)
+        family = FAMILIES[architecture](vision)
+        encoding = importlib.import_module("mistral_common.tokens.tokenizers.image").ImageEncoding
+        # This renderer's own tokenizer: mistral_common reads the attribute per chunk.
+        self._instruct.image_encoder = _SizeEncoder(family, encoder, encoding)
+        return images
 
     # ------------------------------------------------------------------------- chat
 
-    def chat(self, body: Any, placeholder_token_ids: Any) -> tuple[BodyFields, list[int]]:
-        """The body's fields and its ids, as vLLM's chat render answers (or its error)."""
+    def chat(self, body: Any, placeholder_token_ids: Any
+             ) -> tuple[BodyFields, list[int], tuple[MMItem, ...]]:
+        """The body's fields, its ids and its images' items, as vLLM's chat render answers
+        (or its error)."""
         fields = BodyFields.chat(body, render_era(self.options.vllm_version).cache_salt)
         self._lora_for(fields.model)
-        if placeholder_token_ids is not None:
+        if placeholder_token_ids is not None and self._images is None:
             raise RenderUnsupportedError("placeholder_token_ids", "images are not rendered "
-                                         "in the mistral mode")
+                                         "in the mistral mode without a vision folder")
         tools = dump_tools(body.get("tools"))
         # A Mistral tokenizer needs no tool parser: only the request model's checks run.
         choice = check_tool_choice(body, tools, True, True)
@@ -204,8 +311,9 @@ class MistralRenderer:
             tools = None
         for name in ("mm_processor_kwargs", "media_io_kwargs"):
             if body.get(name) and render_era(self.options.vllm_version).request_mm_kwargs \
-                    == "refused":  # the server's default: --trust-request-mm-kwargs unset
+                    == "refused" and not self.options.trust_request_mm_kwargs:
                 raise RenderRequestError(name, f"Per-request {name} are disabled by default")
+        parts = self._content_parts(body)
         tok_params = fields.tokenize_params(
             self.max_model_len,
             clamped=render_era(self.options.vllm_version).output_budget == "clamped",
@@ -214,21 +322,48 @@ class MistralRenderer:
                                    render_era(self.options.vllm_version).reused_ids, body,
                                    self._vocab_size)
         if reused is not None:
+            if placeholder_token_ids is not None:
+                raise RenderUnsupportedError("kv_transfer_params.prompt_token_ids",
+                                             "reused prompt ids with images are not reproduced")
             checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
             tok_params.check_reused_length(len(checked))
-            return fields, list(checked)
-        # vLLM's own parse of the messages (content format 'string') runs first, and
-        # turns the tool calls' arguments into objects in the request's own messages.
-        _take_arguments(messages, parse_messages(messages, "string", ContentParts()))
-        ids = tok_params.post_tokenization(self._encode_chat(messages, tools, fields), self)
+            return fields, list(checked), ()
+        # vLLM's own parse of the messages (content format 'string') runs first (it loads
+        # the images), and turns the tool calls' arguments into objects in the request's
+        # own messages.
+        _take_arguments(messages, parse_messages(messages, "string", parts))
+        # The size mistral_common opens each image at: the hasher's decode read it.
+        sizes = ({id(part): image.opened_size or _opened_size(data) for (part, data), image
+                  in zip(parts.sources, parts.images, strict=True)}
+                 if isinstance(parts, ImageParts) else {})
+        ids = tok_params.post_tokenization(self._encode_chat(messages, tools, fields, sizes),
+                                           self)
         if fields.max_output_tokens == 0 and len(ids) >= self.max_model_len:
             # No max_tokens: vLLM derives max_model_len - prompt length (get_max_tokens),
             # and a prompt filling the context leaves 0, which SamplingParams refuses.
             raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
-        return fields, ids
+        if self._images is None or not isinstance(parts, ImageParts) or not (
+                parts.images or placeholder_token_ids is not None):
+            return fields, ids, ()
+        # The processor: each image's tokens from vLLM's loaded size, found in the prompt.
+        ids, items = self._images.place(ids, parts, placeholder_token_ids)
+        return fields, ids, items
+
+    def _content_parts(self, body: Any) -> ContentParts:
+        """The body's image collector (a vision folder), else the text-only parts."""
+        if self._images is None:
+            return ContentParts()
+        if body.get("media_io_kwargs"):
+            raise RenderUnsupportedError("media_io_kwargs", "a request's own media_io_kwargs "
+                                         "are not reproduced")
+        kwargs = body.get("mm_processor_kwargs")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise RenderRequestError("mm_processor_kwargs", "must be an object")
+        return self._images.parts(kwargs)
 
     def _encode_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                     fields: BodyFields) -> list[int]:
+                     fields: BodyFields,
+                     sizes: Mapping[int, tuple[int, int]] | None = None) -> list[int]:
         """``safe_apply_chat_template`` → MistralTokenizer → MistralCommonBackend."""
         if not messages:  # vLLM reads messages[-1] first
             raise RenderRequestError("messages", "list index out of range")
@@ -243,12 +378,16 @@ class MistralRenderer:
             raise RenderRequestError(
                 "messages", "Cannot set `continue_final_message` to True when the last "
                 "message is not from the assistant.")
-        adapted = [_adapt_message(m) for m in messages]
+        adapted = [_adapt_message(m, sizes or {}) for m in messages]
         try:
             request = self._request_cls.from_openai(
                 messages=adapted, tools=tools, continue_final_message=continue_final,
                 reasoning_effort=None)
             tokens: list[int] = self._mistral.encode_chat_completion(request).tokens
+        except _ForeignImage:
+            raise RenderUnsupportedError(
+                "messages", "mistral_common met an image part vLLM's message parse does "
+                "not load; render it with vLLM's render endpoint") from None
         except Exception as exc:  # vLLM answers 400 with the library's text, whatever it is
             raise RenderRequestError("messages", str(exc)) from None
         return list(tokens)
@@ -343,8 +482,10 @@ def _take_arguments(messages: list[dict[str, Any]],
             call["function"]["arguments"] = done["function"]["arguments"]
 
 
-def _adapt_message(message: Mapping[str, Any]) -> Any:
-    """transformers' ``_maybe_adapt_message``: list contents without untyped parts."""
+def _adapt_message(message: Mapping[str, Any], sizes: Mapping[int, tuple[int, int]]) -> Any:
+    """transformers' ``_maybe_adapt_message``: list contents without untyped parts; an
+    image part loaded by the renderer (``sizes``: by the part's identity) carries its
+    opened size to :class:`_SizeEncoder` instead of its URL."""
     content = message.get("content")
     if not content or isinstance(content, str):
         return message
@@ -358,5 +499,9 @@ def _adapt_message(message: Mapping[str, Any]) -> Any:
         if part["type"] in ("image", "audio"):
             raise RenderUnsupportedError("messages", f"a {part['type']!r} part is not "
                                          "rendered in the mistral mode")
+        size = sizes.get(id(part))
+        image_url = part.get("image_url")
+        if size is not None and part["type"] == "image_url" and isinstance(image_url, dict):
+            part = {**part, "image_url": {**image_url, "url": f"{_GRID_URL}{size[0]}x{size[1]}"}}
         parts.append(part)
     return {**message, "content": parts}

@@ -42,7 +42,7 @@ from ._template import (
 )
 from ._template_bounds import TemplateLimitError, render_bounded
 from ._tokenizer import HfTokenizer, build_tokenizer
-from ._vision import FAMILIES, VisionFolder, family_architecture
+from ._vision import FAMILIES, MISTRAL_FORMAT, VisionFolder, family_architecture
 
 __all__ = ["CHAT_ENDPOINT", "COMPLETIONS_ENDPOINT", "Rendered", "Renderer"]
 
@@ -108,7 +108,8 @@ class Renderer:
         self._mistral: MistralRenderer | None = None
         if check_auto_mode(options, model_dir or options.model) == "mistral":
             self._mistral = MistralRenderer(options, model_dir or options.model, self.lora_for,
-                                            "--model" if model_dir is None else "--model-dir")
+                                            "--model" if model_dir is None else "--model-dir",
+                                            media_fetcher)
             return
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
                                        options.max_model_len,
@@ -149,7 +150,8 @@ class Renderer:
 
     def _vision_folder(self) -> VisionFolder | None:
         """What the folder's vision family reads (None without a verified family)."""
-        if family_architecture(self.folder.config) not in FAMILIES:
+        architecture = family_architecture(self.folder.config)
+        if architecture not in FAMILIES or architecture in MISTRAL_FORMAT:
             return None
         preprocessor, processor = processor_configs(self.folder.path)
         tokenizer = self.tokenizer
@@ -211,8 +213,8 @@ class Renderer:
         identifier and where its expansion lies.
         """
         if self._mistral is not None:
-            fields, ids = self._mistral.chat(body, placeholder_token_ids)
-            return self._result(ids, None, fields, self.lora_for(fields.model))
+            fields, ids, mm_items = self._mistral.chat(body, placeholder_token_ids)
+            return self._result(ids, None, fields, self.lora_for(fields.model), mm_items)
         fields = BodyFields.chat(body, self._era.cache_salt)
         if self._harmony is not None:
             return self._render_harmony(body, fields, placeholder_token_ids)

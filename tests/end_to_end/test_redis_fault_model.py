@@ -10,19 +10,21 @@ they evicted), and the fault must be typed or counted:
 * restart from an older RDB snapshot, from an older AOF, failover to a replica
   that missed writes (``resets_after_restart``, ``restarts_detected``);
 * a full server under ``noeviction`` (``IndexFullError``; a batch given up makes
-  the next one re-sync the replica: ``resyncs``);
+  the next one re-sync the replica: ``resyncs``), and a server that does not answer
+  past the client's timeout (paused) likewise;
 * structure keys deleted or evicted (``resets_after_missing_keys``);
-* churn of clears and re-registrations: dead holder fields stay bounded by
-  ``max_entries``.
+* churn of clears, re-registrations and removals: holder fields, LRU members
+  and bytes stay within the bound docs/fleet.md gives in ``max_entries``.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 from redis_servers import RedisServer, redis_module, redis_server
@@ -141,7 +143,7 @@ def retrying(fn: Callable[[], T]) -> T:
 
 
 def fault_stats(index: RedisPrefixIndex) -> dict[str, int]:
-    stats = index.stats()
+    stats = cast("Mapping[str, int]", index.stats())  # read by name
     return {k: stats.get(k, 0) for k in ("resets_after_restart", "resets_after_missing_keys",
                                          "resyncs")}
 
@@ -161,6 +163,11 @@ def test_restart_from_an_older_rdb_snapshot(server: RedisServer) -> None:
     twin.apply("a", removed(111))
     twin.apply("a", stored(222))
     server.restart()  # SIGKILL, then the server loads the snapshot: 111 held, 222 not
+    # a process that only reads the counters sees the reset too (not the snapshot's size)
+    reader = RedisPrefixIndex.from_url(server.url, timeout=2.0)
+    counted = retrying(reader.stats)
+    assert (counted["size"], counted.get("resets_after_restart", 0)) == (0, 1)
+    assert len(reader) == reader.replica_size("a") == 0
     twin.apply("a", stored(333))
     assert twin.over_reported() == {}
     assert twin.held(twin.redis, "a") == {(0, 333, "GPU")}  # 222 lost: an under-report
@@ -240,6 +247,7 @@ def test_noeviction_full_is_typed_retried_then_resynced(server: RedisServer) -> 
     with pytest.raises(IndexFullError):
         twin.redis.apply("a", gone)
     assert Router(twin.redis).route(list(range(64)))
+    assert twin.redis.stats()["size"] == 111 + 9  # read-outs too (nothing written)
     # the subscriber gives the batch up; memory is freed; the next batch re-syncs a
     admin.config_set("maxmemory", 0)
     twin.apply("a", stored(500))
@@ -264,6 +272,29 @@ def test_noeviction_full_then_the_same_batch_retried_applies_once(server: RedisS
     assert twin.held(twin.redis, "a") == twin.held(twin.memory, "a") == {(0, 7, "GPU")}
     assert fault_stats(twin.redis)["resyncs"] == 0
 
+
+
+def test_an_outage_longer_than_the_retries_then_the_replica_resyncs(server: RedisServer) -> None:
+    """A server that does not answer (paused) past the client's timeout: the batch removing
+    keys is given up (typed); the replica's next batch clears it first, so the removed
+    keys are not reported held whether the paused call ran or not."""
+    twin = Twin(server.url)
+    twin.register("a")
+    twin.register("b")
+    twin.apply("a", stored(*range(1, 40)))
+    twin.apply("b", stored(*range(1, 10)))
+    gone = EventBatch(100.0, (removed(*range(1, 40)),))
+    twin.memory.apply("a", gone)
+    admin = redis_module().Redis.from_url(server.url)
+    admin.execute_command("CLIENT", "PAUSE", 4000, "WRITE")  # past the 2 s timeout
+    with pytest.raises(IndexUnavailableError):
+        twin.redis.apply("a", gone)
+    admin.execute_command("CLIENT", "UNPAUSE")
+    twin.apply("a", stored(500))  # another batch: the one that failed was given up
+    assert twin.over_reported() == {}
+    assert twin.held(twin.redis, "a") == {(0, 500, "GPU")}
+    assert fault_stats(twin.redis)["resyncs"] == 1
+    assert twin.held(twin.redis, "b") == twin.held(twin.memory, "b")  # b untouched
 
 def _setup(twin: Twin) -> None:
     twin.register("a")
@@ -338,25 +369,59 @@ def _fields(admin: Any) -> int:
     return sum(int(admin.hlen(k)) for k in admin.keys(f"{NS}:h:*"))
 
 
-@pytest.mark.parametrize("churn", ["clear", "reregister"])
-def test_churn_keeps_dead_holder_fields_bounded(server: RedisServer, churn: str) -> None:
-    """Clears and re-registrations: holder fields stay within 2 * max_entries."""
-    bound = 500
+def _lru_members(admin: Any) -> int:
+    """Entries named by every slot's LRU, live and dead (a dead one lists keys to reap)."""
+    return sum(int(admin.zcard(k)) for k in admin.keys(f"{NS}:s:*:lru"))
+
+
+def _namespace_bytes(admin: Any) -> int:
+    return sum(int(admin.memory_usage(k) or 0) for k in admin.keys(f"{NS}:*"))
+
+
+#: docs/fleet.md, "Memory": what a namespace may hold per entry its replicas may hold
+#: (174 bytes measured at 1M entries, benchmarks/INDEX_BACKENDS.md), with dead entries
+#: at most as many as live ones; and the few small keys every namespace has.
+BYTES_PER_ENTRY = 256
+NAMESPACE_BYTES = 16_384
+
+
+@pytest.mark.parametrize("churn", ["clear", "reregister", "remove"])
+def test_churn_keeps_the_namespace_within_its_bound(server: RedisServer, churn: str) -> None:
+    """Clears, re-registrations and removals: after every batch, holder fields and the
+    LRUs' members stay within 2 * max_entries per replica, bytes within the documented
+    bound (before, dead fields grew with every cycle: 460k after 5,000 batches)."""
+    bound, names = 500, ("a", "b")
     twin = Twin(server.url, max_entries=bound, sweep_every=0)
-    twin.register("a")
+    for name in names:
+        twin.register(name)
     admin = redis_module().Redis.from_url(server.url)
     other = ReplicaScheme(Hasher(block_size=16, vllm_version="0.30.0"))
-    most = 0
-    for cycle in range(40):
-        base = cycle * 10_000
-        for step in range(5):  # 5 batches of 100 new keys: the replica reaches its bound
-            twin.apply("a", stored(*range(base + 100 * step, base + 100 * step + 100)))
-        most = max(most, _fields(admin))
-        if churn == "clear":
-            twin.apply("a", AllBlocksCleared())
-        else:
-            twin.register("a", other if cycle % 2 == 0 else SCHEME)
-    assert most <= 2 * bound
+    most = {"fields": 0, "lru members": 0, "bytes": 0}
+
+    def sample() -> None:
+        for what, n in (("fields", _fields(admin)), ("lru members", _lru_members(admin)),
+                        ("bytes", _namespace_bytes(admin))):
+            most[what] = max(most[what], n)
+
+    for cycle in range(10):  # ranking every key stored after (over_reported) stays quick
+        for r, name in enumerate(names):  # distinct keys per replica: no field is shared
+            base = (2 * cycle + r) * 10_000
+            for step in range(5):  # 5 batches of 100 new keys: the replica reaches its bound
+                twin.apply(name, stored(*range(base + 100 * step, base + 100 * step + 100)))
+                sample()
+            if churn == "clear":
+                twin.apply(name, AllBlocksCleared())
+            elif churn == "reregister":
+                twin.register(name, other if cycle % 2 == 0 else SCHEME)
+            else:  # the replica goes; it (or its successor) comes back under the same name
+                retrying(functools.partial(twin.redis.remove_replica, name))
+                twin.memory.remove_replica(name)
+                twin.register(name)
+            sample()
+    entries = len(names) * bound
+    assert most["fields"] <= 2 * entries, most
+    assert most["lru members"] <= 2 * entries, most
+    assert most["bytes"] <= 2 * entries * BYTES_PER_ENTRY + NAMESPACE_BYTES, most
     assert twin.over_reported() == {}
 
 

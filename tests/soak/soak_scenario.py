@@ -30,7 +30,7 @@ from typing import Any
 # The loopback publishers and the subscriber harness of the end-to-end suite.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "end_to_end"))
 
-from hostile_publisher import BIG_KEYS
+from hostile_publisher import BIG_KEYS, MEDIA_PER_ROUND
 from subscribers import AnySubscriber
 from test_subscriber import BLOCK, FakePublisher, encode_batch, hasher, hello, stored
 
@@ -46,12 +46,17 @@ from prefixkey.fleet import (
 )
 from prefixkey.fleet.index._ops import ops_keys
 
-__all__ = ["BIG_KEYS", "BLOCK", "HOSTILE_FAULTS", "QUEUE_BYTES", "QUEUE_SIZE", "LedgerIndex",
-           "SoakRun", "run"]
+__all__ = ["BIG_KEYS", "BLOCK", "FLOOD_MESSAGES", "HOSTILE_FAULTS", "MEDIA_NAMES", "QUEUE_BYTES",
+           "QUEUE_SIZE", "LedgerIndex", "SoakRun", "run"]
 
 V = "0.31.0"
 QUEUE_BYTES = 16 * 1024 * 1024
 QUEUE_SIZE = 10_000
+#: Messages of a ``flood`` run that must reach the subscriber (applied or dropped) before
+#: it stops: more than one full queue.
+FLOOD_MESSAGES = QUEUE_SIZE + 1
+#: New medium names a ``media`` run must have applied before it stops (ten rounds).
+MEDIA_NAMES = 10 * MEDIA_PER_ROUND
 #: The hostile replica's faults, each of which must be counted before the run may end.
 HOSTILE_FAULTS = ("decode_errors", "seq_jumps", "rank_overflows", "replay_requests")
 #: How long a run may go past its budget waiting for every fault to be seen (a
@@ -145,9 +150,14 @@ class SoakRun:
 
 
 def _faults_seen(stats: Mapping[str, Any], index: LedgerIndex, kind: str) -> bool:
+    bad = stats["replicas"]["hostile"]
+    if kind == "flood":  # more messages than a full queue holds reached the subscriber
+        return bool(bad["batches"] + bad["dropped"] >= FLOOD_MESSAGES)
+    if kind == "media":  # thousands of new medium names applied (GPU, CPU, STORAGE first)
+        return len(index.medium_bits()) >= 3 + MEDIA_NAMES
     if kind != "all":
         return True
-    return (all(stats["replicas"]["hostile"][c] > 0 for c in HOSTILE_FAULTS)
+    return (all(bad[c] > 0 for c in HOSTILE_FAULTS)
             and index.keys.get("hostile", 0) >= BIG_KEYS)
 
 

@@ -8,7 +8,7 @@ redis tests fail when ``CI`` is set and are skipped otherwise.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import pytest
@@ -129,7 +129,7 @@ def test_event_sequences(make: Factory, batches: list[EventBatch], expected: set
         else:
             index.apply_ops("a", DecodedOps.of_batch(b))
     assert held(index) == expected
-    stats = index.stats()
+    stats = cast("Mapping[str, int]", index.stats())  # read by name
     assert {k: stats[k] for k in counters} == counters
     assert stats["size"] == len(index) == index.replica_size("a") == len(expected)
 
@@ -210,7 +210,7 @@ def _count_everything(index: PrefixIndexBackend) -> dict[str, int]:
     index.apply("a", batch(stored(b"3", b"4"), removed(b"1"), ts=3))  # eviction (3 at most)
     index.apply("a", batch(AllBlocksCleared(), ts=4))
     index.apply("ghost", batch(stored(1), stored(2)))
-    stats = index.stats()
+    stats = cast("Mapping[str, int]", index.stats())  # read by name
     assert set(INDEX_COUNTERS) | set(INDEX_GAUGES) <= set(stats)
     return {name: stats[name] for name in (*INDEX_COUNTERS, *INDEX_GAUGES)}
 
@@ -219,6 +219,37 @@ def test_every_backend_reports_the_contract_counters(make: Factory) -> None:
     counted = _count_everything(make(max_entries=3))
     assert all(counted[name] > 0 for name in INDEX_COUNTERS), counted
     assert (counted["size"], counted["max_entries"], counted["replicas"]) == (0, 3, 1)
+
+
+def test_stats_are_the_typed_dicts_they_declare(make: Factory) -> None:
+    """Each backend's stats() has exactly its TypedDict's keys (the fault counters of Redis
+    only once non-zero), and the counters' table is read from the TypedDict, in order."""
+    from prefixkey.fleet.index import IndexStats, RedisIndexStats
+    from prefixkey.fleet.index._backend import IndexCounters
+    from prefixkey.fleet.index._redis import FAULT_COUNTERS
+
+    assert list(INDEX_COUNTERS) == list(IndexCounters.__annotations__)
+    assert [*INDEX_COUNTERS, *INDEX_GAUGES] == list(IndexStats.__annotations__)
+    assert FAULT_COUNTERS == ("resyncs", "resets_after_restart", "resets_after_missing_keys")
+    assert set(FAULT_COUNTERS) == RedisIndexStats.__optional_keys__
+    index = make(max_entries=3)
+    _count_everything(index)
+    for backend in (index, PredictedIndex(index)):
+        keys = set(backend.stats())
+        assert IndexStats.__required_keys__ <= keys <= RedisIndexStats.__annotations__.keys()
+        if isinstance(index, PrefixIndex):
+            assert keys == IndexStats.__required_keys__
+
+
+def test_predictions_stats_are_their_typed_dict() -> None:
+    from prefixkey.fleet import PREDICTION_COUNTERS, Predictions, PredictionStats
+    from prefixkey.fleet.routing._predictions import PredictionCounters
+
+    assert list(PREDICTION_COUNTERS) == list(PredictionCounters.__annotations__)
+    predictions = Predictions()
+    predictions.record("a", [[1, 2]])
+    assert set(predictions.stats()) == PredictionStats.__required_keys__
+    assert set(PredictionStats.__required_keys__) == set(PredictionStats.__annotations__)
 
 
 def test_memory_and_redis_count_alike(redis_client: Any) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import strategies as st
@@ -255,7 +255,7 @@ def test_counters_and_metrics() -> None:
     fleet.clock.now += CONFIRMED_TTL + 1
     assert fleet.index.predictions.expire() == 1  # a's k2, a publishing replica's
     fleet.send("a")  # a confirmed hit (k0, from the events)
-    stats = fleet.index.predictions.stats()
+    stats = cast("Mapping[str, int]", fleet.index.predictions.stats())  # read by name
     assert {k: stats[k] for k in PREDICTION_COUNTERS} == {
         "recorded": 12, "refreshed": 2, "confirmed": 1, "removed": 1, "cleared": 3,
         "expired": 1, "evicted": 3, "sent_confirmed": 1, "sent_predicted": 1, "sent_none": 2,

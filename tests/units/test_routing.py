@@ -83,6 +83,23 @@ def test_tier_weights() -> None:
     assert decisions[-1].hit_tokens == 0
 
 
+
+def test_tier_weight_names_are_the_index_medium_names() -> None:
+    """A weight's key names a medium as the index holds it: ASCII letters upper-cased
+    only, so ``"ß"`` and ``"SS"`` keep their own weights (``str.upper`` merged them)."""
+    index = make_index("eszett", "ss", "cpu")
+    store(index, "eszett", ints(FINE[:4]), medium="ß")
+    store(index, "ss", ints(FINE[:4]), medium="SS")
+    store(index, "cpu", ints(FINE[:4]), medium="cpu")
+    router = Router(index, tier_weights={"ß": 1.0, "SS": 0.25, "cpu": 0.75})
+    assert router.tier_weights == {"ß": 1.0, "SS": 0.25, "CPU": 0.75}
+    weighted = {d.replica.name: d.weighted_hit_tokens for d in router.route(TOKENS)}
+    assert weighted == pytest.approx({"eszett": 64.0, "ss": 16.0, "cpu": 48.0})
+    # two keys naming one medium with different weights: which one was meant?
+    with pytest.raises(InvalidRequestError, match=r"tier_weights.*'GPU'"):
+        Router(index, tier_weights={"gpu": 1.0, "GPU": 0.5})
+    assert Router(index, tier_weights={"gpu": 0.5, "GPU": 0.5}).tier_weights == {"GPU": 0.5}
+
 def test_best_medium_counts_and_mixed_runs_continue() -> None:
     index = make_index("a")
     store(index, "a", ints(FINE[:2]), medium="GPU")

@@ -209,3 +209,73 @@ def test_subscriber_stats_are_the_typed_dicts_they_declare() -> None:
     assert list(COUNTERS) == list(ReplicaCounters.__annotations__)  # one list, in order
     assert set(stats["totals"]) == {*COUNTERS, "index_size", "queued", "queued_bytes"}
     assert stats["index"] == index.stats()
+
+
+# -- one copy of the transports' shared pieces, and of the index's slot machinery -----------
+
+def test_both_transports_share_one_lane_and_one_transport() -> None:
+    """The threaded and asyncio subscribers keep a replica's sockets and queue in one
+    Lane, and their state, stats and metrics in one Transport (so both offer ``record``)."""
+    import io
+
+    from prefixkey.fleet import ReplicaEndpoint
+    from prefixkey.fleet.feed import AsyncSubscriber, Subscriber
+    from prefixkey.fleet.feed._async_subscriber import _Lane
+    from prefixkey.fleet.feed._subscriber import _Worker
+    from prefixkey.fleet.feed._zmq import Lane, Transport
+
+    assert issubclass(_Worker, Lane) and issubclass(_Lane, Lane)
+    assert issubclass(Subscriber, Transport) and issubclass(AsyncSubscriber, Transport)
+    sources = {name: (PACKAGE / "fleet" / "feed" / name).read_text("utf-8")
+               for name in ("_subscriber.py", "_async_subscriber.py")}
+    for name, text in sources.items():  # the shared pieces are not written again
+        for copy in ("socket(zmq.DEALER)", "socket(zmq.SUB)", "disable_monitor",
+                     'count("handling_errors")', "EVENT_CONNECTED", "FeedSet("):
+            assert copy not in text, (name, copy)
+    file = io.StringIO()
+    replicas = [ReplicaEndpoint("a", "tcp://127.0.0.1:1", "0.31.0")]
+    sub = AsyncSubscriber(replicas, index=PrefixIndex(), record=file)
+    assert sub.record is file and set(sub.stats()["replicas"]) == {"a"}
+
+
+def test_predictions_keep_their_entries_in_the_index_tables() -> None:
+    """Predictions reuse the index's slots, tables and eviction choice (index/_tables.py),
+    not a second copy: a freed slot is taken again first, as in the index."""
+    from prefixkey.fleet import Predictions, ReplicaId
+    from prefixkey.fleet.index._tables import Entries
+
+    source = (PACKAGE / "fleet" / "routing" / "_predictions.py").read_text("utf-8")
+    assert "OrderedDict" not in source and "_free_slots" not in source
+    predictions, index = Predictions(max_entries=3), PrefixIndex()
+    for name in ("a", "b", "c"):
+        predictions.record(name, [[1]])
+        index.register(name, ReplicaScheme(Hasher(block_size=16)))
+    predictions.forget("a")
+    index.remove_replica("a")
+    predictions.record("d", [[1]])
+    index.register("d", ReplicaScheme(Hasher(block_size=16)))
+    states = predictions._replicas  # the slots are the point
+    assert all(isinstance(s, Entries) for s in states.values())
+    assert states[ReplicaId("d")].slot == index._replicas[ReplicaId("d")].slot == 0
+
+
+def test_a_look_at_the_oldest_entry_copies_a_table_only_once_holes_outnumber_keys() -> None:
+    """Predictions look at each table's oldest entry on every record (expiry): a refreshed
+    table must not be copied on every look, only after as many deletions as keys."""
+    from prefixkey.fleet.index._tables import Table
+
+    table: Table[float] = Table()
+    table.keys.update((k, float(k)) for k in range(4000))
+    for k in range(2000):  # refreshed: deleted and stored again, last
+        del table.keys[k]
+        table.deleted += 1
+        table.keys[k] = 5000.0 + k
+    before = table.keys
+    assert table.oldest_value() == 2000.0 and table.keys is before  # 2,000 holes, 4,000 keys
+    assert table.oldest_keys(2) == [2000, 2001] and table.keys is not before  # eviction's rule
+    for k in range(2000, 4001):  # 2,001 deletions since that copy, 1,999 keys left
+        del table.keys[k % 4000]
+        table.deleted += 1
+    kept = table.keys
+    assert table.oldest_value() == 5001.0 and table.keys is not kept  # more holes than keys
+    assert table.deleted == 0 and list(table.keys) == list(range(1, 2000))

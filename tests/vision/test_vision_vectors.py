@@ -45,7 +45,8 @@ CORPORA: Final = {"qwen_": {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"},
                   "llava_": {"llava15", "llava_next"},
                   "llava_onevision_": {"llava_onevision"},
                   "internvl_": {"internvl3"},
-                  "gemma3_": {"gemma3_vl"}}
+                  "gemma3_": {"gemma3_vl"},
+                  "pixtral_": {"pixtral12b", "mistral_small31"}}
 CASES: Final = tuple(case for prefix in CORPORA for case in vision_cases(prefix))
 
 

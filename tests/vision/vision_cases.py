@@ -28,7 +28,12 @@ FLAGS: Final = {
     "--mm-hasher-algorithm": "mm_hasher_algorithm",
     "--media-io-kwargs": "media_io_kwargs",
     "--max-model-len": "max_model_len",
+    "--tokenizer-mode": "tokenizer_mode",
 }
+#: Flags with no ServerOptions field: Mistral's format is the folder's (params.json and no
+#: config.json, which vLLM's auto config format reads as mistral too), and the weights'
+#: format does not reach the render.
+UNREAD: Final = frozenset({"--config-format", "--load-format"})
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ def vision_cases(prefix: str) -> tuple[VisionCase, ...]:
 def server_options(case: VisionCase, image_dir: Path) -> ServerOptions:
     """The options of the case's server, its images under ``image_dir``."""
     fields: dict[str, Any] = {FLAGS[k]: (str(image_dir) if v == "{images}" else v)
-                              for k, v in case.server.items()}
+                              for k, v in case.server.items() if k not in UNREAD}
     return ServerOptions(model=case.model, **fields)
 
 

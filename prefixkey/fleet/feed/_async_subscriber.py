@@ -31,11 +31,9 @@ hold the lock too when the index keeps state in memory (a ``PredictedIndex``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import IO, Any, Final, TypeVar
 
@@ -46,15 +44,13 @@ from zmq.utils.monitor import parse_monitor_message
 from ...events import replay_request
 from ..index._backend import PrefixIndexBackend
 from ..index._memory import PrefixIndex
-from ..routing._metrics import SubscriberStats, prometheus_text
+from ..routing._metrics import SubscriberStats
 from ..routing._predictions import PredictedIndex
 from ._driver import Steps, log_notes
 from ._endpoints import ReceivedBatch, ReplicaEndpoint
-from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
-from ._feed_set import FeedSet
 from ._options import SubscriberOptions
-from ._zmq import Recorder, SubscriberStateError, configure_sub, on_disconnect
+from ._zmq import Lane, Transport, check_startable, handling_error, on_monitor_event
 
 __all__ = ["AsyncSubscriber"]
 
@@ -77,19 +73,15 @@ def _does_io(index: PrefixIndexBackend | None) -> bool:
     return index is not None and not isinstance(index, PrefixIndex)
 
 
-class _Lane:
-    """One replica's sockets, queue and tasks."""
+class _Lane(Lane[zmq.asyncio.Socket]):
+    """One replica's sockets and queue, its tasks woken by ``ready``."""
 
     def __init__(self, feed: ReplicaFeed) -> None:
-        self.feed = feed
-        self.items: deque[tuple[float, list[bytes], int]] = deque()
+        super().__init__(feed)
         self.ready = asyncio.Event()
-        self.sub: zmq.asyncio.Socket | None = None
-        self.monitor: zmq.asyncio.Socket | None = None
-        self.dealer: zmq.asyncio.Socket | None = None
 
 
-class AsyncSubscriber:
+class AsyncSubscriber(Transport):
     """The asyncio twin of :class:`~prefixkey.fleet.Subscriber`: same options
     (:class:`SubscriberOptions`, or its fields as keywords), same stats.
 
@@ -111,19 +103,11 @@ class AsyncSubscriber:
         **changes: Any,
     ) -> None:
         self._stopping = threading.Event()  # cuts a retry's backoff short, in its thread
-        self._feeds = FeedSet(
-            list(replicas), index=index, on_batch=on_batch, options=options,
-            backoff=lambda delay: not self._stopping.wait(delay), **changes)
-        #: The options in force (validated).
-        self.options: SubscriberOptions = self._feeds.options
-        self._driver = self._feeds.driver
-        self.index = index
+        # The lock is held while a batch is applied (on the loop, or in a worker thread for
+        # an index that does I/O); other threads hold it to read.
+        super().__init__(list(replicas), index, on_batch, record, options,
+                         lambda delay: not self._stopping.wait(delay), context is None, changes)
         self._in_thread = _does_io(index)
-        self._recorder = Recorder(record)
-        #: Held while a batch is applied (on the loop, or in a worker thread for an
-        #: index that does I/O); other threads hold it to read.
-        self.lock: FairLock = self._feeds.lock
-        self._own_context = context is None
         if context is None:
             self._ctx = zmq.asyncio.Context()
         elif isinstance(context, zmq.asyncio.Context):
@@ -132,23 +116,15 @@ class AsyncSubscriber:
             self._ctx = zmq.asyncio.Context.shadow(context.underlying)
         self._lanes = [_Lane(f) for f in self._feeds.feeds]
         self._tasks: list[asyncio.Task[None]] = []
-        self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------
 
     async def start(self) -> AsyncSubscriber:
         """Connect the SUB sockets and start the replicas' tasks on the running loop."""
-        if self._tasks:
-            raise SubscriberStateError("the subscriber is already started")
-        if self._closed:
-            raise SubscriberStateError("the subscriber is closed: build a new one")
+        check_startable(bool(self._tasks), self._closed)
         self._stopping.clear()
         for lane in self._lanes:
-            sub = self._ctx.socket(zmq.SUB)
-            configure_sub(sub, lane.feed.config, self.options)
-            lane.monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
-            lane.sub = sub
-            sub.connect(lane.feed.config.endpoint)
+            lane.open(self._ctx, self.options)
         self._feeds.started_at = time.time()
         for lane in self._lanes:
             key = lane.feed.key
@@ -173,16 +149,7 @@ class AsyncSubscriber:
                 logger.error("%s ended: %r", task.get_name(), task.exception())
         self._tasks = []
         for lane in self._lanes:
-            for sock in (lane.dealer, lane.monitor):
-                if sock is not None:
-                    sock.close(linger=0)
-            if lane.sub is not None:
-                with contextlib.suppress(zmq.ZMQError):
-                    lane.sub.disable_monitor()
-                lane.sub.close(linger=0)
-            lane.sub = lane.monitor = lane.dealer = None
-            while lane.items:
-                lane.feed.taken(lane.items.popleft()[2])
+            lane.close()
         self._recorder.flush()
 
     async def close(self) -> None:
@@ -214,7 +181,6 @@ class AsyncSubscriber:
 
     async def _receive(self, lane: _Lane) -> None:
         assert lane.sub is not None
-        feed = lane.feed
         turn = time.monotonic()
         while True:
             frames = await lane.sub.recv_multipart()
@@ -223,28 +189,17 @@ class AsyncSubscriber:
                 # that floods would keep the loop (every other replica) until its pipe ran dry.
                 await asyncio.sleep(0)
                 turn = time.monotonic()
-            now = time.time()
-            feed.count("messages")
-            self._recorder.write(feed.key, frames, now, "pub")
+            item = lane.received(frames, self._recorder)
             self._recorder.flush(every=1.0)
-            size = feed.admit(frames, now)
-            if size is None:
-                log_notes(feed)
-            else:
-                lane.items.append((now, frames, size))
+            if item is not None:
+                lane.items.append(item)
                 lane.ready.set()
 
     async def _monitor(self, lane: _Lane) -> None:
-        assert lane.monitor is not None
-        feed = lane.feed
+        assert lane.monitor is not None and lane.sub is not None
         while True:
             event = parse_monitor_message(await lane.monitor.recv_multipart())["event"]
-            if event == zmq.EVENT_CONNECTED:
-                feed.count("connects")
-                logger.info("%s: connected to %s", feed.key, feed.config.endpoint)
-            elif event == zmq.EVENT_DISCONNECTED:
-                assert lane.sub is not None
-                on_disconnect(feed, lane.sub)
+            on_monitor_event(lane.feed, event, lane.sub)
 
     async def _work(self, lane: _Lane) -> None:
         feed = lane.feed
@@ -280,9 +235,7 @@ class AsyncSubscriber:
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bug must not kill the subscriber
-                feed.count("handling_errors")
-                logger.exception("%s: unexpected error handling a message (skipped, "
-                                 "counted in handling_errors)", feed.key)
+                handling_error(feed)
             if time.monotonic() - turn > _TURN:  # a burst of batches: the others' turn
                 await asyncio.sleep(0)
                 turn = time.monotonic()
@@ -308,21 +261,11 @@ class AsyncSubscriber:
             return await asyncio.to_thread(fn, *args)
         return fn(*args)
 
-    def _dealer(self, lane: _Lane) -> zmq.asyncio.Socket:
-        if lane.dealer is None:
-            assert lane.feed.config.replay_endpoint is not None
-            sock = self._ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.MAXMSGSIZE, self.options.max_message_bytes)
-            sock.connect(lane.feed.config.replay_endpoint)
-            lane.dealer = sock
-        return lane.dealer
-
     async def _replay(self, lane: _Lane, accepted: Accepted) -> None:
         feed = lane.feed
         exchange = feed.replay_exchange(accepted)
         try:
-            sock = self._dealer(lane)
+            sock = lane.dealer_socket(self._ctx, self.options)
             await sock.send_multipart([b"", replay_request(exchange.start)])
             deadline = time.monotonic() + self.options.replay_timeout
             while True:
@@ -343,17 +286,9 @@ class AsyncSubscriber:
                     break
         except zmq.ZMQError as exc:
             logger.warning("%s: replay failed: %s", feed.key, exc)
-        self._driver.replay_finished(feed, exchange)
-        if not exchange.ended and lane.dealer is not None:
-            # Late replies must not answer the next request.
-            lane.dealer.close(linger=0)
-            lane.dealer = None
+        lane.replay_finished(self._driver, exchange)
 
     # -- observability ---------------------------------------------------------------
-
-    def stats(self) -> SubscriberStats:
-        """The same snapshot as :meth:`prefixkey.fleet.Subscriber.stats`."""
-        return self._feeds.stats(running=self.running)
 
     async def wait_until(self, predicate: Callable[[SubscriberStats], bool],
                          timeout: float = 5.0, interval: float = 0.01) -> bool:
@@ -365,9 +300,6 @@ class AsyncSubscriber:
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(interval)
-
-    def prometheus_text(self) -> str:
-        return prometheus_text(self.stats())
 
 
 async def _paced(steps: Steps) -> bool:

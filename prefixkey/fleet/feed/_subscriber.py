@@ -28,11 +28,9 @@ that floods, stalls only its own worker. See docs/subscriber.md.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from typing import IO, Any, Final
 
@@ -41,14 +39,19 @@ from zmq.utils.monitor import recv_monitor_message
 
 from ...events import replay_request
 from ..index._backend import PrefixIndexBackend
-from ..routing._metrics import COUNTERS, SubscriberStats, prometheus_text
+from ..routing._metrics import COUNTERS, SubscriberStats
 from ._driver import log_notes
 from ._endpoints import ReceivedBatch, ReplicaEndpoint, data_parallel_endpoints, offset_endpoint
-from ._fair_lock import FairLock
 from ._feed import Accepted, ReplicaFeed
-from ._feed_set import FeedSet
 from ._options import SubscriberOptions
-from ._zmq import Recorder, SubscriberStateError, configure_sub, on_disconnect
+from ._zmq import (
+    Lane,
+    SubscriberStateError,
+    Transport,
+    check_startable,
+    handling_error,
+    on_monitor_event,
+)
 
 __all__ = [
     "COUNTERS",
@@ -66,20 +69,16 @@ logger = logging.getLogger("prefixkey.fleet.Subscriber")
 _TURN: Final = 0.002
 
 
-class _Worker:
-    """One replica's queue and thread (and its DEALER socket)."""
+class _Worker(Lane["zmq.Socket[bytes]"]):
+    """One replica's sockets and queue, and its thread (woken by ``ready``)."""
 
     def __init__(self, feed: ReplicaFeed) -> None:
-        self.feed = feed
-        self.items: deque[tuple[float, list[bytes], int]] = deque()
+        super().__init__(feed)
         self.ready = threading.Condition(threading.Lock())
-        self.sub: zmq.Socket[bytes] | None = None
-        self.monitor: zmq.Socket[bytes] | None = None
-        self.dealer: zmq.Socket[bytes] | None = None
         self.thread: threading.Thread | None = None
 
 
-class Subscriber:
+class Subscriber(Transport):
     """SUBs to many replicas' KV-event publishers and feeds a prefix index.
 
     ``index`` (optional, any :class:`~prefixkey.fleet.PrefixIndexBackend`:
@@ -109,22 +108,12 @@ class Subscriber:
         **changes: Any,
     ) -> None:
         self._stop = threading.Event()
-        self._feeds = FeedSet(list(replicas), index=index, on_batch=on_batch, options=options,
-                              backoff=self._backoff, **changes)
-        #: The options in force (validated).
-        self.options: SubscriberOptions = self._feeds.options
-        self._driver = self._feeds.driver
+        # The receiver writes PUB messages to the recording, each worker its replies.
+        super().__init__(list(replicas), index, on_batch, record, options, self._backoff,
+                         context is None, changes)
         self._workers = [_Worker(f) for f in self._feeds.feeds]
-        self.index = index
-        # The receiver writes PUB messages, each worker its replies.
-        self._recorder = Recorder(record)
-        #: Held while a batch is applied to the index: hold it to read the index.
-        #: Fair: a reader ranking in a loop cannot starve the workers.
-        self.lock: FairLock = self._feeds.lock
-        self._own_context = context is None
         self._ctx: zmq.Context[zmq.Socket[bytes]] = context or zmq.Context()
         self._threads: list[threading.Thread] = []
-        self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -134,16 +123,9 @@ class Subscriber:
 
     def start(self) -> Subscriber:
         """Connect the SUB sockets and start the receiver and the replicas' workers."""
-        if self._threads:
-            raise SubscriberStateError("the subscriber is already started")
-        if self._closed:
-            raise SubscriberStateError("the subscriber is closed: build a new one")
+        check_startable(bool(self._threads), self._closed)
         for w in self._workers:
-            sub = self._ctx.socket(zmq.SUB)
-            configure_sub(sub, w.feed.config, self.options)
-            w.monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
-            w.sub = sub
-            sub.connect(w.feed.config.endpoint)
+            w.open(self._ctx, self.options)
         self._feeds.started_at = time.time()
         self._stop.clear()
         self._threads = [
@@ -174,17 +156,8 @@ class Subscriber:
             return
         self._threads = []
         for w in self._workers:
-            for sock in (w.dealer, w.monitor):
-                if sock is not None:
-                    sock.close(linger=0)
-            if w.sub is not None:
-                with contextlib.suppress(zmq.ZMQError):
-                    w.sub.disable_monitor()
-                w.sub.close(linger=0)
-            w.sub = w.monitor = w.dealer = None
             with w.ready:
-                while w.items:
-                    w.feed.taken(w.items.popleft()[2])
+                w.close()
         self._recorder.flush()
 
     def close(self) -> None:
@@ -202,11 +175,6 @@ class Subscriber:
     @property
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
-
-    @property
-    def record(self) -> IO[str] | None:
-        """The recording file (None once a write failed)."""
-        return self._recorder.file
 
     # -- receiver thread -------------------------------------------------------------
 
@@ -235,7 +203,6 @@ class Subscriber:
             self._recorder.flush(every=1.0)
 
     def _drain_sub(self, w: _Worker, sock: zmq.Socket[bytes]) -> None:
-        feed = w.feed
         turn = time.monotonic()
         for _ in range(1000):  # then the other replicas' turn (or after 2 ms: a flood's
             # messages are cheap one by one, and a healthy replica's waits behind them all)
@@ -247,15 +214,10 @@ class Subscriber:
                 frames = sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            now = time.time()
-            feed.count("messages")
-            self._recorder.write(feed.key, frames, now, "pub")
-            size = feed.admit(frames, now)
-            if size is None:
-                log_notes(feed)
-            else:
+            item = w.received(frames, self._recorder)
+            if item is not None:
                 with w.ready:
-                    w.items.append((now, frames, size))
+                    w.items.append(item)
                     w.ready.notify()
 
     # -- worker threads ----------------------------------------------------------------
@@ -279,30 +241,18 @@ class Subscriber:
                             self._replay(w, accepted)
                         driver.apply(feed, accepted)
                 except Exception:  # a bug must not kill the subscriber
-                    feed.count("handling_errors")
-                    logger.exception("%s: unexpected error handling a message (skipped, "
-                                     "counted in handling_errors)", feed.key)
+                    handling_error(feed)
             now = time.monotonic()
             if now - last_idle_check > 0.2:
                 last_idle_check = now
                 feed.check_idle(time.time(), self._feeds.started_at)
                 log_notes(feed)
 
-    def _dealer(self, w: _Worker) -> zmq.Socket[bytes]:
-        if w.dealer is None:
-            assert w.feed.config.replay_endpoint is not None
-            sock = self._ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.MAXMSGSIZE, self.options.max_message_bytes)
-            sock.connect(w.feed.config.replay_endpoint)
-            w.dealer = sock
-        return w.dealer
-
     def _replay(self, w: _Worker, accepted: Accepted) -> None:
         feed = w.feed
         exchange = feed.replay_exchange(accepted)
         try:
-            sock = self._dealer(w)
+            sock = w.dealer_socket(self._ctx, self.options)
             sock.send_multipart([b"", replay_request(exchange.start)], zmq.NOBLOCK)
             deadline = time.monotonic() + self.options.replay_timeout
             while not self._stop.is_set():
@@ -318,24 +268,9 @@ class Subscriber:
                     break
         except zmq.ZMQError as exc:
             logger.warning("%s: replay failed: %s", feed.key, exc)
-        self._driver.replay_finished(feed, exchange)
-        if not exchange.ended and w.dealer is not None:
-            # Late replies must not answer the next request.
-            w.dealer.close(linger=0)
-            w.dealer = None
+        w.replay_finished(self._driver, exchange)
 
     # -- observability ---------------------------------------------------------------
-
-    def stats(self) -> SubscriberStats:
-        """A snapshot: per replica counters and liveness, totals, queue and index sizes.
-
-        ``{"replicas": {key: {<COUNTERS>…, "decode_errors_by_type", "last_seen",
-        "idle_seconds", "idle", "epochs", "index_size", "queued", "queued_bytes",
-        "vllm_version", "scheme"}}, "totals": {<COUNTERS>…, "index_size", "queued",
-        "queued_bytes"}, "queue_depth", "queue_capacity", "queue_bytes",
-        "queue_bytes_capacity", "index": PrefixIndex.stats() or None, "running"}``.
-        """
-        return self._feeds.stats(running=self.running)
 
     def wait_until(self, predicate: Callable[[SubscriberStats], bool], timeout: float = 5.0,
                    interval: float = 0.01) -> bool:
@@ -348,13 +283,9 @@ class Subscriber:
                 return False
             time.sleep(interval)
 
-    def prometheus_text(self) -> str:
-        """The counters in Prometheus' text exposition format (names prefixed ``prefixkey_``)."""
-        return prometheus_text(self.stats())
-
 
 def drain_monitor(feed: ReplicaFeed, sock: zmq.Socket[bytes], sub: zmq.Socket[bytes]) -> None:
-    """Count the SUB socket's connects and disconnects (reconnecting: :func:`on_disconnect`)."""
+    """Count the SUB socket's connects and disconnects (:func:`on_monitor_event`)."""
     while True:
         try:
             event = recv_monitor_message(sock, zmq.NOBLOCK)
@@ -362,9 +293,4 @@ def drain_monitor(feed: ReplicaFeed, sock: zmq.Socket[bytes], sub: zmq.Socket[by
             return
         except zmq.ZMQError:  # pragma: no cover - closed while stopping
             return
-        kind = event.get("event")
-        if kind == zmq.EVENT_CONNECTED:
-            feed.count("connects")
-            logger.info("%s: connected to %s", feed.key, feed.config.endpoint)
-        elif kind == zmq.EVENT_DISCONNECTED:
-            on_disconnect(feed, sub)
+        on_monitor_event(feed, event.get("event"), sub)

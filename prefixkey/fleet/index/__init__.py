@@ -5,15 +5,17 @@ reads); :class:`PrefixIndex` keeps it in memory, :class:`RedisPrefixIndex` on a
 shared Redis (extra ``redis``), its Lua scripts beside it. Both answer a query's
 leading runs grouped by holder set (:class:`RunsAnswer`), so reading costs the keys
 walked and the groups read, not the fleet; both count what they apply alike
-(:data:`INDEX_COUNTERS`, :data:`INDEX_GAUGES`).
+(:data:`INDEX_COUNTERS`, :data:`INDEX_GAUGES`: the typed :class:`IndexStats`).
 """
 
 from ._backend import (
     INDEX_COUNTERS,
     INDEX_GAUGES,
     IndexFullError,
+    IndexStats,
     IndexUnavailableError,
     PrefixIndexBackend,
+    RedisIndexStats,
     RoutingIndex,
     RunsAnswer,
     RunsGroup,
@@ -41,10 +43,12 @@ __all__ = [
     "INDEX_GAUGES",
     "GroupSpec",
     "IndexFullError",
+    "IndexStats",
     "IndexUnavailableError",
     "Ingested",
     "PrefixIndex",
     "PrefixIndexBackend",
+    "RedisIndexStats",
     "RedisPrefixIndex",
     "RegistrationConflictError",
     "ReplicaId",

@@ -21,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Final, Protocol, runtime_checkable
+from typing import (
+    Annotated,
+    Final,
+    Protocol,
+    TypedDict,
+    get_type_hints,
+    runtime_checkable,
+)
 
 from ...errors import PrefixKeyError
 from ...events import DecodedOps, EventBatch, EventHash
@@ -31,40 +38,79 @@ from ._walk import Run
 __all__ = [
     "INDEX_COUNTERS",
     "INDEX_GAUGES",
+    "IndexCounters",
     "IndexFullError",
+    "IndexStats",
     "IndexUnavailableError",
     "PrefixIndexBackend",
+    "RedisIndexStats",
     "RoutingIndex",
     "RunsAnswer",
     "RunsGroup",
     "RunsQuery",
     "RunsResult",
+    "field_help",
 ]
 
 
-#: The counters every backend's :meth:`~PrefixIndexBackend.stats` reports (the
-#: contract: in memory and on Redis alike), with what each counts.
-INDEX_COUNTERS: Final[Mapping[str, str]] = {
-    "batches": "batches applied",
-    "events": "events in applied batches",
-    "stores": "block keys stored (held anew, or on a new medium)",
-    "refreshes": "block keys stored again on a medium already holding them (recency renewed)",
-    "removes": "block keys removed",
-    "removes_missing": "removals of block keys not held",
-    "clears": "AllBlocksCleared events applied",
-    "evictions": "entries evicted to stay within max_entries",
-    "unknown_replica_batches": "batches of replicas not registered (dropped)",
-    "unknown_replica_events": "events in batches of replicas not registered",
-    "hash_type_mismatches": "block keys of the wrong type for the replica's scheme (dropped)",
-    "out_of_order_batches": "batches with a timestamp older than the replica's newest",
-}
-#: The gauges every backend's :meth:`~PrefixIndexBackend.stats` reports beside them:
-#: ``max_entries`` bounds the whole index in memory and each replica on Redis.
+class IndexCounters(TypedDict):
+    """The counters every backend's :meth:`~PrefixIndexBackend.stats` reports (the
+    contract: in memory and on Redis alike), each with what it counts."""
+
+    batches: Annotated[int, "batches applied"]
+    events: Annotated[int, "events in applied batches"]
+    stores: Annotated[int, "block keys stored (held anew, or on a new medium)"]
+    refreshes: Annotated[int, (
+        "block keys stored again on a medium already holding them (recency renewed)")]
+    removes: Annotated[int, "block keys removed"]
+    removes_missing: Annotated[int, "removals of block keys not held"]
+    clears: Annotated[int, "AllBlocksCleared events applied"]
+    evictions: Annotated[int, "entries evicted to stay within max_entries"]
+    unknown_replica_batches: Annotated[int, "batches of replicas not registered (dropped)"]
+    unknown_replica_events: Annotated[int, "events in batches of replicas not registered"]
+    hash_type_mismatches: Annotated[int, (
+        "block keys of the wrong type for the replica's scheme (dropped)")]
+    out_of_order_batches: Annotated[int, (
+        "batches with a timestamp older than the replica's newest")]
+
+
+class IndexStats(IndexCounters):
+    """What every backend's :meth:`~PrefixIndexBackend.stats` returns: the counters and
+    the gauges (``max_entries`` bounds the whole index in memory, each replica on Redis)."""
+
+    size: Annotated[int, "entries held"]
+    max_entries: Annotated[int, "the entry bound"]
+    replicas: Annotated[int, "registered replicas"]
+
+
+class _RedisFaultCounters(TypedDict, total=False):
+    # total=False, not NotRequired: under ``from __future__ import annotations`` Python
+    # 3.11 does not see NotRequired (the keys would read as required at run time).
+    resyncs: int
+    resets_after_restart: int
+    resets_after_missing_keys: int
+
+
+class RedisIndexStats(IndexStats, _RedisFaultCounters):
+    """:class:`IndexStats` of the shared Redis index, and its fault counters once
+    non-zero: ``resyncs`` (replicas cleared because a batch was given up),
+    ``resets_after_restart`` and ``resets_after_missing_keys`` (namespace entries
+    dropped; see :mod:`._redis_namespace`)."""
+
+
+def field_help(typed: type) -> dict[str, str]:
+    """The help text of each field of a TypedDict whose fields are ``Annotated[int, help]``:
+    the counters' tables (index, subscriber, predictions) are read from their TypedDicts."""
+    hints = get_type_hints(typed, include_extras=True)
+    return {name: hint.__metadata__[0] for name, hint in hints.items()}
+
+
+#: The counters every backend's :meth:`~PrefixIndexBackend.stats` reports, with what
+#: each counts, read from :class:`IndexCounters` (the one place they are written).
+INDEX_COUNTERS: Final[Mapping[str, str]] = field_help(IndexCounters)
+#: The gauges every backend's :meth:`~PrefixIndexBackend.stats` reports beside them.
 INDEX_GAUGES: Final[Mapping[str, str]] = {
-    "size": "entries held",
-    "max_entries": "the entry bound",
-    "replicas": "registered replicas",
-}
+    name: text for name, text in field_help(IndexStats).items() if name not in INDEX_COUNTERS}
 
 
 class IndexUnavailableError(PrefixKeyError, ConnectionError):
@@ -194,7 +240,7 @@ class PrefixIndexBackend(RoutingIndex, Protocol):
                 ) -> Iterator[tuple[int, EventHash, frozenset[str]]]: ...
     def replica_size(self, replica: ReplicaId | str) -> int: ...
     def __len__(self) -> int: ...
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> IndexStats:
         """Every :data:`INDEX_COUNTERS` counter and :data:`INDEX_GAUGES` gauge (a backend
-        may add its own, as Redis its fault counters)."""
+        may add its own, as Redis its fault counters: :class:`RedisIndexStats`)."""
         ...

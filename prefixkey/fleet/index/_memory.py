@@ -86,9 +86,9 @@ from .._replicas import (
     UnsupportedLayoutError,
     as_replica_id,
 )
-from ._backend import INDEX_COUNTERS, RunsAnswer, RunsQuery
+from ._backend import INDEX_COUNTERS, IndexCounters, IndexStats, RunsAnswer, RunsQuery
 from ._ops import MAX_MEDIA, check_ops, medium_name
-from ._tables import ReplicaState, Table
+from ._tables import ReplicaState, SlotPool, Table, evict_oldest
 from ._walk import OrderedGroups, Run, mark, runs_over_media, walk
 
 __all__ = [
@@ -114,7 +114,6 @@ _BYTES_ONLY: Final = frozenset({bytes})
 _BIT: Final = attrgetter("bit")
 _SCHEME: Final = attrgetter("scheme")
 _SLOT: Final = attrgetter("slot")
-_COUNT: Final = attrgetter("count")
 #: A :data:`BlockOp`'s kind, medium and group; and its hashes.
 _RUN_OF: Final = itemgetter(0, 2, 3)
 _HASHES: Final = itemgetter(1)
@@ -142,7 +141,7 @@ class PrefixIndex:
     def __init__(self, *, max_entries: int = 10_000_000) -> None:
         self.max_entries = check_int("max_entries", max_entries)
         self._replicas: dict[ReplicaId, ReplicaState] = {}
-        self._free_slots: list[int] = []
+        self._slots_pool = SlotPool()
         # What queries read of the registrations, rebuilt when they change (replaced,
         # never changed in place, so an answer or a caller can keep them):
         self._slots: tuple[ReplicaId | None, ...] = ()  # per slot, its replica
@@ -151,7 +150,7 @@ class PrefixIndex:
         self._everyone: tuple[tuple[ReplicaId, ...], int] = ((), 0)
         self._holders: _Holders = {}
         self._size = 0
-        self._counters = dict.fromkeys(INDEX_COUNTERS, 0)
+        self._counters = cast("IndexCounters", dict.fromkeys(INDEX_COUNTERS, 0))
         self._medium_bits: dict[str, int] = {"GPU": 1, "CPU": 2, "STORAGE": 4}
         self._bit_of: dict[str | None, int] = {}  # medium as published -> its bit
         #: Each medium's bit by its ``bit_length()`` (index 0 unused).
@@ -168,8 +167,7 @@ class PrefixIndex:
         if state is not None and state.scheme.key != scheme.key:
             self._clear(state)
         if state is None:
-            slot = self._free_slots.pop() if self._free_slots else len(self._replicas)
-            self._replicas[rid] = ReplicaState(scheme, slot)
+            self._replicas[rid] = ReplicaState(scheme, self._slots_pool.take())
         elif state.scheme is scheme:
             return rid
         else:
@@ -184,7 +182,7 @@ class PrefixIndex:
             return 0
         dropped = state.count
         self._clear(state)
-        self._free_slots.append(state.slot)
+        self._slots_pool.free(state.slot)
         self._registrations_changed()
         return dropped
 
@@ -474,8 +472,7 @@ class PrefixIndex:
         state.tables = {}
 
     def _evict_one(self) -> None:
-        state = max(self._replicas.values(), key=_COUNT)  # the replica holding most
-        group, key, mask = state.pop_oldest()
+        state, group, key, mask = evict_oldest(self._replicas.values())
         self._drop(group, key, mask, state.bit)
         self._size -= 1
         self._counters["evictions"] += 1
@@ -589,7 +586,7 @@ class PrefixIndex:
     def __len__(self) -> int:
         return self._size
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> IndexStats:
         """Counters, plus ``size`` (entries held), ``max_entries`` and ``replicas``."""
         return {**self._counters, "size": self._size, "max_entries": self.max_entries,
                 "replicas": len(self._replicas)}

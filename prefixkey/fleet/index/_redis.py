@@ -86,7 +86,7 @@ import secrets
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast, get_type_hints
 
 from ...core._checks import check_int
 from ...errors import InvalidRequestError, PrefixKeyError
@@ -96,6 +96,7 @@ from ._backend import (
     INDEX_COUNTERS,
     IndexFullError,
     IndexUnavailableError,
+    RedisIndexStats,
     RunsAnswer,
     RunsQuery,
     RunsResult,
@@ -135,9 +136,9 @@ class RegistrationConflictError(PrefixKeyError, RuntimeError):
 
 
 #: Fault counters (see :mod:`._redis_namespace`), in :meth:`RedisPrefixIndex.stats` once
-#: non-zero: ``resyncs`` (replicas cleared because a batch was given up),
-#: ``resets_after_restart`` and ``resets_after_missing_keys`` (namespace entries dropped).
-FAULT_COUNTERS: Final = ("resyncs", "resets_after_restart", "resets_after_missing_keys")
+#: non-zero: the optional keys of :class:`RedisIndexStats`, in their order.
+FAULT_COUNTERS: Final = tuple(name for name in get_type_hints(RedisIndexStats)
+                              if name in RedisIndexStats.__optional_keys__)
 #: Server replies that mean "not now" rather than "wrong": the caller can retry.
 _TRANSIENT: Final = ("BUSY", "LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS")
 
@@ -582,8 +583,16 @@ class RedisPrefixIndex:
 
     def replica_size(self, replica: ReplicaId | str) -> int:
         rid = as_replica_id(replica)
+        self._checked()
         self.scheme(rid)
         return self._sizes([rid])[0]
+
+    def _checked(self) -> None:
+        """Have the namespace checked (run_id, structure keys) and reset if it cannot be
+        trusted, as every script does first: read-outs that are not scripts call it."""
+        ep = self._register_raw(b"", b"", "set")[0]
+        if self._epoch is not None and ep != self._epoch:
+            self._resync(ep)
 
     def _sizes(self, rids: list[ReplicaId]) -> list[int]:
         if not rids:
@@ -595,16 +604,21 @@ class RedisPrefixIndex:
         return [int(n) for n in self._call(pipe.execute)]
 
     def __len__(self) -> int:
+        self._checked()
         return sum(self._sizes(list(self._refresh())))
 
-    def stats(self) -> dict[str, int]:
-        """Counters, plus ``size`` (entries held), ``max_entries`` (per replica), ``replicas``."""
+    def stats(self) -> RedisIndexStats:
+        """Counters (the fault counters once non-zero), plus ``size`` (entries held),
+        ``max_entries`` (per replica), ``replicas``."""
+        self._checked()  # a restored snapshot's sizes are not the index's
         raw = self._call(self._r.hgetall, f"{self._p}:stats")
         counters = dict.fromkeys(INDEX_COUNTERS, 0)
+        # The scripts count only these (HINCRBY of the contract's and the fault counters).
         counters.update({bytes(k).decode(): int(v) for k, v in raw.items()})
         rids = list(self._refresh())
-        return {**counters, "size": sum(self._sizes(rids)), "max_entries": self.max_entries,
-                "replicas": len(rids)}
+        return cast("RedisIndexStats", {
+            **counters, "size": sum(self._sizes(rids)), "max_entries": self.max_entries,
+            "replicas": len(rids)})
 
     def clear_namespace(self) -> int:
         """Delete every key of this namespace (tests, decommissioning); return how many."""

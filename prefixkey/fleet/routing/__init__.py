@@ -19,6 +19,7 @@ from ._predictions import (
     PREDICTION_COUNTERS,
     PredictedIndex,
     Predictions,
+    PredictionStats,
     predictions_prometheus_text,
 )
 from ._prepared import PreparedRequest, SchemeKeys, affinity_digest, rendezvous_weight
@@ -41,6 +42,7 @@ __all__ = [
     "LoadFn",
     "LoadUnit",
     "PredictedIndex",
+    "PredictionStats",
     "Predictions",
     "PreparedRequest",
     "ReplicaCounters",

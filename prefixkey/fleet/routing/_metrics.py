@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Final, TypedDict, get_type_hints
+from typing import Annotated, Any, Final, TypedDict
 
-from ..index._backend import INDEX_COUNTERS
+from ..index._backend import INDEX_COUNTERS, IndexStats, field_help
 
 __all__ = [
     "COUNTERS", "ReplicaCounters", "ReplicaStats", "RouterMetrics", "SubscriberStats",
@@ -69,10 +69,7 @@ class ReplicaCounters(TypedDict):
 
 #: The subscriber's per-replica counters and their help text, read from
 #: :class:`ReplicaCounters` (the one place they are written).
-COUNTERS: Final[dict[str, str]] = {
-    name: hint.__metadata__[0]
-    for name, hint in get_type_hints(ReplicaCounters, include_extras=True).items()
-}
+COUNTERS: Final[dict[str, str]] = field_help(ReplicaCounters)
 
 
 class ReplicaStats(ReplicaCounters):
@@ -104,7 +101,7 @@ class SubscriberStats(TypedDict):
     queue_capacity: int
     queue_bytes: int
     queue_bytes_capacity: int
-    index: dict[str, int] | None
+    index: IndexStats | None
     running: bool
 
 

@@ -49,15 +49,24 @@ routing and :meth:`apply`.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import filterfalse
-from typing import Final, cast
+from typing import Annotated, Final, TypedDict, cast
 
 from ...core._checks import check_int, check_number
 from ...events import CLEARED, STORED, BlockOp, DecodedOps, EventBatch, EventHash
-from ..index._backend import PrefixIndexBackend, RunsAnswer, RunsGroup, RunsQuery, RunsResult
+from ..index._backend import (
+    IndexStats,
+    PrefixIndexBackend,
+    RunsAnswer,
+    RunsGroup,
+    RunsQuery,
+    RunsResult,
+    field_help,
+)
 from ..index._memory import ReplicaId, ReplicaScheme, UnknownReplicaError, as_replica_id
+from ..index._tables import Entries, SlotPool, Table, evict_oldest, unhold
 from ..index._walk import Run, mark
 from ._metrics import family_lines
 from ._prepared import PreparedRequest
@@ -66,6 +75,8 @@ from ._router import PREDICTED, RouteDecision
 __all__ = [
     "PREDICTION_COUNTERS",
     "PredictedIndex",
+    "PredictionCounters",
+    "PredictionStats",
     "Predictions",
     "predictions_prometheus_text",
 ]
@@ -73,30 +84,49 @@ __all__ = [
 # Far above the bits backends give real media (one per medium name seen, from 1).
 _PREDICTED_BIT: Final = 1 << 48
 
-#: The counters of :meth:`Predictions.stats` and their help text.
-PREDICTION_COUNTERS: Final[dict[str, str]] = {
-    "recorded": "predicted entries recorded (new keys of requests sent)",
-    "refreshed": "keys recorded again while still predicted (recency and age refreshed)",
-    "confirmed": "predicted entries a BlockStored event confirmed (replaced by the event's entry)",
-    "removed": "predicted entries a BlockRemoved event dropped",
-    "cleared": "predicted entries dropped by AllBlocksCleared, re-registration or removal",
-    "expired": "predicted entries swept after their TTL (never confirmed in time)",
-    "evicted": "predicted entries evicted by max_entries or max_entries_per_replica",
-    "sent_confirmed": "requests sent to a replica whose hit rests on confirmed blocks only",
-    "sent_predicted": "requests sent to a replica whose hit uses predicted blocks",
-    "sent_none": "requests sent without a prefix hit (rendezvous fallback or no usable hit)",
-}
+class PredictionCounters(TypedDict):
+    """The counters of :meth:`Predictions.stats`, each with its help text."""
+
+    recorded: Annotated[int, "predicted entries recorded (new keys of requests sent)"]
+    refreshed: Annotated[int, (
+        "keys recorded again while still predicted (recency and age refreshed)")]
+    confirmed: Annotated[int, (
+        "predicted entries a BlockStored event confirmed (replaced by the event's entry)")]
+    removed: Annotated[int, "predicted entries a BlockRemoved event dropped"]
+    cleared: Annotated[int, (
+        "predicted entries dropped by AllBlocksCleared, re-registration or removal")]
+    expired: Annotated[int, "predicted entries swept after their TTL (never confirmed in time)"]
+    evicted: Annotated[int, "predicted entries evicted by max_entries or max_entries_per_replica"]
+    sent_confirmed: Annotated[int, (
+        "requests sent to a replica whose hit rests on confirmed blocks only")]
+    sent_predicted: Annotated[int, "requests sent to a replica whose hit uses predicted blocks"]
+    sent_none: Annotated[int, (
+        "requests sent without a prefix hit (rendezvous fallback or no usable hit)")]
 
 
-class _Replica:
-    __slots__ = ("bit", "confirmed", "count", "slot", "tables")
+class PredictionStats(PredictionCounters):
+    """What :meth:`Predictions.stats` returns: the counters, and gauges."""
+
+    size: int
+    max_entries: int
+    replicas: int
+    confirmed_replicas: int
+
+
+#: The counters of :meth:`Predictions.stats` and their help text, read from
+#: :class:`PredictionCounters` (the one place they are written).
+PREDICTION_COUNTERS: Final[dict[str, str]] = field_help(PredictionCounters)
+
+
+class _Replica(Entries[float]):
+    """A replica's predicted entries (the index's slot and tables: per group, key -> the
+    time of its last record, least recently recorded first), and whether its events
+    reach the index."""
+
+    __slots__ = ("confirmed",)
 
     def __init__(self, slot: int) -> None:
-        self.slot = slot
-        self.bit = 1 << slot
-        # Per group: key -> time of its last record, least recently recorded first.
-        self.tables: dict[int, OrderedDict[EventHash, float]] = {}
-        self.count = 0
+        super().__init__(slot)
         self.confirmed = False
 
 
@@ -105,7 +135,8 @@ class Predictions:
 
     Inverted like :class:`~prefixkey.fleet.PrefixIndex`: per group, key ->
     bitmask of the replica slots predicted to hold it, so :meth:`leading_runs`
-    walks a request's keys once for all candidates.
+    walks a request's keys once for all candidates. Slots, tables in record
+    order and the eviction choice are the index's own (:mod:`..index._tables`).
     """
 
     def __init__(
@@ -122,7 +153,7 @@ class Predictions:
         self._clock = clock
         self._now = float("-inf")
         self._replicas: dict[ReplicaId, _Replica] = {}
-        self._free_slots: list[int] = []
+        self._slots = SlotPool()
         self._holders: dict[int, dict[EventHash, int]] = {}  # group -> key -> replica bits
         self._size = 0
         self._counters = dict.fromkeys(PREDICTION_COUNTERS, 0)
@@ -139,8 +170,7 @@ class Predictions:
     def _state(self, rid: ReplicaId) -> _Replica:
         state = self._replicas.get(rid)
         if state is None:
-            slot = self._free_slots.pop() if self._free_slots else len(self._replicas)
-            state = self._replicas[rid] = _Replica(slot)
+            state = self._replicas[rid] = _Replica(self._slots.take())
         return state
 
     # -- recording ----------------------------------------------------------------
@@ -158,21 +188,22 @@ class Predictions:
         for group, keys in enumerate(groups):
             table = state.tables.get(group)
             if table is None:
-                table = state.tables[group] = OrderedDict()
+                table = state.tables[group] = Table()
             holders = self._holders.get(group)
             if holders is None:
                 holders = self._holders[group] = {}
             for key in reversed(keys):  # tail first: the head is the most recent
-                if key in table:
-                    table[key] = now
-                    table.move_to_end(key)
+                if key in table.keys:
+                    del table.keys[key]  # re-inserted last: most recently recorded
+                    table.deleted += 1
+                    table.keys[key] = now
                     c["refreshed"] += 1
                     continue
                 if cap is not None and state.count >= cap:
-                    self._evict_from(state)
+                    self._taken_out(state, *state.pop_oldest())
                 if self._size >= self.max_entries:
-                    self._evict_from(max(self._replicas.values(), key=lambda s: s.count))
-                table[key] = now
+                    self._taken_out(*evict_oldest(self._replicas.values()))
+                table.keys[key] = now  # eviction may compact (replace) the dict: read again
                 held = holders.get(key)
                 holders[key] = rbit if held is None else held | rbit
                 state.count += 1
@@ -191,7 +222,7 @@ class Predictions:
         if len(state.tables) > (0 if table is None else 1):
             return False
         fresh = dict.fromkeys(keys[::-1], now)  # tail first: the head is the most recent
-        again = fresh.keys() & table.keys() if table else set()
+        again = fresh.keys() & table.keys.keys() if table else set()
         new = len(fresh) - len(again)
         cap = self.max_entries_per_replica
         evict = 0 if cap is None else max(state.count + new - cap, 0)
@@ -213,30 +244,26 @@ class Predictions:
             c["recorded"] += new - cap  # the request's tail, recorded then evicted
             keys, new, evict, table = keys[:cap], cap, 0, None
             fresh = dict.fromkeys(keys[::-1], now)
-        elif again and not new:  # only refreshes: moved to the end, tail first
-            move = table.move_to_end  # type: ignore[union-attr]  # again: table is set
-            for key in fresh:
-                table[key] = now  # type: ignore[index]
-                move(key)
-            c["refreshed"] += len(again)
-            return True
         if table is None:
-            table = state.tables[0] = OrderedDict()
+            table = state.tables[0] = Table()
+        if again:  # deleted here, re-inserted below, last: most recently recorded
+            deque(map(table.keys.__delitem__, again), 0)
+            table.deleted += len(again)
+            if not new:  # only refreshes
+                table.keys.update(fresh)
+                c["refreshed"] += len(again)
+                return True
         holders = self._holders.get(0)
         if holders is None:
             holders = self._holders[0] = {}
         rbit = state.bit
-        for key in again:  # re-inserted below, last: most recently recorded
-            del table[key]
-        popitem = table.popitem
-        for _ in range(evict):  # the least recently recorded first
-            key, _recorded = popitem(last=False)
-            rest = holders[key] & ~rbit
-            if rest:
-                holders[key] = rest
-            else:
-                del holders[key]
-        table.update(fresh)
+        if evict:  # the least recently recorded first
+            oldest = table.oldest_keys(evict)
+            deque(map(table.keys.__delitem__, oldest), 0)
+            table.deleted += evict
+            for key in oldest:
+                unhold(holders, key, rbit)
+        table.keys.update(fresh)
         added = fresh.keys() - again if again else fresh  # holders change for new keys only
         if holders.keys().isdisjoint(added):
             holders.update(dict.fromkeys(added, rbit))
@@ -252,32 +279,34 @@ class Predictions:
         c["evicted"] += evict
         return True
 
-    def _unhold(self, group: int, key: EventHash, rbit: int) -> None:
-        holders = self._holders[group]
-        rest = holders[key] & ~rbit
-        if rest:
-            holders[key] = rest
-        else:
-            del holders[key]
-
-    def _pop_oldest(self, state: _Replica, group: int, table: OrderedDict[EventHash, float],
-                    counter: str) -> None:
-        key, _ = table.popitem(last=False)
-        self._unhold(group, key, state.bit)
-        state.count -= 1
+    def _taken_out(self, state: Entries[float], group: int, key: EventHash,
+                   _recorded: float, counter: str = "evicted") -> None:
+        """An entry taken out of ``state``'s table (and its count): out of its holders too,
+        and counted in ``counter``."""
+        unhold(self._holders[group], key, state.bit)
         self._size -= 1
         self._counters[counter] += 1
-
-    def _evict_from(self, state: _Replica) -> None:
-        group, table = max(state.tables.items(), key=lambda item: len(item[1]))
-        self._pop_oldest(state, group, table, "evicted")
 
     def _expire(self, state: _Replica, now: float) -> None:
         oldest = now - self._ttl(state)
         for group, table in state.tables.items():
-            # Records are in time order, so the expired entries are the oldest ones.
-            while table and next(iter(table.values())) < oldest:
-                self._pop_oldest(state, group, table, "expired")
+            # Records are in time order, so the expired entries are the oldest ones: taken
+            # in one scan from the oldest (a scan per entry would pass the same holes again).
+            if not table.keys or table.oldest_value() >= oldest:
+                continue  # oldest_value() may compact (replace) table.keys: read after it
+            gone: list[EventHash] = []
+            for key, recorded in table.keys.items():
+                if recorded >= oldest:
+                    break
+                gone.append(key)
+            holders = self._holders[group]
+            for key in gone:
+                del table.keys[key]
+                unhold(holders, key, state.bit)
+            table.deleted += len(gone)
+            state.count -= len(gone)
+            self._size -= len(gone)
+            self._counters["expired"] += len(gone)
 
     def expire(self) -> int:
         """Sweep every replica's expired entries now; return how many went."""
@@ -304,21 +333,23 @@ class Predictions:
             elif state.count:
                 group = group_idx or 0
                 table = state.tables.get(group)
-                if not table:
+                if table is None or not table.keys:
                     continue
                 counter = "confirmed" if kind == STORED else "removed"
+                keys = table.keys
                 for h in hashes:
                     key = scheme.publish(h)
-                    if table.pop(key, None) is not None:
-                        self._unhold(group, key, state.bit)
+                    if keys.pop(key, None) is not None:
+                        table.deleted += 1
                         state.count -= 1
-                        self._size -= 1
-                        self._counters[counter] += 1
+                        self._taken_out(state, group, key, 0.0, counter)
 
     def _drop_all(self, state: _Replica) -> None:
+        rbit = state.bit
         for group, table in state.tables.items():
-            for key in table:
-                self._unhold(group, key, state.bit)
+            holders = self._holders[group]
+            for key in table.keys:
+                unhold(holders, key, rbit)
         self._counters["cleared"] += state.count
         self._size -= state.count
         state.count = 0
@@ -331,7 +362,7 @@ class Predictions:
             return 0
         dropped = state.count
         self._drop_all(state)
-        self._free_slots.append(state.slot)
+        self._slots.free(state.slot)
         return dropped
 
     # -- queries ------------------------------------------------------------------
@@ -398,7 +429,7 @@ class Predictions:
         """
         state = self._replicas.get(as_replica_id(replica))
         for group, table in ({} if state is None else state.tables).items():
-            for key, recorded in table.items():
+            for key, recorded in table.keys.items():
                 yield group, key, recorded
 
     def is_confirmed(self, replica: ReplicaId | str) -> bool:
@@ -421,9 +452,10 @@ class Predictions:
     def __len__(self) -> int:
         return self._size
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> PredictionStats:
         """Counters, plus ``size``, ``max_entries``, ``replicas`` and ``confirmed_replicas``."""
-        return {**self._counters, "size": self._size, "max_entries": self.max_entries,
+        counters = cast("PredictionCounters", self._counters)  # every key: from its fields
+        return {**counters, "size": self._size, "max_entries": self.max_entries,
                 "replicas": len(self._replicas),
                 "confirmed_replicas": sum(s.confirmed for s in self._replicas.values())}
 
@@ -565,12 +597,14 @@ class PredictedIndex:
     def __len__(self) -> int:
         return len(self.index)
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> IndexStats:
+        """The backend's (:meth:`Predictions.stats` counts the predictions)."""
         return self.index.stats()
 
 
-def predictions_prometheus_text(stats: Mapping[str, int]) -> str:
+def predictions_prometheus_text(stats: PredictionStats | Mapping[str, int]) -> str:
     """Render :meth:`Predictions.stats` in the Prometheus text exposition format (0.0.4)."""
+    stats = cast("Mapping[str, int]", stats)  # read by the names of its fields
     lines: list[str] = []
     for counter, help_text in PREDICTION_COUNTERS.items():
         family_lines(lines, f"prefixkey_predictions_{counter}_total", "counter",

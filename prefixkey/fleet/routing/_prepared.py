@@ -125,7 +125,11 @@ class PreparedRequest:
         affinity: bytes | None = None,
     ) -> SchemeKeys:
         """Record the request's fine keys under ``scheme`` (as a Hasher returns them)."""
-        fine = list(block_hashes)
+        return self._add(scheme, list(block_hashes), affinity, digests=False)
+
+    def _add(self, scheme: ReplicaScheme, fine: list[BlockHash], affinity: bytes | None, *,
+             digests: bool) -> SchemeKeys:
+        """:meth:`add_keys` of a list (not copied); ``digests``: ``scheme``'s hasher made it."""
         if affinity is None:
             if fine:
                 affinity = affinity_of_key(fine[0])
@@ -133,7 +137,7 @@ class PreparedRequest:
                 affinity = affinity_digest(self.request)
             else:
                 affinity = self.num_tokens.to_bytes(8, "big")
-        keys = SchemeKeys(scheme.group_keys(fine), affinity)
+        keys = SchemeKeys(scheme.group_keys(fine, digests=digests), affinity)
         self._schemes[scheme.key] = keys
         return keys
 
@@ -148,6 +152,6 @@ class PreparedRequest:
             )
         start = time.perf_counter()
         fine = scheme.hasher.block_hashes(self.request)
-        keys = self.add_keys(scheme, fine)
+        keys = self._add(scheme, fine, None, digests=True)
         self.hash_seconds += time.perf_counter() - start
         return keys

@@ -79,6 +79,7 @@ from ...core._checks import check_int, check_number, number_refusal
 from ...errors import InvalidRequestError
 from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
+from ..index._ops import medium_name
 from ..index._walk import Run
 from ._metrics import RouterMetrics
 from ._prepared import (
@@ -289,7 +290,17 @@ class Router:
         if load is not None and not callable(load):
             raise InvalidRequestError("load", f"must be a callable or None, got {load!r}")
         self.index = index
-        self.tier_weights = {k.upper(): float(v) for k, v in tier_weights.items()}
+        # Keys name media as the index holds them (medium_name: ASCII letters
+        # upper-cased only), so 'ß' and 'SS' stay two media here as there.
+        weights: dict[str, float] = {}
+        for name, w in tier_weights.items():
+            held = medium_name(name)
+            if weights.get(held, float(w)) != float(w):
+                raise InvalidRequestError(
+                    "tier_weights", f"{name}: names the same medium as another key ({held!r}) "
+                    f"with another weight ({weights[held]!r} and {float(w)!r})")
+            weights[held] = float(w)
+        self.tier_weights = weights
         self.other_tier_weight = float(other_tier_weight)
         self.load = load
         self.load_unit: LoadUnit = load_unit
@@ -315,6 +326,10 @@ class Router:
             tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]] | None = None
         self._last_fleet: tuple[Mapping[ReplicaId, ReplicaScheme],
                                 tuple[ReplicaId, ...]] | None = None
+        #: :meth:`_schemes_of` per candidates tuple, for one registrations view and
+        #: ``replicas``: a gateway passes the same healthy candidates call after call.
+        self._by_candidates: tuple[object, object, dict[tuple[object, ...], tuple[
+            Mapping[ReplicaId, ReplicaScheme], tuple[ReplicaId, ...]]]] = (None, None, {})
 
     # -- load ---------------------------------------------------------------
 
@@ -409,13 +424,13 @@ class Router:
         prepared = PreparedRequest(len(request.token_ids), request)
         hashed: dict[tuple[object, ...], list[BlockHash]] = {}
         start = time.perf_counter()
-        for scheme in self._schemes_of(candidates)[0].values():
+        for scheme, _ in self._grouping(self._schemes_of(candidates)[0]).values():
             if scheme.key in prepared._schemes:
                 continue
             fine = hashed.get(scheme.hash_key)
             if fine is None:
                 fine = hashed[scheme.hash_key] = scheme.hasher.block_hashes(request)
-            prepared.add_keys(scheme, fine)
+            prepared._add(scheme, fine, None, digests=True)
         prepared.hash_seconds = time.perf_counter() - start
         return prepared
 
@@ -426,6 +441,8 @@ class Router:
         candidates: Iterable[ReplicaId | str] | None = None, *, limit: int | None = None,
     ) -> Sequence[RouteDecision]:
         """Rank the candidates (all registered and configured replicas by default), best first."""
+        if candidates is not None and not isinstance(candidates, (tuple, list)):
+            candidates = tuple(candidates)  # read twice (hashed, then ranked): an iterator once
         if not isinstance(request, PreparedRequest):
             request = self.prepare(request, candidates)
         return self.rank(request, candidates, limit=limit)
@@ -512,9 +529,19 @@ class Router:
                 last = self._last_fleet = (known, tuple(
                     r for r in self.replicas if r not in known))
             return known, last[1]
+        wanted = candidates if type(candidates) is tuple else tuple(candidates)
+        memo = self._by_candidates
+        if memo[0] is not known or memo[1] is not self.replicas:
+            memo = self._by_candidates = (known, self.replicas, {})
+        try:
+            hit = memo[2].get(wanted)
+        except TypeError:  # an unhashable candidate: refused below
+            hit = None
+        if hit is not None:  # the same mapping object: what is worked out from it is kept
+            return hit
         out: dict[ReplicaId, ReplicaScheme] = {}
         extra: dict[ReplicaId, None] = {}
-        for c in candidates:
+        for c in wanted:
             rid = _replica_id(c)
             scheme = known.get(rid)
             if scheme is not None:
@@ -524,7 +551,10 @@ class Router:
             else:
                 raise InvalidRequestError(
                     "candidates", f"replica {rid} is neither registered nor configured")
-        return out, tuple(extra)
+        if len(memo[2]) >= _MEMO_AT_MOST:
+            memo[2].clear()
+        found = memo[2][wanted] = (out, tuple(extra))
+        return found
 
     def _refresh_weights(self) -> None:
         bits = self.index.medium_bits()
@@ -544,20 +574,14 @@ class Router:
             hit = self._mask_weights[mask] = (weight, name)
         return hit
 
-    def _answers(
-        self, schemes: Mapping[ReplicaId, ReplicaScheme], prepared: PreparedRequest,
-    ) -> list[_Answer]:
-        """The index's answers for the candidates, one :meth:`RoutingIndex.leading_runs` call.
-
-        A candidate re-registered with another scheme since :meth:`replicas`
-        was read is hashed under its new scheme and asked again (twice at
-        most; then it counts as holding nothing).
-        """
+    def _grouping(self, schemes: Mapping[ReplicaId, ReplicaScheme]) -> Mapping[
+            tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]:
+        """The candidates by scheme key (kept per registrations object)."""
         todo: Mapping[tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]
         last = self._last_grouping
         if last is not None and last[0] is schemes:  # the index's unchanged registrations
-            todo = last[1]
-        elif len(set(map(id, schemes.values()))) == 1:  # one shared scheme object
+            return last[1]
+        if len(set(map(id, schemes.values()))) == 1:  # one shared scheme object
             only = next(iter(schemes.values()))
             todo = {only.key: (only, tuple(schemes))}
         else:
@@ -573,6 +597,18 @@ class Router:
             todo = merged
         # Kept with the object it was made from: an object still referenced keeps its id.
         self._last_grouping = (schemes, todo)
+        return todo
+
+    def _answers(
+        self, schemes: Mapping[ReplicaId, ReplicaScheme], prepared: PreparedRequest,
+    ) -> list[_Answer]:
+        """The index's answers for the candidates, one :meth:`RoutingIndex.leading_runs` call.
+
+        A candidate re-registered with another scheme since :meth:`replicas`
+        was read is hashed under its new scheme and asked again (twice at
+        most; then it counts as holding nothing).
+        """
+        todo = self._grouping(schemes)
         out: list[_Answer] = []
         for attempt in range(3):
             queries = [RunsQuery(scheme, tuple(group), prepared.keys_for(scheme).groups)
@@ -683,6 +719,9 @@ _TWICE: Final = 2.0
 #: A group of more candidates than this is read from the queues in load order
 #: (its members a set) instead of listed whole.
 _LISTED_AT_MOST: Final = 16
+
+#: Candidate tuples remembered per registrations view (cleared when full).
+_MEMO_AT_MOST: Final = 64
 
 
 class _CostOrder:

@@ -46,9 +46,9 @@ loads each image, checks the item limit and the kwargs, and asks the family.
 from __future__ import annotations
 
 from ._base import DEFAULT_LIMIT, ImageSize, Placed, VisionFamily, VisionFolder, replace_markers
-from ._table import FAMILIES, UNVERIFIED, family_architecture
+from ._table import FAMILIES, MISTRAL_FORMAT, UNVERIFIED, family_architecture
 
 __all__ = [
-    "DEFAULT_LIMIT", "FAMILIES", "UNVERIFIED", "ImageSize", "Placed", "VisionFamily",
-    "VisionFolder", "family_architecture", "replace_markers",
+    "DEFAULT_LIMIT", "FAMILIES", "MISTRAL_FORMAT", "UNVERIFIED", "ImageSize", "Placed",
+    "VisionFamily", "VisionFolder", "family_architecture", "replace_markers",
 ]

@@ -18,9 +18,10 @@ from ._blip2 import Blip2
 from ._gemma3 import Gemma3
 from ._internvl import InternVL
 from ._llava import Llava, LlavaNext, LlavaOnevision
+from ._pixtral import Pixtral
 from ._qwen import Qwen2_5VL, Qwen2VL, Qwen3VL
 
-__all__ = ["FAMILIES", "UNVERIFIED", "family_architecture"]
+__all__ = ["FAMILIES", "MISTRAL_FORMAT", "UNVERIFIED", "family_architecture"]
 
 FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
     "Blip2ForConditionalGeneration": Blip2,
@@ -32,14 +33,20 @@ FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
     "LlavaNextForConditionalGeneration": LlavaNext,
     "LlavaOnevisionForConditionalGeneration": LlavaOnevision,
     "InternVLForConditionalGeneration": InternVL,
+    # Mistral's format (--tokenizer-mode mistral, params.json): render/_mistral.py.
+    "PixtralForConditionalGeneration": Pixtral,
 })
+
+#: Families whose images only the mistral mode renders (render/_mistral.py): their
+#: processor is mistral_common's (vLLM: "This model requires `--tokenizer-mode mistral`").
+MISTRAL_FORMAT: Final = frozenset({"PixtralForConditionalGeneration"})
 
 #: Architecture → (family, why it is refused).
 UNVERIFIED: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
     "InternVLChatModel": ("InternVL (remote-code layout)",
                          "vLLM 0.31 needs the Hub's remote-code processor for it"),
-    "PixtralForConditionalGeneration": ("Pixtral", "not yet verified"),
-    "Mistral3ForConditionalGeneration": ("Mistral Small 3.x", "not yet verified"),
+    "Mistral3ForConditionalGeneration": ("Mistral Small 3.x (Hugging Face format)",
+                                         "not yet verified"),
     "Llama4ForConditionalGeneration": ("Llama 4", "not yet verified"),
     "Phi4MMForCausalLM": ("Phi-4-multimodal",
                           "vLLM 0.31 serves it only with the Hub's remote-code processor"),
