@@ -180,9 +180,8 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     ) -> Deployment:
         kwargs = request_kwargs or {}
         group = self._group(model)
-        healthy = self._filter(model, group, await self._cooling(group), kwargs)
-        configured = [name for name in healthy if name in self.replicas]
-        if not configured or model not in self._renderers:
+        healthy, configured = self._candidates(model, group, await self._cooling(group), kwargs)
+        if not configured:
             return self._without_keys(group, healthy, "unconfigured", kwargs)
         try:  # rendering, hashing and ranking in a worker thread: the loop is never held
             chosen = await self._handoff.call(self._route, model, group[configured[0]], messages,
@@ -199,9 +198,8 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     ) -> Deployment:
         kwargs = request_kwargs or {}
         group = self._group(model)
-        healthy = self._filter(model, group, self._cooling_now(group), kwargs)
-        configured = [name for name in healthy if name in self.replicas]
-        if not configured or model not in self._renderers:
+        healthy, configured = self._candidates(model, group, self._cooling_now(group), kwargs)
+        if not configured:
             return self._without_keys(group, healthy, "unconfigured", kwargs)
         try:
             chosen = self._route(model, group[configured[0]], messages, kwargs, configured)
@@ -237,6 +235,16 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         if not _shared(cooldowns):
             return _cooling_locally(cooldowns, group)
         return {c[0] for c in cooldowns.get_active_cooldowns(list(group), None)}
+
+    def _candidates(self, model: str, group: Mapping[str, Deployment], cooling: set[str],
+                    kwargs: Mapping[str, object]) -> tuple[list[str], list[str]]:
+        """Both entry points' prelude, given the group's deployments in cooldown (read sync
+        or async): the healthy deployments, and those of them routed by keys (none when the
+        group cannot be: no prefix configuration, no renderer)."""
+        healthy = self._filter(model, group, cooling, kwargs)
+        if model not in self._renderers:
+            return healthy, []
+        return healthy, [name for name in healthy if name in self.replicas]
 
     def _filter(self, model: str, group: Mapping[str, Deployment], cooling: set[str],
                 kwargs: Mapping[str, object]) -> list[str]:

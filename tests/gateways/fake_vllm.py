@@ -38,6 +38,8 @@ class FakeVLLM:
         self.name = name
         self.renderer = renderer
         self.received: list[dict[str, Any]] = []
+        #: Every block key it published (as published), for tests reading an index elsewhere.
+        self.stored: set[Any] = set()
         self.seq = 0
         self.sent: list[tuple[int, bytes]] = []
         self.drop_next = False
@@ -95,7 +97,9 @@ class FakeVLLM:
         keys = SCHEME.hasher.block_hashes(rendered.request)
         if keys:
             ids = tuple(rendered.request.token_ids[:len(keys) * BLOCK])
-            self.publish([BlockStored(tuple(map(SCHEME.publish, keys)), None, ids, BLOCK)])
+            published = tuple(map(SCHEME.publish, keys))
+            self.stored.update(published)
+            self.publish([BlockStored(published, None, ids, BLOCK)])
 
     def publish(self, events: list[Any]) -> None:
         with self._lock:

@@ -27,14 +27,16 @@ def snippets() -> list[str]:
     return re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.DOTALL)
 
 
-def test_the_page_has_its_snippet() -> None:
+def test_the_page_has_its_snippets() -> None:
+    # The proxy's module runs in test_litellm_proxy.py, in a real proxy process.
     assert [s.splitlines()[0] for s in snippets()] == [
-        "# given: replicas, model_dir, served_model (vLLM replicas publishing KV events)"]
+        "# given: replicas, model_dir, served_model (vLLM replicas publishing KV events)",
+        "# given: redis_url (a Redis server); this is prefixkey_routing.py, next to config.yaml"]
 
 
 def test_the_python_configuration_routes_a_conversation(
         replicas: list[FakeVLLM], capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
-    (snippet,) = snippets()
+    snippet = snippets()[0]
     namespace: dict[str, Any] = {
         "__name__": "__snippet__", "model_dir": str(MODEL_DIR), "served_model": SERVED,
         "replicas": {r.name: (r.url, r.kv_events, r.replay) for r in replicas},

