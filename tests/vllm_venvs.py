@@ -29,14 +29,15 @@ def _name(release: str) -> str:
     return f"vllm{int(major)}{int(minor):02d}"
 
 
-def vllm_command(release: str) -> tuple[Path, dict[str, str]]:
+def vllm_command(release: str, *, test: str = "tests/render/test_release_vectors.py -k facts"
+                 ) -> tuple[Path, dict[str, str]]:
     """The interpreter of ``release``'s scratch install and the environment it needs,
-    or a skip naming how to provide it."""
+    or a skip naming how to provide it (and ``test``, the command that runs the caller)."""
     root = os.environ.get(VARIABLE)
     base = OVERLAYS.get(release, release)
     venvs = _name(base) + (f" and {_name(release)}-overlay" if release in OVERLAYS else "")
-    enable = (f"{VARIABLE}=/work/venvs python -m pytest tests/render/test_release_vectors.py "
-              f"-k facts (a directory holding the scratch venvs, here {venvs}: "
+    enable = (f"{VARIABLE}=/work/venvs python -m pytest {test} (a directory holding the "
+              f"scratch venvs, here {venvs}: "
               "CONTRIBUTING.md 'Render vectors')")
     if not root:
         pytest.skip(f"needs the scratch vLLM {release} install: {enable}")

@@ -55,7 +55,7 @@ def tiny_model(folder: Path) -> Path:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    python, env = vllm_command(RELEASE)
+    python, env = vllm_command(RELEASE, test="tests/gateways/test_vllm_cpu_events.py")
     model = tiny_model(tmp_path)
     # vLLM's publisher binds a wildcard endpoint and connects to any other one.
     events = {"enable_kv_cache_events": True, "publisher": "zmq",
