@@ -116,7 +116,7 @@ def main() -> int:
         ok = expected <= held
         print(f"{len(expected)} blocks expected, {len(expected & held)} held by the index: "
               f"{'the keys match' if ok else 'THE KEYS DIFFER'}")
-    serve.shutdown()
+    serve.shutdown()  # type: ignore[no-untyped-call]  # ray.serve declares no types here
     ray.shutdown()
     return 0 if ok else 1
 
