@@ -19,7 +19,7 @@ derives from ``tokenizer_config.json`` (render/_tokenizer.py's ``_DERIVED``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
@@ -79,6 +79,16 @@ class Rebuild:
     extra_specials: tuple[tuple[str, str], ...] = field(default=())
 
 
+#: GPT2Tokenizer's recipe (CodeGenTokenizer's too, but for its name).
+_GPT2: Final = Rebuild(
+    name="gpt2",
+    bpe=_BYTE_LEVEL_BPE,
+    normalizer=None,
+    pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+    decoder=_BYTE_LEVEL_DECODER,
+    defaults={"unk_token": _ENDOFTEXT, "bos_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT,
+              "pad_token": None})
+
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     "Qwen2Tokenizer": Rebuild(
@@ -127,23 +137,9 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                                            ("ByteFallback", {}), ("Fuse", {})]),
         defaults={"unk_token": "<unk>", "bos_token": "<bos>", "eos_token": "<eos>",
                   "pad_token": "<pad>", "mask_token": "<mask>"}),
-    "GPT2Tokenizer": Rebuild(
-        name="gpt2",
-        bpe=_BYTE_LEVEL_BPE,
-        normalizer=None,
-        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
-        decoder=_BYTE_LEVEL_DECODER,
-        defaults={"unk_token": _ENDOFTEXT, "bos_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT,
-                  "pad_token": None}),
-    "CodeGenTokenizer": Rebuild(
-        name="codegen",
-        bpe=_BYTE_LEVEL_BPE,
-        normalizer=None,
-        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
-        decoder=_BYTE_LEVEL_DECODER,
-        # Its own ByteLevel post-processor is replaced by tokenizer.json's in super().
-        defaults={"unk_token": _ENDOFTEXT, "bos_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT,
-                  "pad_token": None}),
+    "GPT2Tokenizer": _GPT2,
+    # GPT2's recipe: its own ByteLevel post-processor is replaced by tokenizer.json's in super().
+    "CodeGenTokenizer": replace(_GPT2, name="codegen"),
     "GPTNeoXTokenizer": Rebuild(
         name="gpt_neox",
         bpe=_BYTE_LEVEL_BPE,

@@ -12,7 +12,10 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prefixkey.render import Renderer
 
 RENDER_DIR = Path(__file__).resolve().parent
 
@@ -84,3 +87,24 @@ def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
         )
         for b in bodies
     )
+
+
+def assert_replays(renderer: Renderer, case: RenderCase) -> None:
+    """``renderer`` gives vLLM's ids for ``case``, or the typed error with vLLM's status."""
+    import pytest
+
+    from prefixkey.errors import PrefixKeyError
+    from prefixkey.render import RenderRequestError, RenderUnsupportedError
+
+    if case.status == 200:
+        rendered = renderer.render(case.endpoint, case.body)
+        ids: Any = [list(x.token_ids) for x in rendered]
+        if case.endpoint == "/v1/chat/completions":
+            ids = ids[0]
+        assert ids == case.token_ids
+        return
+    with pytest.raises(PrefixKeyError) as info:
+        renderer.render(case.endpoint, case.body)
+    assert not isinstance(info.value, RenderUnsupportedError), info.value
+    assert isinstance(info.value, RenderRequestError), info.value
+    assert info.value.status == case.status, (info.value, case.error)

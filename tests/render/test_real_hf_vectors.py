@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any
 
 import pytest
-from render_cases import RenderCase, render_cases
+from render_cases import RenderCase, assert_replays, render_cases
 
-from prefixkey.errors import PrefixKeyError
-from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
+from prefixkey.render import Renderer, ServerOptions
 
 CASES = render_cases("real_hf_")
 FLAGS = {
@@ -49,15 +47,4 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
 def test_vllm_rendering_of_real_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     r = renderer(case.real, json.dumps(case.server, sort_keys=True))
-    if case.status == 200:
-        rendered = r.render(case.endpoint, case.body)
-        ids: Any = [list(x.token_ids) for x in rendered]
-        if case.endpoint == "/v1/chat/completions":
-            ids = ids[0]
-        assert ids == case.token_ids
-        return
-    with pytest.raises(PrefixKeyError) as info:
-        r.render(case.endpoint, case.body)
-    assert not isinstance(info.value, RenderUnsupportedError), info.value
-    assert isinstance(info.value, RenderRequestError), info.value
-    assert info.value.status == case.status, (info.value, case.error)
+    assert_replays(r, case)

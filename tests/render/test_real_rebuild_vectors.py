@@ -15,13 +15,11 @@ with the same status. The tokenizer files are fetched into a cache
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 import pytest
-from render_cases import RenderCase, render_cases
+from render_cases import RenderCase, assert_replays, render_cases
 
-from prefixkey.errors import PrefixKeyError
-from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
+from prefixkey.render import Renderer, ServerOptions
 from prefixkey.render._hf_rebuilds import REBUILDS
 
 CASES = render_cases("real_rebuild_")
@@ -56,15 +54,4 @@ def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
 def test_vllm_rendering_of_rebuilt_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     r = renderer(case.real)
-    if case.status == 200:
-        rendered = r.render(case.endpoint, case.body)
-        ids: Any = [list(x.token_ids) for x in rendered]
-        if case.endpoint == "/v1/chat/completions":
-            ids = ids[0]
-        assert ids == case.token_ids
-        return
-    with pytest.raises(PrefixKeyError) as info:
-        r.render(case.endpoint, case.body)
-    assert not isinstance(info.value, RenderUnsupportedError), info.value
-    assert isinstance(info.value, RenderRequestError), info.value
-    assert info.value.status == case.status, (info.value, case.error)
+    assert_replays(r, case)
