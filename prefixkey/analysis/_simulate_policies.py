@@ -185,53 +185,69 @@ def _llm_d(ctx: PolicyContext) -> Policy:
     return choose
 
 
+class _SentTree:
+    """What a text-tree router records (Ray's and SGLang's, a block at a time): per chained
+    block key the replicas it was sent to, and the tokens recorded per replica (their
+    tenant sizes)."""
+
+    def __init__(self, n_rep: int, block_size: int) -> None:
+        self.sent_to: dict[object, set[int]] = {}
+        self.recorded = [0] * n_rep
+        self.block_size = block_size
+
+    def match(self, blocks: Sequence[object]) -> tuple[int, set[int]]:
+        """The longest recorded prefix in tokens and its replicas (none matched: empty)."""
+        matched, holders = 0, set[int]()
+        for j, key in enumerate(blocks):
+            who = self.sent_to.get(key)
+            if not who:
+                break
+            matched, holders = (j + 1) * self.block_size, who
+        return matched, holders
+
+    def smallest(self) -> list[int]:
+        """The replicas with the fewest recorded tokens."""
+        least = min(self.recorded)
+        return [j for j, n in enumerate(self.recorded) if n == least]
+
+    def record(self, blocks: Sequence[object], replica: int) -> None:
+        """The request's blocks recorded under the chosen replica (after routing)."""
+        new = 0
+        for key in blocks:
+            who = self.sent_to.setdefault(key, set())
+            if replica not in who:
+                who.add(replica)
+                new += 1
+        self.recorded[replica] += new * self.block_size
+
+
 def _ray_prefix(ctx: PolicyContext) -> Policy:
-    n_rep, bs = len(ctx.replicas), ctx.block_size
-    sent_to: dict[object, set[int]] = {}  # a chained block key: the replicas it was sent to
-    recorded = [0] * n_rep  # tokens recorded per replica (Ray's tenant size, in characters)
+    tree = _SentTree(len(ctx.replicas), ctx.block_size)
     requests = ctx.gateway.requests
 
     def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
         n = prepared.num_tokens
         blocks = keys.groups[0]
-        matched, holders = 0, set(range(n_rep))
-        for j, key in enumerate(blocks):
-            who = sent_to.get(key)
-            if not who:
-                break
-            matched, holders = (j + 1) * bs, who
+        matched, holders = tree.match(blocks)
         hit = matched if n and matched / n >= 0.1 else 0
         if not hit:  # below match_rate_threshold: the smallest tenants
-            least = min(recorded)
-            holders = {i for i in range(n_rep) if recorded[i] == least}
+            holders = set(tree.smallest())
         i = min(holders, key=lambda j: (requests[j], j))
-        new = 0
-        for key in blocks:  # inserted after routing: what it did not record yet
-            who = sent_to.setdefault(key, set())
-            if i not in who:
-                who.add(i)
-                new += 1
-        recorded[i] += new * bs
+        tree.record(blocks, i)
         return i, float(n - hit)
     return choose
 
 
 def _sglang(ctx: PolicyContext) -> Policy:
-    n_rep, bs = len(ctx.replicas), ctx.block_size
+    n_rep = len(ctx.replicas)
+    tree = _SentTree(n_rep, ctx.block_size)
     rng = random.Random(ctx.seed)
-    sent_to: dict[object, set[int]] = {}  # a chained block key: the workers it was sent to
-    recorded = [0] * n_rep  # tokens recorded per worker (SGLang's tenant_char_count)
     requests = ctx.gateway.requests
 
     def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
         n = prepared.num_tokens
         blocks = keys.groups[0]
-        matched, holders = 0, set[int]()
-        for j, key in enumerate(blocks):
-            who = sent_to.get(key)
-            if not who:
-                break
-            matched, holders = (j + 1) * bs, who
+        matched, holders = tree.match(blocks)
         hi, lo = max(requests), min(requests)
         hit = matched
         if hi - lo > _SGLANG_ABS and hi > lo * _SGLANG_REL:  # imbalanced: shortest queue
@@ -240,16 +256,9 @@ def _sglang(ctx: PolicyContext) -> Policy:
         elif n and matched / n > _SGLANG_CACHE:
             i = rng.choice(sorted(holders))
         else:  # the smallest tenant
-            least = min(recorded)
-            i = rng.choice([j for j in range(n_rep) if recorded[j] == least])
+            i = rng.choice(tree.smallest())
             hit = matched if i in holders else 0
-        new = 0
-        for key in blocks:  # recorded under the chosen worker
-            who = sent_to.setdefault(key, set())
-            if i not in who:
-                who.add(i)
-                new += 1
-        recorded[i] += new * bs
+        tree.record(blocks, i)
         return i, float(n - hit)
     return choose
 
