@@ -88,6 +88,23 @@ def image_bytes(spec: dict[str, Any]) -> bytes:
                spec.get("exif"))
 
 
+def loaded_sizes(body: dict[str, Any]) -> list[tuple[int, int]]:
+    """Each generated image's (width, height) as vLLM loads it (EXIF orientation
+    applied), in the body's order."""
+    from prefixkey.multimodal import MMHasher
+
+    sizes = []
+    for message in body["messages"]:
+        if isinstance(message["content"], list):
+            for part in message["content"]:
+                if part.get("type") == "image_url":
+                    size = MMHasher(model="m").loaded_image(image_bytes(
+                        part["image_url"]["gen"])).size
+                    assert size is not None
+                    sizes.append(size)
+    return sizes
+
+
 def _file_name(spec: dict[str, Any]) -> str:
     return "img-" + "-".join(f"{k}{spec[k]}" for k in sorted(spec)) + ".png"
 

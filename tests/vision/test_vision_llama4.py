@@ -24,10 +24,9 @@ pytest.importorskip("PIL", reason="the multimodal extra (Pillow) is not installe
 pytest.importorskip("jinja2", reason="the render extra (jinja2) is not installed")
 
 import real_models
-from images import image_bytes
+from images import loaded_sizes
 from vision_cases import vision_cases
 
-from prefixkey.multimodal import MMHasher
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._vision import ImageSize
 from prefixkey.render._vision._llama4 import Llama4
@@ -55,14 +54,7 @@ def test_each_image_s_tile_grid_is_vllm_s() -> None:
     family = _family(real_models.folder("llama4"))
     seen = set()
     for case in OK:
-        specs = [p["image_url"]["gen"] for m in case.body["messages"]
-                 if isinstance(m["content"], list) for p in m["content"]
-                 if p.get("type") == "image_url"]
-        grids = []
-        for spec in specs:
-            size = MMHasher(model="m").loaded_image(image_bytes(spec)).size
-            assert size is not None
-            grids.append(family.grid(ImageSize(*size)))
+        grids = [family.grid(ImageSize(*size)) for size in loaded_sizes(case.body)]
         assert grids == _aspect_ratios(case.response), case.id
         seen.update(grids)
     # The corpus holds one tile, a grid and its transpose, and the 16-tile canvases.

@@ -25,12 +25,11 @@ import pytest
 pytest.importorskip("PIL", reason="the multimodal extra (Pillow) is not installed")
 pytest.importorskip("jinja2", reason="the render extra (jinja2) is not installed")
 
-from images import image_bytes, materialize
+from images import loaded_sizes, materialize
 from vision_cases import VisionCase, renderer, vision_cases
 
 from prefixkey import Hasher
 from prefixkey.errors import PrefixKeyError, UndecodableMediaError
-from prefixkey.multimodal import MMHasher
 from prefixkey.render import (
     CHAT_ENDPOINT,
     RenderRequestError,
@@ -123,12 +122,5 @@ def test_qwen_grids_are_the_image_processor_s(case: VisionCase, image_dir: Path)
     assert isinstance(family, Qwen2VL)
     kwargs = {**case.server.get("--mm-processor-kwargs", {}),
               **case.body.get("mm_processor_kwargs", {})}
-    specs = [p["image_url"]["gen"] for m in case.body["messages"]
-             if isinstance(m["content"], list) for p in m["content"]
-             if p.get("type") == "image_url"]
-    grids = []
-    for spec in specs:
-        size = MMHasher(model="m").loaded_image(image_bytes(spec)).size
-        assert size is not None
-        grids.append(family.grid(ImageSize(*size), kwargs))
+    grids = [family.grid(ImageSize(*size), kwargs) for size in loaded_sizes(case.body)]
     assert grids == _grids(case.response)
