@@ -873,30 +873,30 @@ class _CostOrder:
 
     def _list_group(self, members: Sequence[ReplicaId], scored: _Scored,
                     seed: int | _TieSeed) -> None:
-        """:meth:`_list` and push each of a small group's members (one pass, no pressure
-        call when every pressure is 0: ``twice + 0.0`` is ``twice``, the same cost)."""
-        if self._pressure is not _no_pressure:
-            get, per = self._queues.get, self.per
-            for rid in members:
-                load = get(rid) * per
-                pos = self._list(rid, scored, seed, load)
-                self._push(self.costs[pos], load, _ONE, pos)
-            return
+        """:meth:`_list` and push each of a small group's members, in one pass (the same
+        costs: without pressure ``twice + 0.0`` is ``twice``; no call per member then)."""
         listing = self.listing
         rids, entries, seeds = listing.rids, listing.entries, listing.seeds
         loads, costs, pressures, listed = self.loads, self.costs, self.pressures, self._listed
-        get, per, heap = self._queues.get, self.per, self._heap
-        need = (self._tokens - scored.weighted) * self.twice
+        get, per, heap, twice = self._queues.get, self.per, self._heap, self.twice
+        left = self._tokens - scored.weighted
+        pressure_of = None if self._pressure is _no_pressure else self._pressure
+        need = left * twice
+        pressure = 0.0
         pos = len(rids)
         seq = self._seq
         for rid in members:
             load = get(rid) * per
-            cost = need + load
+            if pressure_of is None:
+                cost = need + load
+            else:
+                pressure = pressure_of(rid)
+                cost = left * (twice + pressure) + load
             rids.append(rid)
             entries.append(scored)
             seeds.append(seed)
             loads.append(load)
-            pressures.append(0.0)
+            pressures.append(pressure)
             costs.append(cost)
             listed.add(rid)
             seq += 1
