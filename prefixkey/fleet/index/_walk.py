@@ -51,7 +51,9 @@ class SlotMembers(Sequence[ReplicaId]):
         listed = self._listed
         if listed is None:
             mask, slots = self._mask, self._slots
-            if mask.bit_count() * 16 < mask.bit_length():  # a few of many slots: bit by bit
+            if not mask & (mask - 1):  # one replica (or none): most groups of a varied fleet
+                listed = [slots[mask.bit_length() - 1]] if mask else []  # type: ignore[list-item]
+            elif mask.bit_count() * 16 < mask.bit_length():  # a few of many slots: bit by bit
                 listed = [slots[low.bit_length() - 1] for low in bits_of(mask)]  # type: ignore[misc]
             else:  # byte i of the reversed binary digits is bit i: a selector per slot, in C
                 digits = format(mask, "b").encode().translate(_BINARY)[::-1]

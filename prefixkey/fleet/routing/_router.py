@@ -234,6 +234,35 @@ class _Group(NamedTuple):
     seed: int
 
 
+class _TieSeed:
+    """The rendezvous seed of a group's holders that tie: the first key none of them holds.
+
+    Requests sharing only what the tied replicas hold (a common system
+    prompt) then spread over them, and identical longer prefixes still
+    meet; the first block key would send them all to one replica. Worked
+    out on first use: most groups a ranking opens never tie.
+    """
+
+    __slots__ = ("_prepared", "_scored", "_seed")
+
+    def __init__(self, prepared: PreparedRequest, scored: _Scored, seed: int) -> None:
+        self._prepared = prepared
+        self._scored: _Scored | None = scored
+        self._seed = seed
+
+    def value(self) -> int:
+        scored = self._scored
+        if scored is None:
+            return self._seed
+        self._scored = None
+        if scored.scheme is not None and scored.runs:
+            keys = self._prepared.keys_for(scored.scheme).groups[0]
+            if keys:
+                held = sum(n for _, n in scored.runs[0])
+                self._seed = rendezvous_seed(affinity_of_key(keys[min(held, len(keys) - 1)]))
+        return self._seed
+
+
 class _Listing:
     """The candidates in the order they were listed (when the ranking reached them).
 
@@ -246,12 +275,15 @@ class _Listing:
     def __init__(self) -> None:
         self.rids: list[ReplicaId] = []
         self.entries: list[_Scored] = []  # each candidate's scored runs (shared by its group)
-        self.seeds: list[int] = []  # each candidate's rendezvous seed (its scheme's)
+        #: Each candidate's rendezvous seed (its scheme's), or its group's, worked out
+        #: when a tie first needs it (a ranking read to its head rarely has one).
+        self.seeds: list[int | _TieSeed] = []
 
     def tie_order(self, positions: list[int]) -> list[int]:
         """``positions`` by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
-        weights = rendezvous_weights(map(self.rids.__getitem__, positions),
-                                     map(self.seeds.__getitem__, positions))
+        seeds = [s if type(s) is int else cast("_TieSeed", s).value()
+                 for s in map(self.seeds.__getitem__, positions)]
+        weights = rendezvous_weights(map(self.rids.__getitem__, positions), seeds)
         return list(map(positions.__getitem__, sorted(
             range(len(positions)), key=weights.__getitem__, reverse=True)))
 
@@ -825,7 +857,7 @@ class _CostOrder:
         self._push((self._tokens - group.scored.weighted) * self.twice + floor, -math.inf, _GROUP,
                    (group, rest, floor))
 
-    def _list(self, rid: ReplicaId, scored: _Scored, seed: int, load: float) -> int:
+    def _list(self, rid: ReplicaId, scored: _Scored, seed: int | _TieSeed, load: float) -> int:
         listing = self.listing
         listing.rids.append(rid)
         listing.entries.append(scored)
@@ -839,6 +871,39 @@ class _CostOrder:
         self._listed.add(rid)
         return len(listing.rids) - 1
 
+    def _list_group(self, members: Sequence[ReplicaId], scored: _Scored,
+                    seed: int | _TieSeed) -> None:
+        """:meth:`_list` and push each of a small group's members, in one pass (the same
+        costs: without pressure ``twice + 0.0`` is ``twice``; no call per member then)."""
+        listing = self.listing
+        rids, entries, seeds = listing.rids, listing.entries, listing.seeds
+        loads, costs, pressures, listed = self.loads, self.costs, self.pressures, self._listed
+        get, per, heap, twice = self._queues.get, self.per, self._heap, self.twice
+        left = self._tokens - scored.weighted
+        pressure_of = None if self._pressure is _no_pressure else self._pressure
+        need = left * twice
+        pressure = 0.0
+        pos = len(rids)
+        seq = self._seq
+        for rid in members:
+            load = get(rid) * per
+            if pressure_of is None:
+                cost = need + load
+            else:
+                pressure = pressure_of(rid)
+                cost = left * (twice + pressure) + load
+            rids.append(rid)
+            entries.append(scored)
+            seeds.append(seed)
+            loads.append(load)
+            pressures.append(pressure)
+            costs.append(cost)
+            listed.add(rid)
+            seq += 1
+            heapq.heappush(heap, (cost, load, _ONE, seq, pos))
+            pos += 1
+        self._seq = seq
+
     def _open(self, payload: tuple[_Group, Iterator[_Group] | None, float]) -> None:
         group, rest, floor = payload
         if rest is not None:
@@ -849,31 +914,12 @@ class _CostOrder:
         if scored.hit_tokens == 0 and not any(scored.runs):
             return  # holds nothing: its members come from the queues, in load order
         members = group.members
-        seed = self._tie_seed(scored, group.seed)
+        seed = _TieSeed(self.prepared, scored, group.seed)
         if len(members) > _LISTED_AT_MOST:  # in load order from the queues, as read
             inside = set(members)
             self._next_from(self._ascending(inside.__contains__), scored, seed)
             return
-        get, per = self._queues.get, self.per
-        for rid in members:
-            load = get(rid) * per
-            pos = self._list(rid, scored, seed, load)
-            self._push(self.costs[pos], load, _ONE, pos)
-
-    def _tie_seed(self, scored: _Scored, seed: int) -> int:
-        """The rendezvous seed of holders that tie: the first key none of them holds.
-
-        Requests sharing only what the tied replicas hold (a common system
-        prompt) then spread over them, and identical longer prefixes still
-        meet; the first block key would send them all to one replica.
-        """
-        if scored.scheme is None or not scored.runs:
-            return seed
-        keys = self.prepared.keys_for(scored.scheme).groups[0]
-        if not keys:
-            return seed
-        held = sum(n for _, n in scored.runs[0])
-        return rendezvous_seed(affinity_of_key(keys[min(held, len(keys) - 1)]))
+        self._list_group(members, scored, seed)
 
     def _ascending(self, keep: Callable[[ReplicaId], bool]) -> Iterator[tuple[float, ReplicaId]]:
         """The queues' snapshot (taken once per ranking) in load order, those ``keep`` keeps."""
@@ -901,7 +947,7 @@ class _CostOrder:
         return rid not in self._listed and (rid in self._schemes or rid in self.extra)
 
     def _next_from(self, stream: Iterator[tuple[float, ReplicaId]], scored: _Scored | None,
-                   seed: int) -> None:
+                   seed: int | _TieSeed) -> None:
         """Push a bound for the next candidate of a load-ordered stream (``scored`` None:
         holds nothing): its cost at no pressure, never above the cost of any candidate
         later in the stream. It is listed, at its own cost, when the bound comes first."""
@@ -915,9 +961,10 @@ class _CostOrder:
             return
 
     def _peeked(self, rid: ReplicaId, load: float, stream: Iterator[tuple[float, ReplicaId]],
-                scored: _Scored | None, seed: int) -> None:
+                scored: _Scored | None, seed: int | _TieSeed) -> None:
         """List a stream's candidate whose bound came first, and bound the next one."""
         if rid not in self._listed:
+            where: int | _TieSeed
             if scored is None:
                 entry, where = self._empty_of(rid)
             else:
@@ -937,7 +984,7 @@ class _CostOrder:
                 self._next_from(self._ascending(self._rest), None, 0)
             elif kind == _PEEK:
                 self._peeked(*cast("tuple[ReplicaId, float, Iterator[tuple[float, ReplicaId]], "
-                                   "_Scored | None, int]", payload))
+                                   "_Scored | None, int | _TieSeed]", payload))
             else:
                 return cast("int", payload)
         return None
