@@ -131,8 +131,11 @@ class Gemma3(VisionFamily):
         self._plain = tuple(folder.encode(self.sequence))
         #: Crop count → its expansion (the tokenizer's encoding of the text above).
         self._crops: dict[int, tuple[int, ...]] = {}
-        #: id(expansion) → (expansion, whether it is free of newline merges).
-        self._pairs: dict[int, tuple[Sequence[int], bool]] = {}
+        #: id(expansion) → (expansion, whether it is free of newline merges, the indices
+        #: of its ``\n``/``\n\n`` tokens, whether it holds ``<start_of_image>``).
+        self._pairs: dict[int, tuple[Sequence[int], bool, tuple[int, ...], bool]] = {}
+        #: (width, height, the kwargs' items) → the crop count, for pan-and-scan kwargs.
+        self._counts: dict[tuple[Any, ...], int] = {}
 
     def placeholder(self, index: int) -> str | None:
         return _BOI
@@ -169,8 +172,17 @@ class Gemma3(VisionFamily):
         nested = kwargs.get("images_kwargs", {})
         if not nested.get("do_pan_and_scan", kwargs.get("do_pan_and_scan", False)):
             return 0  # num_crops' first test, without merging the kwargs
-        flat = {k: v for k, v in kwargs.items() if k != "images_kwargs"}
-        return num_crops(size.width, size.height, {**_DEFAULTS, **flat, **nested})
+        # The count is a function of the size and the kwargs' (checked: bool, int or
+        # float) values, so equal items give it: a key of them costs less than the merge.
+        key = ((size.width, size.height, *kwargs.items()) if "images_kwargs" not in kwargs
+               else (size.width, size.height, *nested.items(), None,
+                     *[(k, v) for k, v in kwargs.items() if k != "images_kwargs"]))
+        found = self._counts.get(key)
+        if found is None:
+            flat = {k: v for k, v in kwargs.items() if k != "images_kwargs"}
+            found = remember(self._counts, key, num_crops(
+                size.width, size.height, {**_DEFAULTS, **flat, **nested}))
+        return found
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
         crops = self.crops(size, kwargs)
@@ -190,12 +202,9 @@ class Gemma3(VisionFamily):
         placed = replace_markers(token_ids, self.marker, expansions)
         if self._untouched(token_ids, placed, expansions):
             return placed
-        replaced = placed.token_ids
-        n1, n2, n3, n4 = self.newlines
-        merged = replace_token_matches(replaced, (n1, n2), n3)
-        merged = replace_token_matches(merged, (n2, n1), n3)
-        merged = replace_token_matches(merged, (n2, n2), n4)
-        spans = self._find(merged, expansions)
+        local = self._local(token_ids, placed, expansions)
+        merged, spans = local if local is not None else self._full(placed.token_ids,
+                                                                    expansions)
         if len(spans) < len(expansions):
             # vLLM's _validate_mm_placeholders: a RuntimeError, answered 500 (an image's
             # leading "\n\n" merged with a newline the template put before it, as 'string'
@@ -212,6 +221,88 @@ class Gemma3(VisionFamily):
                     "messages", "1 validation error for MultiModalFeatures: mm_placeholders "
                     "must be globally non-overlapping and sorted")
         return Placed(merged, spans)
+
+    def _full(self, replaced: list[int], expansions: Sequence[Sequence[int]]
+              ) -> tuple[list[int], list[tuple[int, int]]]:
+        """vLLM's passes over the whole prompt, then its search: the prompt and the spans
+        found (fewer than the images when one is not found)."""
+        n1, n2, n3, n4 = self.newlines
+        merged = replace_token_matches(replaced, (n1, n2), n3)
+        merged = replace_token_matches(merged, (n2, n1), n3)
+        merged = replace_token_matches(merged, (n2, n2), n4)
+        return merged, self._find(merged, expansions)
+
+    def _local(self, token_ids: list[int], placed: Placed,
+               expansions: Sequence[Sequence[int]]
+               ) -> tuple[list[int], list[tuple[int, int]]] | None:
+        """:meth:`_full`'s answer, from the runs of newline tokens alone; None when it
+        cannot be shown equal (then :meth:`_full` answers).
+
+        A pass merges two adjacent ``\\n``/``\\n\\n`` tokens, so left to right over the
+        prompt it merges each maximal run of them as it would alone: the passes run over
+        each run (found from the prompt's own newlines and each expansion's, kept per
+        expansion) and the prompt is rebuilt around them. The search then finds each image
+        where it was put when splitting the merged tokens back gives each expansion's
+        tokens again (no run a split changes overlaps an image) and no expansion merges
+        inside (it is pair-free): no earlier match can start, as a match holds the
+        expansion's ``<start_of_image>`` and the prompt between two images holds none
+        (each of its ``<start_of_image>`` is a marker, replaced in order).
+        """
+        n1, n2, n3, n4 = self.newlines
+        if n3 in token_ids or n4 in token_ids:
+            return None  # the prompt's own merged tokens are split back too
+        out = placed.token_ids
+        own = sorted([*_positions(token_ids, n1), *_positions(token_ids, n2)])
+        # Every newline's index in the expanded prompt: a prompt token after k markers
+        # moves by the k expansions' lengths less their markers.
+        lines: list[int] = []
+        j = shift = 0
+        for expansion, (offset, length) in zip(expansions, placed.spans, strict=True):
+            free, inner, boi = self._lines(expansion)
+            if not (free and boi):
+                return None
+            marker = offset - shift
+            while j < len(own) and own[j] < marker:
+                lines.append(own[j] + shift)
+                j += 1
+            lines += [offset + at for at in inner]
+            shift += length - 1
+        lines += [at + shift for at in own[j:]]
+        merged: list[int] = []
+        starts: list[int] = []  # where each merged token starts, in the expanded prompt
+        previous = k = 0
+        while k < len(lines):
+            first = last = lines[k]
+            k += 1
+            while k < len(lines) and lines[k] == last + 1:
+                last = lines[k]
+                k += 1
+            if first == last:
+                continue
+            run = out[first:last + 1]
+            new = replace_token_matches(run, (n1, n2), n3)
+            new = replace_token_matches(new, (n2, n1), n3)
+            new = replace_token_matches(new, (n2, n2), n4)
+            if len(new) == len(run):
+                continue
+            split: list[int] = []
+            for token in new:
+                if token in (n3, n4):
+                    starts.append(first + len(split))
+                    split += (n1, n2) if token == n3 else (n2, n2)
+                else:
+                    split.append(token)
+            if split != run and any(first < offset + length and offset <= last
+                                    for offset, length in placed.spans):
+                return None
+            merged += out[previous:first]
+            merged += new
+            previous = last + 1
+        if not starts:
+            return out, placed.spans
+        merged += out[previous:]
+        return merged, [(offset - bisect_left(starts, offset), length)
+                        for offset, length in placed.spans]
 
     def _untouched(self, token_ids: list[int], placed: Placed,
                    expansions: Sequence[Sequence[int]]) -> bool:
@@ -243,18 +334,23 @@ class Gemma3(VisionFamily):
         return True
 
     def _pair_free(self, expansion: Sequence[int]) -> bool:
-        """Whether an expansion holds no merged token and no adjacent newline pair
-        (memoized per expansion object: the family's expansions are shared tuples)."""
+        """Whether an expansion holds no merged token and no adjacent newline pair."""
+        return self._lines(expansion)[0]
+
+    def _lines(self, expansion: Sequence[int]) -> tuple[bool, tuple[int, ...], bool]:
+        """Whether an expansion is pair-free, the indices of its ``\\n``/``\\n\\n``
+        tokens, and whether it holds ``<start_of_image>`` (memoized per expansion object:
+        the family's expansions are shared tuples)."""
         found = self._pairs.get(id(expansion))
         if found is not None and found[0] is expansion:
-            return found[1]
+            return found[1:]
         n1, n2, n3, n4 = self.newlines
         tokens = list(expansion)
         lines = sorted([*_positions(tokens, n1), *_positions(tokens, n2)])
         free = n3 not in tokens and n4 not in tokens and not _adjacent(lines)
         # The entry holds the expansion, so its id is not reused while it is kept.
-        remember(self._pairs, id(expansion), (expansion, free), RUN_ENTRIES)
-        return free
+        entry = (expansion, free, tuple(lines), self.boi in tokens)
+        return remember(self._pairs, id(expansion), entry, RUN_ENTRIES)[1:]
 
     def _find(self, ids: list[int], expansions: Sequence[Sequence[int]]
               ) -> list[tuple[int, int]]:
