@@ -114,7 +114,7 @@ def test_gemma3_s_local_newline_merging_equals_the_full_passes_over_the_corpus(
         image_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """When the shortcut cannot be taken, the passes run over the runs of newlines
     alone (``_local``); the corpus takes that path, and the full passes over the whole
-    prompt (``_local`` refused) give every body the same answer or the same error."""
+    prompt (``_local`` refusing) give every body the same answer or the same error."""
     taken = 0
     for case in GEMMA_ALL:
         r = renderer(case, image_dir)
@@ -125,15 +125,14 @@ def test_gemma3_s_local_newline_merging_equals_the_full_passes_over_the_corpus(
         local = family._local
         seen: list[bool] = []
 
-        def spy(*args: Any, local: Any = local, seen: list[bool] = seen) -> Any:
-            found = local(*args)
-            seen.append(found is not None)
-            return found
+        def spy(*args: Any, local: Any = local, seen: list[bool] = seen) -> bool:
+            seen.append(local(*args))
+            return seen[-1]
 
         monkeypatch.setattr(family, "_local", spy)
         fast = _outcome(r, body)
         taken += any(seen)
-        monkeypatch.setattr(family, "_local", lambda *args: None)
+        monkeypatch.setattr(family, "_local", lambda *args: False)
         full = _outcome(r, body)
         monkeypatch.undo()
         assert fast == full, case.id
@@ -170,12 +169,15 @@ def test_gemma3_s_local_newline_merging_equals_the_full_passes_on_random_prompts
         if not expansions:
             continue
         placed = replace_markers(prompt, family.marker, expansions)
-        local = family._local(prompt, placed, expansions)
-        if local is None:
+        full = family._full(list(placed.token_ids), expansions)
+        before = (list(placed.token_ids), list(placed.spans))
+        # _local rebuilds placed in place (place's own), or leaves it as it is.
+        if not family._local(placed, expansions, family._own_lines(prompt)):
+            assert (placed.token_ids, placed.spans) == before
             refused += 1
             continue
         taken += 1
-        assert local == family._full(list(placed.token_ids), expansions), prompt
+        assert (placed.token_ids, placed.spans) == full, prompt
     assert taken > 1000 and refused, (taken, refused)
 
 

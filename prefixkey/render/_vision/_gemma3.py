@@ -48,6 +48,8 @@ _EOI: Final = "<end_of_image>"
 _SOFT: Final = "<image_soft_token>"
 #: Crop counts whose expansions a family keeps encoded.
 _CACHED_CROPS: Final = 64
+#: The longest run of newline tokens whose merging a family keeps.
+_KEPT_RUN: Final = 32
 #: ``Gemma3ProcessorKwargs._defaults["images_kwargs"]`` that the crop count reads
 #: (transformers 5.17), and the type each value must have to be reproduced.
 _DEFAULTS: Final[Mapping[str, Any]] = {
@@ -136,6 +138,8 @@ class Gemma3(VisionFamily):
         self._pairs: dict[int, tuple[Sequence[int], bool, tuple[int, ...], bool]] = {}
         #: (width, height, the kwargs' items) → the crop count, for pan-and-scan kwargs.
         self._counts: dict[tuple[Any, ...], int] = {}
+        #: A run of newline tokens → what _merge_run makes of it.
+        self._runs: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[int, ...], bool]] = {}
 
     def placeholder(self, index: int) -> str | None:
         return _BOI
@@ -200,11 +204,12 @@ class Gemma3(VisionFamily):
 
     def place(self, token_ids: list[int], expansions: Sequence[Sequence[int]]) -> Placed:
         placed = replace_markers(token_ids, self.marker, expansions)
-        if self._untouched(token_ids, placed, expansions):
+        own = self._own_lines(token_ids)
+        if self._untouched(placed, expansions, own):
             return placed
-        local = self._local(token_ids, placed, expansions)
-        merged, spans = local if local is not None else self._full(placed.token_ids,
-                                                                    expansions)
+        if not self._local(placed, expansions, own):
+            placed = Placed(*self._full(placed.token_ids, expansions))
+        spans = placed.spans
         if len(spans) < len(expansions):
             # vLLM's _validate_mm_placeholders: a RuntimeError, answered 500 (an image's
             # leading "\n\n" merged with a newline the template put before it, as 'string'
@@ -220,7 +225,7 @@ class Gemma3(VisionFamily):
                 raise RenderRequestError(
                     "messages", "1 validation error for MultiModalFeatures: mm_placeholders "
                     "must be globally non-overlapping and sorted")
-        return Placed(merged, spans)
+        return placed
 
     def _full(self, replaced: list[int], expansions: Sequence[Sequence[int]]
               ) -> tuple[list[int], list[tuple[int, int]]]:
@@ -232,11 +237,22 @@ class Gemma3(VisionFamily):
         merged = replace_token_matches(merged, (n2, n2), n4)
         return merged, self._find(merged, expansions)
 
-    def _local(self, token_ids: list[int], placed: Placed,
-               expansions: Sequence[Sequence[int]]
-               ) -> tuple[list[int], list[tuple[int, int]]] | None:
-        """:meth:`_full`'s answer, from the runs of newline tokens alone; None when it
-        cannot be shown equal (then :meth:`_full` answers).
+    def _own_lines(self, token_ids: list[int]) -> list[int] | None:
+        """The indices of the prompt's ``\\n``/``\\n\\n`` tokens, in order; None when it
+        holds a merged token (``\\n\\n\\n``/``\\n\\n\\n\\n``), which the search splits."""
+        n1, n2, n3, n4 = self.newlines
+        if n3 in token_ids or n4 in token_ids:
+            return None
+        ones, twos = token_ids.count(n1), token_ids.count(n2)
+        if ones + twos <= 1:  # the usual prompt: no list.index loop to set up
+            return [token_ids.index(n1 if ones else n2)] if ones or twos else []
+        return sorted([*_positions(token_ids, n1), *_positions(token_ids, n2)])
+
+    def _local(self, placed: Placed, expansions: Sequence[Sequence[int]],
+               own: list[int] | None) -> bool:
+        """Make ``placed`` (place's own, rebuilt in place) :meth:`_full`'s answer, from
+        the runs of newline tokens alone; False, leaving it as it is, when that cannot be
+        shown equal (then :meth:`_full` answers).
 
         A pass merges two adjacent ``\\n``/``\\n\\n`` tokens, so left to right over the
         prompt it merges each maximal run of them as it would alone: the passes run over
@@ -248,64 +264,82 @@ class Gemma3(VisionFamily):
         expansion's ``<start_of_image>`` and the prompt between two images holds none
         (each of its ``<start_of_image>`` is a marker, replaced in order).
         """
-        n1, n2, n3, n4 = self.newlines
-        if n3 in token_ids or n4 in token_ids:
-            return None  # the prompt's own merged tokens are split back too
+        if own is None:
+            return False  # the prompt's own merged tokens are split back too
         out = placed.token_ids
-        own = sorted([*_positions(token_ids, n1), *_positions(token_ids, n2)])
         # Every newline's index in the expanded prompt: a prompt token after k markers
         # moves by the k expansions' lengths less their markers.
+        # (map, not comprehensions: this runs per request, and 3.11 calls each of those)
         lines: list[int] = []
         j = shift = 0
+        mine = len(own)
         for expansion, (offset, length) in zip(expansions, placed.spans, strict=True):
             free, inner, boi = self._lines(expansion)
             if not (free and boi):
-                return None
+                return False
             marker = offset - shift
-            while j < len(own) and own[j] < marker:
+            while j < mine and own[j] < marker:
                 lines.append(own[j] + shift)
                 j += 1
-            lines += [offset + at for at in inner]
+            lines += map(offset.__add__, inner)
             shift += length - 1
-        lines += [at + shift for at in own[j:]]
-        merged: list[int] = []
+        if j < mine:
+            lines += map(shift.__add__, own[j:])
+        changes: list[tuple[int, int, tuple[int, ...]]] = []
         starts: list[int] = []  # where each merged token starts, in the expanded prompt
-        previous = k = 0
-        while k < len(lines):
+        k = 0
+        end = len(lines)
+        while k < end:
             first = last = lines[k]
             k += 1
-            while k < len(lines) and lines[k] == last + 1:
+            while k < end and lines[k] == last + 1:
                 last = lines[k]
                 k += 1
             if first == last:
                 continue
-            run = out[first:last + 1]
-            new = replace_token_matches(run, (n1, n2), n3)
-            new = replace_token_matches(new, (n2, n1), n3)
-            new = replace_token_matches(new, (n2, n2), n4)
-            if len(new) == len(run):
+            new, heads, same = self._merge_run(tuple(out[first:last + 1]))
+            if not heads:
                 continue
-            split: list[int] = []
-            for token in new:
-                if token in (n3, n4):
-                    starts.append(first + len(split))
-                    split += (n1, n2) if token == n3 else (n2, n2)
-                else:
-                    split.append(token)
-            if split != run and any(first < offset + length and offset <= last
-                                    for offset, length in placed.spans):
-                return None
-            merged += out[previous:first]
-            merged += new
-            previous = last + 1
-        if not starts:
-            return out, placed.spans
-        merged += out[previous:]
-        return merged, [(offset - bisect_left(starts, offset), length)
-                        for offset, length in placed.spans]
+            if not same and any(first < offset + length and offset <= last
+                                for offset, length in placed.spans):
+                return False
+            changes.append((first, last, new))
+            starts += map(first.__add__, heads)
+        if not changes:
+            return True
+        for first, last, new in reversed(changes):  # the last first: indices hold
+            out[first:last + 1] = new
+        spans = placed.spans
+        for i, (offset, length) in enumerate(spans):
+            spans[i] = (offset - bisect_left(starts, offset), length)
+        return True
 
-    def _untouched(self, token_ids: list[int], placed: Placed,
-                   expansions: Sequence[Sequence[int]]) -> bool:
+    def _merge_run(self, run: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+        """A run of newline tokens after the passes, where each merged token starts in the
+        run, and whether splitting them back gives the run again (memoized per run: a
+        run is a pattern of two tokens, and short ones repeat)."""
+        found = self._runs.get(run)
+        if found is not None:
+            return found
+        n1, n2, n3, n4 = self.newlines
+        new = replace_token_matches(list(run), (n1, n2), n3)
+        new = replace_token_matches(new, (n2, n1), n3)
+        new = replace_token_matches(new, (n2, n2), n4)
+        split: list[int] = []
+        heads: list[int] = []
+        for token in new:
+            if token in (n3, n4):
+                heads.append(len(split))
+                split += (n1, n2) if token == n3 else (n2, n2)
+            else:
+                split.append(token)
+        found = (tuple(new), tuple(heads), tuple(split) == run)
+        if len(run) <= _KEPT_RUN:  # bounded: a prompt's run can be long
+            remember(self._runs, run, found)
+        return found
+
+    def _untouched(self, placed: Placed, expansions: Sequence[Sequence[int]],
+                   own: list[int] | None) -> bool:
         """Whether the newline merging leaves ``placed`` as it is, so that each image's
         span is where it was put, decided without scanning the expanded prompt.
 
@@ -315,21 +349,20 @@ class Gemma3(VisionFamily):
         nowhere before it. So: no merged token and no adjacent pair in the prompt's own
         tokens, none inside an expansion, none where an expansion meets its neighbours.
         """
-        n1, n2, n3, n4 = self.newlines
-        if n3 in token_ids or n4 in token_ids:
+        if own is None or _adjacent(own):  # own: the prompt's newlines (_own_lines)
             return False
-        lines = sorted([*_positions(token_ids, n1), *_positions(token_ids, n2)])
-        if _adjacent(lines):
-            return False
+        n1, n2 = self.newlines[:2]
         out = placed.token_ids
         end = len(out)
         for expansion, (offset, length) in zip(expansions, placed.spans, strict=True):
-            if not length or not self._pair_free(expansion):
+            if not length:
                 return False
             if expansion[0] in (n1, n2) and offset and out[offset - 1] in (n1, n2):
                 return False
             after = offset + length
             if expansion[-1] in (n1, n2) and after < end and out[after] in (n1, n2):
+                return False
+            if not self._pair_free(expansion):
                 return False
         return True
 
