@@ -48,6 +48,8 @@ _EOI: Final = "<end_of_image>"
 _SOFT: Final = "<image_soft_token>"
 #: Crop counts whose expansions a family keeps encoded.
 _CACHED_CROPS: Final = 64
+#: The longest run of newline tokens whose merging a family keeps.
+_KEPT_RUN: Final = 32
 #: ``Gemma3ProcessorKwargs._defaults["images_kwargs"]`` that the crop count reads
 #: (transformers 5.17), and the type each value must have to be reproduced.
 _DEFAULTS: Final[Mapping[str, Any]] = {
@@ -131,8 +133,13 @@ class Gemma3(VisionFamily):
         self._plain = tuple(folder.encode(self.sequence))
         #: Crop count → its expansion (the tokenizer's encoding of the text above).
         self._crops: dict[int, tuple[int, ...]] = {}
-        #: id(expansion) → (expansion, whether it is free of newline merges).
-        self._pairs: dict[int, tuple[Sequence[int], bool]] = {}
+        #: id(expansion) → (expansion, whether it is free of newline merges, the indices
+        #: of its ``\n``/``\n\n`` tokens, whether it holds ``<start_of_image>``).
+        self._pairs: dict[int, tuple[Sequence[int], bool, tuple[int, ...], bool]] = {}
+        #: (width, height, the kwargs' items) → the crop count, for pan-and-scan kwargs.
+        self._counts: dict[tuple[Any, ...], int] = {}
+        #: A run of newline tokens → what _merge_run makes of it.
+        self._runs: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[int, ...], bool]] = {}
 
     def placeholder(self, index: int) -> str | None:
         return _BOI
@@ -169,8 +176,17 @@ class Gemma3(VisionFamily):
         nested = kwargs.get("images_kwargs", {})
         if not nested.get("do_pan_and_scan", kwargs.get("do_pan_and_scan", False)):
             return 0  # num_crops' first test, without merging the kwargs
-        flat = {k: v for k, v in kwargs.items() if k != "images_kwargs"}
-        return num_crops(size.width, size.height, {**_DEFAULTS, **flat, **nested})
+        # The count is a function of the size and the kwargs' (checked: bool, int or
+        # float) values, so equal items give it: a key of them costs less than the merge.
+        key = ((size.width, size.height, *kwargs.items()) if "images_kwargs" not in kwargs
+               else (size.width, size.height, *nested.items(), None,
+                     *[(k, v) for k, v in kwargs.items() if k != "images_kwargs"]))
+        found = self._counts.get(key)
+        if found is None:
+            flat = {k: v for k, v in kwargs.items() if k != "images_kwargs"}
+            found = remember(self._counts, key, num_crops(
+                size.width, size.height, {**_DEFAULTS, **flat, **nested}))
+        return found
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
         crops = self.crops(size, kwargs)
@@ -188,14 +204,12 @@ class Gemma3(VisionFamily):
 
     def place(self, token_ids: list[int], expansions: Sequence[Sequence[int]]) -> Placed:
         placed = replace_markers(token_ids, self.marker, expansions)
-        if self._untouched(token_ids, placed, expansions):
+        own = self._own_lines(token_ids)
+        if self._untouched(placed, expansions, own):
             return placed
-        replaced = placed.token_ids
-        n1, n2, n3, n4 = self.newlines
-        merged = replace_token_matches(replaced, (n1, n2), n3)
-        merged = replace_token_matches(merged, (n2, n1), n3)
-        merged = replace_token_matches(merged, (n2, n2), n4)
-        spans = self._find(merged, expansions)
+        if not self._local(placed, expansions, own):
+            placed = Placed(*self._full(placed.token_ids, expansions))
+        spans = placed.spans
         if len(spans) < len(expansions):
             # vLLM's _validate_mm_placeholders: a RuntimeError, answered 500 (an image's
             # leading "\n\n" merged with a newline the template put before it, as 'string'
@@ -211,10 +225,121 @@ class Gemma3(VisionFamily):
                 raise RenderRequestError(
                     "messages", "1 validation error for MultiModalFeatures: mm_placeholders "
                     "must be globally non-overlapping and sorted")
-        return Placed(merged, spans)
+        return placed
 
-    def _untouched(self, token_ids: list[int], placed: Placed,
-                   expansions: Sequence[Sequence[int]]) -> bool:
+    def _full(self, replaced: list[int], expansions: Sequence[Sequence[int]]
+              ) -> tuple[list[int], list[tuple[int, int]]]:
+        """vLLM's passes over the whole prompt, then its search: the prompt and the spans
+        found (fewer than the images when one is not found)."""
+        n1, n2, n3, n4 = self.newlines
+        merged = replace_token_matches(replaced, (n1, n2), n3)
+        merged = replace_token_matches(merged, (n2, n1), n3)
+        merged = replace_token_matches(merged, (n2, n2), n4)
+        return merged, self._find(merged, expansions)
+
+    def _own_lines(self, token_ids: list[int]) -> list[int] | None:
+        """The indices of the prompt's ``\\n``/``\\n\\n`` tokens, in order; None when it
+        holds a merged token (``\\n\\n\\n``/``\\n\\n\\n\\n``), which the search splits."""
+        n1, n2, n3, n4 = self.newlines
+        if n3 in token_ids or n4 in token_ids:
+            return None
+        ones, twos = token_ids.count(n1), token_ids.count(n2)
+        if ones + twos <= 1:  # the usual prompt: no list.index loop to set up
+            return [token_ids.index(n1 if ones else n2)] if ones or twos else []
+        return sorted([*_positions(token_ids, n1), *_positions(token_ids, n2)])
+
+    def _local(self, placed: Placed, expansions: Sequence[Sequence[int]],
+               own: list[int] | None) -> bool:
+        """Make ``placed`` (place's own, rebuilt in place) :meth:`_full`'s answer, from
+        the runs of newline tokens alone; False, leaving it as it is, when that cannot be
+        shown equal (then :meth:`_full` answers).
+
+        A pass merges two adjacent ``\\n``/``\\n\\n`` tokens, so left to right over the
+        prompt it merges each maximal run of them as it would alone: the passes run over
+        each run (found from the prompt's own newlines and each expansion's, kept per
+        expansion) and the prompt is rebuilt around them. The search then finds each image
+        where it was put when splitting the merged tokens back gives each expansion's
+        tokens again (no run a split changes overlaps an image) and no expansion merges
+        inside (it is pair-free): no earlier match can start, as a match holds the
+        expansion's ``<start_of_image>`` and the prompt between two images holds none
+        (each of its ``<start_of_image>`` is a marker, replaced in order).
+        """
+        if own is None:
+            return False  # the prompt's own merged tokens are split back too
+        out = placed.token_ids
+        # Every newline's index in the expanded prompt: a prompt token after k markers
+        # moves by the k expansions' lengths less their markers.
+        # (map, not comprehensions: this runs per request, and 3.11 calls each of those)
+        lines: list[int] = []
+        j = shift = 0
+        mine = len(own)
+        for expansion, (offset, length) in zip(expansions, placed.spans, strict=True):
+            free, inner, boi = self._lines(expansion)
+            if not (free and boi):
+                return False
+            marker = offset - shift
+            while j < mine and own[j] < marker:
+                lines.append(own[j] + shift)
+                j += 1
+            lines += map(offset.__add__, inner)
+            shift += length - 1
+        if j < mine:
+            lines += map(shift.__add__, own[j:])
+        changes: list[tuple[int, int, tuple[int, ...]]] = []
+        starts: list[int] = []  # where each merged token starts, in the expanded prompt
+        k = 0
+        end = len(lines)
+        while k < end:
+            first = last = lines[k]
+            k += 1
+            while k < end and lines[k] == last + 1:
+                last = lines[k]
+                k += 1
+            if first == last:
+                continue
+            new, heads, same = self._merge_run(tuple(out[first:last + 1]))
+            if not heads:
+                continue
+            if not same and any(first < offset + length and offset <= last
+                                for offset, length in placed.spans):
+                return False
+            changes.append((first, last, new))
+            starts += map(first.__add__, heads)
+        if not changes:
+            return True
+        for first, last, new in reversed(changes):  # the last first: indices hold
+            out[first:last + 1] = new
+        spans = placed.spans
+        for i, (offset, length) in enumerate(spans):
+            spans[i] = (offset - bisect_left(starts, offset), length)
+        return True
+
+    def _merge_run(self, run: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+        """A run of newline tokens after the passes, where each merged token starts in the
+        run, and whether splitting them back gives the run again (memoized per run: a
+        run is a pattern of two tokens, and short ones repeat)."""
+        found = self._runs.get(run)
+        if found is not None:
+            return found
+        n1, n2, n3, n4 = self.newlines
+        new = replace_token_matches(list(run), (n1, n2), n3)
+        new = replace_token_matches(new, (n2, n1), n3)
+        new = replace_token_matches(new, (n2, n2), n4)
+        split: list[int] = []
+        heads: list[int] = []
+        for token in new:
+            if token in (n3, n4):
+                heads.append(len(split))
+                split += (n1, n2) if token == n3 else (n2, n2)
+            else:
+                split.append(token)
+        found = (tuple(new), tuple(heads), tuple(split) == run)
+        if len(run) <= _KEPT_RUN:  # bounded: a prompt's run can be long
+            remember(self._runs, run, found)
+        return found
+
+    def _untouched(self, placed: Placed, expansions: Sequence[Sequence[int]],
+                   own: list[int] | None) -> bool:
         """Whether the newline merging leaves ``placed`` as it is, so that each image's
         span is where it was put, decided without scanning the expanded prompt.
 
@@ -224,37 +349,41 @@ class Gemma3(VisionFamily):
         nowhere before it. So: no merged token and no adjacent pair in the prompt's own
         tokens, none inside an expansion, none where an expansion meets its neighbours.
         """
-        n1, n2, n3, n4 = self.newlines
-        if n3 in token_ids or n4 in token_ids:
+        if own is None or _adjacent(own):  # own: the prompt's newlines (_own_lines)
             return False
-        lines = sorted([*_positions(token_ids, n1), *_positions(token_ids, n2)])
-        if _adjacent(lines):
-            return False
+        n1, n2 = self.newlines[:2]
         out = placed.token_ids
         end = len(out)
         for expansion, (offset, length) in zip(expansions, placed.spans, strict=True):
-            if not length or not self._pair_free(expansion):
+            if not length:
                 return False
             if expansion[0] in (n1, n2) and offset and out[offset - 1] in (n1, n2):
                 return False
             after = offset + length
             if expansion[-1] in (n1, n2) and after < end and out[after] in (n1, n2):
                 return False
+            if not self._pair_free(expansion):
+                return False
         return True
 
     def _pair_free(self, expansion: Sequence[int]) -> bool:
-        """Whether an expansion holds no merged token and no adjacent newline pair
-        (memoized per expansion object: the family's expansions are shared tuples)."""
+        """Whether an expansion holds no merged token and no adjacent newline pair."""
+        return self._lines(expansion)[0]
+
+    def _lines(self, expansion: Sequence[int]) -> tuple[bool, tuple[int, ...], bool]:
+        """Whether an expansion is pair-free, the indices of its ``\\n``/``\\n\\n``
+        tokens, and whether it holds ``<start_of_image>`` (memoized per expansion object:
+        the family's expansions are shared tuples)."""
         found = self._pairs.get(id(expansion))
         if found is not None and found[0] is expansion:
-            return found[1]
+            return found[1:]
         n1, n2, n3, n4 = self.newlines
         tokens = list(expansion)
         lines = sorted([*_positions(tokens, n1), *_positions(tokens, n2)])
         free = n3 not in tokens and n4 not in tokens and not _adjacent(lines)
         # The entry holds the expansion, so its id is not reused while it is kept.
-        remember(self._pairs, id(expansion), (expansion, free), RUN_ENTRIES)
-        return free
+        entry = (expansion, free, tuple(lines), self.boi in tokens)
+        return remember(self._pairs, id(expansion), entry, RUN_ENTRIES)[1:]
 
     def _find(self, ids: list[int], expansions: Sequence[Sequence[int]]
               ) -> list[tuple[int, int]]:
