@@ -45,9 +45,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import litellm
+from fleets import fill
 
 from prefixkey import Hasher, Request
-from prefixkey.events import BlockStored, EventBatch, EventHash
 from prefixkey.fleet import PrefixIndex, PrefixIndexBackend, RedisPrefixIndex, ReplicaScheme
 from prefixkey.gateways.litellm import PrefixKeyRouting
 
@@ -70,20 +70,6 @@ def model_list(replicas: int) -> list[dict[str, Any]]:
             for i in range(replicas)]
 
 
-def fill(index: PrefixIndexBackend, replicas: int, keys: list[EventHash], filler: int,
-         rng: random.Random) -> None:
-    for i in range(replicas):
-        rid = index.register(f"r{i}", SCHEME)
-        held = keys[:rng.randrange(len(keys) + 1)]
-        extra: list[EventHash] = [rng.getrandbits(63) for _ in range(filler)]
-        for chain in (held, extra):
-            for start in range(0, len(chain), 256):
-                part = tuple(chain[start:start + 256])
-                if part:
-                    index.apply(rid, EventBatch(1.0, (BlockStored(
-                        part, chain[start - 1] if start else None, (), BLOCK),)))
-
-
 def row(tokens: int, replicas: int, filler: int, redis_url: str | None, rounds: int
         ) -> dict[str, Any]:
     rng = random.Random(tokens * 7919 + replicas)
@@ -96,7 +82,7 @@ def row(tokens: int, replicas: int, filler: int, redis_url: str | None, rounds: 
             index.remove_replica(rid)
     else:
         index = PrefixIndex()
-    fill(index, replicas, keys, filler, rng)
+    fill(index, SCHEME, BLOCK, replicas, keys, filler, rng)
     router = litellm.Router(model_list=model_list(replicas))
     strategy = PrefixKeyRouting(router, index=index)
     strategy._render = lambda *args: request  # type: ignore[method-assign]  # rendering aside

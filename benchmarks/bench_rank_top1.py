@@ -33,8 +33,9 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from fleets import fill
+
 from prefixkey import Hasher, Request
-from prefixkey.events import BlockStored, EventBatch, EventHash
 from prefixkey.fleet import PrefixIndex, ReplicaId, ReplicaScheme, Router
 from prefixkey.fleet.index import _walk
 
@@ -64,17 +65,7 @@ def fleet(replicas: int, tokens: int, filler: int = 2000
     request = Request([rng.randrange(128_000) for _ in range(tokens)])
     keys = [SCHEME.publish(k) for k in HASHER.block_hashes(request)]
     index = PrefixIndex()
-    names = [f"r{i}" for i in range(replicas)]
-    for name in names:
-        rid = index.register(name, SCHEME)
-        held = keys[:rng.randrange(len(keys) + 1)]
-        extra: list[EventHash] = [rng.getrandbits(63) for _ in range(filler)]
-        for chain in (held, extra):
-            for start in range(0, len(chain), 256):
-                part = tuple(chain[start:start + 256])
-                if part:
-                    index.apply(rid, EventBatch(1.0, (BlockStored(
-                        part, chain[start - 1] if start else None, (), BLOCK),)))
+    names = fill(index, SCHEME, BLOCK, replicas, keys, filler, rng)
     return index, request, names, rng
 
 
