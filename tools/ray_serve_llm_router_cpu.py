@@ -34,7 +34,7 @@ from ray import serve
 from ray.serve.config import RequestRouterConfig
 from ray.serve.llm import LLMConfig, LLMServer, build_openai_app
 from ray.serve.llm.ingress import OpenAiIngress
-from ray_serve_llm_cpu import BLOCK, MODEL, RELEASE, tiny_model
+from ray_serve_llm_cpu import RELEASE
 
 from prefixkey import Hasher
 from prefixkey.fleet import (
@@ -47,8 +47,11 @@ from prefixkey.fleet import (
 from prefixkey.gateways.ray import PrefixKeyRouter, router_stats, serve_replica_kv_events
 from prefixkey.render import Renderer, ServerOptions
 
-HTTP, PUB_BASE, REPLAY_OFFSET = 18778, 18780, 10  # PUB 18780+rank, replay 18790+rank
 ROOT = str(Path(__file__).resolve().parent.parent)
+sys.path.insert(0, f"{ROOT}/tests/gateways")
+from cpu_model import BLOCK, MODEL, cpu_model  # noqa: E402
+
+HTTP, PUB_BASE, REPLAY_OFFSET = 18778, 18780, 10  # PUB 18780+rank, replay 18790+rank
 ENV = {"PYTHONHASHSEED": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
        "VLLM_CPU_OMP_THREADS_BIND": "nobind", "PYTHONPATH": ROOT}
 
@@ -126,7 +129,7 @@ def main(replicas: int) -> int:
             request_router_kwargs={"vllm_version": RELEASE, "render": {
                 "model": str(MODEL), "served_model_name": ["tiny"], "vllm_version": RELEASE}})
         config = LLMConfig(
-            model_loading_config={"model_id": "tiny", "model_source": tiny_model(Path(folder))},
+            model_loading_config={"model_id": "tiny", "model_source": cpu_model(Path(folder))},
             server_cls=KVEventsLLMServer,
             deployment_config={"num_replicas": replicas, "request_router_config": router},
             engine_kwargs={
