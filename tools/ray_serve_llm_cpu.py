@@ -32,9 +32,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "gateways"))
-from cpu_model import BLOCK, MODEL, cpu_model  # noqa: E402
+from cpu_model import BLOCK, BODY, RELEASE, ExpectedKeys, cpu_model  # noqa: E402
 
-RELEASE = "0.29.0"
 HTTP, PUB, REPLAY = 18775, 18776, 18777
 
 
@@ -53,9 +52,7 @@ def main() -> int:
     from ray import serve
     from ray.serve.llm import LLMConfig, build_openai_app
 
-    from prefixkey import Hasher
-    from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme, Subscriber
-    from prefixkey.render import Renderer, ServerOptions
+    from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, Subscriber
 
     # Logical CPUs: the LLMServer's actor, its engine's placement-group bundle, the ingress.
     ray.init(num_cpus=4, include_dashboard=False, logging_level=logging.WARNING,
@@ -79,18 +76,12 @@ def main() -> int:
         started = time.monotonic()
         serve.run(build_openai_app({"llm_configs": [config]}), blocking=False)
         print(f"the application runs after {time.monotonic() - started:.0f} s", flush=True)
-        scheme = ReplicaScheme(Hasher(block_size=BLOCK, hash_algo="sha256",
-                                      python_hash_seed="0", vllm_version=RELEASE))
-        renderer = Renderer(ServerOptions(model=str(MODEL), served_model_name=("tiny",),
-                                          vllm_version=RELEASE))
-        body = {"model": "tiny", "max_tokens": 1, "messages": [
-            {"role": "system", "content": "You answer questions about parcels. " * 12},
-            {"role": "user", "content": "Where is parcel 42?"}]}
-        (rendered,) = renderer.render("/v1/chat/completions", body)
-        expected = {scheme.publish(k) for k in scheme.hasher.block_hashes(rendered.request)}
+        keys = ExpectedKeys()
+        expected = keys.of(BODY)
         index = PrefixIndex()
         endpoint = ReplicaEndpoint("llm-server", f"tcp://127.0.0.1:{PUB}", RELEASE,
-                                   replay_endpoint=f"tcp://127.0.0.1:{REPLAY}", scheme=scheme)
+                                   replay_endpoint=f"tcp://127.0.0.1:{REPLAY}",
+                                   scheme=keys.scheme)
         with Subscriber([endpoint], index=index) as sub:
             for turn in range(200):  # new blocks until the subscriber has joined
                 chat({"model": "tiny", "max_tokens": 1,
@@ -98,7 +89,7 @@ def main() -> int:
                 time.sleep(0.3)
                 if sub.stats()["replicas"]["llm-server"]["batches"]:
                     break
-            chat(body)
+            chat(BODY)
             for _ in range(100):
                 with sub.lock:
                     held = set(index.table("llm-server"))

@@ -23,16 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cpu_model import BLOCK, MODEL, cpu_model
+from cpu_model import BLOCK, BODY, RELEASE, ExpectedKeys, cpu_model
 from vllm_venvs import vllm_command
 
-from prefixkey import Hasher
-from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme
-from prefixkey.render import Renderer, ServerOptions
+from prefixkey.fleet import PrefixIndex, ReplicaEndpoint
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[zmq]'")
 
-RELEASE = "0.29.0"
 #: HTTP, PUB and replay ports (this suite's range, apart from the fake replicas').
 HTTP, PUB, REPLAY = 18770, 18771, 18772
 #: vLLM's import and CPU warm-up: minutes on a loaded 2-core machine.
@@ -91,18 +88,11 @@ def test_a_real_cpu_engines_events_fill_the_index_with_the_keys_prefixkey_comput
         server: str) -> None:
     from prefixkey.fleet import Subscriber
 
-    scheme = ReplicaScheme(Hasher(block_size=BLOCK, hash_algo="sha256", python_hash_seed="0",
-                                  vllm_version=RELEASE))
+    keys = ExpectedKeys()
     index = PrefixIndex()
     endpoint = ReplicaEndpoint("cpu-0", f"tcp://127.0.0.1:{PUB}", RELEASE,
-                               replay_endpoint=f"tcp://127.0.0.1:{REPLAY}", scheme=scheme)
-    renderer = Renderer(ServerOptions(model=str(MODEL), served_model_name=("tiny",),
-                                      vllm_version=RELEASE))
-    body = {"model": "tiny", "max_tokens": 1, "messages": [
-        {"role": "system", "content": "You answer questions about parcels. " * 12},
-        {"role": "user", "content": "Where is parcel 42?"}]}
-    (rendered,) = renderer.render("/v1/chat/completions", body)
-    expected = {scheme.publish(k) for k in scheme.hasher.block_hashes(rendered.request)}
+                               replay_endpoint=f"tcp://127.0.0.1:{REPLAY}", scheme=keys.scheme)
+    expected = keys.of(BODY)
     assert len(expected) >= 3
     with Subscriber([endpoint], index=index) as sub:
         deadline = time.monotonic() + 120
@@ -113,7 +103,7 @@ def test_a_real_cpu_engines_events_fill_the_index_with_the_keys_prefixkey_comput
             turn += 1
             time.sleep(0.2)
             assert time.monotonic() < deadline, sub.stats()
-        chat(server, body)
+        chat(server, BODY)
         while True:
             with sub.lock:
                 held = set(index.table("cpu-0"))
