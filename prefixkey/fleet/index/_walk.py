@@ -20,7 +20,8 @@ from typing import TypeVar, overload
 from ...events import EventHash
 from .._replicas import ReplicaId
 
-__all__ = ["OrderedGroups", "Run", "SlotMembers", "bits_of", "mark", "runs_in_table", "walk"]
+__all__ = ["OrderedGroups", "Run", "SlotMembers", "bits_of", "mark", "members_of", "runs_in_table",
+           "walk"]
 
 #: A leading run, run-length encoded: ``(media mask, number of keys)`` segments.
 Run = tuple[tuple[int, int], ...]
@@ -50,14 +51,7 @@ class SlotMembers(Sequence[ReplicaId]):
     def _list(self) -> list[ReplicaId]:
         listed = self._listed
         if listed is None:
-            mask, slots = self._mask, self._slots
-            if not mask & (mask - 1):  # one replica (or none): most groups of a varied fleet
-                listed = [slots[mask.bit_length() - 1]] if mask else []  # type: ignore[list-item]
-            elif mask.bit_count() * 16 < mask.bit_length():  # a few of many slots: bit by bit
-                listed = [slots[low.bit_length() - 1] for low in bits_of(mask)]  # type: ignore[misc]
-            else:  # byte i of the reversed binary digits is bit i: a selector per slot, in C
-                digits = format(mask, "b").encode().translate(_BINARY)[::-1]
-                listed = list(compress(slots, digits))  # type: ignore[arg-type]
+            listed = members_of(self._mask, self._slots)
             listed += self._extra
             self._listed = listed
         return listed
@@ -78,6 +72,17 @@ class SlotMembers(Sequence[ReplicaId]):
 
     def __repr__(self) -> str:
         return f"SlotMembers({self._list()!r})"
+
+
+def members_of(mask: int, slots: Slots) -> list[ReplicaId]:
+    """The replicas of a holder-set mask, in slot order (``slots`` as of its walk)."""
+    if not mask & (mask - 1):  # one replica (or none): most groups of a varied fleet
+        return [slots[mask.bit_length() - 1]] if mask else []  # type: ignore[list-item]
+    if mask.bit_count() * 16 < mask.bit_length():  # a few of many slots: bit by bit
+        return [slots[low.bit_length() - 1] for low in bits_of(mask)]  # type: ignore[misc]
+    # Byte i of the reversed binary digits is bit i: a selector per slot, in C.
+    digits = format(mask, "b").encode().translate(_BINARY)[::-1]
+    return list(compress(slots, digits))  # type: ignore[arg-type]
 
 
 #: ``(keys walked, mask)``: the candidates of ``mask`` ran exactly that many keys.
@@ -128,6 +133,14 @@ class OrderedGroups(Sequence[tuple[tuple[Run, ...], SlotMembers]]):
 
     def __len__(self) -> int:
         return len(self._ends)
+
+    @property
+    def walked(self) -> tuple[Ends, int, Slots]:
+        """The walk itself: its ends (walk order: the last group is read first), the
+        medium bit of every run, and the slot table its masks index. A ranking reads
+        the groups from it without a group object each; the candidates not known to
+        the index (``extra``) are the caller's to add (they hold nothing)."""
+        return self._ends, self._medium, self._slots
 
     def _group(self, i: int) -> tuple[tuple[Run, ...], SlotMembers]:
         walked, mask = self._ends[-1 - i]

@@ -87,7 +87,7 @@ from ...errors import InvalidRequestError
 from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
 from ..index._ops import medium_name
-from ..index._walk import Run
+from ..index._walk import OrderedGroups, Run, members_of
 from ._metrics import RouterMetrics
 from ._prepared import (
     PreparedRequest,
@@ -675,13 +675,14 @@ class Router:
         todo = self._grouping(schemes)
         out: list[_Answer] = []
         for attempt in range(3):
-            queries = [RunsQuery(scheme, tuple(group), prepared.keys_for(scheme).groups)
-                       for scheme, group in todo.values()]
+            keys = {key: prepared.keys_for(scheme) for key, (scheme, _) in todo.items()}
+            queries = [RunsQuery(scheme, tuple(group), keys[key].groups)
+                       for key, (scheme, group) in todo.items()]
             changed: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for query, answer in zip(queries, self.index.leading_runs(queries, self._counted),
-                                     strict=True):
+            for key, query, answer in zip(
+                    todo, queries, self.index.leading_runs(queries, self._counted), strict=True):
                 scheme = query.scheme
-                seed = rendezvous_seed(prepared.keys_for(scheme).affinity)
+                seed = rendezvous_seed(keys[key].affinity)
                 if answer.ordered:  # holds runs only
                     out.append(_Answer(scheme, seed, cast("Sequence[_Runs]", answer.groups), True))
                     continue
@@ -700,13 +701,14 @@ class Router:
         return out
 
     def _scored(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Scored:
-        if not runs:
+        if not any(runs):  # holds nothing (no run, or an empty run per group)
             return _Scored(0.0, 0, scheme, runs)
         if len(runs) == 1 and len(runs[0]) == 1:  # :meth:`_outcome`'s usual case, cut short
             (mask, n), = runs[0]
             bs = scheme.groups[0].block_size
-            blocks = min(n, max(num_tokens - 1, 0) // bs)
-            return _Scored(self._mask_weight(mask)[0] * blocks * bs, blocks * bs, scheme, runs)
+            weighted, hit = _segment_saved(self._mask_weight(mask)[0], n, bs,
+                                           max(num_tokens - 1, 0) // bs)
+            return _Scored(weighted, hit, scheme, runs)
         o = self._outcome(scheme, runs, num_tokens)
         return _Scored(o.weighted, o.hit_tokens, scheme, runs)
 
@@ -714,6 +716,8 @@ class Router:
                  num_tokens: int) -> _Outcome:
         if scheme is None or not runs:
             return _Outcome((), 0, 0.0, "", capped=False, used=frozenset())
+        if not any(runs):  # an empty run per group: what the general case below gives
+            return _Outcome((0,) * len(runs), 0, 0.0, "", capped=False, used=frozenset())
         cap = max(num_tokens - 1, 0)
         if len(runs) == 1 and len(runs[0]) == 1:  # one group, one medium: the usual case
             (mask, n), = runs[0]
@@ -789,6 +793,49 @@ _LISTED_AT_MOST: Final = 16
 _MEMO_AT_MOST: Final = 64
 
 
+def _segment_saved(weight: float, blocks: int, block_size: int, cap: int) -> tuple[float, int]:
+    """What a one-segment run of ``blocks`` saves, at most ``cap`` blocks reused: its tokens
+    weighted by its medium's ``weight``, and the tokens reused (:meth:`Router._scored`'s
+    usual case, and every group of a :class:`_Walked` answer: one arithmetic for both)."""
+    used = min(blocks, cap)
+    return weight * used * block_size, used * block_size
+
+
+class _Walked:
+    """An ordered answer read from its walk (:attr:`OrderedGroups.walked`), longest run first.
+
+    A group is a ``(keys walked, holder mask)`` end of the walk: it is scored
+    and its members listed when its bound comes first, with no group object
+    and no call per member (a top-1 ranking at 64 replicas and 1k tokens opens
+    about ten groups, most of one replica). ``at`` is the next group's end;
+    ``saved``/``hit`` its run's worth.
+    """
+
+    __slots__ = ("at", "block", "cap", "ends", "hit", "medium", "saved", "scheme", "seed",
+                 "slots", "weight")
+
+    def __init__(self, router: Router, answer: _Answer, groups: OrderedGroups,
+                 num_tokens: int) -> None:
+        self.ends, self.medium, self.slots = groups.walked
+        self.scheme = answer.scheme
+        self.seed = answer.seed
+        self.block = answer.scheme.groups[0].block_size
+        self.cap = max(num_tokens - 1, 0) // self.block
+        self.weight = router._mask_weight(self.medium)[0]
+        self.at = len(self.ends)
+        self.saved, self.hit = 0.0, 0
+
+    def advance(self) -> bool:
+        """Move to the next group, and work out its worth; False when the next group holds
+        nothing (its members, and the rest, come from the queues) or none is left."""
+        self.at -= 1
+        if self.at < 0 or not self.ends[self.at][0]:
+            return False
+        self.saved, self.hit = _segment_saved(self.weight, self.ends[self.at][0], self.block,
+                                              self.cap)
+        return True
+
+
 class _CostOrder:
     """The candidates by (cost, load), lowest first, one list per tie, found best first.
 
@@ -804,8 +851,8 @@ class _CostOrder:
     fleet.
     """
 
-    __slots__ = ("_empty", "_heap", "_listed", "_pressure", "_queues", "_router", "_schemes",
-                 "_seeds", "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed",
+    __slots__ = ("_empty", "_floor", "_heap", "_listed", "_pressure", "_queues", "_router",
+                 "_schemes", "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed",
                  "fallback", "listing", "loads", "per", "prepared", "pressures", "twice")
 
     def __init__(self, router: Router, prepared: PreparedRequest,
@@ -827,15 +874,22 @@ class _CostOrder:
         self.loads: list[float] = []
         self.costs: list[float] = []
         self._listed: set[ReplicaId] = set()
-        self._seeds = {a.scheme.key: a.seed for a in answers}
         self.extra_seed = Router._extra_seed(prepared) if extra else 0
-        self._empty: dict[tuple[object, ...], _Scored] = {}
+        #: Per scheme object (alive while the ranking is): what holding nothing is, and its seed.
+        self._empty: dict[int, tuple[_Scored, int]] = {}
         self._heap: list[tuple[float, float, int, int, object]] = []
         self._seq = 0
         self._snapshot: tuple[list[tuple[float, ReplicaId]], float] | None = None
-        floor = queues.minimum() * per
+        self._floor = floor = queues.minimum() * per
         hit = False
         for answer in answers:
+            if answer.ordered and type(answer.groups) is OrderedGroups:
+                walked = _Walked(router, answer, answer.groups, self._tokens)
+                if walked.advance():
+                    hit = hit or walked.hit > 0
+                    self._push((self._tokens - walked.saved) * self.twice + floor, -math.inf,
+                               _GROUP, walked)
+                continue
             groups = self._router._scored_groups(answer, self._tokens)
             if answer.ordered:
                 first = next(groups, None)
@@ -878,7 +932,8 @@ class _CostOrder:
         listing = self.listing
         rids, entries, seeds = listing.rids, listing.entries, listing.seeds
         loads, costs, pressures, listed = self.loads, self.costs, self.pressures, self._listed
-        get, per, heap, twice = self._queues.get, self.per, self._heap, self.twice
+        per, heap, twice = self.per, self._heap, self.twice
+        values, scale = self._queues.stored()  # get(rid) is values.get(rid, 0.0) * scale
         left = self._tokens - scored.weighted
         pressure_of = None if self._pressure is _no_pressure else self._pressure
         need = left * twice
@@ -886,7 +941,7 @@ class _CostOrder:
         pos = len(rids)
         seq = self._seq
         for rid in members:
-            load = get(rid) * per
+            load = values.get(rid, 0.0) * scale * per
             if pressure_of is None:
                 cost = need + load
             else:
@@ -921,6 +976,28 @@ class _CostOrder:
             return
         self._list_group(members, scored, seed)
 
+    def _open_walked(self, walked: _Walked) -> None:
+        """Open a walked answer's group whose bound came first, and the next ones while their
+        bounds would come first (their heap entries would be popped next: the same groups
+        are open when a candidate is popped, in another order, which no decision reads)."""
+        heap, tokens, twice, floor = self._heap, self._tokens, self.twice, self._floor
+        ends, slots = walked.ends, walked.slots
+        while True:
+            n, mask = ends[walked.at]
+            scored = _Scored(walked.saved, walked.hit, walked.scheme, (((walked.medium, n),),))
+            seed = _TieSeed(self.prepared, scored, walked.seed)
+            if mask.bit_count() > _LISTED_AT_MOST:  # in load order from the queues, as read
+                inside = set(members_of(mask, slots))
+                self._next_from(self._ascending(inside.__contains__), scored, seed)
+            else:
+                self._list_group(members_of(mask, slots), scored, seed)
+            if not walked.advance():
+                return
+            bound = (tokens - walked.saved) * twice + floor
+            if heap and bound > heap[0][0]:
+                self._push(bound, -math.inf, _GROUP, walked)
+                return
+
     def _ascending(self, keep: Callable[[ReplicaId], bool]) -> Iterator[tuple[float, ReplicaId]]:
         """The queues' snapshot (taken once per ranking) in load order, those ``keep`` keeps."""
         if self._snapshot is None:
@@ -932,15 +1009,12 @@ class _CostOrder:
         scheme = self._schemes.get(rid)
         if scheme is None:
             return _NOTHING, self.extra_seed
-        scored = self._empty.get(scheme.key)
-        if scored is None:
-            scored = self._empty[scheme.key] = _Scored(
-                0.0, 0, scheme, tuple(() for _ in scheme.groups))
-        seed = self._seeds.get(scheme.key)
-        if seed is None:
-            seed = self._seeds[scheme.key] = rendezvous_seed(
-                self.prepared.keys_for(scheme).affinity)
-        return scored, seed
+        found = self._empty.get(id(scheme))
+        if found is None:  # the seed is its answer's: the first key under the scheme
+            found = self._empty[id(scheme)] = (
+                _Scored(0.0, 0, scheme, tuple(() for _ in scheme.groups)),
+                rendezvous_seed(self.prepared.keys_for(scheme).affinity))
+        return found
 
     def _rest(self, rid: ReplicaId) -> bool:
         """A candidate holding nothing, not yet listed."""
@@ -979,7 +1053,10 @@ class _CostOrder:
         while heap:
             _, _, kind, _, payload = heapq.heappop(heap)
             if kind == _GROUP:
-                self._open(cast("tuple[_Group, Iterator[_Group] | None, float]", payload))
+                if type(payload) is _Walked:
+                    self._open_walked(payload)
+                else:
+                    self._open(cast("tuple[_Group, Iterator[_Group] | None, float]", payload))
             elif kind == _REST:
                 self._next_from(self._ascending(self._rest), None, 0)
             elif kind == _PEEK:
