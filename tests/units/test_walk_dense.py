@@ -12,11 +12,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prefixkey.events import EventHash
 from prefixkey.fleet.index import _walk
 from prefixkey.fleet.index._walk import walk
 
 
-def plain_walk(holders: dict[int, int], keys: list[int], alive: int) -> list[tuple[int, int]]:
+def plain_walk(holders: dict[EventHash, int], keys: list[EventHash],
+               alive: int) -> list[tuple[int, int]]:
     """Where each candidate's run ends, one key at a time."""
     ends = []
     for i, key in enumerate(keys):
@@ -32,14 +34,14 @@ def plain_walk(holders: dict[int, int], keys: list[int], alive: int) -> list[tup
 
 
 @st.composite
-def walks(draw: st.DrawFn) -> tuple[dict[int, int], list[int], int]:
+def walks(draw: st.DrawFn) -> tuple[dict[EventHash, int], list[EventHash], int]:
     replicas = draw(st.integers(1, 200))
     nkeys = draw(st.integers(0, 120))
-    keys = list(range(1000, 1000 + nkeys))
+    keys: list[EventHash] = list(range(1000, 1000 + nkeys))
     # Each replica holds a prefix of its own length (most walks change at most keys),
     # then a few holder sets are disturbed: not nested, missing, or empty.
     lengths = [draw(st.integers(0, nkeys)) for _ in range(replicas)]
-    holders: dict[int, int] = {}
+    holders: dict[EventHash, int] = {}
     for r, n in enumerate(lengths):
         for key in keys[:n]:
             holders[key] = holders.get(key, 0) | 1 << r
@@ -64,28 +66,31 @@ def walks(draw: st.DrawFn) -> tuple[dict[int, int], list[int], int]:
 
 @settings(max_examples=300, deadline=None)
 @given(case=walks())
-def test_walk_ends_are_the_plain_walks(case: tuple[dict[int, int], list[int], int]) -> None:
+def test_walk_ends_are_the_plain_walks(
+        case: tuple[dict[EventHash, int], list[EventHash], int]) -> None:
     holders, keys, alive = case
     assert walk(holders, keys, alive) == plain_walk(holders, keys, alive)
 
 
 def test_a_dense_walk_finishes_in_c_with_the_same_ends() -> None:
     # 300 replicas, each a run of its own length: the holder set changes at every key.
-    keys = list(range(300))
-    holders = {key: sum(1 << r for r in range(300) if r > key) for key in keys}
+    keys: list[EventHash] = list(range(300))
+    holders: dict[EventHash, int] = {key: sum(1 << r for r in range(key + 1, 300))
+                                     for key in range(300)}
     holders[200] |= 1 << 5  # not nested: replica 5 holds key 200 again, its run ended at 5
     calls = []
     dense = _walk._dense_walk
 
-    def spy(*args: object) -> list[tuple[int, int]]:
-        calls.append(args)
-        return dense(*args)  # type: ignore[arg-type]
+    def spy(holders: dict[EventHash, int], keys: list[EventHash], walked: int,
+            alive: int) -> list[tuple[int, int]]:
+        calls.append(walked)
+        return dense(holders, keys, walked, alive)
 
     _walk._dense_walk = spy  # type: ignore[assignment]
     try:
         got = walk(holders, keys, (1 << 300) - 1)
     finally:
-        _walk._dense_walk = dense  # type: ignore[assignment]
+        _walk._dense_walk = dense
     assert calls, "the walk did not finish in C"
     assert got == plain_walk(holders, keys, (1 << 300) - 1)
     assert got[0] == (0, 1) and got[-1] == (299, 1 << 299)

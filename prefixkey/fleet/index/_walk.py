@@ -138,7 +138,7 @@ def _dense_walk(holders: Mapping[EventHash, int], keys: Sequence[EventHash], wal
     after = acc[1:]
     changed = list(map(ne, acc, after))
     ends = list(zip(compress(count(walked), changed),
-                    map(xor, compress(acc, changed), compress(after, changed))))
+                    map(xor, compress(acc, changed), compress(after, changed)), strict=True))
     ends.append((walked + len(acc) - 1, acc[-1]))
     return ends
 

@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -816,7 +817,8 @@ class _Walked:
 
     def __init__(self, router: Router, answer: _Answer, groups: OrderedGroups,
                  num_tokens: int) -> None:
-        self.ends, self.medium, self.slots = groups.walked
+        self.ends, self.medium, slots = groups.walked
+        self.slots = cast("Sequence[ReplicaId]", slots)  # a mask's slots are never free
         self.scheme = answer.scheme
         self.seed = answer.seed
         self.block = answer.scheme.groups[0].block_size
@@ -878,7 +880,7 @@ class _CostOrder:
         #: Per scheme object (alive while the ranking is): what holding nothing is, and its seed.
         self._empty: dict[int, tuple[_Scored, int]] = {}
         self._heap: list[tuple[float, float, int, int, object]] = []
-        self._seq = 0
+        self._seq = itertools.count(1)  # heap entries never compare their payloads
         self._snapshot: tuple[list[tuple[float, ReplicaId]], float] | None = None
         self._floor = floor = queues.minimum() * per
         hit = False
@@ -904,8 +906,7 @@ class _CostOrder:
         self._push(self._tokens * self.twice + floor, -math.inf, _REST, None)
 
     def _push(self, cost: float, load: float, kind: int, payload: object) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (cost, load, kind, self._seq, payload))
+        heapq.heappush(self._heap, (cost, load, kind, next(self._seq), payload))
 
     def _push_group(self, group: _Group, rest: Iterator[_Group] | None, floor: float) -> None:
         self._push((self._tokens - group.scored.weighted) * self.twice + floor, -math.inf, _GROUP,
@@ -932,8 +933,7 @@ class _CostOrder:
         listing = self.listing
         rids, entries, seeds = listing.rids, listing.entries, listing.seeds
         loads, costs, pressures, listed = self.loads, self.costs, self.pressures, self._listed
-        per, heap, twice = self.per, self._heap, self.twice
-        values, scale = self._queues.stored()  # get(rid) is values.get(rid, 0.0) * scale
+        get, per, heap, twice = self._queues.get, self.per, self._heap, self.twice
         left = self._tokens - scored.weighted
         pressure_of = None if self._pressure is _no_pressure else self._pressure
         need = left * twice
@@ -941,7 +941,7 @@ class _CostOrder:
         pos = len(rids)
         seq = self._seq
         for rid in members:
-            load = values.get(rid, 0.0) * scale * per
+            load = get(rid) * per
             if pressure_of is None:
                 cost = need + load
             else:
@@ -954,10 +954,8 @@ class _CostOrder:
             pressures.append(pressure)
             costs.append(cost)
             listed.add(rid)
-            seq += 1
-            heapq.heappush(heap, (cost, load, _ONE, seq, pos))
+            heapq.heappush(heap, (cost, load, _ONE, next(seq), pos))
             pos += 1
-        self._seq = seq
 
     def _open(self, payload: tuple[_Group, Iterator[_Group] | None, float]) -> None:
         group, rest, floor = payload
@@ -981,16 +979,47 @@ class _CostOrder:
         bounds would come first (their heap entries would be popped next: the same groups
         are open when a candidate is popped, in another order, which no decision reads)."""
         heap, tokens, twice, floor = self._heap, self._tokens, self.twice, self._floor
-        ends, slots = walked.ends, walked.slots
+        per = self.per
+        ends, slots, scheme, medium, prepared = (walked.ends, walked.slots, walked.scheme,
+                                                 walked.medium, self.prepared)
+        listing = self.listing
+        rids, entries, seeds = listing.rids, listing.entries, listing.seeds
+        loads, costs, pressures, listed = self.loads, self.costs, self.pressures, self._listed
+        pressure_of = None if self._pressure is _no_pressure else self._pressure
+        # Queues.get(rid) is values.get(rid, 0.0) * scale: read here without a call each
+        # (nothing moves the queues while this runs).
+        values, scale = self._queues.stored()
+        seq = self._seq
+        pressure = 0.0
         while True:
             n, mask = ends[walked.at]
-            scored = _Scored(walked.saved, walked.hit, walked.scheme, (((walked.medium, n),),))
-            seed = _TieSeed(self.prepared, scored, walked.seed)
+            saved = walked.saved
+            scored = _Scored(saved, walked.hit, scheme, (((medium, n),),))
+            seed = _TieSeed(prepared, scored, walked.seed)
             if mask.bit_count() > _LISTED_AT_MOST:  # in load order from the queues, as read
                 inside = set(members_of(mask, slots))
                 self._next_from(self._ascending(inside.__contains__), scored, seed)
-            else:
-                self._list_group(members_of(mask, slots), scored, seed)
+            else:  # listed and pushed as :meth:`_list_group` does (the same costs)
+                left = tokens - saved
+                need = left * twice
+                pos = len(rids)
+                for rid in ((slots[mask.bit_length() - 1],) if not mask & (mask - 1)
+                            else members_of(mask, slots)):
+                    load = values.get(rid, 0.0) * scale * per
+                    if pressure_of is None:
+                        cost = need + load
+                    else:
+                        pressure = pressure_of(rid)
+                        cost = left * (twice + pressure) + load
+                    rids.append(rid)
+                    entries.append(scored)
+                    seeds.append(seed)
+                    loads.append(load)
+                    pressures.append(pressure)
+                    costs.append(cost)
+                    listed.add(rid)
+                    heapq.heappush(heap, (cost, load, _ONE, next(seq), pos))
+                    pos += 1
             if not walked.advance():
                 return
             bound = (tokens - walked.saved) * twice + floor
