@@ -85,7 +85,7 @@ def routing_fleet(replicas: int, tokens: int, layout: str, blocks: int
 
     rng = random.Random(tokens * 7919 + replicas)
     request = Request([rng.randrange(128_000) for _ in range(tokens)])
-    keys = [SCHEME.publish(k) for k in HASHER.block_hashes(request)]
+    keys = [k for k in map(SCHEME.publish, HASHER.block_hashes(request)) if isinstance(k, int)]
     names = [f"replica-{r}" for r in range(replicas)]
     own = {name: keys[:len(keys) if layout == "worst" else rng.randrange(len(keys) + 1)]
            for name in names}
