@@ -256,12 +256,21 @@ class _TieSeed:
         if scored is None:
             return self._seed
         self._scored = None
-        if scored.scheme is not None and scored.runs:
-            keys = self._prepared.keys_for(scored.scheme).groups[0]
-            if keys:
-                held = sum(n for _, n in scored.runs[0])
-                self._seed = rendezvous_seed(affinity_of_key(keys[min(held, len(keys) - 1)]))
+        seed = _unheld_seed(self._prepared, scored)
+        if seed is not None:
+            self._seed = seed
         return self._seed
+
+
+def _unheld_seed(prepared: PreparedRequest, scored: _Scored) -> int | None:
+    """The rendezvous seed on the first key of the request the run of ``scored`` does not
+    hold (None without a key or a run: the seed stays its scheme's)."""
+    if scored.scheme is not None and scored.runs:
+        keys = prepared.keys_for(scored.scheme).groups[0]
+        if keys:
+            held = sum(n for _, n in scored.runs[0])
+            return rendezvous_seed(affinity_of_key(keys[min(held, len(keys) - 1)]))
+    return None
 
 
 class _Listing:
@@ -271,19 +280,32 @@ class _Listing:
     decisions from.
     """
 
-    __slots__ = ("entries", "rids", "seeds")
+    __slots__ = ("_walked", "entries", "prepared", "rids", "seeds")
 
-    def __init__(self) -> None:
+    def __init__(self, prepared: PreparedRequest) -> None:
+        self.prepared = prepared
         self.rids: list[ReplicaId] = []
         self.entries: list[_Scored] = []  # each candidate's scored runs (shared by its group)
         #: Each candidate's rendezvous seed (its scheme's), or its group's, worked out
-        #: when a tie first needs it (a ranking read to its head rarely has one).
-        self.seeds: list[int | _TieSeed] = []
+        #: when a tie first needs it (a ranking read to its head rarely has one): a
+        #: walked group's (:class:`_Walked`, its run never empty) is its ``_Scored``.
+        self.seeds: list[int | _TieSeed | _Scored] = []
+        self._walked: dict[int, int] = {}  # id(a walked group's _Scored) -> its seed
+
+    def _seed(self, seed: int | _TieSeed | _Scored) -> int:
+        if type(seed) is int:
+            return seed
+        if type(seed) is _TieSeed:
+            return seed.value()
+        scored = cast("_Scored", seed)
+        found = self._walked.get(id(scored))
+        if found is None:
+            found = self._walked[id(scored)] = cast("int", _unheld_seed(self.prepared, scored))
+        return found
 
     def tie_order(self, positions: list[int]) -> list[int]:
         """``positions`` by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
-        seeds = [s if type(s) is int else cast("_TieSeed", s).value()
-                 for s in map(self.seeds.__getitem__, positions)]
+        seeds = list(map(self._seed, map(self.seeds.__getitem__, positions)))
         weights = rendezvous_weights(map(self.rids.__getitem__, positions), seeds)
         return list(map(positions.__getitem__, sorted(
             range(len(positions)), key=weights.__getitem__, reverse=True)))
@@ -872,7 +894,7 @@ class _CostOrder:
         self._queues = queues
         self.per = per
         self._tokens = prepared.num_tokens
-        self.listing = _Listing()
+        self.listing = _Listing(prepared)
         self.loads: list[float] = []
         self.costs: list[float] = []
         self._listed: set[ReplicaId] = set()
@@ -995,10 +1017,10 @@ class _CostOrder:
             n, mask = ends[walked.at]
             saved = walked.saved
             scored = _Scored(saved, walked.hit, scheme, (((medium, n),),))
-            seed = _TieSeed(prepared, scored, walked.seed)
             if mask.bit_count() > _LISTED_AT_MOST:  # in load order from the queues, as read
                 inside = set(members_of(mask, slots))
-                self._next_from(self._ascending(inside.__contains__), scored, seed)
+                self._next_from(self._ascending(inside.__contains__), scored,
+                                _TieSeed(prepared, scored, walked.seed))
             else:  # listed and pushed as :meth:`_list_group` does (the same costs)
                 left = tokens - saved
                 need = left * twice
@@ -1013,7 +1035,7 @@ class _CostOrder:
                         cost = left * (twice + pressure) + load
                     rids.append(rid)
                     entries.append(scored)
-                    seeds.append(seed)
+                    seeds.append(scored)  # its tie seed, worked out if it ties
                     loads.append(load)
                     pressures.append(pressure)
                     costs.append(cost)
