@@ -392,6 +392,8 @@ class Router:
         self._bits_seen = -1
         self._last_grouping: tuple[Mapping[ReplicaId, ReplicaScheme], Mapping[
             tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]] | None = None
+        self._last_own: tuple[Mapping[ReplicaId, ReplicaScheme],
+                              dict[ReplicaId, ReplicaId]] | None = None
         self._last_fleet: tuple[Mapping[ReplicaId, ReplicaScheme],
                                 tuple[ReplicaId, ...]] | None = None
         #: :meth:`_schemes_of` per candidates tuple, for one registrations view and
@@ -628,11 +630,15 @@ class Router:
             return hit
         out: dict[ReplicaId, ReplicaScheme] = {}
         extra: dict[ReplicaId, None] = {}
+        # The index's own ReplicaId objects: equal ids made from names compare field by
+        # field wherever the candidates meet the index (its "every replica" query, the
+        # queues' dicts); the same objects compare by identity, in C.
+        own = self._own_ids(known)
         for c in wanted:
             rid = _replica_id(c)
             scheme = known.get(rid)
             if scheme is not None:
-                out[rid] = scheme
+                out[own.get(rid, rid)] = scheme
             elif rid in self.replicas:
                 extra[rid] = None
             else:
@@ -642,6 +648,13 @@ class Router:
             memo[2].clear()
         found = memo[2][wanted] = (out, tuple(extra))
         return found
+
+    def _own_ids(self, known: Mapping[ReplicaId, ReplicaScheme]) -> Mapping[ReplicaId, ReplicaId]:
+        """Each registered replica's id as the index holds it (kept per registrations view)."""
+        last = self._last_own
+        if last is None or last[0] is not known:
+            last = self._last_own = (known, {rid: rid for rid in known})
+        return last[1]
 
     def _refresh_weights(self) -> None:
         bits = self.index.medium_bits()
