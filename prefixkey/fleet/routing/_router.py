@@ -885,7 +885,11 @@ class _CostOrder:
     they come from the queues in load order, skipping those listed; a large
     group is read the same way, its members a set. A ranking read to its
     head then costs the groups it opens and the queues it reads, not the
-    fleet.
+    fleet. The in-memory index's ordered answers are read from the walk
+    itself (:class:`_Walked`, :meth:`_open_walked`): the same groups, bounds
+    and costs without an object per group or a call per member; the cost
+    arithmetic there must stay :meth:`_list_group`'s (tests/units/
+    test_walked_ranking.py compares the two paths).
     """
 
     __slots__ = ("_empty", "_floor", "_heap", "_listed", "_pressure", "_queues", "_router",
