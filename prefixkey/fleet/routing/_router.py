@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -87,7 +88,7 @@ from ...errors import InvalidRequestError
 from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
 from ..index._ops import medium_name
-from ..index._walk import Run
+from ..index._walk import OrderedGroups, Run, members_of
 from ._metrics import RouterMetrics
 from ._prepared import (
     PreparedRequest,
@@ -255,12 +256,21 @@ class _TieSeed:
         if scored is None:
             return self._seed
         self._scored = None
-        if scored.scheme is not None and scored.runs:
-            keys = self._prepared.keys_for(scored.scheme).groups[0]
-            if keys:
-                held = sum(n for _, n in scored.runs[0])
-                self._seed = rendezvous_seed(affinity_of_key(keys[min(held, len(keys) - 1)]))
+        seed = _unheld_seed(self._prepared, scored)
+        if seed is not None:
+            self._seed = seed
         return self._seed
+
+
+def _unheld_seed(prepared: PreparedRequest, scored: _Scored) -> int | None:
+    """The rendezvous seed on the first key of the request the run of ``scored`` does not
+    hold (None without a key or a run: the seed stays its scheme's)."""
+    if scored.scheme is not None and scored.runs:
+        keys = prepared.keys_for(scored.scheme).groups[0]
+        if keys:
+            held = sum(n for _, n in scored.runs[0])
+            return rendezvous_seed(affinity_of_key(keys[min(held, len(keys) - 1)]))
+    return None
 
 
 class _Listing:
@@ -270,19 +280,32 @@ class _Listing:
     decisions from.
     """
 
-    __slots__ = ("entries", "rids", "seeds")
+    __slots__ = ("_walked", "entries", "prepared", "rids", "seeds")
 
-    def __init__(self) -> None:
+    def __init__(self, prepared: PreparedRequest) -> None:
+        self.prepared = prepared
         self.rids: list[ReplicaId] = []
         self.entries: list[_Scored] = []  # each candidate's scored runs (shared by its group)
         #: Each candidate's rendezvous seed (its scheme's), or its group's, worked out
-        #: when a tie first needs it (a ranking read to its head rarely has one).
-        self.seeds: list[int | _TieSeed] = []
+        #: when a tie first needs it (a ranking read to its head rarely has one): a
+        #: walked group's (:class:`_Walked`, its run never empty) is its ``_Scored``.
+        self.seeds: list[int | _TieSeed | _Scored] = []
+        self._walked: dict[int, int] = {}  # id(a walked group's _Scored) -> its seed
+
+    def _seed(self, seed: int | _TieSeed | _Scored) -> int:
+        if type(seed) is int:
+            return seed
+        if type(seed) is _TieSeed:
+            return seed.value()
+        scored = cast("_Scored", seed)
+        found = self._walked.get(id(scored))
+        if found is None:
+            found = self._walked[id(scored)] = cast("int", _unheld_seed(self.prepared, scored))
+        return found
 
     def tie_order(self, positions: list[int]) -> list[int]:
         """``positions`` by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
-        seeds = [s if type(s) is int else cast("_TieSeed", s).value()
-                 for s in map(self.seeds.__getitem__, positions)]
+        seeds = list(map(self._seed, map(self.seeds.__getitem__, positions)))
         weights = rendezvous_weights(map(self.rids.__getitem__, positions), seeds)
         return list(map(positions.__getitem__, sorted(
             range(len(positions)), key=weights.__getitem__, reverse=True)))
@@ -369,6 +392,8 @@ class Router:
         self._bits_seen = -1
         self._last_grouping: tuple[Mapping[ReplicaId, ReplicaScheme], Mapping[
             tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]] | None = None
+        self._last_own: tuple[Mapping[ReplicaId, ReplicaScheme],
+                              dict[ReplicaId, ReplicaId]] | None = None
         self._last_fleet: tuple[Mapping[ReplicaId, ReplicaScheme],
                                 tuple[ReplicaId, ...]] | None = None
         #: :meth:`_schemes_of` per candidates tuple, for one registrations view and
@@ -605,11 +630,15 @@ class Router:
             return hit
         out: dict[ReplicaId, ReplicaScheme] = {}
         extra: dict[ReplicaId, None] = {}
+        # The index's own ReplicaId objects: equal ids made from names compare field by
+        # field wherever the candidates meet the index (its "every replica" query, the
+        # queues' dicts); the same objects compare by identity, in C.
+        own = self._own_ids(known)
         for c in wanted:
             rid = _replica_id(c)
             scheme = known.get(rid)
             if scheme is not None:
-                out[rid] = scheme
+                out[own.get(rid, rid)] = scheme
             elif rid in self.replicas:
                 extra[rid] = None
             else:
@@ -619,6 +648,13 @@ class Router:
             memo[2].clear()
         found = memo[2][wanted] = (out, tuple(extra))
         return found
+
+    def _own_ids(self, known: Mapping[ReplicaId, ReplicaScheme]) -> Mapping[ReplicaId, ReplicaId]:
+        """Each registered replica's id as the index holds it (kept per registrations view)."""
+        last = self._last_own
+        if last is None or last[0] is not known:
+            last = self._last_own = (known, {rid: rid for rid in known})
+        return last[1]
 
     def _refresh_weights(self) -> None:
         bits = self.index.medium_bits()
@@ -675,13 +711,14 @@ class Router:
         todo = self._grouping(schemes)
         out: list[_Answer] = []
         for attempt in range(3):
-            queries = [RunsQuery(scheme, tuple(group), prepared.keys_for(scheme).groups)
-                       for scheme, group in todo.values()]
+            keys = {key: prepared.keys_for(scheme) for key, (scheme, _) in todo.items()}
+            queries = [RunsQuery(scheme, tuple(group), keys[key].groups)
+                       for key, (scheme, group) in todo.items()]
             changed: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for query, answer in zip(queries, self.index.leading_runs(queries, self._counted),
-                                     strict=True):
+            for key, query, answer in zip(
+                    todo, queries, self.index.leading_runs(queries, self._counted), strict=True):
                 scheme = query.scheme
-                seed = rendezvous_seed(prepared.keys_for(scheme).affinity)
+                seed = rendezvous_seed(keys[key].affinity)
                 if answer.ordered:  # holds runs only
                     out.append(_Answer(scheme, seed, cast("Sequence[_Runs]", answer.groups), True))
                     continue
@@ -700,13 +737,14 @@ class Router:
         return out
 
     def _scored(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Scored:
-        if not runs:
+        if not any(runs):  # holds nothing (no run, or an empty run per group)
             return _Scored(0.0, 0, scheme, runs)
         if len(runs) == 1 and len(runs[0]) == 1:  # :meth:`_outcome`'s usual case, cut short
             (mask, n), = runs[0]
             bs = scheme.groups[0].block_size
-            blocks = min(n, max(num_tokens - 1, 0) // bs)
-            return _Scored(self._mask_weight(mask)[0] * blocks * bs, blocks * bs, scheme, runs)
+            weighted, hit = _segment_saved(self._mask_weight(mask)[0], n, bs,
+                                           max(num_tokens - 1, 0) // bs)
+            return _Scored(weighted, hit, scheme, runs)
         o = self._outcome(scheme, runs, num_tokens)
         return _Scored(o.weighted, o.hit_tokens, scheme, runs)
 
@@ -714,6 +752,8 @@ class Router:
                  num_tokens: int) -> _Outcome:
         if scheme is None or not runs:
             return _Outcome((), 0, 0.0, "", capped=False, used=frozenset())
+        if not any(runs):  # an empty run per group: what the general case below gives
+            return _Outcome((0,) * len(runs), 0, 0.0, "", capped=False, used=frozenset())
         cap = max(num_tokens - 1, 0)
         if len(runs) == 1 and len(runs[0]) == 1:  # one group, one medium: the usual case
             (mask, n), = runs[0]
@@ -789,6 +829,50 @@ _LISTED_AT_MOST: Final = 16
 _MEMO_AT_MOST: Final = 64
 
 
+def _segment_saved(weight: float, blocks: int, block_size: int, cap: int) -> tuple[float, int]:
+    """What a one-segment run of ``blocks`` saves, at most ``cap`` blocks reused: its tokens
+    weighted by its medium's ``weight``, and the tokens reused (:meth:`Router._scored`'s
+    usual case, and every group of a :class:`_Walked` answer: one arithmetic for both)."""
+    used = min(blocks, cap)
+    return weight * used * block_size, used * block_size
+
+
+class _Walked:
+    """An ordered answer read from its walk (:attr:`OrderedGroups.walked`), longest run first.
+
+    A group is a ``(keys walked, holder mask)`` end of the walk: it is scored
+    and its members listed when its bound comes first, with no group object
+    and no call per member (a top-1 ranking at 64 replicas and 1k tokens opens
+    about ten groups, most of one replica). ``at`` is the next group's end;
+    ``saved``/``hit`` its run's worth.
+    """
+
+    __slots__ = ("at", "block", "cap", "ends", "hit", "medium", "saved", "scheme", "seed",
+                 "slots", "weight")
+
+    def __init__(self, router: Router, answer: _Answer, groups: OrderedGroups,
+                 num_tokens: int) -> None:
+        self.ends, self.medium, slots = groups.walked
+        self.slots = cast("Sequence[ReplicaId]", slots)  # a mask's slots are never free
+        self.scheme = answer.scheme
+        self.seed = answer.seed
+        self.block = answer.scheme.groups[0].block_size
+        self.cap = max(num_tokens - 1, 0) // self.block
+        self.weight = router._mask_weight(self.medium)[0]
+        self.at = len(self.ends)
+        self.saved, self.hit = 0.0, 0
+
+    def advance(self) -> bool:
+        """Move to the next group, and work out its worth; False when the next group holds
+        nothing (its members, and the rest, come from the queues) or none is left."""
+        self.at -= 1
+        if self.at < 0 or not self.ends[self.at][0]:
+            return False
+        self.saved, self.hit = _segment_saved(self.weight, self.ends[self.at][0], self.block,
+                                              self.cap)
+        return True
+
+
 class _CostOrder:
     """The candidates by (cost, load), lowest first, one list per tie, found best first.
 
@@ -801,11 +885,15 @@ class _CostOrder:
     they come from the queues in load order, skipping those listed; a large
     group is read the same way, its members a set. A ranking read to its
     head then costs the groups it opens and the queues it reads, not the
-    fleet.
+    fleet. The in-memory index's ordered answers are read from the walk
+    itself (:class:`_Walked`, :meth:`_open_walked`): the same groups, bounds
+    and costs without an object per group or a call per member; the cost
+    arithmetic there must stay :meth:`_list_group`'s (tests/units/
+    test_walked_ranking.py compares the two paths).
     """
 
-    __slots__ = ("_empty", "_heap", "_listed", "_pressure", "_queues", "_router", "_schemes",
-                 "_seeds", "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed",
+    __slots__ = ("_empty", "_floor", "_heap", "_listed", "_pressure", "_queues", "_router",
+                 "_schemes", "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed",
                  "fallback", "listing", "loads", "per", "prepared", "pressures", "twice")
 
     def __init__(self, router: Router, prepared: PreparedRequest,
@@ -823,19 +911,26 @@ class _CostOrder:
         self._queues = queues
         self.per = per
         self._tokens = prepared.num_tokens
-        self.listing = _Listing()
+        self.listing = _Listing(prepared)
         self.loads: list[float] = []
         self.costs: list[float] = []
         self._listed: set[ReplicaId] = set()
-        self._seeds = {a.scheme.key: a.seed for a in answers}
         self.extra_seed = Router._extra_seed(prepared) if extra else 0
-        self._empty: dict[tuple[object, ...], _Scored] = {}
+        #: Per scheme object (alive while the ranking is): what holding nothing is, and its seed.
+        self._empty: dict[int, tuple[_Scored, int]] = {}
         self._heap: list[tuple[float, float, int, int, object]] = []
-        self._seq = 0
+        self._seq = itertools.count(1)  # heap entries never compare their payloads
         self._snapshot: tuple[list[tuple[float, ReplicaId]], float] | None = None
-        floor = queues.minimum() * per
+        self._floor = floor = queues.minimum() * per
         hit = False
         for answer in answers:
+            if answer.ordered and type(answer.groups) is OrderedGroups:
+                walked = _Walked(router, answer, answer.groups, self._tokens)
+                if walked.advance():
+                    hit = hit or walked.hit > 0
+                    self._push((self._tokens - walked.saved) * self.twice + floor, -math.inf,
+                               _GROUP, walked)
+                continue
             groups = self._router._scored_groups(answer, self._tokens)
             if answer.ordered:
                 first = next(groups, None)
@@ -850,8 +945,7 @@ class _CostOrder:
         self._push(self._tokens * self.twice + floor, -math.inf, _REST, None)
 
     def _push(self, cost: float, load: float, kind: int, payload: object) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (cost, load, kind, self._seq, payload))
+        heapq.heappush(self._heap, (cost, load, kind, next(self._seq), payload))
 
     def _push_group(self, group: _Group, rest: Iterator[_Group] | None, floor: float) -> None:
         self._push((self._tokens - group.scored.weighted) * self.twice + floor, -math.inf, _GROUP,
@@ -899,10 +993,8 @@ class _CostOrder:
             pressures.append(pressure)
             costs.append(cost)
             listed.add(rid)
-            seq += 1
-            heapq.heappush(heap, (cost, load, _ONE, seq, pos))
+            heapq.heappush(heap, (cost, load, _ONE, next(seq), pos))
             pos += 1
-        self._seq = seq
 
     def _open(self, payload: tuple[_Group, Iterator[_Group] | None, float]) -> None:
         group, rest, floor = payload
@@ -921,6 +1013,59 @@ class _CostOrder:
             return
         self._list_group(members, scored, seed)
 
+    def _open_walked(self, walked: _Walked) -> None:
+        """Open a walked answer's group whose bound came first, and the next ones while their
+        bounds would come first (their heap entries would be popped next: the same groups
+        are open when a candidate is popped, in another order, which no decision reads)."""
+        heap, tokens, twice, floor = self._heap, self._tokens, self.twice, self._floor
+        per = self.per
+        ends, slots, scheme, medium, prepared = (walked.ends, walked.slots, walked.scheme,
+                                                 walked.medium, self.prepared)
+        listing = self.listing
+        rids, entries, seeds = listing.rids, listing.entries, listing.seeds
+        loads, costs, pressures, listed = self.loads, self.costs, self.pressures, self._listed
+        pressure_of = None if self._pressure is _no_pressure else self._pressure
+        # Queues.get(rid) is values.get(rid, 0.0) * scale: read here without a call each
+        # (nothing moves the queues while this runs).
+        values, scale = self._queues.stored()
+        seq = self._seq
+        pressure = 0.0
+        while True:
+            n, mask = ends[walked.at]
+            saved = walked.saved
+            scored = _Scored(saved, walked.hit, scheme, (((medium, n),),))
+            if mask.bit_count() > _LISTED_AT_MOST:  # in load order from the queues, as read
+                inside = set(members_of(mask, slots))
+                self._next_from(self._ascending(inside.__contains__), scored,
+                                _TieSeed(prepared, scored, walked.seed))
+            else:  # listed and pushed as :meth:`_list_group` does (the same costs)
+                left = tokens - saved
+                need = left * twice
+                pos = len(rids)
+                for rid in ((slots[mask.bit_length() - 1],) if not mask & (mask - 1)
+                            else members_of(mask, slots)):
+                    load = values.get(rid, 0.0) * scale * per
+                    if pressure_of is None:
+                        cost = need + load
+                    else:
+                        pressure = pressure_of(rid)
+                        cost = left * (twice + pressure) + load
+                    rids.append(rid)
+                    entries.append(scored)
+                    seeds.append(scored)  # its tie seed, worked out if it ties
+                    loads.append(load)
+                    pressures.append(pressure)
+                    costs.append(cost)
+                    listed.add(rid)
+                    heapq.heappush(heap, (cost, load, _ONE, next(seq), pos))
+                    pos += 1
+            if not walked.advance():
+                return
+            bound = (tokens - walked.saved) * twice + floor
+            if heap and bound > heap[0][0]:
+                self._push(bound, -math.inf, _GROUP, walked)
+                return
+
     def _ascending(self, keep: Callable[[ReplicaId], bool]) -> Iterator[tuple[float, ReplicaId]]:
         """The queues' snapshot (taken once per ranking) in load order, those ``keep`` keeps."""
         if self._snapshot is None:
@@ -932,15 +1077,12 @@ class _CostOrder:
         scheme = self._schemes.get(rid)
         if scheme is None:
             return _NOTHING, self.extra_seed
-        scored = self._empty.get(scheme.key)
-        if scored is None:
-            scored = self._empty[scheme.key] = _Scored(
-                0.0, 0, scheme, tuple(() for _ in scheme.groups))
-        seed = self._seeds.get(scheme.key)
-        if seed is None:
-            seed = self._seeds[scheme.key] = rendezvous_seed(
-                self.prepared.keys_for(scheme).affinity)
-        return scored, seed
+        found = self._empty.get(id(scheme))
+        if found is None:  # the seed is its answer's: the first key under the scheme
+            found = self._empty[id(scheme)] = (
+                _Scored(0.0, 0, scheme, tuple(() for _ in scheme.groups)),
+                rendezvous_seed(self.prepared.keys_for(scheme).affinity))
+        return found
 
     def _rest(self, rid: ReplicaId) -> bool:
         """A candidate holding nothing, not yet listed."""
@@ -979,7 +1121,10 @@ class _CostOrder:
         while heap:
             _, _, kind, _, payload = heapq.heappop(heap)
             if kind == _GROUP:
-                self._open(cast("tuple[_Group, Iterator[_Group] | None, float]", payload))
+                if type(payload) is _Walked:
+                    self._open_walked(payload)
+                else:
+                    self._open(cast("tuple[_Group, Iterator[_Group] | None, float]", payload))
             elif kind == _REST:
                 self._next_from(self._ascending(self._rest), None, 0)
             elif kind == _PEEK:
