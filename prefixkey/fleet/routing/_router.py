@@ -887,9 +887,8 @@ class _CostOrder:
     head then costs the groups it opens and the queues it reads, not the
     fleet. The in-memory index's ordered answers are read from the walk
     itself (:class:`_Walked`, :meth:`_open_walked`): the same groups, bounds
-    and costs without an object per group or a call per member; the cost
-    arithmetic there must stay :meth:`_list_group`'s (tests/units/
-    test_walked_ranking.py compares the two paths).
+    and costs (listed by :meth:`_list_group`) without an object per group
+    (tests/units/test_walked_ranking.py compares the two paths).
     """
 
     __slots__ = ("_empty", "_floor", "_heap", "_listed", "_pressure", "_queues", "_router",
@@ -965,14 +964,17 @@ class _CostOrder:
         self._listed.add(rid)
         return len(listing.rids) - 1
 
-    def _list_group(self, members: Sequence[ReplicaId], scored: _Scored,
-                    seed: int | _TieSeed) -> None:
+    def _list_group(self, members: Iterable[ReplicaId], scored: _Scored,
+                    seed: int | _TieSeed | _Scored) -> None:
         """:meth:`_list` and push each of a small group's members, in one pass (the same
         costs: without pressure ``twice + 0.0`` is ``twice``; no call per member then)."""
         listing = self.listing
         rids, entries, seeds = listing.rids, listing.entries, listing.seeds
         loads, costs, pressures, listed = self.loads, self.costs, self.pressures, self._listed
-        get, per, heap, twice = self._queues.get, self.per, self._heap, self.twice
+        per, heap, twice = self.per, self._heap, self.twice
+        # Queues.get(rid) is values.get(rid, 0.0) * scale: read here without a call each
+        # (nothing moves the queues while this runs).
+        values, scale = self._queues.stored()
         left = self._tokens - scored.weighted
         pressure_of = None if self._pressure is _no_pressure else self._pressure
         need = left * twice
@@ -980,7 +982,7 @@ class _CostOrder:
         pos = len(rids)
         seq = self._seq
         for rid in members:
-            load = get(rid) * per
+            load = values.get(rid, 0.0) * scale * per
             if pressure_of is None:
                 cost = need + load
             else:
@@ -1018,18 +1020,8 @@ class _CostOrder:
         bounds would come first (their heap entries would be popped next: the same groups
         are open when a candidate is popped, in another order, which no decision reads)."""
         heap, tokens, twice, floor = self._heap, self._tokens, self.twice, self._floor
-        per = self.per
         ends, slots, scheme, medium, prepared = (walked.ends, walked.slots, walked.scheme,
                                                  walked.medium, self.prepared)
-        listing = self.listing
-        rids, entries, seeds = listing.rids, listing.entries, listing.seeds
-        loads, costs, pressures, listed = self.loads, self.costs, self.pressures, self._listed
-        pressure_of = None if self._pressure is _no_pressure else self._pressure
-        # Queues.get(rid) is values.get(rid, 0.0) * scale: read here without a call each
-        # (nothing moves the queues while this runs).
-        values, scale = self._queues.stored()
-        seq = self._seq
-        pressure = 0.0
         while True:
             n, mask = ends[walked.at]
             saved = walked.saved
@@ -1038,27 +1030,9 @@ class _CostOrder:
                 inside = set(members_of(mask, slots))
                 self._next_from(self._ascending(inside.__contains__), scored,
                                 _TieSeed(prepared, scored, walked.seed))
-            else:  # listed and pushed as :meth:`_list_group` does (the same costs)
-                left = tokens - saved
-                need = left * twice
-                pos = len(rids)
-                for rid in ((slots[mask.bit_length() - 1],) if not mask & (mask - 1)
-                            else members_of(mask, slots)):
-                    load = values.get(rid, 0.0) * scale * per
-                    if pressure_of is None:
-                        cost = need + load
-                    else:
-                        pressure = pressure_of(rid)
-                        cost = left * (twice + pressure) + load
-                    rids.append(rid)
-                    entries.append(scored)
-                    seeds.append(scored)  # its tie seed, worked out if it ties
-                    loads.append(load)
-                    pressures.append(pressure)
-                    costs.append(cost)
-                    listed.add(rid)
-                    heapq.heappush(heap, (cost, load, _ONE, next(seq), pos))
-                    pos += 1
+            else:  # its tie seed (the scored runs) is worked out only if it ties
+                self._list_group((slots[mask.bit_length() - 1],) if not mask & (mask - 1)
+                                 else members_of(mask, slots), scored, scored)
             if not walked.advance():
                 return
             bound = (tokens - walked.saved) * twice + floor
