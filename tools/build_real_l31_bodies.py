@@ -197,6 +197,7 @@ SERVERS: dict[str, dict[str, Any]] = {
     # The server's own default: tools in the system block unless a request says otherwise.
     "system-tools/": {"--served-model-name": f"real-{FOLDER}-system-tools",
                       "--max-model-len": MAX_MODEL_LEN,
+                      "--enable-auto-tool-choice": True, "--tool-call-parser": "llama3_json",
                       "--default-chat-template-kwargs": SYSTEM_TOOLS},
 }
 #: The bodies the second server answers too (its default kwargs change them).
