@@ -177,6 +177,43 @@ def _chat() -> list[tuple[str, dict[str, Any]]]:
         ("builtin-code-call", {"messages": [USER, {"role": "assistant", "tool_calls": [
             _call("code_interpreter", "{\"code\": \"print(1)\"}")]}, IPYTHON],
             "chat_template_kwargs": ALL_BUILTIN}),
+        # Edges where the request's shape meets the template's tests.
+        ("tool-call-args-not-json", {"messages": [USER, {"role": "assistant", "tool_calls": [
+            _call("get_weather", "Paris, please")]}], "tools": TOOLS}),
+        ("tool-call-args-list", {"messages": [USER, {"role": "assistant", "tool_calls": [
+            _call("get_weather", "[1, 2]")]}], "tools": TOOLS}),
+        ("builtin-call-args-list", {"messages": [USER, {"role": "assistant", "tool_calls": [
+            _call("brave_search", "[\"x\"]")]}], "chat_template_kwargs": BUILTIN}),
+        ("tool-calls-empty", {"messages": [USER, {"role": "assistant", "content": "Hi.",
+                                                  "tool_calls": []}, USER2]}),
+        ("tool-calls-null", {"messages": [USER, {"role": "assistant", "content": "Hi.",
+                                                 "tool_calls": None}, USER2]}),
+        ("assistant-content-null", {"messages": [USER, {"role": "assistant", "content": None},
+                                                 USER2]}),
+        ("user-content-null", {"messages": [{"role": "user", "content": None}]}),
+        ("tools-empty", {"messages": [USER], "tools": []}),
+        ("tools-no-parameters", {"messages": [USER], "tools": [{"type": "function", "function": {
+            "name": "ping", "strict": True}}]}),
+        ("tools-kwarg", {"messages": [USER], "chat_template_kwargs": {"tools": [WEATHER]}}),
+        ("tools-and-custom-tools", {"messages": [USER], "tools": [WEATHER],
+                                    "chat_template_kwargs": {"custom_tools": [SEARCH]}}),
+        ("builtin-string", {"messages": [USER, BRAVE_CALL, IPYTHON],
+                            "chat_template_kwargs": {"builtin_tools": "brave_search"}}),
+        ("builtin-empty", {"messages": [USER], "chat_template_kwargs": {"builtin_tools": []}}),
+        ("date-string-number", {"messages": [USER], "chat_template_kwargs": {"date_string": 5}}),
+        ("tools-in-user-string", {"messages": [USER], "tools": [WEATHER],
+                                  "chat_template_kwargs": {"tools_in_user_message": "false"}}),
+        ("ipython-parts", {"messages": [USER, BRAVE_CALL, {"role": "ipython", "content": [
+            {"type": "text", "text": "Sunny."}, {"type": "text", "text": "Warm."}]}],
+            "chat_template_kwargs": BUILTIN}),
+        ("name-field", {"messages": [{"role": "user", "name": "alice", "content": "Hi"}]}),
+        ("reasoning-field", {"messages": [USER, {"role": "assistant", "content": "Sunny.",
+                                                 "reasoning": "Look it up."}, USER2]}),
+        ("add-generation-prompt-kwarg", {"messages": [USER], "chat_template_kwargs": {
+            "add_generation_prompt": False}}),
+        ("system-parts-two", {"messages": [{"role": "system", "content": [
+            {"type": "text", "text": "One."}, {"type": "text", "text": " Two. "}]}, USER],
+            "tools": [WEATHER], "chat_template_kwargs": SYSTEM_TOOLS}),
     ]
 
 
