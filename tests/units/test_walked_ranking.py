@@ -31,7 +31,7 @@ from prefixkey.fleet import (
     RunsAnswer,
     RunsQuery,
 )
-from prefixkey.fleet.routing import _router as impl
+from prefixkey.fleet.routing import _cost_order as impl
 
 SCHEMES = [ReplicaScheme(Hasher(block_size=4, python_hash_seed="0")),
            ReplicaScheme(Hasher(block_size=4, python_hash_seed="1"))]
