@@ -14,8 +14,9 @@ each) and ``worst`` (every replica holds the whole prompt). Two loads:
 ``pushed`` (a queued load for every replica, ``set_load``, 0-4x the prompt's
 tokens, as bench_routing.py gives) and ``own`` (none: the Router's own queue
 estimate, which each decision moves; the LiteLLM plugin's case, candidates
-named). ``before`` is ``REV``'s ``fleet/routing/_router.py`` (and the walk's
-``walk`` and ``SlotMembers._list``) loaded beside this tree's, over the same
+named). ``before`` is ``REV``'s ``fleet/routing/_router.py`` (with the modules it
+was split into, ``_decision.py`` and ``_cost_order.py``, where ``REV`` has them; and
+the walk's ``walk`` and ``SlotMembers._list``) loaded beside this tree's, over the same
 index; per round, hashing (``Router.prepare``) then each side's top-1
 (``rank(prepared, names, limit=1)[0]``) and full ranking read to its head
 (``rank(prepared, names)[0]``), each right after a hashing (the walk's index
@@ -66,6 +67,32 @@ def load_at(rev: str, path: str, name: str, folder: Path) -> ModuleType:
     return module
 
 
+#: The modules ``_router.py`` was split into, in import order: where ``REV`` has them,
+#: its ``_router.py`` imports ``REV``'s copies (older revisions kept all in ``_router.py``).
+ROUTER_PARTS = ("_decision", "_cost_order")
+
+
+def load_router_at(rev: str, folder: Path) -> ModuleType:
+    """``REV``'s ``fleet/routing/_router.py``, imported beside this tree's, its imports of
+    :data:`ROUTER_PARTS` given ``REV``'s copies (the rest of the package is this tree's)."""
+    package = "prefixkey.fleet.routing"
+    saved: dict[str, ModuleType] = {}
+    try:
+        for part in ROUTER_PARTS:
+            path = f"prefixkey/fleet/routing/{part}.py"
+            if subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"],
+                              capture_output=True).returncode:
+                continue  # not split yet at REV: its _router.py holds this part
+            module = load_at(rev, path, f"{package}.{part}_before", folder)
+            saved[part] = importlib.import_module(f"{package}.{part}")
+            sys.modules[f"{package}.{part}"] = module  # what REV's later imports find
+        return load_at(rev, "prefixkey/fleet/routing/_router.py", f"{package}._router_before",
+                       folder)
+    finally:
+        for part, module in saved.items():
+            sys.modules[f"{package}.{part}"] = module
+
+
 def fleet(replicas: int, tokens: int, filler: int = 2000
           ) -> tuple[PrefixIndex, Request, list[str], random.Random]:
     """bench_gateways.py's index: a random prefix of the request's keys, and filler."""
@@ -105,8 +132,7 @@ def main() -> None:
                         help="indexed entries of a --fleet routing index")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        old = load_at(args.rev, "prefixkey/fleet/routing/_router.py",
-                      "prefixkey.fleet.routing._router_before", Path(folder))
+        old = load_router_at(args.rev, Path(folder))
         old_walk = load_at(args.rev, "prefixkey/fleet/index/_walk.py",
                            "prefixkey.fleet.index._walk_before", Path(folder))
     sides: dict[str, Side] = {"before": (old_walk.walk, old_walk.SlotMembers._list),
