@@ -37,6 +37,12 @@ _QWEN3_5_SPLIT: Final = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"""
     r"""| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
+# models/clip/tokenization_clip.py's split: the two specials, contractions, letter runs,
+# single digits, other runs; whitespace is removed.
+_CLIP_SPLIT: Final = (
+    r"""<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"""
+    r"""|[^\s\p{L}\p{N}]+"""
+)
 # BPE(…) arguments of the byte-level classes (GPT2, GPTNeoX, Cohere, CodeGen, Roberta).
 _BYTE_LEVEL_BPE: Final = MappingProxyType({
     "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
@@ -64,9 +70,11 @@ class Rebuild:
     #: ``update`` is ``update_post_processor()`` run by the class itself, with the
     #: ``add_bos_token`` / ``add_eos_token`` values below (the folder's are dropped when
     #: tokenizer.json exists).
-    #: ``roberta``: a RobertaProcessing over the ``sep_token`` and ``cls_token`` the class
-    #: sets after its ``super().__init__``.
-    post_processor: Literal["file", "update", "roberta"] = "file"
+    #: ``roberta``: a RobertaProcessing over the two named tokens of ``processor_tokens``
+    #: (sep, cls) the class sets after its ``super().__init__``, with ``processor_options``.
+    #: ``prefix``: ``set_prefix_tokens()`` (WhisperTokenizer): a TemplateProcessing of
+    #: ``prefix_tokens``, the text, then the ``eos_token``.
+    post_processor: Literal["file", "update", "roberta", "prefix"] = "file"
     add_bos_token: bool = False
     add_eos_token: bool = False
     #: Qwen2Tokenizer ends its ``__init__`` with ``add_tokens`` of every special token.
@@ -77,6 +85,14 @@ class Rebuild:
     #: Extra special tokens the class appends to ``additional_special_tokens``, each
     #: with the ``*_token`` keyword that may replace it (CodeLlama's infilling tokens).
     extra_specials: tuple[tuple[str, str], ...] = field(default=())
+    #: The named tokens RobertaProcessing takes as (sep, cls).
+    processor_tokens: tuple[str, str] = ("sep_token", "cls_token")
+    #: RobertaProcessing's offset options (they change offsets, not ids).
+    processor_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({
+        "trim_offsets": "$trim_offsets", "add_prefix_space": "$add_prefix_space"}))
+    #: The tokens ``prefix`` puts before the text; a ``$name`` is derived from
+    #: tokenizer_config.json and left out when it derives None.
+    prefix_tokens: tuple[str, ...] = field(default=())
 
 
 #: GPT2Tokenizer's recipe (CodeGenTokenizer's too, but for its name).
@@ -162,6 +178,35 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "eos_token": "<|END_OF_TURN_TOKEN|>", "pad_token": "<PAD>",
                   "cls_token": "<CLS>", "sep_token": "<SEP>", "mask_token": "<MASK_TOKEN>"},
         post_init=True),
+    # models/clip/tokenization_clip.py: byte-level BPE whose word ends carry "</w>",
+    # lowercased after NFC and whitespace runs folded; <|startoftext|> … <|endoftext|>.
+    "CLIPTokenizer": Rebuild(
+        name="clip",
+        bpe={**_BYTE_LEVEL_BPE, "end_of_word_suffix": "</w>", "unk_token": "$unk_token"},
+        normalizer=("Sequence", [
+            ("NFC", {}), ("Replace", {"pattern": ("Regex", r"\s+"), "content": " "}),
+            ("Lowercase", {})]),
+        pre_tokenizer=("Sequence", [
+            ("Split", {"pattern": ("Regex", _CLIP_SPLIT), "behavior": "removed",
+                       "invert": True}),
+            ("ByteLevel", {"add_prefix_space": False})]),
+        decoder=_BYTE_LEVEL_DECODER,
+        defaults={"unk_token": _ENDOFTEXT, "bos_token": "<|startoftext|>",
+                  "eos_token": _ENDOFTEXT, "pad_token": _ENDOFTEXT},
+        post_processor="roberta",
+        processor_tokens=("eos_token", "bos_token"),
+        processor_options=MappingProxyType({"trim_offsets": False, "add_prefix_space": False})),
+    # models/whisper/tokenization_whisper.py: GPT-2's byte-level BPE; set_prefix_tokens()
+    # ends its __init__ (language, task, then <|notimestamps|> unless predict_timestamps).
+    "WhisperTokenizer": Rebuild(
+        name="whisper",
+        bpe=_BYTE_LEVEL_BPE,
+        normalizer=None,
+        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+        decoder=_BYTE_LEVEL_DECODER,
+        defaults={"unk_token": _ENDOFTEXT, "bos_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT},
+        post_processor="prefix",
+        prefix_tokens=("<|startoftranscript|>", "$whisper_task", "$whisper_notimestamps")),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,

@@ -5,7 +5,7 @@ that builds, and whether it takes ``tokenizer.json`` as it is or rebuilds the
 model, normalizer and pre-tokenizer from its vocabulary (keeping only the
 vocabulary, merges and post-processor), is decided in ``_hf_decision.py``. Here
 the same ``tokenizers`` calls are made in the same order for the as-is path and
-the rebuilds reproduced (Qwen2Tokenizer, LlamaTokenizer, GemmaTokenizer), so
+the rebuilds reproduced (render/_hf_rebuilds.py's REBUILDS), so
 added and special tokens get the ids and matching flags transformers gives them.
 Everything else is refused before this module is reached: encoding with a
 different tokenizer would give ids that look right and are not.
@@ -58,13 +58,32 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
     prefix = recipe.add_prefix_space if given is None else bool(given)
     legacy = bool(init.get("legacy", False))
     unk = init.get("unk_token", recipe.defaults.get("unk_token"))
+    task = init.get("task")
     return {
         "add_prefix_space": prefix,
         "trim_offsets": bool(init.get("trim_offsets", True)),
         # models/llama/tokenization_llama.py _get_prepend_scheme.
         "llama_scheme": ("first" if not legacy else "always") if prefix else "never",
         "unk_token": None if unk is None else str(_added_token(unk, "unk_token")),
+        # models/whisper/tokenization_whisper.py prefix_tokens: the task's token, then
+        # <|notimestamps|> unless timestamps are predicted.
+        "whisper_task": None if task is None else f"<|{task}|>",
+        "whisper_notimestamps": (None if init.get("predict_timestamps")
+                                 else "<|notimestamps|>"),
     }
+
+
+def _check_prefix_options(init: Mapping[str, Any]) -> None:
+    """The WhisperTokenizer options prefixkey reproduces (set_prefix_tokens' checks)."""
+    if init.get("language") is not None:
+        # The language token's id is <|startoftranscript|>'s plus its index in
+        # transformers' LANGUAGES table, which prefixkey does not carry.
+        raise RenderUnsupportedError("tokenizer_config.json",
+                                     "a WhisperTokenizer language is not reproduced")
+    task = init.get("task")
+    if task is not None and task not in ("translate", "transcribe"):
+        raise ModelFolderError("tokenizer_config.json", f"task: Unsupported task: {task}. "
+                               "Task should be in: ['translate', 'transcribe']")
 
 
 def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
@@ -149,10 +168,18 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
     if recipe.post_processor == "update":
         _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
     elif recipe.post_processor == "roberta":
-        sep, cls = str(specials.get("sep_token")), str(specials.get("cls_token"))
+        sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
+        options = {k: _value(v, derived, None) for k, v in recipe.processor_options.items()}
         tok.post_processor = processors.RobertaProcessing(
-            (sep, _token_id(tok, sep)), (cls, _token_id(tok, cls)),
-            trim_offsets=derived["trim_offsets"], add_prefix_space=derived["add_prefix_space"])
+            (sep, _token_id(tok, sep)), (cls, _token_id(tok, cls)), **options)
+    elif recipe.post_processor == "prefix":
+        prefix = [t for t in (_value(v, derived, None) for v in recipe.prefix_tokens)
+                  if t is not None]
+        eos = str(specials.get("eos_token"))
+        head = " ".join(f"{t}:0" for t in prefix)
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{head} $A:0 {eos}:0", pair=f"{head} $A:0 $B:1 {eos}:1",
+            special_tokens=[(t, _token_id(tok, t)) for t in dict.fromkeys([eos, *prefix])])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -290,6 +317,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
 
+    if recipe is not None and recipe.post_processor == "prefix":
+        _check_prefix_options(folder.tokenizer_config)
     tok = (loaded if recipe is None
            else _rebuilt(recipe, loaded, _derived(folder.tokenizer_config, recipe)))
     if tok.post_processor is None:

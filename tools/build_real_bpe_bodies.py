@@ -1,0 +1,75 @@
+"""Build ``tests/render/real_bpe_bodies.jsonl``: bodies over folders whose tokenizer class is one
+of the byte-level BPE classes rebuilt from a real vocabulary (CLIPTokenizer, WhisperTokenizer).
+
+Maintainer tool. Each folder of :data:`FOLDERS` (tests/render/real/<name>/) holds a
+tokenizer.json built from a real model's files (OpenAI CLIP's merges from open_clip_torch's
+wheel, Whisper's ``multilingual.tiktoken`` from openai-whisper's sdist:
+tests/render/real_models.json, tests/real_models.py) under a ``tokenizer_config.json``
+whose ``tokenizer_class`` makes transformers pick the class: vLLM's answer for that folder
+is the ground truth of the class's rebuild. The texts are those of
+tools/build_real_rebuild_bodies.py and more of what these classes change: CLIP lowercases,
+folds whitespace runs and appends ``</w>`` to each word; Whisper wraps the text in its
+prefix tokens. ``tools/harvest_render.py --bodies tests/render/real_bpe_bodies.jsonl --out
+tests/render/real_bpe_vectors.jsonl --port 18700`` records vLLM 0.31's answers; the
+``real_bpe_029_``, ``real_bpe_030_`` and ``real_bpe_032_`` copies are harvested with
+``--vllm-python /work/venvs/vllm0XY/bin/python``.
+
+Usage::
+
+    python tools/build_real_bpe_bodies.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import build_real_rebuild_bodies as rebuild  # noqa: E402
+
+RENDER_DIR = rebuild.RENDER_DIR
+FOLDERS = ("clip_rule", "whisper_rule")
+#: The releases whose own servers answer the same bodies (one copy of the corpus each).
+RELEASES = ("029", "030", "032")
+MORE_TEXTS = {
+    "upper-specials": "<|STARTOFTEXT|>Shout<|EndOfText|> and <|startoftext|>quiet<|endoftext|>",
+    "whisper-specials": ("<|startoftranscript|><|en|><|transcribe|><|notimestamps|> Hi"
+                         "<|0.00|> there<|1.50|><|nospeech|>"),
+    "long-word": "Pneumonoultramicroscopicsilicovolcanoconiosis antidisestablishmentarianism",
+    "whitespace-odd": "a\u3000b\u2003c\u00a0\u00a0d\ve\ff\u2028g\u0085h",
+    "apostrophes": "it’s JOHN'S don’t 'quoted' rock'n'roll",
+    "digits-long": "31415926535897932384626433 0x1F 1e-9 ٣٤٥ ①②",
+    "emoji-zwj": "👨‍👩‍👧‍👦 🏳️‍🌈 🇫🇷 ✌🏽 😀😀😀",
+}
+
+#: Line breaks json.dumps leaves as they are (it escapes the control characters).
+_LINE_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def build() -> list[dict[str, Any]]:
+    saved = dict(rebuild.TEXTS)
+    rebuild.TEXTS.update(MORE_TEXTS)
+    try:
+        return rebuild.build(FOLDERS)
+    finally:
+        rebuild.TEXTS.clear()
+        rebuild.TEXTS.update(saved)
+
+
+def main() -> int:
+    lines = build()
+    for prefix in ("real_bpe_", *(f"real_bpe_{r}_" for r in RELEASES)):
+        with (RENDER_DIR / f"{prefix}bodies.jsonl").open("w", encoding="utf-8") as f:
+            for line in lines:
+                text = json.dumps(line, ensure_ascii=False, sort_keys=True)
+                for char in _LINE_BREAKS:  # str.splitlines() would split the line there
+                    text = text.replace(char, f"\\u{ord(char):04x}")
+                f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
