@@ -12,7 +12,7 @@ folds whitespace runs and appends ``</w>`` to each word; Whisper wraps the text 
 prefix tokens. ``tools/harvest_render.py --bodies tests/render/real_bpe_bodies.jsonl --out
 tests/render/real_bpe_vectors.jsonl --port 18700`` records vLLM 0.31's answers; the
 ``real_bpe_029_``, ``real_bpe_030_`` and ``real_bpe_032_`` copies are harvested with
-``--vllm-python /work/venvs/vllm0XY/bin/python``.
+``--vllm-python /work/venvs/vllm0XY/bin/python``; the same for ``real_bpe_more_``.
 
 Usage::
 
@@ -31,7 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_real_rebuild_bodies as rebuild  # noqa: E402
 
 RENDER_DIR = rebuild.RENDER_DIR
-FOLDERS = ("clip_rule", "whisper_rule")
+#: Each corpus and its folders: the first (CLIPTokenizer, WhisperTokenizer), then
+#: ``real_bpe_more_`` (OpenAIGPTTokenizer, HerbertTokenizer, DebertaTokenizer,
+#: BlenderbotTokenizer), whose texts add mask tokens.
+CORPORA = {"real_bpe_": ("clip_rule", "whisper_rule"),
+           "real_bpe_more_": ("openai_gpt_rule", "herbert_rule", "deberta_rule",
+                              "blenderbot_rule")}
 #: The releases whose own servers answer the same bodies (one copy of the corpus each).
 RELEASES = ("029", "030", "032")
 MORE_TEXTS = {
@@ -44,31 +49,41 @@ MORE_TEXTS = {
     "digits-long": "31415926535897932384626433 0x1F 1e-9 ٣٤٥ ①②",
     "emoji-zwj": "👨‍👩‍👧‍👦 🏳️‍🌈 🇫🇷 ✌🏽 😀😀😀",
 }
+MASK_TEXTS = {
+    "masks": "fill [MASK] and <mask> here, [MASK][MASK] <mask>. <s>x</s> [CLS]y[SEP]",
+    "accents-upper": "ÉCOLE Ünïcödé ÀÉÎÕÜ straße ǅ ﬃ",
+}
 
 #: Line breaks json.dumps leaves as they are (it escapes the control characters).
 _LINE_BREAKS = ("\x85", "\u2028", "\u2029")
 
 
-def build() -> list[dict[str, Any]]:
+def build(corpus: str = "real_bpe_") -> list[dict[str, Any]]:
     saved = dict(rebuild.TEXTS)
     rebuild.TEXTS.update(MORE_TEXTS)
+    if corpus != "real_bpe_":
+        rebuild.TEXTS.update(MASK_TEXTS)
     try:
-        return rebuild.build(FOLDERS)
+        return rebuild.build(CORPORA[corpus])
     finally:
         rebuild.TEXTS.clear()
         rebuild.TEXTS.update(saved)
 
 
 def main() -> int:
-    lines = build()
-    for prefix in ("real_bpe_", *(f"real_bpe_{r}_" for r in RELEASES)):
+    for corpus in CORPORA:
+        _write(corpus, build(corpus))
+    return 0
+
+
+def _write(corpus: str, lines: list[dict[str, Any]]) -> None:
+    for prefix in (corpus, *(f"{corpus}{r}_" for r in RELEASES)):
         with (RENDER_DIR / f"{prefix}bodies.jsonl").open("w", encoding="utf-8") as f:
             for line in lines:
                 text = json.dumps(line, ensure_ascii=False, sort_keys=True)
                 for char in _LINE_BREAKS:  # str.splitlines() would split the line there
                     text = text.replace(char, f"\\u{ord(char):04x}")
                 f.write(text + "\n")
-    return 0
 
 
 if __name__ == "__main__":

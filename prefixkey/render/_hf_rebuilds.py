@@ -74,7 +74,10 @@ class Rebuild:
     #: (sep, cls) the class sets after its ``super().__init__``, with ``processor_options``.
     #: ``prefix``: ``set_prefix_tokens()`` (WhisperTokenizer): a TemplateProcessing of
     #: ``prefix_tokens``, the text, then the ``eos_token``.
-    post_processor: Literal["file", "update", "roberta", "prefix"] = "file"
+    #: ``template``: a TemplateProcessing of ``template`` (single, pair), whose
+    #: ``{name}`` are the class's named tokens after its ``super().__init__``.
+    #: ``bert``: a BertProcessing over ``processor_tokens`` with the ids ``processor_ids``.
+    post_processor: Literal["file", "update", "roberta", "prefix", "template", "bert"] = "file"
     add_bos_token: bool = False
     add_eos_token: bool = False
     #: Qwen2Tokenizer ends its ``__init__`` with ``add_tokens`` of every special token.
@@ -93,6 +96,14 @@ class Rebuild:
     #: The tokens ``prefix`` puts before the text; a ``$name`` is derived from
     #: tokenizer_config.json and left out when it derives None.
     prefix_tokens: tuple[str, ...] = field(default=())
+    #: ``template``'s (single, pair) sequences.
+    template: tuple[str, str] = ("", "")
+    #: ``bert``'s ids for ``processor_tokens`` (the class writes them as literals).
+    processor_ids: tuple[int, int] = (0, 0)
+    #: AddedToken flags the class gives a named token passed as a string (a mask token
+    #: that takes the space before it), by keyword.
+    token_flags: Mapping[str, Mapping[str, bool]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
 
 #: GPT2Tokenizer's recipe (CodeGenTokenizer's too, but for its name).
@@ -207,6 +218,57 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         defaults={"unk_token": _ENDOFTEXT, "bos_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT},
         post_processor="prefix",
         prefix_tokens=("<|startoftranscript|>", "$whisper_task", "$whisper_notimestamps")),
+    # models/openai/tokenization_openai.py: "</w>" word ends over BERT's normalizer and
+    # pre-tokenizer (no byte level); tokenizer.json's post-processor is kept.
+    "OpenAIGPTTokenizer": Rebuild(
+        name="openai_gpt",
+        bpe={**_BYTE_LEVEL_BPE, "end_of_word_suffix": "</w>", "unk_token": "$unk_token"},
+        normalizer=("BertNormalizer", {"lowercase": True}),
+        pre_tokenizer=("BertPreTokenizer", {}),
+        decoder=("BPEDecoder", {"suffix": "</w>"}),
+        defaults={"unk_token": "<unk>"}),
+    # models/herbert/tokenization_herbert.py: the same over a case-keeping normalizer,
+    # then BertProcessing with the literal ids 2 (sep) and 0 (cls).
+    "HerbertTokenizer": Rebuild(
+        name="herbert",
+        bpe={"dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+             "end_of_word_suffix": "</w>", "fuse_unk": False, "byte_fallback": False},
+        normalizer=("BertNormalizer", {"lowercase": False, "strip_accents": False,
+                                       "clean_text": True, "handle_chinese_chars": True}),
+        pre_tokenizer=("BertPreTokenizer", {}),
+        decoder=("BPEDecoder", {"suffix": "</w>"}),
+        defaults={"cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>", "sep_token": "</s>"},
+        post_processor="bert",
+        processor_ids=(2, 0)),
+    # models/deberta/tokenization_deberta.py: GPT-2's byte level; [CLS] $A [SEP]. (Its
+    # mask_token setter's lstrip token is not the one added: the mask keeps its space.)
+    "DebertaTokenizer": Rebuild(
+        name="deberta",
+        bpe=_BYTE_LEVEL_BPE,
+        normalizer=None,
+        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+        decoder=_BYTE_LEVEL_DECODER,
+        defaults={"bos_token": "[CLS]", "eos_token": "[SEP]", "sep_token": "[SEP]",
+                  "cls_token": "[CLS]", "unk_token": "[UNK]", "pad_token": "[PAD]",
+                  "mask_token": "[MASK]"},
+        post_processor="template",
+        template=("{cls_token} $A {sep_token}",
+                  "{cls_token} $A {sep_token} {sep_token} $B {sep_token}")),
+    # models/blenderbot/tokenization_blenderbot.py: GPT-2's byte level with a prefix
+    # space by default; tokenizer.json's post-processor is kept.
+    "BlenderbotTokenizer": Rebuild(
+        name="blenderbot",
+        bpe=_BYTE_LEVEL_BPE,
+        normalizer=None,
+        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+        decoder=_BYTE_LEVEL_DECODER,
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        token_flags=MappingProxyType({"mask_token": MappingProxyType(
+            {"lstrip": True, "rstrip": False, "normalized": False})})),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,

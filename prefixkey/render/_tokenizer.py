@@ -172,6 +172,16 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         options = {k: _value(v, derived, None) for k, v in recipe.processor_options.items()}
         tok.post_processor = processors.RobertaProcessing(
             (sep, _token_id(tok, sep)), (cls, _token_id(tok, cls)), **options)
+    elif recipe.post_processor == "bert":
+        sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
+        sep_id, cls_id = recipe.processor_ids
+        tok.post_processor = processors.BertProcessing((sep, sep_id), (cls, cls_id))
+    elif recipe.post_processor == "template":
+        names = {k: str(v) for k, v in specials.items()}
+        single, pair = (t.format(**names) for t in recipe.template)
+        used = [t for t in dict.fromkeys(f"{single} {pair}".split()) if not t.startswith("$")]
+        tok.post_processor = processors.TemplateProcessing(
+            single=single, pair=pair, special_tokens=[(t, _token_id(tok, t)) for t in used])
     elif recipe.post_processor == "prefix":
         prefix = [t for t in (_value(v, derived, None) for v in recipe.prefix_tokens)
                   if t is not None]
@@ -312,6 +322,9 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             token = _added_token(init.pop(key), key)
             if isinstance(token, AddedToken):
                 auto[key] = token
+    for key, flags in (recipe.token_flags if recipe else {}).items():
+        if isinstance(named.get(key), str):  # the class's own AddedToken for a string
+            named[key] = AddedToken(str(named[key]), **flags)
     specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
     specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()}})
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
