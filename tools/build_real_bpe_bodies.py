@@ -33,10 +33,11 @@ import build_real_rebuild_bodies as rebuild  # noqa: E402
 RENDER_DIR = rebuild.RENDER_DIR
 #: Each corpus and its folders: the first (CLIPTokenizer, WhisperTokenizer), then
 #: ``real_bpe_more_`` (OpenAIGPTTokenizer, HerbertTokenizer, DebertaTokenizer,
-#: BlenderbotTokenizer), whose texts add mask tokens.
+#: BlenderbotTokenizer, Siglip2Tokenizer over Gemma 3's vocabulary as SigLIP 2's is,
+#: NougatTokenizer), whose texts add mask tokens.
 CORPORA = {"real_bpe_": ("clip_rule", "whisper_rule"),
            "real_bpe_more_": ("openai_gpt_rule", "herbert_rule", "deberta_rule",
-                              "blenderbot_rule")}
+                              "blenderbot_rule", "siglip2_rule", "nougat_rule")}
 #: The releases whose own servers answer the same bodies (one copy of the corpus each).
 RELEASES = ("029", "030", "032")
 MORE_TEXTS = {

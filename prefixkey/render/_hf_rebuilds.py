@@ -43,6 +43,8 @@ _CLIP_SPLIT: Final = (
     r"""<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]"""
     r"""|[^\s\p{L}\p{N}]+"""
 )
+# models/nougat/tokenization_nougat.py's second Split pattern, a plain string there.
+_NOUGAT_PUNCT: Final = r"[\(\)\[\]\{\}]|([!\"#\$%\&'\*\+,\-\./:;<=>\?\\\^_`\|\~])\1*"
 # BPE(…) arguments of the byte-level classes (GPT2, GPTNeoX, Cohere, CodeGen, Roberta).
 _BYTE_LEVEL_BPE: Final = MappingProxyType({
     "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
@@ -269,6 +271,41 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         add_prefix_space=True,
         token_flags=MappingProxyType({"mask_token": MappingProxyType(
             {"lstrip": True, "rstrip": False, "normalized": False})})),
+    # models/siglip2/tokenization_siglip2.py: Gemma's byte-fallback BPE, lowercased first
+    # (the class prepends Lowercase to its normalizer after super().__init__).
+    "Siglip2Tokenizer": Rebuild(
+        name="siglip2",
+        bpe={"dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
+        normalizer=("Sequence", [("Lowercase", {}),
+                                 ("Replace", {"pattern": " ", "content": "▁"})]),
+        pre_tokenizer=("Split", {"pattern": " ", "behavior": "merged_with_previous",
+                                 "invert": False}),
+        decoder=("Sequence", [("Replace", {"pattern": "▁", "content": " "}),
+                              ("ByteFallback", {}), ("Fuse", {})]),
+        defaults={"unk_token": "<unk>", "bos_token": "<bos>", "eos_token": "<eos>",
+                  "pad_token": "<pad>", "mask_token": "<mask>"}),
+    # models/nougat/tokenization_nougat.py: NFKC; its Split patterns are plain strings
+    # (matched literally, not as regexes); <s> $A </s>. Its padding and truncation
+    # settings are undone by every transformers call that neither pads nor truncates.
+    "NougatTokenizer": Rebuild(
+        name="nougat",
+        bpe=_BYTE_LEVEL_BPE,
+        normalizer=("NFKC", {}),
+        pre_tokenizer=("Sequence", [
+            ("Split", {"pattern": "SPL1T-TH1S-Pl3A5E", "behavior": "removed",
+                       "invert": False}),
+            ("Digits", {"individual_digits": True}),
+            ("Split", {"pattern": _NOUGAT_PUNCT, "behavior": "isolated", "invert": False}),
+            ("Split", {"pattern": "\n", "behavior": "isolated", "invert": False}),
+            ("ByteLevel", {"add_prefix_space": False, "trim_offsets": True,
+                           "use_regex": True})]),
+        decoder=("ByteLevel", {"add_prefix_space": True, "trim_offsets": True,
+                               "use_regex": True}),
+        defaults={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>",
+                  "pad_token": "<pad>"},
+        post_processor="template",
+        template=("{bos_token}:0 $A:0 {eos_token}:0", "$A:0 $B:1")),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,

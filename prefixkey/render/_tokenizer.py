@@ -13,6 +13,7 @@ different tokenizer would give ids that look right and are not.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -179,7 +180,8 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
     elif recipe.post_processor == "template":
         names = {k: str(v) for k, v in specials.items()}
         single, pair = (t.format(**names) for t in recipe.template)
-        used = [t for t in dict.fromkeys(f"{single} {pair}".split()) if not t.startswith("$")]
+        used = [t for t in dict.fromkeys(
+            re.sub(r":\d+$", "", p) for p in f"{single} {pair}".split()) if not t.startswith("$")]
         tok.post_processor = processors.TemplateProcessing(
             single=single, pair=pair, special_tokens=[(t, _token_id(tok, t)) for t in used])
     elif recipe.post_processor == "prefix":
