@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-__all__ = ["REBUILDS", "Rebuild"]
+__all__ = ["REBUILDS", "VERIFIED_WITH", "Rebuild"]
 
 Spec = tuple[str, Any]  # (name, kwargs) or ("Sequence", [Spec, ...])
 
@@ -317,3 +317,33 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "mask_token": "<mask>"},
         post_processor="roberta"),
 })
+
+#: The files each class's rebuild was replayed on against vLLM's render servers
+#: (tests/render/real/; docs/render-tokenizers.md prints it): ``real`` for the model
+#: family's own published tokenizer files, ``built`` for a tokenizer.json built from a
+#: model's real BPE files as Hugging Face's were, ``borrowed`` for another model's real
+#: vocabulary under the class's name (the class's own pipeline, not its own vocabulary).
+VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], str]]] = (
+    MappingProxyType({
+        "Qwen2Tokenizer": ("real", "Qwen3's tokenizer files"),
+        "LlamaTokenizer": ("real", "Llama 2's tokenizer files"),
+        "GemmaTokenizer": ("real", "Gemma 3's tokenizer files"),
+        "Qwen3_5Tokenizer": ("borrowed", "Qwen3's vocabulary"),
+        "GPT2Tokenizer": ("borrowed", "Qwen3's vocabulary"),
+        "CodeGenTokenizer": ("borrowed", "DeepSeek-V3's vocabulary"),
+        "GPTNeoXTokenizer": ("borrowed", "DeepSeek-V3's vocabulary"),
+        "CohereTokenizer": ("borrowed", "Llama 3's vocabulary"),
+        "RobertaTokenizer": ("borrowed", "Llama 3's vocabulary"),
+        "CLIPTokenizer": ("built", "OpenAI CLIP's merges (open_clip_torch 3.3.0's "
+                          "bpe_simple_vocab_16e6.txt.gz) built into the tokenizer.json "
+                          "transformers' conversion writes"),
+        "WhisperTokenizer": ("built", "Whisper's multilingual.tiktoken (openai-whisper "
+                             "20250625) converted, with large-v3's special tokens"),
+        "OpenAIGPTTokenizer": ("borrowed", "OpenAI CLIP's vocabulary (a \"</w>\" BPE)"),
+        "HerbertTokenizer": ("borrowed", "OpenAI CLIP's vocabulary (a \"</w>\" BPE)"),
+        "DebertaTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
+        "BlenderbotTokenizer": ("borrowed",
+                                "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
+        "NougatTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
+        "Siglip2Tokenizer": ("borrowed", "Gemma 3's vocabulary (SigLIP 2's is Gemma's)"),
+    }))

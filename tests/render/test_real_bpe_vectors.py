@@ -8,6 +8,9 @@ tests/render/real_models.json) under a ``tokenizer_config.json`` naming the clas
 what vLLM 0.31.0's render server answered; ``real_bpe_029_``, ``real_bpe_030_`` and
 ``real_bpe_032_`` are the same bodies answered by vLLM 0.29.0's, 0.30.0's and 0.32.0's
 servers (transformers 5.24.0, 5.24.0, 5.19.0), each replayed with ``vllm_version`` set.
+``real_bpe_more_*`` are the same for OpenAIGPTTokenizer, HerbertTokenizer,
+DebertaTokenizer, BlenderbotTokenizer, Siglip2Tokenizer and NougatTokenizer over another
+model's real vocabulary (CLIP's, GPT-2's, Gemma 3's) under the class's name.
 Every 200 must give the same ids, every vLLM error an error with the same status. The
 source files are fetched into a cache (tests/real_models.py): without it these tests
 skip, under CI they fetch.
@@ -27,11 +30,22 @@ from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError,
 from prefixkey.render._hf_rebuilds import REBUILDS
 
 #: Corpus prefix -> the release whose render server answered it.
-RELEASES = {"real_bpe_": "0.31.0", "real_bpe_029_": "0.29.0", "real_bpe_030_": "0.30.0",
-            "real_bpe_032_": "0.32.0"}
+RELEASES = {f"{corpus}{key}": release for corpus in ("real_bpe_", "real_bpe_more_")
+            for key, release in (("", "0.31.0"), ("029_", "0.29.0"), ("030_", "0.30.0"),
+                                 ("032_", "0.32.0"))}
 CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
-#: Each folder and the rebuilding class vLLM's transformers picked for it.
-FOLDER_CLASSES = {"clip_rule": "CLIPTokenizer", "whisper_rule": "WhisperTokenizer"}
+#: Each corpus's folders and the rebuilding class vLLM's transformers picked for each.
+FOLDER_CLASSES = {
+    "real_bpe_": {"clip_rule": "CLIPTokenizer", "whisper_rule": "WhisperTokenizer"},
+    "real_bpe_more_": {"openai_gpt_rule": "OpenAIGPTTokenizer",
+                       "herbert_rule": "HerbertTokenizer", "deberta_rule": "DebertaTokenizer",
+                       "blenderbot_rule": "BlenderbotTokenizer",
+                       "siglip2_rule": "Siglip2Tokenizer", "nougat_rule": "NougatTokenizer"}}
+
+
+def _classes(prefix: str) -> dict[str, str]:
+    return FOLDER_CLASSES["real_bpe_more_" if prefix.startswith("real_bpe_more_")
+                          else "real_bpe_"]
 
 
 @cache
@@ -43,14 +57,15 @@ def renderer(prefix: str, real: str) -> Renderer:
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
     for prefix, cases in CASES.items():
-        assert {c.real for c in cases} == set(FOLDER_CLASSES), prefix
-        for real in FOLDER_CLASSES:
+        assert {c.real for c in cases} == set(_classes(prefix)), prefix
+        for real in _classes(prefix):
             statuses = {c.status for c in cases if c.real == real}
             assert {200, 400} <= statuses, (prefix, real)
 
 
-@pytest.mark.parametrize("prefix", sorted(RELEASES))
-@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
+@pytest.mark.parametrize(("prefix", "real", "cls"), [
+    (prefix, real, cls) for prefix in sorted(RELEASES)
+    for real, cls in sorted(_classes(prefix).items())])
 def test_each_folder_takes_its_class_rebuild(prefix: str, real: str, cls: str) -> None:
     decision = renderer(prefix, real).folder.tokenizer_decision
     assert (decision.path, decision.tokenizer_class) == ("rebuilt", cls)
@@ -76,7 +91,8 @@ def _whisper_folder(tmp_path: Path, **config: object) -> Path:
 
 def test_whisper_prefix_tokens_follow_task_and_timestamps(tmp_path: Path) -> None:
     """set_prefix_tokens: <|startoftranscript|>, the task, <|notimestamps|> unless
-    timestamps are predicted; the text; <|endoftext|> (ids of the real layout)."""
+    timestamps are predicted; the text; <|endoftext|>. The plain prefix is vLLM's (the
+    corpus); the translate one is what transformers 5.17's WhisperTokenizer gives."""
     plain = renderer("real_bpe_", "whisper_rule").render_completion(
         {"model": "real-whisper_rule", "prompt": "Hi"})[0].token_ids
     folder = _whisper_folder(tmp_path, task="translate", predict_timestamps=True)
