@@ -173,8 +173,15 @@ def _from_clip_bpe(data: bytes, spec: dict[str, Any]) -> bytes:
     RobertaProcessing over the two specials). ``merges``: how many merge lines to keep."""
     import gzip
 
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers
-    from tokenizers import pre_tokenizers, processors
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
     from tokenizers.models import BPE
 
     lines = gzip.decompress(data).decode("utf-8").split("\n")[1:1 + spec["merges"]]

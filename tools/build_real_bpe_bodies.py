@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import build_real_rebuild_bodies as rebuild  # noqa: E402
+import build_real_rebuild_bodies as rebuild
 
 RENDER_DIR = rebuild.RENDER_DIR
 #: Each corpus and its folders: the first (CLIPTokenizer, WhisperTokenizer), then
@@ -46,7 +46,7 @@ MORE_TEXTS = {
                          "<|0.00|> there<|1.50|><|nospeech|>"),
     "long-word": "Pneumonoultramicroscopicsilicovolcanoconiosis antidisestablishmentarianism",
     "whitespace-odd": "a\u3000b\u2003c\u00a0\u00a0d\ve\ff\u2028g\u0085h",
-    "apostrophes": "it’s JOHN'S don’t 'quoted' rock'n'roll",
+    "apostrophes": "it\u2019s JOHN'S don\u2019t 'quoted' rock'n'roll",
     "digits-long": "31415926535897932384626433 0x1F 1e-9 ٣٤٥ ①②",
     "emoji-zwj": "👨‍👩‍👧‍👦 🏳️‍🌈 🇫🇷 ✌🏽 😀😀😀",
 }
