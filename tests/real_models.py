@@ -170,7 +170,9 @@ def _from_clip_bpe(data: bytes, spec: dict[str, Any]) -> bytes:
     ``1 … 48894``, then ``<|startoftext|>`` and ``<|endoftext|>``), its ``vocab.json`` and
     ``merges.txt`` converted by transformers' CLIP converter (``end_of_word_suffix``
     ``</w>``, NFC + whitespace runs to one space + lowercase, the CLIP split,
-    RobertaProcessing over the two specials). ``merges``: how many merge lines to keep."""
+    RobertaProcessing over the two specials). ``merges``: how many merge lines to keep.
+    The result is the JSON transformers 5.17 saves for ``CLIPTokenizer(vocab=…, merges=…)``
+    over the same two files (checked equal when this was written)."""
     import gzip
 
     from tokenizers import (
