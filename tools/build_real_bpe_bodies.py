@@ -34,10 +34,12 @@ RENDER_DIR = rebuild.RENDER_DIR
 #: Each corpus and its folders: the first (CLIPTokenizer, WhisperTokenizer), then
 #: ``real_bpe_more_`` (OpenAIGPTTokenizer, HerbertTokenizer, DebertaTokenizer,
 #: BlenderbotTokenizer, Siglip2Tokenizer over Gemma 3's vocabulary as SigLIP 2's is,
-#: NougatTokenizer), whose texts add mask tokens.
+#: NougatTokenizer), whose texts add mask tokens; ``real_bpe_spm_``: CodeLlamaTokenizer
+#: (byte-fallback BPE over Llama 2's vocabulary), whose texts add its infilling tokens.
 CORPORA = {"real_bpe_": ("clip_rule", "whisper_rule"),
            "real_bpe_more_": ("openai_gpt_rule", "herbert_rule", "deberta_rule",
-                              "blenderbot_rule", "siglip2_rule", "nougat_rule")}
+                              "blenderbot_rule", "siglip2_rule", "nougat_rule"),
+           "real_bpe_spm_": ("codellama_rule",)}
 #: The releases whose own servers answer the same bodies (one copy of the corpus each).
 RELEASES = ("029", "030", "032")
 MORE_TEXTS = {
@@ -54,6 +56,10 @@ MASK_TEXTS = {
     "masks": "fill [MASK] and <mask> here, [MASK][MASK] <mask>. <s>x</s> [CLS]y[SEP]",
     "accents-upper": "ÉCOLE Ünïcödé ÀÉÎÕÜ straße ǅ ﬃ",
 }
+INFILL_TEXTS = {
+    # (a text with <FILL_ME> is CodeLlama's infilling split, refused: not in the corpus)
+    "infill": "<PRE> def f(x):<SUF>\n    return y <MID>▁<PRE>a▁<SUF>b▁<MID>c▁<EOT><FILL>",
+}
 
 #: Line breaks json.dumps leaves as they are (it escapes the control characters).
 _LINE_BREAKS = ("\x85", "\u2028", "\u2029")
@@ -64,6 +70,8 @@ def build(corpus: str = "real_bpe_") -> list[dict[str, Any]]:
     rebuild.TEXTS.update(MORE_TEXTS)
     if corpus != "real_bpe_":
         rebuild.TEXTS.update(MASK_TEXTS)
+    if corpus == "real_bpe_spm_":
+        rebuild.TEXTS.update(INFILL_TEXTS)
     try:
         return rebuild.build(CORPORA[corpus])
     finally:

@@ -106,6 +106,9 @@ class Rebuild:
     #: that takes the space before it), by keyword.
     token_flags: Mapping[str, Mapping[str, bool]] = field(
         default_factory=lambda: MappingProxyType({}))
+    #: CodeLlamaTokenizer's ``_encode_plus`` splits a text at its fill token (default,
+    #: keyword) into an infilling pair: not reproduced, such a text is refused.
+    infilling: tuple[str, str] | None = None
 
 
 #: GPT2Tokenizer's recipe (CodeGenTokenizer's too, but for its name).
@@ -306,6 +309,27 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "pad_token": "<pad>"},
         post_processor="template",
         template=("{bos_token}:0 $A:0 {eos_token}:0", "$A:0 $B:1")),
+    # models/code_llama/tokenization_code_llama.py: Llama's byte-fallback BPE without
+    # its legacy rule; the infilling tokens join the extra specials; add_bos_token=True
+    # is passed to super(), so the post-processor is rebuilt (<s> $A).
+    "CodeLlamaTokenizer": Rebuild(
+        name="code_llama",
+        bpe={"dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
+        normalizer=None,
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "$prefix_scheme",
+                                     "split": False}),
+        decoder=("Sequence", [("Replace", {"pattern": "▁", "content": " "}),
+                              ("ByteFallback", {}), ("Fuse", {}),
+                              ("Strip", {"content": " ", "left": 1, "right": 0})]),
+        defaults={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"},
+        add_prefix_space=True,
+        post_processor="update",
+        add_bos_token=True,
+        extra_specials=(("▁<PRE>", "prefix_token"), ("▁<MID>", "middle_token"),
+                        ("▁<SUF>", "suffix_token"), ("▁<EOT>", "eot_token"),
+                        ("<FILL_ME>", "fill_token")),
+        infilling=("<FILL_ME>", "fill_token")),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,
@@ -346,4 +370,5 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                                 "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
         "NougatTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
         "Siglip2Tokenizer": ("borrowed", "Gemma 3's vocabulary (SigLIP 2's is Gemma's)"),
+        "CodeLlamaTokenizer": ("borrowed", "Llama 2's vocabulary (Code Llama's base)"),
     }))

@@ -65,6 +65,8 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
         "trim_offsets": bool(init.get("trim_offsets", True)),
         # models/llama/tokenization_llama.py _get_prepend_scheme.
         "llama_scheme": ("first" if not legacy else "always") if prefix else "never",
+        # models/code_llama/tokenization_code_llama.py: no legacy rule.
+        "prefix_scheme": "first" if prefix else "never",
         "unk_token": None if unk is None else str(_added_token(unk, "unk_token")),
         # models/whisper/tokenization_whisper.py prefix_tokens: the task's token, then
         # <|notimestamps|> unless timestamps are predicted.
@@ -211,6 +213,14 @@ class HfTokenizer:
     #: vocabulary costs as much as loading it, and most servers never truncate).
     _truncating: list[Tokenizer]
     _lock: threading.Lock
+    #: A text containing this is refused (CodeLlamaTokenizer's infilling split).
+    infill_token: str | None = None
+
+    def _check(self, text: str) -> None:
+        if self.infill_token is not None and self.infill_token in text:
+            raise RenderUnsupportedError("prompt", (
+                f"CodeLlamaTokenizer splits a text at its fill token {self.infill_token!r} "
+                "into an infilling prefix and suffix, which prefixkey does not reproduce"))
 
     @property
     def max_chars_per_token(self) -> int:
@@ -229,12 +239,14 @@ class HfTokenizer:
         ``encode_batch_fast`` runs the same pipeline as transformers' call
         without tracking character offsets, which nobody here reads.
         """
+        self._check(text)
         return self.tokenizer.encode_batch_fast(
             [text], add_special_tokens=add_special_tokens)[0].ids
 
     def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
                          side: str) -> list[int]:
         """The same, truncated by the tokenizer to ``max_length`` (specials kept)."""
+        self._check(text)
         with self._lock:  # truncation is state of the Rust tokenizer
             if not self._truncating:
                 copy = Tokenizer.from_str(self.tokenizer.to_str())
@@ -331,6 +343,14 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()}})
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
+    for default, keyword in (recipe.extra_specials if recipe else ()):
+        # The class appends each (its keyword's value, else its default; None: none) to
+        # additional_special_tokens and passes it to super() as a named token.
+        value = explicit.get(keyword, default) if keyword in explicit or keyword not in init \
+            else init.get(keyword)
+        if value is not None:
+            extras.append(_added_token(value, keyword))
+            specials.setdefault(keyword, _added_token(value, keyword))
 
     if recipe is not None and recipe.post_processor == "prefix":
         _check_prefix_options(folder.tokenizer_config)
@@ -367,4 +387,14 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _max_chars=[],
         _truncating=[],
         _lock=threading.Lock(),
+        infill_token=_infill_token(recipe, folder.tokenizer_config),
     )
+
+
+def _infill_token(recipe: Rebuild | None, config: Mapping[str, Any]) -> str | None:
+    """The fill token a class splits texts at (None: the class does not, or it is off)."""
+    if recipe is None or recipe.infilling is None:
+        return None
+    default, keyword = recipe.infilling
+    value = config.get(keyword, default)
+    return None if value is None else str(_added_token(value, keyword))

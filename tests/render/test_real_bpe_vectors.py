@@ -10,7 +10,8 @@ what vLLM 0.31.0's render server answered; ``real_bpe_029_``, ``real_bpe_030_`` 
 servers (transformers 5.24.0, 5.24.0, 5.19.0), each replayed with ``vllm_version`` set.
 ``real_bpe_more_*`` are the same for OpenAIGPTTokenizer, HerbertTokenizer,
 DebertaTokenizer, BlenderbotTokenizer, Siglip2Tokenizer and NougatTokenizer over another
-model's real vocabulary (CLIP's, GPT-2's, Gemma 3's) under the class's name.
+model's real vocabulary (CLIP's, GPT-2's, Gemma 3's) under the class's name, and
+``real_bpe_spm_*`` for CodeLlamaTokenizer over Llama 2's.
 Every 200 must give the same ids, every vLLM error an error with the same status. The
 source files are fetched into a cache (tests/real_models.py): without it these tests
 skip, under CI they fetch.
@@ -30,7 +31,8 @@ from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError,
 from prefixkey.render._hf_rebuilds import REBUILDS
 
 #: Corpus prefix -> the release whose render server answered it.
-RELEASES = {f"{corpus}{key}": release for corpus in ("real_bpe_", "real_bpe_more_")
+RELEASES = {f"{corpus}{key}": release
+            for corpus in ("real_bpe_", "real_bpe_more_", "real_bpe_spm_")
             for key, release in (("", "0.31.0"), ("029_", "0.29.0"), ("030_", "0.30.0"),
                                  ("032_", "0.32.0"))}
 CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
@@ -40,12 +42,13 @@ FOLDER_CLASSES = {
     "real_bpe_more_": {"openai_gpt_rule": "OpenAIGPTTokenizer",
                        "herbert_rule": "HerbertTokenizer", "deberta_rule": "DebertaTokenizer",
                        "blenderbot_rule": "BlenderbotTokenizer",
-                       "siglip2_rule": "Siglip2Tokenizer", "nougat_rule": "NougatTokenizer"}}
+                       "siglip2_rule": "Siglip2Tokenizer", "nougat_rule": "NougatTokenizer"},
+    "real_bpe_spm_": {"codellama_rule": "CodeLlamaTokenizer"}}
 
 
 def _classes(prefix: str) -> dict[str, str]:
-    return FOLDER_CLASSES["real_bpe_more_" if prefix.startswith("real_bpe_more_")
-                          else "real_bpe_"]
+    return FOLDER_CLASSES[next(c for c in ("real_bpe_more_", "real_bpe_spm_", "real_bpe_")
+                               if prefix.startswith(c))]
 
 
 @cache
@@ -110,3 +113,15 @@ def test_a_whisper_language_is_refused_and_a_bad_task_is_an_error(tmp_path: Path
     folder = _whisper_folder(tmp_path / "task", task="summarise")
     with pytest.raises(ModelFolderError, match="Unsupported task"):
         Renderer(ServerOptions(model=str(folder), max_model_len=2048))
+
+
+def test_a_codellama_fill_token_text_is_refused() -> None:
+    """CodeLlamaTokenizer splits a text at <FILL_ME> into an infilling pair: refused."""
+    case = next(c for c in CASES["real_bpe_spm_"] if c.real == "codellama_rule")
+    r = renderer("real_bpe_spm_", "codellama_rule")
+    with pytest.raises(RenderUnsupportedError, match="infilling"):
+        r.render_completion({"model": "real-codellama_rule", "prompt": "def f(<FILL_ME>)"})
+    with pytest.raises(RenderUnsupportedError, match="infilling"):
+        r.render_chat({"model": "real-codellama_rule",
+                       "messages": [{"role": "user", "content": "a <FILL_ME> b"}]})
+    assert case.status in (200, 400)
