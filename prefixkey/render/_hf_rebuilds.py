@@ -13,7 +13,13 @@ pipeline would give ids that look right and are not.
 A component spec is ``(name, kwargs)`` for ``tokenizers.<kind>.<name>(**kwargs)``, or
 ``("Sequence", [spec, …])``; a kwarg value ``("Regex", pattern)`` is a ``tokenizers.Regex``,
 and a string starting with ``$`` is a value the class
-derives from ``tokenizer_config.json`` (render/_tokenizer.py's ``_DERIVED``).
+derives from ``tokenizer_config.json`` (render/_tokenizer.py's ``_derived``).
+``("Optional", spec)`` is the spec when every ``$`` value in it is set, else nothing
+(dropped from a ``Sequence``): a component the class builds only from what the file has.
+
+The model is a spec too: ``("BPE" | "WordPiece" | "Unigram", options)``, the options the
+class passes to ``tokenizers.models.<name>`` beside the file's vocabulary (and merges);
+the rest take the model's defaults. ``bpe=options`` is the shorthand for a BPE model.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-__all__ = ["REBUILDS", "Rebuild"]
+__all__ = ["REBUILDS", "ModelSpec", "Rebuild", "Template"]
 
 Spec = tuple[str, Any]  # (name, kwargs) or ("Sequence", [Spec, ...])
+ModelKind = Literal["BPE", "WordPiece", "Unigram"]
+ModelSpec = tuple[ModelKind, Mapping[str, Any]]
 
 # transformers 5.17 models/qwen2/tokenization_qwen2.py PRETOKENIZE_REGEX.
 _QWEN2_SPLIT: Final = (
@@ -46,13 +54,30 @@ _ENDOFTEXT: Final = "<|endoftext|>"
 
 
 @dataclass(frozen=True, slots=True)
+class Template:
+    """A ``TemplateProcessing`` the class sets itself after its ``super().__init__``.
+
+    ``single`` / ``pair`` are tokenizers' template strings in which ``{name}`` is the
+    named special token's text (``{cls_token}:0 $A:0 {sep_token}:0``); ``special_tokens``
+    pairs each special's text (a template too) with the named token whose id it gets.
+    """
+
+    single: str
+    pair: str
+    special_tokens: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rebuild:
     """What one class's ``__init__`` builds around tokenizer.json's vocabulary."""
 
     #: The recipe's name (docs, decisions).
     name: str
-    #: The ``tokenizers.models.BPE`` options the class passes (the rest: BPE's defaults).
-    bpe: Mapping[str, Any]
+    #: The ``tokenizers.models.BPE`` options the class passes (the rest: BPE's defaults):
+    #: the shorthand for ``model=("BPE", options)``.
+    bpe: Mapping[str, Any] | None = None
+    #: The model the class builds over the file's vocabulary (None: ``bpe``'s BPE).
+    model: ModelSpec | None = None
     normalizer: Spec | None
     pre_tokenizer: Spec | None
     decoder: Spec | None
@@ -66,7 +91,8 @@ class Rebuild:
     #: tokenizer.json exists).
     #: ``roberta``: a RobertaProcessing over the ``sep_token`` and ``cls_token`` the class
     #: sets after its ``super().__init__``.
-    post_processor: Literal["file", "update", "roberta"] = "file"
+    #: A :class:`Template`: the TemplateProcessing the class sets itself.
+    post_processor: Literal["file", "update", "roberta"] | Template = "file"
     add_bos_token: bool = False
     add_eos_token: bool = False
     #: Qwen2Tokenizer ends its ``__init__`` with ``add_tokens`` of every special token.
@@ -77,6 +103,18 @@ class Rebuild:
     #: Extra special tokens the class appends to ``additional_special_tokens``, each
     #: with the ``*_token`` keyword that may replace it (CodeLlama's infilling tokens).
     extra_specials: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if (self.bpe is None) == (self.model is None):
+            raise ValueError(f"recipe {self.name!r}: give exactly one of bpe and model")
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model the class builds: ``model``, or a BPE with ``bpe``'s options."""
+        if self.model is not None:
+            return self.model
+        assert self.bpe is not None  # __post_init__
+        return ("BPE", self.bpe)
 
 
 #: GPT2Tokenizer's recipe (CodeGenTokenizer's too, but for its name).

@@ -13,9 +13,12 @@ different tokenizer would give ids that look right and are not.
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path as FilePath
 from typing import Any, Final
 
 from tokenizers import (
@@ -23,6 +26,7 @@ from tokenizers import (
     Regex,
     Tokenizer,
     decoders,
+    models,
     normalizers,
     pre_tokenizers,
     processors,
@@ -30,7 +34,7 @@ from tokenizers import (
 
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
-from ._hf_rebuilds import REBUILDS, Rebuild
+from ._hf_rebuilds import REBUILDS, Rebuild, Template
 
 __all__ = ["HfTokenizer", "build_tokenizer"]
 
@@ -67,6 +71,20 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
     }
 
 
+def _spm_charsmap(tokenizer_json: Mapping[str, Any]) -> bytes | None:
+    """convert_to_native_format's ``_spm_precompiled_charsmap``: the first Precompiled
+    normalizer's charsmap in tokenizer.json (alone or in a Sequence), decoded."""
+    found = tokenizer_json.get("normalizer")
+    if not found:
+        return None
+    listed = found["normalizers"] if found.get("type") == "Sequence" else (
+        found if isinstance(found, list) else [found])
+    for normalizer in listed:
+        if normalizer.get("type") == "Precompiled" and "precompiled_charsmap" in normalizer:
+            return base64.b64decode(normalizer["precompiled_charsmap"])
+    return None
+
+
 def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
     if isinstance(value, str) and value.startswith("$"):
         return derived[value[1:]]
@@ -75,40 +93,81 @@ def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
     return value
 
 
+def _unset(spec: Any, derived: Mapping[str, Any]) -> bool:
+    """Whether a spec names a ``$`` value that is None (an ``Optional`` spec then drops)."""
+    if isinstance(spec, str):
+        return spec.startswith("$") and derived[spec[1:]] is None
+    if isinstance(spec, Mapping):
+        return any(_unset(v, derived) for v in spec.values())
+    if isinstance(spec, (list, tuple)):
+        return any(_unset(v, derived) for v in spec)
+    return False
+
+
 def _component(spec: tuple[str, Any] | None, derived: Mapping[str, Any],
                module: Any) -> Any:
     """A ``tokenizers`` normalizer, pre-tokenizer or decoder from its spec (_hf_rebuilds)."""
     if spec is None:
         return None
     name, kwargs = spec
+    if name == "Optional":
+        return None if _unset(kwargs, derived) else _component(kwargs, derived, module)
     if isinstance(kwargs, list):
-        return getattr(module, name)([_component(v, derived, module) for v in kwargs])
+        parts = [_component(v, derived, module) for v in kwargs]
+        return getattr(module, name)([p for p in parts if p is not None])
     return getattr(module, name)(**{k: _value(v, derived, module) for k, v in kwargs.items()})
 
 
-def _rebuilt(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any]) -> Tokenizer:
+def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
+           tokenizer_json: Mapping[str, Any] | None) -> Any:
+    """The model the class builds over the file's vocabulary (and merges).
+
+    BPE and WordPiece: the model ``tokenizers`` read from the file with the class's
+    options set, the same model the class builds from the same vocabulary, without
+    passing it through Python (which cost more than transformers' whole load). Unigram
+    (whose options cannot be set): a new one over the file's vocabulary and scores.
+    """
+    kind, spec = recipe.model_spec
+    model = loaded.model
+    if type(model).__name__ != kind:
+        raise RenderUnsupportedError(
+            "tokenizer.json", f"the {recipe.name} tokenizer class reads a {kind} vocabulary, "
+            f"this one is {type(model).__name__!r}")
+    options = {k: _value(v, derived, None) for k, v in spec.items()}
+    if kind == "Unigram":
+        assert tokenizer_json is not None  # read for every Unigram recipe
+        vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
+        return models.Unigram(vocab, **options)
+    if kind == "BPE":
+        options["ignore_merges"] = False
+    for name, value in options.items():
+        setattr(model, name, value)
+    return model
+
+
+def _rebuilt(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
+             tokenizer_json: Mapping[str, Any] | None) -> Tokenizer:
     """The backend a rebuilding class (render/_hf_rebuilds.py) builds from tokenizer.json.
 
     Those classes keep only the file's vocabulary, merges and post-processor: a new
-    ``Tokenizer`` over the model ``tokenizers`` read from the file (no added tokens of the
-    file's), with the class's BPE options, normalizer, pre-tokenizer and decoder. The
-    model is the one the class would build from the same vocabulary and merges, without
-    passing them through Python (which cost more than transformers' whole load).
+    ``Tokenizer`` over the model the class builds (no added tokens of the file's), with
+    the class's normalizer, pre-tokenizer and decoder.
     """
-    model = loaded.model
-    if type(model).__name__ != "BPE":
-        raise RenderUnsupportedError(
-            "tokenizer.json", f"the {recipe.name} tokenizer class reads a BPE vocabulary, "
-            f"this one is {type(model).__name__!r}")
-    options = {k: _value(v, derived, None) for k, v in recipe.bpe.items()}
-    for name, value in dict(options, ignore_merges=False).items():
-        setattr(model, name, value)
-    tok = Tokenizer(model)
+    tok = Tokenizer(_model(recipe, loaded, derived, tokenizer_json))
     tok.post_processor = loaded.post_processor
     tok.normalizer = _component(recipe.normalizer, derived, normalizers)
     tok.pre_tokenizer = _component(recipe.pre_tokenizer, derived, pre_tokenizers)
     tok.decoder = _component(recipe.decoder, derived, decoders)
     return tok
+
+
+def _read_json(path: FilePath) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            loaded: dict[str, Any] = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError("tokenizer.json", f"cannot be read: {exc}") from None
+    return loaded
 
 
 def _token_id(tok: Tokenizer, token: str) -> int:
@@ -153,6 +212,27 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         tok.post_processor = processors.RobertaProcessing(
             (sep, _token_id(tok, sep)), (cls, _token_id(tok, cls)),
             trim_offsets=derived["trim_offsets"], add_prefix_space=derived["add_prefix_space"])
+    elif isinstance(recipe.post_processor, Template):
+        tok.post_processor = _template(recipe.post_processor, tok, specials)
+
+
+def _template(template: Template, tok: Tokenizer,
+              specials: Mapping[str, AddedToken | str]) -> Any:
+    """The TemplateProcessing a class sets itself over its named special tokens."""
+    names = {}
+    for name in _NAMED_TOKENS:
+        value = specials.get(name)
+        names[name] = "" if value is None else str(value)
+    used = [n for n in _NAMED_TOKENS if "{" + n + "}" in template.single + template.pair]
+    used += [n for _, n in template.special_tokens]
+    missing = [n for n in used if not names[n]]
+    if missing:
+        raise ModelFolderError("tokenizer_config.json",
+                               f"{missing[0]} is null, which the class's template needs")
+    return processors.TemplateProcessing(
+        single=template.single.format(**names), pair=template.pair.format(**names),
+        special_tokens=[(text.format(**names), _token_id(tok, names[name]))
+                        for text, name in template.special_tokens])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -290,8 +370,16 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
 
-    tok = (loaded if recipe is None
-           else _rebuilt(recipe, loaded, _derived(folder.tokenizer_config, recipe)))
+    derived: dict[str, Any] = {}
+    if recipe is None:
+        tok = loaded
+    else:
+        derived = _derived(folder.tokenizer_config, recipe)
+        tokenizer_json = None
+        if recipe.model_spec[0] == "Unigram":  # its vocabulary's scores, the charsmap
+            tokenizer_json = _read_json(path)
+            derived["spm_charsmap"] = _spm_charsmap(tokenizer_json)
+        tok = _rebuilt(recipe, loaded, derived, tokenizer_json)
     if tok.post_processor is None:
         # update_post_processor() with add_bos/add_eos False: the sequence alone.
         tok.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
@@ -314,7 +402,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     if tokens:
         tok.add_tokens(tokens)
     if recipe is not None:
-        _after_init(recipe, tok, _derived(folder.tokenizer_config, recipe), specials, extras)
+        _after_init(recipe, tok, derived, specials, extras)
     tok.no_truncation()
     tok.no_padding()
     return HfTokenizer(
