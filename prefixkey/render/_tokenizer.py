@@ -62,7 +62,14 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
     prefix = recipe.add_prefix_space if given is None else bool(given)
     legacy = bool(init.get("legacy", False))
     unk = init.get("unk_token", recipe.defaults.get("unk_token"))
+    # The SentencePiece classes: ``"always" if add_prefix_space else "never"`` over the
+    # keyword as passed (a null in the file is falsy there).
+    spm_prefix = init.get("add_prefix_space", recipe.add_prefix_space)
     return {
+        **{name: init.get(name, default) for name, default in recipe.options.items()},
+        "metaspace_scheme": "always" if spm_prefix else "never",
+        # ``str(unk_token)``, as the WordPiece classes pass it (None too).
+        "unk_str": str(_added_token(unk, "unk_token")) if unk is not None else "None",
         "add_prefix_space": prefix,
         "trim_offsets": bool(init.get("trim_offsets", True)),
         # models/llama/tokenization_llama.py _get_prepend_scheme.
@@ -159,6 +166,31 @@ def _rebuilt(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
     tok.pre_tokenizer = _component(recipe.pre_tokenizer, derived, pre_tokenizers)
     tok.decoder = _component(recipe.decoder, derived, decoders)
     return tok
+
+
+def _sentinels(form: str, config: Mapping[str, Any], listed: list[Any] | None) -> list[Any]:
+    """T5Tokenizer's ``additional_special_tokens``: the listed ones, with the ``extra_ids``
+    sentinel tokens appended when none of them is one (models/t5/tokenization_t5.py)."""
+    if "extra_special_tokens" in config:
+        raise RenderUnsupportedError("tokenizer_config.json", (
+            "extra_special_tokens beside a T5-style tokenizer class's sentinel tokens is "
+            "not reproduced"))
+    count = config.get("extra_ids", 100)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ModelFolderError("tokenizer_config.json",
+                               f"extra_ids must be a non-negative integer, got {count!r}")
+    generated = [form.format(i) for i in range(count)]
+    if listed is None:
+        return generated
+    marker = form.partition("{")[0]
+    found = [t for t in listed if marker in str(t)]
+    if not found:
+        return [*listed, *generated]
+    if count > 0 and count != len(found):
+        raise ModelFolderError("tokenizer_config.json", (
+            f"extra_ids is {count} but additional_special_tokens holds {len(found)} "
+            f"{marker}…> tokens: transformers refuses the folder"))
+    return listed
 
 
 def _read_json(path: FilePath) -> dict[str, Any]:
@@ -367,8 +399,11 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
                 auto[key] = token
     specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
     specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()}})
+    listed = init.get("extra_special_tokens")
+    if recipe is not None and recipe.sentinels is not None:
+        listed = _sentinels(recipe.sentinels, folder.tokenizer_config, listed)
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
-              for t in init.get("extra_special_tokens") or []]
+              for t in listed or []]
 
     derived: dict[str, Any] = {}
     if recipe is None:
