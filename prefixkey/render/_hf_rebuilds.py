@@ -15,7 +15,9 @@ A component spec is ``(name, kwargs)`` for ``tokenizers.<kind>.<name>(**kwargs)`
 and a string starting with ``$`` is a value the class
 derives from ``tokenizer_config.json`` (render/_tokenizer.py's ``_derived``).
 ``("Optional", spec)`` is the spec when every ``$`` value in it is set, else nothing
-(dropped from a ``Sequence``): a component the class builds only from what the file has.
+(dropped from a ``Sequence``): a component the class builds only from what the file has;
+``("If", ("$name", spec))`` / ``("Unless", ("$name", spec))`` the spec when the value is
+true / false (an option the class tests).
 
 The model is a spec too: ``("BPE" | "WordPiece" | "Unigram", options)``, the options the
 class passes to ``tokenizers.models.<name>`` beside the file's vocabulary (and merges);
@@ -103,6 +105,15 @@ class Rebuild:
     #: T5Tokenizer's sentinel tokens: ``<extra_id_{i}>`` for i below ``extra_ids``
     #: (default 100), appended to ``additional_special_tokens`` when it has none.
     sentinels: str | None = None
+    #: ``additional_special_tokens`` when the file gives none (CamembertTokenizer's).
+    extras_default: tuple[str, ...] | None = None
+    #: A TemplateProcessing the class sets before ``super().__init__``, its ids looked up
+    #: in the bare model (transformers fails when one is missing): tokenizer.json's
+    #: post-processor replaces it, unless the file has none.
+    template_first: Template | None = None
+    #: Named tokens the class wraps in an AddedToken with these flags when given as a
+    #: string (its default or the file's).
+    wrap: Mapping[str, Mapping[str, bool]] = field(default_factory=dict)
     #: CohereTokenizer ends its ``__init__`` with ``_post_init()``: every special token
     #: added again as special (a plain string one with ``normalized=False``).
     post_init: bool = False
@@ -164,6 +175,11 @@ _BERT: Final = Rebuild(
 #: (convert_to_native_format's ``_spm_precompiled_charsmap``), else none.
 _PRECOMPILED: Final[Spec] = ("Optional", ("Precompiled",
                                           {"precompiled_charsmap": "$spm_charsmap"}))
+
+#: WhitespaceSplit then Metaspace, as the SentencePiece classes pre-tokenize.
+_SPM_PRE: Final[Spec] = ("Sequence", [
+    ("WhitespaceSplit", {}),
+    ("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"})])
 
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
@@ -266,9 +282,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         name="xlm_roberta",
         model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
         normalizer=_PRECOMPILED,
-        pre_tokenizer=("Sequence", [
-            ("WhitespaceSplit", {}),
-            ("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"})]),
+        pre_tokenizer=_SPM_PRE,
         decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
         defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
                   "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
@@ -291,6 +305,45 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         # The literal "</s>" with the eos token's id (models/t5/tokenization_t5.py).
         post_processor=Template("$A:0 </s>:0", "$A:0 </s>:0 $B:0 </s>:0",
                                 (("</s>", "eos_token"),))),
+    "AlbertTokenizer": Rebuild(
+        name="albert",
+        model=("Unigram", {"unk_id": 1, "byte_fallback": False}),
+        normalizer=("Sequence", [
+            ("Replace", {"pattern": "``", "content": '"'}),
+            ("Replace", {"pattern": "''", "content": '"'}),
+            ("Unless", ("$keep_accents", ("NFKD", {}))),
+            ("Unless", ("$keep_accents", ("StripAccents", {}))),
+            ("If", ("$do_lower_case", ("Lowercase", {}))),
+            _PRECOMPILED]),
+        pre_tokenizer=_SPM_PRE,
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        defaults={"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
+                  "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
+                  "mask_token": "[MASK]"},
+        options={"do_lower_case": True, "keep_accents": False},
+        add_prefix_space=True,
+        post_processor="file",
+        template_first=Template("[CLS]:0 $A:0 [SEP]:0", "[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+                                (("[CLS]", "cls_token"), ("[SEP]", "sep_token")))),
+    "CamembertTokenizer": Rebuild(
+        name="camembert",
+        # unk_id: the first vocabulary entry whose token is the unk token's text, else 0.
+        model=("Unigram", {"unk_id": "$vocab_unk_index", "byte_fallback": False}),
+        normalizer=_PRECOMPILED,
+        pre_tokenizer=("Sequence", [
+            ("WhitespaceSplit", {}),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme",
+                           "split": True})]),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        extras_default=("<s>NOTUSED", "</s>NOTUSED", "<unk>NOTUSED"),
+        wrap={"mask_token": {"lstrip": True, "special": True}},
+        post_processor=Template("{bos_token} $A {eos_token}",
+                                "{bos_token} $A {eos_token} {eos_token} $B {eos_token}",
+                                (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,

@@ -94,7 +94,7 @@ def _spm_charsmap(tokenizer_json: Mapping[str, Any]) -> bytes | None:
 
 def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
     if isinstance(value, str) and value.startswith("$"):
-        return derived[value[1:]]
+        return derived.get(value[1:]) if value == "$vocab_unk_index" else derived[value[1:]]
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "Regex":
         return Regex(value[1])
     return value
@@ -119,6 +119,11 @@ def _component(spec: tuple[str, Any] | None, derived: Mapping[str, Any],
     name, kwargs = spec
     if name == "Optional":
         return None if _unset(kwargs, derived) else _component(kwargs, derived, module)
+    if name in ("If", "Unless"):
+        test, spec = kwargs
+        wanted = name == "If"
+        return _component(spec, derived, module) if bool(_value(test, derived, module)) == (
+            wanted) else None
     if isinstance(kwargs, list):
         parts = [_component(v, derived, module) for v in kwargs]
         return getattr(module, name)([p for p in parts if p is not None])
@@ -144,6 +149,9 @@ def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
     if kind == "Unigram":
         assert tokenizer_json is not None  # read for every Unigram recipe
         vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
+        if spec.get("unk_id") == "$vocab_unk_index":
+            unk = derived["unk_str"]
+            options["unk_id"] = next((i for i, (t, _) in enumerate(vocab) if t == unk), 0)
         return models.Unigram(vocab, **options)
     if kind == "BPE":
         options["ignore_merges"] = False
@@ -246,6 +254,24 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
             trim_offsets=derived["trim_offsets"], add_prefix_space=derived["add_prefix_space"])
     elif isinstance(recipe.post_processor, Template):
         tok.post_processor = _template(recipe.post_processor, tok, specials)
+
+
+def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
+                    specials: Mapping[str, AddedToken | str]) -> Any:
+    """The TemplateProcessing a class sets before ``super().__init__``, over the bare
+    model's ids (AlbertTokenizer): a token the vocabulary lacks fails the class."""
+    names = {n: str(specials.get(n, "None")) for n in _NAMED_TOKENS}
+    pieces = []
+    for text, name in template.special_tokens:
+        found = tok.model.token_to_id(names[name])
+        if found is None:
+            raise ModelFolderError("tokenizer.json", (
+                f"{name} {names[name]!r} is not in the vocabulary: transformers' "
+                f"{recipe.name} tokenizer class fails to load the folder"))
+        pieces.append((text.format(**names), found))
+    return processors.TemplateProcessing(single=template.single.format(**names),
+                                         pair=template.pair.format(**names),
+                                         special_tokens=pieces)
 
 
 def _template(template: Template, tok: Tokenizer,
@@ -383,7 +409,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     named: dict[str, AddedToken | str] = {}
     for key, default in (recipe.defaults if recipe else {}).items():
         if default is not None:
-            named[key] = default
+            named[key] = (AddedToken(default, **recipe.wrap[key])
+                          if recipe is not None and key in recipe.wrap else default)
     auto: dict[str, AddedToken | str] = {}
     for key in list(init):
         if key in _NAMED_TOKENS:
@@ -392,6 +419,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
                 named.pop(key, None)
             else:
                 token = _added_token(value, key)
+                if recipe is not None and key in recipe.wrap and isinstance(token, str):
+                    token = AddedToken(token, **recipe.wrap[key])
                 named[key] = by_content.get(str(token), token) if by_content else token
         elif key.endswith("_token") and isinstance(init[key], dict):
             token = _added_token(init.pop(key), key)
@@ -402,6 +431,12 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     listed = init.get("extra_special_tokens")
     if recipe is not None and recipe.sentinels is not None:
         listed = _sentinels(recipe.sentinels, folder.tokenizer_config, listed)
+    if recipe is not None and recipe.extras_default is not None and listed is None:
+        if "extra_special_tokens" in folder.tokenizer_config:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"extra_special_tokens with the {recipe.name} tokenizer class's own "
+                "additional_special_tokens is not reproduced"))
+        listed = list(recipe.extras_default)
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in listed or []]
 
@@ -415,6 +450,10 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             tokenizer_json = _read_json(path)
             derived["spm_charsmap"] = _spm_charsmap(tokenizer_json)
         tok = _rebuilt(recipe, loaded, derived, tokenizer_json)
+    if recipe is not None and recipe.template_first is not None:
+        first = _template_first(recipe, recipe.template_first, tok, specials)
+        if tok.post_processor is None:
+            tok.post_processor = first
     if tok.post_processor is None:
         # update_post_processor() with add_bos/add_eos False: the sequence alone.
         tok.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
