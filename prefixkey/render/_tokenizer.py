@@ -143,8 +143,9 @@ def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
     model = loaded.model
     if type(model).__name__ != kind:
         raise RenderUnsupportedError(
-            "tokenizer.json", f"the {recipe.name} tokenizer class reads a {kind} vocabulary, "
-            f"this one is {type(model).__name__!r}")
+            "tokenizer.json", f"the {recipe.name} tokenizer class builds a {kind} model over "
+            f"the file's vocabulary, here a {type(model).__name__} one: prefixkey reproduces "
+            f"it over a {kind} vocabulary only")
     options = {k: _value(v, derived, None) for k, v in spec.items()}
     if kind == "Unigram":
         assert tokenizer_json is not None  # read for every Unigram recipe
