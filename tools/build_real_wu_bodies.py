@@ -7,7 +7,8 @@ SentencePiece vocabulary with its scores and charsmap: tests/real_models.py ``gg
 under a ``config.json`` / ``tokenizer_config.json`` that makes transformers pick a
 WordPiece or Unigram class that rebuilds the tokenizer (BertTokenizer, DistilBertTokenizer,
 DPRQuestionEncoderTokenizer, FunnelTokenizer, XLMRobertaTokenizer, T5Tokenizer,
-AlbertTokenizer, CamembertTokenizer: render/_hf_rebuilds.py).
+AlbertTokenizer, CamembertTokenizer, XLNetTokenizer, BigBirdTokenizer:
+render/_hf_rebuilds.py).
 The bodies exercise what those rebuilds decide: lower-casing and accents
 (``do_lower_case``, ``strip_accents``), Chinese characters (``tokenize_chinese_chars``),
 words longer than WordPiece's 100 characters, whitespace and control characters, the
@@ -34,7 +35,7 @@ COMPLETIONS = "/v1/completions"
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"bert_bge": False, "distilbert_cased_rule": True, "dpr_rule": False,
            "xlm_roberta": False, "t5_rule": True, "funnel_rule": False, "albert_rule": False,
-           "camembert_rule": False}
+           "camembert_rule": False, "xlnet_rule": False, "big_bird_rule": False}
 TEXTS = {
     "ascii": "Hello world",
     "mixed-case": "MiXeD CaSe WORDS and iPhone McDonald's",

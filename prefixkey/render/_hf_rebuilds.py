@@ -21,7 +21,9 @@ true / false (an option the class tests).
 
 The model is a spec too: ``("BPE" | "WordPiece" | "Unigram", options)``, the options the
 class passes to ``tokenizers.models.<name>`` beside the file's vocabulary (and merges);
-the rest take the model's defaults. ``bpe=options`` is the shorthand for a BPE model.
+the rest take the model's defaults. A Unigram's ``unk_id_lookup`` ``{"score", "fallback"}``
+is an ``unk_id`` the class looks up: the first entry with the unk token's text (and that
+score, unless None), else ``fallback``. ``bpe=options`` is the shorthand for a BPE model.
 """
 
 from __future__ import annotations
@@ -328,7 +330,8 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     "CamembertTokenizer": Rebuild(
         name="camembert",
         # unk_id: the first vocabulary entry whose token is the unk token's text, else 0.
-        model=("Unigram", {"unk_id": "$vocab_unk_index", "byte_fallback": False}),
+        model=("Unigram", {"unk_id_lookup": {"score": None, "fallback": 0},
+                           "byte_fallback": False}),
         normalizer=_PRECOMPILED,
         pre_tokenizer=("Sequence", [
             ("WhitespaceSplit", {}),
@@ -344,6 +347,51 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         post_processor=Template("{bos_token} $A {eos_token}",
                                 "{bos_token} $A {eos_token} {eos_token} $B {eos_token}",
                                 (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
+    "XLNetTokenizer": Rebuild(
+        name="xlnet",
+        model=("Unigram", {"unk_id": "$unk_id", "byte_fallback": False}),
+        # NFKD and StripAccents whatever keep_accents says (models/xlnet/tokenization_xlnet.py).
+        normalizer=("Sequence", [
+            ("Replace", {"pattern": "``", "content": '"'}),
+            ("Replace", {"pattern": "''", "content": '"'}),
+            ("NFKD", {}), ("StripAccents", {}),
+            ("If", ("$do_lower_case", ("Lowercase", {}))),
+            _PRECOMPILED]),
+        pre_tokenizer=("Sequence", [
+            ("WhitespaceSplit", {}),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "always"})]),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                  "sep_token": "<sep>", "pad_token": "<pad>", "cls_token": "<cls>",
+                  "mask_token": "<mask>"},
+        options={"unk_id": 0, "do_lower_case": False},
+        extras_default=("<eop>", "<eod>"),
+        wrap={"mask_token": {"lstrip": True, "rstrip": False}},
+        post_processor=Template("$A:0 {sep_token}:0 {cls_token}:2",
+                                "$A:0 {sep_token}:0 $B:1 {sep_token}:1 {cls_token}:2",
+                                (("{sep_token}", "sep_token"), ("{cls_token}", "cls_token")))),
+    "BigBirdTokenizer": Rebuild(
+        name="big_bird",
+        # unk_id: the entry (unk token, 0.0) of the vocabulary, else 100.
+        model=("Unigram", {"unk_id_lookup": {"score": 0.0, "fallback": 100},
+                           "byte_fallback": False}),
+        normalizer=("Sequence", [
+            ("Strip", {"left": False, "right": False}),
+            ("Replace", {"pattern": ("Regex", " {2,}"), "content": "▁"})]),
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme",
+                                     "split": True}),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme",
+                               "split": True}),
+        defaults={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>",
+                  "pad_token": "<pad>", "sep_token": "[SEP]", "mask_token": "[MASK]",
+                  "cls_token": "[CLS]"},
+        add_prefix_space=True,
+        wrap={**{t: {"lstrip": False, "rstrip": False} for t in (
+            "bos_token", "eos_token", "unk_token", "pad_token", "cls_token", "sep_token")},
+            "mask_token": {"lstrip": True, "rstrip": False}},
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                                "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,

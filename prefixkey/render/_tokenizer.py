@@ -94,7 +94,7 @@ def _spm_charsmap(tokenizer_json: Mapping[str, Any]) -> bytes | None:
 
 def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
     if isinstance(value, str) and value.startswith("$"):
-        return derived.get(value[1:]) if value == "$vocab_unk_index" else derived[value[1:]]
+        return derived[value[1:]]
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "Regex":
         return Regex(value[1])
     return value
@@ -150,9 +150,11 @@ def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
     if kind == "Unigram":
         assert tokenizer_json is not None  # read for every Unigram recipe
         vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
-        if spec.get("unk_id") == "$vocab_unk_index":
-            unk = derived["unk_str"]
-            options["unk_id"] = next((i for i, (t, _) in enumerate(vocab) if t == unk), 0)
+        lookup = options.pop("unk_id_lookup", None)
+        if lookup is not None:  # the class finds its unk token in the vocabulary
+            unk, score = derived["unk_str"], lookup["score"]
+            options["unk_id"] = next((i for i, (t, v) in enumerate(vocab) if t == unk and (
+                score is None or v == score)), _value(lookup["fallback"], derived, None))
         return models.Unigram(vocab, **options)
     if kind == "BPE":
         options["ignore_merges"] = False

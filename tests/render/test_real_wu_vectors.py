@@ -27,7 +27,10 @@ CASES = render_cases("real_wu_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
 FOLDER_CLASSES = {"bert_bge": "BertTokenizer", "distilbert_cased_rule": "DistilBertTokenizer",
                   "dpr_rule": "DPRQuestionEncoderTokenizer",
-                  "xlm_roberta": "XLMRobertaTokenizer", "t5_rule": "T5Tokenizer"}
+                  "funnel_rule": "FunnelTokenizer", "xlm_roberta": "XLMRobertaTokenizer",
+                  "t5_rule": "T5Tokenizer", "albert_rule": "AlbertTokenizer",
+                  "camembert_rule": "CamembertTokenizer", "xlnet_rule": "XLNetTokenizer",
+                  "big_bird_rule": "BigBirdTokenizer"}
 
 
 @cache
