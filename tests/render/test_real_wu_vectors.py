@@ -70,3 +70,18 @@ def test_the_options_the_classes_read_change_the_ids() -> None:
 def test_vllm_rendering_of_wordpiece_and_unigram_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "vLLM runs BertModel as a pooling model, whose tokenizer truncates on the right "
+    "(vllm/tokenizers/registry.py); prefixkey truncates on the left, as vLLM does for "
+    "generative models: not modelled yet"))
+def test_a_pooling_architecture_truncates_on_the_right() -> None:
+    """vLLM 0.31.0's answer for bge-small's folder (BertModel) with truncate_prompt_tokens,
+    harvested with the corpus: the start of the prompt kept."""
+    r = renderer("bert_bge")
+    body = {"model": "real-bert_bge", "truncate_prompt_tokens": 9,
+            "prompt": "punct!!! ??? ... --- ((()))[[]]{{}} @#$%^&* ``'' \"quoted\"" * 4}
+    rendered = r.render("/v1/completions", body)
+    assert [list(x.token_ids) for x in rendered] == [
+        [101, 26136, 6593, 999, 999, 999, 1029, 1029, 102]]
