@@ -78,8 +78,8 @@ def test_albert_without_its_cls_token_in_the_vocabulary_fails_as_transformers_do
 
 
 def test_a_recipe_names_exactly_one_model() -> None:
-    common: dict[str, Any] = {"name": "x", "normalizer": None, "pre_tokenizer": None, "decoder": None,
-              "defaults": {}}
+    common: dict[str, Any] = {"name": "x", "normalizer": None, "pre_tokenizer": None,
+                              "decoder": None, "defaults": {}}
     with pytest.raises(ValueError, match="exactly one"):
         Rebuild(**common)
     with pytest.raises(ValueError, match="exactly one"):
