@@ -260,12 +260,11 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # DistilBertTokenizer(BertTokenizer): the same __init__ (its own do_lower_case default
     # is Bert's, True).
     "DistilBertTokenizer": replace(_BERT, name="distilbert"),
-    # DPR*EncoderTokenizer(BertTokenizer) take do_lower_case themselves and do not pass
-    # it on: BertTokenizer lowercases whatever the file says.
+    # DPRQuestionEncoderTokenizer(BertTokenizer) takes do_lower_case itself and does not
+    # pass it on: BertTokenizer lowercases whatever the file says. (DPRContextEncoder's
+    # __init__ is the same code, not yet replayed against vLLM: refused.)
     "DPRQuestionEncoderTokenizer": replace(_BERT, name="dpr_question_encoder",
                                            normalizer=_bert_normalizer(lowercase=True)),
-    "DPRContextEncoderTokenizer": replace(_BERT, name="dpr_context_encoder",
-                                          normalizer=_bert_normalizer(lowercase=True)),
     "FunnelTokenizer": Rebuild(
         name="funnel",
         model=("WordPiece", {"unk_token": "$unk_str"}),
