@@ -169,7 +169,7 @@ RENDER_ERAS: Final = (
         reused_ids="checked",
         output_budget="clamped",
         verified=_releases(
-            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
+            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2616,
                             "_hf_facts_0_32_0"),
         ),
     ),
