@@ -160,7 +160,7 @@ RENDER_ERAS: Final = (
     RenderEra(
         "0.31.0",
         verified=_releases(
-            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
+            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2616,
                             "_hf_facts"),
         ),
     ),
