@@ -141,7 +141,7 @@ RENDER_ERAS: Final = (
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
-            VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
+            VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2616,
                             "_hf_facts_0_29_0", _REAL_HF_TYPES),
         ),
     ),
@@ -153,7 +153,7 @@ RENDER_ERAS: Final = (
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.
             # Its install's tokenizer facts are 0.29.0's (the same transformers 5.24.0).
-            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2169,
+            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2616,
                             "_hf_facts_0_29_0", _REAL_HF_TYPES),
         ),
     ),
