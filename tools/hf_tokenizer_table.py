@@ -14,6 +14,7 @@ tests/units/test_hf_decision.py runs ``--check``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -32,6 +33,17 @@ from prefixkey.render._hf_decision import (  # noqa: E402
 from prefixkey.render._hf_rebuilds import REBUILDS, VERIFIED_WITH  # noqa: E402
 
 OUT = ROOT / "docs" / "render-tokenizers.md"
+#: The rebuilt classes whose model is not a BPE (their verification differs: below).
+_NON_BPE = sorted(n for n, r in REBUILDS.items() if r.model_spec[0] != "BPE")
+
+
+def _wu_releases() -> str:
+    """The releases whose render server answered the real_wu_ corpus (0.31.0: its own)."""
+    found = ["0.31.0"]
+    for meta in sorted((ROOT / "tests" / "render" / "releases").glob("*/meta.json")):
+        if "real_wu_" in json.loads(meta.read_text("utf-8")).get("corpora", {}):
+            found.append(meta.parent.name)
+    return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
 
 def _byte_level_text() -> str:
     """The releases whose transformers loads some hub classes as is over ByteLevel files."""
@@ -81,6 +93,14 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   ([render-harmony.md](render-harmony.md)); their tokenizer (completions) takes the
   path shown beside it;
 - **refused**: why is given.
+
+The WordPiece and Unigram rebuilds ({", ".join(_NON_BPE)}) are verified against vLLM's
+answers on `tokenizer.json` files written from real vocabularies (llama.cpp's GGUF
+vocabularies of bge-small-en-v1.5, which is bert-base-uncased's WordPiece vocabulary, and
+of an XLM-RoBERTa SentencePiece model with its scores and charsmap, as the llama-cpp-python
+0.3.36 sdist ships them), not on the models' own `tokenizer.json` files (none was found
+in the package registries); the folders are tests/render/real/ (`real_wu_` corpus),
+replayed as vLLM {_wu_releases()} answered them.
 
 Before these rules, vLLM switches some architectures to a tokenizer mode of its own
 (refused until verified): {", ".join(f"`{a}` ({m})" for a, m in

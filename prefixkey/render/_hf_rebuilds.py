@@ -13,7 +13,17 @@ pipeline would give ids that look right and are not.
 A component spec is ``(name, kwargs)`` for ``tokenizers.<kind>.<name>(**kwargs)``, or
 ``("Sequence", [spec, …])``; a kwarg value ``("Regex", pattern)`` is a ``tokenizers.Regex``,
 and a string starting with ``$`` is a value the class
-derives from ``tokenizer_config.json`` (render/_tokenizer.py's ``_DERIVED``).
+derives from ``tokenizer_config.json`` (render/_tokenizer.py's ``_derived``).
+``("Optional", spec)`` is the spec when every ``$`` value in it is set, else nothing
+(dropped from a ``Sequence``): a component the class builds only from what the file has;
+``("If", ("$name", spec))`` / ``("Unless", ("$name", spec))`` the spec when the value is
+true / false (an option the class tests).
+
+The model is a spec too: ``("BPE" | "WordPiece" | "Unigram", options)``, the options the
+class passes to ``tokenizers.models.<name>`` beside the file's vocabulary (and merges);
+the rest take the model's defaults. A Unigram's ``unk_id_lookup`` ``{"score", "fallback"}``
+is an ``unk_id`` the class looks up: the first entry with the unk token's text (and that
+score, unless None), else ``fallback``. ``bpe=options`` is the shorthand for a BPE model.
 """
 
 from __future__ import annotations
@@ -23,9 +33,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-__all__ = ["REBUILDS", "VERIFIED_WITH", "Rebuild"]
+__all__ = ["REBUILDS", "VERIFIED_WITH", "ModelSpec", "Rebuild", "Template"]
 
 Spec = tuple[str, Any]  # (name, kwargs) or ("Sequence", [Spec, ...])
+ModelKind = Literal["BPE", "WordPiece", "Unigram"]
+ModelSpec = tuple[ModelKind, Mapping[str, Any]]
 
 # transformers 5.17 models/qwen2/tokenization_qwen2.py PRETOKENIZE_REGEX.
 _QWEN2_SPLIT: Final = (
@@ -54,13 +66,30 @@ _ENDOFTEXT: Final = "<|endoftext|>"
 
 
 @dataclass(frozen=True, slots=True)
+class Template:
+    """A ``TemplateProcessing`` the class sets itself after its ``super().__init__``.
+
+    ``single`` / ``pair`` are tokenizers' template strings in which ``{name}`` is the
+    named special token's text (``{cls_token}:0 $A:0 {sep_token}:0``); ``special_tokens``
+    pairs each special's text (a template too) with the named token whose id it gets.
+    """
+
+    single: str
+    pair: str
+    special_tokens: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rebuild:
     """What one class's ``__init__`` builds around tokenizer.json's vocabulary."""
 
     #: The recipe's name (docs, decisions).
     name: str
-    #: The ``tokenizers.models.BPE`` options the class passes (the rest: BPE's defaults).
-    bpe: Mapping[str, Any]
+    #: The ``tokenizers.models.BPE`` options the class passes (the rest: BPE's defaults):
+    #: the shorthand for ``model=("BPE", options)``.
+    bpe: Mapping[str, Any] | None = None
+    #: The model the class builds over the file's vocabulary (None: ``bpe``'s BPE).
+    model: ModelSpec | None = None
     normalizer: Spec | None
     pre_tokenizer: Spec | None
     decoder: Spec | None
@@ -76,14 +105,28 @@ class Rebuild:
     #: (sep, cls) the class sets after its ``super().__init__``, with ``processor_options``.
     #: ``prefix``: ``set_prefix_tokens()`` (WhisperTokenizer): a TemplateProcessing of
     #: ``prefix_tokens``, the text, then the ``eos_token``.
-    #: ``template``: a TemplateProcessing of ``template`` (single, pair), whose
-    #: ``{name}`` are the class's named tokens after its ``super().__init__``.
     #: ``bert``: a BertProcessing over ``processor_tokens`` with the ids ``processor_ids``.
-    post_processor: Literal["file", "update", "roberta", "prefix", "template", "bert"] = "file"
+    #: A :class:`Template`: the TemplateProcessing the class sets itself.
+    post_processor: Literal["file", "update", "roberta", "prefix", "bert"] | Template = "file"
     add_bos_token: bool = False
     add_eos_token: bool = False
     #: Qwen2Tokenizer ends its ``__init__`` with ``add_tokens`` of every special token.
     readd_specials: bool = False
+    #: The ``__init__`` keywords the class reads from tokenizer_config.json for ``$name``
+    #: values, with their defaults (a key the file gives, even null, is passed as it is).
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: T5Tokenizer's sentinel tokens: ``<extra_id_{i}>`` for i below ``extra_ids``
+    #: (default 100), appended to ``additional_special_tokens`` when it has none.
+    sentinels: str | None = None
+    #: ``additional_special_tokens`` when the file gives none (CamembertTokenizer's).
+    extras_default: tuple[str, ...] | None = None
+    #: A TemplateProcessing the class sets before ``super().__init__``, its ids looked up
+    #: in the bare model (transformers fails when one is missing): tokenizer.json's
+    #: post-processor replaces it, unless the file has none.
+    template_first: Template | None = None
+    #: Named tokens the class wraps in an AddedToken with these flags when given as a
+    #: string (its default or the file's).
+    wrap: Mapping[str, Mapping[str, bool]] = field(default_factory=dict)
     #: CohereTokenizer ends its ``__init__`` with ``_post_init()``: every special token
     #: added again as special (a plain string one with ``normalized=False``).
     post_init: bool = False
@@ -98,17 +141,23 @@ class Rebuild:
     #: The tokens ``prefix`` puts before the text; a ``$name`` is derived from
     #: tokenizer_config.json and left out when it derives None.
     prefix_tokens: tuple[str, ...] = field(default=())
-    #: ``template``'s (single, pair) sequences.
-    template: tuple[str, str] = ("", "")
     #: ``bert``'s ids for ``processor_tokens`` (the class writes them as literals).
     processor_ids: tuple[int, int] = (0, 0)
-    #: AddedToken flags the class gives a named token passed as a string (a mask token
-    #: that takes the space before it), by keyword.
-    token_flags: Mapping[str, Mapping[str, bool]] = field(
-        default_factory=lambda: MappingProxyType({}))
     #: CodeLlamaTokenizer's ``_encode_plus`` splits a text at its fill token (default,
     #: keyword) into an infilling pair: not reproduced, such a text is refused.
     infilling: tuple[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.bpe is None) == (self.model is None):
+            raise ValueError(f"recipe {self.name!r}: give exactly one of bpe and model")
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        """The model the class builds: ``model``, or a BPE with ``bpe``'s options."""
+        if self.model is not None:
+            return self.model
+        assert self.bpe is not None  # __post_init__
+        return ("BPE", self.bpe)
 
 
 #: GPT2Tokenizer's recipe (CodeGenTokenizer's too, but for its name).
@@ -120,6 +169,43 @@ _GPT2: Final = Rebuild(
     decoder=_BYTE_LEVEL_DECODER,
     defaults={"unk_token": _ENDOFTEXT, "bos_token": _ENDOFTEXT, "eos_token": _ENDOFTEXT,
               "pad_token": None})
+
+_BERT_OPTIONS: Final = MappingProxyType({
+    "do_lower_case": True, "tokenize_chinese_chars": True, "strip_accents": None})
+
+
+def _bert_normalizer(*, lowercase: object = "$do_lower_case",
+                     clean_text: object = True) -> Spec:
+    """The BertNormalizer of the WordPiece classes, over their ``__init__`` options."""
+    return ("BertNormalizer", {"clean_text": clean_text,
+                               "handle_chinese_chars": "$tokenize_chinese_chars",
+                               "strip_accents": "$strip_accents", "lowercase": lowercase})
+
+
+#: BertTokenizer's recipe (models/bert/tokenization_bert.py): WordPiece over the file's
+#: vocabulary (``##`` pieces, 100 characters a word), then its own [CLS] $A [SEP].
+_BERT: Final = Rebuild(
+    name="bert",
+    model=("WordPiece", {"unk_token": "$unk_str", "continuing_subword_prefix": "##",
+                         "max_input_chars_per_word": 100}),
+    normalizer=_bert_normalizer(),
+    pre_tokenizer=("BertPreTokenizer", {}),
+    decoder=("WordPiece", {"prefix": "##"}),
+    defaults={"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+              "cls_token": "[CLS]", "mask_token": "[MASK]"},
+    options=_BERT_OPTIONS,
+    post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                            "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                            (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))))
+#: The SentencePiece classes' normalizer: the file's precompiled charsmap, when it has one
+#: (convert_to_native_format's ``_spm_precompiled_charsmap``), else none.
+_PRECOMPILED: Final[Spec] = ("Optional", ("Precompiled",
+                                          {"precompiled_charsmap": "$spm_charsmap"}))
+
+#: WhitespaceSplit then Metaspace, as the SentencePiece classes pre-tokenize.
+_SPM_PRE: Final[Spec] = ("Sequence", [
+    ("WhitespaceSplit", {}),
+    ("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"})])
 
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
@@ -257,9 +343,9 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         defaults={"bos_token": "[CLS]", "eos_token": "[SEP]", "sep_token": "[SEP]",
                   "cls_token": "[CLS]", "unk_token": "[UNK]", "pad_token": "[PAD]",
                   "mask_token": "[MASK]"},
-        post_processor="template",
-        template=("{cls_token} $A {sep_token}",
-                  "{cls_token} $A {sep_token} {sep_token} $B {sep_token}")),
+        post_processor=Template("{cls_token} $A {sep_token}",
+                                "{cls_token} $A {sep_token} {sep_token} $B {sep_token}",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
     # models/blenderbot/tokenization_blenderbot.py: GPT-2's byte level with a prefix
     # space by default; tokenizer.json's post-processor is kept.
     "BlenderbotTokenizer": Rebuild(
@@ -272,8 +358,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
                   "mask_token": "<mask>"},
         add_prefix_space=True,
-        token_flags=MappingProxyType({"mask_token": MappingProxyType(
-            {"lstrip": True, "rstrip": False, "normalized": False})})),
+        wrap={"mask_token": {"lstrip": True, "rstrip": False, "normalized": False}}),
     # models/siglip2/tokenization_siglip2.py: Gemma's byte-fallback BPE, lowercased first
     # (the class prepends Lowercase to its normalizer after super().__init__).
     "Siglip2Tokenizer": Rebuild(
@@ -307,8 +392,8 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                                "use_regex": True}),
         defaults={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>",
                   "pad_token": "<pad>"},
-        post_processor="template",
-        template=("{bos_token}:0 $A:0 {eos_token}:0", "$A:0 $B:1")),
+        post_processor=Template("{bos_token}:0 $A:0 {eos_token}:0", "$A:0 $B:1",
+                                (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
     # models/code_llama/tokenization_code_llama.py: Llama's byte-fallback BPE without
     # its legacy rule; the infilling tokens join the extra specials; add_bos_token=True
     # is passed to super(), so the post-processor is rebuilt (<s> $A).
@@ -330,6 +415,141 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                         ("▁<SUF>", "suffix_token"), ("▁<EOT>", "eot_token"),
                         ("<FILL_ME>", "fill_token")),
         infilling=("<FILL_ME>", "fill_token")),
+    "BertTokenizer": _BERT,
+    # DistilBertTokenizer(BertTokenizer): the same __init__ (its own do_lower_case default
+    # is Bert's, True).
+    "DistilBertTokenizer": replace(_BERT, name="distilbert"),
+    # DPRQuestionEncoderTokenizer(BertTokenizer) takes do_lower_case itself and does not
+    # pass it on: BertTokenizer lowercases whatever the file says. (DPRContextEncoder's
+    # __init__ is the same code, not yet replayed against vLLM: refused.)
+    "DPRQuestionEncoderTokenizer": replace(_BERT, name="dpr_question_encoder",
+                                           normalizer=_bert_normalizer(lowercase=True)),
+    "FunnelTokenizer": Rebuild(
+        name="funnel",
+        model=("WordPiece", {"unk_token": "$unk_str"}),
+        normalizer=_bert_normalizer(clean_text="$clean_text"),
+        pre_tokenizer=("BertPreTokenizer", {}),
+        decoder=("WordPiece", {"prefix": "$wordpieces_prefix"}),
+        defaults={"unk_token": "<unk>", "sep_token": "<sep>", "pad_token": "<pad>",
+                  "cls_token": "<cls>", "mask_token": "<mask>", "bos_token": "<s>",
+                  "eos_token": "</s>"},
+        options={**_BERT_OPTIONS, "clean_text": True, "wordpieces_prefix": "##"},
+        # Its cls token has token type 2 (models/funnel/tokenization_funnel.py).
+        post_processor=Template("{cls_token}:2 $A:0 {sep_token}:0",
+                                "{cls_token}:2 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
+    "XLMRobertaTokenizer": Rebuild(
+        name="xlm_roberta",
+        model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
+        normalizer=_PRECOMPILED,
+        pre_tokenizer=_SPM_PRE,
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        post_processor=Template("{bos_token}:0 $A:0 {eos_token}:0",
+                                "{bos_token}:0 $A:0 {eos_token}:0 {eos_token}:0 $B:0 "
+                                "{eos_token}:0",
+                                (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
+    "T5Tokenizer": Rebuild(
+        name="t5",
+        model=("Unigram", {"unk_id": 2, "byte_fallback": False}),
+        normalizer=_PRECOMPILED,
+        pre_tokenizer=("Sequence", [
+            ("WhitespaceSplit", {}),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True})]),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True}),
+        defaults={"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"},
+        sentinels="<extra_id_{}>",
+        # The literal "</s>" with the eos token's id (models/t5/tokenization_t5.py).
+        post_processor=Template("$A:0 </s>:0", "$A:0 </s>:0 $B:0 </s>:0",
+                                (("</s>", "eos_token"),))),
+    "AlbertTokenizer": Rebuild(
+        name="albert",
+        model=("Unigram", {"unk_id": 1, "byte_fallback": False}),
+        normalizer=("Sequence", [
+            ("Replace", {"pattern": "``", "content": '"'}),
+            ("Replace", {"pattern": "''", "content": '"'}),
+            ("Unless", ("$keep_accents", ("NFKD", {}))),
+            ("Unless", ("$keep_accents", ("StripAccents", {}))),
+            ("If", ("$do_lower_case", ("Lowercase", {}))),
+            _PRECOMPILED]),
+        pre_tokenizer=_SPM_PRE,
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        defaults={"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
+                  "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
+                  "mask_token": "[MASK]"},
+        options={"do_lower_case": True, "keep_accents": False},
+        add_prefix_space=True,
+        post_processor="file",
+        template_first=Template("[CLS]:0 $A:0 [SEP]:0", "[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+                                (("[CLS]", "cls_token"), ("[SEP]", "sep_token")))),
+    "CamembertTokenizer": Rebuild(
+        name="camembert",
+        # unk_id: the first vocabulary entry whose token is the unk token's text, else 0.
+        model=("Unigram", {"unk_id_lookup": {"score": None, "fallback": 0},
+                           "byte_fallback": False}),
+        normalizer=_PRECOMPILED,
+        pre_tokenizer=("Sequence", [
+            ("WhitespaceSplit", {}),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme",
+                           "split": True})]),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        extras_default=("<s>NOTUSED", "</s>NOTUSED", "<unk>NOTUSED"),
+        wrap={"mask_token": {"lstrip": True, "special": True}},
+        post_processor=Template("{bos_token} $A {eos_token}",
+                                "{bos_token} $A {eos_token} {eos_token} $B {eos_token}",
+                                (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
+    "XLNetTokenizer": Rebuild(
+        name="xlnet",
+        model=("Unigram", {"unk_id": "$unk_id", "byte_fallback": False}),
+        # NFKD and StripAccents whatever keep_accents says (models/xlnet/tokenization_xlnet.py).
+        normalizer=("Sequence", [
+            ("Replace", {"pattern": "``", "content": '"'}),
+            ("Replace", {"pattern": "''", "content": '"'}),
+            ("NFKD", {}), ("StripAccents", {}),
+            ("If", ("$do_lower_case", ("Lowercase", {}))),
+            _PRECOMPILED]),
+        pre_tokenizer=("Sequence", [
+            ("WhitespaceSplit", {}),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "always"})]),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                  "sep_token": "<sep>", "pad_token": "<pad>", "cls_token": "<cls>",
+                  "mask_token": "<mask>"},
+        options={"unk_id": 0, "do_lower_case": False},
+        extras_default=("<eop>", "<eod>"),
+        wrap={"mask_token": {"lstrip": True, "rstrip": False}},
+        post_processor=Template("$A:0 {sep_token}:0 {cls_token}:2",
+                                "$A:0 {sep_token}:0 $B:1 {sep_token}:1 {cls_token}:2",
+                                (("{sep_token}", "sep_token"), ("{cls_token}", "cls_token")))),
+    "BigBirdTokenizer": Rebuild(
+        name="big_bird",
+        # unk_id: the entry (unk token, 0.0) of the vocabulary, else 100.
+        model=("Unigram", {"unk_id_lookup": {"score": 0.0, "fallback": 100},
+                           "byte_fallback": False}),
+        normalizer=("Sequence", [
+            ("Strip", {"left": False, "right": False}),
+            ("Replace", {"pattern": ("Regex", " {2,}"), "content": "▁"})]),
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme",
+                                     "split": True}),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme",
+                               "split": True}),
+        defaults={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>",
+                  "pad_token": "<pad>", "sep_token": "[SEP]", "mask_token": "[MASK]",
+                  "cls_token": "[CLS]"},
+        add_prefix_space=True,
+        wrap={**{t: {"lstrip": False, "rstrip": False} for t in (
+            "bos_token", "eos_token", "unk_token", "pad_token", "cls_token", "sep_token")},
+            "mask_token": {"lstrip": True, "rstrip": False}},
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                                "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,

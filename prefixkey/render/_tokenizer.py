@@ -13,10 +13,12 @@ different tokenizer would give ids that look right and are not.
 
 from __future__ import annotations
 
-import re
+import base64
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path as FilePath
 from typing import Any, Final
 
 from tokenizers import (
@@ -24,6 +26,7 @@ from tokenizers import (
     Regex,
     Tokenizer,
     decoders,
+    models,
     normalizers,
     pre_tokenizers,
     processors,
@@ -31,7 +34,7 @@ from tokenizers import (
 
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
-from ._hf_rebuilds import REBUILDS, Rebuild
+from ._hf_rebuilds import REBUILDS, Rebuild, Template
 
 __all__ = ["HfTokenizer", "build_tokenizer"]
 
@@ -60,7 +63,14 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
     legacy = bool(init.get("legacy", False))
     unk = init.get("unk_token", recipe.defaults.get("unk_token"))
     task = init.get("task")
+    # The SentencePiece classes: ``"always" if add_prefix_space else "never"`` over the
+    # keyword as passed (a null in the file is falsy there).
+    spm_prefix = init.get("add_prefix_space", recipe.add_prefix_space)
     return {
+        **{name: init.get(name, default) for name, default in recipe.options.items()},
+        "metaspace_scheme": "always" if spm_prefix else "never",
+        # ``str(unk_token)``, as the WordPiece classes pass it (None too).
+        "unk_str": str(_added_token(unk, "unk_token")) if unk is not None else "None",
         "add_prefix_space": prefix,
         "trim_offsets": bool(init.get("trim_offsets", True)),
         # models/llama/tokenization_llama.py _get_prepend_scheme.
@@ -89,6 +99,20 @@ def _check_prefix_options(init: Mapping[str, Any]) -> None:
                                "Task should be in: ['translate', 'transcribe']")
 
 
+def _spm_charsmap(tokenizer_json: Mapping[str, Any]) -> bytes | None:
+    """convert_to_native_format's ``_spm_precompiled_charsmap``: the first Precompiled
+    normalizer's charsmap in tokenizer.json (alone or in a Sequence), decoded."""
+    found = tokenizer_json.get("normalizer")
+    if not found:
+        return None
+    listed = found["normalizers"] if found.get("type") == "Sequence" else (
+        found if isinstance(found, list) else [found])
+    for normalizer in listed:
+        if normalizer.get("type") == "Precompiled" and "precompiled_charsmap" in normalizer:
+            return base64.b64decode(normalizer["precompiled_charsmap"])
+    return None
+
+
 def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
     if isinstance(value, str) and value.startswith("$"):
         return derived[value[1:]]
@@ -97,40 +121,117 @@ def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
     return value
 
 
+def _unset(spec: Any, derived: Mapping[str, Any]) -> bool:
+    """Whether a spec names a ``$`` value that is None (an ``Optional`` spec then drops)."""
+    if isinstance(spec, str):
+        return spec.startswith("$") and derived[spec[1:]] is None
+    if isinstance(spec, Mapping):
+        return any(_unset(v, derived) for v in spec.values())
+    if isinstance(spec, (list, tuple)):
+        return any(_unset(v, derived) for v in spec)
+    return False
+
+
 def _component(spec: tuple[str, Any] | None, derived: Mapping[str, Any],
                module: Any) -> Any:
     """A ``tokenizers`` normalizer, pre-tokenizer or decoder from its spec (_hf_rebuilds)."""
     if spec is None:
         return None
     name, kwargs = spec
+    if name == "Optional":
+        return None if _unset(kwargs, derived) else _component(kwargs, derived, module)
+    if name in ("If", "Unless"):
+        test, spec = kwargs
+        wanted = name == "If"
+        return _component(spec, derived, module) if bool(_value(test, derived, module)) == (
+            wanted) else None
     if isinstance(kwargs, list):
-        return getattr(module, name)([_component(v, derived, module) for v in kwargs])
+        parts = [_component(v, derived, module) for v in kwargs]
+        return getattr(module, name)([p for p in parts if p is not None])
     return getattr(module, name)(**{k: _value(v, derived, module) for k, v in kwargs.items()})
 
 
-def _rebuilt(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any]) -> Tokenizer:
+def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
+           tokenizer_json: Mapping[str, Any] | None) -> Any:
+    """The model the class builds over the file's vocabulary (and merges).
+
+    BPE and WordPiece: the model ``tokenizers`` read from the file with the class's
+    options set, the same model the class builds from the same vocabulary, without
+    passing it through Python (which cost more than transformers' whole load). Unigram
+    (whose options cannot be set): a new one over the file's vocabulary and scores.
+    """
+    kind, spec = recipe.model_spec
+    model = loaded.model
+    if type(model).__name__ != kind:
+        raise RenderUnsupportedError(
+            "tokenizer.json", f"the {recipe.name} tokenizer class builds a {kind} model over "
+            f"the file's vocabulary, here a {type(model).__name__} one: prefixkey reproduces "
+            f"it over a {kind} vocabulary only")
+    options = {k: _value(v, derived, None) for k, v in spec.items()}
+    if kind == "Unigram":
+        assert tokenizer_json is not None  # read for every Unigram recipe
+        vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
+        lookup = options.pop("unk_id_lookup", None)
+        if lookup is not None:  # the class finds its unk token in the vocabulary
+            unk, score = derived["unk_str"], lookup["score"]
+            options["unk_id"] = next((i for i, (t, v) in enumerate(vocab) if t == unk and (
+                score is None or v == score)), _value(lookup["fallback"], derived, None))
+        return models.Unigram(vocab, **options)
+    if kind == "BPE":
+        options["ignore_merges"] = False
+    for name, value in options.items():
+        setattr(model, name, value)
+    return model
+
+
+def _rebuilt(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
+             tokenizer_json: Mapping[str, Any] | None) -> Tokenizer:
     """The backend a rebuilding class (render/_hf_rebuilds.py) builds from tokenizer.json.
 
     Those classes keep only the file's vocabulary, merges and post-processor: a new
-    ``Tokenizer`` over the model ``tokenizers`` read from the file (no added tokens of the
-    file's), with the class's BPE options, normalizer, pre-tokenizer and decoder. The
-    model is the one the class would build from the same vocabulary and merges, without
-    passing them through Python (which cost more than transformers' whole load).
+    ``Tokenizer`` over the model the class builds (no added tokens of the file's), with
+    the class's normalizer, pre-tokenizer and decoder.
     """
-    model = loaded.model
-    if type(model).__name__ != "BPE":
-        raise RenderUnsupportedError(
-            "tokenizer.json", f"the {recipe.name} tokenizer class reads a BPE vocabulary, "
-            f"this one is {type(model).__name__!r}")
-    options = {k: _value(v, derived, None) for k, v in recipe.bpe.items()}
-    for name, value in dict(options, ignore_merges=False).items():
-        setattr(model, name, value)
-    tok = Tokenizer(model)
+    tok = Tokenizer(_model(recipe, loaded, derived, tokenizer_json))
     tok.post_processor = loaded.post_processor
     tok.normalizer = _component(recipe.normalizer, derived, normalizers)
     tok.pre_tokenizer = _component(recipe.pre_tokenizer, derived, pre_tokenizers)
     tok.decoder = _component(recipe.decoder, derived, decoders)
     return tok
+
+
+def _sentinels(form: str, config: Mapping[str, Any], listed: list[Any] | None) -> list[Any]:
+    """T5Tokenizer's ``additional_special_tokens``: the listed ones, with the ``extra_ids``
+    sentinel tokens appended when none of them is one (models/t5/tokenization_t5.py)."""
+    if "extra_special_tokens" in config:
+        raise RenderUnsupportedError("tokenizer_config.json", (
+            "extra_special_tokens beside a T5-style tokenizer class's sentinel tokens is "
+            "not reproduced"))
+    count = config.get("extra_ids", 100)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ModelFolderError("tokenizer_config.json",
+                               f"extra_ids must be a non-negative integer, got {count!r}")
+    generated = [form.format(i) for i in range(count)]
+    if listed is None:
+        return generated
+    marker = form.partition("{")[0]
+    found = [t for t in listed if marker in str(t)]
+    if not found:
+        return [*listed, *generated]
+    if count > 0 and count != len(found):
+        raise ModelFolderError("tokenizer_config.json", (
+            f"extra_ids is {count} but additional_special_tokens holds {len(found)} "
+            f"{marker}…> tokens: transformers refuses the folder"))
+    return listed
+
+
+def _read_json(path: FilePath) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            loaded: dict[str, Any] = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError("tokenizer.json", f"cannot be read: {exc}") from None
+    return loaded
 
 
 def _token_id(tok: Tokenizer, token: str) -> int:
@@ -179,13 +280,6 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
         sep_id, cls_id = recipe.processor_ids
         tok.post_processor = processors.BertProcessing((sep, sep_id), (cls, cls_id))
-    elif recipe.post_processor == "template":
-        names = {k: str(v) for k, v in specials.items()}
-        single, pair = (t.format(**names) for t in recipe.template)
-        used = [t for t in dict.fromkeys(
-            re.sub(r":\d+$", "", p) for p in f"{single} {pair}".split()) if not t.startswith("$")]
-        tok.post_processor = processors.TemplateProcessing(
-            single=single, pair=pair, special_tokens=[(t, _token_id(tok, t)) for t in used])
     elif recipe.post_processor == "prefix":
         prefix = [t for t in (_value(v, derived, None) for v in recipe.prefix_tokens)
                   if t is not None]
@@ -194,6 +288,45 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         tok.post_processor = processors.TemplateProcessing(
             single=f"{head} $A:0 {eos}:0", pair=f"{head} $A:0 $B:1 {eos}:1",
             special_tokens=[(t, _token_id(tok, t)) for t in dict.fromkeys([eos, *prefix])])
+    elif isinstance(recipe.post_processor, Template):
+        tok.post_processor = _template(recipe.post_processor, tok, specials)
+
+
+def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
+                    specials: Mapping[str, AddedToken | str]) -> Any:
+    """The TemplateProcessing a class sets before ``super().__init__``, over the bare
+    model's ids (AlbertTokenizer): a token the vocabulary lacks fails the class."""
+    names = {n: str(specials.get(n, "None")) for n in _NAMED_TOKENS}
+    pieces = []
+    for text, name in template.special_tokens:
+        found = tok.model.token_to_id(names[name])
+        if found is None:
+            raise ModelFolderError("tokenizer.json", (
+                f"{name} {names[name]!r} is not in the vocabulary: transformers' "
+                f"{recipe.name} tokenizer class fails to load the folder"))
+        pieces.append((text.format(**names), found))
+    return processors.TemplateProcessing(single=template.single.format(**names),
+                                         pair=template.pair.format(**names),
+                                         special_tokens=pieces)
+
+
+def _template(template: Template, tok: Tokenizer,
+              specials: Mapping[str, AddedToken | str]) -> Any:
+    """The TemplateProcessing a class sets itself over its named special tokens."""
+    names = {}
+    for name in _NAMED_TOKENS:
+        value = specials.get(name)
+        names[name] = "" if value is None else str(value)
+    used = [n for n in _NAMED_TOKENS if "{" + n + "}" in template.single + template.pair]
+    used += [n for _, n in template.special_tokens]
+    missing = [n for n in used if not names[n]]
+    if missing:
+        raise ModelFolderError("tokenizer_config.json",
+                               f"{missing[0]} is null, which the class's template needs")
+    return processors.TemplateProcessing(
+        single=template.single.format(**names), pair=template.pair.format(**names),
+        special_tokens=[(text.format(**names), _token_id(tok, names[name]))
+                        for text, name in template.special_tokens])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -322,7 +455,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     named: dict[str, AddedToken | str] = {}
     for key, default in (recipe.defaults if recipe else {}).items():
         if default is not None:
-            named[key] = default
+            named[key] = (AddedToken(default, **recipe.wrap[key])
+                          if recipe is not None and key in recipe.wrap else default)
     auto: dict[str, AddedToken | str] = {}
     for key in list(init):
         if key in _NAMED_TOKENS:
@@ -331,18 +465,26 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
                 named.pop(key, None)
             else:
                 token = _added_token(value, key)
+                if recipe is not None and key in recipe.wrap and isinstance(token, str):
+                    token = AddedToken(token, **recipe.wrap[key])
                 named[key] = by_content.get(str(token), token) if by_content else token
         elif key.endswith("_token") and isinstance(init[key], dict):
             token = _added_token(init.pop(key), key)
             if isinstance(token, AddedToken):
                 auto[key] = token
-    for key, flags in (recipe.token_flags if recipe else {}).items():
-        if isinstance(named.get(key), str):  # the class's own AddedToken for a string
-            named[key] = AddedToken(str(named[key]), **flags)
     specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
     specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()}})
+    listed = init.get("extra_special_tokens")
+    if recipe is not None and recipe.sentinels is not None:
+        listed = _sentinels(recipe.sentinels, folder.tokenizer_config, listed)
+    if recipe is not None and recipe.extras_default is not None and listed is None:
+        if "extra_special_tokens" in folder.tokenizer_config:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"extra_special_tokens with the {recipe.name} tokenizer class's own "
+                "additional_special_tokens is not reproduced"))
+        listed = list(recipe.extras_default)
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
-              for t in init.get("extra_special_tokens") or []]
+              for t in listed or []]
     for default, keyword in (recipe.extra_specials if recipe else ()):
         # The class appends each (its keyword's value, else its default; None: none) to
         # additional_special_tokens and passes it to super() as a named token.
@@ -354,8 +496,21 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
 
     if recipe is not None and recipe.post_processor == "prefix":
         _check_prefix_options(folder.tokenizer_config)
-    tok = (loaded if recipe is None
-           else _rebuilt(recipe, loaded, _derived(folder.tokenizer_config, recipe)))
+
+    derived: dict[str, Any] = {}
+    if recipe is None:
+        tok = loaded
+    else:
+        derived = _derived(folder.tokenizer_config, recipe)
+        tokenizer_json = None
+        if recipe.model_spec[0] == "Unigram":  # its vocabulary's scores, the charsmap
+            tokenizer_json = _read_json(path)
+            derived["spm_charsmap"] = _spm_charsmap(tokenizer_json)
+        tok = _rebuilt(recipe, loaded, derived, tokenizer_json)
+    if recipe is not None and recipe.template_first is not None:
+        first = _template_first(recipe, recipe.template_first, tok, specials)
+        if tok.post_processor is None:
+            tok.post_processor = first
     if tok.post_processor is None:
         # update_post_processor() with add_bos/add_eos False: the sequence alone.
         tok.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
@@ -378,7 +533,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     if tokens:
         tok.add_tokens(tokens)
     if recipe is not None:
-        _after_init(recipe, tok, _derived(folder.tokenizer_config, recipe), specials, extras)
+        _after_init(recipe, tok, derived, specials, extras)
     tok.no_truncation()
     tok.no_padding()
     return HfTokenizer(
