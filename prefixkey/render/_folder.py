@@ -207,17 +207,21 @@ def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
     return max_model_len
 
 
+def config_architectures(config: dict[str, Any]) -> tuple[str, ...]:
+    """config.json's ``architectures``: the strings among them."""
+    found = config.get("architectures")
+    return tuple(a for a in found if isinstance(a, str)) if isinstance(found, list) else ()
+
+
 def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config: dict[str, Any],
             tokenizer_config: dict[str, Any], name: str, mode: str,
             vllm_version: str) -> TokenizerPath:
     """The folder's tokenizer path; everything but as-is and reproduced rebuilds refused."""
-    architectures = config.get("architectures") or []
     mistral_files = (tokenizer_path / "tekken.json").exists() or any(
         tokenizer_path.glob("tokenizer.model.v*"))
     decision = decide_tokenizer(
         model_type=str(tokenizer_model_config.get("model_type", "")),
-        architectures=[a for a in architectures if isinstance(a, str)]
-        if isinstance(architectures, list) else [],
+        architectures=list(config_architectures(config)),
         tokenizer_mode=mode, tokenizer_config=tokenizer_config,
         config=tokenizer_model_config, name=name,
         has_tokenizer_json=(tokenizer_path / "tokenizer.json").is_file(),

@@ -27,7 +27,7 @@ from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._eras import render_era
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
-from ._folder import ModelFolder, load_server_template, processor_configs
+from ._folder import ModelFolder, config_architectures, load_server_template, processor_configs
 from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
@@ -54,6 +54,36 @@ _CONTINUE_TAG: Final = "CONTINUE_FINAL_MESSAGE_TAG "
 _CALL_PARAMS: Final = HF_BASE_PARAMS | {"conversations", "messages"}
 # chat_template_kwargs names handled before the template's are kept: no warning for them.
 _HANDLED_KWARGS: Final = frozenset({"chat_template", "tools", "tokenize"})
+#: How vLLM 0.31 picks a folder's runner (config/model.py ``_get_default_runner_type``):
+#: the first architecture its registry knows or an ``_SUFFIX_TO_DEFAULTS`` suffix matches
+#: decides, else "generate". A generative runner's tokenizer truncates on the left, a
+#: pooling one's on the right (tokenizers/registry.py), which is not reproduced: truncating
+#: for an architecture that may run as a pooling model is refused.
+_GENERATE_SUFFIXES: Final = ("ForCausalLM", "ForConditionalGeneration", "ChatModel",
+                             "LMHeadModel")
+_POOLING_SUFFIXES: Final = ("ForTextEncoding", "EmbeddingModel", "ForSequenceClassification",
+                            "ForTokenClassification", "ForAudioClassification",
+                            "ForImageClassification", "ForVideoClassification",
+                            "ClassificationModel", "ForRewardModeling", "RewardModel", "Model")
+#: The registry's pooling architectures that no suffix names.
+_POOLING_UNSUFFIXED: Final = frozenset({
+    "BertForMaskedLM", "RobertaForMaskedLM", "ColPaliForRetrieval", "Terratorch",
+    "HF_ColBERT", "JinaForRanking", "ColModernVBertForRetrieval", "ColQwen3", "ColQwen3_5",
+    "JinaVLForRanking"})
+
+
+def _truncates_left(architectures: tuple[str, ...]) -> bool:
+    """Whether vLLM surely runs these architectures as a generative model."""
+    for arch in architectures:
+        if arch in _POOLING_UNSUFFIXED:
+            return False
+        if arch.endswith(_GENERATE_SUFFIXES):
+            return True
+        if arch.endswith(_POOLING_SUFFIXES):
+            return False
+    return True
+
+
 _UNSUPPORTED_CALL_KWARGS: Final = ("padding", "truncation", "max_length", "return_tensors",
                                    "tokenizer_kwargs", "return_assistant_tokens_mask")
 
@@ -119,6 +149,7 @@ class Renderer:
                                        vllm_version=options.vllm_version)
         self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
         self._vocab_size = text_vocab_size(self.folder.config)
+        self._truncates_left = _truncates_left(config_architectures(self.folder.config))
         self._env = TemplateEnvironment(clock)
         self._clock = clock
         #: Built on the first template a request carries (bounded: see _template_bounds).
@@ -235,9 +266,7 @@ class Renderer:
                 "chat_template", "Chat template is passed with request, but "
                 "--trust-request-chat-template is not set. Refused request with untrusted "
                 "chat template.")
-        tok_params = fields.tokenize_params(
-            self.max_model_len, clamped=self._era.output_budget == "clamped",
-            unset_generates=self._era.unset_output_generates)
+        tok_params = self._tokenize_params(fields)
         reused = reused_prompt_ids(fields.reused_token_ids, self._era.reused_ids, body,
                                    self._vocab_size)
         if reused is not None:
@@ -303,9 +332,7 @@ class Renderer:
             return tuple(self._result(ids, None, fields, lora) for ids in prompts)
         fields = BodyFields.completion(body, self._era.cache_salt)
         lora = self.lora_for(fields.model)
-        tok_params = fields.tokenize_params(
-            self.max_model_len, clamped=self._era.output_budget == "clamped",
-            unset_generates=self._era.unset_output_generates)
+        tok_params = self._tokenize_params(fields)
         results = []
         for prompt in fields.prompts:
             if isinstance(prompt, str):
@@ -364,6 +391,19 @@ class Renderer:
         return Rendered(Request(token_ids, lora=lora, cache_salt=fields.cache_salt,
                                 mm_items=mm_items), prompt,
                         fields.model or self.options.served_names[0], warnings)
+
+    def _tokenize_params(self, fields: BodyFields) -> TokenizeParams:
+        """The request's length bounds and truncation, this era's rules applied."""
+        params = fields.tokenize_params(
+            self.max_model_len, clamped=self._era.output_budget == "clamped",
+            unset_generates=self._era.unset_output_generates)
+        if params.truncate_prompt_tokens is not None and params.truncation_side is None \
+                and not self._truncates_left:
+            architectures = list(config_architectures(self.folder.config))
+            raise RenderUnsupportedError("truncate_prompt_tokens", (
+                f"architectures {architectures!r} may run as a pooling model, whose "
+                "tokenizer vLLM loads truncating on the right: not reproduced"))
+        return params
 
     def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:
         text = params.pre_tokenization(text, self.tokenizer)
