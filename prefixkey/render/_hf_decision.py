@@ -15,8 +15,12 @@ rules, in transformers' order, and says for a folder which path it takes:
   file's vocabulary (reproduced for the recipes in :data:`REBUILT_RECIPES`);
 - ``converted``: no ``tokenizer.json``, so transformers converts SentencePiece,
   tiktoken or vocab/merges files (not reproduced);
+- ``python``: a Python tokenizer class (no ``tokenizers`` backend) whose ids are the
+  text's bytes or code points (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
-- ``refused``: what prefixkey cannot reproduce, with the reason.
+- ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
+  registered for a model type says, from ``_hf_startup_facts.py``, which of that type's
+  architectures vLLM's render server starts for (for some, none: no server tokenizes them).
 """
 
 from __future__ import annotations
@@ -29,16 +33,17 @@ from functools import cache
 from pathlib import Path as FilePath
 from typing import Any, Final, Literal
 
-from . import _hf_facts
+from . import _hf_facts, _hf_startup_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
+from ._hf_python import PYTHON_CODECS
 from ._hf_rebuilds import REBUILDS
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "class_path",
            "decide_tokenizer"]
 
-Path = Literal["as_is", "rebuilt", "converted", "mistral", "refused"]
+Path = Literal["as_is", "rebuilt", "converted", "python", "mistral", "refused"]
 
 #: Rebuilding classes whose ``__init__`` prefixkey reproduces (render/_hf_rebuilds.py).
 REBUILT_RECIPES: Final = {name: rebuild.name for name, rebuild in REBUILDS.items()}
@@ -72,12 +77,14 @@ class TokenizerPath:
     #: The transformers class that loads it (None outside the Hugging Face paths).
     tokenizer_class: str | None
     why: str
-    #: For ``rebuilt``: the recipe render/_tokenizer.py applies (None: not reproduced).
+    #: For ``rebuilt``: the recipe render/_tokenizer.py applies; for ``python``: the
+    #: codec of render/_hf_python.py (None: not reproduced).
     recipe: str | None = None
 
     @property
     def reproduced(self) -> bool:
-        return self.path == "as_is" or (self.path == "rebuilt" and self.recipe is not None)
+        return self.path == "as_is" or (self.path in ("rebuilt", "python")
+                                         and self.recipe is not None)
 
 
 def _resolve(name: str, facts: HfFacts) -> tuple[str, str] | None:
@@ -93,6 +100,11 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
     """How a resolved class reads the folder: its kind, and whether tokenizer.json is there."""
     name, kind = resolved
     if kind == "python":
+        codec = PYTHON_CODECS.get(name)
+        if codec is not None:
+            return TokenizerPath("python", name, f"{why}: {name} is a Python tokenizer "
+                                 f"encoding the text's {codec.unit.replace('_', ' ')}",
+                                 codec.name)
         return TokenizerPath("refused", name, f"{why}: {name} is a Python tokenizer (no "
                              "tokenizers backend), which prefixkey does not reproduce")
     if kind == "unavailable":
@@ -199,7 +211,41 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     found, why = _hf_class(model_type, tokenizer_config, config, name, BASE_FACTS)
     if found is None:
         return TokenizerPath("refused", None, why)
-    return class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
+    decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
+    if found[1] == "python" and why == f"model_type {model_type!r}":
+        return _with_startup(decision, model_type, architectures)
+    return decision
+
+
+def _with_startup(decision: TokenizerPath, model_type: str,
+                  architectures: list[str]) -> TokenizerPath:
+    """A model type's Python tokenizer, with what vLLM's render server does for the
+    type's architectures (``_hf_startup_facts.STARTS``, probed by starting it)."""
+    starts = _hf_startup_facts.STARTS.get(model_type)
+    if starts is None:
+        return decision
+    version = _hf_startup_facts.VLLM_VERSION
+    refused = sorted(a for a, cls in starts.items() if cls is None)
+    if architectures and all(a in starts and starts[a] is None for a in architectures):
+        # vLLM's registry tries each architecture the folder names: none starts.
+        return TokenizerPath("refused", decision.tokenizer_class, (
+            f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} does "
+            "not start for it (\"not supported for now\"), so no vLLM server tokenizes "
+            "this folder"))
+    if not starts:
+        note = f"vLLM {version}'s start-up was not probed for it (no default config)"
+    elif len(refused) == len(starts):
+        note = (f"vLLM {version} starts for none of its architectures ({', '.join(refused)}"
+                ": \"not supported for now\"), only for a folder naming another one")
+    else:
+        started = sorted(f"{a} as {cls}" for a, cls in starts.items()
+                         if cls is not None and not cls.startswith("error"))
+        note = (f"vLLM {version} starts for {', '.join(started)}" if started else
+                f"vLLM {version}'s start-up failed for each of its architectures in the "
+                "probe")
+    if decision.reproduced:
+        return decision
+    return TokenizerPath(decision.path, decision.tokenizer_class, f"{decision.why}; {note}")
 
 
 #: The facts the rules apply: the base install's (vLLM 0.31.0, transformers 5.17).

@@ -41,7 +41,8 @@ from ._template import (
     TemplateEnvironment,
 )
 from ._template_bounds import TemplateLimitError, render_bounded
-from ._tokenizer import HfTokenizer, build_tokenizer
+from ._python_tokenizer import build_folder_tokenizer
+from ._tokenizer import HfTokenizer
 from ._vision import FAMILIES, MISTRAL_FORMAT, VisionFolder, family_architecture
 
 __all__ = ["CHAT_ENDPOINT", "COMPLETIONS_ENDPOINT", "Rendered", "Renderer"]
@@ -117,7 +118,7 @@ class Renderer:
                                        name=options.tokenizer or options.model,
                                        tokenizer_mode=options.tokenizer_mode,
                                        vllm_version=options.vllm_version)
-        self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
+        self.tokenizer: HfTokenizer = build_folder_tokenizer(self.folder)
         self._vocab_size = text_vocab_size(self.folder.config)
         self._env = TemplateEnvironment(clock)
         self._clock = clock

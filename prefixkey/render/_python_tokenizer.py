@@ -1,0 +1,115 @@
+"""A reproduced Python tokenizer (render/_hf_python.py's codecs), with PythonBackend's rules.
+
+``PythonBackend.tokenize`` splits the text on the added tokens (the longest match at the
+leftmost position), lets an added token with ``lstrip``/``rstrip`` strip the whitespace
+of its neighbours (Python's ``str.rstrip``/``str.lstrip``, whose whitespace is not Rust's:
+``\\x1c`` is stripped), encodes every other piece with the class's ``_tokenize``, and
+``prepare_for_model`` truncates before the special tokens are added, keeping room for them.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from tokenizers import Tokenizer, models
+
+from ._folder import ModelFolder
+from ._hf_python import PYTHON_CODECS, Added, PythonCodec, check_folder
+from ._tokenizer import HfTokenizer, build_tokenizer
+
+__all__ = ["PythonTokenizer", "build_folder_tokenizer", "build_python_tokenizer"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PythonTokenizer(HfTokenizer):
+    """A reproduced Python tokenizer; ``tokenizer`` holds its vocabulary for look-ups."""
+
+    codec: PythonCodec
+    #: The added tokens by content (the first registration of a content wins).
+    by_content: Mapping[str, Added]
+    splitter: re.Pattern[str] | None
+
+    @property
+    def max_chars_per_token(self) -> int:
+        # get_vocab(): one character per byte or code point, and the added tokens.
+        return max([1, *map(len, self.by_content)])
+
+    def _pieces(self, text: str) -> list[int]:
+        """``PythonBackend.tokenize`` and the ids of its tokens."""
+        tokens = self.splitter.split(text) if self.splitter else [text]
+        tokens = [t for t in tokens if t is not None]
+        for i, token in enumerate(tokens):
+            added = self.by_content.get(token) if i % 2 else None
+            if added is None:
+                continue
+            if added.rstrip and i + 1 < len(tokens) and tokens[i + 1]:
+                tokens[i + 1] = tokens[i + 1].lstrip()
+            if added.lstrip and i > 0 and tokens[i - 1]:
+                tokens[i - 1] = tokens[i - 1].rstrip()
+        ids: list[int] = []
+        offset = self.codec.offset
+        for i, token in enumerate(tokens):
+            if not token:
+                continue
+            if i % 2:
+                ids.append(self.by_content[token].id)
+            elif self.codec.unit == "bytes":
+                ids.extend(b + offset for b in token.encode("utf-8"))
+            else:
+                ids.extend(ord(c) + offset for c in token)
+        return ids
+
+    def _special(self, attribute: str) -> int:
+        return next(a.id for a in self.codec.added if a.attribute == attribute)
+
+    def _wrap(self, ids: list[int]) -> list[int]:
+        if self.codec.wrap == "cls_sep":
+            return [self._special("cls_token"), *ids, self._special("sep_token")]
+        eos = self._special("eos_token")
+        return ids if ids and ids[-1] == eos else [*ids, eos]
+
+    def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
+        ids = self._pieces(text)
+        return self._wrap(ids) if add_special_tokens else ids
+
+    def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
+                         side: str) -> list[int]:
+        """``prepare_for_model``: room is left for the special tokens, then they are added."""
+        ids = self._pieces(text)
+        room = max_length - (len(self._wrap([])) if add_special_tokens else 0)
+        if len(ids) > room:
+            cut = len(ids) - room
+            ids = ids[cut:] if side == "left" else ids[:len(ids) - cut]
+        return self._wrap(ids) if add_special_tokens else ids
+
+
+def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
+    """The tokenizer a reproduced Python class builds (its defaults, checked beforehand)."""
+    codec = PYTHON_CODECS[codec_class]
+    by_content: dict[str, Added] = {}
+    for added in codec.added:
+        by_content.setdefault(added.content, added)
+    names = sorted(by_content, key=len, reverse=True)
+    splitter = re.compile("(" + "|".join(map(re.escape, names)) + ")") if names else None
+    vocab = {a.content: a.id for a in codec.added}
+    if codec.unit == "bytes":
+        vocab.update({chr(b): b + codec.offset for b in range(256)})
+    return PythonTokenizer(
+        tokenizer=Tokenizer(models.WordLevel(vocab, unk_token=None)),
+        special_tokens_map={a.attribute: a.content for a in codec.added if a.attribute},
+        _max_chars=[], _truncating=[], _lock=threading.Lock(),
+        codec=codec, by_content=MappingProxyType(by_content), splitter=splitter)
+
+
+def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
+    """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's."""
+    decision = folder.tokenizer_decision
+    if decision.path == "python" and decision.tokenizer_class is not None:
+        check_folder(decision.tokenizer_class, folder.tokenizer_config,
+                     folder.special_tokens_map)
+        return build_python_tokenizer(decision.tokenizer_class)
+    return build_tokenizer(folder)

@@ -1,0 +1,108 @@
+"""Build ``tests/render/real_py_bodies.jsonl``: bodies over folders whose tokenizer is a
+Python tokenizer transformers encodes byte by byte or code point by code point.
+
+Maintainer tool. Each folder of :data:`FOLDERS` (tests/render/python_models/<name>/,
+committed: no tokenizer file is needed) is a GPT-2 architecture vLLM serves, with a
+``tokenizer_config.json`` naming the class (ByT5Tokenizer with google/byt5-small's
+settings, PerceiverTokenizer, CanineTokenizer) and a small chat template over the
+class's named tokens. The bodies exercise what these classes do: multi-byte UTF-8,
+the added tokens written in the text (with the whitespace ByT5's strip around them),
+whitespace ``str.strip`` takes and Rust's would not (``\\x1c``), ByT5's end-of-sequence
+token added only when absent, truncation (room kept for the special tokens), and chat.
+``python tools/harvest_render.py --bodies tests/render/real_py_bodies.jsonl --out
+tests/render/real_py_vectors.jsonl --port 18750`` records vLLM 0.31's answers.
+
+Usage::
+
+    python tools/build_python_bodies.py [--out tests/render/real_py_bodies.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
+CHAT = "/v1/chat/completions"
+COMPLETIONS = "/v1/completions"
+FOLDERS = ("byt5", "perceiver", "canine")
+TEXTS = {
+    "ascii": "Hello world",
+    "leading-space": " Hello world ",
+    "utf8": "Grüße aus Köln — 日本語 😀👩‍💻 ∑x²",
+    "whitespace": "  runs \t\t tabs\n\nnewlines\r\n",
+    "empty": "",
+    "one-space": " ",
+    "byt5-specials": "a </s> b <pad>c<unk> <extra_id_0>x<extra_id_124> <extra_id_125>",
+    "byt5-strip": "x \t</s>\n y\x1c</s>\x1cz \u00a0<pad>\u2003w",
+    "byt5-ends-eos": "ends with </s>",
+    "byt5-ends-eos-space": "ends with </s>  ",
+    "perceiver-specials": "[CLS]a [SEP] b[MASK] [PAD][BOS][EOS] [UNK]",
+    "canine-specials": "a\ue000b \ue001 c \ue003d \t\ue003e\x00f\ue002",
+    "canine-strip": "x\x1c\ue003 y\u3000\ue003",
+    "nul-and-controls": "nul\x00 bell\x07 del\x7f",
+}
+
+
+def _completions(name: str) -> list[tuple[str, dict[str, Any]]]:
+    bodies: list[tuple[str, dict[str, Any]]] = []
+    for key, text in TEXTS.items():
+        bodies.append((key, {"prompt": text}))
+        bodies.append((f"{key}-no-specials", {"prompt": text, "add_special_tokens": False}))
+    bodies.append(("prompt-list", {"prompt": [TEXTS["utf8"], TEXTS["byt5-specials"]]}))
+    bodies.append(("truncate", {"prompt": TEXTS["utf8"] * 3, "truncate_prompt_tokens": 9}))
+    bodies.append(("truncate-no-specials", {"prompt": TEXTS["utf8"] * 3,
+                                            "truncate_prompt_tokens": 9,
+                                            "add_special_tokens": False}))
+    bodies.append(("truncate-ends-eos", {"prompt": "abcdefghij</s>",
+                                         "truncate_prompt_tokens": 5}))
+    bodies.append(("truncate-right", {"prompt": TEXTS["utf8"], "truncate_prompt_tokens": 6,
+                                      "truncation_side": "right"}))
+    bodies.append(("too-long", {"prompt": "x" * 2100}))
+    bodies.append(("token-ids", {"prompt": [5, 6, 7]}))
+    return [(f"completion-{i}", {"model": name, **b}) for i, b in bodies]
+
+
+def _chat(name: str) -> list[tuple[str, dict[str, Any]]]:
+    user = {"role": "user", "content": TEXTS["utf8"]}
+    bodies: list[tuple[str, dict[str, Any]]] = [
+        ("user", {"messages": [user]}),
+        ("system-user", {"messages": [{"role": "system", "content": TEXTS["whitespace"]},
+                                      {"role": "user", "content": TEXTS["byt5-strip"]}]}),
+        ("multi-turn", {"messages": [user, {"role": "assistant", "content": "ok </s>"},
+                                     {"role": "user", "content": TEXTS["canine-specials"]}]}),
+        ("add-special-tokens", {"messages": [user], "add_special_tokens": True}),
+        ("continue-final", {"messages": [user, {"role": "assistant", "content": " Grüße"}],
+                            "continue_final_message": True, "add_generation_prompt": False}),
+        ("input-text", {"messages": [{"role": "user", "content": [
+            {"type": "input_text", "text": "Responses API part"}]}]}),
+    ]
+    return [(f"chat-{i}", {"model": name, **b}) for i, b in bodies]
+
+
+def build() -> list[dict[str, Any]]:
+    lines = []
+    for folder in FOLDERS:
+        name = f"py-{folder}"
+        server = {"--served-model-name": name}
+        for endpoint, bodies in ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))):
+            for ident, body in bodies:
+                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
+                              "model_dir": f"python_models/{folder}", "server": server})
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=RENDER_DIR / "real_py_bodies.jsonl")
+    args = parser.parse_args(argv)
+    with args.out.open("w", encoding="utf-8") as f:
+        for line in build():
+            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
