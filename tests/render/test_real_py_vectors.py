@@ -1,0 +1,48 @@
+"""Replay vLLM 0.31.0's rendering of folders whose tokenizer is a Python byte or code
+point tokenizer (ByT5Tokenizer, PerceiverTokenizer, CanineTokenizer: render/_hf_python.py).
+
+``real_py_bodies.jsonl`` (tools/build_python_bodies.py) holds chat and completions bodies
+over tests/render/python_models/* (committed: these classes read no vocabulary file);
+``real_py_vectors.jsonl`` is what vLLM's render server answered (tools/harvest_render.py):
+every 200 must give the same ids, every vLLM error an error with the same status.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from render_cases import RenderCase, assert_replays, render_cases
+
+from prefixkey.render import Renderer, ServerOptions
+from prefixkey.render._hf_python import PYTHON_CODECS
+
+CASES = render_cases("real_py_")
+FOLDER_CLASSES = {"byt5": "ByT5Tokenizer", "perceiver": "PerceiverTokenizer",
+                  "canine": "CanineTokenizer"}
+
+
+@cache
+def renderer(folder: str) -> Renderer:
+    case = next(c for c in CASES if c.id.startswith(folder + "/"))
+    return Renderer(ServerOptions(model=str(case.folder()),
+                                  served_model_name=(f"py-{folder}",)))
+
+
+def test_the_corpus_covers_every_codec_and_both_answers() -> None:
+    assert {c.id.split("/")[0] for c in CASES} == set(FOLDER_CLASSES)
+    assert {v for v in FOLDER_CLASSES.values()} == set(PYTHON_CODECS)
+    for folder in FOLDER_CLASSES:
+        assert {c.status for c in CASES if c.id.startswith(folder + "/")} == {200, 400}
+
+
+@pytest.mark.parametrize(("folder", "cls"), sorted(FOLDER_CLASSES.items()))
+def test_each_folder_takes_its_python_codec(folder: str, cls: str) -> None:
+    decision = renderer(folder).folder.tokenizer_decision
+    assert (decision.path, decision.tokenizer_class) == ("python", cls)
+    assert decision.recipe == PYTHON_CODECS[cls].name
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_vllm_rendering_of_python_tokenizer_folders_replays(case: RenderCase) -> None:
+    assert_replays(renderer(case.id.split("/")[0]), case)
