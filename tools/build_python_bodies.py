@@ -12,9 +12,19 @@ token added only when absent, truncation (room kept for the special tokens), and
 ``python tools/harvest_render.py --bodies tests/render/real_py_bodies.jsonl --out
 tests/render/real_py_vectors.jsonl --port 18750`` records vLLM 0.31's answers.
 
+With ``--code-llama`` it writes ``tests/render/real_py_codellama_bodies.jsonl`` instead:
+bodies over tests/render/real/code_llama (Llama 2's real tokenizer.json under a
+CodeLlamaTokenizer ``tokenizer_config.json``), in an order that matters: bodies without
+``<FILL_ME>`` first, then bodies whose text holds it (CodeLlamaTokenizer's infilling
+call), then the first ones again (``after-fill/``), to record what that call leaves
+behind in vLLM's tokenizer. Harvested with ``--bodies
+tests/render/real_py_codellama_bodies.jsonl --out
+tests/render/real_py_codellama_vectors.jsonl --port 18750``.
+
 Usage::
 
     python tools/build_python_bodies.py [--out tests/render/real_py_bodies.jsonl]
+    python tools/build_python_bodies.py --code-llama
 """
 
 from __future__ import annotations
@@ -94,12 +104,63 @@ def build() -> list[dict[str, Any]]:
     return lines
 
 
+CODE_LLAMA_TEXTS = {
+    "code": "def f(x):\n    return {'a': [1, 2]}  # done\n",
+    "after-special": "a</s>b c<s>d",
+    "lead-metaspace": "▁lead and  two  spaces",
+    "leading-space": " leading space",
+    "infill-tokens": "▁<PRE> x ▁<SUF>y ▁<MID> z▁<EOT>",
+    "accents": "Grüße — 日本語 😀",
+}
+FILL_TEXTS = {
+    "fill": "def f(x):\n    <FILL_ME>\n    return y",
+    "fill-start": "<FILL_ME> tail",
+    "fill-end": "head <FILL_ME>",
+    "fill-twice": "a<FILL_ME>b<FILL_ME>c",
+}
+
+
+def build_code_llama() -> list[dict[str, Any]]:
+    name = "real-code_llama"
+    server = {"--served-model-name": name}
+    plain: list[tuple[str, str, dict[str, Any]]] = []
+    for key, text in CODE_LLAMA_TEXTS.items():
+        plain.append((COMPLETIONS, f"completion-{key}", {"prompt": text}))
+        plain.append((COMPLETIONS, f"completion-{key}-no-specials",
+                      {"prompt": text, "add_special_tokens": False}))
+    plain.append((COMPLETIONS, "completion-truncate", {"prompt": CODE_LLAMA_TEXTS["code"] * 3,
+                                                       "truncate_prompt_tokens": 7}))
+    plain.append((CHAT, "chat-user", {"messages": [
+        {"role": "user", "content": CODE_LLAMA_TEXTS["code"]}]}))
+    plain.append((CHAT, "chat-multi-turn", {"messages": [
+        {"role": "user", "content": CODE_LLAMA_TEXTS["accents"]},
+        {"role": "assistant", "content": CODE_LLAMA_TEXTS["after-special"]},
+        {"role": "user", "content": CODE_LLAMA_TEXTS["lead-metaspace"]}]}))
+    fill: list[tuple[str, str, dict[str, Any]]] = []
+    for key, text in FILL_TEXTS.items():
+        fill.append((COMPLETIONS, f"completion-{key}", {"prompt": text}))
+        fill.append((COMPLETIONS, f"completion-{key}-no-specials",
+                     {"prompt": text, "add_special_tokens": False}))
+    fill.append((CHAT, "chat-fill", {"messages": [
+        {"role": "user", "content": FILL_TEXTS["fill"]}]}))
+    lines = []
+    for phase, bodies in (("", plain), ("", fill), ("after-fill/", plain)):
+        for endpoint, ident, body in bodies:
+            lines.append({"body": {"model": name, **body}, "endpoint": endpoint,
+                          "id": f"code_llama/{phase}{ident}",
+                          "model_dir": "real:code_llama", "server": server})
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=RENDER_DIR / "real_py_bodies.jsonl")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--code-llama", action="store_true")
     args = parser.parse_args(argv)
-    with args.out.open("w", encoding="utf-8") as f:
-        for line in build():
+    out = args.out or RENDER_DIR / ("real_py_codellama_bodies.jsonl" if args.code_llama
+                                    else "real_py_bodies.jsonl")
+    with out.open("w", encoding="utf-8") as f:
+        for line in build_code_llama() if args.code_llama else build():
             f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
     return 0
 

@@ -29,7 +29,9 @@ from prefixkey.render._hf_decision import (  # noqa: E402
     decide_tokenizer,
     release_facts,
 )
+from prefixkey.render._hf_python import PYTHON_CODECS  # noqa: E402
 from prefixkey.render._hf_rebuilds import REBUILDS  # noqa: E402
+from prefixkey.render._hf_startup_facts import VLLM_VERSION as PROBED  # noqa: E402
 
 OUT = ROOT / "docs" / "render-tokenizers.md"
 
@@ -58,6 +60,13 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   {", ".join(sorted(REBUILDS))}; refused for the others);
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
+- **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes
+  or code points, reproduced as `prefixkey/render/_hf_python.py` records each class, for
+  {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused. For a model
+  type registering one, the row says which of the type's architectures vLLM {PROBED}'s render
+  server starts for (`prefixkey/render/_hf_startup_facts.py`, written by starting it:
+  `tools/probe_vllm_startup.py`); a folder naming only architectures it does not start
+  for is refused as such;
 - **mistral**: `--tokenizer-mode mistral`, rendered with mistral_common
   ([render-mistral.md](render-mistral.md));
 - **harmony**: the chat of these model types renders with Harmony
@@ -80,6 +89,8 @@ def _path_text(path: str, recipe: str | None) -> str:
         return "as is"
     if path == "rebuilt":
         return f"rebuilt ({recipe})" if recipe else "rebuilt, refused"
+    if path == "python":
+        return f"python ({recipe})"
     return path
 
 

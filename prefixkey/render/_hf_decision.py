@@ -229,23 +229,24 @@ def _with_startup(decision: TokenizerPath, model_type: str,
     if architectures and all(a in starts and starts[a] is None for a in architectures):
         # vLLM's registry tries each architecture the folder names: none starts.
         return TokenizerPath("refused", decision.tokenizer_class, (
-            f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} does "
-            "not start for it (\"not supported for now\"), so no vLLM server tokenizes "
-            "this folder"))
+            f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} "
+            "does not start for it (\"not supported for now\"), so no vLLM server "
+            "tokenizes this folder"))
+    errors = sorted(cls for cls in starts.values() if cls and cls.startswith("error: "))
     if not starts:
         note = f"vLLM {version}'s start-up was not probed for it (no default config)"
     elif len(refused) == len(starts):
         note = (f"vLLM {version} starts for none of its architectures ({', '.join(refused)}"
                 ": \"not supported for now\"), only for a folder naming another one")
+    elif len(errors) + len(refused) == len(starts):
+        note = (f"vLLM {version}'s start-up on a minimal folder of each of its architectures "
+                f"failed ({errors[0].removeprefix('error: ')[:60]}…)")
     else:
-        started = sorted(f"{a} as {cls}" for a, cls in starts.items()
-                         if cls is not None and not cls.startswith("error"))
-        note = (f"vLLM {version} starts for {', '.join(started)}" if started else
-                f"vLLM {version}'s start-up failed for each of its architectures in the "
-                "probe")
-    if decision.reproduced:
-        return decision
-    return TokenizerPath(decision.path, decision.tokenizer_class, f"{decision.why}; {note}")
+        note = f"vLLM {version} starts for " + ", ".join(sorted(
+            f"{a} as {cls}" for a, cls in starts.items()
+            if cls is not None and not cls.startswith("error: ")))
+    return TokenizerPath(decision.path, decision.tokenizer_class, f"{decision.why}; {note}",
+                         decision.recipe)
 
 
 #: The facts the rules apply: the base install's (vLLM 0.31.0, transformers 5.17).
