@@ -57,7 +57,9 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **as is**: `tokenizer.json` is loaded as it is (reproduced);
 - **rebuilt**: the class rebuilds model, normalizer and pre-tokenizer from the file's
   vocabulary (reproduced, as `prefixkey/render/_hf_rebuilds.py` records each class, for
-  {", ".join(sorted(REBUILDS))}; refused for the others);
+  {", ".join(sorted(REBUILDS))}; refused for the others; a text holding CodeLlamaTokenizer's
+  `fill_token` and a non-empty suffix after it is refused: its call formats an infilling
+  prompt and leaves vLLM's tokenizer encoding later texts otherwise);
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes

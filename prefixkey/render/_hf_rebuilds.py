@@ -172,4 +172,26 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
                   "mask_token": "<mask>"},
         post_processor="roberta"),
+    # models/code_llama/tokenization_code_llama.py: LlamaTokenizer's pipeline with
+    # prepend_scheme from add_prefix_space alone, unk_token in the BPE model, a Strip
+    # decoder, bos added by update_post_processor, and the infilling tokens appended to
+    # additional_special_tokens. Its call also reformats a text holding fill_token
+    # (refused per text: render/_tokenizer.py's infill_token).
+    "CodeLlamaTokenizer": Rebuild(
+        name="code_llama",
+        bpe={"dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
+        normalizer=None,
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "$prefix_scheme",
+                                     "split": False}),
+        decoder=("Sequence", [("Replace", {"pattern": "▁", "content": " "}),
+                              ("ByteFallback", {}), ("Fuse", {}),
+                              ("Strip", {"content": " ", "left": 1, "right": 0})]),
+        defaults={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"},
+        add_prefix_space=True,
+        post_processor="update",
+        add_bos_token=True,
+        extra_specials=(("▁<PRE>", "prefix_token"), ("▁<MID>", "middle_token"),
+                        ("▁<SUF>", "suffix_token"), ("▁<EOT>", "eot_token"),
+                        ("<FILL_ME>", "fill_token"))),
 })

@@ -24,7 +24,7 @@ from ._tokenizer import HfTokenizer, build_tokenizer
 __all__ = ["PythonTokenizer", "build_folder_tokenizer", "build_python_tokenizer"]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, kw_only=True)
 class PythonTokenizer(HfTokenizer):
     """A reproduced Python tokenizer; ``tokenizer`` holds its vocabulary for look-ups."""
 

@@ -32,6 +32,7 @@ from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
+from ._python_tokenizer import build_folder_tokenizer
 from ._reuse import reused_prompt_ids, text_vocab_size
 from ._template import (
     HF_BASE_PARAMS,
@@ -41,7 +42,6 @@ from ._template import (
     TemplateEnvironment,
 )
 from ._template_bounds import TemplateLimitError, render_bounded
-from ._python_tokenizer import build_folder_tokenizer
 from ._tokenizer import HfTokenizer
 from ._vision import FAMILIES, MISTRAL_FORMAT, VisionFolder, family_architecture
 

@@ -28,7 +28,7 @@ from tokenizers import (
     processors,
 )
 
-from ._errors import ModelFolderError, RenderUnsupportedError
+from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_rebuilds import REBUILDS, Rebuild
 
@@ -63,6 +63,8 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
         "trim_offsets": bool(init.get("trim_offsets", True)),
         # models/llama/tokenization_llama.py _get_prepend_scheme.
         "llama_scheme": ("first" if not legacy else "always") if prefix else "never",
+        # models/code_llama/tokenization_code_llama.py: legacy plays no part.
+        "prefix_scheme": "first" if prefix else "never",
         "unk_token": None if unk is None else str(_added_token(unk, "unk_token")),
     }
 
@@ -172,6 +174,30 @@ class HfTokenizer:
     #: vocabulary costs as much as loading it, and most servers never truncate).
     _truncating: list[Tokenizer]
     _lock: threading.Lock
+    #: CodeLlamaTokenizer's fill_token: its call splits a text holding it at that token
+    #: (render/_hf_rebuilds.py's CodeLlama record; real_py_codellama_vectors.jsonl).
+    infill_token: str | None = None
+
+    def _infill(self, text: str) -> str:
+        """The text CodeLlamaTokenizer's call encodes the plain way, or an error.
+
+        Two fill tokens fail its unpacking (vLLM's 400); an empty suffix leaves the
+        prefix, encoded as usual. Otherwise it encodes an infilling prompt and then keeps
+        a changed normalizer (a "▁" prepended to every piece), so that tokenizer copy of
+        vLLM's encodes later texts otherwise: refused.
+        """
+        token = self.infill_token
+        if token is None or token not in text:
+            return text
+        prefix, *suffix = text.split(token)
+        if len(suffix) > 1:
+            raise RenderRequestError("prompt", "too many values to unpack (expected 2)")
+        if not suffix[0]:
+            return prefix
+        raise RenderUnsupportedError("prompt", (
+            f"the text holds {token!r}: CodeLlamaTokenizer encodes it as an infilling prompt "
+            "and then keeps a changed normalizer, so that vLLM tokenizer encodes later "
+            "texts otherwise (a leading space, a text after a special token); not reproduced"))
 
     @property
     def max_chars_per_token(self) -> int:
@@ -190,12 +216,14 @@ class HfTokenizer:
         ``encode_batch_fast`` runs the same pipeline as transformers' call
         without tracking character offsets, which nobody here reads.
         """
+        text = self._infill(text)
         return self.tokenizer.encode_batch_fast(
             [text], add_special_tokens=add_special_tokens)[0].ids
 
     def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
                          side: str) -> list[int]:
         """The same, truncated by the tokenizer to ``max_length`` (specials kept)."""
+        text = self._infill(text)
         with self._lock:  # truncation is state of the Rust tokenizer
             if not self._truncating:
                 copy = Tokenizer.from_str(self.tokenizer.to_str())
@@ -236,6 +264,14 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         if k not in _NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
     if isinstance(init.get("extra_special_tokens"), dict):
         explicit.update(init.pop("extra_special_tokens"))
+    late: list[AddedToken | str] = []
+    infill: str | None = None
+    for fallback, keyword in recipe.extra_specials if recipe else ():
+        # Appended to additional_special_tokens, the folder's value replacing the default.
+        value = explicit.pop(keyword) if keyword in explicit else init.pop(keyword, fallback)
+        if value is not None:
+            late.append(_added_token(value, keyword))
+            infill = str(value) if keyword == "fill_token" else infill
     # added_tokens_decoder: from tokenizer_config.json, else (legacy) special_tokens_map.json
     # and tokenizer.json's own added tokens.
     decoder: dict[int, AddedToken] = {}
@@ -289,6 +325,13 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()}})
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
+    extras += late
+    if recipe is not None and recipe.extra_specials and (
+            folder.tokenizer_config.get("add_bos_token") is False
+            or folder.tokenizer_config.get("add_eos_token")):
+        raise RenderUnsupportedError("tokenizer_config.json", (
+            f"add_bos_token/add_eos_token other than the {recipe.name} class's defaults "
+            "are not reproduced"))
 
     tok = (loaded if recipe is None
            else _rebuilt(recipe, loaded, _derived(folder.tokenizer_config, recipe)))
@@ -323,4 +366,5 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _max_chars=[],
         _truncating=[],
         _lock=threading.Lock(),
+        infill_token=infill,
     )
