@@ -21,10 +21,14 @@ behind in vLLM's tokenizer. Harvested with ``--bodies
 tests/render/real_py_codellama_bodies.jsonl --out
 tests/render/real_py_codellama_vectors.jsonl --port 18750``.
 
+With ``--ctc``: ``tests/render/real_py_ctc_bodies.jsonl``, over two Wav2Vec2CTCTokenizer
+folders (model type ``wav2vec2``, a ``vocab.json``), harvested the same way.
+
 Usage::
 
     python tools/build_python_bodies.py [--out tests/render/real_py_bodies.jsonl]
     python tools/build_python_bodies.py --code-llama
+    python tools/build_python_bodies.py --ctc
 """
 
 from __future__ import annotations
@@ -152,15 +156,60 @@ def build_code_llama() -> list[dict[str, Any]]:
     return lines
 
 
+CTC_FOLDERS = ("wav2vec2", "wav2vec2_lower")
+CTC_TEXTS = {
+    "upper": "HELLO WORLD IT'S A TEST",
+    "lower": "hello world it's a test",
+    "spaces": " A  B \tC\n",
+    "specials": "A <s> B</s>C <unk>D<pad> <laugh> E",
+    "multi-char": "THE TH xTHx  TH  ",
+    "strip-x1c": "x\x1c<s>\x1cy \u00a0</s>\u2003z",
+    "delimiter": "A|B || C",
+    "other-chars": "Grüße, 日本 😀!",
+}
+
+
+def build_ctc() -> list[dict[str, Any]]:
+    """Wav2Vec2CTCTokenizer folders (model type wav2vec2, no tokenizer_class): the
+    960h vocabulary, and one upper-casing with two multi-character entries."""
+    lines = []
+    for folder in CTC_FOLDERS:
+        name = f"py-{folder}"
+        server = {"--served-model-name": name, "--max-model-len": 512}
+        bodies: list[tuple[str, str, dict[str, Any]]] = []
+        for key, text in CTC_TEXTS.items():
+            bodies.append((COMPLETIONS, f"completion-{key}", {"prompt": text}))
+            bodies.append((COMPLETIONS, f"completion-{key}-no-specials",
+                           {"prompt": text, "add_special_tokens": False}))
+        bodies.append((COMPLETIONS, "completion-truncate", {"prompt": CTC_TEXTS["upper"],
+                                                            "truncate_prompt_tokens": 5}))
+        bodies.append((COMPLETIONS, "completion-too-long", {"prompt": "A" * 600}))
+        bodies.append((CHAT, "chat-user", {"messages": [
+            {"role": "user", "content": CTC_TEXTS["specials"]}]}))
+        bodies.append((CHAT, "chat-multi-turn", {"messages": [
+            {"role": "user", "content": CTC_TEXTS["lower"]},
+            {"role": "assistant", "content": CTC_TEXTS["multi-char"]},
+            {"role": "user", "content": CTC_TEXTS["spaces"]}]}))
+        for endpoint, ident, body in bodies:
+            lines.append({"body": {"model": name, **body}, "endpoint": endpoint,
+                          "id": f"{folder}/{ident}", "model_dir": f"python_models/{folder}",
+                          "server": server})
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--code-llama", action="store_true")
+    parser.add_argument("--ctc", action="store_true")
     args = parser.parse_args(argv)
-    out = args.out or RENDER_DIR / ("real_py_codellama_bodies.jsonl" if args.code_llama
-                                    else "real_py_bodies.jsonl")
+    corpus = "real_py_codellama_" if args.code_llama else "real_py_ctc_" if args.ctc else (
+        "real_py_")
+    out = args.out or RENDER_DIR / f"{corpus}bodies.jsonl"
+    lines = (build_code_llama() if args.code_llama else build_ctc() if args.ctc
+             else build())
     with out.open("w", encoding="utf-8") as f:
-        for line in build_code_llama() if args.code_llama else build():
+        for line in lines:
             f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
     return 0
 

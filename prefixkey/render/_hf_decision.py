@@ -64,6 +64,9 @@ NON_HF_ARCHITECTURES: Final = {
     "InklingForCausalLM": "inkling",
     "InklingForConditionalGeneration": "inkling",
 }
+#: What each kind of reproduced Python tokenizer encodes (render/_hf_python.py).
+_UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's code points",
+                 "vocab_chars": "the text's characters through the folder's vocab.json"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})
@@ -103,8 +106,7 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
         codec = PYTHON_CODECS.get(name)
         if codec is not None:
             return TokenizerPath("python", name, f"{why}: {name} is a Python tokenizer "
-                                 f"encoding the text's {codec.unit.replace('_', ' ')}",
-                                 codec.name)
+                                 f"encoding {_UNITS[codec.unit]}", codec.name)
         return TokenizerPath("refused", name, f"{why}: {name} is a Python tokenizer (no "
                              "tokenizers backend), which prefixkey does not reproduce")
     if kind == "unavailable":

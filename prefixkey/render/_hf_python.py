@@ -44,14 +44,19 @@ class PythonCodec:
 
     #: The recipe's name (docs, decisions).
     name: str
-    #: ``bytes``: each UTF-8 byte is one token; ``code_points``: each character is.
-    unit: Literal["bytes", "code_points"]
+    #: ``bytes``: each UTF-8 byte is one token; ``code_points``: each character is;
+    #: ``vocab_chars``: each character is, looked up in the folder's ``vocab.json``
+    #: (Wav2Vec2CTCTokenizer: its multi-character entries are added tokens stripping
+    #: the whitespace around them, spaces become ``word_delimiter_token``, and
+    #: ``do_lower_case`` upper-cases the text).
+    unit: Literal["bytes", "code_points", "vocab_chars"]
     #: Added to a byte's value or a code point to make its id.
     offset: int
     added: tuple[Added, ...]
     #: ``build_inputs_with_special_tokens`` of one sequence: ``eos_if_absent`` appends
-    #: ``eos_token`` unless the ids end with it (ByT5); ``cls_sep`` wraps them.
-    wrap: Literal["eos_if_absent", "cls_sep"]
+    #: ``eos_token`` unless the ids end with it (ByT5); ``cls_sep`` wraps them; ``none``
+    #: adds nothing (``special_tokens_pattern="none"``).
+    wrap: Literal["eos_if_absent", "cls_sep", "none"]
 
 
 def _byt5_added() -> tuple[Added, ...]:
@@ -77,7 +82,14 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
         Added("\ue001", 0xE001, "sep_token"), Added("\ue000", 0xE000, "cls_token"),
         Added("\x00", 0, "pad_token"), Added("\ue003", 0xE003, "mask_token")),
         "cls_sep"),
+    # models/wav2vec2/tokenization_wav2vec2.py (every audio CTC model type registers it).
+    "Wav2Vec2CTCTokenizer": PythonCodec("wav2vec2_ctc", "vocab_chars", 0, (), "none"),
 })
+#: tokenizer_config.json settings Wav2Vec2CTCTokenizer reads, with their defaults.
+VOCAB_CHARS_SETTINGS: Final = MappingProxyType({
+    "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>",
+    "word_delimiter_token": "|", "do_lower_case": False, "replace_word_delimiter_char": " ",
+    "target_lang": None})
 
 # tokenizer_config.json keys that change nothing these classes encode.
 _INERT: Final = frozenset({
@@ -96,6 +108,22 @@ def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
                  special_tokens_map: Mapping[str, Any] | None) -> None:
     """Refuse a folder whose settings differ from what the codec records."""
     codec = PYTHON_CODECS[codec_class]
+    if codec.unit == "vocab_chars":
+        for source, settings in (("tokenizer_config.json", tokenizer_config),
+                                 ("special_tokens_map.json", special_tokens_map or {})):
+            for key, value in settings.items():
+                if key == "target_lang" and value is not None:
+                    raise RenderUnsupportedError(source, "target_lang (a nested multilingual "
+                                                 "vocabulary) is not reproduced")
+                if key in VOCAB_CHARS_SETTINGS:
+                    continue
+                if key in _INERT - {"additional_special_tokens", "extra_special_tokens",
+                                    "added_tokens_decoder", "extra_ids", "add_prefix_space"}:
+                    continue
+                if key in ("additional_special_tokens", "extra_special_tokens") and not value:
+                    continue
+                raise RenderUnsupportedError(source, f"{key} is not reproduced for {codec_class}")
+        return
     named = {a.attribute: a for a in codec.added if a.attribute}
     extras = [a.content for a in codec.added if a.attribute is None]
     for source, settings in (("tokenizer_config.json", tokenizer_config),

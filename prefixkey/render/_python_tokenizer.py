@@ -9,6 +9,7 @@ of its neighbours (Python's ``str.rstrip``/``str.lstrip``, whose whitespace is n
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Mapping
@@ -17,8 +18,16 @@ from types import MappingProxyType
 
 from tokenizers import Tokenizer, models
 
+from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
-from ._hf_python import PYTHON_CODECS, Added, PythonCodec, check_folder
+from ._hf_python import (
+    PYTHON_CODECS,
+    VOCAB_CHARS_SETTINGS,
+    Added,
+    PythonCodec,
+    _content,
+    check_folder,
+)
 from ._tokenizer import HfTokenizer, build_tokenizer
 
 __all__ = ["PythonTokenizer", "build_folder_tokenizer", "build_python_tokenizer"]
@@ -32,11 +41,18 @@ class PythonTokenizer(HfTokenizer):
     #: The added tokens by content (the first registration of a content wins).
     by_content: Mapping[str, Added]
     splitter: re.Pattern[str] | None
+    #: ``vocab_chars``: the folder's vocabulary, its unknown token's id, whether the text
+    #: is upper-cased, and what a space becomes.
+    vocab: Mapping[str, int] | None = None
+    unk_id: int = 0
+    upper: bool = False
+    delimiter: str = " "
 
     @property
     def max_chars_per_token(self) -> int:
-        # get_vocab(): one character per byte or code point, and the added tokens.
-        return max([1, *map(len, self.by_content)])
+        # get_vocab(): one character per byte or code point (or the folder's vocabulary),
+        # and the added tokens.
+        return max([1, *map(len, self.by_content), *map(len, self.vocab or ())])
 
     def _pieces(self, text: str) -> list[int]:
         """``PythonBackend.tokenize`` and the ids of its tokens."""
@@ -57,6 +73,10 @@ class PythonTokenizer(HfTokenizer):
                 continue
             if i % 2:
                 ids.append(self.by_content[token].id)
+            elif self.vocab is not None:
+                piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
+                ids.extend(self.by_content[c].id if c in self.by_content
+                           else self.vocab.get(c, self.unk_id) for c in piece)
             elif self.codec.unit == "bytes":
                 ids.extend(b + offset for b in token.encode("utf-8"))
             else:
@@ -67,6 +87,8 @@ class PythonTokenizer(HfTokenizer):
         return next(a.id for a in self.codec.added if a.attribute == attribute)
 
     def _wrap(self, ids: list[int]) -> list[int]:
+        if self.codec.wrap == "none":
+            return ids
         if self.codec.wrap == "cls_sep":
             return [self._special("cls_token"), *ids, self._special("sep_token")]
         eos = self._special("eos_token")
@@ -111,5 +133,46 @@ def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
     if decision.path == "python" and decision.tokenizer_class is not None:
         check_folder(decision.tokenizer_class, folder.tokenizer_config,
                      folder.special_tokens_map)
+        if PYTHON_CODECS[decision.tokenizer_class].unit == "vocab_chars":
+            return build_vocab_chars_tokenizer(folder, decision.tokenizer_class)
         return build_python_tokenizer(decision.tokenizer_class)
     return build_tokenizer(folder)
+
+
+def build_vocab_chars_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:
+    """Wav2Vec2CTCTokenizer over the folder's ``vocab.json`` (render/_hf_python.py)."""
+    path = folder.tokenizer_path / "vocab.json"
+    try:
+        vocab = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError("vocab.json", f"cannot be read: {exc}") from None
+    if not isinstance(vocab, dict) or not all(
+            isinstance(k, str) and type(v) is int and v >= 0 for k, v in vocab.items()):
+        raise RenderUnsupportedError("vocab.json", "only a flat {token: id} vocabulary is "
+                                     f"reproduced for {codec_class}")
+    settings = {**VOCAB_CHARS_SETTINGS, **{
+        k: _content(v) for k, v in folder.tokenizer_config.items()
+        if k in VOCAB_CHARS_SETTINGS and v is not None}}
+    named = {k: v for k, v in settings.items() if k.endswith("_token")}
+    for key, value in named.items():
+        if not isinstance(value, str) or value not in vocab:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{key} {value!r} is not in vocab.json: {codec_class} would add it with an "
+                "id of its own, which is not reproduced"))
+    delimiter = str(named["word_delimiter_token"])
+    # The multi-character entries are added tokens stripping whitespace on both sides;
+    # a one-character delimiter is added too, without stripping.
+    added = [Added(t, i, None, True, True) for t, i in vocab.items() if len(t) > 1]
+    if len(delimiter) == 1:
+        added.append(Added(delimiter, vocab[delimiter]))
+    by_content = {a.content: a for a in added}
+    names = sorted(by_content, key=len, reverse=True)
+    return PythonTokenizer(
+        tokenizer=Tokenizer(models.WordLevel(dict(vocab), unk_token=None)),
+        special_tokens_map={k: str(v) for k, v in named.items()
+                            if k != "word_delimiter_token"},
+        _max_chars=[], _truncating=[], _lock=threading.Lock(),
+        codec=PYTHON_CODECS[codec_class], by_content=MappingProxyType(by_content),
+        splitter=re.compile("(" + "|".join(map(re.escape, names)) + ")") if names else None,
+        vocab=MappingProxyType(vocab), unk_id=vocab[str(named["unk_token"])],
+        upper=bool(settings["do_lower_case"]), delimiter=delimiter)
