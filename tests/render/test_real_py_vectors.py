@@ -1,10 +1,12 @@
-"""Replay vLLM 0.31.0's rendering of folders whose tokenizer is a Python byte or code
-point tokenizer (ByT5Tokenizer, PerceiverTokenizer, CanineTokenizer: render/_hf_python.py).
+"""Replay vLLM 0.31.0's rendering of folders whose tokenizer is a reproduced Python
+tokenizer (ByT5Tokenizer, PerceiverTokenizer, CanineTokenizer, Wav2Vec2CTCTokenizer:
+render/_hf_python.py).
 
-``real_py_bodies.jsonl`` (tools/build_python_bodies.py) holds chat and completions bodies
-over tests/render/python_models/* (committed: these classes read no vocabulary file);
-``real_py_vectors.jsonl`` is what vLLM's render server answered (tools/harvest_render.py):
-every 200 must give the same ids, every vLLM error an error with the same status.
+``real_py_bodies.jsonl`` and ``real_py_ctc_bodies.jsonl`` (tools/build_python_bodies.py,
+``--ctc``) hold chat and completions bodies over tests/render/python_models/*
+(committed: small files); their ``*vectors.jsonl`` are what vLLM's render server answered
+(tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
+with the same status.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ from render_cases import RenderCase, assert_replays, render_cases
 from prefixkey.render import Renderer, ServerOptions
 from prefixkey.render._hf_python import PYTHON_CODECS
 
-CASES = render_cases("real_py_")
+CASES = render_cases("real_py_") + render_cases("real_py_ctc_")
 FOLDER_CLASSES = {"byt5": "ByT5Tokenizer", "perceiver": "PerceiverTokenizer",
-                  "canine": "CanineTokenizer"}
+                  "canine": "CanineTokenizer", "wav2vec2": "Wav2Vec2CTCTokenizer",
+                  "wav2vec2_lower": "Wav2Vec2CTCTokenizer"}
 
 
 @cache
 def renderer(folder: str) -> Renderer:
     case = next(c for c in CASES if c.id.startswith(folder + "/"))
-    return Renderer(ServerOptions(model=str(case.folder()),
-                                  served_model_name=(f"py-{folder}",)))
+    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=case.served_names,
+                                  max_model_len=case.server.get("--max-model-len")))
 
 
 def test_the_corpus_covers_every_codec_and_both_answers() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_decision import decide_tokenizer
 from prefixkey.render._hf_startup_facts import STARTS
 
@@ -38,15 +38,26 @@ def refusal(path: Path) -> str:
     return str(info.value)
 
 
+@pytest.mark.parametrize(("model_type", "architecture", "cls"), [
+    ("biogpt", "BioGptForCausalLM", "BioGptTokenizer"),
+    ("m2m_100", "M2M100ForConditionalGeneration", "M2M100Tokenizer"),
+    ("ctrl", "CTRLLMHeadModel", "CTRLTokenizer")])
 def test_a_type_vllm_starts_for_is_refused_for_its_tokenizer_and_says_so(
-        tmp_path: Path) -> None:
-    # vLLM 0.31 starts Wav2Vec2ForCTC through its Transformers backend (probed, and a real
-    # render server encoded with Wav2Vec2CTCTokenizer): the tokenizer is the reason.
-    assert STARTS["wav2vec2"]["Wav2Vec2ForCTC"] == "TransformersForCausalLM"
-    text = refusal(folder(tmp_path, "wav2vec2", "Wav2Vec2ForCTC"))
-    assert "Wav2Vec2CTCTokenizer is a Python tokenizer" in text
+        tmp_path: Path, model_type: str, architecture: str, cls: str) -> None:
+    # vLLM 0.31 starts these through its Transformers backend (probed; a real render
+    # server started for Wav2Vec2ForCTC the same way): the tokenizer is the reason.
+    assert STARTS[model_type][architecture] == "TransformersForCausalLM"
+    text = refusal(folder(tmp_path, model_type, architecture))
+    assert f"{cls} is a Python tokenizer" in text
     assert "which prefixkey does not reproduce" in text
-    assert "vLLM 0.31.0 starts for" in text and "Wav2Vec2ForCTC as TransformersForCausalLM" in text
+    assert "vLLM 0.31.0 starts for" in text
+    assert f"{architecture} as TransformersForCausalLM" in text
+
+
+def test_a_ctc_folder_without_its_vocabulary_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = folder(tmp_path, "wav2vec2", "Wav2Vec2ForCTC")
+    with pytest.raises(ModelFolderError, match="vocab.json"):
+        Renderer(ServerOptions(model=str(path)))
 
 
 @pytest.mark.parametrize(("model_type", "architecture"), [
