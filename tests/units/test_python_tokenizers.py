@@ -56,7 +56,7 @@ def test_a_type_vllm_starts_for_is_refused_for_its_tokenizer_and_says_so(
 
 def test_a_ctc_folder_without_its_vocabulary_is_an_error_naming_it(tmp_path: Path) -> None:
     path = folder(tmp_path, "wav2vec2", "Wav2Vec2ForCTC")
-    with pytest.raises(ModelFolderError, match="vocab.json"):
+    with pytest.raises(ModelFolderError, match=r"vocab\.json"):
         Renderer(ServerOptions(model=str(path)))
 
 
