@@ -22,13 +22,16 @@ tests/render/real_py_codellama_bodies.jsonl --out
 tests/render/real_py_codellama_vectors.jsonl --port 18750``.
 
 With ``--ctc``: ``tests/render/real_py_ctc_bodies.jsonl``, over two Wav2Vec2CTCTokenizer
-folders (model type ``wav2vec2``, a ``vocab.json``), harvested the same way.
+folders (model type ``wav2vec2``, a ``vocab.json``); with ``--vocab``:
+``real_py_vocab_bodies.jsonl`` over EsmTokenizer, MgpstrTokenizer and DiaTokenizer
+folders; harvested the same way.
 
 Usage::
 
     python tools/build_python_bodies.py [--out tests/render/real_py_bodies.jsonl]
     python tools/build_python_bodies.py --code-llama
     python tools/build_python_bodies.py --ctc
+    python tools/build_python_bodies.py --vocab
 """
 
 from __future__ import annotations
@@ -169,27 +172,45 @@ CTC_TEXTS = {
 }
 
 
-def build_ctc() -> list[dict[str, Any]]:
+#: Vocabulary-file and byte classes: EsmTokenizer (esm2's vocab.txt, model type esm),
+#: MgpstrTokenizer (mgp-str-base's vocab.json) and DiaTokenizer (no file).
+VOCAB_FOLDERS = ("esm", "mgpstr", "dia")
+VOCAB_TEXTS = {
+    "protein": "MKTAYIAKQRQISFVKSHFSRQ",
+    "protein-spaces": "MKT AYI  AKQ\tRQ\n",
+    "lower-and-specials": "mk ta<mask>Y <cls>X<eos> zz <null_1>",
+    "mgp": "hello world 123 [GO]x[s] ABC",
+    "dia": "[S1] Hello there. [S2] Hi! (laughs) é\x00",
+    "strip-x1c": "LA\x1c<eos>\x1cG \u00a0<pad>\u2003z",
+    "other-chars": "Grüße, 日本 😀!",
+}
+
+
+def build_ctc(folders: tuple[str, ...] = CTC_FOLDERS,
+              texts: dict[str, str] = CTC_TEXTS) -> list[dict[str, Any]]:
     """Wav2Vec2CTCTokenizer folders (model type wav2vec2, no tokenizer_class): the
-    960h vocabulary, and one upper-casing with two multi-character entries."""
+    960h vocabulary, and one upper-casing with two multi-character entries; or, with
+    other folders and texts, the vocabulary-file corpus."""
     lines = []
-    for folder in CTC_FOLDERS:
+    for folder in folders:
         name = f"py-{folder}"
         server = {"--served-model-name": name, "--max-model-len": 512}
         bodies: list[tuple[str, str, dict[str, Any]]] = []
-        for key, text in CTC_TEXTS.items():
+        for key, text in texts.items():
             bodies.append((COMPLETIONS, f"completion-{key}", {"prompt": text}))
             bodies.append((COMPLETIONS, f"completion-{key}-no-specials",
                            {"prompt": text, "add_special_tokens": False}))
-        bodies.append((COMPLETIONS, "completion-truncate", {"prompt": CTC_TEXTS["upper"],
+        first = next(iter(texts.values()))
+        bodies.append((COMPLETIONS, "completion-truncate", {"prompt": first,
                                                             "truncate_prompt_tokens": 5}))
         bodies.append((COMPLETIONS, "completion-too-long", {"prompt": "A" * 600}))
+        some = list(texts.values())
         bodies.append((CHAT, "chat-user", {"messages": [
-            {"role": "user", "content": CTC_TEXTS["specials"]}]}))
+            {"role": "user", "content": some[3]}]}))
         bodies.append((CHAT, "chat-multi-turn", {"messages": [
-            {"role": "user", "content": CTC_TEXTS["lower"]},
-            {"role": "assistant", "content": CTC_TEXTS["multi-char"]},
-            {"role": "user", "content": CTC_TEXTS["spaces"]}]}))
+            {"role": "user", "content": some[1]},
+            {"role": "assistant", "content": some[4]},
+            {"role": "user", "content": some[2]}]}))
         for endpoint, ident, body in bodies:
             lines.append({"body": {"model": name, **body}, "endpoint": endpoint,
                           "id": f"{folder}/{ident}", "model_dir": f"python_models/{folder}",
@@ -202,12 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--code-llama", action="store_true")
     parser.add_argument("--ctc", action="store_true")
+    parser.add_argument("--vocab", action="store_true")
     args = parser.parse_args(argv)
-    corpus = "real_py_codellama_" if args.code_llama else "real_py_ctc_" if args.ctc else (
-        "real_py_")
+    corpus = ("real_py_codellama_" if args.code_llama else "real_py_ctc_" if args.ctc
+              else "real_py_vocab_" if args.vocab else "real_py_")
     out = args.out or RENDER_DIR / f"{corpus}bodies.jsonl"
     lines = (build_code_llama() if args.code_llama else build_ctc() if args.ctc
-             else build())
+             else build_ctc(VOCAB_FOLDERS, VOCAB_TEXTS) if args.vocab else build())
     with out.open("w", encoding="utf-8") as f:
         for line in lines:
             f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")

@@ -66,7 +66,9 @@ NON_HF_ARCHITECTURES: Final = {
 }
 #: What each kind of reproduced Python tokenizer encodes (render/_hf_python.py).
 _UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's code points",
-                 "vocab_chars": "the text's characters through the folder's vocab.json"}
+                 "vocab_chars": "the text's characters through the folder's vocab.json",
+                 "vocab_words": "the text's vocabulary entries, then its words, through "
+                                "the folder's vocab.txt"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})

@@ -17,7 +17,7 @@ is refused, naming it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
@@ -49,14 +49,24 @@ class PythonCodec:
     #: (Wav2Vec2CTCTokenizer: its multi-character entries are added tokens stripping
     #: the whitespace around them, spaces become ``word_delimiter_token``, and
     #: ``do_lower_case`` upper-cases the text).
-    unit: Literal["bytes", "code_points", "vocab_chars"]
+    #: ``vocab_words``: the text is split on every vocabulary entry, the rest on
+    #: whitespace, each word looked up (EsmTokenizer).
+    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words"]
     #: Added to a byte's value or a code point to make its id.
     offset: int
     added: tuple[Added, ...]
     #: ``build_inputs_with_special_tokens`` of one sequence: ``eos_if_absent`` appends
-    #: ``eos_token`` unless the ids end with it (ByT5); ``cls_sep`` wraps them; ``none``
-    #: adds nothing (``special_tokens_pattern="none"``).
-    wrap: Literal["eos_if_absent", "cls_sep", "none"]
+    #: ``eos_token`` unless the ids end with it (ByT5); ``cls_sep`` / ``cls_eos`` wrap
+    #: them; ``none`` adds nothing (``special_tokens_pattern="none"``).
+    wrap: Literal["eos_if_absent", "cls_sep", "cls_eos", "none"]
+    #: The vocabulary file of the ``vocab_*`` units (vocab.json, or vocab.txt by line).
+    vocab_file: str | None = None
+    #: Which tokens the text is split on besides the named special tokens: ``multichar``
+    #: every multi-character vocabulary entry, stripping whitespace around it (its
+    #: ``__init__`` adds them so), ``vocab`` every entry, ``specials`` none.
+    split_on: Literal["specials", "multichar", "vocab"] = "specials"
+    #: The ``__init__`` settings read from tokenizer_config.json, with their defaults.
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _byt5_added() -> tuple[Added, ...]:
@@ -83,14 +93,27 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
         Added("\x00", 0, "pad_token"), Added("\ue003", 0xE003, "mask_token")),
         "cls_sep"),
     # models/wav2vec2/tokenization_wav2vec2.py (every audio CTC model type registers it).
-    "Wav2Vec2CTCTokenizer": PythonCodec("wav2vec2_ctc", "vocab_chars", 0, (), "none"),
+    "Wav2Vec2CTCTokenizer": PythonCodec(
+        "wav2vec2_ctc", "vocab_chars", 0, (), "none", "vocab.json", "multichar",
+        MappingProxyType({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                          "pad_token": "<pad>", "word_delimiter_token": "|",
+                          "do_lower_case": False, "replace_word_delimiter_char": " ",
+                          "target_lang": None})),
+    # models/mgp_str/tokenization_mgp_str.py: characters, the named tokens split out.
+    "MgpstrTokenizer": PythonCodec(
+        "mgpstr", "vocab_chars", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"unk_token": "[GO]", "bos_token": "[GO]", "eos_token": "[s]",
+                          "pad_token": "[GO]"})),
+    # models/esm/tokenization_esm.py: every vocabulary entry is a no-split token.
+    "EsmTokenizer": PythonCodec(
+        "esm", "vocab_words", 0, (), "cls_eos", "vocab.txt", "vocab",
+        MappingProxyType({"unk_token": "<unk>", "cls_token": "<cls>", "pad_token": "<pad>",
+                          "mask_token": "<mask>", "eos_token": "<eos>"})),
+    # models/dia/tokenization_dia.py: UTF-8 bytes, offset 0, beside three added tokens.
+    "DiaTokenizer": PythonCodec("dia", "bytes", 0, (
+        Added("<pad>", 0, "pad_token"), Added("<pad>", 0, "unk_token"), Added("[S1]", 1),
+        Added("[S2]", 2)), "none"),
 })
-#: tokenizer_config.json settings Wav2Vec2CTCTokenizer reads, with their defaults.
-VOCAB_CHARS_SETTINGS: Final = MappingProxyType({
-    "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>",
-    "word_delimiter_token": "|", "do_lower_case": False, "replace_word_delimiter_char": " ",
-    "target_lang": None})
-
 # tokenizer_config.json keys that change nothing these classes encode.
 _INERT: Final = frozenset({
     "tokenizer_class", "model_max_length", "clean_up_tokenization_spaces", "chat_template",
@@ -108,14 +131,14 @@ def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
                  special_tokens_map: Mapping[str, Any] | None) -> None:
     """Refuse a folder whose settings differ from what the codec records."""
     codec = PYTHON_CODECS[codec_class]
-    if codec.unit == "vocab_chars":
+    if codec.vocab_file is not None:
         for source, settings in (("tokenizer_config.json", tokenizer_config),
                                  ("special_tokens_map.json", special_tokens_map or {})):
             for key, value in settings.items():
                 if key == "target_lang" and value is not None:
                     raise RenderUnsupportedError(source, "target_lang (a nested multilingual "
                                                  "vocabulary) is not reproduced")
-                if key in VOCAB_CHARS_SETTINGS:
+                if key in codec.settings:
                     continue
                 if key in _INERT - {"additional_special_tokens", "extra_special_tokens",
                                     "added_tokens_decoder", "extra_ids", "add_prefix_space"}:

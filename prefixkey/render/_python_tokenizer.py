@@ -13,7 +13,7 @@ import json
 import re
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from tokenizers import Tokenizer, models
@@ -22,7 +22,6 @@ from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_python import (
     PYTHON_CODECS,
-    VOCAB_CHARS_SETTINGS,
     Added,
     PythonCodec,
     _content,
@@ -47,6 +46,8 @@ class PythonTokenizer(HfTokenizer):
     unk_id: int = 0
     upper: bool = False
     delimiter: str = " "
+    #: The named special tokens' ids (``cls_token``, ``eos_token``, …).
+    special_ids: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def max_chars_per_token(self) -> int:
@@ -73,6 +74,8 @@ class PythonTokenizer(HfTokenizer):
                 continue
             if i % 2:
                 ids.append(self.by_content[token].id)
+            elif self.vocab is not None and self.codec.unit == "vocab_words":
+                ids.extend(self.vocab.get(w, self.unk_id) for w in token.split())
             elif self.vocab is not None:
                 piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
                 ids.extend(self.by_content[c].id if c in self.by_content
@@ -83,15 +86,14 @@ class PythonTokenizer(HfTokenizer):
                 ids.extend(ord(c) + offset for c in token)
         return ids
 
-    def _special(self, attribute: str) -> int:
-        return next(a.id for a in self.codec.added if a.attribute == attribute)
-
     def _wrap(self, ids: list[int]) -> list[int]:
-        if self.codec.wrap == "none":
+        wrap, special = self.codec.wrap, self.special_ids
+        if wrap == "none":
             return ids
-        if self.codec.wrap == "cls_sep":
-            return [self._special("cls_token"), *ids, self._special("sep_token")]
-        eos = self._special("eos_token")
+        if wrap in ("cls_sep", "cls_eos"):
+            return [special["cls_token"], *ids,
+                    special["sep_token" if wrap == "cls_sep" else "eos_token"]]
+        eos = special["eos_token"]
         return ids if ids and ids[-1] == eos else [*ids, eos]
 
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
@@ -124,7 +126,8 @@ def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
         tokenizer=Tokenizer(models.WordLevel(vocab, unk_token=None)),
         special_tokens_map={a.attribute: a.content for a in codec.added if a.attribute},
         _max_chars=[], _truncating=[], _lock=threading.Lock(),
-        codec=codec, by_content=MappingProxyType(by_content), splitter=splitter)
+        codec=codec, by_content=MappingProxyType(by_content), splitter=splitter,
+        special_ids=MappingProxyType({a.attribute: a.id for a in codec.added if a.attribute}))
 
 
 def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
@@ -133,46 +136,66 @@ def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
     if decision.path == "python" and decision.tokenizer_class is not None:
         check_folder(decision.tokenizer_class, folder.tokenizer_config,
                      folder.special_tokens_map)
-        if PYTHON_CODECS[decision.tokenizer_class].unit == "vocab_chars":
-            return build_vocab_chars_tokenizer(folder, decision.tokenizer_class)
+        if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
+            return build_vocab_tokenizer(folder, decision.tokenizer_class)
         return build_python_tokenizer(decision.tokenizer_class)
     return build_tokenizer(folder)
 
 
-def build_vocab_chars_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:
-    """Wav2Vec2CTCTokenizer over the folder's ``vocab.json`` (render/_hf_python.py)."""
-    path = folder.tokenizer_path / "vocab.json"
+def _read_vocab(folder: ModelFolder, codec_class: str, name: str) -> dict[str, int]:
+    path = folder.tokenizer_path / name
     try:
-        vocab = json.loads(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
+        vocab = (json.loads(text) if name.endswith(".json") else
+                 {line.strip(): i for i, line in enumerate(text.splitlines())})
     except (OSError, ValueError) as exc:
-        raise ModelFolderError("vocab.json", f"cannot be read: {exc}") from None
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
     if not isinstance(vocab, dict) or not all(
             isinstance(k, str) and type(v) is int and v >= 0 for k, v in vocab.items()):
-        raise RenderUnsupportedError("vocab.json", "only a flat {token: id} vocabulary is "
+        raise RenderUnsupportedError(name, "only a flat {token: id} vocabulary is "
                                      f"reproduced for {codec_class}")
-    settings = {**VOCAB_CHARS_SETTINGS, **{
+    return vocab
+
+
+def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:
+    """A vocabulary-file class (render/_hf_python.py) over the folder's file."""
+    codec = PYTHON_CODECS[codec_class]
+    assert codec.vocab_file is not None
+    vocab = _read_vocab(folder, codec_class, codec.vocab_file)
+    settings = {**codec.settings, **{
         k: _content(v) for k, v in folder.tokenizer_config.items()
-        if k in VOCAB_CHARS_SETTINGS and v is not None}}
+        if k in codec.settings and v is not None}}
     named = {k: v for k, v in settings.items() if k.endswith("_token")}
     for key, value in named.items():
         if not isinstance(value, str) or value not in vocab:
             raise RenderUnsupportedError("tokenizer_config.json", (
-                f"{key} {value!r} is not in vocab.json: {codec_class} would add it with an "
-                "id of its own, which is not reproduced"))
-    delimiter = str(named["word_delimiter_token"])
-    # The multi-character entries are added tokens stripping whitespace on both sides;
-    # a one-character delimiter is added too, without stripping.
-    added = [Added(t, i, None, True, True) for t, i in vocab.items() if len(t) > 1]
-    if len(delimiter) == 1:
-        added.append(Added(delimiter, vocab[delimiter]))
-    by_content = {a.content: a for a in added}
+                f"{key} {value!r} is not in {codec.vocab_file}: {codec_class} would add it "
+                "with an id of its own, which is not reproduced"))
+    added = [Added(str(v), vocab[str(v)], k) for k, v in named.items()
+             if k != "word_delimiter_token"]
+    if codec.split_on == "multichar":
+        # Wav2Vec2CTCTokenizer: the multi-character entries (the named tokens among them)
+        # end up stripping whitespace on both sides; a one-character delimiter is added
+        # without stripping.
+        strip = {t: Added(t, i, None, True, True) for t, i in vocab.items() if len(t) > 1}
+        added = [strip.pop(a.content, a) for a in added] + list(strip.values())
+        delimiter = str(named["word_delimiter_token"])
+        if len(delimiter) == 1:
+            added.append(Added(delimiter, vocab[delimiter]))
+    elif codec.split_on == "vocab":
+        added += [Added(t, i) for t, i in vocab.items()]
+    by_content: dict[str, Added] = {}
+    for token in added:
+        by_content.setdefault(token.content, token)
     names = sorted(by_content, key=len, reverse=True)
     return PythonTokenizer(
         tokenizer=Tokenizer(models.WordLevel(dict(vocab), unk_token=None)),
         special_tokens_map={k: str(v) for k, v in named.items()
                             if k != "word_delimiter_token"},
         _max_chars=[], _truncating=[], _lock=threading.Lock(),
-        codec=PYTHON_CODECS[codec_class], by_content=MappingProxyType(by_content),
+        codec=codec, by_content=MappingProxyType(by_content),
         splitter=re.compile("(" + "|".join(map(re.escape, names)) + ")") if names else None,
         vocab=MappingProxyType(vocab), unk_id=vocab[str(named["unk_token"])],
-        upper=bool(settings["do_lower_case"]), delimiter=delimiter)
+        upper=bool(settings.get("do_lower_case")),
+        delimiter=str(named.get("word_delimiter_token", " ")),
+        special_ids=MappingProxyType({k: vocab[str(v)] for k, v in named.items()}))
