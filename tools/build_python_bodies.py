@@ -32,12 +32,20 @@ Usage::
     python tools/build_python_bodies.py --code-llama
     python tools/build_python_bodies.py --ctc
     python tools/build_python_bodies.py --vocab
+    python tools/build_python_bodies.py --keep-release 0.32.0 /tmp/r/032
+
+``--keep-release RELEASE DIR`` keeps, compactly (tools/release_vectors.py's ``compact``),
+the answers another release's server gave for these corpora (``DIR/<corpus>vectors.jsonl``,
+harvested with ``--vllm-python /work/venvs/vllmXYZ/bin/python``) as
+``tests/render/releases/<RELEASE>/<corpus>vectors.jsonl``; they are replayed by
+tests/render/test_real_py_releases.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -218,13 +226,32 @@ def build_ctc(folders: tuple[str, ...] = CTC_FOLDERS,
     return lines
 
 
+CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
+
+
+def keep_release(release: str, harvest: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from release_vectors import compact
+
+    for corpus in CORPORA:
+        source = harvest / f"{corpus}vectors.jsonl"
+        records = [json.loads(line) for line in source.read_text("utf-8").splitlines()]
+        out = RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
+        out.write_text("".join(json.dumps(compact(r), ensure_ascii=False, sort_keys=True)
+                               + "\n" for r in records), "utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep-release", nargs=2, metavar=("RELEASE", "DIR"))
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--code-llama", action="store_true")
     parser.add_argument("--ctc", action="store_true")
     parser.add_argument("--vocab", action="store_true")
     args = parser.parse_args(argv)
+    if args.keep_release:
+        keep_release(args.keep_release[0], Path(args.keep_release[1]))
+        return 0
     corpus = ("real_py_codellama_" if args.code_llama else "real_py_ctc_" if args.ctc
               else "real_py_vocab_" if args.vocab else "real_py_")
     out = args.out or RENDER_DIR / f"{corpus}bodies.jsonl"
