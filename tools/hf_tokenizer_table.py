@@ -62,13 +62,15 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   prompt and leaves vLLM's tokenizer encoding later texts otherwise);
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
-- **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes
-  or code points, reproduced as `prefixkey/render/_hf_python.py` records each class, for
+- **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
+  code points, or its characters or words looked up in a vocabulary file, reproduced as
+  `prefixkey/render/_hf_python.py` records each class, for
   {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused. For a model
-  type registering one, the row says which of the type's architectures vLLM {PROBED}'s render
-  server starts for (`prefixkey/render/_hf_startup_facts.py`, written by starting it:
-  `tools/probe_vllm_startup.py`); a folder naming only architectures it does not start
-  for is refused as such;
+  type registering one, the row says which of the type's architectures vLLM {PROBED}'s
+  model registry accepts when its render server starts
+  (`prefixkey/render/_hf_startup_facts.py`, written by running that step:
+  `tools/probe_vllm_startup.py`); a folder naming only architectures it refuses is refused
+  as such;
 - **mistral**: `--tokenizer-mode mistral`, rendered with mistral_common
   ([render-mistral.md](render-mistral.md));
 - **harmony**: the chat of these model types renders with Harmony

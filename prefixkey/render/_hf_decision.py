@@ -20,7 +20,8 @@ rules, in transformers' order, and says for a folder which path it takes:
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
 - ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
   registered for a model type says, from ``_hf_startup_facts.py``, which of that type's
-  architectures vLLM's render server starts for (for some, none: no server tokenizes them).
+  architectures vLLM's model registry accepts at the render server's start-up (for some,
+  none: no server tokenizes them).
 """
 
 from __future__ import annotations
@@ -240,13 +241,14 @@ def _with_startup(decision: TokenizerPath, model_type: str,
     if not starts:
         note = f"vLLM {version}'s start-up was not probed for it (no default config)"
     elif len(refused) == len(starts):
-        note = (f"vLLM {version} starts for none of its architectures ({', '.join(refused)}"
-                ": \"not supported for now\"), only for a folder naming another one")
+        note = (f"vLLM {version}'s model registry accepts none of its architectures "
+                f"({', '.join(refused)}: \"not supported for now\", the server does not "
+                "start), only a folder naming another one")
     elif len(errors) + len(refused) == len(starts):
         note = (f"vLLM {version}'s start-up on a minimal folder of each of its architectures "
                 f"failed ({errors[0].removeprefix('error: ')[:60]}…)")
     else:
-        note = f"vLLM {version} starts for " + ", ".join(sorted(
+        note = f"vLLM {version}'s model registry accepts " + ", ".join(sorted(
             f"{a} as {cls}" for a, cls in starts.items()
             if cls is not None and not cls.startswith("error: ")))
     return TokenizerPath(decision.path, decision.tokenizer_class, f"{decision.why}; {note}",

@@ -3,10 +3,10 @@ tokenizer (ByT5Tokenizer, PerceiverTokenizer, CanineTokenizer, Wav2Vec2CTCTokeni
 EsmTokenizer, MgpstrTokenizer, DiaTokenizer: render/_hf_python.py).
 
 ``real_py_bodies.jsonl``, ``real_py_ctc_bodies.jsonl`` and ``real_py_vocab_bodies.jsonl``
-(tools/build_python_bodies.py, ``--ctc``, ``--vocab``) hold chat and completions bodies over tests/render/python_models/*
-(committed: small files); their ``*vectors.jsonl`` are what vLLM's render server answered
-(tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
-with the same status.
+(tools/build_python_bodies.py, ``--ctc``, ``--vocab``) hold chat and completions bodies
+over tests/render/python_models/* (committed: small files); their ``*vectors.jsonl`` are
+what vLLM's render server answered (tools/harvest_render.py): every 200 must give the
+same ids, every vLLM error an error with the same status.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from render_cases import RenderCase, assert_replays, render_cases
 from prefixkey.render import Renderer, ServerOptions
 from prefixkey.render._hf_python import PYTHON_CODECS
 
-CASES = render_cases("real_py_") + render_cases("real_py_ctc_") + render_cases("real_py_vocab_")
+CASES = (render_cases("real_py_") + render_cases("real_py_ctc_")
+         + render_cases("real_py_vocab_"))
 FOLDER_CLASSES = {"byt5": "ByT5Tokenizer", "perceiver": "PerceiverTokenizer",
                   "canine": "CanineTokenizer", "wav2vec2": "Wav2Vec2CTCTokenizer",
                   "wav2vec2_lower": "Wav2Vec2CTCTokenizer", "esm": "EsmTokenizer",

@@ -3,7 +3,8 @@
 transformers' Python tokenizer classes are refused unless render/_hf_python.py records
 them (byte and code point tokenizers). A model type registering one says, from
 render/_hf_startup_facts.py (tools/probe_vllm_startup.py: vLLM's render-server start-up
-run on a minimal folder per architecture), which of its architectures vLLM starts for;
+run on a minimal folder per architecture), which of its architectures vLLM's model
+registry accepts;
 a folder naming only architectures vLLM does not start for is refused as such.
 """
 
@@ -50,7 +51,7 @@ def test_a_type_vllm_starts_for_is_refused_for_its_tokenizer_and_says_so(
     text = refusal(folder(tmp_path, model_type, architecture))
     assert f"{cls} is a Python tokenizer" in text
     assert "which prefixkey does not reproduce" in text
-    assert "vLLM 0.31.0 starts for" in text
+    assert "vLLM 0.31.0's model registry accepts" in text
     assert f"{architecture} as TransformersForCausalLM" in text
 
 
@@ -77,7 +78,7 @@ def test_the_table_rows_say_what_vllm_starts_for() -> None:
         return decide_tokenizer(model_type=model_type, architectures=[], tokenizer_mode="auto",
                                 tokenizer_config={}, config={"model_type": model_type},
                                 name="/m", has_tokenizer_json=True).why
-    assert "starts for none of its architectures" in why("tapas")
+    assert "registry accepts none of its architectures" in why("tapas")
     assert "TapasForMaskedLM" in why("tapas")
     assert "GPT2LMHeadModel as GPT2LMHeadModel" in why("gpt-sw3")
     assert "was not probed" in why("rag")
@@ -85,7 +86,7 @@ def test_the_table_rows_say_what_vllm_starts_for() -> None:
     canine = decide_tokenizer(model_type="canine", architectures=[], tokenizer_mode="auto",
                               tokenizer_config={}, config={"model_type": "canine"},
                               name="/m", has_tokenizer_json=False)
-    assert canine.path == "python" and "starts for none" in canine.why
+    assert canine.path == "python" and "accepts none" in canine.why
 
 
 def test_a_type_of_a_reproduced_class_renders_under_an_architecture_vllm_serves(
