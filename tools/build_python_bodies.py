@@ -235,6 +235,8 @@ def keep_release(release: str, harvest: Path) -> None:
 
     for corpus in CORPORA:
         source = harvest / f"{corpus}vectors.jsonl"
+        if not source.is_file():  # the release's server did not start for its folders
+            continue
         records = [json.loads(line) for line in source.read_text("utf-8").splitlines()]
         out = RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
         out.write_text("".join(json.dumps(compact(r), ensure_ascii=False, sort_keys=True)

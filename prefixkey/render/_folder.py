@@ -21,6 +21,7 @@ from ._hf_decision import (
     TokenizerPath,
     byte_level_backend,
     check_release_drift,
+    check_release_startup,
     decide_tokenizer,
 )
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
@@ -229,6 +230,10 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
     if decision.path not in ("mistral", "refused"):
         check_release_drift(vllm_version, str(tokenizer_model_config.get("model_type", "")),
                             name)
+        check_release_startup(vllm_version, decision,
+                              str(tokenizer_model_config.get("model_type", "")),
+                              [a for a in architectures if isinstance(a, str)]
+                              if isinstance(architectures, list) else [])
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",

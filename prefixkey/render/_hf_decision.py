@@ -41,7 +41,8 @@ from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS
 from ._hf_rebuilds import REBUILDS
 
-__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "class_path",
+__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
+           "class_path",
            "decide_tokenizer"]
 
 Path = Literal["as_is", "rebuilt", "converted", "python", "mistral", "refused"]
@@ -274,6 +275,41 @@ def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
     and the facts the rules apply (0.31.0's), less the types its corpus replayed."""
     types, patterns = drifted(BASE_FACTS, release_facts(vllm_version))
     return frozenset(types - render_release(vllm_version).hf_replayed), patterns
+
+
+@cache
+def release_starts(vllm_version: str) -> tuple[str, dict[str, dict[str, str | None]]] | None:
+    """The start-up facts probed under a release (its own ``_hf_startup_facts_<v>``
+    module, the base's for 0.31.0): (the vLLM version probed, STARTS), or None."""
+    if vllm_version == _hf_startup_facts.VLLM_VERSION:
+        return vllm_version, _hf_startup_facts.STARTS
+    name = f"{__package__}._hf_startup_facts_{vllm_version.replace('.', '_')}"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError:
+        return None
+    return module.VLLM_VERSION, module.STARTS
+
+
+def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type: str,
+                          architectures: list[str]) -> None:
+    """Refuse a reproduced Python tokenizer's folder the release's vLLM does not start for,
+    or whose start-up was not probed under that release (its registry may differ: vLLM
+    0.29's does not accept Wav2Vec2ForCTC, 0.31's does)."""
+    if decision.path != "python" or model_type not in _hf_startup_facts.STARTS:
+        return
+    found = release_starts(vllm_version)
+    if found is None:
+        raise RenderUnsupportedError("config.json", (
+            f"model_type {model_type!r}: which of its architectures vLLM {vllm_version} "
+            "starts for was not probed (tools/probe_vllm_startup.py); not verified"))
+    version, starts = found
+    known = starts.get(model_type, {})
+    if architectures and all(a in known and known[a] is None for a in architectures):
+        raise RenderUnsupportedError("config.json", (
+            f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} "
+            "does not start for it (\"not supported for now\"), so no vLLM server "
+            "tokenizes this folder"))
 
 
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:

@@ -17,10 +17,13 @@ import pytest
 from render_cases import RENDER_DIR, RenderCase, render_cases
 
 from prefixkey.errors import PrefixKeyError
-from prefixkey.render import Renderer, RenderRequestError, ServerOptions
+from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
 
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
 RELEASES = sorted(p.parent.name for p in (RENDER_DIR / "releases").glob("*/real_py_vectors.jsonl"))
+#: (release, corpus) whose server did not start: vLLM 0.29.0's registry answers
+#: "Model architectures ['Wav2Vec2ForCTC'] are not supported for now" (its harvest).
+NOT_STARTED = {("0.29.0", "real_py_ctc_")}
 INFILLING = {"code_llama/completion-fill", "code_llama/completion-fill-no-specials",
              "code_llama/completion-fill-start",
              "code_llama/completion-fill-start-no-specials", "code_llama/chat-fill"}
@@ -35,7 +38,8 @@ def _vectors(release: str, corpus: str) -> dict[str, dict[str, Any]]:
 def _params() -> list[Any]:
     return [pytest.param(release, corpus, case, id=f"{release}/{case.id}")
             for release in RELEASES for corpus in CORPORA for case in render_cases(corpus)
-            if not case.id.startswith("code_llama/after-fill/") and case.id not in INFILLING]
+            if not case.id.startswith("code_llama/after-fill/") and case.id not in INFILLING
+            and (release, corpus) not in NOT_STARTED]
 
 
 @cache
@@ -49,7 +53,20 @@ def test_the_releases_answered_every_body() -> None:
     assert RELEASES == ["0.29.0", "0.30.0", "0.32.0"]
     for release in RELEASES:
         for corpus in CORPORA:
+            if (release, corpus) in NOT_STARTED:
+                assert not (RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
+                            ).exists()
+                continue
             assert set(_vectors(release, corpus)) == {c.id for c in render_cases(corpus)}
+
+
+@pytest.mark.parametrize(("release", "corpus"), sorted(NOT_STARTED))
+def test_a_folder_the_release_does_not_start_for_is_refused(release: str,
+                                                            corpus: str) -> None:
+    for case in render_cases(corpus):
+        with pytest.raises(RenderUnsupportedError, match=f"vLLM {release} does not start"):
+            _renderer(release, str(case.folder()), case.served_names,
+                      case.server.get("--max-model-len"))
 
 
 @pytest.mark.parametrize(("release", "corpus", "case"), _params())
