@@ -70,7 +70,10 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   model registry accepts when its render server starts
   (`prefixkey/render/_hf_startup_facts.py`, written by running that step:
   `tools/probe_vllm_startup.py`); a folder naming only architectures it refuses is refused
-  as such;
+  as such. Other releases' registries differ (vLLM 0.29.0's accepts far fewer of these
+  architectures: `_hf_startup_facts_0_29_0.py` and the other releases' modules): with
+  `--vllm-version`, a reproduced Python tokenizer's folder is refused when that release
+  does not start for its architectures, or was not probed;
 - **mistral**: `--tokenizer-mode mistral`, rendered with mistral_common
   ([render-mistral.md](render-mistral.md));
 - **harmony**: the chat of these model types renders with Harmony

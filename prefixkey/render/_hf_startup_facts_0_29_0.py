@@ -5,9 +5,6 @@ packages named below; do not edit. prefixkey/render/_hf_decision.py reads it to 
 truthfully why a model type's Python tokenizer is refused.
 """
 
-# Generated lines are long on purpose.
-# ruff: noqa: E501
-
 from __future__ import annotations
 
 from typing import Final

@@ -107,11 +107,14 @@ def test_settings_a_codec_does_not_record_are_refused(
     assert field in refusal(path)
 
 
-def test_the_startup_facts_are_those_of_the_installed_vllm() -> None:
+@pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.31.0", "0.32.0"])
+def test_the_startup_facts_are_those_of_the_installed_vllm(release: str) -> None:
     from vllm_venvs import vllm_command
 
-    python, env = vllm_command("0.31.0", test="tests/units/test_python_tokenizers.py")
+    python, env = vllm_command(release, test="tests/units/test_python_tokenizers.py")
+    module = ("_hf_startup_facts" if release == "0.31.0"
+              else f"_hf_startup_facts_{release.replace('.', '_')}")
     done = subprocess.run([str(python), "tools/probe_vllm_startup.py", "--only",
-                           "xlm,gpt-sw3,canine"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900, env=env)
+                           "xlm,biogpt,canine", "--out", f"prefixkey/render/{module}.py"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
