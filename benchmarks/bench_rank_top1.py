@@ -1,25 +1,33 @@
-"""One top-1 ranking before and after a change, in one process, as a ratio to hashing.
+"""One ranking before and after a change, in one process, as a ratio to hashing.
 
 Run from the repository root (a short run: 64 replicas, 1k and 8k tokens)::
 
     python benchmarks/bench_rank_top1.py main          # this tree against main
     python benchmarks/bench_rank_top1.py e5b89e4 --rounds 600
+    python benchmarks/bench_rank_top1.py main --fleet routing --replicas 1024 --tokens 8192
 
-The fleet is bench_gateways.py's: 64 replicas, each holding a random-length
-prefix of the request's keys plus 2,000 random blocks, in a ``PrefixIndex``.
-Two loads: ``pushed`` (a queued load for every replica, ``set_load``, as
-bench_routing.py gives) and ``own`` (none: the Router's own queue estimate,
-which each decision moves; the LiteLLM plugin's case, candidates named).
-``before`` is ``REV``'s ``fleet/routing/_router.py`` (and the walk's
-``SlotMembers._list``) loaded beside this tree's, over the same index; the
-two rankings and the hashing (``Router.prepare`` and ``Hasher.block_hashes``)
-are timed in turn, CPU time, each ranking right after the hashing every
-other round (the walk's index reads are cache-cold then). Medians, in µs.
+``--fleet gateway`` (the default) is bench_gateways.py's fleet: each replica
+holding a random-length prefix of the request's keys plus 2,000 random
+blocks, in a ``PrefixIndex``. ``--fleet routing`` is bench_routing.py's two
+layouts over ``--blocks`` indexed entries: ``mixed`` (a random-length prefix
+each) and ``worst`` (every replica holds the whole prompt). Two loads:
+``pushed`` (a queued load for every replica, ``set_load``, 0-4x the prompt's
+tokens, as bench_routing.py gives) and ``own`` (none: the Router's own queue
+estimate, which each decision moves; the LiteLLM plugin's case, candidates
+named). ``before`` is ``REV``'s ``fleet/routing/_router.py`` (with the modules it
+was split into, ``_decision.py`` and ``_cost_order.py``, where ``REV`` has them; and
+the walk's ``walk`` and ``SlotMembers._list``) loaded beside this tree's, over the same
+index; per round, hashing (``Router.prepare``) then each side's top-1
+(``rank(prepared, names, limit=1)[0]``) and full ranking read to its head
+(``rank(prepared, names)[0]``), each right after a hashing (the walk's index
+reads cache-cold, as a gateway's first ranking of a request is), the sides'
+order alternated. CPU time; medians, in µs.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import random
 import statistics
@@ -28,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
@@ -37,7 +46,7 @@ from fleets import fill
 
 from prefixkey import Hasher, Request
 from prefixkey.fleet import PrefixIndex, ReplicaId, ReplicaScheme, Router
-from prefixkey.fleet.index import _walk
+from prefixkey.fleet.index import _memory, _walk
 
 BLOCK = 16
 HASHER = Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version="0.31.0")
@@ -58,6 +67,32 @@ def load_at(rev: str, path: str, name: str, folder: Path) -> ModuleType:
     return module
 
 
+#: The modules ``_router.py`` was split into, in import order: where ``REV`` has them,
+#: its ``_router.py`` imports ``REV``'s copies (older revisions kept all in ``_router.py``).
+ROUTER_PARTS = ("_decision", "_cost_order")
+
+
+def load_router_at(rev: str, folder: Path) -> ModuleType:
+    """``REV``'s ``fleet/routing/_router.py``, imported beside this tree's, its imports of
+    :data:`ROUTER_PARTS` given ``REV``'s copies (the rest of the package is this tree's)."""
+    package = "prefixkey.fleet.routing"
+    saved: dict[str, ModuleType] = {}
+    try:
+        for part in ROUTER_PARTS:
+            path = f"prefixkey/fleet/routing/{part}.py"
+            if subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"],
+                              capture_output=True).returncode:
+                continue  # not split yet at REV: its _router.py holds this part
+            module = load_at(rev, path, f"{package}.{part}_before", folder)
+            saved[part] = importlib.import_module(f"{package}.{part}")
+            sys.modules[f"{package}.{part}"] = module  # what REV's later imports find
+        return load_at(rev, "prefixkey/fleet/routing/_router.py", f"{package}._router_before",
+                       folder)
+    finally:
+        for part, module in saved.items():
+            sys.modules[f"{package}.{part}"] = module
+
+
 def fleet(replicas: int, tokens: int, filler: int = 2000
           ) -> tuple[PrefixIndex, Request, list[str], random.Random]:
     """bench_gateways.py's index: a random prefix of the request's keys, and filler."""
@@ -69,34 +104,79 @@ def fleet(replicas: int, tokens: int, filler: int = 2000
     return index, request, names, rng
 
 
+def routing_fleet(replicas: int, tokens: int, layout: str, blocks: int
+                  ) -> tuple[PrefixIndex, Request, list[str], random.Random]:
+    """bench_routing.py's index: each replica's prefix of the request (its layout), then
+    random 64-block chains up to ``blocks`` entries in all."""
+    import bench_routing
+
+    rng = random.Random(tokens * 7919 + replicas)
+    request = Request([rng.randrange(128_000) for _ in range(tokens)])
+    keys = [k for k in map(SCHEME.publish, HASHER.block_hashes(request)) if isinstance(k, int)]
+    names = [f"replica-{r}" for r in range(replicas)]
+    own = {name: keys[:len(keys) if layout == "worst" else rng.randrange(len(keys) + 1)]
+           for name in names}
+    return bench_routing.fill(replicas, blocks, own), request, names, rng
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("rev", help="the git revision to compare with (e.g. main)")
     parser.add_argument("--rounds", type=int, default=400)
+    parser.add_argument("--fleet", choices=("gateway", "routing"), default="gateway")
+    parser.add_argument("--replicas", type=int, default=64)
+    parser.add_argument("--tokens", type=lambda v: [int(x) for x in v.split(",")],
+                        default=[1024, 8192])
+    parser.add_argument("--loads", type=lambda v: v.split(","), default=["pushed", "own"])
+    parser.add_argument("--blocks", type=int, default=1_000_000,
+                        help="indexed entries of a --fleet routing index")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        old = load_at(args.rev, "prefixkey/fleet/routing/_router.py",
-                      "prefixkey.fleet.routing._router_before", Path(folder))
+        old = load_router_at(args.rev, Path(folder))
         old_walk = load_at(args.rev, "prefixkey/fleet/index/_walk.py",
                            "prefixkey.fleet.index._walk_before", Path(folder))
-    lists: dict[str, Callable[[_walk.SlotMembers], list[ReplicaId]]] = {
-        "before": old_walk.SlotMembers._list, "after": _walk.SlotMembers._list}
-    print("| load | replicas | tokens | Router.prepare µs | block_hashes µs | top-1 before µs "
-          "| top-1 after µs | after / before | after / prepare | after / block_hashes |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for mode in ("pushed", "own"):
-        for tokens in (1024, 8192):
-            m = row(old.Router, mode, tokens, args.rounds, lists)
-            print(f"| {mode} | 64 | {tokens} | {m['prepare']:.0f} | {m['hash']:.0f} "
-                  f"| {m['before']:.0f} | {m['after']:.0f} | {m['after'] / m['before']:.2f} "
-                  f"| {m['after'] / m['prepare']:.2f} | {m['after'] / m['hash']:.2f} |",
-                  flush=True)
+    sides: dict[str, Side] = {"before": (old_walk.walk, old_walk.SlotMembers._list),
+                              "after": (_walk.walk, _walk.SlotMembers._list)}
+    print("| load | replicas | tokens | layout | Router.prepare µs | top-1 before µs "
+          "| top-1 after µs | top-1 after / before | full before µs | full after µs "
+          "| full after / before | top-1 ratio before / after | full ratio before / after |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    layouts = ["gateway"] if args.fleet == "gateway" else ["mixed", "worst"]
+    for tokens in args.tokens:
+        for layout in layouts:
+            if layout == "gateway":
+                made = fleet(args.replicas, tokens)
+            else:
+                made = routing_fleet(args.replicas, tokens, layout, args.blocks)
+            for mode in args.loads:
+                m = row(old.Router, mode, made, args.rounds, sides)
+                p = m["prepare"]
+                print(f"| {mode} | {args.replicas} | {tokens} | {layout} | {p:.0f} "
+                      f"| {m['top1 before']:.0f} | {m['top1 after']:.0f} "
+                      f"| {m['top1 after'] / m['top1 before']:.2f} "
+                      f"| {m['full before']:.0f} | {m['full after']:.0f} "
+                      f"| {m['full after'] / m['full before']:.2f} "
+                      f"| {m['top1 before'] / p:.2f} / {m['top1 after'] / p:.2f} "
+                      f"| {m['full before'] / p:.2f} / {m['full after'] / p:.2f} |", flush=True)
+            del made
+            gc.collect()
 
 
-def row(before: type[Router], mode: str, tokens: int, rounds: int,
-        lists: dict[str, Callable[[_walk.SlotMembers], list[ReplicaId]]]) -> dict[str, float]:
-    """Median CPU µs of hashing and of each side's top-1 ranking at 64 replicas."""
-    index, request, names, rng = fleet(64, tokens)
+Side = tuple[Callable[..., object], Callable[[_walk.SlotMembers], list[ReplicaId]]]
+
+
+def use(side: Side) -> None:
+    """Make the index walk and list members as ``side``'s revision does."""
+    _memory.walk = side[0]  # type: ignore[attr-defined,assignment]
+    _walk.SlotMembers._list = side[1]  # type: ignore[method-assign,assignment]
+
+
+def row(before: type[Router], mode: str,
+        made: tuple[PrefixIndex, Request, list[str], random.Random], rounds: int,
+        sides: dict[str, Side]) -> dict[str, float]:
+    """Median CPU µs of hashing and of each side's top-1 and full ranking."""
+    index, request, names, rng = made
+    tokens = len(request.token_ids)
     loads = [float(rng.randrange(0, 4 * tokens)) for _ in names]
     routers: dict[str, Router] = {}
     for side, cls in (("before", before), ("after", Router)):
@@ -107,22 +187,27 @@ def row(before: type[Router], mode: str, tokens: int, rounds: int,
         routers[side] = router
     prepared = {side: r.prepare(request, names) for side, r in routers.items()}
     fns: dict[str, Callable[[], object]] = {
-        "prepare": lambda: routers["after"].prepare(request, names),
-        "hash": lambda: HASHER.block_hashes(request),
-        "before": lambda: routers["before"].rank(prepared["before"], names, limit=1)[0],
-        "after": lambda: routers["after"].rank(prepared["after"], names, limit=1)[0],
-    }
+        "prepare": lambda: routers["after"].prepare(request, names)}
+    for side in ("before", "after"):
+        fns[f"top1 {side}"] = partial(lambda s: routers[s].rank(
+            prepared[s], names, limit=1)[0], side)
+        fns[f"full {side}"] = partial(lambda s: routers[s].rank(prepared[s], names)[0], side)
     spent: dict[str, list[float]] = {k: [] for k in fns}
     for i in range(rounds + 20):
-        for k in ("prepare", "hash", *(("before", "after") if i % 2 else ("after", "before"))):
-            if k in lists:
-                _walk.SlotMembers._list = lists[k]  # type: ignore[method-assign,assignment]
+        order = ("before", "after") if i % 2 else ("after", "before")
+        for k in [f"{what} {side}" for what in ("top1", "full") for side in order]:
+            use(sides[k.split()[1]])
+            start = time.process_time()
+            fns["prepare"]()  # the ranking's keys leave the cache, as a new request's would
+            if i >= 20:
+                spent["prepare"].append(time.process_time() - start)
             start = time.process_time()
             fns[k]()
             if i >= 20:  # warm-up
                 spent[k].append(time.process_time() - start)
-    _walk.SlotMembers._list = lists["after"]  # type: ignore[method-assign,assignment]
+    use(sides["after"])
     return {k: statistics.median(v) * 1e6 for k, v in spent.items()}
+
 
 if __name__ == "__main__":
     main()

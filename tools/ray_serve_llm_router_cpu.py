@@ -34,21 +34,20 @@ from ray import serve
 from ray.serve.config import RequestRouterConfig
 from ray.serve.llm import LLMConfig, LLMServer, build_openai_app
 from ray.serve.llm.ingress import OpenAiIngress
-from ray_serve_llm_cpu import BLOCK, MODEL, RELEASE, tiny_model
 
-from prefixkey import Hasher
 from prefixkey.fleet import (
     PrefixIndex,
     ReplicaEndpoint,
-    ReplicaScheme,
     Subscriber,
     UnknownReplicaError,
 )
 from prefixkey.gateways.ray import PrefixKeyRouter, router_stats, serve_replica_kv_events
-from prefixkey.render import Renderer, ServerOptions
+
+ROOT = str(Path(__file__).resolve().parent.parent)
+sys.path.insert(0, f"{ROOT}/tests/gateways")
+from cpu_model import BLOCK, MODEL, RELEASE, ExpectedKeys, cpu_model  # noqa: E402
 
 HTTP, PUB_BASE, REPLAY_OFFSET = 18778, 18780, 10  # PUB 18780+rank, replay 18790+rank
-ROOT = str(Path(__file__).resolve().parent.parent)
 ENV = {"PYTHONHASHSEED": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
        "VLLM_CPU_OMP_THREADS_BIND": "nobind", "PYTHONPATH": ROOT}
 
@@ -126,7 +125,7 @@ def main(replicas: int) -> int:
             request_router_kwargs={"vllm_version": RELEASE, "render": {
                 "model": str(MODEL), "served_model_name": ["tiny"], "vllm_version": RELEASE}})
         config = LLMConfig(
-            model_loading_config={"model_id": "tiny", "model_source": tiny_model(Path(folder))},
+            model_loading_config={"model_id": "tiny", "model_source": cpu_model(Path(folder))},
             server_cls=KVEventsLLMServer,
             deployment_config={"num_replicas": replicas, "request_router_config": router},
             engine_kwargs={
@@ -151,15 +150,12 @@ def main(replicas: int) -> int:
             time.sleep(1)
         before = stats[0]["counters"] if stats else {}
         print("router feeds:", sorted(stats[0]["feeds"]) if stats else "no router", flush=True)
-        scheme = ReplicaScheme(Hasher(block_size=BLOCK, hash_algo="sha256",
-                                      python_hash_seed="0", vllm_version=RELEASE))
-        renderer = Renderer(ServerOptions(model=str(MODEL), served_model_name=("tiny",),
-                                          vllm_version=RELEASE))
+        expected = ExpectedKeys()
         names = [f"rank{r}" for r in range(replicas)]
         endpoints = [ReplicaEndpoint(n, f"tcp://127.0.0.1:{PUB_BASE + r}", RELEASE,
                                      replay_endpoint=f"tcp://127.0.0.1:"
                                                      f"{PUB_BASE + REPLAY_OFFSET + r}",
-                                     scheme=scheme) for r, n in enumerate(names)]
+                                     scheme=expected.scheme) for r, n in enumerate(names)]
         index = PrefixIndex()
         topics = ("parcels", "weather")
         talks: dict[str, list[dict[str, Any]]] = {
@@ -171,9 +167,7 @@ def main(replicas: int) -> int:
                 for t in topics:
                     talks[t].append({"role": "user", "content": f"Question {turn} on {t}?"})
                     body = {"model": "tiny", "max_tokens": 4, "messages": talks[t]}
-                    (rendered,) = renderer.render("/v1/chat/completions", body)
-                    keys = {scheme.publish(k)
-                            for k in scheme.hasher.block_hashes(rendered.request)}
+                    keys = expected.of(body)
                     talks[t].append({"role": "assistant", "content": post(body) or "ok"})
                     landed[t].append(holders(index, keys, names, sub.lock))
                     print(f"{t} turn {turn}: {len(keys)} blocks, held by {landed[t][-1]}",

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
-CORPORA = ("main", "real_hf_", "real_mistral_", "real_harmony_")
+CORPORA = ("main", "real_hf_", "real_mistral_", "real_harmony_", "real_l31_")
 
 
 def _prefix(corpus: str) -> str:

@@ -33,16 +33,22 @@ _SWAP: Final = sys.byteorder == "little"
 def digests_to_int64(digests: Sequence[bytes], size: int) -> list[int]:
     """:func:`block_hash_to_int64` of each of a hasher's digests, all ``size`` bytes long.
 
-    About 5x faster than one call per key (a router converts every key of
+    About 4x faster than one call per key (a router converts every key of
     every request): the digests are joined, read as 64-bit words and the
-    last word of each is kept, all in C. Every key must be ``size`` bytes
-    long (a hasher's own digests are); when the total length says otherwise
-    they are converted one by one.
+    last word of each is kept, all in C. A key of another length raises
+    :class:`InvalidRequestError` naming its position: read as words, keys
+    of mixed lengths whose total happens to be ``size`` each would give
+    other keys' bytes, silently.
     """
-    joined = b"".join(digests)
-    if not _WORDS or size <= 0 or size % 8 or len(joined) != size * len(digests):
+    lengths = list(map(len, digests))  # in C: about 1% of hashing the keys
+    if lengths.count(size) != len(lengths):
+        position = next(i for i, length in enumerate(lengths) if length != size)
+        raise InvalidRequestError(
+            "digests", f"must each be one digest, {size} bytes long, "
+            f"got {lengths[position]} bytes", position=position)
+    if not _WORDS or size <= 0 or size % 8:
         return [int.from_bytes(k, "big") & _UINT64_MASK for k in digests]
-    words = array(_WORDS, joined)
+    words = array(_WORDS, b"".join(digests))
     if _SWAP:
         words.byteswap()
     step = size // 8

@@ -5,7 +5,7 @@ that builds, and whether it takes ``tokenizer.json`` as it is or rebuilds the
 model, normalizer and pre-tokenizer from its vocabulary (keeping only the
 vocabulary, merges and post-processor), is decided in ``_hf_decision.py``. Here
 the same ``tokenizers`` calls are made in the same order for the as-is path and
-the rebuilds reproduced (Qwen2Tokenizer, LlamaTokenizer, GemmaTokenizer), so
+the rebuilds reproduced (render/_hf_rebuilds.py's REBUILDS), so
 added and special tokens get the ids and matching flags transformers gives them.
 Everything else is refused before this module is reached: encoding with a
 different tokenizer would give ids that look right and are not.
@@ -13,6 +13,7 @@ different tokenizer would give ids that look right and are not.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -58,15 +59,34 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
     prefix = recipe.add_prefix_space if given is None else bool(given)
     legacy = bool(init.get("legacy", False))
     unk = init.get("unk_token", recipe.defaults.get("unk_token"))
+    task = init.get("task")
     return {
         "add_prefix_space": prefix,
         "trim_offsets": bool(init.get("trim_offsets", True)),
         # models/llama/tokenization_llama.py _get_prepend_scheme.
         "llama_scheme": ("first" if not legacy else "always") if prefix else "never",
-        # models/code_llama/tokenization_code_llama.py: legacy plays no part.
+        # models/code_llama/tokenization_code_llama.py: no legacy rule.
         "prefix_scheme": "first" if prefix else "never",
         "unk_token": None if unk is None else str(_added_token(unk, "unk_token")),
+        # models/whisper/tokenization_whisper.py prefix_tokens: the task's token, then
+        # <|notimestamps|> unless timestamps are predicted.
+        "whisper_task": None if task is None else f"<|{task}|>",
+        "whisper_notimestamps": (None if init.get("predict_timestamps")
+                                 else "<|notimestamps|>"),
     }
+
+
+def _check_prefix_options(init: Mapping[str, Any]) -> None:
+    """The WhisperTokenizer options prefixkey reproduces (set_prefix_tokens' checks)."""
+    if init.get("language") is not None:
+        # The language token's id is <|startoftranscript|>'s plus its index in
+        # transformers' LANGUAGES table, which prefixkey does not carry.
+        raise RenderUnsupportedError("tokenizer_config.json",
+                                     "a WhisperTokenizer language is not reproduced")
+    task = init.get("task")
+    if task is not None and task not in ("translate", "transcribe"):
+        raise ModelFolderError("tokenizer_config.json", f"task: Unsupported task: {task}. "
+                               "Task should be in: ['translate', 'transcribe']")
 
 
 def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
@@ -151,10 +171,29 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
     if recipe.post_processor == "update":
         _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
     elif recipe.post_processor == "roberta":
-        sep, cls = str(specials.get("sep_token")), str(specials.get("cls_token"))
+        sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
+        options = {k: _value(v, derived, None) for k, v in recipe.processor_options.items()}
         tok.post_processor = processors.RobertaProcessing(
-            (sep, _token_id(tok, sep)), (cls, _token_id(tok, cls)),
-            trim_offsets=derived["trim_offsets"], add_prefix_space=derived["add_prefix_space"])
+            (sep, _token_id(tok, sep)), (cls, _token_id(tok, cls)), **options)
+    elif recipe.post_processor == "bert":
+        sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
+        sep_id, cls_id = recipe.processor_ids
+        tok.post_processor = processors.BertProcessing((sep, sep_id), (cls, cls_id))
+    elif recipe.post_processor == "template":
+        names = {k: str(v) for k, v in specials.items()}
+        single, pair = (t.format(**names) for t in recipe.template)
+        used = [t for t in dict.fromkeys(
+            re.sub(r":\d+$", "", p) for p in f"{single} {pair}".split()) if not t.startswith("$")]
+        tok.post_processor = processors.TemplateProcessing(
+            single=single, pair=pair, special_tokens=[(t, _token_id(tok, t)) for t in used])
+    elif recipe.post_processor == "prefix":
+        prefix = [t for t in (_value(v, derived, None) for v in recipe.prefix_tokens)
+                  if t is not None]
+        eos = str(specials.get("eos_token"))
+        head = " ".join(f"{t}:0" for t in prefix)
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{head} $A:0 {eos}:0", pair=f"{head} $A:0 $B:1 {eos}:1",
+            special_tokens=[(t, _token_id(tok, t)) for t in dict.fromkeys([eos, *prefix])])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -174,17 +213,16 @@ class HfTokenizer:
     #: vocabulary costs as much as loading it, and most servers never truncate).
     _truncating: list[Tokenizer]
     _lock: threading.Lock
-    #: CodeLlamaTokenizer's fill_token: its call splits a text holding it at that token
-    #: (render/_hf_rebuilds.py's CodeLlama record; real_py_codellama_vectors.jsonl).
+    #: CodeLlamaTokenizer's fill token: its call splits a text holding it there.
     infill_token: str | None = None
 
-    def _infill(self, text: str) -> str:
+    def _check(self, text: str) -> str:
         """The text CodeLlamaTokenizer's call encodes the plain way, or an error.
 
         Two fill tokens fail its unpacking (vLLM's 400); an empty suffix leaves the
         prefix, encoded as usual. Otherwise it encodes an infilling prompt and then keeps
         a changed normalizer (a "▁" prepended to every piece), so that tokenizer copy of
-        vLLM's encodes later texts otherwise: refused.
+        vLLM's encodes later texts otherwise (real_py_codellama_vectors.jsonl): refused.
         """
         token = self.infill_token
         if token is None or token not in text:
@@ -195,9 +233,10 @@ class HfTokenizer:
         if not suffix[0]:
             return prefix
         raise RenderUnsupportedError("prompt", (
-            f"the text holds {token!r}: CodeLlamaTokenizer encodes it as an infilling prompt "
-            "and then keeps a changed normalizer, so that vLLM tokenizer encodes later "
-            "texts otherwise (a leading space, a text after a special token); not reproduced"))
+            f"CodeLlamaTokenizer splits a text at its fill token {token!r} into an "
+            "infilling prompt and then keeps a changed normalizer, so that vLLM tokenizer "
+            "encodes later texts otherwise (a leading space, a text after a special "
+            "token); not reproduced"))
 
     @property
     def max_chars_per_token(self) -> int:
@@ -216,14 +255,14 @@ class HfTokenizer:
         ``encode_batch_fast`` runs the same pipeline as transformers' call
         without tracking character offsets, which nobody here reads.
         """
-        text = self._infill(text)
+        text = self._check(text)
         return self.tokenizer.encode_batch_fast(
             [text], add_special_tokens=add_special_tokens)[0].ids
 
     def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
                          side: str) -> list[int]:
         """The same, truncated by the tokenizer to ``max_length`` (specials kept)."""
-        text = self._infill(text)
+        text = self._check(text)
         with self._lock:  # truncation is state of the Rust tokenizer
             if not self._truncating:
                 copy = Tokenizer.from_str(self.tokenizer.to_str())
@@ -264,14 +303,6 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         if k not in _NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
     if isinstance(init.get("extra_special_tokens"), dict):
         explicit.update(init.pop("extra_special_tokens"))
-    late: list[AddedToken | str] = []
-    infill: str | None = None
-    for fallback, keyword in recipe.extra_specials if recipe else ():
-        # Appended to additional_special_tokens, the folder's value replacing the default.
-        value = explicit.pop(keyword) if keyword in explicit else init.pop(keyword, fallback)
-        if value is not None:
-            late.append(_added_token(value, keyword))
-            infill = str(value) if keyword == "fill_token" else infill
     # added_tokens_decoder: from tokenizer_config.json, else (legacy) special_tokens_map.json
     # and tokenizer.json's own added tokens.
     decoder: dict[int, AddedToken] = {}
@@ -321,18 +352,28 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             token = _added_token(init.pop(key), key)
             if isinstance(token, AddedToken):
                 auto[key] = token
+    for key, flags in (recipe.token_flags if recipe else {}).items():
+        if isinstance(named.get(key), str):  # the class's own AddedToken for a string
+            named[key] = AddedToken(str(named[key]), **flags)
     specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
-    specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()}})
+    # The class's own extra tokens (CodeLlama's infilling ones) are added in its order
+    # below, not in tokenizer_config.json's (vLLM's ids: real_py_codellama_vectors.jsonl).
+    late = {keyword for _, keyword in (recipe.extra_specials if recipe else ())}
+    specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()
+                                if k not in late}})
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in init.get("extra_special_tokens") or []]
-    extras += late
-    if recipe is not None and recipe.extra_specials and (
-            folder.tokenizer_config.get("add_bos_token") is False
-            or folder.tokenizer_config.get("add_eos_token")):
-        raise RenderUnsupportedError("tokenizer_config.json", (
-            f"add_bos_token/add_eos_token other than the {recipe.name} class's defaults "
-            "are not reproduced"))
+    for default, keyword in (recipe.extra_specials if recipe else ()):
+        # The class appends each (its keyword's value, else its default; None: none) to
+        # additional_special_tokens and passes it to super() as a named token.
+        value = explicit.get(keyword, default) if keyword in explicit or keyword not in init \
+            else init.get(keyword)
+        if value is not None:
+            extras.append(_added_token(value, keyword))
+            specials.setdefault(keyword, _added_token(value, keyword))
 
+    if recipe is not None and recipe.post_processor == "prefix":
+        _check_prefix_options(folder.tokenizer_config)
     tok = (loaded if recipe is None
            else _rebuilt(recipe, loaded, _derived(folder.tokenizer_config, recipe)))
     if tok.post_processor is None:
@@ -366,5 +407,14 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _max_chars=[],
         _truncating=[],
         _lock=threading.Lock(),
-        infill_token=infill,
+        infill_token=_infill_token(recipe, folder.tokenizer_config),
     )
+
+
+def _infill_token(recipe: Rebuild | None, config: Mapping[str, Any]) -> str | None:
+    """The fill token a class splits texts at (None: the class does not, or it is off)."""
+    if recipe is None or recipe.infilling is None:
+        return None
+    default, keyword = recipe.infilling
+    value = config.get(keyword, default)
+    return None if value is None else str(_added_token(value, keyword))

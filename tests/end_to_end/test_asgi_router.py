@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_http import JsonServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "asgi_router"))
 
@@ -46,38 +46,16 @@ class FakeReplica:
         self.received: list[dict[str, Any]] = []
         self.authorization: list[str | None] = []
         self.status = 200
-        replica = self
+        self.server = JsonServer(self._answer, PORTS)
+        self.url = f"http://127.0.0.1:{self.server.port}"
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                replica.received.append({"path": self.path, **json.loads(body)})
-                replica.authorization.append(self.headers.get("authorization"))
-                reply = json.dumps({"served_by": replica.name}).encode()
-                self.send_response(replica.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = _bind(Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _answer(self, path: str, headers: Message, body: Any) -> tuple[int, Any]:
+        self.received.append({"path": path, **body})
+        self.authorization.append(headers.get("authorization"))
+        return self.status, {"served_by": self.name}
 
     def prompts(self) -> list[list[int]]:
         return [r["prompt"] for r in self.received]
-
-
-def _bind(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
-    for port in PORTS:
-        try:
-            return ThreadingHTTPServer(("127.0.0.1", port), handler)
-        except OSError:
-            continue
-    raise RuntimeError(f"no free loopback port in {PORTS}")
 
 
 @pytest.fixture
@@ -90,8 +68,7 @@ def fleet() -> Iterator[tuple[PrefixRouterApp, dict[str, FakeReplica]]]:
     app = PrefixRouterApp(router, index, {n: r.url for n, r in replicas.items()}, timeout=10)
     yield app, replicas
     for r in replicas.values():
-        r.server.shutdown()
-        r.server.server_close()
+        r.server.close()
 
 
 def call(app: Any, path: str, body: bytes, method: str = "POST",

@@ -14,12 +14,12 @@ refused), as a crashed replica.
 
 from __future__ import annotations
 
-import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from typing import Any
 
 import zmq
+from fake_http import JsonServer
 
 from prefixkey import Hasher
 from prefixkey.events import END_SEQ, BlockStored, EventBatch, encode_batch, seq_frame, wire_era
@@ -55,40 +55,22 @@ class FakeVLLM:
         self.replay = f"tcp://127.0.0.1:{port + 2}"
         self._replayer = threading.Thread(target=self._serve_replay, daemon=True)
         self._replayer.start()
-        replica = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                try:
-                    replica._served(body)
-                except RenderRequestError as exc:  # vLLM's refusal: its status and message
-                    self._answer(exc.status, {"error": {"message": str(exc), "code": exc.status}})
-                    return
-                self._answer(200, {
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 1,
-                    "model": body.get("model"), "choices": [{
-                        "index": 0, "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": f"served by {replica.name}"}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                })
-
-            def _answer(self, status: int, answer: dict[str, Any]) -> None:
-                reply = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.http = JsonServer(self._answer, (port,))
         self.url = f"http://127.0.0.1:{port}/v1"
-        self._http_thread = threading.Thread(target=self.http.serve_forever, daemon=True)
-        self._http_thread.start()
         self.alive = True
+
+    def _answer(self, path: str, headers: Message, body: Any) -> tuple[int, Any]:
+        try:
+            self._served(body)
+        except RenderRequestError as exc:  # vLLM's refusal: its status and message
+            return exc.status, {"error": {"message": str(exc), "code": exc.status}}
+        return 200, {
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+            "model": body.get("model"), "choices": [{
+                "index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": f"served by {self.name}"}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
 
     def _served(self, body: dict[str, Any]) -> None:
         """The engine computed the prompt: its full blocks are cached, and published."""
@@ -129,8 +111,7 @@ class FakeVLLM:
         """The replica's server dies: its port refuses connections."""
         if self.alive:
             self.alive = False
-            self.http.shutdown()
-            self.http.server_close()
+            self.http.close()
 
     def close(self) -> None:
         self.kill()

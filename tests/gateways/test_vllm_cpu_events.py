@@ -8,15 +8,12 @@ copy of the test model (``--load-format dummy``: no weights, only
 Subscriber feeds a PrefixIndex from its real events, and the blocks the index
 holds must be the keys prefixkey computes for the body (rendered as 0.29
 renders it, hashed under the replica's scheme). The model is the test model
-with 32-dimensional heads and blocks of 32: vLLM's CPU attention takes head
-sizes from 32 and block sizes that are multiples of 32 (docs/ray.md,
-"Ray Serve LLM's own recipe on CPU").
+as vLLM's CPU attention takes it (tests/gateways/cpu_model.py).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 import urllib.error
@@ -26,44 +23,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cpu_model import BLOCK, BODY, RELEASE, ExpectedKeys, cpu_model
 from vllm_venvs import vllm_command
 
-from prefixkey import Hasher
-from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme
-from prefixkey.render import Renderer, ServerOptions
+from prefixkey.fleet import PrefixIndex, ReplicaEndpoint
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[zmq]'")
 
-MODEL = Path(__file__).resolve().parents[1] / "render" / "models" / "qwen2_rebuilt"
-RELEASE = "0.29.0"
-BLOCK = 32
 #: HTTP, PUB and replay ports (this suite's range, apart from the fake replicas').
 HTTP, PUB, REPLAY = 18770, 18771, 18772
 #: vLLM's import and CPU warm-up: minutes on a loaded 2-core machine.
 STARTUP = 900.0
 
 
-def tiny_model(folder: Path) -> Path:
-    """The test model's tokenizer and template, 32-dimensional heads (CPU attention's least)."""
-    for f in MODEL.iterdir():
-        shutil.copy(f, folder / f.name)
-    config = json.loads((MODEL / "config.json").read_text())
-    config.update(hidden_size=128, intermediate_size=256)  # 4 heads of 32
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
     python, env = vllm_command(RELEASE, test="tests/gateways/test_vllm_cpu_events.py")
-    model = tiny_model(tmp_path)
+    model = cpu_model(tmp_path)
     # vLLM's publisher binds a wildcard endpoint and connects to any other one.
     events = {"enable_kv_cache_events": True, "publisher": "zmq",
               "endpoint": f"tcp://*:{PUB}", "replay_endpoint": f"tcp://*:{REPLAY}"}
     log = tmp_path / "vllm.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+            [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
              "--served-model-name", "tiny", "--load-format", "dummy", "--dtype", "float32",
              "--block-size", str(BLOCK), "--max-model-len", "512", "--max-num-seqs", "4",
              "--enable-prefix-caching", "--prefix-caching-hash-algo", "sha256",
@@ -105,18 +88,11 @@ def test_a_real_cpu_engines_events_fill_the_index_with_the_keys_prefixkey_comput
         server: str) -> None:
     from prefixkey.fleet import Subscriber
 
-    scheme = ReplicaScheme(Hasher(block_size=BLOCK, hash_algo="sha256", python_hash_seed="0",
-                                  vllm_version=RELEASE))
+    keys = ExpectedKeys()
     index = PrefixIndex()
     endpoint = ReplicaEndpoint("cpu-0", f"tcp://127.0.0.1:{PUB}", RELEASE,
-                               replay_endpoint=f"tcp://127.0.0.1:{REPLAY}", scheme=scheme)
-    renderer = Renderer(ServerOptions(model=str(MODEL), served_model_name=("tiny",),
-                                      vllm_version=RELEASE))
-    body = {"model": "tiny", "max_tokens": 1, "messages": [
-        {"role": "system", "content": "You answer questions about parcels. " * 12},
-        {"role": "user", "content": "Where is parcel 42?"}]}
-    (rendered,) = renderer.render("/v1/chat/completions", body)
-    expected = {scheme.publish(k) for k in scheme.hasher.block_hashes(rendered.request)}
+                               replay_endpoint=f"tcp://127.0.0.1:{REPLAY}", scheme=keys.scheme)
+    expected = keys.of(BODY)
     assert len(expected) >= 3
     with Subscriber([endpoint], index=index) as sub:
         deadline = time.monotonic() + 120
@@ -127,7 +103,7 @@ def test_a_real_cpu_engines_events_fill_the_index_with_the_keys_prefixkey_comput
             turn += 1
             time.sleep(0.2)
             assert time.monotonic() < deadline, sub.stats()
-        chat(server, body)
+        chat(server, BODY)
         while True:
             with sub.lock:
                 held = set(index.table("cpu-0"))

@@ -22,10 +22,19 @@ def test_digests_to_int64_is_block_hash_to_int64_of_each(size: int) -> None:
     assert digests_to_int64([], size) == []
 
 
-def test_digests_to_int64_converts_keys_whose_total_is_not_size_each_one_by_one() -> None:
-    keys = [b"\x01\x02", b"\xff" * 9, b"\x00" * 13, b"\x07" * 8]  # 32 bytes, not 4 x 16
-    assert digests_to_int64(keys, 16) == list(map(block_hash_to_int64, keys))
-    assert digests_to_int64(keys, 12) == list(map(block_hash_to_int64, keys))
+@pytest.mark.parametrize(("keys", "size", "position", "length"), [
+    # 24 + 8 bytes: the total is 2 x 16, so the words alone would give the wrong keys
+    ([b"\x01" * 24, b"\x02" * 8], 16, 0, 24),
+    ([b"\x01" * 16, b"\x02" * 8, b"\x03" * 24], 16, 1, 8),
+    ([b"\x01\x02", b"\xff" * 9, b"\x00" * 13, b"\x07" * 8], 16, 0, 2),  # 32 bytes, not 64
+    ([b"\x01" * 12, b"\x02" * 12, b"\x03" * 4, b"\x04" * 20], 12, 2, 4),  # no 64-bit words
+])
+def test_digests_to_int64_refuses_a_key_that_is_not_one_digest_naming_it(
+        keys: list[bytes], size: int, position: int, length: int) -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        digests_to_int64(keys, size)
+    assert (info.value.field, info.value.position) == ("digests", position)
+    assert f"{size} bytes long, got {length} bytes" in str(info.value)
 
 
 @pytest.mark.parametrize("hasher", [

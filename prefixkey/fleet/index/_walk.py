@@ -14,13 +14,15 @@ Sans-IO and pure: the walk reads plain dicts.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import compress, groupby
+from itertools import accumulate, compress, count, groupby, repeat, takewhile
+from operator import and_, ne, xor
 from typing import TypeVar, overload
 
 from ...events import EventHash
 from .._replicas import ReplicaId
 
-__all__ = ["OrderedGroups", "Run", "SlotMembers", "bits_of", "mark", "runs_in_table", "walk"]
+__all__ = ["OrderedGroups", "Run", "SlotMembers", "bits_of", "mark", "members_of", "runs_in_table",
+           "walk"]
 
 #: A leading run, run-length encoded: ``(media mask, number of keys)`` segments.
 Run = tuple[tuple[int, int], ...]
@@ -50,14 +52,7 @@ class SlotMembers(Sequence[ReplicaId]):
     def _list(self) -> list[ReplicaId]:
         listed = self._listed
         if listed is None:
-            mask, slots = self._mask, self._slots
-            if not mask & (mask - 1):  # one replica (or none): most groups of a varied fleet
-                listed = [slots[mask.bit_length() - 1]] if mask else []  # type: ignore[list-item]
-            elif mask.bit_count() * 16 < mask.bit_length():  # a few of many slots: bit by bit
-                listed = [slots[low.bit_length() - 1] for low in bits_of(mask)]  # type: ignore[misc]
-            else:  # byte i of the reversed binary digits is bit i: a selector per slot, in C
-                digits = format(mask, "b").encode().translate(_BINARY)[::-1]
-                listed = list(compress(slots, digits))  # type: ignore[arg-type]
+            listed = members_of(self._mask, self._slots)
             listed += self._extra
             self._listed = listed
         return listed
@@ -78,6 +73,17 @@ class SlotMembers(Sequence[ReplicaId]):
 
     def __repr__(self) -> str:
         return f"SlotMembers({self._list()!r})"
+
+
+def members_of(mask: int, slots: Slots) -> list[ReplicaId]:
+    """The replicas of a holder-set mask, in slot order (``slots`` as of its walk)."""
+    if not mask & (mask - 1):  # one replica (or none): most groups of a varied fleet
+        return [slots[mask.bit_length() - 1]] if mask else []  # type: ignore[list-item]
+    if mask.bit_count() * 16 < mask.bit_length():  # a few of many slots: bit by bit
+        return [slots[low.bit_length() - 1] for low in bits_of(mask)]  # type: ignore[misc]
+    # Byte i of the reversed binary digits is bit i: a selector per slot, in C.
+    digits = format(mask, "b").encode().translate(_BINARY)[::-1]
+    return list(compress(slots, digits))  # type: ignore[arg-type]
 
 
 #: ``(keys walked, mask)``: the candidates of ``mask`` ran exactly that many keys.
@@ -103,9 +109,37 @@ def walk(holders: Mapping[EventHash, int], keys: Sequence[EventHash], alive: int
             alive = still
             if not alive:
                 return ends
+            if len(ends) == _DENSE_AFTER and walked < 2 * _DENSE_AFTER:
+                # Changes at most keys (many replicas, each its own run length): the
+                # rest of the walk in C, where a Python step per change costs more.
+                walked += len(list(same))
+                ends += _dense_walk(holders, keys[walked:], walked, alive)
+                return ends
         walked += len(list(same))
     if alive:
         ends.append((walked, alive))
+    return ends
+
+
+#: After this many changes of the holder set within twice as many keys, :func:`walk`
+#: finishes in C (:func:`_dense_walk`): at 1024 replicas nearly every key changes it.
+_DENSE_AFTER = 16
+
+
+def _dense_walk(holders: Mapping[EventHash, int], keys: Sequence[EventHash], walked: int,
+                alive: int) -> Ends:
+    """:func:`walk`'s ends over ``keys`` (the rest of a walk that has passed ``walked``
+    keys, ``alive`` still matching), in C: the running AND of the holder sets (a key
+    held by none of them, or missing, makes it 0 and stops it), then the ends where it
+    changes. Each key costs an AND and a comparison; no Python step per change."""
+    # acc[i]: the candidates still matching after i more keys (acc[0] = alive, never 0).
+    acc = list(takewhile(bool, accumulate(map(holders.get, keys, repeat(0)), and_,
+                                          initial=alive)))
+    after = acc[1:]
+    changed = list(map(ne, acc, after))
+    ends = list(zip(compress(count(walked), changed),
+                    map(xor, compress(acc, changed), compress(after, changed)), strict=True))
+    ends.append((walked + len(acc) - 1, acc[-1]))
     return ends
 
 
@@ -128,6 +162,14 @@ class OrderedGroups(Sequence[tuple[tuple[Run, ...], SlotMembers]]):
 
     def __len__(self) -> int:
         return len(self._ends)
+
+    @property
+    def walked(self) -> tuple[Ends, int, Slots]:
+        """The walk itself: its ends (walk order: the last group is read first), the
+        medium bit of every run, and the slot table its masks index. A ranking reads
+        the groups from it without a group object each; the candidates not known to
+        the index (``extra``) are the caller's to add (they hold nothing)."""
+        return self._ends, self._medium, self._slots
 
     def _group(self, i: int) -> tuple[tuple[Run, ...], SlotMembers]:
         walked, mask = self._ends[-1 - i]

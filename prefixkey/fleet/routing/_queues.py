@@ -41,6 +41,11 @@ class Queues:
         """The replica's queue (0 for a replica never set)."""
         return self._values.get(replica, 0.0) * self._scale
 
+    def stored(self) -> tuple[dict[ReplicaId, float], float]:
+        """The stored values (a live dict) and their scale: :meth:`get` is
+        ``stored.get(replica, 0.0) * scale``, read in a loop without a call per replica."""
+        return self._values, self._scale
+
     def set(self, replica: ReplicaId, value: float) -> None:
         stored = value / self._scale
         old = self._values.get(replica)

@@ -74,12 +74,11 @@ index, and :meth:`PreparedRequest.add_keys` accepts keys computed elsewhere.
 from __future__ import annotations
 
 import functools
-import heapq
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Final, Literal, NamedTuple, cast
+from dataclasses import replace
+from typing import Final, Literal, cast
 
 from ...core import BlockHash, Request, TokenIds, check_token_ids
 from ...core._checks import check_int, check_number, number_refusal
@@ -88,14 +87,18 @@ from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
 from ..index._ops import medium_name
 from ..index._walk import Run
-from ._metrics import RouterMetrics
-from ._prepared import (
-    PreparedRequest,
-    affinity_digest,
-    affinity_of_key,
-    rendezvous_seed,
-    rendezvous_weights,
+from ._cost_order import (
+    _Answer,
+    _CostOrder,
+    _Group,
+    _no_pressure,
+    _Runs,
+    _Scored,
+    _segment_saved,
 )
+from ._decision import PREDICTED, Evidence, RouteDecision, _evidence, _Outcome, _why
+from ._metrics import RouterMetrics
+from ._prepared import PreparedRequest, rendezvous_seed
 from ._queues import Queues
 from ._ranking import LazyRanking
 
@@ -112,107 +115,12 @@ __all__ = [
 #: Weight of a block hit per storage medium (media not listed: ``other_tier_weight``).
 DEFAULT_TIER_WEIGHTS: Final[Mapping[str, float]] = {"GPU": 1.0, "CPU": 0.8, "STORAGE": 0.5}
 
-#: The medium name under which the Router sees predicted entries
-#: (:class:`~prefixkey.fleet.PredictedIndex`).
-PREDICTED: Final = "PREDICTED"
-
-#: What a decision's hit rests on (:attr:`RouteDecision.evidence`).
-Evidence = Literal["confirmed", "predicted", "none"]
-
 #: A replica's queued prefill work: tokens (``load_unit="tokens"``, the default)
 #: or requests (``load_unit="requests"``).
 LoadFn = Callable[[ReplicaId], float]
 
 #: The units a load may be given in.
 LoadUnit = Literal["tokens", "requests"]
-
-
-@dataclass(frozen=True, slots=True)
-class RouteDecision:
-    """One candidate's place in the ranking, and why."""
-
-    replica: ReplicaId
-    rank: int
-    #: ``-cost``: higher is better (kept for sorting by score).
-    score: float
-    #: Tokens vLLM would reuse (after the ``num_tokens - 1`` cap and group alignment).
-    hit_tokens: int
-    #: Per KV-cache group, consecutive blocks from block 0 held (before the cap).
-    matched_blocks: tuple[int, ...]
-    #: ``hit_tokens`` with each block weighted by its best medium.
-    weighted_hit_tokens: float
-    #: The prefill tokens queued on the replica (the caller's load converted to
-    #: tokens, or the Router's own count of what it sent when no load is given).
-    load: float
-    #: True when no candidate held anything: the order is the least queued
-    #: replica first, rendezvous hashing among equals.
-    fallback: bool
-    #: The media of the blocks counted in ``hit_tokens`` (empty without a hit).
-    media: frozenset[str]
-    #: The explanation, or what builds it on first read of :attr:`why` (most never are).
-    _why: str | Callable[[], str] = field(repr=False, compare=False)
-    #: What ``hit_tokens`` rests on: ``"confirmed"`` (only blocks the replica's
-    #: KV events reported), ``"predicted"`` (a reused block is only predicted,
-    #: :data:`PREDICTED`) or ``"none"`` (no usable hit: the rendezvous fallback,
-    #: or a run the ``num_tokens - 1`` cap or the groups leave nothing of).
-    evidence: Evidence
-    #: The cost, in prefill tokens: ``load + (1 + 1 / (1 - utilization) + pressure)
-    #: * prefill_tokens`` (the wait for the first token, ``load + prefill_tokens``,
-    #: plus the work added to the fleet, plus what storing it evicts).
-    cost: float = 0.0
-    #: The prefill this request still needs there: ``num_tokens`` minus what
-    #: the held blocks save (each block's tokens times its medium's tier weight).
-    prefill_tokens: float = 0.0
-    #: The replica's cache pressure in [0, 1]: what storing the new blocks there
-    #: evicts (module docs), added to the factor of ``prefill_tokens`` in ``cost``.
-    pressure: float = 0.0
-    #: The fleet's prefill utilization the cost counted, in [0, 1): ``L / (1 + L)``,
-    #: ``L`` the candidates' mean load in requests (0 without a load). The prefill
-    #: needed counts ``1 + 1 / (1 - utilization)`` times, 2 on an idle fleet (module docs).
-    utilization: float = 0.0
-
-    @property
-    def why(self) -> str:
-        """Why the candidate is at this rank, in words."""
-        why = self._why
-        return why if isinstance(why, str) else why()
-
-
-class _Outcome(NamedTuple):
-    """What a leading run is worth: shared by the candidates with the same runs.
-
-    A NamedTuple: one is made per distinct run, hundreds per ranking at 1024
-    replicas, and a tuple is made in a third of a frozen dataclass's time.
-    """
-
-    matched: tuple[int, ...]
-    hit_tokens: int
-    weighted: float
-    media: str
-    capped: bool
-    used: frozenset[str]  # the media of the blocks counted in hit_tokens
-
-
-def _evidence(outcome: _Outcome) -> Evidence:
-    if outcome.hit_tokens == 0:
-        return "none"
-    return "predicted" if PREDICTED in outcome.used else "confirmed"
-
-
-class _Scored(NamedTuple):
-    """What the order needs of a leading run, shared by the candidates with equal runs.
-
-    The rest of its :class:`_Outcome` is worked out only for decisions read.
-    """
-
-    weighted: float
-    hit_tokens: int
-    scheme: ReplicaScheme | None  # None: a configured replica the index has not registered
-    runs: tuple[Run, ...]
-
-
-#: What a configured replica the index has not registered holds: nothing.
-_NOTHING: Final = _Scored(0.0, 0, None, ())
 
 
 def _replica_id(c: ReplicaId | str) -> ReplicaId:
@@ -223,82 +131,6 @@ def _replica_id(c: ReplicaId | str) -> ReplicaId:
     if isinstance(c, tuple):
         return ReplicaId(*c)
     raise InvalidRequestError("replicas", f"a replica is a ReplicaId or a name, got {c!r}")
-
-
-class _Group(NamedTuple):
-    """An answer's group, scored (``neg_score``: minus what its runs save)."""
-
-    neg_score: float
-    scored: _Scored
-    members: Sequence[ReplicaId]
-    seed: int
-
-
-class _TieSeed:
-    """The rendezvous seed of a group's holders that tie: the first key none of them holds.
-
-    Requests sharing only what the tied replicas hold (a common system
-    prompt) then spread over them, and identical longer prefixes still
-    meet; the first block key would send them all to one replica. Worked
-    out on first use: most groups a ranking opens never tie.
-    """
-
-    __slots__ = ("_prepared", "_scored", "_seed")
-
-    def __init__(self, prepared: PreparedRequest, scored: _Scored, seed: int) -> None:
-        self._prepared = prepared
-        self._scored: _Scored | None = scored
-        self._seed = seed
-
-    def value(self) -> int:
-        scored = self._scored
-        if scored is None:
-            return self._seed
-        self._scored = None
-        if scored.scheme is not None and scored.runs:
-            keys = self._prepared.keys_for(scored.scheme).groups[0]
-            if keys:
-                held = sum(n for _, n in scored.runs[0])
-                self._seed = rendezvous_seed(affinity_of_key(keys[min(held, len(keys) - 1)]))
-        return self._seed
-
-
-class _Listing:
-    """The candidates in the order they were listed (when the ranking reached them).
-
-    A position in these lists is what :class:`LazyRanking` orders and builds
-    decisions from.
-    """
-
-    __slots__ = ("entries", "rids", "seeds")
-
-    def __init__(self) -> None:
-        self.rids: list[ReplicaId] = []
-        self.entries: list[_Scored] = []  # each candidate's scored runs (shared by its group)
-        #: Each candidate's rendezvous seed (its scheme's), or its group's, worked out
-        #: when a tie first needs it (a ranking read to its head rarely has one).
-        self.seeds: list[int | _TieSeed] = []
-
-    def tie_order(self, positions: list[int]) -> list[int]:
-        """``positions`` by :func:`rendezvous_weight`, highest first (weights and sort in C)."""
-        seeds = [s if type(s) is int else cast("_TieSeed", s).value()
-                 for s in map(self.seeds.__getitem__, positions)]
-        weights = rendezvous_weights(map(self.rids.__getitem__, positions), seeds)
-        return list(map(positions.__getitem__, sorted(
-            range(len(positions)), key=weights.__getitem__, reverse=True)))
-
-
-#: A group of an answer whose candidates' scheme is the query's: runs, and the candidates.
-_Runs = tuple[tuple[Run, ...], Sequence[ReplicaId]]
-
-
-class _Answer(NamedTuple):
-    """One query's answer, as the ranking reads it: every result a tuple of runs."""
-
-    scheme: ReplicaScheme
-    seed: int  # :func:`rendezvous_weight`'s seed for the scheme's affinity key
-    groups: Sequence[_Runs]
-    ordered: bool
 
 
 class Router:
@@ -369,6 +201,8 @@ class Router:
         self._bits_seen = -1
         self._last_grouping: tuple[Mapping[ReplicaId, ReplicaScheme], Mapping[
             tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]] | None = None
+        self._last_own: tuple[Mapping[ReplicaId, ReplicaScheme],
+                              dict[ReplicaId, ReplicaId]] | None = None
         self._last_fleet: tuple[Mapping[ReplicaId, ReplicaScheme],
                                 tuple[ReplicaId, ...]] | None = None
         #: :meth:`_schemes_of` per candidates tuple, for one registrations view and
@@ -546,7 +380,7 @@ class Router:
             o = outcomes.get(id(entry))
             if o is None:
                 o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
-            why = functools.partial(self._why, rid, o, num_tokens, load, cost, pressure,
+            why = functools.partial(_why, rid, o, num_tokens, load, cost, pressure,
                                     fallback, rank, total, order.twice)
             return RouteDecision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
                                  load, fallback, o.used, why, _evidence(o), cost,
@@ -560,15 +394,6 @@ class Router:
             self.metrics.observe(top.hit_tokens, num_tokens, fallback, top.evidence == "predicted")
             self._sent(top.replica, top.prefill_tokens, total)
         return ranking
-
-    @staticmethod
-    def _extra_seed(prepared: PreparedRequest) -> int:
-        """The rendezvous seed for candidates the index has not registered."""
-        for keys in prepared._schemes.values():
-            return rendezvous_seed(keys.affinity)
-        if prepared.request is not None:
-            return rendezvous_seed(affinity_digest(prepared.request))
-        return rendezvous_seed(prepared.num_tokens.to_bytes(8, "big"))
 
     def _scored_groups(self, answer: _Answer, num_tokens: int) -> Iterator[_Group]:
         """An answer's groups, each scored."""
@@ -605,11 +430,15 @@ class Router:
             return hit
         out: dict[ReplicaId, ReplicaScheme] = {}
         extra: dict[ReplicaId, None] = {}
+        # The index's own ReplicaId objects: equal ids made from names compare field by
+        # field wherever the candidates meet the index (its "every replica" query, the
+        # queues' dicts); the same objects compare by identity, in C.
+        own = self._own_ids(known)
         for c in wanted:
             rid = _replica_id(c)
             scheme = known.get(rid)
             if scheme is not None:
-                out[rid] = scheme
+                out[own.get(rid, rid)] = scheme
             elif rid in self.replicas:
                 extra[rid] = None
             else:
@@ -619,6 +448,13 @@ class Router:
             memo[2].clear()
         found = memo[2][wanted] = (out, tuple(extra))
         return found
+
+    def _own_ids(self, known: Mapping[ReplicaId, ReplicaScheme]) -> Mapping[ReplicaId, ReplicaId]:
+        """Each registered replica's id as the index holds it (kept per registrations view)."""
+        last = self._last_own
+        if last is None or last[0] is not known:
+            last = self._last_own = (known, {rid: rid for rid in known})
+        return last[1]
 
     def _refresh_weights(self) -> None:
         bits = self.index.medium_bits()
@@ -675,13 +511,14 @@ class Router:
         todo = self._grouping(schemes)
         out: list[_Answer] = []
         for attempt in range(3):
-            queries = [RunsQuery(scheme, tuple(group), prepared.keys_for(scheme).groups)
-                       for scheme, group in todo.values()]
+            keys = {key: prepared.keys_for(scheme) for key, (scheme, _) in todo.items()}
+            queries = [RunsQuery(scheme, tuple(group), keys[key].groups)
+                       for key, (scheme, group) in todo.items()]
             changed: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for query, answer in zip(queries, self.index.leading_runs(queries, self._counted),
-                                     strict=True):
+            for key, query, answer in zip(
+                    todo, queries, self.index.leading_runs(queries, self._counted), strict=True):
                 scheme = query.scheme
-                seed = rendezvous_seed(prepared.keys_for(scheme).affinity)
+                seed = rendezvous_seed(keys[key].affinity)
                 if answer.ordered:  # holds runs only
                     out.append(_Answer(scheme, seed, cast("Sequence[_Runs]", answer.groups), True))
                     continue
@@ -700,13 +537,14 @@ class Router:
         return out
 
     def _scored(self, scheme: ReplicaScheme, runs: tuple[Run, ...], num_tokens: int) -> _Scored:
-        if not runs:
+        if not any(runs):  # holds nothing (no run, or an empty run per group)
             return _Scored(0.0, 0, scheme, runs)
         if len(runs) == 1 and len(runs[0]) == 1:  # :meth:`_outcome`'s usual case, cut short
             (mask, n), = runs[0]
             bs = scheme.groups[0].block_size
-            blocks = min(n, max(num_tokens - 1, 0) // bs)
-            return _Scored(self._mask_weight(mask)[0] * blocks * bs, blocks * bs, scheme, runs)
+            weighted, hit = _segment_saved(self._mask_weight(mask)[0], n, bs,
+                                           max(num_tokens - 1, 0) // bs)
+            return _Scored(weighted, hit, scheme, runs)
         o = self._outcome(scheme, runs, num_tokens)
         return _Scored(o.weighted, o.hit_tokens, scheme, runs)
 
@@ -714,6 +552,8 @@ class Router:
                  num_tokens: int) -> _Outcome:
         if scheme is None or not runs:
             return _Outcome((), 0, 0.0, "", capped=False, used=frozenset())
+        if not any(runs):  # an empty run per group: what the general case below gives
+            return _Outcome((0,) * len(runs), 0, 0.0, "", capped=False, used=frozenset())
         cap = max(num_tokens - 1, 0)
         if len(runs) == 1 and len(runs[0]) == 1:  # one group, one medium: the usual case
             (mask, n), = runs[0]
@@ -745,266 +585,6 @@ class Router:
         return _Outcome(matched, hit, weighted, "+".join(sorted(media)), capped=full > hit,
                         used=frozenset(counted))
 
-    @staticmethod
-    def _why(replica: ReplicaId, m: _Outcome, num_tokens: int, load: float, cost: float,
-             pressure: float, fallback: bool, rank: int, total: int, twice: float) -> str:
-        need = num_tokens - m.weighted
-        tail = (f"cost {cost:.6g} prefill tokens = {load:.6g} queued + ({twice:.3g} + "
-                f"{pressure:.3g}) x {need:.6g} to prefill here (its wait, the fleet's work at "
-                f"this utilization, and what storing it evicts at this cache pressure); "
-                f"rank {rank} of {total}")
-        if fallback:
-            return (f"no candidate holds a block of this prefix: least queued first, "
-                    f"rendezvous hashing on the first block key (or, under one block, a token "
-                    f"digest) among equals; {tail}")
-        blocks = "/".join(map(str, m.matched)) or "0"
-        if m.hit_tokens == 0:
-            text = f"no usable prefix hit ({blocks} leading blocks held)"
-        else:
-            text = (f"{blocks} leading blocks held ({m.media}): {m.hit_tokens} of "
-                    f"{num_tokens} tokens reusable, saving {m.weighted:.6g} prefill tokens")
-        if m.capped:
-            text += " (capped: vLLM reuses at most num_tokens - 1 tokens, in whole blocks"
-            text += ", aligned to the groups' LCM block size)" if len(m.matched) > 1 else ")"
-        return f"{text}; {tail}"
-
-
-#: Heap entries: (cost, load, kind, sequence, payload). Kinds sort a group not yet
-#: opened before the rest of the fleet, and both before a candidate of equal cost.
-_GROUP, _REST, _PEEK, _ONE = 0, 1, 2, 3
-
-
-def _no_pressure(rid: ReplicaId) -> float:
-    return 0.0
-
-#: The prefill a request needs counts twice: once as its own wait, once as work
-#: added to the fleet, which later requests queue behind (module docs).
-_TWICE: Final = 2.0
-
-#: A group of more candidates than this is read from the queues in load order
-#: (its members a set) instead of listed whole.
-_LISTED_AT_MOST: Final = 16
 
 #: Candidate tuples remembered per registrations view (cleared when full).
 _MEMO_AT_MOST: Final = 64
-
-
-class _CostOrder:
-    """The candidates by (cost, load), lowest first, one list per tie, found best first.
-
-    A group of candidates with equal runs (an index answer's group) enters a
-    heap unopened, at the lowest cost any member could have (``num_tokens -
-    saved + the least queue``); it is listed only when that bound comes first,
-    and an ordered answer's next group only then. Candidates holding nothing
-    (the answers' empty groups, and configured replicas the index has not
-    registered) are never listed as a group: once every other group is open
-    they come from the queues in load order, skipping those listed; a large
-    group is read the same way, its members a set. A ranking read to its
-    head then costs the groups it opens and the queues it reads, not the
-    fleet.
-    """
-
-    __slots__ = ("_empty", "_heap", "_listed", "_pressure", "_queues", "_router", "_schemes",
-                 "_seeds", "_seq", "_snapshot", "_tokens", "costs", "extra", "extra_seed",
-                 "fallback", "listing", "loads", "per", "prepared", "pressures", "twice")
-
-    def __init__(self, router: Router, prepared: PreparedRequest,
-                 schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
-                 queues: Queues, per: float, answers: list[_Answer],
-                 pressure: Callable[[ReplicaId], float] = _no_pressure,
-                 twice: float = _TWICE) -> None:
-        self._router = router
-        self.twice = twice  # what a prefill token needed counts: 1 + 1 / (1 - utilization)
-        self._pressure = pressure
-        self.pressures: list[float] = []
-        self.prepared = prepared
-        self._schemes = schemes
-        self.extra = frozenset(extra)
-        self._queues = queues
-        self.per = per
-        self._tokens = prepared.num_tokens
-        self.listing = _Listing()
-        self.loads: list[float] = []
-        self.costs: list[float] = []
-        self._listed: set[ReplicaId] = set()
-        self._seeds = {a.scheme.key: a.seed for a in answers}
-        self.extra_seed = Router._extra_seed(prepared) if extra else 0
-        self._empty: dict[tuple[object, ...], _Scored] = {}
-        self._heap: list[tuple[float, float, int, int, object]] = []
-        self._seq = 0
-        self._snapshot: tuple[list[tuple[float, ReplicaId]], float] | None = None
-        floor = queues.minimum() * per
-        hit = False
-        for answer in answers:
-            groups = self._router._scored_groups(answer, self._tokens)
-            if answer.ordered:
-                first = next(groups, None)
-                if first is not None:
-                    hit = hit or first.scored.hit_tokens > 0
-                    self._push_group(first, groups, floor)
-            else:
-                for group in groups:
-                    hit = hit or group.scored.hit_tokens > 0
-                    self._push_group(group, None, floor)
-        self.fallback = not hit
-        self._push(self._tokens * self.twice + floor, -math.inf, _REST, None)
-
-    def _push(self, cost: float, load: float, kind: int, payload: object) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (cost, load, kind, self._seq, payload))
-
-    def _push_group(self, group: _Group, rest: Iterator[_Group] | None, floor: float) -> None:
-        self._push((self._tokens - group.scored.weighted) * self.twice + floor, -math.inf, _GROUP,
-                   (group, rest, floor))
-
-    def _list(self, rid: ReplicaId, scored: _Scored, seed: int | _TieSeed, load: float) -> int:
-        listing = self.listing
-        listing.rids.append(rid)
-        listing.entries.append(scored)
-        listing.seeds.append(seed)
-        self.loads.append(load)
-        pressure = self._pressure(rid)
-        self.pressures.append(pressure)
-        # (num_tokens - saved) * (twice + pressure) + load, summed as the bounds are (pressure
-        # 0): a bound at the least queue is never above a member's cost after rounding.
-        self.costs.append((self._tokens - scored.weighted) * (self.twice + pressure) + load)
-        self._listed.add(rid)
-        return len(listing.rids) - 1
-
-    def _list_group(self, members: Sequence[ReplicaId], scored: _Scored,
-                    seed: int | _TieSeed) -> None:
-        """:meth:`_list` and push each of a small group's members, in one pass (the same
-        costs: without pressure ``twice + 0.0`` is ``twice``; no call per member then)."""
-        listing = self.listing
-        rids, entries, seeds = listing.rids, listing.entries, listing.seeds
-        loads, costs, pressures, listed = self.loads, self.costs, self.pressures, self._listed
-        get, per, heap, twice = self._queues.get, self.per, self._heap, self.twice
-        left = self._tokens - scored.weighted
-        pressure_of = None if self._pressure is _no_pressure else self._pressure
-        need = left * twice
-        pressure = 0.0
-        pos = len(rids)
-        seq = self._seq
-        for rid in members:
-            load = get(rid) * per
-            if pressure_of is None:
-                cost = need + load
-            else:
-                pressure = pressure_of(rid)
-                cost = left * (twice + pressure) + load
-            rids.append(rid)
-            entries.append(scored)
-            seeds.append(seed)
-            loads.append(load)
-            pressures.append(pressure)
-            costs.append(cost)
-            listed.add(rid)
-            seq += 1
-            heapq.heappush(heap, (cost, load, _ONE, seq, pos))
-            pos += 1
-        self._seq = seq
-
-    def _open(self, payload: tuple[_Group, Iterator[_Group] | None, float]) -> None:
-        group, rest, floor = payload
-        if rest is not None:
-            nxt = next(rest, None)
-            if nxt is not None:
-                self._push_group(nxt, rest, floor)
-        scored = group.scored
-        if scored.hit_tokens == 0 and not any(scored.runs):
-            return  # holds nothing: its members come from the queues, in load order
-        members = group.members
-        seed = _TieSeed(self.prepared, scored, group.seed)
-        if len(members) > _LISTED_AT_MOST:  # in load order from the queues, as read
-            inside = set(members)
-            self._next_from(self._ascending(inside.__contains__), scored, seed)
-            return
-        self._list_group(members, scored, seed)
-
-    def _ascending(self, keep: Callable[[ReplicaId], bool]) -> Iterator[tuple[float, ReplicaId]]:
-        """The queues' snapshot (taken once per ranking) in load order, those ``keep`` keeps."""
-        if self._snapshot is None:
-            self._snapshot = self._queues.snapshot()
-        pairs, scale = self._snapshot
-        return ((v * scale, r) for v, r in pairs if keep(r))
-
-    def _empty_of(self, rid: ReplicaId) -> tuple[_Scored, int]:
-        scheme = self._schemes.get(rid)
-        if scheme is None:
-            return _NOTHING, self.extra_seed
-        scored = self._empty.get(scheme.key)
-        if scored is None:
-            scored = self._empty[scheme.key] = _Scored(
-                0.0, 0, scheme, tuple(() for _ in scheme.groups))
-        seed = self._seeds.get(scheme.key)
-        if seed is None:
-            seed = self._seeds[scheme.key] = rendezvous_seed(
-                self.prepared.keys_for(scheme).affinity)
-        return scored, seed
-
-    def _rest(self, rid: ReplicaId) -> bool:
-        """A candidate holding nothing, not yet listed."""
-        return rid not in self._listed and (rid in self._schemes or rid in self.extra)
-
-    def _next_from(self, stream: Iterator[tuple[float, ReplicaId]], scored: _Scored | None,
-                   seed: int | _TieSeed) -> None:
-        """Push a bound for the next candidate of a load-ordered stream (``scored`` None:
-        holds nothing): its cost at no pressure, never above the cost of any candidate
-        later in the stream. It is listed, at its own cost, when the bound comes first."""
-        for queued, rid in stream:
-            if rid in self._listed:
-                continue
-            load = queued * self.per
-            weighted = 0.0 if scored is None else scored.weighted
-            self._push((self._tokens - weighted) * self.twice + load, -math.inf, _PEEK,
-                       (rid, load, stream, scored, seed))
-            return
-
-    def _peeked(self, rid: ReplicaId, load: float, stream: Iterator[tuple[float, ReplicaId]],
-                scored: _Scored | None, seed: int | _TieSeed) -> None:
-        """List a stream's candidate whose bound came first, and bound the next one."""
-        if rid not in self._listed:
-            where: int | _TieSeed
-            if scored is None:
-                entry, where = self._empty_of(rid)
-            else:
-                entry, where = scored, seed
-            pos = self._list(rid, entry, where, load)
-            self._push(self.costs[pos], load, _ONE, pos)
-        self._next_from(stream, scored, seed)
-
-    def _pop(self) -> int | None:
-        """Open groups until a candidate is at the top; pop it (None when none is left)."""
-        heap = self._heap
-        while heap:
-            _, _, kind, _, payload = heapq.heappop(heap)
-            if kind == _GROUP:
-                self._open(cast("tuple[_Group, Iterator[_Group] | None, float]", payload))
-            elif kind == _REST:
-                self._next_from(self._ascending(self._rest), None, 0)
-            elif kind == _PEEK:
-                self._peeked(*cast("tuple[ReplicaId, float, Iterator[tuple[float, ReplicaId]], "
-                                   "_Scored | None, int | _TieSeed]", payload))
-            else:
-                return cast("int", payload)
-        return None
-
-    def groups(self) -> Iterator[list[int]]:
-        """The positions in rank order, one list per (cost, load) tie."""
-        heap = self._heap
-        while True:
-            pos = self._pop()
-            if pos is None:
-                return
-            key = (self.costs[pos], self.loads[pos])
-            tie = [pos]
-            # Groups that could hold an equal key sort before it and are opened first.
-            while heap and (heap[0][0], heap[0][1]) <= key:
-                nxt = self._pop()
-                if nxt is None:
-                    break
-                if (self.costs[nxt], self.loads[nxt]) != key:  # not reached: groups open first
-                    self._push(self.costs[nxt], self.loads[nxt], _ONE, nxt)
-                    break
-                tie.append(nxt)
-            yield tie

@@ -1,0 +1,223 @@
+"""Where the `ours` policy's hits go against the pooled cache, on one scenario.
+
+Run from the repository root after ``bench_routing_quality.py run`` has
+written the scenario's JSON (the pooled bound is read from it)::
+
+    python benchmarks/routing_quality_diagnose.py conversation 32 10000 --limit 5000
+    python benchmarks/routing_quality_diagnose.py conversation 32 10000 --limit 5000 \\
+        --pressure-rounds 1.05 --quick
+
+It replays the scenario's `ours` fleet (the simulator's own fleet, time model
+and Router at its defaults; the trace's keys hashed once and kept under
+``--cache``) and counts, per request: the hit the index showed on each
+replica, the hit each replica's pool really held at arrival, and the hit
+at admission; so the gap to the pooled cache splits into decisions against
+the index's view (by queue or by pressure), the index's lag, and what the
+fleet's caches had evicted. It also counts blocks cached twice and the
+age of each evicted block (since its request freed it). ``--pressure-rounds
+K`` decays the cache pressure by ``1 - 1/(K x replicas)`` per decision
+instead of the Router's ``1 - 1/replicas``: how sensitive the hit rate is
+to an immaterial constant (benchmarks/routing_quality/NOTES.md).
+``--quick`` skips the per-request accounting (the hit rate only);
+``--pooled`` prints the pooled cache's eviction ages instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mooncake_traces import CACHE
+from mooncake_traces import path as trace_path
+
+from prefixkey import Hasher
+from prefixkey.analysis import SimulationConfig, read_trace
+from prefixkey.analysis._simulate import POOLED, _Fleet, _Job
+from prefixkey.analysis._simulate_pool import Admission, BlockPool
+from prefixkey.core import Request
+from prefixkey.events import EventHash
+from prefixkey.fleet import PreparedRequest, ReplicaId, ReplicaScheme, Router
+
+RESULTS = Path("benchmarks/routing_quality")
+Trace = list[tuple[float, int, int, list[bytes]]]  # arrival, tokens, output, fine keys
+
+
+class _Router(Router):
+    """The Router with the pressure's decay over ``rounds`` rounds of the fleet."""
+
+    rounds = 1.0
+
+    def _store(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
+        self._stored.decay(1 - 1 / max(replicas * self.rounds, 2))  # the Router's, over K rounds
+        self._stored.add(replica, tokens)
+
+
+class _Pool(BlockPool):
+    """A block pool that records each admission's hit and the age of each block it evicts."""
+
+    def __init__(self, num_blocks: int, block_size: int, fleet: _Fleet) -> None:
+        super().__init__(num_blocks, block_size)
+        self.fleet = fleet
+        self.hits: dict[int, int] = {}  # id(keys) -> hit blocks at admission
+        self.freed: dict[int, float] = {}  # block -> when its request freed it
+        self.ages: list[float] = []
+
+    def admit(self, keys: Sequence[EventHash], num_tokens: int,
+              total_tokens: int) -> Admission | None:
+        front = list(zip(self._free, range(-(-total_tokens // self.block_size)), strict=False))
+        out = super().admit(keys, num_tokens, total_tokens)
+        if out is not None:
+            self.hits[id(keys)] = out.hit_blocks
+            taken = set(out.blocks)
+            evicted = [b for b, _ in front if b in taken and b in self.freed]
+            now = self.fleet.now
+            self.ages += [now - self.freed.pop(b) for b in evicted[:len(out.removed)]]
+        return out
+
+    def release(self, blocks: Sequence[int]) -> None:
+        for b in blocks:
+            self.freed[b] = self.fleet.now
+        super().release(blocks)
+
+
+def _trace(args: argparse.Namespace, hasher: Hasher) -> Trace:
+    cache = args.cache / f"keys-{args.trace}-{args.limit}.pickle"
+    if cache.exists():
+        with cache.open("rb") as f:
+            out: Trace = pickle.load(f)  # our own cache file (keys hashed by this script)
+            return out
+    with trace_path(args.trace).open(encoding="utf-8") as source:
+        out = [(r.arrival, len(r.token_ids), r.output_length,
+                [bytes(k) for k in hasher.block_hashes(Request(r.token_ids))])
+               for r in read_trace(source, limit=args.limit)]
+    args.cache.mkdir(parents=True, exist_ok=True)
+    with cache.open("wb") as f:
+        pickle.dump(out, f)
+    return out
+
+
+def main(args: argparse.Namespace) -> None:
+    report = json.loads((RESULTS / f"{args.trace}-{args.replicas}x{args.blocks}.json")
+                        .read_text(encoding="utf-8"))
+    if report.get("limit") != args.limit:
+        raise SystemExit(f"the scenario's JSON read {report.get('limit')} requests")
+    pooled = next(r for r in report["results"] if r["policy"] == "pooled")
+    config = SimulationConfig(replicas=args.replicas, blocks_per_replica=args.blocks,
+                              policies=("ours",))
+    hasher = Hasher(block_size=config.block_size, hash_algo=config.hash_algo,
+                    vllm_version=config.vllm_version)
+    scheme = ReplicaScheme(hasher)
+    requests = _trace(args, hasher)
+    start = time.perf_counter()
+    if args.pooled:
+        _pooled_ages(config, scheme, requests)
+        return
+    fleet = _Fleet("ours", config, scheme)
+    pools: list[_Pool] = []
+    for r in fleet.replicas:
+        r.pool = _Pool(config.blocks_per_replica, config.block_size, fleet)
+        pools.append(r.pool)
+    names = [r.name for r in fleet.replicas]
+    number = {rid: i for i, rid in enumerate(names)}
+    prefill = fleet.gateway.prefill
+    _Router.rounds = args.pressure_rounds
+    router = _Router(fleet.index, replicas=names, load=lambda rid: prefill[number[rid]])
+    probe = Router(fleet.index, replicas=names, load=lambda rid: 0.0)  # the index's view
+    counts: Counter[str] = Counter()
+    decided: list[tuple[Sequence[EventHash], int, list[int], list[int]]] = []
+    duplicated: list[int] = []
+
+    def choose(prepared: PreparedRequest, keys: Any) -> tuple[int, float]:
+        ranking = router.rank(prepared, limit=None if not args.quick else 1)
+        top = ranking[0]
+        router.sent(top)
+        i = number[top.replica]
+        if not args.quick:
+            best = max(ranking, key=lambda d: d.hit_tokens)
+            if best.hit_tokens > top.hit_tokens:
+                by_load = best.load - top.load > (
+                    best.pressure * best.prefill_tokens - top.pressure * top.prefill_tokens)
+                cause = "passed over by queue" if by_load else "passed over by pressure"
+                counts[cause] += best.hit_tokens - top.hit_tokens
+                counts[cause + " (requests)"] += 1
+        return i, top.prefill_tokens
+    fleet.policy = choose
+    for n, (arrival, tokens, output, fine) in enumerate(requests, 1):
+        prepared = PreparedRequest(tokens)
+        keys = prepared.add_keys(scheme, fine)
+        published = keys.groups[0]
+        fleet.advance(arrival)
+        view: list[int] = []
+        real: list[int] = []
+        if not args.quick:
+            held = {d.replica: d.hit_tokens for d in probe.rank(prepared)}
+            view = [held.get(rid, 0) for rid in names]
+            real = [p.lookup(published, tokens) * config.block_size for p in pools]
+        job = _Job(arrival, published, tokens, output)
+        fleet.arrive(job, prepared, keys)
+        decided.append((published, job.replica, view, real))
+        if not args.quick and n % 500 == 0:
+            cached = sum(p.cached_keys() for p in pools)
+            distinct = len(set().union(*(p._cached.keys() for p in pools)))
+            duplicated.append(cached - distinct)
+    result = fleet.finish()
+    hit_rate = result.hit_tokens / result.prompt_tokens
+    ratio = hit_rate / (pooled["hit_tokens"] / pooled["prompt_tokens"])
+    print(f"{args.trace} {args.replicas} x {args.blocks}, {len(requests)} requests, pressure "
+          f"over {args.pressure_rounds:g} rounds: {result.hit_tokens} hit tokens, "
+          f"{ratio:.4f}x pooled; TTFT mean {result.ttft_mean_s:.3f} s, p99 "
+          f"{result.ttft_p99_s:.3f} s; {time.perf_counter() - start:.0f} s")
+    if args.quick:
+        return
+    for sent_keys, i, view, real in decided:
+        got = pools[i].hits.get(id(sent_keys), 0) * config.block_size
+        counts["index showed more than the pool held (lag)"] += max(view[i] - real[i], 0)
+        counts["lost between arrival and admission"] += max(real[i] - got, 0)
+        counts["best real holder at arrival over the chosen"] += max(real) - real[i]
+    for name, value in counts.items():
+        print(f"  {name}: {value}")
+    print(f"  {_ages(pools)}")
+    print(f"  blocks cached twice, every 500 requests: {duplicated}")
+
+
+def _ages(pools: Sequence[_Pool]) -> str:
+    ages = sorted(a for p in pools for a in p.ages)
+    if not ages:
+        return "no eviction"
+    return ("evicted blocks' age (s) at the 10/25/50/75/90th percentiles: " + "/".join(
+        f"{ages[int(q * len(ages))]:.0f}" for q in (0.1, 0.25, 0.5, 0.75, 0.9))
+        + f" ({len(ages)} evictions)")
+
+
+def _pooled_ages(config: SimulationConfig, scheme: ReplicaScheme, requests: Trace) -> None:
+    """The pooled cache's eviction ages (one pool of the fleet's blocks, fed every request)."""
+    fleet = _Fleet(POOLED, config, scheme)
+    pool = fleet.replicas[0].pool = _Pool(config.blocks_per_replica * config.replicas,
+                                          config.block_size, fleet)
+    for arrival, tokens, output, fine in requests:
+        prepared = PreparedRequest(tokens)
+        keys = prepared.add_keys(scheme, fine)
+        fleet.advance(arrival)
+        fleet.arrive(_Job(arrival, keys.groups[0], tokens, output), prepared, keys)
+    result = fleet.finish()
+    print(f"pooled: {result.hit_tokens} hit tokens; {_ages([pool])}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("trace", choices=("conversation", "synthetic"))
+    parser.add_argument("replicas", type=int)
+    parser.add_argument("blocks", type=int)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--pressure-rounds", type=float, default=1.0)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--pooled", action="store_true",
+                        help="the pooled cache's eviction ages instead (one pool, every request)")
+    parser.add_argument("--cache", type=Path, default=CACHE.parent / "routing-diagnose")
+    main(parser.parse_args())

