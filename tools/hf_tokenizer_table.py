@@ -30,7 +30,9 @@ from prefixkey.render._hf_decision import (  # noqa: E402
     decide_tokenizer,
     release_facts,
 )
+from prefixkey.render._hf_python import PYTHON_CODECS  # noqa: E402
 from prefixkey.render._hf_rebuilds import REBUILDS, VERIFIED_WITH  # noqa: E402
+from prefixkey.render._hf_startup_facts import VLLM_VERSION as PROBED  # noqa: E402
 
 OUT = ROOT / "docs" / "render-tokenizers.md"
 #: The rebuilt classes whose model is not a BPE (their verification differs: below).
@@ -87,6 +89,18 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 {_verified_text()}
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
+- **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
+  code points, or its characters or words looked up in a vocabulary file, reproduced as
+  `prefixkey/render/_hf_python.py` records each class, for
+  {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused. For a model
+  type registering one, the row says which of the type's architectures vLLM {PROBED}'s
+  model registry accepts when its render server starts
+  (`prefixkey/render/_hf_startup_facts.py`, written by running that step:
+  `tools/probe_vllm_startup.py`); a folder naming only architectures it refuses is refused
+  as such. Other releases' registries differ (vLLM 0.29.0's accepts far fewer of these
+  architectures: `_hf_startup_facts_0_29_0.py` and the other releases' modules): with
+  `--vllm-version`, a reproduced Python tokenizer's folder is refused when that release
+  does not start for its architectures, or was not probed;
 - **mistral**: `--tokenizer-mode mistral`, rendered with mistral_common
   ([render-mistral.md](render-mistral.md));
 - **harmony**: the chat of these model types renders with Harmony
@@ -117,6 +131,8 @@ def _path_text(path: str, recipe: str | None) -> str:
         return "as is"
     if path == "rebuilt":
         return f"rebuilt ({recipe})" if recipe else "rebuilt, refused"
+    if path == "python":
+        return f"python ({recipe})"
     return path
 
 

@@ -21,6 +21,7 @@ from ._hf_decision import (
     TokenizerPath,
     byte_level_backend,
     check_release_drift,
+    check_release_startup,
     decide_tokenizer,
 )
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
@@ -217,22 +218,24 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
             tokenizer_config: dict[str, Any], name: str, mode: str,
             vllm_version: str) -> TokenizerPath:
     """The folder's tokenizer path; everything but as-is and reproduced rebuilds refused."""
+    model_type = str(tokenizer_model_config.get("model_type", ""))
     mistral_files = (tokenizer_path / "tekken.json").exists() or any(
         tokenizer_path.glob("tokenizer.model.v*"))
     decision = decide_tokenizer(
-        model_type=str(tokenizer_model_config.get("model_type", "")),
+        model_type=model_type,
         architectures=list(config_architectures(config)),
         tokenizer_mode=mode, tokenizer_config=tokenizer_config,
         config=tokenizer_model_config, name=name,
         has_tokenizer_json=(tokenizer_path / "tokenizer.json").is_file(),
         mistral_auto=mistral_files and any(tokenizer_path.glob("consolidated*.safetensors")))
     decision = byte_level_backend(
-        vllm_version, decision, model_type=str(tokenizer_model_config.get("model_type", "")),
+        vllm_version, decision, model_type=model_type,
         tokenizer_config=tokenizer_config, config=tokenizer_model_config,
         tokenizer_json=tokenizer_path / "tokenizer.json")
     if decision.path not in ("mistral", "refused"):
-        check_release_drift(vllm_version, str(tokenizer_model_config.get("model_type", "")),
-                            name)
+        check_release_drift(vllm_version, model_type, name)
+        check_release_startup(vllm_version, decision, model_type,
+                              list(config_architectures(config)))
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",

@@ -15,8 +15,13 @@ rules, in transformers' order, and says for a folder which path it takes:
   file's vocabulary (reproduced for the recipes in :data:`REBUILT_RECIPES`);
 - ``converted``: no ``tokenizer.json``, so transformers converts SentencePiece,
   tiktoken or vocab/merges files (not reproduced);
+- ``python``: a Python tokenizer class (no ``tokenizers`` backend) whose ids are the
+  text's bytes or code points (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
-- ``refused``: what prefixkey cannot reproduce, with the reason.
+- ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
+  registered for a model type says, from ``_hf_startup_facts.py``, which of that type's
+  architectures vLLM's model registry accepts at the render server's start-up (for some,
+  none: no server tokenizes them).
 """
 
 from __future__ import annotations
@@ -29,16 +34,18 @@ from functools import cache
 from pathlib import Path as FilePath
 from typing import Any, Final, Literal
 
-from . import _hf_facts
+from . import _hf_facts, _hf_startup_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
+from ._hf_python import PYTHON_CODECS
 from ._hf_rebuilds import REBUILDS
 
-__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "class_path",
+__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
+           "class_path",
            "decide_tokenizer"]
 
-Path = Literal["as_is", "rebuilt", "converted", "mistral", "refused"]
+Path = Literal["as_is", "rebuilt", "converted", "python", "mistral", "refused"]
 
 #: Rebuilding classes whose ``__init__`` prefixkey reproduces (render/_hf_rebuilds.py).
 REBUILT_RECIPES: Final = {name: rebuild.name for name, rebuild in REBUILDS.items()}
@@ -59,6 +66,11 @@ NON_HF_ARCHITECTURES: Final = {
     "InklingForCausalLM": "inkling",
     "InklingForConditionalGeneration": "inkling",
 }
+#: What each kind of reproduced Python tokenizer encodes (render/_hf_python.py).
+_UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's code points",
+                 "vocab_chars": "the text's characters through the folder's vocab.json",
+                 "vocab_words": "the text's vocabulary entries, then its words, through "
+                                "the folder's vocab.txt"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})
@@ -72,12 +84,14 @@ class TokenizerPath:
     #: The transformers class that loads it (None outside the Hugging Face paths).
     tokenizer_class: str | None
     why: str
-    #: For ``rebuilt``: the recipe render/_tokenizer.py applies (None: not reproduced).
+    #: For ``rebuilt``: the recipe render/_tokenizer.py applies; for ``python``: the
+    #: codec of render/_hf_python.py (None: not reproduced).
     recipe: str | None = None
 
     @property
     def reproduced(self) -> bool:
-        return self.path == "as_is" or (self.path == "rebuilt" and self.recipe is not None)
+        return self.path == "as_is" or (self.path in ("rebuilt", "python")
+                                         and self.recipe is not None)
 
 
 def _resolve(name: str, facts: HfFacts) -> tuple[str, str] | None:
@@ -93,6 +107,10 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
     """How a resolved class reads the folder: its kind, and whether tokenizer.json is there."""
     name, kind = resolved
     if kind == "python":
+        codec = PYTHON_CODECS.get(name)
+        if codec is not None:
+            return TokenizerPath("python", name, f"{why}: {name} is a Python tokenizer "
+                                 f"encoding {_UNITS[codec.unit]}", codec.name)
         return TokenizerPath("refused", name, f"{why}: {name} is a Python tokenizer (no "
                              "tokenizers backend), which prefixkey does not reproduce")
     if kind == "unavailable":
@@ -199,7 +217,43 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     found, why = _hf_class(model_type, tokenizer_config, config, name, BASE_FACTS)
     if found is None:
         return TokenizerPath("refused", None, why)
-    return class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
+    decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
+    if found[1] == "python" and why == f"model_type {model_type!r}":
+        return _with_startup(decision, model_type, architectures)
+    return decision
+
+
+def _with_startup(decision: TokenizerPath, model_type: str,
+                  architectures: list[str]) -> TokenizerPath:
+    """A model type's Python tokenizer, with what vLLM's render server does for the
+    type's architectures (``_hf_startup_facts.STARTS``, probed by starting it)."""
+    starts = _hf_startup_facts.STARTS.get(model_type)
+    if starts is None:
+        return decision
+    version = _hf_startup_facts.VLLM_VERSION
+    refused = sorted(a for a, cls in starts.items() if cls is None)
+    if architectures and all(a in starts and starts[a] is None for a in architectures):
+        # vLLM's registry tries each architecture the folder names: none starts.
+        return TokenizerPath("refused", decision.tokenizer_class, (
+            f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} "
+            "does not start for it (\"not supported for now\"), so no vLLM server "
+            "tokenizes this folder"))
+    errors = sorted(cls for cls in starts.values() if cls and cls.startswith("error: "))
+    if not starts:
+        note = f"vLLM {version}'s start-up was not probed for it (no default config)"
+    elif len(refused) == len(starts):
+        note = (f"vLLM {version}'s model registry accepts none of its architectures "
+                f"({', '.join(refused)}: \"not supported for now\", the server does not "
+                "start), only a folder naming another one")
+    elif len(errors) + len(refused) == len(starts):
+        note = (f"vLLM {version}'s start-up on a minimal folder of each of its architectures "
+                f"failed ({errors[0].removeprefix('error: ')[:60]}…)")
+    else:
+        note = f"vLLM {version}'s model registry accepts " + ", ".join(sorted(
+            f"{a} as {cls}" for a, cls in starts.items()
+            if cls is not None and not cls.startswith("error: ")))
+    return TokenizerPath(decision.path, decision.tokenizer_class, f"{decision.why}; {note}",
+                         decision.recipe)
 
 
 #: The facts the rules apply: the base install's (vLLM 0.31.0, transformers 5.17).
@@ -221,6 +275,41 @@ def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
     and the facts the rules apply (0.31.0's), less the types its corpus replayed."""
     types, patterns = drifted(BASE_FACTS, release_facts(vllm_version))
     return frozenset(types - render_release(vllm_version).hf_replayed), patterns
+
+
+@cache
+def release_starts(vllm_version: str) -> tuple[str, dict[str, dict[str, str | None]]] | None:
+    """The start-up facts probed under a release (its own ``_hf_startup_facts_<v>``
+    module, the base's for 0.31.0): (the vLLM version probed, STARTS), or None."""
+    if vllm_version == _hf_startup_facts.VLLM_VERSION:
+        return vllm_version, _hf_startup_facts.STARTS
+    name = f"{__package__}._hf_startup_facts_{vllm_version.replace('.', '_')}"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError:
+        return None
+    return module.VLLM_VERSION, module.STARTS
+
+
+def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type: str,
+                          architectures: list[str]) -> None:
+    """Refuse a reproduced Python tokenizer's folder the release's vLLM does not start for,
+    or whose start-up was not probed under that release (its registry may differ: vLLM
+    0.29's does not accept Wav2Vec2ForCTC, 0.31's does)."""
+    if decision.path != "python" or model_type not in _hf_startup_facts.STARTS:
+        return
+    found = release_starts(vllm_version)
+    if found is None:
+        raise RenderUnsupportedError("config.json", (
+            f"model_type {model_type!r}: which of its architectures vLLM {vllm_version} "
+            "starts for was not probed (tools/probe_vllm_startup.py); not verified"))
+    version, starts = found
+    known = starts.get(model_type, {})
+    if architectures and all(a in known and known[a] is None for a in architectures):
+        raise RenderUnsupportedError("config.json", (
+            f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} "
+            "does not start for it (\"not supported for now\"), so no vLLM server "
+            "tokenizes this folder"))
 
 
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:

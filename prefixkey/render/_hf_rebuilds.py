@@ -144,7 +144,8 @@ class Rebuild:
     #: ``bert``'s ids for ``processor_tokens`` (the class writes them as literals).
     processor_ids: tuple[int, int] = (0, 0)
     #: CodeLlamaTokenizer's ``_encode_plus`` splits a text at its fill token (default,
-    #: keyword) into an infilling pair: not reproduced, such a text is refused.
+    #: keyword) into an infilling pair; what vLLM then answers is HfTokenizer's
+    #: ``infill_token`` rule (render/_tokenizer.py).
     infilling: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:

@@ -32,6 +32,7 @@ from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
+from ._python_tokenizer import build_folder_tokenizer
 from ._reuse import reused_prompt_ids, text_vocab_size
 from ._template import (
     HF_BASE_PARAMS,
@@ -41,7 +42,7 @@ from ._template import (
     TemplateEnvironment,
 )
 from ._template_bounds import TemplateLimitError, render_bounded
-from ._tokenizer import HfTokenizer, build_tokenizer
+from ._tokenizer import HfTokenizer
 from ._vision import FAMILIES, MISTRAL_FORMAT, VisionFolder, family_architecture
 
 __all__ = ["CHAT_ENDPOINT", "COMPLETIONS_ENDPOINT", "Rendered", "Renderer"]
@@ -147,7 +148,7 @@ class Renderer:
                                        name=options.tokenizer or options.model,
                                        tokenizer_mode=options.tokenizer_mode,
                                        vllm_version=options.vllm_version)
-        self.tokenizer: HfTokenizer = build_tokenizer(self.folder)
+        self.tokenizer: HfTokenizer = build_folder_tokenizer(self.folder)
         self._vocab_size = text_vocab_size(self.folder.config)
         self._truncates_left = _truncates_left(config_architectures(self.folder.config))
         self._env = TemplateEnvironment(clock)

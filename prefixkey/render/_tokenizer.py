@@ -32,7 +32,7 @@ from tokenizers import (
     processors,
 )
 
-from ._errors import ModelFolderError, RenderUnsupportedError
+from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
 
@@ -346,14 +346,30 @@ class HfTokenizer:
     #: vocabulary costs as much as loading it, and most servers never truncate).
     _truncating: list[Tokenizer]
     _lock: threading.Lock
-    #: A text containing this is refused (CodeLlamaTokenizer's infilling split).
+    #: CodeLlamaTokenizer's fill token: its call splits a text holding it there.
     infill_token: str | None = None
 
-    def _check(self, text: str) -> None:
-        if self.infill_token is not None and self.infill_token in text:
-            raise RenderUnsupportedError("prompt", (
-                f"CodeLlamaTokenizer splits a text at its fill token {self.infill_token!r} "
-                "into an infilling prefix and suffix, which prefixkey does not reproduce"))
+    def _check(self, text: str) -> str:
+        """The text CodeLlamaTokenizer's call encodes the plain way, or an error.
+
+        Two fill tokens fail its unpacking (vLLM's 400); an empty suffix leaves the
+        prefix, encoded as usual. Otherwise it encodes an infilling prompt and then keeps
+        a changed normalizer (a "▁" prepended to every piece), so that tokenizer copy of
+        vLLM's encodes later texts otherwise (real_py_codellama_vectors.jsonl): refused.
+        """
+        token = self.infill_token
+        if token is None or token not in text:
+            return text
+        prefix, *suffix = text.split(token)
+        if len(suffix) > 1:
+            raise RenderRequestError("prompt", "too many values to unpack (expected 2)")
+        if not suffix[0]:
+            return prefix
+        raise RenderUnsupportedError("prompt", (
+            f"CodeLlamaTokenizer splits a text at its fill token {token!r} into an "
+            "infilling prompt and then keeps a changed normalizer, so that vLLM tokenizer "
+            "encodes later texts otherwise (a leading space, a text after a special "
+            "token); not reproduced"))
 
     @property
     def max_chars_per_token(self) -> int:
@@ -372,14 +388,14 @@ class HfTokenizer:
         ``encode_batch_fast`` runs the same pipeline as transformers' call
         without tracking character offsets, which nobody here reads.
         """
-        self._check(text)
+        text = self._check(text)
         return self.tokenizer.encode_batch_fast(
             [text], add_special_tokens=add_special_tokens)[0].ids
 
     def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
                          side: str) -> list[int]:
         """The same, truncated by the tokenizer to ``max_length`` (specials kept)."""
-        self._check(text)
+        text = self._check(text)
         with self._lock:  # truncation is state of the Rust tokenizer
             if not self._truncating:
                 copy = Tokenizer.from_str(self.tokenizer.to_str())
@@ -473,7 +489,11 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             if isinstance(token, AddedToken):
                 auto[key] = token
     specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
-    specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()}})
+    # The class's own extra tokens (CodeLlama's infilling ones) are added in its order
+    # below, not in tokenizer_config.json's (vLLM's ids: real_py_codellama_vectors.jsonl).
+    late = {keyword for _, keyword in (recipe.extra_specials if recipe else ())}
+    specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()
+                                if k not in late}})
     listed = init.get("extra_special_tokens")
     if recipe is not None and recipe.sentinels is not None:
         listed = _sentinels(recipe.sentinels, folder.tokenizer_config, listed)

@@ -1,0 +1,190 @@
+"""The Python tokenizers prefixkey reproduces: byte and code point tokenizers, as data.
+
+transformers' Python tokenizers (``PythonBackend`` subclasses, no ``tokenizers`` backend)
+are refused in general: each is its own code. A few need no vocabulary file at all:
+their ids are the text's UTF-8 bytes or code points plus a fixed offset, around a few
+added tokens. Each :class:`PythonCodec` records what one class's ``__init__``,
+``_tokenize``, ``_convert_token_to_id`` and ``build_inputs_with_special_tokens`` do in
+transformers 5.17 (the install vLLM 0.31 runs); render/_python_tokenizer.py applies
+``PythonBackend``'s rules to it. Nothing here imports ``tokenizers``: the decision
+(render/_hf_decision.py) and the docs table read it freely.
+
+A folder is reproduced only when its ``tokenizer_config.json`` (and
+``special_tokens_map.json``) leave the class's defaults as they are: any other setting
+is refused, naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+from ._errors import RenderUnsupportedError
+
+__all__ = ["PYTHON_CODECS", "Added", "PythonCodec", "check_folder"]
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """One added token as the class's tokenizer holds it (``added_tokens_decoder``)."""
+
+    content: str
+    id: int
+    #: The ``*_token`` attribute it is (None: an additional special token).
+    attribute: str | None = None
+    lstrip: bool = False
+    rstrip: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PythonCodec:
+    """What one Python tokenizer class does (transformers 5.17)."""
+
+    #: The recipe's name (docs, decisions).
+    name: str
+    #: ``bytes``: each UTF-8 byte is one token; ``code_points``: each character is;
+    #: ``vocab_chars``: each character is, looked up in the folder's ``vocab.json``
+    #: (Wav2Vec2CTCTokenizer: its multi-character entries are added tokens stripping
+    #: the whitespace around them, spaces become ``word_delimiter_token``, and
+    #: ``do_lower_case`` upper-cases the text).
+    #: ``vocab_words``: the text is split on every vocabulary entry, the rest on
+    #: whitespace, each word looked up (EsmTokenizer).
+    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words"]
+    #: Added to a byte's value or a code point to make its id.
+    offset: int
+    added: tuple[Added, ...]
+    #: ``build_inputs_with_special_tokens`` of one sequence: ``eos_if_absent`` appends
+    #: ``eos_token`` unless the ids end with it (ByT5); ``cls_sep`` / ``cls_eos`` wrap
+    #: them; ``none`` adds nothing (``special_tokens_pattern="none"``).
+    wrap: Literal["eos_if_absent", "cls_sep", "cls_eos", "none"]
+    #: The vocabulary file of the ``vocab_*`` units (vocab.json, or vocab.txt by line).
+    vocab_file: str | None = None
+    #: Which tokens the text is split on besides the named special tokens: ``multichar``
+    #: every multi-character vocabulary entry, stripping whitespace around it (its
+    #: ``__init__`` adds them so), ``vocab`` every entry, ``specials`` none.
+    split_on: Literal["specials", "multichar", "vocab"] = "specials"
+    #: The ``__init__`` settings read from tokenizer_config.json, with their defaults.
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _byt5_added() -> tuple[Added, ...]:
+    # __init__: pad/eos/unk at 0-2 with lstrip and rstrip; extra_ids=125 sentinels
+    # "<extra_id_N>" added after the 256 bytes (ids 259 + N).
+    return (Added("<pad>", 0, "pad_token", True, True), Added("</s>", 1, "eos_token", True, True),
+            Added("<unk>", 2, "unk_token", True, True),
+            *(Added(f"<extra_id_{n}>", 259 + n) for n in range(125)))
+
+
+#: Each reproduced class (transformers 5.17) and what it does.
+PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
+    "ByT5Tokenizer": PythonCodec("byt5", "bytes", 3, _byt5_added(), "eos_if_absent"),
+    "PerceiverTokenizer": PythonCodec("perceiver", "bytes", 6, (
+        Added("[PAD]", 0, "pad_token"), Added("[BOS]", 1, "bos_token"),
+        Added("[EOS]", 2, "eos_token"), Added("[MASK]", 3, "mask_token"),
+        Added("[CLS]", 4, "cls_token"), Added("[SEP]", 5, "sep_token")), "cls_sep"),
+    # Code points; the specials are private-use code points (their id is their value).
+    # __init__ asks lstrip for the mask token, but the added token PythonBackend
+    # registers for it has no strip flags (its added_tokens_decoder, read back).
+    "CanineTokenizer": PythonCodec("canine", "code_points", 0, (
+        Added("\ue000", 0xE000, "bos_token"), Added("\ue001", 0xE001, "eos_token"),
+        Added("\ue001", 0xE001, "sep_token"), Added("\ue000", 0xE000, "cls_token"),
+        Added("\x00", 0, "pad_token"), Added("\ue003", 0xE003, "mask_token")),
+        "cls_sep"),
+    # models/wav2vec2/tokenization_wav2vec2.py (every audio CTC model type registers it).
+    "Wav2Vec2CTCTokenizer": PythonCodec(
+        "wav2vec2_ctc", "vocab_chars", 0, (), "none", "vocab.json", "multichar",
+        MappingProxyType({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                          "pad_token": "<pad>", "word_delimiter_token": "|",
+                          "do_lower_case": False, "replace_word_delimiter_char": " ",
+                          "target_lang": None})),
+    # models/mgp_str/tokenization_mgp_str.py: characters, the named tokens split out.
+    "MgpstrTokenizer": PythonCodec(
+        "mgpstr", "vocab_chars", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"unk_token": "[GO]", "bos_token": "[GO]", "eos_token": "[s]",
+                          "pad_token": "[GO]"})),
+    # models/esm/tokenization_esm.py: every vocabulary entry is a no-split token.
+    "EsmTokenizer": PythonCodec(
+        "esm", "vocab_words", 0, (), "cls_eos", "vocab.txt", "vocab",
+        MappingProxyType({"unk_token": "<unk>", "cls_token": "<cls>", "pad_token": "<pad>",
+                          "mask_token": "<mask>", "eos_token": "<eos>"})),
+    # models/dia/tokenization_dia.py: UTF-8 bytes, offset 0, beside three added tokens.
+    "DiaTokenizer": PythonCodec("dia", "bytes", 0, (
+        Added("<pad>", 0, "pad_token"), Added("<pad>", 0, "unk_token"), Added("[S1]", 1),
+        Added("[S2]", 2)), "none"),
+})
+# tokenizer_config.json keys that change nothing these classes encode.
+_INERT: Final = frozenset({
+    "tokenizer_class", "model_max_length", "clean_up_tokenization_spaces", "chat_template",
+    "name_or_path", "special_tokens_map_file", "padding_side", "truncation_side",
+    "model_input_names", "extra_special_tokens", "additional_special_tokens",
+    "added_tokens_decoder", "extra_ids", "add_prefix_space", "backend", "processor_class",
+})
+
+
+def _content(value: Any) -> Any:
+    return value.get("content") if isinstance(value, Mapping) else value
+
+
+def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
+                 special_tokens_map: Mapping[str, Any] | None) -> None:
+    """Refuse a folder whose settings differ from what the codec records."""
+    codec = PYTHON_CODECS[codec_class]
+    if codec.vocab_file is not None:
+        for source, settings in (("tokenizer_config.json", tokenizer_config),
+                                 ("special_tokens_map.json", special_tokens_map or {})):
+            for key, value in settings.items():
+                if key == "target_lang" and value is not None:
+                    raise RenderUnsupportedError(source, "target_lang (a nested multilingual "
+                                                 "vocabulary) is not reproduced")
+                if key in codec.settings:
+                    continue
+                if key in _INERT - {"additional_special_tokens", "extra_special_tokens",
+                                    "added_tokens_decoder", "extra_ids", "add_prefix_space"}:
+                    continue
+                if key in ("additional_special_tokens", "extra_special_tokens") and not value:
+                    continue
+                raise RenderUnsupportedError(source, f"{key} is not reproduced for {codec_class}")
+        return
+    named = {a.attribute: a for a in codec.added if a.attribute}
+    extras = [a.content for a in codec.added if a.attribute is None]
+    for source, settings in (("tokenizer_config.json", tokenizer_config),
+                             ("special_tokens_map.json", special_tokens_map or {})):
+        for key, value in settings.items():
+            if key in named:
+                if (_content(value) != named[key].content
+                        or (isinstance(value, Mapping) and any(
+                            value.get(flag, default) != default for flag, default in (
+                                ("lstrip", named[key].lstrip),
+                                ("rstrip", named[key].rstrip))))):
+                    raise RenderUnsupportedError(source, (
+                        f"{key} {value!r}: only {codec_class}'s default "
+                        f"{named[key].content!r} is reproduced"))
+            elif key in ("additional_special_tokens", "extra_special_tokens"):
+                if value not in (None, []) and [_content(v) for v in value] != extras:
+                    raise RenderUnsupportedError(source, (
+                        f"{key}: only {codec_class}'s own "
+                        f"{'sentinels' if extras else 'none'} are reproduced"))
+            elif key == "extra_ids":
+                if value != len(extras):
+                    raise RenderUnsupportedError(source, (
+                        f"extra_ids {value!r}: only {codec_class}'s default {len(extras)} "
+                        "is reproduced"))
+            elif key == "added_tokens_decoder":
+                for index, token in (value or {}).items():
+                    known = [a for a in codec.added if str(a.id) == str(index)
+                             and a.content == _content(token)]
+                    if not known:
+                        raise RenderUnsupportedError(source, (
+                            f"added_tokens_decoder[{index!r}] is not one of "
+                            f"{codec_class}'s own tokens"))
+            elif key == "add_prefix_space":
+                if value:
+                    raise RenderUnsupportedError(source, "add_prefix_space is not reproduced")
+            elif key not in _INERT and key.endswith("_token") and value is not None:
+                raise RenderUnsupportedError(source, (
+                    f"{key} {value!r}: {codec_class} has no such token here"))
+            elif key not in _INERT and not key.endswith("_token"):
+                raise RenderUnsupportedError(source, (
+                    f"{key} is not reproduced for {codec_class}"))

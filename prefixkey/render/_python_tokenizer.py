@@ -1,0 +1,201 @@
+"""A reproduced Python tokenizer (render/_hf_python.py's codecs), with PythonBackend's rules.
+
+``PythonBackend.tokenize`` splits the text on the added tokens (the longest match at the
+leftmost position), lets an added token with ``lstrip``/``rstrip`` strip the whitespace
+of its neighbours (Python's ``str.rstrip``/``str.lstrip``, whose whitespace is not Rust's:
+``\\x1c`` is stripped), encodes every other piece with the class's ``_tokenize``, and
+``prepare_for_model`` truncates before the special tokens are added, keeping room for them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from tokenizers import Tokenizer, models
+
+from ._errors import ModelFolderError, RenderUnsupportedError
+from ._folder import ModelFolder
+from ._hf_python import (
+    PYTHON_CODECS,
+    Added,
+    PythonCodec,
+    _content,
+    check_folder,
+)
+from ._tokenizer import HfTokenizer, build_tokenizer
+
+__all__ = ["PythonTokenizer", "build_folder_tokenizer", "build_python_tokenizer"]
+
+
+@dataclass(frozen=True, slots=True, eq=False, kw_only=True)
+class PythonTokenizer(HfTokenizer):
+    """A reproduced Python tokenizer; ``tokenizer`` holds its vocabulary for look-ups."""
+
+    codec: PythonCodec
+    #: The added tokens by content (the first registration of a content wins).
+    by_content: Mapping[str, Added]
+    splitter: re.Pattern[str] | None
+    #: ``vocab_chars``: the folder's vocabulary, its unknown token's id, whether the text
+    #: is upper-cased, and what a space becomes.
+    vocab: Mapping[str, int] | None = None
+    unk_id: int = 0
+    upper: bool = False
+    delimiter: str = " "
+    #: The named special tokens' ids (``cls_token``, ``eos_token``, …).
+    special_ids: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def max_chars_per_token(self) -> int:
+        # get_vocab(): one character per byte or code point (or the folder's vocabulary),
+        # and the added tokens.
+        return max([1, *map(len, self.by_content), *map(len, self.vocab or ())])
+
+    def _pieces(self, text: str) -> list[int]:
+        """``PythonBackend.tokenize`` and the ids of its tokens."""
+        tokens = self.splitter.split(text) if self.splitter else [text]
+        tokens = [t for t in tokens if t is not None]
+        for i, token in enumerate(tokens):
+            added = self.by_content.get(token) if i % 2 else None
+            if added is None:
+                continue
+            if added.rstrip and i + 1 < len(tokens) and tokens[i + 1]:
+                tokens[i + 1] = tokens[i + 1].lstrip()
+            if added.lstrip and i > 0 and tokens[i - 1]:
+                tokens[i - 1] = tokens[i - 1].rstrip()
+        ids: list[int] = []
+        offset = self.codec.offset
+        for i, token in enumerate(tokens):
+            if not token:
+                continue
+            if i % 2:
+                ids.append(self.by_content[token].id)
+            elif self.vocab is not None and self.codec.unit == "vocab_words":
+                ids.extend(self.vocab.get(w, self.unk_id) for w in token.split())
+            elif self.vocab is not None:
+                piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
+                ids.extend(self.by_content[c].id if c in self.by_content
+                           else self.vocab.get(c, self.unk_id) for c in piece)
+            elif self.codec.unit == "bytes":
+                ids.extend(b + offset for b in token.encode("utf-8"))
+            else:
+                ids.extend(ord(c) + offset for c in token)
+        return ids
+
+    def _wrap(self, ids: list[int]) -> list[int]:
+        wrap, special = self.codec.wrap, self.special_ids
+        if wrap == "none":
+            return ids
+        if wrap in ("cls_sep", "cls_eos"):
+            return [special["cls_token"], *ids,
+                    special["sep_token" if wrap == "cls_sep" else "eos_token"]]
+        eos = special["eos_token"]
+        return ids if ids and ids[-1] == eos else [*ids, eos]
+
+    def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
+        ids = self._pieces(text)
+        return self._wrap(ids) if add_special_tokens else ids
+
+    def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
+                         side: str) -> list[int]:
+        """``prepare_for_model``: room is left for the special tokens, then they are added."""
+        ids = self._pieces(text)
+        room = max_length - (len(self._wrap([])) if add_special_tokens else 0)
+        if len(ids) > room:
+            cut = len(ids) - room
+            ids = ids[cut:] if side == "left" else ids[:len(ids) - cut]
+        return self._wrap(ids) if add_special_tokens else ids
+
+
+def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
+    """The tokenizer a reproduced Python class builds (its defaults, checked beforehand)."""
+    codec = PYTHON_CODECS[codec_class]
+    by_content: dict[str, Added] = {}
+    for added in codec.added:
+        by_content.setdefault(added.content, added)
+    names = sorted(by_content, key=len, reverse=True)
+    splitter = re.compile("(" + "|".join(map(re.escape, names)) + ")") if names else None
+    vocab = {a.content: a.id for a in codec.added}
+    if codec.unit == "bytes":
+        vocab.update({chr(b): b + codec.offset for b in range(256)})
+    return PythonTokenizer(
+        tokenizer=Tokenizer(models.WordLevel(vocab, unk_token=None)),
+        special_tokens_map={a.attribute: a.content for a in codec.added if a.attribute},
+        _max_chars=[], _truncating=[], _lock=threading.Lock(),
+        codec=codec, by_content=MappingProxyType(by_content), splitter=splitter,
+        special_ids=MappingProxyType({a.attribute: a.id for a in codec.added if a.attribute}))
+
+
+def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
+    """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's."""
+    decision = folder.tokenizer_decision
+    if decision.path == "python" and decision.tokenizer_class is not None:
+        check_folder(decision.tokenizer_class, folder.tokenizer_config,
+                     folder.special_tokens_map)
+        if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
+            return build_vocab_tokenizer(folder, decision.tokenizer_class)
+        return build_python_tokenizer(decision.tokenizer_class)
+    return build_tokenizer(folder)
+
+
+def _read_vocab(folder: ModelFolder, codec_class: str, name: str) -> dict[str, int]:
+    path = folder.tokenizer_path / name
+    try:
+        text = path.read_text("utf-8")
+        vocab = (json.loads(text) if name.endswith(".json") else
+                 {line.strip(): i for i, line in enumerate(text.splitlines())})
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    if not isinstance(vocab, dict) or not all(
+            isinstance(k, str) and type(v) is int and v >= 0 for k, v in vocab.items()):
+        raise RenderUnsupportedError(name, "only a flat {token: id} vocabulary is "
+                                     f"reproduced for {codec_class}")
+    return vocab
+
+
+def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:
+    """A vocabulary-file class (render/_hf_python.py) over the folder's file."""
+    codec = PYTHON_CODECS[codec_class]
+    assert codec.vocab_file is not None
+    vocab = _read_vocab(folder, codec_class, codec.vocab_file)
+    settings = {**codec.settings, **{
+        k: _content(v) for k, v in folder.tokenizer_config.items()
+        if k in codec.settings and v is not None}}
+    named = {k: v for k, v in settings.items() if k.endswith("_token")}
+    for key, value in named.items():
+        if not isinstance(value, str) or value not in vocab:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{key} {value!r} is not in {codec.vocab_file}: {codec_class} would add it "
+                "with an id of its own, which is not reproduced"))
+    added = [Added(str(v), vocab[str(v)], k) for k, v in named.items()
+             if k != "word_delimiter_token"]
+    if codec.split_on == "multichar":
+        # Wav2Vec2CTCTokenizer: the multi-character entries (the named tokens among them)
+        # end up stripping whitespace on both sides; a one-character delimiter is added
+        # without stripping.
+        strip = {t: Added(t, i, None, True, True) for t, i in vocab.items() if len(t) > 1}
+        added = [strip.pop(a.content, a) for a in added] + list(strip.values())
+        delimiter = str(named["word_delimiter_token"])
+        if len(delimiter) == 1:
+            added.append(Added(delimiter, vocab[delimiter]))
+    elif codec.split_on == "vocab":
+        added += [Added(t, i) for t, i in vocab.items()]
+    by_content: dict[str, Added] = {}
+    for token in added:
+        by_content.setdefault(token.content, token)
+    names = sorted(by_content, key=len, reverse=True)
+    return PythonTokenizer(
+        tokenizer=Tokenizer(models.WordLevel(dict(vocab), unk_token=None)),
+        special_tokens_map={k: str(v) for k, v in named.items()
+                            if k != "word_delimiter_token"},
+        _max_chars=[], _truncating=[], _lock=threading.Lock(),
+        codec=codec, by_content=MappingProxyType(by_content),
+        splitter=re.compile("(" + "|".join(map(re.escape, names)) + ")") if names else None,
+        vocab=MappingProxyType(vocab), unk_id=vocab[str(named["unk_token"])],
+        upper=bool(settings.get("do_lower_case")),
+        delimiter=str(named.get("word_delimiter_token", " ")),
+        special_ids=MappingProxyType({k: vocab[str(v)] for k, v in named.items()}))

@@ -1,0 +1,87 @@
+"""Replay other releases' answers for the Python-tokenizer and CodeLlama corpora.
+
+tests/render/releases/<release>/real_py_*vectors.jsonl hold what vLLM 0.29.0's, 0.30.0's
+and 0.32.0's render servers answered for the bodies of tests/render/real_py_*bodies.jsonl
+(tools/build_python_bodies.py ``--keep-release``); each is replayed with that release's
+``--vllm-version``. The CodeLlama bodies after an infilling text (``after-fill/``) and the
+infilling texts themselves are left to test_real_py_codellama_vectors.py.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import pytest
+from render_cases import RENDER_DIR, RenderCase, render_cases
+
+from prefixkey.errors import PrefixKeyError
+from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
+
+CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
+RELEASES = sorted(p.parent.name for p in (RENDER_DIR / "releases").glob("*/real_py_vectors.jsonl"))
+#: (release, corpus) whose server did not start: vLLM 0.29.0's registry answers
+#: "Model architectures ['Wav2Vec2ForCTC'] are not supported for now" (its harvest).
+NOT_STARTED = {("0.29.0", "real_py_ctc_")}
+INFILLING = {"code_llama/completion-fill", "code_llama/completion-fill-no-specials",
+             "code_llama/completion-fill-start",
+             "code_llama/completion-fill-start-no-specials", "code_llama/chat-fill"}
+
+
+@cache
+def _vectors(release: str, corpus: str) -> dict[str, dict[str, Any]]:
+    path = RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
+    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+
+
+def _params() -> list[Any]:
+    return [pytest.param(release, corpus, case, id=f"{release}/{case.id}")
+            for release in RELEASES for corpus in CORPORA for case in render_cases(corpus)
+            if not case.id.startswith("code_llama/after-fill/") and case.id not in INFILLING
+            and (release, corpus) not in NOT_STARTED]
+
+
+@cache
+def _renderer(release: str, folder: str, served: tuple[str, ...], length: int | None
+              ) -> Renderer:
+    return Renderer(ServerOptions(model=folder, served_model_name=served,
+                                  max_model_len=length, vllm_version=release))
+
+
+def test_the_releases_answered_every_body() -> None:
+    assert RELEASES == ["0.29.0", "0.30.0", "0.32.0"]
+    for release in RELEASES:
+        for corpus in CORPORA:
+            if (release, corpus) in NOT_STARTED:
+                assert not (RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
+                            ).exists()
+                continue
+            assert set(_vectors(release, corpus)) == {c.id for c in render_cases(corpus)}
+
+
+@pytest.mark.parametrize(("release", "corpus"), sorted(NOT_STARTED))
+def test_a_folder_the_release_does_not_start_for_is_refused(release: str,
+                                                            corpus: str) -> None:
+    for case in render_cases(corpus):
+        with pytest.raises(RenderUnsupportedError, match=f"vLLM {release} does not start"):
+            _renderer(release, str(case.folder()), case.served_names,
+                      case.server.get("--max-model-len"))
+
+
+@pytest.mark.parametrize(("release", "corpus", "case"), _params())
+def test_a_release_renders_the_python_corpora(release: str, corpus: str,
+                                              case: RenderCase) -> None:
+    vector = _vectors(release, corpus)[case.id]
+    r = _renderer(release, str(case.folder()), case.served_names,
+                  case.server.get("--max-model-len"))
+    if vector["status"] == 200:
+        ids: Any = [list(x.token_ids) for x in r.render(case.endpoint, case.body)]
+        assert (ids[0] if case.endpoint == "/v1/chat/completions" else ids) == \
+            vector["token_ids"]
+        return
+    with pytest.raises(PrefixKeyError) as info:
+        r.render(case.endpoint, case.body)
+    assert isinstance(info.value, RenderRequestError), info.value
+    assert info.value.status == vector["status"]
+

@@ -1,0 +1,120 @@
+"""Python tokenizers (no ``tokenizers`` backend): what is reproduced, and the refusals' truth.
+
+transformers' Python tokenizer classes are refused unless render/_hf_python.py records
+them (byte and code point tokenizers). A model type registering one says, from
+render/_hf_startup_facts.py (tools/probe_vllm_startup.py: vLLM's render-server start-up
+run on a minimal folder per architecture), which of its architectures vLLM's model
+registry accepts;
+a folder naming only architectures vLLM does not start for is refused as such.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_decision import decide_tokenizer
+from prefixkey.render._hf_startup_facts import STARTS
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def folder(tmp_path: Path, model_type: str, architecture: str,
+           tokenizer_config: dict[str, object] | None = None) -> Path:
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"model_type": model_type, "architectures": [architecture],
+         "max_position_embeddings": 512}), "utf-8")
+    if tokenizer_config is not None:
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), "utf-8")
+    return tmp_path
+
+
+def refusal(path: Path) -> str:
+    with pytest.raises(RenderUnsupportedError) as info:
+        Renderer(ServerOptions(model=str(path)))
+    return str(info.value)
+
+
+@pytest.mark.parametrize(("model_type", "architecture", "cls"), [
+    ("biogpt", "BioGptForCausalLM", "BioGptTokenizer"),
+    ("m2m_100", "M2M100ForConditionalGeneration", "M2M100Tokenizer"),
+    ("ctrl", "CTRLLMHeadModel", "CTRLTokenizer")])
+def test_a_type_vllm_starts_for_is_refused_for_its_tokenizer_and_says_so(
+        tmp_path: Path, model_type: str, architecture: str, cls: str) -> None:
+    # vLLM 0.31 starts these through its Transformers backend (probed; a real render
+    # server started for Wav2Vec2ForCTC the same way): the tokenizer is the reason.
+    assert STARTS[model_type][architecture] == "TransformersForCausalLM"
+    text = refusal(folder(tmp_path, model_type, architecture))
+    assert f"{cls} is a Python tokenizer" in text
+    assert "which prefixkey does not reproduce" in text
+    assert "vLLM 0.31.0's model registry accepts" in text
+    assert f"{architecture} as TransformersForCausalLM" in text
+
+
+def test_a_ctc_folder_without_its_vocabulary_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = folder(tmp_path, "wav2vec2", "Wav2Vec2ForCTC")
+    with pytest.raises(ModelFolderError, match=r"vocab\.json"):
+        Renderer(ServerOptions(model=str(path)))
+
+
+@pytest.mark.parametrize(("model_type", "architecture"), [
+    ("xlm", "XLMWithLMHeadModel"), ("canine", "CanineModel"), ("perceiver", "PerceiverModel"),
+    ("speecht5", "SpeechT5ForTextToSpeech"), ("vits", "VitsModel")])
+def test_a_folder_vllm_does_not_start_for_is_refused_as_such(
+        tmp_path: Path, model_type: str, architecture: str) -> None:
+    assert STARTS[model_type][architecture] is None
+    text = refusal(folder(tmp_path, model_type, architecture))
+    assert (f"architecture {architecture!r} (model_type {model_type!r}): vLLM 0.31.0 does "
+            "not start for it") in text
+    assert "no vLLM server tokenizes this folder" in text
+
+
+def test_the_table_rows_say_what_vllm_starts_for() -> None:
+    def why(model_type: str) -> str:
+        return decide_tokenizer(model_type=model_type, architectures=[], tokenizer_mode="auto",
+                                tokenizer_config={}, config={"model_type": model_type},
+                                name="/m", has_tokenizer_json=True).why
+    assert "registry accepts none of its architectures" in why("tapas")
+    assert "TapasForMaskedLM" in why("tapas")
+    assert "GPT2LMHeadModel as GPT2LMHeadModel" in why("gpt-sw3")
+    assert "was not probed" in why("rag")
+    # Reproduced, yet vLLM starts for none of the type's own architectures: both said.
+    canine = decide_tokenizer(model_type="canine", architectures=[], tokenizer_mode="auto",
+                              tokenizer_config={}, config={"model_type": "canine"},
+                              name="/m", has_tokenizer_json=False)
+    assert canine.path == "python" and "accepts none" in canine.why
+
+
+def test_a_type_of_a_reproduced_class_renders_under_an_architecture_vllm_serves(
+        tmp_path: Path) -> None:
+    path = folder(tmp_path, "canine", "GPT2LMHeadModel")
+    (rendered,) = Renderer(ServerOptions(model=str(path))).render_completion({"prompt": "hé"})
+    assert list(rendered.request.token_ids) == [0xE000, ord("h"), ord("é"), 0xE001]
+
+
+@pytest.mark.parametrize(("setting", "field"), [
+    ({"eos_token": "<eos>"}, "eos_token"), ({"extra_ids": 3}, "extra_ids"),
+    ({"do_lower_case": True}, "do_lower_case"),
+    ({"additional_special_tokens": ["<x>"]}, "additional_special_tokens")])
+def test_settings_a_codec_does_not_record_are_refused(
+        tmp_path: Path, setting: dict[str, object], field: str) -> None:
+    path = folder(tmp_path, "gpt2", "GPT2LMHeadModel",
+                  {"tokenizer_class": "ByT5Tokenizer", **setting})
+    assert field in refusal(path)
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.31.0", "0.32.0"])
+def test_the_startup_facts_are_those_of_the_installed_vllm(release: str) -> None:
+    from vllm_venvs import vllm_command
+
+    python, env = vllm_command(release, test="tests/units/test_python_tokenizers.py")
+    module = ("_hf_startup_facts" if release == "0.31.0"
+              else f"_hf_startup_facts_{release.replace('.', '_')}")
+    done = subprocess.run([str(python), "tools/probe_vllm_startup.py", "--only",
+                           "xlm,biogpt,canine", "--out", f"prefixkey/render/{module}.py"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]

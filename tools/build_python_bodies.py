@@ -1,0 +1,269 @@
+"""Build ``tests/render/real_py_bodies.jsonl``: bodies over folders whose tokenizer is a
+Python tokenizer transformers encodes byte by byte or code point by code point.
+
+Maintainer tool. Each folder of :data:`FOLDERS` (tests/render/python_models/<name>/,
+committed: no tokenizer file is needed) is a GPT-2 architecture vLLM serves, with a
+``tokenizer_config.json`` naming the class (ByT5Tokenizer with google/byt5-small's
+settings, PerceiverTokenizer, CanineTokenizer) and a small chat template over the
+class's named tokens. The bodies exercise what these classes do: multi-byte UTF-8,
+the added tokens written in the text (with the whitespace ByT5's strip around them),
+whitespace ``str.strip`` takes and Rust's would not (``\\x1c``), ByT5's end-of-sequence
+token added only when absent, truncation (room kept for the special tokens), and chat.
+``python tools/harvest_render.py --bodies tests/render/real_py_bodies.jsonl --out
+tests/render/real_py_vectors.jsonl --port 18750`` records vLLM 0.31's answers.
+
+With ``--code-llama`` it writes ``tests/render/real_py_codellama_bodies.jsonl`` instead:
+bodies over tests/render/real/code_llama (Llama 2's real tokenizer.json under a
+CodeLlamaTokenizer ``tokenizer_config.json``), in an order that matters: bodies without
+``<FILL_ME>`` first, then bodies whose text holds it (CodeLlamaTokenizer's infilling
+call), then the first ones again (``after-fill/``), to record what that call leaves
+behind in vLLM's tokenizer. Harvested with ``--bodies
+tests/render/real_py_codellama_bodies.jsonl --out
+tests/render/real_py_codellama_vectors.jsonl --port 18750``.
+
+With ``--ctc``: ``tests/render/real_py_ctc_bodies.jsonl``, over two Wav2Vec2CTCTokenizer
+folders (model type ``wav2vec2``, a ``vocab.json``); with ``--vocab``:
+``real_py_vocab_bodies.jsonl`` over EsmTokenizer, MgpstrTokenizer and DiaTokenizer
+folders; harvested the same way.
+
+Usage::
+
+    python tools/build_python_bodies.py [--out tests/render/real_py_bodies.jsonl]
+    python tools/build_python_bodies.py --code-llama
+    python tools/build_python_bodies.py --ctc
+    python tools/build_python_bodies.py --vocab
+    python tools/build_python_bodies.py --keep-release 0.32.0 /tmp/r/032
+
+``--keep-release RELEASE DIR`` keeps, compactly (tools/release_vectors.py's ``compact``),
+the answers another release's server gave for these corpora (``DIR/<corpus>vectors.jsonl``,
+harvested with ``--vllm-python /work/venvs/vllmXYZ/bin/python``) as
+``tests/render/releases/<RELEASE>/<corpus>vectors.jsonl``; they are replayed by
+tests/render/test_real_py_releases.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
+CHAT = "/v1/chat/completions"
+COMPLETIONS = "/v1/completions"
+FOLDERS = ("byt5", "perceiver", "canine")
+TEXTS = {
+    "ascii": "Hello world",
+    "leading-space": " Hello world ",
+    "utf8": "Grüße aus Köln — 日本語 😀👩‍💻 ∑x²",
+    "whitespace": "  runs \t\t tabs\n\nnewlines\r\n",
+    "empty": "",
+    "one-space": " ",
+    "byt5-specials": "a </s> b <pad>c<unk> <extra_id_0>x<extra_id_124> <extra_id_125>",
+    "byt5-strip": "x \t</s>\n y\x1c</s>\x1cz \u00a0<pad>\u2003w",
+    "byt5-ends-eos": "ends with </s>",
+    "byt5-ends-eos-space": "ends with </s>  ",
+    "perceiver-specials": "[CLS]a [SEP] b[MASK] [PAD][BOS][EOS] [UNK]",
+    "canine-specials": "a\ue000b \ue001 c \ue003d \t\ue003e\x00f\ue002",
+    "canine-strip": "x\x1c\ue003 y\u3000\ue003",
+    "nul-and-controls": "nul\x00 bell\x07 del\x7f",
+}
+
+
+def _completions(name: str) -> list[tuple[str, dict[str, Any]]]:
+    bodies: list[tuple[str, dict[str, Any]]] = []
+    for key, text in TEXTS.items():
+        bodies.append((key, {"prompt": text}))
+        bodies.append((f"{key}-no-specials", {"prompt": text, "add_special_tokens": False}))
+    bodies.append(("prompt-list", {"prompt": [TEXTS["utf8"], TEXTS["byt5-specials"]]}))
+    bodies.append(("truncate", {"prompt": TEXTS["utf8"] * 3, "truncate_prompt_tokens": 9}))
+    bodies.append(("truncate-no-specials", {"prompt": TEXTS["utf8"] * 3,
+                                            "truncate_prompt_tokens": 9,
+                                            "add_special_tokens": False}))
+    bodies.append(("truncate-ends-eos", {"prompt": "abcdefghij</s>",
+                                         "truncate_prompt_tokens": 5}))
+    bodies.append(("truncate-right", {"prompt": TEXTS["utf8"], "truncate_prompt_tokens": 6,
+                                      "truncation_side": "right"}))
+    bodies.append(("too-long", {"prompt": "x" * 2100}))
+    bodies.append(("token-ids", {"prompt": [5, 6, 7]}))
+    return [(f"completion-{i}", {"model": name, **b}) for i, b in bodies]
+
+
+def _chat(name: str) -> list[tuple[str, dict[str, Any]]]:
+    user = {"role": "user", "content": TEXTS["utf8"]}
+    bodies: list[tuple[str, dict[str, Any]]] = [
+        ("user", {"messages": [user]}),
+        ("system-user", {"messages": [{"role": "system", "content": TEXTS["whitespace"]},
+                                      {"role": "user", "content": TEXTS["byt5-strip"]}]}),
+        ("multi-turn", {"messages": [user, {"role": "assistant", "content": "ok </s>"},
+                                     {"role": "user", "content": TEXTS["canine-specials"]}]}),
+        ("add-special-tokens", {"messages": [user], "add_special_tokens": True}),
+        ("continue-final", {"messages": [user, {"role": "assistant", "content": " Grüße"}],
+                            "continue_final_message": True, "add_generation_prompt": False}),
+        ("input-text", {"messages": [{"role": "user", "content": [
+            {"type": "input_text", "text": "Responses API part"}]}]}),
+    ]
+    return [(f"chat-{i}", {"model": name, **b}) for i, b in bodies]
+
+
+def build() -> list[dict[str, Any]]:
+    lines = []
+    for folder in FOLDERS:
+        name = f"py-{folder}"
+        server = {"--served-model-name": name}
+        for endpoint, bodies in ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))):
+            for ident, body in bodies:
+                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
+                              "model_dir": f"python_models/{folder}", "server": server})
+    return lines
+
+
+CODE_LLAMA_TEXTS = {
+    "code": "def f(x):\n    return {'a': [1, 2]}  # done\n",
+    "after-special": "a</s>b c<s>d",
+    "lead-metaspace": "▁lead and  two  spaces",
+    "leading-space": " leading space",
+    "infill-tokens": "▁<PRE> x ▁<SUF>y ▁<MID> z▁<EOT>",
+    "accents": "Grüße — 日本語 😀",
+}
+FILL_TEXTS = {
+    "fill": "def f(x):\n    <FILL_ME>\n    return y",
+    "fill-start": "<FILL_ME> tail",
+    "fill-end": "head <FILL_ME>",
+    "fill-twice": "a<FILL_ME>b<FILL_ME>c",
+}
+
+
+def build_code_llama() -> list[dict[str, Any]]:
+    name = "real-code_llama"
+    server = {"--served-model-name": name}
+    plain: list[tuple[str, str, dict[str, Any]]] = []
+    for key, text in CODE_LLAMA_TEXTS.items():
+        plain.append((COMPLETIONS, f"completion-{key}", {"prompt": text}))
+        plain.append((COMPLETIONS, f"completion-{key}-no-specials",
+                      {"prompt": text, "add_special_tokens": False}))
+    plain.append((COMPLETIONS, "completion-truncate", {"prompt": CODE_LLAMA_TEXTS["code"] * 3,
+                                                       "truncate_prompt_tokens": 7}))
+    plain.append((CHAT, "chat-user", {"messages": [
+        {"role": "user", "content": CODE_LLAMA_TEXTS["code"]}]}))
+    plain.append((CHAT, "chat-multi-turn", {"messages": [
+        {"role": "user", "content": CODE_LLAMA_TEXTS["accents"]},
+        {"role": "assistant", "content": CODE_LLAMA_TEXTS["after-special"]},
+        {"role": "user", "content": CODE_LLAMA_TEXTS["lead-metaspace"]}]}))
+    fill: list[tuple[str, str, dict[str, Any]]] = []
+    for key, text in FILL_TEXTS.items():
+        fill.append((COMPLETIONS, f"completion-{key}", {"prompt": text}))
+        fill.append((COMPLETIONS, f"completion-{key}-no-specials",
+                     {"prompt": text, "add_special_tokens": False}))
+    fill.append((CHAT, "chat-fill", {"messages": [
+        {"role": "user", "content": FILL_TEXTS["fill"]}]}))
+    lines = []
+    for phase, bodies in (("", plain), ("", fill), ("after-fill/", plain)):
+        for endpoint, ident, body in bodies:
+            lines.append({"body": {"model": name, **body}, "endpoint": endpoint,
+                          "id": f"code_llama/{phase}{ident}",
+                          "model_dir": "real:code_llama", "server": server})
+    return lines
+
+
+CTC_FOLDERS = ("wav2vec2", "wav2vec2_lower")
+CTC_TEXTS = {
+    "upper": "HELLO WORLD IT'S A TEST",
+    "lower": "hello world it's a test",
+    "spaces": " A  B \tC\n",
+    "specials": "A <s> B</s>C <unk>D<pad> <laugh> E",
+    "multi-char": "THE TH xTHx  TH  ",
+    "strip-x1c": "x\x1c<s>\x1cy \u00a0</s>\u2003z",
+    "delimiter": "A|B || C",
+    "other-chars": "Grüße, 日本 😀!",
+}
+
+
+#: Vocabulary-file and byte classes: EsmTokenizer (esm2's vocab.txt, model type esm),
+#: MgpstrTokenizer (mgp-str-base's vocab.json) and DiaTokenizer (no file).
+VOCAB_FOLDERS = ("esm", "mgpstr", "dia")
+VOCAB_TEXTS = {
+    "protein": "MKTAYIAKQRQISFVKSHFSRQ",
+    "protein-spaces": "MKT AYI  AKQ\tRQ\n",
+    "lower-and-specials": "mk ta<mask>Y <cls>X<eos> zz <null_1>",
+    "mgp": "hello world 123 [GO]x[s] ABC",
+    "dia": "[S1] Hello there. [S2] Hi! (laughs) é\x00",
+    "strip-x1c": "LA\x1c<eos>\x1cG \u00a0<pad>\u2003z",
+    "other-chars": "Grüße, 日本 😀!",
+}
+
+
+def build_ctc(folders: tuple[str, ...] = CTC_FOLDERS,
+              texts: dict[str, str] = CTC_TEXTS) -> list[dict[str, Any]]:
+    """Wav2Vec2CTCTokenizer folders (model type wav2vec2, no tokenizer_class): the
+    960h vocabulary, and one upper-casing with two multi-character entries; or, with
+    other folders and texts, the vocabulary-file corpus."""
+    lines = []
+    for folder in folders:
+        name = f"py-{folder}"
+        server = {"--served-model-name": name, "--max-model-len": 512}
+        bodies: list[tuple[str, str, dict[str, Any]]] = []
+        for key, text in texts.items():
+            bodies.append((COMPLETIONS, f"completion-{key}", {"prompt": text}))
+            bodies.append((COMPLETIONS, f"completion-{key}-no-specials",
+                           {"prompt": text, "add_special_tokens": False}))
+        first = next(iter(texts.values()))
+        bodies.append((COMPLETIONS, "completion-truncate", {"prompt": first,
+                                                            "truncate_prompt_tokens": 5}))
+        bodies.append((COMPLETIONS, "completion-too-long", {"prompt": "A" * 600}))
+        some = list(texts.values())
+        bodies.append((CHAT, "chat-user", {"messages": [
+            {"role": "user", "content": some[3]}]}))
+        bodies.append((CHAT, "chat-multi-turn", {"messages": [
+            {"role": "user", "content": some[1]},
+            {"role": "assistant", "content": some[4]},
+            {"role": "user", "content": some[2]}]}))
+        for endpoint, ident, body in bodies:
+            lines.append({"body": {"model": name, **body}, "endpoint": endpoint,
+                          "id": f"{folder}/{ident}", "model_dir": f"python_models/{folder}",
+                          "server": server})
+    return lines
+
+
+CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
+
+
+def keep_release(release: str, harvest: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from release_vectors import compact
+
+    for corpus in CORPORA:
+        source = harvest / f"{corpus}vectors.jsonl"
+        if not source.is_file():  # the release's server did not start for its folders
+            continue
+        records = [json.loads(line) for line in source.read_text("utf-8").splitlines()]
+        out = RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
+        out.write_text("".join(json.dumps(compact(r), ensure_ascii=False, sort_keys=True)
+                               + "\n" for r in records), "utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep-release", nargs=2, metavar=("RELEASE", "DIR"))
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--code-llama", action="store_true")
+    parser.add_argument("--ctc", action="store_true")
+    parser.add_argument("--vocab", action="store_true")
+    args = parser.parse_args(argv)
+    if args.keep_release:
+        keep_release(args.keep_release[0], Path(args.keep_release[1]))
+        return 0
+    corpus = ("real_py_codellama_" if args.code_llama else "real_py_ctc_" if args.ctc
+              else "real_py_vocab_" if args.vocab else "real_py_")
+    out = args.out or RENDER_DIR / f"{corpus}bodies.jsonl"
+    lines = (build_code_llama() if args.code_llama else build_ctc() if args.ctc
+             else build_ctc(VOCAB_FOLDERS, VOCAB_TEXTS) if args.vocab else build())
+    with out.open("w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
