@@ -172,7 +172,8 @@ def main(argv: list[str]) -> int:
         for t in differ:
             print(f"{t}: this install {data['starts'].get(t)}, committed "
                   f"{committed.STARTS.get(t)}", file=sys.stderr)
-        return 1 if differ or data["vllm"] != committed.VLLM_VERSION else 0
+        # Rows only: a release may name another release's module with the same answers.
+        return 1 if differ else 0
     text = render(collect())
     if args.check:
         if args.out.read_text("utf-8") != text:

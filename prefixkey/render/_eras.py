@@ -91,6 +91,10 @@ class VerifiedRelease:
     vectors: int
     hf_facts: str
     hf_replayed: frozenset[str] = frozenset()
+    #: The module of vLLM's start-up answers per Python-tokenizer model type probed under
+    #: that install, or another release's whose answers are the same
+    #: (tools/probe_vllm_startup.py ``--only`` checks the rows); None: not probed.
+    startup_facts: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +146,8 @@ RENDER_ERAS: Final = (
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
             VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
-                            "_hf_facts_0_29_0", _REAL_HF_TYPES),
+                            "_hf_facts_0_29_0", _REAL_HF_TYPES,
+                            startup_facts="_hf_startup_facts_0_29_0"),
         ),
     ),
     RenderEra(
@@ -154,14 +159,16 @@ RENDER_ERAS: Final = (
             # the older form reproduces its 116 Harmony answers.
             # Its install's tokenizer facts are 0.29.0's (the same transformers 5.24.0).
             VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
-                            "_hf_facts_0_29_0", _REAL_HF_TYPES),
+                            "_hf_facts_0_29_0", _REAL_HF_TYPES,
+                            startup_facts="_hf_startup_facts"),
         ),
     ),
     RenderEra(
         "0.31.0",
         verified=_releases(
             VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
-                            "_hf_facts"),
+                            "_hf_facts",
+                            startup_facts="_hf_startup_facts"),
         ),
     ),
     RenderEra(
@@ -170,7 +177,8 @@ RENDER_ERAS: Final = (
         output_budget="clamped",
         verified=_releases(
             VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
-                            "_hf_facts_0_32_0"),
+                            "_hf_facts_0_32_0",
+                            startup_facts="_hf_startup_facts"),
         ),
     ),
     RenderEra(

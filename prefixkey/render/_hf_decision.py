@@ -223,6 +223,12 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     return decision
 
 
+def _not_started(architectures: list[str], model_type: str, version: str) -> str:
+    return (f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} "
+            "does not start for it (\"not supported for now\"), so no vLLM server "
+            "tokenizes this folder")
+
+
 def _with_startup(decision: TokenizerPath, model_type: str,
                   architectures: list[str]) -> TokenizerPath:
     """A model type's Python tokenizer, with what vLLM's render server does for the
@@ -235,9 +241,7 @@ def _with_startup(decision: TokenizerPath, model_type: str,
     if architectures and all(a in starts and starts[a] is None for a in architectures):
         # vLLM's registry tries each architecture the folder names: none starts.
         return TokenizerPath("refused", decision.tokenizer_class, (
-            f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} "
-            "does not start for it (\"not supported for now\"), so no vLLM server "
-            "tokenizes this folder"))
+            _not_started(architectures, model_type, version)))
     errors = sorted(cls for cls in starts.values() if cls and cls.startswith("error: "))
     if not starts:
         note = f"vLLM {version}'s start-up was not probed for it (no default config)"
@@ -278,17 +282,15 @@ def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
 
 
 @cache
-def release_starts(vllm_version: str) -> tuple[str, dict[str, dict[str, str | None]]] | None:
-    """The start-up facts probed under a release (its own ``_hf_startup_facts_<v>``
-    module, the base's for 0.31.0): (the vLLM version probed, STARTS), or None."""
-    if vllm_version == _hf_startup_facts.VLLM_VERSION:
-        return vllm_version, _hf_startup_facts.STARTS
-    name = f"{__package__}._hf_startup_facts_{vllm_version.replace('.', '_')}"
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError:
+def release_starts(vllm_version: str) -> dict[str, dict[str, str | None]] | None:
+    """The start-up facts probed under a release (the module its verified release names),
+    or None when they were not probed."""
+    module = render_release(vllm_version).startup_facts
+    if module is None:
         return None
-    return module.VLLM_VERSION, module.STARTS
+    facts: dict[str, dict[str, str | None]] = importlib.import_module(
+        f"{__package__}.{module}").STARTS
+    return facts
 
 
 def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type: str,
@@ -298,18 +300,15 @@ def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type
     0.29's does not accept Wav2Vec2ForCTC, 0.31's does)."""
     if decision.path != "python" or model_type not in _hf_startup_facts.STARTS:
         return
-    found = release_starts(vllm_version)
-    if found is None:
+    starts = release_starts(vllm_version)
+    if starts is None:
         raise RenderUnsupportedError("config.json", (
             f"model_type {model_type!r}: which of its architectures vLLM {vllm_version} "
             "starts for was not probed (tools/probe_vllm_startup.py); not verified"))
-    version, starts = found
     known = starts.get(model_type, {})
     if architectures and all(a in known and known[a] is None for a in architectures):
-        raise RenderUnsupportedError("config.json", (
-            f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} "
-            "does not start for it (\"not supported for now\"), so no vLLM server "
-            "tokenizes this folder"))
+        raise RenderUnsupportedError("config.json",
+                                     _not_started(architectures, model_type, vllm_version))
 
 
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:

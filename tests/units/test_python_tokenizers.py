@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._eras import render_release
 from prefixkey.render._hf_decision import decide_tokenizer
 from prefixkey.render._hf_startup_facts import STARTS
 
@@ -112,8 +113,8 @@ def test_the_startup_facts_are_those_of_the_installed_vllm(release: str) -> None
     from vllm_venvs import vllm_command
 
     python, env = vllm_command(release, test="tests/units/test_python_tokenizers.py")
-    module = ("_hf_startup_facts" if release == "0.31.0"
-              else f"_hf_startup_facts_{release.replace('.', '_')}")
+    module = render_release(release).startup_facts
+    assert module is not None
     done = subprocess.run([str(python), "tools/probe_vllm_startup.py", "--only",
                            "xlm,biogpt,canine", "--out", f"prefixkey/render/{module}.py"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
