@@ -21,7 +21,6 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import build_real_rebuild_bodies as rebuild
+from corpus_io import write_bodies
 
 RENDER_DIR = rebuild.RENDER_DIR
 #: Each corpus and its folders: the first (CLIPTokenizer, WhisperTokenizer), then
@@ -62,7 +62,6 @@ INFILL_TEXTS = {
 }
 
 #: Line breaks json.dumps leaves as they are (it escapes the control characters).
-_LINE_BREAKS = ("\x85", "\u2028", "\u2029")
 
 
 def build(corpus: str = "real_bpe_") -> list[dict[str, Any]]:
@@ -87,12 +86,7 @@ def main() -> int:
 
 def _write(corpus: str, lines: list[dict[str, Any]]) -> None:
     for prefix in (corpus, *(f"{corpus}{r}_" for r in RELEASES)):
-        with (RENDER_DIR / f"{prefix}bodies.jsonl").open("w", encoding="utf-8") as f:
-            for line in lines:
-                text = json.dumps(line, ensure_ascii=False, sort_keys=True)
-                for char in _LINE_BREAKS:  # str.splitlines() would split the line there
-                    text = text.replace(char, f"\\u{ord(char):04x}")
-                f.write(text + "\n")
+        write_bodies(RENDER_DIR / f"{prefix}bodies.jsonl", lines)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,10 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 from typing import Any
+
+from corpus_io import write_main
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
@@ -258,13 +258,7 @@ def build() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=RENDER_DIR / "real_l31_bodies.jsonl")
-    args = parser.parse_args(argv)
-    with args.out.open("w", encoding="utf-8") as f:
-        for line in build():
-            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
-    return 0
+    return write_main(__doc__.splitlines()[0], RENDER_DIR / "real_l31_bodies.jsonl", build, argv)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
+
+from corpus_io import write_bodies
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
@@ -109,17 +110,11 @@ def main(argv: list[str] | None = None) -> int:
         # transformers 5.24 (vLLM 0.29/0.30) loads a LlamaTokenizer-declaring folder with a
         # ByteLevel tokenizer.json as it is; 5.17 (0.31) rebuilds it: one corpus, two truths.
         for release in ("029", "031"):
-            _write(RENDER_DIR / f"real_bytelevel_{release}_bodies.jsonl",
+            write_bodies(RENDER_DIR / f"real_bytelevel_{release}_bodies.jsonl",
                    build(BYTE_LEVEL_FOLDERS, chat=False))
         return 0
-    _write(args.out, build())
+    write_bodies(args.out, build())
     return 0
-
-
-def _write(path: Path, lines: list[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -30,10 +30,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from corpus_io import write_bodies
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "tests" / "render" / "bodies.jsonl"
 CHAT = "/v1/chat/completions"
@@ -938,9 +939,7 @@ def build_serve() -> list[dict[str, Any]]:
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+    write_bodies(path, lines)
     print(f"wrote {len(lines)} bodies to {path}")
 
 
