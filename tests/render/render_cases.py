@@ -9,6 +9,7 @@ line; ``serve_bodies.jsonl`` and ``serve_vectors.jsonl`` the same for ``vllm ser
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -108,3 +109,21 @@ def assert_replays(renderer: Renderer, case: RenderCase) -> None:
     assert not isinstance(info.value, RenderUnsupportedError), info.value
     assert isinstance(info.value, RenderRequestError), info.value
     assert info.value.status == case.status, (info.value, case.error)
+
+
+def assert_covers_both_answers(cases: tuple[RenderCase, ...], folders: Iterable[str]) -> None:
+    """The corpus names exactly ``folders``, each with a body vLLM answered and one it
+    refused (a replay that only ever renders proves no refusal)."""
+    folders = set(folders)
+    assert {c.real for c in cases} == folders
+    for real in folders:
+        assert {200, 400} <= {c.status for c in cases if c.real == real}, real
+
+
+def assert_takes_rebuild(renderer: Renderer, cls: str) -> None:
+    """The folder's tokenizer is ``cls``'s rebuild (render/_hf_rebuilds.py), not another path."""
+    from prefixkey.render._hf_rebuilds import REBUILDS
+
+    decision = renderer.folder.tokenizer_decision
+    assert (decision.path, decision.tokenizer_class) == ("rebuilt", cls)
+    assert decision.recipe == REBUILDS[cls].name

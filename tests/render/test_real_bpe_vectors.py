@@ -25,10 +25,15 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from render_cases import RenderCase, assert_replays, render_cases
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    assert_takes_rebuild,
+    render_cases,
+)
 
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
-from prefixkey.render._hf_rebuilds import REBUILDS
 
 #: Corpus prefix -> the release whose render server answered it.
 RELEASES = {f"{corpus}{key}": release
@@ -60,19 +65,14 @@ def renderer(prefix: str, real: str) -> Renderer:
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
     for prefix, cases in CASES.items():
-        assert {c.real for c in cases} == set(_classes(prefix)), prefix
-        for real in _classes(prefix):
-            statuses = {c.status for c in cases if c.real == real}
-            assert {200, 400} <= statuses, (prefix, real)
+        assert_covers_both_answers(cases, _classes(prefix))
 
 
 @pytest.mark.parametrize(("prefix", "real", "cls"), [
     (prefix, real, cls) for prefix in sorted(RELEASES)
     for real, cls in sorted(_classes(prefix).items())])
 def test_each_folder_takes_its_class_rebuild(prefix: str, real: str, cls: str) -> None:
-    decision = renderer(prefix, real).folder.tokenizer_decision
-    assert (decision.path, decision.tokenizer_class) == ("rebuilt", cls)
-    assert decision.recipe == REBUILDS[cls].name
+    assert_takes_rebuild(renderer(prefix, real), cls)
 
 
 @pytest.mark.parametrize("case", [c for cases in CASES.values() for c in cases],

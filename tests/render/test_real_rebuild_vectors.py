@@ -17,10 +17,15 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
-from render_cases import RenderCase, assert_replays, render_cases
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    assert_takes_rebuild,
+    render_cases,
+)
 
 from prefixkey.render import Renderer, ServerOptions
-from prefixkey.render._hf_rebuilds import REBUILDS
 
 CASES = render_cases("real_rebuild_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
@@ -37,17 +42,12 @@ def renderer(real: str) -> Renderer:
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
-    assert {c.real for c in CASES} == set(FOLDER_CLASSES)
-    for real in FOLDER_CLASSES:
-        statuses = {c.status for c in CASES if c.real == real}
-        assert {200, 400} <= statuses, real
+    assert_covers_both_answers(CASES, FOLDER_CLASSES)
 
 
 @pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
 def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
-    decision = renderer(real).folder.tokenizer_decision
-    assert (decision.path, decision.tokenizer_class) == ("rebuilt", cls)
-    assert decision.recipe == REBUILDS[cls].name
+    assert_takes_rebuild(renderer(real), cls)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

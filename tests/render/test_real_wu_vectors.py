@@ -18,10 +18,15 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
-from render_cases import RenderCase, assert_replays, render_cases
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    assert_takes_rebuild,
+    render_cases,
+)
 
 from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
-from prefixkey.render._hf_rebuilds import REBUILDS
 from prefixkey.render._renderer import _truncates_left
 
 CASES = render_cases("real_wu_")
@@ -42,17 +47,12 @@ def renderer(real: str) -> Renderer:
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
-    assert {c.real for c in CASES} == set(FOLDER_CLASSES)
-    for real in FOLDER_CLASSES:
-        statuses = {c.status for c in CASES if c.real == real}
-        assert {200, 400} <= statuses, real
+    assert_covers_both_answers(CASES, FOLDER_CLASSES)
 
 
 @pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
 def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
-    decision = renderer(real).folder.tokenizer_decision
-    assert (decision.path, decision.tokenizer_class) == ("rebuilt", cls)
-    assert decision.recipe == REBUILDS[cls].name
+    assert_takes_rebuild(renderer(real), cls)
 
 
 def test_the_options_the_classes_read_change_the_ids() -> None:
