@@ -506,6 +506,21 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         post_processor=Template("{bos_token} $A {eos_token}",
                                 "{bos_token} $A {eos_token} {eos_token} $B {eos_token}",
                                 (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
+    "BarthezTokenizer": Rebuild(
+        name="barthez",
+        model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
+        # No charsmap: runs of whitespace and line breaks to one space, NFC, right strip
+        # (models/barthez/tokenization_barthez.py).
+        normalizer=("Sequence", [
+            ("Replace", {"pattern": ("Regex", r"\s{2,}|[\n\r\t]"), "content": " "}),
+            ("NFC", {}), ("Strip", {"left": False, "right": True})]),
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        wrap={"mask_token": {"lstrip": True, "rstrip": False}}),
     "XLNetTokenizer": Rebuild(
         name="xlnet",
         model=("Unigram", {"unk_id": "$unk_id", "byte_fallback": False}),

@@ -1,0 +1,66 @@
+"""Replay vLLM 0.31.0's rendering of more folders whose Unigram or WordPiece class
+rebuilds tokenizer.json.
+
+``real_wu2_bodies.jsonl`` (tools/build_real_wu2_bodies.py) holds the bodies of
+test_real_wu_vectors.py over tests/render/real/ folders that put one of its real
+vocabularies (llama.cpp's GGUF files in the llama-cpp-python sdist) under a
+tokenizer_config.json naming another class (``barthez_rule``: BarthezTokenizer over the
+XLM-RoBERTa SentencePiece vocabulary). ``real_wu2_vectors.jsonl`` is what vLLM 0.31.0's
+render server answered (tools/harvest_render.py): every 200 must give the same ids, every
+vLLM error an error with the same status. The files are fetched into a cache
+(tests/real_models.py): without it these tests skip, under CI they fetch.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    assert_takes_rebuild,
+    render_cases,
+)
+
+from prefixkey.render import Renderer, ServerOptions
+
+CASES = render_cases("real_wu2_")
+#: Each folder and the rebuilding class vLLM's transformers picked for it.
+FOLDER_CLASSES = {"barthez_rule": "BarthezTokenizer"}
+
+
+@cache
+def renderer(real: str) -> Renderer:
+    case = next(c for c in CASES if c.real == real)
+    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),
+                                  max_model_len=512))
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    assert_covers_both_answers(CASES, FOLDER_CLASSES)
+
+
+@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
+def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
+    assert_takes_rebuild(renderer(real), cls)
+
+
+def test_barthez_normalizes_without_the_charsmap() -> None:
+    """BarthezTokenizer drops the file's charsmap for its own normalizer (whitespace runs
+    and line breaks to one space, NFC, right strip): vLLM's answers for it differ from
+    XLMRobertaTokenizer's on the same vocabulary (test_real_wu_vectors.py) where the charsmap
+    maps characters (compatibility forms, controls, unknown ones)."""
+    ids = {c.id: c.token_ids for c in (*CASES, *render_cases("real_wu_")) if c.status == 200}
+    for key in ("compat", "controls", "unknown"):
+        assert (ids[f"barthez_rule/completion-{key}"]
+                != ids[f"xlm_roberta/completion-{key}"]), key
+    for key in ("ascii", "space-runs", "newlines"):
+        assert ids[f"barthez_rule/completion-{key}"] == ids[f"xlm_roberta/completion-{key}"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    assert case.real is not None
+    assert_replays(renderer(case.real), case)
