@@ -521,6 +521,28 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "mask_token": "<mask>"},
         add_prefix_space=True,
         wrap={"mask_token": {"lstrip": True, "rstrip": False}}),
+    "DebertaV2Tokenizer": Rebuild(
+        name="deberta_v2",
+        # unk_id: the vocabulary's (unk text, 0.0) entry, else the ``unk_id`` keyword.
+        model=("Unigram", {"unk_id_lookup": {"score": 0.0, "fallback": "$unk_id"},
+                           "byte_fallback": False}),
+        # No charsmap (models/deberta_v2/tokenization_deberta_v2.py).
+        normalizer=("Sequence", [
+            ("If", ("$do_lower_case", ("Lowercase", {}))),
+            ("Replace", {"pattern": ("Regex", r"\s{2,}|[\n\r\t]"), "content": " "}),
+            ("NFC", {}), ("Strip", {"left": False, "right": True})]),
+        pre_tokenizer=("Sequence", [
+            ("If", ("$split_by_punct", ("Punctuation", {"behavior": "isolated"}))),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "$spm_first_scheme"})]),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$spm_first_scheme"}),
+        defaults={"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "[UNK]",
+                  "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                  "mask_token": "[MASK]"},
+        add_prefix_space=True,
+        options={"do_lower_case": False, "split_by_punct": False, "unk_id": 1},
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                                "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
     "XLNetTokenizer": Rebuild(
         name="xlnet",
         model=("Unigram", {"unk_id": "$unk_id", "byte_fallback": False}),

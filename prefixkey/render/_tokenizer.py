@@ -69,6 +69,8 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
     return {
         **{name: init.get(name, default) for name, default in recipe.options.items()},
         "metaspace_scheme": "always" if spm_prefix else "never",
+        # DebertaV2Tokenizer: ``"always" if add_prefix_space else "first"``.
+        "spm_first_scheme": "always" if spm_prefix else "first",
         # ``str(unk_token)``, as the WordPiece classes pass it (None too).
         "unk_str": str(_added_token(unk, "unk_token")) if unk is not None else "None",
         "add_prefix_space": prefix,

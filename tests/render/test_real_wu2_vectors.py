@@ -4,8 +4,10 @@ rebuilds tokenizer.json.
 ``real_wu2_bodies.jsonl`` (tools/build_real_wu2_bodies.py) holds the bodies of
 test_real_wu_vectors.py over tests/render/real/ folders that put one of its real
 vocabularies (llama.cpp's GGUF files in the llama-cpp-python sdist) under a
-tokenizer_config.json naming another class (``barthez_rule``: BarthezTokenizer over the
-XLM-RoBERTa SentencePiece vocabulary). ``real_wu2_vectors.jsonl`` is what vLLM 0.31.0's
+tokenizer_config.json naming another class over the XLM-RoBERTa SentencePiece vocabulary
+(``barthez_rule``: BarthezTokenizer; ``deberta_v2_rule``: DebertaV2Tokenizer with
+``do_lower_case`` and ``split_by_punct``, its [CLS]/[SEP]/... defaults absent from the
+vocabulary, so added after it). ``real_wu2_vectors.jsonl`` is what vLLM 0.31.0's
 render server answered (tools/harvest_render.py): every 200 must give the same ids, every
 vLLM error an error with the same status. The files are fetched into a cache
 (tests/real_models.py): without it these tests skip, under CI they fetch.
@@ -28,7 +30,7 @@ from prefixkey.render import Renderer, ServerOptions
 
 CASES = render_cases("real_wu2_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
-FOLDER_CLASSES = {"barthez_rule": "BarthezTokenizer"}
+FOLDER_CLASSES = {"barthez_rule": "BarthezTokenizer", "deberta_v2_rule": "DebertaV2Tokenizer"}
 
 
 @cache
@@ -58,6 +60,18 @@ def test_barthez_normalizes_without_the_charsmap() -> None:
                 != ids[f"xlm_roberta/completion-{key}"]), key
     for key in ("ascii", "space-runs", "newlines"):
         assert ids[f"barthez_rule/completion-{key}"] == ids[f"xlm_roberta/completion-{key}"]
+
+
+def test_deberta_v2_options_and_its_own_template() -> None:
+    """DebertaV2Tokenizer: its default [CLS] / [SEP] are not in the vocabulary, so they
+    are added after it (250002, 250003) and its own template puts them around the text;
+    ``do_lower_case`` and ``split_by_punct`` change the pieces."""
+    ids = {c.id: c.token_ids for c in CASES if c.status == 200}
+    first, *_ = ids["deberta_v2_rule/completion-ascii"]
+    assert (first[0], first[-1]) == (250002, 250003)
+    for key in ("mixed-case", "punct"):
+        deberta = ids[f"deberta_v2_rule/completion-{key}-no-specials"]
+        assert deberta != ids[f"barthez_rule/completion-{key}-no-specials"], key
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
