@@ -2,10 +2,10 @@
 
 Maintainer tool. The bodies of tools/build_real_wu_bodies.py over the folders of
 :data:`FOLDERS` (tests/render/real/<name>/): the same real vocabularies under a
-``tokenizer_config.json`` naming another rebuilding class (BarthezTokenizer, DebertaV2Tokenizer:
-render/_hf_rebuilds.py). ``tools/harvest_render.py --bodies
-tests/render/real_wu2_bodies.jsonl --out tests/render/real_wu2_vectors.jsonl --port 18600``
-records vLLM 0.31's answers.
+``tokenizer_config.json`` naming another rebuilding class (BarthezTokenizer,
+DebertaV2Tokenizer, MPNetTokenizer: render/_hf_rebuilds.py). ``tools/harvest_render.py
+--bodies tests/render/real_wu2_bodies.jsonl --out tests/render/real_wu2_vectors.jsonl
+--port 18600`` records vLLM 0.31's answers.
 
 Usage::
 
@@ -20,7 +20,7 @@ from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completi
 from corpus_io import write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
-FOLDERS = {"barthez_rule": False, "deberta_v2_rule": False}
+FOLDERS = {"barthez_rule": False, "deberta_v2_rule": False, "mpnet_rule": False}
 
 
 def build() -> list[dict[str, Any]]:

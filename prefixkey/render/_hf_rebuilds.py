@@ -543,6 +543,23 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
                                 "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
                                 (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
+    "MPNetTokenizer": Rebuild(
+        name="mpnet",
+        # BertTokenizer's WordPiece pipeline with RoBERTa's tokens and post-processor
+        # (models/mpnet/tokenization_mpnet.py).
+        model=("WordPiece", {"unk_token": "$unk_str"}),
+        normalizer=_bert_normalizer(),
+        pre_tokenizer=("BertPreTokenizer", {}),
+        decoder=("WordPiece", {"prefix": "##"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "[UNK]", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        options=_BERT_OPTIONS,
+        wrap={**{key: {"lstrip": False, "rstrip": False} for key in (
+            "bos_token", "eos_token", "sep_token", "cls_token", "unk_token", "pad_token")},
+              "mask_token": {"lstrip": True, "rstrip": False}},
+        post_processor="roberta",
+        processor_options=MappingProxyType({"trim_offsets": True, "add_prefix_space": False})),
     "XLNetTokenizer": Rebuild(
         name="xlnet",
         model=("Unigram", {"unk_id": "$unk_id", "byte_fallback": False}),

@@ -4,7 +4,9 @@ rebuilds tokenizer.json.
 ``real_wu2_bodies.jsonl`` (tools/build_real_wu2_bodies.py) holds the bodies of
 test_real_wu_vectors.py over tests/render/real/ folders that put one of its real
 vocabularies (llama.cpp's GGUF files in the llama-cpp-python sdist) under a
-tokenizer_config.json naming another class over the XLM-RoBERTa SentencePiece vocabulary
+tokenizer_config.json naming another class (``mpnet_rule``: MPNetTokenizer over
+bge-small-en-v1.5's WordPiece vocabulary, its RoBERTa-style <s> / </s> defaults absent
+from it, so added after it) or over the XLM-RoBERTa SentencePiece vocabulary
 (``barthez_rule``: BarthezTokenizer; ``deberta_v2_rule``: DebertaV2Tokenizer with
 ``do_lower_case`` and ``split_by_punct``, its [CLS]/[SEP]/... defaults absent from the
 vocabulary, so added after it). ``real_wu2_vectors.jsonl`` is what vLLM 0.31.0's
@@ -30,7 +32,8 @@ from prefixkey.render import Renderer, ServerOptions
 
 CASES = render_cases("real_wu2_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
-FOLDER_CLASSES = {"barthez_rule": "BarthezTokenizer", "deberta_v2_rule": "DebertaV2Tokenizer"}
+FOLDER_CLASSES = {"barthez_rule": "BarthezTokenizer", "deberta_v2_rule": "DebertaV2Tokenizer",
+                  "mpnet_rule": "MPNetTokenizer"}
 
 
 @cache
@@ -72,6 +75,18 @@ def test_deberta_v2_options_and_its_own_template() -> None:
     for key in ("mixed-case", "punct"):
         deberta = ids[f"deberta_v2_rule/completion-{key}-no-specials"]
         assert deberta != ids[f"barthez_rule/completion-{key}-no-specials"], key
+
+
+def test_mpnet_is_bert_pieces_in_roberta_tokens() -> None:
+    """MPNetTokenizer: BertTokenizer's pieces (vLLM's answers without special tokens are
+    bge-small's, test_real_wu_vectors.py) between its own <s> ... </s>, added after the
+    vocabulary (30522, 30523), by a RobertaProcessing."""
+    ids = {c.id: c.token_ids for c in (*CASES, *render_cases("real_wu_")) if c.status == 200}
+    for key in ("mixed-case", "accents", "chinese", "long-word-101"):
+        assert (ids[f"mpnet_rule/completion-{key}-no-specials"]
+                == ids[f"bert_bge/completion-{key}-no-specials"]), key
+    first, *_ = ids["mpnet_rule/completion-ascii"]
+    assert (first[0], first[-1]) == (30522, 30523)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
