@@ -17,7 +17,7 @@ vLLM error an error with the same status. The files are fetched into a cache
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
 
 import pytest
 from render_cases import (
@@ -36,7 +36,9 @@ FOLDER_CLASSES = {"barthez_rule": "BarthezTokenizer", "deberta_v2_rule": "Debert
                   "mpnet_rule": "MPNetTokenizer"}
 
 
-@cache
+# Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the
+# tokenizers library's own); the cases come folder by folder.
+@lru_cache(maxsize=2)
 def renderer(real: str) -> Renderer:
     case = next(c for c in CASES if c.real == real)
     return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),

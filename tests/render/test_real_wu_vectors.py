@@ -15,7 +15,7 @@ without it these tests skip, under CI they fetch.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
 
 import pytest
 from render_cases import (
@@ -39,7 +39,9 @@ FOLDER_CLASSES = {"bert_bge": "BertTokenizer", "distilbert_cased_rule": "DistilB
                   "big_bird_rule": "BigBirdTokenizer"}
 
 
-@cache
+# Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the
+# tokenizers library's own); the cases come folder by folder.
+@lru_cache(maxsize=2)
 def renderer(real: str) -> Renderer:
     case = next(c for c in CASES if c.real == real)
     return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),

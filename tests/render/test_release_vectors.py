@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,9 @@ def options(case: RenderCase, release: str) -> ServerOptions:
     return ServerOptions(model=str(case.folder()), vllm_version=release, **fields)
 
 
-@cache
+# Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the
+# tokenizers library's own); the cases come folder by folder, so a few suffice.
+@lru_cache(maxsize=4)
 def _renderer(release: str, corpus: str, folder: str, server: str) -> Renderer:
     case = next(c for c in render_cases("" if corpus == "main" else corpus)
                 if str(c.folder()) == folder and json.dumps(c.server, sort_keys=True) == server)
