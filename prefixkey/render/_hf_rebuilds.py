@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
+from ..errors import InvalidRequestError
+
 __all__ = ["REBUILDS", "VERIFIED_WITH", "ModelSpec", "Rebuild", "Template"]
 
 Spec = tuple[str, Any]  # (name, kwargs) or ("Sequence", [Spec, ...])
@@ -150,7 +152,9 @@ class Rebuild:
 
     def __post_init__(self) -> None:
         if (self.bpe is None) == (self.model is None):
-            raise ValueError(f"recipe {self.name!r}: give exactly one of bpe and model")
+            # A record's own mistake, caught at import (REBUILDS is built from records).
+            raise InvalidRequestError("model", f"recipe {self.name!r}: give exactly one of "
+                                      "bpe and model")
 
     @property
     def model_spec(self) -> ModelSpec:
