@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,3 +127,19 @@ def assert_takes_rebuild(renderer: Renderer, cls: str) -> None:
     decision = renderer.folder.tokenizer_decision
     assert (decision.path, decision.tokenizer_class) == ("rebuilt", cls)
     assert decision.recipe == REBUILDS[cls].name
+
+
+# Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the tokenizers
+# library's own); the real-folder suites run their cases folder by folder.
+@lru_cache(maxsize=2)
+def _real_renderer(folder: str, real: str, max_model_len: int) -> Renderer:
+    from prefixkey.render import Renderer, ServerOptions
+
+    return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{real}",),
+                                  max_model_len=max_model_len))
+
+
+def real_renderer(cases: tuple[RenderCase, ...], real: str, max_model_len: int) -> Renderer:
+    """The renderer of the server that answered ``real``'s cases (served as ``real-<name>``)."""
+    case = next(c for c in cases if c.real == real)
+    return _real_renderer(str(case.folder()), real, max_model_len)

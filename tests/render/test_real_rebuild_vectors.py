@@ -14,18 +14,17 @@ with the same status. The tokenizer files are fetched into a cache
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
     assert_takes_rebuild,
+    real_renderer,
     render_cases,
 )
 
-from prefixkey.render import Renderer, ServerOptions
+from prefixkey.render import Renderer
 
 CASES = render_cases("real_rebuild_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
@@ -34,11 +33,8 @@ FOLDER_CLASSES = {"qwen3_5_rule": "Qwen3_5Tokenizer", "gpt2_rule": "GPT2Tokenize
                   "codegen_rule": "CodeGenTokenizer", "roberta_rule": "RobertaTokenizer"}
 
 
-@cache
 def renderer(real: str) -> Renderer:
-    case = next(c for c in CASES if c.real == real)
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),
-                                  max_model_len=2048))
+    return real_renderer(CASES, real, 2048)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:

@@ -17,18 +17,17 @@ vLLM error an error with the same status. The files are fetched into a cache
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
     assert_takes_rebuild,
+    real_renderer,
     render_cases,
 )
 
-from prefixkey.render import Renderer, ServerOptions
+from prefixkey.render import Renderer
 
 CASES = render_cases("real_wu2_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
@@ -36,13 +35,8 @@ FOLDER_CLASSES = {"barthez_rule": "BarthezTokenizer", "deberta_v2_rule": "Debert
                   "mpnet_rule": "MPNetTokenizer"}
 
 
-# Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the
-# tokenizers library's own); the cases come folder by folder.
-@lru_cache(maxsize=2)
 def renderer(real: str) -> Renderer:
-    case = next(c for c in CASES if c.real == real)
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),
-                                  max_model_len=512))
+    return real_renderer(CASES, real, 512)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:

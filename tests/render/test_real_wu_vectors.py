@@ -15,18 +15,17 @@ without it these tests skip, under CI they fetch.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
     assert_takes_rebuild,
+    real_renderer,
     render_cases,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import Renderer, RenderUnsupportedError
 from prefixkey.render._renderer import _truncates_left
 
 CASES = render_cases("real_wu_")
@@ -39,13 +38,8 @@ FOLDER_CLASSES = {"bert_bge": "BertTokenizer", "distilbert_cased_rule": "DistilB
                   "big_bird_rule": "BigBirdTokenizer"}
 
 
-# Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the
-# tokenizers library's own); the cases come folder by folder.
-@lru_cache(maxsize=2)
 def renderer(real: str) -> Renderer:
-    case = next(c for c in CASES if c.real == real)
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),
-                                  max_model_len=512))
+    return real_renderer(CASES, real, 512)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
