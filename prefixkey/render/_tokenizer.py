@@ -134,6 +134,15 @@ def _unset(spec: Any, derived: Mapping[str, Any]) -> bool:
     return False
 
 
+def _names(spec: Any, value: str) -> bool:
+    """Whether a spec uses a ``$`` value."""
+    if isinstance(spec, Mapping):
+        return any(_names(v, value) for v in spec.values())
+    if isinstance(spec, (list, tuple)):
+        return any(_names(v, value) for v in spec)
+    return bool(spec == value)
+
+
 def _component(spec: tuple[str, Any] | None, derived: Mapping[str, Any],
                module: Any) -> Any:
     """A ``tokenizers`` normalizer, pre-tokenizer or decoder from its spec (_hf_rebuilds)."""
@@ -175,9 +184,15 @@ def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
         vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
         lookup = options.pop("unk_id_lookup", None)
         if lookup is not None:  # the class finds its unk token in the vocabulary
-            unk, score = derived["unk_str"], lookup["score"]
-            options["unk_id"] = next((i for i, (t, v) in enumerate(vocab) if t == unk and (
+            unk, score, start = derived["unk_str"], lookup["score"], lookup.get("start", 0)
+            found = next((i for i, (t, v) in enumerate(vocab) if i >= start and t == unk and (
                 score is None or v == score)), _value(lookup["fallback"], derived, None))
+            if found is None:
+                raise ModelFolderError("tokenizer.json", (
+                    f"the unk token {unk!r} (score {score}) is not in the vocabulary from "
+                    f"index {start} on: transformers' {recipe.name} tokenizer class fails "
+                    "to load the folder"))
+            options["unk_id"] = found
         return models.Unigram(vocab, **options)
     if kind == "BPE":
         options["ignore_merges"] = False
@@ -227,6 +242,42 @@ def _sentinels(form: str, config: Mapping[str, Any], listed: list[Any] | None) -
     return listed
 
 
+def _extras_default(recipe: Rebuild, derived: Mapping[str, Any]) -> list[Any]:
+    """The ``additional_special_tokens`` a class passes when the file gives none."""
+    out: list[Any] = []
+    for item in recipe.extras_default or ():
+        if isinstance(item, str):
+            value = _value(item, derived, None)
+            if value is not None:
+                out.append(_added_token(value, item.lstrip("$")))
+            continue
+        form, start, stop = item
+        count = _value(stop, derived, None)
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise ModelFolderError("tokenizer_config.json", (
+                f"{str(stop).lstrip('$')} must be an integer, got {count!r}"))
+        out.extend(form.format(i) for i in range(start, count))
+    return out
+
+
+def _model_specific(recipe: Rebuild, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The class's own ``*_token`` keywords beside the standard seven, with their defaults.
+
+    from_pretrained moves a ``*_token`` of tokenizer_config.json out of the keyword (into
+    the model-specific tokens), so the keyword keeps its default: a class that sets the
+    attribute again from it (SplinterTokenizer) ends with another token than the file's.
+    """
+    own = {k: v for k, v in recipe.defaults.items() if k not in _NAMED_TOKENS}
+    for key, default in own.items():
+        if key in config and config[key] != default:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{key} {config[key]!r} beside the {recipe.name} tokenizer class, whose "
+                f"keyword does not get it (from_pretrained passes a string as a "
+                f"model-specific token) and which sets {key} from that keyword (default "
+                f"{default!r}) after loading, is not reproduced"))
+    return {k: v for k, v in own.items() if v is not None}
+
+
 def _read_json(path: FilePath) -> dict[str, Any]:
     try:
         with path.open(encoding="utf-8") as handle:
@@ -259,8 +310,10 @@ def _update_post_processor(tok: Tokenizer, specials: Mapping[str, AddedToken | s
 
 
 def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
-                specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str]) -> None:
-    """What the class's ``__init__`` does after TokenizersBackend's (render/_hf_rebuilds.py)."""
+                specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str],
+                file_processor: bool) -> None:
+    """What the class's ``__init__`` does after TokenizersBackend's (render/_hf_rebuilds.py);
+    ``file_processor``: whether tokenizer.json has a post-processor."""
     if recipe.readd_specials:  # add_tokens(all_special_tokens), as special AddedTokens
         seen: list[str] = []
         for value in [*specials.values(), *extras]:
@@ -292,6 +345,10 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
             special_tokens=[(t, _token_id(tok, t)) for t in dict.fromkeys([eos, *prefix])])
     elif isinstance(recipe.post_processor, Template):
         tok.post_processor = _template(recipe.post_processor, tok, specials)
+    if recipe.post_init and not file_processor:
+        # _post_init() ends with update_post_processor() when TokenizersBackend had to
+        # (no post-processor in the file), over whatever the class set before it.
+        _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
 
 
 def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
@@ -308,8 +365,11 @@ def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
                 f"{recipe.name} tokenizer class fails to load the folder"))
         pieces.append((text.format(**names), found))
     return processors.TemplateProcessing(single=template.single.format(**names),
-                                         pair=template.pair.format(**names),
-                                         special_tokens=pieces)
+                                         pair=_pair(template, names), special_tokens=pieces)
+
+
+def _pair(template: Template, names: Mapping[str, str]) -> str | None:
+    return None if template.pair is None else template.pair.format(**names)
 
 
 def _template(template: Template, tok: Tokenizer,
@@ -319,14 +379,14 @@ def _template(template: Template, tok: Tokenizer,
     for name in _NAMED_TOKENS:
         value = specials.get(name)
         names[name] = "" if value is None else str(value)
-    used = [n for n in _NAMED_TOKENS if "{" + n + "}" in template.single + template.pair]
+    used = [n for n in _NAMED_TOKENS if "{" + n + "}" in template.single + (template.pair or "")]
     used += [n for _, n in template.special_tokens]
     missing = [n for n in used if not names[n]]
     if missing:
         raise ModelFolderError("tokenizer_config.json",
                                f"{missing[0]} is null, which the class's template needs")
     return processors.TemplateProcessing(
-        single=template.single.format(**names), pair=template.pair.format(**names),
+        single=template.single.format(**names), pair=_pair(template, names),
         special_tokens=[(text.format(**names), _token_id(tok, names[name]))
                         for text, name in template.special_tokens])
 
@@ -491,6 +551,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             if isinstance(token, AddedToken):
                 auto[key] = token
     specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
+    if recipe is not None:
+        specials.update(_model_specific(recipe, folder.tokenizer_config))
     # The class's own extra tokens (CodeLlama's infilling ones) are added in its order
     # below, not in tokenizer_config.json's (vLLM's ids: real_py_codellama_vectors.jsonl).
     late = {keyword for _, keyword in (recipe.extra_specials if recipe else ())}
@@ -504,7 +566,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"extra_special_tokens with the {recipe.name} tokenizer class's own "
                 "additional_special_tokens is not reproduced"))
-        listed = list(recipe.extras_default)
+        listed = _extras_default(recipe, _derived(folder.tokenizer_config, recipe))
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in listed or []]
     for default, keyword in (recipe.extra_specials if recipe else ()):
@@ -525,8 +587,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     else:
         derived = _derived(folder.tokenizer_config, recipe)
         tokenizer_json = None
-        if recipe.model_spec[0] == "Unigram":  # its vocabulary's scores, the charsmap
-            tokenizer_json = _read_json(path)
+        if recipe.model_spec[0] == "Unigram" or _names(recipe.normalizer, "$spm_charsmap"):
+            tokenizer_json = _read_json(path)  # a Unigram's scores, the charsmap
             derived["spm_charsmap"] = _spm_charsmap(tokenizer_json)
         tok = _rebuilt(recipe, loaded, derived, tokenizer_json)
     if recipe is not None and recipe.template_first is not None:
@@ -555,7 +617,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     if tokens:
         tok.add_tokens(tokens)
     if recipe is not None:
-        _after_init(recipe, tok, derived, specials, extras)
+        _after_init(recipe, tok, derived, specials, extras, loaded.post_processor is not None)
     tok.no_truncation()
     tok.no_padding()
     return HfTokenizer(
