@@ -39,11 +39,11 @@ OUT = ROOT / "docs" / "render-tokenizers.md"
 _NON_BPE = sorted(n for n, r in REBUILDS.items() if r.model_spec[0] != "BPE")
 
 
-def _wu_releases() -> str:
-    """The releases whose render server answered the real_wu_ corpus (0.31.0: its own)."""
+def _wu_releases(corpus: str = "real_wu_") -> str:
+    """The releases whose render server answered a corpus (0.31.0: its own)."""
     found = ["0.31.0"]
     for meta in sorted((ROOT / "tests" / "render" / "releases").glob("*/meta.json")):
-        if "real_wu_" in json.loads(meta.read_text("utf-8")).get("corpora", {}):
+        if corpus in json.loads(meta.read_text("utf-8")).get("corpora", {}):
             found.append(meta.parent.name)
     return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
 
@@ -114,7 +114,9 @@ vocabularies of bge-small-en-v1.5, which is bert-base-uncased's WordPiece vocabu
 of an XLM-RoBERTa SentencePiece model with its scores and charsmap, as the llama-cpp-python
 0.3.36 sdist ships them), not on the models' own `tokenizer.json` files (none was found
 in the package registries); the folders are tests/render/real/ (`real_wu_` corpus),
-replayed as vLLM {_wu_releases()} answered them.
+replayed as vLLM {_wu_releases()} answered them. PegasusTokenizer, XGLMTokenizer,
+RemBertTokenizer, ReformerTokenizer and SplinterTokenizer (`real_spm_` corpus) are
+replayed as vLLM {_wu_releases("real_spm_")} answered them.
 
 Before these rules, vLLM switches some architectures to a tokenizer mode of its own
 (refused until verified): {", ".join(f"`{a}` ({m})" for a, m in

@@ -748,4 +748,15 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
         "NougatTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
         "Siglip2Tokenizer": ("borrowed", "Gemma 3's vocabulary (SigLIP 2's is Gemma's)"),
         "CodeLlamaTokenizer": ("borrowed", "Llama 2's vocabulary (Code Llama's base)"),
+        # real_spm_ corpus (tests/render/test_real_spm_vectors.py).
+        "PegasusTokenizer": ("borrowed", "XLM-RoBERTa's SentencePiece Unigram vocabulary "
+                             "(llama.cpp's GGUF, with its scores and charsmap)"),
+        "XGLMTokenizer": ("borrowed", "XLM-RoBERTa's SentencePiece Unigram vocabulary "
+                          "(llama.cpp's GGUF, with its scores and charsmap)"),
+        "RemBertTokenizer": ("borrowed", "XLM-RoBERTa's SentencePiece Unigram vocabulary "
+                             "(llama.cpp's GGUF, with its scores and charsmap)"),
+        "ReformerTokenizer": ("borrowed", "Llama 2's vocabulary (a SentencePiece BPE without "
+                              "a charsmap)"),
+        "SplinterTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
+                              "(llama.cpp's GGUF; bert-base-uncased's)"),
     }))
