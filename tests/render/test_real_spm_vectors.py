@@ -38,6 +38,7 @@ FOLDER_CLASSES = {
     "pegasus_rule": "PegasusTokenizer", "pegasus_offset_rule": "PegasusTokenizer",
     "xglm_rule": "XGLMTokenizer", "xglm_listed_rule": "XGLMTokenizer",
     "rembert_rule": "RemBertTokenizer", "rembert_default_rule": "RemBertTokenizer",
+    "rembert_bare_rule": "RemBertTokenizer",
     "reformer_rule": "ReformerTokenizer", "splinter_rule": "SplinterTokenizer"}
 #: XLM-RoBERTa's vocabulary size in these folders (tests/render/real/*/fetched.json).
 XLMR_SIZE = 250002
@@ -100,6 +101,13 @@ def test_rembert_options_and_its_fixed_unk_id() -> None:
                 != _completion(f"rembert_default_rule/completion-{key}-no-specials")), key
     first = _completion("rembert_default_rule/completion-ascii")
     assert (first[0], first[-1]) == (XLMR_SIZE, XLMR_SIZE + 1)
+
+
+def test_rembert_template_is_dropped_without_a_file_post_processor() -> None:
+    """RemBertTokenizer sets its [CLS] $A [SEP] template, then _post_init() runs
+    update_post_processor() when tokenizer.json had no post-processor: the text alone."""
+    assert (_completion("rembert_bare_rule/completion-ascii")
+            == _completion("rembert_default_rule/completion-ascii-no-specials"))
 
 
 def test_reformer_fuses_unknown_bytes_into_one_unk() -> None:
