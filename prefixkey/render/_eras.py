@@ -176,7 +176,7 @@ RENDER_ERAS: Final = (
         reused_ids="checked",
         output_budget="clamped",
         verified=_releases(
-            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
+            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3191,
                             "_hf_facts_0_32_0",
                             startup_facts="_hf_startup_facts"),
         ),
