@@ -145,7 +145,7 @@ RENDER_ERAS: Final = (
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
-            VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
+            VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3191,
                             "_hf_facts_0_29_0", _REAL_HF_TYPES,
                             startup_facts="_hf_startup_facts_0_29_0"),
         ),
