@@ -86,7 +86,7 @@ from ...errors import InvalidRequestError
 from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
 from ..index._ops import medium_name
-from ..index._walk import Run
+from ..index._walk import OrderedGroups, Run
 from ._cost_order import (
     _Answer,
     _CostOrder,
@@ -101,6 +101,7 @@ from ._metrics import RouterMetrics
 from ._prepared import PreparedRequest, rendezvous_seed
 from ._queues import Queues
 from ._ranking import LazyRanking
+from ._top1 import slot_bits, walked_best
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",
@@ -196,6 +197,8 @@ class Router:
         #: The running mean of the prefill the requests reported :meth:`sent` needed.
         self._sent_prefill = 0.0
         self._mask_weights: dict[int, tuple[float, str]] = {}
+        #: The in-memory index's slot table last walked, and each replica's bit in it.
+        self._slot_bits: tuple[object, dict[ReplicaId, int]] = (None, {})
         self._bit_weights: list[tuple[int, float, str]] = []
         self._counted = 0  # bits of the media with a positive weight: those that hit
         self._bits_seen = -1
@@ -367,6 +370,13 @@ class Router:
         total = len(schemes) + len(extra)
         queues, per = self._queue_view(schemes, extra, num_tokens)
         utilization = self._utilization(queues, per, num_tokens)
+        if (limit == 1 and self.load is None and len(answers) == 1 and answers[0].ordered
+                and type(answers[0].groups) is OrderedGroups):
+            top = self._walked_top1(prepared, schemes, extra, answers[0], queues, per,
+                                    utilization, total)
+            if top is not None:
+                self._chosen(top, num_tokens, total)
+                return [top]
         order = _CostOrder(self, prepared, schemes, extra, queues, per, answers,
                            self._pressure_of(), 1 + 1 / (1 - utilization))
         fallback = order.fallback
@@ -374,26 +384,66 @@ class Router:
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
 
         def build(i: int, rank: int) -> RouteDecision:
-            entry, rid, load, cost, pressure = (
-                listing.entries[i], listing.rids[i], order.loads[i], order.costs[i],
-                order.pressures[i])
+            entry = listing.entries[i]
             o = outcomes.get(id(entry))
             if o is None:
                 o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
-            why = functools.partial(_why, rid, o, num_tokens, load, cost, pressure,
-                                    fallback, rank, total, order.twice)
-            return RouteDecision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
-                                 load, fallback, o.used, why, _evidence(o), cost,
-                                 num_tokens - o.weighted, pressure, utilization)
+            return self._decision(listing.rids[i], o, num_tokens, order.loads[i], order.costs[i],
+                                  order.pressures[i], fallback, rank, total, order.twice,
+                                  utilization)
 
         ranking = LazyRanking(order.groups(), total if limit is None else min(limit, total),
                               listing.tie_order, build)
         if total:
-            self._last_total = total
-            top = ranking[0]
-            self.metrics.observe(top.hit_tokens, num_tokens, fallback, top.evidence == "predicted")
-            self._sent(top.replica, top.prefill_tokens, total)
+            self._chosen(ranking[0], num_tokens, total)
         return ranking
+
+    def _decision(self, rid: ReplicaId, o: _Outcome, num_tokens: int, load: float, cost: float,
+                  pressure: float, fallback: bool, rank: int, total: int, twice: float,
+                  utilization: float) -> RouteDecision:
+        why = functools.partial(_why, rid, o, num_tokens, load, cost, pressure,
+                                fallback, rank, total, twice)
+        return RouteDecision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
+                             load, fallback, o.used, why, _evidence(o), cost,
+                             num_tokens - o.weighted, pressure, utilization)
+
+    def _chosen(self, top: RouteDecision, num_tokens: int, total: int) -> None:
+        """Count a ranking's first decision (metrics, and the Router's own estimate)."""
+        self._last_total = total
+        self.metrics.observe(top.hit_tokens, num_tokens, top.fallback,
+                             top.evidence == "predicted")
+        self._sent(top.replica, top.prefill_tokens, total)
+
+    def _walked_top1(self, prepared: PreparedRequest,
+                     schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
+                     answer: _Answer, queues: Queues, per: float, utilization: float,
+                     total: int) -> RouteDecision | None:
+        """A top-1 ranking of one walked answer, in one pass (``_top1``); None on a tie."""
+        ends, medium, slots = cast("OrderedGroups", answer.groups).walked
+        bits = self._slot_bits
+        if bits[0] is not slots:
+            bits = self._slot_bits = (slots, slot_bits(slots))
+        pressure = self._pressure_of()
+        twice = 1 + 1 / (1 - utilization)
+        scheme = answer.scheme
+        num_tokens = prepared.num_tokens
+        weight = self._mask_weight(medium)[0]
+        block = scheme.groups[0].block_size
+        best = walked_best(ends, slots, bits[1], weight, block, num_tokens, twice, per,
+                           queues.ascending_stored(),
+                           None if pressure is _no_pressure else pressure, schemes, extra)
+        if best is None:
+            return None
+        cap = max(num_tokens - 1, 0) // block
+        fallback = not (ends and ends[-1][0] and min(ends[-1][0], cap))
+        if best.walked:
+            runs: tuple[Run, ...] = (((medium, best.walked),),)
+            o = self._outcome(scheme, runs, num_tokens)
+        else:
+            own = schemes.get(best.replica)
+            o = self._outcome(own, tuple(() for _ in own.groups) if own else (), num_tokens)
+        return self._decision(best.replica, o, num_tokens, best.load, best.cost, best.pressure,
+                              fallback, 1, total, twice, utilization)
 
     def _scored_groups(self, answer: _Answer, num_tokens: int) -> Iterator[_Group]:
         """An answer's groups, each scored."""
