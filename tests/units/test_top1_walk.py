@@ -15,7 +15,7 @@ reported sends, loads pushed between rankings, replicas removed, and ties
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, fields, replace
 from typing import Any
 
 import pytest
@@ -28,6 +28,7 @@ from prefixkey.events import BlockStored, EventBatch
 from prefixkey.fleet import PrefixIndex, ReplicaId, ReplicaScheme, RouteDecision, Router
 from prefixkey.fleet.routing import _router as router_module
 from prefixkey.fleet.routing import _top1
+from prefixkey.fleet.routing._decision import _new_decision
 
 SCHEMES = [ReplicaScheme(Hasher(block_size=4, python_hash_seed="0")),
            ReplicaScheme(Hasher(block_size=4, python_hash_seed="1"))]
@@ -170,3 +171,17 @@ def test_a_tie_takes_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
     top, passes = _passes(router, monkeypatch)
     assert passes == [None]
     assert _read(top) == _read(general.rank(general.prepare(PROMPT))[0])
+
+
+def test_a_decision_built_by_its_slots_is_the_dataclass() -> None:
+    # _new_decision sets each slot directly: the same object as the constructor's, frozen.
+    values = (ReplicaId("r1", 2), 1, -90.5, 48, (12, 3), 40.0, 7.5, False,
+              frozenset({"GPU"}), "why", "confirmed", 90.5, 20.0, 0.25, 0.5)
+    built = _new_decision(*values)  # type: ignore[arg-type]
+    made = RouteDecision(*values)  # type: ignore[arg-type]
+    assert type(built) is RouteDecision
+    assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
+    assert [getattr(built, f.name) for f in fields(RouteDecision)] == list(values)
+    assert replace(built, rank=2) == replace(made, rank=2)
+    with pytest.raises(FrozenInstanceError):
+        built.rank = 3  # type: ignore[misc]

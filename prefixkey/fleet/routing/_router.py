@@ -96,7 +96,15 @@ from ._cost_order import (
     _Scored,
     _segment_saved,
 )
-from ._decision import PREDICTED, Evidence, RouteDecision, _evidence, _Outcome, _why
+from ._decision import (
+    PREDICTED,
+    Evidence,
+    RouteDecision,
+    _evidence,
+    _new_decision,
+    _Outcome,
+    _why,
+)
 from ._metrics import RouterMetrics
 from ._prepared import PreparedRequest, rendezvous_seed
 from ._queues import Queues
@@ -403,7 +411,7 @@ class Router:
                   utilization: float) -> RouteDecision:
         why = functools.partial(_why, rid, o, num_tokens, load, cost, pressure,
                                 fallback, rank, total, twice)
-        return RouteDecision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
+        return _new_decision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
                              load, fallback, o.used, why, _evidence(o), cost,
                              num_tokens - o.weighted, pressure, utilization)
 
@@ -561,14 +569,18 @@ class Router:
         todo = self._grouping(schemes)
         out: list[_Answer] = []
         for attempt in range(3):
-            keys = {key: prepared.keys_for(scheme) for key, (scheme, _) in todo.items()}
-            queries = [RunsQuery(scheme, tuple(group), keys[key].groups)
-                       for key, (scheme, group) in todo.items()]
+            queries: list[RunsQuery] = []
+            affinities: list[bytes] = []
+            for scheme, group in todo.values():
+                keys = prepared.keys_for(scheme)
+                queries.append(RunsQuery(scheme, tuple(group), keys.groups))
+                affinities.append(keys.affinity)
             changed: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for key, query, answer in zip(
-                    todo, queries, self.index.leading_runs(queries, self._counted), strict=True):
+            for query, affinity, answer in zip(
+                    queries, affinities, self.index.leading_runs(queries, self._counted),
+                    strict=True):
                 scheme = query.scheme
-                seed = rendezvous_seed(keys[key].affinity)
+                seed = rendezvous_seed(affinity)
                 if answer.ordered:  # holds runs only
                     out.append(_Answer(scheme, seed, cast("Sequence[_Runs]", answer.groups), True))
                     continue
