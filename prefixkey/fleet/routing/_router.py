@@ -366,7 +366,10 @@ class Router:
         whose ties are put in rendezvous order, and whose decisions are built,
         when first read (equal to the list of them all). ``limit`` keeps only
         the first ``limit`` decisions (the full ranking's head; ``rank`` and
-        ``total`` in the explanations still count every candidate). Without a
+        ``total`` in the explanations still count every candidate); with
+        ``limit=1`` over the in-memory index and loads the Router keeps (pushed,
+        or its own estimate), the best candidate is found in one pass over the
+        walk and the queues (``_top1``) and returned in a list. Without a
         load, the first candidate is counted as sent (the Router's own queue
         estimate).
         """

@@ -59,6 +59,7 @@ def walked_best(ends: Ends, slots: Slots, bits: Mapping[ReplicaId, int], weight:
     hold nothing).
     """
     values, scale, ascending = queues
+    held = cast("Sequence[ReplicaId]", slots)  # a mask's slots are never free
     floor = ascending[0][0] * scale * per if ascending else 0.0
     cap = max(num_tokens - 1, 0) // block
     best_cost = best_load = best_pressure = math.inf
@@ -78,9 +79,8 @@ def walked_best(ends: Ends, slots: Slots, bits: Mapping[ReplicaId, int], weight:
         if need + floor > best_cost:  # this group's bound, and every later one's, is above
             break
         at -= 1
-        # A mask's slots are never free.
         if not mask & (mask - 1):  # one replica: most groups of a varied fleet
-            members = cast("Sequence[ReplicaId]", (slots[mask.bit_length() - 1],))
+            members: Sequence[ReplicaId] = (held[mask.bit_length() - 1],)
         elif mask.bit_count() <= _LISTED_AT_MOST:
             members = members_of(mask, slots)
         else:  # in load order, as _CostOrder reads a large group
