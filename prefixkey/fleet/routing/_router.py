@@ -85,8 +85,9 @@ from ...core._checks import check_int, check_number, number_refusal
 from ...errors import InvalidRequestError
 from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
+from ..index._memory import PrefixIndex
 from ..index._ops import medium_name
-from ..index._walk import OrderedGroups, Run
+from ..index._walk import PrefixWalk, Run, runs_back
 from ._cost_order import (
     _Answer,
     _CostOrder,
@@ -377,17 +378,24 @@ class Router:
         schemes, extra = self._schemes_of(candidates)
         self._refresh_weights()
         num_tokens = prepared.num_tokens
-        answers = self._answers(schemes, prepared) if schemes else []
         total = len(schemes) + len(extra)
+        answers: list[_Answer] | None = None
+        if limit == 1 and self.load is None:  # a top-1 ranking from one walk, in one pass
+            one = self._one_walk(schemes, prepared)
+            if one is not None:
+                scheme, affinity, walk = one
+                queues, per = self._queue_view(schemes, extra, num_tokens)
+                top = self._walked_top1(prepared, schemes, extra, scheme, walk, queues, per,
+                                        self._utilization(queues, per, num_tokens), total)
+                if top is not None:
+                    self._chosen(top, num_tokens, total)
+                    return [top]
+                # A tie: rendezvous weights order it, on the general path (the same walk).
+                answers = [_Answer(scheme, rendezvous_seed(affinity), walk.groups(), True)]
+        if answers is None:
+            answers = self._answers(schemes, prepared) if schemes else []
         queues, per = self._queue_view(schemes, extra, num_tokens)
         utilization = self._utilization(queues, per, num_tokens)
-        if (limit == 1 and self.load is None and len(answers) == 1 and answers[0].ordered
-                and type(answers[0].groups) is OrderedGroups):
-            top = self._walked_top1(prepared, schemes, extra, answers[0], queues, per,
-                                    utilization, total)
-            if top is not None:
-                self._chosen(top, num_tokens, total)
-                return [top]
         order = _CostOrder(self, prepared, schemes, extra, queues, per, answers,
                            self._pressure_of(), 1 + 1 / (1 - utilization))
         fallback = order.fallback
@@ -425,31 +433,44 @@ class Router:
                              top.evidence == "predicted")
         self._sent(top.replica, top.prefill_tokens, total)
 
+    def _one_walk(self, schemes: Mapping[ReplicaId, ReplicaScheme], prepared: PreparedRequest,
+                  ) -> tuple[ReplicaScheme, bytes, PrefixWalk] | None:
+        """The in-memory index's walk for candidates of one scheme (its keys' affinity too),
+        or None when :meth:`_answers` must ask (another backend, several schemes, groups
+        or media)."""
+        if type(self.index) is not PrefixIndex or not schemes:
+            return None
+        todo = self._grouping(schemes)
+        if len(todo) != 1:
+            return None
+        (scheme, group), = todo.values()
+        keys = prepared.keys_for(scheme)
+        walk = self.index._prefix_walk(RunsQuery(scheme, tuple(group), keys.groups),
+                                      self._counted)
+        return None if walk is None else (scheme, keys.affinity, walk)
+
     def _walked_top1(self, prepared: PreparedRequest,
                      schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
-                     answer: _Answer, queues: Queues, per: float, utilization: float,
-                     total: int) -> RouteDecision | None:
-        """A top-1 ranking of one walked answer, in one pass (``_top1``); None on a tie."""
-        ends, medium, slots = cast("OrderedGroups", answer.groups).walked
+                     scheme: ReplicaScheme, walk: PrefixWalk, queues: Queues, per: float,
+                     utilization: float, total: int) -> RouteDecision | None:
+        """A top-1 ranking of one walk, in one pass (``_top1``); None on a tie."""
         bits = self._slot_bits
-        if bits[0] is not slots:
-            bits = self._slot_bits = (slots, slot_bits(slots))
+        if bits[0] is not walk.slots:
+            bits = self._slot_bits = (walk.slots, slot_bits(walk.slots))
         pressure = self._pressure_of()
         twice = 1 + 1 / (1 - utilization)
-        scheme = answer.scheme
         num_tokens = prepared.num_tokens
-        weight = self._mask_weight(medium)[0]
         block = scheme.groups[0].block_size
-        best = walked_best(ends, slots, bits[1], weight, block, num_tokens, twice, per,
+        best = walked_best(runs_back(walk.ands), walk.slots, bits[1],
+                           self._mask_weight(walk.medium)[0], block, num_tokens, twice, per,
                            queues.ascending_stored(),
                            None if pressure is _no_pressure else pressure, schemes, extra)
         if best is None:
             return None
-        cap = max(num_tokens - 1, 0) // block
-        fallback = not (ends and ends[-1][0] and min(ends[-1][0], cap))
+        longest = len(walk.ands) - 1  # keys walked by the longest run (-1: no candidate)
+        fallback = not min(longest, max(num_tokens - 1, 0) // block) > 0
         if best.walked:
-            runs: tuple[Run, ...] = (((medium, best.walked),),)
-            o = self._outcome(scheme, runs, num_tokens)
+            o = self._outcome(scheme, (((walk.medium, best.walked),),), num_tokens)
         else:
             own = schemes.get(best.replica)
             o = self._outcome(own, tuple(() for _ in own.groups) if own else (), num_tokens)

@@ -1,29 +1,31 @@
 """A top-1 ranking read straight from the walk: the best candidate in one pass (sans-IO).
 
-``Router.rank(prepared, limit=1)`` over the in-memory index (one walked answer,
-``OrderedGroups.walked``) and queues the Router keeps (pushed loads or its own
+``Router.rank(prepared, limit=1)`` over the in-memory index (one walk:
+``PrefixIndex._prefix_walk``) and queues the Router keeps (pushed loads or its own
 estimate) needs one candidate, not an order: :func:`walked_best` reads the
-walk's ends longest run first and the queues in load order, and keeps the
-lowest ``(cost, load)`` seen, with no heap, no listing and no object per group
-or candidate. It reads exactly the candidates :class:`~._cost_order._CostOrder`
-would list before its first candidate comes out (a group while its bound, its
-prefill at the least queue, is not above the best cost seen; the candidates
-holding nothing, and the members of a group larger than ``_LISTED_AT_MOST``, in
-load order while theirs is not), with the same arithmetic, so the best is the
-general path's head. A tie at the best ``(cost, load)`` is ordered by rendezvous
-weights over seeds this pass does not work out: it returns None, and the Router
-ranks the same answers on the general path (tests/units/test_top1_walk.py
-compares the two over random fleets).
+walk's ends longest run first (from the end of its running AND, ``runs_back``:
+the short runs a top-1 ranking never reaches are never worked out) and the
+queues in load order, and keeps the lowest ``(cost, load)`` seen, with no heap,
+no listing and no object per group or candidate. It reads exactly the
+candidates :class:`~._cost_order._CostOrder` would list before its first
+candidate comes out (a group while its bound, its prefill at the least queue,
+is not above the best cost seen; the candidates holding nothing, and the
+members of a group larger than ``_LISTED_AT_MOST``, in load order while theirs
+is not), with the same arithmetic, so the best is the general path's head. A
+tie at the best ``(cost, load)`` is ordered by rendezvous weights over seeds
+this pass does not work out: it returns None, and the Router ranks the same
+walk on the general path (tests/units/test_top1_walk.py compares the two over
+random fleets).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple, cast
 
 from .._replicas import ReplicaId
-from ..index._walk import Ends, Slots, members_of
+from ..index._walk import Slots, members_of
 from ._cost_order import _LISTED_AT_MOST
 
 __all__ = ["Best", "slot_bits", "walked_best"]
@@ -44,19 +46,20 @@ def slot_bits(slots: Slots) -> dict[ReplicaId, int]:
     return {rid: 1 << i for i, rid in enumerate(slots) if rid is not None}
 
 
-def walked_best(ends: Ends, slots: Slots, bits: Mapping[ReplicaId, int], weight: float,
-                block: int, num_tokens: int, twice: float, per: float,
+def walked_best(runs: Iterable[tuple[int, int]], slots: Slots, bits: Mapping[ReplicaId, int],
+                weight: float, block: int, num_tokens: int, twice: float, per: float,
                 queues: tuple[dict[ReplicaId, float], float, Sequence[tuple[float, ReplicaId]]],
                 pressure_of: Callable[[ReplicaId], float] | None,
                 registered: Collection[ReplicaId], extra: Collection[ReplicaId]) -> Best | None:
-    """The lowest ``(cost, load)`` candidate of a walked answer (None on a tie there).
+    """The lowest ``(cost, load)`` candidate of a walk (None on a tie there).
 
-    ``queues`` is the Router's queues as stored (values, their scale, and the
-    ``(stored, replica)`` pairs in ascending order: every candidate is in
-    them); ``per`` turns a queue into tokens; ``pressure_of`` None when every
-    pressure is 0. ``registered`` are the candidates of the walk's query,
-    ``extra`` the configured candidates the index has not registered (they
-    hold nothing).
+    ``runs`` are the walk's ends, longest run first (``(keys walked, holder mask)``:
+    :func:`~prefixkey.fleet.index._walk.runs_back`); ``queues`` is the Router's
+    queues as stored (values, their scale, and the ``(stored, replica)`` pairs
+    in ascending order: every candidate is in them); ``per`` turns a queue
+    into tokens; ``pressure_of`` None when every pressure is 0. ``registered``
+    are the candidates of the walk's query, ``extra`` the configured
+    candidates the index has not registered (they hold nothing).
     """
     values, scale, ascending = queues
     held = cast("Sequence[ReplicaId]", slots)  # a mask's slots are never free
@@ -67,9 +70,7 @@ def walked_best(ends: Ends, slots: Slots, bits: Mapping[ReplicaId, int], weight:
     best_walked = 0
     tied = False
     nothing = 0  # the holder-set mask of the candidates holding nothing
-    at = len(ends) - 1
-    while at >= 0:
-        n, mask = ends[at]
+    for n, mask in runs:
         if not n:
             nothing = mask
             break
@@ -78,7 +79,6 @@ def walked_best(ends: Ends, slots: Slots, bits: Mapping[ReplicaId, int], weight:
         need = left * twice
         if need + floor > best_cost:  # this group's bound, and every later one's, is above
             break
-        at -= 1
         if not mask & (mask - 1):  # one replica: most groups of a varied fleet
             members: Sequence[ReplicaId] = (held[mask.bit_length() - 1],)
         elif mask.bit_count() <= _LISTED_AT_MOST:
