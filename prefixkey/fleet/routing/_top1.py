@@ -112,7 +112,9 @@ def walked_best(runs: Iterable[tuple[int, int]], slots: Slots, bits: Mapping[Rep
             elif cost == best_cost and load == best_load:
                 tied = True
     need = num_tokens * twice
-    if need + floor <= best_cost:  # the candidates holding nothing, least queued first
+    # The candidates holding nothing, least queued first: their bound is above every
+    # group's, so this is reached only with every group read (``nothing`` is set).
+    if need + floor <= best_cost:
         for stored, rid in ascending:
             load = stored * scale * per
             if need + load > best_cost:
