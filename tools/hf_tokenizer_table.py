@@ -114,7 +114,10 @@ vocabularies of bge-small-en-v1.5, which is bert-base-uncased's WordPiece vocabu
 of an XLM-RoBERTa SentencePiece model with its scores and charsmap, as the llama-cpp-python
 0.3.36 sdist ships them), not on the models' own `tokenizer.json` files (none was found
 in the package registries); the folders are tests/render/real/ (`real_wu_` corpus),
-replayed as vLLM {_wu_releases()} answered them.
+replayed as vLLM {_wu_releases()} answered them. MBartTokenizer's and MBart50Tokenizer's
+folders are that XLM-RoBERTa vocabulary (mBART's SentencePiece model) with their language
+codes and `<mask>` appended as transformers' MBart converters append them (`real_lang_`
+corpus).
 
 Before these rules, vLLM switches some architectures to a tokenizer mode of its own
 (refused until verified): {", ".join(f"`{a}` ({m})" for a, m in
