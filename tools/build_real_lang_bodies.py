@@ -12,7 +12,9 @@ configs are decoder-only (``MBartForCausalLM``, model_type ``mbart``; GPT-2's fo
 others): for an encoder-decoder config vLLM's render server renders no decoder token ids
 and answers every body "No token_ids rendered".
 ``tools/harvest_render.py --bodies tests/render/real_lang_bodies.jsonl --out
-tests/render/real_lang_vectors.jsonl --port 18500`` records vLLM 0.31's answers.
+tests/render/real_lang_vectors.jsonl --port 18500`` records vLLM 0.31's answers; the
+``real_lang_029_`` and ``real_lang_032_`` copies are harvested with
+``--vllm-python /work/venvs/vllm0XY/bin/python``.
 
 Usage::
 
@@ -24,11 +26,16 @@ from __future__ import annotations
 from typing import Any
 
 from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, TEXTS, _chat, _completions
-from corpus_io import write_main
+from corpus_io import write_bodies, write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"mbart_cc25": False, "mbart50_rule": True, "nllb_rule": True,
            "nllb_legacy_rule": False, "seamless_m4t_rule": True}
+#: The releases whose own servers answer the same bodies (one copy of the corpus each),
+#: and the folders each starts for: vLLM 0.29.0's registry does not accept MBartForCausalLM
+#: ("not supported for now"), so its copy holds the GPT-2-config folders only.
+RELEASES = {"029": ("nllb_rule", "nllb_legacy_rule", "seamless_m4t_rule"),
+            "032": tuple(FOLDERS)}
 #: Language codes of each class written in the text (added special tokens, split out
 #: before the model), beside look-alikes that are not tokens.
 LANG_TEXTS = {
@@ -54,9 +61,10 @@ def _lang(name: str, template: bool) -> list[tuple[str, str, dict[str, Any]]]:
     return bodies
 
 
-def build() -> list[dict[str, Any]]:
+def build(folders: tuple[str, ...] = tuple(FOLDERS)) -> list[dict[str, Any]]:
     lines = []
-    for folder, template in FOLDERS.items():
+    for folder in folders:
+        template = FOLDERS[folder]
         name = f"real-{folder}"
         server = {"--served-model-name": name, "--max-model-len": 512}
         bodies = [*((CHAT, i, b) for i, b in _chat(name, template)),
@@ -69,8 +77,11 @@ def build() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return write_main(__doc__.splitlines()[0], RENDER_DIR / "real_lang_bodies.jsonl", build,
+    code = write_main(__doc__.splitlines()[0], RENDER_DIR / "real_lang_bodies.jsonl", build,
                       argv)
+    for release, folders in RELEASES.items():
+        write_bodies(RENDER_DIR / f"real_lang_{release}_bodies.jsonl", build(folders))
+    return code
 
 
 if __name__ == "__main__":

@@ -108,6 +108,12 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   path shown beside it;
 - **refused**: why is given.
 
+A folder whose config is an encoder-decoder's renders its chat as any other, and every
+completion (text or token ids) is vLLM's 400 "No token_ids rendered": vLLM answers a
+completion with the encoder prompt's token ids, which its renderer leaves empty. That is
+`is_encoder_decoder` in `config.json`, else the default of the model type's config class,
+true for {", ".join(f"`{t}`" for t in sorted(facts.ENCODER_DECODER_TYPES))}.
+
 The WordPiece and Unigram rebuilds ({", ".join(_NON_BPE)}) are verified against vLLM's
 answers on `tokenizer.json` files written from real vocabularies (llama.cpp's GGUF
 vocabularies of bge-small-en-v1.5, which is bert-base-uncased's WordPiece vocabulary, and
