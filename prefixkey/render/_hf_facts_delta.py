@@ -31,8 +31,9 @@ TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "CLASSES": "map",
 })
 #: The tables naming model types (a type in a delta of one of these is a drifted type).
+#: ENCODER_DECODER_TYPES is not one: render/_folder.py reads each release's own.
 MODEL_TYPE_TABLES: Final = ("REGISTERED_CLASS", "CONFIG_MODEL_TYPES", "INCORRECT_HUB_CLASS",
-                            "VLLM_INCORRECT_HUB_CLASS", "ENCODER_DECODER_TYPES")
+                            "VLLM_INCORRECT_HUB_CLASS")
 
 
 @dataclass(frozen=True, slots=True)
