@@ -108,7 +108,8 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   path shown beside it;
 - **refused**: why is given.
 
-A folder whose config is an encoder-decoder's renders its chat as any other, and every
+A folder whose config is an encoder-decoder's renders its chat as any other (verified on
+mBART's: `real_encdec_` corpus), and every
 completion (text or token ids) is vLLM's 400 "No token_ids rendered": vLLM answers a
 completion with the encoder prompt's token ids, which its renderer leaves empty. That is
 `is_encoder_decoder` in `config.json`, else the default of the model type's config class,
