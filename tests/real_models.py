@@ -289,8 +289,9 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     stores a WordPiece vocabulary in "phantom space" form: ``▁word`` for ``word``,
     ``piece`` for ``##piece``, ``[…]`` unchanged; undone here). ``unigram``:
     XLMRobertaConverter's, the vocabulary and scores cut to ``vocab_size`` (a GGUF may pad
-    it), with the SentencePiece precompiled charsmap. ``specials``: the added special
-    tokens, each a content or an AddedToken's fields."""
+    it), with the SentencePiece precompiled charsmap; ``pieces``: entries of score 0.0
+    appended to that vocabulary (MBartConverter's language codes and ``<mask>``).
+    ``specials``: the added special tokens, each a content or an AddedToken's fields."""
     from tokenizers import (
         AddedToken,
         Regex,
@@ -325,6 +326,7 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     else:
         scores = metadata["tokenizer.ggml.scores"]
         pairs = list(zip(tokens, scores[:len(tokens)], strict=True))
+        pairs += [(piece, 0.0) for piece in spec.get("pieces", ())]
         tokenizer = Tokenizer(Unigram(pairs, unk_id=spec["unk_id"], byte_fallback=False))
         charsmap = bytes(metadata["tokenizer.ggml.precompiled_charsmap"])
         tokenizer.normalizer = normalizers.Sequence([

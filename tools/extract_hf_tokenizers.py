@@ -9,6 +9,8 @@ that loads a folder's tokenizer:
   the ``MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS`` types as ``TokenizersBackend``),
   that list, ``MODEL_IDS_TO_TOKENIZERS_BACKEND`` and the model types with a config class;
 - vLLM's ``_MODEL_TYPES_WITH_INCORRECT_TOKENIZER_CLASS``;
+- the model types whose config class is an encoder-decoder's by default
+  (``is_encoder_decoder``, which vLLM's render server answers with no token ids);
 - for every class name a config may give (each registered class, every ``*Tokenizer`` /
   ``*TokenizerFast`` / ``*Backend`` name of the ``transformers`` namespace), what
   ``tokenizer_class_from_name`` resolves it to and how that class reads ``tokenizer.json``:
@@ -112,6 +114,7 @@ def collect() -> dict[str, Any]:
         r'_hub_declared_class\.removesuffix\("Fast"\) == "(\w+)"', source))
         if "_tokenizer_json_has_byte_level" in source else set())
     return {
+        "encoder_decoder": _encoder_decoder_types(ca),
         "byte_level": byte_level,
         "transformers": transformers.__version__,
         "vllm": vllm.__version__,
@@ -122,6 +125,29 @@ def collect() -> dict[str, Any]:
         "vllm_incorrect": sorted(registry._MODEL_TYPES_WITH_INCORRECT_TOKENIZER_CLASS),
         "classes": classes,
     }
+
+
+def _encoder_decoder_types(ca: Any) -> list[str]:
+    """The model types whose config, as transformers builds it when config.json does not
+    say, is an encoder-decoder's (vLLM's ``is_encoder_decoder``: the config's or its text
+    config's flag); the composite types (``encoder-decoder``, …) set it as a class default
+    and cannot be built without their parts."""
+    found = []
+    for model_type in sorted(ca.CONFIG_MAPPING_NAMES):
+        try:
+            cls = ca.CONFIG_MAPPING[model_type]
+        except Exception:  # a module that fails to import: no config
+            continue
+        flag = getattr(cls, "is_encoder_decoder", False) is True
+        try:
+            config = cls()
+            flag = flag or bool(getattr(config, "is_encoder_decoder", False)) or bool(
+                getattr(config.get_text_config(), "is_encoder_decoder", False))
+        except Exception:  # a config that needs its parts or an optional dependency
+            pass
+        if flag:
+            found.append(model_type)
+    return found
 
 
 def render(facts: dict[str, Any]) -> str:
@@ -166,6 +192,11 @@ def render(facts: dict[str, Any]) -> str:
               "BYTE_LEVEL_BACKEND_HUB: Final[frozenset[str]] = frozenset({"]
     lines += [f"    {t!r}," for t in facts["byte_level"]]
     lines += ["})", "",
+              "#: The model types whose config class is an encoder-decoder's by default",
+              "#: (is_encoder_decoder): vLLM's render server renders them no token ids.",
+              "ENCODER_DECODER_TYPES: Final[frozenset[str]] = frozenset({"]
+    lines += [f"    {t!r}," for t in facts["encoder_decoder"]]
+    lines += ["})", "",
               "#: tokenizer_class_from_name(name) -> (the class's name, how it reads tokenizer.json):",
               "#: backend | as_is | rebuilt | python | mistral_common | unavailable.",
               "CLASSES: Final[dict[str, tuple[str, str]]] = {"]
@@ -181,6 +212,7 @@ def render_delta(facts: dict[str, Any], base: ModuleType) -> str:
               "INCORRECT_HUB_CLASS": facts["incorrect"], "BACKEND_NAME_PATTERNS": facts["patterns"],
               "VLLM_INCORRECT_HUB_CLASS": facts["vllm_incorrect"],
               "BYTE_LEVEL_BACKEND_HUB": facts["byte_level"],
+              "ENCODER_DECODER_TYPES": facts["encoder_decoder"],
               "CLASSES": {k: tuple(v) for k, v in facts["classes"].items()}}
     assert set(tables) == set(delta_module.TABLES)
     changes = delta_module.delta_of(delta_module.facts_of(base), tables)

@@ -108,13 +108,23 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   path shown beside it;
 - **refused**: why is given.
 
+A folder whose config is an encoder-decoder's renders its chat as any other (verified on
+mBART's: `real_encdec_` corpus), and every
+completion (text or token ids) is vLLM's 400 "No token_ids rendered": vLLM answers a
+completion with the encoder prompt's token ids, which its renderer leaves empty. That is
+`is_encoder_decoder` in `config.json`, else the default of the model type's config class,
+true for {", ".join(f"`{t}`" for t in sorted(facts.ENCODER_DECODER_TYPES))}.
+
 The WordPiece and Unigram rebuilds ({", ".join(_NON_BPE)}) are verified against vLLM's
 answers on `tokenizer.json` files written from real vocabularies (llama.cpp's GGUF
 vocabularies of bge-small-en-v1.5, which is bert-base-uncased's WordPiece vocabulary, and
 of an XLM-RoBERTa SentencePiece model with its scores and charsmap, as the llama-cpp-python
 0.3.36 sdist ships them), not on the models' own `tokenizer.json` files (none was found
 in the package registries); the folders are tests/render/real/ (`real_wu_` corpus),
-replayed as vLLM {_wu_releases()} answered them.
+replayed as vLLM {_wu_releases()} answered them. MBartTokenizer's and MBart50Tokenizer's
+folders are that XLM-RoBERTa vocabulary (mBART's SentencePiece model) with their language
+codes and `<mask>` appended as transformers' MBart converters append them (`real_lang_`
+corpus).
 
 Before these rules, vLLM switches some architectures to a tokenizer mode of its own
 (refused until verified): {", ".join(f"`{a}` ({m})" for a, m in

@@ -340,6 +340,11 @@ class Renderer:
                 ids = self._tokenize(prompt, tok_params, "prompt")
             else:
                 ids = tok_params.post_tokenization(prompt, self.tokenizer)
+            if self.folder.encoder_decoder:
+                # vLLM's render_completion_request takes the encoder prompt's ids
+                # (extract_target_prompt), which the completion renderer leaves empty;
+                # chat is rendered as for any model (real_encdec_ corpus).
+                ids = []
             results.append(self._result(ids, None, fields, lora))
         return tuple(results)
 
