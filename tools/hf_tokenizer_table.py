@@ -90,8 +90,11 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
-  code points, or its characters or words looked up in a vocabulary file, reproduced as
-  `prefixkey/render/_hf_python.py` records each class, for
+  code points, or its characters or words looked up in a vocabulary file, or its pieces
+  from the folder's SentencePiece model (the `sentencepiece` extra,
+  `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.31.0 only,
+  and a completions body over an encoder-decoder config is vLLM's 400 "No token_ids
+  rendered"), reproduced as `prefixkey/render/_hf_python.py` records each class, for
   {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s
   model registry accepts when its render server starts

@@ -20,6 +20,7 @@ from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_decision import (
     TokenizerPath,
     byte_level_backend,
+    check_release_codec,
     check_release_drift,
     check_release_startup,
     decide_tokenizer,
@@ -236,6 +237,7 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         check_release_drift(vllm_version, model_type, name)
         check_release_startup(vllm_version, decision, model_type,
                               list(config_architectures(config)))
+        check_release_codec(vllm_version, decision)
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",
@@ -284,6 +286,23 @@ def _blamed(decision: TokenizerPath) -> str:
     return "config.json"
 
 
+#: The model types whose transformers 5.17 config class is encoder-decoder by default
+#: (``is_encoder_decoder``, its own or its text config's), read from the install vLLM
+#: 0.31 runs: a config.json without the key is one when its type is here.
+ENCODER_DECODER_TYPES: Final = frozenset({
+    "autoformer", "bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "canary",
+    "canary_decoder", "cohere_asr", "conditional_detr", "d_fine", "dab-detr",
+    "deformable_detr", "deimv2", "detr", "dia", "dia_decoder", "fastspeech2_conformer",
+    "florence2", "fsmt", "grounding-dino", "informer", "led", "longt5", "m2m_100", "marian",
+    "mbart", "mm-grounding-dino", "moonshine", "moonshine_streaming", "mt5", "mvp",
+    "nemotron3_5_asr", "nemotron_asr_streaming", "nllb-moe", "omdet-turbo", "parakeet_rnnt",
+    "parakeet_tdt", "pegasus", "pegasus_x", "pix2struct", "plbart", "pop2piano",
+    "pp_doclayout_v2", "pp_doclayout_v3", "pp_formulanet", "prophetnet", "rt_detr",
+    "rt_detr_v2", "seamless_m4t", "seamless_m4t_v2", "speech_to_text", "speecht5",
+    "switch_transformers", "t5", "t5gemma", "t5gemma2", "table-transformer",
+    "time_series_transformer", "udop", "umt5", "whisper"})
+
+
 @dataclass(frozen=True, slots=True)
 class ModelFolder:
     """The files of one model folder (and tokenizer folder) that rendering reads."""
@@ -307,6 +326,15 @@ class ModelFolder:
     @property
     def tokenizer_model_type(self) -> str:
         return str(self.tokenizer_model_config.get("model_type", ""))
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        """vLLM's ``is_encoder_decoder(hf_config)``: the config's, or its text config's
+        (config.json's key where set, else the type's class default)."""
+        text = self.config.get("text_config")
+        return any(bool(c.get("is_encoder_decoder", c.get("model_type")
+                                  in ENCODER_DECODER_TYPES))
+                   for c in (self.config, text if isinstance(text, dict) else {}))
 
     @classmethod
     def load(cls, model: str, tokenizer: str | None, max_model_len: int | None,

@@ -341,7 +341,19 @@ class Renderer:
             else:
                 ids = tok_params.post_tokenization(prompt, self.tokenizer)
             results.append(self._result(ids, None, fields, lora))
+        if self.folder.is_encoder_decoder:
+            self._encoder_decoder_completion()
         return tuple(results)
+
+    def _encoder_decoder_completion(self) -> None:
+        """A completions body over an encoder-decoder config, once its prompts were
+        checked: what the era's render server answers (render/_eras.py)."""
+        if self._era.encoder_decoder_completions is None:
+            raise RenderUnsupportedError("prompt", (
+                f"a completions body over an encoder-decoder config "
+                f"({self.folder.config.get('model_type')!r}) was not harvested from vLLM "
+                f"{self.options.vllm_version}'s render server; not verified"))
+        raise RenderRequestError("prompt", "No token_ids rendered")
 
     def _render_harmony(self, body: Any, fields: BodyFields,
                         placeholder_token_ids: Any) -> Rendered:
