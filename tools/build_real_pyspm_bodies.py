@@ -18,10 +18,18 @@ tokens, truncation (room kept for them) and chat. ``python tools/harvest_render.
 Usage::
 
     python tools/build_real_pyspm_bodies.py [--out tests/render/real_py_spm_bodies.jsonl]
+    python tools/build_real_pyspm_bodies.py --keep-release 0.32.0 /tmp/r/032
+
+``--keep-release RELEASE DIR`` keeps, compactly, the answers another release's server gave
+(``DIR/real_py_spm_vectors.jsonl``, harvested with ``--vllm-python
+/work/venvs/vllmXYZ/bin/python``) as ``tests/render/releases/<RELEASE>/real_py_spm_vectors.jsonl``
+(tools/build_python_bodies.py's ``keep_release``), replayed by
+tests/render/test_real_py_spm_vectors.py.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +116,14 @@ def build() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--keep-release"] and len(args) == 3:
+        from build_python_bodies import keep_release
+
+        keep_release(args[1], Path(args[2]), ("real_py_spm_",))
+        return 0
     return write_main(__doc__.splitlines()[0], RENDER_DIR / "real_py_spm_bodies.jsonl", build,
-                      argv)
+                      args)
 
 
 if __name__ == "__main__":

@@ -183,6 +183,7 @@ RENDER_ERAS: Final = (
         "0.32.0",
         reused_ids="checked",
         output_budget="clamped",
+        encoder_decoder_completions="no_ids",
         verified=_releases(
             VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
                             "_hf_facts_0_32_0",

@@ -141,7 +141,7 @@ _M2M100_CODES: Final = (
 _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 
 #: The releases the SentencePiece classes' corpus (real_py_spm_) was harvested from.
-_SPM_RELEASES: Final = frozenset({"0.31.0"})
+_SPM_RELEASES: Final = frozenset({"0.31.0", "0.32.0"})
 
 #: Each reproduced class (transformers 5.17) and what it does.
 PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({

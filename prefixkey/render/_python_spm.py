@@ -35,22 +35,42 @@ __all__ = ["SentencePieceTokenizer", "build_spm_tokenizer"]
 #: ``SPECIAL_TOKENS_ATTRIBUTES``: the order ``PythonBackend.__init__`` adds them in.
 _ATTRIBUTES: Final = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
                       "cls_token", "mask_token")
-#: GPTSw3Tokenizer.preprocess_text: the non-printing characters it removes, and its
-#: ``whitespaces`` (in transformers 5.17's file: a space, U+3000, U+FFFC) made spaces.
+#: GPTSw3Tokenizer.preprocess_text: the non-printing characters it removes.
 _NON_PRINTING: Final = dict.fromkeys(
     [*range(0, 9), *range(11, 32), *range(127, 160), 160, 173, 8203])
-_GPT_SW3_SPACES: Final = str.maketrans({"\u3000": " ", "\ufffc": " "})
+#: Its ``whitespaces`` made spaces, by the transformers release vLLM runs: 5.17's file
+#: (vLLM 0.31) holds a space, U+3000 and U+FFFC (its other spaces were lost to plain
+#: ones); 5.19's (vLLM 0.32) lists en, em, four-per-em, punctuation, thin, hair and narrow
+#: no-break spaces too (and U+0084, removed before).
+_GPT_SW3_WHITESPACES: Final = MappingProxyType({
+    "5.17.0": "\u3000\ufffc",
+    "5.19.0": "\u2002\u2003\u2005\u2008\u2009\u200a\u202f\u3000\ufffc\u0084",
+})
 _PUNCTUATION: Final = str.maketrans("", "", string.punctuation)
 _WHITESPACE: Final = re.compile(r"\s+")
-#: The clean-up steps a recipe names (each: text, the folder's settings → text).
-CLEAN: Final[Mapping[str, Callable[[str, Mapping[str, Any]], str]]] = MappingProxyType({
-    "drop_non_printing": lambda text, _: text.translate(_NON_PRINTING),
-    "gpt_sw3_whitespace": lambda text, _: text.translate(_GPT_SW3_SPACES),
-    "nfc": lambda text, _: unicodedata.normalize("NFC", text),
-    "lower_if_do_lower_case": lambda text, s: text.lower() if s["do_lower_case"] else text,
-    "drop_punctuation": lambda text, _: text.translate(_PUNCTUATION),
-    "squeeze_whitespace": lambda text, _: _WHITESPACE.sub(" ", text),
-    "strip": lambda text, _: text.strip(),
+Step = Callable[[str], str]
+
+
+def _gpt_sw3_whitespace(settings: Mapping[str, Any], transformers: str) -> Step:
+    spaces = _GPT_SW3_WHITESPACES.get(transformers)
+    if spaces is None:
+        raise RenderUnsupportedError("tokenizer_config.json", (
+            f"GPTSw3Tokenizer's whitespace set in transformers {transformers} was not read; "
+            "not verified"))
+    table = str.maketrans(dict.fromkeys(spaces, " "))
+    return lambda text: text.translate(table)
+
+
+#: The clean-up steps a recipe names: each made, from the folder's settings and the
+#: transformers release, into a text → text step.
+CLEAN: Final[Mapping[str, Callable[[Mapping[str, Any], str], Step]]] = MappingProxyType({
+    "drop_non_printing": lambda s, v: lambda text: text.translate(_NON_PRINTING),
+    "gpt_sw3_whitespace": _gpt_sw3_whitespace,
+    "nfc": lambda s, v: lambda text: unicodedata.normalize("NFC", text),
+    "lower_if_do_lower_case": lambda s, v: str.lower if s["do_lower_case"] else str,
+    "drop_punctuation": lambda s, v: lambda text: text.translate(_PUNCTUATION),
+    "squeeze_whitespace": lambda s, v: lambda text: _WHITESPACE.sub(" ", text),
+    "strip": lambda s, v: str.strip,
 })
 _METASPACE: Final = "\u2581"
 
@@ -62,7 +82,8 @@ class SentencePieceTokenizer(HfTokenizer):
     recipe: SentencePieceRecipe
     #: The ``sentencepiece.SentencePieceProcessor`` of the folder's model file.
     model: Any
-    settings: Mapping[str, Any]
+    #: ``_tokenize``'s clean-up (the recipe's ``clean`` steps, made for the folder).
+    clean: tuple[Step, ...]
     #: The added tokens (strip flags) and the pattern splitting the text on them (and
     #: on every special token, for ``SentencePieceBackend`` classes).
     by_content: Mapping[str, Added]
@@ -85,8 +106,8 @@ class SentencePieceTokenizer(HfTokenizer):
 
     def _tokenize(self, text: str) -> list[str]:
         recipe = self.recipe
-        for step in recipe.clean:
-            text = CLEAN[step](text, self.settings)
+        for step in self.clean:
+            text = step(text)
         codes: list[str] = []
         if recipe.language_code_tokens and text.startswith(">>"):
             end = text.find("<<")
@@ -156,8 +177,10 @@ def _load_model(folder: ModelFolder, name: str) -> Any:
     return model
 
 
-def build_spm_tokenizer(folder: ModelFolder, codec_class: str) -> SentencePieceTokenizer:
-    """The class's tokenizer over the folder's files (its settings checked beforehand)."""
+def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
+                        ) -> SentencePieceTokenizer:
+    """The class's tokenizer over the folder's files (its settings checked beforehand), as
+    the ``transformers`` release vLLM runs encodes."""
     codec = PYTHON_CODECS[codec_class]
     recipe = codec.spm
     assert recipe is not None
@@ -222,7 +245,8 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str) -> SentencePieceT
         tokenizer=Tokenizer(models.WordLevel(full, unk_token=None)),
         special_tokens_map=MappingProxyType(named),
         _max_chars=[], _truncating=[], _lock=threading.Lock(),
-        recipe=recipe, model=model, settings=MappingProxyType(settings),
+        recipe=recipe, model=model,
+        clean=tuple(CLEAN[step](settings, transformers) for step in recipe.clean),
         by_content=MappingProxyType(by_content),
         splitter=re.compile("(" + "|".join(map(re.escape, names)) + ")") if names else None,
         specials=frozenset(named.values()) | frozenset(codes if recipe.backend

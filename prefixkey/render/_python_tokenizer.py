@@ -121,8 +121,9 @@ def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
         special_ids=MappingProxyType({a.attribute: a.id for a in codec.added if a.attribute}))
 
 
-def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
-    """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's."""
+def build_folder_tokenizer(folder: ModelFolder, transformers: str) -> HfTokenizer:
+    """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's
+    (``transformers``: the release vLLM runs, for a class whose code changed)."""
     decision = folder.tokenizer_decision
     if decision.path == "python" and decision.tokenizer_class is not None:
         check_folder(decision.tokenizer_class, folder.tokenizer_config,
@@ -131,7 +132,7 @@ def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
             # Imported here: it needs the sentencepiece extra, the other codecs do not.
             from ._python_spm import build_spm_tokenizer
 
-            return build_spm_tokenizer(folder, decision.tokenizer_class)
+            return build_spm_tokenizer(folder, decision.tokenizer_class, transformers)
         if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
             return build_vocab_tokenizer(folder, decision.tokenizer_class)
         return build_python_tokenizer(decision.tokenizer_class)

@@ -24,7 +24,7 @@ import jinja2
 from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
-from ._eras import render_era
+from ._eras import render_era, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, config_architectures, load_server_template, processor_configs
@@ -148,7 +148,8 @@ class Renderer:
                                        name=options.tokenizer or options.model,
                                        tokenizer_mode=options.tokenizer_mode,
                                        vllm_version=options.vllm_version)
-        self.tokenizer: HfTokenizer = build_folder_tokenizer(self.folder)
+        self.tokenizer: HfTokenizer = build_folder_tokenizer(
+            self.folder, render_release(options.vllm_version).transformers)
         self._vocab_size = text_vocab_size(self.folder.config)
         self._truncates_left = _truncates_left(config_architectures(self.folder.config))
         self._env = TemplateEnvironment(clock)

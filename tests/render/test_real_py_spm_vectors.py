@@ -17,8 +17,15 @@ it these tests skip, under CI they fetch.
 
 from __future__ import annotations
 
+import json
+import shutil
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
 import pytest
 from render_cases import (
+    RENDER_DIR,
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
@@ -26,7 +33,8 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError
+from prefixkey.errors import PrefixKeyError
+from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_python import PYTHON_CODECS
 
 CASES = render_cases("real_py_spm_")
@@ -63,11 +71,32 @@ def test_each_folder_takes_its_sentencepiece_codec(real: str, cls: str) -> None:
 def test_vllm_renders_no_completion_over_an_encoder_decoder_config() -> None:
     """Each one a 400; but for a body vLLM refuses before rendering (an empty prompt),
     its reason is that no ids were rendered."""
-    messages = {c.error["message"] for c in CASES
+    messages = {(c.error or {}).get("message") for c in CASES
                 if c.real in ENCODER_DECODER and c.endpoint == "/v1/completions"}
     assert "No token_ids rendered" in messages
-    assert all(m == "No token_ids rendered" or m.startswith(("Either prompt", "This model's"))
-               for m in messages), messages
+    assert all(m == "No token_ids rendered" or str(m).startswith(
+        ("Either prompt", "This model's")) for m in messages), messages
+    body = {"model": "real-marian_py", "prompt": "Hello world"}
+    with pytest.raises(RenderRequestError, match="No token_ids rendered"):
+        renderer("marian_py").render("/v1/completions", body)
+
+
+def test_an_encoder_decoder_completion_is_refused_where_not_harvested(tmp_path: Path) -> None:
+    """A release whose era has no harvested answer for it (0.33.0) refuses, naming it;
+    0.31.0 answers vLLM's 400. A T5 config (encoder-decoder by its class default) over
+    the bert_bge folder's tokenizer files (its tokenizer_config.json names the class)."""
+    source = next(c for c in render_cases("real_wu_") if c.real == "bert_bge").folder()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(source / name, tmp_path / name)
+    (tmp_path / "config.json").write_text(json.dumps({
+        "model_type": "t5", "architectures": ["T5ForConditionalGeneration"],
+        "n_positions": 512}), "utf-8")
+    body = {"model": str(tmp_path), "prompt": "Hello world"}
+    with pytest.raises(RenderUnsupportedError, match=r"encoder-decoder config.*vLLM 0\.33\.0"):
+        Renderer(ServerOptions(model=str(tmp_path), vllm_version="0.33.0")).render(
+            "/v1/completions", body)
+    with pytest.raises(RenderRequestError, match="No token_ids rendered"):
+        Renderer(ServerOptions(model=str(tmp_path))).render("/v1/completions", body)
     assert {c.status for c in CASES if c.real in ENCODER_DECODER
             and c.endpoint == "/v1/completions"} == {400}
 
@@ -84,3 +113,60 @@ def test_truncating_for_siglip_is_refused_not_guessed(case: RenderCase) -> None:
     assert case.status == 200  # vLLM truncated; which end depends on its runner
     with pytest.raises(RenderUnsupportedError, match="pooling"):
         renderer("siglip_py").render(case.endpoint, case.body)
+
+
+#: Releases whose answers for the corpus were harvested and are kept compactly
+#: (tools/build_real_pyspm_bodies.py ``--keep-release``): 0.32.0's transformers 5.19
+#: changed GPTSw3Tokenizer's whitespace set (three GPT-SW3 answers differ from 0.31.0's).
+KEPT = ("0.32.0",)
+
+
+@cache
+def _kept(release: str) -> dict[str, dict[str, Any]]:
+    path = RENDER_DIR / "releases" / release / "real_py_spm_vectors.jsonl"
+    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+
+
+@lru_cache(maxsize=2)
+def _release_renderer(release: str, real: str) -> Renderer:
+    case = next(c for c in CASES if c.real == real)
+    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=case.served_names,
+                                  max_model_len=case.server.get("--max-model-len"),
+                                  vllm_version=release))
+
+
+def test_the_kept_releases_answered_every_body_and_gpt_sw3_spaces_differ() -> None:
+    for release in KEPT:
+        assert set(_kept(release)) == {c.id for c in CASES}
+    base = {c.id: c.token_ids for c in CASES}
+    differ = {k for k, v in _kept("0.32.0").items() if v["token_ids"] != base[k]}
+    assert differ == {"gpt_sw3_py/chat-system-user", "gpt_sw3_py/completion-specials-spaced",
+                      "gpt_sw3_py/completion-specials-spaced-no-specials"}
+
+
+@pytest.mark.parametrize(("release", "case"), [
+    pytest.param(r, c, id=f"{r}/{c.id}") for r in KEPT for c in CASES
+    if c.id not in POOLING_TRUNCATION])
+def test_a_kept_release_replays(release: str, case: RenderCase) -> None:
+    vector = _kept(release)[case.id]
+    r = _release_renderer(release, case.real or "")
+    if vector["status"] == 200:
+        ids: Any = [list(x.token_ids) for x in r.render(case.endpoint, case.body)]
+        assert (ids[0] if case.endpoint == "/v1/chat/completions" else ids) == \
+            vector["token_ids"]
+        return
+    with pytest.raises(PrefixKeyError) as info:
+        r.render(case.endpoint, case.body)
+    assert isinstance(info.value, RenderRequestError), info.value
+    assert info.value.status == vector["status"]
+
+
+@pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.33.0"])
+@pytest.mark.parametrize("real", sorted(FOLDER_CLASSES))
+def test_a_release_not_harvested_refuses_the_classes(release: str, real: str) -> None:
+    """Refused: the class's encoding, or the release's start-up for the architecture, was
+    not checked (vLLM 0.29.0 starts none of the four encoder-decoder ones)."""
+    with pytest.raises(RenderUnsupportedError,
+                       match=f"not vLLM {release}'s; not verified|vLLM {release} (does not "
+                             "start|starts for was not probed)"):
+        _release_renderer(release, real)
