@@ -7,7 +7,9 @@ tests/real_models.py) holds a real SentencePiece model from a registry (mistral_
 naming one of the Python classes of render/_hf_python.py's SentencePiece records
 (GPTSw3Tokenizer, BertGenerationTokenizer, SiglipTokenizer, MarianTokenizer,
 M2M100Tokenizer, PLBartTokenizer, Speech2TextTokenizer), and, for the classes that read
-one, a ``vocab.json`` built from that model. The bodies exercise what those classes do
+one, a ``vocab.json`` built from that model (``m2m_100_langs_py``: with its language tokens
+listed as additional special tokens, as facebook/m2m100 folders list them; ``siglip_py``:
+with the ``added_tokens_decoder`` transformers saves). The bodies exercise what those classes do
 around SentencePiece: the special and language tokens written in the text, whitespace
 and control characters (GPT-SW3's and Siglip's text clean-up, NFKC), punctuation and case
 (Siglip), ``▁`` in the text, a leading ``>>lang<<`` (Marian), the prefix and suffix
@@ -41,7 +43,8 @@ COMPLETIONS = "/v1/completions"
 #: Each folder and the class its tokenizer_config.json names.
 FOLDERS = {"gpt_sw3_py": "GPTSw3Tokenizer", "bert_generation_py": "BertGenerationTokenizer",
            "siglip_py": "SiglipTokenizer", "marian_py": "MarianTokenizer",
-           "m2m_100_py": "M2M100Tokenizer", "plbart_py": "PLBartTokenizer",
+           "m2m_100_py": "M2M100Tokenizer", "m2m_100_langs_py": "M2M100Tokenizer",
+           "plbart_py": "PLBartTokenizer",
            "speech_to_text_py": "Speech2TextTokenizer"}
 #: ``--max-model-len`` per folder (None: the model's own; Siglip's text model has 64
 #: positions, which a longer setting would exceed).
@@ -98,6 +101,14 @@ def _chat(name: str) -> list[tuple[str, dict[str, Any]]]:
         ("continue-final", {"messages": [user, {"role": "assistant", "content": " Grüße"}],
                             "continue_final_message": True, "add_generation_prompt": False}),
     ]
+    # Every text as a chat too: vLLM renders no completions over an encoder-decoder
+    # config, so chat is how its answers show these classes' encoding. Each text also
+    # after a special token, where a piece starts with it (Marian's >>lang<<).
+    for key, text in TEXTS.items():
+        bodies.append((f"text-{key}", {"messages": [{"role": "user", "content": text}],
+                                       "add_special_tokens": True}))
+        bodies.append((f"after-special-{key}", {"messages": [
+            {"role": "user", "content": "</s>" + text}]}))
     return [(f"chat-{i}", {"model": name, **b}) for i, b in bodies]
 
 

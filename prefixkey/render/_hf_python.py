@@ -122,6 +122,10 @@ class SentencePieceRecipe:
     languages: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: PLBart "base": ``<mask>`` has the id after the language codes.
     mask_after_languages: bool = False
+    #: A name (``name_or_path``: the folder's path as vLLM passes it) holding one of
+    #: these makes ``__init__`` take other defaults (GPTSw3Tokenizer's "gpt-sw3-7b": its
+    #: pad and bos tokens); refused.
+    other_defaults_for: tuple[str, ...] = ()
 
 
 def _byt5_added() -> tuple[Added, ...]:
@@ -189,7 +193,8 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "keep_accents": None}),
         releases=_SPM_RELEASES, spm=SentencePieceRecipe(
             "spiece.model", "sentencepiece", "model",
-            clean=("drop_non_printing", "gpt_sw3_whitespace", "nfc"))),
+            clean=("drop_non_printing", "gpt_sw3_whitespace", "nfc"),
+            other_defaults_for=("gpt-sw3-7b",))),
     # models/bert_generation/tokenization_bert_generation.py: the model as it is.
     "BertGenerationTokenizer": PythonCodec(
         "bert_generation", "sentencepiece", 0, (), "none", settings=MappingProxyType({
@@ -375,6 +380,14 @@ def _check_spm(codec_class: str, codec: PythonCodec, tokenizer_config: Mapping[s
                                                  f"for {codec_class}")
             elif key == "added_tokens_decoder" and source == "tokenizer_config.json":
                 continue  # checked against the tokens the class adds (render/_python_spm.py)
+            elif key in ("additional_special_tokens", "extra_special_tokens"):
+                # None, or the language codes' tokens in their order (M2M100 and PLBart
+                # folders list them): anything else is an added token not reproduced.
+                codes = list(dict.fromkeys(spm.languages.get(language_codes, {}).values()))
+                if value and [_content(v) for v in value] != codes:
+                    raise RenderUnsupportedError(source, (
+                        f"{key}: only none or {codec_class}'s language codes, in their "
+                        "order, are reproduced"))
             elif key in _INERT - {"additional_special_tokens", "extra_special_tokens",
                                   "added_tokens_decoder", "extra_ids", "add_prefix_space"}:
                 continue

@@ -40,11 +40,11 @@ _NON_PRINTING: Final = dict.fromkeys(
     [*range(0, 9), *range(11, 32), *range(127, 160), 160, 173, 8203])
 #: Its ``whitespaces`` made spaces, by the transformers release vLLM runs: 5.17's file
 #: (vLLM 0.31) holds a space, U+3000 and U+FFFC (its other spaces were lost to plain
-#: ones); 5.19's (vLLM 0.32) lists en, em, four-per-em, punctuation, thin, hair and narrow
-#: no-break spaces too (and U+0084, removed before).
+#: ones); 5.19's (vLLM 0.32) and 5.24's (0.29, 0.30) list en, em, four-per-em,
+#: punctuation, thin, hair and narrow no-break spaces too (and U+0084, removed before).
+_GPT_SW3_SPACES_5_19: Final = "\u2002\u2003\u2005\u2008\u2009\u200a\u202f\u3000\ufffc\u0084"
 _GPT_SW3_WHITESPACES: Final = MappingProxyType({
-    "5.17.0": "\u3000\ufffc",
-    "5.19.0": "\u2002\u2003\u2005\u2008\u2009\u200a\u202f\u3000\ufffc\u0084",
+    "5.17.0": "\u3000\ufffc", "5.19.0": _GPT_SW3_SPACES_5_19, "5.24.0": _GPT_SW3_SPACES_5_19,
 })
 _PUNCTUATION: Final = str.maketrans("", "", string.punctuation)
 _WHITESPACE: Final = re.compile(r"\s+")
@@ -184,6 +184,11 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
     codec = PYTHON_CODECS[codec_class]
     recipe = codec.spm
     assert recipe is not None
+    for name in recipe.other_defaults_for:
+        if name in str(folder.tokenizer_path):
+            raise RenderUnsupportedError("--tokenizer", (
+                f"{codec_class} takes other default tokens for a name holding {name!r} "
+                "(its name_or_path); not reproduced"))
     model = _load_model(folder, recipe.model_file)
     size = int(model.get_piece_size())
     settings = {**codec.settings, **{k: _content(v) for k, v in folder.tokenizer_config.items()
@@ -223,11 +228,16 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
                 token_id, next_id = next_id, next_id + 1
             added.append(Added(content, token_id, attribute, recipe.strip_specials,
                                recipe.strip_specials))
+        if _lists_languages(folder):
+            # Listed as additional special tokens (M2M100 folders list them): added
+            # tokens then, split out of a text, with the ids they have anyway.
+            added += [Added(code, fixed[code]) for code in codes]
         fixed.update({a.content: a.id for a in added})
     _check_added_tokens(codec_class, folder.tokenizer_config, added)
     by_content = {a.content: a for a in added}
-    split = set(by_content) | (set(named.values()) | set(codes)
-                               if recipe.backend == "sentencepiece" else set())
+    specials = frozenset(named.values()) | frozenset(
+        codes if recipe.backend == "sentencepiece" or _lists_languages(folder) else ())
+    split = set(by_content) | (specials if recipe.backend == "sentencepiece" else set())
     names = sorted(split, key=len, reverse=True)
     unk_id = fixed.get(named["unk_token"], vocab[named["unk_token"]] if vocab is not None
                        else int(model.piece_to_id(named["unk_token"])))
@@ -249,13 +259,20 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
         clean=tuple(CLEAN[step](settings, transformers) for step in recipe.clean),
         by_content=MappingProxyType(by_content),
         splitter=re.compile("(" + "|".join(map(re.escape, names)) + ")") if names else None,
-        specials=frozenset(named.values()) | frozenset(codes if recipe.backend
-                                                       == "sentencepiece" else ()),
+        specials=specials,
         fixed_ids=MappingProxyType(fixed),
         vocab=None if vocab is None else MappingProxyType(vocab),
         unk_id=unk_id, prefix_ids=ids_of(recipe.prefix), suffix_ids=ids_of(recipe.suffix),
         unk_pieces=len(model.encode(named["unk_token"])),
         longest=max(map(len, full), default=0))
+
+
+def _lists_languages(folder: ModelFolder) -> bool:
+    """Whether the folder lists additional special tokens (render/_hf_python.py admits
+    only the language codes' tokens there)."""
+    return any(bool(settings.get(key)) for settings in (folder.tokenizer_config,
+                                                         folder.special_tokens_map or {})
+               for key in ("additional_special_tokens", "extra_special_tokens"))
 
 
 def _check_added_tokens(codec_class: str, tokenizer_config: Mapping[str, Any],
@@ -265,7 +282,8 @@ def _check_added_tokens(codec_class: str, tokenizer_config: Mapping[str, Any],
     for index, token in (tokenizer_config.get("added_tokens_decoder") or {}).items():
         mine = ours.get(str(index))
         flags = token if isinstance(token, Mapping) else {}
-        if mine is None or mine.content != _content(token) or any(
+        if mine is None or mine.content != _content(token) or flags.get(
+                "single_word") or any(
                 bool(flags.get(flag, getattr(mine, flag))) != getattr(mine, flag)
                 for flag in ("lstrip", "rstrip")):
             raise RenderUnsupportedError("tokenizer_config.json", (

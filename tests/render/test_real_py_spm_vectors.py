@@ -41,9 +41,11 @@ CASES = render_cases("real_py_spm_")
 #: Each folder and the class vLLM's transformers picked for it.
 FOLDER_CLASSES = {"gpt_sw3_py": "GPTSw3Tokenizer", "bert_generation_py": "BertGenerationTokenizer",
                   "siglip_py": "SiglipTokenizer", "marian_py": "MarianTokenizer",
-                  "m2m_100_py": "M2M100Tokenizer", "plbart_py": "PLBartTokenizer",
+                  "m2m_100_py": "M2M100Tokenizer", "m2m_100_langs_py": "M2M100Tokenizer",
+                  "plbart_py": "PLBartTokenizer",
                   "speech_to_text_py": "Speech2TextTokenizer"}
-ENCODER_DECODER = {"marian_py", "m2m_100_py", "plbart_py", "speech_to_text_py"}
+ENCODER_DECODER = {"marian_py", "m2m_100_py", "m2m_100_langs_py", "plbart_py",
+                   "speech_to_text_py"}
 #: vLLM may run SiglipModel as a pooling model, whose tokenizer truncates on the right:
 #: prefixkey refuses to truncate for it (test_real_wu_vectors.py) rather than guess.
 POOLING_TRUNCATION = {"siglip_py/completion-truncate", "siglip_py/completion-truncate-no-specials",
@@ -140,7 +142,9 @@ def test_the_kept_releases_answered_every_body_and_gpt_sw3_spaces_differ() -> No
         assert set(_kept(release)) == {c.id for c in CASES}
     base = {c.id: c.token_ids for c in CASES}
     differ = {k for k, v in _kept("0.32.0").items() if v["token_ids"] != base[k]}
-    assert differ == {"gpt_sw3_py/chat-system-user", "gpt_sw3_py/completion-specials-spaced",
+    assert differ == {"gpt_sw3_py/chat-system-user", "gpt_sw3_py/chat-text-specials-spaced",
+                      "gpt_sw3_py/chat-after-special-specials-spaced",
+                      "gpt_sw3_py/completion-specials-spaced",
                       "gpt_sw3_py/completion-specials-spaced-no-specials"}
 
 
