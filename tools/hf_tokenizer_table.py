@@ -92,7 +92,7 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
   code points, or its characters or words looked up in a vocabulary file, or its pieces
   from the folder's SentencePiece model (the `sentencepiece` extra,
-  `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.31.0 and 0.32.0,
+  `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.29.0 to 0.32.0,
   and a completions body over an encoder-decoder config is vLLM's 400 "No token_ids
   rendered"), reproduced as `prefixkey/render/_hf_python.py` records each class, for
   {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused. For a model

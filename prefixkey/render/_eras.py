@@ -55,9 +55,10 @@ RequestMMKwargs = Literal["accepted", "refused"]
 #: ``functions.<name> to=assistant`` included, and vLLM rewrites none).
 HarmonyHeaders = Literal["tool_calls", "every"]
 #: A completions body over an encoder-decoder config (render/_folder.py
-#: ``is_encoder_decoder``): ``no_ids`` (0.31: the engine input is the encoder/decoder
-#: pair, in which the render server finds no prompt ids: 400 "No token_ids rendered");
-#: None: not harvested for the era, refused.
+#: ``is_encoder_decoder``): ``no_ids`` (0.30 to 0.32: the engine input is the
+#: encoder/decoder pair, in which the render server finds no prompt ids: 400 "No
+#: token_ids rendered"); None: not harvested for the era (0.29 starts none of the
+#: corpus's encoder-decoder architectures; 0.33), refused.
 EncoderDecoderCompletions = Literal["no_ids"] | None
 
 
@@ -161,6 +162,7 @@ RENDER_ERAS: Final = (
         "0.30.0",
         request_mm_kwargs="accepted",
         harmony_headers="every",
+        encoder_decoder_completions="no_ids",
         verified=_releases(
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.

@@ -59,7 +59,8 @@ class PythonCodec:
     added: tuple[Added, ...]
     #: ``build_inputs_with_special_tokens`` of one sequence: ``eos_if_absent`` appends
     #: ``eos_token`` unless the ids end with it (ByT5); ``cls_sep`` / ``cls_eos`` wrap
-    #: them; ``none`` adds nothing (``special_tokens_pattern="none"``).
+    #: them; ``none`` adds nothing (``special_tokens_pattern="none"``; a ``sentencepiece``
+    #: codec's recipe says what it adds).
     wrap: Literal["eos_if_absent", "cls_sep", "cls_eos", "none"]
     #: The vocabulary file of the ``vocab_*`` units (vocab.json, or vocab.txt by line).
     vocab_file: str | None = None
@@ -67,7 +68,8 @@ class PythonCodec:
     #: every multi-character vocabulary entry, stripping whitespace around it (its
     #: ``__init__`` adds them so), ``vocab`` every entry, ``specials`` none.
     split_on: Literal["specials", "multichar", "vocab"] = "specials"
-    #: The ``__init__`` settings read from tokenizer_config.json, with their defaults.
+    #: The ``__init__`` settings read from tokenizer_config.json, with their defaults
+    #: (a ``sentencepiece`` codec's None: any value, which changes nothing encoded).
     settings: Mapping[str, Any] = field(default_factory=dict)
     #: ``sentencepiece``: what the class does around its SentencePiece model.
     spm: SentencePieceRecipe | None = None
@@ -144,8 +146,11 @@ _M2M100_CODES: Final = (
     "ta th tl tn tr uk ur uz vi wo xh yi yo zh zu")
 _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 
-#: The releases the SentencePiece classes' corpus (real_py_spm_) was harvested from.
-_SPM_RELEASES: Final = frozenset({"0.31.0", "0.32.0"})
+#: The releases the SentencePiece classes' corpus (real_py_spm_) was harvested from; vLLM
+#: 0.29.0 starts none of the encoder-decoder architectures (Marian, M2M100, PLBart,
+#: Speech2Text), so those classes were not harvested there.
+_SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"})
+_SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
 
 #: Each reproduced class (transformers 5.17) and what it does.
 PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
@@ -219,8 +224,9 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "unk_token": "<unk>", "eos_token": "</s>", "pad_token": "<pad>",
             "source_lang": None, "target_lang": None, "separate_vocabs": None,
             "target_vocab_file": None, "model_max_length": None}),
-        releases=_SPM_RELEASES, spm=SentencePieceRecipe("source.spm", "python", "vocab_json",
-                                language_code_tokens=True, suffix=("eos_token",))),
+        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
+            "source.spm", "python", "vocab_json", language_code_tokens=True,
+            suffix=("eos_token",))),
     # models/m2m_100/tokenization_m2m_100.py: the source language's code, the text, eos;
     # the codes' ids follow vocab.json (they are not split out of a text).
     "M2M100Tokenizer": PythonCodec(
@@ -228,7 +234,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
             "pad_token": "<pad>", "unk_token": "<unk>", "src_lang": "en", "tgt_lang": None,
             "language_codes": "m2m100", "num_madeup_words": None, "model_max_length": None}),
-        releases=_SPM_RELEASES, spm=SentencePieceRecipe(
+        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
             "sentencepiece.bpe.model", "python", "vocab_json", prefix=("src_lang",),
             suffix=("eos_token",), languages=MappingProxyType({
                 key: MappingProxyType({code: f"__{code}__" for code in codes.split()})
@@ -241,7 +247,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>",
             "language_codes": "base", "src_lang": None, "tgt_lang": None,
             "model_max_length": None}),
-        releases=_SPM_RELEASES, spm=SentencePieceRecipe(
+        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
             "sentencepiece.bpe.model", "sentencepiece", "fairseq",
             suffix=("eos_token", "src_lang"), languages=MappingProxyType({
                 "base": MappingProxyType({
@@ -256,7 +262,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>",
             "unk_token": "<unk>", "do_upper_case": None, "do_lower_case": None,
             "tgt_lang": None, "model_max_length": None}),
-        releases=_SPM_RELEASES, spm=SentencePieceRecipe(
+        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
             "sentencepiece.bpe.model", "python", "vocab_json", suffix=("eos_token",))),
 })
 # tokenizer_config.json keys that change nothing these classes encode.

@@ -18,6 +18,7 @@ import pytest
 import real_models
 
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_decision import TokenizerPath, check_release_codec
 from prefixkey.render._hf_python import PYTHON_CODECS
 from prefixkey.render._python_spm import _GPT_SW3_WHITESPACES, CLEAN, _gpt_sw3_whitespace
 
@@ -105,3 +106,15 @@ def test_gpt_sw3_spaces_of_an_unread_transformers_release_are_refused() -> None:
     assert _gpt_sw3_whitespace({}, "5.17.0")("a\u2003b\u3000c") == "a\u2003b c"
     with pytest.raises(RenderUnsupportedError, match=r"transformers 5\.25\.0"):
         _gpt_sw3_whitespace({}, "5.25.0")
+
+
+def test_a_release_the_corpus_was_not_harvested_from_refuses_the_class() -> None:
+    """vLLM 0.33.0 renders other folders in process, but none of these classes' answers
+    came from it (its start-up for their types is not probed either)."""
+    decision = TokenizerPath("python", "SiglipTokenizer", "why", "siglip")
+    codec = PYTHON_CODECS["SiglipTokenizer"]
+    assert codec.releases is not None and "0.33.0" not in codec.releases
+    for release in sorted(codec.releases):
+        check_release_codec(release, decision)
+    with pytest.raises(RenderUnsupportedError, match=r"not vLLM 0\.33\.0's; not verified"):
+        check_release_codec("0.33.0", decision)
