@@ -380,8 +380,10 @@ def _check_spm(codec_class: str, codec: PythonCodec, tokenizer_config: Mapping[s
                 if value is not None:
                     _check_spm_setting(codec_class, codec, source, key, value,
                                        language_codes)
-            elif key == "legacy" and spm.backend == "sentencepiece":
-                if value is False:  # SentencePieceBackend then drops the dummy prefix
+            elif key == "legacy":
+                # SentencePieceBackend drops the model's dummy prefix for legacy false;
+                # a PythonBackend class does not read it.
+                if value is False and spm.backend == "sentencepiece":
                     raise RenderUnsupportedError(source, f"legacy false is not reproduced "
                                                  f"for {codec_class}")
             elif key == "added_tokens_decoder" and source == "tokenizer_config.json":

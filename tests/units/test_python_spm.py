@@ -66,13 +66,20 @@ def test_a_setting_the_class_would_encode_otherwise_is_refused_naming_it(
 
 def test_the_settings_that_change_no_encoding_are_accepted(tmp_path: Path) -> None:
     """GPTSw3Tokenizer's do_lower_case / remove_space / keep_accents and Marian's
-    target-side settings change only decoding (transformers 5.17's code)."""
+    target-side settings change only decoding, and Marian does not read legacy
+    (transformers 5.17's code)."""
     gpt = copied(tmp_path, "gpt_sw3_py", "gpt", do_lower_case=True, remove_space=True,
                  keep_accents=False, sp_model_kwargs={})
     marian = copied(tmp_path, "marian_py", "marian", separate_vocabs=True,
-                    target_lang="de", target_vocab_file="x.json")
+                    target_lang="de", target_vocab_file="x.json", legacy=False)
     for folder in (gpt, marian):
         assert Renderer(ServerOptions(model=str(folder))).folder.tokenizer_decision.recipe
+
+
+def test_a_legacy_added_tokens_file_is_refused(tmp_path: Path) -> None:
+    folder = copied(tmp_path, "bert_generation_py")
+    (folder / "added_tokens.json").write_text('{"<new>": 1000}', "utf-8")
+    assert "added_tokens.json" in str(refusal(folder))
 
 
 def test_a_gpt_sw3_7b_path_takes_other_defaults_so_is_refused(tmp_path: Path) -> None:
