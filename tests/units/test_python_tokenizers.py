@@ -42,7 +42,6 @@ def refusal(path: Path) -> str:
 
 @pytest.mark.parametrize(("model_type", "architecture", "cls"), [
     ("biogpt", "BioGptForCausalLM", "BioGptTokenizer"),
-    ("m2m_100", "M2M100ForConditionalGeneration", "M2M100Tokenizer"),
     ("ctrl", "CTRLLMHeadModel", "CTRLTokenizer")])
 def test_a_type_vllm_starts_for_is_refused_for_its_tokenizer_and_says_so(
         tmp_path: Path, model_type: str, architecture: str, cls: str) -> None:
