@@ -231,6 +231,28 @@ def _from_clip_bpe(data: bytes, spec: dict[str, Any]) -> bytes:
     return tokenizer.to_str().encode("utf-8")
 
 
+def _from_clip_fastbpe(data: bytes, spec: dict[str, Any]) -> bytes:
+    """CLIP's vocabulary (as :func:`_from_clip_bpe` builds it, the same ``merges`` lines)
+    in the form CTRLTokenizer and BlenderbotSmallTokenizer read: ``file`` ``"merges.txt"``
+    is a ``#version`` line then the merge lines (their ``</w>`` kept); ``"vocab.json"``
+    maps every token a word's last piece (``…</w>``) without its suffix and every other
+    piece with ``@@`` appended, the first of two tokens that map to one entry keeping
+    it, after the ``first`` entries and before the ``last``. CLIP's symbols are its
+    byte characters, so text beyond ASCII meets pieces the vocabulary lacks (unknown)."""
+    import gzip
+
+    lines = gzip.decompress(data).decode("utf-8").split("\n")[1:1 + spec["merges"]]
+    if spec["file"] == "merges.txt":
+        return ("#version: 0.2\n" + "".join(line + "\n" for line in lines)).encode("utf-8")
+    units = list(_bytes_to_unicode().values())
+    tokens = [*units, *(u + "</w>" for u in units), *("".join(line.split()) for line in lines)]
+    vocab: dict[str, int] = {}
+    for token in [*spec["first"], *(t[:-4] if t.endswith("</w>") else t + "@@"
+                                     for t in tokens), *spec["last"]]:
+        vocab.setdefault(token, len(vocab))
+    return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
+
+
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte → printable character table (byte-level BPE)."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
@@ -355,6 +377,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_clip_bpe(data, edit["clip_bpe"])
     if "gguf" in edit:
         data = _from_gguf(data, edit["gguf"])
+    if "clip_fastbpe" in edit:
+        data = _from_clip_fastbpe(data, edit["clip_fastbpe"])
     if "added_tokens" in edit:
         data = _added_tokens(data, edit)
     if "set" in edit or "set_text" in edit:

@@ -90,9 +90,13 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
-  code points, or its characters or words looked up in a vocabulary file, reproduced as
+  code points, or its characters or words looked up in a vocabulary file, or the pieces
+  of a fastBPE-style vocab.json/merges.txt pair, reproduced as
   `prefixkey/render/_hf_python.py` records each class, for
-  {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused. For a model
+  {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused, each with
+  its reason. Verified against vLLM's render servers on another model's real vocabulary
+  under the class's format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
+                                       sorted(PYTHON_CODECS.items()) if c.borrowed)}. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s
   model registry accepts when its render server starts
   (`prefixkey/render/_hf_startup_facts.py`, written by running that step:

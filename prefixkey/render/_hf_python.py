@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 
 from ._errors import RenderUnsupportedError
 
-__all__ = ["PYTHON_CODECS", "Added", "PythonCodec", "check_folder"]
+__all__ = ["PYTHON_CODECS", "Added", "BpeWords", "PythonCodec", "check_folder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,28 @@ class Added:
 
 
 @dataclass(frozen=True, slots=True)
+class BpeWords:
+    """What a fastBPE-style class's ``_tokenize`` does to each word before its ``bpe``.
+
+    ``_tokenize`` takes the words ``\\S+\\n?`` finds (the ``regex`` module's ``\\s``:
+    Unicode White_Space, not ``\\x1c``-``\\x1f``), rewrites each, splits it at spaces
+    and encodes every non-empty piece: ``</w>`` on its last character, the merges of
+    merges.txt by rank, then ``@@`` on every symbol but the last (a one-character piece
+    is kept as it is).
+    """
+
+    #: ``(pattern, replacement)`` substitutions (Python ``re``) on each word, in order.
+    rewrites: tuple[tuple[str, str], ...] = ()
+    #: Each piece lower-cased before its ``bpe``, and each token before its look-up.
+    lowercase: bool = False
+
+
+#: Unicode White_Space: what the ``regex`` module's ``\s`` matches (Python's ``re`` also
+#: matches ``\x1c``-``\x1f``), as a character class body.
+WHITE_SPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+@dataclass(frozen=True, slots=True)
 class PythonCodec:
     """What one Python tokenizer class does (transformers 5.17)."""
 
@@ -51,7 +73,9 @@ class PythonCodec:
     #: ``do_lower_case`` upper-cases the text).
     #: ``vocab_words``: the text is split on every vocabulary entry, the rest on
     #: whitespace, each word looked up (EsmTokenizer).
-    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words"]
+    #: ``bpe_words``: each word split by the folder's merges.txt (:class:`BpeWords`),
+    #: each piece looked up in its vocab.json.
+    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words", "bpe_words"]
     #: Added to a byte's value or a code point to make its id.
     offset: int
     added: tuple[Added, ...]
@@ -67,6 +91,13 @@ class PythonCodec:
     split_on: Literal["specials", "multichar", "vocab"] = "specials"
     #: The ``__init__`` settings read from tokenizer_config.json, with their defaults.
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: ``bpe_words``: the merges file (its first line a ``#version`` header, skipped) and
+    #: what ``_tokenize`` does to a word.
+    merges_file: str | None = None
+    bpe: BpeWords | None = None
+    #: The files it was replayed on against vLLM when not the model family's own
+    #: (docs/render-tokenizers.md says so); empty: tests/render/python_models' own.
+    borrowed: str = ""
 
 
 def _byt5_added() -> tuple[Added, ...]:
@@ -75,6 +106,10 @@ def _byt5_added() -> tuple[Added, ...]:
     return (Added("<pad>", 0, "pad_token", True, True), Added("</s>", 1, "eos_token", True, True),
             Added("<unk>", 2, "unk_token", True, True),
             *(Added(f"<extra_id_{n}>", 259 + n) for n in range(125)))
+
+
+_CLIP_FASTBPE: Final = ("OpenAI CLIP's merges (open_clip_torch 3.3.0) written as its "
+                        "vocab.json/merges.txt")
 
 
 #: Each reproduced class (transformers 5.17) and what it does.
@@ -113,6 +148,22 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
     "DiaTokenizer": PythonCodec("dia", "bytes", 0, (
         Added("<pad>", 0, "pad_token"), Added("<pad>", 0, "unk_token"), Added("[S1]", 1),
         Added("[S2]", 2)), "none"),
+    # fastBPE-style BPE over vocab.json and merges.txt (r-pybpe's entries, contiguous).
+    # models/ctrl/tokenization_ctrl.py: special_tokens_pattern "none".
+    "CTRLTokenizer": PythonCodec(
+        "ctrl", "bpe_words", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"unk_token": "<unk>"}), "merges.txt", BpeWords(), _CLIP_FASTBPE),
+    # models/blenderbot_small/tokenization_blenderbot_small.py: punctuation and
+    # apostrophes split off, whitespace runs (the regex module's) to one space, a line
+    # break written "__newln__", lower-cased; __init__ resets special_tokens_pattern to
+    # None, which adds nothing.
+    "BlenderbotSmallTokenizer": PythonCodec(
+        "blenderbot_small", "bpe_words", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"bos_token": "__start__", "eos_token": "__end__",
+                          "unk_token": "__unk__", "pad_token": "__null__"}),
+        "merges.txt", BpeWords((("([.,!?()])", r" \1"), ("(')", r" \1 "),
+                                (f"[{WHITE_SPACE}]{{2,}}", " "), ("\n", " __newln__")),
+                               lowercase=True), _CLIP_FASTBPE),
 })
 # tokenizer_config.json keys that change nothing these classes encode.
 _INERT: Final = frozenset({

@@ -14,7 +14,9 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from types import MappingProxyType
+from typing import Final
 
 from tokenizers import Tokenizer, models
 
@@ -22,6 +24,7 @@ from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_python import (
     PYTHON_CODECS,
+    WHITE_SPACE,
     Added,
     PythonCodec,
     _content,
@@ -48,6 +51,10 @@ class PythonTokenizer(HfTokenizer):
     delimiter: str = " "
     #: The named special tokens' ids (``cls_token``, ``eos_token``, …).
     special_ids: Mapping[str, int] = field(default_factory=dict)
+    #: ``bpe_words``: merges.txt's ranks, as ``__init__`` reads them (a later duplicate
+    #: line's rank wins), and the rewrites of render/_hf_python.py's ``BpeWords``.
+    bpe_ranks: Mapping[tuple[str, ...], int] | None = None
+    rewrites: tuple[tuple[re.Pattern[str], str], ...] = ()
 
     @property
     def max_chars_per_token(self) -> int:
@@ -76,6 +83,8 @@ class PythonTokenizer(HfTokenizer):
                 ids.append(self.by_content[token].id)
             elif self.vocab is not None and self.codec.unit == "vocab_words":
                 ids.extend(self.vocab.get(w, self.unk_id) for w in token.split())
+            elif self.bpe_ranks is not None:
+                ids.extend(self._bpe_ids(token))
             elif self.vocab is not None:
                 piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
                 ids.extend(self.by_content[c].id if c in self.by_content
@@ -85,6 +94,45 @@ class PythonTokenizer(HfTokenizer):
             else:
                 ids.extend(ord(c) + offset for c in token)
         return ids
+
+    def _bpe_ids(self, text: str) -> list[int]:
+        """``_tokenize`` of a fastBPE-style class, then ``_convert_token_to_id``."""
+        assert self.vocab is not None and self.codec.bpe is not None
+        lower = self.codec.bpe.lowercase
+        ids: list[int] = []
+        for word in _WORDS.findall(text):
+            for pattern, replacement in self.rewrites:
+                word = pattern.sub(replacement, word)
+            for piece in word.split(" "):
+                if piece:
+                    ids.extend(self.vocab.get(t.lower() if lower else t, self.unk_id)
+                               for t in self._bpe(piece.lower() if lower else piece))
+        return ids
+
+    def _bpe(self, piece: str) -> list[str]:
+        """``bpe``: ``</w>`` on the last character, the lowest-ranked pair merged
+        everywhere until none is ranked, ``@@`` on every symbol but the last."""
+        assert self.bpe_ranks is not None
+        if len(piece) == 1:
+            return [piece]
+        ranks = self.bpe_ranks
+        word = [*piece[:-1], piece[-1] + "</w>"]
+        while len(word) > 1:
+            ranked = [(ranks[p], p) for p in pairwise(word) if p in ranks]
+            if not ranked:
+                break
+            first, second = min(ranked)[1]
+            merged: list[str] = []
+            i = 0
+            while i < len(word):
+                if word[i] == first and i + 1 < len(word) and word[i + 1] == second:
+                    merged.append(first + second)
+                    i += 2
+                else:
+                    merged.append(word[i])
+                    i += 1
+            word = merged
+        return [*(s + "@@" for s in word[:-1]), word[-1][:-4]]
 
     def _wrap(self, ids: list[int]) -> list[int]:
         wrap, special = self.codec.wrap, self.special_ids
@@ -109,6 +157,10 @@ class PythonTokenizer(HfTokenizer):
             cut = len(ids) - room
             ids = ids[cut:] if side == "left" else ids[:len(ids) - cut]
         return self._wrap(ids) if add_special_tokens else ids
+
+
+#: ``_tokenize``'s words: ``\\S+\\n?`` with the ``regex`` module's ``\\s``.
+_WORDS: Final = re.compile(f"[^{WHITE_SPACE}]+\n?")
 
 
 def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
@@ -188,6 +240,7 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
     for token in added:
         by_content.setdefault(token.content, token)
     names = sorted(by_content, key=len, reverse=True)
+    ranks = None if codec.merges_file is None else _read_merges(folder, codec.merges_file)
     return PythonTokenizer(
         tokenizer=Tokenizer(models.WordLevel(dict(vocab), unk_token=None)),
         special_tokens_map={k: str(v) for k, v in named.items()
@@ -198,4 +251,16 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         vocab=MappingProxyType(vocab), unk_id=vocab[str(named["unk_token"])],
         upper=bool(settings.get("do_lower_case")),
         delimiter=str(named.get("word_delimiter_token", " ")),
-        special_ids=MappingProxyType({k: vocab[str(v)] for k, v in named.items()}))
+        special_ids=MappingProxyType({k: vocab[str(v)] for k, v in named.items()}),
+        bpe_ranks=ranks, rewrites=tuple((re.compile(p), r) for p, r in (
+            codec.bpe.rewrites if codec.bpe else ())))
+
+
+def _read_merges(folder: ModelFolder, name: str) -> Mapping[tuple[str, ...], int]:
+    """``__init__``'s ranks: the lines between the header and the last line break."""
+    try:
+        lines = (folder.tokenizer_path / name).read_text("utf-8").split("\n")[1:-1]
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    return MappingProxyType(dict(zip((tuple(line.split()) for line in lines),
+                                     range(len(lines)), strict=True)))
