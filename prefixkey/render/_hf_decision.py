@@ -38,7 +38,7 @@ from . import _hf_facts, _hf_startup_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
-from ._hf_python import PYTHON_CODECS
+from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
@@ -113,8 +113,9 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
         if codec is not None:
             return TokenizerPath("python", name, f"{why}: {name} is a Python tokenizer "
                                  f"encoding {_UNITS[codec.unit]}", codec.name)
-        return TokenizerPath("refused", name, f"{why}: {name} is a Python tokenizer (no "
-                             "tokenizers backend), which prefixkey does not reproduce")
+        return TokenizerPath("refused", name, f"{why}: {name} " + PYTHON_REFUSED.get(
+            name, "is a Python tokenizer (no tokenizers backend), which prefixkey does "
+            "not reproduce"))
     if kind == "unavailable":
         return TokenizerPath("refused", name, f"{why}: {name} needs a library transformers "
                              "lacks here")

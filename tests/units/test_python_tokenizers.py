@@ -41,9 +41,8 @@ def refusal(path: Path) -> str:
 
 
 @pytest.mark.parametrize(("model_type", "architecture", "cls"), [
-    ("biogpt", "BioGptForCausalLM", "BioGptTokenizer"),
     ("m2m_100", "M2M100ForConditionalGeneration", "M2M100Tokenizer"),
-    ("ctrl", "CTRLLMHeadModel", "CTRLTokenizer")])
+    ("roc_bert", "RoCBertForCausalLM", "RoCBertTokenizer")])
 def test_a_type_vllm_starts_for_is_refused_for_its_tokenizer_and_says_so(
         tmp_path: Path, model_type: str, architecture: str, cls: str) -> None:
     # vLLM 0.31 starts these through its Transformers backend (probed; a real render
@@ -54,6 +53,39 @@ def test_a_type_vllm_starts_for_is_refused_for_its_tokenizer_and_says_so(
     assert "which prefixkey does not reproduce" in text
     assert "vLLM 0.31.0's model registry accepts" in text
     assert f"{architecture} as TransformersForCausalLM" in text
+
+
+def test_biogpt_is_refused_for_the_library_vllms_install_lacks(tmp_path: Path) -> None:
+    # vLLM 0.31.0's render server on a biogpt folder (vocab.json, merges.txt) exits with
+    # "ImportError: You need to install sacremoses to use BioGptTokenizer".
+    text = refusal(folder(tmp_path, "biogpt", "BioGptForCausalLM"))
+    assert "BioGptTokenizer is a Python tokenizer whose __init__ imports sacremoses" in text
+    assert "vLLM's render server does not start" in text
+    assert "You need to install sacremoses to use BioGptTokenizer" in text
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("BasicTokenizer", "not a tokenizer (it has no from_pretrained)"),
+    ("FastSpeech2ConformerTokenizer", "imports g2p_en"),
+    ("FlaubertTokenizer", "imports sacremoses"),
+    ("CpmAntTokenizer", "imports rjieba")])
+def test_a_class_named_by_tokenizer_class_is_refused_with_its_reason(
+        tmp_path: Path, name: str, text: str) -> None:
+    assert text in refusal(folder(tmp_path, "gpt2", "GPT2LMHeadModel",
+                                  {"tokenizer_class": name}))
+
+
+@pytest.mark.parametrize(("model_type", "architecture", "missing"), [
+    ("ctrl", "CTRLLMHeadModel", "vocab.json"),
+    ("blenderbot-small", "BlenderbotSmallForCausalLM", "merges.txt")])
+def test_a_fastbpe_folder_without_its_files_is_an_error_naming_them(
+        tmp_path: Path, model_type: str, architecture: str, missing: str) -> None:
+    path = folder(tmp_path, model_type, architecture)
+    if missing == "merges.txt":
+        (path / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(
+            ("__start__", "__end__", "__unk__", "__null__"))}), "utf-8")
+    with pytest.raises(ModelFolderError, match=missing.replace(".", r"\.")):
+        Renderer(ServerOptions(model=str(path)))
 
 
 def test_a_ctc_folder_without_its_vocabulary_is_an_error_naming_it(tmp_path: Path) -> None:
