@@ -307,7 +307,8 @@ def _gguf_metadata(data: bytes) -> dict[str, Any]:
 
 def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     """A tokenizer.json from a llama.cpp GGUF vocabulary, as transformers' converter
-    writes one from the model's own files. ``wordpiece``: BertConverter's (llama.cpp
+    writes one from the model's own files (``wordpiece_vocab_txt``: the WordPiece
+    vocabulary as the model's own vocab.txt instead). ``wordpiece``: BertConverter's (llama.cpp
     stores a WordPiece vocabulary in "phantom space" form: ``▁word`` for ``word``,
     ``piece`` for ``##piece``, ``[…]`` unchanged; undone here). ``unigram``:
     XLMRobertaConverter's, the vocabulary and scores cut to ``vocab_size`` (a GGUF may pad
@@ -327,7 +328,7 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     metadata = _gguf_metadata(data)
     tokens: list[str] = metadata["tokenizer.ggml.tokens"][:spec.get("vocab_size")]
     tokenizer: Tokenizer
-    if spec["model"] == "wordpiece":
+    if spec["model"] in ("wordpiece", "wordpiece_vocab_txt"):
         def unphantom(token: str) -> str:
             if token.startswith("[") and token.endswith("]"):
                 return token
@@ -336,6 +337,8 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
         vocab = {unphantom(t): i for i, t in enumerate(tokens)}
         if len(vocab) != len(tokens):
             raise FetchError("the GGUF WordPiece vocabulary does not map back one to one")
+        if spec["model"] == "wordpiece_vocab_txt":  # the model's vocab.txt, line by line
+            return "".join(t + "\n" for t in vocab).encode("utf-8")
         tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
         tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)

@@ -26,7 +26,9 @@ folders (model type ``wav2vec2``, a ``vocab.json``); with ``--vocab``:
 ``real_py_vocab_bodies.jsonl`` over EsmTokenizer, MgpstrTokenizer and DiaTokenizer
 folders; with ``--bpe``: ``real_py_bpe_bodies.jsonl`` over CTRLTokenizer and
 BlenderbotSmallTokenizer real folders (tests/render/real/ctrl_rule,
-blenderbot_small_rule); harvested the same way.
+blenderbot_small_rule); with ``--wordpiece``: ``real_py_wp_bodies.jsonl`` over
+RoCBertTokenizer and BertJapaneseTokenizer real folders (roc_bert_rule,
+bert_japanese_rule); harvested the same way.
 
 Usage::
 
@@ -35,6 +37,7 @@ Usage::
     python tools/build_python_bodies.py --ctc
     python tools/build_python_bodies.py --vocab
     python tools/build_python_bodies.py --bpe
+    python tools/build_python_bodies.py --wordpiece
     python tools/build_python_bodies.py --keep-release 0.32.0 /tmp/r/032
 
 ``--keep-release RELEASE DIR`` keeps, compactly (tools/release_vectors.py's ``compact``),
@@ -249,11 +252,12 @@ BPE_TEXTS = {
 }
 
 
-def build_bpe() -> list[dict[str, Any]]:
+def build_bpe(folders: tuple[str, ...] = BPE_FOLDERS,
+              texts: dict[str, str] = BPE_TEXTS) -> list[dict[str, Any]]:
     """CTRL's and Blenderbot small's BPE over real folders: the vocabulary-file corpus's
     shape, each folder a composed real one served as ``real-<folder>``, the too-long
     prompt one-character words (a run of one letter merges into few tokens)."""
-    lines = build_ctc(BPE_FOLDERS, BPE_TEXTS)
+    lines = build_ctc(folders, texts)
     for line in lines:
         folder = line["model_dir"].removeprefix("python_models/")
         line["model_dir"] = f"real:{folder}"
@@ -263,8 +267,31 @@ def build_bpe() -> list[dict[str, Any]]:
     return lines
 
 
+#: BERT's Python WordPiece classes over bert-base-uncased's vocab.txt (llama.cpp's GGUF
+#: vocabulary, tests/real_models.py's ``wordpiece_vocab_txt``): RoCBertTokenizer (model
+#: type roc_bert, lower-casing, CJK spaced) and BertJapaneseTokenizer (basic/wordpiece,
+#: cased, named by a GPT-2 folder's tokenizer_class).
+WORDPIECE_FOLDERS = ("roc_bert_rule", "bert_japanese_rule")
+WORDPIECE_TEXTS = {
+    "prose": "Hello world, it's a fine day (isn't it?) -- yes! unaffable",
+    "case-accents": "THE Café naïve résumé ÉCOLE e\u0301 İstanbul ΑΣ ß",
+    "whitespace": "  runs \t\t tabs\n\nnewlines\r\n end \u2028x\u3000y",
+    "controls": "x\x1cy\x00z\ufffd \x07bell\u200bq",
+    "specials": "[CLS] a[SEP]b [UNK] [PAD][MASK] [CL\x00S] [cls]",
+    "cjk": "東京タワー は 高い 中文字 한국어",
+    "pieces": "##ing un##able ### x" + "y" * 101 + " ok",
+    "punctuation": "$5.00 & 100% @home #tag ^_^ `q` «quoted» ¿qué?",
+    "other-chars": "Grüße aus Köln — 😀 ﬁ ①",
+}
+
+
+def build_wordpiece() -> list[dict[str, Any]]:
+    """RoCBert's and BertJapanese's WordPiece over real folders, as :func:`build_bpe`."""
+    return build_bpe(WORDPIECE_FOLDERS, WORDPIECE_TEXTS)
+
+
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_",
-           "real_py_bpe_")
+           "real_py_bpe_", "real_py_wp_")
 
 
 def keep_release(release: str, harvest: Path) -> None:
@@ -289,17 +316,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctc", action="store_true")
     parser.add_argument("--vocab", action="store_true")
     parser.add_argument("--bpe", action="store_true")
+    parser.add_argument("--wordpiece", action="store_true")
     args = parser.parse_args(argv)
     if args.keep_release:
         keep_release(args.keep_release[0], Path(args.keep_release[1]))
         return 0
     corpus = ("real_py_codellama_" if args.code_llama else "real_py_ctc_" if args.ctc
               else "real_py_vocab_" if args.vocab else "real_py_bpe_" if args.bpe
-              else "real_py_")
+              else "real_py_wp_" if args.wordpiece else "real_py_")
     out = args.out or RENDER_DIR / f"{corpus}bodies.jsonl"
     lines = (build_code_llama() if args.code_llama else build_ctc() if args.ctc
              else build_ctc(VOCAB_FOLDERS, VOCAB_TEXTS) if args.vocab
-             else build_bpe() if args.bpe else build())
+             else build_bpe() if args.bpe else build_wordpiece() if args.wordpiece
+             else build())
     write_bodies(out, lines)
     return 0
 

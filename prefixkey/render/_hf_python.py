@@ -23,8 +23,8 @@ from typing import Any, Final, Literal
 
 from ._errors import RenderUnsupportedError
 
-__all__ = ["PYTHON_CODECS", "PYTHON_REFUSED", "Added", "BpeWords", "PythonCodec",
-           "check_folder"]
+__all__ = ["PYTHON_CODECS", "PYTHON_REFUSED", "Added", "BasicWordPiece", "BpeWords",
+           "PythonCodec", "check_folder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,28 @@ class BpeWords:
     lowercase: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class BasicWordPiece:
+    """BERT's Python ``BasicTokenizer`` then ``WordpieceTokenizer`` (the same code in
+    models/bert/tokenization_bert_legacy.py, RoCBert's and BertJapanese's modules).
+
+    ``BasicTokenizer.tokenize``: control characters, NUL and U+FFFD dropped, whitespace
+    to spaces, CJK ideographs spaced (``tokenize_chinese_chars``), NFC, ``str.split``,
+    each word (but a special token) lower-cased with its accents stripped (NFD, ``Mn``
+    dropped) as ``do_lower_case``/``strip_accents`` say, and split at punctuation; each
+    word then greedy longest-match WordPiece (``##`` continuations, over 100 code points
+    or no match: the unknown token). vocab.txt is read as ``load_vocab`` reads it (one
+    token per line, only the line break stripped). Python 3.11's ``unicodedata``.
+    """
+
+    #: ``tokenize_chinese_chars`` as the class passes it (None: the folder's setting).
+    chinese: bool | None
+    #: Settings whose one reproduced value is given.
+    only: Mapping[str, Any]
+    #: Why another value of one of ``only`` is refused (default: not reproduced).
+    why: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+
 #: Unicode White_Space: what the ``regex`` module's ``\s`` matches (Python's ``re`` also
 #: matches ``\x1c``-``\x1f``), as a character class body.
 WHITE_SPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -75,8 +97,9 @@ class PythonCodec:
     #: ``vocab_words``: the text is split on every vocabulary entry, the rest on
     #: whitespace, each word looked up (EsmTokenizer).
     #: ``bpe_words``: each word split by the folder's merges.txt (:class:`BpeWords`),
-    #: each piece looked up in its vocab.json.
-    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words", "bpe_words"]
+    #: each piece looked up in its vocab.json; ``wordpiece``: :class:`BasicWordPiece`.
+    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words", "bpe_words",
+                  "wordpiece"]
     #: Added to a byte's value or a code point to make its id.
     offset: int
     added: tuple[Added, ...]
@@ -96,6 +119,7 @@ class PythonCodec:
     #: what ``_tokenize`` does to a word.
     merges_file: str | None = None
     bpe: BpeWords | None = None
+    wordpiece: BasicWordPiece | None = None
     #: The files it was replayed on against vLLM when not the model family's own
     #: (docs/render-tokenizers.md says so); empty: tests/render/python_models' own.
     borrowed: str = ""
@@ -109,6 +133,13 @@ def _byt5_added() -> tuple[Added, ...]:
             *(Added(f"<extra_id_{n}>", 259 + n) for n in range(125)))
 
 
+_BERT_TOKENS: Final = MappingProxyType({
+    "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+    "mask_token": "[MASK]"})
+_BGE_VOCAB: Final = ("bert-base-uncased's WordPiece vocabulary (bge-small-en-v1.5's, "
+                     "llama.cpp's GGUF in llama-cpp-python 0.3.36) written as its vocab.txt")
+_NEEDS: Final = ("needs {lib} ({what}), which vLLM's install does not have: loading it "
+                 "raises ImportError; with {lib} installed, {what} is not reproduced")
 _CLIP_FASTBPE: Final = ("OpenAI CLIP's merges (open_clip_torch 3.3.0) written as its "
                         "vocab.json/merges.txt")
 
@@ -153,7 +184,8 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
     # models/ctrl/tokenization_ctrl.py: special_tokens_pattern "none".
     "CTRLTokenizer": PythonCodec(
         "ctrl", "bpe_words", 0, (), "none", "vocab.json", "specials",
-        MappingProxyType({"unk_token": "<unk>"}), "merges.txt", BpeWords(), _CLIP_FASTBPE),
+        MappingProxyType({"unk_token": "<unk>"}), "merges.txt", BpeWords(),
+        borrowed=_CLIP_FASTBPE),
     # models/blenderbot_small/tokenization_blenderbot_small.py: punctuation and
     # apostrophes split off, whitespace runs (the regex module's) to one space, a line
     # break written "__newln__", lower-cased; __init__ resets special_tokens_pattern to
@@ -164,7 +196,38 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
                           "unk_token": "__unk__", "pad_token": "__null__"}),
         "merges.txt", BpeWords((("([.,!?()])", r" \1"), ("(')", r" \1 "),
                                 (f"[{WHITE_SPACE}]{{2,}}", " "), ("\n", " __newln__")),
-                               lowercase=True), _CLIP_FASTBPE),
+                               lowercase=True), borrowed=_CLIP_FASTBPE),
+    # models/roc_bert/tokenization_roc_bert.py: input_ids are BERT's (the shape and
+    # pronunciation ids it also returns are not rendered); its prepare_for_model
+    # truncates as PythonBackend's does.
+    "RoCBertTokenizer": PythonCodec(
+        "roc_bert", "wordpiece", 0, (), "cls_sep", "vocab.txt", "specials",
+        MappingProxyType({**_BERT_TOKENS, "do_lower_case": True, "strip_accents": None,
+                          "tokenize_chinese_chars": True, "do_basic_tokenize": True,
+                          "never_split": None}),
+        wordpiece=BasicWordPiece(None, MappingProxyType({
+            "do_basic_tokenize": True, "never_split": None})),
+        borrowed=_BGE_VOCAB),
+    # models/bert_japanese/tokenization_bert_japanese.py, its pure-Python pair (basic,
+    # wordpiece); MeCab, Sudachi and Juman++ word splitting need libraries.
+    "BertJapaneseTokenizer": PythonCodec(
+        "bert_japanese", "wordpiece", 0, (), "cls_sep", "vocab.txt", "specials",
+        MappingProxyType({**_BERT_TOKENS, "do_lower_case": False, "never_split": None,
+                          "word_tokenizer_type": "basic", "subword_tokenizer_type": "wordpiece",
+                          "do_word_tokenize": True, "do_subword_tokenize": True,
+                          "spm_file": None, "mecab_kwargs": None, "sudachi_kwargs": None,
+                          "jumanpp_kwargs": None}),
+        wordpiece=BasicWordPiece(False, MappingProxyType({
+            "never_split": None, "word_tokenizer_type": "basic",
+            "subword_tokenizer_type": "wordpiece", "do_word_tokenize": True,
+            "do_subword_tokenize": True, "spm_file": None}), MappingProxyType({
+                ("word_tokenizer_type", "mecab"): _NEEDS.format(
+                    lib="fugashi", what="MeCab word splitting"),
+                ("word_tokenizer_type", "sudachi"): _NEEDS.format(
+                    lib="sudachipy", what="Sudachi word splitting"),
+                ("word_tokenizer_type", "jumanpp"): _NEEDS.format(
+                    lib="rhoknp", what="Juman++ word splitting")})),
+        borrowed=_BGE_VOCAB),
 })
 #: Why a Python class is refused where the general reason ("not reproduced") says too
 #: little (r-pybpe's entries): what its ``__init__`` needs that vLLM's install lacks
@@ -204,6 +267,20 @@ _INERT: Final = frozenset({
 })
 
 
+def _check_wordpiece(codec_class: str, wordpiece: BasicWordPiece, source: str, key: str,
+                     value: Any) -> None:
+    if key in wordpiece.only and value != wordpiece.only[key] and not (
+            key == "never_split" and value == []):
+        why = wordpiece.why.get((key, str(value)), "is not reproduced")
+        raise RenderUnsupportedError(source, f"{key} {value!r}: {codec_class} with it {why}")
+    if key in ("do_lower_case", "tokenize_chinese_chars") and not isinstance(value, bool):
+        raise RenderUnsupportedError(source, f"{key} {value!r}: only true or false is "
+                                     f"reproduced for {codec_class}")
+    if key == "strip_accents" and value is not None and not isinstance(value, bool):
+        raise RenderUnsupportedError(source, f"strip_accents {value!r}: only null, true or "
+                                     f"false is reproduced for {codec_class}")
+
+
 def _content(value: Any) -> Any:
     return value.get("content") if isinstance(value, Mapping) else value
 
@@ -219,8 +296,12 @@ def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
                 if key == "target_lang" and value is not None:
                     raise RenderUnsupportedError(source, "target_lang (a nested multilingual "
                                                  "vocabulary) is not reproduced")
+                if codec.wordpiece is not None:
+                    _check_wordpiece(codec_class, codec.wordpiece, source, key, value)
                 if key in codec.settings:
                     continue
+                if key == "added_tokens_decoder" and (codec.bpe or codec.wordpiece):
+                    continue  # checked against the vocabulary when it is read
                 if key in _INERT - {"additional_special_tokens", "extra_special_tokens",
                                     "added_tokens_decoder", "extra_ids", "add_prefix_space"}:
                     continue

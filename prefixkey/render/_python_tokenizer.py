@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -55,6 +56,9 @@ class PythonTokenizer(HfTokenizer):
     #: line's rank wins), and the rewrites of render/_hf_python.py's ``BpeWords``.
     bpe_ranks: Mapping[tuple[str, ...], int] | None = None
     rewrites: tuple[tuple[re.Pattern[str], str], ...] = ()
+    #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``)
+    #: as the folder sets them.
+    basic: tuple[bool, bool | None, bool] | None = None
 
     @property
     def max_chars_per_token(self) -> int:
@@ -85,6 +89,8 @@ class PythonTokenizer(HfTokenizer):
                 ids.extend(self.vocab.get(w, self.unk_id) for w in token.split())
             elif self.bpe_ranks is not None:
                 ids.extend(self._bpe_ids(token))
+            elif self.basic is not None:
+                ids.extend(self._wordpiece_ids(token))
             elif self.vocab is not None:
                 piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
                 ids.extend(self.by_content[c].id if c in self.by_content
@@ -134,6 +140,49 @@ class PythonTokenizer(HfTokenizer):
             word = merged
         return [*(s + "@@" for s in word[:-1]), word[-1][:-4]]
 
+    def _wordpiece_ids(self, text: str) -> list[int]:
+        """``BasicTokenizer.tokenize`` (the special tokens never split), then
+        ``WordpieceTokenizer.tokenize`` of each word, then ``_convert_token_to_id``."""
+        assert self.basic is not None and self.vocab is not None
+        lower, strip_accents, chinese = self.basic
+        text = "".join(" " if _is_whitespace(c) else c for c in text
+                       if c not in "\x00\ufffd" and not _is_control(c))
+        if chinese:
+            text = "".join(f" {c} " if _is_chinese(ord(c)) else c for c in text)
+        words: list[str] = []
+        for word in unicodedata.normalize("NFC", text).split():
+            if word not in self.by_content:
+                if lower:
+                    word = word.lower()
+                if (lower and strip_accents is not False) or (not lower and strip_accents):
+                    word = "".join(c for c in unicodedata.normalize("NFD", word)
+                                   if unicodedata.category(c) != "Mn")
+                words.extend(_split_on_punctuation(word))
+            else:
+                words.append(word)
+        return [self.vocab.get(piece, self.unk_id)
+                for word in " ".join(words).split() for piece in self._wordpiece(word)]
+
+    def _wordpiece(self, word: str) -> list[str]:
+        assert self.vocab is not None
+        unk = self.special_tokens_map["unk_token"]
+        if len(word) > _MAX_WORDPIECE_CHARS:
+            return [unk]
+        pieces: list[str] = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            while start < end:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.vocab:
+                    pieces.append(piece)
+                    break
+                end -= 1
+            else:
+                return [unk]
+            start = end
+        return pieces
+
     def _wrap(self, ids: list[int]) -> list[int]:
         wrap, special = self.codec.wrap, self.special_ids
         if wrap == "none":
@@ -157,6 +206,50 @@ class PythonTokenizer(HfTokenizer):
             cut = len(ids) - room
             ids = ids[cut:] if side == "left" else ids[:len(ids) - cut]
         return self._wrap(ids) if add_special_tokens else ids
+
+
+#: ``WordpieceTokenizer``'s ``max_input_chars_per_word``.
+_MAX_WORDPIECE_CHARS: Final = 100
+
+
+def _is_whitespace(char: str) -> bool:
+    return char in " \t\n\r" or unicodedata.category(char) == "Zs"
+
+
+def _is_control(char: str) -> bool:
+    return char not in "\t\n\r" and unicodedata.category(char).startswith("C")
+
+
+def _is_punctuation(char: str) -> bool:
+    # Every ASCII non-letter, non-digit is punctuation too.
+    cp = ord(char)
+    return (33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
+            or unicodedata.category(char).startswith("P"))
+
+
+#: ``_is_chinese_char``'s CJK blocks.
+_CJK: Final = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+
+
+def _is_chinese(cp: int) -> bool:
+    return any(low <= cp <= high for low, high in _CJK)
+
+
+def _split_on_punctuation(word: str) -> list[str]:
+    """``_run_split_on_punc``: each punctuation character a word of its own."""
+    out: list[str] = []
+    fresh = True
+    for char in word:
+        if _is_punctuation(char):
+            out.append(char)
+            fresh = True
+        else:
+            if fresh:
+                out.append("")
+            fresh = False
+            out[-1] += char
+    return out
 
 
 #: ``_tokenize``'s words: ``\\S+\\n?`` with the ``regex`` module's ``\\s``.
@@ -194,12 +287,19 @@ def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
     return build_tokenizer(folder)
 
 
-def _read_vocab(folder: ModelFolder, codec_class: str, name: str) -> dict[str, int]:
+def _read_vocab(folder: ModelFolder, codec_class: str, name: str,
+                lines: bool = False) -> dict[str, int]:
+    """The vocabulary file; ``lines``: as ``load_vocab`` reads vocab.txt (``readlines``,
+    each line's line break stripped, a later duplicate's index winning)."""
     path = folder.tokenizer_path / name
     try:
         text = path.read_text("utf-8")
-        vocab = (json.loads(text) if name.endswith(".json") else
-                 {line.strip(): i for i, line in enumerate(text.splitlines())})
+        if lines:
+            tokens = text.split("\n")
+            vocab = {t: i for i, t in enumerate(tokens[:-1] if tokens[-1] == "" else tokens)}
+        else:
+            vocab = (json.loads(text) if name.endswith(".json") else
+                     {line.strip(): i for i, line in enumerate(text.splitlines())})
     except (OSError, ValueError) as exc:
         raise ModelFolderError(name, f"cannot be read: {exc}") from None
     if not isinstance(vocab, dict) or not all(
@@ -213,7 +313,7 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
     """A vocabulary-file class (render/_hf_python.py) over the folder's file."""
     codec = PYTHON_CODECS[codec_class]
     assert codec.vocab_file is not None
-    vocab = _read_vocab(folder, codec_class, codec.vocab_file)
+    vocab = _read_vocab(folder, codec_class, codec.vocab_file, codec.wordpiece is not None)
     settings = {**codec.settings, **{
         k: _content(v) for k, v in folder.tokenizer_config.items()
         if k in codec.settings and v is not None}}
@@ -223,6 +323,9 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"{key} {value!r} is not in {codec.vocab_file}: {codec_class} would add it "
                 "with an id of its own, which is not reproduced"))
+    if codec.bpe is not None or codec.wordpiece is not None:
+        _check_added_tokens(folder.tokenizer_config, codec, codec_class, vocab,
+                            {str(v) for v in named.values()})
     added = [Added(str(v), vocab[str(v)], k) for k, v in named.items()
              if k != "word_delimiter_token"]
     if codec.split_on == "multichar":
@@ -253,7 +356,40 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         delimiter=str(named.get("word_delimiter_token", " ")),
         special_ids=MappingProxyType({k: vocab[str(v)] for k, v in named.items()}),
         bpe_ranks=ranks, rewrites=tuple((re.compile(p), r) for p, r in (
-            codec.bpe.rewrites if codec.bpe else ())))
+            codec.bpe.rewrites if codec.bpe else ())),
+        basic=None if codec.wordpiece is None else (
+            bool(settings["do_lower_case"]), settings.get("strip_accents"),
+            bool(settings["tokenize_chinese_chars"] if codec.wordpiece.chinese is None
+                 else codec.wordpiece.chinese)))
+
+
+_FLAGS: Final = ("lstrip", "rstrip", "single_word")
+
+
+def _check_added_tokens(config: Mapping[str, object], codec: PythonCodec, codec_class: str,
+                        vocab: Mapping[str, int], named: set[str]) -> None:
+    """A saved folder's ``added_tokens_decoder`` is what ``__init__`` would add anyway
+    (its named tokens at their vocabulary ids, no stripping or single-word matching),
+    or it is refused: other added tokens are not reproduced for these classes."""
+    for key, value in config.items():
+        if key.endswith("_token") and isinstance(value, Mapping) and any(
+                value.get(flag) for flag in _FLAGS):
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{key}: a special token stripping whitespace or matching single words is "
+                f"not reproduced for {codec_class}"))
+    decoder = config.get("added_tokens_decoder") or {}
+    if not isinstance(decoder, Mapping):
+        raise RenderUnsupportedError("tokenizer_config.json",
+                                     "added_tokens_decoder is not an object")
+    for index, token in decoder.items():
+        content = _content(token)
+        flags = token if isinstance(token, Mapping) else {}
+        if (content not in named or str(vocab.get(str(content))) != str(index)
+                or any(flags.get(flag) for flag in _FLAGS)):
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"added_tokens_decoder[{index!r}] ({content!r}): only {codec_class}'s named "
+                f"tokens at their {codec.vocab_file} ids, without stripping or single-word "
+                "matching, are reproduced"))
 
 
 def _read_merges(folder: ModelFolder, name: str) -> Mapping[tuple[str, ...], int]:

@@ -36,9 +36,9 @@ def renderer(folder: str) -> Renderer:
 
 def test_the_corpus_covers_every_codec_and_both_answers() -> None:
     assert {c.id.split("/")[0] for c in CASES} == set(FOLDER_CLASSES)
-    # The fastBPE classes (bpe_words) have their own corpus: test_real_py_bpe_vectors.py.
+    # The fastBPE and WordPiece classes have their own corpora: test_real_py_bpe_wp_vectors.py.
     assert set(FOLDER_CLASSES.values()) == {
-        c for c, codec in PYTHON_CODECS.items() if codec.unit != "bpe_words"}
+        c for c, codec in PYTHON_CODECS.items() if codec.unit not in ("bpe_words", "wordpiece")}
     for folder in FOLDER_CLASSES:
         assert {c.status for c in CASES if c.id.startswith(folder + "/")} >= {200, 400}
 
