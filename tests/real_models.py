@@ -234,7 +234,9 @@ def _from_clip_bpe(data: bytes, spec: dict[str, Any]) -> bytes:
 def _from_clip_fastbpe(data: bytes, spec: dict[str, Any]) -> bytes:
     """CLIP's vocabulary (as :func:`_from_clip_bpe` builds it, the same ``merges`` lines)
     in the form CTRLTokenizer and BlenderbotSmallTokenizer read: ``file`` ``"merges.txt"``
-    is a ``#version`` line then the merge lines (their ``</w>`` kept); ``"vocab.json"``
+    is a ``#version`` line then the merge lines (their ``</w>`` kept), ``"bpe.codes"``
+    the lines with a count each (PhoBERT's, BERTweet's); ``"vocab.txt"`` the vocabulary
+    below as a fairseq dictionary (``<token> 1`` lines); ``"vocab.json"``
     maps every token a word's last piece (``…</w>``) without its suffix and every other
     piece with ``@@`` appended, the first of two tokens that map to one entry keeping
     it, after the ``first`` entries and before the ``last``. CLIP's symbols are its
@@ -244,12 +246,16 @@ def _from_clip_fastbpe(data: bytes, spec: dict[str, Any]) -> bytes:
     lines = gzip.decompress(data).decode("utf-8").split("\n")[1:1 + spec["merges"]]
     if spec["file"] == "merges.txt":
         return ("#version: 0.2\n" + "".join(line + "\n" for line in lines)).encode("utf-8")
+    if spec["file"] == "bpe.codes":  # fastBPE's codes: no header, a count on each line
+        return "".join(line + " 1\n" for line in lines).encode("utf-8")
     units = list(_bytes_to_unicode().values())
     tokens = [*units, *(u + "</w>" for u in units), *("".join(line.split()) for line in lines)]
     vocab: dict[str, int] = {}
     for token in [*spec["first"], *(t[:-4] if t.endswith("</w>") else t + "@@"
                                      for t in tokens), *spec["last"]]:
         vocab.setdefault(token, len(vocab))
+    if spec["file"] == "vocab.txt":  # a fairseq dictionary: "<token> <count>" lines
+        return "".join(f"{t} 1\n" for t in vocab).encode("utf-8")
     return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
 
 

@@ -28,7 +28,9 @@ folders; with ``--bpe``: ``real_py_bpe_bodies.jsonl`` over CTRLTokenizer and
 BlenderbotSmallTokenizer real folders (tests/render/real/ctrl_rule,
 blenderbot_small_rule); with ``--wordpiece``: ``real_py_wp_bodies.jsonl`` over
 RoCBertTokenizer and BertJapaneseTokenizer real folders (roc_bert_rule,
-bert_japanese_rule); harvested the same way.
+bert_japanese_rule); with ``--fairseq``: ``real_py_fairseq_bodies.jsonl`` over
+PhobertTokenizer and BertweetTokenizer real folders (phobert_rule, bertweet_rule);
+harvested the same way.
 
 Usage::
 
@@ -38,6 +40,7 @@ Usage::
     python tools/build_python_bodies.py --vocab
     python tools/build_python_bodies.py --bpe
     python tools/build_python_bodies.py --wordpiece
+    python tools/build_python_bodies.py --fairseq
     python tools/build_python_bodies.py --keep-release 0.32.0 /tmp/r/032
 
 ``--keep-release RELEASE DIR`` keeps, compactly (tools/release_vectors.py's ``compact``),
@@ -252,6 +255,13 @@ BPE_TEXTS = {
 }
 
 
+#: CTRL's bpe over fairseq dictionaries and fastBPE codes (CLIP's, ``clip_fastbpe``):
+#: PhobertTokenizer and BertweetTokenizer (normalization off), named by GPT-2 folders.
+FAIRSEQ_FOLDERS = ("phobert_rule", "bertweet_rule")
+FAIRSEQ_TEXTS = {**BPE_TEXTS, "specials": "<s> a</s>b <unk> <pad><mask> __start__ <s>x",
+                 "tweet": "@user check https://t.co/x :) #fun RT 😂 cooool!!!"}
+
+
 def build_bpe(folders: tuple[str, ...] = BPE_FOLDERS,
               texts: dict[str, str] = BPE_TEXTS) -> list[dict[str, Any]]:
     """CTRL's and Blenderbot small's BPE over real folders: the vocabulary-file corpus's
@@ -291,7 +301,7 @@ def build_wordpiece() -> list[dict[str, Any]]:
 
 
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_",
-           "real_py_bpe_", "real_py_wp_")
+           "real_py_bpe_", "real_py_wp_", "real_py_fairseq_")
 
 
 def keep_release(release: str, harvest: Path) -> None:
@@ -317,18 +327,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab", action="store_true")
     parser.add_argument("--bpe", action="store_true")
     parser.add_argument("--wordpiece", action="store_true")
+    parser.add_argument("--fairseq", action="store_true")
     args = parser.parse_args(argv)
     if args.keep_release:
         keep_release(args.keep_release[0], Path(args.keep_release[1]))
         return 0
     corpus = ("real_py_codellama_" if args.code_llama else "real_py_ctc_" if args.ctc
               else "real_py_vocab_" if args.vocab else "real_py_bpe_" if args.bpe
-              else "real_py_wp_" if args.wordpiece else "real_py_")
+              else "real_py_wp_" if args.wordpiece
+              else "real_py_fairseq_" if args.fairseq else "real_py_")
     out = args.out or RENDER_DIR / f"{corpus}bodies.jsonl"
     lines = (build_code_llama() if args.code_llama else build_ctc() if args.ctc
              else build_ctc(VOCAB_FOLDERS, VOCAB_TEXTS) if args.vocab
              else build_bpe() if args.bpe else build_wordpiece() if args.wordpiece
-             else build())
+             else build_bpe(FAIRSEQ_FOLDERS, FAIRSEQ_TEXTS) if args.fairseq else build())
     write_bodies(out, lines)
     return 0
 

@@ -17,7 +17,7 @@ is refused, naming it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
@@ -41,19 +41,32 @@ class Added:
 
 @dataclass(frozen=True, slots=True)
 class BpeWords:
-    """What a fastBPE-style class's ``_tokenize`` does to each word before its ``bpe``.
+    """What a fastBPE-style class's ``_tokenize`` does to each word before its ``bpe``,
+    and how its ``__init__`` reads its files.
 
-    ``_tokenize`` takes the words ``\\S+\\n?`` finds (the ``regex`` module's ``\\s``:
-    Unicode White_Space, not ``\\x1c``-``\\x1f``), rewrites each, splits it at spaces
-    and encodes every non-empty piece: ``</w>`` on its last character, the merges of
-    merges.txt by rank, then ``@@`` on every symbol but the last (a one-character piece
-    is kept as it is).
+    ``_tokenize`` takes the words ``\\S+\\n?`` finds (``words``: with the ``regex``
+    module's ``\\s``, Unicode White_Space, or Python ``re``'s, which adds
+    ``\\x1c``-``\\x1f``), rewrites each, splits it at spaces and encodes every non-empty
+    piece: ``</w>`` on its last character, the merges by rank, then ``@@`` on every
+    symbol but the last (a one-character piece is kept as it is).
     """
 
     #: ``(pattern, replacement)`` substitutions (Python ``re``) on each word, in order.
     rewrites: tuple[tuple[str, str], ...] = ()
     #: Each piece lower-cased before its ``bpe``, and each token before its look-up.
     lowercase: bool = False
+    #: The word pattern (Python ``re``).
+    words: str = ""
+    #: The merges file's lines from this one (1: a ``#version`` header skipped) to the
+    #: last line break; ``counts``: each line's last field (a count) dropped.
+    merges_from: int = 1
+    counts: bool = False
+    #: A fairseq dictionary as the vocabulary (``add_from_file``: each line
+    #: ``<token> <count>``, ids after these named tokens' 0, 1, …); empty: vocab.json.
+    dict_first: tuple[str, ...] = ()
+    #: Settings whose one reproduced value is given, and why another is refused.
+    only: Mapping[str, Any] = field(default_factory=dict)
+    why: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +128,8 @@ class PythonCodec:
     split_on: Literal["specials", "multichar", "vocab"] = "specials"
     #: The ``__init__`` settings read from tokenizer_config.json, with their defaults.
     settings: Mapping[str, Any] = field(default_factory=dict)
-    #: ``bpe_words``: the merges file (its first line a ``#version`` header, skipped) and
-    #: what ``_tokenize`` does to a word.
+    #: ``bpe_words``: the merges file, and how it is read and what ``_tokenize`` does to
+    #: a word.
     merges_file: str | None = None
     bpe: BpeWords | None = None
     wordpiece: BasicWordPiece | None = None
@@ -140,8 +153,15 @@ _BGE_VOCAB: Final = ("bert-base-uncased's WordPiece vocabulary (bge-small-en-v1.
                      "llama.cpp's GGUF in llama-cpp-python 0.3.36) written as its vocab.txt")
 _NEEDS: Final = ("needs {lib} ({what}), which vLLM's install does not have: loading it "
                  "raises ImportError; with {lib} installed, {what} is not reproduced")
-_CLIP_FASTBPE: Final = ("OpenAI CLIP's merges (open_clip_torch 3.3.0) written as its "
-                        "vocab.json/merges.txt")
+#: ``_tokenize``'s words with the ``regex`` module's ``\\s`` (CTRL, Blenderbot small).
+_REGEX_WORDS: Final = f"[^{WHITE_SPACE}]+\n?"
+_FAIRSEQ_TOKENS: Final = MappingProxyType({
+    "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
+    "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"})
+_FAIRSEQ_BPE: Final = BpeWords(words=r"\S+\n?", merges_from=0, counts=True, dict_first=(
+    "bos_token", "pad_token", "eos_token", "unk_token"))
+_CLIP_FASTBPE: Final = ("OpenAI CLIP's merges (open_clip_torch 3.3.0) written in its "
+                        "vocabulary and merges files' format")
 
 
 #: Each reproduced class (transformers 5.17) and what it does.
@@ -184,7 +204,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
     # models/ctrl/tokenization_ctrl.py: special_tokens_pattern "none".
     "CTRLTokenizer": PythonCodec(
         "ctrl", "bpe_words", 0, (), "none", "vocab.json", "specials",
-        MappingProxyType({"unk_token": "<unk>"}), "merges.txt", BpeWords(),
+        MappingProxyType({"unk_token": "<unk>"}), "merges.txt", BpeWords(words=_REGEX_WORDS),
         borrowed=_CLIP_FASTBPE),
     # models/blenderbot_small/tokenization_blenderbot_small.py: punctuation and
     # apostrophes split off, whitespace runs (the regex module's) to one space, a line
@@ -196,7 +216,22 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
                           "unk_token": "__unk__", "pad_token": "__null__"}),
         "merges.txt", BpeWords((("([.,!?()])", r" \1"), ("(')", r" \1 "),
                                 (f"[{WHITE_SPACE}]{{2,}}", " "), ("\n", " __newln__")),
-                               lowercase=True), borrowed=_CLIP_FASTBPE),
+                               lowercase=True, words=_REGEX_WORDS), borrowed=_CLIP_FASTBPE),
+    # models/phobert/tokenization_phobert.py: CTRL's bpe over a fairseq dictionary
+    # (vocab.txt) and bpe.codes, Python re's words; "<s> X </s>".
+    "PhobertTokenizer": PythonCodec(
+        "phobert", "bpe_words", 0, (), "cls_sep", "vocab.txt", "specials", _FAIRSEQ_TOKENS,
+        "bpe.codes", _FAIRSEQ_BPE, borrowed=_CLIP_FASTBPE),
+    # models/bertweet/tokenization_bertweet.py: PhoBERT's, when normalization is off (its
+    # default).
+    "BertweetTokenizer": PythonCodec(
+        "bertweet", "bpe_words", 0, (), "cls_sep", "vocab.txt", "specials",
+        MappingProxyType({**_FAIRSEQ_TOKENS, "normalization": False}), "bpe.codes",
+        replace(_FAIRSEQ_BPE, only=MappingProxyType({"normalization": False}), why=(
+            MappingProxyType({("normalization", "True"): (
+                "(its port of NLTK's TweetTokenizer, and emoji's demojize when installed) "
+                "is not reproduced")}))),
+        borrowed=_CLIP_FASTBPE),
     # models/roc_bert/tokenization_roc_bert.py: input_ids are BERT's (the shape and
     # pronunciation ids it also returns are not rendered); its prepare_for_model
     # truncates as PythonBackend's does.
@@ -252,6 +287,10 @@ PYTHON_REFUSED: Final[Mapping[str, str]] = MappingProxyType({
                                        seen=""),
     "FastSpeech2ConformerTokenizer": _MISSING.format(
         lib="g2p_en", what="English grapheme-to-phoneme conversion", seen=""),
+    # Its default do_phonemize=True initialises the phonemizer backend in __init__.
+    "Wav2Vec2PhonemeCTCTokenizer": _MISSING.format(
+        lib="phonemizer", what="espeak phonemization", seen=" (with its default "
+        "do_phonemize)"),
     **{name: _NOT_A_TOKENIZER.format(module=module) for name, module in (
         ("BasicTokenizer", "bert"), ("WordpieceTokenizer", "bert"),
         ("MecabTokenizer", "bert_japanese"), ("CharacterTokenizer", "bert_japanese"))},
@@ -267,12 +306,16 @@ _INERT: Final = frozenset({
 })
 
 
+def _check_only(codec_class: str, only: Mapping[str, Any], why: Mapping[tuple[str, str], str],
+                source: str, key: str, value: Any) -> None:
+    if key in only and value != only[key] and not (key == "never_split" and value == []):
+        reason = why.get((key, str(value)), "is not reproduced")
+        raise RenderUnsupportedError(source, f"{key} {value!r}: {codec_class} with it {reason}")
+
+
 def _check_wordpiece(codec_class: str, wordpiece: BasicWordPiece, source: str, key: str,
                      value: Any) -> None:
-    if key in wordpiece.only and value != wordpiece.only[key] and not (
-            key == "never_split" and value == []):
-        why = wordpiece.why.get((key, str(value)), "is not reproduced")
-        raise RenderUnsupportedError(source, f"{key} {value!r}: {codec_class} with it {why}")
+    _check_only(codec_class, wordpiece.only, wordpiece.why, source, key, value)
     if key in ("do_lower_case", "tokenize_chinese_chars") and not isinstance(value, bool):
         raise RenderUnsupportedError(source, f"{key} {value!r}: only true or false is "
                                      f"reproduced for {codec_class}")
@@ -298,6 +341,8 @@ def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
                                                  "vocabulary) is not reproduced")
                 if codec.wordpiece is not None:
                     _check_wordpiece(codec_class, codec.wordpiece, source, key, value)
+                if codec.bpe is not None:
+                    _check_only(codec_class, codec.bpe.only, codec.bpe.why, source, key, value)
                 if key in codec.settings:
                     continue
                 if key == "added_tokens_decoder" and (codec.bpe or codec.wordpiece):

@@ -25,8 +25,8 @@ from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_python import (
     PYTHON_CODECS,
-    WHITE_SPACE,
     Added,
+    BpeWords,
     PythonCodec,
     _content,
     check_folder,
@@ -55,6 +55,7 @@ class PythonTokenizer(HfTokenizer):
     #: ``bpe_words``: merges.txt's ranks, as ``__init__`` reads them (a later duplicate
     #: line's rank wins), and the rewrites of render/_hf_python.py's ``BpeWords``.
     bpe_ranks: Mapping[tuple[str, ...], int] | None = None
+    words: re.Pattern[str] | None = None
     rewrites: tuple[tuple[re.Pattern[str], str], ...] = ()
     #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``)
     #: as the folder sets them.
@@ -103,10 +104,10 @@ class PythonTokenizer(HfTokenizer):
 
     def _bpe_ids(self, text: str) -> list[int]:
         """``_tokenize`` of a fastBPE-style class, then ``_convert_token_to_id``."""
-        assert self.vocab is not None and self.codec.bpe is not None
+        assert self.vocab is not None and self.codec.bpe is not None and self.words
         lower = self.codec.bpe.lowercase
         ids: list[int] = []
-        for word in _WORDS.findall(text):
+        for word in self.words.findall(text):
             for pattern, replacement in self.rewrites:
                 word = pattern.sub(replacement, word)
             for piece in word.split(" "):
@@ -208,6 +209,9 @@ class PythonTokenizer(HfTokenizer):
         return self._wrap(ids) if add_special_tokens else ids
 
 
+#: The named tokens' order (``PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES``).
+_SPECIAL_TOKENS_ATTRIBUTES: Final = ("bos_token", "eos_token", "unk_token", "sep_token",
+                                     "pad_token", "cls_token", "mask_token")
 #: ``WordpieceTokenizer``'s ``max_input_chars_per_word``.
 _MAX_WORDPIECE_CHARS: Final = 100
 
@@ -250,10 +254,6 @@ def _split_on_punctuation(word: str) -> list[str]:
             fresh = False
             out[-1] += char
     return out
-
-
-#: ``_tokenize``'s words: ``\\S+\\n?`` with the ``regex`` module's ``\\s``.
-_WORDS: Final = re.compile(f"[^{WHITE_SPACE}]+\n?")
 
 
 def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
@@ -313,16 +313,33 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
     """A vocabulary-file class (render/_hf_python.py) over the folder's file."""
     codec = PYTHON_CODECS[codec_class]
     assert codec.vocab_file is not None
-    vocab = _read_vocab(folder, codec_class, codec.vocab_file, codec.wordpiece is not None)
     settings = {**codec.settings, **{
         k: _content(v) for k, v in folder.tokenizer_config.items()
         if k in codec.settings and v is not None}}
     named = {k: v for k, v in settings.items() if k.endswith("_token")}
+    if codec.bpe is not None and codec.bpe.dict_first:
+        vocab = _read_fairseq_dict(folder, codec.vocab_file,
+                                   [str(named[a]) for a in codec.bpe.dict_first])
+    else:
+        vocab = _read_vocab(folder, codec_class, codec.vocab_file,
+                            codec.wordpiece is not None)
+    appends = codec.bpe is not None or codec.wordpiece is not None
     for key, value in named.items():
-        if not isinstance(value, str) or value not in vocab:
+        if not isinstance(value, str) or (value not in vocab and (
+                not appends or key == "unk_token")):
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"{key} {value!r} is not in {codec.vocab_file}: {codec_class} would add it "
                 "with an id of its own, which is not reproduced"))
+    if appends:
+        # PythonBackend.__init__ adds the named tokens the vocabulary lacks after it, in
+        # SPECIAL_TOKENS_ATTRIBUTES order (its get_vocab()'s length, then one by one).
+        vocab = dict(vocab)
+        size = len(vocab)
+        for key in _SPECIAL_TOKENS_ATTRIBUTES:
+            value = named.get(key)
+            if isinstance(value, str) and value not in vocab:
+                vocab[value] = size
+                size += 1
     if codec.bpe is not None or codec.wordpiece is not None:
         _check_added_tokens(folder.tokenizer_config, codec, codec_class, vocab,
                             {str(v) for v in named.values()})
@@ -343,7 +360,8 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
     for token in added:
         by_content.setdefault(token.content, token)
     names = sorted(by_content, key=len, reverse=True)
-    ranks = None if codec.merges_file is None else _read_merges(folder, codec.merges_file)
+    ranks = (None if codec.merges_file is None or codec.bpe is None
+             else _read_merges(folder, codec.merges_file, codec.bpe))
     return PythonTokenizer(
         tokenizer=Tokenizer(models.WordLevel(dict(vocab), unk_token=None)),
         special_tokens_map={k: str(v) for k, v in named.items()
@@ -355,7 +373,8 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         upper=bool(settings.get("do_lower_case")),
         delimiter=str(named.get("word_delimiter_token", " ")),
         special_ids=MappingProxyType({k: vocab[str(v)] for k, v in named.items()}),
-        bpe_ranks=ranks, rewrites=tuple((re.compile(p), r) for p, r in (
+        bpe_ranks=ranks, words=re.compile(codec.bpe.words) if codec.bpe else None,
+        rewrites=tuple((re.compile(p), r) for p, r in (
             codec.bpe.rewrites if codec.bpe else ())),
         basic=None if codec.wordpiece is None else (
             bool(settings["do_lower_case"]), settings.get("strip_accents"),
@@ -392,11 +411,33 @@ def _check_added_tokens(config: Mapping[str, object], codec: PythonCodec, codec_
                 "matching, are reproduced"))
 
 
-def _read_merges(folder: ModelFolder, name: str) -> Mapping[tuple[str, ...], int]:
-    """``__init__``'s ranks: the lines between the header and the last line break."""
+def _read_merges(folder: ModelFolder, name: str, bpe: BpeWords
+                 ) -> Mapping[tuple[str, ...], int]:
+    """``__init__``'s ranks: the lines from ``merges_from`` to the last line break."""
     try:
-        lines = (folder.tokenizer_path / name).read_text("utf-8").split("\n")[1:-1]
+        lines = (folder.tokenizer_path / name).read_text("utf-8").split("\n")[
+            bpe.merges_from:-1]
     except (OSError, ValueError) as exc:
         raise ModelFolderError(name, f"cannot be read: {exc}") from None
-    return MappingProxyType(dict(zip((tuple(line.split()) for line in lines),
-                                     range(len(lines)), strict=True)))
+    merges = (tuple(line.split()[:-1] if bpe.counts else line.split()) for line in lines)
+    return MappingProxyType(dict(zip(merges, range(len(lines)), strict=True)))
+
+
+def _read_fairseq_dict(folder: ModelFolder, name: str, first: list[str]) -> dict[str, int]:
+    """``add_from_file`` after the named tokens' ids 0, 1, …: each stripped line's text
+    before its last space, at the dictionary's length (a repeated token moves)."""
+    encoder: dict[str, int] = {}
+    for token in first:
+        encoder[token] = len(encoder)
+    try:
+        text = (folder.tokenizer_path / name).read_text("utf-8")
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    lines = text.split("\n")
+    for line in (lines[:-1] if lines[-1] == "" else lines):
+        line = line.strip()
+        if " " not in line:
+            raise ModelFolderError(name, "Incorrect dictionary format, expected "
+                                   "'<token> <cnt>' (transformers' error)")
+        encoder[line[:line.rfind(" ")]] = len(encoder)
+    return encoder

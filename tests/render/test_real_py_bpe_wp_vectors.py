@@ -8,6 +8,9 @@ completions bodies over tests/render/real/ctrl_rule (model type ctrl) and
 blenderbot_small_rule (blenderbot-small, its decoder-only architecture): OpenAI CLIP's
 real merges written as these classes' vocab.json/merges.txt (tests/real_models.py's
 ``clip_fastbpe``: a real vocabulary under the classes' format, not their own).
+``real_py_fairseq_bodies.jsonl`` (``--fairseq``) the same over phobert_rule and
+bertweet_rule (GPT-2 folders naming PhobertTokenizer, BertweetTokenizer): the same merges
+as a fairseq dictionary (vocab.txt) and fastBPE codes (bpe.codes).
 ``real_py_wp_bodies.jsonl`` (``--wordpiece``) holds the same over roc_bert_rule (model
 type roc_bert) and bert_japanese_rule (a GPT-2 folder naming BertJapaneseTokenizer,
 basic/wordpiece, cased): bert-base-uncased's real WordPiece vocabulary (llama.cpp's
@@ -16,7 +19,7 @@ render server answered (tools/harvest_render.py): every 200 must give the same i
 every vLLM error an error with the same status. The files are fetched into a cache:
 without it these tests skip, under CI they fetch.
 
-tests/render/releases/<release>/real_py_{bpe,wp}_vectors.jsonl hold vLLM 0.29.0's and
+tests/render/releases/<release>/real_py_{bpe,wp,fairseq}_vectors.jsonl hold vLLM 0.29.0's and
 0.32.0's answers for the same bodies (tools/build_python_bodies.py ``--keep-release``),
 replayed with that ``--vllm-version``; vLLM 0.29.0 does not start for blenderbot-small's
 architectures (its harvest: "not supported for now"), so that folder is refused there.
@@ -51,6 +54,8 @@ CORPORA = {
                                    "blenderbot_small_rule": "BlenderbotSmallTokenizer"}),
     "real_py_wp_": ("wordpiece", {"roc_bert_rule": "RoCBertTokenizer",
                                   "bert_japanese_rule": "BertJapaneseTokenizer"}),
+    "real_py_fairseq_": ("bpe_words", {"phobert_rule": "PhobertTokenizer",
+                                       "bertweet_rule": "BertweetTokenizer"}),
 }
 CASES = [(corpus, case) for corpus in CORPORA for case in render_cases(corpus)]
 FOLDER_CLASSES = {f: c for _, classes in CORPORA.values() for f, c in classes.items()}
@@ -61,11 +66,16 @@ def _renderer(corpus: str, real: str) -> Renderer:
 
 
 @pytest.mark.parametrize("corpus", sorted(CORPORA))
-def test_each_corpus_covers_its_unit_and_both_answers(corpus: str) -> None:
-    unit, classes = CORPORA[corpus]
-    assert_covers_both_answers(render_cases(corpus), classes)
-    assert {c for c, codec in PYTHON_CODECS.items() if codec.unit == unit} == set(
-        classes.values())
+def test_each_corpus_covers_its_folders_and_both_answers(corpus: str) -> None:
+    assert_covers_both_answers(render_cases(corpus), CORPORA[corpus][1])
+
+
+def test_the_corpora_cover_every_class_of_their_units() -> None:
+    units = {unit for unit, _ in CORPORA.values()}
+    assert {c for c, codec in PYTHON_CODECS.items() if codec.unit in units} == set(
+        FOLDER_CLASSES.values())
+    for unit, classes in CORPORA.values():
+        assert {PYTHON_CODECS[c].unit for c in classes.values()} == {unit}
 
 
 @pytest.mark.parametrize(("corpus", "folder"), [
@@ -191,3 +201,22 @@ def test_bert_japanese_settings_beyond_basic_wordpiece_are_refused(
     folder = _edited_folder(tmp_path, "real_py_wp_", "bert_japanese_rule", **{setting: value})
     with pytest.raises(RenderUnsupportedError, match=f"{setting}.*{re.escape(text)}"):
         Renderer(ServerOptions(model=str(folder), max_model_len=512))
+
+
+def test_bertweets_tweet_normalization_is_refused(tmp_path: Path) -> None:
+    folder = _edited_folder(tmp_path, "real_py_fairseq_", "bertweet_rule", normalization=True)
+    with pytest.raises(RenderUnsupportedError, match=re.escape(
+            "normalization True: BertweetTokenizer with it (its port of NLTK's TweetTokenizer")):
+        Renderer(ServerOptions(model=str(folder), max_model_len=512))
+
+
+def test_a_named_token_the_vocabulary_lacks_is_added_after_it() -> None:
+    # PythonBackend.__init__: the fairseq dictionary (after <s> <pad> </s> <unk>) has no
+    # "<mask>", which is added at the vocabulary's length; the corpus's "specials" bodies
+    # hold vLLM's answer for it.
+    case = next(c for c in render_cases("real_py_fairseq_") if c.real == "phobert_rule")
+    lines = (case.folder() / "vocab.txt").read_text("utf-8").splitlines()
+    rendered = _renderer("real_py_fairseq_", "phobert_rule").render(
+        "/v1/completions", {"model": "real-phobert_rule", "prompt": "<mask>",
+                            "add_special_tokens": False})
+    assert [list(r.token_ids) for r in rendered] == [[4 + len(lines)]]
