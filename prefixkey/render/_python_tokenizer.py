@@ -9,6 +9,7 @@ of its neighbours (Python's ``str.rstrip``/``str.lstrip``, whose whitespace is n
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 import threading
@@ -117,28 +118,45 @@ class PythonTokenizer(HfTokenizer):
         return ids
 
     def _bpe(self, piece: str) -> list[str]:
-        """``bpe``: ``</w>`` on the last character, the lowest-ranked pair merged
-        everywhere until none is ranked, ``@@`` on every symbol but the last."""
+        """``bpe``: ``</w>`` on the last character, then the lowest-ranked pair merged at
+        every occurrence, left to right, until no pair is ranked; ``@@`` on every symbol
+        but the last. The same merges as ``bpe``'s passes over the whole word, found
+        through a heap of the pairs (``bpe`` is quadratic in a word's length): each
+        pass takes every pair of the lowest rank at once, in order, and the pairs it
+        creates join only after it (a pair is one rank: a rank names one pair)."""
         assert self.bpe_ranks is not None
         if len(piece) == 1:
             return [piece]
         ranks = self.bpe_ranks
-        word = [*piece[:-1], piece[-1] + "</w>"]
-        while len(word) > 1:
-            ranked = [(ranks[p], p) for p in pairwise(word) if p in ranks]
-            if not ranked:
-                break
-            first, second = min(ranked)[1]
-            merged: list[str] = []
-            i = 0
-            while i < len(word):
-                if word[i] == first and i + 1 < len(word) and word[i + 1] == second:
-                    merged.append(first + second)
-                    i += 2
-                else:
-                    merged.append(word[i])
-                    i += 1
-            word = merged
+        # A linked list over the symbols; a symbol merged into its left one becomes "".
+        symbols = [*piece[:-1], piece[-1] + "</w>"]
+        end = len(symbols)
+        after = list(range(1, end + 1))
+        before = list(range(-1, end - 1))
+        heap = [(ranks[p], i) for i, p in enumerate(pairwise(symbols)) if p in ranks]
+        heapq.heapify(heap)
+        while heap:
+            rank = heap[0][0]
+            merged: list[int] = []
+            while heap and heap[0][0] == rank:  # by position: left to right
+                i = heapq.heappop(heap)[1]
+                j = after[i]
+                if not symbols[i] or j == end or ranks.get((symbols[i], symbols[j])) != rank:
+                    continue  # consumed or changed since it was queued
+                symbols[i] += symbols[j]
+                symbols[j] = ""
+                after[i] = after[j]
+                if after[j] != end:
+                    before[after[j]] = i
+                merged.append(i)
+            for i in merged:
+                for first in (before[i], i):
+                    second = after[first] if first >= 0 else end
+                    if second != end:
+                        rank_of = ranks.get((symbols[first], symbols[second]))
+                        if rank_of is not None:
+                            heapq.heappush(heap, (rank_of, first))
+        word = [s for s in symbols if s]
         return [*(s + "@@" for s in word[:-1]), word[-1][:-4]]
 
     def _wordpiece_ids(self, text: str) -> list[int]:
