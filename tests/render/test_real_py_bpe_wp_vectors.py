@@ -220,3 +220,17 @@ def test_a_named_token_the_vocabulary_lacks_is_added_after_it() -> None:
         "/v1/completions", {"model": "real-phobert_rule", "prompt": "<mask>",
                             "add_special_tokens": False})
     assert [list(r.token_ids) for r in rendered] == [[4 + len(lines)]]
+
+
+def test_bpe_applies_out_of_order_merges_as_transformers_does() -> None:
+    # tools/build_python_bpe_merges.py: a CTRLTokenizer folder whose merges are ranked at
+    # random (a merge of a merged symbol may rank first), and CTRLTokenizer's ids
+    # (transformers 5.17, vLLM 0.31's) for each word.
+    vectors = json.loads((RENDER_DIR / "python_bpe_vectors.json").read_text("utf-8"))
+    assert vectors["transformers"] == "5.17.0" and len(vectors["ids"]) > 1800
+    r = Renderer(ServerOptions(model=str(RENDER_DIR / vectors["folder"]), max_model_len=512))
+    assert r.folder.tokenizer_decision.recipe == "ctrl"
+    got = {w: [list(x.token_ids) for x in r.render("/v1/completions", {
+        "model": r.options.served_names[0], "prompt": w, "add_special_tokens": False})][0]
+        for w in vectors["ids"]}
+    assert got == vectors["ids"]
