@@ -230,7 +230,7 @@ def test_bpe_applies_out_of_order_merges_as_transformers_does() -> None:
     assert vectors["transformers"] == "5.17.0" and len(vectors["ids"]) > 1800
     r = Renderer(ServerOptions(model=str(RENDER_DIR / vectors["folder"]), max_model_len=512))
     assert r.folder.tokenizer_decision.recipe == "ctrl"
-    got = {w: [list(x.token_ids) for x in r.render("/v1/completions", {
-        "model": r.options.served_names[0], "prompt": w, "add_special_tokens": False})][0]
-        for w in vectors["ids"]}
-    assert got == vectors["ids"]
+    body = {"model": r.options.served_names[0], "add_special_tokens": False}
+    got = {w: [list(x.token_ids) for x in r.render("/v1/completions", {**body, "prompt": w})]
+           for w in vectors["ids"]}
+    assert got == {w: [ids] for w, ids in vectors["ids"].items()}
