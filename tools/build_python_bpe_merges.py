@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from importlib import import_module
 from pathlib import Path
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
@@ -29,7 +30,7 @@ VECTORS = RENDER_DIR / "python_bpe_vectors.json"
 
 
 def main() -> int:
-    from transformers import AutoTokenizer, __version__
+    transformers = import_module("transformers")  # the scratch venv's, not the project's
 
     rng = random.Random(5)
     symbols = ["a", "b", "c", "a</w>", "b</w>", "c</w>"]
@@ -51,10 +52,10 @@ def main() -> int:
         {"architectures": ["CTRLLMHeadModel"], "model_type": "ctrl"}), "utf-8")
     words = ["".join(rng.choice("abc") for _ in range(rng.randint(1, 30))) for _ in range(2000)]
     words += ["a" * k for k in range(1, 40)] + ["ab" * k for k in range(1, 20)]
-    tokenizer = AutoTokenizer.from_pretrained(str(FOLDER))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(FOLDER))
     assert type(tokenizer).__name__ == "CTRLTokenizer", type(tokenizer)
     VECTORS.write_text(json.dumps({
-        "transformers": __version__, "folder": "python_models/ctrl_merges",
+        "transformers": transformers.__version__, "folder": "python_models/ctrl_merges",
         "ids": {w: tokenizer.encode(w, add_special_tokens=False) for w in words}},
         sort_keys=True), "utf-8")
     return 0
