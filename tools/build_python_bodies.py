@@ -280,8 +280,8 @@ def build_bpe(folders: tuple[str, ...] = BPE_FOLDERS,
 #: BERT's Python WordPiece classes over bert-base-uncased's vocab.txt (llama.cpp's GGUF
 #: vocabulary, tests/real_models.py's ``wordpiece_vocab_txt``): RoCBertTokenizer (model
 #: type roc_bert, lower-casing, CJK spaced) and BertJapaneseTokenizer (basic/wordpiece,
-#: cased, named by a GPT-2 folder's tokenizer_class).
-WORDPIECE_FOLDERS = ("roc_bert_rule", "bert_japanese_rule")
+#: cased, named by a GPT-2 folder's tokenizer_class; and with its character sub-words).
+WORDPIECE_FOLDERS = ("roc_bert_rule", "bert_japanese_rule", "bert_japanese_char_rule")
 WORDPIECE_TEXTS = {
     "prose": "Hello world, it's a fine day (isn't it?) -- yes! unaffable",
     "case-accents": "THE Café naïve résumé ÉCOLE e\u0301 İstanbul ΑΣ ß",

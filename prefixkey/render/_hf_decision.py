@@ -74,7 +74,7 @@ _UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's c
                  "bpe_words": "the text's words through the folder's merges.txt and "
                               "vocab.json (fastBPE-style, \"@@\" continuations)",
                  "wordpiece": "the text's words (BERT's Python BasicTokenizer) as WordPiece "
-                              "pieces of the folder's vocab.txt"}
+                              "pieces (or characters) of the folder's vocab.txt"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})

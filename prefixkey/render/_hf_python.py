@@ -89,6 +89,10 @@ class BasicWordPiece:
     only: Mapping[str, Any]
     #: Why another value of one of ``only`` is refused (default: not reproduced).
     why: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    #: The setting choosing ``CharacterTokenizer`` (its value ``character``: each NFKC
+    #: character of a word looked up, the unknown token when absent) over WordPiece
+    #: (``wordpiece``); None: always WordPiece.
+    subword_setting: str | None = None
 
 
 #: Unicode White_Space: what the ``regex`` module's ``\s`` matches (Python's ``re`` also
@@ -243,8 +247,9 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
         wordpiece=BasicWordPiece(None, MappingProxyType({
             "do_basic_tokenize": True, "never_split": None})),
         borrowed=_BGE_VOCAB),
-    # models/bert_japanese/tokenization_bert_japanese.py, its pure-Python pair (basic,
-    # wordpiece); MeCab, Sudachi and Juman++ word splitting need libraries.
+    # models/bert_japanese/tokenization_bert_japanese.py, its pure-Python pairs (basic,
+    # then wordpiece or character); MeCab, Sudachi and Juman++ word splitting need
+    # libraries.
     "BertJapaneseTokenizer": PythonCodec(
         "bert_japanese", "wordpiece", 0, (), "cls_sep", "vocab.txt", "specials",
         MappingProxyType({**_BERT_TOKENS, "do_lower_case": False, "never_split": None,
@@ -253,15 +258,14 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
                           "spm_file": None, "mecab_kwargs": None, "sudachi_kwargs": None,
                           "jumanpp_kwargs": None}),
         wordpiece=BasicWordPiece(False, MappingProxyType({
-            "never_split": None, "word_tokenizer_type": "basic",
-            "subword_tokenizer_type": "wordpiece", "do_word_tokenize": True,
+            "never_split": None, "word_tokenizer_type": "basic", "do_word_tokenize": True,
             "do_subword_tokenize": True, "spm_file": None}), MappingProxyType({
                 ("word_tokenizer_type", "mecab"): _NEEDS.format(
                     lib="fugashi", what="MeCab word splitting"),
                 ("word_tokenizer_type", "sudachi"): _NEEDS.format(
                     lib="sudachipy", what="Sudachi word splitting"),
                 ("word_tokenizer_type", "jumanpp"): _NEEDS.format(
-                    lib="rhoknp", what="Juman++ word splitting")})),
+                    lib="rhoknp", what="Juman++ word splitting")}), "subword_tokenizer_type"),
         borrowed=_BGE_VOCAB),
 })
 #: Why a Python class is refused where the general reason ("not reproduced") says too
@@ -316,6 +320,9 @@ def _check_only(codec_class: str, only: Mapping[str, Any], why: Mapping[tuple[st
 def _check_wordpiece(codec_class: str, wordpiece: BasicWordPiece, source: str, key: str,
                      value: Any) -> None:
     _check_only(codec_class, wordpiece.only, wordpiece.why, source, key, value)
+    if key == wordpiece.subword_setting and value not in ("wordpiece", "character"):
+        raise RenderUnsupportedError(source, f"{key} {value!r}: only wordpiece and "
+                                     f"character are reproduced for {codec_class}")
     if key in ("do_lower_case", "tokenize_chinese_chars") and not isinstance(value, bool):
         raise RenderUnsupportedError(source, f"{key} {value!r}: only true or false is "
                                      f"reproduced for {codec_class}")

@@ -58,9 +58,9 @@ class PythonTokenizer(HfTokenizer):
     bpe_ranks: Mapping[tuple[str, ...], int] | None = None
     words: re.Pattern[str] | None = None
     rewrites: tuple[tuple[re.Pattern[str], str], ...] = ()
-    #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``)
-    #: as the folder sets them.
-    basic: tuple[bool, bool | None, bool] | None = None
+    #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``,
+    #: ``CharacterTokenizer`` rather than WordPiece) as the folder sets them.
+    basic: tuple[bool, bool | None, bool, bool] | None = None
 
     @property
     def max_chars_per_token(self) -> int:
@@ -163,7 +163,7 @@ class PythonTokenizer(HfTokenizer):
         """``BasicTokenizer.tokenize`` (the special tokens never split), then
         ``WordpieceTokenizer.tokenize`` of each word, then ``_convert_token_to_id``."""
         assert self.basic is not None and self.vocab is not None
-        lower, strip_accents, chinese = self.basic
+        lower, strip_accents, chinese, characters = self.basic
         text = "".join(" " if _is_whitespace(c) else c for c in text
                        if c not in "\x00\ufffd" and not _is_control(c))
         if chinese:
@@ -180,7 +180,14 @@ class PythonTokenizer(HfTokenizer):
             else:
                 words.append(word)
         return [self.vocab.get(piece, self.unk_id)
-                for word in " ".join(words).split() for piece in self._wordpiece(word)]
+                for word in " ".join(words).split() for piece in (
+                    self._characters(word) if characters else self._wordpiece(word))]
+
+    def _characters(self, word: str) -> list[str]:
+        """``CharacterTokenizer.tokenize``: NFKC, then each character or the unknown token."""
+        assert self.vocab is not None
+        unk = self.special_tokens_map["unk_token"]
+        return [c if c in self.vocab else unk for c in unicodedata.normalize("NFKC", word)]
 
     def _wordpiece(self, word: str) -> list[str]:
         assert self.vocab is not None
@@ -397,7 +404,8 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         basic=None if codec.wordpiece is None else (
             bool(settings["do_lower_case"]), settings.get("strip_accents"),
             bool(settings["tokenize_chinese_chars"] if codec.wordpiece.chinese is None
-                 else codec.wordpiece.chinese)))
+                 else codec.wordpiece.chinese),
+            settings.get(codec.wordpiece.subword_setting or "") == "character"))
 
 
 _FLAGS: Final = ("lstrip", "rstrip", "single_word")

@@ -12,17 +12,19 @@ real merges written as these classes' vocab.json/merges.txt (tests/real_models.p
 bertweet_rule (GPT-2 folders naming PhobertTokenizer, BertweetTokenizer): the same merges
 as a fairseq dictionary (vocab.txt) and fastBPE codes (bpe.codes).
 ``real_py_wp_bodies.jsonl`` (``--wordpiece``) holds the same over roc_bert_rule (model
-type roc_bert) and bert_japanese_rule (a GPT-2 folder naming BertJapaneseTokenizer,
-basic/wordpiece, cased): bert-base-uncased's real WordPiece vocabulary (llama.cpp's
-GGUF, ``wordpiece_vocab_txt``) as their vocab.txt. ``*_vectors.jsonl`` are what vLLM's
-render server answered (tools/harvest_render.py): every 200 must give the same ids,
-every vLLM error an error with the same status. The files are fetched into a cache:
-without it these tests skip, under CI they fetch.
+type roc_bert), bert_japanese_rule and bert_japanese_char_rule (GPT-2 folders naming
+BertJapaneseTokenizer, basic then wordpiece or character, cased): bert-base-uncased's
+real WordPiece vocabulary (llama.cpp's GGUF, ``wordpiece_vocab_txt``) as their
+vocab.txt. ``*_vectors.jsonl`` are what vLLM's render server answered
+(tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
+with the same status. The files are fetched into a cache: without it these tests skip,
+under CI they fetch.
 
-tests/render/releases/<release>/real_py_{bpe,wp,fairseq}_vectors.jsonl hold vLLM 0.29.0's and
-0.32.0's answers for the same bodies (tools/build_python_bodies.py ``--keep-release``),
-replayed with that ``--vllm-version``; vLLM 0.29.0 does not start for blenderbot-small's
-architectures (its harvest: "not supported for now"), so that folder is refused there.
+tests/render/releases/<release>/real_py_{bpe,wp,fairseq}_vectors.jsonl hold vLLM
+0.29.0's and 0.32.0's answers for the same bodies (tools/build_python_bodies.py
+``--keep-release``), replayed with that ``--vllm-version``; vLLM 0.29.0 does not start
+for blenderbot-small's architectures (its harvest: "not supported for now"), so that
+folder is refused there.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ CORPORA = {
     "real_py_bpe_": ("bpe_words", {"ctrl_rule": "CTRLTokenizer",
                                    "blenderbot_small_rule": "BlenderbotSmallTokenizer"}),
     "real_py_wp_": ("wordpiece", {"roc_bert_rule": "RoCBertTokenizer",
-                                  "bert_japanese_rule": "BertJapaneseTokenizer"}),
+                                  "bert_japanese_rule": "BertJapaneseTokenizer",
+                                  "bert_japanese_char_rule": "BertJapaneseTokenizer"}),
     "real_py_fairseq_": ("bpe_words", {"phobert_rule": "PhobertTokenizer",
                                        "bertweet_rule": "BertweetTokenizer"}),
 }
@@ -193,7 +196,7 @@ def test_other_added_tokens_are_refused_naming_the_entry(tmp_path: Path,
 @pytest.mark.parametrize(("setting", "value", "text"), [
     ("word_tokenizer_type", "mecab", "needs fugashi (MeCab word splitting)"),
     ("word_tokenizer_type", "sudachi", "needs sudachipy"),
-    ("subword_tokenizer_type", "character", "is not reproduced"),
+    ("subword_tokenizer_type", "sentencepiece", "only wordpiece and character"),
     ("never_split", ["foo"], "is not reproduced"),
     ("do_lower_case", "yes", "only true or false")])
 def test_bert_japanese_settings_beyond_basic_wordpiece_are_refused(
