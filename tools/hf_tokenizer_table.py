@@ -91,7 +91,7 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   or vocab/merges files (refused);
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
   code points, or its characters or words looked up in a vocabulary file, or the pieces
-  of a fastBPE-style vocab.json/merges.txt pair, or BERT's Python WordPiece over a
+  of fastBPE-style vocabulary and merges files, or BERT's Python WordPiece over a
   vocab.txt, reproduced as
   `prefixkey/render/_hf_python.py` records each class, for
   {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused, each with

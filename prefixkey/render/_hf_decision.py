@@ -71,8 +71,8 @@ _UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's c
                  "vocab_chars": "the text's characters through the folder's vocab.json",
                  "vocab_words": "the text's vocabulary entries, then its words, through "
                                 "the folder's vocab.txt",
-                 "bpe_words": "the text's words through the folder's merges.txt and "
-                              "vocab.json (fastBPE-style, \"@@\" continuations)",
+                 "bpe_words": "the text's words as fastBPE-style BPE pieces (\"@@\" "
+                              "continuations) of the folder's vocabulary and merges files",
                  "wordpiece": "the text's words (BERT's Python BasicTokenizer) as WordPiece "
                               "pieces (or characters) of the folder's vocab.txt"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
