@@ -235,6 +235,34 @@ def _from_clip_bpe(data: bytes, spec: dict[str, Any]) -> bytes:
     return tokenizer.to_str().encode("utf-8")
 
 
+def _from_clip_fastbpe(data: bytes, spec: dict[str, Any]) -> bytes:
+    """CLIP's vocabulary (as :func:`_from_clip_bpe` builds it, the same ``merges`` lines)
+    in the form CTRLTokenizer and BlenderbotSmallTokenizer read: ``file`` ``"merges.txt"``
+    is a ``#version`` line then the merge lines (their ``</w>`` kept), ``"bpe.codes"``
+    the lines with a count each (PhoBERT's, BERTweet's); ``"vocab.txt"`` the vocabulary
+    below as a fairseq dictionary (``<token> 1`` lines); ``"vocab.json"``
+    maps every token a word's last piece (``…</w>``) without its suffix and every other
+    piece with ``@@`` appended, the first of two tokens that map to one entry keeping
+    it, after the ``first`` entries and before the ``last``. CLIP's symbols are its
+    byte characters, so text beyond ASCII meets pieces the vocabulary lacks (unknown)."""
+    import gzip
+
+    lines = gzip.decompress(data).decode("utf-8").split("\n")[1:1 + spec["merges"]]
+    if spec["file"] == "merges.txt":
+        return ("#version: 0.2\n" + "".join(line + "\n" for line in lines)).encode("utf-8")
+    if spec["file"] == "bpe.codes":  # fastBPE's codes: no header, a count on each line
+        return "".join(line + " 1\n" for line in lines).encode("utf-8")
+    units = list(_bytes_to_unicode().values())
+    tokens = [*units, *(u + "</w>" for u in units), *("".join(line.split()) for line in lines)]
+    vocab: dict[str, int] = {}
+    for token in [*spec["first"], *(t[:-4] if t.endswith("</w>") else t + "@@"
+                                     for t in tokens), *spec["last"]]:
+        vocab.setdefault(token, len(vocab))
+    if spec["file"] == "vocab.txt":  # a fairseq dictionary: "<token> <count>" lines
+        return "".join(f"{t} 1\n" for t in vocab).encode("utf-8")
+    return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
+
+
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte → printable character table (byte-level BPE)."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
@@ -289,7 +317,8 @@ def _gguf_metadata(data: bytes) -> dict[str, Any]:
 
 def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     """A tokenizer.json from a llama.cpp GGUF vocabulary, as transformers' converter
-    writes one from the model's own files. ``wordpiece``: BertConverter's (llama.cpp
+    writes one from the model's own files (``wordpiece_vocab_txt``: the WordPiece
+    vocabulary as the model's own vocab.txt instead). ``wordpiece``: BertConverter's (llama.cpp
     stores a WordPiece vocabulary in "phantom space" form: ``▁word`` for ``word``,
     ``piece`` for ``##piece``, ``[…]`` unchanged; undone here). ``unigram``:
     XLMRobertaConverter's, the vocabulary and scores cut to ``vocab_size`` (a GGUF may pad
@@ -310,7 +339,7 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     metadata = _gguf_metadata(data)
     tokens: list[str] = metadata["tokenizer.ggml.tokens"][:spec.get("vocab_size")]
     tokenizer: Tokenizer
-    if spec["model"] == "wordpiece":
+    if spec["model"] in ("wordpiece", "wordpiece_vocab_txt"):
         def unphantom(token: str) -> str:
             if token.startswith("[") and token.endswith("]"):
                 return token
@@ -319,6 +348,8 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
         vocab = {unphantom(t): i for i, t in enumerate(tokens)}
         if len(vocab) != len(tokens):
             raise FetchError("the GGUF WordPiece vocabulary does not map back one to one")
+        if spec["model"] == "wordpiece_vocab_txt":  # the model's vocab.txt, line by line
+            return "".join(t + "\n" for t in vocab).encode("utf-8")
         tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
         tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)
@@ -379,6 +410,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_gguf(data, edit["gguf"])
     if "spm_vocab" in edit:
         data = _from_spm_vocab(data, edit["spm_vocab"])
+    if "clip_fastbpe" in edit:
+        data = _from_clip_fastbpe(data, edit["clip_fastbpe"])
     if "added_tokens" in edit:
         data = _added_tokens(data, edit)
     if "set" in edit or "set_text" in edit:

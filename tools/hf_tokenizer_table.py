@@ -92,9 +92,14 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
   code points, or its characters or words looked up in a vocabulary file, or its pieces
   from the folder's SentencePiece model (the `sentencepiece` extra,
-  `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.29.0 to 0.32.0),
-  reproduced as `prefixkey/render/_hf_python.py` records each class, for
-  {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused. For a model
+  `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.29.0 to
+  0.32.0), or the pieces of fastBPE-style vocabulary and merges files, or BERT's Python
+  WordPiece over a vocab.txt, reproduced as
+  `prefixkey/render/_hf_python.py` records each class, for
+  {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused, each with
+  its reason. Verified against vLLM's render servers on another model's real vocabulary
+  under the class's format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
+                                       sorted(PYTHON_CODECS.items()) if c.borrowed)}. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s
   model registry accepts when its render server starts
   (`prefixkey/render/_hf_startup_facts.py`, written by running that step:

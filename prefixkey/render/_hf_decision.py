@@ -39,7 +39,7 @@ from . import _hf_facts, _hf_startup_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
-from ._hf_python import PYTHON_CODECS
+from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
@@ -73,7 +73,11 @@ _UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's c
                  "vocab_words": "the text's vocabulary entries, then its words, through "
                                 "the folder's vocab.txt",
                  "sentencepiece": "the text's pieces through the folder's SentencePiece model "
-                                  "(the sentencepiece extra)"}
+                                  "(the sentencepiece extra)",
+                 "bpe_words": "the text's words as fastBPE-style BPE pieces (\"@@\" "
+                              "continuations) of the folder's vocabulary and merges files",
+                 "wordpiece": "the text's words (BERT's Python BasicTokenizer) as WordPiece "
+                              "pieces (or characters) of the folder's vocab.txt"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})
@@ -114,8 +118,9 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
         if codec is not None:
             return TokenizerPath("python", name, f"{why}: {name} is a Python tokenizer "
                                  f"encoding {_UNITS[codec.unit]}", codec.name)
-        return TokenizerPath("refused", name, f"{why}: {name} is a Python tokenizer (no "
-                             "tokenizers backend), which prefixkey does not reproduce")
+        return TokenizerPath("refused", name, f"{why}: {name} " + PYTHON_REFUSED.get(
+            name, "is a Python tokenizer (no tokenizers backend), which prefixkey does "
+            "not reproduce"))
     if kind == "unavailable":
         return TokenizerPath("refused", name, f"{why}: {name} needs a library transformers "
                              "lacks here")

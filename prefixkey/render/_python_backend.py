@@ -38,13 +38,20 @@ def split_added(splitter: re.Pattern[str] | None, by_content: Mapping[str, Added
     return tokens
 
 
-def read_vocab(tokenizer_path: Path, codec_class: str, name: str) -> dict[str, int]:
-    """A folder's flat ``{token: id}`` vocabulary (a JSON object, or a text file by line)."""
+def read_vocab(tokenizer_path: Path, codec_class: str, name: str, *,
+               lines: bool = False) -> dict[str, int]:
+    """A folder's flat ``{token: id}`` vocabulary (a JSON object, or a text file by line);
+    ``lines``: as ``load_vocab`` reads vocab.txt (``readlines``, each line's line break
+    stripped, a later duplicate's index winning)."""
     path = tokenizer_path / name
     try:
         text = path.read_text("utf-8")
-        vocab = (json.loads(text) if name.endswith(".json") else
-                 {line.strip(): i for i, line in enumerate(text.splitlines())})
+        if lines:
+            tokens = text.split("\n")
+            vocab = {t: i for i, t in enumerate(tokens[:-1] if tokens[-1] == "" else tokens)}
+        else:
+            vocab = (json.loads(text) if name.endswith(".json") else
+                     {line.strip(): i for i, line in enumerate(text.splitlines())})
     except (OSError, ValueError) as exc:
         raise ModelFolderError(name, f"cannot be read: {exc}") from None
     if not isinstance(vocab, dict) or not all(
