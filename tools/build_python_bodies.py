@@ -13,7 +13,8 @@ token added only when absent, truncation (room kept for the special tokens), and
 tests/render/real_py_vectors.jsonl --port 18750`` records vLLM 0.31's answers.
 
 With ``--code-llama`` it writes ``tests/render/real_py_codellama_bodies.jsonl`` instead:
-bodies over tests/render/real/code_llama (Llama 2's real tokenizer.json under a
+bodies over tests/render/real/code_llama (the @lenml llama2 package's real tokenizer.json,
+Mistral 7B's vocabulary, under a
 CodeLlamaTokenizer ``tokenizer_config.json``), in an order that matters: bodies without
 ``<FILL_ME>`` first, then bodies whose text holds it (CodeLlamaTokenizer's infilling
 call), then the first ones again (``after-fill/``), to record what that call leaves

