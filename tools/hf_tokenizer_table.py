@@ -40,10 +40,12 @@ _NON_BPE = sorted(n for n, r in REBUILDS.items() if r.model_spec[0] != "BPE")
 
 
 def _wu_releases() -> str:
-    """The releases whose render server answered the real_wu_ corpus (0.31.0: its own)."""
+    """The releases whose render server answered the real_wu_ and real_wu2_ corpora
+    (0.31.0: their own vectors)."""
     found = ["0.31.0"]
     for meta in sorted((ROOT / "tests" / "render" / "releases").glob("*/meta.json")):
-        if "real_wu_" in json.loads(meta.read_text("utf-8")).get("corpora", {}):
+        corpora = json.loads(meta.read_text("utf-8")).get("corpora", {})
+        if {"real_wu_", "real_wu2_"} <= set(corpora):
             found.append(meta.parent.name)
     return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
 
@@ -129,11 +131,11 @@ answers on `tokenizer.json` files written from real vocabularies (llama.cpp's GG
 vocabularies of bge-small-en-v1.5, which is bert-base-uncased's WordPiece vocabulary, and
 of an XLM-RoBERTa SentencePiece model with its scores and charsmap, as the llama-cpp-python
 0.3.36 sdist ships them), not on the models' own `tokenizer.json` files (none was found
-in the package registries); the folders are tests/render/real/ (`real_wu_` corpus),
-replayed as vLLM {_wu_releases()} answered them. MBartTokenizer's and MBart50Tokenizer's
-folders are that XLM-RoBERTa vocabulary (mBART's SentencePiece model) with their language
-codes and `<mask>` appended as transformers' MBart converters append them (`real_lang_`
-corpus).
+in the package registries); the folders are tests/render/real/ (`real_wu_` and
+`real_wu2_` corpora), replayed as vLLM {_wu_releases()} answered them. MBartTokenizer's
+and MBart50Tokenizer's folders are that XLM-RoBERTa vocabulary (mBART's SentencePiece
+model) with their language codes and `<mask>` appended as transformers' MBart converters
+append them (`real_lang_` corpus).
 
 Before these rules, vLLM switches some architectures to a tokenizer mode of its own
 (refused until verified): {", ".join(f"`{a}` ({m})" for a, m in

@@ -18,7 +18,7 @@ Usage::
 
 where ``HARVEST_DIR`` holds ``<corpus>vectors.jsonl`` and its ``.meta.json`` from the
 harvester, and each ``CORPUS`` is a prefix (``main`` for ``bodies.jsonl``, ``real_hf_``,
-``real_mistral_``, ``real_harmony_``, ``real_wu_``).
+``real_mistral_``, ``real_harmony_``, ``real_l31_``, ``real_wu_``, ``real_wu2_``, ``real_pool_``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
-CORPORA = ("main", "real_hf_", "real_mistral_", "real_harmony_", "real_l31_", "real_wu_")
+CORPORA = ("main", "real_hf_", "real_mistral_", "real_harmony_", "real_l31_", "real_wu_",
+           "real_wu2_", "real_pool_")
 
 
 def _prefix(corpus: str) -> str:

@@ -32,8 +32,9 @@ from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
-from ._python_tokenizer import build_folder_tokenizer
+from ._python_tokenizer import PythonTokenizer, build_folder_tokenizer
 from ._reuse import reused_prompt_ids, text_vocab_size
+from ._runner import refuse_unverified_truncation, runner_type, tokenizer_side
 from ._template import (
     HF_BASE_PARAMS,
     ChatTemplate,
@@ -55,36 +56,6 @@ _CONTINUE_TAG: Final = "CONTINUE_FINAL_MESSAGE_TAG "
 _CALL_PARAMS: Final = HF_BASE_PARAMS | {"conversations", "messages"}
 # chat_template_kwargs names handled before the template's are kept: no warning for them.
 _HANDLED_KWARGS: Final = frozenset({"chat_template", "tools", "tokenize"})
-#: How vLLM 0.31 picks a folder's runner (config/model.py ``_get_default_runner_type``):
-#: the first architecture its registry knows or an ``_SUFFIX_TO_DEFAULTS`` suffix matches
-#: decides, else "generate". A generative runner's tokenizer truncates on the left, a
-#: pooling one's on the right (tokenizers/registry.py), which is not reproduced: truncating
-#: for an architecture that may run as a pooling model is refused.
-_GENERATE_SUFFIXES: Final = ("ForCausalLM", "ForConditionalGeneration", "ChatModel",
-                             "LMHeadModel")
-_POOLING_SUFFIXES: Final = ("ForTextEncoding", "EmbeddingModel", "ForSequenceClassification",
-                            "ForTokenClassification", "ForAudioClassification",
-                            "ForImageClassification", "ForVideoClassification",
-                            "ClassificationModel", "ForRewardModeling", "RewardModel", "Model")
-#: The registry's pooling architectures that no suffix names.
-_POOLING_UNSUFFIXED: Final = frozenset({
-    "BertForMaskedLM", "RobertaForMaskedLM", "ColPaliForRetrieval", "Terratorch",
-    "HF_ColBERT", "JinaForRanking", "ColModernVBertForRetrieval", "ColQwen3", "ColQwen3_5",
-    "JinaVLForRanking"})
-
-
-def _truncates_left(architectures: tuple[str, ...]) -> bool:
-    """Whether vLLM surely runs these architectures as a generative model."""
-    for arch in architectures:
-        if arch in _POOLING_UNSUFFIXED:
-            return False
-        if arch.endswith(_GENERATE_SUFFIXES):
-            return True
-        if arch.endswith(_POOLING_SUFFIXES):
-            return False
-    return True
-
-
 _UNSUPPORTED_CALL_KWARGS: Final = ("padding", "truncation", "max_length", "return_tensors",
                                    "tokenizer_kwargs", "return_assistant_tokens_mask")
 
@@ -151,7 +122,8 @@ class Renderer:
         self.tokenizer: HfTokenizer = build_folder_tokenizer(
             self.folder, render_release(options.vllm_version).transformers)
         self._vocab_size = text_vocab_size(self.folder.config)
-        self._truncates_left = _truncates_left(config_architectures(self.folder.config))
+        self._runner = runner_type(config_architectures(self.folder.config),
+                                   options.vllm_version)
         self._env = TemplateEnvironment(clock)
         self._clock = clock
         #: Built on the first template a request carries (bounded: see _template_bounds).
@@ -413,13 +385,14 @@ class Renderer:
         """The request's length bounds and truncation, this era's rules applied."""
         params = fields.tokenize_params(
             self.max_model_len, clamped=self._era.output_budget == "clamped",
-            unset_generates=self._era.unset_output_generates)
-        if params.truncate_prompt_tokens is not None and params.truncation_side is None \
-                and not self._truncates_left:
-            architectures = list(config_architectures(self.folder.config))
-            raise RenderUnsupportedError("truncate_prompt_tokens", (
-                f"architectures {architectures!r} may run as a pooling model, whose "
-                "tokenizer vLLM loads truncating on the right: not reproduced"))
+            unset_generates=self._era.unset_output_generates,
+            tokenizer_side=tokenizer_side(self._runner))
+        # The byte, code point and vocabulary-file Python tokenizers have no truncating
+        # pooling answers from vLLM; the SentencePiece ones do (real_py_spm_, SiglipModel).
+        refuse_unverified_truncation(
+            params, self._runner, config_architectures(self.folder.config),
+            "a Python tokenizer", right_verified=not isinstance(self.tokenizer,
+                                                                PythonTokenizer))
         return params
 
     def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:
@@ -431,7 +404,7 @@ class Renderer:
             else:
                 ids = self.tokenizer.encode_truncated(
                     text, add_special_tokens=params.add_special_tokens, max_length=length,
-                    side="left")  # vLLM loads the tokenizer with truncation_side="left"
+                    side=params.tokenizer_side)  # as vLLM loads the tokenizer
         except TypeError:
             # The tokenizer takes UTF-8 and answers a str it cannot convert (a lone
             # surrogate) with a bare TypeError; checked here, not on every text.

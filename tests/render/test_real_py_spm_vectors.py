@@ -46,10 +46,7 @@ FOLDER_CLASSES = {"gpt_sw3_py": "GPTSw3Tokenizer", "bert_generation_py": "BertGe
                   "speech_to_text_py": "Speech2TextTokenizer"}
 ENCODER_DECODER = {"marian_py", "m2m_100_py", "m2m_100_langs_py", "plbart_py",
                    "speech_to_text_py"}
-#: vLLM may run SiglipModel as a pooling model, whose tokenizer truncates on the right:
-#: prefixkey refuses to truncate for it (test_real_wu_vectors.py) rather than guess.
-POOLING_TRUNCATION = {"siglip_py/completion-truncate", "siglip_py/completion-truncate-no-specials",
-                      "siglip_py/completion-truncate-ends-eos"}
+
 
 
 def renderer(real: str) -> Renderer:
@@ -103,18 +100,11 @@ def test_an_encoder_decoder_completion_is_refused_where_not_harvested(tmp_path: 
             and c.endpoint == "/v1/completions"} == {400}
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.id not in POOLING_TRUNCATION],
-                         ids=[c.id for c in CASES if c.id not in POOLING_TRUNCATION])
+#: SiglipModel is a pooling architecture (render/_runner_facts.py): its truncating bodies
+#: (``siglip_py/completion-truncate*``) are cut on the right, special tokens counted in.
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_vllm_rendering_of_sentencepiece_python_folders_replays(case: RenderCase) -> None:
     assert_replays(renderer(case.real or ""), case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.id in POOLING_TRUNCATION],
-                         ids=sorted(POOLING_TRUNCATION))
-def test_truncating_for_siglip_is_refused_not_guessed(case: RenderCase) -> None:
-    assert case.status == 200  # vLLM truncated; which end depends on its runner
-    with pytest.raises(RenderUnsupportedError, match="pooling"):
-        renderer("siglip_py").render(case.endpoint, case.body)
 
 
 #: Releases whose answers for the corpus were harvested and are kept compactly
@@ -154,7 +144,7 @@ def test_the_kept_releases_answered_every_body_and_gpt_sw3_spaces_differ() -> No
 
 @pytest.mark.parametrize(("release", "case"), [
     pytest.param(r, c, id=f"{r}/{c.id}") for r, folders in sorted(KEPT.items())
-    for c in CASES if c.real in folders and c.id not in POOLING_TRUNCATION])
+    for c in CASES if c.real in folders])
 def test_a_kept_release_replays(release: str, case: RenderCase) -> None:
     vector = _kept(release)[case.id]
     r = _release_renderer(release, case.real or "")
