@@ -29,7 +29,6 @@ from redis_servers import REDIS_URL, redis_module, shared_client
 from test_subscriber import (
     TIMEOUT,
     FakePublisher,
-    ctx,  # noqa: F401 (a fixture)
     encode_batch,
     publishers,  # noqa: F401 (a fixture)
 )
@@ -120,7 +119,7 @@ def _registered(index: Any) -> None:
 
 
 @pytest.mark.parametrize(("page", "number"), LIVE, ids=[f"{p}:{n}" for p, n in LIVE])
-def test_the_snippet_runs(page: str, number: int, ctx: Any,  # noqa: F811
+def test_the_snippet_runs(page: str, number: int, ctx: Any,
                           stop: threading.Event, publishers: list[FakePublisher],  # noqa: F811
                           request: pytest.FixtureRequest) -> None:
     import asyncio

@@ -23,7 +23,7 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
-from subscribers import KINDS, AnySubscriber, make_subscriber  # noqa: E402
+from subscribers import AnySubscriber  # noqa: E402
 from test_subscriber import TIMEOUT, FakePublisher, hello  # noqa: E402
 
 from prefixkey import LoRA, Request  # noqa: E402
@@ -66,18 +66,6 @@ def stored_event(row: dict[str, Any]) -> tuple[BlockStored, list[int]]:
     size = row["case"]["block_size"]
     tokens = list(row["case"]["token_ids"][: len(keys) * size])
     return BlockStored(keys, None, tuple(tokens), size, medium="GPU", group_idx=0), tokens
-
-
-@pytest.fixture(params=KINDS)
-def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
-    return make_subscriber(request.param)
-
-
-@pytest.fixture
-def ctx() -> Iterator[Any]:
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)
 
 
 def test_replicas_without_scheme_are_learned_and_routed(

@@ -16,7 +16,6 @@ pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the
 
 from test_subscriber import (
     FakePublisher,
-    ctx,  # noqa: F401 (a fixture)
     encode_batch,
     hello,
     publishers,  # noqa: F401 (a fixture)

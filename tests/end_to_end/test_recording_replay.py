@@ -32,13 +32,6 @@ from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme, Router,
 VERSION = "0.31.0"
 
 
-@pytest.fixture
-def ctx() -> Any:
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)
-
-
 def _record_a_replayed_gap(ctx: Any, path: Path) -> tuple[dict[str, int], list[Request]]:
     """seq 1-2 never reach the SUB socket; seq 3 reveals the gap and replay fills it.
 

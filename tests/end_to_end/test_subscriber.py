@@ -23,7 +23,7 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
-from subscribers import KINDS, AnySubscriber, make_subscriber  # noqa: E402
+from subscribers import AnySubscriber  # noqa: E402
 
 from prefixkey import Hasher, Request  # noqa: E402
 from prefixkey.cli import main  # noqa: E402
@@ -167,24 +167,11 @@ class FakePublisher:
 
 
 @pytest.fixture
-def ctx() -> Iterator[Any]:
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)  # never hangs on a socket a failed test left open
-
-
-@pytest.fixture
 def publishers(ctx: Any) -> Iterator[list[FakePublisher]]:
     made: list[FakePublisher] = []
     yield made
     for p in made:
         p.close()
-
-
-@pytest.fixture(params=KINDS)
-def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
-    """The threaded Subscriber, or the AsyncSubscriber (on a loop in a thread)."""
-    return make_subscriber(request.param)
 
 
 def wait(sub: AnySubscriber, predicate: Callable[[Mapping[str, Any]], bool], what: str) -> None:

@@ -28,10 +28,8 @@ from subscribers import AnySubscriber, LoopSubscriber
 from test_subscriber import (
     TIMEOUT,
     FakePublisher,
-    ctx,  # noqa: F401 (a fixture)
     encode_batch,
     hello,
-    make,  # noqa: F401 (a fixture)
     publishers,  # noqa: F401 (a fixture)
     wait,
 )
@@ -76,7 +74,7 @@ async def _thread_ident() -> int:
 
 def test_an_outage_is_retried_until_redis_is_back(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     redis_module()
     with redis_server() as server:
         index = _ThreadRecordingIndex.from_url(server.url, timeout=0.3, namespace="sub")
@@ -136,7 +134,7 @@ def test_a_retry_budget_that_runs_out_counts_an_apply_error(
 
 def test_a_full_redis_is_retried_given_up_then_the_replica_resyncs(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     """noeviction at maxmemory: the batch of removes is retried (IndexFullError is an
     IndexUnavailableError), given up, and the replica's next batch clears it first, so
     none of the 111 removed keys stays held."""
@@ -169,7 +167,7 @@ def test_a_full_redis_is_retried_given_up_then_the_replica_resyncs(
 
 def test_stop_cuts_a_retry_short(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     redis_module()
     with redis_server() as server:
         # A PredictedIndex over Redis: fed like any backend, and typed as one.

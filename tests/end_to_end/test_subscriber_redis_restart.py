@@ -23,10 +23,8 @@ from redis_servers import redis_module, redis_server
 from subscribers import AnySubscriber
 from test_subscriber import (
     FakePublisher,
-    ctx,  # noqa: F401 (a fixture)
     encode_batch,
     hello,
-    make,  # noqa: F401 (a fixture)
     publishers,  # noqa: F401 (a fixture)
     wait,
 )
@@ -53,7 +51,7 @@ def _restart_publisher(context: Any, made: list[FakePublisher],
 
 def test_a_restart_clear_during_an_outage_is_retried_until_redis_is_back(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.3, namespace="restart")
@@ -83,7 +81,7 @@ def test_a_restart_clear_during_an_outage_is_retried_until_redis_is_back(
 
 def test_a_restart_clear_that_runs_out_of_retries_is_counted(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.2, namespace="restart")
@@ -106,7 +104,7 @@ def test_a_restart_clear_that_runs_out_of_retries_is_counted(
 
 def test_an_unexpected_error_handling_a_message_is_counted(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber],  # noqa: F811
+        make: Callable[..., AnySubscriber],
         monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(self: ReplicaFeed, frames: list[bytes], recv_time: float) -> None:
         raise RuntimeError("a bug")

@@ -1,23 +1,22 @@
-"""Both subscribers behind one synchronous surface, for the end-to-end suite.
+"""Both subscribers behind one synchronous surface, for the end-to-end and soak suites.
 
 :class:`LoopSubscriber` runs an :class:`~prefixkey.fleet.AsyncSubscriber` on an
 event loop of its own thread, so that a test body written for the threaded
 :class:`~prefixkey.fleet.Subscriber` (``with …``, ``stats()``, ``lock``,
-``wait_until``) drives the asyncio code unchanged.
+``wait_until``) drives the asyncio code unchanged. The ``make`` fixture
+(tests/conftest.py) gives a test each in turn, through :func:`make_subscriber`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from prefixkey.fleet import AsyncSubscriber, FairLock, ReplicaEndpoint, Subscriber, SubscriberStats
 
 T = TypeVar("T")
-KINDS = ("thread", "asyncio")
 
 
 class LoopSubscriber:
@@ -29,8 +28,8 @@ class LoopSubscriber:
         self.lock: FairLock = self.sub.lock
         self.index = self.sub.index
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def __enter__(self) -> LoopSubscriber:
         self._run(self.sub.start())
@@ -59,13 +58,8 @@ class LoopSubscriber:
 
     def wait_until(self, predicate: Callable[[SubscriberStats], bool], timeout: float = 5.0,
                    interval: float = 0.01) -> bool:
-        deadline = time.monotonic() + timeout
-        while True:
-            if predicate(self.stats()):
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(interval)
+        # The loop's own wait, with room for a busy loop to come back to it.
+        return self._run(self.sub.wait_until(predicate, timeout, interval), timeout + 30.0)
 
 
 AnySubscriber = Subscriber | LoopSubscriber
@@ -78,3 +72,4 @@ def make_subscriber(kind: str) -> Callable[..., AnySubscriber]:
             return Subscriber(replicas, **options)
         return LoopSubscriber(replicas, **options)
     return make
+
