@@ -28,12 +28,11 @@ from test_subscriber import (
     publishers,  # noqa: F401 (a fixture)
     wait,
 )
-from test_subscriber_redis import SCHEME, VERSION, gpu_a_keys, gpu_stored
+from test_subscriber_redis import VERSION, gpu_a_keys, gpu_a_publisher, gpu_stored
 
 from prefixkey.fleet import (
     PrefixIndex,
     RedisPrefixIndex,
-    ReplicaEndpoint,
     ReplicaId,
 )
 from prefixkey.fleet.feed._feed import ReplicaFeed
@@ -55,9 +54,7 @@ def test_a_restart_clear_during_an_outage_is_retried_until_redis_is_back(
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.3, namespace="restart")
-        pub = FakePublisher(ctx, VERSION)
-        publishers.append(pub)
-        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+        pub, endpoint = gpu_a_publisher(ctx, publishers)
         with make([endpoint], index=index, context=ctx, retry_seconds=30.0) as sub:
             hello(sub, [(pub, "gpu-a", pub.publish(
                 encode_batch(VERSION, 1.0, [gpu_stored(1, 2)]), send=False))])
@@ -85,9 +82,7 @@ def test_a_restart_clear_that_runs_out_of_retries_is_counted(
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.2, namespace="restart")
-        pub = FakePublisher(ctx, VERSION)
-        publishers.append(pub)
-        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+        pub, endpoint = gpu_a_publisher(ctx, publishers)
         with make([endpoint], index=index, context=ctx, retry_seconds=0.5) as sub:
             hello(sub, [(pub, "gpu-a", pub.publish(
                 encode_batch(VERSION, 1.0, [gpu_stored(1)]), send=False))])
@@ -110,9 +105,7 @@ def test_an_unexpected_error_handling_a_message_is_counted(
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(ReplicaFeed, "accept", broken)
-    pub = FakePublisher(ctx, VERSION)
-    publishers.append(pub)
-    endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+    pub, endpoint = gpu_a_publisher(ctx, publishers)
     with make([endpoint], index=PrefixIndex(), context=ctx) as sub:
         hello(sub, [(pub, "gpu-a", pub.publish(
             encode_batch(VERSION, 1.0, [gpu_stored(1)]), send=False))], key="handling_errors")
