@@ -25,10 +25,10 @@ import pytest
 
 pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher
 from redis_servers import REDIS_URL, redis_module, shared_client
 from test_subscriber import (
     TIMEOUT,
-    FakePublisher,
     encode_batch,
     publishers,  # noqa: F401 (a fixture)
 )

@@ -23,8 +23,9 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher  # noqa: E402
 from subscribers import AnySubscriber  # noqa: E402
-from test_subscriber import TIMEOUT, FakePublisher, hello  # noqa: E402
+from test_subscriber import TIMEOUT, hello  # noqa: E402
 
 from prefixkey import LoRA, Request  # noqa: E402
 from prefixkey.events import BlockStored, EventBatch, encode_batch  # noqa: E402

@@ -24,8 +24,8 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher  # noqa: E402
 from test_fleet_learning import stored_event, vllm_vector  # noqa: E402
-from test_subscriber import FakePublisher  # noqa: E402
 
 from prefixkey.cli import main  # noqa: E402
 from prefixkey.events import EventBatch, encode_batch  # noqa: E402

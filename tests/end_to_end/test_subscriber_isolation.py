@@ -18,11 +18,11 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher  # noqa: E402
 from subscribers import AnySubscriber  # noqa: E402
 from test_subscriber import (  # noqa: E402
     BLOCK,
     TIMEOUT,
-    FakePublisher,
     encode_batch,
     hasher,
     hello,

@@ -23,11 +23,11 @@ import pytest
 
 pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher
 from redis_servers import redis_module, redis_server
 from subscribers import AnySubscriber, LoopSubscriber
 from test_subscriber import (
     TIMEOUT,
-    FakePublisher,
     encode_batch,
     hello,
     publishers,  # noqa: F401 (a fixture)

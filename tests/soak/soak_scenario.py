@@ -30,9 +30,10 @@ from typing import Any
 # The loopback publishers and the subscriber harness of the end-to-end suite.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "end_to_end"))
 
+from fake_publisher import FakePublisher
 from hostile_publisher import BIG_KEYS, MEDIA_PER_ROUND
 from subscribers import AnySubscriber
-from test_subscriber import BLOCK, FakePublisher, encode_batch, hasher, hello, stored
+from test_subscriber import BLOCK, encode_batch, hasher, hello, stored
 
 from prefixkey import Request
 from prefixkey.events import DecodedOps
