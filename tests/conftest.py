@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from subscribers import KINDS, AnySubscriber, make_subscriber
 
 settings.register_profile(
     "ci",
@@ -70,14 +71,12 @@ def ctx() -> Iterator[Any]:
     context.destroy(linger=0)  # never hangs on a socket a failed test left open
 
 
-@pytest.fixture(params=("thread", "asyncio"))
-def make(request: pytest.FixtureRequest) -> Callable[..., Any]:
+@pytest.fixture(params=KINDS)
+def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
     """The threaded Subscriber, or the AsyncSubscriber (on a loop in a thread): a
     constructor with Subscriber's signature (tests/subscribers.py)."""
     pytest.importorskip(
         "zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
-    from subscribers import make_subscriber  # imports pyzmq: only where a test asks
-
     return make_subscriber(request.param)
 
 

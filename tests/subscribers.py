@@ -4,7 +4,9 @@
 event loop of its own thread, so that a test body written for the threaded
 :class:`~prefixkey.fleet.Subscriber` (``with …``, ``stats()``, ``lock``,
 ``wait_until``) drives the asyncio code unchanged. The ``make`` fixture
-(tests/conftest.py) gives a test each in turn, through :func:`make_subscriber`.
+(tests/conftest.py) gives a test each of :data:`KINDS` in turn, through
+:func:`make_subscriber`. The subscribers need pyzmq: they are imported on first
+use, so that the conftest can import this module where pyzmq is missing.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from prefixkey.fleet import AsyncSubscriber, FairLock, ReplicaEndpoint, Subscriber, SubscriberStats
+from prefixkey.fleet import FairLock, ReplicaEndpoint, SubscriberStats
+
+if TYPE_CHECKING:
+    from prefixkey.fleet import AsyncSubscriber, Subscriber
 
 T = TypeVar("T")
+KINDS = ("thread", "asyncio")
 
 
 class LoopSubscriber:
@@ -24,7 +30,9 @@ class LoopSubscriber:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self.sub = AsyncSubscriber(replicas, **options)
+        from prefixkey.fleet import AsyncSubscriber  # needs pyzmq
+
+        self.sub: AsyncSubscriber = AsyncSubscriber(replicas, **options)
         self.lock: FairLock = self.sub.lock
         self.index = self.sub.index
 
@@ -62,13 +70,15 @@ class LoopSubscriber:
         return self._run(self.sub.wait_until(predicate, timeout, interval), timeout + 30.0)
 
 
-AnySubscriber = Subscriber | LoopSubscriber
+AnySubscriber: TypeAlias = "Subscriber | LoopSubscriber"
 
 
 def make_subscriber(kind: str) -> Callable[..., AnySubscriber]:
     """A constructor with :class:`Subscriber`'s signature for ``kind`` ("thread", "asyncio")."""
     def make(replicas: list[ReplicaEndpoint], **options: Any) -> AnySubscriber:
         if kind == "thread":
+            from prefixkey.fleet import Subscriber  # needs pyzmq
+
             return Subscriber(replicas, **options)
         return LoopSubscriber(replicas, **options)
     return make
