@@ -6,7 +6,7 @@ event loop of its own thread, so that a test body written for the threaded
 ``wait_until``) drives the asyncio code unchanged. The ``make`` fixture
 (tests/conftest.py) gives a test each of :data:`KINDS` in turn, through
 :func:`make_subscriber`. The subscribers need pyzmq: they are imported on first
-use, so that the conftest can import this module where pyzmq is missing.
+use, so that the conftest imports this module at no cost (and where pyzmq is missing).
 """
 
 from __future__ import annotations
@@ -16,10 +16,14 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from prefixkey.fleet import FairLock, ReplicaEndpoint, SubscriberStats
-
 if TYPE_CHECKING:
-    from prefixkey.fleet import AsyncSubscriber, Subscriber
+    from prefixkey.fleet import (
+        AsyncSubscriber,
+        FairLock,
+        ReplicaEndpoint,
+        Subscriber,
+        SubscriberStats,
+    )
 
 T = TypeVar("T")
 KINDS = ("thread", "asyncio")
