@@ -329,6 +329,9 @@ def test_full_queue_drops_are_counted_and_replayed(
             pub.publish(encode_batch("0.31.0", 2.0 + i, []))
         wait(sub, lambda s: s["replicas"]["a"]["dropped"] == 2, "two drops")
         release.set()
+        # Seq 6 only once 2 and 3 left the queue: into a still-full queue it would be a
+        # third drop, which no later batch's gap would reveal.
+        wait(sub, lambda s: s["replicas"]["a"]["batches"] == 4, "the queued batches")
         pub.publish(encode_batch("0.31.0", 9.0, []))
         wait(sub, lambda s: s["replicas"]["a"]["batches"] == 7, "all seven batches")
         a = sub.stats()["replicas"]["a"]
