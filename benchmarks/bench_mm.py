@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
+from bench_render import best_times  # noqa: E402
+
 from prefixkey.multimodal import MMHasher  # noqa: E402
 
 MODEL = "Qwen/Qwen2-VL-2B-Instruct"
@@ -61,23 +63,6 @@ def images() -> dict[str, bytes]:
         "JPEG RGB 1024x768": _encode(rgb, "JPEG", quality=90),
         "PNG RGB 64x64": _encode(rgb.resize((64, 64)), "PNG"),
     }
-
-
-def _best(fns: list[Callable[[], object]], repeat: int, number: int) -> list[float]:
-    """Seconds per call of each function: the fastest of ``repeat`` runs, interleaved.
-
-    Runs alternate between the functions so that load from other jobs on a
-    shared machine falls on all of them alike; the fastest run is the one least
-    disturbed.
-    """
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[i] = min(best[i], (time.perf_counter() - start) / number)
-    return best
 
 
 def vllm_identifier(version: str) -> tuple[Callable[[bytes], str] | None, str]:
@@ -112,7 +97,8 @@ def measure(version: str, name: str, data: bytes, hasher: MMHasher,
         refusal = type(exc).__name__
     if vllm is not None:
         fns.append(lambda: vllm(data))
-    times = _best(fns, repeat, number)
+    # Interleaved best-of rounds: the machine's load falls on every contender alike.
+    times = best_times([(fn, number) for fn in fns], rounds=repeat)
     floor = times.pop(0)
     ours = None if refusal else times.pop(0)
     theirs = times.pop(0) if vllm is not None else None

@@ -35,7 +35,6 @@ import platform
 import random
 import sys
 import time
-import tracemalloc
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -43,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_routing import interleaved
+from bench_routing import interleaved, traced_growth
 
 from prefixkey import Hasher, Request
 from prefixkey.events import BlockStored, EventBatch, EventHash
@@ -85,17 +84,15 @@ def build(replicas: int, prefix: list[EventHash], filler: int, rng: random.Rando
 
 def memory_per_entry(entries: int) -> float:
     rng = random.Random(3)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+
+    def build() -> Predictions:
         store = Predictions(max_entries=entries)
         for r in range(16):
             for keys in chains(rng, entries // 16):
                 store.record(ReplicaId(f"replica-{r}"), [keys])
-        used = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+        return store
+
+    store, used = traced_growth(build)
     assert len(store) == entries, len(store)
     return used / entries
 

@@ -31,7 +31,6 @@ import importlib
 import json
 import platform
 import sys
-import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,23 +40,13 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from prefixkey.jsonl import parse_json_line  # noqa: E402 (after the path setup)
+from bench_render import best_times  # noqa: E402 (after the path setup)
+
+from prefixkey.jsonl import parse_json_line  # noqa: E402
 from prefixkey.render import RenderResponseParser  # noqa: E402
 
 VECTORS = REPO / "tests" / "render" / "vectors.jsonl"
 INPUTS = ("gpt2/chat-long", "gpt2/cmpl-long", "gpt2/chat-very-long")
-
-
-def best_times(fns: list[Callable[[], Any]], *, number: int, rounds: int) -> list[float]:
-    """Each function's best per-call time, the functions interleaved round by round."""
-    best = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[i] = min(best[i], (time.perf_counter() - start) / number)
-    return best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
             fns.append(theirs)
         number = max(1, 2_000_000 // len(data))
-        times = best_times(fns, number=number, rounds=args.rounds)
+        times = best_times([(fn, number) for fn in fns], rounds=args.rounds)
         row = (f"| {name} | {tokens} | {len(data)} | {times[0] * 1e6:.1f} | "
                f"{times[1] * 1e6:.1f} | {times[0] / times[1]:.2f}x |")
         if model is not None:

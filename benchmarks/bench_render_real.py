@@ -26,8 +26,6 @@ import importlib
 import platform
 import random
 import sys
-import time
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -37,23 +35,13 @@ for extra in (REPO, REPO / "tests"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+from bench_render import best_times  # noqa: E402 (after the path setup)
+
 FOLDERS = ("qwen3", "deepseek_v3", "gemma3", "llama3")
 LENGTHS = (1024, 8000)  # 8k within Llama 3's 8192-token context
 WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "router", "replica",
          "prefix", "cache", "block", "key", "request", "token", "weather", "Paris", "London",
          "tomorrow", "sunny", "degrees", "hello", "world"]
-
-
-def best(fns: list[Callable[[], Any]], rounds: int, number: int) -> list[float]:
-    """Each function's best per-call time over interleaved rounds."""
-    times = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            times[i] = min(times[i], (time.perf_counter() - start) / number)
-    return times
 
 
 def chat_body(renderer: Any, target: int) -> dict[str, Any]:
@@ -93,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         def build_theirs(folder: str = folder) -> Any:
             return AutoTokenizer.from_pretrained(folder)
 
-        ours_build, theirs_build = best([build_ours, build_theirs], args.build_rounds, 1)
+        ours_build, theirs_build = best_times([(build_ours, 1), (build_theirs, 1)],
+                                              rounds=args.build_rounds)
         rows.append((name, "build", 0, ours_build, theirs_build))
         print(f"{name} build: {ours_build * 1e3:.1f} ms vs {theirs_build * 1e3:.1f} ms",
               file=sys.stderr, flush=True)
@@ -112,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             def encode(hf: Any = hf, text: str = text) -> Any:
                 return hf([text], add_special_tokens=False)
 
-            ours, theirs = best([render, encode], args.rounds, 3)
+            ours, theirs = best_times([(render, 3), (encode, 3)], rounds=args.rounds)
             rows.append((name, "chat", len(rendered.token_ids), ours, theirs))
             print(f"{name} chat {len(rendered.token_ids)}: {ours / theirs:.2f}x",
                   file=sys.stderr, flush=True)

@@ -41,6 +41,7 @@ import tracemalloc
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -51,6 +52,8 @@ from prefixkey.fleet import PrefixIndex, PreparedRequest, ReplicaScheme, Router
 BLOCK = 16
 HASHER = Hasher(block_size=BLOCK, python_hash_seed="0", vllm_version="0.31.0")
 SCHEME = ReplicaScheme(HASHER)
+
+T = TypeVar("T")
 
 
 def fill(replicas: int, blocks: int, prefixes: dict[str, list[int]], seed: int = 1) -> PrefixIndex:
@@ -101,14 +104,25 @@ def interleaved(fns: list[Callable[[], object]], seconds: float,
     return result
 
 
-def memory_per_entry(entries: int, holders: int) -> float:
-    """Traced bytes per (block, replica) entry of an index whose keys have ``holders`` each."""
-    rng = random.Random(3)
-    distinct = entries // holders
+def traced_growth(build: Callable[[], T]) -> tuple[T, int]:
+    """What ``build`` returns, and the bytes tracemalloc traces as held by it once it returns
+    (its temporaries freed), after a full collection."""
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
+        built = build()
+        return built, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def memory_per_entry(entries: int, holders: int) -> float:
+    """Traced bytes per (block, replica) entry of an index whose keys have ``holders`` each."""
+    rng = random.Random(3)
+    distinct = entries // holders
+
+    def build() -> PrefixIndex:
         index = PrefixIndex(max_entries=entries)
         shared = [rng.getrandbits(64) for _ in range(distinct)] if holders > 1 else []
         for r in range(16):
@@ -120,10 +134,9 @@ def memory_per_entry(entries: int, holders: int) -> float:
                 keys = (tuple(int(str(shared[i % distinct])) for i in range(start, stop))
                         if holders > 1 else tuple(rng.getrandbits(64) for _ in range(start, stop)))
                 index.apply(name, EventBatch(0.0, (BlockStored(keys, None, (), BLOCK),)))
-        del shared
-        used = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+        return index
+
+    index, used = traced_growth(build)
     assert len(index) == entries, len(index)
     return used / entries
 

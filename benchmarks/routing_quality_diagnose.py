@@ -18,20 +18,28 @@ age of each evicted block (since its request freed it). ``--pressure-rounds
 K`` decays the cache pressure by ``1 - 1/(K x replicas)`` per decision
 instead of the Router's ``1 - 1/replicas``: how sensitive the hit rate is
 to an immaterial constant (benchmarks/routing_quality/NOTES.md).
+``--variant V`` swaps the cache pressure for one of the variants measured
+and not adopted (``_Router``, ``_MidOrder``; benchmarks/routing_quality/NOTES.md).
 ``--quick`` skips the per-request accounting (the hit rate only);
-``--pooled`` prints the pooled cache's eviction ages instead.
+``--pooled`` prints the pooled cache's eviction ages instead. ``--by-request``
+also replays the pooled cache and splits the gap request by request: a
+request sharing at least half of an earlier prompt (a conversation's next
+turn) either went to the replica of that earlier turn or moved, and the
+tokens it lost or gained against the pooled cache are summed by that and by
+the time since the earlier turn.
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import pickle
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mooncake_traces import CACHE
 from mooncake_traces import path as trace_path
@@ -42,20 +50,80 @@ from prefixkey.analysis._simulate import POOLED, _Fleet, _Job
 from prefixkey.analysis._simulate_pool import Admission, BlockPool
 from prefixkey.core import Request
 from prefixkey.events import EventHash
-from prefixkey.fleet import PreparedRequest, ReplicaId, ReplicaScheme, Router
+from prefixkey.fleet import PreparedRequest, ReplicaId, ReplicaScheme, RouteDecision, Router
+from prefixkey.fleet.routing import _router as _router_module
+from prefixkey.fleet.routing._cost_order import _ONE, _CostOrder, _Scored, _TieSeed
 
 RESULTS = Path("benchmarks/routing_quality")
 Trace = list[tuple[float, int, int, list[bytes]]]  # arrival, tokens, output, fine keys
 
 
 class _Router(Router):
-    """The Router with the pressure's decay over ``rounds`` rounds of the fleet."""
+    """The Router with the pressure's decay over ``rounds`` rounds of the fleet, and the
+    pressure variants of ``--variant`` (not the Router's: measured, not adopted)."""
 
     rounds = 1.0
+    variant = "default"
 
     def _store(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
         self._stored.decay(1 - 1 / max(replicas * self.rounds, 2))  # the Router's, over K rounds
         self._stored.add(replica, tokens)
+
+    def sent(self, decision: RouteDecision) -> None:
+        if "touch" not in self.variant:
+            super().sent(decision)
+            return
+        # A reused block goes back to the free queue's MRU end as a new one does:
+        # count the prompt tokens sent (held and new), not only the prefill.
+        tokens = decision.prefill_tokens
+        self._sent_prefill += (tokens - self._sent_prefill) / 64 if self._sent_prefill else tokens
+        self._store(decision.replica, tokens + decision.hit_tokens, self._last_total)
+
+    def _pressure_of(self) -> Callable[[ReplicaId], float]:
+        stored, v = self._stored, self.variant
+        top = stored.maximum()
+        if v not in ("base", "mean", "hmean", "hbase") or (top <= 0 and v != "base"):
+            return super()._pressure_of()
+        share = 1 / top if top > 0 else 0.0
+        if v in ("mean", "hmean"):  # relative to the candidates' mean, uncapped
+            share = len(stored) / stored.total()
+        # The mean reuse of a stored token: every hit token was stored once.
+        reuse = 1.0 if v in ("base", "mean") else (
+            self.metrics.hit_rate / (1 - self.metrics.hit_rate))
+        if v in ("mean", "hmean"):
+            return lambda rid: reuse * stored.get(rid) * share
+        return lambda rid: reuse + stored.get(rid) * share
+
+
+class _MidOrder(_CostOrder):
+    """The pressure at the midpoint of the request's own stores, ``(stored + needed / 2) /
+    the busiest's stored``: its first blocks evict a replica's oldest, its last ones younger."""
+
+    def _mid(self, rid: ReplicaId, left: float) -> float:
+        stored = cast("_Router", self._router)._stored
+        top = stored.maximum()
+        return (stored.get(rid) + left / 2) / top if top > 0 else 0.0
+
+    def _list(self, rid: ReplicaId, scored: _Scored, seed: int | _TieSeed, load: float) -> int:
+        listing = self.listing
+        listing.rids.append(rid)
+        listing.entries.append(scored)
+        listing.seeds.append(seed)
+        self.loads.append(load)
+        left = self._tokens - scored.weighted
+        pressure = self._mid(rid, left)
+        self.pressures.append(pressure)
+        self.costs.append(left * (self.twice + pressure) + load)
+        self._listed.add(rid)
+        return len(listing.rids) - 1
+
+    def _list_group(self, members: Iterable[ReplicaId], scored: _Scored,
+                    seed: int | _TieSeed | _Scored) -> None:
+        values, scale = self._queues.stored()
+        for rid in members:
+            load = values.get(rid, 0.0) * scale * self.per
+            pos = self._list(rid, scored, cast("int | _TieSeed", seed), load)
+            heapq.heappush(self._heap, (self.costs[pos], load, _ONE, next(self._seq), pos))
 
 
 class _Pool(BlockPool):
@@ -116,7 +184,7 @@ def main(args: argparse.Namespace) -> None:
     requests = _trace(args, hasher)
     start = time.perf_counter()
     if args.pooled:
-        _pooled_ages(config, scheme, requests)
+        print(_pooled_ages(config, scheme, requests)[0])
         return
     fleet = _Fleet("ours", config, scheme)
     pools: list[_Pool] = []
@@ -127,6 +195,9 @@ def main(args: argparse.Namespace) -> None:
     number = {rid: i for i, rid in enumerate(names)}
     prefill = fleet.gateway.prefill
     _Router.rounds = args.pressure_rounds
+    _Router.variant = args.variant
+    if args.variant.startswith("mid"):
+        _router_module._CostOrder = _MidOrder  # type: ignore[attr-defined]
     router = _Router(fleet.index, replicas=names, load=lambda rid: prefill[number[rid]])
     probe = Router(fleet.index, replicas=names, load=lambda rid: 0.0)  # the index's view
     counts: Counter[str] = Counter()
@@ -184,6 +255,10 @@ def main(args: argparse.Namespace) -> None:
         print(f"  {name}: {value}")
     print(f"  {_ages(pools)}")
     print(f"  blocks cached twice, every 500 requests: {duplicated}")
+    if args.by_request:
+        _by_request(requests, [i for _, i, _, _ in decided],
+                    [pools[i].hits.get(id(k), 0) for k, i, _, _ in decided],
+                    _pooled_ages(config, scheme, requests)[1], config.block_size)
 
 
 def _ages(pools: Sequence[_Pool]) -> str:
@@ -195,18 +270,55 @@ def _ages(pools: Sequence[_Pool]) -> str:
         + f" ({len(ages)} evictions)")
 
 
-def _pooled_ages(config: SimulationConfig, scheme: ReplicaScheme, requests: Trace) -> None:
-    """The pooled cache's eviction ages (one pool of the fleet's blocks, fed every request)."""
+def _by_request(requests: Trace, replicas: Sequence[int], fleet: Sequence[int],
+                pooled: Sequence[int], block_size: int) -> None:
+    """The tokens lost (and gained) against the pooled cache, by kind of request.
+
+    A request continues the last earlier one holding its deepest key if it
+    shares at least half of that one's prompt (a conversation's next turn).
+    """
+    latest: dict[bytes, int] = {}  # each key -> the last request whose prompt held it
+    lost: Counter[str] = Counter()
+    gained: Counter[str] = Counter()
+    count: Counter[str] = Counter()
+    for n, (arrival, _, _, fine) in enumerate(requests):
+        kind = "new (shares under half of any earlier prompt)"
+        depth = next((j for j in range(len(fine) - 1, -1, -1) if fine[j] in latest), -1)
+        if depth >= 0:
+            earlier = latest[fine[depth]]
+            if 2 * (depth + 1) >= len(requests[earlier][3]):  # a conversation's next turn
+                gap = arrival - requests[earlier][0]
+                bucket = next((f"< {b} s" for b in (60, 120, 240) if gap < b), ">= 240 s")
+                where = "same replica" if replicas[earlier] == replicas[n] else "moved"
+                kind = f"next turn, {where}, {bucket} after"
+        for k in fine:
+            latest[k] = n
+        delta = (pooled[n] - fleet[n]) * block_size
+        count[kind] += 1
+        lost[kind] += max(delta, 0)
+        gained[kind] += max(-delta, 0)
+    print("  against the pooled cache, by request (tokens lost / gained, requests):")
+    for kind in sorted(count):
+        print(f"    {kind}: {lost[kind]} / {gained[kind]} ({count[kind]})")
+
+
+def _pooled_ages(config: SimulationConfig, scheme: ReplicaScheme,
+                 requests: Trace) -> tuple[str, list[int]]:
+    """The pooled cache's eviction ages (one pool of the fleet's blocks, fed every request),
+    and each request's hit there (blocks)."""
     fleet = _Fleet(POOLED, config, scheme)
     pool = fleet.replicas[0].pool = _Pool(config.blocks_per_replica * config.replicas,
                                           config.block_size, fleet)
+    sent = []
     for arrival, tokens, output, fine in requests:
         prepared = PreparedRequest(tokens)
         keys = prepared.add_keys(scheme, fine)
         fleet.advance(arrival)
         fleet.arrive(_Job(arrival, keys.groups[0], tokens, output), prepared, keys)
+        sent.append(keys.groups[0])
     result = fleet.finish()
-    print(f"pooled: {result.hit_tokens} hit tokens; {_ages([pool])}")
+    return (f"pooled: {result.hit_tokens} hit tokens; {_ages([pool])}",
+            [pool.hits.get(id(k), 0) for k in sent])
 
 
 if __name__ == "__main__":
@@ -217,7 +329,13 @@ if __name__ == "__main__":
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--pressure-rounds", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--variant", default="default",
+                        choices=("default", "base", "mean", "hmean", "hbase", "mid", "touch",
+                                 "midtouch"),
+                        help="a pressure variant (benchmarks/routing_quality/NOTES.md)")
     parser.add_argument("--pooled", action="store_true",
                         help="the pooled cache's eviction ages instead (one pool, every request)")
+    parser.add_argument("--by-request", action="store_true",
+                        help="also the gap to the pooled cache by kind of request")
     parser.add_argument("--cache", type=Path, default=CACHE.parent / "routing-diagnose")
     main(parser.parse_args())

@@ -20,6 +20,7 @@ EXTRA_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "ray": ("ray", "zmq"),
     "render": ("tokenizers", "jinja2"),
     "mistral": ("mistral_common", "sentencepiece"),
+    "sentencepiece": ("tokenizers", "jinja2", "sentencepiece"),
     "multimodal": ("blake3", "PIL"),
     "hypothesis": ("hypothesis",),
     "litellm": ("litellm",),

@@ -1,4 +1,4 @@
-"""Shared pytest configuration: Hypothesis profiles, and the ``bounded`` fixture.
+"""Shared pytest configuration: Hypothesis profiles, the ``bounded``, ``ctx``, ``make`` fixtures.
 
 ``ci`` (selected when the ``CI`` environment variable is set) runs more
 examples, never derandomized; ``dev`` is the quicker default.
@@ -10,11 +10,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from subscribers import KINDS, AnySubscriber, make_subscriber
 
 settings.register_profile(
     "ci",
@@ -58,6 +59,25 @@ def bounded() -> Callable[..., dict[str, Any]]:
     the machine; one that hangs fails the test after ``timeout`` seconds.
     """
     return _run_bounded
+
+
+@pytest.fixture
+def ctx() -> Iterator[Any]:
+    """A ZMQ context for loopback publishers and subscribers (skips without pyzmq)."""
+    zmq = pytest.importorskip(
+        "zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
+    context = zmq.Context()
+    yield context
+    context.destroy(linger=0)  # never hangs on a socket a failed test left open
+
+
+@pytest.fixture(params=KINDS)
+def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
+    """The threaded Subscriber, or the AsyncSubscriber (on a loop in a thread): a
+    constructor with Subscriber's signature (tests/subscribers.py)."""
+    pytest.importorskip(
+        "zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
+    return make_subscriber(request.param)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

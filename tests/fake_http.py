@@ -1,8 +1,9 @@
-"""A loopback HTTP server answering JSON POSTs: the HTTP side of the suites' fake replicas.
+"""A loopback HTTP server answering JSON: the HTTP side of the suites' fake replicas.
 
 The fakes differ only in what they answer (``tests/gateways/fake_vllm.py``
-renders and publishes, the ASGI router's replicas record who was asked), so
-the reading, the JSON reply and the thread live here once.
+renders and publishes, the ASGI router's replicas record who was asked, the
+fleet suites' ``/v1/models`` lists adapters), so the reading, the JSON reply
+and the thread live here once.
 """
 
 from __future__ import annotations
@@ -16,16 +17,31 @@ from typing import Any
 
 #: ``answer(path, headers, body)`` → the status and the JSON document to reply.
 Answer = Callable[[str, Message, Any], tuple[int, Any]]
+#: ``answer_get(path)`` → the status and the JSON document to reply.
+GetAnswer = Callable[[str], tuple[int, Any]]
 
 
 class JsonServer:
-    """``answer`` served on the first free loopback port of ``ports``, in a daemon thread."""
+    """``answer`` (POSTs; ``answer_get``: GETs) served on the first free loopback port of
+    ``ports`` (0: any), in a daemon thread. A method without an answer gets 501."""
 
-    def __init__(self, answer: Answer, ports: Iterable[int]) -> None:
+    def __init__(self, answer: Answer | None, ports: Iterable[int], *,
+                 answer_get: GetAnswer | None = None) -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                if answer is None:
+                    self.send_error(501)
+                    return
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                status, document = answer(self.path, self.headers, body)
+                self._reply(*answer(self.path, self.headers, body))
+
+            def do_GET(self) -> None:
+                if answer_get is None:
+                    self.send_error(501)
+                    return
+                self._reply(*answer_get(self.path))
+
+            def _reply(self, status: int, document: Any) -> None:
                 reply = json.dumps(document).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -38,6 +54,7 @@ class JsonServer:
 
         self.server = _bind(Handler, tuple(ports))
         self.port: int = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:

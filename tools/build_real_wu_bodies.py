@@ -60,9 +60,8 @@ TEXTS = {
     "empty-ish": " ",
 }
 #: Folders whose architecture vLLM runs as a pooling model: its tokenizer truncates on the
-#: right (vLLM tokenizers/registry.py), which prefixkey does not model (it truncates on
-#: the left, as for generative models), so no truncation body
-#: (test_real_wu_vectors.py records that answer as a known divergence).
+#: right (vLLM tokenizers/registry.py); their truncation bodies are
+#: tools/build_real_pool_bodies.py's corpus, not this one's.
 POOLING = frozenset({"bert_bge"})
 #: A small chat template for the folders that have one (written in their config).
 CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"

@@ -15,9 +15,10 @@ tokenizer fetched by tests/real_models.py):
 - ``llava``: llava15 (llava-hf/llava-1.5-7b-hf's config and processor files, its
   chat_template.json as chat_template.jinja) and llava_next (llava-hf/llava-v1.6-
   vicuna-7b-hf: the vision side and pinpoints of llava-v1.6-mistral-7b-hf's config with
-  LLaVA-1.5's vicuna text config, the same template); both on Llama 2's tokenizer
-  (@lenml llama2) with LLaVA's ``<image>`` 32000 and ``<pad>`` 32001 declared in
-  tokenizer_config.json, as the llava-hf repos do.
+  LLaVA-1.5's vicuna text config, the same template); both on the @lenml llama2
+  package's tokenizer (its vocabulary is Mistral 7B's, not Llama 2's) with LLaVA's
+  ``<image>`` 32000 and ``<pad>`` 32001 declared in tokenizer_config.json, as the
+  llava-hf repos do.
 - ``llava_onevision``: llava-hf/llava-onevision-qwen2-0.5b-ov-hf as transformers'
   conversion script builds it (LlavaOnevisionConfig's defaults, SigLIP 384/14, the
   processor's template); Qwen2's tokenizer (@lenml qwen3's base vocabulary) with

@@ -48,19 +48,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import PIL
 from vllm_loader import _Inert, _VllmFinder, ensure_sources
 
+from prefixkey.core import KNOWN_RELEASES
+
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "tests" / "multimodal" / "images"
 DEFAULT_OUT = ROOT / "tests" / "multimodal" / "vectors.jsonl"
-
-RELEASES = (
-    "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.8.0", "0.8.1", "0.8.2", "0.8.3", "0.8.4", "0.8.5",
-    "0.8.5.post1", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.1.1",
-    "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1",
-    "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0",
-    "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0",
-    "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0",
-    "0.30.0", "0.31.0", "0.32.0", "0.33.0",
-)
 
 QWEN = "Qwen/Qwen2-VL-2B-Instruct"
 #: 0.33's processors that re-hash image identifiers in their own _get_mm_hashes, by module.
@@ -454,7 +446,7 @@ def harvest(versions: list[str], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("versions", nargs="*", default=list(RELEASES))
+    parser.add_argument("versions", nargs="*", default=list(KNOWN_RELEASES))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     harvest(args.versions, args.out)

@@ -23,14 +23,13 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import copy
-import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harvest_mm_render import IMAGES, MODEL, Server
+from harvest_mm_render import MODEL, Server, Servers, harvest_records, run
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "multimodal"))
@@ -39,7 +38,7 @@ from chat_bodies import materialize  # noqa: E402
 OUT = ROOT / "tests" / "multimodal" / "chat_vectors.jsonl"
 
 #: Server configurations: the extra flags, and the ServerOptions fields they are.
-SERVERS: tuple[tuple[list[str], dict[str, Any]], ...] = (
+SERVERS: Servers = (
     ([], {}),
     (["--chat-template-content-format", "string", "--mm-hasher-algorithm", "sha512",
       "--media-io-kwargs", '{"image": {"rgba_background_color": [0, 0, 0]}}'],
@@ -85,35 +84,19 @@ CASES: tuple[tuple[str, list[dict[str, Any]], dict[str, Any]], ...] = (
 )
 
 
+def _records(server: Server, options: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for name, messages, extra in CASES:
+        body = {"model": str(MODEL), "messages": copy.deepcopy(messages), **extra}
+        status, answer = server.render(materialize(body))
+        if status == 200:
+            answer["features"].pop("kwargs_data", None)
+        yield {"vllm_version": "0.31.0", "case": name, "model": str(MODEL),
+               "options": options, "body": body, "status": status, "response": answer}
+
+
 def harvest(python: str, port: int) -> None:
-    n = 0
-    with OUT.open("w") as fh:
-        for flags, options in SERVERS:
-            server = Server(python, flags, port, IMAGES)
-            try:
-                server.wait_ready()
-                for name, messages, extra in CASES:
-                    body = {"model": str(MODEL), "messages": copy.deepcopy(messages), **extra}
-                    status, answer = server.render(materialize(body))
-                    if status == 200:
-                        answer["features"].pop("kwargs_data", None)
-                    fh.write(json.dumps({
-                        "vllm_version": "0.31.0", "case": name, "model": str(MODEL),
-                        "options": options, "body": body, "status": status,
-                        "response": answer}) + "\n")
-                    n += 1
-            finally:
-                server.stop()
-    print(f"{n} records in {OUT}", file=sys.stderr)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--vllm-python", default="/work/venvs/vllm031/bin/python")
-    parser.add_argument("--port", type=int, default=18510)
-    args = parser.parse_args()
-    harvest(args.vllm_python, args.port)
+    harvest_records(python, port, SERVERS, OUT, _records)
 
 
 if __name__ == "__main__":
-    main()
+    run(__doc__, 18510, harvest)

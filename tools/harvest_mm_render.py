@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,10 @@ IMAGES = ROOT / "tests" / "multimodal" / "images"
 OUT = ROOT / "tests" / "multimodal" / "render_vectors.jsonl"
 MODULE = "vllm.entrypoints.launchers.render.entry"
 
-#: Server configurations: flags, and what a record says about them.
-SERVERS: tuple[tuple[list[str], dict[str, Any]], ...] = (
+#: Server configurations: the extra flags, and what a record says about them.
+Servers = tuple[tuple[list[str], dict[str, Any]], ...]
+
+SERVERS: Servers = (
     ([], {}),
     (["--mm-hasher-algorithm", "sha512", "--media-io-kwargs",
       '{"image": {"rgba_background_color": [0, 0, 0]}}'],
@@ -91,49 +94,61 @@ def _body(url: str, uuid: str | None) -> dict[str, Any]:
         {"type": "text", "text": "what is this?"}, part]}]}
 
 
-def harvest(python: str, port: int) -> None:
-    images = sorted(p for p in IMAGES.iterdir() if p.is_file())
+def harvest_records(python: str, port: int, servers: Servers, out: Path,
+                    records: Callable[[Server, dict[str, Any]], Iterator[dict[str, Any]]]
+                    ) -> None:
+    """Under each server configuration, start a render server and write the JSON lines
+    ``records(server, its record fields)`` yields to ``out``."""
     n = 0
-    with OUT.open("w") as fh:
-        for flags, config in SERVERS:
+    with out.open("w") as fh:
+        for flags, config in servers:
             server = Server(python, flags, port, IMAGES)
             try:
                 server.wait_ready()
-                for path in images:
-                    data_url = "data:image/png;base64," + base64.b64encode(
-                        path.read_bytes()).decode()
-                    urls = [("data", data_url)]
-                    if path.name == "rgb.png":
-                        urls.append(("file", path.as_uri()))
-                    for kind, url in urls:
-                        for uuid in (None, "user-image-0001"):
-                            status, out = server.render(_body(url, uuid))
-                            record: dict[str, Any] = {
-                                "vllm_version": "0.31.0", "file": path.name, "url": kind,
-                                "model": str(MODEL), **config, "status": status}
-                            if uuid is not None:
-                                record["uuid"] = uuid
-                            if status == 200:
-                                features = out["features"]
-                                record["identifier"] = features["mm_hashes"]["image"][0]
-                                record["placeholder"] = features["mm_placeholders"]["image"][0]
-                                record["token_ids"] = out["token_ids"]
-                            else:
-                                record["error"] = out.get("error", out)
-                            fh.write(json.dumps(record) + "\n")
-                            n += 1
+                for record in records(server, config):
+                    fh.write(json.dumps(record) + "\n")
+                    n += 1
             finally:
                 server.stop()
-    print(f"{n} records in {OUT}", file=sys.stderr)
+    print(f"{n} records in {out}", file=sys.stderr)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run(doc: str, port: int, harvest: Callable[[str, int], None]) -> None:
+    """A harvest tool's command line: ``--vllm-python`` and ``--port``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--vllm-python", default="/work/venvs/vllm031/bin/python")
-    parser.add_argument("--port", type=int, default=18110)
+    parser.add_argument("--port", type=int, default=port)
     args = parser.parse_args()
     harvest(args.vllm_python, args.port)
 
 
+def _records(server: Server, config: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for path in sorted(p for p in IMAGES.iterdir() if p.is_file()):
+        data_url = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+        urls = [("data", data_url)]
+        if path.name == "rgb.png":
+            urls.append(("file", path.as_uri()))
+        for kind, url in urls:
+            for uuid in (None, "user-image-0001"):
+                status, out = server.render(_body(url, uuid))
+                record: dict[str, Any] = {
+                    "vllm_version": "0.31.0", "file": path.name, "url": kind,
+                    "model": str(MODEL), **config, "status": status}
+                if uuid is not None:
+                    record["uuid"] = uuid
+                if status == 200:
+                    features = out["features"]
+                    record["identifier"] = features["mm_hashes"]["image"][0]
+                    record["placeholder"] = features["mm_placeholders"]["image"][0]
+                    record["token_ids"] = out["token_ids"]
+                else:
+                    record["error"] = out.get("error", out)
+                yield record
+
+
+def harvest(python: str, port: int) -> None:
+    harvest_records(python, port, SERVERS, OUT, _records)
+
+
 if __name__ == "__main__":
-    main()
+    run(__doc__, 18110, harvest)

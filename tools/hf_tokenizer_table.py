@@ -39,13 +39,24 @@ OUT = ROOT / "docs" / "render-tokenizers.md"
 _NON_BPE = sorted(n for n, r in REBUILDS.items() if r.model_spec[0] != "BPE")
 
 
-def _wu_releases(corpus: str = "real_wu_") -> str:
-    """The releases whose render server answered a corpus (0.31.0: its own)."""
+def _wu_releases() -> str:
+    """The releases whose render server answered the real_wu_ and real_wu2_ corpora
+    (0.31.0: their own vectors)."""
+    found = ["0.31.0"]
+    for meta in sorted((ROOT / "tests" / "render" / "releases").glob("*/meta.json")):
+        corpora = json.loads(meta.read_text("utf-8")).get("corpora", {})
+        if {"real_wu_", "real_wu2_"} <= set(corpora):
+            found.append(meta.parent.name)
+    return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
+
+def _corpus_releases(corpus: str) -> str:
+    """The releases whose render server answered one corpus (0.31.0: its own vectors)."""
     found = ["0.31.0"]
     for meta in sorted((ROOT / "tests" / "render" / "releases").glob("*/meta.json")):
         if corpus in json.loads(meta.read_text("utf-8")).get("corpora", {}):
             found.append(meta.parent.name)
     return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
+
 
 def _byte_level_text() -> str:
     """The releases whose transformers loads some hub classes as is over ByteLevel files."""
@@ -90,9 +101,16 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
-  code points, or its characters or words looked up in a vocabulary file, reproduced as
+  code points, or its characters or words looked up in a vocabulary file, or its pieces
+  from the folder's SentencePiece model (the `sentencepiece` extra,
+  `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.29.0 to
+  0.32.0), or the pieces of fastBPE-style vocabulary and merges files, or BERT's Python
+  WordPiece over a vocab.txt, reproduced as
   `prefixkey/render/_hf_python.py` records each class, for
-  {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused. For a model
+  {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused, each with
+  its reason. Verified against vLLM's render servers on another model's real vocabulary
+  under the class's format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
+                                       sorted(PYTHON_CODECS.items()) if c.borrowed)}. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s
   model registry accepts when its render server starts
   (`prefixkey/render/_hf_startup_facts.py`, written by running that step:
@@ -108,15 +126,27 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   path shown beside it;
 - **refused**: why is given.
 
+A folder whose config is an encoder-decoder's renders its chat as any other (verified on
+mBART's: `real_encdec_` corpus; and on the SentencePiece Python classes': `real_py_spm_`),
+and every completion (text or token ids) is vLLM's 400 "No token_ids rendered" (vLLM
+0.30.0 to 0.32.0; refused at the releases not harvested for it, 0.29.0 and 0.33.0): vLLM
+answers a completion with the encoder prompt's token ids, which its renderer leaves
+empty. That is
+`is_encoder_decoder` in `config.json`, else the default of the model type's config class,
+true for {", ".join(f"`{t}`" for t in sorted(facts.ENCODER_DECODER_TYPES))}.
+
 The WordPiece and Unigram rebuilds ({", ".join(_NON_BPE)}) are verified against vLLM's
 answers on `tokenizer.json` files written from real vocabularies (llama.cpp's GGUF
 vocabularies of bge-small-en-v1.5, which is bert-base-uncased's WordPiece vocabulary, and
 of an XLM-RoBERTa SentencePiece model with its scores and charsmap, as the llama-cpp-python
 0.3.36 sdist ships them), not on the models' own `tokenizer.json` files (none was found
-in the package registries); the folders are tests/render/real/ (`real_wu_` corpus),
-replayed as vLLM {_wu_releases()} answered them. PegasusTokenizer, XGLMTokenizer,
-RemBertTokenizer, ReformerTokenizer and SplinterTokenizer (`real_spm_` corpus) are
-replayed as vLLM {_wu_releases("real_spm_")} answered them.
+in the package registries); the folders are tests/render/real/ (`real_wu_` and
+`real_wu2_` corpora), replayed as vLLM {_wu_releases()} answered them. MBartTokenizer's
+and MBart50Tokenizer's folders are that XLM-RoBERTa vocabulary (mBART's SentencePiece
+model) with their language codes and `<mask>` appended as transformers' MBart converters
+append them (`real_lang_` corpus).
+PegasusTokenizer, XGLMTokenizer, RemBertTokenizer, ReformerTokenizer and SplinterTokenizer
+(`real_spm_` corpus) are replayed as vLLM {_corpus_releases("real_spm_")} answered them.
 
 Before these rules, vLLM switches some architectures to a tokenizer mode of its own
 (refused until verified): {", ".join(f"`{a}` ({m})" for a, m in

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -17,7 +16,7 @@ from ..analysis import (
 )
 from ..errors import PrefixKeyError
 from ..jsonl import JsonLimits, bounded_lines, parse_json_line
-from ._common import Commands, add_limit_options, fail, json_limits, warn
+from ._common import Commands, add_limit_options, fail, json_limits, warn, write_report
 
 __all__ = ["register"]
 
@@ -76,15 +75,8 @@ def _run(args: argparse.Namespace) -> int:
     if not recorded["messages"] and not recorded["errors"]:
         warn("audit", f"no messages in {args.recording} (empty input): every request meets "
              "an empty cache")
-    if args.html:
-        with open(args.html, "w", encoding="utf-8") as out:
-            out.write(audit_html(report))
-    if args.json:
-        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
-    else:
-        sys.stdout.write(audit_text(report, worst=args.worst))
-        if args.html:
-            sys.stdout.write(f"HTML report written to {args.html}\n")
+    write_report(args, report.to_dict, lambda: audit_text(report, worst=args.worst),
+                 lambda: audit_html(report))
     return 0 if report.audited() else _nothing_audited(report, args)
 
 

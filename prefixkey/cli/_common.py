@@ -1,11 +1,14 @@
-"""Helpers the subcommands share: opening inputs, reporting on stderr, the subparsers type."""
+"""Helpers the subcommands share: opening inputs, reporting on stderr and stdout, the subparsers
+type."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
-from typing import IO, Final, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import IO, Any, Final, TypeAlias
 
 from ..core._checks import int_refusal
 from ..errors import PrefixKeyError
@@ -13,7 +16,7 @@ from ..jsonl import JSON_LIMITS, JsonLimits
 
 __all__ = [
     "NO_HYPOTHESIS", "Commands", "add_limit_options", "fail", "input_name", "json_limits",
-    "open_input", "positive_int", "warn",
+    "open_input", "positive_int", "warn", "write_report",
 ]
 
 #: Why ``oracle`` and ``vectors`` cannot run without the ``hypothesis`` extra.
@@ -86,3 +89,18 @@ def fail(command: str, error: PrefixKeyError | str) -> int:
 def warn(command: str, message: str) -> None:
     """One warning line on stderr."""
     print(f"prefixkey {command}: warning: {message}", file=sys.stderr)
+
+
+def write_report(args: argparse.Namespace, to_dict: Callable[[], Mapping[str, Any]],
+                 text: Callable[[], str], html: Callable[[], str]) -> None:
+    """A report's outputs: the HTML file first when ``--html FILE`` asks for it, then on
+    stdout one JSON document (``--json``) or the text, which names the HTML file."""
+    if args.html:
+        with open(args.html, "w", encoding="utf-8") as out:
+            out.write(html())
+    if args.json:
+        sys.stdout.write(json.dumps(to_dict()) + "\n")
+    else:
+        sys.stdout.write(text())
+        if args.html:
+            sys.stdout.write(f"HTML report written to {args.html}\n")

@@ -7,7 +7,6 @@ See docs/routing.md ("Simulating a fleet") and :mod:`prefixkey.analysis`'s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis import (
@@ -21,7 +20,7 @@ from ..analysis import (
 )
 from ..core._checks import number_refusal
 from ..errors import PrefixKeyError
-from ._common import Commands, fail, positive_int
+from ._common import Commands, fail, positive_int, write_report
 
 __all__ = ["register"]
 
@@ -73,15 +72,8 @@ def _run(args: argparse.Namespace) -> int:
                                              seed=args.seed, limit=args.limit), config)
     except PrefixKeyError as exc:
         return fail("simulate", exc)
-    if args.html:
-        with open(args.html, "w", encoding="utf-8") as out:
-            out.write(simulation_html(report))
-    if args.json:
-        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
-    else:
-        sys.stdout.write(simulation_text(report))
-        if args.html:
-            sys.stdout.write(f"HTML report written to {args.html}\n")
+    write_report(args, report.to_dict, lambda: simulation_text(report),
+                 lambda: simulation_html(report))
     return 0
 
 

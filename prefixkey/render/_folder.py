@@ -20,9 +20,11 @@ from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_decision import (
     TokenizerPath,
     byte_level_backend,
+    check_release_codec,
     check_release_drift,
     check_release_startup,
     decide_tokenizer,
+    release_facts,
 )
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 
@@ -236,6 +238,7 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         check_release_drift(vllm_version, model_type, name)
         check_release_startup(vllm_version, decision, model_type,
                               list(config_architectures(config)))
+        check_release_codec(vllm_version, decision)
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",
@@ -284,6 +287,16 @@ def _blamed(decision: TokenizerPath) -> str:
     return "config.json"
 
 
+def _is_encoder_decoder(config: dict[str, Any], model_type: str, vllm_version: str) -> bool:
+    """vLLM's ``is_encoder_decoder``: the flag of the config, or of its text config, as
+    transformers builds them (config.json's value, else the model type's class default)."""
+    types = release_facts(vllm_version).ENCODER_DECODER_TYPES
+    text = config.get("text_config")
+    return bool(config.get("is_encoder_decoder", model_type in types)) or (
+        isinstance(text, dict) and bool(text.get("is_encoder_decoder",
+                                                 text.get("model_type") in types)))
+
+
 @dataclass(frozen=True, slots=True)
 class ModelFolder:
     """The files of one model folder (and tokenizer folder) that rendering reads."""
@@ -303,6 +316,9 @@ class ModelFolder:
     tokenizer_decision: TokenizerPath
     #: A vision family's processor template, which bodies without tools render with.
     processor_chat_template: str | None = None
+    #: vLLM's ``is_encoder_decoder`` (:func:`_is_encoder_decoder`): it answers a
+    #: completion with the encoder prompt's token ids, which its renderer leaves empty.
+    encoder_decoder: bool = False
 
     @property
     def tokenizer_model_type(self) -> str:
@@ -360,7 +376,8 @@ class ModelFolder:
                            name or str(tokenizer or model), tokenizer_mode, vllm_version)
         return cls(path, tokenizer_path, config, tokenizer_model_config, tokenizer_config,
                    special_tokens_map, template, length, decision,
-                   _processor_template(tokenizer_path, config))
+                   _processor_template(tokenizer_path, config),
+                   _is_encoder_decoder(config, model_type, vllm_version))
 
     @staticmethod
     def _templates(folder: Path, tokenizer_config: dict[str, Any]) -> str | dict[str, str] | None:

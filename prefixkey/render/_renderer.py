@@ -24,7 +24,7 @@ import jinja2
 from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
-from ._eras import render_era
+from ._eras import render_era, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, config_architectures, load_server_template, processor_configs
@@ -32,8 +32,9 @@ from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
-from ._python_tokenizer import build_folder_tokenizer
+from ._python_tokenizer import PythonTokenizer, build_folder_tokenizer
 from ._reuse import reused_prompt_ids, text_vocab_size
+from ._runner import refuse_unverified_truncation, runner_type, tokenizer_side
 from ._template import (
     HF_BASE_PARAMS,
     ChatTemplate,
@@ -55,36 +56,6 @@ _CONTINUE_TAG: Final = "CONTINUE_FINAL_MESSAGE_TAG "
 _CALL_PARAMS: Final = HF_BASE_PARAMS | {"conversations", "messages"}
 # chat_template_kwargs names handled before the template's are kept: no warning for them.
 _HANDLED_KWARGS: Final = frozenset({"chat_template", "tools", "tokenize"})
-#: How vLLM 0.31 picks a folder's runner (config/model.py ``_get_default_runner_type``):
-#: the first architecture its registry knows or an ``_SUFFIX_TO_DEFAULTS`` suffix matches
-#: decides, else "generate". A generative runner's tokenizer truncates on the left, a
-#: pooling one's on the right (tokenizers/registry.py), which is not reproduced: truncating
-#: for an architecture that may run as a pooling model is refused.
-_GENERATE_SUFFIXES: Final = ("ForCausalLM", "ForConditionalGeneration", "ChatModel",
-                             "LMHeadModel")
-_POOLING_SUFFIXES: Final = ("ForTextEncoding", "EmbeddingModel", "ForSequenceClassification",
-                            "ForTokenClassification", "ForAudioClassification",
-                            "ForImageClassification", "ForVideoClassification",
-                            "ClassificationModel", "ForRewardModeling", "RewardModel", "Model")
-#: The registry's pooling architectures that no suffix names.
-_POOLING_UNSUFFIXED: Final = frozenset({
-    "BertForMaskedLM", "RobertaForMaskedLM", "ColPaliForRetrieval", "Terratorch",
-    "HF_ColBERT", "JinaForRanking", "ColModernVBertForRetrieval", "ColQwen3", "ColQwen3_5",
-    "JinaVLForRanking"})
-
-
-def _truncates_left(architectures: tuple[str, ...]) -> bool:
-    """Whether vLLM surely runs these architectures as a generative model."""
-    for arch in architectures:
-        if arch in _POOLING_UNSUFFIXED:
-            return False
-        if arch.endswith(_GENERATE_SUFFIXES):
-            return True
-        if arch.endswith(_POOLING_SUFFIXES):
-            return False
-    return True
-
-
 _UNSUPPORTED_CALL_KWARGS: Final = ("padding", "truncation", "max_length", "return_tensors",
                                    "tokenizer_kwargs", "return_assistant_tokens_mask")
 
@@ -148,9 +119,11 @@ class Renderer:
                                        name=options.tokenizer or options.model,
                                        tokenizer_mode=options.tokenizer_mode,
                                        vllm_version=options.vllm_version)
-        self.tokenizer: HfTokenizer = build_folder_tokenizer(self.folder)
+        self.tokenizer: HfTokenizer = build_folder_tokenizer(
+            self.folder, render_release(options.vllm_version).transformers)
         self._vocab_size = text_vocab_size(self.folder.config)
-        self._truncates_left = _truncates_left(config_architectures(self.folder.config))
+        self._runner = runner_type(config_architectures(self.folder.config),
+                                   options.vllm_version)
         self._env = TemplateEnvironment(clock)
         self._clock = clock
         #: Built on the first template a request carries (bounded: see _template_bounds).
@@ -341,7 +314,22 @@ class Renderer:
             else:
                 ids = tok_params.post_tokenization(prompt, self.tokenizer)
             results.append(self._result(ids, None, fields, lora))
+        if self.folder.encoder_decoder:
+            self._encoder_decoder_completion()
         return tuple(results)
+
+    def _encoder_decoder_completion(self) -> None:
+        """A completions body over an encoder-decoder config, once its prompts were
+        checked: what the era's render server answers (render/_eras.py). vLLM's
+        render_completion_request takes the encoder prompt's ids (extract_target_prompt),
+        which the completion renderer leaves empty; chat renders as for any model
+        (real_encdec_ corpus)."""
+        if self._era.encoder_decoder_completions is None:
+            raise RenderUnsupportedError("prompt", (
+                f"a completions body over an encoder-decoder config "
+                f"({self.folder.config.get('model_type')!r}) was not harvested from vLLM "
+                f"{self.options.vllm_version}'s render server; not verified"))
+        raise RenderRequestError("prompt", "No token_ids rendered")
 
     def _render_harmony(self, body: Any, fields: BodyFields,
                         placeholder_token_ids: Any) -> Rendered:
@@ -397,13 +385,14 @@ class Renderer:
         """The request's length bounds and truncation, this era's rules applied."""
         params = fields.tokenize_params(
             self.max_model_len, clamped=self._era.output_budget == "clamped",
-            unset_generates=self._era.unset_output_generates)
-        if params.truncate_prompt_tokens is not None and params.truncation_side is None \
-                and not self._truncates_left:
-            architectures = list(config_architectures(self.folder.config))
-            raise RenderUnsupportedError("truncate_prompt_tokens", (
-                f"architectures {architectures!r} may run as a pooling model, whose "
-                "tokenizer vLLM loads truncating on the right: not reproduced"))
+            unset_generates=self._era.unset_output_generates,
+            tokenizer_side=tokenizer_side(self._runner))
+        # The byte, code point and vocabulary-file Python tokenizers have no truncating
+        # pooling answers from vLLM; the SentencePiece ones do (real_py_spm_, SiglipModel).
+        refuse_unverified_truncation(
+            params, self._runner, config_architectures(self.folder.config),
+            "a Python tokenizer", right_verified=not isinstance(self.tokenizer,
+                                                                PythonTokenizer))
         return params
 
     def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:
@@ -415,7 +404,7 @@ class Renderer:
             else:
                 ids = self.tokenizer.encode_truncated(
                     text, add_special_tokens=params.add_special_tokens, max_length=length,
-                    side="left")  # vLLM loads the tokenizer with truncation_side="left"
+                    side=params.tokenizer_side)  # as vLLM loads the tokenizer
         except TypeError:
             # The tokenizer takes UTF-8 and answers a str it cannot convert (a lone
             # surrogate) with a bare TypeError; checked here, not on every text.

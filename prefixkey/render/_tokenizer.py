@@ -85,7 +85,21 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
         "whisper_task": None if task is None else f"<|{task}|>",
         "whisper_notimestamps": (None if init.get("predict_timestamps")
                                  else "<|notimestamps|>"),
+        **({} if recipe.lang_code is None else {"src_lang": _lang_code(init, recipe.lang_code)}),
     }
+
+
+def _lang_code(init: Mapping[str, Any], rule: tuple[str, str]) -> str:
+    """The ``src_lang`` a language-code class's template names (Rebuild.lang_code)."""
+    default, form = rule
+    given = init.get("src_lang")
+    if given is None and "src_lang" in init and "__" in form:
+        raise ModelFolderError("tokenizer_config.json", "src_lang is null, which the class "
+                               "tests for '__': transformers fails to load the folder")
+    code = default if given is None else given
+    if not isinstance(code, str):
+        raise ModelFolderError("tokenizer_config.json", f"src_lang must be a string, got {code!r}")
+    return code if "__" in code else form.format(code)
 
 
 def _check_prefix_options(init: Mapping[str, Any]) -> None:
@@ -101,10 +115,9 @@ def _check_prefix_options(init: Mapping[str, Any]) -> None:
                                "Task should be in: ['translate', 'transcribe']")
 
 
-def _spm_charsmap(tokenizer_json: Mapping[str, Any]) -> bytes | None:
+def _spm_charsmap(found: Any) -> bytes | None:
     """convert_to_native_format's ``_spm_precompiled_charsmap``: the first Precompiled
-    normalizer's charsmap in tokenizer.json (alone or in a Sequence), decoded."""
-    found = tokenizer_json.get("normalizer")
+    normalizer's charsmap in tokenizer.json's normalizer (alone or in a Sequence), decoded."""
     if not found:
         return None
     listed = found["normalizers"] if found.get("type") == "Sequence" else (
@@ -132,15 +145,6 @@ def _unset(spec: Any, derived: Mapping[str, Any]) -> bool:
     if isinstance(spec, (list, tuple)):
         return any(_unset(v, derived) for v in spec)
     return False
-
-
-def _names(spec: Any, value: str) -> bool:
-    """Whether a spec uses a ``$`` value."""
-    if isinstance(spec, Mapping):
-        return any(_names(v, value) for v in spec.values())
-    if isinstance(spec, (list, tuple)):
-        return any(_names(v, value) for v in spec)
-    return bool(spec == value)
 
 
 def _component(spec: tuple[str, Any] | None, derived: Mapping[str, Any],
@@ -182,6 +186,11 @@ def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
     if kind == "Unigram":
         assert tokenizer_json is not None  # read for every Unigram recipe
         vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
+        if recipe.reorders_vocab and not any(t in recipe.extras_after for t, _ in vocab):
+            raise RenderUnsupportedError("tokenizer.json", (
+                f"the {recipe.name} tokenizer class re-orders a vocabulary that holds none of "
+                "its language codes (SentencePiece's order to fairseq's), which prefixkey "
+                "does not reproduce"))
         lookup = options.pop("unk_id_lookup", None)
         if lookup is not None:  # the class finds its unk token in the vocabulary
             unk, score, start = derived["unk_str"], lookup["score"], lookup.get("start", 0)
@@ -344,7 +353,10 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
             single=f"{head} $A:0 {eos}:0", pair=f"{head} $A:0 $B:1 {eos}:1",
             special_tokens=[(t, _token_id(tok, t)) for t in dict.fromkeys([eos, *prefix])])
     elif isinstance(recipe.post_processor, Template):
-        tok.post_processor = _template(recipe.post_processor, tok, specials)
+        template = recipe.post_processor
+        if recipe.template_if is not None and _value(recipe.template_if[0], derived, None):
+            template = recipe.template_if[1]
+        tok.post_processor = _template(template, tok, specials, derived)
     if recipe.post_init and not file_processor:
         # _post_init() ends with update_post_processor() when TokenizersBackend had to
         # (no post-processor in the file), over whatever the class set before it.
@@ -372,13 +384,23 @@ def _pair(template: Template, names: Mapping[str, str]) -> str | None:
     return None if template.pair is None else template.pair.format(**names)
 
 
-def _template(template: Template, tok: Tokenizer,
-              specials: Mapping[str, AddedToken | str]) -> Any:
-    """The TemplateProcessing a class sets itself over its named special tokens."""
+def _template(template: Template, tok: Tokenizer, specials: Mapping[str, AddedToken | str],
+              derived: Mapping[str, Any]) -> Any:
+    """The TemplateProcessing a class sets itself over its named special tokens (and
+    its language code, ``{src_lang}``)."""
     names = {}
     for name in _NAMED_TOKENS:
         value = specials.get(name)
         names[name] = "" if value is None else str(value)
+    lang = derived.get("src_lang")
+    if lang is not None:
+        names["src_lang"] = lang
+        if tok.token_to_id(lang) is None:
+            # MBart, Nllb and SeamlessM4T then put the unknown token's id under the code's
+            # text (MBart50 fails to load): not reproduced.
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"src_lang {lang!r} is not a token of the vocabulary, which prefixkey does "
+                "not reproduce"))
     used = [n for n in _NAMED_TOKENS if "{" + n + "}" in template.single + (template.pair or "")]
     used += [n for _, n in template.special_tokens]
     missing = [n for n in used if not names[n]]
@@ -567,6 +589,10 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
                 f"extra_special_tokens with the {recipe.name} tokenizer class's own "
                 "additional_special_tokens is not reproduced"))
         listed = _extras_default(recipe, _derived(folder.tokenizer_config, recipe))
+    if recipe is not None and (recipe.extras_before or recipe.extras_after):
+        before = recipe.extras_before
+        listed = [*before, *(t for t in listed or [] if str(t) not in before),
+                  *recipe.extras_after]
     extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in listed or []]
     for default, keyword in (recipe.extra_specials if recipe else ()):
@@ -587,9 +613,12 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     else:
         derived = _derived(folder.tokenizer_config, recipe)
         tokenizer_json = None
-        if recipe.model_spec[0] == "Unigram" or _names(recipe.normalizer, "$spm_charsmap"):
-            tokenizer_json = _read_json(path)  # a Unigram's scores, the charsmap
-            derived["spm_charsmap"] = _spm_charsmap(tokenizer_json)
+        if recipe.model_spec[0] == "Unigram":  # its vocabulary's scores, the charsmap
+            tokenizer_json = _read_json(path)
+            derived["spm_charsmap"] = _spm_charsmap(tokenizer_json.get("normalizer"))
+        else:  # the file's normalizer alone, not its whole vocabulary through Python
+            derived["spm_charsmap"] = _spm_charsmap(None if loaded.normalizer is None else
+                                                    json.loads(loaded.normalizer.__getstate__()))
         tok = _rebuilt(recipe, loaded, derived, tokenizer_json)
     if recipe is not None and recipe.template_first is not None:
         first = _template_first(recipe, recipe.template_first, tok, specials)

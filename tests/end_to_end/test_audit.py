@@ -229,6 +229,17 @@ def test_cli_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
             "reported_hit_tokens", "outcome", "reason", "detail", "agreement"} <= set(row)
 
 
+def test_cli_html_is_written_and_named_by_the_text(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "audit.html"
+    code = main(["audit", str(SAMPLE / "recording.jsonl"), str(SAMPLE / "requests.jsonl"),
+                 "--html", str(page)])
+    assert code == 0
+    report = _sample()
+    assert page.read_text("utf-8") == audit_html(report)
+    assert capsys.readouterr().out == audit_text(report) + f"HTML report written to {page}\n"
+
+
 def test_cli_bad_replica_option(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["audit", str(SAMPLE / "recording.jsonl"), str(SAMPLE / "requests.jsonl"),
                  "--replica", "replica-a=9.9.9"])

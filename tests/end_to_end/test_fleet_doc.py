@@ -12,12 +12,10 @@ pipeline is one).
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +23,11 @@ import pytest
 
 pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_http import JsonServer
+from fake_publisher import FakePublisher
 from redis_servers import REDIS_URL, redis_module, shared_client
 from test_subscriber import (
     TIMEOUT,
-    FakePublisher,
-    ctx,  # noqa: F401 (a fixture)
     encode_batch,
     publishers,  # noqa: F401 (a fixture)
 )
@@ -68,23 +66,10 @@ def base_url() -> Iterator[str]:
     """A replica's OpenAI server: ``/v1/models`` lists the base model and one adapter."""
     cards = [{"id": "base", "object": "model", "root": "/models/base", "parent": None},
              {"id": "sql-adapter", "object": "model", "root": "/adapters/sql", "parent": "base"}]
-    body = json.dumps({"object": "list", "data": cards}).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200 if self.path == "/v1/models" else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = JsonServer(None, (0,), answer_get=lambda path: (
+        (200, {"object": "list", "data": cards}) if path == "/v1/models" else (404, {})))
+    yield server.url
+    server.close()
 
 
 @pytest.fixture
@@ -120,7 +105,7 @@ def _registered(index: Any) -> None:
 
 
 @pytest.mark.parametrize(("page", "number"), LIVE, ids=[f"{p}:{n}" for p, n in LIVE])
-def test_the_snippet_runs(page: str, number: int, ctx: Any,  # noqa: F811
+def test_the_snippet_runs(page: str, number: int, ctx: Any,
                           stop: threading.Event, publishers: list[FakePublisher],  # noqa: F811
                           request: pytest.FixtureRequest) -> None:
     import asyncio

@@ -11,11 +11,9 @@ the base model).
 from __future__ import annotations
 
 import json
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +21,10 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
-from subscribers import KINDS, AnySubscriber, make_subscriber  # noqa: E402
-from test_subscriber import TIMEOUT, FakePublisher, hello  # noqa: E402
+from fake_http import JsonServer  # noqa: E402
+from fake_publisher import FakePublisher  # noqa: E402
+from subscribers import AnySubscriber  # noqa: E402
+from test_subscriber import TIMEOUT, hello  # noqa: E402
 
 from prefixkey import LoRA, Request  # noqa: E402
 from prefixkey.events import BlockStored, EventBatch, encode_batch  # noqa: E402
@@ -66,18 +66,6 @@ def stored_event(row: dict[str, Any]) -> tuple[BlockStored, list[int]]:
     size = row["case"]["block_size"]
     tokens = list(row["case"]["token_ids"][: len(keys) * size])
     return BlockStored(keys, None, tuple(tokens), size, medium="GPU", group_idx=0), tokens
-
-
-@pytest.fixture(params=KINDS)
-def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
-    return make_subscriber(request.param)
-
-
-@pytest.fixture
-def ctx() -> Iterator[Any]:
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)
 
 
 def test_replicas_without_scheme_are_learned_and_routed(
@@ -215,34 +203,21 @@ class _Models:
         self.adapters: dict[str, str] = {}
         self.status = 200
 
-    def body(self) -> bytes:
+    def answer(self, path: str) -> tuple[int, Any]:
+        if path != "/v1/models":
+            return 404, {}
         cards = [{"id": "base", "object": "model", "root": "/models/base", "parent": None}]
         cards += [{"id": n, "object": "model", "root": p, "parent": "base"}
                   for n, p in self.adapters.items()]
-        return json.dumps({"object": "list", "data": cards}).encode()
+        return self.status, {"object": "list", "data": cards}
 
 
 @pytest.fixture
 def models() -> Iterator[tuple[_Models, str]]:
     state = _Models()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = state.body() if self.path == "/v1/models" else b"{}"
-            self.send_response(state.status if self.path == "/v1/models" else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = JsonServer(None, (0,), answer_get=state.answer)
+    yield state, server.url
+    server.close()
 
 
 def test_lora_paths_follow_v1_models_and_warn_on_repoint(models: tuple[_Models, str]) -> None:

@@ -24,8 +24,8 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher  # noqa: E402
 from test_fleet_learning import stored_event, vllm_vector  # noqa: E402
-from test_subscriber import FakePublisher, ctx  # noqa: E402, F401 (a fixture)
 
 from prefixkey.cli import main  # noqa: E402
 from prefixkey.events import EventBatch, encode_batch  # noqa: E402
@@ -67,7 +67,7 @@ def _listen(context: Any, argv: list[str], capsys: pytest.CaptureFixture[str],
 
 
 def test_listen_auto_infers_the_era_and_learns_the_scheme(
-        ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+        ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:
     row = vllm_vector("xxhash_cbor", 4)
     out = [json.loads(x) for x in _listen(ctx, ["--vllm-version", "auto", "--json"], capsys,
                                           row, PORT)]
@@ -81,7 +81,7 @@ def test_listen_auto_infers_the_era_and_learns_the_scheme(
 
 
 def test_listen_learn_scheme_under_a_given_release(
-        ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+        ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:
     row = vllm_vector("sha256", 16)
     lines = _listen(ctx, ["--vllm-version", "0.31.0", "--learn-scheme"], capsys, row,
                     PORT + 1)
@@ -92,7 +92,7 @@ def test_listen_learn_scheme_under_a_given_release(
 
 
 def test_listen_auto_names_the_releases_the_events_fit(
-        ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+        ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """Before the wire era settles (fewer than 32 payloads) too: never ``vllm=?`` once a
     payload arrived. A token-only 0.31.0 payload also decodes as 0.24.0-0.33.0's wire
     eras, and four of their schemes reproduce its keys: the range says so."""
@@ -104,7 +104,7 @@ def test_listen_auto_names_the_releases_the_events_fit(
     assert "vllm_version='0.33.0'" in learned  # the newest fitting scheme is used
 
 
-def test_listen_prints_each_warning_once_naming_releases(ctx: Any) -> None:  # noqa: F811
+def test_listen_prints_each_warning_once_naming_releases(ctx: Any) -> None:
     """The command's own process: one log line per warning, no Python warning echo, and
     the candidates named by their releases (era letters mean other things elsewhere)."""
     row = vllm_vector("sha256", 16)

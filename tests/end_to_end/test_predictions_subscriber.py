@@ -14,9 +14,8 @@ import pytest
 
 pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher
 from test_subscriber import (
-    FakePublisher,
-    ctx,  # noqa: F401 (a fixture)
     encode_batch,
     hello,
     publishers,  # noqa: F401 (a fixture)

@@ -13,9 +13,9 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher  # noqa: E402
 from test_subscriber import (  # noqa: E402
     BLOCK,
-    FakePublisher,
     encode_batch,
     hasher,
     hello,
@@ -30,13 +30,6 @@ from prefixkey.events import BlockRemoved, EventDecoder, decode_recording  # noq
 from prefixkey.fleet import PrefixIndex, ReplicaEndpoint, ReplicaScheme, Router, Subscriber  # noqa: E402
 
 VERSION = "0.31.0"
-
-
-@pytest.fixture
-def ctx() -> Any:
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)
 
 
 def _record_a_replayed_gap(ctx: Any, path: Path) -> tuple[dict[str, int], list[Request]]:

@@ -23,12 +23,12 @@ import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
-from subscribers import KINDS, AnySubscriber, make_subscriber  # noqa: E402
+from fake_publisher import FakePublisher  # noqa: E402
+from subscribers import AnySubscriber  # noqa: E402
 
 from prefixkey import Hasher, Request  # noqa: E402
 from prefixkey.cli import main  # noqa: E402
 from prefixkey.events import (  # noqa: E402
-    END_SEQ,
     AllBlocksCleared,
     BlockRemoved,
     BlockStored,
@@ -82,109 +82,12 @@ def encode_batch(version: str, ts: float, events: Sequence[KVCacheEvent], rank: 
     return bytes(msgpack.packb(batch, use_bin_type=True))
 
 
-class FakePublisher:
-    """vLLM's publisher on loopback: PUB + optional ROUTER replay serviced in a thread."""
-
-    def __init__(self, ctx: Any, version: str, *, topic: str = "", replay: bool = False,
-                 port: int | None = None, replay_port: int | None = None) -> None:
-        self.version = version
-        self.topic = topic.encode()
-        self.pub = ctx.socket(zmq.PUB)
-        self.pub.setsockopt(zmq.LINGER, 0)
-        if port is None:
-            port = self.pub.bind_to_random_port("tcp://127.0.0.1")
-        else:  # a restart: the old socket's close is asynchronous, retry until the port is free
-            deadline = time.monotonic() + TIMEOUT
-            while True:
-                try:
-                    self.pub.bind(f"tcp://127.0.0.1:{port}")
-                    break
-                except zmq.ZMQError:
-                    if time.monotonic() > deadline:
-                        self.pub.close(0)
-                        raise
-                    time.sleep(0.01)
-        self.port = port
-        self.endpoint = f"tcp://127.0.0.1:{port}"
-        self.seq = 0
-        self.buffer: list[tuple[int, bytes]] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self.replay_endpoint: str | None = None
-        self.replay_requests: list[int] = []
-        self._thread: threading.Thread | None = None
-        self.router = None
-        if replay:
-            router = ctx.socket(zmq.ROUTER)
-            router.setsockopt(zmq.LINGER, 0)
-            if replay_port is None:
-                replay_port = router.bind_to_random_port("tcp://127.0.0.1")
-            else:
-                router.bind(f"tcp://127.0.0.1:{replay_port}")
-            self.replay_port = replay_port
-            self.replay_endpoint = f"tcp://127.0.0.1:{replay_port}"
-            self.router = router
-            self._thread = threading.Thread(target=self._serve, daemon=True)
-            self._thread.start()
-
-    def _serve(self) -> None:
-        assert self.router is not None
-        with_topic = wire_era(self.version)[0].replay_carries_topic
-        while not self._stop.is_set():
-            if not self.router.poll(20):
-                continue
-            client, _, start_bytes = self.router.recv_multipart()
-            start = int.from_bytes(start_bytes, "big")
-            self.replay_requests.append(start)
-            with self._lock:
-                buffered = [(s, p) for s, p in self.buffer if s >= start]
-            for seq, payload in buffered:
-                head = [self.topic] if with_topic else []
-                self.router.send_multipart([client, b"", *head, seq.to_bytes(8, "big"), payload])
-            end = [b"", END_SEQ, b""] if with_topic else [END_SEQ, b""]
-            self.router.send_multipart([client, b"", *end])
-
-    def publish(self, payload: bytes, *, send: bool = True) -> list[bytes]:
-        seq = self.seq
-        self.seq += 1
-        with self._lock:
-            self.buffer.append((seq, payload))
-        frames = [self.topic, seq.to_bytes(8, "big"), payload]
-        if send:
-            self.pub.send_multipart(frames)
-        return frames
-
-    def send(self, frames: list[bytes]) -> None:
-        self.pub.send_multipart(frames)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(2)
-        if self.router is not None:
-            self.router.close(0)
-        self.pub.close(0)
-
-
-@pytest.fixture
-def ctx() -> Iterator[Any]:
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)  # never hangs on a socket a failed test left open
-
-
 @pytest.fixture
 def publishers(ctx: Any) -> Iterator[list[FakePublisher]]:
     made: list[FakePublisher] = []
     yield made
     for p in made:
         p.close()
-
-
-@pytest.fixture(params=KINDS)
-def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
-    """The threaded Subscriber, or the AsyncSubscriber (on a loop in a thread)."""
-    return make_subscriber(request.param)
 
 
 def wait(sub: AnySubscriber, predicate: Callable[[Mapping[str, Any]], bool], what: str) -> None:
@@ -426,6 +329,9 @@ def test_full_queue_drops_are_counted_and_replayed(
             pub.publish(encode_batch("0.31.0", 2.0 + i, []))
         wait(sub, lambda s: s["replicas"]["a"]["dropped"] == 2, "two drops")
         release.set()
+        # Seq 6 only once 2 and 3 left the queue: into a still-full queue it would be a
+        # third drop, which no later batch's gap would reveal.
+        wait(sub, lambda s: s["replicas"]["a"]["batches"] == 4, "the queued batches")
         pub.publish(encode_batch("0.31.0", 9.0, []))
         wait(sub, lambda s: s["replicas"]["a"]["batches"] == 7, "all seven batches")
         a = sub.stats()["replicas"]["a"]

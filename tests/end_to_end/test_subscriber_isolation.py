@@ -11,18 +11,18 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 zmq = pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
-from subscribers import KINDS, AnySubscriber, make_subscriber  # noqa: E402
+from fake_publisher import FakePublisher  # noqa: E402
+from subscribers import AnySubscriber  # noqa: E402
 from test_subscriber import (  # noqa: E402
     BLOCK,
     TIMEOUT,
-    FakePublisher,
     encode_batch,
     hasher,
     hello,
@@ -43,18 +43,6 @@ from prefixkey.fleet import (  # noqa: E402
 from prefixkey.fleet.feed._feed_set import FeedSet  # noqa: E402
 
 V = "0.31.0"
-
-
-@pytest.fixture(params=KINDS)
-def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
-    return make_subscriber(request.param)
-
-
-@pytest.fixture
-def ctx() -> Iterator[Any]:
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)
 
 
 def block_batch(scheme: ReplicaScheme, i: int, rank: int = 0) -> bytes:

@@ -23,15 +23,13 @@ import pytest
 
 pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher
 from redis_servers import redis_module, redis_server
 from subscribers import AnySubscriber, LoopSubscriber
 from test_subscriber import (
     TIMEOUT,
-    FakePublisher,
-    ctx,  # noqa: F401 (a fixture)
     encode_batch,
     hello,
-    make,  # noqa: F401 (a fixture)
     publishers,  # noqa: F401 (a fixture)
     wait,
 )
@@ -60,6 +58,20 @@ def gpu_a_keys(index: RedisPrefixIndex) -> set[Any]:
     return {k for _, k, _ in index.entries("gpu-a")}
 
 
+def gpu_a_publisher(ctx: Any, made: list[FakePublisher]
+                    ) -> tuple[FakePublisher, ReplicaEndpoint]:
+    """A publisher (added to ``made``, the ``publishers`` fixture that closes it) and
+    replica gpu-a's endpoint on it."""
+    pub = FakePublisher(ctx, VERSION)
+    made.append(pub)
+    return pub, ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+
+
+def unsent(pub: FakePublisher, *events: Any) -> list[bytes]:
+    """A batch of ``events`` published but not sent (replayable): its frames."""
+    return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
+
+
 class _ThreadRecordingIndex(RedisPrefixIndex):
     """Records the threads its batches are applied from (retries included)."""
 
@@ -76,24 +88,19 @@ async def _thread_ident() -> int:
 
 def test_an_outage_is_retried_until_redis_is_back(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     redis_module()
     with redis_server() as server:
         index = _ThreadRecordingIndex.from_url(server.url, timeout=0.3, namespace="sub")
         assert isinstance(index, _ThreadRecordingIndex)
         index.threads = set()
-        pub = FakePublisher(ctx, VERSION)
-        publishers.append(pub)
-        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
-
-        def frames(*events: BlockStored) -> list[bytes]:
-            return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
+        pub, endpoint = gpu_a_publisher(ctx, publishers)
 
         with make([endpoint], index=index, context=ctx, retry_seconds=30.0) as sub:
-            hello(sub, [(pub, "gpu-a", frames(gpu_stored(1, 2)))])
+            hello(sub, [(pub, "gpu-a", unsent(pub, gpu_stored(1, 2)))])
             assert gpu_a_keys(index) == {1, 2}
             server.kill()
-            pub.send(frames(gpu_stored(3, 4)))
+            pub.send(unsent(pub, gpu_stored(3, 4)))
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_retries"] >= 2, "retries")
             if isinstance(sub, LoopSubscriber):  # the loop is not the one waiting on Redis
                 # Which thread called the index, not how fast the loop answered: a loaded
@@ -118,17 +125,12 @@ def test_a_retry_budget_that_runs_out_counts_an_apply_error(
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.2, namespace="sub")
-        pub = FakePublisher(ctx, VERSION)
-        publishers.append(pub)
-        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
-
-        def frames(*events: BlockStored) -> list[bytes]:
-            return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
+        pub, endpoint = gpu_a_publisher(ctx, publishers)
 
         with Subscriber([endpoint], index=index, context=ctx, retry_seconds=0.5) as sub:
-            hello(sub, [(pub, "gpu-a", frames())])
+            hello(sub, [(pub, "gpu-a", unsent(pub))])
             server.kill()
-            pub.send(frames(gpu_stored(5)))
+            pub.send(unsent(pub, gpu_stored(5)))
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_errors"] == 1, "the give-up")
             assert sub.stats()["replicas"]["gpu-a"]["apply_retries"] >= 1
             assert sub.stats()["replicas"]["gpu-a"]["batches"] == 1  # the hello only
@@ -136,7 +138,7 @@ def test_a_retry_budget_that_runs_out_counts_an_apply_error(
 
 def test_a_full_redis_is_retried_given_up_then_the_replica_resyncs(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     """noeviction at maxmemory: the batch of removes is retried (IndexFullError is an
     IndexUnavailableError), given up, and the replica's next batch clears it first, so
     none of the 111 removed keys stays held."""
@@ -144,24 +146,19 @@ def test_a_full_redis_is_retried_given_up_then_the_replica_resyncs(
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=1.0, namespace="sub")
         admin = redis.Redis.from_url(server.url)
-        pub = FakePublisher(ctx, VERSION)
-        publishers.append(pub)
-        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
-
-        def frames(*events: Any) -> list[bytes]:
-            return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
+        pub, endpoint = gpu_a_publisher(ctx, publishers)
 
         with make([endpoint], index=index, context=ctx, retry_seconds=0.5) as sub:
-            hello(sub, [(pub, "gpu-a", frames(gpu_stored(*range(1, 112))))])
+            hello(sub, [(pub, "gpu-a", unsent(pub, gpu_stored(*range(1, 112))))])
             assert gpu_a_keys(index) == set(range(1, 112))
             admin.config_set("maxmemory-policy", "noeviction")
             admin.config_set("maxmemory", 1)
-            pub.send(frames(BlockRemoved(tuple(range(1, 112)), medium="GPU")))
+            pub.send(unsent(pub, BlockRemoved(tuple(range(1, 112)), medium="GPU")))
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_errors"] == 1, "the give-up")
             assert sub.stats()["replicas"]["gpu-a"]["apply_retries"] >= 1
             admin.config_set("maxmemory", 0)  # memory freed
             batches = sub.stats()["replicas"]["gpu-a"]["batches"]
-            pub.send(frames(gpu_stored(500)))
+            pub.send(unsent(pub, gpu_stored(500)))
             wait(sub, lambda s: s["replicas"]["gpu-a"]["batches"] == batches + 1, "the next")
             assert gpu_a_keys(index) == {500}
             assert index.stats()["resyncs"] == 1
@@ -169,25 +166,20 @@ def test_a_full_redis_is_retried_given_up_then_the_replica_resyncs(
 
 def test_stop_cuts_a_retry_short(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     redis_module()
     with redis_server() as server:
         # A PredictedIndex over Redis: fed like any backend, and typed as one.
         index = PredictedIndex(RedisPrefixIndex.from_url(server.url, timeout=0.2,
                                                          namespace="sub"))
-        pub = FakePublisher(ctx, VERSION)
-        publishers.append(pub)
-        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
-
-        def frames(*events: BlockStored) -> list[bytes]:
-            return pub.publish(encode_batch(VERSION, time.time(), events), send=False)
+        pub, endpoint = gpu_a_publisher(ctx, publishers)
 
         sub = make([endpoint], index=index, context=ctx, retry_seconds=60.0)
         with sub:
-            hello(sub, [(pub, "gpu-a", frames(gpu_stored(7)))])
+            hello(sub, [(pub, "gpu-a", unsent(pub, gpu_stored(7)))])
             assert index.predictions.is_confirmed("gpu-a")
             server.kill()
-            pub.send(frames(gpu_stored(8)))
+            pub.send(unsent(pub, gpu_stored(8)))
             wait(sub, lambda s: s["replicas"]["gpu-a"]["apply_retries"] >= 1, "a retry")
             started = time.monotonic()
         assert time.monotonic() - started < 5.0  # not the 60 s budget

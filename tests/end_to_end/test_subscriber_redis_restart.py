@@ -19,23 +19,20 @@ import pytest
 
 pytest.importorskip("zmq", reason="needs pyzmq: pip install -e '.[test]' (or the zmq extra)")
 
+from fake_publisher import FakePublisher
 from redis_servers import redis_module, redis_server
 from subscribers import AnySubscriber
 from test_subscriber import (
-    FakePublisher,
-    ctx,  # noqa: F401 (a fixture)
     encode_batch,
     hello,
-    make,  # noqa: F401 (a fixture)
     publishers,  # noqa: F401 (a fixture)
     wait,
 )
-from test_subscriber_redis import SCHEME, VERSION, gpu_a_keys, gpu_stored
+from test_subscriber_redis import VERSION, gpu_a_keys, gpu_a_publisher, gpu_stored
 
 from prefixkey.fleet import (
     PrefixIndex,
     RedisPrefixIndex,
-    ReplicaEndpoint,
     ReplicaId,
 )
 from prefixkey.fleet.feed._feed import ReplicaFeed
@@ -53,13 +50,11 @@ def _restart_publisher(context: Any, made: list[FakePublisher],
 
 def test_a_restart_clear_during_an_outage_is_retried_until_redis_is_back(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.3, namespace="restart")
-        pub = FakePublisher(ctx, VERSION)
-        publishers.append(pub)
-        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+        pub, endpoint = gpu_a_publisher(ctx, publishers)
         with make([endpoint], index=index, context=ctx, retry_seconds=30.0) as sub:
             hello(sub, [(pub, "gpu-a", pub.publish(
                 encode_batch(VERSION, 1.0, [gpu_stored(1, 2)]), send=False))])
@@ -83,13 +78,11 @@ def test_a_restart_clear_during_an_outage_is_retried_until_redis_is_back(
 
 def test_a_restart_clear_that_runs_out_of_retries_is_counted(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber]) -> None:  # noqa: F811
+        make: Callable[..., AnySubscriber]) -> None:
     redis_module()
     with redis_server() as server:
         index = RedisPrefixIndex.from_url(server.url, timeout=0.2, namespace="restart")
-        pub = FakePublisher(ctx, VERSION)
-        publishers.append(pub)
-        endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+        pub, endpoint = gpu_a_publisher(ctx, publishers)
         with make([endpoint], index=index, context=ctx, retry_seconds=0.5) as sub:
             hello(sub, [(pub, "gpu-a", pub.publish(
                 encode_batch(VERSION, 1.0, [gpu_stored(1)]), send=False))])
@@ -106,15 +99,13 @@ def test_a_restart_clear_that_runs_out_of_retries_is_counted(
 
 def test_an_unexpected_error_handling_a_message_is_counted(
         ctx: Any, publishers: list[FakePublisher],  # noqa: F811
-        make: Callable[..., AnySubscriber],  # noqa: F811
+        make: Callable[..., AnySubscriber],
         monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(self: ReplicaFeed, frames: list[bytes], recv_time: float) -> None:
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(ReplicaFeed, "accept", broken)
-    pub = FakePublisher(ctx, VERSION)
-    publishers.append(pub)
-    endpoint = ReplicaEndpoint("gpu-a", pub.endpoint, VERSION, scheme=SCHEME)
+    pub, endpoint = gpu_a_publisher(ctx, publishers)
     with make([endpoint], index=PrefixIndex(), context=ctx) as sub:
         hello(sub, [(pub, "gpu-a", pub.publish(
             encode_batch(VERSION, 1.0, [gpu_stored(1)]), send=False))], key="handling_errors")

@@ -18,11 +18,11 @@ import threading
 from email.message import Message
 from typing import Any
 
-import zmq
 from fake_http import JsonServer
+from fake_publisher import FakePublisher
 
 from prefixkey import Hasher
-from prefixkey.events import END_SEQ, BlockStored, EventBatch, encode_batch, seq_frame, wire_era
+from prefixkey.events import BlockStored, EventBatch, encode_batch
 from prefixkey.fleet import ReplicaScheme
 from prefixkey.render import Renderer, RenderRequestError
 
@@ -40,21 +40,13 @@ class FakeVLLM:
         self.received: list[dict[str, Any]] = []
         #: Every block key it published (as published), for tests reading an index elsewhere.
         self.stored: set[Any] = set()
-        self.seq = 0
-        self.sent: list[tuple[int, bytes]] = []
         self.drop_next = False
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self.pub = ctx.socket(zmq.PUB)
-        self.pub.setsockopt(zmq.LINGER, 0)
-        self.pub.bind(f"tcp://127.0.0.1:{port + 1}")
-        self.kv_events = f"tcp://127.0.0.1:{port + 1}"
-        self.replay_socket = ctx.socket(zmq.ROUTER)
-        self.replay_socket.setsockopt(zmq.LINGER, 0)
-        self.replay_socket.bind(f"tcp://127.0.0.1:{port + 2}")
-        self.replay = f"tcp://127.0.0.1:{port + 2}"
-        self._replayer = threading.Thread(target=self._serve_replay, daemon=True)
-        self._replayer.start()
+        self.publisher = FakePublisher(ctx, VERSION, replay=True, port=port + 1,
+                                       replay_port=port + 2, rebind_seconds=0)
+        self.kv_events = self.publisher.endpoint
+        assert self.publisher.replay_endpoint is not None
+        self.replay = self.publisher.replay_endpoint
         self.http = JsonServer(self._answer, (port,))
         self.url = f"http://127.0.0.1:{port}/v1"
         self.alive = True
@@ -84,28 +76,15 @@ class FakeVLLM:
             self.publish([BlockStored(published, None, ids, BLOCK)])
 
     def publish(self, events: list[Any]) -> None:
-        with self._lock:
-            payload = encode_batch(EventBatch(1.0, tuple(events)), VERSION)
-            seq, self.seq = self.seq, self.seq + 1
-            self.sent.append((seq, payload))
-            if self.drop_next:
-                self.drop_next = False
-                return
-            self.pub.send_multipart([b"", seq_frame(seq), payload])
+        payload = encode_batch(EventBatch(1.0, tuple(events)), VERSION)
+        with self._lock:  # HTTP threads publish: one at a time on the PUB socket
+            drop, self.drop_next = self.drop_next, False
+            self.publisher.publish(payload, send=not drop)
 
-    def _serve_replay(self) -> None:
-        with_topic = wire_era(VERSION)[0].replay_carries_topic
-        while not self._stop.is_set():
-            if not self.replay_socket.poll(20):
-                continue
-            client, _, start = self.replay_socket.recv_multipart()
-            first = int.from_bytes(start, "big")
-            with self._lock:
-                todo = [(s, p) for s, p in self.sent if s >= first]
-            head = [b""] if with_topic else []
-            for seq, payload in todo:
-                self.replay_socket.send_multipart([client, b"", *head, seq_frame(seq), payload])
-            self.replay_socket.send_multipart([client, b"", *head, END_SEQ, b""])
+    @property
+    def sent(self) -> list[tuple[int, bytes]]:
+        """Every message published (seq, payload), sent on PUB or not."""
+        return self.publisher.buffer
 
     def kill(self) -> None:
         """The replica's server dies: its port refuses connections."""
@@ -115,7 +94,4 @@ class FakeVLLM:
 
     def close(self) -> None:
         self.kill()
-        self._stop.set()
-        self._replayer.join(2)
-        self.replay_socket.close(0)
-        self.pub.close(0)
+        self.publisher.close()

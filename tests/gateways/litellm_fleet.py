@@ -65,13 +65,6 @@ def deployment(replica: FakeVLLM, *, scheme: bool = True, **extra: Any) -> dict[
 
 
 @pytest.fixture
-def ctx() -> Iterator[Any]:
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)
-
-
-@pytest.fixture
 def replicas(ctx: Any) -> Iterator[list[FakeVLLM]]:
     made: list[FakeVLLM] = []
     shared = renderer()

@@ -8,23 +8,23 @@ prompt it serves publishes ``BlockStored`` for the blocks it did not hold yet,
 keyed as vLLM 0.29 keys them (``PYTHONHASHSEED=0``, sha256, block size 16),
 encoded by prefixkey's encoder. ``skip_events(n)`` leaves the next ``n``
 batches unsent (kept for replay): an event gap. The workers import this module
-by name (the test puts tests/gateways on their PYTHONPATH).
+by name (the test puts tests/gateways and tests on their PYTHONPATH).
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from typing import Any
 
 import ray
 import zmq
+from fake_publisher import FakePublisher
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from prefixkey import Hasher, Request
-from prefixkey.events import END_SEQ, BlockStored, EventBatch, encode_batch, seq_frame, wire_era
+from prefixkey.events import BlockStored, EventBatch, encode_batch
 from prefixkey.fleet import ReplicaScheme
 from prefixkey.gateways.ray import router_stats, serve_replica_kv_events
 
@@ -32,46 +32,6 @@ VLLM_VERSION = "0.29.0"
 BLOCK = 16
 #: Replay ports sit this far above the PUB ports (inside the test's port range).
 REPLAY_OFFSET = 10
-
-
-class _Publisher:
-    """vLLM's ZmqEventPublisher: PUB ``[topic, seq, payload]``, replay on a ROUTER thread."""
-
-    def __init__(self, endpoint: str, replay_endpoint: str, version: str) -> None:
-        self.ctx = zmq.Context()
-        self.pub = self.ctx.socket(zmq.PUB)
-        self.pub.setsockopt(zmq.LINGER, 0)
-        self.pub.bind(endpoint)
-        self.router = self.ctx.socket(zmq.ROUTER)
-        self.router.setsockopt(zmq.LINGER, 0)
-        self.router.bind(replay_endpoint)
-        self.with_topic = wire_era(version)[0].replay_carries_topic
-        self.seq = 0
-        self.buffer: list[tuple[int, bytes]] = []
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            if not self.router.poll(50):
-                continue
-            client, _, start_bytes = self.router.recv_multipart()
-            start = int.from_bytes(start_bytes, "big")
-            with self.lock:
-                buffered = [(s, p) for s, p in self.buffer if s >= start]
-            head = [b""] if self.with_topic else []
-            for seq, payload in buffered:
-                self.router.send_multipart([client, b"", *head, seq_frame(seq), payload])
-            self.router.send_multipart([client, b"", *head, END_SEQ, b""])
-
-    def publish(self, payload: bytes, *, send: bool) -> None:
-        with self.lock:
-            seq = self.seq
-            self.seq += 1
-            self.buffer.append((seq, payload))
-        if send:
-            self.pub.send_multipart([b"", seq_frame(seq), payload])
 
 
 class FakeVLLM:
@@ -83,7 +43,10 @@ class FakeVLLM:
                                      block_size=BLOCK, host="127.0.0.1")
         self.stats = kv.routing_stats
         config = kv.kv_events_config
-        self.publisher = _Publisher(config["endpoint"], config["replay_endpoint"], VLLM_VERSION)
+        # 127.0.0.1 endpoints: the PUB and replay ports are their last field.
+        pub, replay = (int(config[k].rsplit(":", 1)[1]) for k in ("endpoint", "replay_endpoint"))
+        self.publisher = FakePublisher(zmq.Context(), VLLM_VERSION, replay=True, port=pub,
+                                       replay_port=replay)
         self.scheme = ReplicaScheme(Hasher(block_size=BLOCK, python_hash_seed="0",
                                            vllm_version=VLLM_VERSION))
         self.held: set[object] = set()

@@ -20,7 +20,6 @@ from fake_vllm import FakeVLLM
 from litellm_fleet import (
     MODEL_DIR,
     SERVED,
-    ctx,  # noqa: F401 (a fixture)
     deployment,
     litellm,
     replicas,  # noqa: F401 (a fixture)

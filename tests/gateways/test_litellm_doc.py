@@ -16,7 +16,6 @@ from fake_vllm import FakeVLLM
 from litellm_fleet import (
     MODEL_DIR,
     SERVED,
-    ctx,  # noqa: F401 (a fixture)
     replicas,  # noqa: F401 (a fixture)
 )
 

@@ -35,7 +35,6 @@ from litellm_fleet import (
     MODEL_DIR,
     SERVED,
     SERVER_OPTIONS,
-    ctx,  # noqa: F401 (a fixture)
     replicas,  # noqa: F401 (a fixture)
 )
 from redis_servers import REDIS_URL, missing, shared_client

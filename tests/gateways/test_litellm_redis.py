@@ -12,7 +12,6 @@ from typing import Any
 
 from fake_vllm import FakeVLLM
 from litellm_fleet import (
-    ctx,  # noqa: F401 (a fixture)
     replicas,  # noqa: F401 (a fixture)
 )
 from redis_servers import redis_module, redis_server

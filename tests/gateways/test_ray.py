@@ -59,8 +59,9 @@ def redis() -> Iterator[RedisServer]:
 def cluster() -> Iterator[None]:
     if _MISSING is not None:
         missing(_MISSING)
-    # The replicas import ray_fleet (and this checkout's prefixkey) by name.
-    path = [str(HERE), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    # The replicas import ray_fleet and fake_publisher (and this checkout's prefixkey) by name.
+    path = [str(HERE), str(HERE.parent), str(ROOT),
+            *filter(None, [os.environ.get("PYTHONPATH")])]
     os.environ["PYTHONPATH"] = os.pathsep.join(path)
     # Ray's memory monitor kills workers when the machine (shared with other jobs) runs
     # low; these replicas hold a few MB each: a kill would be the neighbours' doing.

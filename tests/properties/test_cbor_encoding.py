@@ -5,14 +5,13 @@ CBOR has no object identity, so tags and data strings can be anything equal.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import cbor2
 import pytest
+from block_chains import DIGESTS, block_starts, reference_chain
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xxhash import xxh3_128_digest
 
 from prefixkey.core import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG
 from prefixkey.core import _cbor_encoding as ce
@@ -226,7 +225,7 @@ def test_encode_block_matches_cbor2(parent: bytes, tokens: list[int], spec: Any)
     assert ce.dumps((parent, tuple(tokens), ours)) == expected
 
 
-@pytest.mark.parametrize("digest_name", ["sha256", "xxh3_128"])
+@pytest.mark.parametrize("digest_name", list(DIGESTS))
 @given(
     parent=st.binary(min_size=32, max_size=32),
     size=st.integers(1, 6),
@@ -236,15 +235,12 @@ def test_encode_block_matches_cbor2(parent: bytes, tokens: list[int], spec: Any)
 def test_chain_matches_cbor2_chain(
     digest_name: str, parent: bytes, size: int, tokens: list[int], spec: Any
 ) -> None:
-    digest = (lambda b: hashlib.sha256(b).digest()) if digest_name == "sha256" else xxh3_128_digest
+    digest = DIGESTS[digest_name]
     # The parent is a digest (NONE_HASH is one too): as long as every later parent.
     parent = parent[: len(digest(b""))]
     ours, ref = build(spec)
-    expected, p = [], parent
-    for s in range(0, len(tokens) - size + 1, size):
-        p = digest(ref_dumps((p, tuple(tokens[s : s + size]), ref)))
-        expected.append(p)
-    starts = range(0, len(tokens) - size + 1, size)
+    expected = reference_chain(parent, tokens, size, ref, ref_dumps, digest)
+    starts = block_starts(len(tokens), size)
     got = ce.chain(parent, stream_of(tokens, size), starts, size,
                    [ce.encode_extra_keys_tail(ours)] * len(starts), digest)
     assert got == expected

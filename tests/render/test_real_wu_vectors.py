@@ -25,8 +25,7 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError
-from prefixkey.render._renderer import _truncates_left
+from prefixkey.render import Renderer
 
 CASES = render_cases("real_wu_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
@@ -67,30 +66,3 @@ def test_the_options_the_classes_read_change_the_ids() -> None:
 def test_vllm_rendering_of_wordpiece_and_unigram_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)
-
-
-def test_truncating_a_pooling_architecture_is_refused_not_guessed() -> None:
-    """vLLM runs BertModel as a pooling model, whose tokenizer truncates on the right
-    (vllm/tokenizers/registry.py); its 0.31.0 answer for bge-small's folder kept the start
-    of the prompt, ``[101, 26136, 6593, 999, 999, 999, 1029, 1029, 102]``. prefixkey does not
-    model the runner type, so it refuses rather than truncate on the left."""
-    r = renderer("bert_bge")
-    body = {"model": "real-bert_bge", "truncate_prompt_tokens": 9,
-            "prompt": "punct!!! ??? ... --- ((()))[[]]{{}} @#$%^&* ``'' \"quoted\"" * 4}
-    with pytest.raises(RenderUnsupportedError) as caught:
-        r.render("/v1/completions", body)
-    assert caught.value.field == "truncate_prompt_tokens"
-    assert "pooling" in str(caught.value)
-
-
-@pytest.mark.parametrize(("architectures", "left"), [
-    (("LlamaForCausalLM",), True), (("Qwen2VLForConditionalGeneration",), True),
-    (("BertModel",), False), (("BertForMaskedLM",), False),
-    (("XLMRobertaForSequenceClassification",), False),
-    (("XLMRobertaForMaskedLM",), True),  # neither registered nor suffixed: "generate"
-    (("Unknown", "GPT2LMHeadModel"), True), ((), True)])
-def test_which_architectures_truncate_on_the_left(architectures: tuple[str, ...],
-                                                   left: bool) -> None:
-    """vLLM 0.31's default runner (config/model.py): the first architecture its registry
-    knows or a suffix matches decides; a pooling runner truncates on the right."""
-    assert _truncates_left(architectures) is left

@@ -35,7 +35,8 @@ RELEASES_DIR = RENDER_DIR / "releases"
 #: Corpus prefixes (``main`` is bodies.jsonl) and the library each needs.
 CORPORA = {"main": None, "real_hf_": None, "real_mistral_": "mistral_common",
            "real_harmony_": "openai_harmony", "release_edges_": None, "real_l31_": None,
-           "real_wu_": None, "real_spm_": None}
+           "real_wu_": None, "real_wu2_": None, "real_pool_": None,
+           "real_spm_": None}
 #: Bodies where releases answer differently (reused prompt ids, truncation), harvested
 #: from every release, 0.31.0 included; the others are the corpora of the other tests.
 EDGES = "release_edges_"
@@ -209,6 +210,19 @@ def test_a_releases_tokenizer_facts_are_its_installs(release: str) -> None:
         [str(python), "tools/extract_hf_tokenizers.py", "--check", "--out",
          f"prefixkey/render/{module}.py"], cwd=root, capture_output=True, text=True,
         env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("release", verified_releases())
+def test_a_releases_runner_facts_are_its_installs(release: str) -> None:
+    """Which runner each architecture gets (render/_runner_facts.py) is what the release's
+    own model registry says (tools/extract_runner_facts.py --check)."""
+    import subprocess
+
+    python, env = vllm_command(release)
+    done = subprocess.run([str(python), "tools/extract_runner_facts.py", "--check"],
+                          cwd=RENDER_DIR.parents[1], capture_output=True, text=True, env=env,
+                          check=False)
     assert done.returncode == 0, done.stderr[-2000:]
 
 

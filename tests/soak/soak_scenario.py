@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# The loopback publishers and the subscriber harness of the end-to-end suite.
+# The loopback publisher and both subscribers (tests/), the end-to-end suite's helpers.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "end_to_end"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from fake_publisher import FakePublisher
 from hostile_publisher import BIG_KEYS, MEDIA_PER_ROUND
 from subscribers import AnySubscriber
-from test_subscriber import BLOCK, FakePublisher, encode_batch, hasher, hello, stored
+from test_subscriber import BLOCK, encode_batch, hasher, hello, stored
 
 from prefixkey import Request
 from prefixkey.events import DecodedOps

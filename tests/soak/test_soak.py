@@ -18,7 +18,7 @@ subscriber for ``all``, 5 s for the others); a plain ``pytest`` run gives each 2
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -35,7 +35,7 @@ from soak_scenario import (  # noqa: E402
     QUEUE_BYTES,
     QUEUE_SIZE,
 )
-from subscribers import KINDS, AnySubscriber, make_subscriber  # noqa: E402
+from subscribers import AnySubscriber  # noqa: E402
 
 from prefixkey.fleet.feed._driver import SLICE_KEYS  # noqa: E402
 
@@ -44,18 +44,6 @@ pytestmark = pytest.mark.soak
 SECONDS = float(os.environ.get("PREFIXKEY_SOAK_SECONDS", "2"))
 #: The budget of the one-kind runs (media, flood): what they must show comes in seconds.
 ONE_KIND_SECONDS = 5.0
-
-
-@pytest.fixture(params=KINDS)
-def make(request: pytest.FixtureRequest) -> Callable[..., AnySubscriber]:
-    return make_subscriber(request.param)
-
-
-@pytest.fixture
-def ctx() -> Iterator[Any]:
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)
 
 
 @pytest.mark.parametrize("kind", ["all", "media", "flood"])

@@ -32,6 +32,8 @@ else:
     print(json.dumps(None))
 """
 
+#: A SentencePiece Python tokenizer's folder (its committed files name the class).
+_SIGLIP = Path(__file__).resolve().parents[1] / "render" / "real" / "siglip_py"
 CASES = [
     ("zmq", "from prefixkey.fleet import Subscriber", "zmq"),
     ("zmq", "from prefixkey.fleet import AsyncSubscriber", "zmq"),
@@ -43,6 +45,8 @@ CASES = [
     ("mistral_common", "from prefixkey.render import Renderer, ServerOptions\n"
                        "    Renderer(ServerOptions(model='m', tokenizer_mode='mistral'))",
      "mistral"),
+    ("sentencepiece", "from prefixkey.render import Renderer, ServerOptions\n"
+                      f"    Renderer(ServerOptions(model={str(_SIGLIP)!r}))", "sentencepiece"),
     ("blake3", "from prefixkey.multimodal import MMHasher", "multimodal"),
     ("PIL", "from prefixkey.multimodal import MMHasher", "multimodal"),
     ("hypothesis", "from prefixkey.testing import replay", "hypothesis"),

@@ -67,3 +67,20 @@ def test_edits_compose_and_set_text_reads_another_sources_file(template_source: 
     # A folder is cached only when the edit's sources are too.
     entry = ["lenml-llama3_1", "package/models/tokenizer_config.json", edit]
     assert real_models._entry_sources(entry) == ["lenml-llama3_1", template_source]
+
+
+def test_spm_vocab_writes_first_then_the_model_pieces_then_last(tmp_path: Path) -> None:
+    """M2M100/Speech2Text/Marian folders' vocab.json beside their SentencePiece model."""
+    sentencepiece = pytest.importorskip("sentencepiece")
+    (tmp_path / "text.txt").write_text("hello world\nhello there\n" * 20, "utf-8")
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(tmp_path / "text.txt"), model_prefix=str(tmp_path / "m"), vocab_size=20,
+        model_type="bpe", minloglevel=2)
+    model = (tmp_path / "m.model").read_bytes()
+    vocab = json.loads(real_models._edited(model, {"spm_vocab": {
+        "first": ["<s>", "<pad>", "</s>", "<unk>"], "last": ["<extra>"]}}))
+    processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    expected = ["<s>", "<pad>", "</s>", "<unk>",
+                *(p for p in pieces if p not in ("<s>", "</s>", "<unk>")), "<extra>"]
+    assert list(vocab) == expected and list(vocab.values()) == list(range(len(expected)))

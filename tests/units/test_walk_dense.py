@@ -4,17 +4,27 @@
 has changed at most keys (many replicas, each with its own run length); the
 ends must be those of the plain definition, one key at a time: holder sets
 that are not nested, keys missing or held by none of the candidates, empty
-masks, candidates that are a subset of the holders.
+masks, candidates that are a subset of the holders. A top-1 ranking reads the
+same ends longest first from the walk's running AND (:func:`prefix_ands`,
+:func:`runs_back`), and ``PrefixIndex._prefix_walk`` must be the walk
+``leading_runs`` answers with.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import pairwise
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prefixkey.events import EventHash
+from prefixkey import Hasher
+from prefixkey.events import BlockStored, EventBatch, EventHash
+from prefixkey.fleet import PrefixIndex, ReplicaId, ReplicaScheme, RunsQuery
 from prefixkey.fleet.index import _walk
-from prefixkey.fleet.index._walk import walk
+from prefixkey.fleet.index._walk import OrderedGroups, PrefixWalk, prefix_ands, runs_back, walk
+
+SCHEME = ReplicaScheme(Hasher(block_size=4, python_hash_seed="0"))
 
 
 def plain_walk(holders: dict[EventHash, int], keys: list[EventHash],
@@ -70,6 +80,47 @@ def test_walk_ends_are_the_plain_walks(
         case: tuple[dict[EventHash, int], list[EventHash], int]) -> None:
     holders, keys, alive = case
     assert walk(holders, keys, alive) == plain_walk(holders, keys, alive)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=walks())
+def test_runs_read_back_from_the_running_and_are_the_plain_walks(
+        case: tuple[dict[EventHash, int], list[EventHash], int]) -> None:
+    holders, keys, alive = case
+    ands = prefix_ands(holders, keys, alive)
+    assert list(runs_back(ands)) == plain_walk(holders, keys, alive)[::-1]
+    assert all(a >= b for a, b in pairwise(ands))  # what runs_back bisects
+    slots = [ReplicaId(f"r{i}") for i in range(alive.bit_length())]
+    assert (_listed(PrefixWalk(ands, 1, slots, ()).groups())
+            == _listed(OrderedGroups(walk(holders, keys, alive), 1, slots)))
+
+
+def _listed(groups: Sequence[tuple[object, Sequence[ReplicaId]]]) -> list[tuple[object, list[
+        ReplicaId]]]:
+    return [(runs, list(members)) for runs, members in groups]
+
+
+@settings(max_examples=100, deadline=None)
+@given(held=st.lists(st.integers(0, 12), min_size=1, max_size=40), subset=st.booleans(),
+       cpu=st.booleans(), tokens=st.integers(0, 52))
+def test_the_index_walks_a_top1_query_as_it_answers_it(
+        held: list[int], subset: bool, cpu: bool, tokens: int) -> None:
+    index = PrefixIndex()
+    keys = [SCHEME.publish(k) for k in SCHEME.hasher.block_hashes(list(range(52)))]
+    for r, n in enumerate(held):
+        index.register(f"r{r}", SCHEME)
+        if n:
+            index.apply(f"r{r}", EventBatch(0.0, (BlockStored(
+                tuple(keys[:n]), None, (), 4, medium="CPU" if cpu and r % 3 == 0 else None),)))
+    replicas = tuple(index.replicas())
+    query = RunsQuery(SCHEME, (*replicas[::2], ReplicaId("gone")) if subset else replicas,
+                      (tuple(keys[:tokens // 4]),))
+    found = index._prefix_walk(query, 0b111)
+    answer, = index.leading_runs([query], 0b111)
+    if found is None:  # no medium, or two, held: not one walk
+        assert not answer.ordered and (cpu or not any(held))
+    else:
+        assert answer.ordered and _listed(found.groups()) == _listed(answer.groups)
 
 
 def test_a_dense_walk_finishes_in_c_with_the_same_ends() -> None:

@@ -145,8 +145,8 @@ def test_the_walked_path_is_taken() -> None:
 
     impl._CostOrder._open_walked = spy  # type: ignore[method-assign]
     try:
-        ranking = router.rank(router.prepare(PROMPT), limit=1)
-        best = ranking[0]
+        # read to its head (a top-1 ranking, limit=1, takes the one-pass path: _top1)
+        best = router.rank(router.prepare(PROMPT))[0]
     finally:
         impl._CostOrder._open_walked = real  # type: ignore[method-assign]
     assert opened

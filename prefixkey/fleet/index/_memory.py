@@ -89,7 +89,15 @@ from .._replicas import (
 from ._backend import INDEX_COUNTERS, IndexCounters, IndexStats, RunsAnswer, RunsQuery
 from ._ops import MAX_MEDIA, check_ops, medium_name
 from ._tables import ReplicaState, SlotPool, Table, evict_oldest
-from ._walk import OrderedGroups, Run, mark, runs_over_media, walk
+from ._walk import (
+    OrderedGroups,
+    PrefixWalk,
+    Run,
+    mark,
+    prefix_ands,
+    runs_over_media,
+    walk,
+)
 
 __all__ = [
     "DEFAULT_MEDIUM",
@@ -522,16 +530,7 @@ class PrefixIndex:
         """
         out: list[RunsAnswer] = []
         for q in queries:
-            extra: list[ReplicaId] = []
-            everyone, every_bit = self._everyone
-            if q.replicas == everyone:  # the usual query: every replica (compared by identity)
-                alive = every_bit
-            else:
-                states = list(map(self._replicas.get, q.replicas))
-                if None in states:
-                    extra = [rid for rid, s in zip(q.replicas, states, strict=True) if s is None]
-                    states = [s for s in states if s is not None]
-                alive = reduce(or_, map(_BIT, cast("list[ReplicaState]", states)), 0)
+            alive, extra = self._alive(q)
             maps = self._maps(0, media) if len(q.groups) == 1 else []
             if len(maps) == 1:
                 ends = walk(maps[0][1], q.groups[0], alive) if alive else []
@@ -546,6 +545,29 @@ class PrefixIndex:
                 answer = RunsAnswer([*answer.groups, (tuple(() for _ in q.groups), extra)])
             out.append(answer)
         return out
+
+    def _prefix_walk(self, query: RunsQuery, media: int) -> PrefixWalk | None:
+        """The walk :meth:`leading_runs` answers ``query`` with, as its running AND
+        (:class:`PrefixWalk`: a top-1 ranking reads the longest runs from its end), or
+        None unless that answer is one walk (one KV-cache group, one medium held)."""
+        maps = self._maps(0, media) if len(query.groups) == 1 else []
+        if len(maps) != 1:
+            return None
+        alive, extra = self._alive(query)
+        ands = prefix_ands(maps[0][1], query.groups[0], alive) if alive else []
+        return PrefixWalk(ands, maps[0][0], self._slots, extra)
+
+    def _alive(self, query: RunsQuery) -> tuple[int, list[ReplicaId]]:
+        """The holder-set mask of the query's registered candidates, and the others."""
+        everyone, every_bit = self._everyone
+        if query.replicas == everyone:  # the usual query: every replica (compared by identity)
+            return every_bit, []
+        states = list(map(self._replicas.get, query.replicas))
+        extra: list[ReplicaId] = []
+        if None in states:
+            extra = [rid for rid, s in zip(query.replicas, states, strict=True) if s is None]
+            states = [s for s in states if s is not None]
+        return reduce(or_, map(_BIT, cast("list[ReplicaState]", states)), 0), extra
 
     def _maps(self, group: int, media: int) -> list[tuple[int, dict[EventHash, int]]]:
         """The holder maps of ``group`` on the media of ``media`` that hold anything."""

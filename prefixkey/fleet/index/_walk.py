@@ -13,16 +13,17 @@ Sans-IO and pure: the walk reads plain dicts.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate, compress, count, groupby, repeat, takewhile
-from operator import and_, ne, xor
-from typing import TypeVar, overload
+from operator import and_, ne, neg, xor
+from typing import NamedTuple, TypeVar, overload
 
 from ...events import EventHash
 from .._replicas import ReplicaId
 
-__all__ = ["OrderedGroups", "Run", "SlotMembers", "bits_of", "mark", "members_of", "runs_in_table",
-           "walk"]
+__all__ = ["OrderedGroups", "PrefixWalk", "Run", "SlotMembers", "bits_of", "mark", "members_of",
+           "prefix_ands", "runs_back", "runs_in_table", "walk"]
 
 #: A leading run, run-length encoded: ``(media mask, number of keys)`` segments.
 Run = tuple[tuple[int, int], ...]
@@ -126,15 +127,57 @@ def walk(holders: Mapping[EventHash, int], keys: Sequence[EventHash], alive: int
 _DENSE_AFTER = 16
 
 
+def prefix_ands(holders: Mapping[EventHash, int], keys: Sequence[EventHash],
+                alive: int) -> list[int]:
+    """The candidates of ``alive`` still matching after each key, in C: entry ``i`` is
+    those holding the first ``i`` keys (entry 0 is ``alive``), while not empty (a key
+    held by none of them, or missing, ends it). A candidate's run is the last entry
+    holding its bit; the entries only lose bits, so as ints they never increase."""
+    return list(takewhile(bool, accumulate(map(holders.get, keys, repeat(0)), and_,
+                                           initial=alive)))
+
+
+def runs_back(ands: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """:func:`walk`'s ends from :func:`prefix_ands`, longest run first: ``(keys walked,
+    mask)``. A step per end: a run of equal entries is passed by a binary search (in C)."""
+    i = len(ands) - 1
+    if i < 0:
+        return
+    held, after = ands[i], 0
+    while True:
+        # The first entry equal to ``held`` (non-increasing: bisect on their negations).
+        first = bisect_left(ands, -held, 0, i, key=neg) if i and ands[i - 1] == held else i
+        yield i, held ^ after
+        if not first:
+            return
+        i, after = first - 1, held
+        held = ands[i]
+
+
+class PrefixWalk(NamedTuple):
+    """A one-medium walk kept as its :func:`prefix_ands`: a ranking that needs only the
+    longest runs reads them from the end (:func:`runs_back`), and :meth:`groups` is the
+    :class:`OrderedGroups` the same walk answers otherwise."""
+
+    ands: list[int]
+    medium: int
+    slots: Slots
+    extra: Sequence[ReplicaId]
+
+    def groups(self) -> OrderedGroups:
+        ends = list(runs_back(self.ands))
+        ends.reverse()
+        return OrderedGroups(ends, self.medium, self.slots, self.extra)
+
+
 def _dense_walk(holders: Mapping[EventHash, int], keys: Sequence[EventHash], walked: int,
                 alive: int) -> Ends:
     """:func:`walk`'s ends over ``keys`` (the rest of a walk that has passed ``walked``
-    keys, ``alive`` still matching), in C: the running AND of the holder sets (a key
-    held by none of them, or missing, makes it 0 and stops it), then the ends where it
-    changes. Each key costs an AND and a comparison; no Python step per change."""
+    keys, ``alive`` still matching), in C: the running AND of the holder sets
+    (:func:`prefix_ands`), then the ends where it changes. Each key costs an AND and a
+    comparison; no Python step per change."""
     # acc[i]: the candidates still matching after i more keys (acc[0] = alive, never 0).
-    acc = list(takewhile(bool, accumulate(map(holders.get, keys, repeat(0)), and_,
-                                          initial=alive)))
+    acc = prefix_ands(holders, keys, alive)
     after = acc[1:]
     changed = list(map(ne, acc, after))
     ends = list(zip(compress(count(walked), changed),

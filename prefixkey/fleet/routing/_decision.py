@@ -9,7 +9,7 @@ the fields name is in that module's docs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Final, Literal, NamedTuple
 
 from .._replicas import ReplicaId
@@ -74,6 +74,39 @@ class RouteDecision:
         """Why the candidate is at this rank, in words."""
         why = self._why
         return why if isinstance(why, str) else why()
+
+
+#: Each field's slot setter, in field order (:func:`_new_decision`).
+_SETTERS: Final = tuple(getattr(RouteDecision, f.name).__set__ for f in fields(RouteDecision))
+
+
+def _new_decision(replica: ReplicaId, rank: int, score: float, hit_tokens: int,
+              matched_blocks: tuple[int, ...], weighted_hit_tokens: float, load: float,
+              fallback: bool, media: frozenset[str], why: str | Callable[[], str],
+              evidence: Evidence, cost: float, prefill_tokens: float, pressure: float,
+              utilization: float) -> RouteDecision:
+    """``RouteDecision(...)`` of these fields, each set by its slot's own setter: a frozen
+    dataclass's ``__init__`` sets each through ``object.__setattr__``, which made building
+    the one decision a top-1 ranking returns about three times as long."""
+    d = object.__new__(RouteDecision)
+    (s_replica, s_rank, s_score, s_hit, s_matched, s_weighted, s_load, s_fallback, s_media,
+     s_why, s_evidence, s_cost, s_prefill, s_pressure, s_utilization) = _SETTERS
+    s_replica(d, replica)
+    s_rank(d, rank)
+    s_score(d, score)
+    s_hit(d, hit_tokens)
+    s_matched(d, matched_blocks)
+    s_weighted(d, weighted_hit_tokens)
+    s_load(d, load)
+    s_fallback(d, fallback)
+    s_media(d, media)
+    s_why(d, why)
+    s_evidence(d, evidence)
+    s_cost(d, cost)
+    s_prefill(d, prefill_tokens)
+    s_pressure(d, pressure)
+    s_utilization(d, utilization)
+    return d
 
 
 class _Outcome(NamedTuple):

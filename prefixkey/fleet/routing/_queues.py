@@ -46,6 +46,12 @@ class Queues:
         ``stored.get(replica, 0.0) * scale``, read in a loop without a call per replica."""
         return self._values, self._scale
 
+    def ascending_stored(self) -> tuple[dict[ReplicaId, float], float,
+                                        list[tuple[float, ReplicaId]]]:
+        """:meth:`stored`, and the live ``(stored, replica)`` pairs in ascending order: read
+        in one pass with nothing set meanwhile (a ranking's top-1, ``_top1``)."""
+        return self._values, self._scale, self._sorted
+
     def set(self, replica: ReplicaId, value: float) -> None:
         stored = value / self._scale
         old = self._values.get(replica)

@@ -85,8 +85,9 @@ from ...core._checks import check_int, check_number, number_refusal
 from ...errors import InvalidRequestError
 from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
+from ..index._memory import PrefixIndex
 from ..index._ops import medium_name
-from ..index._walk import Run
+from ..index._walk import PrefixWalk, Run, runs_back
 from ._cost_order import (
     _Answer,
     _CostOrder,
@@ -96,11 +97,20 @@ from ._cost_order import (
     _Scored,
     _segment_saved,
 )
-from ._decision import PREDICTED, Evidence, RouteDecision, _evidence, _Outcome, _why
+from ._decision import (
+    PREDICTED,
+    Evidence,
+    RouteDecision,
+    _evidence,
+    _new_decision,
+    _Outcome,
+    _why,
+)
 from ._metrics import RouterMetrics
 from ._prepared import PreparedRequest, rendezvous_seed
 from ._queues import Queues
 from ._ranking import LazyRanking
+from ._top1 import slot_bits, walked_best
 
 __all__ = [
     "DEFAULT_TIER_WEIGHTS",
@@ -196,6 +206,8 @@ class Router:
         #: The running mean of the prefill the requests reported :meth:`sent` needed.
         self._sent_prefill = 0.0
         self._mask_weights: dict[int, tuple[float, str]] = {}
+        #: The in-memory index's slot table last walked, and each replica's bit in it.
+        self._slot_bits: tuple[object, dict[ReplicaId, int]] = (None, {})
         self._bit_weights: list[tuple[int, float, str]] = []
         self._counted = 0  # bits of the media with a positive weight: those that hit
         self._bits_seen = -1
@@ -355,7 +367,10 @@ class Router:
         whose ties are put in rendezvous order, and whose decisions are built,
         when first read (equal to the list of them all). ``limit`` keeps only
         the first ``limit`` decisions (the full ranking's head; ``rank`` and
-        ``total`` in the explanations still count every candidate). Without a
+        ``total`` in the explanations still count every candidate); with
+        ``limit=1`` over the in-memory index and loads the Router keeps (pushed,
+        or its own estimate), the best candidate is found in one pass over the
+        walk and the queues (``_top1``) and returned in a list. Without a
         load, the first candidate is counted as sent (the Router's own queue
         estimate).
         """
@@ -363,8 +378,22 @@ class Router:
         schemes, extra = self._schemes_of(candidates)
         self._refresh_weights()
         num_tokens = prepared.num_tokens
-        answers = self._answers(schemes, prepared) if schemes else []
         total = len(schemes) + len(extra)
+        answers: list[_Answer] | None = None
+        if limit == 1 and self.load is None:  # a top-1 ranking from one walk, in one pass
+            one = self._one_walk(schemes, prepared)
+            if one is not None:
+                scheme, affinity, walk = one
+                queues, per = self._queue_view(schemes, extra, num_tokens)
+                top = self._walked_top1(prepared, schemes, extra, scheme, walk, queues, per,
+                                        self._utilization(queues, per, num_tokens), total)
+                if top is not None:
+                    self._chosen(top, num_tokens, total)
+                    return [top]
+                # A tie: rendezvous weights order it, on the general path (the same walk).
+                answers = [_Answer(scheme, rendezvous_seed(affinity), walk.groups(), True)]
+        if answers is None:
+            answers = self._answers(schemes, prepared) if schemes else []
         queues, per = self._queue_view(schemes, extra, num_tokens)
         utilization = self._utilization(queues, per, num_tokens)
         order = _CostOrder(self, prepared, schemes, extra, queues, per, answers,
@@ -374,26 +403,79 @@ class Router:
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
 
         def build(i: int, rank: int) -> RouteDecision:
-            entry, rid, load, cost, pressure = (
-                listing.entries[i], listing.rids[i], order.loads[i], order.costs[i],
-                order.pressures[i])
+            entry = listing.entries[i]
             o = outcomes.get(id(entry))
             if o is None:
                 o = outcomes[id(entry)] = self._outcome(entry.scheme, entry.runs, num_tokens)
-            why = functools.partial(_why, rid, o, num_tokens, load, cost, pressure,
-                                    fallback, rank, total, order.twice)
-            return RouteDecision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
-                                 load, fallback, o.used, why, _evidence(o), cost,
-                                 num_tokens - o.weighted, pressure, utilization)
+            return self._decision(listing.rids[i], o, num_tokens, order.loads[i], order.costs[i],
+                                  order.pressures[i], fallback, rank, total, order.twice,
+                                  utilization)
 
         ranking = LazyRanking(order.groups(), total if limit is None else min(limit, total),
                               listing.tie_order, build)
         if total:
-            self._last_total = total
-            top = ranking[0]
-            self.metrics.observe(top.hit_tokens, num_tokens, fallback, top.evidence == "predicted")
-            self._sent(top.replica, top.prefill_tokens, total)
+            self._chosen(ranking[0], num_tokens, total)
         return ranking
+
+    def _decision(self, rid: ReplicaId, o: _Outcome, num_tokens: int, load: float, cost: float,
+                  pressure: float, fallback: bool, rank: int, total: int, twice: float,
+                  utilization: float) -> RouteDecision:
+        why = functools.partial(_why, rid, o, num_tokens, load, cost, pressure,
+                                fallback, rank, total, twice)
+        return _new_decision(rid, rank, -cost, o.hit_tokens, o.matched, o.weighted,
+                             load, fallback, o.used, why, _evidence(o), cost,
+                             num_tokens - o.weighted, pressure, utilization)
+
+    def _chosen(self, top: RouteDecision, num_tokens: int, total: int) -> None:
+        """Count a ranking's first decision (metrics, and the Router's own estimate)."""
+        self._last_total = total
+        self.metrics.observe(top.hit_tokens, num_tokens, top.fallback,
+                             top.evidence == "predicted")
+        self._sent(top.replica, top.prefill_tokens, total)
+
+    def _one_walk(self, schemes: Mapping[ReplicaId, ReplicaScheme], prepared: PreparedRequest,
+                  ) -> tuple[ReplicaScheme, bytes, PrefixWalk] | None:
+        """The in-memory index's walk for candidates of one scheme (its keys' affinity too),
+        or None when :meth:`_answers` must ask (another backend, several schemes, groups
+        or media)."""
+        if type(self.index) is not PrefixIndex or not schemes:
+            return None
+        todo = self._grouping(schemes)
+        if len(todo) != 1:
+            return None
+        (scheme, group), = todo.values()
+        keys = prepared.keys_for(scheme)
+        walk = self.index._prefix_walk(RunsQuery(scheme, tuple(group), keys.groups),
+                                      self._counted)
+        return None if walk is None else (scheme, keys.affinity, walk)
+
+    def _walked_top1(self, prepared: PreparedRequest,
+                     schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
+                     scheme: ReplicaScheme, walk: PrefixWalk, queues: Queues, per: float,
+                     utilization: float, total: int) -> RouteDecision | None:
+        """A top-1 ranking of one walk, in one pass (``_top1``); None on a tie."""
+        bits = self._slot_bits
+        if bits[0] is not walk.slots:
+            bits = self._slot_bits = (walk.slots, slot_bits(walk.slots))
+        pressure = self._pressure_of()
+        twice = 1 + 1 / (1 - utilization)
+        num_tokens = prepared.num_tokens
+        block = scheme.groups[0].block_size
+        best = walked_best(runs_back(walk.ands), walk.slots, bits[1],
+                           self._mask_weight(walk.medium)[0], block, num_tokens, twice, per,
+                           queues.ascending_stored(),
+                           None if pressure is _no_pressure else pressure, schemes, extra)
+        if best is None:
+            return None
+        longest = len(walk.ands) - 1  # keys walked by the longest run (-1: no candidate)
+        fallback = not min(longest, max(num_tokens - 1, 0) // block) > 0
+        if best.walked:
+            o = self._outcome(scheme, (((walk.medium, best.walked),),), num_tokens)
+        else:
+            own = schemes.get(best.replica)
+            o = self._outcome(own, tuple(() for _ in own.groups) if own else (), num_tokens)
+        return self._decision(best.replica, o, num_tokens, best.load, best.cost, best.pressure,
+                              fallback, 1, total, twice, utilization)
 
     def _scored_groups(self, answer: _Answer, num_tokens: int) -> Iterator[_Group]:
         """An answer's groups, each scored."""
@@ -511,14 +593,18 @@ class Router:
         todo = self._grouping(schemes)
         out: list[_Answer] = []
         for attempt in range(3):
-            keys = {key: prepared.keys_for(scheme) for key, (scheme, _) in todo.items()}
-            queries = [RunsQuery(scheme, tuple(group), keys[key].groups)
-                       for key, (scheme, group) in todo.items()]
+            queries: list[RunsQuery] = []
+            affinities: list[bytes] = []
+            for scheme, group in todo.values():
+                keys = prepared.keys_for(scheme)
+                queries.append(RunsQuery(scheme, tuple(group), keys.groups))
+                affinities.append(keys.affinity)
             changed: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for key, query, answer in zip(
-                    todo, queries, self.index.leading_runs(queries, self._counted), strict=True):
+            for query, affinity, answer in zip(
+                    queries, affinities, self.index.leading_runs(queries, self._counted),
+                    strict=True):
                 scheme = query.scheme
-                seed = rendezvous_seed(keys[key].affinity)
+                seed = rendezvous_seed(affinity)
                 if answer.ordered:  # holds runs only
                     out.append(_Answer(scheme, seed, cast("Sequence[_Runs]", answer.groups), True))
                     continue

@@ -1,20 +1,29 @@
-"""Both subscribers behind one synchronous surface, for the end-to-end suite.
+"""Both subscribers behind one synchronous surface, for the end-to-end and soak suites.
 
 :class:`LoopSubscriber` runs an :class:`~prefixkey.fleet.AsyncSubscriber` on an
 event loop of its own thread, so that a test body written for the threaded
 :class:`~prefixkey.fleet.Subscriber` (``with …``, ``stats()``, ``lock``,
-``wait_until``) drives the asyncio code unchanged.
+``wait_until``) drives the asyncio code unchanged. The ``make`` fixture
+(tests/conftest.py) gives a test each of :data:`KINDS` in turn, through
+:func:`make_subscriber`. The subscribers need pyzmq: they are imported on first
+use, so that the conftest imports this module at no cost (and where pyzmq is missing).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from prefixkey.fleet import AsyncSubscriber, FairLock, ReplicaEndpoint, Subscriber, SubscriberStats
+if TYPE_CHECKING:
+    from prefixkey.fleet import (
+        AsyncSubscriber,
+        FairLock,
+        ReplicaEndpoint,
+        Subscriber,
+        SubscriberStats,
+    )
 
 T = TypeVar("T")
 KINDS = ("thread", "asyncio")
@@ -25,12 +34,14 @@ class LoopSubscriber:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self.sub = AsyncSubscriber(replicas, **options)
+        from prefixkey.fleet import AsyncSubscriber  # needs pyzmq
+
+        self.sub: AsyncSubscriber = AsyncSubscriber(replicas, **options)
         self.lock: FairLock = self.sub.lock
         self.index = self.sub.index
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def __enter__(self) -> LoopSubscriber:
         self._run(self.sub.start())
@@ -59,22 +70,20 @@ class LoopSubscriber:
 
     def wait_until(self, predicate: Callable[[SubscriberStats], bool], timeout: float = 5.0,
                    interval: float = 0.01) -> bool:
-        deadline = time.monotonic() + timeout
-        while True:
-            if predicate(self.stats()):
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(interval)
+        # The loop's own wait, with room for a busy loop to come back to it.
+        return self._run(self.sub.wait_until(predicate, timeout, interval), timeout + 30.0)
 
 
-AnySubscriber = Subscriber | LoopSubscriber
+AnySubscriber: TypeAlias = "Subscriber | LoopSubscriber"
 
 
 def make_subscriber(kind: str) -> Callable[..., AnySubscriber]:
     """A constructor with :class:`Subscriber`'s signature for ``kind`` ("thread", "asyncio")."""
     def make(replicas: list[ReplicaEndpoint], **options: Any) -> AnySubscriber:
         if kind == "thread":
+            from prefixkey.fleet import Subscriber  # needs pyzmq
+
             return Subscriber(replicas, **options)
         return LoopSubscriber(replicas, **options)
     return make
+

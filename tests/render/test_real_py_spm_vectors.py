@@ -1,0 +1,173 @@
+"""Replay vLLM 0.31.0's rendering of folders whose tokenizer is a SentencePiece Python
+tokenizer (GPTSw3Tokenizer, BertGenerationTokenizer, SiglipTokenizer, MarianTokenizer,
+M2M100Tokenizer, PLBartTokenizer, Speech2TextTokenizer: render/_python_spm.py).
+
+``real_py_spm_bodies.jsonl`` (tools/build_real_pyspm_bodies.py) holds chat and
+completions bodies over tests/render/real/*_py folders: a real SentencePiece model
+(mistral_common's ``tokenizer.model.v1``, BPE with byte fallback; the sentencepiece
+sdist's ``test/test_model.model``, Unigram with NFKC) under each class's
+``tokenizer_config.json``, with a vocab.json built from the model where the class reads
+one. ``real_py_spm_vectors.jsonl`` is what vLLM 0.31.0's render server answered
+(tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
+with the same status. The four encoder-decoder configs (Marian, M2M100, PLBart,
+Speech2Text) render chat only: vLLM answers every completions body over them "No
+token_ids rendered". The files are fetched into a cache (tests/real_models.py): without
+it these tests skip, under CI they fetch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from render_cases import (
+    RENDER_DIR,
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    real_renderer,
+    render_cases,
+)
+
+from prefixkey.errors import PrefixKeyError
+from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_python import PYTHON_CODECS
+
+CASES = render_cases("real_py_spm_")
+#: Each folder and the class vLLM's transformers picked for it.
+FOLDER_CLASSES = {"gpt_sw3_py": "GPTSw3Tokenizer", "bert_generation_py": "BertGenerationTokenizer",
+                  "siglip_py": "SiglipTokenizer", "marian_py": "MarianTokenizer",
+                  "m2m_100_py": "M2M100Tokenizer", "m2m_100_langs_py": "M2M100Tokenizer",
+                  "plbart_py": "PLBartTokenizer",
+                  "speech_to_text_py": "Speech2TextTokenizer"}
+ENCODER_DECODER = {"marian_py", "m2m_100_py", "m2m_100_langs_py", "plbart_py",
+                   "speech_to_text_py"}
+
+
+
+def renderer(real: str) -> Renderer:
+    case = next(c for c in CASES if c.real == real)
+    return real_renderer(CASES, real, case.server.get("--max-model-len"))
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    assert_covers_both_answers(CASES, FOLDER_CLASSES)
+    assert {c for c in FOLDER_CLASSES.values()} == {
+        name for name, codec in PYTHON_CODECS.items() if codec.spm is not None}
+
+
+@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
+def test_each_folder_takes_its_sentencepiece_codec(real: str, cls: str) -> None:
+    decision = renderer(real).folder.tokenizer_decision
+    assert (decision.path, decision.tokenizer_class) == ("python", cls)
+    assert decision.recipe == PYTHON_CODECS[cls].name
+
+
+def test_vllm_renders_no_completion_over_an_encoder_decoder_config() -> None:
+    """Each one a 400; but for a body vLLM refuses before rendering (an empty prompt),
+    its reason is that no ids were rendered."""
+    messages = {(c.error or {}).get("message") for c in CASES
+                if c.real in ENCODER_DECODER and c.endpoint == "/v1/completions"}
+    assert "No token_ids rendered" in messages
+    assert all(m == "No token_ids rendered" or str(m).startswith(
+        ("Either prompt", "This model's")) for m in messages), messages
+    body = {"model": "real-marian_py", "prompt": "Hello world"}
+    with pytest.raises(RenderRequestError, match="No token_ids rendered"):
+        renderer("marian_py").render("/v1/completions", body)
+
+
+def test_an_encoder_decoder_completion_is_refused_where_not_harvested(tmp_path: Path) -> None:
+    """A release whose era has no harvested answer for it (0.33.0) refuses, naming it;
+    0.31.0 answers vLLM's 400. A T5 config (encoder-decoder by its class default) over
+    the bert_bge folder's tokenizer files (its tokenizer_config.json names the class)."""
+    source = next(c for c in render_cases("real_wu_") if c.real == "bert_bge").folder()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(source / name, tmp_path / name)
+    (tmp_path / "config.json").write_text(json.dumps({
+        "model_type": "t5", "architectures": ["T5ForConditionalGeneration"],
+        "n_positions": 512}), "utf-8")
+    body = {"model": str(tmp_path), "prompt": "Hello world"}
+    with pytest.raises(RenderUnsupportedError, match=r"encoder-decoder config.*vLLM 0\.33\.0"):
+        Renderer(ServerOptions(model=str(tmp_path), vllm_version="0.33.0")).render(
+            "/v1/completions", body)
+    with pytest.raises(RenderRequestError, match="No token_ids rendered"):
+        Renderer(ServerOptions(model=str(tmp_path))).render("/v1/completions", body)
+    assert {c.status for c in CASES if c.real in ENCODER_DECODER
+            and c.endpoint == "/v1/completions"} == {400}
+
+
+#: SiglipModel is a pooling architecture (render/_runner_facts.py): its truncating bodies
+#: (``siglip_py/completion-truncate*``) are cut on the right, special tokens counted in.
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_vllm_rendering_of_sentencepiece_python_folders_replays(case: RenderCase) -> None:
+    assert_replays(renderer(case.real or ""), case)
+
+
+#: Releases whose answers for the corpus were harvested and are kept compactly
+#: (tools/build_real_pyspm_bodies.py ``--keep-release``), and the folders each answered:
+#: vLLM 0.29.0 starts none of the encoder-decoder architectures.
+KEPT = {"0.29.0": frozenset({"gpt_sw3_py", "bert_generation_py", "siglip_py"}),
+        "0.30.0": frozenset(FOLDER_CLASSES), "0.32.0": frozenset(FOLDER_CLASSES)}
+#: transformers 5.19 (vLLM 0.32) and 5.24 (0.29, 0.30) widened GPTSw3Tokenizer's
+#: whitespace set: the bodies with an em space answer otherwise than 0.31.0's.
+WIDER_SPACES = {"gpt_sw3_py/chat-system-user", "gpt_sw3_py/chat-text-specials-spaced",
+                "gpt_sw3_py/chat-after-special-specials-spaced",
+                "gpt_sw3_py/completion-specials-spaced",
+                "gpt_sw3_py/completion-specials-spaced-no-specials"}
+
+
+@cache
+def _kept(release: str) -> dict[str, dict[str, Any]]:
+    path = RENDER_DIR / "releases" / release / "real_py_spm_vectors.jsonl"
+    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+
+
+@lru_cache(maxsize=2)
+def _release_renderer(release: str, real: str) -> Renderer:
+    case = next(c for c in CASES if c.real == real)
+    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=case.served_names,
+                                  max_model_len=case.server.get("--max-model-len"),
+                                  vllm_version=release))
+
+
+def test_the_kept_releases_answered_every_body_and_gpt_sw3_spaces_differ() -> None:
+    base = {c.id: c.token_ids for c in CASES}
+    for release, folders in KEPT.items():
+        assert set(_kept(release)) == {c.id for c in CASES if c.real in folders}
+        differ = {k for k, v in _kept(release).items() if v["token_ids"] != base[k]}
+        assert differ == WIDER_SPACES, release
+
+
+@pytest.mark.parametrize(("release", "case"), [
+    pytest.param(r, c, id=f"{r}/{c.id}") for r, folders in sorted(KEPT.items())
+    for c in CASES if c.real in folders])
+def test_a_kept_release_replays(release: str, case: RenderCase) -> None:
+    vector = _kept(release)[case.id]
+    r = _release_renderer(release, case.real or "")
+    if vector["status"] == 200:
+        ids: Any = [list(x.token_ids) for x in r.render(case.endpoint, case.body)]
+        assert (ids[0] if case.endpoint == "/v1/chat/completions" else ids) == \
+            vector["token_ids"]
+        return
+    with pytest.raises(PrefixKeyError) as info:
+        r.render(case.endpoint, case.body)
+    assert isinstance(info.value, RenderRequestError), info.value
+    assert info.value.status == vector["status"]
+
+
+@pytest.mark.parametrize(("release", "real"), [
+    *(("0.29.0", real) for real in sorted(set(FOLDER_CLASSES) - KEPT["0.29.0"])),
+    *(("0.33.0", real) for real in sorted(FOLDER_CLASSES))])
+def test_a_release_not_harvested_refuses_the_classes(release: str, real: str) -> None:
+    """Refused: the release's start-up for the architecture says why (vLLM 0.29.0 starts
+    none of the encoder-decoder ones; 0.33.0's was not probed), or, for a folder whose
+    model type is another's (GPT-SW3's config is gpt2), that the class was not checked
+    against that release's answers."""
+    with pytest.raises(RenderUnsupportedError,
+                       match=f"vLLM {release} (does not start|starts for was not probed)|"
+                             f"not vLLM {release}'s; not verified"):
+        _release_renderer(release, real)

@@ -1,0 +1,50 @@
+"""Build ``tests/render/real_encdec_bodies.jsonl``: an encoder-decoder config's folder.
+
+Maintainer tool. The chat and completion bodies of tools/build_real_wu_bodies.py, and
+prompts given as token ids, over ``mbart_encdec`` (tests/render/real/): mbart_cc25's
+tokenizer files under mBART's own encoder-decoder config (MBartForConditionalGeneration,
+``is_encoder_decoder``). vLLM's render server takes an encoder-decoder model's encoder
+prompt ids; ``tools/harvest_render.py --bodies tests/render/real_encdec_bodies.jsonl
+--out tests/render/real_encdec_vectors.jsonl --port 18506`` records what it answers; the
+``real_encdec_032_`` copy is harvested with ``--vllm-python
+/work/venvs/vllm032/bin/python`` (vLLM 0.29.0 does not start for
+MBartForConditionalGeneration: "not supported in-tree anymore").
+
+Usage::
+
+    python tools/build_real_encdec_bodies.py [--out tests/render/real_encdec_bodies.jsonl]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
+from corpus_io import write_bodies, write_main
+
+FOLDER = "mbart_encdec"
+#: The releases whose own servers answer the same bodies (one copy each).
+RELEASES = ("032",)
+
+
+def build() -> list[dict[str, Any]]:
+    name = f"real-{FOLDER}"
+    server = {"--served-model-name": name, "--max-model-len": 512}
+    bodies = [*((CHAT, i, b) for i, b in _chat(name, True)),
+              *((COMPLETIONS, i, b) for i, b in _completions(name, False)[:8]),
+              (COMPLETIONS, "completion-token-ids", {"model": name, "prompt": [0, 35378, 2]})]
+    return [{"body": body, "endpoint": endpoint, "id": f"{FOLDER}/{ident}",
+             "model_dir": f"real:{FOLDER}", "server": server}
+            for endpoint, ident, body in bodies]
+
+
+def main(argv: list[str] | None = None) -> int:
+    code = write_main(__doc__.splitlines()[0], RENDER_DIR / "real_encdec_bodies.jsonl", build,
+                      argv)
+    for release in RELEASES:
+        write_bodies(RENDER_DIR / f"real_encdec_{release}_bodies.jsonl", build())
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
