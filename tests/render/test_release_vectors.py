@@ -35,7 +35,8 @@ RELEASES_DIR = RENDER_DIR / "releases"
 #: Corpus prefixes (``main`` is bodies.jsonl) and the library each needs.
 CORPORA = {"main": None, "real_hf_": None, "real_mistral_": "mistral_common",
            "real_harmony_": "openai_harmony", "release_edges_": None, "real_l31_": None,
-           "real_wu_": None, "real_wu2_": None, "real_pool_": None}
+           "real_wu_": None, "real_wu2_": None, "real_pool_": None,
+           "real_spm_": None}
 #: Bodies where releases answer differently (reused prompt ids, truncation), harvested
 #: from every release, 0.31.0 included; the others are the corpora of the other tests.
 EDGES = "release_edges_"
