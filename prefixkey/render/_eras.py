@@ -176,7 +176,7 @@ RENDER_ERAS: Final = (
         "0.31.0",
         encoder_decoder_completions="no_ids",
         verified=_releases(
-            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 2920,
+            VerifiedRelease("0.31.0", "5.17.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts",
                             startup_facts="_hf_startup_facts"),
         ),
