@@ -19,9 +19,9 @@ rules, in transformers' order, and says for a folder which path it takes:
   text's bytes or code points (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
 - ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
-  registered for a model type says, from ``_hf_startup_facts.py``, which of that type's
-  architectures vLLM's model registry accepts at the render server's start-up (for some,
-  none: no server tokenizes them).
+  registered for a model type, or a rebuild not reproduced, says from
+  ``_hf_startup_facts.py`` which of the type's architectures vLLM's model registry accepts
+  at the render server's start-up (for some, none: no server tokenizes them).
 """
 
 from __future__ import annotations
@@ -125,9 +125,12 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
     if kind in ("backend", "as_is"):
         return TokenizerPath("as_is", name, f"{why}: {name} loads tokenizer.json as it is")
     recipe = REBUILT_RECIPES.get(name)
+    refusing = REBUILDS[name].call_error if recipe else None
     return TokenizerPath("rebuilt", name, f"{why}: {name} rebuilds the tokenizer from "
                          "tokenizer.json's vocabulary" + ("" if recipe else
-                                                          ", which prefixkey does not reproduce"),
+                                                          ", which prefixkey does not reproduce")
+                         + (f"; its call refuses every text (\"{refusing}\"), which vLLM "
+                            "answers with a 400" if refusing else ""),
                          recipe)
 
 
@@ -218,7 +221,9 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     if found is None:
         return TokenizerPath("refused", None, why)
     decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
-    if found[1] == "python" and why == f"model_type {model_type!r}":
+    if ((found[1] == "python" and why == f"model_type {model_type!r}")
+            or (decision.path == "rebuilt" and decision.recipe is None)):
+        # A refused rebuild says so only when vLLM starts for the folder at all.
         return _with_startup(decision, model_type, architectures)
     return decision
 
@@ -231,8 +236,8 @@ def _not_started(architectures: list[str], model_type: str, version: str) -> str
 
 def _with_startup(decision: TokenizerPath, model_type: str,
                   architectures: list[str]) -> TokenizerPath:
-    """A model type's Python tokenizer, with what vLLM's render server does for the
-    type's architectures (``_hf_startup_facts.STARTS``, probed by starting it)."""
+    """A model type's Python tokenizer or refused rebuild, with what vLLM's render server
+    does for the type's architectures (``_hf_startup_facts.STARTS``, probed by starting it)."""
     starts = _hf_startup_facts.STARTS.get(model_type)
     if starts is None:
         return decision
@@ -295,17 +300,19 @@ def release_starts(vllm_version: str) -> dict[str, dict[str, str | None]] | None
 
 def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type: str,
                           architectures: list[str]) -> None:
-    """Refuse a reproduced Python tokenizer's folder the release's vLLM does not start for,
-    or whose start-up was not probed under that release (its registry may differ: vLLM
-    0.29's does not accept Wav2Vec2ForCTC, 0.31's does)."""
-    if decision.path != "python" or model_type not in _hf_startup_facts.STARTS:
+    """Refuse a reproduced Python tokenizer's or rebuild's folder of a probed model type
+    the release's vLLM does not start for, or whose start-up was not probed under that
+    release (its registry may differ: vLLM 0.29's does not accept Wav2Vec2ForCTC, 0.31's
+    does)."""
+    if (decision.path not in ("python", "rebuilt")
+            or model_type not in _hf_startup_facts.STARTS):
         return
     starts = release_starts(vllm_version)
-    if starts is None:
+    if starts is None or model_type not in starts:
         raise RenderUnsupportedError("config.json", (
             f"model_type {model_type!r}: which of its architectures vLLM {vllm_version} "
             "starts for was not probed (tools/probe_vllm_startup.py); not verified"))
-    known = starts.get(model_type, {})
+    known = starts[model_type]
     if architectures and all(a in known and known[a] is None for a in architectures):
         raise RenderUnsupportedError("config.json",
                                      _not_started(architectures, model_type, vllm_version))

@@ -149,6 +149,15 @@ class Rebuild:
     #: keyword) into an infilling pair; what vLLM then answers is HfTokenizer's
     #: ``infill_token`` rule (render/_tokenizer.py).
     infilling: tuple[str, str] | None = None
+    #: The class's call encodes the text's whitespace-separated words (``str.split()``)
+    #: as one pretokenized sequence (MarkupLMTokenizer: a text is its nodes, xpaths none).
+    words: bool = False
+    #: The message of the error the class's call raises for any text, which vLLM answers
+    #: with a 400 (UdopTokenizer's call wants words, with their boxes).
+    call_error: str | None = None
+    #: tokenizer_config.json keys the class's ``__init__`` requires (without one the
+    #: class fails, and vLLM's server does not start).
+    required: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         if (self.bpe is None) == (self.model is None):
@@ -211,6 +220,20 @@ _PRECOMPILED: Final[Spec] = ("Optional", ("Precompiled",
 _SPM_PRE: Final[Spec] = ("Sequence", [
     ("WhitespaceSplit", {}),
     ("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"})])
+
+#: T5Tokenizer's recipe (models/t5/tokenization_t5.py).
+_T5: Final = Rebuild(
+    name="t5",
+    model=("Unigram", {"unk_id": 2, "byte_fallback": False}),
+    normalizer=_PRECOMPILED,
+    pre_tokenizer=("Sequence", [
+        ("WhitespaceSplit", {}),
+        ("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True})]),
+    decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True}),
+    defaults={"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"},
+    sentinels="<extra_id_{}>",
+    # The literal "</s>" with the eos token's id.
+    post_processor=Template("$A:0 </s>:0", "$A:0 </s>:0 $B:0 </s>:0", (("</s>", "eos_token"),)))
 
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
@@ -425,10 +448,13 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # is Bert's, True).
     "DistilBertTokenizer": replace(_BERT, name="distilbert"),
     # DPRQuestionEncoderTokenizer(BertTokenizer) takes do_lower_case itself and does not
-    # pass it on: BertTokenizer lowercases whatever the file says. (DPRContextEncoder's
-    # __init__ is the same code, not yet replayed against vLLM: refused.)
+    # pass it on: BertTokenizer lowercases whatever the file says.
     "DPRQuestionEncoderTokenizer": replace(_BERT, name="dpr_question_encoder",
                                            normalizer=_bert_normalizer(lowercase=True)),
+    # DPRContextEncoderTokenizer(BertTokenizer): the same __init__ as the question
+    # encoder's (models/dpr/tokenization_dpr.py).
+    "DPRContextEncoderTokenizer": replace(_BERT, name="dpr_context_encoder",
+                                          normalizer=_bert_normalizer(lowercase=True)),
     "FunnelTokenizer": Rebuild(
         name="funnel",
         model=("WordPiece", {"unk_token": "$unk_str"}),
@@ -457,19 +483,27 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                                 "{bos_token}:0 $A:0 {eos_token}:0 {eos_token}:0 $B:0 "
                                 "{eos_token}:0",
                                 (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
-    "T5Tokenizer": Rebuild(
-        name="t5",
-        model=("Unigram", {"unk_id": 2, "byte_fallback": False}),
-        normalizer=_PRECOMPILED,
+    "T5Tokenizer": _T5,
+    # models/lasr/tokenization_lasr.py: T5Tokenizer's __init__ with unk id 3.
+    "LasrTokenizer": replace(_T5, name="lasr",
+                             model=("Unigram", {"unk_id": 3, "byte_fallback": False})),
+    # models/udop/tokenization_udop.py: T5's Unigram pipeline without a normalizer, its
+    # unk id looked up; its call takes words with boxes and refuses a text.
+    "UdopTokenizer": Rebuild(
+        name="udop",
+        model=("Unigram", {"unk_id_lookup": {"score": None, "fallback": 2},
+                           "byte_fallback": False}),
+        normalizer=None,
         pre_tokenizer=("Sequence", [
             ("WhitespaceSplit", {}),
             ("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True})]),
         decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True}),
-        defaults={"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"},
-        sentinels="<extra_id_{}>",
-        # The literal "</s>" with the eos token's id (models/t5/tokenization_t5.py).
+        defaults={"eos_token": "</s>", "sep_token": "</s>", "unk_token": "<unk>",
+                  "pad_token": "<pad>"},
         post_processor=Template("$A:0 </s>:0", "$A:0 </s>:0 $B:0 </s>:0",
-                                (("</s>", "eos_token"),))),
+                                (("</s>", "eos_token"),)),
+        call_error="Words must of type `list[str]` (single pretokenized example), or "
+                   "`list[list[str]]` (batch of pretokenized examples)."),
     "AlbertTokenizer": Rebuild(
         name="albert",
         model=("Unigram", {"unk_id": 1, "byte_fallback": False}),
@@ -609,6 +643,26 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
                                 "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
                                 (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
+    # models/markuplm/tokenization_markuplm.py: RoBERTa's byte-level BPE and tokens, its
+    # own <s> $A </s> template; a text is split into its words (nodes) and encoded as
+    # pretokenized; tags_dict is a required argument.
+    "MarkupLMTokenizer": Rebuild(
+        name="markuplm",
+        bpe=_BYTE_LEVEL_BPE,
+        normalizer=None,
+        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+        decoder=_BYTE_LEVEL_DECODER,
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        wrap={**{key: {"lstrip": False, "rstrip": False} for key in (
+            "bos_token", "eos_token", "sep_token", "cls_token", "unk_token", "pad_token")},
+              "mask_token": {"lstrip": True, "rstrip": False}},
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                                "{cls_token}:0 $A:0 {sep_token}:0 $B:0 {sep_token}:0",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
+        words=True,
+        required=("tags_dict",)),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,
@@ -650,4 +704,11 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
         "NougatTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken)"),
         "Siglip2Tokenizer": ("borrowed", "Gemma 3's vocabulary (SigLIP 2's is Gemma's)"),
         "CodeLlamaTokenizer": ("borrowed", "Llama 2's vocabulary (Code Llama's base)"),
+        "MarkupLMTokenizer": ("borrowed", "Llama 3's vocabulary"),
+        "UdopTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary (llama.cpp's "
+                          "GGUF); vLLM refuses every text"),
+        "LasrTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary (llama.cpp's "
+                          "GGUF)"),
+        "DPRContextEncoderTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
+                                       "(llama.cpp's GGUF)"),
     }))

@@ -350,6 +350,10 @@ class HfTokenizer:
     _lock: threading.Lock
     #: CodeLlamaTokenizer's fill token: its call splits a text holding it there.
     infill_token: str | None = None
+    #: The class's call encodes the text's words as pretokenized (MarkupLMTokenizer).
+    words: bool = False
+    #: The error the class's call raises for every text (UdopTokenizer's).
+    call_error: str | None = None
 
     def _check(self, text: str) -> str:
         """The text CodeLlamaTokenizer's call encodes the plain way, or an error.
@@ -359,6 +363,8 @@ class HfTokenizer:
         a changed normalizer (a "▁" prepended to every piece), so that tokenizer copy of
         vLLM's encodes later texts otherwise (real_py_codellama_vectors.jsonl): refused.
         """
+        if self.call_error is not None:
+            raise RenderRequestError("prompt", self.call_error)
         token = self.infill_token
         if token is None or token not in text:
             return text
@@ -392,7 +398,8 @@ class HfTokenizer:
         """
         text = self._check(text)
         return self.tokenizer.encode_batch_fast(
-            [text], add_special_tokens=add_special_tokens)[0].ids
+            [text.split() if self.words else text], is_pretokenized=self.words,
+            add_special_tokens=add_special_tokens)[0].ids
 
     def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
                          side: str) -> list[int]:
@@ -407,7 +414,8 @@ class HfTokenizer:
             truncating.enable_truncation(max_length, stride=0, strategy="longest_first",
                                          direction=side)
             return truncating.encode_batch_fast(
-                [text], add_special_tokens=add_special_tokens)[0].ids
+                [text.split() if self.words else text], is_pretokenized=self.words,
+                add_special_tokens=add_special_tokens)[0].ids
 
 
 def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
@@ -424,6 +432,12 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         loaded = Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError("tokenizer.json", f"cannot be loaded: {exc}") from None
+    missing = [key for key in (recipe.required if recipe else ()) if key not in
+               folder.tokenizer_config]
+    if missing:
+        raise ModelFolderError("tokenizer_config.json", (
+            f"the {decision.tokenizer_class} class requires {missing[0]!r}, without which "
+            "transformers fails to build it and vLLM does not start"))
     init = dict(folder.tokenizer_config)
     for name in ("tokenizer_class", "init_inputs", "add_bos_token", "add_eos_token",
                  "chat_template", "auto_map"):
@@ -565,6 +579,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _truncating=[],
         _lock=threading.Lock(),
         infill_token=_infill_token(recipe, folder.tokenizer_config),
+        words=recipe is not None and recipe.words,
+        call_error=recipe.call_error if recipe is not None else None,
     )
 
 
