@@ -1,0 +1,105 @@
+"""Replay vLLM 0.31.0's rendering of folders whose class calls its tokenizer its own way.
+
+``real_layout_bodies.jsonl`` (tools/build_real_layout_bodies.py) holds the bodies of
+test_real_wu_vectors.py over tests/render/real/ folders of a model type vLLM starts for
+whose registered class rebuilds tokenizer.json (render/_hf_rebuilds.py):
+``markuplm_rule`` (MarkupLMForQuestionAnswering; MarkupLMTokenizer over Llama 3's
+byte-level vocabulary: its call encodes a text's whitespace-separated words as
+pretokenized), ``udop_rule`` (UdopForConditionalGeneration; UdopTokenizer, whose call
+refuses a text, so vLLM answers every body that tokenizes one with a 400), ``lasr_rule``
+(LasrForCTC; LasrTokenizer, T5's pipeline with unk id 3, over the XLM-RoBERTa
+SentencePiece vocabulary) and ``dpr_context_rule`` (DPRContextEncoderTokenizer over
+bge-small-en-v1.5's WordPiece vocabulary). ``real_layout_vectors.jsonl`` is what vLLM
+0.31.0's render server answered (tools/harvest_render.py): every 200 must give the same
+ids, every vLLM error an error with the same status. The files are fetched into a cache
+(tests/real_models.py): without it these tests skip, under CI they fetch.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import real_models
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    assert_takes_rebuild,
+    real_renderer,
+    render_cases,
+)
+
+from prefixkey.render import ModelFolderError, Renderer, ServerOptions
+
+CASES = render_cases("real_layout_")
+#: Each folder and the rebuilding class vLLM's transformers picked for it.
+FOLDER_CLASSES = {"markuplm_rule": "MarkupLMTokenizer", "udop_rule": "UdopTokenizer",
+                  "lasr_rule": "LasrTokenizer", "dpr_context_rule": "DPRContextEncoderTokenizer"}
+
+
+def renderer(real: str) -> Renderer:
+    return real_renderer(CASES, real, 512)
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    """Both answers for each folder but udop_rule, whose every answer is a refusal."""
+    assert {c.real for c in CASES} == set(FOLDER_CLASSES)
+    assert_covers_both_answers(tuple(c for c in CASES if c.real != "udop_rule"),
+                               set(FOLDER_CLASSES) - {"udop_rule"})
+
+
+@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
+def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
+    assert_takes_rebuild(renderer(real), cls)
+
+
+def test_udop_refuses_every_text() -> None:
+    """UdopTokenizer's call wants words with their boxes: vLLM answered every body that
+    tokenizes a text (a prompt, a rendered chat) with a 400, none with ids."""
+    udop = [c for c in CASES if c.real == "udop_rule"]
+    assert udop and {c.status for c in udop} == {400}
+    assert sum("Words must of type" in str(c.error) for c in udop) >= len(udop) - 2
+
+
+def test_markuplm_encodes_words() -> None:
+    """MarkupLMTokenizer: whitespace runs, tabs and line breaks only separate words (their
+    ids are the single-space text's), and a word after the first gets its space back."""
+    ids = {c.id: c.token_ids for c in CASES if c.status == 200}
+    for key, single in (("space-runs", "leading spaces and runs of spaces tabs"),
+                        ("newlines", "line one line two indented")):
+        (vllm,) = ids[f"markuplm_rule/completion-{key}-no-specials"]
+        (rendered,) = renderer("markuplm_rule").render("/v1/completions", {
+            "model": "real-markuplm_rule", "add_special_tokens": False, "prompt": single})
+        assert vllm == list(rendered.token_ids), key
+
+
+def test_dpr_context_is_the_question_encoders_pipeline() -> None:
+    """DPRContextEncoderTokenizer's __init__ is DPRQuestionEncoderTokenizer's: vLLM's ids
+    are the same on the same vocabulary (test_real_wu_vectors.py's dpr_rule)."""
+    ids = {c.id: c.token_ids for c in (*CASES, *render_cases("real_wu_")) if c.status == 200}
+    keys = [c.id.split("/", 1)[1] for c in CASES if c.real == "dpr_context_rule"
+            and c.status == 200]
+    assert keys
+    for key in keys:
+        assert ids[f"dpr_context_rule/{key}"] == ids[f"dpr_rule/{key}"], key
+
+
+def test_markuplm_without_tags_dict_is_a_folder_error(tmp_path: pytest.TempPathFactory) -> None:
+    """MarkupLMTokenizer.__init__ requires tags_dict: without it transformers fails and
+    vLLM's server does not start (a real start-up on such a folder)."""
+    folder = real_models.folder("markuplm_rule")
+    target = tmp_path / "markuplm"  # type: ignore[operator]
+    target.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        (target / name).write_bytes((folder / name).read_bytes())
+    (target / "tokenizer_config.json").write_text(json.dumps({}), "utf-8")
+    with pytest.raises(ModelFolderError, match="tags_dict"):
+        Renderer(ServerOptions(model=str(target))).render(
+            "/v1/completions", {"model": str(target), "prompt": "x"})
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    assert case.real is not None
+    assert_replays(renderer(case.real), case)
