@@ -7,10 +7,14 @@ registered class rebuilds the tokenizer and calls it its own way (render/_hf_reb
 words, pretokenized; Llama 3's byte-level vocabulary), ``udop_rule`` (UdopTokenizer,
 whose call refuses a text: it wants words with boxes; the XLM-RoBERTa SentencePiece
 vocabulary), ``lasr_rule`` (LasrTokenizer, T5's pipeline with its own unk id; the same
-vocabulary) and ``dpr_context_rule`` (DPRContextEncoderTokenizer over bge-small-en-v1.5's
-WordPiece vocabulary). ``tools/harvest_render.py --bodies
+vocabulary), ``dpr_context_rule`` (DPRContextEncoderTokenizer over bge-small-en-v1.5's
+WordPiece vocabulary) and ``esmc_rule`` (EsmcTokenizer, whose model is its own amino acid
+vocabulary whatever the file's: bge-small-en-v1.5's tokenizer.json, whose added tokens
+stay; amino acid sequences added to the texts). ``tools/harvest_render.py --bodies
 tests/render/real_layout_bodies.jsonl --out tests/render/real_layout_vectors.jsonl
---port 18540`` records vLLM 0.31's answers.
+--port 18540`` records vLLM 0.31's answers; the ``real_layout_032_`` copy (``--out
+tests/render/real_layout_032_bodies.jsonl``) is harvested with ``--vllm-python
+/work/venvs/vllm032/bin/python``.
 
 Usage::
 
@@ -21,24 +25,40 @@ from __future__ import annotations
 
 from typing import Any
 
+import build_real_wu_bodies as wu
 from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
 from corpus_io import write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"markuplm_rule": True, "udop_rule": True, "lasr_rule": False,
-           "dpr_context_rule": False}
+           "dpr_context_rule": False, "esmc_rule": False}
+#: Amino acid sequences, for the folders of EsmcTokenizer (one token per letter).
+PROTEIN_TEXTS = {"protein": "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ",
+                 "chains": "ACDEFG|HIKLMN|<mask>PQ", "protein-lower": "mktayiakqr ACD-EF.G"}
+PROTEIN_FOLDERS = frozenset({"esmc_rule"})
+
+
+def _bodies(folder: str, template: bool) -> list[dict[str, Any]]:
+    name = f"real-{folder}"
+    server = {"--served-model-name": name, "--max-model-len": 512}
+    return [{"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
+             "model_dir": f"real:{folder}", "server": server}
+            for endpoint, bodies in ((CHAT, _chat(name, template)),
+                                     (COMPLETIONS, _completions(name, False)))
+            for ident, body in bodies]
 
 
 def build() -> list[dict[str, Any]]:
     lines = []
     for folder, template in FOLDERS.items():
-        name = f"real-{folder}"
-        server = {"--served-model-name": name, "--max-model-len": 512}
-        for endpoint, bodies in ((CHAT, _chat(name, template)),
-                                 (COMPLETIONS, _completions(name, False))):
-            for ident, body in bodies:
-                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
-                              "model_dir": f"real:{folder}", "server": server})
+        saved = dict(wu.TEXTS)
+        if folder in PROTEIN_FOLDERS:
+            wu.TEXTS.update(PROTEIN_TEXTS)
+        try:
+            lines += _bodies(folder, template)
+        finally:
+            wu.TEXTS.clear()
+            wu.TEXTS.update(saved)
     return lines
 
 

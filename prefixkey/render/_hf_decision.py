@@ -126,8 +126,10 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
         return TokenizerPath("as_is", name, f"{why}: {name} loads tokenizer.json as it is")
     recipe = REBUILT_RECIPES.get(name)
     refusing = REBUILDS[name].call_error if recipe else None
+    source = ("its own vocabulary (tokenizer.json's added tokens kept)"
+              if recipe and REBUILDS[name].vocab else "tokenizer.json's vocabulary")
     return TokenizerPath("rebuilt", name, f"{why}: {name} rebuilds the tokenizer from "
-                         "tokenizer.json's vocabulary" + ("" if recipe else
+                         + source + ("" if recipe else
                                                           ", which prefixkey does not reproduce")
                          + (f"; its call refuses every text (\"{refusing}\"), which vLLM "
                             "answers with a 400" if refusing else ""),

@@ -158,6 +158,9 @@ class Rebuild:
     #: tokenizer_config.json keys the class's ``__init__`` requires (without one the
     #: class fails, and vLLM's server does not start).
     required: tuple[str, ...] = field(default=())
+    #: The class's own vocabulary (token ids in order), which its model is built over
+    #: instead of the file's (EsmcTokenizer's amino acids); the file's added tokens stay.
+    vocab: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.bpe is None) == (self.model is None):
@@ -643,6 +646,23 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
                                 "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
                                 (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
+    # models/esmc/tokenization_esmc.py: a BPE without merges over its SEQUENCE_VOCAB (one
+    # token per amino acid character), whatever the file's vocabulary; <cls> $A <eos>.
+    "EsmcTokenizer": Rebuild(
+        name="esmc",
+        bpe={"unk_token": "$unk_str"},
+        vocab=("<cls>", "<pad>", "<eos>", "<unk>", "L", "A", "G", "V", "S", "E", "R", "T",
+               "I", "D", "P", "K", "Q", "N", "F", "Y", "M", "H", "W", "C", "X", "B", "U",
+               "Z", "O", ".", "-", "|", "<mask>"),
+        normalizer=None,
+        pre_tokenizer=None,
+        decoder=None,
+        defaults={"unk_token": "<unk>", "cls_token": "<cls>", "pad_token": "<pad>",
+                  "mask_token": "<mask>", "eos_token": "<eos>", "bos_token": "<cls>"},
+        extra_specials=(("|", "chain_break_token"),),
+        # Its single template; the pair is TemplateProcessing's default.
+        post_processor=Template("{cls_token}:0 $A:0 {eos_token}:0", "$A:0 $B:1",
+                                (("{cls_token}", "cls_token"), ("{eos_token}", "eos_token")))),
     # models/markuplm/tokenization_markuplm.py: RoBERTa's byte-level BPE and tokens, its
     # own <s> $A </s> template; a text is split into its words (nodes) and encoded as
     # pretokenized; tags_dict is a required argument.
@@ -711,4 +731,6 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                           "GGUF)"),
         "DPRContextEncoderTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
                                        "(llama.cpp's GGUF)"),
+        "EsmcTokenizer": ("borrowed", "bge-small-en-v1.5's tokenizer.json (its added tokens; "
+                          "the class's model is its own amino acid vocabulary)"),
     }))

@@ -160,16 +160,19 @@ def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
     BPE and WordPiece: the model ``tokenizers`` read from the file with the class's
     options set, the same model the class builds from the same vocabulary, without
     passing it through Python (which cost more than transformers' whole load). Unigram
-    (whose options cannot be set): a new one over the file's vocabulary and scores.
+    (whose options cannot be set): a new one over the file's vocabulary and scores. A
+    class with a vocabulary of its own: a BPE without merges over it.
     """
     kind, spec = recipe.model_spec
+    options = {k: _value(v, derived, None) for k, v in spec.items()}
+    if recipe.vocab is not None:  # the class's own, the file's is not read
+        return models.BPE({token: i for i, token in enumerate(recipe.vocab)}, [], **options)
     model = loaded.model
     if type(model).__name__ != kind:
         raise RenderUnsupportedError(
             "tokenizer.json", f"the {recipe.name} tokenizer class builds a {kind} model over "
             f"the file's vocabulary, here a {type(model).__name__} one: prefixkey reproduces "
             f"it over a {kind} vocabulary only")
-    options = {k: _value(v, derived, None) for k, v in spec.items()}
     if kind == "Unigram":
         assert tokenizer_json is not None  # read for every Unigram recipe
         vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]

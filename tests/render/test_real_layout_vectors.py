@@ -8,16 +8,20 @@ byte-level vocabulary: its call encodes a text's whitespace-separated words as
 pretokenized), ``udop_rule`` (UdopForConditionalGeneration; UdopTokenizer, whose call
 refuses a text, so vLLM answers every body that tokenizes one with a 400), ``lasr_rule``
 (LasrForCTC; LasrTokenizer, T5's pipeline with unk id 3, over the XLM-RoBERTa
-SentencePiece vocabulary) and ``dpr_context_rule`` (DPRContextEncoderTokenizer over
-bge-small-en-v1.5's WordPiece vocabulary). ``real_layout_vectors.jsonl`` is what vLLM
-0.31.0's render server answered (tools/harvest_render.py): every 200 must give the same
-ids, every vLLM error an error with the same status. The files are fetched into a cache
+SentencePiece vocabulary), ``dpr_context_rule`` (DPRContextEncoderTokenizer over
+bge-small-en-v1.5's WordPiece vocabulary) and ``esmc_rule`` (EsmcForMaskedLM;
+EsmcTokenizer, whose model is its own amino acid vocabulary, over bge-small's
+tokenizer.json, whose added tokens stay). ``real_layout_vectors.jsonl`` is what vLLM
+0.31.0's render server answered (tools/harvest_render.py), ``real_layout_032_`` the same
+bodies answered by vLLM 0.32.0's (replayed with ``vllm_version`` set): every 200 must give
+the same ids, every vLLM error an error with the same status. The files are fetched into a cache
 (tests/real_models.py): without it these tests skip, under CI they fetch.
 """
 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import pytest
 import real_models
@@ -33,9 +37,11 @@ from render_cases import (
 from prefixkey.render import ModelFolderError, Renderer, ServerOptions
 
 CASES = render_cases("real_layout_")
+CASES_032 = render_cases("real_layout_032_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
 FOLDER_CLASSES = {"markuplm_rule": "MarkupLMTokenizer", "udop_rule": "UdopTokenizer",
-                  "lasr_rule": "LasrTokenizer", "dpr_context_rule": "DPRContextEncoderTokenizer"}
+                  "lasr_rule": "LasrTokenizer", "dpr_context_rule": "DPRContextEncoderTokenizer",
+                  "esmc_rule": "EsmcTokenizer"}
 
 
 def renderer(real: str) -> Renderer:
@@ -85,6 +91,17 @@ def test_dpr_context_is_the_question_encoders_pipeline() -> None:
         assert ids[f"dpr_context_rule/{key}"] == ids[f"dpr_rule/{key}"], key
 
 
+def test_esmc_encodes_with_its_own_vocabulary() -> None:
+    """EsmcTokenizer: one id per amino acid letter, among its 33 tokens, whatever the
+    file's vocabulary (bge-small's 30522 WordPiece entries); any other character is
+    its <unk> (3)."""
+    ids = {c.id: c.token_ids for c in CASES if c.status == 200}
+    (protein,) = ids["esmc_rule/completion-protein-no-specials"]
+    assert len(protein) == len("MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ") and max(protein) < 33
+    (lower,) = ids["esmc_rule/completion-protein-lower-no-specials"]
+    assert lower[:10] == [3] * 10
+
+
 def test_markuplm_without_tags_dict_is_a_folder_error(tmp_path: pytest.TempPathFactory) -> None:
     """MarkupLMTokenizer.__init__ requires tags_dict: without it transformers fails and
     vLLM's server does not start (a real start-up on such a folder)."""
@@ -103,3 +120,19 @@ def test_markuplm_without_tags_dict_is_a_folder_error(tmp_path: pytest.TempPathF
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)
+
+
+@lru_cache(maxsize=1)
+def _renderer_032(folder: str, real: str) -> Renderer:
+    return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{real}",),
+                                  max_model_len=512, vllm_version="0.32.0"))
+
+
+def test_vllm_0_32_answered_the_same_bodies() -> None:
+    assert [c.id for c in CASES_032] == [c.id for c in CASES]
+
+
+@pytest.mark.parametrize("case", CASES_032, ids=[c.id for c in CASES_032])
+def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    assert case.real is not None
+    assert_replays(_renderer_032(str(case.folder()), case.real), case)
