@@ -251,7 +251,8 @@ def _with_startup(decision: TokenizerPath, model_type: str,
             _not_started(architectures, model_type, version)))
     errors = sorted(cls for cls in starts.values() if cls and cls.startswith("error: "))
     if not starts:
-        note = f"vLLM {version}'s start-up was not probed for it (no default config)"
+        note = (f"vLLM {version}'s start-up was not probed for it (transformers builds "
+                "no default config for it or lists no architecture of it)")
     elif len(refused) == len(starts):
         note = (f"vLLM {version}'s model registry accepts none of its architectures "
                 f"({', '.join(refused)}: \"not supported for now\", the server does not "
