@@ -10,11 +10,14 @@ vocabulary), ``lasr_rule`` (LasrTokenizer, T5's pipeline with its own unk id; th
 vocabulary), ``dpr_context_rule`` (DPRContextEncoderTokenizer over bge-small-en-v1.5's
 WordPiece vocabulary) and ``esmc_rule`` (EsmcTokenizer, whose model is its own amino acid
 vocabulary whatever the file's: bge-small-en-v1.5's tokenizer.json, whose added tokens
-stay; amino acid sequences added to the texts). ``tools/harvest_render.py --bodies
-tests/render/real_layout_bodies.jsonl --out tests/render/real_layout_vectors.jsonl
---port 18540`` records vLLM 0.31's answers; the ``real_layout_032_`` copy (``--out
-tests/render/real_layout_032_bodies.jsonl``) is harvested with ``--vllm-python
-/work/venvs/vllm032/bin/python``.
+stay; amino acid sequences added to the texts); ``layoutlmv2_rule``,
+``layoutlmv3_rule`` and ``layoutxlm_rule`` name LayoutLMv2Tokenizer, LayoutLMv3Tokenizer
+and LayoutXLMTokenizer (whose model types vLLM does not start for) as the hub class of a
+GPT-2 folder it starts for: their call refuses a text, as Udop's.
+``tools/harvest_render.py --bodies tests/render/real_layout_bodies.jsonl --out
+tests/render/real_layout_vectors.jsonl --port 18540`` records vLLM 0.31's answers; the
+``real_layout_032_`` copy (``--out tests/render/real_layout_032_bodies.jsonl``) is
+harvested with ``--vllm-python /work/venvs/vllm032/bin/python``.
 
 Usage::
 
@@ -31,7 +34,8 @@ from corpus_io import write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"markuplm_rule": True, "udop_rule": True, "lasr_rule": False,
-           "dpr_context_rule": False, "esmc_rule": False}
+           "dpr_context_rule": False, "esmc_rule": False, "layoutlmv2_rule": True,
+           "layoutlmv3_rule": True, "layoutxlm_rule": True}
 #: Amino acid sequences, for the folders of EsmcTokenizer (one token per letter).
 PROTEIN_TEXTS = {"protein": "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ",
                  "chains": "ACDEFG|HIKLMN|<mask>PQ", "protein-lower": "mktayiakqr ACD-EF.G"}

@@ -19,7 +19,7 @@ rules, in transformers' order, and says for a folder which path it takes:
   text's bytes or code points (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
 - ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
-  registered for a model type, or a rebuild not reproduced, says from
+  registered for a model type, or a rebuild of a model type probed, says from
   ``_hf_startup_facts.py`` which of the type's architectures vLLM's model registry accepts
   at the render server's start-up (for some, none: no server tokenizes them).
 """
@@ -39,7 +39,7 @@ from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS
-from ._hf_rebuilds import REBUILDS
+from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
            "class_path",
@@ -131,6 +131,7 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
     return TokenizerPath("rebuilt", name, f"{why}: {name} rebuilds the tokenizer from "
                          + source + ("" if recipe else
                                                           ", which prefixkey does not reproduce")
+                         + (f"; {REFUSED_BECAUSE[name]}" if name in REFUSED_BECAUSE else "")
                          + (f"; its call refuses every text (\"{refusing}\"), which vLLM "
                             "answers with a 400" if refusing else ""),
                          recipe)
@@ -223,9 +224,9 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     if found is None:
         return TokenizerPath("refused", None, why)
     decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
-    if ((found[1] == "python" and why == f"model_type {model_type!r}")
-            or (decision.path == "rebuilt" and decision.recipe is None)):
-        # A refused rebuild says so only when vLLM starts for the folder at all.
+    if (found[1] == "python" and why == f"model_type {model_type!r}") or (
+            decision.path == "rebuilt"):
+        # A rebuild of a probed model type holds only when vLLM starts for the folder.
         return _with_startup(decision, model_type, architectures)
     return decision
 
@@ -238,7 +239,7 @@ def _not_started(architectures: list[str], model_type: str, version: str) -> str
 
 def _with_startup(decision: TokenizerPath, model_type: str,
                   architectures: list[str]) -> TokenizerPath:
-    """A model type's Python tokenizer or refused rebuild, with what vLLM's render server
+    """A model type's Python tokenizer or rebuild, with what vLLM's render server
     does for the type's architectures (``_hf_startup_facts.STARTS``, probed by starting it)."""
     starts = _hf_startup_facts.STARTS.get(model_type)
     if starts is None:

@@ -35,7 +35,7 @@ from typing import Any, Final, Literal
 
 from ..errors import InvalidRequestError
 
-__all__ = ["REBUILDS", "VERIFIED_WITH", "ModelSpec", "Rebuild", "Template"]
+__all__ = ["REBUILDS", "REFUSED_BECAUSE", "VERIFIED_WITH", "ModelSpec", "Rebuild", "Template"]
 
 Spec = tuple[str, Any]  # (name, kwargs) or ("Sequence", [Spec, ...])
 ModelKind = Literal["BPE", "WordPiece", "Unigram"]
@@ -237,6 +237,13 @@ _T5: Final = Rebuild(
     sentinels="<extra_id_{}>",
     # The literal "</s>" with the eos token's id.
     post_processor=Template("$A:0 </s>:0", "$A:0 </s>:0 $B:0 </s>:0", (("</s>", "eos_token"),)))
+
+#: The error LayoutLMv2Tokenizer's and LayoutLMv3Tokenizer's call raises for a text
+#: (they want words, with their boxes); LayoutXLM's and Udop's, in other words.
+_WORDS_ERROR: Final = ("Words must be of type `List[str]` (single pretokenized example), or "
+                       "`List[List[str]]` (batch of pretokenized examples).")
+_WORDS_ERROR_XLM: Final = ("Words must of type `list[str]` (single pretokenized example), or "
+                           "`list[list[str]]` (batch of pretokenized examples).")
 
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
@@ -458,6 +465,9 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # encoder's (models/dpr/tokenization_dpr.py).
     "DPRContextEncoderTokenizer": replace(_BERT, name="dpr_context_encoder",
                                           normalizer=_bert_normalizer(lowercase=True)),
+    # models/layoutlmv2/tokenization_layoutlmv2.py: BertTokenizer's __init__; its call
+    # wants words with their boxes and refuses a text.
+    "LayoutLMv2Tokenizer": replace(_BERT, name="layoutlmv2", call_error=_WORDS_ERROR),
     "FunnelTokenizer": Rebuild(
         name="funnel",
         model=("WordPiece", {"unk_token": "$unk_str"}),
@@ -505,8 +515,27 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "pad_token": "<pad>"},
         post_processor=Template("$A:0 </s>:0", "$A:0 </s>:0 $B:0 </s>:0",
                                 (("</s>", "eos_token"),)),
-        call_error="Words must of type `list[str]` (single pretokenized example), or "
-                   "`list[list[str]]` (batch of pretokenized examples)."),
+        call_error=_WORDS_ERROR_XLM),
+    # models/layoutxlm/tokenization_layoutxlm.py: XLM-RoBERTa's tokens over a Unigram (unk
+    # id 3) with its own normalizer; its call refuses a text as Udop's does.
+    "LayoutXLMTokenizer": Rebuild(
+        name="layoutxlm",
+        model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
+        normalizer=("Sequence", [
+            ("Strip", {"left": False, "right": True}),
+            ("Replace", {"pattern": ("Regex", " {2,}"), "content": "▁"})]),
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        wrap={"mask_token": {"lstrip": True, "rstrip": False}},
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                                "{cls_token}:0 $A:0 {sep_token}:0 {sep_token}:0 $B:0 "
+                                "{sep_token}:0",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
+        call_error=_WORDS_ERROR_XLM),
     "AlbertTokenizer": Rebuild(
         name="albert",
         model=("Unigram", {"unk_id": 1, "byte_fallback": False}),
@@ -683,6 +712,22 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                                 (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
         words=True,
         required=("tags_dict",)),
+    # models/layoutlmv3/tokenization_layoutlmv3.py: RoBERTa's pipeline with a prefix space
+    # by default; its call wants words with their boxes and refuses a text.
+    "LayoutLMv3Tokenizer": Rebuild(
+        name="layoutlmv3",
+        bpe=_BYTE_LEVEL_BPE,
+        normalizer=None,
+        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+        decoder=_BYTE_LEVEL_DECODER,
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        post_processor="roberta",
+        processor_options=MappingProxyType({"trim_offsets": True,
+                                            "add_prefix_space": "$add_prefix_space"}),
+        call_error=_WORDS_ERROR),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,
@@ -693,6 +738,18 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                   "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
                   "mask_token": "<mask>"},
         post_processor="roberta"),
+})
+
+#: What more is known of a rebuilding class prefixkey does not reproduce (its refusal
+#: says it): RoFormerTokenizer's pre-tokenizer imports rjieba, which neither vLLM nor
+#: transformers requires (only transformers' testing extras), so vLLM's render server
+#: fails to start for it (a real start-up on a folder naming it, vLLM 0.31.0).
+REFUSED_BECAUSE: Final[Mapping[str, str]] = MappingProxyType({
+    "RoFormerTokenizer": (
+        "its pre-tokenizer segments the text with rjieba (the Rust port of jieba), which "
+        "vLLM does not install: its server fails to start (\"You need to install rjieba to "
+        "use RoFormerTokenizer\"), and with rjieba installed the words are jieba's, whose "
+        "segmentation prefixkey does not reproduce"),
 })
 
 #: The files each class's rebuild was replayed on against vLLM's render servers
@@ -731,6 +788,11 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                           "GGUF)"),
         "DPRContextEncoderTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
                                        "(llama.cpp's GGUF)"),
+        "LayoutLMv2Tokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
+                                "(llama.cpp's GGUF); vLLM refuses every text"),
+        "LayoutLMv3Tokenizer": ("borrowed", "Llama 3's vocabulary; vLLM refuses every text"),
+        "LayoutXLMTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary "
+                               "(llama.cpp's GGUF); vLLM refuses every text"),
         "EsmcTokenizer": ("borrowed", "bge-small-en-v1.5's tokenizer.json (its added tokens; "
                           "the class's model is its own amino acid vocabulary)"),
     }))

@@ -11,7 +11,10 @@ refuses a text, so vLLM answers every body that tokenizes one with a 400), ``las
 SentencePiece vocabulary), ``dpr_context_rule`` (DPRContextEncoderTokenizer over
 bge-small-en-v1.5's WordPiece vocabulary) and ``esmc_rule`` (EsmcForMaskedLM;
 EsmcTokenizer, whose model is its own amino acid vocabulary, over bge-small's
-tokenizer.json, whose added tokens stay). ``real_layout_vectors.jsonl`` is what vLLM
+tokenizer.json, whose added tokens stay); ``layoutlmv2_rule``, ``layoutlmv3_rule`` and
+``layoutxlm_rule`` name LayoutLMv2Tokenizer, LayoutLMv3Tokenizer and LayoutXLMTokenizer
+(whose own model types vLLM does not start for) in a GPT-2 folder vLLM starts for: like
+Udop's, their call refuses a text. ``real_layout_vectors.jsonl`` is what vLLM
 0.31.0's render server answered (tools/harvest_render.py), ``real_layout_032_`` the same
 bodies answered by vLLM 0.32.0's (replayed with ``vllm_version`` set): every 200 must give
 the same ids, every vLLM error an error with the same status. The files are fetched into a cache
@@ -41,7 +44,11 @@ CASES_032 = render_cases("real_layout_032_")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
 FOLDER_CLASSES = {"markuplm_rule": "MarkupLMTokenizer", "udop_rule": "UdopTokenizer",
                   "lasr_rule": "LasrTokenizer", "dpr_context_rule": "DPRContextEncoderTokenizer",
-                  "esmc_rule": "EsmcTokenizer"}
+                  "esmc_rule": "EsmcTokenizer", "layoutlmv2_rule": "LayoutLMv2Tokenizer",
+                  "layoutlmv3_rule": "LayoutLMv3Tokenizer",
+                  "layoutxlm_rule": "LayoutXLMTokenizer"}
+#: The folders whose class's call refuses every text (words with boxes wanted).
+REFUSING = frozenset({"udop_rule", "layoutlmv2_rule", "layoutlmv3_rule", "layoutxlm_rule"})
 
 
 def renderer(real: str) -> Renderer:
@@ -49,10 +56,10 @@ def renderer(real: str) -> Renderer:
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
-    """Both answers for each folder but udop_rule, whose every answer is a refusal."""
+    """Both answers for each folder but the refusing ones, whose every answer is a 400."""
     assert {c.real for c in CASES} == set(FOLDER_CLASSES)
-    assert_covers_both_answers(tuple(c for c in CASES if c.real != "udop_rule"),
-                               set(FOLDER_CLASSES) - {"udop_rule"})
+    assert_covers_both_answers(tuple(c for c in CASES if c.real not in REFUSING),
+                               set(FOLDER_CLASSES) - REFUSING)
 
 
 @pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
@@ -60,12 +67,15 @@ def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
     assert_takes_rebuild(renderer(real), cls)
 
 
-def test_udop_refuses_every_text() -> None:
-    """UdopTokenizer's call wants words with their boxes: vLLM answered every body that
-    tokenizes a text (a prompt, a rendered chat) with a 400, none with ids."""
-    udop = [c for c in CASES if c.real == "udop_rule"]
-    assert udop and {c.status for c in udop} == {400}
-    assert sum("Words must of type" in str(c.error) for c in udop) >= len(udop) - 2
+@pytest.mark.parametrize("real", sorted(REFUSING))
+def test_a_class_wanting_boxes_refuses_every_text(real: str) -> None:
+    """UdopTokenizer's, LayoutLMv2/v3Tokenizer's and LayoutXLMTokenizer's call wants words
+    with their boxes: vLLM answered every body that tokenizes a text (a prompt, a rendered
+    chat) with a 400 saying so, none with ids (the others: the empty prompt's, the
+    missing chat template's)."""
+    cases = [c for c in CASES if c.real == real]
+    assert cases and {c.status for c in cases} == {400}
+    assert sum("Words must" in str(c.error) for c in cases) >= len(cases) - 2
 
 
 def test_markuplm_encodes_words() -> None:

@@ -105,3 +105,14 @@ def test_the_rebuilt_types_startup_facts_are_those_of_the_installed_vllm(release
                            "--out", f"prefixkey/render/{module}.py"],
                           cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_roformer_hub_class_is_refused_naming_rjieba(tmp_path: Path) -> None:
+    """RoFormerTokenizer under an architecture vLLM starts for: vLLM 0.31.0's server exits
+    with "You need to install rjieba to use RoFormerTokenizer" (a real start-up on such a
+    folder); the refusal says so, and that jieba's segmentation is not reproduced."""
+    (tmp_path / "tokenizer.json").write_text("{}", "utf-8")
+    text = refusal(folder(tmp_path, "gpt2", "GPT2LMHeadModel",
+                          {"tokenizer_class": "RoFormerTokenizer"}))
+    assert "You need to install rjieba" in text
+    assert "jieba's" in text and "prefixkey does not reproduce" in text
