@@ -16,8 +16,9 @@ and LayoutXLMTokenizer (whose model types vLLM does not start for) as the hub cl
 GPT-2 folder it starts for: their call refuses a text, as Udop's.
 ``tools/harvest_render.py --bodies tests/render/real_layout_bodies.jsonl --out
 tests/render/real_layout_vectors.jsonl --port 18540`` records vLLM 0.31's answers; the
-``real_layout_032_`` copy (``--out tests/render/real_layout_032_bodies.jsonl``) is
-harvested with ``--vllm-python /work/venvs/vllm032/bin/python``.
+``real_layout_030_`` and ``real_layout_032_`` copies (``--out
+tests/render/real_layout_0XY_bodies.jsonl``) are harvested with ``--vllm-python
+/work/venvs/vllm0XY/bin/python``.
 
 Usage::
 

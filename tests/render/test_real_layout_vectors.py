@@ -15,8 +15,9 @@ tokenizer.json, whose added tokens stay); ``layoutlmv2_rule``, ``layoutlmv3_rule
 ``layoutxlm_rule`` name LayoutLMv2Tokenizer, LayoutLMv3Tokenizer and LayoutXLMTokenizer
 (whose own model types vLLM does not start for) in a GPT-2 folder vLLM starts for: like
 Udop's, their call refuses a text. ``real_layout_vectors.jsonl`` is what vLLM
-0.31.0's render server answered (tools/harvest_render.py), ``real_layout_032_`` the same
-bodies answered by vLLM 0.32.0's (replayed with ``vllm_version`` set): every 200 must give
+0.31.0's render server answered (tools/harvest_render.py), ``real_layout_030_`` and
+``real_layout_032_`` the same bodies answered by vLLM 0.30.0's and 0.32.0's (replayed with
+``vllm_version`` set): every 200 must give
 the same ids, every vLLM error an error with the same status. The files are fetched into a cache
 (tests/real_models.py): without it these tests skip, under CI they fetch.
 """
@@ -40,7 +41,9 @@ from render_cases import (
 from prefixkey.render import ModelFolderError, Renderer, ServerOptions
 
 CASES = render_cases("real_layout_")
-CASES_032 = render_cases("real_layout_032_")
+#: The same bodies answered by other releases' render servers (replayed as those).
+RELEASE_CASES = {"0.30.0": render_cases("real_layout_030_"),
+                 "0.32.0": render_cases("real_layout_032_")}
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
 FOLDER_CLASSES = {"markuplm_rule": "MarkupLMTokenizer", "udop_rule": "UdopTokenizer",
                   "lasr_rule": "LasrTokenizer", "dpr_context_rule": "DPRContextEncoderTokenizer",
@@ -133,16 +136,19 @@ def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
 
 
 @lru_cache(maxsize=1)
-def _renderer_032(folder: str, real: str) -> Renderer:
+def _release_renderer(folder: str, real: str, release: str) -> Renderer:
     return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{real}",),
-                                  max_model_len=512, vllm_version="0.32.0"))
+                                  max_model_len=512, vllm_version=release))
 
 
-def test_vllm_0_32_answered_the_same_bodies() -> None:
-    assert [c.id for c in CASES_032] == [c.id for c in CASES]
+@pytest.mark.parametrize("release", sorted(RELEASE_CASES))
+def test_the_other_releases_answered_the_same_bodies(release: str) -> None:
+    assert [c.id for c in RELEASE_CASES[release]] == [c.id for c in CASES]
 
 
-@pytest.mark.parametrize("case", CASES_032, ids=[c.id for c in CASES_032])
-def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
+@pytest.mark.parametrize(("release", "case"), [
+    (r, c) for r, cases in sorted(RELEASE_CASES.items()) for c in cases],
+    ids=[f"{r}-{c.id}" for r, cases in sorted(RELEASE_CASES.items()) for c in cases])
+def test_other_releases_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
     assert case.real is not None
-    assert_replays(_renderer_032(str(case.folder()), case.real), case)
+    assert_replays(_release_renderer(str(case.folder()), case.real, release), case)
