@@ -119,3 +119,17 @@ def test_a_roformer_hub_class_is_refused_naming_rjieba(tmp_path: Path) -> None:
                           {"tokenizer_class": "RoFormerTokenizer"}))
     assert "You need to install rjieba" in text
     assert "jieba's" in text and "prefixkey does not reproduce" in text
+
+
+def test_vllm_0_29_does_not_start_a_markuplm_folder(tmp_path: Path) -> None:
+    """vLLM 0.29.0's render server exits on markuplm_rule ("Model architectures
+    ['MarkupLMForQuestionAnswering'] are not supported for now", a real start-up), where
+    0.30.0's to 0.32.0's render it (real_layout_ corpora): refused as such under 0.29.0."""
+    import real_models
+
+    source = real_models.folder("markuplm_rule")
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / name).write_bytes((source / name).read_bytes())
+    with pytest.raises(RenderUnsupportedError, match=r"vLLM 0\.29\.0 does not start for it"):
+        Renderer(ServerOptions(model=str(tmp_path), vllm_version="0.29.0")).render(
+            "/v1/completions", {"model": str(tmp_path), "prompt": "x"})
