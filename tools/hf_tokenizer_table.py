@@ -35,8 +35,9 @@ from prefixkey.render._hf_rebuilds import REBUILDS, VERIFIED_WITH  # noqa: E402
 from prefixkey.render._hf_startup_facts import VLLM_VERSION as PROBED  # noqa: E402
 
 OUT = ROOT / "docs" / "render-tokenizers.md"
-#: The rebuilt classes whose model is not a BPE (their verification differs: below).
-_NON_BPE = sorted(n for n, r in REBUILDS.items() if r.model_spec[0] != "BPE")
+#: The rebuilt classes whose model is not a BPE, verified on the real_wu_ corpora (below).
+_NON_BPE = sorted(n for n, r in REBUILDS.items()
+                  if r.model_spec[0] != "BPE" and n not in VERIFIED_WITH)
 
 
 def _wu_releases() -> str:
@@ -96,7 +97,10 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **as is**: `tokenizer.json` is loaded as it is (reproduced);
 - **rebuilt**: the class rebuilds model, normalizer and pre-tokenizer from the file's
   vocabulary (reproduced, as `prefixkey/render/_hf_rebuilds.py` records each class, for
-  {", ".join(sorted(REBUILDS))}; refused for the others);
+  {", ".join(sorted(REBUILDS))}; refused for the others: for a model type registering
+  one of those, the row says which of the type's architectures vLLM {PROBED} starts for,
+  as for the Python tokenizers below, and a folder naming only architectures it refuses
+  is refused as such);
 {_verified_text()}
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
   or vocab/merges files (refused);

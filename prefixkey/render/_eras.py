@@ -169,7 +169,7 @@ RENDER_ERAS: Final = (
             # Its install's tokenizer facts are 0.29.0's (the same transformers 5.24.0).
             VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_29_0", _REAL_HF_TYPES,
-                            startup_facts="_hf_startup_facts"),
+                            startup_facts="_hf_startup_facts_0_30_0"),
         ),
     ),
     RenderEra(

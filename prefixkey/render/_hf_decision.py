@@ -20,9 +20,9 @@ rules, in transformers' order, and says for a folder which path it takes:
   its SentencePiece pieces (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
 - ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
-  registered for a model type says, from ``_hf_startup_facts.py``, which of that type's
-  architectures vLLM's model registry accepts at the render server's start-up (for some,
-  none: no server tokenizes them).
+  registered for a model type, or a rebuild of a model type probed, says from
+  ``_hf_startup_facts.py`` which of the type's architectures vLLM's model registry accepts
+  at the render server's start-up (for some, none: no server tokenizes them).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
-from ._hf_rebuilds import REBUILDS
+from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
            "class_path",
@@ -133,9 +133,15 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
     if kind in ("backend", "as_is"):
         return TokenizerPath("as_is", name, f"{why}: {name} loads tokenizer.json as it is")
     recipe = REBUILT_RECIPES.get(name)
+    refusing = REBUILDS[name].call_error if recipe else None
+    source = ("its own vocabulary (tokenizer.json's added tokens kept)"
+              if recipe and REBUILDS[name].vocab else "tokenizer.json's vocabulary")
     return TokenizerPath("rebuilt", name, f"{why}: {name} rebuilds the tokenizer from "
-                         "tokenizer.json's vocabulary" + ("" if recipe else
-                                                          ", which prefixkey does not reproduce"),
+                         + source + ("" if recipe else
+                                                          ", which prefixkey does not reproduce")
+                         + (f"; {REFUSED_BECAUSE[name]}" if name in REFUSED_BECAUSE else "")
+                         + (f"; its call refuses every text (\"{refusing}\"), which vLLM "
+                            "answers with a 400" if refusing else ""),
                          recipe)
 
 
@@ -226,7 +232,9 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     if found is None:
         return TokenizerPath("refused", None, why)
     decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
-    if found[1] == "python" and why == f"model_type {model_type!r}":
+    if (found[1] == "python" and why == f"model_type {model_type!r}") or (
+            decision.path == "rebuilt"):
+        # A rebuild of a probed model type holds only when vLLM starts for the folder.
         return _with_startup(decision, model_type, architectures)
     return decision
 
@@ -239,8 +247,8 @@ def _not_started(architectures: list[str], model_type: str, version: str) -> str
 
 def _with_startup(decision: TokenizerPath, model_type: str,
                   architectures: list[str]) -> TokenizerPath:
-    """A model type's Python tokenizer, with what vLLM's render server does for the
-    type's architectures (``_hf_startup_facts.STARTS``, probed by starting it)."""
+    """A model type's Python tokenizer or rebuild, with what vLLM's render server
+    does for the type's architectures (``_hf_startup_facts.STARTS``, probed by starting it)."""
     starts = _hf_startup_facts.STARTS.get(model_type)
     if starts is None:
         return decision
@@ -252,7 +260,8 @@ def _with_startup(decision: TokenizerPath, model_type: str,
             _not_started(architectures, model_type, version)))
     errors = sorted(cls for cls in starts.values() if cls and cls.startswith("error: "))
     if not starts:
-        note = f"vLLM {version}'s start-up was not probed for it (no default config)"
+        note = (f"vLLM {version}'s start-up was not probed for it (transformers builds "
+                "no default config for it or lists no architecture of it)")
     elif len(refused) == len(starts):
         note = (f"vLLM {version}'s model registry accepts none of its architectures "
                 f"({', '.join(refused)}: \"not supported for now\", the server does not "
@@ -303,17 +312,19 @@ def release_starts(vllm_version: str) -> dict[str, dict[str, str | None]] | None
 
 def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type: str,
                           architectures: list[str]) -> None:
-    """Refuse a reproduced Python tokenizer's folder the release's vLLM does not start for,
-    or whose start-up was not probed under that release (its registry may differ: vLLM
-    0.29's does not accept Wav2Vec2ForCTC, 0.31's does)."""
-    if decision.path != "python" or model_type not in _hf_startup_facts.STARTS:
+    """Refuse a reproduced Python tokenizer's or rebuild's folder of a probed model type
+    the release's vLLM does not start for, or whose start-up was not probed under that
+    release (its registry may differ: vLLM 0.29's does not accept Wav2Vec2ForCTC, 0.31's
+    does)."""
+    if (decision.path not in ("python", "rebuilt")
+            or model_type not in _hf_startup_facts.STARTS):
         return
     starts = release_starts(vllm_version)
-    if starts is None:
+    if starts is None or model_type not in starts:
         raise RenderUnsupportedError("config.json", (
             f"model_type {model_type!r}: which of its architectures vLLM {vllm_version} "
             "starts for was not probed (tools/probe_vllm_startup.py); not verified"))
-    known = starts.get(model_type, {})
+    known = starts[model_type]
     if architectures and all(a in known and known[a] is None for a in architectures):
         raise RenderUnsupportedError("config.json",
                                      _not_started(architectures, model_type, vllm_version))

@@ -36,7 +36,7 @@ from typing import Any, Final, Literal
 
 from ..errors import InvalidRequestError
 
-__all__ = ["REBUILDS", "VERIFIED_WITH", "ModelSpec", "Rebuild", "Template"]
+__all__ = ["REBUILDS", "REFUSED_BECAUSE", "VERIFIED_WITH", "ModelSpec", "Rebuild", "Template"]
 
 Spec = tuple[str, Any]  # (name, kwargs) or ("Sequence", [Spec, ...])
 ModelKind = Literal["BPE", "WordPiece", "Unigram"]
@@ -173,6 +173,18 @@ class Rebuild:
     #: MBart50Tokenizer re-orders a Unigram vocabulary that holds none of its
     #: ``extras_after`` (SentencePiece's order to fairseq's): not reproduced, refused.
     reorders_vocab: bool = False
+    #: The class's call encodes the text's whitespace-separated words (``str.split()``)
+    #: as one pretokenized sequence (MarkupLMTokenizer: a text is its nodes, xpaths none).
+    words: bool = False
+    #: The message of the error the class's call raises for any text, which vLLM answers
+    #: with a 400 (UdopTokenizer's call wants words, with their boxes).
+    call_error: str | None = None
+    #: tokenizer_config.json keys the class's ``__init__`` requires (without one the
+    #: class fails, and vLLM's server does not start).
+    required: tuple[str, ...] = field(default=())
+    #: The class's own vocabulary (token ids in order), which its model is built over
+    #: instead of the file's (EsmcTokenizer's amino acids); the file's added tokens stay.
+    vocab: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.bpe is None) == (self.model is None):
@@ -300,6 +312,26 @@ _FAIRSEQ_TOKENS: Final = MappingProxyType({
 _SPM_BPE: Final = MappingProxyType({
     "dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
     "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": False})
+#: T5Tokenizer's recipe (models/t5/tokenization_t5.py).
+_T5: Final = Rebuild(
+    name="t5",
+    model=("Unigram", {"unk_id": 2, "byte_fallback": False}),
+    normalizer=_PRECOMPILED,
+    pre_tokenizer=("Sequence", [
+        ("WhitespaceSplit", {}),
+        ("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True})]),
+    decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True}),
+    defaults={"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"},
+    sentinels="<extra_id_{}>",
+    # The literal "</s>" with the eos token's id.
+    post_processor=Template("$A:0 </s>:0", "$A:0 </s>:0 $B:0 </s>:0", (("</s>", "eos_token"),)))
+
+#: The error LayoutLMv2Tokenizer's and LayoutLMv3Tokenizer's call raises for a text
+#: (they want words, with their boxes); LayoutXLM's and Udop's, in other words.
+_WORDS_ERROR: Final = ("Words must be of type `List[str]` (single pretokenized example), or "
+                       "`List[List[str]]` (batch of pretokenized examples).")
+_WORDS_ERROR_XLM: Final = ("Words must of type `list[str]` (single pretokenized example), or "
+                           "`list[list[str]]` (batch of pretokenized examples).")
 
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
@@ -514,10 +546,16 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # is Bert's, True).
     "DistilBertTokenizer": replace(_BERT, name="distilbert"),
     # DPRQuestionEncoderTokenizer(BertTokenizer) takes do_lower_case itself and does not
-    # pass it on: BertTokenizer lowercases whatever the file says. (DPRContextEncoder's
-    # __init__ is the same code, not yet replayed against vLLM: refused.)
+    # pass it on: BertTokenizer lowercases whatever the file says.
     "DPRQuestionEncoderTokenizer": replace(_BERT, name="dpr_question_encoder",
                                            normalizer=_bert_normalizer(lowercase=True)),
+    # DPRContextEncoderTokenizer(BertTokenizer): the same __init__ as the question
+    # encoder's (models/dpr/tokenization_dpr.py).
+    "DPRContextEncoderTokenizer": replace(_BERT, name="dpr_context_encoder",
+                                          normalizer=_bert_normalizer(lowercase=True)),
+    # models/layoutlmv2/tokenization_layoutlmv2.py: BertTokenizer's __init__; its call
+    # wants words with their boxes and refuses a text.
+    "LayoutLMv2Tokenizer": replace(_BERT, name="layoutlmv2", call_error=_WORDS_ERROR),
     "FunnelTokenizer": Rebuild(
         name="funnel",
         model=("WordPiece", {"unk_token": "$unk_str"}),
@@ -546,19 +584,46 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                                 "{bos_token}:0 $A:0 {eos_token}:0 {eos_token}:0 $B:0 "
                                 "{eos_token}:0",
                                 (("{bos_token}", "bos_token"), ("{eos_token}", "eos_token")))),
-    "T5Tokenizer": Rebuild(
-        name="t5",
-        model=("Unigram", {"unk_id": 2, "byte_fallback": False}),
-        normalizer=_PRECOMPILED,
+    "T5Tokenizer": _T5,
+    # models/lasr/tokenization_lasr.py: T5Tokenizer's __init__ with unk id 3.
+    "LasrTokenizer": replace(_T5, name="lasr",
+                             model=("Unigram", {"unk_id": 3, "byte_fallback": False})),
+    # models/udop/tokenization_udop.py: T5's Unigram pipeline without a normalizer, its
+    # unk id looked up; its call takes words with boxes and refuses a text.
+    "UdopTokenizer": Rebuild(
+        name="udop",
+        model=("Unigram", {"unk_id_lookup": {"score": None, "fallback": 2},
+                           "byte_fallback": False}),
+        normalizer=None,
         pre_tokenizer=("Sequence", [
             ("WhitespaceSplit", {}),
             ("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True})]),
         decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always", "split": True}),
-        defaults={"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"},
-        sentinels="<extra_id_{}>",
-        # The literal "</s>" with the eos token's id (models/t5/tokenization_t5.py).
+        defaults={"eos_token": "</s>", "sep_token": "</s>", "unk_token": "<unk>",
+                  "pad_token": "<pad>"},
         post_processor=Template("$A:0 </s>:0", "$A:0 </s>:0 $B:0 </s>:0",
-                                (("</s>", "eos_token"),))),
+                                (("</s>", "eos_token"),)),
+        call_error=_WORDS_ERROR_XLM),
+    # models/layoutxlm/tokenization_layoutxlm.py: XLM-RoBERTa's tokens over a Unigram (unk
+    # id 3) with its own normalizer; its call refuses a text as Udop's does.
+    "LayoutXLMTokenizer": Rebuild(
+        name="layoutxlm",
+        model=("Unigram", {"unk_id": 3, "byte_fallback": False}),
+        normalizer=("Sequence", [
+            ("Strip", {"left": False, "right": True}),
+            ("Replace", {"pattern": ("Regex", " {2,}"), "content": "▁"})]),
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "$metaspace_scheme"}),
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        wrap={"mask_token": {"lstrip": True, "rstrip": False}},
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                                "{cls_token}:0 $A:0 {sep_token}:0 {sep_token}:0 $B:0 "
+                                "{sep_token}:0",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
+        call_error=_WORDS_ERROR_XLM),
     "AlbertTokenizer": Rebuild(
         name="albert",
         model=("Unigram", {"unk_id": 1, "byte_fallback": False}),
@@ -698,6 +763,59 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
                                 "{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
                                 (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
+    # models/esmc/tokenization_esmc.py: a BPE without merges over its SEQUENCE_VOCAB (one
+    # token per amino acid character), whatever the file's vocabulary; <cls> $A <eos>.
+    "EsmcTokenizer": Rebuild(
+        name="esmc",
+        bpe={"unk_token": "$unk_str"},
+        vocab=("<cls>", "<pad>", "<eos>", "<unk>", "L", "A", "G", "V", "S", "E", "R", "T",
+               "I", "D", "P", "K", "Q", "N", "F", "Y", "M", "H", "W", "C", "X", "B", "U",
+               "Z", "O", ".", "-", "|", "<mask>"),
+        normalizer=None,
+        pre_tokenizer=None,
+        decoder=None,
+        defaults={"unk_token": "<unk>", "cls_token": "<cls>", "pad_token": "<pad>",
+                  "mask_token": "<mask>", "eos_token": "<eos>", "bos_token": "<cls>"},
+        extra_specials=(("|", "chain_break_token"),),
+        # Its single template; the pair is TemplateProcessing's default.
+        post_processor=Template("{cls_token}:0 $A:0 {eos_token}:0", "$A:0 $B:1",
+                                (("{cls_token}", "cls_token"), ("{eos_token}", "eos_token")))),
+    # models/markuplm/tokenization_markuplm.py: RoBERTa's byte-level BPE and tokens, its
+    # own <s> $A </s> template; a text is split into its words (nodes) and encoded as
+    # pretokenized; tags_dict is a required argument.
+    "MarkupLMTokenizer": Rebuild(
+        name="markuplm",
+        bpe=_BYTE_LEVEL_BPE,
+        normalizer=None,
+        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+        decoder=_BYTE_LEVEL_DECODER,
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        wrap={**{key: {"lstrip": False, "rstrip": False} for key in (
+            "bos_token", "eos_token", "sep_token", "cls_token", "unk_token", "pad_token")},
+              "mask_token": {"lstrip": True, "rstrip": False}},
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                                "{cls_token}:0 $A:0 {sep_token}:0 $B:0 {sep_token}:0",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
+        words=True,
+        required=("tags_dict",)),
+    # models/layoutlmv3/tokenization_layoutlmv3.py: RoBERTa's pipeline with a prefix space
+    # by default; its call wants words with their boxes and refuses a text.
+    "LayoutLMv3Tokenizer": Rebuild(
+        name="layoutlmv3",
+        bpe=_BYTE_LEVEL_BPE,
+        normalizer=None,
+        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+        decoder=_BYTE_LEVEL_DECODER,
+        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "mask_token": "<mask>"},
+        add_prefix_space=True,
+        post_processor="roberta",
+        processor_options=MappingProxyType({"trim_offsets": True,
+                                            "add_prefix_space": "$add_prefix_space"}),
+        call_error=_WORDS_ERROR),
     "RobertaTokenizer": Rebuild(
         name="roberta",
         bpe=_BYTE_LEVEL_BPE,
@@ -843,6 +961,18 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                                 (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token")))),
 })
 
+#: What more is known of a rebuilding class prefixkey does not reproduce (its refusal
+#: says it): RoFormerTokenizer's pre-tokenizer imports rjieba, which neither vLLM nor
+#: transformers requires (only transformers' testing extras), so vLLM's render server
+#: fails to start for it (a real start-up on a folder naming it, vLLM 0.31.0).
+REFUSED_BECAUSE: Final[Mapping[str, str]] = MappingProxyType({
+    "RoFormerTokenizer": (
+        "its pre-tokenizer segments the text with rjieba (the Rust port of jieba), which "
+        "vLLM does not install: its server fails to start (\"You need to install rjieba to "
+        "use RoFormerTokenizer\"), and with rjieba installed the words are jieba's, whose "
+        "segmentation prefixkey does not reproduce"),
+})
+
 #: The files each class's rebuild was replayed on against vLLM's render servers
 #: (tests/render/real/; docs/render-tokenizers.md prints it): ``real`` for the model
 #: family's own published tokenizer files, ``built`` for a tokenizer.json built from a
@@ -891,4 +1021,18 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                               "vocabulary (its ids are Mistral 7B's; no charsmap)"),
         "SplinterTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
                               "(llama.cpp's GGUF; bert-base-uncased's)"),
+        "MarkupLMTokenizer": ("borrowed", "Llama 3's vocabulary"),
+        "UdopTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary (llama.cpp's "
+                          "GGUF); vLLM refuses every text"),
+        "LasrTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary (llama.cpp's "
+                          "GGUF)"),
+        "DPRContextEncoderTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
+                                       "(llama.cpp's GGUF)"),
+        "LayoutLMv2Tokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
+                                "(llama.cpp's GGUF); vLLM refuses every text"),
+        "LayoutLMv3Tokenizer": ("borrowed", "Llama 3's vocabulary; vLLM refuses every text"),
+        "LayoutXLMTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary "
+                               "(llama.cpp's GGUF); vLLM refuses every text"),
+        "EsmcTokenizer": ("borrowed", "bge-small-en-v1.5's tokenizer.json (its added tokens; "
+                          "the class's model is its own amino acid vocabulary)"),
     }))

@@ -173,16 +173,19 @@ def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
     BPE and WordPiece: the model ``tokenizers`` read from the file with the class's
     options set, the same model the class builds from the same vocabulary, without
     passing it through Python (which cost more than transformers' whole load). Unigram
-    (whose options cannot be set): a new one over the file's vocabulary and scores.
+    (whose options cannot be set): a new one over the file's vocabulary and scores. A
+    class with a vocabulary of its own: a BPE without merges over it.
     """
     kind, spec = recipe.model_spec
+    options = {k: _value(v, derived, None) for k, v in spec.items()}
+    if recipe.vocab is not None:  # the class's own, the file's is not read
+        return models.BPE({token: i for i, token in enumerate(recipe.vocab)}, [], **options)
     model = loaded.model
     if type(model).__name__ != kind:
         raise RenderUnsupportedError(
             "tokenizer.json", f"the {recipe.name} tokenizer class builds a {kind} model over "
             f"the file's vocabulary, here a {type(model).__name__} one: prefixkey reproduces "
             f"it over a {kind} vocabulary only")
-    options = {k: _value(v, derived, None) for k, v in spec.items()}
     if kind == "Unigram":
         assert tokenizer_json is not None  # read for every Unigram recipe
         vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
@@ -432,6 +435,10 @@ class HfTokenizer:
     _lock: threading.Lock
     #: CodeLlamaTokenizer's fill token: its call splits a text holding it there.
     infill_token: str | None = None
+    #: The class's call encodes the text's words as pretokenized (MarkupLMTokenizer).
+    words: bool = False
+    #: The error the class's call raises for every text (UdopTokenizer's).
+    call_error: str | None = None
 
     def _check(self, text: str) -> str:
         """The text CodeLlamaTokenizer's call encodes the plain way, or an error.
@@ -441,6 +448,8 @@ class HfTokenizer:
         a changed normalizer (a "▁" prepended to every piece), so that tokenizer copy of
         vLLM's encodes later texts otherwise (real_py_codellama_vectors.jsonl): refused.
         """
+        if self.call_error is not None:
+            raise RenderRequestError("prompt", self.call_error)
         token = self.infill_token
         if token is None or token not in text:
             return text
@@ -474,7 +483,8 @@ class HfTokenizer:
         """
         text = self._check(text)
         return self.tokenizer.encode_batch_fast(
-            [text], add_special_tokens=add_special_tokens)[0].ids
+            [text.split() if self.words else text], is_pretokenized=self.words,
+            add_special_tokens=add_special_tokens)[0].ids
 
     def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
                          side: str) -> list[int]:
@@ -489,7 +499,8 @@ class HfTokenizer:
             truncating.enable_truncation(max_length, stride=0, strategy="longest_first",
                                          direction=side)
             return truncating.encode_batch_fast(
-                [text], add_special_tokens=add_special_tokens)[0].ids
+                [text.split() if self.words else text], is_pretokenized=self.words,
+                add_special_tokens=add_special_tokens)[0].ids
 
 
 def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
@@ -506,6 +517,12 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         loaded = Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError("tokenizer.json", f"cannot be loaded: {exc}") from None
+    missing = [key for key in (recipe.required if recipe else ()) if key not in
+               folder.tokenizer_config]
+    if missing:
+        raise ModelFolderError("tokenizer_config.json", (
+            f"the {decision.tokenizer_class} class requires {missing[0]!r}, without which "
+            "transformers fails to build it and vLLM does not start"))
     init = dict(folder.tokenizer_config)
     for name in ("tokenizer_class", "init_inputs", "add_bos_token", "add_eos_token",
                  "chat_template", "auto_map"):
@@ -656,6 +673,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _truncating=[],
         _lock=threading.Lock(),
         infill_token=_infill_token(recipe, folder.tokenizer_config),
+        words=recipe is not None and recipe.words,
+        call_error=recipe.call_error if recipe is not None else None,
     )
 
 
