@@ -56,7 +56,7 @@ class PythonTokenizer(HfTokenizer):
     #: ``bpe_words``: merges.txt's ranks, as ``__init__`` reads them (a later duplicate
     #: line's rank wins), and the rewrites of render/_hf_python.py's ``BpeWords``.
     bpe_ranks: Mapping[tuple[str, ...], int] | None = None
-    words: re.Pattern[str] | None = None
+    word_pattern: re.Pattern[str] | None = None
     rewrites: tuple[tuple[re.Pattern[str], str], ...] = ()
     #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``,
     #: ``CharacterTokenizer`` rather than WordPiece) as the folder sets them.
@@ -96,10 +96,10 @@ class PythonTokenizer(HfTokenizer):
 
     def _bpe_ids(self, text: str) -> list[int]:
         """``_tokenize`` of a fastBPE-style class, then ``_convert_token_to_id``."""
-        assert self.vocab is not None and self.codec.bpe is not None and self.words
+        assert self.vocab is not None and self.codec.bpe is not None and self.word_pattern
         lower = self.codec.bpe.lowercase
         ids: list[int] = []
-        for word in self.words.findall(text):
+        for word in self.word_pattern.findall(text):
             for pattern, replacement in self.rewrites:
                 word = pattern.sub(replacement, word)
             for piece in word.split(" "):
@@ -373,7 +373,7 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         upper=bool(settings.get("do_lower_case")),
         delimiter=str(named.get("word_delimiter_token", " ")),
         special_ids=MappingProxyType({k: vocab[str(v)] for k, v in named.items()}),
-        bpe_ranks=ranks, words=re.compile(codec.bpe.words) if codec.bpe else None,
+        bpe_ranks=ranks, word_pattern=re.compile(codec.bpe.words) if codec.bpe else None,
         rewrites=tuple((re.compile(p), r) for p, r in (
             codec.bpe.rewrites if codec.bpe else ())),
         basic=None if codec.wordpiece is None else (
