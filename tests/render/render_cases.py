@@ -9,13 +9,15 @@ line; ``serve_bodies.jsonl`` and ``serve_vectors.jsonl`` the same for ``vllm ser
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import pytest
+
     from prefixkey.render import Renderer
 
 RENDER_DIR = Path(__file__).resolve().parent
@@ -88,6 +90,13 @@ def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
         )
         for b in bodies
     )
+
+
+def each_case(cases: Sequence[RenderCase]) -> pytest.MarkDecorator:
+    """Parametrize a replay test with ``case``: one per body of ``cases``, named by its id."""
+    import pytest
+
+    return pytest.mark.parametrize("case", cases, ids=[c.id for c in cases])
 
 
 def assert_replays(renderer: Renderer, case: RenderCase) -> None:

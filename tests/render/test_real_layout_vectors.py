@@ -34,6 +34,7 @@ from render_cases import (
     assert_covers_both_answers,
     assert_replays,
     assert_takes_rebuild,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -129,7 +130,7 @@ def test_markuplm_without_tags_dict_is_a_folder_error(tmp_path: pytest.TempPathF
             "/v1/completions", {"model": str(target), "prompt": "x"})
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)

@@ -29,6 +29,7 @@ from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -102,7 +103,7 @@ def test_an_encoder_decoder_completion_is_refused_where_not_harvested(tmp_path: 
 
 #: SiglipModel is a pooling architecture (render/_runner_facts.py): its truncating bodies
 #: (``siglip_py/completion-truncate*``) are cut on the right, special tokens counted in.
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_sentencepiece_python_folders_replays(case: RenderCase) -> None:
     assert_replays(renderer(case.real or ""), case)
 

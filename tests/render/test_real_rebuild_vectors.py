@@ -20,6 +20,7 @@ from render_cases import (
     assert_covers_both_answers,
     assert_replays,
     assert_takes_rebuild,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -46,7 +47,7 @@ def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
     assert_takes_rebuild(renderer(real), cls)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_rebuilt_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     r = renderer(case.real)

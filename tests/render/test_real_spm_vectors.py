@@ -25,6 +25,7 @@ from render_cases import (
     assert_covers_both_answers,
     assert_replays,
     assert_takes_rebuild,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -150,7 +151,7 @@ def test_pegasus_without_its_unk_token_is_a_folder_error(tmp_path: Path) -> None
             "/v1/completions", {"model": str(folder), "prompt": "x"})
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)

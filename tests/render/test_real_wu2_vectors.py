@@ -23,6 +23,7 @@ from render_cases import (
     assert_covers_both_answers,
     assert_replays,
     assert_takes_rebuild,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -85,7 +86,7 @@ def test_mpnet_is_bert_pieces_in_roberta_tokens() -> None:
     assert (first[0], first[-1]) == (30522, 30523)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)

@@ -21,6 +21,7 @@ from render_cases import (
     assert_covers_both_answers,
     assert_replays,
     assert_takes_rebuild,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -62,7 +63,7 @@ def test_the_options_the_classes_read_change_the_ids() -> None:
     assert ids["t5_rule/completion-ascii"][0][-1] == 2  # </s>, no bos
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_wordpiece_and_unigram_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)
