@@ -9,7 +9,7 @@ line; ``serve_bodies.jsonl`` and ``serve_vectors.jsonl`` the same for ``vllm ser
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -136,6 +136,20 @@ def assert_takes_rebuild(renderer: Renderer, cls: str) -> None:
     decision = renderer.folder.tokenizer_decision
     assert (decision.path, decision.tokenizer_class) == ("rebuilt", cls)
     assert decision.recipe == REBUILDS[cls].name
+
+
+def class_rebuild_test(folder_classes: Mapping[str, str], renderer: Callable[[str], Renderer]
+                       ) -> Callable[[str, str], None]:
+    """The test that each real folder of ``folder_classes`` takes its class's rebuild
+    (:func:`assert_takes_rebuild`), parametrized ``real``, ``cls``; a suite binds it as
+    ``test_each_folder_takes_its_class_rebuild``."""
+    import pytest
+
+    @pytest.mark.parametrize(("real", "cls"), sorted(folder_classes.items()))
+    def test(real: str, cls: str) -> None:
+        assert_takes_rebuild(renderer(real), cls)
+
+    return test
 
 
 # Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the tokenizers

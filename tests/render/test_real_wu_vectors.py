@@ -15,12 +15,11 @@ without it these tests skip, under CI they fetch.
 
 from __future__ import annotations
 
-import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
-    assert_takes_rebuild,
+    class_rebuild_test,
     each_case,
     real_renderer,
     render_cases,
@@ -46,9 +45,7 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
     assert_covers_both_answers(CASES, FOLDER_CLASSES)
 
 
-@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
-def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
-    assert_takes_rebuild(renderer(real), cls)
+test_each_folder_takes_its_class_rebuild = class_rebuild_test(FOLDER_CLASSES, renderer)
 
 
 def test_the_options_the_classes_read_change_the_ids() -> None:
