@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,6 +90,21 @@ def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
         )
         for b in bodies
     )
+
+
+@cache
+def kept_vectors(release: str, corpus: str) -> dict[str, dict[str, Any]]:
+    """``release``'s answers for ``corpus``'s bodies by id, kept compactly in
+    releases/<release>/<corpus>vectors.jsonl (a builder's ``--keep-release``)."""
+    path = RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
+    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+
+
+def kept_case(case: RenderCase, release: str, corpus: str) -> RenderCase:
+    """``case`` with ``release``'s kept answer in place of 0.31.0's, for :func:`assert_replays`."""
+    vector = kept_vectors(release, corpus)[case.id]
+    return replace(case, status=vector["status"], token_ids=vector["token_ids"],
+                   error=vector["error"])
 
 
 def each_case(cases: Sequence[RenderCase]) -> pytest.MarkDecorator:
