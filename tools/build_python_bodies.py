@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_io import write_bodies
+from corpus_io import folder_lines, text_prompts, write_bodies
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
@@ -85,10 +85,7 @@ TEXTS = {
 
 
 def _completions(name: str) -> list[tuple[str, dict[str, Any]]]:
-    bodies: list[tuple[str, dict[str, Any]]] = []
-    for key, text in TEXTS.items():
-        bodies.append((key, {"prompt": text}))
-        bodies.append((f"{key}-no-specials", {"prompt": text, "add_special_tokens": False}))
+    bodies = text_prompts(TEXTS)
     bodies.append(("prompt-list", {"prompt": [TEXTS["utf8"], TEXTS["byt5-specials"]]}))
     bodies.append(("truncate", {"prompt": TEXTS["utf8"] * 3, "truncate_prompt_tokens": 9}))
     bodies.append(("truncate-no-specials", {"prompt": TEXTS["utf8"] * 3,
@@ -125,10 +122,9 @@ def build() -> list[dict[str, Any]]:
     for folder in FOLDERS:
         name = f"py-{folder}"
         server = {"--served-model-name": name}
-        for endpoint, bodies in ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))):
-            for ident, body in bodies:
-                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
-                              "model_dir": f"python_models/{folder}", "server": server})
+        lines += folder_lines(folder, server,
+                              ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))),
+                              f"python_models/{folder}")
     return lines
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
-from corpus_io import write_bodies, write_main
+from corpus_io import folder_lines, write_bodies, write_main
 
 FOLDER = "mbart_encdec"
 #: The releases whose own servers answer the same bodies (one copy each).
@@ -30,12 +30,9 @@ RELEASES = ("032",)
 def build() -> list[dict[str, Any]]:
     name = f"real-{FOLDER}"
     server = {"--served-model-name": name, "--max-model-len": 512}
-    bodies = [*((CHAT, i, b) for i, b in _chat(name, True)),
-              *((COMPLETIONS, i, b) for i, b in _completions(name, False)[:8]),
-              (COMPLETIONS, "completion-token-ids", {"model": name, "prompt": [0, 35378, 2]})]
-    return [{"body": body, "endpoint": endpoint, "id": f"{FOLDER}/{ident}",
-             "model_dir": f"real:{FOLDER}", "server": server}
-            for endpoint, ident, body in bodies]
+    completions = [*_completions(name, False)[:8],
+                   ("completion-token-ids", {"model": name, "prompt": [0, 35378, 2]})]
+    return folder_lines(FOLDER, server, ((CHAT, _chat(name, True)), (COMPLETIONS, completions)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from corpus_io import write_main
+from corpus_io import folder_lines, write_main
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
@@ -167,10 +167,8 @@ def build() -> list[dict[str, Any]]:
         name = f"real-{folder}"
         server = {"--served-model-name": name, "--max-model-len": MAX_MODEL_LEN,
                   "--enable-auto-tool-choice": True, "--tool-call-parser": "hermes"}
-        for endpoint, bodies in ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))):
-            for ident, body in bodies:
-                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
-                              "model_dir": f"real:{folder}", "server": server})
+        lines += folder_lines(folder, server,
+                              ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))))
     return lines
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import build_real_wu_bodies as wu
 from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
-from corpus_io import write_main
+from corpus_io import folder_lines, write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"markuplm_rule": True, "udop_rule": True, "lasr_rule": False,
@@ -46,11 +46,8 @@ PROTEIN_FOLDERS = frozenset({"esmc_rule"})
 def _bodies(folder: str, template: bool) -> list[dict[str, Any]]:
     name = f"real-{folder}"
     server = {"--served-model-name": name, "--max-model-len": 512}
-    return [{"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
-             "model_dir": f"real:{folder}", "server": server}
-            for endpoint, bodies in ((CHAT, _chat(name, template)),
-                                     (COMPLETIONS, _completions(name, False)))
-            for ident, body in bodies]
+    return folder_lines(folder, server, ((CHAT, _chat(name, template)),
+                                         (COMPLETIONS, _completions(name, False))))
 
 
 def build() -> list[dict[str, Any]]:

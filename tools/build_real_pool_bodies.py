@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, TEXTS
-from corpus_io import write_main
+from corpus_io import folder_lines, write_main
 
 FOLDERS = ("bert_bge", "xlm_roberta_model", "chatglm_model_rule")
 TEMPLATE = "models/override_template.jinja"
@@ -87,10 +87,8 @@ def build() -> list[dict[str, Any]]:
         name = f"real-{folder}"
         server = {"--served-model-name": name, "--max-model-len": 512,
                   "--chat-template": TEMPLATE}
-        for endpoint, bodies in ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))):
-            for ident, body in bodies:
-                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
-                              "model_dir": f"real:{folder}", "server": server})
+        lines += folder_lines(folder, server,
+                              ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))))
     return lines
 
 

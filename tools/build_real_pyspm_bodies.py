@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from corpus_io import write_main
+from corpus_io import folder_lines, text_prompts, write_main
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
@@ -73,10 +73,7 @@ TEXTS = {
 
 
 def _completions(name: str) -> list[tuple[str, dict[str, Any]]]:
-    bodies: list[tuple[str, dict[str, Any]]] = []
-    for key, text in TEXTS.items():
-        bodies.append((key, {"prompt": text}))
-        bodies.append((f"{key}-no-specials", {"prompt": text, "add_special_tokens": False}))
+    bodies = text_prompts(TEXTS)
     bodies.append(("prompt-list", {"prompt": [TEXTS["utf8"], TEXTS["specials"]]}))
     bodies.append(("truncate", {"prompt": TEXTS["utf8"] * 3, "truncate_prompt_tokens": 9}))
     bodies.append(("truncate-no-specials", {"prompt": TEXTS["utf8"] * 3,
@@ -119,10 +116,8 @@ def build() -> list[dict[str, Any]]:
         server: dict[str, Any] = {"--served-model-name": name}
         if LENGTHS[folder] is not None:
             server["--max-model-len"] = LENGTHS[folder]
-        for endpoint, bodies in ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))):
-            for ident, body in bodies:
-                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
-                              "model_dir": f"real:{folder}", "server": server})
+        lines += folder_lines(folder, server,
+                              ((CHAT, _chat(name)), (COMPLETIONS, _completions(name))))
     return lines
 
 

@@ -23,7 +23,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from corpus_io import write_bodies
+from corpus_io import folder_lines, text_prompts, write_bodies
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
@@ -60,10 +60,7 @@ TEXTS = {
 
 
 def _completions(name: str) -> list[tuple[str, dict[str, Any]]]:
-    bodies: list[tuple[str, dict[str, Any]]] = []
-    for key, text in TEXTS.items():
-        bodies.append((key, {"prompt": text}))
-        bodies.append((f"{key}-no-specials", {"prompt": text, "add_special_tokens": False}))
+    bodies = text_prompts(TEXTS)
     bodies.append(("prompt-list", {"prompt": [TEXTS["accents"], TEXTS["cjk"]]}))
     bodies.append(("truncate", {"prompt": TEXTS["punct"] * 4, "truncate_prompt_tokens": 9}))
     return [(f"completion-{i}", {"model": name, **b}) for i, b in bodies]
@@ -91,11 +88,8 @@ def build(folders: tuple[str, ...] = FOLDERS, chat: bool = True) -> list[dict[st
     for folder in folders:
         name = f"real-{folder}"
         server = {"--served-model-name": name, "--max-model-len": 2048}
-        for endpoint, bodies in ((CHAT, _chat(name) if chat else []),
-                                 (COMPLETIONS, _completions(name))):
-            for ident, body in bodies:
-                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
-                              "model_dir": f"real:{folder}", "server": server})
+        lines += folder_lines(folder, server, ((CHAT, _chat(name) if chat else []),
+                                              (COMPLETIONS, _completions(name))))
     return lines
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
-from corpus_io import write_main
+from corpus_io import folder_lines, write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"barthez_rule": False, "deberta_v2_rule": False, "mpnet_rule": False}
@@ -28,11 +28,8 @@ def build() -> list[dict[str, Any]]:
     for folder, template in FOLDERS.items():
         name = f"real-{folder}"
         server = {"--served-model-name": name, "--max-model-len": 512}
-        for endpoint, bodies in ((CHAT, _chat(name, template)),
-                                 (COMPLETIONS, _completions(name, False))):
-            for ident, body in bodies:
-                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
-                              "model_dir": f"real:{folder}", "server": server})
+        lines += folder_lines(folder, server, ((CHAT, _chat(name, template)),
+                                              (COMPLETIONS, _completions(name, False))))
     return lines
 
 

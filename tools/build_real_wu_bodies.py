@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from corpus_io import write_main
+from corpus_io import folder_lines, text_prompts, write_main
 
 RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
@@ -69,10 +69,7 @@ CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{%
 
 
 def _completions(name: str, pooling: bool) -> list[tuple[str, dict[str, Any]]]:
-    bodies: list[tuple[str, dict[str, Any]]] = []
-    for key, text in TEXTS.items():
-        bodies.append((key, {"prompt": text}))
-        bodies.append((f"{key}-no-specials", {"prompt": text, "add_special_tokens": False}))
+    bodies = text_prompts(TEXTS)
     bodies.append(("prompt-list", {"prompt": [TEXTS["accents"], TEXTS["chinese"]]}))
     if not pooling:
         bodies.append(("truncate", {"prompt": TEXTS["punct"] * 4, "truncate_prompt_tokens": 9}))
@@ -103,11 +100,8 @@ def build() -> list[dict[str, Any]]:
     for folder, template in FOLDERS.items():
         name = f"real-{folder}"
         server = {"--served-model-name": name, "--max-model-len": 512}
-        for endpoint, bodies in ((CHAT, _chat(name, template)),
-                                 (COMPLETIONS, _completions(name, folder in POOLING))):
-            for ident, body in bodies:
-                lines.append({"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
-                              "model_dir": f"real:{folder}", "server": server})
+        lines += folder_lines(folder, server, (
+            (CHAT, _chat(name, template)), (COMPLETIONS, _completions(name, folder in POOLING))))
     return lines
 
 

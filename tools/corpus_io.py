@@ -14,6 +14,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
+#: A corpus's bodies for one endpoint: each body with its id within the folder.
+Bodies = Iterable[tuple[str, dict[str, Any]]]
+
 #: Characters ``str.splitlines()`` breaks a line at that JSON leaves as they are.
 _LINE_BREAKS: Final = ("\x85", "\u2028", "\u2029")
 
@@ -29,6 +32,26 @@ def write_bodies(path: Path, lines: Iterable[dict[str, Any]]) -> int:
             f.write(text + "\n")
             count += 1
     return count
+
+
+def text_prompts(texts: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    """Each text as a completions prompt, then again without special tokens
+    (``<key>-no-specials``)."""
+    bodies: list[tuple[str, dict[str, Any]]] = []
+    for key, text in texts.items():
+        bodies.append((key, {"prompt": text}))
+        bodies.append((f"{key}-no-specials", {"prompt": text, "add_special_tokens": False}))
+    return bodies
+
+
+def folder_lines(folder: str, server: dict[str, Any], endpoints: Iterable[tuple[str, Bodies]],
+                 model_dir: str | None = None) -> list[dict[str, Any]]:
+    """The body lines of one folder served with ``server``'s flags: each endpoint's bodies
+    in order, ids ``<folder>/<ident>``; ``model_dir`` by default the real folder
+    ``real:<folder>``."""
+    return [{"body": body, "endpoint": endpoint, "id": f"{folder}/{ident}",
+             "model_dir": model_dir or f"real:{folder}", "server": server}
+            for endpoint, bodies in endpoints for ident, body in bodies]
 
 
 def write_main(description: str, default_out: Path,

@@ -9,13 +9,15 @@ line; ``serve_bodies.jsonl`` and ``serve_vectors.jsonl`` the same for ``vllm ser
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import pytest
+
     from prefixkey.render import Renderer
 
 RENDER_DIR = Path(__file__).resolve().parent
@@ -90,6 +92,28 @@ def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
     )
 
 
+@cache
+def kept_vectors(release: str, corpus: str) -> dict[str, dict[str, Any]]:
+    """``release``'s answers for ``corpus``'s bodies by id, kept compactly in
+    releases/<release>/<corpus>vectors.jsonl (a builder's ``--keep-release``)."""
+    path = RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
+    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+
+
+def kept_case(case: RenderCase, release: str, corpus: str) -> RenderCase:
+    """``case`` with ``release``'s kept answer in place of 0.31.0's, for :func:`assert_replays`."""
+    vector = kept_vectors(release, corpus)[case.id]
+    return replace(case, status=vector["status"], token_ids=vector["token_ids"],
+                   error=vector["error"])
+
+
+def each_case(cases: Sequence[RenderCase]) -> pytest.MarkDecorator:
+    """Parametrize a replay test with ``case``: one per body of ``cases``, named by its id."""
+    import pytest
+
+    return pytest.mark.parametrize("case", cases, ids=[c.id for c in cases])
+
+
 def assert_replays(renderer: Renderer, case: RenderCase) -> None:
     """``renderer`` gives vLLM's ids for ``case``, or the typed error with vLLM's status."""
     import pytest
@@ -127,6 +151,20 @@ def assert_takes_rebuild(renderer: Renderer, cls: str) -> None:
     decision = renderer.folder.tokenizer_decision
     assert (decision.path, decision.tokenizer_class) == ("rebuilt", cls)
     assert decision.recipe == REBUILDS[cls].name
+
+
+def class_rebuild_test(folder_classes: Mapping[str, str], renderer: Callable[[str], Renderer]
+                       ) -> Callable[[str, str], None]:
+    """The test that each real folder of ``folder_classes`` takes its class's rebuild
+    (:func:`assert_takes_rebuild`), parametrized ``real``, ``cls``; a suite binds it as
+    ``test_each_folder_takes_its_class_rebuild``."""
+    import pytest
+
+    @pytest.mark.parametrize(("real", "cls"), sorted(folder_classes.items()))
+    def test(real: str, cls: str) -> None:
+        assert_takes_rebuild(renderer(real), cls)
+
+    return test
 
 
 # Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the tokenizers

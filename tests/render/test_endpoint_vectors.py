@@ -11,7 +11,7 @@ engine with two adapters), also replayed here.
 from __future__ import annotations
 
 import pytest
-from render_cases import RenderCase, render_cases
+from render_cases import RenderCase, each_case, render_cases
 
 from prefixkey import LoRA
 from prefixkey.render import (
@@ -54,7 +54,7 @@ def expected_lora(case: RenderCase) -> LoRA | None:
     return None
 
 
-@pytest.mark.parametrize("case", RENDERED, ids=lambda c: c.id)
+@each_case(RENDERED)
 def test_rendered_answer_replays(case: RenderCase) -> None:
     prompts = parser_for(case).parse(case.endpoint, case.status, case.response,
                                      model=case.body.get("model"))
@@ -68,7 +68,7 @@ def test_rendered_answer_replays(case: RenderCase) -> None:
         assert prompt.model == (case.body.get("model") or "")
 
 
-@pytest.mark.parametrize("case", REFUSED, ids=lambda c: c.id)
+@each_case(REFUSED)
 def test_refused_answer_is_the_typed_error(case: RenderCase) -> None:
     assert case.error is not None
     with pytest.raises(RenderRequestError) as caught:

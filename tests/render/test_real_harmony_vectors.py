@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from render_cases import RenderCase, render_cases
+from render_cases import RenderCase, each_case, render_cases
 
 from prefixkey.errors import PrefixKeyError
 from prefixkey.render import (
@@ -65,7 +65,7 @@ def test_the_corpus_is_whole() -> None:
     assert META["versions"]["oss-harmony"] == "0.0.11"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_harmony_rendering_replays(case: RenderCase) -> None:
     r = renderer(json.dumps(case.server, sort_keys=True))
     if case.status == 200:

@@ -16,8 +16,13 @@ from __future__ import annotations
 import json
 from functools import cache
 
-import pytest
-from render_cases import RenderCase, assert_covers_both_answers, assert_replays, render_cases
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    each_case,
+    render_cases,
+)
 
 from prefixkey.render import Renderer, ServerOptions
 
@@ -41,7 +46,7 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
                                        "llama2", "mistral_hf_llama2tok"))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_real_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     r = renderer(case.real, json.dumps(case.server, sort_keys=True))

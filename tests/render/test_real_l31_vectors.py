@@ -19,8 +19,7 @@ import hashlib
 import json
 from functools import cache
 
-import pytest
-from render_cases import RenderCase, assert_replays, render_cases
+from render_cases import RenderCase, assert_replays, each_case, render_cases
 
 from prefixkey.render import Renderer, ServerOptions
 
@@ -77,6 +76,6 @@ def test_the_corpus_covers_the_templates_branches_and_both_answers() -> None:
     assert len({json.dumps(c.server, sort_keys=True) for c in CASES}) == 2
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_with_metas_llama31_template_replays(case: RenderCase) -> None:
     assert_replays(renderer(json.dumps(case.server, sort_keys=True)), case)

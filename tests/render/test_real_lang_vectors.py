@@ -29,7 +29,7 @@ from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
-    assert_takes_rebuild,
+    class_rebuild_test,
     render_cases,
 )
 from tokenizers import Tokenizer, models
@@ -71,9 +71,7 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
     assert {c.real for c in CASES} == set(FOLDER_CLASSES)
 
 
-@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
-def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
-    assert_takes_rebuild(renderer(real), cls)
+test_each_folder_takes_its_class_rebuild = class_rebuild_test(FOLDER_CLASSES, renderer)
 
 
 @pytest.mark.parametrize("real", sorted(PLACES))

@@ -33,7 +33,8 @@ from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
-    assert_takes_rebuild,
+    class_rebuild_test,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -65,9 +66,7 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
                                set(FOLDER_CLASSES) - REFUSING)
 
 
-@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
-def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
-    assert_takes_rebuild(renderer(real), cls)
+test_each_folder_takes_its_class_rebuild = class_rebuild_test(FOLDER_CLASSES, renderer)
 
 
 @pytest.mark.parametrize("real", sorted(REFUSING))
@@ -129,7 +128,7 @@ def test_markuplm_without_tags_dict_is_a_folder_error(tmp_path: pytest.TempPathF
             "/v1/completions", {"model": str(target), "prompt": "x"})
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)

@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 
 import pytest
-from render_cases import RENDER_DIR, RenderCase, render_cases
+from render_cases import RENDER_DIR, RenderCase, each_case, render_cases
 
 from prefixkey.render import (
     COMPLETIONS_ENDPOINT,
@@ -60,7 +60,7 @@ def test_the_corpus_covers_both_tokenizers_every_version_and_vllm_refusals() -> 
         assert {c.status for c in mine} == {200, 400, 404}
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_mistral_rendering_replays(case: RenderCase) -> None:
     r = renderer(case)
     if case.status == 200:

@@ -24,6 +24,7 @@ from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
+    each_case,
     render_cases,
 )
 
@@ -89,7 +90,7 @@ def test_the_tokenizer_truncates_on_the_runners_side(real: str, runner: str) -> 
     assert ids["completion-truncate-side-right"] == full[:9]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case), case)

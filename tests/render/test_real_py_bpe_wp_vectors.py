@@ -42,12 +42,13 @@ from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
+    kept_case,
+    kept_vectors,
     real_renderer,
     render_cases,
 )
 
-from prefixkey.errors import PrefixKeyError
-from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
+from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_python import PYTHON_CODECS
 
 #: Each corpus: its codec unit and the class of each folder.
@@ -102,11 +103,6 @@ RELEASES = ("0.29.0", "0.32.0")
 NOT_STARTED = {("0.29.0", "blenderbot_small_rule")}
 
 
-def _vectors(release: str, corpus: str) -> dict[str, dict[str, Any]]:
-    path = RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
-    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
-
-
 @lru_cache(maxsize=1)
 def _release_renderer(release: str, corpus: str, folder: str) -> Renderer:
     case = next(c for c in render_cases(corpus) if c.real == folder)
@@ -117,7 +113,7 @@ def _release_renderer(release: str, corpus: str, folder: str) -> Renderer:
 @pytest.mark.parametrize("corpus", sorted(CORPORA))
 def test_the_releases_answered_every_body_of_the_folders_they_start_for(corpus: str) -> None:
     for release in RELEASES:
-        assert set(_vectors(release, corpus)) == {
+        assert set(kept_vectors(release, corpus)) == {
             c.id for c in render_cases(corpus) if (release, c.real) not in NOT_STARTED}
 
 
@@ -134,18 +130,9 @@ def test_a_folder_the_release_does_not_start_for_is_refused(release: str, folder
     if (r, c.real) not in NOT_STARTED])
 def test_a_release_renders_the_vocabulary_file_corpora(release: str, corpus: str,
                                                        case: RenderCase) -> None:
-    vector = _vectors(release, corpus)[case.id]
     assert case.real is not None
-    r = _release_renderer(release, corpus, case.real)
-    if vector["status"] == 200:
-        ids: Any = [list(x.token_ids) for x in r.render(case.endpoint, case.body)]
-        assert (ids[0] if case.endpoint == "/v1/chat/completions" else ids) == \
-            vector["token_ids"]
-        return
-    with pytest.raises(PrefixKeyError) as info:
-        r.render(case.endpoint, case.body)
-    assert isinstance(info.value, RenderRequestError), info.value
-    assert info.value.status == vector["status"]
+    assert_replays(_release_renderer(release, corpus, case.real),
+                   kept_case(case, release, corpus))
 
 
 def _edited_folder(tmp_path: Path, corpus: str, folder: str, **config: Any) -> Path:

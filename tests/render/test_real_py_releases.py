@@ -9,15 +9,20 @@ infilling texts themselves are left to test_real_py_codellama_vectors.py.
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import Any
 
 import pytest
-from render_cases import RENDER_DIR, RenderCase, render_cases
+from render_cases import (
+    RENDER_DIR,
+    RenderCase,
+    assert_replays,
+    kept_case,
+    kept_vectors,
+    render_cases,
+)
 
-from prefixkey.errors import PrefixKeyError
-from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
+from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
 
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
 RELEASES = sorted(p.parent.name for p in (RENDER_DIR / "releases").glob("*/real_py_vectors.jsonl"))
@@ -27,12 +32,6 @@ NOT_STARTED = {("0.29.0", "real_py_ctc_")}
 INFILLING = {"code_llama/completion-fill", "code_llama/completion-fill-no-specials",
              "code_llama/completion-fill-start",
              "code_llama/completion-fill-start-no-specials", "code_llama/chat-fill"}
-
-
-@cache
-def _vectors(release: str, corpus: str) -> dict[str, dict[str, Any]]:
-    path = RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
-    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
 
 
 def _params() -> list[Any]:
@@ -57,7 +56,7 @@ def test_the_releases_answered_every_body() -> None:
                 assert not (RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
                             ).exists()
                 continue
-            assert set(_vectors(release, corpus)) == {c.id for c in render_cases(corpus)}
+            assert set(kept_vectors(release, corpus)) == {c.id for c in render_cases(corpus)}
 
 
 @pytest.mark.parametrize(("release", "corpus"), sorted(NOT_STARTED))
@@ -72,16 +71,7 @@ def test_a_folder_the_release_does_not_start_for_is_refused(release: str,
 @pytest.mark.parametrize(("release", "corpus", "case"), _params())
 def test_a_release_renders_the_python_corpora(release: str, corpus: str,
                                               case: RenderCase) -> None:
-    vector = _vectors(release, corpus)[case.id]
     r = _renderer(release, str(case.folder()), case.served_names,
                   case.server.get("--max-model-len"))
-    if vector["status"] == 200:
-        ids: Any = [list(x.token_ids) for x in r.render(case.endpoint, case.body)]
-        assert (ids[0] if case.endpoint == "/v1/chat/completions" else ids) == \
-            vector["token_ids"]
-        return
-    with pytest.raises(PrefixKeyError) as info:
-        r.render(case.endpoint, case.body)
-    assert isinstance(info.value, RenderRequestError), info.value
-    assert info.value.status == vector["status"]
+    assert_replays(r, kept_case(case, release, corpus))
 

@@ -19,21 +19,21 @@ from __future__ import annotations
 
 import json
 import shutil
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import pytest
 from render_cases import (
-    RENDER_DIR,
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
+    each_case,
+    kept_case,
+    kept_vectors,
     real_renderer,
     render_cases,
 )
 
-from prefixkey.errors import PrefixKeyError
 from prefixkey.render import Renderer, RenderRequestError, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_python import PYTHON_CODECS
 
@@ -102,7 +102,7 @@ def test_an_encoder_decoder_completion_is_refused_where_not_harvested(tmp_path: 
 
 #: SiglipModel is a pooling architecture (render/_runner_facts.py): its truncating bodies
 #: (``siglip_py/completion-truncate*``) are cut on the right, special tokens counted in.
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_sentencepiece_python_folders_replays(case: RenderCase) -> None:
     assert_replays(renderer(case.real or ""), case)
 
@@ -120,12 +120,6 @@ WIDER_SPACES = {"gpt_sw3_py/chat-system-user", "gpt_sw3_py/chat-text-specials-sp
                 "gpt_sw3_py/completion-specials-spaced-no-specials"}
 
 
-@cache
-def _kept(release: str) -> dict[str, dict[str, Any]]:
-    path = RENDER_DIR / "releases" / release / "real_py_spm_vectors.jsonl"
-    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
-
-
 @lru_cache(maxsize=2)
 def _release_renderer(release: str, real: str) -> Renderer:
     case = next(c for c in CASES if c.real == real)
@@ -137,8 +131,9 @@ def _release_renderer(release: str, real: str) -> Renderer:
 def test_the_kept_releases_answered_every_body_and_gpt_sw3_spaces_differ() -> None:
     base = {c.id: c.token_ids for c in CASES}
     for release, folders in KEPT.items():
-        assert set(_kept(release)) == {c.id for c in CASES if c.real in folders}
-        differ = {k for k, v in _kept(release).items() if v["token_ids"] != base[k]}
+        kept = kept_vectors(release, "real_py_spm_")
+        assert set(kept) == {c.id for c in CASES if c.real in folders}
+        differ = {k for k, v in kept.items() if v["token_ids"] != base[k]}
         assert differ == WIDER_SPACES, release
 
 
@@ -146,17 +141,8 @@ def test_the_kept_releases_answered_every_body_and_gpt_sw3_spaces_differ() -> No
     pytest.param(r, c, id=f"{r}/{c.id}") for r, folders in sorted(KEPT.items())
     for c in CASES if c.real in folders])
 def test_a_kept_release_replays(release: str, case: RenderCase) -> None:
-    vector = _kept(release)[case.id]
-    r = _release_renderer(release, case.real or "")
-    if vector["status"] == 200:
-        ids: Any = [list(x.token_ids) for x in r.render(case.endpoint, case.body)]
-        assert (ids[0] if case.endpoint == "/v1/chat/completions" else ids) == \
-            vector["token_ids"]
-        return
-    with pytest.raises(PrefixKeyError) as info:
-        r.render(case.endpoint, case.body)
-    assert isinstance(info.value, RenderRequestError), info.value
-    assert info.value.status == vector["status"]
+    assert_replays(_release_renderer(release, case.real or ""),
+                   kept_case(case, release, "real_py_spm_"))
 
 
 @pytest.mark.parametrize(("release", "real"), [

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
-from render_cases import RenderCase, assert_replays, render_cases
+from render_cases import RenderCase, assert_replays, each_case, render_cases
 
 from prefixkey.render import Renderer, ServerOptions
 from prefixkey.render._hf_python import PYTHON_CODECS
@@ -52,6 +52,6 @@ def test_each_folder_takes_its_python_codec(folder: str, cls: str) -> None:
     assert decision.recipe == PYTHON_CODECS[cls].name
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_python_tokenizer_folders_replays(case: RenderCase) -> None:
     assert_replays(renderer(case.id.split("/")[0]), case)

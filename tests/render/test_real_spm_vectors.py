@@ -24,7 +24,8 @@ from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
-    assert_takes_rebuild,
+    class_rebuild_test,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -62,9 +63,7 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
     assert_covers_both_answers(CASES, FOLDER_CLASSES)
 
 
-@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
-def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
-    assert_takes_rebuild(renderer(real), cls)
+test_each_folder_takes_its_class_rebuild = class_rebuild_test(FOLDER_CLASSES, renderer)
 
 
 def test_pegasus_appends_eos_and_its_pretraining_tokens() -> None:
@@ -150,7 +149,7 @@ def test_pegasus_without_its_unk_token_is_a_folder_error(tmp_path: Path) -> None
             "/v1/completions", {"model": str(folder), "prompt": "x"})
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)

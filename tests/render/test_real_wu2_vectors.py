@@ -17,12 +17,12 @@ vLLM error an error with the same status. The files are fetched into a cache
 
 from __future__ import annotations
 
-import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
-    assert_takes_rebuild,
+    class_rebuild_test,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -43,9 +43,7 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
     assert_covers_both_answers(CASES, FOLDER_CLASSES)
 
 
-@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
-def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
-    assert_takes_rebuild(renderer(real), cls)
+test_each_folder_takes_its_class_rebuild = class_rebuild_test(FOLDER_CLASSES, renderer)
 
 
 def test_barthez_normalizes_without_the_charsmap() -> None:
@@ -85,7 +83,7 @@ def test_mpnet_is_bert_pieces_in_roberta_tokens() -> None:
     assert (first[0], first[-1]) == (30522, 30523)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)

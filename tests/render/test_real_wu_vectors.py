@@ -15,12 +15,12 @@ without it these tests skip, under CI they fetch.
 
 from __future__ import annotations
 
-import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
-    assert_takes_rebuild,
+    class_rebuild_test,
+    each_case,
     real_renderer,
     render_cases,
 )
@@ -45,9 +45,7 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
     assert_covers_both_answers(CASES, FOLDER_CLASSES)
 
 
-@pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
-def test_each_folder_takes_its_class_rebuild(real: str, cls: str) -> None:
-    assert_takes_rebuild(renderer(real), cls)
+test_each_folder_takes_its_class_rebuild = class_rebuild_test(FOLDER_CLASSES, renderer)
 
 
 def test_the_options_the_classes_read_change_the_ids() -> None:
@@ -62,7 +60,7 @@ def test_the_options_the_classes_read_change_the_ids() -> None:
     assert ids["t5_rule/completion-ascii"][0][-1] == 2  # </s>, no bos
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@each_case(CASES)
 def test_vllm_rendering_of_wordpiece_and_unigram_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from render_cases import RENDER_DIR, RenderCase, render_cases
+from render_cases import RENDER_DIR, RenderCase, kept_vectors, render_cases
 from vllm_venvs import vllm_command
 
 from prefixkey.errors import PrefixKeyError
@@ -59,11 +59,8 @@ def _meta(release: str) -> dict[str, Any]:
     return meta
 
 
-@cache
 def _vectors(release: str, corpus: str) -> dict[str, dict[str, Any]]:
-    prefix = "" if corpus == "main" else corpus
-    path = RELEASES_DIR / release / f"{prefix}vectors.jsonl"
-    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+    return kept_vectors(release, "" if corpus == "main" else corpus)
 
 
 def _params() -> list[Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from render_cases import RenderCase, render_cases
+from render_cases import RenderCase, each_case, render_cases
 
 from prefixkey import LoRA
 from prefixkey.render import (
@@ -50,7 +50,7 @@ def test_one_server_and_both_adapters() -> None:
     assert {c.body.get("model") for c in CASES if c.status == 200} >= {"adapter-a", "adapter-b"}
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+@each_case(CASES)
 def test_serve_rendering_replays(case: RenderCase) -> None:
     if case.body.get("use_beam_search"):
         assert case.status == 400  # the render endpoint's refusal, not the server's
