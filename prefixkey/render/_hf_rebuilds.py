@@ -333,6 +333,19 @@ _WORDS_ERROR: Final = ("Words must be of type `List[str]` (single pretokenized e
 _WORDS_ERROR_XLM: Final = ("Words must of type `list[str]` (single pretokenized example), or "
                            "`list[list[str]]` (batch of pretokenized examples).")
 
+#: RobertaTokenizer's recipe (models/roberta/tokenization_roberta.py), which MarkupLM's
+#: and LayoutLMv3's build on.
+_ROBERTA: Final = Rebuild(
+    name="roberta",
+    bpe=_BYTE_LEVEL_BPE,
+    normalizer=None,
+    pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
+    decoder=_BYTE_LEVEL_DECODER,
+    defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+              "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+              "mask_token": "<mask>"},
+    post_processor="roberta")
+
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     "Qwen2Tokenizer": Rebuild(
@@ -783,15 +796,8 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # models/markuplm/tokenization_markuplm.py: RoBERTa's byte-level BPE and tokens, its
     # own <s> $A </s> template; a text is split into its words (nodes) and encoded as
     # pretokenized; tags_dict is a required argument.
-    "MarkupLMTokenizer": Rebuild(
-        name="markuplm",
-        bpe=_BYTE_LEVEL_BPE,
-        normalizer=None,
-        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
-        decoder=_BYTE_LEVEL_DECODER,
-        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
-                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
-                  "mask_token": "<mask>"},
+    "MarkupLMTokenizer": replace(
+        _ROBERTA, name="markuplm",
         wrap={**{key: {"lstrip": False, "rstrip": False} for key in (
             "bos_token", "eos_token", "sep_token", "cls_token", "unk_token", "pad_token")},
               "mask_token": {"lstrip": True, "rstrip": False}},
@@ -802,30 +808,13 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         required=("tags_dict",)),
     # models/layoutlmv3/tokenization_layoutlmv3.py: RoBERTa's pipeline with a prefix space
     # by default; its call wants words with their boxes and refuses a text.
-    "LayoutLMv3Tokenizer": Rebuild(
-        name="layoutlmv3",
-        bpe=_BYTE_LEVEL_BPE,
-        normalizer=None,
-        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
-        decoder=_BYTE_LEVEL_DECODER,
-        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
-                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
-                  "mask_token": "<mask>"},
+    "LayoutLMv3Tokenizer": replace(
+        _ROBERTA, name="layoutlmv3",
         add_prefix_space=True,
-        post_processor="roberta",
         processor_options=MappingProxyType({"trim_offsets": True,
                                             "add_prefix_space": "$add_prefix_space"}),
         call_error=_WORDS_ERROR),
-    "RobertaTokenizer": Rebuild(
-        name="roberta",
-        bpe=_BYTE_LEVEL_BPE,
-        normalizer=None,
-        pre_tokenizer=("ByteLevel", {"add_prefix_space": "$add_prefix_space"}),
-        decoder=_BYTE_LEVEL_DECODER,
-        defaults={"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
-                  "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
-                  "mask_token": "<mask>"},
-        post_processor="roberta"),
+    "RobertaTokenizer": _ROBERTA,
     # The language-code classes (models/mbart, mbart50, nllb, seamless_m4t): vLLM tokenizes
     # through __call__, which first runs _switch_to_input_mode(), so the template is the
     # src_lang one whatever __init__ set last.
