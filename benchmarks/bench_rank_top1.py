@@ -69,7 +69,7 @@ def load_at(rev: str, path: str, name: str, folder: Path) -> ModuleType:
 
 #: The modules ``_router.py`` was split into, in import order: where ``REV`` has them,
 #: its ``_router.py`` imports ``REV``'s copies (older revisions kept all in ``_router.py``).
-ROUTER_PARTS = ("_decision", "_cost_order")
+ROUTER_PARTS = ("_decision", "_cost_order", "_top1")
 
 
 def load_router_at(rev: str, folder: Path) -> ModuleType:
@@ -135,8 +135,18 @@ def main() -> None:
         old = load_router_at(args.rev, Path(folder))
         old_walk = load_at(args.rev, "prefixkey/fleet/index/_walk.py",
                            "prefixkey.fleet.index._walk_before", Path(folder))
-    sides: dict[str, Side] = {"before": (old_walk.walk, old_walk.SlotMembers._list),
-                              "after": (_walk.walk, _walk.SlotMembers._list)}
+        old_memory = load_at(args.rev, "prefixkey/fleet/index/_memory.py",
+                             "prefixkey.fleet.index._memory_before", Path(folder))
+    old_memory.walk = old_walk.walk  # type: ignore[attr-defined]
+    for part in ROUTER_PARTS:  # REV's parts list a walk's members as REV's walk does
+        module = sys.modules.get(f"prefixkey.fleet.routing.{part}_before")
+        if module is not None and hasattr(module, "members_of"):
+            module.members_of = old_walk.members_of  # type: ignore[attr-defined]
+    sides: dict[str, Side] = {
+        "before": (old_walk.walk, old_walk.SlotMembers._list,
+                   {m: getattr(old_memory.PrefixIndex, m) for m in WALK_METHODS}),
+        "after": (_walk.walk, _walk.SlotMembers._list,
+                  {m: getattr(PrefixIndex, m) for m in WALK_METHODS})}
     print("| load | replicas | tokens | layout | Router.prepare µs | top-1 before µs "
           "| top-1 after µs | top-1 after / before | full before µs | full after µs "
           "| full after / before | top-1 ratio before / after | full ratio before / after |")
@@ -162,13 +172,19 @@ def main() -> None:
             gc.collect()
 
 
-Side = tuple[Callable[..., object], Callable[[_walk.SlotMembers], list[ReplicaId]]]
+#: The in-memory index's methods a ranking's walk runs (``REV``'s beside this tree's).
+WALK_METHODS = ("leading_runs", "_prefix_walk", "_alive", "_maps")
+
+Side = tuple[Callable[..., object], Callable[[_walk.SlotMembers], list[ReplicaId]],
+             dict[str, Callable[..., object]]]
 
 
 def use(side: Side) -> None:
     """Make the index walk and list members as ``side``'s revision does."""
     _memory.walk = side[0]  # type: ignore[attr-defined,assignment]
     _walk.SlotMembers._list = side[1]  # type: ignore[method-assign,assignment]
+    for name, method in side[2].items():
+        setattr(PrefixIndex, name, method)
 
 
 def row(before: type[Router], mode: str,

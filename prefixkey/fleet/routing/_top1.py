@@ -21,7 +21,9 @@ random fleets).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from operator import neg
 from typing import NamedTuple, cast
 
 from .._replicas import ReplicaId
@@ -46,15 +48,16 @@ def slot_bits(slots: Slots) -> dict[ReplicaId, int]:
     return {rid: 1 << i for i, rid in enumerate(slots) if rid is not None}
 
 
-def walked_best(runs: Iterable[tuple[int, int]], slots: Slots, bits: Mapping[ReplicaId, int],
+def walked_best(ands: Sequence[int], slots: Slots, bits: Mapping[ReplicaId, int],
                 weight: float, block: int, num_tokens: int, twice: float, per: float,
                 queues: tuple[dict[ReplicaId, float], float, Sequence[tuple[float, ReplicaId]]],
                 pressure_of: Callable[[ReplicaId], float] | None,
                 registered: Collection[ReplicaId], extra: Collection[ReplicaId]) -> Best | None:
     """The lowest ``(cost, load)`` candidate of a walk (None on a tie there).
 
-    ``runs`` are the walk's ends, longest run first (``(keys walked, holder mask)``:
-    :func:`~prefixkey.fleet.index._walk.runs_back`); ``queues`` is the Router's
+    ``ands`` is the walk's running AND (:func:`~prefixkey.fleet.index._walk.prefix_ands`),
+    whose runs are read from its end as :func:`~prefixkey.fleet.index._walk.runs_back`
+    reads them; ``queues`` is the Router's
     queues as stored (values, their scale, and the ``(stored, replica)`` pairs
     in ascending order: every candidate is in them); ``per`` turns a queue
     into tokens; ``pressure_of`` None when every pressure is 0. ``registered``
@@ -62,76 +65,86 @@ def walked_best(runs: Iterable[tuple[int, int]], slots: Slots, bits: Mapping[Rep
     candidates the index has not registered (they hold nothing).
     """
     values, scale, ascending = queues
-    held = cast("Sequence[ReplicaId]", slots)  # a mask's slots are never free
+    get = values.get
+    held_slots = cast("Sequence[ReplicaId]", slots)  # a mask's slots are never free
     floor = ascending[0][0] * scale * per if ascending else 0.0
     cap = max(num_tokens - 1, 0) // block
-    best_cost = best_load = best_pressure = math.inf
+    best_cost = best_load = math.inf
     best_rid: ReplicaId | None = None
     best_walked = 0
     tied = False
-    nothing = 0  # the holder-set mask of the candidates holding nothing
-    for n, mask in runs:
-        if not n:
-            nothing = mask
-            break
+    # A pressure is a function of the replica: the best one's is read again at the end.
+    # runs_back's steps, inline (a generator's resume and a pair per run were a third of
+    # a run's cost): the candidates of ``held ^ after`` walked ``n`` keys, longest first.
+    n = len(ands) - 1
+    held, after = (ands[n], 0) if n >= 0 else (0, 0)
+    while n > 0:
         # _segment_saved's arithmetic, inline (a call per group is most of a group's cost)
         left = num_tokens - weight * (n if n < cap else cap) * block
         need = left * twice
         if need + floor > best_cost:  # this group's bound, and every later one's, is above
             break
+        mask = held ^ after
+        members: Iterable[ReplicaId]
         if not mask & (mask - 1):  # one replica: most groups of a varied fleet
-            members: Sequence[ReplicaId] = (held[mask.bit_length() - 1],)
+            members = (held_slots[mask.bit_length() - 1],)
         elif mask.bit_count() <= _LISTED_AT_MOST:
             members = members_of(mask, slots)
-        else:  # in load order, as _CostOrder reads a large group
+        else:  # in load order, as _CostOrder reads a large group, while its bound is not above
+            members = _in_load_order(ascending, scale, per, need, best_cost, bits, mask)
+        for rid in members:
+            load = get(rid, 0.0) * scale * per
+            cost = need + load if pressure_of is None else (
+                left * (twice + pressure_of(rid)) + load)
+            if cost <= best_cost:
+                if cost < best_cost or load < best_load:
+                    best_cost, best_load, tied, best_rid, best_walked = cost, load, False, rid, n
+                elif load == best_load:
+                    tied = True
+        # The next run: the entries before ``n`` equal to ``held`` are passed by a binary
+        # search, as runs_back does; entry 0 holds every candidate, so none left ends it.
+        first = bisect_left(ands, -held, 0, n, key=neg) if ands[n - 1] == held else n
+        if not first:
+            break
+        n, after = first - 1, held
+        held = ands[n]
+    else:  # n == 0 (or no entry): the candidates holding nothing, least queued first.
+        nothing = held ^ after
+        # Their bound is above every group's, so this is reached only with every group read.
+        need = num_tokens * twice
+        if need + floor <= best_cost:
             for stored, rid in ascending:
                 load = stored * scale * per
                 if need + load > best_cost:
                     break
-                if not bits.get(rid, 0) & mask:
-                    continue
-                pressure = 0.0 if pressure_of is None else pressure_of(rid)
-                cost = left * (twice + pressure) + load
-                if cost < best_cost or (cost == best_cost and load < best_load):
-                    best_cost, best_load, best_pressure, tied = cost, load, pressure, False
-                    best_rid, best_walked = rid, n
-                elif cost == best_cost and load == best_load:
-                    tied = True
-            continue
-        for rid in members:
-            load = values.get(rid, 0.0) * scale * per
-            if pressure_of is None:
-                pressure = 0.0
-                cost = need + load
-            else:
-                pressure = pressure_of(rid)
-                cost = left * (twice + pressure) + load
-            if cost < best_cost or (cost == best_cost and load < best_load):
-                best_cost, best_load, best_pressure, tied = cost, load, pressure, False
-                best_rid, best_walked = rid, n
-            elif cost == best_cost and load == best_load:
-                tied = True
-    need = num_tokens * twice
-    # The candidates holding nothing, least queued first: their bound is above every
-    # group's, so this is reached only with every group read (``nothing`` is set).
-    if need + floor <= best_cost:
-        for stored, rid in ascending:
-            load = stored * scale * per
-            if need + load > best_cost:
-                break
-            if rid in registered:
-                bit = bits.get(rid)
-                if bit is not None and not bit & nothing:
-                    continue  # holds a run: its group's
-            elif rid not in extra:
-                continue  # not a candidate
-            pressure = 0.0 if pressure_of is None else pressure_of(rid)
-            cost = (num_tokens - 0.0) * (twice + pressure) + load
-            if cost < best_cost or (cost == best_cost and load < best_load):
-                best_cost, best_load, best_pressure, tied = cost, load, pressure, False
-                best_rid, best_walked = rid, 0
-            elif cost == best_cost and load == best_load:
-                tied = True
+                if rid in registered:
+                    bit = bits.get(rid)
+                    if bit is not None and not bit & nothing:
+                        continue  # holds a run: its group's
+                elif rid not in extra:
+                    continue  # not a candidate
+                cost = need + load if pressure_of is None else (
+                    (num_tokens - 0.0) * (twice + pressure_of(rid)) + load)
+                if cost <= best_cost:
+                    if cost < best_cost or load < best_load:
+                        best_cost, best_load, tied, best_rid, best_walked = (
+                            cost, load, False, rid, 0)
+                    elif load == best_load:
+                        tied = True
     if tied or best_rid is None:
         return None
-    return Best(best_rid, best_walked, best_load, best_cost, best_pressure)
+    return Best(best_rid, best_walked, best_load, best_cost,
+                0.0 if pressure_of is None else pressure_of(best_rid))
+
+
+def _in_load_order(ascending: Sequence[tuple[float, ReplicaId]], scale: float, per: float,
+                   need: float, best: float, bits: Mapping[ReplicaId, int], mask: int
+                   ) -> Iterator[ReplicaId]:
+    """The members of a large group (``mask``) in load order while their bound (``need``
+    plus their load) is not above ``best`` (the best cost when the group is opened: the
+    members it stops before cost more than the best found by then)."""
+    for stored, rid in ascending:
+        if need + stored * scale * per > best:
+            return
+        if bits.get(rid, 0) & mask:
+            yield rid
