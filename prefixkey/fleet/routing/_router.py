@@ -443,10 +443,8 @@ class Router:
         todo = self._grouping(schemes)
         if len(todo) != 1:
             return None
-        (key, (scheme, group)), = todo.items()
-        # The keys under the grouping's scheme key (worked out once per registrations view,
-        # not per call: a scheme's key is a tuple built and hashed on each read).
-        keys = prepared._schemes.get(key) or prepared.keys_for(scheme)
+        (scheme, group), = todo.values()
+        keys = prepared.keys_for(scheme)
         walk = self.index._prefix_walk(tuple(group), keys.groups, self._counted)
         return None if walk is None else (scheme, keys.affinity, walk)
 
