@@ -557,8 +557,9 @@ class PrefixIndex:
             return None
         alive, extra = self._alive(replicas)
         (medium, holders), = maps
-        return PrefixWalk(prefix_ands(holders, groups[0], alive) if alive else [], medium,
-                          self._slots, extra)
+        # tuple.__new__ in C: a NamedTuple's own __new__ is a Python frame.
+        return tuple.__new__(PrefixWalk, (prefix_ands(holders, groups[0], alive) if alive else [],
+                                          medium, self._slots, extra))
 
     def _alive(self, replicas: tuple[ReplicaId, ...]) -> tuple[int, list[ReplicaId]]:
         """The holder-set mask of a query's registered candidates, and the others."""

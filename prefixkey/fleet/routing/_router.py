@@ -374,7 +374,8 @@ class Router:
         load, the first candidate is counted as sent (the Router's own queue
         estimate).
         """
-        check_int("limit", limit, optional=True)
+        if limit is not None and (type(limit) is not int or limit < 1):
+            check_int("limit", limit, optional=True)  # refused (bools too), naming the field
         schemes, extra = self._schemes_of(candidates)
         self._refresh_weights()
         num_tokens = prepared.num_tokens

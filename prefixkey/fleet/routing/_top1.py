@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from operator import neg
 from typing import NamedTuple, cast
 
 from .._replicas import ReplicaId
-from ..index._walk import Slots, members_of
+from ..index._walk import Slots
 from ._cost_order import _LISTED_AT_MOST
 
 __all__ = ["Best", "slot_bits", "walked_best"]
@@ -66,6 +66,7 @@ def walked_best(ands: Sequence[int], slots: Slots, bits: Mapping[ReplicaId, int]
     """
     values, scale, ascending = queues
     get = values.get
+    listed_at_most = _LISTED_AT_MOST  # a larger group is read in load order
     held_slots = cast("Sequence[ReplicaId]", slots)  # a mask's slots are never free
     floor = ascending[0][0] * scale * per if ascending else 0.0
     cap = max(num_tokens - 1, 0) // block
@@ -85,14 +86,26 @@ def walked_best(ands: Sequence[int], slots: Slots, bits: Mapping[ReplicaId, int]
         if need + floor > best_cost:  # this group's bound, and every later one's, is above
             break
         mask = held ^ after
-        members: Iterable[ReplicaId]
-        if not mask & (mask - 1):  # one replica: most groups of a varied fleet
-            members = (held_slots[mask.bit_length() - 1],)
-        elif mask.bit_count() <= _LISTED_AT_MOST:
-            members = members_of(mask, slots)
-        else:  # in load order, as _CostOrder reads a large group, while its bound is not above
-            members = _in_load_order(ascending, scale, per, need, best_cost, bits, mask)
-        for rid in members:
+        if mask & (mask - 1) and mask.bit_count() > listed_at_most:  # as _CostOrder reads it
+            for stored, rid in ascending:
+                load = stored * scale * per
+                if need + load > best_cost:
+                    break
+                if not bits.get(rid, 0) & mask:
+                    continue
+                cost = need + load if pressure_of is None else (
+                    left * (twice + pressure_of(rid)) + load)
+                if cost <= best_cost:
+                    if cost < best_cost or load < best_load:
+                        best_cost, best_load, tied, best_rid, best_walked = (
+                            cost, load, False, rid, n)
+                    elif load == best_load:
+                        tied = True
+            mask = 0
+        while mask:  # each member, lowest slot first: no list, no call
+            low = mask & -mask
+            mask ^= low
+            rid = held_slots[low.bit_length() - 1]
             load = get(rid, 0.0) * scale * per
             cost = need + load if pressure_of is None else (
                 left * (twice + pressure_of(rid)) + load)
@@ -108,43 +121,32 @@ def walked_best(ands: Sequence[int], slots: Slots, bits: Mapping[ReplicaId, int]
             break
         n, after = first - 1, held
         held = ands[n]
-    else:  # n == 0 (or no entry): the candidates holding nothing, least queued first.
-        nothing = held ^ after
-        # Their bound is above every group's, so this is reached only with every group read.
-        need = num_tokens * twice
-        if need + floor <= best_cost:
-            for stored, rid in ascending:
-                load = stored * scale * per
-                if need + load > best_cost:
-                    break
-                if rid in registered:
-                    bit = bits.get(rid)
-                    if bit is not None and not bit & nothing:
-                        continue  # holds a run: its group's
-                elif rid not in extra:
-                    continue  # not a candidate
-                cost = need + load if pressure_of is None else (
-                    (num_tokens - 0.0) * (twice + pressure_of(rid)) + load)
-                if cost <= best_cost:
-                    if cost < best_cost or load < best_load:
-                        best_cost, best_load, tied, best_rid, best_walked = (
-                            cost, load, False, rid, 0)
-                    elif load == best_load:
-                        tied = True
+    # The candidates holding nothing (entry 0's that no later entry holds, and the
+    # unregistered), least queued first: their bound is above every group's, so this is
+    # reached only with every group read.
+    nothing = held ^ after if n == 0 else 0
+    need = num_tokens * twice
+    if need + floor <= best_cost:
+        for stored, rid in ascending:
+            load = stored * scale * per
+            if need + load > best_cost:
+                break
+            if rid in registered:
+                bit = bits.get(rid)
+                if bit is not None and not bit & nothing:
+                    continue  # holds a run: its group's
+            elif rid not in extra:
+                continue  # not a candidate
+            cost = need + load if pressure_of is None else (
+                (num_tokens - 0.0) * (twice + pressure_of(rid)) + load)
+            if cost <= best_cost:
+                if cost < best_cost or load < best_load:
+                    best_cost, best_load, tied, best_rid, best_walked = (
+                        cost, load, False, rid, 0)
+                elif load == best_load:
+                    tied = True
     if tied or best_rid is None:
         return None
     return Best(best_rid, best_walked, best_load, best_cost,
                 0.0 if pressure_of is None else pressure_of(best_rid))
 
-
-def _in_load_order(ascending: Sequence[tuple[float, ReplicaId]], scale: float, per: float,
-                   need: float, best: float, bits: Mapping[ReplicaId, int], mask: int
-                   ) -> Iterator[ReplicaId]:
-    """The members of a large group (``mask``) in load order while their bound (``need``
-    plus their load) is not above ``best`` (the best cost when the group is opened: the
-    members it stops before cost more than the best found by then)."""
-    for stored, rid in ascending:
-        if need + stored * scale * per > best:
-            return
-        if bits.get(rid, 0) & mask:
-            yield rid
