@@ -15,9 +15,10 @@ each) and ``worst`` (every replica holds the whole prompt). Two loads:
 tokens, as bench_routing.py gives) and ``own`` (none: the Router's own queue
 estimate, which each decision moves; the LiteLLM plugin's case, candidates
 named). ``before`` is ``REV``'s ``fleet/routing/_router.py`` (with the modules it
-was split into, ``_decision.py`` and ``_cost_order.py``, where ``REV`` has them; and
-the walk's ``walk`` and ``SlotMembers._list``) loaded beside this tree's, over the same
-index; per round, hashing (``Router.prepare``) then each side's top-1
+was split into, ``_decision.py``, ``_cost_order.py`` and ``_top1.py``, where ``REV`` has
+them; the walk's ``walk``, ``members_of`` and ``SlotMembers._list``; and the in-memory
+index's methods a ranking's walk runs, :data:`WALK_METHODS`) loaded beside this tree's,
+over the same index; per round, hashing (``Router.prepare``) then each side's top-1
 (``rank(prepared, names, limit=1)[0]``) and full ranking read to its head
 (``rank(prepared, names)[0]``), each right after a hashing (the walk's index
 reads cache-cold, as a gateway's first ranking of a request is), the sides'
