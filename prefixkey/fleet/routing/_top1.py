@@ -3,10 +3,11 @@
 ``Router.rank(prepared, limit=1)`` over the in-memory index (one walk:
 ``PrefixIndex._prefix_walk``) and queues the Router keeps (pushed loads or its own
 estimate) needs one candidate, not an order: :func:`walked_best` reads the
-walk's ends longest run first (from the end of its running AND, ``runs_back``:
-the short runs a top-1 ranking never reaches are never worked out) and the
-queues in load order, and keeps the lowest ``(cost, load)`` seen, with no heap,
-no listing and no object per group or candidate. It reads exactly the
+walk's ends longest run first (from the end of its running AND, stepping as
+``runs_back`` does: the short runs a top-1 ranking never reaches are never worked
+out), each run's members from its mask, and the queues in load order, and keeps
+the lowest ``(cost, load)`` seen, with no heap, no listing, no generator and no
+object per group or candidate. It reads exactly the
 candidates :class:`~._cost_order._CostOrder` would list before its first
 candidate comes out (a group while its bound, its prefill at the least queue,
 is not above the best cost seen; the candidates holding nothing, and the
