@@ -7,10 +7,11 @@ Run from the repository root (a short run: 64 replicas, 1k and 8k tokens)::
     python benchmarks/bench_rank_top1.py main --fleet routing --replicas 1024 --tokens 8192
 
 ``--fleet gateway`` (the default) is bench_gateways.py's fleet: each replica
-holding a random-length prefix of the request's keys plus 2,000 random
-blocks, in a ``PrefixIndex``. ``--fleet routing`` is bench_routing.py's two
-layouts over ``--blocks`` indexed entries: ``mixed`` (a random-length prefix
-each) and ``worst`` (every replica holds the whole prompt). Two loads:
+holding a random-length prefix of the request's keys (only the first
+``--holders`` replicas, when given) plus 2,000 random blocks, in a
+``PrefixIndex``. ``--fleet routing`` is bench_routing.py's two layouts over
+``--blocks`` indexed entries: ``mixed`` (a random-length prefix each) and
+``worst`` (every replica holds the whole prompt). Two loads:
 ``pushed`` (a queued load for every replica, ``set_load``, 0-4x the prompt's
 tokens, as bench_routing.py gives) and ``own`` (none: the Router's own queue
 estimate, which each decision moves; the LiteLLM plugin's case, candidates
@@ -94,14 +95,15 @@ def load_router_at(rev: str, folder: Path) -> ModuleType:
             sys.modules[f"{package}.{part}"] = module
 
 
-def fleet(replicas: int, tokens: int, filler: int = 2000
+def fleet(replicas: int, tokens: int, filler: int = 2000, holders: int | None = None
           ) -> tuple[PrefixIndex, Request, list[str], random.Random]:
-    """bench_gateways.py's index: a random prefix of the request's keys, and filler."""
+    """bench_gateways.py's index: a random prefix of the request's keys (on the first
+    ``holders`` replicas only, when given), and filler."""
     rng = random.Random(tokens * 7919 + replicas)
     request = Request([rng.randrange(128_000) for _ in range(tokens)])
     keys = [SCHEME.publish(k) for k in HASHER.block_hashes(request)]
     index = PrefixIndex()
-    names = fill(index, SCHEME, BLOCK, replicas, keys, filler, rng)
+    names = fill(index, SCHEME, BLOCK, replicas, keys, filler, rng, holders)
     return index, request, names, rng
 
 
@@ -131,6 +133,9 @@ def main() -> None:
     parser.add_argument("--loads", type=lambda v: v.split(","), default=["pushed", "own"])
     parser.add_argument("--blocks", type=int, default=1_000_000,
                         help="indexed entries of a --fleet routing index")
+    parser.add_argument("--holders", type=int, default=None,
+                        help="--fleet gateway: only this many replicas hold a prefix of the "
+                             "request (default: every replica)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         old = load_router_at(args.rev, Path(folder))
@@ -156,7 +161,7 @@ def main() -> None:
     for tokens in args.tokens:
         for layout in layouts:
             if layout == "gateway":
-                made = fleet(args.replicas, tokens)
+                made = fleet(args.replicas, tokens, holders=args.holders)
             else:
                 made = routing_fleet(args.replicas, tokens, layout, args.blocks)
             for mode in args.loads:
