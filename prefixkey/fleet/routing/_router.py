@@ -87,7 +87,7 @@ from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
 from ..index._memory import PrefixIndex
 from ..index._ops import medium_name
-from ..index._walk import PrefixWalk, Run, runs_back
+from ..index._walk import PrefixWalk, Run
 from ._cost_order import (
     _Answer,
     _CostOrder,
@@ -374,7 +374,8 @@ class Router:
         load, the first candidate is counted as sent (the Router's own queue
         estimate).
         """
-        check_int("limit", limit, optional=True)
+        if limit is not None and (type(limit) is not int or limit < 1):
+            check_int("limit", limit, optional=True)  # refused (bools too), naming the field
         schemes, extra = self._schemes_of(candidates)
         self._refresh_weights()
         num_tokens = prepared.num_tokens
@@ -445,8 +446,7 @@ class Router:
             return None
         (scheme, group), = todo.values()
         keys = prepared.keys_for(scheme)
-        walk = self.index._prefix_walk(RunsQuery(scheme, tuple(group), keys.groups),
-                                      self._counted)
+        walk = self.index._prefix_walk(tuple(group), keys.groups, self._counted)
         return None if walk is None else (scheme, keys.affinity, walk)
 
     def _walked_top1(self, prepared: PreparedRequest,
@@ -461,7 +461,7 @@ class Router:
         twice = 1 + 1 / (1 - utilization)
         num_tokens = prepared.num_tokens
         block = scheme.groups[0].block_size
-        best = walked_best(runs_back(walk.ands), walk.slots, bits[1],
+        best = walked_best(walk.ands, walk.slots, bits[1],
                            self._mask_weight(walk.medium)[0], block, num_tokens, twice, per,
                            queues.ascending_stored(),
                            None if pressure is _no_pressure else pressure, schemes, extra)
@@ -470,7 +470,7 @@ class Router:
         longest = len(walk.ands) - 1  # keys walked by the longest run (-1: no candidate)
         fallback = not min(longest, max(num_tokens - 1, 0) // block) > 0
         if best.walked:
-            o = self._outcome(scheme, (((walk.medium, best.walked),),), num_tokens)
+            o = self._run_outcome(walk.medium, best.walked, block, num_tokens)
         else:
             own = schemes.get(best.replica)
             o = self._outcome(own, tuple(() for _ in own.groups) if own else (), num_tokens)
@@ -634,6 +634,13 @@ class Router:
         o = self._outcome(scheme, runs, num_tokens)
         return _Scored(o.weighted, o.hit_tokens, scheme, runs)
 
+    def _run_outcome(self, mask: int, n: int, bs: int, num_tokens: int) -> _Outcome:
+        """:meth:`_outcome` of one group's run of ``n`` keys on the media of ``mask``."""
+        blocks = min(n, max(num_tokens - 1, 0) // bs)
+        weight, medium = self._mask_weight(mask)
+        return _Outcome((n,), blocks * bs, weight * blocks * bs, medium, n > blocks,
+                        frozenset((medium,)) if blocks else frozenset())
+
     def _outcome(self, scheme: ReplicaScheme | None, runs: tuple[Run, ...],
                  num_tokens: int) -> _Outcome:
         if scheme is None or not runs:
@@ -643,11 +650,7 @@ class Router:
         cap = max(num_tokens - 1, 0)
         if len(runs) == 1 and len(runs[0]) == 1:  # one group, one medium: the usual case
             (mask, n), = runs[0]
-            bs = scheme.groups[0].block_size
-            blocks = min(n, cap // bs)
-            weight, medium = self._mask_weight(mask)
-            return _Outcome((n,), blocks * bs, weight * blocks * bs, medium, capped=n > blocks,
-                            used=frozenset((medium,)) if blocks else frozenset())
+            return self._run_outcome(mask, n, scheme.groups[0].block_size, num_tokens)
         matched = tuple(sum(n for _, n in run) for run in runs)
         hit = cap
         for run_len, spec in zip(matched, scheme.groups, strict=True):
