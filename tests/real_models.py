@@ -10,7 +10,8 @@ order: ``{"tiktoken": …}``: a tiktoken file converted as transformers'
 into the tokenizer.json Hugging Face's CLIP folders hold; ``{"gguf": …}``: a llama.cpp
 GGUF vocabulary written as the tokenizer.json transformers' converter writes for the
 model's slow files; ``{"spm_vocab": …}``: a SentencePiece model's pieces written as the
-vocab.json an M2M100, Speech2Text or Marian folder holds beside it; ``added_tokens``: the
+vocab.json an M2M100, Speech2Text or Marian folder holds beside it (with
+``"fairseq_dict": true``: as the dict.txt a BARTpho folder holds); ``added_tokens``: the
 added tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
 tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
 JSON file replaced;
@@ -392,6 +393,13 @@ def _from_spm_vocab(data: bytes, spec: dict[str, Any]) -> bytes:
         vocab.setdefault(model.id_to_piece(i), len(vocab))
     for token in spec.get("last", []):
         vocab.setdefault(token, len(vocab))
+    if spec.get("fairseq_dict"):
+        # BARTpho's dict.txt: "<piece> <count>" lines, the model's control and unknown
+        # pieces (and a blank one, which its reader cannot split) left out.
+        return "".join(f"{piece} 1\n" for piece, i in vocab.items()
+                       if i >= len(spec["first"]) and piece.strip() and not (
+                           model.is_control(i - len(spec["first"]))
+                           or model.is_unknown(i - len(spec["first"])))).encode("utf-8")
     return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
 
 

@@ -77,7 +77,9 @@ _UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's c
                  "bpe_words": "the text's words as fastBPE-style BPE pieces (\"@@\" "
                               "continuations) of the folder's vocabulary and merges files",
                  "wordpiece": "the text's words (BERT's Python BasicTokenizer) as WordPiece "
-                              "pieces (or characters) of the folder's vocab.txt"}
+                              "pieces (or characters) of the folder's vocabulary file",
+                 "vits_chars": "the text's characters (normalized, blanks between them; "
+                               "phonemize off) through the folder's vocab.json"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})

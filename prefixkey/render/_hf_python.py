@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 from ._errors import RenderUnsupportedError
 
 __all__ = ["PYTHON_CODECS", "PYTHON_REFUSED", "Added", "BasicWordPiece", "BpeWords",
-           "PythonCodec", "SentencePieceRecipe", "check_folder"]
+           "PythonCodec", "SentencePieceRecipe", "VitsChars", "check_folder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +95,24 @@ class BasicWordPiece:
     subword_setting: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class VitsChars:
+    """VitsTokenizer (models/vits/tokenization_vits.py) without its phonemizer.
+
+    ``prepare_for_tokenization`` runs on the whole text before the added-token split:
+    ``normalize`` keeps every vocabulary entry (the first, in vocab.json's order then
+    the added tokens', matching at each position) and lower-cases every other
+    character, ``language`` "ron" writes ``ț`` as ``ţ``, and ``normalize`` then keeps
+    only the characters vocab.json holds, ``str.strip`` of the rest. ``_tokenize``
+    takes each character of a piece, with ``add_blank`` the token of id 0 before,
+    between and after them; a character vocab.json lacks is the unknown token.
+    """
+
+    #: Settings whose one reproduced value is given, and why another is refused.
+    only: Mapping[str, Any]
+    why: Mapping[tuple[str, str], str]
+
+
 #: Unicode White_Space: what the ``regex`` module's ``\s`` matches (Python's ``re`` also
 #: matches ``\x1c``-``\x1f``), as a character class body.
 WHITE_SPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -116,17 +134,19 @@ class PythonCodec:
     #: ``sentencepiece`` library encodes each piece with the folder's model, as ``spm``
     #: records (render/_python_spm.py).
     #: ``bpe_words``: each word split by the folder's merges.txt (:class:`BpeWords`),
-    #: each piece looked up in its vocab.json; ``wordpiece``: :class:`BasicWordPiece`.
+    #: each piece looked up in its vocab.json; ``wordpiece``: :class:`BasicWordPiece`;
+    #: ``vits_chars``: :class:`VitsChars`.
     unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words", "sentencepiece",
-                  "bpe_words", "wordpiece"]
+                  "bpe_words", "wordpiece", "vits_chars"]
     #: Added to a byte's value or a code point to make its id.
     offset: int
     added: tuple[Added, ...]
     #: ``build_inputs_with_special_tokens`` of one sequence: ``eos_if_absent`` appends
     #: ``eos_token`` unless the ids end with it (ByT5); ``cls_sep`` / ``cls_eos`` wrap
-    #: them; ``none`` adds nothing (``special_tokens_pattern="none"``; a ``sentencepiece``
-    #: codec's recipe says what it adds).
-    wrap: Literal["eos_if_absent", "cls_sep", "cls_eos", "none"]
+    #: them; ``sep`` appends ``sep_token`` (ProphetNet); ``none`` adds nothing
+    #: (``special_tokens_pattern="none"``; a ``sentencepiece`` codec's recipe says what it
+    #: adds).
+    wrap: Literal["eos_if_absent", "cls_sep", "cls_eos", "sep", "none"]
     #: The vocabulary file of the ``vocab_*`` units (vocab.json, or vocab.txt by line).
     vocab_file: str | None = None
     #: Which tokens the text is split on besides the named special tokens: ``multichar``
@@ -141,6 +161,7 @@ class PythonCodec:
     merges_file: str | None = None
     bpe: BpeWords | None = None
     wordpiece: BasicWordPiece | None = None
+    vits: VitsChars | None = None
     #: The files it was replayed on against vLLM when not the model family's own
     #: (docs/render-tokenizers.md says so); empty: tests/render/python_models' own.
     borrowed: str = ""
@@ -171,8 +192,11 @@ class SentencePieceRecipe:
     #: A token's id: ``model`` the model's (``piece_to_id``, its unknown id for others);
     #: ``vocab_json`` the folder's vocab.json, else its ``unk_token``'s; ``fairseq`` the
     #: model's plus one (its id 0, unknown, is ``unk_token``'s), the four fairseq specials
-    #: 0-3 and the language codes after the model (PLBart).
-    ids: Literal["model", "vocab_json", "fairseq"]
+    #: 0-3 and the language codes after the model (PLBart); ``fairseq_dict`` the folder's
+    #: fairseq dictionary (``vocab_file``: each line's first field, after the named
+    #: tokens bos, pad, eos, unk, sep, cls deduplicated, then ``mask_token``), else
+    #: ``unk_token``'s (Bartpho).
+    ids: Literal["model", "vocab_json", "fairseq", "fairseq_dict"]
     #: ``_tokenize``'s clean-up of a piece before the model encodes it, in order (the
     #: steps of render/_python_spm.py's ``CLEAN``).
     clean: tuple[str, ...] = ()
@@ -224,6 +248,11 @@ _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 #: Speech2Text), so those classes were not harvested there.
 _SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"})
 _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
+#: The releases the classes a folder names by tokenizer_class (real_py_named_) were
+#: harvested from.
+_NAMED_RELEASES: Final = frozenset({"0.31.0"})
+_SPM_TEST_MODEL: Final = ("sentencepiece 0.2.1's test model (its sdist's "
+                          "test/test_model.model) as {name}")
 
 _BERT_TOKENS: Final = MappingProxyType({
     "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
@@ -355,6 +384,27 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "tgt_lang": None, "model_max_length": None}),
         releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
             "sentencepiece.bpe.model", "python", "vocab_json", suffix=("eos_token",))),
+    # models/speecht5/tokenization_speecht5.py: the model as it is, then eos; its
+    # normalize (spelling numbers out) is refused as an unknown setting.
+    "SpeechT5Tokenizer": PythonCodec(
+        "speecht5", "sentencepiece", 0, (), "none", settings=MappingProxyType({
+            "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+            "pad_token": "<pad>"}),
+        borrowed=_SPM_TEST_MODEL.format(name="spm_char.model"), releases=_NAMED_RELEASES,
+        spm=SentencePieceRecipe("spm_char.model", "sentencepiece", "model",
+                                suffix=("eos_token",))),
+    # models/bartpho/tokenization_bartpho.py: the model's pieces, each through the
+    # folder's fairseq dictionary (dict.txt); "<s> X </s>". Its mask token's lstrip is
+    # not what the added token it registers holds (added_tokens_decoder, read back).
+    "BartphoTokenizer": PythonCodec(
+        "bartpho", "sentencepiece", 0, (), "none", "dict.txt", settings=MappingProxyType({
+            "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
+            "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}),
+        borrowed=_SPM_TEST_MODEL.format(name="sentencepiece.bpe.model") + (
+            ", its pieces written as the dict.txt fairseq dictionary"),
+        releases=_NAMED_RELEASES, spm=SentencePieceRecipe(
+            "sentencepiece.bpe.model", "sentencepiece", "fairseq_dict",
+            prefix=("cls_token",), suffix=("sep_token",))),
     # fastBPE-style BPE over vocab.json and merges.txt (r-pybpe's entries, contiguous).
     # models/ctrl/tokenization_ctrl.py: special_tokens_pattern "none".
     "CTRLTokenizer": PythonCodec(
@@ -418,6 +468,37 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
                 ("word_tokenizer_type", "jumanpp"): _NEEDS.format(
                     lib="rhoknp", what="Juman++ word splitting")}), "subword_tokenizer_type"),
         borrowed=_BGE_VOCAB),
+    # models/prophetnet/tokenization_prophetnet.py: BERT's Python WordPiece over its
+    # prophetnet.tokenizer, then sep_token; x_sep_token is a special token of its own
+    # (added after the named ones the vocabulary lacks).
+    "ProphetNetTokenizer": PythonCodec(
+        "prophetnet", "wordpiece", 0, (), "sep", "prophetnet.tokenizer", "specials",
+        MappingProxyType({"unk_token": "[UNK]", "sep_token": "[SEP]", "x_sep_token": "[X_SEP]",
+                          "pad_token": "[PAD]", "mask_token": "[MASK]", "do_lower_case": True,
+                          "do_basic_tokenize": True, "never_split": None,
+                          "tokenize_chinese_chars": True, "strip_accents": None}),
+        wordpiece=BasicWordPiece(None, MappingProxyType({
+            "do_basic_tokenize": True, "never_split": None})),
+        borrowed=_BGE_VOCAB.replace("vocab.txt", "prophetnet.tokenizer"),
+        releases=_NAMED_RELEASES),
+    # models/vits/tokenization_vits.py with phonemize false: its characters.
+    "VitsTokenizer": PythonCodec(
+        "vits", "vits_chars", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"pad_token": "<pad>", "unk_token": "<unk>", "language": None,
+                          "add_blank": True, "normalize": True, "phonemize": True,
+                          "is_uroman": False}),
+        vits=VitsChars(MappingProxyType({"phonemize": False, "is_uroman": False}),
+                       MappingProxyType({
+                           ("phonemize", "True"): _NEEDS.format(
+                               lib="phonemizer", what="espeak phonemization").replace(
+                               "loading it raises", "encoding a text raises"),
+                           ("is_uroman", "True"): (
+                               "romanizes a non-Roman text with uroman, which vLLM's install "
+                               "does not have (transformers then only warns and encodes "
+                               "the text as it is); not reproduced")})),
+        borrowed=("Wav2Vec2CTCTokenizer's test vocabulary "
+                  "(tests/render/python_models/wav2vec2_lower/vocab.json)"),
+        releases=_NAMED_RELEASES),
 })
 #: Why a Python class is refused where the general reason ("not reproduced") says too
 #: little (r-pybpe's entries): what its ``__init__`` needs that vLLM's install lacks
@@ -449,6 +530,23 @@ PYTHON_REFUSED: Final[Mapping[str, str]] = MappingProxyType({
     **{name: _NOT_A_TOKENIZER.format(module=module) for name, module in (
         ("BasicTokenizer", "bert"), ("WordpieceTokenizer", "bert"),
         ("MecabTokenizer", "bert_japanese"), ("CharacterTokenizer", "bert_japanese"))},
+    # r-pyclass's entries: each seen in vLLM 0.31.0's venv (transformers 5.17), a folder
+    # naming it beside a gpt2 config.json.
+    "CpmTokenizer": _MISSING.format(lib="rjieba", what="Chinese word segmentation",
+                                    seen=" (\"You need to install rjieba to use "
+                                    "CpmTokenizer\")"),
+    "TapasTokenizer": ("is a Python tokenizer of tables whose __init__ needs pandas, which "
+                       "vLLM's install does not have: loading it raises \"ImportError: "
+                       "Pandas is required for the TAPAS tokenizer\"; with pandas "
+                       "installed, its table encoding is not reproduced"),
+    "RagTokenizer": ("is a pair of tokenizers (question encoder, generator) loaded from "
+                     "the folder's subfolders after reading its config.json as a "
+                     "RagConfig, which needs question_encoder and generator "
+                     "sub-configurations: a config without them raises ValueError; "
+                     "not reproduced"),
+    "ClvpTokenizer": ("is a Python tokenizer whose _tokenize spells every text out with "
+                      "its EnglishNormalizer (numbers, abbreviations, symbols) before its "
+                      "GPT-2 byte-level BPE; not reproduced"),
     "PilBackend": ("is transformers' PIL image-processing backend, not a tokenizer: "
                    "nothing in it tokenizes text"),
 })
@@ -494,6 +592,12 @@ def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
         _check_spm(codec_class, codec, tokenizer_config, special_tokens_map)
         return
     if codec.vocab_file is not None:
+        if codec.vits is not None:
+            # Its defaults are refused too (phonemize true): the value in force is checked.
+            for key in codec.vits.only:
+                value = tokenizer_config.get(key, codec.settings[key])
+                _check_only(codec_class, codec.vits.only, codec.vits.why,
+                            "tokenizer_config.json", key, value)
         for source, settings in (("tokenizer_config.json", tokenizer_config),
                                  ("special_tokens_map.json", special_tokens_map or {})):
             for key, value in settings.items():

@@ -61,6 +61,8 @@ class PythonTokenizer(HfTokenizer):
     #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``,
     #: ``CharacterTokenizer`` rather than WordPiece) as the folder sets them.
     basic: tuple[bool, bool | None, bool, bool] | None = None
+    #: ``vits_chars``: (``normalize``, ``add_blank``, ``language``) as the folder sets them.
+    vits: tuple[bool, bool, str | None] | None = None
 
     @property
     def max_chars_per_token(self) -> int:
@@ -70,6 +72,8 @@ class PythonTokenizer(HfTokenizer):
 
     def _pieces(self, text: str) -> list[int]:
         """``PythonBackend.tokenize`` and the ids of its tokens."""
+        if self.vits is not None:
+            text = self._vits_prepare(text)
         tokens = split_added(self.splitter, self.by_content, text)
         ids: list[int] = []
         offset = self.codec.offset
@@ -84,6 +88,8 @@ class PythonTokenizer(HfTokenizer):
                 ids.extend(self._bpe_ids(token))
             elif self.basic is not None:
                 ids.extend(self._wordpiece_ids(token))
+            elif self.vits is not None:
+                ids.extend(self._vits_ids(token))
             elif self.vocab is not None:
                 piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
                 ids.extend(self.by_content[c].id if c in self.by_content
@@ -93,6 +99,39 @@ class PythonTokenizer(HfTokenizer):
             else:
                 ids.extend(ord(c) + offset for c in token)
         return ids
+
+    def _vits_prepare(self, text: str) -> str:
+        """VitsTokenizer's ``prepare_for_tokenization`` without phonemizing."""
+        assert self.vits is not None and self.vocab is not None
+        normalize, _, language = self.vits
+        if normalize:
+            # normalize_text: the first entry matching at each position (vocab.json's
+            # order, then the added tokens') is kept, any other character lower-cased.
+            words = [*self.vocab, *(a.content for a in sorted(
+                self.by_content.values(), key=lambda a: a.id))]
+            out: list[str] = []
+            i = 0
+            while i < len(text):
+                word = next((w for w in words if text.startswith(w, i)), None)
+                out.append(text[i].lower() if word is None else word)
+                i += 1 if word is None else len(word)
+            text = "".join(out)
+        if language == "ron":
+            text = text.replace("\u021b", "\u0163")
+        if normalize:
+            text = "".join(c for c in text if c in self.vocab).strip()
+        return text
+
+    def _vits_ids(self, text: str) -> list[int]:
+        """``_tokenize`` (each character, the id-0 token around them with ``add_blank``),
+        then ``_convert_token_to_id``."""
+        assert self.vits is not None and self.vocab is not None
+        ids = [self.vocab.get(c, self.unk_id) for c in text]
+        if not self.vits[1]:
+            return ids
+        blanks = [0] * (2 * len(ids) + 1)
+        blanks[1::2] = ids
+        return blanks
 
     def _bpe_ids(self, text: str) -> list[int]:
         """``_tokenize`` of a fastBPE-style class, then ``_convert_token_to_id``."""
@@ -204,6 +243,8 @@ class PythonTokenizer(HfTokenizer):
         wrap, special = self.codec.wrap, self.special_ids
         if wrap == "none":
             return ids
+        if wrap == "sep":
+            return [*ids, special["sep_token"]]
         if wrap in ("cls_sep", "cls_eos"):
             return [special["cls_token"], *ids,
                     special["sep_token" if wrap == "cls_sep" else "eos_token"]]
@@ -323,7 +364,7 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
     else:
         vocab = read_vocab(folder.tokenizer_path, codec_class, codec.vocab_file,
                            lines=codec.wordpiece is not None)
-    appends = codec.bpe is not None or codec.wordpiece is not None
+    appends = codec.bpe is not None or codec.wordpiece is not None or codec.vits is not None
     for key, value in named.items():
         if not isinstance(value, str) or (value not in vocab and (
                 not appends or key == "unk_token")):
@@ -332,15 +373,20 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
                 "with an id of its own, which is not reproduced"))
     if appends:
         # PythonBackend.__init__ adds the named tokens the vocabulary lacks after it, in
-        # SPECIAL_TOKENS_ATTRIBUTES order (its get_vocab()'s length, then one by one).
+        # SPECIAL_TOKENS_ATTRIBUTES order (its get_vocab()'s length, then one by one),
+        # then the class's other named tokens (ProphetNet's x_sep_token).
         vocab = dict(vocab)
         size = len(vocab)
-        for key in _SPECIAL_TOKENS_ATTRIBUTES:
+        for key in [*_SPECIAL_TOKENS_ATTRIBUTES,
+                    *(k for k in named if k not in _SPECIAL_TOKENS_ATTRIBUTES)]:
             value = named.get(key)
             if isinstance(value, str) and value not in vocab:
                 vocab[value] = size
                 size += 1
-    if codec.bpe is not None or codec.wordpiece is not None:
+    if codec.vits is not None and 0 not in vocab.values():
+        raise RenderUnsupportedError(codec.vocab_file, (
+            f"no token has id 0: {codec_class}'s blanks (add_blank) are that token"))
+    if appends:
         _check_added_tokens(folder.tokenizer_config, codec, codec_class, vocab,
                             {str(v) for v in named.values()})
     added = [Added(str(v), vocab[str(v)], k) for k, v in named.items()
@@ -380,7 +426,9 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
             bool(settings["do_lower_case"]), settings.get("strip_accents"),
             bool(settings["tokenize_chinese_chars"] if codec.wordpiece.chinese is None
                  else codec.wordpiece.chinese),
-            settings.get(codec.wordpiece.subword_setting or "") == "character"))
+            settings.get(codec.wordpiece.subword_setting or "") == "character"),
+        vits=None if codec.vits is None else (
+            bool(settings["normalize"]), bool(settings["add_blank"]), settings["language"]))
 
 
 _FLAGS: Final = ("lstrip", "rstrip", "single_word")
