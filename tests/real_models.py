@@ -319,9 +319,11 @@ def _gguf_metadata(data: bytes) -> dict[str, Any]:
 def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     """A tokenizer.json from a llama.cpp GGUF vocabulary, as transformers' converter
     writes one from the model's own files (``wordpiece_vocab_txt``: the WordPiece
-    vocabulary as the model's own vocab.txt instead). ``wordpiece``: BertConverter's (llama.cpp
-    stores a WordPiece vocabulary in "phantom space" form: ``▁word`` for ``word``,
-    ``piece`` for ``##piece``, ``[…]`` unchanged; undone here). ``unigram``:
+    vocabulary as the model's own vocab.txt instead, with the ``after`` lines and, with
+    ``byte_tokens``, GPTNeoXJapaneseTokenizer's ``<|byteN|>`` lines after it).
+    ``wordpiece``: BertConverter's (llama.cpp stores a WordPiece vocabulary in "phantom
+    space" form: ``▁word`` for ``word``, ``piece`` for ``##piece``, ``[…]`` unchanged;
+    undone here). ``unigram``:
     XLMRobertaConverter's, the vocabulary and scores cut to ``vocab_size`` (a GGUF may pad
     it), with the SentencePiece precompiled charsmap; ``pieces``: entries of score 0.0
     appended to that vocabulary (MBartConverter's language codes and ``<mask>``).
@@ -350,7 +352,9 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
         if len(vocab) != len(tokens):
             raise FetchError("the GGUF WordPiece vocabulary does not map back one to one")
         if spec["model"] == "wordpiece_vocab_txt":  # the model's vocab.txt, line by line
-            return "".join(t + "\n" for t in vocab).encode("utf-8")
+            after = [*spec.get("after", ()), *(
+                f"<|byte{b}|>" for b in range(256) if spec.get("byte_tokens"))]
+            return "".join(t + "\n" for t in [*vocab, *after]).encode("utf-8")
         tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
         tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)

@@ -304,9 +304,12 @@ def build_wordpiece() -> list[dict[str, Any]]:
 #: does not start for): SpeechT5Tokenizer and BartphoTokenizer over sentencepiece's test
 #: model (Bartpho's dict.txt its pieces), ProphetNetTokenizer over bert-base-uncased's
 #: vocabulary, VitsTokenizer (phonemize off) over a Wav2Vec2 CTC vocab.json, normalized
-#: and raw (no blanks, Romanian).
+#: and raw (no blanks, Romanian), and with its default phonemize (vLLM's answer to a
+#: folder prefixkey refuses), MyT5Tokenizer over a byte_maps.json written for it, and
+#: GPTNeoXJapaneseTokenizer over that vocabulary with its own lines after it.
 NAMED_FOLDERS = ("speecht5_named", "bartpho_named", "prophetnet_named", "vits_named",
-                 "vits_raw_named")
+                 "vits_raw_named", "vits_phonemize_named", "myt5_named",
+                 "gpt_neox_japanese_named")
 NAMED_TEXTS = {
     "prose": "Hello world, it's a fine day (isn't it?) -- yes! 12,345 unaffable",
     "upper": "THE CAT SAT <laugh> TH WITH HER DOG'S BONE",
@@ -317,6 +320,10 @@ NAMED_TEXTS = {
     "cjk": "東京タワー は 高い 中文字 한국어",
     "other-chars": "Grüße aus Köln — 😀 ﬁ ① 1,000",
     "pieces": "##ing un##able x" + "y" * 101 + " ok \u2581lead",
+    "rewrites": "the thing é ö x théé <extra_id_0>x<extra_id_124> <extra_id_125> ends </s>",
+    "japanese": ("東京 とうきょう ー〜 😀 x\ty\r\nz\u3000w — \u2212 ¡ \u01c0 \u02b9 \u0300 ‖ ⯿ "
+                 "<SP><BR> "
+                 "<<SP>>< <|startoftext|>a<|endoftext|>"),
 }
 
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_",

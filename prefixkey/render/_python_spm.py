@@ -27,8 +27,9 @@ from tokenizers import Tokenizer, models
 from .._extras import needs_extra
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
-from ._hf_python import PYTHON_CODECS, Added, SentencePieceRecipe, _content
+from ._hf_python import PYTHON_CODECS, Added, SentencePieceRecipe
 from ._python_backend import read_vocab, split_added
+from ._python_settings import _content
 from ._tokenizer import HfTokenizer
 
 __all__ = ["SentencePieceTokenizer", "build_spm_tokenizer"]

@@ -10,6 +10,7 @@ of its neighbours (Python's ``str.rstrip``/``str.lstrip``, whose whitespace is n
 from __future__ import annotations
 
 import heapq
+import json
 import re
 import threading
 import unicodedata
@@ -28,10 +29,10 @@ from ._hf_python import (
     Added,
     BpeWords,
     PythonCodec,
-    _content,
-    check_folder,
 )
 from ._python_backend import read_vocab, split_added
+from ._python_settings import _content, check_folder
+from ._python_subword_japanese import SubWordJapanese, read_subword_japanese
 from ._tokenizer import HfTokenizer, build_tokenizer
 
 __all__ = ["PythonTokenizer", "build_folder_tokenizer", "build_python_tokenizer"]
@@ -63,6 +64,11 @@ class PythonTokenizer(HfTokenizer):
     basic: tuple[bool, bool | None, bool, bool] | None = None
     #: ``vits_chars``: (``normalize``, ``add_blank``, ``language``) as the folder sets them.
     vits: tuple[bool, bool, str | None] | None = None
+    #: ``subword_japanese``: the folder's vocabulary and emoji rewrites.
+    subword_japanese: SubWordJapanese | None = None
+    #: MyT5's byte rewrites (``decompose_map``, then ``merge_map``), each a trie of hex
+    #: bytes whose ``None`` key holds the replacement.
+    byte_rewrites: tuple[Mapping[str | None, object], ...] = ()
 
     @property
     def max_chars_per_token(self) -> int:
@@ -90,15 +96,30 @@ class PythonTokenizer(HfTokenizer):
                 ids.extend(self._wordpiece_ids(token))
             elif self.vits is not None:
                 ids.extend(self._vits_ids(token))
+            elif self.subword_japanese is not None:
+                ids.extend(self._subword_japanese_ids(token))
             elif self.vocab is not None:
                 piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
                 ids.extend(self.by_content[c].id if c in self.by_content
                            else self.vocab.get(c, self.unk_id) for c in piece)
+            elif self.byte_rewrites:
+                hexes = [f"{b:02x}" for b in token.encode("utf-8")]
+                for trie in self.byte_rewrites:
+                    hexes = _rewrite_bytes(trie, hexes)
+                ids.extend(int(h, 16) + offset for h in hexes)
             elif self.codec.unit == "bytes":
                 ids.extend(b + offset for b in token.encode("utf-8"))
             else:
                 ids.extend(ord(c) + offset for c in token)
         return ids
+
+    def _subword_japanese_ids(self, text: str) -> list[int]:
+        """``SubWordJapaneseTokenizer.tokenize``, then ``_convert_token_to_id`` (an added
+        token's id first; any other unknown spelling the unknown token's)."""
+        assert self.subword_japanese is not None
+        vocab = self.subword_japanese.vocab
+        return [self.by_content[t].id if t in self.by_content else vocab.get(t, self.unk_id)
+                for t in self.subword_japanese.tokenize(text)]
 
     def _vits_prepare(self, text: str) -> str:
         """VitsTokenizer's ``prepare_for_tokenization`` without phonemizing."""
@@ -313,8 +334,65 @@ def _split_on_punctuation(word: str) -> list[str]:
     return out
 
 
-def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
-    """The tokenizer a reproduced Python class builds (its defaults, checked beforehand)."""
+def _rewrite_bytes(trie: Mapping[str | None, object], hexes: list[str]) -> list[str]:
+    """``ByteRewriter.rewrite_bytes``: at each position the longest rule matching there
+    (a byte no rule starts with stays as it is)."""
+    out: list[str] = []
+    start = 0
+    while start < len(hexes):
+        node: Mapping[str | None, object] = trie
+        leaf: object = [hexes[start]]
+        end = start
+        for j in range(start, len(hexes)):
+            child = node.get(hexes[j])
+            if not isinstance(child, Mapping):
+                break
+            node = child
+            if None in node:
+                leaf, end = node[None], j
+        assert isinstance(leaf, list)
+        out.extend(leaf)
+        start = end + 1
+    return out
+
+
+def _read_byte_maps(folder: ModelFolder, name: str
+                    ) -> tuple[Mapping[str | None, object], ...]:
+    """MyT5's ``byte_maps.json``: its ``decompose_map`` and ``merge_map``, each a trie."""
+    try:
+        maps = json.loads((folder.tokenizer_path / name).read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    tries: list[Mapping[str | None, object]] = []
+    for key in ("decompose_map", "merge_map"):
+        rules = maps.get(key) if isinstance(maps, dict) else None
+        if not isinstance(rules, dict):
+            raise ModelFolderError(name, f"has no {key} object: MyT5Tokenizer does not load")
+        trie: dict[str | None, object] = {}
+        for source, target in rules.items():
+            outs = target.split(" ") if isinstance(target, str) else []
+            if not outs or not all(_HEX_BYTE.fullmatch(h) for h in outs) or not all(
+                    _HEX_BYTE.fullmatch(h) for h in source.split(" ")):
+                # A token of other than two hex digits has no id: transformers fails.
+                raise RenderUnsupportedError(name, (
+                    f"{key}[{source!r}]: only rules of two-digit hex bytes are reproduced"))
+            node = trie
+            for byte in source.split(" "):
+                child = node.setdefault(byte, {})
+                assert isinstance(child, dict)
+                node = child
+            node[None] = outs
+        tries.append(MappingProxyType(trie))
+    return tuple(tries)
+
+
+_HEX_BYTE: Final = re.compile("[0-9a-f]{2}")
+
+
+def build_python_tokenizer(codec_class: str, folder: ModelFolder | None = None
+                           ) -> PythonTokenizer:
+    """The tokenizer a reproduced Python class builds (its defaults, checked beforehand;
+    ``folder``: the one holding its byte rewrites, for MyT5)."""
     codec = PYTHON_CODECS[codec_class]
     by_content: dict[str, Added] = {}
     for added in codec.added:
@@ -329,7 +407,9 @@ def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
         special_tokens_map={a.attribute: a.content for a in codec.added if a.attribute},
         _max_chars=[], _truncating=[], _lock=threading.Lock(),
         codec=codec, by_content=MappingProxyType(by_content), splitter=splitter,
-        special_ids=MappingProxyType({a.attribute: a.id for a in codec.added if a.attribute}))
+        special_ids=MappingProxyType({a.attribute: a.id for a in codec.added if a.attribute}),
+        byte_rewrites=(() if codec.byte_maps is None or folder is None
+                       else _read_byte_maps(folder, codec.byte_maps)))
 
 
 def build_folder_tokenizer(folder: ModelFolder, transformers: str) -> HfTokenizer:
@@ -346,7 +426,7 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str) -> HfTokenize
             return build_spm_tokenizer(folder, decision.tokenizer_class, transformers)
         if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
             return build_vocab_tokenizer(folder, decision.tokenizer_class)
-        return build_python_tokenizer(decision.tokenizer_class)
+        return build_python_tokenizer(decision.tokenizer_class, folder)
     return build_tokenizer(folder)
 
 
@@ -358,13 +438,21 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         k: _content(v) for k, v in folder.tokenizer_config.items()
         if k in codec.settings and v is not None}}
     named = {k: v for k, v in settings.items() if k.endswith("_token")}
+    japanese = None
     if codec.bpe is not None and codec.bpe.dict_first:
         vocab = _read_fairseq_dict(folder, codec.vocab_file,
                                    [str(named[a]) for a in codec.bpe.dict_first])
+    elif codec.emoji_file is not None:
+        # Its get_vocab() is each line as written; a spelling's id is its line's.
+        japanese = read_subword_japanese(folder.tokenizer_path, codec.vocab_file,
+                                         codec.emoji_file)
+        vocab = dict(japanese.raw_vocab)
     else:
         vocab = read_vocab(folder.tokenizer_path, codec_class, codec.vocab_file,
                            lines=codec.wordpiece is not None)
-    appends = codec.bpe is not None or codec.wordpiece is not None or codec.vits is not None
+    vits = codec.unit == "vits_chars"
+    appends = (codec.bpe is not None or codec.wordpiece is not None or vits
+               or japanese is not None)
     for key, value in named.items():
         if not isinstance(value, str) or (value not in vocab and (
                 not appends or key == "unk_token")):
@@ -383,7 +471,7 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
             if isinstance(value, str) and value not in vocab:
                 vocab[value] = size
                 size += 1
-    if codec.vits is not None and 0 not in vocab.values():
+    if vits and 0 not in vocab.values():
         raise RenderUnsupportedError(codec.vocab_file, (
             f"no token has id 0: {codec_class}'s blanks (add_blank) are that token"))
     if appends:
@@ -427,7 +515,8 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
             bool(settings["tokenize_chinese_chars"] if codec.wordpiece.chinese is None
                  else codec.wordpiece.chinese),
             settings.get(codec.wordpiece.subword_setting or "") == "character"),
-        vits=None if codec.vits is None else (
+        subword_japanese=japanese,
+        vits=None if not vits else (
             bool(settings["normalize"]), bool(settings["add_blank"]), settings["language"]))
 
 

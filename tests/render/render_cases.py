@@ -26,7 +26,8 @@ RENDER_DIR = Path(__file__).resolve().parent
 NAMED_PY_FOLDERS: Mapping[str, str] = {
     "speecht5_named": "SpeechT5Tokenizer", "bartpho_named": "BartphoTokenizer",
     "prophetnet_named": "ProphetNetTokenizer", "vits_named": "VitsTokenizer",
-    "vits_raw_named": "VitsTokenizer"}
+    "vits_raw_named": "VitsTokenizer", "myt5_named": "MyT5Tokenizer",
+    "gpt_neox_japanese_named": "GPTNeoXJapaneseTokenizer"}
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Replay vLLM 0.31.0's rendering of folders of an architecture vLLM starts for (GPT-2)
 whose tokenizer_config.json names a Python tokenizer of a model type vLLM does not start
 for: SpeechT5Tokenizer and BartphoTokenizer (render/_hf_python.py ``sentencepiece``
-records), ProphetNetTokenizer (``wordpiece``) and VitsTokenizer (``vits_chars``).
+records), ProphetNetTokenizer (``wordpiece``), VitsTokenizer (``vits_chars``),
+MyT5Tokenizer (``bytes`` rewritten by its byte_maps.json) and GPTNeoXJapaneseTokenizer
+(``subword_japanese``).
 
 ``real_py_named_bodies.jsonl`` (tools/build_python_bodies.py ``--named``) holds chat and
 completions bodies over tests/render/real/speecht5_named and bartpho_named
@@ -9,8 +11,12 @@ completions bodies over tests/render/real/speecht5_named and bartpho_named
 tests/real_models.py's ``fairseq_dict``), prophetnet_named (bert-base-uncased's
 vocabulary from llama.cpp's GGUF as prophetnet.tokenizer), vits_named and vits_raw_named
 (a Wav2Vec2 CTC vocab.json, committed; phonemize off, normalized with blanks, and raw
-without blanks for Romanian): real vocabularies under these classes' formats, not their
-own. ``real_py_named_vectors.jsonl`` is what vLLM's render server answered
+without blanks for Romanian; vits_phonemize_named with its default phonemize, refused
+here), myt5_named (a byte_maps.json of six rules written for the test: no MyT5 maps are
+in a package registry) and gpt_neox_japanese_named (the bert-base-uncased vocabulary
+with GPTNeoXJapaneseTokenizer's special and byte lines after it, ``byte_tokens``, and a
+one-emoji emoji.json): real vocabularies under these classes' formats, not their own.
+``real_py_named_vectors.jsonl`` is what vLLM's render server answered
 (tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
 with the same status.
 
@@ -24,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +41,8 @@ from render_cases import (
     assert_covers_both_answers,
     assert_replays,
     each_case,
+    kept_case,
+    kept_vectors,
     real_renderer,
     render_cases,
 )
@@ -42,7 +51,9 @@ from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError,
 from prefixkey.render._hf_python import PYTHON_CODECS
 
 CORPUS = "real_py_named_"
-CASES = render_cases(CORPUS)
+#: VitsTokenizer with its default phonemize: vLLM's answers, for a folder refused here.
+PHONEMIZE = "vits_phonemize_named"
+CASES = tuple(c for c in render_cases(CORPUS) if c.real != PHONEMIZE)
 
 
 def _renderer(real: str) -> Renderer:
@@ -67,11 +78,49 @@ def test_vllm_rendering_of_tokenizer_class_named_folders_replays(case: RenderCas
     assert_replays(_renderer(case.real), case)
 
 
-def test_another_release_refuses_these_classes() -> None:
+def test_vits_default_phonemizer_is_refused_where_vllm_answers_every_body_with_an_error(
+        ) -> None:
+    """vLLM 0.31.0 starts for the folder (transformers loads VitsTokenizer) but every
+    text it encodes raises ImportError (no phonemizer in its install)."""
+    cases = [c for c in render_cases(CORPUS) if c.real == PHONEMIZE]
+    assert len(cases) == len(CASES) // len(NAMED_PY_FOLDERS)
+    assert {c.status for c in cases} - {200} and all(c.error is not None for c in cases)
+    with pytest.raises(RenderUnsupportedError, match=re.escape(
+            "phonemize True: VitsTokenizer with it needs phonemizer")):
+        Renderer(ServerOptions(model=str(cases[0].folder()), max_model_len=512))
+
+
+#: The other releases whose render servers answered the corpus (tests/render/releases/,
+#: tools/build_python_bodies.py ``--keep-release``).
+RELEASES: tuple[str, ...] = ()
+
+
+def test_the_releases_answered_every_body_and_are_the_classes_releases() -> None:
+    for release in RELEASES:
+        assert set(kept_vectors(release, CORPUS)) == {c.id for c in render_cases(CORPUS)}
+    for cls in set(NAMED_PY_FOLDERS.values()):
+        assert PYTHON_CODECS[cls].releases == {"0.31.0", *RELEASES}
+
+
+@lru_cache(maxsize=1)
+def _release_renderer(release: str, folder: str) -> Renderer:
+    case = next(c for c in CASES if c.real == folder)
+    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=case.served_names,
+                                  max_model_len=512, vllm_version=release))
+
+
+@pytest.mark.parametrize(("release", "case"), [
+    pytest.param(r, c, id=f"{r}/{c.id}") for r in RELEASES for c in CASES])
+def test_a_release_renders_the_corpus(release: str, case: RenderCase) -> None:
+    assert case.real is not None
+    assert_replays(_release_renderer(release, case.real), kept_case(case, release, CORPUS))
+
+
+def test_a_release_not_harvested_refuses_these_classes() -> None:
     case = next(c for c in CASES if c.real == "speecht5_named")
-    with pytest.raises(RenderUnsupportedError, match=r"not vLLM 0\.32\.0's; not verified"):
+    with pytest.raises(RenderUnsupportedError, match=r"not vLLM 0\.33\.0's; not verified"):
         Renderer(ServerOptions(model=str(case.folder()), max_model_len=512,
-                               vllm_version="0.32.0"))
+                               vllm_version="0.33.0"))
 
 
 def _edited_folder(tmp_path: Path, folder: str, **config: Any) -> Path:
@@ -88,8 +137,10 @@ def _edited_folder(tmp_path: Path, folder: str, **config: Any) -> Path:
 @pytest.mark.parametrize(("folder", "config", "text"), [
     # VitsTokenizer's default phonemize: transformers' encode raises ImportError in
     # vLLM 0.31.0's venv ("VitsTokenizer requires the phonemizer library").
-    ("vits_named", {"phonemize": None}, "phonemize True: VitsTokenizer with it needs "
+    ("vits_named", {"phonemize": True}, "phonemize True: VitsTokenizer with it needs "
      "phonemizer (espeak phonemization), which vLLM's install does not have: encoding"),
+    ("gpt_neox_japanese_named", {"do_clean_text": True}, "do_clean_text True: "
+     "GPTNeoXJapaneseTokenizer with it (URLs, e-mail addresses"),
     ("vits_named", {"is_uroman": True}, "is_uroman True: VitsTokenizer with it romanizes"),
     ("speecht5_named", {"normalize": True}, "normalize is not reproduced for "
      "SpeechT5Tokenizer"),
@@ -109,6 +160,16 @@ def test_a_blank_line_in_bartphos_dictionary_is_transformers_error(tmp_path: Pat
     with (folder / "dict.txt").open("a", encoding="utf-8") as file:
         file.write("\n")
     with pytest.raises(ModelFolderError, match=r"dict\.txt.*line 997 is blank"):
+        Renderer(ServerOptions(model=str(folder), max_model_len=512))
+
+
+def test_myt5_rules_of_other_than_hex_bytes_are_refused(tmp_path: Path) -> None:
+    folder = _edited_folder(tmp_path, "myt5_named")
+    maps = json.loads((folder / "byte_maps.json").read_text("utf-8"))
+    maps["merge_map"]["61"] = "zz"
+    (folder / "byte_maps.json").write_text(json.dumps(maps), "utf-8")
+    with pytest.raises(RenderUnsupportedError, match=r"merge_map\['61'\]: only rules of "
+                       "two-digit hex bytes"):
         Renderer(ServerOptions(model=str(folder), max_model_len=512))
 
 
