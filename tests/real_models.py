@@ -14,7 +14,8 @@ vocab.json an M2M100, Speech2Text or Marian folder holds beside it (with
 ``"fairseq_dict": true``: as the dict.txt a BARTpho folder holds); ``added_tokens``: the
 added tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
 tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
-JSON file replaced;
+JSON file replaced; ``{"bpe_files": …}``: a byte-level BPE tokenizer.json's model as
+vocab.json or merges.txt;
 ``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
 source's file (a chat template a registry ships on its own). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
@@ -407,6 +408,20 @@ def _from_spm_vocab(data: bytes, spec: dict[str, Any]) -> bytes:
     return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
 
 
+def _bpe_files(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A byte-level BPE tokenizer.json's model written as the slow files GPT-2-style
+    classes read: ``vocab.json`` (its vocabulary, then the ``last`` tokens) or
+    ``merges.txt`` (a ``#version`` line, then each merge)."""
+    model = json.loads(data)["model"]
+    if spec["file"] == "merges.txt":
+        merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+        return "".join(f"{m}\n" for m in ["#version: 0.2", *merges]).encode("utf-8")
+    vocab = dict(model["vocab"])
+    for token in spec.get("last", []):
+        vocab.setdefault(token, len(vocab))
+    return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
+
+
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
     builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
@@ -424,6 +439,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_spm_vocab(data, edit["spm_vocab"])
     if "clip_fastbpe" in edit:
         data = _from_clip_fastbpe(data, edit["clip_fastbpe"])
+    if "bpe_files" in edit:
+        data = _bpe_files(data, edit["bpe_files"])
     if "added_tokens" in edit:
         data = _added_tokens(data, edit)
     if "set" in edit or "set_text" in edit:

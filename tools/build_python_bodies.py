@@ -306,7 +306,8 @@ def build_wordpiece() -> list[dict[str, Any]]:
 #: vocabulary, VitsTokenizer (phonemize off) over a Wav2Vec2 CTC vocab.json, normalized
 #: and raw (no blanks, Romanian), and with its default phonemize (vLLM's answer to a
 #: folder prefixkey refuses), MyT5Tokenizer over a byte_maps.json written for it, and
-#: GPTNeoXJapaneseTokenizer over that vocabulary with its own lines after it.
+#: GPTNeoXJapaneseTokenizer over that vocabulary with its own lines after it (and
+#: ClvpTokenizer's folder, :data:`CLVP_TEXTS`).
 NAMED_FOLDERS = ("speecht5_named", "bartpho_named", "prophetnet_named", "vits_named",
                  "vits_raw_named", "vits_phonemize_named", "myt5_named",
                  "gpt_neox_japanese_named")
@@ -325,6 +326,27 @@ NAMED_TEXTS = {
                  "<SP><BR> "
                  "<<SP>>< <|startoftext|>a<|endoftext|>"),
 }
+
+#: ClvpTokenizer over Qwen3's byte-level BPE as vocab.json and merges.txt: the texts
+#: above and its normalizer's own (numbers, amounts, ordinals, abbreviations).
+CLVP_TEXTS = {
+    **NAMED_TEXTS,
+    "amounts": ("I have $1.50, $1, $0.01, $.5, $2.5.3, £5 and 1,000,000 things in 1999 or "
+                "2005 or 1900 or 2000."),
+    "ordinals": "The 1st, 2nd, 3rd, 11th, 12th, 21st, 101st and 2000th; 3.14159 and 0.5.",
+    "abbreviations": "Mr. Smith, MRS. jones, Dr. Who, st. louis, Co. Ltd. Capt. Esq. Ft. rev.",
+    "quotes-spaces": "\"quoted\" it's we'll they'd I'm  x   y \t z\n\nend  ",
+    "huge": "huge 123456789012345678901234 and 999999999999999999 and 12,34,5 1,2",
+    "clvp-specials": "[STOP] a[UNK]b <|endoftext|>c [SPACE] trailing ",
+}
+
+
+def build_named() -> list[dict[str, Any]]:
+    """The classes named by tokenizer_class (:data:`NAMED_FOLDERS`), then Clvp's folder
+    (appended: the other folders' bodies are unchanged)."""
+    return (build_bpe(NAMED_FOLDERS, NAMED_TEXTS)
+            + build_bpe(("clvp_named",), CLVP_TEXTS))
+
 
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_",
            "real_py_bpe_", "real_py_wp_", "real_py_fairseq_", "real_py_named_")
@@ -369,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
              else build_ctc(VOCAB_FOLDERS, VOCAB_TEXTS) if args.vocab
              else build_bpe() if args.bpe else build_wordpiece() if args.wordpiece
              else build_bpe(FAIRSEQ_FOLDERS, FAIRSEQ_TEXTS) if args.fairseq
-             else build_bpe(NAMED_FOLDERS, NAMED_TEXTS) if args.named else build())
+             else build_named() if args.named else build())
     write_bodies(out, lines)
     return 0
 

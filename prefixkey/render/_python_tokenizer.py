@@ -31,6 +31,7 @@ from ._hf_python import (
     PythonCodec,
 )
 from ._python_backend import read_vocab, split_added
+from ._python_clvp import BYTE_CHARS, ClvpWords
 from ._python_settings import _content, check_folder
 from ._python_subword_japanese import SubWordJapanese, read_subword_japanese
 from ._tokenizer import HfTokenizer, build_tokenizer
@@ -66,6 +67,8 @@ class PythonTokenizer(HfTokenizer):
     vits: tuple[bool, bool, str | None] | None = None
     #: ``subword_japanese``: the folder's vocabulary and emoji rewrites.
     subword_japanese: SubWordJapanese | None = None
+    #: ``clvp_bpe``: the folder's byte-level BPE (render/_python_clvp.py).
+    clvp: ClvpWords | None = None
     #: MyT5's byte rewrites (``decompose_map``, then ``merge_map``), each a trie of hex
     #: bytes whose ``None`` key holds the replacement.
     byte_rewrites: tuple[Mapping[str | None, object], ...] = ()
@@ -98,6 +101,8 @@ class PythonTokenizer(HfTokenizer):
                 ids.extend(self._vits_ids(token))
             elif self.subword_japanese is not None:
                 ids.extend(self._subword_japanese_ids(token))
+            elif self.clvp is not None:
+                ids.extend(self._clvp_ids(token))
             elif self.vocab is not None:
                 piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
                 ids.extend(self.by_content[c].id if c in self.by_content
@@ -120,6 +125,13 @@ class PythonTokenizer(HfTokenizer):
         vocab = self.subword_japanese.vocab
         return [self.by_content[t].id if t in self.by_content else vocab.get(t, self.unk_id)
                 for t in self.subword_japanese.tokenize(text)]
+
+    def _clvp_ids(self, text: str) -> list[int]:
+        """ClvpTokenizer's ``_tokenize`` (render/_python_clvp.py), then its ids (an added
+        token's first, then vocab.json's, else the unknown token's)."""
+        assert self.clvp is not None and self.vocab is not None
+        return [self.by_content[t].id if t in self.by_content else self.vocab.get(t, self.unk_id)
+                for t in self.clvp.tokenize(text)]
 
     def _vits_prepare(self, text: str) -> str:
         """VitsTokenizer's ``prepare_for_tokenization`` without phonemizing."""
@@ -451,8 +463,10 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         vocab = read_vocab(folder.tokenizer_path, codec_class, codec.vocab_file,
                            lines=codec.wordpiece is not None)
     vits = codec.unit == "vits_chars"
+    clvp = (None if codec.unit != "clvp_bpe" or codec.merges_file is None
+            else _read_clvp(folder, codec_class, vocab, codec.merges_file))
     appends = (codec.bpe is not None or codec.wordpiece is not None or vits
-               or japanese is not None)
+               or japanese is not None or clvp is not None)
     for key, value in named.items():
         if not isinstance(value, str) or (value not in vocab and (
                 not appends or key == "unk_token")):
@@ -515,7 +529,7 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
             bool(settings["tokenize_chinese_chars"] if codec.wordpiece.chinese is None
                  else codec.wordpiece.chinese),
             settings.get(codec.wordpiece.subword_setting or "") == "character"),
-        subword_japanese=japanese,
+        subword_japanese=japanese, clvp=clvp,
         vits=None if not vits else (
             bool(settings["normalize"]), bool(settings["add_blank"]), settings["language"]))
 
@@ -547,6 +561,29 @@ def _check_added_tokens(config: Mapping[str, object], codec: PythonCodec, codec_
                 f"added_tokens_decoder[{index!r}] ({content!r}): only {codec_class}'s named "
                 f"tokens at their {codec.vocab_file} ids, without stripping or single-word "
                 "matching, are reproduced"))
+
+
+def _read_clvp(folder: ModelFolder, codec_class: str, vocab: Mapping[str, int], name: str
+               ) -> ClvpWords:
+    """ClvpTokenizer's ``bpe_ranks``: merges.txt's lines but its first, to the last line
+    break, each two symbols; vocab.json must hold every byte's character."""
+    try:
+        lines = (folder.tokenizer_path / name).read_text("utf-8").split("\n")[1:-1]
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    merges: list[tuple[str, str]] = []
+    for number, line in enumerate(lines, 2):
+        merge = line.split()
+        # Its bpe would give a symbol vocab.json lacks (the unknown token): not reproduced.
+        if len(merge) != 2 or any(m not in vocab for m in (*merge, "".join(merge))):
+            raise RenderUnsupportedError(name, (
+                f"line {number} is not two symbols whose join vocab.json holds too: not "
+                f"reproduced for {codec_class}"))
+        merges.append((merge[0], merge[1]))
+    if any(c not in vocab for c in BYTE_CHARS.values()):
+        raise RenderUnsupportedError("vocab.json", (
+            f"it lacks a byte's character: {codec_class}'s unknown pieces are not reproduced"))
+    return ClvpWords.build(vocab, merges)
 
 
 def _read_merges(folder: ModelFolder, name: str, bpe: BpeWords

@@ -27,7 +27,7 @@ NAMED_PY_FOLDERS: Mapping[str, str] = {
     "speecht5_named": "SpeechT5Tokenizer", "bartpho_named": "BartphoTokenizer",
     "prophetnet_named": "ProphetNetTokenizer", "vits_named": "VitsTokenizer",
     "vits_raw_named": "VitsTokenizer", "myt5_named": "MyT5Tokenizer",
-    "gpt_neox_japanese_named": "GPTNeoXJapaneseTokenizer"}
+    "gpt_neox_japanese_named": "GPTNeoXJapaneseTokenizer", "clvp_named": "ClvpTokenizer"}
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 whose tokenizer_config.json names a Python tokenizer of a model type vLLM does not start
 for: SpeechT5Tokenizer and BartphoTokenizer (render/_hf_python.py ``sentencepiece``
 records), ProphetNetTokenizer (``wordpiece``), VitsTokenizer (``vits_chars``),
-MyT5Tokenizer (``bytes`` rewritten by its byte_maps.json) and GPTNeoXJapaneseTokenizer
-(``subword_japanese``).
+MyT5Tokenizer (``bytes`` rewritten by its byte_maps.json), GPTNeoXJapaneseTokenizer
+(``subword_japanese``) and ClvpTokenizer (``clvp_bpe``).
 
 ``real_py_named_bodies.jsonl`` (tools/build_python_bodies.py ``--named``) holds chat and
 completions bodies over tests/render/real/speecht5_named and bartpho_named
@@ -15,12 +15,14 @@ without blanks for Romanian; vits_phonemize_named with its default phonemize, re
 here), myt5_named (a byte_maps.json of six rules written for the test: no MyT5 maps are
 in a package registry) and gpt_neox_japanese_named (the bert-base-uncased vocabulary
 with GPTNeoXJapaneseTokenizer's special and byte lines after it, ``byte_tokens``, and a
-one-emoji emoji.json): real vocabularies under these classes' formats, not their own.
+one-emoji emoji.json), clvp_named (Qwen3's byte-level BPE as vocab.json and merges.txt,
+tests/real_models.py's ``bpe_files``, its bodies with the normalizer's own texts too):
+real vocabularies under these classes' formats, not their own.
 ``real_py_named_vectors.jsonl`` is what vLLM's render server answered
 (tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
 with the same status.
 
-The classes refused instead (CpmTokenizer, TapasTokenizer, RagTokenizer, ClvpTokenizer,
+The classes refused instead (CpmTokenizer, TapasTokenizer, RagTokenizer,
 and VitsTokenizer's phonemizer and uroman options) are refused naming why, as
 transformers 5.17 in vLLM 0.31.0's venv fails or as prefixkey does not reproduce them.
 """
@@ -83,7 +85,7 @@ def test_vits_default_phonemizer_is_refused_where_vllm_answers_every_body_with_a
     """vLLM 0.31.0 starts for the folder (transformers loads VitsTokenizer) but every
     text it encodes raises ImportError (no phonemizer in its install)."""
     cases = [c for c in render_cases(CORPUS) if c.real == PHONEMIZE]
-    assert len(cases) == len(CASES) // len(NAMED_PY_FOLDERS)
+    assert len(cases) == len([c for c in CASES if c.real == "vits_named"])
     assert {c.status for c in cases} - {200} and all(c.error is not None for c in cases)
     with pytest.raises(RenderUnsupportedError, match=re.escape(
             "phonemize True: VitsTokenizer with it needs phonemizer")):
@@ -92,7 +94,7 @@ def test_vits_default_phonemizer_is_refused_where_vllm_answers_every_body_with_a
 
 #: The other releases whose render servers answered the corpus (tests/render/releases/,
 #: tools/build_python_bodies.py ``--keep-release``).
-RELEASES: tuple[str, ...] = ()
+RELEASES = ("0.29.0", "0.30.0", "0.32.0")
 
 
 def test_the_releases_answered_every_body_and_are_the_classes_releases() -> None:
@@ -173,6 +175,23 @@ def test_myt5_rules_of_other_than_hex_bytes_are_refused(tmp_path: Path) -> None:
         Renderer(ServerOptions(model=str(folder), max_model_len=512))
 
 
+def test_an_amount_clvps_normalizer_fails_on_is_refused() -> None:
+    # transformers 5.17: "$,5" → int(",5") raises ValueError in _expand_dollars.
+    with pytest.raises(RenderUnsupportedError, match=re.escape(
+            "ClvpTokenizer's normalizer raises ValueError on the amount $,5")):
+        _renderer("clvp_named").render("/v1/completions", {
+            "model": "real-clvp_named", "prompt": "pay $,5 now"})
+
+
+def test_a_clvp_merge_vocab_json_cannot_hold_is_refused(tmp_path: Path) -> None:
+    folder = _edited_folder(tmp_path, "clvp_named")
+    with (folder / "merges.txt").open("a", encoding="utf-8") as file:
+        file.write("\u4e00\u4e01 zz\n")
+    with pytest.raises(RenderUnsupportedError, match=r"merges\.txt: line \d+ is not two "
+                       "symbols whose join vocab.json holds too"):
+        Renderer(ServerOptions(model=str(folder), max_model_len=512))
+
+
 def test_vits_without_a_token_of_id_0_is_refused(tmp_path: Path) -> None:
     folder = _edited_folder(tmp_path, "vits_named")
     vocab = json.loads((folder / "vocab.json").read_text("utf-8"))
@@ -190,8 +209,7 @@ def test_vits_without_a_token_of_id_0_is_refused(tmp_path: Path) -> None:
     ("TapasTokenizer", 'needs pandas, which vLLM\'s install does not have: loading it '
      'raises "ImportError: Pandas is required for the TAPAS tokenizer"'),
     ("RagTokenizer", "needs question_encoder and generator sub-configurations: a config "
-     "without them raises ValueError"),
-    ("ClvpTokenizer", "spells every text out with its EnglishNormalizer")])
+     "without them raises ValueError")])
 def test_the_classes_not_reproduced_are_refused_naming_why(tmp_path: Path, cls: str,
                                                            text: str) -> None:
     (tmp_path / "config.json").write_text(json.dumps({
