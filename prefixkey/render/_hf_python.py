@@ -567,8 +567,10 @@ PYTHON_REFUSED: Final[Mapping[str, str]] = MappingProxyType({
     "RagTokenizer": ("is a pair of tokenizers (question encoder, generator) loaded from "
                      "the folder's subfolders after reading its config.json as a "
                      "RagConfig, which needs question_encoder and generator "
-                     "sub-configurations: a config without them raises ValueError; "
-                     "not reproduced"),
+                     "sub-configurations: a config without them raises ValueError, and "
+                     "vLLM 0.31.0 does not start for a gpt2 config.json holding them (\"The "
+                     "text_config extracted from the model config does not have "
+                     "`num_attention_heads`\": its generator); not reproduced"),
     "PilBackend": ("is transformers' PIL image-processing backend, not a tokenizer: "
                    "nothing in it tokenizes text"),
 })
