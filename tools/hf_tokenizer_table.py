@@ -59,6 +59,10 @@ def _corpus_releases(corpus: str) -> str:
     return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
 
 
+#: The releases the real_py_named_ corpus's classes were replayed against.
+_NAMED_RELEASES: frozenset[str] = PYTHON_CODECS["SpeechT5Tokenizer"].releases or frozenset()
+
+
 def _byte_level_text() -> str:
     """The releases whose transformers loads some hub classes as is over ByteLevel files."""
     groups: dict[tuple[str, ...], list[str]] = {}
@@ -109,10 +113,18 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   from the folder's SentencePiece model (the `sentencepiece` extra,
   `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.29.0 to
   0.32.0), or the pieces of fastBPE-style vocabulary and merges files, or BERT's Python
-  WordPiece over a vocab.txt, reproduced as
+  WordPiece over a vocab.txt, or VitsTokenizer's characters (its phonemize off), or
+  GPTNeoXJapaneseTokenizer's spellings of its vocab.txt and emoji.json, or
+  ClvpTokenizer's normalized words as byte-level BPE pieces (MyT5Tokenizer's bytes are
+  rewritten by its byte_maps.json), reproduced as
   `prefixkey/render/_hf_python.py` records each class, for
   {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused, each with
-  its reason. Verified against vLLM's render servers on another model's real vocabulary
+  its reason. The classes a folder of an architecture vLLM starts for names by
+  `tokenizer_class` while their own model types start none (BartphoTokenizer,
+  ClvpTokenizer, GPTNeoXJapaneseTokenizer, MyT5Tokenizer, ProphetNetTokenizer, SpeechT5Tokenizer,
+  VitsTokenizer: `real_py_named_` corpus) are
+  verified against vLLM {", ".join(sorted(_NAMED_RELEASES))} and refused at other
+  releases. Verified against vLLM's render servers on another model's real vocabulary
   under the class's format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
                                        sorted(PYTHON_CODECS.items()) if c.borrowed)}. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s

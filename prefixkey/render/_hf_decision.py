@@ -68,7 +68,8 @@ NON_HF_ARCHITECTURES: Final = {
     "InklingForConditionalGeneration": "inkling",
 }
 #: What each kind of reproduced Python tokenizer encodes (render/_hf_python.py).
-_UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's code points",
+_UNITS: Final = {"bytes": "the text's UTF-8 bytes (MyT5: rewritten by its byte_maps.json)",
+                 "code_points": "the text's code points",
                  "vocab_chars": "the text's characters through the folder's vocab.json",
                  "vocab_words": "the text's vocabulary entries, then its words, through "
                                 "the folder's vocab.txt",
@@ -77,7 +78,14 @@ _UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's c
                  "bpe_words": "the text's words as fastBPE-style BPE pieces (\"@@\" "
                               "continuations) of the folder's vocabulary and merges files",
                  "wordpiece": "the text's words (BERT's Python BasicTokenizer) as WordPiece "
-                              "pieces (or characters) of the folder's vocab.txt"}
+                              "pieces (or characters) of the folder's vocabulary file",
+                 "vits_chars": "the text's characters (normalized, blanks between them; "
+                               "phonemize off) through the folder's vocab.json",
+                 "subword_japanese": "the text's spellings (SubWordJapaneseTokenizer) "
+                                     "through the folder's vocab.txt and emoji.json",
+                 "clvp_bpe": "the text's words, its numbers and abbreviations spelled out "
+                             "(ClvpTokenizer's EnglishNormalizer), as byte-level BPE pieces "
+                             "of the folder's vocab.json and merges.txt"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})

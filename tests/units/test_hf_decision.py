@@ -95,7 +95,7 @@ def test_remote_code_and_conversions_are_refused_truly() -> None:
     assert dropped.path == "as_is"
     converted = decide("mistral", "LlamaTokenizer", tokenizer_json=False)
     assert converted.path == "converted" and "does not reproduce" in converted.why
-    python = decide("bert-japanese", "ClvpTokenizer")
+    python = decide("bert-japanese", "CpmTokenizer")
     assert python.path == "refused" and "Python tokenizer" in python.why
 
 
