@@ -26,6 +26,7 @@ from ._hf_decision import (
     decide_tokenizer,
     release_facts,
 )
+from ._hf_tiktoken import converted_source
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 
 __all__ = ["ModelFolder", "load_server_template", "processor_configs"]
@@ -223,13 +224,15 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
     model_type = str(tokenizer_model_config.get("model_type", ""))
     mistral_files = (tokenizer_path / "tekken.json").exists() or any(
         tokenizer_path.glob("tokenizer.model.v*"))
+    has_tokenizer_json = (tokenizer_path / "tokenizer.json").is_file()
     decision = decide_tokenizer(
         model_type=model_type,
         architectures=list(config_architectures(config)),
         tokenizer_mode=mode, tokenizer_config=tokenizer_config,
         config=tokenizer_model_config, name=name,
-        has_tokenizer_json=(tokenizer_path / "tokenizer.json").is_file(),
-        mistral_auto=mistral_files and any(tokenizer_path.glob("consolidated*.safetensors")))
+        has_tokenizer_json=has_tokenizer_json,
+        mistral_auto=mistral_files and any(tokenizer_path.glob("consolidated*.safetensors")),
+        converted=None if has_tokenizer_json else converted_source(tokenizer_path))
     decision = byte_level_backend(
         vllm_version, decision, model_type=model_type,
         tokenizer_config=tokenizer_config, config=tokenizer_model_config,
@@ -252,8 +255,9 @@ def _check_mistral_files(folder: Path, mode: str) -> None:
 
     In the hf mode transformers reads them only without ``tokenizer.json`` (beside it,
     vLLM 0.31's answers were those of the folder without them): it converts
-    ``tekken.json`` (MistralConverter), and for ``tokenizer.model.v*`` alone it looks for
-    a file named ``tokenizer.model.`` and fails, so the server does not start.
+    ``tekken.json`` (MistralConverter, render/_hf_tiktoken.py), and for
+    ``tokenizer.model.v*`` alone it looks for a file named ``tokenizer.model.`` and fails,
+    so the server does not start.
     """
     found = sorted(p.name for p in (folder / "tekken.json", *folder.glob("tokenizer.model.v*"))
                    if p.is_file())
@@ -267,11 +271,7 @@ def _check_mistral_files(folder: Path, mode: str) -> None:
     if (folder / "tokenizer.json").is_file():
         return  # transformers loads tokenizer.json and leaves Mistral's files unread
     if "tekken.json" in found:
-        raise RenderUnsupportedError(
-            "tekken.json", "converted: with --tokenizer-mode hf and no tokenizer.json, "
-            "transformers converts tekken.json into a tokenizer (MistralConverter; vLLM's "
-            "tokenizer then has no chat template and adds no BOS), which prefixkey does not "
-            "reproduce; with --tokenizer-mode mistral it renders with mistral_common")
+        return  # converted (render/_hf_tiktoken.py), as the folder's decision says
     raise ModelFolderError(
         found[0], "with --tokenizer-mode hf and no tokenizer.json vLLM does not start: "
         f"transformers looks for a file 'tokenizer.model.' beside {found[0]!r} and builds no "
