@@ -42,10 +42,11 @@ from typing import Any, Final, Literal
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, processors
 from tokenizers.models import BPE
 
+from ._eras import render_release
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["CONVERTERS", "ConvertedSource", "converted_source", "converted_tokenizer",
-           "update_post_processor"]
+__all__ = ["CONVERTED_RELEASES", "CONVERTERS", "ConvertedSource", "check_release_conversion",
+           "converted_source", "converted_tokenizer", "update_post_processor"]
 
 Converter = Literal["tekken", "tiktoken"]
 #: What each converter is, as the decision's reason names it.
@@ -62,13 +63,18 @@ _TIKTOKEN_PATTERN: Final = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\
                             r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
 #: mistral_common 1.13.1's ``Tekkenizer.DEPRECATED_SPECIAL_TOKENS`` (by rank) and filler,
 #: which MistralConverter takes for a tekken.json without ``special_tokens``
-#: (tests/render/test_real_tiktoken.py compares them with the installed mistral_common).
+#: (tests/render/test_real_tiktoken_vectors.py compares them with the installed mistral_common).
 TEKKEN_DEPRECATED_SPECIALS: Final = (
     "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
     "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]",
     "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
     "[TOOL_CONTENT]")
 TEKKEN_FILLER: Final = "<SPECIAL_{id}>"
+
+
+#: The vLLM releases whose render servers' answers for converted folders were replayed
+#: (tests/render/real_tiktoken_*vectors.jsonl, tools/build_real_tiktoken_bodies.py).
+CONVERTED_RELEASES: Final = frozenset({"0.31.0", "0.32.0"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +110,16 @@ def converted_source(folder: Path) -> ConvertedSource | None:
     if name == _TIKTOKEN_LEGACY_NAME or not _may_be_protobuf(path.read_bytes()):
         return ConvertedSource("tiktoken", name)
     return None  # SentencePiece's parse is tried first
+
+
+def check_release_conversion(vllm_version: str, converted: ConvertedSource | None) -> None:
+    """Refuse a converted folder under a release its corpus was not harvested from."""
+    release = render_release(vllm_version).release
+    if converted is not None and release not in CONVERTED_RELEASES:
+        raise RenderUnsupportedError(converted.file, (
+            f"transformers' conversion of {converted.file} ({CONVERTERS[converted.converter]}) "
+            f"was checked against vLLM {', '.join(sorted(CONVERTED_RELEASES))}'s answers "
+            f"only, not vLLM {vllm_version}'s; not verified"))
 
 
 def _may_be_protobuf(data: bytes) -> bool:
@@ -228,9 +244,9 @@ def _tiktoken(path: Path, added_tokens_decoder: Mapping[int, Any],
     ranks = _tiktoken_ranks(path)
     added = {int(i): str(t) for i, t in added_tokens_decoder.items()}
     extras = list(extra_special_tokens)
-    if added and max(added) >= len(ranks):
-        extras = [added.get(i, f"<|reserved_token_{i}|>")
-                  for i in range(len(ranks), max(added) + 1)]
+    top = max(added) if added else 0
+    if top >= len(ranks):
+        extras = [added.get(i, f"<|reserved_token_{i}|>") for i in range(len(ranks), top + 1)]
         listed = set(extras)
         extras += [t for t in extra_special_tokens if t not in listed]
     tokenizer = _byte_level_bpe(ranks, _TIKTOKEN_PATTERN)

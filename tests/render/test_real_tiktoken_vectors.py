@@ -22,7 +22,6 @@ from render_cases import (
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
-    each_case,
     render_cases,
 )
 
@@ -35,7 +34,9 @@ from prefixkey.render._hf_tiktoken import (
     converted_source,
 )
 
-CASES = render_cases("real_tiktoken_")
+#: Corpus prefix -> the release whose render server answered it (the same bodies).
+RELEASES = {"real_tiktoken_": "0.31.0", "real_tiktoken_032_": "0.32.0"}
+CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
 #: Each folder and the converter vLLM's transformers used for its vocabulary file.
 FOLDER_CONVERTERS = {"llama3_tiktoken": ("tiktoken", "tokenizer.model"),
                      "llama3_tiktoken_rule": ("tiktoken", "tiktoken.model"),
@@ -44,31 +45,47 @@ FOLDER_CONVERTERS = {"llama3_tiktoken": ("tiktoken", "tokenizer.model"),
 
 
 @lru_cache(maxsize=2)  # a converted tokenizer holds its whole vocabulary
-def _renderer(folder: str, mode: str) -> Renderer:
+def _renderer(folder: str, mode: str, vllm_version: str) -> Renderer:
     return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{Path(folder).name}",),
-                                  max_model_len=2048, tokenizer_mode=mode))
+                                  max_model_len=2048, tokenizer_mode=mode,
+                                  vllm_version=vllm_version))
 
 
-def renderer(case: RenderCase) -> Renderer:
-    return _renderer(str(case.folder()), case.server.get("--tokenizer-mode", "auto"))
+def renderer(prefix: str, case: RenderCase) -> Renderer:
+    return _renderer(str(case.folder()), case.server.get("--tokenizer-mode", "auto"),
+                     RELEASES[prefix])
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
-    assert_covers_both_answers(CASES, FOLDER_CONVERTERS)
+    for cases in CASES.values():
+        assert_covers_both_answers(cases, FOLDER_CONVERTERS)
 
 
 @pytest.mark.parametrize("real", sorted(FOLDER_CONVERTERS))
 def test_each_folder_takes_its_conversion(real: str) -> None:
-    case = next(c for c in CASES if c.real == real)
-    decision = renderer(case).folder.tokenizer_decision
+    case = next(c for c in CASES["real_tiktoken_"] if c.real == real)
+    decision = renderer("real_tiktoken_", case).folder.tokenizer_decision
     assert (decision.path, decision.tokenizer_class) == ("converted", "TokenizersBackend")
     assert decision.converted is not None and decision.reproduced
     assert (decision.converted.converter, decision.converted.file) == FOLDER_CONVERTERS[real]
 
 
-@each_case(CASES)
-def test_vllm_rendering_of_converted_folders_replays(case: RenderCase) -> None:
-    assert_replays(renderer(case), case)
+# Ordered by folder, then release: the bounded cache keeps one folder's tokenizers.
+@pytest.mark.parametrize(("prefix", "case"), sorted(
+    ((p, c) for p, cases in CASES.items() for c in cases),
+    key=lambda pc: (pc[1].real or "", pc[0])), ids=lambda x: x if isinstance(x, str) else x.id)
+def test_vllm_rendering_of_converted_folders_replays(prefix: str, case: RenderCase) -> None:
+    assert_replays(renderer(prefix, case), case)
+
+
+def test_a_release_not_harvested_is_refused() -> None:
+    import real_models
+
+    with pytest.raises(RenderUnsupportedError) as info:
+        Renderer(ServerOptions(model=str(real_models.folder("llama3_tiktoken")),
+                               vllm_version="0.33.0"))
+    assert info.value.field == "tokenizer.model"
+    assert "not vLLM 0.33.0's; not verified" in str(info.value)
 
 
 def test_the_deprecated_tekken_specials_are_mistral_commons() -> None:
