@@ -14,8 +14,10 @@ served with ``--tokenizer-mode hf`` (the mode vLLM's ``auto`` takes without
 the tokenizer from that file (render/_hf_tiktoken.py): vLLM's answer is the ground truth
 of the conversion. ``tools/harvest_render.py --bodies tests/render/real_tiktoken_bodies.jsonl
 --out tests/render/real_tiktoken_vectors.jsonl --port 19210`` records vLLM 0.31's answers;
-the ``real_tiktoken_029_``, ``_030_`` and ``_032_`` copies are harvested with
-``--vllm-python /work/venvs/vllm0XY/bin/python``.
+the ``real_tiktoken_029_`` (the tiktoken folders: :data:`RELEASES`), ``_030_`` and
+``_032_`` copies are harvested with ``--vllm-python /work/venvs/vllm0XY/bin/python``,
+``_033_`` with 0.32's python and ``PYTHONPATH=/work/venvs/vllm033-overlay
+VLLM_TARGET_DEVICE=cpu`` (docs/render-releases.md).
 
 Usage::
 
@@ -37,8 +39,12 @@ RENDER_DIR = rebuild.RENDER_DIR
 #: Each folder and the tokenizer mode its server runs.
 FOLDERS = {"llama3_tiktoken": "auto", "llama3_tiktoken_rule": "auto",
            "mistral_nemo": "hf", "mistral_tekken_rule": "hf"}
-#: The releases whose own servers answer the same bodies (one copy of the corpus each).
-RELEASES = ("029", "030", "032")
+#: The releases whose own servers answer the same bodies (one copy of the corpus each),
+#: and the folders each copy holds: vLLM 0.29's hf mode passes no ``mistral_format=False``,
+#: so transformers 5.24 loads a Mistral model type's tekken.json with MistralCommonBackend
+#: there (refused: render/_eras.py ``hf_mistral_format``).
+RELEASES = {"029": ("llama3_tiktoken", "llama3_tiktoken_rule"), "030": tuple(FOLDERS),
+            "032": tuple(FOLDERS), "033": tuple(FOLDERS)}
 TEXTS = {
     "specials-rule": ("<|begin_of_text|>hi<|eot_id|> x <|custom_lstrip|> y<|custom_last|>  z "
                       "<|extra_a|><|extra_b|><|reserved_token_128050|><|reserved_token_128201|>"),
@@ -50,12 +56,13 @@ TEXTS = {
 }
 
 
-def build() -> list[dict[str, Any]]:
+def build(folders: tuple[str, ...] = tuple(FOLDERS)) -> list[dict[str, Any]]:
     saved = dict(rebuild.TEXTS)
     rebuild.TEXTS.update(TEXTS)
     try:
         lines = []
-        for folder, mode in FOLDERS.items():
+        for folder in folders:
+            mode = FOLDERS[folder]
             name = f"real-{folder}"
             server = {"--served-model-name": name, "--max-model-len": 2048,
                       **({"--tokenizer-mode": mode} if mode != "auto" else {})}
@@ -71,9 +78,9 @@ def build() -> list[dict[str, Any]]:
 
 
 def main() -> int:
-    lines = build()
-    for prefix in ("real_tiktoken_", *(f"real_tiktoken_{r}_" for r in RELEASES)):
-        write_bodies(RENDER_DIR / f"{prefix}bodies.jsonl", lines)
+    write_bodies(RENDER_DIR / "real_tiktoken_bodies.jsonl", build())
+    for release, folders in RELEASES.items():
+        write_bodies(RENDER_DIR / f"real_tiktoken_{release}_bodies.jsonl", build(folders))
     return 0
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ._eras import render_era, render_release
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_decision import (
     TokenizerPath,
@@ -238,6 +239,7 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         tokenizer_config=tokenizer_config, config=tokenizer_model_config,
         tokenizer_json=tokenizer_path / "tokenizer.json")
     if decision.path not in ("mistral", "refused"):
+        _check_hf_mistral_format(tokenizer_path, model_type, vllm_version)
         check_release_drift(vllm_version, model_type, name)
         check_release_startup(vllm_version, decision, model_type,
                               list(config_architectures(config)))
@@ -277,6 +279,23 @@ def _check_mistral_files(folder: Path, mode: str) -> None:
         found[0], "with --tokenizer-mode hf and no tokenizer.json vLLM does not start: "
         f"transformers looks for a file 'tokenizer.model.' beside {found[0]!r} and builds no "
         "tokenizer; Mistral's SentencePiece files are read in --tokenizer-mode mistral")
+
+
+def _check_hf_mistral_format(folder: Path, model_type: str, vllm_version: str) -> None:
+    """Refuse, under a release whose hf mode passes no ``mistral_format=False`` (0.29),
+    a tekken.json folder of a model type registering MistralCommonBackend: transformers
+    5.24 then loads MistralCommonBackend (mistral_common's tokenizer), not a Hugging Face
+    one. (vLLM 0.29 did not start for such a folder whose tekken.json lists special tokens
+    without the image ones its image config names.)"""
+    registered = release_facts(vllm_version).REGISTERED_CLASS.get(model_type) or ""
+    if (render_era(vllm_version).hf_mistral_format or not (folder / "tekken.json").is_file()
+            or registered.removesuffix("Fast") != "MistralCommonBackend"):
+        return
+    raise RenderUnsupportedError("--tokenizer-mode", (
+        f"vLLM {vllm_version}'s tokenizer mode hf passes no mistral_format=False, so "
+        f"transformers {render_release(vllm_version).transformers} loads model_type "
+        f"{model_type!r}'s MistralCommonBackend over the folder's tekken.json "
+        "(mistral_common's tokenizer), which prefixkey does not render in mode hf"))
 
 
 def _blamed(decision: TokenizerPath) -> str:

@@ -74,7 +74,7 @@ TEKKEN_FILLER: Final = "<SPECIAL_{id}>"
 
 #: The vLLM releases whose render servers' answers for converted folders were replayed
 #: (tests/render/real_tiktoken_*vectors.jsonl, tools/build_real_tiktoken_bodies.py).
-CONVERTED_RELEASES: Final = frozenset({"0.31.0", "0.32.0"})
+CONVERTED_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"})
 
 
 @dataclass(frozen=True, slots=True)

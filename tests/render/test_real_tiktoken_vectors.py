@@ -7,9 +7,11 @@ wheel) under the Hugging Face repository's tokenizer_config.json and under one w
 gaps in ``added_tokens_decoder``, ``extra_special_tokens`` and ``add_bos_token``; and
 over mistral_common's ``tekken.json`` files, alone and given ``special_tokens`` under a
 tokenizer_config.json with ``add_bos_token``/``add_eos_token`` (``--tokenizer-mode hf``).
-``real_tiktoken_vectors.jsonl`` is what vLLM's render server answered
-(tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
-with the same status. The files are fetched into a cache (tests/real_models.py).
+``real_tiktoken_vectors.jsonl`` is what vLLM 0.31.0's render server answered
+(tools/harvest_render.py); ``real_tiktoken_029_`` (the tiktoken folders), ``_030_`` and
+``_032_`` are the same bodies answered by vLLM 0.29.0's, 0.30.0's and 0.32.0's servers,
+each replayed with ``vllm_version`` set. Every 200 must give the same ids, every vLLM
+error an error with the same status. The files are fetched into a cache (tests/real_models.py).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from prefixkey.render._hf_tiktoken import (
 )
 
 #: Corpus prefix -> the release whose render server answered it (the same bodies).
-RELEASES = {"real_tiktoken_": "0.31.0", "real_tiktoken_032_": "0.32.0"}
+RELEASES = {"real_tiktoken_": "0.31.0", "real_tiktoken_029_": "0.29.0",
+            "real_tiktoken_030_": "0.30.0", "real_tiktoken_032_": "0.32.0"}
 CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
 #: Each folder and the converter vLLM's transformers used for its vocabulary file.
 FOLDER_CONVERTERS = {"llama3_tiktoken": ("tiktoken", "tokenizer.model"),
@@ -57,8 +60,11 @@ def renderer(prefix: str, case: RenderCase) -> Renderer:
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
-    for cases in CASES.values():
-        assert_covers_both_answers(cases, FOLDER_CONVERTERS)
+    for prefix, cases in CASES.items():
+        # 0.29's hf mode loads tekken.json with MistralCommonBackend: tiktoken folders only.
+        folders = [f for f, (converter, _) in FOLDER_CONVERTERS.items()
+                   if prefix != "real_tiktoken_029_" or converter == "tiktoken"]
+        assert_covers_both_answers(cases, folders)
 
 
 @pytest.mark.parametrize("real", sorted(FOLDER_CONVERTERS))
@@ -76,6 +82,20 @@ def test_each_folder_takes_its_conversion(real: str) -> None:
     key=lambda pc: (pc[1].real or "", pc[0])), ids=lambda x: x if isinstance(x, str) else x.id)
 def test_vllm_rendering_of_converted_folders_replays(prefix: str, case: RenderCase) -> None:
     assert_replays(renderer(prefix, case), case)
+
+
+def test_vllm_0_29_hf_mode_loads_a_mistral_tekken_json_with_mistral_common() -> None:
+    """vLLM 0.29 passes no mistral_format=False in mode hf: transformers 5.24 loads
+    MistralCommonBackend over tekken.json (its server did not start for
+    mistral_tekken_rule: "Unknown control token [IMG]")."""
+    import real_models
+
+    for real in ("mistral_nemo", "mistral_tekken_rule"):
+        with pytest.raises(RenderUnsupportedError) as info:
+            Renderer(ServerOptions(model=str(real_models.folder(real)), tokenizer_mode="hf",
+                                   vllm_version="0.29.0"))
+        assert info.value.field == "--tokenizer-mode"
+        assert "MistralCommonBackend over the folder's tekken.json" in str(info.value)
 
 
 def test_a_release_not_harvested_is_refused() -> None:
