@@ -27,7 +27,7 @@ from ._hf_decision import (
     decide_tokenizer,
     release_facts,
 )
-from ._hf_tiktoken import check_release_conversion, converted_source
+from ._hf_tiktoken import converted_source
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 
 __all__ = ["ModelFolder", "load_server_template", "processor_configs"]
@@ -244,7 +244,6 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         check_release_startup(vllm_version, decision, model_type,
                               list(config_architectures(config)))
         check_release_codec(vllm_version, decision)
-        check_release_conversion(vllm_version, decision.converted)
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",

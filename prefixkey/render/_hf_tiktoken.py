@@ -42,11 +42,10 @@ from typing import Any, Final, Literal
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, processors
 from tokenizers.models import BPE
 
-from ._eras import render_release
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["CONVERTED_RELEASES", "CONVERTERS", "ConvertedSource", "check_release_conversion",
-           "converted_source", "converted_tokenizer", "update_post_processor"]
+__all__ = ["CONVERTERS", "ConvertedSource", "converted_source", "converted_tokenizer",
+           "update_post_processor"]
 
 Converter = Literal["tekken", "tiktoken"]
 #: What each converter is, as the decision's reason names it.
@@ -70,11 +69,6 @@ TEKKEN_DEPRECATED_SPECIALS: Final = (
     "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
     "[TOOL_CONTENT]")
 TEKKEN_FILLER: Final = "<SPECIAL_{id}>"
-
-
-#: The vLLM releases whose render servers' answers for converted folders were replayed
-#: (tests/render/real_tiktoken_*vectors.jsonl, tools/build_real_tiktoken_bodies.py).
-CONVERTED_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,16 +104,6 @@ def converted_source(folder: Path) -> ConvertedSource | None:
     if name == _TIKTOKEN_LEGACY_NAME or not _may_be_protobuf(path.read_bytes()):
         return ConvertedSource("tiktoken", name)
     return None  # SentencePiece's parse is tried first
-
-
-def check_release_conversion(vllm_version: str, converted: ConvertedSource | None) -> None:
-    """Refuse a converted folder under a release its corpus was not harvested from."""
-    release = render_release(vllm_version).release
-    if converted is not None and release not in CONVERTED_RELEASES:
-        raise RenderUnsupportedError(converted.file, (
-            f"transformers' conversion of {converted.file} ({CONVERTERS[converted.converter]}) "
-            f"was checked against vLLM {', '.join(sorted(CONVERTED_RELEASES))}'s answers "
-            f"only, not vLLM {vllm_version}'s; not verified"))
 
 
 def _may_be_protobuf(data: bytes) -> bool:

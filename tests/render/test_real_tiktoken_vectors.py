@@ -8,8 +8,9 @@ gaps in ``added_tokens_decoder``, ``extra_special_tokens`` and ``add_bos_token``
 over mistral_common's ``tekken.json`` files, alone and given ``special_tokens`` under a
 tokenizer_config.json with ``add_bos_token``/``add_eos_token`` (``--tokenizer-mode hf``).
 ``real_tiktoken_vectors.jsonl`` is what vLLM 0.31.0's render server answered
-(tools/harvest_render.py); ``real_tiktoken_029_`` (the tiktoken folders), ``_030_`` and
-``_032_`` are the same bodies answered by vLLM 0.29.0's, 0.30.0's and 0.32.0's servers,
+(tools/harvest_render.py); ``real_tiktoken_029_`` (the tiktoken folders), ``_030_``,
+``_032_`` and ``_033_`` are the same bodies answered by vLLM 0.29.0's, 0.30.0's, 0.32.0's
+and 0.33.0's servers,
 each replayed with ``vllm_version`` set. Every 200 must give the same ids, every vLLM
 error an error with the same status. The files are fetched into a cache (tests/real_models.py).
 """
@@ -38,7 +39,8 @@ from prefixkey.render._hf_tiktoken import (
 
 #: Corpus prefix -> the release whose render server answered it (the same bodies).
 RELEASES = {"real_tiktoken_": "0.31.0", "real_tiktoken_029_": "0.29.0",
-            "real_tiktoken_030_": "0.30.0", "real_tiktoken_032_": "0.32.0"}
+            "real_tiktoken_030_": "0.30.0", "real_tiktoken_032_": "0.32.0",
+            "real_tiktoken_033_": "0.33.0"}
 CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
 #: Each folder and the converter vLLM's transformers used for its vocabulary file.
 FOLDER_CONVERTERS = {"llama3_tiktoken": ("tiktoken", "tokenizer.model"),
@@ -96,16 +98,6 @@ def test_vllm_0_29_hf_mode_loads_a_mistral_tekken_json_with_mistral_common() -> 
                                    vllm_version="0.29.0"))
         assert info.value.field == "--tokenizer-mode"
         assert "MistralCommonBackend over the folder's tekken.json" in str(info.value)
-
-
-def test_a_release_not_harvested_is_refused() -> None:
-    import real_models
-
-    with pytest.raises(RenderUnsupportedError) as info:
-        Renderer(ServerOptions(model=str(real_models.folder("llama3_tiktoken")),
-                               vllm_version="0.33.0"))
-    assert info.value.field == "tokenizer.model"
-    assert "not vLLM 0.33.0's; not verified" in str(info.value)
 
 
 def test_the_deprecated_tekken_specials_are_mistral_commons() -> None:
