@@ -84,10 +84,13 @@ def converted_source(folder: Path) -> ConvertedSource | None:
     ``tokenizer.json``; None when it reads another file (SentencePiece, vocab/merges,
     or none: not this module's).
 
-    transformers takes the first match of its pattern in ``os.listdir``'s order, which
-    differs between file systems: a folder whose names match differently is refused.
+    transformers searches only a listing without the text "tokenizer.json" in it, and
+    takes the first match of its pattern in ``os.listdir``'s order, which differs
+    between file systems: a folder whose names match differently is refused.
     """
-    found = {m.group() for name in os.listdir(folder) if (m := _OTHER_PATTERN.search(name))}
+    names = os.listdir(folder)
+    found = set() if any("tokenizer.json" in n for n in names) else {
+        m.group() for name in names if (m := _OTHER_PATTERN.search(name))}
     if len(found) > 1:
         raise RenderUnsupportedError(sorted(found)[0], (
             f"the folder's names match transformers' tokenizer file pattern as "

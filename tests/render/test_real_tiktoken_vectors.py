@@ -33,6 +33,7 @@ from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_tiktoken import (
     TEKKEN_DEPRECATED_SPECIALS,
     TEKKEN_FILLER,
+    ConvertedSource,
     _may_be_protobuf,
     converted_source,
 )
@@ -126,6 +127,15 @@ def test_a_folder_whose_names_match_two_vocabulary_files_is_refused(tmp_path: Pa
     with pytest.raises(RenderUnsupportedError) as info:
         converted_source(tmp_path)
     assert "'tekken.json' and 'tokenizer.model'" in str(info.value)
+
+
+def test_a_name_holding_tokenizer_json_stops_the_search(tmp_path: Path) -> None:
+    """from_pretrained searches the listing only when no name holds "tokenizer.json"; it
+    then reads the class's own vocab_file, tokenizer.model (none here: not converted)."""
+    (tmp_path / "tekken.json").write_text("{}")
+    assert converted_source(tmp_path) == ConvertedSource("tekken", "tekken.json")
+    (tmp_path / "tokenizer.json.orig").write_text("{}")
+    assert converted_source(tmp_path) is None
 
 
 def test_a_broken_tiktoken_line_is_a_folder_vllm_does_not_start_for(tmp_path: Path) -> None:
