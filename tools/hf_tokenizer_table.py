@@ -107,7 +107,11 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   is refused as such);
 {_verified_text()}
 - **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
-  or vocab/merges files (refused);
+  or vocab/merges files (reproduced when the class is TokenizersBackend and the file a
+  tiktoken one, Meta's Llama 3 `tokenizer.model`, or a `tekken.json` in `--tokenizer-mode
+  hf`: `prefixkey/render/_hf_tiktoken.py`, verified against vLLM 0.29.0 to 0.33.0's
+  render servers, but for a Mistral model type's `tekken.json` at 0.29.0, whose hf mode
+  loads MistralCommonBackend: refused there; refused otherwise);
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
   code points, or its characters or words looked up in a vocabulary file, or its pieces
   from the folder's SentencePiece model (the `sentencepiece` extra,

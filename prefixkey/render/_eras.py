@@ -124,6 +124,11 @@ class RenderEra:
     #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).
     unset_output_generates: bool = False
     harmony_headers: HarmonyHeaders = "tool_calls"
+    #: Whether vLLM's tokenizer mode hf passes transformers ``mistral_format=False``
+    #: (0.30 on, tokenizers/registry.py). 0.29's does not, so its transformers 5.24 loads
+    #: a model type registering MistralCommonBackend with it when the folder has a
+    #: tekken.json: refused there (render/_folder.py).
+    hf_mistral_format: bool = True
     encoder_decoder_completions: EncoderDecoderCompletions = None
     cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
@@ -150,6 +155,7 @@ RENDER_ERAS: Final = (
         "0.29.0",
         request_mm_kwargs="accepted",
         harmony_headers="every",
+        hf_mistral_format=False,
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.

@@ -14,7 +14,8 @@ rules, in transformers' order, and says for a folder which path it takes:
 - ``rebuilt``: the class rebuilds the model, normalizer and pre-tokenizer from the
   file's vocabulary (reproduced for the recipes in :data:`REBUILT_RECIPES`);
 - ``converted``: no ``tokenizer.json``, so transformers converts SentencePiece,
-  tiktoken or vocab/merges files (not reproduced);
+  tiktoken or vocab/merges files (reproduced for TokenizersBackend over a tiktoken or
+  tekken file: render/_hf_tiktoken.py);
 - ``python``: a Python tokenizer class (no ``tokenizers`` backend) whose ids are the
   text's bytes or code points, its characters or words through a vocabulary file, or
   its SentencePiece pieces (reproduced for the classes of ``_hf_python.py``);
@@ -41,6 +42,7 @@ from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
+from ._hf_tiktoken import CONVERTERS, ConvertedSource
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
            "class_path",
@@ -102,11 +104,14 @@ class TokenizerPath:
     #: For ``rebuilt``: the recipe render/_tokenizer.py applies; for ``python``: the
     #: codec of render/_hf_python.py (None: not reproduced).
     recipe: str | None = None
+    #: For ``converted``: the tiktoken or tekken file converted (render/_hf_tiktoken.py).
+    converted: ConvertedSource | None = None
 
     @property
     def reproduced(self) -> bool:
         return self.path == "as_is" or (self.path in ("rebuilt", "python")
-                                         and self.recipe is not None)
+                                         and self.recipe is not None) or (
+            self.path == "converted" and self.converted is not None)
 
 
 def _resolve(name: str, facts: HfFacts) -> tuple[str, str] | None:
@@ -117,9 +122,10 @@ def _resolve(name: str, facts: HfFacts) -> tuple[str, str] | None:
     return found
 
 
-def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
-               ) -> TokenizerPath:
-    """How a resolved class reads the folder: its kind, and whether tokenizer.json is there."""
+def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str,
+               converted: ConvertedSource | None = None) -> TokenizerPath:
+    """How a resolved class reads the folder: its kind, whether tokenizer.json is there, and
+    without it the tiktoken or tekken file transformers converts (``converted``)."""
     name, kind = resolved
     if kind == "python":
         codec = PYTHON_CODECS.get(name)
@@ -134,6 +140,10 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
                              "lacks here")
     if kind == "mistral_common":
         return TokenizerPath("mistral", name, f"{why}: MistralCommonBackend")
+    if not has_tokenizer_json and converted is not None and kind == "backend":
+        return TokenizerPath("converted", name, (
+            f"{why}: no tokenizer.json, so {name} converts the folder's {converted.file} "
+            f"with {CONVERTERS[converted.converter]}"), converted=converted)
     if not has_tokenizer_json:
         return TokenizerPath("converted", name, f"{why}: no tokenizer.json, so {name} converts "
                              "the folder's SentencePiece, tiktoken or vocab/merges files, "
@@ -216,13 +226,15 @@ def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
 def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mode: str,
                      tokenizer_config: Mapping[str, Any], config: Mapping[str, Any],
                      name: str, has_tokenizer_json: bool,
-                     mistral_auto: bool = False) -> TokenizerPath:
+                     mistral_auto: bool = False,
+                     converted: ConvertedSource | None = None) -> TokenizerPath:
     """The path of one folder's tokenizer under vLLM 0.31 and transformers 5.17.
 
     ``model_type``/``config`` are the tokenizer folder's ``config.json``; ``name`` is the
     string vLLM was given (``--tokenizer`` or ``--model``), which transformers matches
     against its name patterns; ``mistral_auto`` says whether vLLM's ``auto`` mode picks
-    ``mistral`` (``consolidated*.safetensors`` beside ``tekken.json``/``tokenizer.model.v*``).
+    ``mistral`` (``consolidated*.safetensors`` beside ``tekken.json``/``tokenizer.model.v*``);
+    ``converted``: the tiktoken or tekken file transformers converts without tokenizer.json.
     """
     mode = tokenizer_mode.lower()
     if mode == "mistral" or (mode == "auto" and mistral_auto):
@@ -239,7 +251,8 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     found, why = _hf_class(model_type, tokenizer_config, config, name, BASE_FACTS)
     if found is None:
         return TokenizerPath("refused", None, why)
-    decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
+    decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why,
+                          converted=converted)
     if (found[1] == "python" and why == f"model_type {model_type!r}") or (
             decision.path == "rebuilt"):
         # A rebuild of a probed model type holds only when vLLM starts for the folder.

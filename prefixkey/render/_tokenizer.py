@@ -35,6 +35,7 @@ from tokenizers import (
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
+from ._hf_tiktoken import converted_tokenizer, update_post_processor
 
 __all__ = ["HfTokenizer", "build_tokenizer"]
 
@@ -513,8 +514,9 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "fix_mistral_regex is not reproduced")
     path = folder.tokenizer_path / "tokenizer.json"
+    converted = decision.converted  # no tokenizer.json: built below (render/_hf_tiktoken.py)
     try:
-        loaded = Tokenizer.from_file(str(path))
+        loaded = Tokenizer.from_file(str(path)) if converted is None else None
     except Exception as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError("tokenizer.json", f"cannot be loaded: {exc}") from None
     missing = [key for key in (recipe.required if recipe else ()) if key not in
@@ -524,6 +526,10 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             f"the {decision.tokenizer_class} class requires {missing[0]!r}, without which "
             "transformers fails to build it and vLLM does not start"))
     init = dict(folder.tokenizer_config)
+    # Without tokenizer.json the add_*_token flags stay: given, they rebuild the
+    # post-processor at the end of TokenizersBackend.__init__.
+    flags = {k: bool(init[k]) for k in ("add_bos_token", "add_eos_token")
+             if converted is not None and k in init}
     for name in ("tokenizer_class", "init_inputs", "add_bos_token", "add_eos_token",
                  "chat_template", "auto_map"):
         init.pop(name, None)  # the add_*_token flags are dropped when tokenizer.json exists
@@ -567,7 +573,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             else:
                 init[key] = value
         # tokenizer.json's added_tokens, as the file lists them (id, content, flags).
-        decoder.update(loaded.get_added_tokens_decoder())
+        decoder.update(loaded.get_added_tokens_decoder() if loaded is not None else {})
     by_content = {str(t): t for t in decoder.values()}
     named: dict[str, AddedToken | str] = {}
     for key, default in (recipe.defaults if recipe else {}).items():
@@ -625,6 +631,10 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _check_prefix_options(folder.tokenizer_config)
 
     derived: dict[str, Any] = {}
+    if converted is not None:  # convert_to_native_format's tokenizer_object
+        loaded = converted_tokenizer(folder.tokenizer_path, converted, decoder,
+                                     list(init.get("extra_special_tokens") or []))
+    assert loaded is not None
     if recipe is None:
         tok = loaded
     else:
@@ -662,6 +672,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         tokens.append(value)
     if tokens:
         tok.add_tokens(tokens)
+    if flags:
+        tok.post_processor = update_post_processor(tok, specials, **flags)
     if recipe is not None:
         _after_init(recipe, tok, derived, specials, extras, loaded.post_processor is not None)
     tok.no_truncation()
