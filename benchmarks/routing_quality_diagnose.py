@@ -216,8 +216,8 @@ def main(args: argparse.Namespace) -> None:
         _router_module._CostOrder = _MidOrder  # type: ignore[attr-defined]
     capacity = ({rid: float(args.blocks * config.block_size) for rid in names}
                 if args.cache_tokens else None)
-    router = _Router(fleet.index, replicas=names, load=lambda rid: prefill[number[rid]],
-                     cache_tokens=capacity)
+    router = _Router(fleet.index, replicas=names, cache_tokens=capacity,
+                     load=None if args.noload else lambda rid: prefill[number[rid]])
     probe = Router(fleet.index, replicas=names, load=lambda rid: 0.0)  # the index's view
     counts: Counter[str] = Counter()
     decided: list[tuple[Sequence[EventHash], int, list[int], list[int]]] = []
@@ -262,7 +262,8 @@ def main(args: argparse.Namespace) -> None:
     print(f"{args.trace} {args.replicas} x {args.blocks}, {len(requests)} requests, pressure "
           f"over {args.pressure_rounds:g} rounds: {result.hit_tokens} hit tokens, "
           f"{ratio:.4f}x pooled; TTFT mean {result.ttft_mean_s:.3f} s, p99 "
-          f"{result.ttft_p99_s:.3f} s; {time.perf_counter() - start:.0f} s")
+          f"{result.ttft_p99_s:.3f} s; busiest replica {result.max_over_mean_requests:.2f}x "
+          f"the mean requests; {time.perf_counter() - start:.0f} s")
     if args.quick:
         return
     for sent_keys, i, view, real in decided:
@@ -348,6 +349,8 @@ if __name__ == "__main__":
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--pressure-rounds", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--noload", action="store_true",
+                        help="no load at all (ours-noload: the Router counts its own sends)")
     parser.add_argument("--cache-tokens", action="store_true",
                         help="give the Router each replica's capacity (blocks x block size)")
     parser.add_argument("--variant", default="default",

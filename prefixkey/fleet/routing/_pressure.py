@@ -86,12 +86,13 @@ class CachePressure:
 
     def of(self) -> PressureFn:
         """Each candidate's pressure for one ranking (:func:`no_pressure` when none)."""
-        recent = self._recent
-        top = recent.maximum()
+        top = self._recent.maximum()
         if top <= 0:
             return no_pressure
-        get = recent.get
+        # Queues.get is values.get(rid, 0.0) * scale: read without a call (nothing moves
+        # the counts while a ranking reads them); one lambda call per candidate listed.
+        values, scale = self._recent.stored()
         if not self._capacity:
-            return lambda rid: get(rid) / top
+            return lambda rid: values.get(rid, 0.0) * scale / top  # Queues.get(rid) / top
         capacity, mean = self._capacity.get, self._capacity_sum / len(self._capacity)
-        return lambda rid: min(get(rid) / capacity(rid, mean), 1.0)
+        return lambda rid: min(values.get(rid, 0.0) * scale / capacity(rid, mean), 1.0)
