@@ -5,7 +5,7 @@ written the scenario's JSON (the pooled bound is read from it)::
 
     python benchmarks/routing_quality_diagnose.py conversation 32 10000 --limit 5000
     python benchmarks/routing_quality_diagnose.py conversation 32 10000 --limit 5000 \\
-        --pressure-rounds 1.05 --quick
+        --pressure-rounds 1.05 --quick --cache-tokens
 
 It replays the scenario's `ours` fleet (the simulator's own fleet, time model
 and Router at its defaults; the trace's keys hashed once and kept under
@@ -19,7 +19,12 @@ K`` decays the cache pressure by ``1 - 1/(K x replicas)`` per decision
 instead of the Router's ``1 - 1/replicas``: how sensitive the hit rate is
 to an immaterial constant (benchmarks/routing_quality/NOTES.md).
 ``--variant V`` swaps the cache pressure for one of the variants measured
-and not adopted (``_Router``, ``_MidOrder``; benchmarks/routing_quality/NOTES.md).
+and not adopted (``_Pressure``, ``_MidOrder``; benchmarks/routing_quality/NOTES.md;
+without ``--cache-tokens``).
+``--cache-tokens`` gives the Router each replica's capacity (``--blocks`` x the
+block size), as the benchmark's ``ours`` is given it: the cache pressure's absolute
+measure, whose window ``--pressure-rounds K`` then scales (K x the fleet's capacity).
+``--noload`` runs ``ours-noload`` instead (no load: the Router's own count of sends).
 ``--quick`` skips the per-request accounting (the hit rate only);
 ``--pooled`` prints the pooled cache's eviction ages instead. ``--by-request``
 also replays the pooled cache and splits the gap request by request: a
