@@ -14,9 +14,7 @@ each) and ``worst`` (every replica holds the whole prompt). Two loads:
 ``pushed`` (a queued load for every replica, ``set_load``, 0-4x the prompt's
 tokens, as bench_routing.py gives) and ``own`` (none: the Router's own queue
 estimate, which each decision moves; the LiteLLM plugin's case, candidates
-named). ``--cache-tokens N`` gives the after side's Router each replica's KV-cache
-capacity (``set_cache_tokens``). ``before`` is ``REV``'s ``fleet/routing/_router.py``
-(with the modules it
+named). ``before`` is ``REV``'s ``fleet/routing/_router.py`` (with the modules it
 was split into, ``_decision.py`` and ``_cost_order.py``, where ``REV`` has them; and
 the walk's ``walk`` and ``SlotMembers._list``) loaded beside this tree's, over the same
 index; per round, hashing (``Router.prepare``) then each side's top-1
@@ -132,9 +130,6 @@ def main() -> None:
     parser.add_argument("--loads", type=lambda v: v.split(","), default=["pushed", "own"])
     parser.add_argument("--blocks", type=int, default=1_000_000,
                         help="indexed entries of a --fleet routing index")
-    parser.add_argument("--cache-tokens", type=float, default=None,
-                        help="give the after side's Router this KV-cache capacity per replica "
-                             "(the cache pressure's absolute measure; own load exercises it)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         old = load_router_at(args.rev, Path(folder))
@@ -154,7 +149,7 @@ def main() -> None:
             else:
                 made = routing_fleet(args.replicas, tokens, layout, args.blocks)
             for mode in args.loads:
-                m = row(old.Router, mode, made, args.rounds, sides, args.cache_tokens)
+                m = row(old.Router, mode, made, args.rounds, sides)
                 p = m["prepare"]
                 print(f"| {mode} | {args.replicas} | {tokens} | {layout} | {p:.0f} "
                       f"| {m['top1 before']:.0f} | {m['top1 after']:.0f} "
@@ -178,7 +173,7 @@ def use(side: Side) -> None:
 
 def row(before: type[Router], mode: str,
         made: tuple[PrefixIndex, Request, list[str], random.Random], rounds: int,
-        sides: dict[str, Side], cache_tokens: float | None = None) -> dict[str, float]:
+        sides: dict[str, Side]) -> dict[str, float]:
     """Median CPU µs of hashing and of each side's top-1 and full ranking."""
     index, request, names, rng = made
     tokens = len(request.token_ids)
@@ -186,9 +181,6 @@ def row(before: type[Router], mode: str,
     routers: dict[str, Router] = {}
     for side, cls in (("before", before), ("after", Router)):
         router = cls(index) if mode == "pushed" else cls(index, replicas=names)
-        if side == "after" and cache_tokens is not None:
-            for name in names:
-                router.set_cache_tokens(name, cache_tokens)
         if mode == "pushed":
             for name, load in zip(names, loads, strict=True):
                 router.set_load(name, load)
