@@ -75,7 +75,7 @@ class _Pressure(CachePressure):
     metrics = RouterMetrics()  # the Router's (set by _Router)
 
     def store(self, replica: ReplicaId, prefill: float, prompt: float, replicas: int) -> None:
-        if self._capacity:  # the Router's, over K times the fleet's capacity
+        if self.absolute:  # the Router's, over K times the fleet's capacity
             self._recent.decay(math.exp(-max(prompt, 0.0) / (self._fleet(replicas) * self.rounds)))
             self._recent.add(replica, prompt)
         else:  # the Router's, over K rounds
@@ -113,6 +113,7 @@ class _Router(Router):
         pressure._capacity, pressure._capacity_sum = (self._pressure._capacity,
                                                       self._pressure._capacity_sum)
         pressure.variant, pressure.metrics = self.variant, self.metrics
+        pressure.loaded = self._pressure.loaded
         self._pressure = pressure
 
 

@@ -282,6 +282,15 @@ def test_cache_pressure_with_capacities_is_recent_tokens_over_capacity() -> None
     with pytest.raises(InvalidRequestError, match="cache_tokens: must be a mapping"):
         Router(index, cache_tokens=[("a", 1000)])  # type: ignore[arg-type]
 
+    # Without a load the pressure stays relative (the Router's own count of its sends):
+    # the replica it chose is the busiest, at 1, whatever its capacity.
+    own = Router(index, cache_tokens={"a": 10**9, "b": 10**9})
+    assert own.pressure(own.route(TOKENS)[0].replica) == 1.0
+    own.set_load("a", 0.0)  # a pushed load: the capacities count, from a fresh count
+    assert (own.pressure("a"), own.pressure("b")) == (0.0, 0.0)
+    own.sent(own.route(TOKENS, ["b"])[0])
+    assert own.pressure("b") == pytest.approx(133 / 10**9)
+
 
 def test_sent_does_nothing_without_a_load() -> None:
     index = make_index("a", "b")

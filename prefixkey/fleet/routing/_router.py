@@ -40,10 +40,10 @@ block saves all of its prefill, a CPU block 0.8 of it: loading it back costs
 the rest). ``pressure`` (in [0, 1]) is what storing the request's new
 blocks there evicts: the chance that a block pushed out is one worth
 keeping, counted as a prefill token the fleet may do again (``_pressure``:
-with each replica's KV-cache capacity given, ``cache_tokens``, its recent
-prompt tokens over its capacity, recent meaning within the window one pool
-of the fleet's blocks keeps; without, the prefill it stored lately over the
-busiest's, decaying by ``1 - 1/replicas`` per decision). Without a load the
+with each replica's KV-cache capacity given, ``cache_tokens``, and a load,
+its recent prompt tokens over its capacity, recent meaning within the window
+one pool of the fleet's blocks keeps; otherwise the prefill it stored lately
+over the busiest's, decaying by ``1 - 1/replicas`` per decision). Without a load the
 Router counts its first choices; with one, the caller reports where each
 request went (:meth:`Router.sent`, where it adds the request to its own
 queued counts). Without this term every request holding a shared system
@@ -204,6 +204,7 @@ class Router:
         #: replica's KV-cache capacity when given: the cache pressure (``_pressure``).
         self._pressure = CachePressure(
             (_replica_id(r), t) for r, t in (cache_tokens or {}).items())
+        self._pressure.loaded = load is not None
         self._last_total = 2  # the candidates of the last ranking: the pressure's decay
         self._pushed = False
         self._tracked: object = None  # the registrations last tracked in _queues
@@ -241,6 +242,9 @@ class Router:
         check_number("load", queued)
         if not self._pushed:  # the Router's own estimate gives way to pushed loads
             self._pushed, self._queues, self._tracked = True, Queues(), None
+            if not self._pressure.loaded:
+                self._pressure.loaded = True
+                self._pressure.clear()
         self._queues.set(_replica_id(replica), float(queued))
 
     def _queue_view(self, schemes: Mapping[ReplicaId, ReplicaScheme],
@@ -286,12 +290,14 @@ class Router:
 
     def set_cache_tokens(self, replica: ReplicaId | str, tokens: float) -> None:
         """Set a replica's KV-cache capacity in tokens (vLLM's ``kv_cache_size_tokens``):
-        the cache pressure then counts what a request's stores evict there (module docs)."""
+        with a load, the cache pressure then counts what a request's stores evict there
+        (module docs)."""
         self._pressure.set_capacity(_replica_id(replica), tokens)
 
     def pressure(self, replica: ReplicaId | str) -> float:
-        """The replica's cache pressure in [0, 1] (``_pressure``): with capacities, its
-        recent tokens over its capacity; without, its recent stores over the busiest's."""
+        """The replica's cache pressure in [0, 1] (``_pressure``): with capacities and a
+        load, its recent tokens over its capacity; otherwise its recent stores over the
+        busiest's."""
         return self._pressure.of()(_replica_id(replica))
 
     def sent(self, decision: RouteDecision) -> None:
