@@ -81,7 +81,7 @@ def _router(index: object, mode: str, loads: dict[ReplicaId, float],
 
 def _state(router: Router) -> tuple[object, ...]:
     return (router.metrics.as_dict(), router.mean_prefill_tokens,
-            sorted(router._queues.ascending()), sorted(router._stored.ascending()),
+            sorted(router._queues.ascending()), sorted(router._pressure._recent.ascending()),
             router._last_total)
 
 

@@ -38,19 +38,19 @@ prefill a routed request needs); ``saved`` is the hit,
 each reused block counting ``tier_weights[medium]`` of its tokens (a GPU
 block saves all of its prefill, a CPU block 0.8 of it: loading it back costs
 the rest). ``pressure`` (in [0, 1]) is what storing the request's new
-blocks there evicts: the replica's share of the prefill the Router's recent
-first choices stored, relative to the replica that got the most (a decayed
-count, by ``1 - 1/replicas`` per decision). Without a load the Router counts
-its first choices; with one, the caller reports where each request went
-(:meth:`Router.sent`, where it adds the request to its own queued counts).
-A replica that has stored nothing lately (a fresh one, or one whose cache
-holds only old blocks) evicts nothing worth keeping: its pressure is 0; on
-the busiest one each block stored pushes out a block stored lately, counted
-as a prefill token the fleet may have to do again. Without this term every
-request holding a shared system prompt goes to the replicas already holding
-it, and replicas that never served stay empty (their caches unused) while
-the holders churn theirs. The lowest cost ranks first; equal costs go to the lower queue,
-then to the rendezvous weight (:func:`rendezvous_weight`: for replicas
+blocks there evicts: the chance that a block pushed out is one worth
+keeping, counted as a prefill token the fleet may do again (``_pressure``:
+with each replica's KV-cache capacity given, ``cache_tokens``, and a load,
+its recent prompt tokens over its capacity, recent meaning within the window
+one pool of the fleet's blocks keeps; otherwise the prefill it stored lately
+over the busiest's, decaying by ``1 - 1/replicas`` per decision). Without a load the
+Router counts its first choices; with one, the caller reports where each
+request went (:meth:`Router.sent`, where it adds the request to its own
+queued counts). Without this term every request holding a shared system
+prompt goes to the replicas already holding it, and replicas that never
+served stay empty (their caches unused) while the holders churn theirs.
+The lowest cost ranks first; equal costs go to the lower queue, then to the
+rendezvous weight (:func:`rendezvous_weight`: for replicas
 holding a prefix, on the first key of the request none of them holds, so
 requests sharing only a held system prompt spread; for replicas holding
 nothing, on the request's first block key), so when no candidate holds a
@@ -92,7 +92,6 @@ from ._cost_order import (
     _Answer,
     _CostOrder,
     _Group,
-    _no_pressure,
     _Runs,
     _Scored,
     _segment_saved,
@@ -108,6 +107,7 @@ from ._decision import (
 )
 from ._metrics import RouterMetrics
 from ._prepared import PreparedRequest, rendezvous_seed
+from ._pressure import CachePressure, no_pressure
 from ._queues import Queues
 from ._ranking import LazyRanking
 from ._top1 import slot_bits, walked_best
@@ -150,6 +150,8 @@ class Router:
     See the module docs. ``load`` gives a replica's queued prefill work in
     ``load_unit`` (a callable read at each ranking); :meth:`set_load` pushes it
     instead. ``replicas`` are candidates from the start, registered or not.
+    ``cache_tokens`` gives each replica's KV-cache capacity in tokens (optional;
+    :meth:`set_cache_tokens` sets one later): the cache pressure's scale.
     ``metrics`` counts its decisions (:class:`RouterMetrics`).
     """
 
@@ -162,6 +164,7 @@ class Router:
         load: LoadFn | None = None,
         load_unit: LoadUnit = "tokens",
         replicas: Iterable[ReplicaId | str] = (),
+        cache_tokens: Mapping[ReplicaId | str, float] | None = None,
     ) -> None:
         for name, w in {**tier_weights, "other": other_tier_weight}.items():
             if not isinstance(name, str):
@@ -194,9 +197,14 @@ class Router:
         # Pushed loads (:meth:`set_load`, in load_unit), or the Router's own queue
         # estimate (tokens) while nothing is pushed and no load callable is given.
         self._queues = Queues()
-        #: The prefill tokens the Router's recent first choices stored per replica,
-        #: decaying by ``1 - 1/replicas`` per decision: each replica's cache pressure.
-        self._stored = Queues()
+        if cache_tokens is not None and not isinstance(cache_tokens, Mapping):
+            raise InvalidRequestError(
+                "cache_tokens", f"must be a mapping of replica to tokens, got {cache_tokens!r}")
+        #: What the Router's recent first choices stored per replica, and each
+        #: replica's KV-cache capacity when given: the cache pressure (``_pressure``).
+        self._pressure = CachePressure(
+            (_replica_id(r), t) for r, t in (cache_tokens or {}).items())
+        self._pressure.loaded = load is not None
         self._last_total = 2  # the candidates of the last ranking: the pressure's decay
         self._pushed = False
         self._tracked: object = None  # the registrations last tracked in _queues
@@ -234,6 +242,9 @@ class Router:
         check_number("load", queued)
         if not self._pushed:  # the Router's own estimate gives way to pushed loads
             self._pushed, self._queues, self._tracked = True, Queues(), None
+            if not self._pressure.loaded:
+                self._pressure.loaded = True
+                self._pressure.clear()
         self._queues.set(_replica_id(replica), float(queued))
 
     def _queue_view(self, schemes: Mapping[ReplicaId, ReplicaScheme],
@@ -277,17 +288,17 @@ class Router:
         mean = queues.total() * per / n / (self._sent_prefill or float(num_tokens or 1))
         return mean / (1 + mean)
 
-    def pressure(self, replica: ReplicaId | str) -> float:
-        """The replica's cache pressure in [0, 1]: its recent stores over the busiest's."""
-        top = self._stored.maximum()
-        return self._stored.get(_replica_id(replica)) / top if top > 0 else 0.0
+    def set_cache_tokens(self, replica: ReplicaId | str, tokens: float) -> None:
+        """Set a replica's KV-cache capacity in tokens (vLLM's ``kv_cache_size_tokens``):
+        with a load, the cache pressure then counts what a request's stores evict there
+        (module docs)."""
+        self._pressure.set_capacity(_replica_id(replica), tokens)
 
-    def _pressure_of(self) -> Callable[[ReplicaId], float]:
-        top = self._stored.maximum()
-        if top <= 0:
-            return _no_pressure
-        get = self._stored.get
-        return lambda rid: get(rid) / top
+    def pressure(self, replica: ReplicaId | str) -> float:
+        """The replica's cache pressure in [0, 1] (``_pressure``): with capacities and a
+        load, its recent tokens over its capacity; otherwise its recent stores over the
+        busiest's."""
+        return self._pressure.of()(_replica_id(replica))
 
     def sent(self, decision: RouteDecision) -> None:
         """Report that the request of ``decision`` was sent to its replica (with a load given).
@@ -301,20 +312,17 @@ class Router:
             return
         tokens = decision.prefill_tokens
         self._sent_prefill += (tokens - self._sent_prefill) / 64 if self._sent_prefill else tokens
-        self._store(decision.replica, tokens, self._last_total)
+        self._pressure.store(decision.replica, tokens, tokens + decision.weighted_hit_tokens,
+                             self._last_total)
 
-    def _store(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
-        self._stored.decay(1 - 1 / max(replicas, 2))
-        self._stored.add(replica, tokens)
-
-    def _sent(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
+    def _sent(self, replica: ReplicaId, tokens: float, num_tokens: int, replicas: int) -> None:
         """Count a first choice: its prefill joins the Router's own queue estimate."""
         alpha = 1 / 64
         self.mean_prefill_tokens += alpha * (tokens - self.mean_prefill_tokens) if (
             self.mean_prefill_tokens) else tokens
         if self.load is not None or self._pushed:
             return  # the caller reports its sends (:meth:`sent`)
-        self._store(replica, tokens, replicas)
+        self._pressure.store(replica, tokens, num_tokens, replicas)
         self._queues.decay(1 - 1 / max(replicas, 2))
         self._queues.add(replica, tokens)
 
@@ -398,7 +406,7 @@ class Router:
         queues, per = self._queue_view(schemes, extra, num_tokens)
         utilization = self._utilization(queues, per, num_tokens)
         order = _CostOrder(self, prepared, schemes, extra, queues, per, answers,
-                           self._pressure_of(), 1 + 1 / (1 - utilization))
+                           self._pressure.of(), 1 + 1 / (1 - utilization))
         fallback = order.fallback
         listing = order.listing
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
@@ -432,7 +440,7 @@ class Router:
         self._last_total = total
         self.metrics.observe(top.hit_tokens, num_tokens, top.fallback,
                              top.evidence == "predicted")
-        self._sent(top.replica, top.prefill_tokens, total)
+        self._sent(top.replica, top.prefill_tokens, num_tokens, total)
 
     def _one_walk(self, schemes: Mapping[ReplicaId, ReplicaScheme], prepared: PreparedRequest,
                   ) -> tuple[ReplicaScheme, bytes, PrefixWalk] | None:
@@ -457,14 +465,14 @@ class Router:
         bits = self._slot_bits
         if bits[0] is not walk.slots:
             bits = self._slot_bits = (walk.slots, slot_bits(walk.slots))
-        pressure = self._pressure_of()
+        pressure = self._pressure.of()
         twice = 1 + 1 / (1 - utilization)
         num_tokens = prepared.num_tokens
         block = scheme.groups[0].block_size
         best = walked_best(walk.ands, walk.slots, bits[1],
                            self._mask_weight(walk.medium)[0], block, num_tokens, twice, per,
                            queues.ascending_stored(),
-                           None if pressure is _no_pressure else pressure, schemes, extra)
+                           None if pressure is no_pressure else pressure, schemes, extra)
         if best is None:
             return None
         longest = len(walk.ands) - 1  # keys walked by the longest run (-1: no candidate)
