@@ -80,9 +80,13 @@ def test_each_folder_takes_its_conversion(real: str) -> None:
 
 
 # Ordered by folder, then release: the bounded cache keeps one folder's tokenizers.
-@pytest.mark.parametrize(("prefix", "case"), sorted(
+BY_FOLDER: list[tuple[str, RenderCase]] = sorted(
     ((p, c) for p, cases in CASES.items() for c in cases),
-    key=lambda pc: (pc[1].real or "", pc[0])), ids=lambda x: x if isinstance(x, str) else x.id)
+    key=lambda pc: (pc[1].real or "", pc[0]))
+
+
+@pytest.mark.parametrize(("prefix", "case"), BY_FOLDER,
+                         ids=lambda x: x if isinstance(x, str) else x.id)
 def test_vllm_rendering_of_converted_folders_replays(prefix: str, case: RenderCase) -> None:
     assert_replays(renderer(prefix, case), case)
 
@@ -148,7 +152,7 @@ def test_a_broken_tiktoken_line_is_a_folder_vllm_does_not_start_for(tmp_path: Pa
     with pytest.raises(PrefixKeyError) as info:
         Renderer(ServerOptions(model=str(tmp_path))).render(
             "/v1/completions", {"prompt": "x"})
-    assert info.value.field == "tiktoken.model"  # type: ignore[attr-defined]
+    assert info.value.field == "tiktoken.model"
     assert "line 2" in str(info.value) and "does not start" in str(info.value)
 
 
