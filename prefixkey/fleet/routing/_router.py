@@ -64,8 +64,8 @@ it saves more than it has queued).
 
 Every replica given as ``replicas`` is a candidate from the start, even
 before the index has registered it (a fresh vLLM publishes nothing until it
-serves): it holds nothing, so it costs its queue plus twice the prompt (``_candidates`` resolves the
-candidates and groups them by scheme).
+serves): it holds nothing, so it costs its queue plus twice the prompt
+(``_candidates`` resolves the candidates and groups them by scheme).
 
 Hashing and routing are separable: :meth:`Router.prepare` hashes (timed in
 :attr:`PreparedRequest.hash_seconds`), :meth:`Router.rank` only reads the
@@ -272,10 +272,10 @@ class Router:
         mean = queues.total() * per / n / (self._sent_prefill or float(num_tokens or 1))
         return mean / (1 + mean)
 
-    def set_cache_tokens(self, replica: ReplicaId | str, tokens: float) -> None:
+    def set_cache_tokens(self, replica: ReplicaId | str, tokens: float | None) -> None:
         """Set a replica's KV-cache capacity in tokens (vLLM's ``kv_cache_size_tokens``):
         with a load, the cache pressure then counts what a request's stores evict there
-        (module docs)."""
+        (module docs). None forgets it (a replica that left the fleet)."""
         self._pressure.set_capacity(replica_id(replica), tokens)
 
     def pressure(self, replica: ReplicaId | str) -> float:
