@@ -395,9 +395,9 @@ def test_the_kv_cache_size_a_replica_advertises_is_the_cost_models_capacity() ->
         router.replica_queue_len_cache.update(r.replica_id, 0)
     meta: Any = type("Meta", (), {"request_id": "r1", "multiplexed_model_id": "",
                                   "internal_request_id": "r1"})()
-    pending = PendingRequest(args=[{"prompt": list(range(600))}], kwargs={}, metadata=meta)
 
     async def scenario() -> None:
+        pending = PendingRequest(args=[{"prompt": list(range(600))}], kwargs={}, metadata=meta)
         await router.choose_replicas(replicas[:1], pending)  # only a: it goes there
         router.on_request_routed(pending, replicas[0].replica_id, None)
         await router.choose_replicas(replicas[:2], pending)  # the send is counted here
