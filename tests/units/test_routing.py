@@ -274,6 +274,12 @@ def test_cache_pressure_with_capacities_is_recent_tokens_over_capacity() -> None
     assert b.cost == pytest.approx(2.2 * 133) and b.pressure == pytest.approx(0.2)
     router.set_cache_tokens("b", 300)  # b's recent tokens now fill it twice: capped at 1
     assert router.pressure("b") == 1.0
+    router.set_cache_tokens("b", None)  # b left: it counts the mean of those given (a's)
+    assert router.pressure("b") == pytest.approx(600 / 1000)
+    router.set_cache_tokens("a", None)  # none given: the relative pressure again
+    assert router.pressure("b") == 1.0 and router.pressure("a") == pytest.approx(
+        133 * math.exp(-0.15) / 600)
+    router.set_cache_tokens("b", 300)
     for bad in (0, -1.0, math.nan, math.inf, True, "1000"):
         with pytest.raises(InvalidRequestError, match="cache_tokens"):
             router.set_cache_tokens("a", bad)  # type: ignore[arg-type]

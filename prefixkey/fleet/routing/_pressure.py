@@ -69,7 +69,13 @@ class CachePressure:
             self.set_capacity(rid, tokens)
 
     def set_capacity(self, replica: ReplicaId, tokens: object) -> None:
-        """The replica's KV-cache capacity in tokens (a finite number > 0)."""
+        """The replica's KV-cache capacity in tokens (a finite number > 0), or None to forget
+        it (a replica gone: it then counts the mean of those given)."""
+        if tokens is None:
+            self._capacity_sum -= self._capacity.pop(replica, 0.0)
+            if not self._capacity:
+                self._capacity_sum = 0.0  # no rounding left over
+            return
         refusal = number_refusal(tokens, strict=True)
         if refusal is not None:
             raise InvalidRequestError("cache_tokens", f"for {replica}: {refusal}")

@@ -64,7 +64,8 @@ it saves more than it has queued).
 
 Every replica given as ``replicas`` is a candidate from the start, even
 before the index has registered it (a fresh vLLM publishes nothing until it
-serves): it holds nothing, so it costs its queue plus twice the prompt.
+serves): it holds nothing, so it costs its queue plus twice the prompt
+(``_candidates`` resolves the candidates and groups them by scheme).
 
 Hashing and routing are separable: :meth:`Router.prepare` hashes (timed in
 :attr:`PreparedRequest.hash_seconds`), :meth:`Router.rank` only reads the
@@ -88,6 +89,7 @@ from ..index._backend import RoutingIndex, RunsQuery
 from ..index._memory import PrefixIndex
 from ..index._ops import medium_name
 from ..index._walk import PrefixWalk, Run
+from ._candidates import Candidates, replica_id
 from ._cost_order import (
     _Answer,
     _CostOrder,
@@ -131,16 +133,6 @@ LoadFn = Callable[[ReplicaId], float]
 
 #: The units a load may be given in.
 LoadUnit = Literal["tokens", "requests"]
-
-
-def _replica_id(c: ReplicaId | str) -> ReplicaId:
-    if type(c) is ReplicaId:
-        return c
-    if isinstance(c, str):
-        return ReplicaId(c)
-    if isinstance(c, tuple):
-        return ReplicaId(*c)
-    raise InvalidRequestError("replicas", f"a replica is a ReplicaId or a name, got {c!r}")
 
 
 class Router:
@@ -192,7 +184,7 @@ class Router:
         self.other_tier_weight = float(other_tier_weight)
         self.load = load
         self.load_unit: LoadUnit = load_unit
-        self.replicas: tuple[ReplicaId, ...] = tuple(dict.fromkeys(map(_replica_id, replicas)))
+        self.replicas: tuple[ReplicaId, ...] = tuple(dict.fromkeys(map(replica_id, replicas)))
         self.metrics = RouterMetrics()
         # Pushed loads (:meth:`set_load`, in load_unit), or the Router's own queue
         # estimate (tokens) while nothing is pushed and no load callable is given.
@@ -203,7 +195,7 @@ class Router:
         #: What the Router's recent first choices stored per replica, and each
         #: replica's KV-cache capacity when given: the cache pressure (``_pressure``).
         self._pressure = CachePressure(
-            (_replica_id(r), t) for r, t in (cache_tokens or {}).items())
+            (replica_id(r), t) for r, t in (cache_tokens or {}).items())
         self._pressure.loaded = load is not None
         self._last_total = 2  # the candidates of the last ranking: the pressure's decay
         self._pushed = False
@@ -219,16 +211,8 @@ class Router:
         self._bit_weights: list[tuple[int, float, str]] = []
         self._counted = 0  # bits of the media with a positive weight: those that hit
         self._bits_seen = -1
-        self._last_grouping: tuple[Mapping[ReplicaId, ReplicaScheme], Mapping[
-            tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]] | None = None
-        self._last_own: tuple[Mapping[ReplicaId, ReplicaScheme],
-                              dict[ReplicaId, ReplicaId]] | None = None
-        self._last_fleet: tuple[Mapping[ReplicaId, ReplicaScheme],
-                                tuple[ReplicaId, ...]] | None = None
-        #: :meth:`_schemes_of` per candidates tuple, for one registrations view and
-        #: ``replicas``: a gateway passes the same healthy candidates call after call.
-        self._by_candidates: tuple[object, object, dict[tuple[object, ...], tuple[
-            Mapping[ReplicaId, ReplicaScheme], tuple[ReplicaId, ...]]]] = (None, None, {})
+        #: The candidates of a ranking, and their schemes (``_candidates``).
+        self._candidates = Candidates()
 
     # -- load ---------------------------------------------------------------
 
@@ -245,7 +229,7 @@ class Router:
             if not self._pressure.loaded:
                 self._pressure.loaded = True
                 self._pressure.clear()
-        self._queues.set(_replica_id(replica), float(queued))
+        self._queues.set(replica_id(replica), float(queued))
 
     def _queue_view(self, schemes: Mapping[ReplicaId, ReplicaScheme],
                     extra: tuple[ReplicaId, ...], num_tokens: int) -> tuple[Queues, float]:
@@ -288,17 +272,17 @@ class Router:
         mean = queues.total() * per / n / (self._sent_prefill or float(num_tokens or 1))
         return mean / (1 + mean)
 
-    def set_cache_tokens(self, replica: ReplicaId | str, tokens: float) -> None:
+    def set_cache_tokens(self, replica: ReplicaId | str, tokens: float | None) -> None:
         """Set a replica's KV-cache capacity in tokens (vLLM's ``kv_cache_size_tokens``):
         with a load, the cache pressure then counts what a request's stores evict there
-        (module docs)."""
-        self._pressure.set_capacity(_replica_id(replica), tokens)
+        (module docs). None forgets it (a replica that left the fleet)."""
+        self._pressure.set_capacity(replica_id(replica), tokens)
 
     def pressure(self, replica: ReplicaId | str) -> float:
         """The replica's cache pressure in [0, 1] (``_pressure``): with capacities and a
         load, its recent tokens over its capacity; otherwise its recent stores over the
         busiest's."""
-        return self._pressure.of()(_replica_id(replica))
+        return self._pressure.of()(replica_id(replica))
 
     def sent(self, decision: RouteDecision) -> None:
         """Report that the request of ``decision`` was sent to its replica (with a load given).
@@ -341,7 +325,8 @@ class Router:
         prepared = PreparedRequest(len(request.token_ids), request)
         hashed: dict[tuple[object, ...], list[BlockHash]] = {}
         start = time.perf_counter()
-        for scheme, _ in self._grouping(self._schemes_of(candidates)[0]).values():
+        schemes = self._candidates.of(self.index.replicas(), self.replicas, candidates)[0]
+        for scheme, _ in self._candidates.grouping(schemes).values():
             if scheme.key in prepared._schemes:
                 continue
             fine = hashed.get(scheme.hash_key)
@@ -384,7 +369,7 @@ class Router:
         """
         if limit is not None and (type(limit) is not int or limit < 1):
             check_int("limit", limit, optional=True)  # refused (bools too), naming the field
-        schemes, extra = self._schemes_of(candidates)
+        schemes, extra = self._candidates.of(self.index.replicas(), self.replicas, candidates)
         self._refresh_weights()
         num_tokens = prepared.num_tokens
         total = len(schemes) + len(extra)
@@ -449,7 +434,7 @@ class Router:
         or media)."""
         if type(self.index) is not PrefixIndex or not schemes:
             return None
-        todo = self._grouping(schemes)
+        todo = self._candidates.grouping(schemes)
         if len(todo) != 1:
             return None
         (scheme, group), = todo.values()
@@ -491,61 +476,6 @@ class Router:
             scored = self._scored(answer.scheme, runs, num_tokens)
             yield _Group(-scored.weighted, scored, members, answer.seed)
 
-    def _schemes_of(
-        self, candidates: Iterable[ReplicaId | str] | None
-    ) -> tuple[Mapping[ReplicaId, ReplicaScheme], tuple[ReplicaId, ...]]:
-        """The registered candidates and their schemes, and the configured ones not registered.
-
-        Candidates default to every registered replica and every replica given
-        as ``replicas``; each is listed once.
-        """
-        known = self.index.replicas()
-        if candidates is None:
-            if not self.replicas:
-                return known, ()
-            last = self._last_fleet
-            if last is None or last[0] is not known:
-                last = self._last_fleet = (known, tuple(
-                    r for r in self.replicas if r not in known))
-            return known, last[1]
-        wanted = candidates if type(candidates) is tuple else tuple(candidates)
-        memo = self._by_candidates
-        if memo[0] is not known or memo[1] is not self.replicas:
-            memo = self._by_candidates = (known, self.replicas, {})
-        try:
-            hit = memo[2].get(wanted)
-        except TypeError:  # an unhashable candidate: refused below
-            hit = None
-        if hit is not None:  # the same mapping object: what is worked out from it is kept
-            return hit
-        out: dict[ReplicaId, ReplicaScheme] = {}
-        extra: dict[ReplicaId, None] = {}
-        # The index's own ReplicaId objects: equal ids made from names compare field by
-        # field wherever the candidates meet the index (its "every replica" query, the
-        # queues' dicts); the same objects compare by identity, in C.
-        own = self._own_ids(known)
-        for c in wanted:
-            rid = _replica_id(c)
-            scheme = known.get(rid)
-            if scheme is not None:
-                out[own.get(rid, rid)] = scheme
-            elif rid in self.replicas:
-                extra[rid] = None
-            else:
-                raise InvalidRequestError(
-                    "candidates", f"replica {rid} is neither registered nor configured")
-        if len(memo[2]) >= _MEMO_AT_MOST:
-            memo[2].clear()
-        found = memo[2][wanted] = (out, tuple(extra))
-        return found
-
-    def _own_ids(self, known: Mapping[ReplicaId, ReplicaScheme]) -> Mapping[ReplicaId, ReplicaId]:
-        """Each registered replica's id as the index holds it (kept per registrations view)."""
-        last = self._last_own
-        if last is None or last[0] is not known:
-            last = self._last_own = (known, {rid: rid for rid in known})
-        return last[1]
-
     def _refresh_weights(self) -> None:
         bits = self.index.medium_bits()
         if len(bits) == self._bits_seen:
@@ -564,31 +494,6 @@ class Router:
             hit = self._mask_weights[mask] = (weight, name)
         return hit
 
-    def _grouping(self, schemes: Mapping[ReplicaId, ReplicaScheme]) -> Mapping[
-            tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]:
-        """The candidates by scheme key (kept per registrations object)."""
-        todo: Mapping[tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]
-        last = self._last_grouping
-        if last is not None and last[0] is schemes:  # the index's unchanged registrations
-            return last[1]
-        if len(set(map(id, schemes.values()))) == 1:  # one shared scheme object
-            only = next(iter(schemes.values()))
-            todo = {only.key: (only, tuple(schemes))}
-        else:
-            by_scheme: dict[int, tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for rid, scheme in schemes.items():
-                entry = by_scheme.get(id(scheme))  # schemes are usually shared objects
-                if entry is None:
-                    entry = by_scheme[id(scheme)] = (scheme, [])
-                entry[1].append(rid)
-            merged: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for scheme, group in by_scheme.values():
-                merged.setdefault(scheme.key, (scheme, []))[1].extend(group)
-            todo = merged
-        # Kept with the object it was made from: an object still referenced keeps its id.
-        self._last_grouping = (schemes, todo)
-        return todo
-
     def _answers(
         self, schemes: Mapping[ReplicaId, ReplicaScheme], prepared: PreparedRequest,
     ) -> list[_Answer]:
@@ -598,7 +503,7 @@ class Router:
         was read is hashed under its new scheme and asked again (twice at
         most; then it counts as holding nothing).
         """
-        todo = self._grouping(schemes)
+        todo = self._candidates.grouping(schemes)
         out: list[_Answer] = []
         for attempt in range(3):
             queries: list[RunsQuery] = []
@@ -682,6 +587,3 @@ class Router:
         return _Outcome(matched, hit, weighted, "+".join(sorted(media)), capped=full > hit,
                         used=frozenset(counted))
 
-
-#: Candidate tuples remembered per registrations view (cleared when full).
-_MEMO_AT_MOST: Final = 64
