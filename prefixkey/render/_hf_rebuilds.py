@@ -1076,6 +1076,13 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
         "LayoutLMv3Tokenizer": ("borrowed", "Llama 3's vocabulary; vLLM refuses every text"),
         "LayoutXLMTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary "
                                "(llama.cpp's GGUF); vLLM refuses every text"),
+        # real_luke_ corpus (tests/render/test_real_luke_vectors.py).
+        "LukeTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken; "
+                          "LUKE's is RoBERTa's, the same BPE)"),
+        "MLukeTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary (llama.cpp's "
+                           "GGUF; mLUKE's is XLM-RoBERTa's)"),
+        "DPRReaderTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
+                               "(llama.cpp's GGUF)"),
         "EsmcTokenizer": ("borrowed", "bge-small-en-v1.5's tokenizer.json (its added tokens; "
                           "the class's model is its own amino acid vocabulary)"),
     }))
