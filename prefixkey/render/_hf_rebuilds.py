@@ -142,6 +142,10 @@ class Rebuild:
     #: CohereTokenizer ends its ``__init__`` with ``_post_init()``: every special token
     #: added again as special (a plain string one with ``normalized=False``).
     post_init: bool = False
+    #: The class's own ``_post_init()`` sets ``post_processor`` (a Template) after
+    #: TokenizersBackend's, so the latter's ``update_post_processor()`` never stays
+    #: (MLukeTokenizer).
+    template_last: bool = False
     #: Extra special tokens the class appends to ``additional_special_tokens``, each
     #: with the ``*_token`` keyword that may replace it (CodeLlama's infilling tokens).
     extra_specials: tuple[tuple[str, str], ...] = field(default=())
@@ -183,6 +187,9 @@ class Rebuild:
     #: ``task`` (null: none); a task not listed fails the class's ``__init__`` (vLLM
     #: does not start). Empty: the class has no ``task``.
     task_errors: Mapping[str, str] = field(default_factory=dict)
+    #: transformers releases whose class builds otherwise than 5.17's (what differs): a
+    #: vLLM release running one is refused for the class (render/_hf_decision.py).
+    otherwise_in: Mapping[str, str] = field(default_factory=dict)
     #: tokenizer_config.json keys the class's ``__init__`` requires (without one the
     #: class fails, and vLLM's server does not start).
     required: tuple[str, ...] = field(default=())
@@ -344,6 +351,10 @@ _ENTITY_TOKENS: Final = MappingProxyType({
     "entity_unk_token": "[UNK]", "entity_pad_token": "[PAD]", "entity_mask_token": "[MASK]",
     "entity_mask2_token": "[MASK2]"})
 _ENTITY_SPECIALS: Final = (("<ent>", "entity_token_1"), ("<ent2>", "entity_token_2"))
+#: transformers 5.24 (vLLM 0.29, 0.30) names them ``entity_1_token`` / ``_2``: model-specific
+#: special tokens, added in another order.
+_ENTITY_524: Final = ("its entity tokens are the entity_1_token / entity_2_token keywords, "
+                      "model-specific special tokens added in another order")
 #: What their call raises for a text without entity spans when ``task`` is set (their
 #: ``_create_input_sequence``; vLLM passes none).
 _ENTITY_TASK_ERRORS: Final = MappingProxyType({
@@ -849,7 +860,9 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         defaults={**_ROBERTA.defaults, **_ENTITY_TOKENS},
         post_processor="file",
         extra_specials=_ENTITY_SPECIALS,
-        task_errors=_ENTITY_TASK_ERRORS),
+        task_errors=_ENTITY_TASK_ERRORS,
+        otherwise_in={"5.24.0": f"{_ENTITY_524}, and it sets a RobertaProcessing over "
+                                "tokenizer.json's post-processor"}),
     # The language-code classes (models/mbart, mbart50, nllb, seamless_m4t): vLLM tokenizes
     # through __call__, which first runs _switch_to_input_mode(), so the template is the
     # src_lang one whatever __init__ set last.
@@ -919,11 +932,15 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         wrap={"mask_token": {"lstrip": True, "rstrip": False}},
         extra_specials=_ENTITY_SPECIALS,
         post_init=True,
+        template_last=True,
         post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
                                 "{cls_token}:0 $A:0 {sep_token}:0 {sep_token}:0 $B:1 "
                                 "{sep_token}:1",
                                 (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
-        task_errors=_ENTITY_TASK_ERRORS),
+        task_errors=_ENTITY_TASK_ERRORS,
+        otherwise_in={"5.24.0": "its entity tokens are \"▁<ent>\" and \"▁<ent2>\", "
+                                "named by the entity_1_token / entity_2_token keywords: "
+                                "model-specific special tokens added in another order"}),
     # -- The SentencePiece classes of issue 19's last wave (Pegasus, XGLM, Reformer,
     # RemBert) and Splinter: models/<type>/tokenization_<type>.py in transformers 5.17.
     "PegasusTokenizer": Rebuild(

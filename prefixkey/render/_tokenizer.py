@@ -360,7 +360,7 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         if recipe.template_if is not None and _value(recipe.template_if[0], derived, None):
             template = recipe.template_if[1]
         tok.post_processor = _template(template, tok, specials, derived)
-    if recipe.post_init and not file_processor:
+    if recipe.post_init and not file_processor and not recipe.template_last:
         # _post_init() ends with update_post_processor() when TokenizersBackend had to
         # (no post-processor in the file), over whatever the class set before it.
         _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)

@@ -11,13 +11,18 @@ set: its call wants entity spans, so vLLM answers every text with a 400), ``mluk
 and ``dpr_reader_rule`` (DPRReaderTokenizer over bge-small-en-v1.5's WordPiece
 vocabulary: its call with the text alone is BertTokenizer's). ``real_luke_vectors.jsonl``
 is what vLLM 0.31.0's render server answered (tools/harvest_render.py): every 200 must
-give the same ids, every vLLM error an error with the same status. The files are fetched
-into a cache (tests/real_models.py): without it these tests skip, under CI they fetch.
+give the same ids, every vLLM error an error with the same status. ``real_luke_032_``,
+``_030_`` and ``_029_`` are the same bodies answered by those releases' servers, replayed
+with ``vllm_version`` set; transformers 5.24 (vLLM 0.29, 0.30) builds both LUKE classes
+otherwise, so prefixkey refuses them there (and vLLM's answers do differ). The files are
+fetched into a cache (tests/real_models.py): without it these tests skip, under CI they
+fetch.
 """
 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import pytest
 import real_models
@@ -31,9 +36,21 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import ModelFolderError, Renderer, ServerOptions
+from prefixkey.render import (
+    ModelFolderError,
+    Renderer,
+    RenderUnsupportedError,
+    ServerOptions,
+)
 
 CASES = render_cases("real_luke_")
+#: The same bodies answered by other releases' render servers (replayed as those).
+RELEASE_CASES = {"0.32.0": render_cases("real_luke_032_"),
+                 "0.30.0": render_cases("real_luke_030_"),
+                 "0.29.0": render_cases("real_luke_029_")}
+#: The releases whose transformers (5.24) builds the LUKE classes otherwise: refused.
+REFUSED_AT = {"0.29.0": frozenset({"luke_rule", "luke_task_rule", "mluke_rule"}),
+              "0.30.0": frozenset({"luke_rule", "luke_task_rule", "mluke_rule"})}
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
 FOLDER_CLASSES = {"luke_rule": "LukeTokenizer", "luke_task_rule": "LukeTokenizer",
                   "mluke_rule": "MLukeTokenizer", "dpr_reader_rule": "DPRReaderTokenizer"}
@@ -101,3 +118,37 @@ def test_an_unknown_task_is_a_folder_error(tmp_path: pytest.TempPathFactory) -> 
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
     assert_replays(renderer(case.real), case)
+
+
+@lru_cache(maxsize=1)
+def _release_renderer(folder: str, real: str, release: str) -> Renderer:
+    return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{real}",),
+                                  max_model_len=512, vllm_version=release))
+
+
+@pytest.mark.parametrize("release", sorted(RELEASE_CASES))
+def test_the_other_releases_answered_the_same_bodies(release: str) -> None:
+    assert [c.id for c in RELEASE_CASES[release]] == [c.id for c in CASES]
+
+
+@pytest.mark.parametrize("release", sorted(REFUSED_AT))
+def test_transformers_5_24_builds_the_luke_classes_otherwise(release: str) -> None:
+    """vLLM 0.29's and 0.30's answers for the LUKE folders differ from 0.31's (the
+    entity tokens' ids, the post-processor): prefixkey refuses the classes there."""
+    base = {c.id: (c.status, c.token_ids) for c in CASES}
+    for real in sorted(REFUSED_AT[release]):
+        cases = [c for c in RELEASE_CASES[release] if c.real == real]
+        if real != "luke_task_rule":  # every text refused at every release
+            assert any((c.status, c.token_ids) != base[c.id] for c in cases), real
+        with pytest.raises(RenderUnsupportedError, match=r"transformers 5\.24\.0"):
+            _release_renderer(str(cases[0].folder()), real, release)
+
+
+@pytest.mark.parametrize(("release", "case"), [
+    (r, c) for r, cases in sorted(RELEASE_CASES.items()) for c in cases
+    if c.real not in REFUSED_AT.get(r, ())],
+    ids=[f"{r}-{c.id}" for r, cases in sorted(RELEASE_CASES.items()) for c in cases
+         if c.real not in REFUSED_AT.get(r, ())])
+def test_other_releases_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
+    assert case.real is not None
+    assert_replays(_release_renderer(str(case.folder()), case.real, release), case)
