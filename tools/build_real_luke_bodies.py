@@ -12,7 +12,7 @@ bge-small-en-v1.5's WordPiece vocabulary). ``tools/harvest_render.py --bodies
 tests/render/real_luke_bodies.jsonl --out tests/render/real_luke_vectors.jsonl --port
 19510`` records vLLM 0.31's answers; the ``real_luke_0XY_`` copies (``--out
 tests/render/real_luke_0XY_bodies.jsonl``) are harvested with ``--vllm-python
-/work/venvs/vllm0XY/bin/python``.
+/work/venvs/vllm0XY/bin/python`` (``_033_`` by the 0.33 overlay, docs/render-releases.md).
 
 Usage::
 

