@@ -11,8 +11,9 @@ those classes).
 ``real_lang_vectors.jsonl`` is what vLLM 0.31.0's render server answered
 (tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
 with the same status. ``real_lang_032_`` and ``real_lang_033_`` are the same corpus
-answered by vLLM 0.32.0's and 0.33.0's servers, ``real_lang_029_`` the BPE folders' part answered by 0.29.0's (whose registry
-does not accept MBartForCausalLM), each replayed with ``vllm_version`` set. The files are
+answered by vLLM 0.32.0's and 0.33.0's servers, ``real_lang_029_`` the BPE folders'
+part answered by 0.29.0's (whose registry does not accept MBartForCausalLM), each
+replayed with ``vllm_version`` set. The files are
 fetched into a cache (tests/real_models.py): without it these tests skip, under CI they
 fetch.
 """
