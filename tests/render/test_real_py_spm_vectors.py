@@ -160,5 +160,5 @@ def test_each_class_renders_the_releases_that_answered_it() -> None:
     """``PythonCodec.releases``: the releases whose server answered the class's folders
     (the kept ones and 0.31.0's own); any other refuses it."""
     for real, cls in FOLDER_CLASSES.items():
-        answered = {r for r, folders in KEPT.items() if real in folders} | {"0.31.0"}
+        answered = frozenset({r for r, folders in KEPT.items() if real in folders} | {"0.31.0"})
         assert PYTHON_CODECS[cls].releases == answered, cls
