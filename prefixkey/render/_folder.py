@@ -23,6 +23,7 @@ from ._hf_decision import (
     byte_level_backend,
     check_release_codec,
     check_release_drift,
+    check_release_rebuild,
     check_release_startup,
     decide_tokenizer,
     release_facts,
@@ -244,6 +245,7 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         check_release_startup(vllm_version, decision, model_type,
                               list(config_architectures(config)))
         check_release_codec(vllm_version, decision)
+        check_release_rebuild(vllm_version, decision)
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",
@@ -316,6 +318,14 @@ def _is_encoder_decoder(config: dict[str, Any], model_type: str, vllm_version: s
                                                  text.get("model_type") in types)))
 
 
+def _has_decoder_start(config: dict[str, Any], model_type: str, vllm_version: str) -> bool:
+    """Whether vLLM's config has a ``decoder_start_token_id`` (``get_dec_start_token_id``
+    reads it before the tokenizer's bos): config.json's, else its type's class default."""
+    if "decoder_start_token_id" in config:
+        return config["decoder_start_token_id"] is not None
+    return model_type in release_facts(vllm_version).DECODER_START_TYPES
+
+
 @dataclass(frozen=True, slots=True)
 class ModelFolder:
     """The files of one model folder (and tokenizer folder) that rendering reads."""
@@ -338,6 +348,9 @@ class ModelFolder:
     #: vLLM's ``is_encoder_decoder`` (:func:`_is_encoder_decoder`): it answers a
     #: completion with the encoder prompt's token ids, which its renderer leaves empty.
     encoder_decoder: bool = False
+    #: Whether the config gives a decoder start token id (:func:`_has_decoder_start`);
+    #: without one vLLM takes the tokenizer's bos id for an encoder-decoder prompt.
+    decoder_start: bool = True
 
     @property
     def tokenizer_model_type(self) -> str:
@@ -396,7 +409,8 @@ class ModelFolder:
         return cls(path, tokenizer_path, config, tokenizer_model_config, tokenizer_config,
                    special_tokens_map, template, length, decision,
                    _processor_template(tokenizer_path, config),
-                   _is_encoder_decoder(config, model_type, vllm_version))
+                   _is_encoder_decoder(config, model_type, vllm_version),
+                   _has_decoder_start(config, model_type, vllm_version))
 
     @staticmethod
     def _templates(folder: Path, tokenizer_config: dict[str, Any]) -> str | dict[str, str] | None:

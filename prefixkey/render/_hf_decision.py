@@ -364,6 +364,20 @@ def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
             "not verified"))
 
 
+def check_release_rebuild(vllm_version: str, decision: TokenizerPath) -> None:
+    """Refuse a rebuild under a release whose transformers builds the class otherwise
+    (render/_hf_rebuilds.py ``Rebuild.otherwise_in``)."""
+    recipe = REBUILDS.get(decision.tokenizer_class or "")
+    if decision.path != "rebuilt" or recipe is None:
+        return
+    release = render_release(vllm_version)
+    differs = recipe.otherwise_in.get(release.transformers)
+    if differs is not None:
+        raise RenderUnsupportedError("config.json", (
+            f"{decision.tokenizer_class} in transformers {release.transformers} (vLLM "
+            f"{vllm_version}'s): {differs}, which prefixkey does not reproduce"))
+
+
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:
     """Refuse a folder whose tokenizer class the release's transformers may pick otherwise."""
     types, patterns = release_drift(vllm_version)

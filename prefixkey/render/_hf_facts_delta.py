@@ -28,10 +28,12 @@ TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "VLLM_INCORRECT_HUB_CLASS": "set",
     "BYTE_LEVEL_BACKEND_HUB": "set",
     "ENCODER_DECODER_TYPES": "set",
+    "DECODER_START_TYPES": "set",
     "CLASSES": "map",
 })
 #: The tables naming model types (a type in a delta of one of these is a drifted type).
-#: ENCODER_DECODER_TYPES is not one: render/_folder.py reads each release's own.
+#: ENCODER_DECODER_TYPES and DECODER_START_TYPES are not: render/_folder.py reads each
+#: release's own.
 MODEL_TYPE_TABLES: Final = ("REGISTERED_CLASS", "CONFIG_MODEL_TYPES", "INCORRECT_HUB_CLASS",
                             "VLLM_INCORRECT_HUB_CLASS")
 

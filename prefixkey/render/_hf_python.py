@@ -235,10 +235,10 @@ _M2M100_CODES: Final = (
     "ta th tl tn tr uk ur uz vi wo xh yi yo zh zu")
 _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 
-#: The releases the SentencePiece classes' corpus (real_py_spm_) was harvested from; vLLM
-#: 0.29.0 starts none of the encoder-decoder architectures (Marian, M2M100, PLBart,
-#: Speech2Text), so those classes were not harvested there.
-_SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"})
+#: The releases the SentencePiece classes' corpus (real_py_spm_) was harvested from (0.33.0:
+#: its overlay); vLLM 0.29.0 starts none of the encoder-decoder architectures (Marian,
+#: M2M100, PLBart, Speech2Text), so those classes were not harvested there.
+_SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
 #: The releases the classes a folder names by tokenizer_class (real_py_named_) were
 #: harvested from (GPT-2 folders: every release starts for them).
