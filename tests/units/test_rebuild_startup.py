@@ -75,7 +75,7 @@ def test_no_probed_rebuild_vllm_starts_for_is_left_unreproduced() -> None:
 
 def test_a_release_that_did_not_probe_the_type_refuses_its_reproduction(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A release whose start-up facts lack the folder's model type: not verified there."""
+    """A release whose start-up was not probed: not verified there."""
     import real_models
 
     from prefixkey.render import _vllm_startup

@@ -102,14 +102,6 @@ def test_unknown_architectures_and_guesses_are_refused_as_unverified() -> None:
     assert found.starts is None and "processor" in found.why
 
 
-def test_a_release_whose_startup_was_not_probed_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefixkey.render import _vllm_startup
-
-    monkeypatch.setattr(_vllm_startup, "startup_facts", lambda version: None)
-    with pytest.raises(RenderUnsupportedError, match=r"vLLM 0\.31\.0 starts for was not probed"):
-        check_vllm_starts(("LlamaForCausalLM",), "llama", "0.31.0")
-
-
 @pytest.mark.parametrize("release", RELEASES)
 def test_the_startup_facts_are_those_of_the_installed_vllm(release: str) -> None:
     from vllm_venvs import vllm_command
