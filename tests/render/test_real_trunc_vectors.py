@@ -1,0 +1,135 @@
+"""Replay vLLM 0.31.0's truncation by the Python tokenizers and mistral_common's: a pooling
+model's tokenizer keeps the start of the prompt, a generative one's the end.
+
+``real_trunc_bodies.jsonl`` (tools/build_real_trunc_bodies.py) truncates completions and
+chat bodies with every kind of Python tokenizer (bytes: ByT5, Perceiver, Dia; code
+points: Canine; vocabulary characters: MGP-STR, Wav2Vec2 CTC; vocabulary words: ESM;
+fastBPE words: CTRL, Blenderbot small, PhoBERT; WordPiece: RoCBert, BertJapanese) and
+with mistral_common's (``--tokenizer-mode mistral``: SentencePiece and Tekken), each
+under an architecture vLLM runs as a pooling model (``*_pool`` folders) and some under
+their generative one. ``real_trunc_vectors.jsonl`` is what vLLM's render server answered
+(tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
+with the same status. tests/render/releases/<release>/real_trunc_vectors.jsonl hold other
+releases' answers to the same bodies (the builder's ``--keep-release``), replayed with
+that release's ``--vllm-version``. The real folders' files are fetched into a cache
+(tests/real_models.py): without it those tests skip.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+import pytest
+from render_cases import (
+    RENDER_DIR,
+    RenderCase,
+    assert_replays,
+    each_case,
+    kept_case,
+    kept_vectors,
+    render_cases,
+)
+
+from prefixkey.render import Renderer, ServerOptions
+from prefixkey.render._folder import config_architectures
+from prefixkey.render._runner import runner_type
+
+CASES = render_cases("real_trunc_")
+RELEASES = sorted(p.parent.name for p in (RENDER_DIR / "releases").glob(
+    "*/real_trunc_vectors.jsonl"))
+#: Each folder, the runner vLLM 0.31.0 picks for it (the side its answers truncate on),
+#: and the special tokens a completion gets before and after its text.
+FOLDERS = {
+    "byt5_pool": ("pooling", 0, 1), "byt5": ("generate", 0, 1),
+    "perceiver_pool": ("pooling", 1, 1), "dia_pool": ("pooling", 0, 0),
+    "canine_pool": ("pooling", 1, 1), "canine": ("generate", 1, 1),
+    "mgpstr_pool": ("pooling", 0, 0), "wav2vec2_pool": ("pooling", 0, 0),
+    "esm_pool": ("pooling", 1, 1), "esm": ("generate", 1, 1),
+    "ctrl_pool": ("pooling", 0, 0), "ctrl_rule": ("generate", 0, 0),
+    "blenderbot_small_pool": ("pooling", 0, 0), "phobert_pool": ("pooling", 1, 1),
+    "roc_bert_pool": ("pooling", 1, 1), "roc_bert_rule": ("generate", 1, 1),
+    "bert_japanese_pool": ("pooling", 1, 1),
+    "mistral7b_v03_pool": ("pooling", 1, 0), "mistral_nemo_pool": ("pooling", 1, 0),
+}
+FLAGS = {"--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
+         "--tokenizer-mode": "tokenizer_mode", "--chat-template": "chat_template"}
+
+
+def _folder(case: RenderCase) -> str:
+    return case.real or case.model_dir.name
+
+
+# Bounded: the cases come folder by folder.
+@lru_cache(maxsize=2)
+def _renderer(folder: str, server: str, release: str) -> Renderer:
+    fields: dict[str, Any] = {FLAGS[flag]: value for flag, value in json.loads(server).items()}
+    if "chat_template" in fields:  # a file under tests/render, as the harvester passed it
+        fields["chat_template"] = str(RENDER_DIR / fields["chat_template"])
+    return Renderer(ServerOptions(model=folder, vllm_version=release, **fields))
+
+
+def renderer(case: RenderCase, release: str = "0.31.0") -> Renderer:
+    if case.server.get("--tokenizer-mode") == "mistral":
+        pytest.importorskip("mistral_common")
+    return _renderer(str(case.folder()), json.dumps(case.server, sort_keys=True), release)
+
+
+def _ids(folder: str) -> dict[str, list[int]]:
+    """vLLM's ids per body of ``folder`` (a completion's first prompt)."""
+    out = {}
+    for case in CASES:
+        if _folder(case) == folder and case.status == 200:
+            ids = case.token_ids if case.endpoint == "/v1/chat/completions" else \
+                case.token_ids[0]
+            out[case.id.split("/", 1)[1]] = ids
+    return out
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    assert {_folder(c) for c in CASES} == set(FOLDERS)
+    for folder in FOLDERS:
+        assert {200, 400} <= {c.status for c in CASES if _folder(c) == folder}, folder
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDERS))
+def test_each_folder_runs_as_vllm_runs_it(folder: str) -> None:
+    case = next(c for c in CASES if _folder(c) == folder)
+    config = json.loads((case.model_dir / "config.json").read_text("utf-8"))
+    assert runner_type(config_architectures(config), "0.31.0") == FOLDERS[folder][0]
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDERS))
+def test_the_tokenizer_truncates_on_the_runners_side(folder: str) -> None:
+    """vLLM's own answers: truncating to 9 keeps the first pieces of a pooling model's
+    prompt and the last of a generative one's, room left for the special tokens (the
+    untruncated ids are the body truncated to the context, more than the prompt holds)."""
+    runner, before, after = FOLDERS[folder]
+    ids = _ids(folder)
+    full, nine = ids["completion-truncate-minus-1-short"], ids["completion-truncate-9"]
+    assert len(full) > 12 and len(nine) == 9
+    text = full[before:len(full) - after]
+    room = 9 - before - after
+    kept = text[:room] if runner == "pooling" else text[-room:]
+    assert nine == [*full[:before], *kept, *full[len(full) - after:]]
+    assert ids["completion-truncate-side-left"] == full[-9:]  # a named side: ids sliced
+    assert ids["completion-truncate-side-right"] == full[:9]
+
+
+@each_case(CASES)
+def test_vllm_truncation_replays(case: RenderCase) -> None:
+    assert_replays(renderer(case), case)
+
+
+def test_the_releases_answered_every_body() -> None:
+    assert RELEASES
+    for release in RELEASES:
+        assert set(kept_vectors(release, "real_trunc_")) == {c.id for c in CASES}
+
+
+@pytest.mark.parametrize(("release", "case"), [
+    pytest.param(release, case, id=f"{release}/{case.id}")
+    for release in RELEASES for case in CASES])
+def test_a_release_truncation_replays(release: str, case: RenderCase) -> None:
+    assert_replays(renderer(case, release), kept_case(case, release, "real_trunc_"))
