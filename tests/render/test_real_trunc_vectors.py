@@ -133,3 +133,18 @@ def test_the_releases_answered_every_body() -> None:
     for release in RELEASES for case in CASES])
 def test_a_release_truncation_replays(release: str, case: RenderCase) -> None:
     assert_replays(renderer(case, release), kept_case(case, release, "real_trunc_"))
+
+
+#: transformers 5.17's (vLLM 0.31's) PerceiverTokenizer over tests/render/python_models/
+#: perceiver, ``tok("abcdef", truncation=True, max_length=n)``, with either
+#: ``truncation_side``: no room for a byte at 1 (the two special tokens alone, each side).
+PERCEIVER_TRUNCATED = {(1, "left"): [4, 5], (1, "right"): [4, 5],
+                       (4, "left"): [4, 107, 108, 5], (4, "right"): [4, 103, 104, 5]}
+
+
+@pytest.mark.parametrize(("length", "side"), sorted(PERCEIVER_TRUNCATED))
+def test_the_tokenizer_keeps_the_special_tokens_past_its_room(length: int, side: str) -> None:
+    """vLLM slices such ids again to the length; the tokenizer's own answer is transformers'."""
+    r = Renderer(ServerOptions(model=str(RENDER_DIR / "python_models" / "perceiver")))
+    assert r.tokenizer.encode_truncated("abcdef", add_special_tokens=True, max_length=length,
+                                        side=side) == PERCEIVER_TRUNCATED[length, side]
