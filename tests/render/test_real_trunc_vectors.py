@@ -32,13 +32,16 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, ServerOptions
+from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._folder import config_architectures
 from prefixkey.render._runner import runner_type
 
 CASES = render_cases("real_trunc_")
 RELEASES = sorted(p.parent.name for p in (RENDER_DIR / "releases").glob(
     "*/real_trunc_vectors.jsonl"))
+#: (release, folder) whose server did not start: vLLM 0.29.0's registry answers "Model
+#: architectures ['Wav2Vec2Model'] are not supported for now" (its harvest).
+NOT_STARTED = {("0.29.0", "wav2vec2_pool")}
 #: Each folder, the runner vLLM 0.31.0 picks for it (the side its answers truncate on),
 #: and the special tokens a completion gets before and after its text.
 FOLDERS = {
@@ -125,14 +128,22 @@ def test_vllm_truncation_replays(case: RenderCase) -> None:
 def test_the_releases_answered_every_body() -> None:
     assert RELEASES
     for release in RELEASES:
-        assert set(kept_vectors(release, "real_trunc_")) == {c.id for c in CASES}
+        assert set(kept_vectors(release, "real_trunc_")) == {
+            c.id for c in CASES if (release, _folder(c)) not in NOT_STARTED}
 
 
 @pytest.mark.parametrize(("release", "case"), [
     pytest.param(release, case, id=f"{release}/{case.id}")
-    for release in RELEASES for case in CASES])
+    for release in RELEASES for case in CASES if (release, _folder(case)) not in NOT_STARTED])
 def test_a_release_truncation_replays(release: str, case: RenderCase) -> None:
     assert_replays(renderer(case, release), kept_case(case, release, "real_trunc_"))
+
+
+@pytest.mark.parametrize(("release", "folder"), sorted(NOT_STARTED))
+def test_a_folder_the_release_does_not_start_is_refused(release: str, folder: str) -> None:
+    case = next(c for c in CASES if _folder(c) == folder)
+    with pytest.raises(RenderUnsupportedError, match="does not start for it"):
+        renderer(case, release)
 
 
 #: transformers 5.17's (vLLM 0.31's) PerceiverTokenizer over tests/render/python_models/
