@@ -16,9 +16,12 @@ the library call itself is mistral_common's (extra ``mistral``):
   against the last message, transformers' adaptation of list contents (parts without a
   ``type`` dropped), ``from_openai(messages, tools, continue_final_message,
   reasoning_effort=None)``; whatever mistral_common raises is vLLM's 400 with its text;
-- completions: ``MistralCommonBackend.__call__``: the text encoded without BOS, cut from
-  the left to leave room for the BOS, then the BOS (when ``add_special_tokens``);
-- then vLLM's own truncation (left unless the body says right) and length checks;
+- completions: ``MistralCommonBackend.__call__``: the text encoded without BOS, cut on
+  the tokenizer's ``truncation_side`` (vLLM loads it "left" for a generative runner,
+  "right" for a pooling one) to leave room for the BOS, then the BOS (when
+  ``add_special_tokens``);
+- then vLLM's own truncation (the side the body names, else the tokenizer's) and length
+  checks;
 - images (a Pixtral folder: ``params.json`` with a vision encoder, a tokenizer file with
   an image config): vLLM's message parse loads each image first (identifier, loaded
   size, item limit: render/_media.py), then mistral_common opens the URL again and writes
@@ -59,7 +62,7 @@ from ._folder import _context_length, _not_a_folder, _read_json, config_architec
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._options import ServerOptions
 from ._reuse import reused_prompt_ids, text_vocab_size
-from ._runner import refuse_unverified_truncation, runner_type, tokenizer_side
+from ._runner import refuse_unknown_side, runner_type, tokenizer_side
 from ._vision import FAMILIES, ImageSize, VisionFamily, VisionFolder, family_architecture
 from ._vision._pixtral import PROCESSOR_KEYS
 from ._vllm_startup import check_vllm_starts
@@ -233,10 +236,9 @@ class MistralRenderer:
                   if (path / "config.json").is_file() else _params_config(path / "params.json"))
         self.max_model_len = _context_length(config, {}, options.max_model_len)
         self._vocab_size = text_vocab_size(config)
-        self._architectures = config_architectures(config)
-        check_vllm_starts(self._architectures, str(config.get("model_type", "")),
-                          options.vllm_version)
-        self._runner = runner_type(self._architectures, options.vllm_version)
+        architectures = config_architectures(config)
+        check_vllm_starts(architectures, str(config.get("model_type", "")), options.vllm_version)
+        self._runner = runner_type(architectures, options.vllm_version)
         for name in _CALL_KWARGS:
             if options.default_chat_template_kwargs.get(name) not in (None, "auto", False):
                 raise RenderUnsupportedError(
@@ -409,15 +411,13 @@ class MistralRenderer:
         return fields, out
 
     def _tokenize_params(self, fields: BodyFields) -> TokenizeParams:
-        """The request's length bounds and truncation, this era's rules applied; the
-        tokenizer's own truncation on the right (a pooling model's) is refused."""
+        """The request's length bounds and truncation, this era's rules applied."""
         era = render_era(self.options.vllm_version)
         params = fields.tokenize_params(
             self.max_model_len, clamped=era.output_budget == "clamped",
             unset_generates=era.unset_output_generates,
             tokenizer_side=tokenizer_side(self._runner))
-        refuse_unverified_truncation(params, self._runner, self._architectures,
-                                     "mistral_common's tokenizer", right_verified=False)
+        refuse_unknown_side(params, self._runner)
         return params
 
     def _encode_text(self, text: str, params: TokenizeParams) -> list[int]:
@@ -440,7 +440,9 @@ class MistralRenderer:
             length = params.max_input_tokens + 1
         special = 1 if params.add_special_tokens else 0
         if length and len(ids) + special > length:  # transformers: `if ... max_length and`
-            ids = ids[len(ids) + special - length:]  # truncation_side "left", as vLLM loads it
+            # truncate_sequences, on the side vLLM loads the tokenizer with
+            cut = len(ids) + special - length
+            ids = ids[cut:] if params.tokenizer_side == "left" else ids[:len(ids) - cut]
         return [self.bos_id, *ids] if special else ids
 
 

@@ -160,9 +160,8 @@ class SentencePieceTokenizer(HfTokenizer):
         """``prepare_for_model``: room is left for the special tokens, then they are added."""
         ids = self._ids(text)
         room = max_length - (len(self._wrap([])) if add_special_tokens else 0)
-        if len(ids) > room:
-            cut = len(ids) - room
-            ids = ids[cut:] if side == "left" else ids[:len(ids) - cut]
+        if len(ids) > room:  # truncate_sequences drops len(ids) - room (all, room < 0)
+            ids = ids[len(ids) - room:] if side == "left" else ids[:max(room, 0)]
         return self._wrap(ids) if add_special_tokens else ids
 
 

@@ -32,9 +32,9 @@ from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
-from ._python_tokenizer import PythonTokenizer, build_folder_tokenizer
+from ._python_tokenizer import build_folder_tokenizer
 from ._reuse import reused_prompt_ids, text_vocab_size
-from ._runner import refuse_unverified_truncation, runner_type, tokenizer_side
+from ._runner import refuse_unknown_side, runner_type, tokenizer_side
 from ._template import (
     HF_BASE_PARAMS,
     ChatTemplate,
@@ -393,12 +393,7 @@ class Renderer:
             self.max_model_len, clamped=self._era.output_budget == "clamped",
             unset_generates=self._era.unset_output_generates,
             tokenizer_side=tokenizer_side(self._runner))
-        # The byte, code point and vocabulary-file Python tokenizers have no truncating
-        # pooling answers from vLLM; the SentencePiece ones do (real_py_spm_, SiglipModel).
-        refuse_unverified_truncation(
-            params, self._runner, config_architectures(self.folder.config),
-            "a Python tokenizer", right_verified=not isinstance(self.tokenizer,
-                                                                PythonTokenizer))
+        refuse_unknown_side(params, self._runner)
         return params
 
     def _tokenize(self, text: str, params: TokenizeParams, field: str) -> list[int]:

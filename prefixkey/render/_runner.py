@@ -25,7 +25,7 @@ from ._runner_facts import REGISTERED, SUFFIXES
 __all__ = [
     "TRUNCATION_SIDES",
     "Runner",
-    "refuse_unverified_truncation",
+    "refuse_unknown_side",
     "runner_type",
     "tokenizer_side",
 ]
@@ -61,17 +61,10 @@ def tokenizer_side(runner: Runner | str) -> str:
     return TRUNCATION_SIDES.get(runner, "left")
 
 
-def refuse_unverified_truncation(params: TokenizeParams, runner: Runner | str,
-                                 architectures: tuple[str, ...], tokenizer: str,
-                                 right_verified: bool) -> None:
+def refuse_unknown_side(params: TokenizeParams, runner: Runner | str) -> None:
     """Refuse the tokenizer's own truncation (``truncate_prompt_tokens`` without
-    ``truncation_side``) where its side is not known, or is the right (a pooling model's)
-    and was not verified against vLLM for ``tokenizer``."""
+    ``truncation_side``) where its side is not known: ``runner`` says why."""
     if params.truncate_prompt_tokens is None or params.truncation_side is not None:
         return
     if runner not in TRUNCATION_SIDES:
         raise RenderUnsupportedError("truncate_prompt_tokens", runner)
-    if runner == "pooling" and not right_verified:
-        raise RenderUnsupportedError("truncate_prompt_tokens", (
-            f"vLLM runs architectures {list(architectures)!r} as a pooling model, whose "
-            f"tokenizer truncates on the right: not verified for {tokenizer}"))

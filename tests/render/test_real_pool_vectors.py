@@ -153,35 +153,3 @@ def test_an_architecture_whose_runner_is_not_known_renders_but_does_not_truncate
                                            "truncation_side": "left"})
     assert list(named.token_ids) == list(full.token_ids)[-5:]
 
-
-def test_a_python_tokenizer_of_a_pooling_model_does_not_truncate_unverified(
-        tmp_path: Path) -> None:
-    """Right-side truncation was verified on tokenizers-backed folders only."""
-    shutil.copytree(RENDER_DIR / "python_models" / "byt5", tmp_path / "m")
-    config = json.loads((tmp_path / "m" / "config.json").read_text("utf-8"))
-    config["architectures"] = ["BertModel"]
-    (tmp_path / "m" / "config.json").write_text(json.dumps(config), "utf-8")
-    r = Renderer(ServerOptions(model=str(tmp_path / "m")))
-    assert r.render_completion({"prompt": "abc"})
-    with pytest.raises(RenderUnsupportedError, match="Python tokenizer") as info:
-        r.render_completion({"prompt": "abcdef", "truncate_prompt_tokens": 3})
-    assert info.value.field == "truncate_prompt_tokens"
-    (named,) = r.render_completion({"prompt": "abcdef", "truncate_prompt_tokens": 3,
-                                    "truncation_side": "left"})
-    assert len(named.token_ids) == 3
-
-
-def test_mistral_mode_of_a_pooling_model_does_not_truncate_unverified(tmp_path: Path) -> None:
-    """Nor was it verified with mistral_common's tokenizer (``--tokenizer-mode mistral``)."""
-    pytest.importorskip("mistral_common")
-    import real_models
-
-    shutil.copytree(real_models.folder("mistral7b_v03"), tmp_path / "m")
-    config = json.loads((tmp_path / "m" / "config.json").read_text("utf-8"))
-    config["architectures"] = ["BertModel"]
-    (tmp_path / "m" / "config.json").write_text(json.dumps(config), "utf-8")
-    r = Renderer(ServerOptions(model=str(tmp_path / "m"), tokenizer_mode="mistral"))
-    assert r.render_completion({"prompt": "abc"})
-    with pytest.raises(RenderUnsupportedError, match="mistral_common") as info:
-        r.render_completion({"prompt": "abc def", "truncate_prompt_tokens": 3})
-    assert info.value.field == "truncate_prompt_tokens"
