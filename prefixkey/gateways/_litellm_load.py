@@ -113,6 +113,9 @@ class Outcomes(CustomLogger):  # type: ignore[misc]  # litellm is untyped here
     def __init__(self, release: Callable[[object], None]) -> None:
         super().__init__()
         self.release = release
+        # LiteLLM adds no logger whose class and public str/int/bool attributes equal
+        # a registered one's: this one's are its own
+        self.name = f"prefixkey-outcomes-{next(_tickets)}"
 
     def _release(self, kwargs: Mapping[str, Any]) -> None:
         params = kwargs.get("litellm_params")

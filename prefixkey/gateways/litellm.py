@@ -167,7 +167,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         load (LiteLLM's callbacks release it)."""
         if self._outcomes is None:
             self._outcomes = Outcomes(self._released)
-            litellm.callbacks.append(self._outcomes)
+            litellm.logging_callback_manager.add_litellm_callback(self._outcomes)
         endpoints = [c.endpoint for c in self.replicas.values() if c.endpoint is not None]
         if endpoints and self._subscribe and self.subscriber is None:
             from ..fleet import Subscriber  # the zmq extra
@@ -180,8 +180,8 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
 
     def close(self) -> None:
         if self._outcomes is not None:
-            if self._outcomes in litellm.callbacks:
-                litellm.callbacks.remove(self._outcomes)
+            # LiteLLM copies litellm.callbacks into its per-event lists: out of every one
+            litellm.logging_callback_manager.remove_callback_from_all_lists(self._outcomes)
             self._outcomes = None
         if self.subscriber is not None:
             self.subscriber.close()

@@ -358,3 +358,95 @@ def test_a_mixed_groups_unconfigured_deployment_serves_only_when_none_configured
                                                                  60.0)
         assert chat(router, [{"role": "user", "content": "now?"}]) == "served by r2"
         assert strategy.counts["unconfigured"] == 1
+
+
+def counted_sends(strategy: PrefixKeyRouting) -> list[str]:
+    """The replicas the strategy counted a send to, in order (its load's increments)."""
+    sends: list[str] = []
+    count = strategy.outstanding.sent
+
+    def counting(decision: Any, kwargs: Any) -> None:
+        sends.append(decision.replica.name)
+        count(decision, kwargs)
+    strategy.outstanding.sent = counting  # type: ignore[method-assign]
+    return sends
+
+
+def idle(strategy: PrefixKeyRouting) -> bool:
+    return all(n == 0 and t == 0.0 for n, t in strategy.outstanding.outstanding().values())
+
+
+async def until_idle(strategy: PrefixKeyRouting, what: str) -> None:
+    """LiteLLM runs its callbacks as tasks of the request's loop: wait on that loop."""
+    deadline = time.monotonic() + TIMEOUT
+    while not idle(strategy):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+def test_an_answered_request_is_no_longer_the_replicas_load(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    sends = counted_sends(strategy)
+
+    async def answered(stream: bool) -> None:  # a stream is answered when it ends
+        messages = [{"role": "user", "content": f"answered, stream={stream}: " + "word " * 30}]
+        reply = await router.acompletion(model="qwen", messages=messages, stream=stream)
+        if stream:
+            async for _ in reply:
+                pass
+        await until_idle(strategy, "LiteLLM's success callback")
+    for stream in (False, True):
+        asyncio.run(answered(stream))
+    assert len(sends) == 2
+
+
+def test_a_failed_request_is_no_longer_the_replicas_load(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    sends = counted_sends(strategy)
+    for r in replicas:
+        r.kill()
+
+    async def failed() -> None:
+        messages = [{"role": "user", "content": "nobody answers: " + "word " * 30}]
+        with pytest.raises(litellm.InternalServerError):  # LiteLLM's for a refused connection
+            await router.acompletion(model="qwen", messages=messages)
+        await until_idle(strategy, "LiteLLM's failure callbacks")
+    asyncio.run(failed())
+    assert sends  # each attempt was counted, and each failure released it
+
+
+def test_a_request_whose_outcome_never_comes_counts_until_its_timeout(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    strategy = install(make_router(replicas), outstanding_timeout=0.2)
+    try:
+        kwargs: dict[str, Any] = {"metadata": {}}
+        messages = [{"role": "user", "content": "never answered: " + "word " * 30}]
+        chosen = strategy.get_available_deployment("qwen", messages, request_kwargs=kwargs)
+        name = chosen["model_info"]["id"]
+        requests, tokens = strategy.outstanding.outstanding()[name]
+        assert requests == 1 and tokens > 30
+        wait_for(lambda: idle(strategy), "the send's timeout")
+    finally:
+        strategy.close()
+    with pytest.raises(InvalidRequestError, match="outstanding_timeout"):
+        PrefixKeyRouting(make_router(replicas), outstanding_timeout=0)
+
+
+def test_a_concurrent_burst_spreads_over_the_replicas(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    """Six picks of one prompt with none answered yet: each replica's outstanding prefill
+    is its load, so they go two to each."""
+    _, strategy = routed()
+    messages = [{"role": "user", "content": "the same burst: " + "word " * 60}]
+
+    async def burst() -> list[Any]:
+        return await asyncio.gather(*(strategy.async_get_available_deployment(
+            "qwen", messages, request_kwargs={"metadata": {}}) for _ in range(6)))
+    chosen = [d["model_info"]["id"] for d in asyncio.run(burst())]
+    assert sorted(chosen) == ["r0", "r0", "r1", "r1", "r2", "r2"], chosen
+    assert {n for n, _ in strategy.outstanding.outstanding().values()} == {2}
