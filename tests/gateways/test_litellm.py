@@ -224,8 +224,9 @@ def test_a_bad_deployment_configuration_names_the_key(
 
 
 def test_a_deployments_kv_cache_size_is_the_routers_capacity() -> None:
-    """``kv_cache_size_tokens`` reaches the Router as ``cache_tokens``: once it has a load
-    (pushed here; the strategy gives none), the pressure is recent tokens over it."""
+    """``kv_cache_size_tokens`` reaches the Router as ``cache_tokens``: with the load the
+    strategy pushes (each deployment's outstanding prefill, 0 at first), the pressure is
+    recent tokens over it."""
     entries = [{"model_name": "qwen", "litellm_params": {
         "model": f"hosted_vllm/{SERVED}", "api_base": "http://127.0.0.1:1/v1"},
         "model_info": {"id": name, "prefixkey": prefixkey}}
@@ -234,7 +235,6 @@ def test_a_deployments_kv_cache_size_is_the_routers_capacity() -> None:
     assert strategy.replicas["a"].kv_cache_size_tokens == 1000.0
     assert strategy.replicas["b"].kv_cache_size_tokens is None
     router = strategy.router
-    router.set_load("a", 0.0)
     router.sent(router.route(list(range(600)), ["a"])[0])
     assert router.pressure("a") == 0.6  # 600 tokens of a's 1,000
     router.sent(router.route(list(range(1000, 1300)), ["b"])[0])
@@ -450,3 +450,27 @@ def test_a_concurrent_burst_spreads_over_the_replicas(
     chosen = [d["model_info"]["id"] for d in asyncio.run(burst())]
     assert sorted(chosen) == ["r0", "r0", "r1", "r1", "r2", "r2"], chosen
     assert {n for n, _ in strategy.outstanding.outstanding().values()} == {2}
+
+
+@pytest.mark.parametrize("capacities", [{}, {"r0": 200}])
+def test_a_small_kv_cache_takes_fewer_new_prompts(
+        replicas: list[FakeVLLM], capacities: dict[str, int]) -> None:  # noqa: F811
+    """Answered requests leave no load, but what they stored fills a replica's cache:
+    with the capacities given (r0's 200 tokens against 100,000), new prompts avoid r0."""
+    extra: dict[str, dict[str, Any]] = {
+        r.name: {"kv_cache_size_tokens": capacities.get(r.name, 100_000)} if capacities else {}
+        for r in replicas}
+    model_list = [deployment(r, **extra[r.name]) for r in replicas]
+    strategy = install(litellm.Router(model_list=model_list, num_retries=2))
+    async def one_by_one() -> None:  # each answered (its load released) before the next
+        for topic in range(9):
+            messages = [{"role": "user", "content": f"new prompt {topic}: " + "word " * 40}]
+            await strategy.litellm_router.acompletion(model="qwen", messages=messages)
+            await until_idle(strategy, "LiteLLM's success callback")
+    try:
+        asyncio.run(one_by_one())
+        where = [r.name for r in replicas for _ in r.received]
+        assert len(where) == 9
+        assert ("r0" in where) is not bool(capacities), where
+    finally:
+        strategy.close()
