@@ -65,10 +65,10 @@ class Outstanding:
         self._router.sent(decision)
         now = time.monotonic()
         self._expire(now)
-        metadata = kwargs.get("metadata") if isinstance(kwargs, dict) else None
-        if metadata is None and isinstance(kwargs, dict):
-            metadata = kwargs["metadata"] = {}
-        if not isinstance(metadata, dict):  # nowhere to stamp: its outcome could not release it
+        # LiteLLM's request kwargs always carry a metadata dict (its callbacks get it back);
+        # a pick called without one is not counted, as no outcome could release it
+        metadata = kwargs.get("metadata")
+        if not isinstance(metadata, dict):
             return
         ticket = next(_tickets)
         metadata[SEND_KEY] = ticket

@@ -298,6 +298,7 @@ def test_the_sync_completion_path_routes_by_prefix_too(
 ) -> None:
     router, strategy = routed()
     connected(strategy, replicas)
+    sends = counted_sends(strategy)
     messages: list[dict[str, Any]] = [SYSTEM]
     where = []
     for turn in range(3):
@@ -307,6 +308,8 @@ def test_the_sync_completion_path_routes_by_prefix_too(
         fed(strategy, replicas)
         messages = [*messages, {"role": "assistant", "content": answer}]
     assert len(where) == 3 and where == [where[0]] * 3, where
+    assert sends == where
+    wait_for(lambda: idle(strategy), "LiteLLM's sync success callbacks")  # each one released
 
 
 def test_rendering_hashing_and_ranking_leave_the_event_loop(
