@@ -11,7 +11,10 @@ deployments that carry ``model_info["prefixkey"]`` (docs/gateways/litellm.md) it
 2. hashes it and ranks the healthy deployments with
    :class:`prefixkey.fleet.Router` (the expected time to first token: queued
    prefill plus the prefill still needed) over the fleet index, fed by the
-   replicas' KV events through a :class:`prefixkey.fleet.Subscriber`;
+   replicas' KV events through a :class:`prefixkey.fleet.Subscriber`, with
+   the prefill each deployment was sent and has not answered as the load
+   (:mod:`._litellm_load`: counted on the pick, released by LiteLLM's success
+   and failure callbacks, or after ``outstanding_timeout`` seconds);
 3. returns the chosen deployment dict.
 
 Steps 1 and 2 run in a worker thread (a lean hand-off, :mod:`._handoff`): rendering a
@@ -41,9 +44,11 @@ from typing import TYPE_CHECKING, Any
 from .._extras import needs_extra
 
 with needs_extra("litellm", "prefixkey.gateways.litellm"):
+    import litellm
     from litellm.types.router import CustomRoutingStrategyBase, RouterRateLimitError
 
     from ._litellm_body import vllm_chat_body
+    from ._litellm_load import Outcomes, Outstanding
 
 from ..core import Request
 from ..errors import InvalidRequestError, PrefixKeyError
@@ -80,15 +85,19 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     whose deployments give no ``model_dir``. ``subscriber_options`` tune the
     KV-event subscriber (:class:`~prefixkey.fleet.SubscriberOptions`);
     ``subscribe=False`` reads a shared index another process feeds (docs/fleet.md,
-    "Many routers on Redis").
-    Call :meth:`start` (or use :func:`install`) to subscribe, :meth:`close` to stop.
+    "Many routers on Redis"). A request routed by keys counts as its deployment's
+    load (its prefill tokens) until LiteLLM reports it answered or failed, or for
+    ``outstanding_timeout`` seconds at most (a stream the caller stops reading
+    reports nothing).
+    Call :meth:`start` (or use :func:`install`) to subscribe and count the load,
+    :meth:`close` to stop.
     """
 
     def __init__(
         self, router: Any, *, index: PrefixIndexBackend | None = None,
         renderers: Mapping[str, Renderer] | None = None,
         subscriber_options: SubscriberOptions | None = None, subscribe: bool = True,
-        max_tracked_calls: int = 10_000,
+        max_tracked_calls: int = 10_000, outstanding_timeout: float = 600.0,
     ) -> None:
         self.litellm_router = router
         self.index: PrefixIndexBackend = PrefixIndex() if index is None else index
@@ -104,6 +113,9 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         self.router = PrefixRouter(self.index, replicas=list(self.replicas), cache_tokens={
             c.name: c.kv_cache_size_tokens for c in self.replicas.values()
             if c.kv_cache_size_tokens is not None})
+        #: Each deployment's outstanding requests and prefill tokens: the Router's load.
+        self.outstanding = Outstanding(self.router, self.replicas, outstanding_timeout)
+        self._outcomes: Outcomes | None = None  # LiteLLM's callback, while started
         self._subscriber_options = subscriber_options
         self._subscribe = subscribe
         self.subscriber: Subscriber | None = None
@@ -151,7 +163,11 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
             self._renderers[config.group] = renderer
 
     def start(self) -> PrefixKeyRouting:
-        """Subscribe to the replicas' KV events (those with ``kv_events``)."""
+        """Subscribe to the replicas' KV events (those with ``kv_events``) and count the
+        load (LiteLLM's callbacks release it)."""
+        if self._outcomes is None:
+            self._outcomes = Outcomes(self._released)
+            litellm.logging_callback_manager.add_litellm_callback(self._outcomes)
         endpoints = [c.endpoint for c in self.replicas.values() if c.endpoint is not None]
         if endpoints and self._subscribe and self.subscriber is None:
             from ..fleet import Subscriber  # the zmq extra
@@ -163,6 +179,10 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         return self
 
     def close(self) -> None:
+        if self._outcomes is not None:
+            # LiteLLM copies litellm.callbacks into its per-event lists: out of every one
+            litellm.logging_callback_manager.remove_callback_from_all_lists(self._outcomes)
+            self._outcomes = None
         if self.subscriber is not None:
             self.subscriber.close()
         self._handoff.close()
@@ -282,7 +302,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
                kwargs: Mapping[str, object], candidates: list[str]) -> str | None:
         """The chosen deployment's id; None when the index does not answer (PrefixKeyError
         when the body cannot be rendered)."""
-        return self._rank(self._render(model, deployment, messages, kwargs), candidates)
+        return self._rank(self._render(model, deployment, messages, kwargs), candidates, kwargs)
 
     def _render(self, model: str, deployment: Deployment, messages: Any,
                 kwargs: Mapping[str, object]) -> Request:
@@ -291,15 +311,25 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         (rendered,) = self._renderers[model].render("/v1/chat/completions", body)
         return rendered.request
 
-    def _rank(self, request: Request, candidates: list[str]) -> str | None:
-        """The best candidate by the index, or None when the index does not answer."""
+    def _rank(self, request: Request, candidates: list[str],
+              kwargs: Mapping[str, object]) -> str | None:
+        """The best candidate by the index (counted as sent to it while started), or None
+        when the index does not answer."""
         try:
             with self._lock:
                 prepared = self.router.prepare(request, candidates)
-                return self.router.rank(prepared, candidates, limit=1)[0].replica.name
+                decision = self.router.rank(prepared, candidates, limit=1)[0]
+                if self._outcomes is not None:
+                    self.outstanding.sent(decision, kwargs)
+                return decision.replica.name
         except IndexUnavailableError as exc:
             logger.debug("the index did not answer: routed without keys: %s", exc)
             return None
+
+    def _released(self, ticket: object) -> None:
+        """LiteLLM reported the request of ``ticket`` answered or failed."""
+        with self._lock:
+            self.outstanding.done(ticket)
 
     def _chosen(self, group: Mapping[str, Deployment], healthy: list[str], chosen: str | None,
                 kwargs: Mapping[str, object]) -> Deployment:

@@ -224,8 +224,9 @@ def test_a_bad_deployment_configuration_names_the_key(
 
 
 def test_a_deployments_kv_cache_size_is_the_routers_capacity() -> None:
-    """``kv_cache_size_tokens`` reaches the Router as ``cache_tokens``: once it has a load
-    (pushed here; the strategy gives none), the pressure is recent tokens over it."""
+    """``kv_cache_size_tokens`` reaches the Router as ``cache_tokens``: with the load the
+    strategy pushes (each deployment's outstanding prefill, 0 at first), the pressure is
+    recent tokens over it."""
     entries = [{"model_name": "qwen", "litellm_params": {
         "model": f"hosted_vllm/{SERVED}", "api_base": "http://127.0.0.1:1/v1"},
         "model_info": {"id": name, "prefixkey": prefixkey}}
@@ -234,7 +235,6 @@ def test_a_deployments_kv_cache_size_is_the_routers_capacity() -> None:
     assert strategy.replicas["a"].kv_cache_size_tokens == 1000.0
     assert strategy.replicas["b"].kv_cache_size_tokens is None
     router = strategy.router
-    router.set_load("a", 0.0)
     router.sent(router.route(list(range(600)), ["a"])[0])
     assert router.pressure("a") == 0.6  # 600 tokens of a's 1,000
     router.sent(router.route(list(range(1000, 1300)), ["b"])[0])
@@ -298,6 +298,7 @@ def test_the_sync_completion_path_routes_by_prefix_too(
 ) -> None:
     router, strategy = routed()
     connected(strategy, replicas)
+    sends = counted_sends(strategy)
     messages: list[dict[str, Any]] = [SYSTEM]
     where = []
     for turn in range(3):
@@ -307,6 +308,8 @@ def test_the_sync_completion_path_routes_by_prefix_too(
         fed(strategy, replicas)
         messages = [*messages, {"role": "assistant", "content": answer}]
     assert len(where) == 3 and where == [where[0]] * 3, where
+    assert sends == where
+    wait_for(lambda: idle(strategy), "LiteLLM's sync success callbacks")  # each one released
 
 
 def test_rendering_hashing_and_ranking_leave_the_event_loop(
@@ -358,3 +361,119 @@ def test_a_mixed_groups_unconfigured_deployment_serves_only_when_none_configured
                                                                  60.0)
         assert chat(router, [{"role": "user", "content": "now?"}]) == "served by r2"
         assert strategy.counts["unconfigured"] == 1
+
+
+def counted_sends(strategy: PrefixKeyRouting) -> list[str]:
+    """The replicas the strategy counted a send to, in order (its load's increments)."""
+    sends: list[str] = []
+    count = strategy.outstanding.sent
+
+    def counting(decision: Any, kwargs: Any) -> None:
+        sends.append(decision.replica.name)
+        count(decision, kwargs)
+    strategy.outstanding.sent = counting  # type: ignore[method-assign]
+    return sends
+
+
+def idle(strategy: PrefixKeyRouting) -> bool:
+    return all(n == 0 and t == 0.0 for n, t in strategy.outstanding.outstanding().values())
+
+
+async def until_idle(strategy: PrefixKeyRouting, what: str) -> None:
+    """LiteLLM runs its callbacks as tasks of the request's loop: wait on that loop."""
+    deadline = time.monotonic() + TIMEOUT
+    while not idle(strategy):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+def test_an_answered_request_is_no_longer_the_replicas_load(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    sends = counted_sends(strategy)
+
+    async def answered(stream: bool) -> None:  # a stream is answered when it ends
+        messages = [{"role": "user", "content": f"answered, stream={stream}: " + "word " * 30}]
+        reply = await router.acompletion(model="qwen", messages=messages, stream=stream)
+        if stream:
+            async for _ in reply:
+                pass
+        await until_idle(strategy, "LiteLLM's success callback")
+    for stream in (False, True):
+        asyncio.run(answered(stream))
+    assert len(sends) == 2
+
+
+def test_a_failed_request_is_no_longer_the_replicas_load(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    router, strategy = routed()
+    sends = counted_sends(strategy)
+    for r in replicas:
+        r.kill()
+
+    async def failed() -> None:
+        messages = [{"role": "user", "content": "nobody answers: " + "word " * 30}]
+        with pytest.raises(litellm.InternalServerError):  # LiteLLM's for a refused connection
+            await router.acompletion(model="qwen", messages=messages)
+        await until_idle(strategy, "LiteLLM's failure callbacks")
+    asyncio.run(failed())
+    assert sends  # each attempt was counted, and each failure released it
+
+
+def test_a_request_whose_outcome_never_comes_counts_until_its_timeout(
+        replicas: list[FakeVLLM]) -> None:  # noqa: F811
+    strategy = install(make_router(replicas), outstanding_timeout=0.2)
+    try:
+        kwargs: dict[str, Any] = {"metadata": {}}
+        messages = [{"role": "user", "content": "never answered: " + "word " * 30}]
+        chosen = strategy.get_available_deployment("qwen", messages, request_kwargs=kwargs)
+        name = chosen["model_info"]["id"]
+        requests, tokens = strategy.outstanding.outstanding()[name]
+        assert requests == 1 and tokens > 30
+        wait_for(lambda: idle(strategy), "the send's timeout")
+    finally:
+        strategy.close()
+    with pytest.raises(InvalidRequestError, match="outstanding_timeout"):
+        PrefixKeyRouting(make_router(replicas), outstanding_timeout=0)
+
+
+def test_a_concurrent_burst_spreads_over_the_replicas(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+) -> None:
+    """Six picks of one prompt with none answered yet: each replica's outstanding prefill
+    is its load, so they go two to each."""
+    _, strategy = routed()
+    messages = [{"role": "user", "content": "the same burst: " + "word " * 60}]
+
+    async def burst() -> list[Any]:
+        return await asyncio.gather(*(strategy.async_get_available_deployment(
+            "qwen", messages, request_kwargs={"metadata": {}}) for _ in range(6)))
+    chosen = [d["model_info"]["id"] for d in asyncio.run(burst())]
+    assert sorted(chosen) == ["r0", "r0", "r1", "r1", "r2", "r2"], chosen
+    assert {n for n, _ in strategy.outstanding.outstanding().values()} == {2}
+
+
+@pytest.mark.parametrize("capacities", [{}, {"r0": 200}])
+def test_a_small_kv_cache_takes_fewer_new_prompts(
+        replicas: list[FakeVLLM], capacities: dict[str, int]) -> None:  # noqa: F811
+    """Answered requests leave no load, but what they stored fills a replica's cache:
+    with the capacities given (r0's 200 tokens against 100,000), new prompts avoid r0."""
+    extra: dict[str, dict[str, Any]] = {
+        r.name: {"kv_cache_size_tokens": capacities.get(r.name, 100_000)} if capacities else {}
+        for r in replicas}
+    model_list = [deployment(r, **extra[r.name]) for r in replicas]
+    strategy = install(litellm.Router(model_list=model_list, num_retries=2))
+    async def one_by_one() -> None:  # each answered (its load released) before the next
+        for topic in range(9):
+            messages = [{"role": "user", "content": f"new prompt {topic}: " + "word " * 40}]
+            await strategy.litellm_router.acompletion(model="qwen", messages=messages)
+            await until_idle(strategy, "LiteLLM's success callback")
+    try:
+        asyncio.run(one_by_one())
+        where = [r.name for r in replicas for _ in r.received]
+        assert len(where) == 9
+        assert ("r0" in where) is not bool(capacities), where
+    finally:
+        strategy.close()
