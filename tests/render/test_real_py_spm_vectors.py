@@ -82,7 +82,7 @@ def test_vllm_renders_no_completion_over_an_encoder_decoder_config() -> None:
         renderer("marian_py").render("/v1/completions", body)
 
 
-def test_an_encoder_decoder_completion_is_refused_where_vllm_does_not_start(tmp_path: Path) -> None:
+def test_an_encoder_decoder_completion_is_refused_where_vllm_won_t_start(tmp_path: Path) -> None:
     """0.29.0, which starts no T5 architecture, refuses it, naming the release; 0.31.0
     answers vLLM's 400. A T5 config (encoder-decoder by its class default; its
     decoder start token id given, as T5 checkpoints give it: BertTokenizer has no bos)
