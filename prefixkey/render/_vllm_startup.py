@@ -11,9 +11,10 @@ decides from names, in this order:
   Transformers modeling backend takes it (``_try_resolve_transformers``); a nested
   (multimodal) config makes that the multimodal backend class, which loads the model's
   processor at start-up (a minimal folder without one fails: not verified here);
-- each architecture it lists whose class imports, or whose name with its suffix
-  replaced (``_normalize_arch``) is one it lists (the runner then depends on the
-  options: not verified here).
+- each architecture it lists (a class the facts' install could not import, for want
+  of torchaudio or CUDA extensions, counts: a server with them starts), or whose name
+  with its suffix replaced (``_normalize_arch``) is one it lists (the runner then
+  depends on the options: not verified here).
 
 The facts are each release's own (``_hf_startup_facts.py``, vLLM 0.31.0's, and the
 other releases' deltas, tools/probe_vllm_startup.py; which classes fail to import:
@@ -86,9 +87,12 @@ def vllm_startup(architectures: Sequence[str], model_type: str, vllm_version: st
     unimportable = {a for a, r in RUNNER_REGISTERED[release].items() if r == "error"}
     listed = [a for a in architectures if a in registered]
     first = architectures[0]
-    if any(a not in unimportable for a in listed):
-        return Startup(True, f"vLLM {vllm_version}'s model registry lists "
-                       f"{next(a for a in listed if a not in unimportable)}")
+    if listed:
+        # A listed class the facts' install could not import (torchaudio, CUDA-only
+        # extensions) imports where the server has them: its runner alone stays unknown
+        # (render/_runner.py refuses the truncation that depends on it).
+        importable = [a for a in listed if a not in unimportable] or listed
+        return Startup(True, f"vLLM {vllm_version}'s model registry lists {importable[0]}")
     if not listed and facts.BACKEND.get(first):
         if model_type in facts.MULTIMODAL_TYPES:
             return Startup(None, (
@@ -105,11 +109,6 @@ def vllm_startup(architectures: Sequence[str], model_type: str, vllm_version: st
             f"vLLM {vllm_version}'s model registry would take architecture "
             f"{normalized[0][0]!r} as {normalized[0][1]}, depending on the runner; "
             "not verified"))
-    if listed:
-        return Startup(None, (
-            f"vLLM {vllm_version}'s class for architecture {listed[0]!r} could not be "
-            "imported in the install its facts were extracted from (a module it needs is "
-            "missing there, e.g. torchaudio), so whether its server starts is not known"))
     if first not in facts.BACKEND:
         return Startup(None, (
             f"architecture {first!r} is neither in vLLM {vllm_version}'s model registry nor "
