@@ -21,6 +21,7 @@ from ._hf_decision import (
     TokenizerPath,
     byte_level_backend,
     check_release_codec,
+    check_release_conversion,
     check_release_drift,
     check_release_startup,
     decide_tokenizer,
@@ -239,6 +240,7 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         check_release_startup(vllm_version, decision, model_type,
                               list(config_architectures(config)))
         check_release_codec(vllm_version, decision)
+        check_release_conversion(vllm_version, decision)
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",

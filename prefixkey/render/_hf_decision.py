@@ -38,11 +38,13 @@ from typing import Any, Final, Literal
 from . import _hf_facts, _hf_startup_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
+from ._hf_converted import CONVERSIONS, CONVERTED_RELEASES, GENERIC
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 
-__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_startup",
+__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_conversion",
+           "check_release_startup",
            "class_path",
            "decide_tokenizer"]
 
@@ -97,7 +99,7 @@ class TokenizerPath:
 
     @property
     def reproduced(self) -> bool:
-        return self.path == "as_is" or (self.path in ("rebuilt", "python")
+        return self.path == "as_is" or (self.path in ("rebuilt", "python", "converted")
                                          and self.recipe is not None)
 
 
@@ -127,9 +129,7 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
     if kind == "mistral_common":
         return TokenizerPath("mistral", name, f"{why}: MistralCommonBackend")
     if not has_tokenizer_json:
-        return TokenizerPath("converted", name, f"{why}: no tokenizer.json, so {name} converts "
-                             "the folder's SentencePiece, tiktoken or vocab/merges files, "
-                             "which prefixkey does not reproduce")
+        return _converted_path(name, kind, why)
     if kind in ("backend", "as_is"):
         return TokenizerPath("as_is", name, f"{why}: {name} loads tokenizer.json as it is")
     recipe = REBUILT_RECIPES.get(name)
@@ -143,6 +143,25 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
                          + (f"; its call refuses every text (\"{refusing}\"), which vLLM "
                             "answers with a 400" if refusing else ""),
                          recipe)
+
+
+def _converted_path(name: str, kind: str, why: str) -> TokenizerPath:
+    """A class's path without tokenizer.json: convert_to_native_format's conversion of a
+    SentencePiece model (render/_hf_converted.py) for the generic backend and the
+    rebuilding classes of CONVERSIONS; the other files it converts are refused."""
+    head = f"{why}: no tokenizer.json, so {name} "
+    if kind == "backend" and name == _BACKEND:
+        return TokenizerPath("converted", name, head + (
+            f"builds the tokenizer from the folder's {GENERIC.spm_file} (a SentencePiece "
+            "model; a tiktoken file is not reproduced)"), "spm")
+    conversion = CONVERSIONS.get(name)
+    if conversion is not None and name in REBUILDS:
+        return TokenizerPath("converted", name, head + (
+            f"rebuilds the tokenizer from the vocabulary of the folder's "
+            f"{conversion.spm_file} (a SentencePiece model)"), REBUILDS[name].name)
+    return TokenizerPath("converted", name, head + (
+        "converts the folder's SentencePiece, tiktoken or vocab/merges files, which "
+        "prefixkey does not reproduce for this class"))
 
 
 def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
@@ -233,7 +252,7 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
         return TokenizerPath("refused", None, why)
     decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
     if (found[1] == "python" and why == f"model_type {model_type!r}") or (
-            decision.path == "rebuilt"):
+            decision.path == "rebuilt" or (decision.path == "converted" and found[1] == "rebuilt")):
         # A rebuild of a probed model type holds only when vLLM starts for the folder.
         return _with_startup(decision, model_type, architectures)
     return decision
@@ -316,7 +335,7 @@ def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type
     the release's vLLM does not start for, or whose start-up was not probed under that
     release (its registry may differ: vLLM 0.29's does not accept Wav2Vec2ForCTC, 0.31's
     does)."""
-    if (decision.path not in ("python", "rebuilt")
+    if (decision.path not in ("python", "rebuilt", "converted")
             or model_type not in _hf_startup_facts.STARTS):
         return
     starts = release_starts(vllm_version)
@@ -341,6 +360,19 @@ def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
             f"{decision.tokenizer_class}: its encoding was checked against vLLM "
             f"{', '.join(sorted(codec.releases))}'s answers only, not vLLM {vllm_version}'s; "
             "not verified"))
+
+
+def check_release_conversion(vllm_version: str, decision: TokenizerPath) -> None:
+    """Refuse a converted folder under a release whose answers for conversions were not
+    harvested (render/_hf_converted.py ``CONVERTED_RELEASES``)."""
+    if decision.path != "converted":
+        return
+    release = render_release(vllm_version)
+    if release.release not in CONVERTED_RELEASES:
+        raise RenderUnsupportedError("tokenizer.json", (
+            f"converted: the conversion of a folder without tokenizer.json was checked "
+            f"against vLLM {', '.join(sorted(CONVERTED_RELEASES))}'s answers only, not "
+            f"vLLM {vllm_version}'s (transformers {release.transformers}); not verified"))
 
 
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:
