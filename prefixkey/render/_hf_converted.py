@@ -28,7 +28,7 @@ from typing import Any, Final
 from ._errors import ModelFolderError, RenderUnsupportedError
 
 __all__ = ["CONVERSIONS", "CONVERTED_RELEASES", "GENERIC", "Conversion", "SpmModel", "Vocabulary",
-           "converted_vocabulary", "generic_spm_tokenizer", "read_spm_model", "spm_vocabulary"]
+           "converted_vocabulary", "files_read", "generic_spm_tokenizer", "generic_specials", "read_spm_model", "spm_vocabulary"]
 
 #: convert_to_native_format's name for a file it never reads as SentencePiece.
 _TIKTOKEN_LEGACY_NAME: Final = "tiktoken.model"
@@ -152,31 +152,36 @@ def read_spm_model(path: Path) -> SpmModel:
 class Conversion:
     """How one class reads a folder without tokenizer.json (transformers 5.17).
 
-    ``spm_file``: its ``vocab_files_names["vocab_file"]`` when that is a SentencePiece
-    model; ``model``: the class's ``model`` (None: the model file's own type decides);
-    ``head`` / ``skip`` / ``tail``: its converter's ``convert_from_spm`` re-ordering, the
-    entries put first (each a ``*_token`` keyword with its default, or a literal text,
-    and a score), how many of the file's first pieces it drops, the entries appended;
-    ``sentinels``: T5Converter's ``<extra_id_{i}>`` pieces appended, ``extra_ids`` of them
-    from the highest down.
+    ``vocab_file`` / ``merges_file``: its ``vocab_files_names``; a ``.model`` vocabulary
+    file is a SentencePiece model, converted; otherwise ``tokenizers`` reads the files
+    (``BPE(vocab=path, merges=path)``, ``WordPiece(vocab=path)``) as the class's
+    ``__init__`` is handed their paths. ``model``: the class's ``model`` (None: the model
+    file's own type decides); ``head`` / ``skip`` / ``tail``: its converter's
+    ``convert_from_spm`` re-ordering, the entries put first (each a ``*_token`` keyword
+    with its default, or a literal text, and a score), how many of the file's first pieces
+    it drops, the entries appended; ``sentinels``: T5Converter's ``<extra_id_{i}>`` pieces
+    appended, ``extra_ids`` of them from the highest down.
     """
 
-    spm_file: str
+    vocab_file: str
     model: str | None
+    merges_file: str | None = None
     head: tuple[tuple[str, str | None, float], ...] = ()
     skip: int = 0
     tail: tuple[tuple[str, str | None, float], ...] = ()
     sentinels: bool = False
 
 
+_BYTE_LEVEL: Final = Conversion("vocab.json", "BPE", merges_file="merges.txt")
+_WORDPIECE: Final = Conversion("vocab.txt", "WordPiece")
 _XLM_R: Final = Conversion(
     "sentencepiece.bpe.model", "Unigram",
     head=(("bos_token", "<s>", 0.0), ("pad_token", "<pad>", 0.0), ("eos_token", "</s>", 0.0),
           ("unk_token", "<unk>", 0.0)), skip=3, tail=(("mask_token", "<mask>", 0.0),))
 
-#: The rebuilding classes whose conversion from a SentencePiece model is reproduced, and
-#: the generic backend's (``GENERIC``), read from transformers 5.17's classes and
-#: convert_slow_tokenizer.py converters.
+#: The rebuilding classes whose conversion is reproduced, and the generic backend's
+#: (``GENERIC``), read from transformers 5.17's classes and convert_slow_tokenizer.py's
+#: converters.
 CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
     "LlamaTokenizer": Conversion("tokenizer.model", "BPE"),
     "T5Tokenizer": Conversion("spiece.model", "Unigram", sentinels=True),
@@ -188,6 +193,14 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
         head=(("", "<s>NOTUSED", 0.0), ("pad_token", "<pad>", 0.0), ("", "</s>NOTUSED", 0.0),
               ("unk_token", "<unk>", 0.0), ("", "<unk>NOTUSED", -100.0)), skip=1,
         tail=(("mask_token", "<mask>", 0.0),)),
+    **dict.fromkeys(("GPT2Tokenizer", "Qwen2Tokenizer", "RobertaTokenizer", "CodeGenTokenizer",
+                     "GPTNeoXTokenizer", "CohereTokenizer", "CLIPTokenizer",
+                     "OpenAIGPTTokenizer", "HerbertTokenizer", "DebertaTokenizer",
+                     "BlenderbotTokenizer", "NougatTokenizer", "MarkupLMTokenizer",
+                     "LayoutLMv3Tokenizer"), _BYTE_LEVEL),
+    **dict.fromkeys(("BertTokenizer", "DistilBertTokenizer", "DPRQuestionEncoderTokenizer",
+                     "DPRContextEncoderTokenizer", "LayoutLMv2Tokenizer", "FunnelTokenizer",
+                     "MPNetTokenizer", "SplinterTokenizer"), _WORDPIECE),
 })
 GENERIC: Final = Conversion("tokenizer.model", None)
 #: The releases whose render servers' answers for converted folders were replayed
@@ -195,20 +208,23 @@ GENERIC: Final = Conversion("tokenizer.model", None)
 CONVERTED_RELEASES: Final = frozenset({"0.31.0"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Vocabulary:
     """What a class's ``__init__`` gets from convert_to_native_format: a Unigram's
-    (piece, score) list, or a BPE's vocabulary and merges; the charsmap; the model
-    file's control and user-defined pieces (``additional_special_tokens``)."""
+    (piece, score) list, a BPE's vocabulary and merges, or a WordPiece vocabulary; the
+    charsmap; the model file's control and user-defined pieces
+    (``additional_special_tokens``)."""
 
-    unigram: list[tuple[str, float]] | None
-    bpe: tuple[dict[str, int], list[tuple[str, str]]] | None
-    charsmap: bytes | None
-    #: (text, special): control pieces are special, user-defined ones are not.
-    added: tuple[tuple[str, bool], ...]
-    model: SpmModel
     #: The file converted (its name, for errors).
     file: str
+    unigram: list[tuple[str, float]] | None = None
+    bpe: tuple[dict[str, int], list[tuple[str, str]]] | None = None
+    wordpiece: dict[str, int] | None = None
+    charsmap: bytes | None = None
+    #: (text, special): control pieces are special, user-defined ones are not.
+    added: tuple[tuple[str, bool], ...] = ()
+    #: The SentencePiece model read (None: vocabulary files).
+    model: SpmModel | None = None
 
 
 def generate_merges(vocab: Mapping[str, int]) -> list[tuple[str, str]]:
@@ -257,8 +273,8 @@ def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) 
             raise RenderUnsupportedError(path.name, (
                 "the SentencePiece model repeats a piece, which the conversion to a BPE "
                 "vocabulary merges; not reproduced"))
-        return Vocabulary(None, (vocab, generate_merges(vocab)), charsmap, added, spm,
-                          path.name)
+        return Vocabulary(file=path.name, bpe=(vocab, generate_merges(vocab)),
+                          charsmap=charsmap, added=added, model=spm)
     if conversion.head or conversion.tail or conversion.skip:
         scores = [*_entries(conversion.head, init), *scores[conversion.skip:],
                   *_entries(conversion.tail, init)]
@@ -268,7 +284,8 @@ def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) 
             raise ModelFolderError("tokenizer_config.json",
                                    f"extra_ids must be a non-negative integer, got {count!r}")
         scores += [(f"<extra_id_{i}>", 0.0) for i in range(count - 1, -1, -1)]
-    return Vocabulary(scores, None, charsmap, added, spm, path.name)
+    return Vocabulary(file=path.name, unigram=scores, charsmap=charsmap, added=added,
+                      model=spm)
 
 
 def tiktoken_conversion(path: Path) -> RenderUnsupportedError:
@@ -286,13 +303,36 @@ def converted_vocabulary(folder: Path, tokenizer_class: str,
     """The vocabulary the class converts from the folder's files (its decision is
     ``converted``, so the class is in :data:`CONVERSIONS` or is the generic backend)."""
     conversion = CONVERSIONS.get(tokenizer_class, GENERIC)
-    path = folder / conversion.spm_file
+    path = folder / conversion.vocab_file
     if not path.is_file():
         raise RenderUnsupportedError("tokenizer.json", (
-            f"converted: the folder has neither tokenizer.json nor {conversion.spm_file}, "
+            f"converted: the folder has neither tokenizer.json nor {conversion.vocab_file}, "
             f"so {tokenizer_class} builds its tokenizer from its default vocabulary (or "
             "fails), which prefixkey does not reproduce"))
-    return spm_vocabulary(path, conversion, init)
+    if path.suffix == ".model":
+        return spm_vocabulary(path, conversion, init)
+    merges = None if conversion.merges_file is None else folder / conversion.merges_file
+    if merges is not None and not merges.is_file():
+        raise RenderUnsupportedError(merges.name, (
+            f"converted: {path.name} without {merges.name} (and no tokenizer.json), "
+            "which prefixkey does not reproduce"))
+    # Imported here: the decision and docs read this module's tables without tokenizers.
+    from tokenizers import models
+
+    try:
+        if merges is None:
+            return Vocabulary(file=path.name, wordpiece=models.WordPiece.read_file(str(path)))
+        return Vocabulary(file=path.name, bpe=models.BPE.read_file(str(path), str(merges)))
+    except Exception as exc:  # tokenizers raises a bare Exception
+        raise ModelFolderError(path.name, f"cannot be read: {exc}") from None
+
+
+def files_read(conversion: Conversion) -> str:
+    """The files a conversion reads, for the decision's reason."""
+    if conversion.vocab_file.endswith(".model"):
+        return f"the vocabulary of the folder's {conversion.vocab_file} (a SentencePiece model)"
+    return "the folder's " + " and ".join(
+        f for f in (conversion.vocab_file, conversion.merges_file) if f)
 
 
 def generic_spm_tokenizer(vocabulary: Vocabulary, renamed: Mapping[int, Any]) -> Any:
@@ -302,6 +342,7 @@ def generic_spm_tokenizer(vocabulary: Vocabulary, renamed: Mapping[int, Any]) ->
     from tokenizers import Tokenizer, decoders, models, normalizers
 
     spm = vocabulary.model
+    assert spm is not None  # the generic backend converts a SentencePiece model only
     if vocabulary.bpe is not None:
         vocab, merges = dict(vocabulary.bpe[0]), vocabulary.bpe[1]
         by_id = {i: piece for piece, i in vocab.items()}
@@ -337,6 +378,7 @@ def generic_specials(vocabulary: Vocabulary) -> dict[str, str]:
     """The named tokens the generic backend takes from the model file when the folder
     gives none (its trainer's bos / eos / unk pieces, each when its id is set)."""
     spm = vocabulary.model
+    assert spm is not None
     return {name: piece or default for name, id_, piece, default in (
         ("bos_token", spm.bos_id, spm.bos_piece, "<s>"),
         ("eos_token", spm.eos_id, spm.eos_piece, "</s>"),

@@ -38,7 +38,7 @@ from typing import Any, Final, Literal
 from . import _hf_facts, _hf_startup_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
-from ._hf_converted import CONVERSIONS, CONVERTED_RELEASES, GENERIC
+from ._hf_converted import CONVERSIONS, CONVERTED_RELEASES, GENERIC, files_read
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
@@ -152,13 +152,12 @@ def _converted_path(name: str, kind: str, why: str) -> TokenizerPath:
     head = f"{why}: no tokenizer.json, so {name} "
     if kind == "backend" and name == _BACKEND:
         return TokenizerPath("converted", name, head + (
-            f"builds the tokenizer from the folder's {GENERIC.spm_file} (a SentencePiece "
+            f"builds the tokenizer from the folder's {GENERIC.vocab_file} (a SentencePiece "
             "model; a tiktoken file is not reproduced)"), "spm")
     conversion = CONVERSIONS.get(name)
     if conversion is not None and name in REBUILDS:
         return TokenizerPath("converted", name, head + (
-            f"rebuilds the tokenizer from the vocabulary of the folder's "
-            f"{conversion.spm_file} (a SentencePiece model)"), REBUILDS[name].name)
+            f"rebuilds the tokenizer from {files_read(conversion)}"), REBUILDS[name].name)
     return TokenizerPath("converted", name, head + (
         "converts the folder's SentencePiece, tiktoken or vocab/merges files, which "
         "prefixkey does not reproduce for this class"))

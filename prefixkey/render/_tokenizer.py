@@ -190,10 +190,11 @@ def _model(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, Any]
     if converted is not None and (converted.bpe is not None) != (kind == "BPE"):
         raise RenderUnsupportedError(converted.file, (
             f"the {recipe.name} tokenizer class builds a {kind} model over the converted "
-            f"vocabulary, here a {'BPE' if converted.bpe else 'Unigram'} SentencePiece "
-            "model's: not reproduced"))
+            f"vocabulary, here a {'BPE' if converted.bpe else 'Unigram'} one: not reproduced"))
     if converted is not None and converted.bpe is not None:
         model = models.BPE(*converted.bpe)  # the class's options set below
+    elif converted is not None and converted.wordpiece is not None:
+        model = models.WordPiece(converted.wordpiece)  # the class's options set below
     elif converted is None:
         assert loaded is not None  # read unless converted
         model = loaded.model
@@ -345,9 +346,13 @@ def _update_post_processor(tok: Tokenizer, specials: Mapping[str, AddedToken | s
 
 def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
                 specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str],
-                file_processor: bool) -> None:
+                file_processor: bool, flags: Mapping[str, bool]) -> None:
     """What the class's ``__init__`` does after TokenizersBackend's (render/_hf_rebuilds.py);
-    ``file_processor``: whether tokenizer.json has a post-processor."""
+    ``file_processor``: whether tokenizer.json has a post-processor; ``flags``: the
+    ``add_bos_token`` / ``add_eos_token`` the folder passes (without tokenizer.json), which
+    win over the class's."""
+    add_bos = flags.get("add_bos_token", recipe.add_bos_token)
+    add_eos = flags.get("add_eos_token", recipe.add_eos_token)
     if recipe.readd_specials:  # add_tokens(all_special_tokens), as special AddedTokens
         seen: list[str] = []
         for value in [*specials.values(), *extras]:
@@ -359,7 +364,7 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
             t if isinstance(t, AddedToken) else AddedToken(t, special=True, normalized=False)
             for t in [*specials.values(), *extras]])
     if recipe.post_processor == "update":
-        _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
+        _update_post_processor(tok, specials, add_bos, add_eos)
     elif recipe.post_processor == "roberta":
         sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
         options = {k: _value(v, derived, None) for k, v in recipe.processor_options.items()}
@@ -385,7 +390,7 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
     if recipe.post_init and not file_processor:
         # _post_init() ends with update_post_processor() when TokenizersBackend had to
         # (no post-processor in the file), over whatever the class set before it.
-        _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
+        _update_post_processor(tok, specials, add_bos, add_eos)
 
 
 def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
@@ -553,11 +558,10 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     init = dict(folder.tokenizer_config)
     # The add_*_token flags are dropped when tokenizer.json exists; without it they are
     # passed, and either one given makes TokenizersBackend update the post-processor.
-    flags = {name: bool(init.pop(name, False)) for name in ("add_bos_token", "add_eos_token")}
-    explicit_flags = converted is not None and any(
-        name in folder.tokenizer_config for name in flags)
+    given = {name: bool(init.pop(name)) for name in ("add_bos_token", "add_eos_token")
+             if name in init}
     if converted is None:
-        flags = dict.fromkeys(flags, False)
+        given = {}
     for name in ("tokenizer_class", "init_inputs", "chat_template", "auto_map"):
         init.pop(name, None)
     if init.get("split_special_tokens"):
@@ -690,7 +694,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             tok.post_processor = first
     # TokenizersBackend then updates the post-processor (the flags' bos / eos, or the
     # sequence alone) when it has none, or when a flag was given.
-    update = explicit_flags or tok.post_processor is None
+    update = bool(given) or tok.post_processor is None
     # TokenizersBackend.__init__: re-add every added_tokens_decoder entry (its "already
     # there" test compares against the decoder's ids, so nothing is skipped), then the
     # special tokens whose text is not yet an added token.
@@ -710,10 +714,11 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     if tokens:
         tok.add_tokens(tokens)
     if update:
-        _update_post_processor(tok, specials, flags["add_bos_token"], flags["add_eos_token"])
+        _update_post_processor(tok, specials, given.get("add_bos_token", False),
+                               given.get("add_eos_token", False))
     if recipe is not None:
         _after_init(recipe, tok, derived, specials, extras,
-                    loaded is not None and loaded.post_processor is not None)
+                    loaded is not None and loaded.post_processor is not None, given)
     tok.no_truncation()
     tok.no_padding()
     return HfTokenizer(
