@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from prefixkey.render import _hf_facts as facts  # noqa: E402
 from prefixkey.render._eras import render_release, verified_releases  # noqa: E402
+from prefixkey.render._hf_converted import CONVERSIONS, CONVERTED_RELEASES  # noqa: E402
 from prefixkey.render._hf_decision import (  # noqa: E402
     HARMONY_MODEL_TYPES,
     NON_HF_ARCHITECTURES,
@@ -102,8 +103,16 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   as for the Python tokenizers below, and a folder naming only architectures it refuses
   is refused as such);
 {_verified_text()}
-- **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
-  or vocab/merges files (refused);
+- **converted** (the last column, a folder without `tokenizer.json`): transformers
+  converts the folder's other files (`TokenizersBackend.convert_to_native_format`): a
+  SentencePiece model's pieces and scores (read from the file, no protobuf needed), or the
+  vocab.json and merges.txt / vocab.txt files as `tokenizers` reads them, handed to the
+  class's own rebuild (the recipe named) or, for the generic backend, built into a
+  tokenizer from the model file (`spm`); reproduced in `prefixkey/render/_hf_converted.py`
+  for {", ".join(sorted(CONVERSIONS))} and TokenizersBackend, verified against vLLM
+  {", ".join(sorted(CONVERTED_RELEASES))}'s answers on real SentencePiece models and vocabulary
+  files (`real_conv_` and `real_conv_files_` corpora) and refused at other releases;
+  refused for the other classes and for tiktoken files;
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
   code points, or its characters or words looked up in a vocabulary file, or its pieces
   from the folder's SentencePiece model (the `sentencepiece` extra,
@@ -169,31 +178,38 @@ def _path_text(path: str, recipe: str | None) -> str:
         return f"rebuilt ({recipe})" if recipe else "rebuilt, refused"
     if path == "python":
         return f"python ({recipe})"
+    if path == "converted":
+        return f"converted ({recipe})" if recipe else "converted, refused"
     return path
 
 
 def model_type_rows() -> list[str]:
-    rows = ["| model type | class (no tokenizer_class) | path | why |", "|---|---|---|---|"]
+    rows = ["| model type | class (no tokenizer_class) | path | why | without tokenizer.json |",
+            "|---|---|---|---|---|"]
     for model_type in sorted(facts.CONFIG_MODEL_TYPES | set(facts.REGISTERED_CLASS)):
-        decision = decide_tokenizer(model_type=model_type, architectures=[],
-                                    tokenizer_mode="auto", tokenizer_config={},
-                                    config={"model_type": model_type}, name="/model",
-                                    has_tokenizer_json=True)
+        decision, converted = (decide_tokenizer(
+            model_type=model_type, architectures=[], tokenizer_mode="auto",
+            tokenizer_config={}, config={"model_type": model_type}, name="/model",
+            has_tokenizer_json=has) for has in (True, False))
         harmony = "harmony; tokenizer " if model_type in HARMONY_MODEL_TYPES else ""
         rows.append(f"| `{model_type}` | {decision.tokenizer_class or '—'} | "
                     f"{harmony}{_path_text(decision.path, decision.recipe)} | "
-                    f"{decision.why.replace('|', '/')} |")
+                    f"{decision.why.replace('|', '/')} | "
+                    f"{_path_text(converted.path, converted.recipe)} |")
     return rows
 
 
 def class_rows() -> list[str]:
-    rows = ["| tokenizer_class | class transformers builds | path | why |", "|---|---|---|---|"]
+    rows = ["| tokenizer_class | class transformers builds | path | why "
+            "| without tokenizer.json |", "|---|---|---|---|---|"]
     for name in sorted(n for n in facts.CLASSES if not n.endswith("Fast")
                        or n == "PreTrainedTokenizerFast"):
-        decision = class_path(facts.CLASSES[name], has_tokenizer_json=True, why=name)
+        decision, converted = (class_path(facts.CLASSES[name], has_tokenizer_json=has, why=name)
+                               for has in (True, False))
         rows.append(f"| `{name}` | {facts.CLASSES[name][0]} | "
                     f"{_path_text(decision.path, decision.recipe)} | "
-                    f"{decision.why.removeprefix(name + ': ')} |")
+                    f"{decision.why.removeprefix(name + ': ')} | "
+                    f"{_path_text(converted.path, converted.recipe)} |")
     return rows
 
 

@@ -27,11 +27,21 @@ from typing import Any, Final
 
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["CONVERSIONS", "CONVERTED_RELEASES", "GENERIC", "Conversion", "SpmModel", "Vocabulary",
-           "converted_vocabulary", "files_read", "generic_spm_tokenizer", "generic_specials", "read_spm_model", "spm_vocabulary"]
+__all__ = [
+    "CONVERSIONS",
+    "CONVERTED_RELEASES",
+    "GENERIC",
+    "Conversion",
+    "SpmModel",
+    "Vocabulary",
+    "converted_vocabulary",
+    "files_read",
+    "generic_specials",
+    "generic_spm_tokenizer",
+    "read_spm_model",
+    "spm_vocabulary",
+]
 
-#: convert_to_native_format's name for a file it never reads as SentencePiece.
-_TIKTOKEN_LEGACY_NAME: Final = "tiktoken.model"
 #: sentencepiece_model.proto's ``SentencePiece.Type``: CONTROL and USER_DEFINED pieces.
 _CONTROL, _USER_DEFINED = 3, 4
 #: ``TrainerSpec.ModelType``: UNIGRAM (the default) and BPE.
@@ -219,12 +229,21 @@ class Vocabulary:
     file: str
     unigram: list[tuple[str, float]] | None = None
     bpe: tuple[dict[str, int], list[tuple[str, str]]] | None = None
-    wordpiece: dict[str, int] | None = None
+    #: The ``tokenizers`` model read from vocabulary files, as the class's ``__init__``
+    #: reads them from the paths it is handed (BPE or WordPiece).
+    read: Any = None
     charsmap: bytes | None = None
     #: (text, special): control pieces are special, user-defined ones are not.
     added: tuple[tuple[str, bool], ...] = ()
     #: The SentencePiece model read (None: vocabulary files).
     model: SpmModel | None = None
+
+    @property
+    def kind(self) -> str:
+        """The model's kind: Unigram, BPE or WordPiece."""
+        if self.unigram is not None:
+            return "Unigram"
+        return "BPE" if self.bpe is not None else type(self.read).__name__
 
 
 def generate_merges(vocab: Mapping[str, int]) -> list[tuple[str, str]]:
@@ -253,8 +272,6 @@ def _entries(spec: tuple[tuple[str, str | None, float], ...],
 def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) -> Vocabulary:
     """SentencePieceExtractor.extract and the converter's convert_from_spm, over the
     folder's model file (``init``: tokenizer_config.json's keywords)."""
-    if path.name == _TIKTOKEN_LEGACY_NAME:
-        raise tiktoken_conversion(path)
     try:
         spm = read_spm_model(path)
     except OSError as exc:
@@ -289,13 +306,13 @@ def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) 
 
 
 def tiktoken_conversion(path: Path) -> RenderUnsupportedError:
-    """The hook for a ``.model`` file transformers reads as tiktoken's (a name it never
-    reads as SentencePiece, or a file that is no SentencePiece model): TikTokenConverter
-    builds the whole tokenizer, which prefixkey does not reproduce."""
+    """The hook for a ``.model`` file transformers reads as tiktoken's (one that is no
+    SentencePiece model; the name ``tiktoken.model`` is no class's vocabulary file here):
+    TikTokenConverter builds the whole tokenizer, which prefixkey does not reproduce."""
     return RenderUnsupportedError(path.name, (
-        "converted: it is no SentencePiece model (or is named tiktoken.model), so "
-        "transformers converts it as a tiktoken file (tiktoken conversion, "
-        "TikTokenConverter), which prefixkey does not reproduce"))
+        "converted: it is no SentencePiece model, so transformers converts it as a "
+        "tiktoken file (tiktoken conversion, TikTokenConverter), which prefixkey does not "
+        "reproduce"))
 
 
 def converted_vocabulary(folder: Path, tokenizer_class: str,
@@ -313,16 +330,18 @@ def converted_vocabulary(folder: Path, tokenizer_class: str,
         return spm_vocabulary(path, conversion, init)
     merges = None if conversion.merges_file is None else folder / conversion.merges_file
     if merges is not None and not merges.is_file():
-        raise RenderUnsupportedError(merges.name, (
-            f"converted: {path.name} without {merges.name} (and no tokenizer.json), "
-            "which prefixkey does not reproduce"))
+        # The class then builds BPE(vocab=<path>, merges=[]), which tokenizers refuses.
+        raise ModelFolderError(merges.name, (
+            f"{path.name} without {merges.name} (and no tokenizer.json): transformers fails "
+            f"to build the {tokenizer_class} (\"`vocab` and `merges` must be both be from "
+            "memory or both filenames\"), so vLLM does not start"))
     # Imported here: the decision and docs read this module's tables without tokenizers.
     from tokenizers import models
 
     try:
         if merges is None:
-            return Vocabulary(file=path.name, wordpiece=models.WordPiece.read_file(str(path)))
-        return Vocabulary(file=path.name, bpe=models.BPE.read_file(str(path), str(merges)))
+            return Vocabulary(file=path.name, read=models.WordPiece.from_file(str(path)))
+        return Vocabulary(file=path.name, read=models.BPE.from_file(str(path), str(merges)))
     except Exception as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError(path.name, f"cannot be read: {exc}") from None
 
@@ -364,10 +383,10 @@ def generic_spm_tokenizer(vocabulary: Vocabulary, renamed: Mapping[int, Any]) ->
         assert vocabulary.unigram is not None
         tok = Tokenizer(models.Unigram(vocabulary.unigram, unk_id=spm.unk_id,
                                        byte_fallback=spm.byte_fallback))
-    steps = [normalizers.Replace(" ", "\u2581")]
-    if vocabulary.charsmap:
-        steps.insert(0, normalizers.Precompiled(vocabulary.charsmap))
-    tok.normalizer = normalizers.Sequence(steps)
+    replace = normalizers.Replace(" ", "\u2581")
+    tok.normalizer = normalizers.Sequence(
+        [normalizers.Precompiled(vocabulary.charsmap), replace] if vocabulary.charsmap
+        else [replace])
     tok.decoder = decoders.Sequence(
         [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
         if spm.byte_fallback else [decoders.Replace("\u2581", " ")])

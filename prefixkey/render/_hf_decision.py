@@ -251,7 +251,8 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
         return TokenizerPath("refused", None, why)
     decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
     if (found[1] == "python" and why == f"model_type {model_type!r}") or (
-            decision.path == "rebuilt" or (decision.path == "converted" and found[1] == "rebuilt")):
+            decision.path == "rebuilt"
+            or (decision.path == "converted" and found[1] == "rebuilt")):
         # A rebuild of a probed model type holds only when vLLM starts for the folder.
         return _with_startup(decision, model_type, architectures)
     return decision

@@ -37,8 +37,8 @@ from ._folder import ModelFolder
 from ._hf_converted import (
     Vocabulary,
     converted_vocabulary,
-    generic_spm_tokenizer,
     generic_specials,
+    generic_spm_tokenizer,
 )
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
 
@@ -187,14 +187,15 @@ def _model(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, Any]
     options = {k: _value(v, derived, None) for k, v in spec.items()}
     if recipe.vocab is not None:  # the class's own, the file's is not read
         return models.BPE({token: i for i, token in enumerate(recipe.vocab)}, [], **options)
-    if converted is not None and (converted.bpe is not None) != (kind == "BPE"):
+    if converted is not None and converted.kind != kind:
         raise RenderUnsupportedError(converted.file, (
             f"the {recipe.name} tokenizer class builds a {kind} model over the converted "
-            f"vocabulary, here a {'BPE' if converted.bpe else 'Unigram'} one: not reproduced"))
-    if converted is not None and converted.bpe is not None:
-        model = models.BPE(*converted.bpe)  # the class's options set below
-    elif converted is not None and converted.wordpiece is not None:
-        model = models.WordPiece(converted.wordpiece)  # the class's options set below
+            f"vocabulary, here a {converted.kind} one: not reproduced"))
+    model: Any
+    if converted is not None and converted.read is not None:
+        model = converted.read  # the class's options set below
+    elif converted is not None and converted.bpe is not None:
+        model = models.BPE(*converted.bpe)
     elif converted is None:
         assert loaded is not None  # read unless converted
         model = loaded.model
@@ -558,8 +559,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     init = dict(folder.tokenizer_config)
     # The add_*_token flags are dropped when tokenizer.json exists; without it they are
     # passed, and either one given makes TokenizersBackend update the post-processor.
-    given = {name: bool(init.pop(name)) for name in ("add_bos_token", "add_eos_token")
-             if name in init}
+    given: dict[str, bool] = {name: bool(init.pop(name)) for name in (
+        "add_bos_token", "add_eos_token") if name in init}
     if converted is None:
         given = {}
     for name in ("tokenizer_class", "init_inputs", "chat_template", "auto_map"):
