@@ -66,17 +66,22 @@ class SpmModel:
     precompiled_charsmap: bytes = b""
 
 
+def _malformed(what: str) -> ModelFolderError:
+    """A wire-format fault (caught by :func:`read_spm_model`, never raised out of it)."""
+    return ModelFolderError("tokenizer.model", f"not a protobuf message: {what}")
+
+
 def _varint(data: bytes, at: int) -> tuple[int, int]:
     value = shift = 0
     while True:
+        if at >= len(data) or shift > 63:
+            raise _malformed("a varint runs past the data")
         byte = data[at]
         at += 1
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
             return value, at
         shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
 
 
 def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
@@ -96,37 +101,47 @@ def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
         elif wire in (1, 5):
             size = 8 if wire == 1 else 4
         else:
-            raise ValueError(f"wire type {wire}")
+            raise _malformed(f"wire type {wire}")
         if at + size > len(data):
-            raise ValueError("truncated field")
+            raise _malformed("a field runs past the data")
         out.append((number, data[at:at + size]))
         at += size
     return out
 
 
 def _int32(value: int | bytes) -> int:
-    assert isinstance(value, int)
+    if not isinstance(value, int):
+        raise _malformed("a length-delimited id")
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def _text(value: int | bytes) -> str:
-    assert isinstance(value, bytes)
+    if not isinstance(value, bytes):
+        raise _malformed("a varint piece")
     return value.decode("utf-8")
+
+
+#: TrainerSpec's fields read: model_type, byte_fallback, the unk/bos/eos ids and pieces.
+_TRAINER_FIELDS: Final = {3: "model_type", 35: "byte_fallback", 40: "unk_id", 41: "bos_id",
+                          42: "eos_id", 45: "unk_piece", 46: "bos_piece", 47: "eos_piece"}
 
 
 def read_spm_model(path: Path) -> SpmModel:
     """A SentencePiece model file's pieces, trainer and normalizer fields.
 
-    ModelProto: 1 pieces (1 piece, 2 score, 3 type), 2 trainer_spec (3 model_type,
-    35 byte_fallback, 40-42 unk/bos/eos ids, 45-47 their pieces), 3 normalizer_spec
-    (2 precompiled_charsmap). A file that is no such message raises ValueError (transformers
-    then tries it as a tiktoken file).
+    ModelProto: 1 pieces (1 piece, 2 score, 3 type), 2 trainer_spec (:data:`_TRAINER_FIELDS`),
+    3 normalizer_spec (2 precompiled_charsmap). A file that is no such message is what
+    transformers then reads as a tiktoken file: :func:`tiktoken_conversion`.
     """
     pieces: list[tuple[str, float, int]] = []
     trainer: dict[str, Any] = {}
     charsmap = b""
     try:
-        for number, value in _fields(path.read_bytes()):
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelFolderError(path.name, f"cannot be read: {exc}") from None
+    try:
+        for number, value in _fields(data):
             if not isinstance(value, bytes):
                 continue
             if number == 1:
@@ -140,21 +155,18 @@ def read_spm_model(path: Path) -> SpmModel:
                         kind = item
                 pieces.append((piece, score, kind))
             elif number == 2:
-                names = {3: "model_type", 35: "byte_fallback", 40: "unk_id", 41: "bos_id",
-                         42: "eos_id", 45: "unk_piece", 46: "bos_piece", 47: "eos_piece"}
                 for field, item in _fields(value):
-                    name = names.get(field)
-                    if name is None:
-                        continue
-                    trainer[name] = (_text(item) if name.endswith("_piece") else
-                                     bool(item) if name == "byte_fallback" else _int32(item))
+                    name = _TRAINER_FIELDS.get(field)
+                    if name is not None:
+                        trainer[name] = (_text(item) if name.endswith("_piece") else
+                                         bool(item) if name == "byte_fallback" else _int32(item))
             elif number == 3:
                 charsmap = b"".join(v for f, v in _fields(value)
                                     if f == 2 and isinstance(v, bytes)) or charsmap
-    except (ValueError, IndexError, AssertionError, UnicodeDecodeError, struct.error) as exc:
-        raise ValueError(f"not a SentencePiece model: {exc}") from None
+    except (ModelFolderError, UnicodeDecodeError):
+        raise tiktoken_conversion(path) from None
     if not pieces:
-        raise ValueError("not a SentencePiece model: it holds no piece")
+        raise tiktoken_conversion(path)
     return SpmModel(pieces=tuple(pieces), precompiled_charsmap=charsmap, **trainer)
 
 
@@ -272,13 +284,7 @@ def _entries(spec: tuple[tuple[str, str | None, float], ...],
 def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) -> Vocabulary:
     """SentencePieceExtractor.extract and the converter's convert_from_spm, over the
     folder's model file (``init``: tokenizer_config.json's keywords)."""
-    try:
-        spm = read_spm_model(path)
-    except OSError as exc:
-        raise ModelFolderError(path.name, f"cannot be read: {exc}") from None
-    except ValueError:
-        # convert_to_native_format then reads it with TikTokenConverter.
-        raise tiktoken_conversion(path) from None
+    spm = read_spm_model(path)
     kind = conversion.model or ("Unigram" if spm.model_type == _UNIGRAM else "BPE")
     scores = [(piece, score) for piece, score, _ in spm.pieces]
     added = tuple((piece, kind_ == _CONTROL) for piece, _, kind_ in spm.pieces
