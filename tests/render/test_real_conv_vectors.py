@@ -104,6 +104,36 @@ def test_a_converted_bpe_model_merges_by_piece_id_not_by_score() -> None:
         assert (rendered == ids[f"conv_llama/completion-{key}"]) is same, key
 
 
+#: The texts whose pieces differ without tokenizer.json: they spell a special token the
+#: rule folder's tokenizer.json lists as an added token, a plain vocabulary entry here.
+_SPELLED_SPECIALS = {"conv_mpnet/completion-specials-bert-no-specials",
+                     "conv_markuplm/completion-specials-spm-no-specials"}
+
+
+def test_vocabulary_files_encode_as_their_tokenizer_json_does() -> None:
+    """A ``conv_X`` folder holds the vocabulary of the ``X_rule`` folder's tokenizer.json as
+    vocabulary files: vLLM's ids for the same text without special tokens are the same
+    (the post-processor, which the class keeps from tokenizer.json, and the file's added
+    tokens differ)."""
+    answers = {}
+    for corpus in ("real_wu_", "real_wu2_", "real_bpe_", "real_bpe_more_", "real_spm_",
+                   "real_layout_", "real_rebuild_"):
+        answers.update({c.id: (c.status, c.token_ids, c.body) for c in render_cases(corpus)})
+    compared = 0
+    for case in FILE_CASES:
+        ident = case.id.removeprefix("conv_")
+        rule = ident.replace("/", "_rule/", 1)
+        if not case.id.endswith("-no-specials") or rule not in answers:
+            continue
+        status, ids, body = answers[rule]
+        if {**body, "model": ""} != {**case.body, "model": ""}:
+            continue
+        compared += 1
+        same = (status, ids) == (case.status, case.token_ids)
+        assert same is (case.id not in _SPELLED_SPECIALS), case.id
+    assert compared >= 200  # every rule folder's corpus shares these bodies
+
+
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert case.real is not None
