@@ -13,13 +13,19 @@ written as those files. The bodies are tools/build_real_wu_bodies.py's.
 ``tools/harvest_render.py --bodies tests/render/real_conv_files_bodies.jsonl --out
 tests/render/real_conv_files_vectors.jsonl --port 19151`` records vLLM 0.31's answers.
 
+``--keep-release RELEASE DIR`` keeps, compactly, another release's answers harvested into
+``DIR/real_conv_files_vectors.jsonl`` (tests/render/releases/RELEASE/).
+
 Usage::
 
     python tools/build_real_conv_files_bodies.py [--out tests/render/real_conv_files_bodies.jsonl]
+    python tools/build_real_conv_files_bodies.py --keep-release 0.32.0 /tmp/r/032
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
@@ -47,8 +53,14 @@ def build() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return write_main(__doc__.splitlines()[0], RENDER_DIR / "real_conv_files_bodies.jsonl",
-                      build, argv)
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--keep-release"] and len(args) == 3:
+        from build_python_bodies import keep_release
+
+        keep_release(args[1], Path(args[2]), ("real_conv_files_",))
+        return 0
+    return write_main(__doc__.splitlines()[0], RENDER_DIR / "real_conv_files_bodies.jsonl", build,
+                      args)
 
 
 if __name__ == "__main__":

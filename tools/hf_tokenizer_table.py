@@ -109,10 +109,11 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   vocab.json and merges.txt / vocab.txt files as `tokenizers` reads them, handed to the
   class's own rebuild (the recipe named) or, for the generic backend, built into a
   tokenizer from the model file (`spm`); reproduced in `prefixkey/render/_hf_converted.py`
-  for {", ".join(sorted(CONVERSIONS))} and TokenizersBackend, verified against vLLM
-  {", ".join(sorted(CONVERTED_RELEASES))}'s answers on real SentencePiece models and vocabulary
-  files (`real_conv_` and `real_conv_files_` corpora) and refused at other releases;
-  refused for the other classes and for tiktoken files;
+  for {", ".join(sorted(CONVERSIONS))} and TokenizersBackend, verified against vLLM's
+  answers on real SentencePiece models (vLLM {", ".join(sorted(CONVERTED_RELEASES[
+      "sentencepiece"]))}: `real_conv_` corpus) and vocabulary files (vLLM
+  {", ".join(sorted(CONVERTED_RELEASES["files"]))}: `real_conv_files_` corpus), refused at
+  other releases; refused for the other classes and for tiktoken files;
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
   code points, or its characters or words looked up in a vocabulary file, or its pieces
   from the folder's SentencePiece model (the `sentencepiece` extra,

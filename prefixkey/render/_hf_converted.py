@@ -225,9 +225,20 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
                      "MPNetTokenizer", "SplinterTokenizer"), _WORDPIECE),
 })
 GENERIC: Final = Conversion("tokenizer.model", None)
-#: The releases whose render servers' answers for converted folders were replayed
-#: (tests/render/real_conv_vectors.jsonl and releases/); the others are refused.
-CONVERTED_RELEASES: Final = frozenset({"0.31.0"})
+#: The releases whose render servers' answers for converted folders were replayed, per
+#: source (tests/render/real_conv_vectors.jsonl, real_conv_files_vectors.jsonl and their
+#: releases/ copies); the others are refused. transformers 5.24 (vLLM 0.29.0, 0.30.0)
+#: builds the generic backend's tokenizer otherwise (merges from the scores, renamed
+#: pieces kept apart, user-defined pieces not special).
+CONVERTED_RELEASES: Final = MappingProxyType({
+    "sentencepiece": frozenset({"0.31.0", "0.32.0"}), "files": frozenset({"0.31.0"})})
+
+
+def conversion_releases(tokenizer_class: str) -> frozenset[str]:
+    """The releases a class's conversion was replayed against."""
+    conversion = CONVERSIONS.get(tokenizer_class, GENERIC)
+    return CONVERTED_RELEASES[
+        "sentencepiece" if conversion.vocab_file.endswith(".model") else "files"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,7 +38,7 @@ from typing import Any, Final, Literal
 from . import _hf_facts, _hf_startup_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
-from ._hf_converted import CONVERSIONS, CONVERTED_RELEASES, GENERIC, files_read
+from ._hf_converted import CONVERSIONS, GENERIC, conversion_releases, files_read
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
@@ -363,16 +363,18 @@ def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
 
 
 def check_release_conversion(vllm_version: str, decision: TokenizerPath) -> None:
-    """Refuse a converted folder under a release whose answers for conversions were not
-    harvested (render/_hf_converted.py ``CONVERTED_RELEASES``)."""
-    if decision.path != "converted":
+    """Refuse a converted folder under a release whose answers for its conversion were
+    not harvested (render/_hf_converted.py ``CONVERTED_RELEASES``)."""
+    if decision.path != "converted" or decision.tokenizer_class is None:
         return
     release = render_release(vllm_version)
-    if release.release not in CONVERTED_RELEASES:
+    releases = conversion_releases(decision.tokenizer_class)
+    if release.release not in releases:
         raise RenderUnsupportedError("tokenizer.json", (
-            f"converted: the conversion of a folder without tokenizer.json was checked "
-            f"against vLLM {', '.join(sorted(CONVERTED_RELEASES))}'s answers only, not "
-            f"vLLM {vllm_version}'s (transformers {release.transformers}); not verified"))
+            f"converted: {decision.tokenizer_class}'s conversion of a folder without "
+            f"tokenizer.json was checked against vLLM {', '.join(sorted(releases))}'s "
+            f"answers only, not vLLM {vllm_version}'s (transformers "
+            f"{release.transformers}); not verified"))
 
 
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:

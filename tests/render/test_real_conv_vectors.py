@@ -18,6 +18,7 @@ into a cache (tests/real_models.py): without it these tests skip, under CI they 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import pytest
 from render_cases import (
@@ -25,6 +26,7 @@ from render_cases import (
     assert_covers_both_answers,
     assert_replays,
     each_case,
+    kept_case,
     real_renderer,
     render_cases,
 )
@@ -140,8 +142,25 @@ def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert_replays(renderer(case.real), case)
 
 
-def test_another_release_is_refused() -> None:
-    """Converted folders were replayed against vLLM 0.31.0 only."""
-    folder = next(c for c in SPM_CASES if c.real == "conv_t5").folder()
-    with pytest.raises(RenderUnsupportedError, match=r"0\.31\.0's answers only"):
-        Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
+@each_case(SPM_CASES)
+def test_vllm_0_32_rendering_of_the_sentencepiece_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.32.0 (transformers 5.19, whose conversion code is 5.17's) answered the
+    SentencePiece corpus (releases/0.32.0/real_conv_vectors.jsonl)."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", "real_conv_"))
+
+
+@lru_cache(maxsize=2)
+def _release_renderer(release: str, real: str) -> Renderer:
+    folder = next(c for c in CASES if c.real == real).folder()
+    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
+                                  max_model_len=512, vllm_version=release))
+
+
+@pytest.mark.parametrize(("release", "real"), [("0.30.0", "conv_t5"), ("0.29.0", "conv_generic"),
+                                               ("0.32.0", "conv_qwen3")])
+def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
+    """transformers 5.24 (vLLM 0.29.0, 0.30.0) converts otherwise; vLLM 0.32.0's answers
+    were harvested for the SentencePiece corpus only."""
+    with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
+        _release_renderer(release, real)
