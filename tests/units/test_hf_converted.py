@@ -61,7 +61,7 @@ def test_a_file_transformers_reads_as_tiktoken_is_refused_naming_it(tmp_path: Pa
     TikTokenConverter (the tiktoken conversion hook)."""
     folder = copied(tmp_path, "conv_llama_nobos", drop=("tokenizer.model",))
     (folder / "tokenizer.model").write_text("SGVsbG8= 0\nd29ybGQ= 1\n", "utf-8")
-    with pytest.raises(RenderUnsupportedError, match="tiktoken conversion"):
+    with pytest.raises(RenderUnsupportedError, match="TikTokenConverter"):
         Renderer(ServerOptions(model=str(folder)))
 
 
