@@ -231,7 +231,7 @@ GENERIC: Final = Conversion("tokenizer.model", None)
 #: builds the generic backend's tokenizer otherwise (merges from the scores, renamed
 #: pieces kept apart, user-defined pieces not special).
 CONVERTED_RELEASES: Final = MappingProxyType({
-    "sentencepiece": frozenset({"0.31.0", "0.32.0"}), "files": frozenset({"0.31.0"})})
+    "sentencepiece": frozenset({"0.31.0", "0.32.0"}), "files": frozenset({"0.31.0", "0.32.0"})})
 
 
 def conversion_releases(tokenizer_class: str) -> frozenset[str]:

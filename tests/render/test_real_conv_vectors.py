@@ -142,12 +142,16 @@ def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert_replays(renderer(case.real), case)
 
 
-@each_case(SPM_CASES)
-def test_vllm_0_32_rendering_of_the_sentencepiece_folders_replays(case: RenderCase) -> None:
-    """vLLM 0.32.0 (transformers 5.19, whose conversion code is 5.17's) answered the
-    SentencePiece corpus (releases/0.32.0/real_conv_vectors.jsonl)."""
+@pytest.mark.parametrize(("corpus", "case"), [
+    pytest.param(corpus, c, id=c.id) for corpus, cases in (("real_conv_", SPM_CASES),
+                                                           ("real_conv_files_", FILE_CASES))
+    for c in cases])
+def test_vllm_0_32_rendering_of_the_folders_replays(corpus: str, case: RenderCase) -> None:
+    """vLLM 0.32.0 (transformers 5.19, whose conversion code is 5.17's) answered both
+    corpora as 0.31.0 did (releases/0.32.0/real_conv_vectors.jsonl,
+    real_conv_files_vectors.jsonl)."""
     assert case.real is not None
-    assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", "real_conv_"))
+    assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", corpus))
 
 
 @lru_cache(maxsize=2)
@@ -158,9 +162,9 @@ def _release_renderer(release: str, real: str) -> Renderer:
 
 
 @pytest.mark.parametrize(("release", "real"), [("0.30.0", "conv_t5"), ("0.29.0", "conv_generic"),
-                                               ("0.32.0", "conv_qwen3")])
+                                               ("0.33.0", "conv_qwen3")])
 def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
-    """transformers 5.24 (vLLM 0.29.0, 0.30.0) converts otherwise; vLLM 0.32.0's answers
-    were harvested for the SentencePiece corpus only."""
+    """transformers 5.24 (vLLM 0.29.0, 0.30.0) converts otherwise; vLLM 0.33.0's answers
+    were not harvested for these corpora."""
     with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
         _release_renderer(release, real)
