@@ -228,15 +228,21 @@ GENERIC: Final = Conversion("tokenizer.model", None)
 #: The releases whose render servers' answers for converted folders were replayed, per
 #: source (tests/render/real_conv_vectors.jsonl, real_conv_files_vectors.jsonl and their
 #: releases/ copies); the others are refused. transformers 5.24 (vLLM 0.29.0, 0.30.0)
-#: builds the generic backend's tokenizer otherwise (merges from the scores, renamed
-#: pieces kept apart, user-defined pieces not special).
+#: builds the generic backend's tokenizer from a SentencePiece model otherwise (merges
+#: from the scores, renamed pieces kept apart, user-defined pieces not special): vLLM
+#: 0.30.0 answered every text of the generic folders otherwise, the rebuilding classes'
+#: as 0.31.0 did.
 CONVERTED_RELEASES: Final = MappingProxyType({
-    "sentencepiece": frozenset({"0.31.0", "0.32.0"}), "files": frozenset({"0.31.0", "0.32.0"})})
+    "sentencepiece": frozenset({"0.30.0", "0.31.0", "0.32.0"}),
+    "generic": frozenset({"0.31.0", "0.32.0"}),
+    "files": frozenset({"0.31.0", "0.32.0"})})
 
 
 def conversion_releases(tokenizer_class: str) -> frozenset[str]:
     """The releases a class's conversion was replayed against."""
-    conversion = CONVERSIONS.get(tokenizer_class, GENERIC)
+    conversion = CONVERSIONS.get(tokenizer_class)
+    if conversion is None:
+        return CONVERTED_RELEASES["generic"]
     return CONVERTED_RELEASES[
         "sentencepiece" if conversion.vocab_file.endswith(".model") else "files"]
 

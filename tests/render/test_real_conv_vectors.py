@@ -154,6 +154,31 @@ def test_vllm_0_32_rendering_of_the_folders_replays(corpus: str, case: RenderCas
     assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", corpus))
 
 
+#: The generic backend's folders, which transformers 5.24 (vLLM 0.29, 0.30) converts
+#: otherwise.
+GENERIC = frozenset({"conv_generic", "conv_generic_bpe"})
+
+
+@each_case([c for c in SPM_CASES if c.real not in GENERIC])
+def test_vllm_0_30_rendering_of_the_class_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.30.0 (transformers 5.24) answered the rebuilding classes' SentencePiece
+    folders as 0.31.0 did (releases/0.30.0/real_conv_vectors.jsonl)."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.30.0", case.real),
+                   kept_case(case, "0.30.0", "real_conv_"))
+
+
+def test_vllm_0_30_converts_the_generic_folders_otherwise() -> None:
+    """Its transformers builds the generic backend's tokenizer otherwise: every text of
+    those folders got other ids than 0.31.0's, so prefixkey refuses them there."""
+    cases = [c for c in SPM_CASES if c.real in GENERIC and c.status == 200
+             and c.endpoint == "/v1/completions" and isinstance(c.body.get("prompt"), str)
+             and c.body["prompt"].strip()]
+    kept = [kept_case(c, "0.30.0", "real_conv_") for c in cases]
+    assert len(cases) > 60
+    assert sum(k.token_ids != c.token_ids for c, k in zip(cases, kept, strict=True)) >= 60
+
+
 @lru_cache(maxsize=2)
 def _release_renderer(release: str, real: str) -> Renderer:
     folder = next(c for c in CASES if c.real == real).folder()
@@ -161,10 +186,11 @@ def _release_renderer(release: str, real: str) -> Renderer:
                                   max_model_len=512, vllm_version=release))
 
 
-@pytest.mark.parametrize(("release", "real"), [("0.30.0", "conv_t5"), ("0.29.0", "conv_generic"),
-                                               ("0.33.0", "conv_qwen3")])
+@pytest.mark.parametrize(("release", "real"), [
+    ("0.30.0", "conv_generic"), ("0.30.0", "conv_generic_bpe"), ("0.29.0", "conv_t5"),
+    ("0.30.0", "conv_qwen3"), ("0.33.0", "conv_qwen3")])
 def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
-    """transformers 5.24 (vLLM 0.29.0, 0.30.0) converts otherwise; vLLM 0.33.0's answers
-    were not harvested for these corpora."""
+    """transformers 5.24 (vLLM 0.29.0, 0.30.0) converts the generic folders otherwise;
+    the other answers were not harvested from those releases."""
     with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
         _release_renderer(release, real)
