@@ -7,17 +7,19 @@ Run from the repository root (a short run: 64 replicas, 1k and 8k tokens)::
     python benchmarks/bench_rank_top1.py main --fleet routing --replicas 1024 --tokens 8192
 
 ``--fleet gateway`` (the default) is bench_gateways.py's fleet: each replica
-holding a random-length prefix of the request's keys plus 2,000 random
-blocks, in a ``PrefixIndex``. ``--fleet routing`` is bench_routing.py's two
-layouts over ``--blocks`` indexed entries: ``mixed`` (a random-length prefix
-each) and ``worst`` (every replica holds the whole prompt). Two loads:
+holding a random-length prefix of the request's keys (only the first
+``--holders`` replicas, when given) plus 2,000 random blocks, in a
+``PrefixIndex``. ``--fleet routing`` is bench_routing.py's two layouts over
+``--blocks`` indexed entries: ``mixed`` (a random-length prefix each) and
+``worst`` (every replica holds the whole prompt). Two loads:
 ``pushed`` (a queued load for every replica, ``set_load``, 0-4x the prompt's
 tokens, as bench_routing.py gives) and ``own`` (none: the Router's own queue
 estimate, which each decision moves; the LiteLLM plugin's case, candidates
 named). ``before`` is ``REV``'s ``fleet/routing/_router.py`` (with the modules it
-was split into, ``_decision.py`` and ``_cost_order.py``, where ``REV`` has them; and
-the walk's ``walk`` and ``SlotMembers._list``) loaded beside this tree's, over the same
-index; per round, hashing (``Router.prepare``) then each side's top-1
+was split into, ``_decision.py``, ``_cost_order.py`` and ``_top1.py``, where ``REV`` has
+them; the walk's ``walk``, ``members_of`` and ``SlotMembers._list``; and the in-memory
+index's methods a ranking's walk runs, :data:`WALK_METHODS`) loaded beside this tree's,
+over the same index; per round, hashing (``Router.prepare``) then each side's top-1
 (``rank(prepared, names, limit=1)[0]``) and full ranking read to its head
 (``rank(prepared, names)[0]``), each right after a hashing (the walk's index
 reads cache-cold, as a gateway's first ranking of a request is), the sides'
@@ -69,7 +71,7 @@ def load_at(rev: str, path: str, name: str, folder: Path) -> ModuleType:
 
 #: The modules ``_router.py`` was split into, in import order: where ``REV`` has them,
 #: its ``_router.py`` imports ``REV``'s copies (older revisions kept all in ``_router.py``).
-ROUTER_PARTS = ("_decision", "_cost_order")
+ROUTER_PARTS = ("_decision", "_cost_order", "_top1")
 
 
 def load_router_at(rev: str, folder: Path) -> ModuleType:
@@ -93,14 +95,15 @@ def load_router_at(rev: str, folder: Path) -> ModuleType:
             sys.modules[f"{package}.{part}"] = module
 
 
-def fleet(replicas: int, tokens: int, filler: int = 2000
+def fleet(replicas: int, tokens: int, filler: int = 2000, holders: int | None = None
           ) -> tuple[PrefixIndex, Request, list[str], random.Random]:
-    """bench_gateways.py's index: a random prefix of the request's keys, and filler."""
+    """bench_gateways.py's index: a random prefix of the request's keys (on the first
+    ``holders`` replicas only, when given), and filler."""
     rng = random.Random(tokens * 7919 + replicas)
     request = Request([rng.randrange(128_000) for _ in range(tokens)])
     keys = [SCHEME.publish(k) for k in HASHER.block_hashes(request)]
     index = PrefixIndex()
-    names = fill(index, SCHEME, BLOCK, replicas, keys, filler, rng)
+    names = fill(index, SCHEME, BLOCK, replicas, keys, filler, rng, holders)
     return index, request, names, rng
 
 
@@ -130,13 +133,26 @@ def main() -> None:
     parser.add_argument("--loads", type=lambda v: v.split(","), default=["pushed", "own"])
     parser.add_argument("--blocks", type=int, default=1_000_000,
                         help="indexed entries of a --fleet routing index")
+    parser.add_argument("--holders", type=int, default=None,
+                        help="--fleet gateway: only this many replicas hold a prefix of the "
+                             "request (default: every replica)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         old = load_router_at(args.rev, Path(folder))
         old_walk = load_at(args.rev, "prefixkey/fleet/index/_walk.py",
                            "prefixkey.fleet.index._walk_before", Path(folder))
-    sides: dict[str, Side] = {"before": (old_walk.walk, old_walk.SlotMembers._list),
-                              "after": (_walk.walk, _walk.SlotMembers._list)}
+        old_memory = load_at(args.rev, "prefixkey/fleet/index/_memory.py",
+                             "prefixkey.fleet.index._memory_before", Path(folder))
+    old_memory.walk = old_walk.walk  # type: ignore[attr-defined]
+    for part in ROUTER_PARTS:  # REV's parts list a walk's members as REV's walk does
+        module = sys.modules.get(f"prefixkey.fleet.routing.{part}_before")
+        if module is not None and hasattr(module, "members_of"):
+            module.members_of = old_walk.members_of  # type: ignore[attr-defined]
+    sides: dict[str, Side] = {
+        "before": (old_walk.walk, old_walk.SlotMembers._list,
+                   {m: getattr(old_memory.PrefixIndex, m) for m in WALK_METHODS}),
+        "after": (_walk.walk, _walk.SlotMembers._list,
+                  {m: getattr(PrefixIndex, m) for m in WALK_METHODS})}
     print("| load | replicas | tokens | layout | Router.prepare µs | top-1 before µs "
           "| top-1 after µs | top-1 after / before | full before µs | full after µs "
           "| full after / before | top-1 ratio before / after | full ratio before / after |")
@@ -145,7 +161,7 @@ def main() -> None:
     for tokens in args.tokens:
         for layout in layouts:
             if layout == "gateway":
-                made = fleet(args.replicas, tokens)
+                made = fleet(args.replicas, tokens, holders=args.holders)
             else:
                 made = routing_fleet(args.replicas, tokens, layout, args.blocks)
             for mode in args.loads:
@@ -162,13 +178,19 @@ def main() -> None:
             gc.collect()
 
 
-Side = tuple[Callable[..., object], Callable[[_walk.SlotMembers], list[ReplicaId]]]
+#: The in-memory index's methods a ranking's walk runs (``REV``'s beside this tree's).
+WALK_METHODS = ("leading_runs", "_prefix_walk", "_alive", "_maps")
+
+Side = tuple[Callable[..., object], Callable[[_walk.SlotMembers], list[ReplicaId]],
+             dict[str, Callable[..., object]]]
 
 
 def use(side: Side) -> None:
     """Make the index walk and list members as ``side``'s revision does."""
     _memory.walk = side[0]  # type: ignore[attr-defined,assignment]
     _walk.SlotMembers._list = side[1]  # type: ignore[method-assign,assignment]
+    for name, method in side[2].items():
+        setattr(PrefixIndex, name, method)
 
 
 def row(before: type[Router], mode: str,

@@ -9,7 +9,8 @@ own (``PYTHONPATH``; never installed into that venv)::
         benchmarks/bench_render_real.py --out benchmarks/RENDER_REAL.md
 
 The folders are the real ones of tests/render/real/ (``python tests/real_models.py
-fetch``). Rows, each timed in one process, interleaved, best time kept:
+fetch``; ``--folders`` for some of them). Rows, each timed in one process,
+interleaved, best time kept:
 
 - **build**: ``Renderer(ServerOptions(model=folder))`` (folder, tokenizer, templates)
   against ``AutoTokenizer.from_pretrained(folder)`` (the tokenizer alone). Aim: at most 1x.
@@ -39,7 +40,8 @@ for extra in (REPO, REPO / "tests"):
 
 from bench_render import best_times  # noqa: E402 (after the path setup)
 
-FOLDERS = ("qwen3", "deepseek_v3", "gemma3", "llama3")
+#: llama3_tiktoken: Llama 3's tiktoken tokenizer.model without tokenizer.json, converted.
+FOLDERS = ("qwen3", "deepseek_v3", "gemma3", "llama3", "llama3_tiktoken")
 LENGTHS = (1024, 8000)  # 8k within Llama 3's 8192-token context
 WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "router", "replica",
          "prefix", "cache", "block", "key", "request", "token", "weather", "Paris", "London",

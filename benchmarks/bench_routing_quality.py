@@ -73,10 +73,11 @@ def render(args: argparse.Namespace) -> None:
              "`benchmarks/mooncake_traces.py`). Time model: prefill 10,000 tokens/s per "
              "replica, 64 concurrent requests, 0.02 s per output token, 50 ms event lag, "
              "lookup at admission; block size 16, vLLM 0.31.0 sha256 keys and KV events. "
-             "`ours` is `Router(index, load=…, replicas=…)` at its defaults fed the "
-             "gateway's queued prefill tokens and told each send (`Router.sent`, "
+             "`ours` is `Router(index, load=…, replicas=…, cache_tokens=…)` at its "
+             "defaults fed the gateway's queued prefill tokens and each replica's KV-cache "
+             "capacity in tokens (blocks x 16), and told each send (`Router.sent`, "
              "docs/routing.md); `ours-noload` is "
-             "`Router(index, replicas=…)` with no load at all.", ""]
+             "`Router(index, replicas=…, cache_tokens=…)` with no load at all.", ""]
     verdicts = ["## Done when, per scenario", "",
                 "| scenario | hit rate ours / pooled (≥ 0.95) | TTFT mean ours / LOR (≤ 1) "
                 "| TTFT p99 ours / LOR (≤ 1.05) | no load: max / mean requests (≤ 2) |",

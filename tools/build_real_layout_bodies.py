@@ -16,9 +16,9 @@ and LayoutXLMTokenizer (whose model types vLLM does not start for) as the hub cl
 GPT-2 folder it starts for: their call refuses a text, as Udop's.
 ``tools/harvest_render.py --bodies tests/render/real_layout_bodies.jsonl --out
 tests/render/real_layout_vectors.jsonl --port 18540`` records vLLM 0.31's answers; the
-``real_layout_030_`` and ``real_layout_032_`` copies (``--out
+``real_layout_030_``, ``real_layout_032_`` and ``real_layout_033_`` copies (``--out
 tests/render/real_layout_0XY_bodies.jsonl``) are harvested with ``--vllm-python
-/work/venvs/vllm0XY/bin/python``.
+/work/venvs/vllm0XY/bin/python`` (0.33: the overlay, docs/render-releases.md).
 
 Usage::
 

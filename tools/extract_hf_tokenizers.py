@@ -10,7 +10,8 @@ that loads a folder's tokenizer:
   that list, ``MODEL_IDS_TO_TOKENIZERS_BACKEND`` and the model types with a config class;
 - vLLM's ``_MODEL_TYPES_WITH_INCORRECT_TOKENIZER_CLASS``;
 - the model types whose config class is an encoder-decoder's by default
-  (``is_encoder_decoder``, which vLLM's render server answers with no token ids);
+  (``is_encoder_decoder``, which vLLM's render server answers with no token ids) and
+  with a decoder start token id (``DECODER_START_TYPES``);
 - for every class name a config may give (each registered class, every ``*Tokenizer`` /
   ``*TokenizerFast`` / ``*Backend`` name of the ``transformers`` namespace), what
   ``tokenizer_class_from_name`` resolves it to and how that class reads ``tokenizer.json``:
@@ -113,8 +114,10 @@ def collect() -> dict[str, Any]:
     byte_level = sorted(set(re.findall(
         r'_hub_declared_class\.removesuffix\("Fast"\) == "(\w+)"', source))
         if "_tokenizer_json_has_byte_level" in source else set())
+    encoder_decoder, decoder_start = _config_defaults(ca)
     return {
-        "encoder_decoder": _encoder_decoder_types(ca),
+        "encoder_decoder": encoder_decoder,
+        "decoder_start": decoder_start,
         "byte_level": byte_level,
         "transformers": transformers.__version__,
         "vllm": vllm.__version__,
@@ -127,27 +130,33 @@ def collect() -> dict[str, Any]:
     }
 
 
-def _encoder_decoder_types(ca: Any) -> list[str]:
-    """The model types whose config, as transformers builds it when config.json does not
-    say, is an encoder-decoder's (vLLM's ``is_encoder_decoder``: the config's or its text
-    config's flag); the composite types (``encoder-decoder``, …) set it as a class default
-    and cannot be built without their parts."""
-    found = []
+def _config_defaults(ca: Any) -> tuple[list[str], list[str]]:
+    """What a model type's config, as transformers builds it when config.json does not
+    say, has by default: the types that are an encoder-decoder's (vLLM's
+    ``is_encoder_decoder``: the config's or its text config's flag), and those with a
+    ``decoder_start_token_id`` (vLLM's ``get_dec_start_token_id`` reads the config's
+    before the tokenizer's bos). The composite types (``encoder-decoder``, …) set theirs
+    as class defaults and cannot be built without their parts."""
+    encoder_decoder, decoder_start = [], []
     for model_type in sorted(ca.CONFIG_MAPPING_NAMES):
         try:
             cls = ca.CONFIG_MAPPING[model_type]
         except Exception:  # a module that fails to import: no config
             continue
         flag = getattr(cls, "is_encoder_decoder", False) is True
+        start = getattr(cls, "decoder_start_token_id", None)
         try:
             config = cls()
             flag = flag or bool(getattr(config, "is_encoder_decoder", False)) or bool(
                 getattr(config.get_text_config(), "is_encoder_decoder", False))
+            start = getattr(config, "decoder_start_token_id", None)
         except Exception:  # a config that needs its parts or an optional dependency
             pass
         if flag:
-            found.append(model_type)
-    return found
+            encoder_decoder.append(model_type)
+        if start is not None:
+            decoder_start.append(model_type)
+    return encoder_decoder, decoder_start
 
 
 def module_head(doc: list[str], constants: dict[str, str]) -> list[str]:
@@ -199,6 +208,11 @@ def render(facts: dict[str, Any]) -> str:
               "ENCODER_DECODER_TYPES: Final[frozenset[str]] = frozenset({"]
     lines += [f"    {t!r}," for t in facts["encoder_decoder"]]
     lines += ["})", "",
+              "#: The model types whose config class has a decoder_start_token_id by default",
+              "#: (vLLM's decoder start token: the config's, else the tokenizer's bos).",
+              "DECODER_START_TYPES: Final[frozenset[str]] = frozenset({"]
+    lines += [f"    {t!r}," for t in facts["decoder_start"]]
+    lines += ["})", "",
               "#: tokenizer_class_from_name(name) -> (the class's name, how it reads tokenizer.json):",
               "#: backend | as_is | rebuilt | python | mistral_common | unavailable.",
               "CLASSES: Final[dict[str, tuple[str, str]]] = {"]
@@ -215,6 +229,7 @@ def render_delta(facts: dict[str, Any], base: ModuleType) -> str:
               "VLLM_INCORRECT_HUB_CLASS": facts["vllm_incorrect"],
               "BYTE_LEVEL_BACKEND_HUB": facts["byte_level"],
               "ENCODER_DECODER_TYPES": facts["encoder_decoder"],
+              "DECODER_START_TYPES": facts["decoder_start"],
               "CLASSES": {k: tuple(v) for k, v in facts["classes"].items()}}
     assert set(tables) == set(delta_module.TABLES)
     changes = delta_module.delta_of(delta_module.facts_of(base), tables)

@@ -60,6 +60,10 @@ def _corpus_releases(corpus: str) -> str:
     return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
 
 
+#: The releases the real_py_named_ corpus's classes were replayed against.
+_NAMED_RELEASES: frozenset[str] = PYTHON_CODECS["SpeechT5Tokenizer"].releases or frozenset()
+
+
 def _byte_level_text() -> str:
     """The releases whose transformers loads some hub classes as is over ByteLevel files."""
     groups: dict[tuple[str, ...], list[str]] = {}
@@ -105,25 +109,37 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 {_verified_text()}
 - **converted** (the last column, a folder without `tokenizer.json`): transformers
   converts the folder's other files (`TokenizersBackend.convert_to_native_format`): a
-  SentencePiece model's pieces and scores (read from the file, no protobuf needed), or the
-  vocab.json and merges.txt / vocab.txt files as `tokenizers` reads them, handed to the
-  class's own rebuild (the recipe named) or, for the generic backend, built into a
-  tokenizer from the model file (`spm`); reproduced in `prefixkey/render/_hf_converted.py`
-  for {", ".join(sorted(CONVERSIONS))} and TokenizersBackend, verified against vLLM's
-  answers on real SentencePiece models (vLLM {", ".join(sorted(CONVERTED_RELEASES[
-      "sentencepiece"]))}, for the generic backend {", ".join(sorted(CONVERTED_RELEASES[
-      "generic"]))}: `real_conv_` corpus) and vocabulary files (vLLM
-  {", ".join(sorted(CONVERTED_RELEASES["files"]))}: `real_conv_files_` corpus), refused at
-  other releases; refused for the other classes and for tiktoken files;
+  tiktoken file (Meta's Llama 3 `tokenizer.model`) or a `tekken.json` in
+  `--tokenizer-mode hf`, for TokenizersBackend, into a whole tokenizer
+  (`prefixkey/render/_hf_tiktoken.py`, verified against vLLM 0.29.0 to 0.33.0's render
+  servers, but for a Mistral model type's `tekken.json` at 0.29.0, whose hf mode loads
+  MistralCommonBackend: refused there); a SentencePiece model's pieces and scores (read
+  from the file, no protobuf needed), or the vocab.json and merges.txt / vocab.txt files
+  as `tokenizers` reads them, handed to the class's own rebuild (the recipe named) or, for
+  the generic backend, built into a tokenizer from the model file (`spm`):
+  `prefixkey/render/_hf_converted.py`, for {", ".join(sorted(CONVERSIONS))} and
+  TokenizersBackend, verified against vLLM's answers on real SentencePiece models (vLLM
+  {", ".join(sorted(CONVERTED_RELEASES["sentencepiece"]))}, for the generic backend
+  {", ".join(sorted(CONVERTED_RELEASES["generic"]))}: `real_conv_` corpus) and
+  vocabulary files (vLLM {", ".join(sorted(CONVERTED_RELEASES["files"]))}:
+  `real_conv_files_` corpus), refused at other releases; refused for the other classes;
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
   code points, or its characters or words looked up in a vocabulary file, or its pieces
   from the folder's SentencePiece model (the `sentencepiece` extra,
   `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.29.0 to
   0.32.0), or the pieces of fastBPE-style vocabulary and merges files, or BERT's Python
-  WordPiece over a vocab.txt, reproduced as
+  WordPiece over a vocab.txt, or VitsTokenizer's characters (its phonemize off), or
+  GPTNeoXJapaneseTokenizer's spellings of its vocab.txt and emoji.json, or
+  ClvpTokenizer's normalized words as byte-level BPE pieces (MyT5Tokenizer's bytes are
+  rewritten by its byte_maps.json), reproduced as
   `prefixkey/render/_hf_python.py` records each class, for
   {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused, each with
-  its reason. Verified against vLLM's render servers on another model's real vocabulary
+  its reason. The classes a folder of an architecture vLLM starts for names by
+  `tokenizer_class` while their own model types start none (BartphoTokenizer,
+  ClvpTokenizer, GPTNeoXJapaneseTokenizer, MyT5Tokenizer, ProphetNetTokenizer, SpeechT5Tokenizer,
+  VitsTokenizer: `real_py_named_` corpus) are
+  verified against vLLM {", ".join(sorted(_NAMED_RELEASES))} and refused at other
+  releases. Verified against vLLM's render servers on another model's real vocabulary
   under the class's format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
                                        sorted(PYTHON_CODECS.items()) if c.borrowed)}. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s

@@ -178,7 +178,7 @@ class _Fleet:
                                                 / self.replicas[i].pool.capacity))
         self.policy: Policy | None = None if pooled else make_policy(name, PolicyContext(
             self.index, [r.name for r in self.replicas], self.gateway, config.block_size,
-            config.seed))
+            config.seed, config.blocks_per_replica))
         self.heap: list[tuple[float, int, int, Any]] = []
         self.seq = 0
         self.now = 0.0

@@ -9,9 +9,11 @@ scrape). Each returns the replica index chosen and the prefill it expects
 there (what the gateway counts as queued until the first token).
 
 * ``ours``: :class:`~prefixkey.fleet.Router` at its defaults, fed the
-  gateway's queued prefill tokens per replica and told where each request
-  went (``Router.sent``), as docs/routing.md says to.
-* ``ours-noload``: the Router with no load at all (its own count of sends).
+  gateway's queued prefill tokens per replica and each replica's KV-cache
+  capacity in tokens (``cache_tokens``: blocks per replica x block size), and
+  told where each request went (``Router.sent``), as docs/routing.md says to.
+* ``ours-noload``: the Router with no load at all (its own count of sends), given
+  the capacities too (a static fact of the fleet, not a load).
 * ``round-robin``; ``least-outstanding`` (fewest requests sent and not
   finished; ties in rotation); ``rendezvous`` (highest-random-weight hashing
   on the first block key, load ignored).
@@ -82,6 +84,7 @@ class PolicyContext:
     gateway: Gateway
     block_size: int
     seed: int
+    blocks: int  # KV-cache blocks per replica
 
 
 #: A decision: (replica number, expected prefill tokens there).
@@ -92,7 +95,8 @@ def _ours(ctx: PolicyContext, with_load: bool) -> Policy:
     number = {rid: i for i, rid in enumerate(ctx.replicas)}
     prefill = ctx.gateway.prefill
     router = Router(ctx.index, replicas=ctx.replicas,
-                    load=(lambda rid: prefill[number[rid]]) if with_load else None)
+                    load=(lambda rid: prefill[number[rid]]) if with_load else None,
+                    cache_tokens=dict.fromkeys(ctx.replicas, ctx.blocks * ctx.block_size))
 
     def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:
         top = router.rank(prepared, limit=1)[0]

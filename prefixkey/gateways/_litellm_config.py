@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..core import DEFAULT_VLLM_VERSION, Hasher
-from ..core._checks import int_refusal
+from ..core._checks import int_refusal, number_refusal
 from ..errors import InvalidRequestError
 from ..fleet import ReplicaEndpoint, ReplicaScheme
 
@@ -35,6 +35,8 @@ _KEYS: Final[Mapping[str, str]] = {
     "python_hash_seed": "its PYTHONHASHSEED (a string; null when unset)",
     "model_dir": "the folder holding the model's tokenizer and chat template",
     "server_options": "other `vllm serve` flags that change rendering (ServerOptions fields)",
+    "kv_cache_size_tokens": "its KV-cache capacity in tokens (vLLM's kv_cache_size_tokens: "
+                            "the cost model's cache pressure)",
 }
 
 
@@ -53,6 +55,8 @@ class ReplicaConfig:
     endpoint: ReplicaEndpoint | None
     model_dir: str | None
     server_options: Mapping[str, Any] = field(default_factory=dict)
+    #: The replica's KV-cache capacity in tokens (``Router(cache_tokens=…)``), when given.
+    kv_cache_size_tokens: float | None = None
 
     @property
     def render_key(self) -> tuple[object, ...]:
@@ -129,9 +133,16 @@ def replica_config(deployment: Mapping[str, Any]) -> ReplicaConfig | None:
     if not isinstance(options, Mapping):
         raise InvalidRequestError("model_info.prefixkey.server_options",
                                   f"deployment {name}: must be a mapping, got {options!r}")
+    capacity = config.get("kv_cache_size_tokens")
+    if capacity is not None:
+        refusal = number_refusal(capacity, strict=True)
+        if refusal is not None:
+            raise InvalidRequestError("model_info.prefixkey.kv_cache_size_tokens",
+                                      f"deployment {name}: {refusal}")
     group = deployment.get("model_name")
     return ReplicaConfig(
         name=name, group=group if isinstance(group, str) else "",
         served_model=model[len(PROVIDER_PREFIX):], vllm_version=version, endpoint=endpoint,
         model_dir=None if model_dir is None else _text(name, "model_dir", model_dir),
-        server_options=dict(options))
+        server_options=dict(options),
+        kv_cache_size_tokens=None if capacity is None else float(capacity))

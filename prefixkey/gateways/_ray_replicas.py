@@ -8,6 +8,11 @@ its engine's KV-event publisher there under ``"kv_event_metadata"``
 deployment uses Ray's ``KVAwareRouter``; this router reads the same record, so
 a replica that advertises for one advertises for both.
 
+A replica may advertise its KV-cache capacity there too, under
+``"kv_cache_size_tokens"`` (vLLM's name: its ``cache_config.kv_cache_size_tokens``
+once the engine has started, the label of its ``vllm:cache_config_info``
+metric): the router passes it to the cost model (``Router.set_cache_tokens``).
+
 Replicas of one deployment share their engine arguments, so replicas on one
 node would bind the same port: :func:`replica_kv_events` gives each its own
 ports by its node-local rank, with the convention Ray uses for KV-aware
@@ -20,15 +25,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..core._checks import check_int
+from ..core._checks import check_int, check_number
 from ..errors import InvalidRequestError
 from ..fleet import ReplicaEndpoint, ReplicaScheme
 
-__all__ = ["KV_EVENT_METADATA", "REPLAY_PORT_OFFSET", "ReplicaKVEvents", "endpoint_of",
-           "replica_kv_events"]
+__all__ = ["KV_CACHE_SIZE_TOKENS", "KV_EVENT_METADATA", "REPLAY_PORT_OFFSET", "ReplicaKVEvents",
+           "cache_tokens_of", "endpoint_of", "replica_kv_events"]
 
 #: The ``routing_stats`` key under which a replica advertises its KV-event publisher.
 KV_EVENT_METADATA: Final = "kv_event_metadata"
+#: The ``routing_stats`` key under which a replica advertises its KV-cache capacity (tokens).
+KV_CACHE_SIZE_TOKENS: Final = "kv_cache_size_tokens"
 #: Ray's offset of a replica's replay port above its PUB port.
 REPLAY_PORT_OFFSET: Final = 1000
 
@@ -51,13 +58,15 @@ def _port(value: object, what: str) -> int:
 
 def replica_kv_events(rank: int, host: str, *, port_base: int = 5557,
                       replay_offset: int = REPLAY_PORT_OFFSET,
-                      block_size: int | None = None) -> ReplicaKVEvents:
+                      block_size: int | None = None,
+                      kv_cache_size_tokens: int | None = None) -> ReplicaKVEvents:
     """The KV-event publisher of the replica with node-local ``rank`` on ``host``.
 
     The engine binds every interface (``tcp://*:port``); routers are told
     ``tcp://host:port``. ``block_size`` (the engine's hash block size) is
     advertised when given (Ray's KV-aware router reads it; prefixkey learns
-    it from the events).
+    it from the events); so is ``kv_cache_size_tokens``, the engine's KV-cache
+    capacity in tokens (the cost model's cache pressure, :func:`cache_tokens_of`).
     """
     check_int("rank", rank, least=0)
     if not isinstance(host, str) or not host:
@@ -69,10 +78,27 @@ def replica_kv_events(rank: int, host: str, *, port_base: int = 5557,
                             "replay_endpoint": f"tcp://{host}:{replay}", "dp_rank": 0}
     if block_size is not None:
         meta["block_size"] = block_size
+    stats: dict[str, Any] = {KV_EVENT_METADATA: meta}
+    if kv_cache_size_tokens is not None:
+        stats[KV_CACHE_SIZE_TOKENS] = kv_cache_size_tokens
+        cache_tokens_of(stats)  # refused here, naming the field, rather than by every router
     return ReplicaKVEvents(
         {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": f"tcp://*:{pub}",
          "replay_endpoint": f"tcp://*:{replay}"},
-        {KV_EVENT_METADATA: meta})
+        stats)
+
+
+def cache_tokens_of(routing_stats: Mapping[str, Any]) -> float | None:
+    """The KV-cache capacity in tokens a replica advertises, or None when it advertises none.
+
+    A value that is not a finite number > 0 raises
+    :class:`~prefixkey.errors.InvalidRequestError` naming the field.
+    """
+    tokens = (routing_stats.get(KV_CACHE_SIZE_TOKENS) if isinstance(routing_stats, Mapping)
+              else None)
+    if tokens is None:
+        return None
+    return check_number(KV_CACHE_SIZE_TOKENS, tokens, strict=True)
 
 
 def endpoint_of(name: str, routing_stats: Mapping[str, Any], *, vllm_version: str | None,

@@ -69,7 +69,7 @@ from ..fleet import (
 )
 from ._ray_keys import CallBody, call_body, token_request
 from ._ray_registry import register, router_stats
-from ._ray_replicas import endpoint_of
+from ._ray_replicas import cache_tokens_of, endpoint_of
 
 __all__ = ["COUNTERS", "PrefixKeyRouter", "router_stats"]
 
@@ -83,6 +83,7 @@ COUNTERS: Final = (
     "refused",           # calls whose body the renderer or the key checks refused: default order
     "index_unavailable",  # Redis unreachable while ranking: default order
     "bad_metadata",      # replicas advertising a malformed kv_event_metadata (not subscribed)
+                         # or kv_cache_size_tokens (not given to the cost model)
 )
 
 #: Ray's default order (power of two choices), as Ray's own prefix router falls back to it.
@@ -212,8 +213,12 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
                     self.counters["bad_metadata"] += 1
                     logger.warning("replica %s: %s; routed without its events", name, exc)
                 continue
-            self._ids[name] = ReplicaId(name, endpoint.dp_rank or 0) if endpoint else (
+            rid = ReplicaId(name, endpoint.dp_rank or 0) if endpoint else (
                 self._ids.get(name) or ReplicaId(name))
+            if self._ids.get(name, rid) != rid:  # its rank changed: the old id leaves
+                self._router.set_cache_tokens(self._ids[name], None)
+            self._ids[name] = rid
+            self._set_capacity(name, rid, r.routing_stats)
             if endpoint is None:
                 continue
             current = self._feeds.get(name)
@@ -225,6 +230,19 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         for name in [n for n in self._ids if n not in seen]:
             self._drop(name)
         self._router.replicas = tuple(self._ids.values())
+
+    def _set_capacity(self, name: str, rid: ReplicaId, stats: Mapping[str, Any]) -> None:
+        """The replica's advertised KV-cache capacity into the cost model (forgotten when it
+        advertises none, or a malformed one: counted and logged once)."""
+        try:
+            tokens = cache_tokens_of(stats)
+        except InvalidRequestError as exc:
+            tokens = None
+            if name not in self._bad:
+                self._bad.add(name)
+                self.counters["bad_metadata"] += 1
+                logger.warning("replica %s: %s; routed without its capacity", name, exc)
+        self._router.set_cache_tokens(rid, tokens)
 
     def _index_for_feed(self) -> PrefixIndexBackend:
         if self._redis_url is None:
@@ -250,6 +268,8 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         if not keep_id:
             self._ids.pop(name, None)
             self._router.replicas = tuple(self._ids.values())
+            if rid is not None:
+                self._router.set_cache_tokens(rid, None)
         if feed is not None:
             self._event_loop.create_task(self._close(feed[1], rid))
 

@@ -101,7 +101,9 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         self._renderers: dict[str, Renderer] = dict(renderers or {})
         self._by_render_key: dict[tuple[object, ...], Renderer] = {}
         self._check_groups()
-        self.router = PrefixRouter(self.index, replicas=list(self.replicas))
+        self.router = PrefixRouter(self.index, replicas=list(self.replicas), cache_tokens={
+            c.name: c.kv_cache_size_tokens for c in self.replicas.values()
+            if c.kv_cache_size_tokens is not None})
         self._subscriber_options = subscriber_options
         self._subscribe = subscribe
         self.subscriber: Subscriber | None = None

@@ -19,9 +19,11 @@ from __future__ import annotations
 from .._extras import needs_extra
 from ._ray_keys import TOKEN_IDS_KWARG, CallBody, call_body, token_request
 from ._ray_replicas import (
+    KV_CACHE_SIZE_TOKENS,
     KV_EVENT_METADATA,
     REPLAY_PORT_OFFSET,
     ReplicaKVEvents,
+    cache_tokens_of,
     endpoint_of,
     replica_kv_events,
 )
@@ -32,12 +34,14 @@ with needs_extra("ray", "prefixkey.gateways.ray"):
 
 __all__ = [
     "COUNTERS",
+    "KV_CACHE_SIZE_TOKENS",
     "KV_EVENT_METADATA",
     "REPLAY_PORT_OFFSET",
     "TOKEN_IDS_KWARG",
     "CallBody",
     "PrefixKeyRouter",
     "ReplicaKVEvents",
+    "cache_tokens_of",
     "call_body",
     "endpoint_of",
     "replica_kv_events",

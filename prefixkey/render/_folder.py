@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ._eras import render_era, render_release
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_decision import (
     TokenizerPath,
@@ -23,11 +24,13 @@ from ._hf_decision import (
     check_release_codec,
     check_release_conversion,
     check_release_drift,
-    check_release_startup,
+    check_release_rebuild,
     decide_tokenizer,
     release_facts,
 )
+from ._hf_tiktoken import converted_source
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
+from ._vllm_startup import check_vllm_starts
 
 __all__ = ["ModelFolder", "load_server_template", "processor_configs"]
 
@@ -224,22 +227,29 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
     model_type = str(tokenizer_model_config.get("model_type", ""))
     mistral_files = (tokenizer_path / "tekken.json").exists() or any(
         tokenizer_path.glob("tokenizer.model.v*"))
+    has_tokenizer_json = (tokenizer_path / "tokenizer.json").is_file()
     decision = decide_tokenizer(
         model_type=model_type,
         architectures=list(config_architectures(config)),
         tokenizer_mode=mode, tokenizer_config=tokenizer_config,
         config=tokenizer_model_config, name=name,
-        has_tokenizer_json=(tokenizer_path / "tokenizer.json").is_file(),
-        mistral_auto=mistral_files and any(tokenizer_path.glob("consolidated*.safetensors")))
+        has_tokenizer_json=has_tokenizer_json,
+        mistral_auto=mistral_files and any(tokenizer_path.glob("consolidated*.safetensors")),
+        converted=None if has_tokenizer_json else converted_source(tokenizer_path))
     decision = byte_level_backend(
         vllm_version, decision, model_type=model_type,
         tokenizer_config=tokenizer_config, config=tokenizer_model_config,
         tokenizer_json=tokenizer_path / "tokenizer.json")
+    if decision.path != "mistral":  # render/_mistral.py checks its own folders
+        # Whatever the path, no ids for a folder the release's server does not start for
+        # (and for a folder refused anyway, that reason first when it holds).
+        check_vllm_starts(config_architectures(config), str(config.get("model_type", "")),
+                          vllm_version, unknown_refused=decision.reproduced)
     if decision.path not in ("mistral", "refused"):
+        _check_hf_mistral_format(tokenizer_path, model_type, vllm_version)
         check_release_drift(vllm_version, model_type, name)
-        check_release_startup(vllm_version, decision, model_type,
-                              list(config_architectures(config)))
         check_release_codec(vllm_version, decision)
+        check_release_rebuild(vllm_version, decision)
         check_release_conversion(vllm_version, decision)
     if decision.reproduced:
         return decision
@@ -254,8 +264,9 @@ def _check_mistral_files(folder: Path, mode: str) -> None:
 
     In the hf mode transformers reads them only without ``tokenizer.json`` (beside it,
     vLLM 0.31's answers were those of the folder without them): it converts
-    ``tekken.json`` (MistralConverter), and for ``tokenizer.model.v*`` alone it looks for
-    a file named ``tokenizer.model.`` and fails, so the server does not start.
+    ``tekken.json`` (MistralConverter, render/_hf_tiktoken.py), and for
+    ``tokenizer.model.v*`` alone it looks for a file named ``tokenizer.model.`` and fails,
+    so the server does not start.
     """
     found = sorted(p.name for p in (folder / "tekken.json", *folder.glob("tokenizer.model.v*"))
                    if p.is_file())
@@ -269,15 +280,28 @@ def _check_mistral_files(folder: Path, mode: str) -> None:
     if (folder / "tokenizer.json").is_file():
         return  # transformers loads tokenizer.json and leaves Mistral's files unread
     if "tekken.json" in found:
-        raise RenderUnsupportedError(
-            "tekken.json", "converted: with --tokenizer-mode hf and no tokenizer.json, "
-            "transformers converts tekken.json into a tokenizer (MistralConverter; vLLM's "
-            "tokenizer then has no chat template and adds no BOS), which prefixkey does not "
-            "reproduce; with --tokenizer-mode mistral it renders with mistral_common")
+        return  # converted (render/_hf_tiktoken.py), as the folder's decision says
     raise ModelFolderError(
         found[0], "with --tokenizer-mode hf and no tokenizer.json vLLM does not start: "
         f"transformers looks for a file 'tokenizer.model.' beside {found[0]!r} and builds no "
         "tokenizer; Mistral's SentencePiece files are read in --tokenizer-mode mistral")
+
+
+def _check_hf_mistral_format(folder: Path, model_type: str, vllm_version: str) -> None:
+    """Refuse, under a release whose hf mode passes no ``mistral_format=False`` (0.29),
+    a tekken.json folder of a model type registering MistralCommonBackend: transformers
+    5.24 then loads MistralCommonBackend (mistral_common's tokenizer), not a Hugging Face
+    one. (vLLM 0.29 did not start for such a folder whose tekken.json lists special tokens
+    without the image ones its image config names.)"""
+    registered = release_facts(vllm_version).REGISTERED_CLASS.get(model_type) or ""
+    if (render_era(vllm_version).hf_mistral_format or not (folder / "tekken.json").is_file()
+            or registered.removesuffix("Fast") != "MistralCommonBackend"):
+        return
+    raise RenderUnsupportedError("--tokenizer-mode", (
+        f"vLLM {vllm_version}'s tokenizer mode hf passes no mistral_format=False, so "
+        f"transformers {render_release(vllm_version).transformers} loads model_type "
+        f"{model_type!r}'s MistralCommonBackend over the folder's tekken.json "
+        "(mistral_common's tokenizer), which prefixkey does not render in mode hf"))
 
 
 def _blamed(decision: TokenizerPath) -> str:
@@ -297,6 +321,14 @@ def _is_encoder_decoder(config: dict[str, Any], model_type: str, vllm_version: s
     return bool(config.get("is_encoder_decoder", model_type in types)) or (
         isinstance(text, dict) and bool(text.get("is_encoder_decoder",
                                                  text.get("model_type") in types)))
+
+
+def _has_decoder_start(config: dict[str, Any], model_type: str, vllm_version: str) -> bool:
+    """Whether vLLM's config has a ``decoder_start_token_id`` (``get_dec_start_token_id``
+    reads it before the tokenizer's bos): config.json's, else its type's class default."""
+    if "decoder_start_token_id" in config:
+        return config["decoder_start_token_id"] is not None
+    return model_type in release_facts(vllm_version).DECODER_START_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +353,9 @@ class ModelFolder:
     #: vLLM's ``is_encoder_decoder`` (:func:`_is_encoder_decoder`): it answers a
     #: completion with the encoder prompt's token ids, which its renderer leaves empty.
     encoder_decoder: bool = False
+    #: Whether the config gives a decoder start token id (:func:`_has_decoder_start`);
+    #: without one vLLM takes the tokenizer's bos id for an encoder-decoder prompt.
+    decoder_start: bool = True
 
     @property
     def tokenizer_model_type(self) -> str:
@@ -379,7 +414,8 @@ class ModelFolder:
         return cls(path, tokenizer_path, config, tokenizer_model_config, tokenizer_config,
                    special_tokens_map, template, length, decision,
                    _processor_template(tokenizer_path, config),
-                   _is_encoder_decoder(config, model_type, vllm_version))
+                   _is_encoder_decoder(config, model_type, vllm_version),
+                   _has_decoder_start(config, model_type, vllm_version))
 
     @staticmethod
     def _templates(folder: Path, tokenizer_config: dict[str, Any]) -> str | dict[str, str] | None:

@@ -14,15 +14,19 @@ rules, in transformers' order, and says for a folder which path it takes:
 - ``rebuilt``: the class rebuilds the model, normalizer and pre-tokenizer from the
   file's vocabulary (reproduced for the recipes in :data:`REBUILT_RECIPES`);
 - ``converted``: no ``tokenizer.json``, so transformers converts SentencePiece,
-  tiktoken or vocab/merges files (not reproduced);
+  tiktoken or vocab/merges files (reproduced for TokenizersBackend over a tiktoken or
+  tekken file: render/_hf_tiktoken.py; for the generic backend over a SentencePiece
+  model and for the rebuilding classes of render/_hf_converted.py's CONVERSIONS over
+  theirs or their vocabulary files: render/_hf_converted.py);
 - ``python``: a Python tokenizer class (no ``tokenizers`` backend) whose ids are the
   text's bytes or code points, its characters or words through a vocabulary file, or
   its SentencePiece pieces (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
 - ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
-  registered for a model type, or a rebuild of a model type probed, says from
-  ``_hf_startup_facts.py`` which of the type's architectures vLLM's model registry accepts
-  at the render server's start-up (for some, none: no server tokenizes them).
+  registered for a model type, or a rebuild, says which of the type's architectures
+  vLLM 0.31's model registry starts for (render/_vllm_startup.py; for some, none: no
+  server tokenizes them). Whether the release's server starts for the folder's own
+  architectures is checked once for every path, by render/_folder.py.
 """
 
 from __future__ import annotations
@@ -35,16 +39,17 @@ from functools import cache
 from pathlib import Path as FilePath
 from typing import Any, Final, Literal
 
-from . import _hf_facts, _hf_startup_facts
+from . import _hf_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_converted import CONVERSIONS, GENERIC, conversion_releases, files_read
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
+from ._hf_tiktoken import CONVERTERS, ConvertedSource
+from ._vllm_startup import BASE_STARTUP, vllm_startup
 
 __all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_conversion",
-           "check_release_startup",
            "class_path",
            "decide_tokenizer"]
 
@@ -70,7 +75,8 @@ NON_HF_ARCHITECTURES: Final = {
     "InklingForConditionalGeneration": "inkling",
 }
 #: What each kind of reproduced Python tokenizer encodes (render/_hf_python.py).
-_UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's code points",
+_UNITS: Final = {"bytes": "the text's UTF-8 bytes (MyT5: rewritten by its byte_maps.json)",
+                 "code_points": "the text's code points",
                  "vocab_chars": "the text's characters through the folder's vocab.json",
                  "vocab_words": "the text's vocabulary entries, then its words, through "
                                 "the folder's vocab.txt",
@@ -79,7 +85,14 @@ _UNITS: Final = {"bytes": "the text's UTF-8 bytes", "code_points": "the text's c
                  "bpe_words": "the text's words as fastBPE-style BPE pieces (\"@@\" "
                               "continuations) of the folder's vocabulary and merges files",
                  "wordpiece": "the text's words (BERT's Python BasicTokenizer) as WordPiece "
-                              "pieces (or characters) of the folder's vocab.txt"}
+                              "pieces (or characters) of the folder's vocabulary file",
+                 "vits_chars": "the text's characters (normalized, blanks between them; "
+                               "phonemize off) through the folder's vocab.json",
+                 "subword_japanese": "the text's spellings (SubWordJapaneseTokenizer) "
+                                     "through the folder's vocab.txt and emoji.json",
+                 "clvp_bpe": "the text's words, its numbers and abbreviations spelled out "
+                             "(ClvpTokenizer's EnglishNormalizer), as byte-level BPE pieces "
+                             "of the folder's vocab.json and merges.txt"}
 #: Model types whose chat vLLM 0.31's OpenAI serving renders with Harmony
 #: (``openai_harmony``, render/_harmony.py); their tokenizer (completions) is decided here.
 HARMONY_MODEL_TYPES: Final = frozenset({"gpt_oss"})
@@ -96,11 +109,15 @@ class TokenizerPath:
     #: For ``rebuilt``: the recipe render/_tokenizer.py applies; for ``python``: the
     #: codec of render/_hf_python.py (None: not reproduced).
     recipe: str | None = None
+    #: For ``converted``: the tiktoken or tekken file converted (render/_hf_tiktoken.py).
+    converted: ConvertedSource | None = None
 
     @property
     def reproduced(self) -> bool:
-        return self.path == "as_is" or (self.path in ("rebuilt", "python", "converted")
-                                         and self.recipe is not None)
+        return self.path == "as_is" or (self.path in ("rebuilt", "python")
+                                         and self.recipe is not None) or (
+            self.path == "converted" and (self.converted is not None
+                                          or self.recipe is not None))
 
 
 def _resolve(name: str, facts: HfFacts) -> tuple[str, str] | None:
@@ -111,9 +128,10 @@ def _resolve(name: str, facts: HfFacts) -> tuple[str, str] | None:
     return found
 
 
-def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
-               ) -> TokenizerPath:
-    """How a resolved class reads the folder: its kind, and whether tokenizer.json is there."""
+def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str,
+               converted: ConvertedSource | None = None) -> TokenizerPath:
+    """How a resolved class reads the folder: its kind, whether tokenizer.json is there, and
+    without it the tiktoken or tekken file transformers converts (``converted``)."""
     name, kind = resolved
     if kind == "python":
         codec = PYTHON_CODECS.get(name)
@@ -128,8 +146,12 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
                              "lacks here")
     if kind == "mistral_common":
         return TokenizerPath("mistral", name, f"{why}: MistralCommonBackend")
+    if not has_tokenizer_json and converted is not None and kind == "backend":
+        return TokenizerPath("converted", name, (
+            f"{why}: no tokenizer.json, so {name} converts the folder's {converted.file} "
+            f"with {CONVERTERS[converted.converter]}"), converted=converted)
     if not has_tokenizer_json:
-        return _converted_path(name, kind, why)
+        return _converted_path(name, kind, why, converted)
     if kind in ("backend", "as_is"):
         return TokenizerPath("as_is", name, f"{why}: {name} loads tokenizer.json as it is")
     recipe = REBUILT_RECIPES.get(name)
@@ -145,11 +167,17 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str
                          recipe)
 
 
-def _converted_path(name: str, kind: str, why: str) -> TokenizerPath:
+def _converted_path(name: str, kind: str, why: str,
+                    source: ConvertedSource | None) -> TokenizerPath:
     """A class's path without tokenizer.json: convert_to_native_format's conversion of a
-    SentencePiece model (render/_hf_converted.py) for the generic backend and the
-    rebuilding classes of CONVERSIONS; the other files it converts are refused."""
+    SentencePiece model or vocabulary files (render/_hf_converted.py) for the generic
+    backend and the rebuilding classes of CONVERSIONS; a tiktoken or tekken file
+    (``source``) for a class of its own, and the other classes, are refused."""
     head = f"{why}: no tokenizer.json, so {name} "
+    if source is not None:
+        return TokenizerPath("converted", name, head + (
+            f"runs its own __init__ around the folder's {source.file} converted with "
+            f"{CONVERTERS[source.converter]}, which prefixkey does not reproduce"))
     if kind == "backend" and name == _BACKEND:
         return TokenizerPath("converted", name, head + (
             f"builds the tokenizer from the folder's {GENERIC.vocab_file} (a SentencePiece "
@@ -226,13 +254,15 @@ def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
 def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mode: str,
                      tokenizer_config: Mapping[str, Any], config: Mapping[str, Any],
                      name: str, has_tokenizer_json: bool,
-                     mistral_auto: bool = False) -> TokenizerPath:
+                     mistral_auto: bool = False,
+                     converted: ConvertedSource | None = None) -> TokenizerPath:
     """The path of one folder's tokenizer under vLLM 0.31 and transformers 5.17.
 
     ``model_type``/``config`` are the tokenizer folder's ``config.json``; ``name`` is the
     string vLLM was given (``--tokenizer`` or ``--model``), which transformers matches
     against its name patterns; ``mistral_auto`` says whether vLLM's ``auto`` mode picks
-    ``mistral`` (``consolidated*.safetensors`` beside ``tekken.json``/``tokenizer.model.v*``).
+    ``mistral`` (``consolidated*.safetensors`` beside ``tekken.json``/``tokenizer.model.v*``);
+    ``converted``: the tiktoken or tekken file transformers converts without tokenizer.json.
     """
     mode = tokenizer_mode.lower()
     if mode == "mistral" or (mode == "auto" and mistral_auto):
@@ -249,49 +279,33 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     found, why = _hf_class(model_type, tokenizer_config, config, name, BASE_FACTS)
     if found is None:
         return TokenizerPath("refused", None, why)
-    decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why)
+    decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why,
+                          converted=converted)
     if (found[1] == "python" and why == f"model_type {model_type!r}") or (
             decision.path == "rebuilt"
             or (decision.path == "converted" and found[1] == "rebuilt")):
-        # A rebuild of a probed model type holds only when vLLM starts for the folder.
-        return _with_startup(decision, model_type, architectures)
+        return _with_startup(decision, model_type)
     return decision
 
 
-def _not_started(architectures: list[str], model_type: str, version: str) -> str:
-    return (f"architecture {architectures[0]!r} (model_type {model_type!r}): vLLM {version} "
-            "does not start for it (\"not supported for now\"), so no vLLM server "
-            "tokenizes this folder")
-
-
-def _with_startup(decision: TokenizerPath, model_type: str,
-                  architectures: list[str]) -> TokenizerPath:
-    """A model type's Python tokenizer or rebuild, with what vLLM's render server
-    does for the type's architectures (``_hf_startup_facts.STARTS``, probed by starting it)."""
-    starts = _hf_startup_facts.STARTS.get(model_type)
-    if starts is None:
-        return decision
-    version = _hf_startup_facts.VLLM_VERSION
-    refused = sorted(a for a, cls in starts.items() if cls is None)
-    if architectures and all(a in starts and starts[a] is None for a in architectures):
-        # vLLM's registry tries each architecture the folder names: none starts.
-        return TokenizerPath("refused", decision.tokenizer_class, (
-            _not_started(architectures, model_type, version)))
-    errors = sorted(cls for cls in starts.values() if cls and cls.startswith("error: "))
-    if not starts:
-        note = (f"vLLM {version}'s start-up was not probed for it (transformers builds "
-                "no default config for it or lists no architecture of it)")
-    elif len(refused) == len(starts):
-        note = (f"vLLM {version}'s model registry accepts none of its architectures "
-                f"({', '.join(refused)}: \"not supported for now\", the server does not "
-                "start), only a folder naming another one")
-    elif len(errors) + len(refused) == len(starts):
-        note = (f"vLLM {version}'s start-up on a minimal folder of each of its architectures "
-                f"failed ({errors[0].removeprefix('error: ')[:60]}…)")
+def _with_startup(decision: TokenizerPath, model_type: str) -> TokenizerPath:
+    """A model type's Python tokenizer or rebuild, with which of the type's architectures
+    vLLM 0.31's render server starts for, each alone (render/_vllm_startup.py)."""
+    version = BASE_STARTUP.vllm_version
+    archs = BASE_STARTUP.ARCHITECTURES.get(model_type, ())
+    answers = {a: vllm_startup((a,), model_type, version) for a in archs}
+    started = sorted(a for a, s in answers.items() if s.starts)
+    if not archs:
+        note = (f"transformers' auto mappings list no architecture of it, so whether vLLM "
+                f"{version} starts depends on the folder's")
+    elif started:
+        note = f"vLLM {version} starts for {', '.join(started)}"
+    elif all(s.starts is False for s in answers.values()):
+        note = (f"vLLM {version} starts for none of its architectures ({', '.join(archs)}), "
+                "only a folder naming another one")
     else:
-        note = f"vLLM {version}'s model registry accepts " + ", ".join(sorted(
-            f"{a} as {cls}" for a, cls in starts.items()
-            if cls is not None and not cls.startswith("error: ")))
+        note = (f"whether vLLM {version} starts for its architectures is not known: "
+                + next(s.why for s in answers.values() if s.starts is None))
     return TokenizerPath(decision.path, decision.tokenizer_class, f"{decision.why}; {note}",
                          decision.recipe)
 
@@ -317,38 +331,6 @@ def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(types - render_release(vllm_version).hf_replayed), patterns
 
 
-@cache
-def release_starts(vllm_version: str) -> dict[str, dict[str, str | None]] | None:
-    """The start-up facts probed under a release (the module its verified release names),
-    or None when they were not probed."""
-    module = render_release(vllm_version).startup_facts
-    if module is None:
-        return None
-    facts: dict[str, dict[str, str | None]] = importlib.import_module(
-        f"{__package__}.{module}").STARTS
-    return facts
-
-
-def check_release_startup(vllm_version: str, decision: TokenizerPath, model_type: str,
-                          architectures: list[str]) -> None:
-    """Refuse a reproduced Python tokenizer's or rebuild's folder of a probed model type
-    the release's vLLM does not start for, or whose start-up was not probed under that
-    release (its registry may differ: vLLM 0.29's does not accept Wav2Vec2ForCTC, 0.31's
-    does)."""
-    if (decision.path not in ("python", "rebuilt", "converted")
-            or model_type not in _hf_startup_facts.STARTS):
-        return
-    starts = release_starts(vllm_version)
-    if starts is None or model_type not in starts:
-        raise RenderUnsupportedError("config.json", (
-            f"model_type {model_type!r}: which of its architectures vLLM {vllm_version} "
-            "starts for was not probed (tools/probe_vllm_startup.py); not verified"))
-    known = starts[model_type]
-    if architectures and all(a in known and known[a] is None for a in architectures):
-        raise RenderUnsupportedError("config.json",
-                                     _not_started(architectures, model_type, vllm_version))
-
-
 def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
     """Refuse a reproduced Python class under a release its corpus was not harvested from
     (render/_hf_python.py ``PythonCodec.releases``)."""
@@ -362,10 +344,26 @@ def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
             "not verified"))
 
 
+def check_release_rebuild(vllm_version: str, decision: TokenizerPath) -> None:
+    """Refuse a rebuild under a release whose transformers builds the class otherwise
+    (render/_hf_rebuilds.py ``Rebuild.otherwise_in``)."""
+    recipe = REBUILDS.get(decision.tokenizer_class or "")
+    if decision.path not in ("rebuilt", "converted") or recipe is None:
+        return
+    release = render_release(vllm_version)
+    differs = recipe.otherwise_in.get(release.transformers)
+    if differs is not None:
+        raise RenderUnsupportedError("config.json", (
+            f"{decision.tokenizer_class} in transformers {release.transformers} (vLLM "
+            f"{vllm_version}'s): {differs}, which prefixkey does not reproduce"))
+
+
 def check_release_conversion(vllm_version: str, decision: TokenizerPath) -> None:
     """Refuse a converted folder under a release whose answers for its conversion were
-    not harvested (render/_hf_converted.py ``CONVERTED_RELEASES``)."""
-    if decision.path != "converted" or decision.tokenizer_class is None:
+    not harvested (render/_hf_converted.py ``CONVERTED_RELEASES``; the tiktoken and tekken
+    conversions of render/_hf_tiktoken.py are verified at every release)."""
+    if (decision.path != "converted" or decision.tokenizer_class is None
+            or decision.converted is not None):
         return
     release = render_release(vllm_version)
     releases = conversion_releases(decision.tokenizer_class)

@@ -1190,6 +1190,37 @@ ENCODER_DECODER_TYPES: Final[frozenset[str]] = frozenset({
     'whisper',
 })
 
+#: The model types whose config class has a decoder_start_token_id by default
+#: (vLLM's decoder start token: the config's, else the tokenizer's bos).
+DECODER_START_TYPES: Final[frozenset[str]] = frozenset({
+    'bart',
+    'bigbird_pegasus',
+    'blenderbot',
+    'blenderbot-small',
+    'canary',
+    'fsmt',
+    'led',
+    'm2m_100',
+    'marian',
+    'moonshine',
+    'mt5',
+    'mvp',
+    'nllb-moe',
+    'pegasus',
+    'pegasus_x',
+    'pix2struct',
+    'pix2struct_text_model',
+    'prophetnet',
+    'seamless_m4t',
+    'seamless_m4t_v2',
+    'speech_to_text',
+    'speecht5',
+    'trocr',
+    'umt5',
+    'whisper',
+    'xglm',
+})
+
 #: tokenizer_class_from_name(name) -> (the class's name, how it reads tokenizer.json):
 #: backend | as_is | rebuilt | python | mistral_common | unavailable.
 CLASSES: Final[dict[str, tuple[str, str]]] = {

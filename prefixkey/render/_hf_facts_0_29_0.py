@@ -211,6 +211,12 @@ ENCODER_DECODER_TYPES_ADD: Final = frozenset({
 
 ENCODER_DECODER_TYPES_DROP: Final[frozenset[str]] = frozenset()
 
+DECODER_START_TYPES_ADD: Final = frozenset({
+    'pp_formulanet_text',
+})
+
+DECODER_START_TYPES_DROP: Final[frozenset[str]] = frozenset()
+
 CLASSES_SET: Final[dict[str, tuple[str, str]]] = {}
 
 CLASSES_DROP: Final[frozenset[str]] = frozenset()

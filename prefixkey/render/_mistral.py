@@ -62,6 +62,7 @@ from ._reuse import reused_prompt_ids, text_vocab_size
 from ._runner import refuse_unverified_truncation, runner_type, tokenizer_side
 from ._vision import FAMILIES, ImageSize, VisionFamily, VisionFolder, family_architecture
 from ._vision._pixtral import PROCESSOR_KEYS
+from ._vllm_startup import check_vllm_starts
 
 __all__ = ["MISTRAL_COMMON_VERIFIED", "MistralRenderer", "check_auto_mode"]
 
@@ -233,6 +234,8 @@ class MistralRenderer:
         self.max_model_len = _context_length(config, {}, options.max_model_len)
         self._vocab_size = text_vocab_size(config)
         self._architectures = config_architectures(config)
+        check_vllm_starts(self._architectures, str(config.get("model_type", "")),
+                          options.vllm_version)
         self._runner = runner_type(self._architectures, options.vllm_version)
         for name in _CALL_KWARGS:
             if options.default_chat_template_kwargs.get(name) not in (None, "auto", False):

@@ -1,13 +1,14 @@
 """A SentencePiece Python tokenizer (render/_hf_python.py's ``sentencepiece`` codecs).
 
 transformers' GPTSw3Tokenizer, BertGenerationTokenizer, SiglipTokenizer, MarianTokenizer,
-M2M100Tokenizer, PLBartTokenizer and Speech2TextTokenizer encode each piece of a text
+M2M100Tokenizer, PLBartTokenizer, Speech2TextTokenizer, SpeechT5Tokenizer and
+BartphoTokenizer encode each piece of a text
 with the ``sentencepiece`` library over the folder's model file, around
 ``PythonBackend.tokenize``'s added-token split (render/_python_backend.py's
 :func:`split_added`). What differs between them is data (:class:`SentencePieceRecipe`):
 the clean-up before the model, where an id comes from, the prefix and suffix tokens.
 The same library, fed the same text, gives the same pieces; the ids are checked against
-vLLM 0.31's answers (tests/render/real_py_spm_vectors.jsonl).
+vLLM 0.31's answers (tests/render/real_py_spm_vectors.jsonl, real_py_named_vectors.jsonl).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from tokenizers import Tokenizer, models
 from .._extras import needs_extra
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
-from ._hf_python import PYTHON_CODECS, Added, SentencePieceRecipe, _content
+from ._hf_python import PYTHON_CODECS, Added, SentencePieceRecipe
 from ._python_backend import read_vocab, split_added
+from ._python_settings import _content
 from ._tokenizer import HfTokenizer
 
 __all__ = ["SentencePieceTokenizer", "build_spm_tokenizer"]
@@ -198,8 +200,12 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
     settings = {**codec.settings, **{k: _content(v) for k, v in folder.tokenizer_config.items()
                                      if k in codec.settings and v is not None}}
     named = {k: str(settings[k]) for k in _ATTRIBUTES if settings.get(k) is not None}
-    vocab = (read_vocab(folder.tokenizer_path, codec_class, codec.vocab_file)
-             if codec.vocab_file is not None else None)
+    if recipe.ids == "fairseq_dict":
+        assert codec.vocab_file is not None
+        vocab: dict[str, int] | None = _read_monolingual(folder, codec.vocab_file, named)
+    else:
+        vocab = (read_vocab(folder.tokenizer_path, codec_class, codec.vocab_file)
+                 if codec.vocab_file is not None else None)
     if vocab is not None and named["unk_token"] not in vocab:
         raise RenderUnsupportedError(codec.vocab_file or "", (
             f"{named['unk_token']!r} (unk_token) is not in it: {codec_class} does not load"))
@@ -214,6 +220,12 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
         if recipe.mask_after_languages:
             fixed[named["mask_token"]] = size + 1 + len(codes)
         added: list[Added] = []
+    elif recipe.ids == "fairseq_dict":
+        # Bartpho: every named token has its dictionary id (its __init__ moves the added
+        # tokens there); a SentencePieceBackend class splits the text on each of them.
+        assert vocab is not None
+        fixed.update({content: vocab[content] for content in named.values()})
+        added = []
     else:
         base = len(vocab) if vocab is not None else size
         fixed.update({code: base + i for i, code in enumerate(codes)})
@@ -269,6 +281,28 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
         unk_id=unk_id, prefix_ids=ids_of(recipe.prefix), suffix_ids=ids_of(recipe.suffix),
         unk_pieces=len(model.encode(named["unk_token"])),
         longest=max(map(len, full), default=0))
+
+
+def _read_monolingual(folder: ModelFolder, name: str, named: Mapping[str, str]
+                      ) -> dict[str, int]:
+    """Bartpho's ``fairseq_tokens_to_ids``: bos, pad, eos, unk, sep, cls (each once),
+    each line's first field at the dictionary's length, then ``mask_token`` if absent."""
+    vocab: dict[str, int] = {}
+    for attribute in ("bos_token", "pad_token", "eos_token", "unk_token", "sep_token",
+                      "cls_token"):
+        vocab.setdefault(named[attribute], len(vocab))
+    try:
+        with (folder.tokenizer_path / name).open(encoding="utf-8") as file:
+            lines = [line.strip().split() for line in file]
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    for number, fields in enumerate(lines, 1):
+        if not fields:
+            raise ModelFolderError(name, f"line {number} is blank: transformers' "
+                                   "BartphoTokenizer raises IndexError")
+        vocab[fields[0]] = len(vocab)
+    vocab.setdefault(named["mask_token"], len(vocab))
+    return vocab
 
 
 def _lists_languages(folder: ModelFolder) -> bool:

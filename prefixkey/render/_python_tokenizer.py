@@ -10,6 +10,7 @@ of its neighbours (Python's ``str.rstrip``/``str.lstrip``, whose whitespace is n
 from __future__ import annotations
 
 import heapq
+import json
 import re
 import threading
 import unicodedata
@@ -28,10 +29,11 @@ from ._hf_python import (
     Added,
     BpeWords,
     PythonCodec,
-    _content,
-    check_folder,
 )
 from ._python_backend import read_vocab, split_added
+from ._python_clvp import BYTE_CHARS, ClvpWords
+from ._python_settings import _content, check_folder
+from ._python_subword_japanese import SubWordJapanese, read_subword_japanese
 from ._tokenizer import HfTokenizer, build_tokenizer
 
 __all__ = ["PythonTokenizer", "build_folder_tokenizer", "build_python_tokenizer"]
@@ -61,6 +63,15 @@ class PythonTokenizer(HfTokenizer):
     #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``,
     #: ``CharacterTokenizer`` rather than WordPiece) as the folder sets them.
     basic: tuple[bool, bool | None, bool, bool] | None = None
+    #: ``vits_chars``: (``normalize``, ``add_blank``, ``language``) as the folder sets them.
+    vits: tuple[bool, bool, str | None] | None = None
+    #: ``subword_japanese``: the folder's vocabulary and emoji rewrites.
+    subword_japanese: SubWordJapanese | None = None
+    #: ``clvp_bpe``: the folder's byte-level BPE (render/_python_clvp.py).
+    clvp: ClvpWords | None = None
+    #: MyT5's byte rewrites (``decompose_map``, then ``merge_map``), each a trie of hex
+    #: bytes whose ``None`` key holds the replacement.
+    byte_rewrites: tuple[Mapping[str | None, object], ...] = ()
 
     @property
     def max_chars_per_token(self) -> int:
@@ -70,6 +81,8 @@ class PythonTokenizer(HfTokenizer):
 
     def _pieces(self, text: str) -> list[int]:
         """``PythonBackend.tokenize`` and the ids of its tokens."""
+        if self.vits is not None:
+            text = self._vits_prepare(text)
         tokens = split_added(self.splitter, self.by_content, text)
         ids: list[int] = []
         offset = self.codec.offset
@@ -84,15 +97,74 @@ class PythonTokenizer(HfTokenizer):
                 ids.extend(self._bpe_ids(token))
             elif self.basic is not None:
                 ids.extend(self._wordpiece_ids(token))
+            elif self.vits is not None:
+                ids.extend(self._vits_ids(token))
+            elif self.subword_japanese is not None:
+                ids.extend(self._subword_japanese_ids(token))
+            elif self.clvp is not None:
+                ids.extend(self._clvp_ids(token))
             elif self.vocab is not None:
                 piece = (token.upper() if self.upper else token).replace(" ", self.delimiter)
                 ids.extend(self.by_content[c].id if c in self.by_content
                            else self.vocab.get(c, self.unk_id) for c in piece)
+            elif self.byte_rewrites:
+                hexes = [f"{b:02x}" for b in token.encode("utf-8")]
+                for trie in self.byte_rewrites:
+                    hexes = _rewrite_bytes(trie, hexes)
+                ids.extend(int(h, 16) + offset for h in hexes)
             elif self.codec.unit == "bytes":
                 ids.extend(b + offset for b in token.encode("utf-8"))
             else:
                 ids.extend(ord(c) + offset for c in token)
         return ids
+
+    def _subword_japanese_ids(self, text: str) -> list[int]:
+        """``SubWordJapaneseTokenizer.tokenize``, then ``_convert_token_to_id`` (an added
+        token's id first; any other unknown spelling the unknown token's)."""
+        assert self.subword_japanese is not None
+        vocab = self.subword_japanese.vocab
+        return [self.by_content[t].id if t in self.by_content else vocab.get(t, self.unk_id)
+                for t in self.subword_japanese.tokenize(text)]
+
+    def _clvp_ids(self, text: str) -> list[int]:
+        """ClvpTokenizer's ``_tokenize`` (render/_python_clvp.py), then its ids (an added
+        token's first, then vocab.json's, else the unknown token's)."""
+        assert self.clvp is not None and self.vocab is not None
+        return [self.by_content[t].id if t in self.by_content else self.vocab.get(t, self.unk_id)
+                for t in self.clvp.tokenize(text)]
+
+    def _vits_prepare(self, text: str) -> str:
+        """VitsTokenizer's ``prepare_for_tokenization`` without phonemizing."""
+        assert self.vits is not None and self.vocab is not None
+        normalize, _, language = self.vits
+        if normalize:
+            # normalize_text: the first entry matching at each position (vocab.json's
+            # order, then the added tokens') is kept, any other character lower-cased.
+            words = [*self.vocab, *(a.content for a in sorted(
+                self.by_content.values(), key=lambda a: a.id))]
+            out: list[str] = []
+            i = 0
+            while i < len(text):
+                word = next((w for w in words if text.startswith(w, i)), None)
+                out.append(text[i].lower() if word is None else word)
+                i += 1 if word is None else len(word)
+            text = "".join(out)
+        if language == "ron":
+            text = text.replace("\u021b", "\u0163")
+        if normalize:
+            text = "".join(c for c in text if c in self.vocab).strip()
+        return text
+
+    def _vits_ids(self, text: str) -> list[int]:
+        """``_tokenize`` (each character, the id-0 token around them with ``add_blank``),
+        then ``_convert_token_to_id``."""
+        assert self.vits is not None and self.vocab is not None
+        ids = [self.vocab.get(c, self.unk_id) for c in text]
+        if not self.vits[1]:
+            return ids
+        blanks = [0] * (2 * len(ids) + 1)
+        blanks[1::2] = ids
+        return blanks
 
     def _bpe_ids(self, text: str) -> list[int]:
         """``_tokenize`` of a fastBPE-style class, then ``_convert_token_to_id``."""
@@ -204,6 +276,8 @@ class PythonTokenizer(HfTokenizer):
         wrap, special = self.codec.wrap, self.special_ids
         if wrap == "none":
             return ids
+        if wrap == "sep":
+            return [*ids, special["sep_token"]]
         if wrap in ("cls_sep", "cls_eos"):
             return [special["cls_token"], *ids,
                     special["sep_token" if wrap == "cls_sep" else "eos_token"]]
@@ -272,8 +346,65 @@ def _split_on_punctuation(word: str) -> list[str]:
     return out
 
 
-def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
-    """The tokenizer a reproduced Python class builds (its defaults, checked beforehand)."""
+def _rewrite_bytes(trie: Mapping[str | None, object], hexes: list[str]) -> list[str]:
+    """``ByteRewriter.rewrite_bytes``: at each position the longest rule matching there
+    (a byte no rule starts with stays as it is)."""
+    out: list[str] = []
+    start = 0
+    while start < len(hexes):
+        node: Mapping[str | None, object] = trie
+        leaf: object = [hexes[start]]
+        end = start
+        for j in range(start, len(hexes)):
+            child = node.get(hexes[j])
+            if not isinstance(child, Mapping):
+                break
+            node = child
+            if None in node:
+                leaf, end = node[None], j
+        assert isinstance(leaf, list)
+        out.extend(leaf)
+        start = end + 1
+    return out
+
+
+def _read_byte_maps(folder: ModelFolder, name: str
+                    ) -> tuple[Mapping[str | None, object], ...]:
+    """MyT5's ``byte_maps.json``: its ``decompose_map`` and ``merge_map``, each a trie."""
+    try:
+        maps = json.loads((folder.tokenizer_path / name).read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    tries: list[Mapping[str | None, object]] = []
+    for key in ("decompose_map", "merge_map"):
+        rules = maps.get(key) if isinstance(maps, dict) else None
+        if not isinstance(rules, dict):
+            raise ModelFolderError(name, f"has no {key} object: MyT5Tokenizer does not load")
+        trie: dict[str | None, object] = {}
+        for source, target in rules.items():
+            outs = target.split(" ") if isinstance(target, str) else []
+            if not outs or not all(_HEX_BYTE.fullmatch(h) for h in outs) or not all(
+                    _HEX_BYTE.fullmatch(h) for h in source.split(" ")):
+                # A token of other than two hex digits has no id: transformers fails.
+                raise RenderUnsupportedError(name, (
+                    f"{key}[{source!r}]: only rules of two-digit hex bytes are reproduced"))
+            node = trie
+            for byte in source.split(" "):
+                child = node.setdefault(byte, {})
+                assert isinstance(child, dict)
+                node = child
+            node[None] = outs
+        tries.append(MappingProxyType(trie))
+    return tuple(tries)
+
+
+_HEX_BYTE: Final = re.compile("[0-9a-f]{2}")
+
+
+def build_python_tokenizer(codec_class: str, folder: ModelFolder | None = None
+                           ) -> PythonTokenizer:
+    """The tokenizer a reproduced Python class builds (its defaults, checked beforehand;
+    ``folder``: the one holding its byte rewrites, for MyT5)."""
     codec = PYTHON_CODECS[codec_class]
     by_content: dict[str, Added] = {}
     for added in codec.added:
@@ -288,7 +419,9 @@ def build_python_tokenizer(codec_class: str) -> PythonTokenizer:
         special_tokens_map={a.attribute: a.content for a in codec.added if a.attribute},
         _max_chars=[], _truncating=[], _lock=threading.Lock(),
         codec=codec, by_content=MappingProxyType(by_content), splitter=splitter,
-        special_ids=MappingProxyType({a.attribute: a.id for a in codec.added if a.attribute}))
+        special_ids=MappingProxyType({a.attribute: a.id for a in codec.added if a.attribute}),
+        byte_rewrites=(() if codec.byte_maps is None or folder is None
+                       else _read_byte_maps(folder, codec.byte_maps)))
 
 
 def build_folder_tokenizer(folder: ModelFolder, transformers: str) -> HfTokenizer:
@@ -305,7 +438,7 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str) -> HfTokenize
             return build_spm_tokenizer(folder, decision.tokenizer_class, transformers)
         if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
             return build_vocab_tokenizer(folder, decision.tokenizer_class)
-        return build_python_tokenizer(decision.tokenizer_class)
+        return build_python_tokenizer(decision.tokenizer_class, folder)
     return build_tokenizer(folder)
 
 
@@ -317,13 +450,23 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         k: _content(v) for k, v in folder.tokenizer_config.items()
         if k in codec.settings and v is not None}}
     named = {k: v for k, v in settings.items() if k.endswith("_token")}
+    japanese = None
     if codec.bpe is not None and codec.bpe.dict_first:
         vocab = _read_fairseq_dict(folder, codec.vocab_file,
                                    [str(named[a]) for a in codec.bpe.dict_first])
+    elif codec.emoji_file is not None:
+        # Its get_vocab() is each line as written; a spelling's id is its line's.
+        japanese = read_subword_japanese(folder.tokenizer_path, codec.vocab_file,
+                                         codec.emoji_file)
+        vocab = dict(japanese.raw_vocab)
     else:
         vocab = read_vocab(folder.tokenizer_path, codec_class, codec.vocab_file,
                            lines=codec.wordpiece is not None)
-    appends = codec.bpe is not None or codec.wordpiece is not None
+    vits = codec.unit == "vits_chars"
+    clvp = (None if codec.unit != "clvp_bpe" or codec.merges_file is None
+            else _read_clvp(folder, codec_class, vocab, codec.merges_file))
+    appends = (codec.bpe is not None or codec.wordpiece is not None or vits
+               or japanese is not None or clvp is not None)
     for key, value in named.items():
         if not isinstance(value, str) or (value not in vocab and (
                 not appends or key == "unk_token")):
@@ -332,15 +475,20 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
                 "with an id of its own, which is not reproduced"))
     if appends:
         # PythonBackend.__init__ adds the named tokens the vocabulary lacks after it, in
-        # SPECIAL_TOKENS_ATTRIBUTES order (its get_vocab()'s length, then one by one).
+        # SPECIAL_TOKENS_ATTRIBUTES order (its get_vocab()'s length, then one by one),
+        # then the class's other named tokens (ProphetNet's x_sep_token).
         vocab = dict(vocab)
         size = len(vocab)
-        for key in _SPECIAL_TOKENS_ATTRIBUTES:
+        for key in [*_SPECIAL_TOKENS_ATTRIBUTES,
+                    *(k for k in named if k not in _SPECIAL_TOKENS_ATTRIBUTES)]:
             value = named.get(key)
             if isinstance(value, str) and value not in vocab:
                 vocab[value] = size
                 size += 1
-    if codec.bpe is not None or codec.wordpiece is not None:
+    if vits and 0 not in vocab.values():
+        raise RenderUnsupportedError(codec.vocab_file, (
+            f"no token has id 0: {codec_class}'s blanks (add_blank) are that token"))
+    if appends:
         _check_added_tokens(folder.tokenizer_config, codec, codec_class, vocab,
                             {str(v) for v in named.values()})
     added = [Added(str(v), vocab[str(v)], k) for k, v in named.items()
@@ -380,7 +528,10 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
             bool(settings["do_lower_case"]), settings.get("strip_accents"),
             bool(settings["tokenize_chinese_chars"] if codec.wordpiece.chinese is None
                  else codec.wordpiece.chinese),
-            settings.get(codec.wordpiece.subword_setting or "") == "character"))
+            settings.get(codec.wordpiece.subword_setting or "") == "character"),
+        subword_japanese=japanese, clvp=clvp,
+        vits=None if not vits else (
+            bool(settings["normalize"]), bool(settings["add_blank"]), settings["language"]))
 
 
 _FLAGS: Final = ("lstrip", "rstrip", "single_word")
@@ -410,6 +561,29 @@ def _check_added_tokens(config: Mapping[str, object], codec: PythonCodec, codec_
                 f"added_tokens_decoder[{index!r}] ({content!r}): only {codec_class}'s named "
                 f"tokens at their {codec.vocab_file} ids, without stripping or single-word "
                 "matching, are reproduced"))
+
+
+def _read_clvp(folder: ModelFolder, codec_class: str, vocab: Mapping[str, int], name: str
+               ) -> ClvpWords:
+    """ClvpTokenizer's ``bpe_ranks``: merges.txt's lines but its first, to the last line
+    break, each two symbols; vocab.json must hold every byte's character."""
+    try:
+        lines = (folder.tokenizer_path / name).read_text("utf-8").split("\n")[1:-1]
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError(name, f"cannot be read: {exc}") from None
+    merges: list[tuple[str, str]] = []
+    for number, line in enumerate(lines, 2):
+        merge = line.split()
+        # Its bpe would give a symbol vocab.json lacks (the unknown token): not reproduced.
+        if len(merge) != 2 or any(m not in vocab for m in (*merge, "".join(merge))):
+            raise RenderUnsupportedError(name, (
+                f"line {number} is not two symbols whose join vocab.json holds too: not "
+                f"reproduced for {codec_class}"))
+        merges.append((merge[0], merge[1]))
+    if any(c not in vocab for c in BYTE_CHARS.values()):
+        raise RenderUnsupportedError("vocab.json", (
+            f"it lacks a byte's character: {codec_class}'s unknown pieces are not reproduced"))
+    return ClvpWords.build(vocab, merges)
 
 
 def _read_merges(folder: ModelFolder, name: str, bpe: BpeWords

@@ -323,12 +323,18 @@ class Renderer:
         checked: what the era's render server answers (render/_eras.py). vLLM's
         render_completion_request takes the encoder prompt's ids (extract_target_prompt),
         which the completion renderer leaves empty; chat renders as for any model
-        (real_encdec_ corpus)."""
+        (real_encdec_ corpus). Building that pair first takes the decoder start token id:
+        the config's, else the tokenizer's bos id; without either vLLM's renderer raises a
+        RuntimeError, which its server answers with a 500 (``get_dec_start_token_id``)."""
         if self._era.encoder_decoder_completions is None:
             raise RenderUnsupportedError("prompt", (
                 f"a completions body over an encoder-decoder config "
                 f"({self.folder.config.get('model_type')!r}) was not harvested from vLLM "
                 f"{self.options.vllm_version}'s render server; not verified"))
+        if not self.folder.decoder_start and not self.tokenizer.special_tokens_map.get(
+                "bos_token"):
+            raise RenderRequestError("prompt", "Cannot find decoder start token id or <BOS>",
+                                     status=500)
         raise RenderRequestError("prompt", "No token_ids rendered")
 
     def _render_harmony(self, body: Any, fields: BodyFields,

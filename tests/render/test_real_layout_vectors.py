@@ -15,10 +15,10 @@ tokenizer.json, whose added tokens stay); ``layoutlmv2_rule``, ``layoutlmv3_rule
 ``layoutxlm_rule`` name LayoutLMv2Tokenizer, LayoutLMv3Tokenizer and LayoutXLMTokenizer
 (whose own model types vLLM does not start for) in a GPT-2 folder vLLM starts for: like
 Udop's, their call refuses a text. ``real_layout_vectors.jsonl`` is what vLLM
-0.31.0's render server answered (tools/harvest_render.py), ``real_layout_030_`` and
-``real_layout_032_`` the same bodies answered by vLLM 0.30.0's and 0.32.0's (replayed with
-``vllm_version`` set): every 200 must give
-the same ids, every vLLM error an error with the same status. The files are fetched into a cache
+0.31.0's render server answered (tools/harvest_render.py), ``real_layout_030_``,
+``real_layout_032_`` and ``real_layout_033_`` the same bodies answered by vLLM 0.30.0's,
+0.32.0's and 0.33.0's (replayed with ``vllm_version`` set): every 200 must give the same
+ids, every vLLM error an error with the same status. The files are fetched into a cache
 (tests/real_models.py): without it these tests skip, under CI they fetch.
 """
 
@@ -44,7 +44,8 @@ from prefixkey.render import ModelFolderError, Renderer, ServerOptions
 CASES = render_cases("real_layout_")
 #: The same bodies answered by other releases' render servers (replayed as those).
 RELEASE_CASES = {"0.30.0": render_cases("real_layout_030_"),
-                 "0.32.0": render_cases("real_layout_032_")}
+                 "0.32.0": render_cases("real_layout_032_"),
+                 "0.33.0": render_cases("real_layout_033_")}
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
 FOLDER_CLASSES = {"markuplm_rule": "MarkupLMTokenizer", "udop_rule": "UdopTokenizer",
                   "lasr_rule": "LasrTokenizer", "dpr_context_rule": "DPRContextEncoderTokenizer",

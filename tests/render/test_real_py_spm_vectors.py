@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from render_cases import (
+    NAMED_PY_FOLDERS,
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
@@ -57,7 +58,8 @@ def renderer(real: str) -> Renderer:
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
     assert_covers_both_answers(CASES, FOLDER_CLASSES)
     assert {c for c in FOLDER_CLASSES.values()} == {
-        name for name, codec in PYTHON_CODECS.items() if codec.spm is not None}
+        name for name, codec in PYTHON_CODECS.items()
+        if codec.spm is not None and name not in NAMED_PY_FOLDERS.values()}
 
 
 @pytest.mark.parametrize(("real", "cls"), sorted(FOLDER_CLASSES.items()))
@@ -81,18 +83,19 @@ def test_vllm_renders_no_completion_over_an_encoder_decoder_config() -> None:
 
 
 def test_an_encoder_decoder_completion_is_refused_where_not_harvested(tmp_path: Path) -> None:
-    """A release whose era has no harvested answer for it (0.33.0) refuses, naming it;
-    0.31.0 answers vLLM's 400. A T5 config (encoder-decoder by its class default) over
-    the bert_bge folder's tokenizer files (its tokenizer_config.json names the class)."""
+    """A release whose era has no harvested answer for it (0.29.0) refuses, naming it;
+    0.31.0 answers vLLM's 400. A T5 config (encoder-decoder by its class default; its
+    decoder start token id given, as T5 checkpoints give it: BertTokenizer has no bos)
+    over the bert_bge folder's tokenizer files (its tokenizer_config.json names the class)."""
     source = next(c for c in render_cases("real_wu_") if c.real == "bert_bge").folder()
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copyfile(source / name, tmp_path / name)
     (tmp_path / "config.json").write_text(json.dumps({
         "model_type": "t5", "architectures": ["T5ForConditionalGeneration"],
-        "n_positions": 512}), "utf-8")
+        "n_positions": 512, "decoder_start_token_id": 0}), "utf-8")
     body = {"model": str(tmp_path), "prompt": "Hello world"}
-    with pytest.raises(RenderUnsupportedError, match=r"encoder-decoder config.*vLLM 0\.33\.0"):
-        Renderer(ServerOptions(model=str(tmp_path), vllm_version="0.33.0")).render(
+    with pytest.raises(RenderUnsupportedError, match=r"encoder-decoder config.*vLLM 0\.29\.0"):
+        Renderer(ServerOptions(model=str(tmp_path), vllm_version="0.29.0")).render(
             "/v1/completions", body)
     with pytest.raises(RenderRequestError, match="No token_ids rendered"):
         Renderer(ServerOptions(model=str(tmp_path))).render("/v1/completions", body)
@@ -111,8 +114,9 @@ def test_vllm_rendering_of_sentencepiece_python_folders_replays(case: RenderCase
 #: (tools/build_real_pyspm_bodies.py ``--keep-release``), and the folders each answered:
 #: vLLM 0.29.0 starts none of the encoder-decoder architectures.
 KEPT = {"0.29.0": frozenset({"gpt_sw3_py", "bert_generation_py", "siglip_py"}),
-        "0.30.0": frozenset(FOLDER_CLASSES), "0.32.0": frozenset(FOLDER_CLASSES)}
-#: transformers 5.19 (vLLM 0.32) and 5.24 (0.29, 0.30) widened GPTSw3Tokenizer's
+        "0.30.0": frozenset(FOLDER_CLASSES), "0.32.0": frozenset(FOLDER_CLASSES),
+        "0.33.0": frozenset(FOLDER_CLASSES)}
+#: transformers 5.19 (vLLM 0.32, 0.33) and 5.24 (0.29, 0.30) widened GPTSw3Tokenizer's
 #: whitespace set: the bodies with an em space answer otherwise than 0.31.0's.
 WIDER_SPACES = {"gpt_sw3_py/chat-system-user", "gpt_sw3_py/chat-text-specials-spaced",
                 "gpt_sw3_py/chat-after-special-specials-spaced",
@@ -146,14 +150,21 @@ def test_a_kept_release_replays(release: str, case: RenderCase) -> None:
 
 
 @pytest.mark.parametrize(("release", "real"), [
-    *(("0.29.0", real) for real in sorted(set(FOLDER_CLASSES) - KEPT["0.29.0"])),
-    *(("0.33.0", real) for real in sorted(FOLDER_CLASSES))])
+    ("0.29.0", real) for real in sorted(set(FOLDER_CLASSES) - KEPT["0.29.0"])])
 def test_a_release_not_harvested_refuses_the_classes(release: str, real: str) -> None:
     """Refused: the release's start-up for the architecture says why (vLLM 0.29.0 starts
-    none of the encoder-decoder ones; 0.33.0's was not probed), or, for a folder whose
-    model type is another's (GPT-SW3's config is gpt2), that the class was not checked
-    against that release's answers."""
+    none of the encoder-decoder ones), or that the class was not checked against that
+    release's answers (a folder whose model type is another's, GPT-SW3's config being
+    gpt2)."""
     with pytest.raises(RenderUnsupportedError,
                        match=f"vLLM {release} (does not start|starts for was not probed)|"
                              f"not vLLM {release}'s; not verified"):
         _release_renderer(release, real)
+
+
+def test_each_class_renders_the_releases_that_answered_it() -> None:
+    """``PythonCodec.releases``: the releases whose server answered the class's folders
+    (the kept ones and 0.31.0's own); any other refuses it."""
+    for real, cls in FOLDER_CLASSES.items():
+        answered = frozenset({r for r, folders in KEPT.items() if real in folders} | {"0.31.0"})
+        assert PYTHON_CODECS[cls].releases == answered, cls

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from prefixkey.render._hf_decision import TokenizerPath, decide_tokenizer
+from prefixkey.render._hf_tiktoken import ConvertedSource
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +104,27 @@ def test_remote_code_and_conversions_are_refused_truly() -> None:
     unconverted = decide("gpt2", "WhisperTokenizer", tokenizer_json=False)
     assert unconverted.path == "converted" and not unconverted.reproduced
     assert "does not reproduce for this class" in unconverted.why
-    python = decide("bert-japanese", "ClvpTokenizer")
+
+
+def test_a_tiktoken_or_tekken_file_is_converted_by_tokenizers_backend_only() -> None:
+    """render/_hf_tiktoken.py reproduces TokenizersBackend's conversion; a class of its
+    own runs its __init__ around the converted tokenizer: still refused."""
+    source = ConvertedSource("tiktoken", "tokenizer.model")
+    backend = decide_tokenizer(
+        model_type="llama", architectures=[], tokenizer_mode="auto",
+        tokenizer_config={"tokenizer_class": "PreTrainedTokenizerFast"},
+        config={"model_type": "llama"}, name="/m", has_tokenizer_json=False,
+        converted=source)
+    assert (backend.path, backend.tokenizer_class, backend.converted) == (
+        "converted", "TokenizersBackend", source)
+    assert backend.reproduced and "TikTokenConverter" in backend.why
+    own = decide_tokenizer(
+        model_type="llama", architectures=[], tokenizer_mode="auto",
+        tokenizer_config={"tokenizer_class": "LlamaTokenizer"},
+        config={"model_type": "llama"}, name="/m", has_tokenizer_json=False,
+        converted=source)
+    assert own.path == "converted" and not own.reproduced and own.converted is None
+    python = decide("bert-japanese", "CpmTokenizer")
     assert python.path == "refused" and "Python tokenizer" in python.why
 
 

@@ -1,27 +1,28 @@
 """Python tokenizers (no ``tokenizers`` backend): what is reproduced, and the refusals' truth.
 
 transformers' Python tokenizer classes are refused unless render/_hf_python.py records
-them (byte and code point tokenizers). A model type registering one says, from
-render/_hf_startup_facts.py (tools/probe_vllm_startup.py: vLLM's render-server start-up
-run on a minimal folder per architecture), which of its architectures vLLM's model
-registry accepts;
-a folder naming only architectures vLLM does not start for is refused as such.
+them (byte and code point tokenizers). A model type registering one says which of its
+architectures vLLM 0.31's render server starts for (render/_vllm_startup.py, from the
+facts tools/probe_vllm_startup.py writes); a folder naming only architectures vLLM does
+not start for is refused as such.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
-from prefixkey.render._eras import render_release
 from prefixkey.render._hf_decision import decide_tokenizer
-from prefixkey.render._hf_startup_facts import STARTS
+from prefixkey.render._vllm_startup import BASE_STARTUP, vllm_startup
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+
+def started(model_type: str) -> list[str]:
+    """The type's architectures vLLM 0.31.0 starts for, each alone."""
+    return [a for a in BASE_STARTUP.ARCHITECTURES.get(model_type, ())
+            if vllm_startup((a,), model_type, "0.31.0").starts]
 
 
 def folder(tmp_path: Path, model_type: str, architecture: str,
@@ -46,11 +47,10 @@ def test_no_type_vllm_starts_for_keeps_the_general_python_refusal() -> None:
     # (PYTHON_REFUSED, e.g. the library vLLM's install lacks): "does not reproduce" is left
     # only to types vLLM never starts, where no replica could be routed to.
     general = []
-    for model_type, architectures in STARTS.items():
-        started = [a for a, serves in architectures.items() if serves is not None]
-        if not started:
+    for model_type in BASE_STARTUP.ARCHITECTURES:
+        if not started(model_type):
             continue
-        decision = decide_tokenizer(model_type=model_type, architectures=started,
+        decision = decide_tokenizer(model_type=model_type, architectures=started(model_type),
                                     tokenizer_mode="auto", tokenizer_config={},
                                     config={"model_type": model_type}, name="folder",
                                     has_tokenizer_json=False)
@@ -104,7 +104,7 @@ def test_a_ctc_folder_without_its_vocabulary_is_an_error_naming_it(tmp_path: Pat
     ("speecht5", "SpeechT5ForTextToSpeech"), ("vits", "VitsModel")])
 def test_a_folder_vllm_does_not_start_for_is_refused_as_such(
         tmp_path: Path, model_type: str, architecture: str) -> None:
-    assert STARTS[model_type][architecture] is None
+    assert vllm_startup((architecture,), model_type, "0.31.0").starts is False
     text = refusal(folder(tmp_path, model_type, architecture))
     assert (f"architecture {architecture!r} (model_type {model_type!r}): vLLM 0.31.0 does "
             "not start for it") in text
@@ -116,15 +116,16 @@ def test_the_table_rows_say_what_vllm_starts_for() -> None:
         return decide_tokenizer(model_type=model_type, architectures=[], tokenizer_mode="auto",
                                 tokenizer_config={}, config={"model_type": model_type},
                                 name="/m", has_tokenizer_json=True).why
-    assert "registry accepts none of its architectures" in why("tapas")
+    assert "vLLM 0.31.0 starts for none of its architectures" in why("tapas")
     assert "TapasForMaskedLM" in why("tapas")
-    assert "GPT2LMHeadModel as GPT2LMHeadModel" in why("gpt-sw3")
-    assert "was not probed" in why("rag")
+    assert "vLLM 0.31.0 starts for GPT2ForSequenceClassification" in why("gpt-sw3")
+    assert "list no architecture of it" in why("rag")
+    assert "processor" in why("dia") and "not known" in why("dia")
     # Reproduced, yet vLLM starts for none of the type's own architectures: both said.
     canine = decide_tokenizer(model_type="canine", architectures=[], tokenizer_mode="auto",
                               tokenizer_config={}, config={"model_type": "canine"},
                               name="/m", has_tokenizer_json=False)
-    assert canine.path == "python" and "accepts none" in canine.why
+    assert canine.path == "python" and "starts for none" in canine.why
 
 
 def test_a_type_of_a_reproduced_class_renders_under_an_architecture_vllm_serves(
@@ -143,16 +144,3 @@ def test_settings_a_codec_does_not_record_are_refused(
     path = folder(tmp_path, "gpt2", "GPT2LMHeadModel",
                   {"tokenizer_class": "ByT5Tokenizer", **setting})
     assert field in refusal(path)
-
-
-@pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.31.0", "0.32.0"])
-def test_the_startup_facts_are_those_of_the_installed_vllm(release: str) -> None:
-    from vllm_venvs import vllm_command
-
-    python, env = vllm_command(release, test="tests/units/test_python_tokenizers.py")
-    module = render_release(release).startup_facts
-    assert module is not None
-    done = subprocess.run([str(python), "tools/probe_vllm_startup.py", "--only",
-                           "xlm,biogpt,canine", "--out", f"prefixkey/render/{module}.py"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -250,6 +251,51 @@ def test_cache_pressure_spreads_what_only_shares_a_system_prompt() -> None:
     # Without a load the Router counts its first choices itself: the same spread.
     own = Router(index)
     assert len({order(own.route(t))[0] for t in _shared_prefix_requests(8)}) == 4
+
+
+def test_cache_pressure_with_capacities_is_recent_tokens_over_capacity() -> None:
+    # Capacities 1,000 and 3,000 tokens: the fleet's is 4,000. Each prompt sent counts
+    # its tokens (held and new) on its replica, every count decaying by
+    # exp(-tokens / 4,000) per prompt sent; the pressure is min(1, recent / capacity).
+    index = make_index("a", "b")
+    store(index, "a", ints(FINE[:2]))  # "a" holds the first 32 of the 133 tokens
+    router = Router(index, load=lambda r: 0.0, cache_tokens={"a": 1000, ReplicaId("b"): 3000})
+    first = router.route(TOKENS, ["a"])[0]
+    assert (first.hit_tokens, first.prefill_tokens, first.pressure) == (32, 101.0, 0.0)
+    router.sent(first)  # 133 tokens on "a": 32 reused, 101 stored
+    assert router.pressure("a") == pytest.approx(133 / 1000) and router.pressure("b") == 0.0
+    router.sent(router.route(list(range(9000, 9600)), ["b"])[0])  # 600 tokens on "b"
+    assert router.pressure("a") == pytest.approx(133 * math.exp(-600 / 4000) / 1000)
+    assert router.pressure("b") == pytest.approx(600 / 3000)
+    # a: 2 x 101 + 0.114 x 101 = 213.5; b: 2 x 133 + 0.2 x 133 = 292.6
+    a, b = router.route(TOKENS)
+    assert (a.replica.name, b.replica.name) == ("a", "b")
+    assert a.cost == pytest.approx((2 + 133 * math.exp(-0.15) / 1000) * 101)
+    assert b.cost == pytest.approx(2.2 * 133) and b.pressure == pytest.approx(0.2)
+    router.set_cache_tokens("b", 300)  # b's recent tokens now fill it twice: capped at 1
+    assert router.pressure("b") == 1.0
+    router.set_cache_tokens("b", None)  # b left: it counts the mean of those given (a's)
+    assert router.pressure("b") == pytest.approx(600 / 1000)
+    router.set_cache_tokens("a", None)  # none given: the relative pressure again
+    assert router.pressure("b") == 1.0 and router.pressure("a") == pytest.approx(
+        133 * math.exp(-0.15) / 600)
+    router.set_cache_tokens("b", 300)
+    for bad in (0, -1.0, math.nan, math.inf, True, "1000"):
+        with pytest.raises(InvalidRequestError, match="cache_tokens"):
+            router.set_cache_tokens("a", bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidRequestError, match="cache_tokens: for a"):
+            Router(index, cache_tokens={"a": bad})  # type: ignore[dict-item]
+    with pytest.raises(InvalidRequestError, match="cache_tokens: must be a mapping"):
+        Router(index, cache_tokens=[("a", 1000)])  # type: ignore[arg-type]
+
+    # Without a load the pressure stays relative (the Router's own count of its sends):
+    # the replica it chose is the busiest, at 1, whatever its capacity.
+    own = Router(index, cache_tokens={"a": 10**9, "b": 10**9})
+    assert own.pressure(own.route(TOKENS)[0].replica) == 1.0
+    own.set_load("a", 0.0)  # a pushed load: the capacities count, from a fresh count
+    assert (own.pressure("a"), own.pressure("b")) == (0.0, 0.0)
+    own.sent(own.route(TOKENS, ["b"])[0])
+    assert own.pressure("b") == pytest.approx(133 / 10**9)
 
 
 def test_sent_does_nothing_without_a_load() -> None:

@@ -146,7 +146,8 @@ def test_ray_prefix_follows_what_it_sent_and_ignores_load() -> None:
     scheme = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0", vllm_version="0.31.0"))
     gateway = Gateway(requests=[0, 0, 0], prefill=[0.0] * 3, active_blocks=[0] * 3)
     choose = make_policy("ray-prefix", PolicyContext(
-        PrefixIndex(), [ReplicaId(n) for n in "abc"], gateway, block_size=16, seed=0))
+        PrefixIndex(), [ReplicaId(n) for n in "abc"], gateway, block_size=16, seed=0,
+        blocks=10_000))
 
     def send(tokens: list[int]) -> tuple[int, float]:
         prepared = PreparedRequest(len(tokens), Request(tokens))
@@ -170,7 +171,8 @@ def test_sglang_cache_aware_thresholds() -> None:
     scheme = ReplicaScheme(Hasher(block_size=16, python_hash_seed="0", vllm_version="0.31.0"))
     gateway = Gateway(requests=[0, 0, 0], prefill=[0.0] * 3, active_blocks=[0] * 3)
     choose = make_policy("sglang", PolicyContext(
-        PrefixIndex(), [ReplicaId(n) for n in "abc"], gateway, block_size=16, seed=0))
+        PrefixIndex(), [ReplicaId(n) for n in "abc"], gateway, block_size=16, seed=0,
+        blocks=10_000))
 
     def send(tokens: list[int]) -> tuple[int, float]:
         prepared = PreparedRequest(len(tokens), Request(tokens))

@@ -15,6 +15,8 @@ reported sends, loads pushed between rankings, replicas removed, and ties
 
 from __future__ import annotations
 
+import copy
+import pickle
 from dataclasses import FrozenInstanceError, fields, replace
 from typing import Any
 
@@ -79,7 +81,7 @@ def _router(index: object, mode: str, loads: dict[ReplicaId, float],
 
 def _state(router: Router) -> tuple[object, ...]:
     return (router.metrics.as_dict(), router.mean_prefill_tokens,
-            sorted(router._queues.ascending()), sorted(router._stored.ascending()),
+            sorted(router._queues.ascending()), sorted(router._pressure._recent.ascending()),
             router._last_total)
 
 
@@ -174,7 +176,8 @@ def test_a_tie_takes_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_decision_built_by_its_slots_is_the_dataclass() -> None:
-    # _new_decision sets each slot directly: the same object as the constructor's, frozen.
+    # _new_decision builds a mutable twin (the same slots) and gives it RouteDecision's
+    # class: the same object as the constructor's, frozen.
     values = (ReplicaId("r1", 2), 1, -90.5, 48, (12, 3), 40.0, 7.5, False,
               frozenset({"GPU"}), "why", "confirmed", 90.5, 20.0, 0.25, 0.5)
     built = _new_decision(*values)  # type: ignore[arg-type]
@@ -183,5 +186,6 @@ def test_a_decision_built_by_its_slots_is_the_dataclass() -> None:
     assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
     assert [getattr(built, f.name) for f in fields(RouteDecision)] == list(values)
     assert replace(built, rank=2) == replace(made, rank=2)
+    assert pickle.loads(pickle.dumps(built)) == made and copy.copy(built) == made
     with pytest.raises(FrozenInstanceError):
         built.rank = 3  # type: ignore[misc]

@@ -115,7 +115,7 @@ def test_the_index_walks_a_top1_query_as_it_answers_it(
     replicas = tuple(index.replicas())
     query = RunsQuery(SCHEME, (*replicas[::2], ReplicaId("gone")) if subset else replicas,
                       (tuple(keys[:tokens // 4]),))
-    found = index._prefix_walk(query, 0b111)
+    found = index._prefix_walk(query.replicas, query.groups, 0b111)
     answer, = index.leading_runs([query], 0b111)
     if found is None:  # no medium, or two, held: not one walk
         assert not answer.ordered and (cpu or not any(held))

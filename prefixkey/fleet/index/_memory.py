@@ -530,7 +530,7 @@ class PrefixIndex:
         """
         out: list[RunsAnswer] = []
         for q in queries:
-            alive, extra = self._alive(q)
+            alive, extra = self._alive(q.replicas)
             maps = self._maps(0, media) if len(q.groups) == 1 else []
             if len(maps) == 1:
                 ends = walk(maps[0][1], q.groups[0], alive) if alive else []
@@ -546,26 +546,30 @@ class PrefixIndex:
             out.append(answer)
         return out
 
-    def _prefix_walk(self, query: RunsQuery, media: int) -> PrefixWalk | None:
-        """The walk :meth:`leading_runs` answers ``query`` with, as its running AND
-        (:class:`PrefixWalk`: a top-1 ranking reads the longest runs from its end), or
-        None unless that answer is one walk (one KV-cache group, one medium held)."""
-        maps = self._maps(0, media) if len(query.groups) == 1 else []
+    def _prefix_walk(self, replicas: tuple[ReplicaId, ...],
+                     groups: tuple[tuple[EventHash, ...], ...], media: int) -> PrefixWalk | None:
+        """The walk :meth:`leading_runs` answers ``RunsQuery(scheme, replicas, groups)``
+        with, as its running AND (:class:`PrefixWalk`: a top-1 ranking reads the longest
+        runs from its end), or None unless that answer is one walk (one KV-cache group,
+        one medium held). No query object: a top-1 ranking's every step is counted."""
+        maps = self._maps(0, media) if len(groups) == 1 else []
         if len(maps) != 1:
             return None
-        alive, extra = self._alive(query)
-        ands = prefix_ands(maps[0][1], query.groups[0], alive) if alive else []
-        return PrefixWalk(ands, maps[0][0], self._slots, extra)
+        alive, extra = self._alive(replicas)
+        (medium, holders), = maps
+        # tuple.__new__ in C: a NamedTuple's own __new__ is a Python frame.
+        return tuple.__new__(PrefixWalk, (prefix_ands(holders, groups[0], alive) if alive else [],
+                                          medium, self._slots, extra))
 
-    def _alive(self, query: RunsQuery) -> tuple[int, list[ReplicaId]]:
-        """The holder-set mask of the query's registered candidates, and the others."""
+    def _alive(self, replicas: tuple[ReplicaId, ...]) -> tuple[int, list[ReplicaId]]:
+        """The holder-set mask of a query's registered candidates, and the others."""
         everyone, every_bit = self._everyone
-        if query.replicas == everyone:  # the usual query: every replica (compared by identity)
+        if replicas == everyone:  # the usual query: every replica (compared by identity)
             return every_bit, []
-        states = list(map(self._replicas.get, query.replicas))
+        states = list(map(self._replicas.get, replicas))
         extra: list[ReplicaId] = []
         if None in states:
-            extra = [rid for rid, s in zip(query.replicas, states, strict=True) if s is None]
+            extra = [rid for rid, s in zip(replicas, states, strict=True) if s is None]
             states = [s for s in states if s is not None]
         return reduce(or_, map(_BIT, cast("list[ReplicaState]", states)), 0), extra
 

@@ -80,8 +80,14 @@ def members_of(mask: int, slots: Slots) -> list[ReplicaId]:
     """The replicas of a holder-set mask, in slot order (``slots`` as of its walk)."""
     if not mask & (mask - 1):  # one replica (or none): most groups of a varied fleet
         return [slots[mask.bit_length() - 1]] if mask else []  # type: ignore[list-item]
-    if mask.bit_count() * 16 < mask.bit_length():  # a few of many slots: bit by bit
-        return [slots[low.bit_length() - 1] for low in bits_of(mask)]  # type: ignore[misc]
+    count = mask.bit_count()
+    if count <= 8 or count * 16 < mask.bit_length():  # a few: bit by bit, no generator
+        listed: list[ReplicaId] = []
+        while mask:
+            low = mask & -mask
+            listed.append(slots[low.bit_length() - 1])  # type: ignore[arg-type]
+            mask ^= low
+        return listed
     # Byte i of the reversed binary digits is bit i: a selector per slot, in C.
     digits = format(mask, "b").encode().translate(_BINARY)[::-1]
     return list(compress(slots, digits))  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ from ._prepared import (
     rendezvous_seed,
     rendezvous_weights,
 )
+from ._pressure import PressureFn, no_pressure
 from ._queues import Queues
 
 
@@ -163,9 +164,6 @@ class _Scoring(Protocol):
 _GROUP, _REST, _PEEK, _ONE = 0, 1, 2, 3
 
 
-def _no_pressure(rid: ReplicaId) -> float:
-    return 0.0
-
 #: The prefill a request needs counts twice: once as its own wait, once as work
 #: added to the fleet, which later requests queue behind (``_router``'s module docs).
 _TWICE: Final = 2.0
@@ -244,7 +242,7 @@ class _CostOrder:
     def __init__(self, router: _Scoring, prepared: PreparedRequest,
                  schemes: Mapping[ReplicaId, ReplicaScheme], extra: tuple[ReplicaId, ...],
                  queues: Queues, per: float, answers: list[_Answer],
-                 pressure: Callable[[ReplicaId], float] = _no_pressure,
+                 pressure: PressureFn = no_pressure,
                  twice: float = _TWICE) -> None:
         self._router = router
         self.twice = twice  # what a prefill token needed counts: 1 + 1 / (1 - utilization)
@@ -322,7 +320,7 @@ class _CostOrder:
         # (nothing moves the queues while this runs).
         values, scale = self._queues.stored()
         left = self._tokens - scored.weighted
-        pressure_of = None if self._pressure is _no_pressure else self._pressure
+        pressure_of = None if self._pressure is no_pressure else self._pressure
         need = left * twice
         pressure = 0.0
         pos = len(rids)

@@ -112,13 +112,17 @@ class PreparedRequest:
     hash schemes that were not prepared.
     """
 
-    __slots__ = ("_schemes", "hash_seconds", "num_tokens", "request")
+    __slots__ = ("_last", "_schemes", "hash_seconds", "num_tokens", "request")
 
     def __init__(self, num_tokens: int, request: Request | None = None) -> None:
         self.num_tokens = check_int("num_tokens", num_tokens, least=0)
         self.request = request
         self.hash_seconds = 0.0
         self._schemes: dict[tuple[object, ...], SchemeKeys] = {}
+        #: The scheme object last recorded and its keys: a ranking asks again for the
+        #: scheme it prepared, found by identity (a scheme's key is a tuple, built and
+        #: hashed on each read, GroupSpecs and all).
+        self._last: tuple[ReplicaScheme | None, SchemeKeys | None] = (None, None)
 
     def add_keys(
         self, scheme: ReplicaScheme, block_hashes: Sequence[BlockHash],
@@ -139,10 +143,14 @@ class PreparedRequest:
                 affinity = self.num_tokens.to_bytes(8, "big")
         keys = SchemeKeys(scheme.group_keys(fine, digests=digests), affinity)
         self._schemes[scheme.key] = keys
+        self._last = (scheme, keys)
         return keys
 
     def keys_for(self, scheme: ReplicaScheme) -> SchemeKeys:
         """The keys under ``scheme``, hashing the request now if they were not prepared."""
+        last, keys = self._last
+        if last is scheme and keys is not None:
+            return keys
         keys = self._schemes.get(scheme.key)
         if keys is not None:
             return keys

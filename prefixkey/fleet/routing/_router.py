@@ -38,19 +38,19 @@ prefill a routed request needs); ``saved`` is the hit,
 each reused block counting ``tier_weights[medium]`` of its tokens (a GPU
 block saves all of its prefill, a CPU block 0.8 of it: loading it back costs
 the rest). ``pressure`` (in [0, 1]) is what storing the request's new
-blocks there evicts: the replica's share of the prefill the Router's recent
-first choices stored, relative to the replica that got the most (a decayed
-count, by ``1 - 1/replicas`` per decision). Without a load the Router counts
-its first choices; with one, the caller reports where each request went
-(:meth:`Router.sent`, where it adds the request to its own queued counts).
-A replica that has stored nothing lately (a fresh one, or one whose cache
-holds only old blocks) evicts nothing worth keeping: its pressure is 0; on
-the busiest one each block stored pushes out a block stored lately, counted
-as a prefill token the fleet may have to do again. Without this term every
-request holding a shared system prompt goes to the replicas already holding
-it, and replicas that never served stay empty (their caches unused) while
-the holders churn theirs. The lowest cost ranks first; equal costs go to the lower queue,
-then to the rendezvous weight (:func:`rendezvous_weight`: for replicas
+blocks there evicts: the chance that a block pushed out is one worth
+keeping, counted as a prefill token the fleet may do again (``_pressure``:
+with each replica's KV-cache capacity given, ``cache_tokens``, and a load,
+its recent prompt tokens over its capacity, recent meaning within the window
+one pool of the fleet's blocks keeps; otherwise the prefill it stored lately
+over the busiest's, decaying by ``1 - 1/replicas`` per decision). Without a load the
+Router counts its first choices; with one, the caller reports where each
+request went (:meth:`Router.sent`, where it adds the request to its own
+queued counts). Without this term every request holding a shared system
+prompt goes to the replicas already holding it, and replicas that never
+served stay empty (their caches unused) while the holders churn theirs.
+The lowest cost ranks first; equal costs go to the lower queue, then to the
+rendezvous weight (:func:`rendezvous_weight`: for replicas
 holding a prefix, on the first key of the request none of them holds, so
 requests sharing only a held system prompt spread; for replicas holding
 nothing, on the request's first block key), so when no candidate holds a
@@ -64,7 +64,8 @@ it saves more than it has queued).
 
 Every replica given as ``replicas`` is a candidate from the start, even
 before the index has registered it (a fresh vLLM publishes nothing until it
-serves): it holds nothing, so it costs its queue plus twice the prompt.
+serves): it holds nothing, so it costs its queue plus twice the prompt
+(``_candidates`` resolves the candidates and groups them by scheme).
 
 Hashing and routing are separable: :meth:`Router.prepare` hashes (timed in
 :attr:`PreparedRequest.hash_seconds`), :meth:`Router.rank` only reads the
@@ -87,12 +88,12 @@ from .._replicas import ReplicaId, ReplicaScheme
 from ..index._backend import RoutingIndex, RunsQuery
 from ..index._memory import PrefixIndex
 from ..index._ops import medium_name
-from ..index._walk import PrefixWalk, Run, runs_back
+from ..index._walk import PrefixWalk, Run
+from ._candidates import Candidates, replica_id
 from ._cost_order import (
     _Answer,
     _CostOrder,
     _Group,
-    _no_pressure,
     _Runs,
     _Scored,
     _segment_saved,
@@ -108,6 +109,7 @@ from ._decision import (
 )
 from ._metrics import RouterMetrics
 from ._prepared import PreparedRequest, rendezvous_seed
+from ._pressure import CachePressure, no_pressure
 from ._queues import Queues
 from ._ranking import LazyRanking
 from ._top1 import slot_bits, walked_best
@@ -133,16 +135,6 @@ LoadFn = Callable[[ReplicaId], float]
 LoadUnit = Literal["tokens", "requests"]
 
 
-def _replica_id(c: ReplicaId | str) -> ReplicaId:
-    if type(c) is ReplicaId:
-        return c
-    if isinstance(c, str):
-        return ReplicaId(c)
-    if isinstance(c, tuple):
-        return ReplicaId(*c)
-    raise InvalidRequestError("replicas", f"a replica is a ReplicaId or a name, got {c!r}")
-
-
 class Router:
     """Ranks candidate replicas by expected time to first token, from any
     :class:`~prefixkey.fleet.RoutingIndex` backend.
@@ -150,6 +142,8 @@ class Router:
     See the module docs. ``load`` gives a replica's queued prefill work in
     ``load_unit`` (a callable read at each ranking); :meth:`set_load` pushes it
     instead. ``replicas`` are candidates from the start, registered or not.
+    ``cache_tokens`` gives each replica's KV-cache capacity in tokens (optional;
+    :meth:`set_cache_tokens` sets one later): the cache pressure's scale.
     ``metrics`` counts its decisions (:class:`RouterMetrics`).
     """
 
@@ -162,6 +156,7 @@ class Router:
         load: LoadFn | None = None,
         load_unit: LoadUnit = "tokens",
         replicas: Iterable[ReplicaId | str] = (),
+        cache_tokens: Mapping[ReplicaId | str, float] | None = None,
     ) -> None:
         for name, w in {**tier_weights, "other": other_tier_weight}.items():
             if not isinstance(name, str):
@@ -189,14 +184,19 @@ class Router:
         self.other_tier_weight = float(other_tier_weight)
         self.load = load
         self.load_unit: LoadUnit = load_unit
-        self.replicas: tuple[ReplicaId, ...] = tuple(dict.fromkeys(map(_replica_id, replicas)))
+        self.replicas: tuple[ReplicaId, ...] = tuple(dict.fromkeys(map(replica_id, replicas)))
         self.metrics = RouterMetrics()
         # Pushed loads (:meth:`set_load`, in load_unit), or the Router's own queue
         # estimate (tokens) while nothing is pushed and no load callable is given.
         self._queues = Queues()
-        #: The prefill tokens the Router's recent first choices stored per replica,
-        #: decaying by ``1 - 1/replicas`` per decision: each replica's cache pressure.
-        self._stored = Queues()
+        if cache_tokens is not None and not isinstance(cache_tokens, Mapping):
+            raise InvalidRequestError(
+                "cache_tokens", f"must be a mapping of replica to tokens, got {cache_tokens!r}")
+        #: What the Router's recent first choices stored per replica, and each
+        #: replica's KV-cache capacity when given: the cache pressure (``_pressure``).
+        self._pressure = CachePressure(
+            (replica_id(r), t) for r, t in (cache_tokens or {}).items())
+        self._pressure.loaded = load is not None
         self._last_total = 2  # the candidates of the last ranking: the pressure's decay
         self._pushed = False
         self._tracked: object = None  # the registrations last tracked in _queues
@@ -211,16 +211,8 @@ class Router:
         self._bit_weights: list[tuple[int, float, str]] = []
         self._counted = 0  # bits of the media with a positive weight: those that hit
         self._bits_seen = -1
-        self._last_grouping: tuple[Mapping[ReplicaId, ReplicaScheme], Mapping[
-            tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]] | None = None
-        self._last_own: tuple[Mapping[ReplicaId, ReplicaScheme],
-                              dict[ReplicaId, ReplicaId]] | None = None
-        self._last_fleet: tuple[Mapping[ReplicaId, ReplicaScheme],
-                                tuple[ReplicaId, ...]] | None = None
-        #: :meth:`_schemes_of` per candidates tuple, for one registrations view and
-        #: ``replicas``: a gateway passes the same healthy candidates call after call.
-        self._by_candidates: tuple[object, object, dict[tuple[object, ...], tuple[
-            Mapping[ReplicaId, ReplicaScheme], tuple[ReplicaId, ...]]]] = (None, None, {})
+        #: The candidates of a ranking, and their schemes (``_candidates``).
+        self._candidates = Candidates()
 
     # -- load ---------------------------------------------------------------
 
@@ -234,7 +226,10 @@ class Router:
         check_number("load", queued)
         if not self._pushed:  # the Router's own estimate gives way to pushed loads
             self._pushed, self._queues, self._tracked = True, Queues(), None
-        self._queues.set(_replica_id(replica), float(queued))
+            if not self._pressure.loaded:
+                self._pressure.loaded = True
+                self._pressure.clear()
+        self._queues.set(replica_id(replica), float(queued))
 
     def _queue_view(self, schemes: Mapping[ReplicaId, ReplicaScheme],
                     extra: tuple[ReplicaId, ...], num_tokens: int) -> tuple[Queues, float]:
@@ -277,17 +272,17 @@ class Router:
         mean = queues.total() * per / n / (self._sent_prefill or float(num_tokens or 1))
         return mean / (1 + mean)
 
-    def pressure(self, replica: ReplicaId | str) -> float:
-        """The replica's cache pressure in [0, 1]: its recent stores over the busiest's."""
-        top = self._stored.maximum()
-        return self._stored.get(_replica_id(replica)) / top if top > 0 else 0.0
+    def set_cache_tokens(self, replica: ReplicaId | str, tokens: float | None) -> None:
+        """Set a replica's KV-cache capacity in tokens (vLLM's ``kv_cache_size_tokens``):
+        with a load, the cache pressure then counts what a request's stores evict there
+        (module docs). None forgets it (a replica that left the fleet)."""
+        self._pressure.set_capacity(replica_id(replica), tokens)
 
-    def _pressure_of(self) -> Callable[[ReplicaId], float]:
-        top = self._stored.maximum()
-        if top <= 0:
-            return _no_pressure
-        get = self._stored.get
-        return lambda rid: get(rid) / top
+    def pressure(self, replica: ReplicaId | str) -> float:
+        """The replica's cache pressure in [0, 1] (``_pressure``): with capacities and a
+        load, its recent tokens over its capacity; otherwise its recent stores over the
+        busiest's."""
+        return self._pressure.of()(replica_id(replica))
 
     def sent(self, decision: RouteDecision) -> None:
         """Report that the request of ``decision`` was sent to its replica (with a load given).
@@ -301,20 +296,17 @@ class Router:
             return
         tokens = decision.prefill_tokens
         self._sent_prefill += (tokens - self._sent_prefill) / 64 if self._sent_prefill else tokens
-        self._store(decision.replica, tokens, self._last_total)
+        self._pressure.store(decision.replica, tokens, tokens + decision.weighted_hit_tokens,
+                             self._last_total)
 
-    def _store(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
-        self._stored.decay(1 - 1 / max(replicas, 2))
-        self._stored.add(replica, tokens)
-
-    def _sent(self, replica: ReplicaId, tokens: float, replicas: int) -> None:
+    def _sent(self, replica: ReplicaId, tokens: float, num_tokens: int, replicas: int) -> None:
         """Count a first choice: its prefill joins the Router's own queue estimate."""
         alpha = 1 / 64
         self.mean_prefill_tokens += alpha * (tokens - self.mean_prefill_tokens) if (
             self.mean_prefill_tokens) else tokens
         if self.load is not None or self._pushed:
             return  # the caller reports its sends (:meth:`sent`)
-        self._store(replica, tokens, replicas)
+        self._pressure.store(replica, tokens, num_tokens, replicas)
         self._queues.decay(1 - 1 / max(replicas, 2))
         self._queues.add(replica, tokens)
 
@@ -333,7 +325,8 @@ class Router:
         prepared = PreparedRequest(len(request.token_ids), request)
         hashed: dict[tuple[object, ...], list[BlockHash]] = {}
         start = time.perf_counter()
-        for scheme, _ in self._grouping(self._schemes_of(candidates)[0]).values():
+        schemes = self._candidates.of(self.index.replicas(), self.replicas, candidates)[0]
+        for scheme, _ in self._candidates.grouping(schemes).values():
             if scheme.key in prepared._schemes:
                 continue
             fine = hashed.get(scheme.hash_key)
@@ -374,8 +367,9 @@ class Router:
         load, the first candidate is counted as sent (the Router's own queue
         estimate).
         """
-        check_int("limit", limit, optional=True)
-        schemes, extra = self._schemes_of(candidates)
+        if limit is not None and (type(limit) is not int or limit < 1):
+            check_int("limit", limit, optional=True)  # refused (bools too), naming the field
+        schemes, extra = self._candidates.of(self.index.replicas(), self.replicas, candidates)
         self._refresh_weights()
         num_tokens = prepared.num_tokens
         total = len(schemes) + len(extra)
@@ -397,7 +391,7 @@ class Router:
         queues, per = self._queue_view(schemes, extra, num_tokens)
         utilization = self._utilization(queues, per, num_tokens)
         order = _CostOrder(self, prepared, schemes, extra, queues, per, answers,
-                           self._pressure_of(), 1 + 1 / (1 - utilization))
+                           self._pressure.of(), 1 + 1 / (1 - utilization))
         fallback = order.fallback
         listing = order.listing
         outcomes: dict[int, _Outcome] = {}  # id(scored) -> its outcome, once read
@@ -431,7 +425,7 @@ class Router:
         self._last_total = total
         self.metrics.observe(top.hit_tokens, num_tokens, top.fallback,
                              top.evidence == "predicted")
-        self._sent(top.replica, top.prefill_tokens, total)
+        self._sent(top.replica, top.prefill_tokens, num_tokens, total)
 
     def _one_walk(self, schemes: Mapping[ReplicaId, ReplicaScheme], prepared: PreparedRequest,
                   ) -> tuple[ReplicaScheme, bytes, PrefixWalk] | None:
@@ -440,13 +434,12 @@ class Router:
         or media)."""
         if type(self.index) is not PrefixIndex or not schemes:
             return None
-        todo = self._grouping(schemes)
+        todo = self._candidates.grouping(schemes)
         if len(todo) != 1:
             return None
         (scheme, group), = todo.values()
         keys = prepared.keys_for(scheme)
-        walk = self.index._prefix_walk(RunsQuery(scheme, tuple(group), keys.groups),
-                                      self._counted)
+        walk = self.index._prefix_walk(tuple(group), keys.groups, self._counted)
         return None if walk is None else (scheme, keys.affinity, walk)
 
     def _walked_top1(self, prepared: PreparedRequest,
@@ -457,20 +450,20 @@ class Router:
         bits = self._slot_bits
         if bits[0] is not walk.slots:
             bits = self._slot_bits = (walk.slots, slot_bits(walk.slots))
-        pressure = self._pressure_of()
+        pressure = self._pressure.of()
         twice = 1 + 1 / (1 - utilization)
         num_tokens = prepared.num_tokens
         block = scheme.groups[0].block_size
-        best = walked_best(runs_back(walk.ands), walk.slots, bits[1],
+        best = walked_best(walk.ands, walk.slots, bits[1],
                            self._mask_weight(walk.medium)[0], block, num_tokens, twice, per,
                            queues.ascending_stored(),
-                           None if pressure is _no_pressure else pressure, schemes, extra)
+                           None if pressure is no_pressure else pressure, schemes, extra)
         if best is None:
             return None
         longest = len(walk.ands) - 1  # keys walked by the longest run (-1: no candidate)
         fallback = not min(longest, max(num_tokens - 1, 0) // block) > 0
         if best.walked:
-            o = self._outcome(scheme, (((walk.medium, best.walked),),), num_tokens)
+            o = self._run_outcome(walk.medium, best.walked, block, num_tokens)
         else:
             own = schemes.get(best.replica)
             o = self._outcome(own, tuple(() for _ in own.groups) if own else (), num_tokens)
@@ -482,61 +475,6 @@ class Router:
         for runs, members in answer.groups:
             scored = self._scored(answer.scheme, runs, num_tokens)
             yield _Group(-scored.weighted, scored, members, answer.seed)
-
-    def _schemes_of(
-        self, candidates: Iterable[ReplicaId | str] | None
-    ) -> tuple[Mapping[ReplicaId, ReplicaScheme], tuple[ReplicaId, ...]]:
-        """The registered candidates and their schemes, and the configured ones not registered.
-
-        Candidates default to every registered replica and every replica given
-        as ``replicas``; each is listed once.
-        """
-        known = self.index.replicas()
-        if candidates is None:
-            if not self.replicas:
-                return known, ()
-            last = self._last_fleet
-            if last is None or last[0] is not known:
-                last = self._last_fleet = (known, tuple(
-                    r for r in self.replicas if r not in known))
-            return known, last[1]
-        wanted = candidates if type(candidates) is tuple else tuple(candidates)
-        memo = self._by_candidates
-        if memo[0] is not known or memo[1] is not self.replicas:
-            memo = self._by_candidates = (known, self.replicas, {})
-        try:
-            hit = memo[2].get(wanted)
-        except TypeError:  # an unhashable candidate: refused below
-            hit = None
-        if hit is not None:  # the same mapping object: what is worked out from it is kept
-            return hit
-        out: dict[ReplicaId, ReplicaScheme] = {}
-        extra: dict[ReplicaId, None] = {}
-        # The index's own ReplicaId objects: equal ids made from names compare field by
-        # field wherever the candidates meet the index (its "every replica" query, the
-        # queues' dicts); the same objects compare by identity, in C.
-        own = self._own_ids(known)
-        for c in wanted:
-            rid = _replica_id(c)
-            scheme = known.get(rid)
-            if scheme is not None:
-                out[own.get(rid, rid)] = scheme
-            elif rid in self.replicas:
-                extra[rid] = None
-            else:
-                raise InvalidRequestError(
-                    "candidates", f"replica {rid} is neither registered nor configured")
-        if len(memo[2]) >= _MEMO_AT_MOST:
-            memo[2].clear()
-        found = memo[2][wanted] = (out, tuple(extra))
-        return found
-
-    def _own_ids(self, known: Mapping[ReplicaId, ReplicaScheme]) -> Mapping[ReplicaId, ReplicaId]:
-        """Each registered replica's id as the index holds it (kept per registrations view)."""
-        last = self._last_own
-        if last is None or last[0] is not known:
-            last = self._last_own = (known, {rid: rid for rid in known})
-        return last[1]
 
     def _refresh_weights(self) -> None:
         bits = self.index.medium_bits()
@@ -556,31 +494,6 @@ class Router:
             hit = self._mask_weights[mask] = (weight, name)
         return hit
 
-    def _grouping(self, schemes: Mapping[ReplicaId, ReplicaScheme]) -> Mapping[
-            tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]:
-        """The candidates by scheme key (kept per registrations object)."""
-        todo: Mapping[tuple[object, ...], tuple[ReplicaScheme, Sequence[ReplicaId]]]
-        last = self._last_grouping
-        if last is not None and last[0] is schemes:  # the index's unchanged registrations
-            return last[1]
-        if len(set(map(id, schemes.values()))) == 1:  # one shared scheme object
-            only = next(iter(schemes.values()))
-            todo = {only.key: (only, tuple(schemes))}
-        else:
-            by_scheme: dict[int, tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for rid, scheme in schemes.items():
-                entry = by_scheme.get(id(scheme))  # schemes are usually shared objects
-                if entry is None:
-                    entry = by_scheme[id(scheme)] = (scheme, [])
-                entry[1].append(rid)
-            merged: dict[tuple[object, ...], tuple[ReplicaScheme, list[ReplicaId]]] = {}
-            for scheme, group in by_scheme.values():
-                merged.setdefault(scheme.key, (scheme, []))[1].extend(group)
-            todo = merged
-        # Kept with the object it was made from: an object still referenced keeps its id.
-        self._last_grouping = (schemes, todo)
-        return todo
-
     def _answers(
         self, schemes: Mapping[ReplicaId, ReplicaScheme], prepared: PreparedRequest,
     ) -> list[_Answer]:
@@ -590,7 +503,7 @@ class Router:
         was read is hashed under its new scheme and asked again (twice at
         most; then it counts as holding nothing).
         """
-        todo = self._grouping(schemes)
+        todo = self._candidates.grouping(schemes)
         out: list[_Answer] = []
         for attempt in range(3):
             queries: list[RunsQuery] = []
@@ -634,6 +547,13 @@ class Router:
         o = self._outcome(scheme, runs, num_tokens)
         return _Scored(o.weighted, o.hit_tokens, scheme, runs)
 
+    def _run_outcome(self, mask: int, n: int, bs: int, num_tokens: int) -> _Outcome:
+        """:meth:`_outcome` of one group's run of ``n`` keys on the media of ``mask``."""
+        blocks = min(n, max(num_tokens - 1, 0) // bs)
+        weight, medium = self._mask_weight(mask)
+        return _Outcome((n,), blocks * bs, weight * blocks * bs, medium, n > blocks,
+                        frozenset((medium,)) if blocks else frozenset())
+
     def _outcome(self, scheme: ReplicaScheme | None, runs: tuple[Run, ...],
                  num_tokens: int) -> _Outcome:
         if scheme is None or not runs:
@@ -643,11 +563,7 @@ class Router:
         cap = max(num_tokens - 1, 0)
         if len(runs) == 1 and len(runs[0]) == 1:  # one group, one medium: the usual case
             (mask, n), = runs[0]
-            bs = scheme.groups[0].block_size
-            blocks = min(n, cap // bs)
-            weight, medium = self._mask_weight(mask)
-            return _Outcome((n,), blocks * bs, weight * blocks * bs, medium, capped=n > blocks,
-                            used=frozenset((medium,)) if blocks else frozenset())
+            return self._run_outcome(mask, n, scheme.groups[0].block_size, num_tokens)
         matched = tuple(sum(n for _, n in run) for run in runs)
         hit = cap
         for run_len, spec in zip(matched, scheme.groups, strict=True):
@@ -671,6 +587,3 @@ class Router:
         return _Outcome(matched, hit, weighted, "+".join(sorted(media)), capped=full > hit,
                         used=frozenset(counted))
 
-
-#: Candidate tuples remembered per registrations view (cleared when full).
-_MEMO_AT_MOST: Final = 64

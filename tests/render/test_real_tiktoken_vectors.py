@@ -1,0 +1,158 @@
+"""Replay vLLM 0.31.0's rendering of folders whose tokenizer transformers converts from a
+tiktoken or tekken vocabulary file (no tokenizer.json).
+
+``real_tiktoken_bodies.jsonl`` (tools/build_real_tiktoken_bodies.py) holds chat and
+completions bodies over Meta's Llama 3 ``tokenizer.model`` (tiktoken, from llama-models'
+wheel) under the Hugging Face repository's tokenizer_config.json and under one with
+gaps in ``added_tokens_decoder``, ``extra_special_tokens`` and ``add_bos_token``; and
+over mistral_common's ``tekken.json`` files, alone and given ``special_tokens`` under a
+tokenizer_config.json with ``add_bos_token``/``add_eos_token`` (``--tokenizer-mode hf``).
+``real_tiktoken_vectors.jsonl`` is what vLLM 0.31.0's render server answered
+(tools/harvest_render.py); ``real_tiktoken_029_`` (the tiktoken folders), ``_030_``,
+``_032_`` and ``_033_`` are the same bodies answered by vLLM 0.29.0's, 0.30.0's, 0.32.0's
+and 0.33.0's servers,
+each replayed with ``vllm_version`` set. Every 200 must give the same ids, every vLLM
+error an error with the same status. The files are fetched into a cache (tests/real_models.py).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    render_cases,
+)
+
+from prefixkey.errors import PrefixKeyError
+from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_tiktoken import (
+    TEKKEN_DEPRECATED_SPECIALS,
+    TEKKEN_FILLER,
+    ConvertedSource,
+    _may_be_protobuf,
+    converted_source,
+)
+
+#: Corpus prefix -> the release whose render server answered it (the same bodies).
+RELEASES = {"real_tiktoken_": "0.31.0", "real_tiktoken_029_": "0.29.0",
+            "real_tiktoken_030_": "0.30.0", "real_tiktoken_032_": "0.32.0",
+            "real_tiktoken_033_": "0.33.0"}
+CASES = {prefix: render_cases(prefix) for prefix in RELEASES}
+#: Each folder and the converter vLLM's transformers used for its vocabulary file.
+FOLDER_CONVERTERS = {"llama3_tiktoken": ("tiktoken", "tokenizer.model"),
+                     "llama3_tiktoken_rule": ("tiktoken", "tiktoken.model"),
+                     "mistral_nemo": ("tekken", "tekken.json"),
+                     "mistral_tekken_rule": ("tekken", "tekken.json")}
+
+
+@lru_cache(maxsize=2)  # a converted tokenizer holds its whole vocabulary
+def _renderer(folder: str, mode: str, vllm_version: str) -> Renderer:
+    return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{Path(folder).name}",),
+                                  max_model_len=2048, tokenizer_mode=mode,
+                                  vllm_version=vllm_version))
+
+
+def renderer(prefix: str, case: RenderCase) -> Renderer:
+    return _renderer(str(case.folder()), case.server.get("--tokenizer-mode", "auto"),
+                     RELEASES[prefix])
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    for prefix, cases in CASES.items():
+        # 0.29's hf mode loads tekken.json with MistralCommonBackend: tiktoken folders only.
+        folders = [f for f, (converter, _) in FOLDER_CONVERTERS.items()
+                   if prefix != "real_tiktoken_029_" or converter == "tiktoken"]
+        assert_covers_both_answers(cases, folders)
+
+
+@pytest.mark.parametrize("real", sorted(FOLDER_CONVERTERS))
+def test_each_folder_takes_its_conversion(real: str) -> None:
+    case = next(c for c in CASES["real_tiktoken_"] if c.real == real)
+    decision = renderer("real_tiktoken_", case).folder.tokenizer_decision
+    assert (decision.path, decision.tokenizer_class) == ("converted", "TokenizersBackend")
+    assert decision.converted is not None and decision.reproduced
+    assert (decision.converted.converter, decision.converted.file) == FOLDER_CONVERTERS[real]
+
+
+# Ordered by folder, then release: the bounded cache keeps one folder's tokenizers.
+BY_FOLDER: list[tuple[str, RenderCase]] = sorted(
+    ((p, c) for p, cases in CASES.items() for c in cases),
+    key=lambda pc: (pc[1].real or "", pc[0]))
+
+
+@pytest.mark.parametrize(("prefix", "case"), BY_FOLDER,
+                         ids=lambda x: x if isinstance(x, str) else x.id)
+def test_vllm_rendering_of_converted_folders_replays(prefix: str, case: RenderCase) -> None:
+    assert_replays(renderer(prefix, case), case)
+
+
+def test_vllm_0_29_hf_mode_loads_a_mistral_tekken_json_with_mistral_common() -> None:
+    """vLLM 0.29 passes no mistral_format=False in mode hf: transformers 5.24 loads
+    MistralCommonBackend over tekken.json (its server did not start for
+    mistral_tekken_rule: "Unknown control token [IMG]")."""
+    import real_models
+
+    for real in ("mistral_nemo", "mistral_tekken_rule"):
+        with pytest.raises(RenderUnsupportedError) as info:
+            Renderer(ServerOptions(model=str(real_models.folder(real)), tokenizer_mode="hf",
+                                   vllm_version="0.29.0"))
+        assert info.value.field == "--tokenizer-mode"
+        assert "MistralCommonBackend over the folder's tekken.json" in str(info.value)
+
+
+def test_the_deprecated_tekken_specials_are_mistral_commons() -> None:
+    tekken = pytest.importorskip("mistral_common.tokens.tokenizers.tekken")
+    listed = sorted(tekken.Tekkenizer.DEPRECATED_SPECIAL_TOKENS, key=lambda e: e["rank"])
+    assert [e["rank"] for e in listed] == list(range(len(listed)))
+    assert tuple(str(getattr(e["token_str"], "value", e["token_str"])) for e in listed) == (
+        TEKKEN_DEPRECATED_SPECIALS)
+    assert tekken.Tekkenizer.SPECIAL_TOKEN_TEMPLATE == TEKKEN_FILLER
+
+
+def test_a_tiktoken_file_is_no_protobuf_and_a_sentencepiece_model_may_be() -> None:
+    import real_models
+
+    tiktoken = real_models.folder("llama3_tiktoken") / "tokenizer.model"
+    spm = real_models.folder("mistral7b_v03") / "tokenizer.model.v3"
+    assert not _may_be_protobuf(tiktoken.read_bytes())
+    assert _may_be_protobuf(spm.read_bytes())
+
+
+def test_a_folder_whose_names_match_two_vocabulary_files_is_refused(tmp_path: Path) -> None:
+    """transformers reads the first match in os.listdir's order, which the folder's copy
+    does not fix."""
+    (tmp_path / "tekken.json").write_text("{}")
+    (tmp_path / "tokenizer.model").write_text("")
+    with pytest.raises(RenderUnsupportedError) as info:
+        converted_source(tmp_path)
+    assert "'tekken.json' and 'tokenizer.model'" in str(info.value)
+
+
+def test_a_name_holding_tokenizer_json_stops_the_search(tmp_path: Path) -> None:
+    """from_pretrained searches the listing only when no name holds "tokenizer.json"; it
+    then reads the class's own vocab_file, tokenizer.model (none here: not converted)."""
+    (tmp_path / "tekken.json").write_text("{}")
+    assert converted_source(tmp_path) == ConvertedSource("tekken", "tekken.json")
+    (tmp_path / "tokenizer.json.orig").write_text("{}")
+    assert converted_source(tmp_path) is None
+
+
+def test_a_broken_tiktoken_line_is_a_folder_vllm_does_not_start_for(tmp_path: Path) -> None:
+    import real_models
+
+    source = real_models.folder("llama3_tiktoken")
+    for name in ("config.json", "tokenizer_config.json"):
+        (tmp_path / name).write_bytes((source / name).read_bytes())
+    (tmp_path / "tiktoken.model").write_bytes(b"IQ== 0\nIg== one\n")
+    with pytest.raises(PrefixKeyError) as info:
+        Renderer(ServerOptions(model=str(tmp_path))).render(
+            "/v1/completions", {"prompt": "x"})
+    assert info.value.field == "tiktoken.model"
+    assert "line 2" in str(info.value) and "does not start" in str(info.value)
+
+
