@@ -14,6 +14,8 @@ interleaved, best time kept:
 
 - **build**: ``Renderer(ServerOptions(model=folder))`` (folder, tokenizer, templates)
   against ``AutoTokenizer.from_pretrained(folder)`` (the tokenizer alone). Aim: at most 1x.
+  With ``--folders conv_llama conv_t5 … --build-only`` the folders without tokenizer.json
+  whose vocabulary both convert (render/_hf_converted.py) are timed the same way.
 - **chat N**: ``Renderer.render_chat(body)`` of a system + user body whose rendered prompt
   is about N tokens, against the transformers tokenizer's own batch encode of the rendered
   text (``tokenizer([text], add_special_tokens=False)``, ids checked equal first). Aim:
@@ -66,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--build-rounds", type=int, default=5)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--folders", nargs="+", default=FOLDERS, choices=FOLDERS)
+    parser.add_argument("--folders", nargs="+", default=list(FOLDERS))
+    parser.add_argument("--build-only", action="store_true")
     args = parser.parse_args(argv)
     import real_models
 
@@ -89,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((name, "build", 0, ours_build, theirs_build))
         print(f"{name} build: {ours_build * 1e3:.1f} ms vs {theirs_build * 1e3:.1f} ms",
               file=sys.stderr, flush=True)
+        if args.build_only:
+            continue
         renderer = Renderer(ServerOptions(model=folder))
         hf = AutoTokenizer.from_pretrained(folder)
         for target in LENGTHS:
@@ -120,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, Python "
         f"{platform.python_version()}, transformers {transformers.__version__}, "
-        f"`bench_render_real.py --rounds {args.rounds} --build-rounds {args.build_rounds}`",
+        f"`bench_render_real.py --rounds {args.rounds} --build-rounds {args.build_rounds}"
+        + (f" --folders {' '.join(args.folders)}" if args.folders != list(FOLDERS) else "")
+        + (" --build-only" if args.build_only else "") + "`",
         "",
         "| folder | row | tokens | prefixkey ms | transformers ms | ratio | aim |",
         "|---|---|---|---|---|---|---|",

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from prefixkey.render import _hf_facts as facts  # noqa: E402
 from prefixkey.render._eras import render_release, verified_releases  # noqa: E402
+from prefixkey.render._hf_converted import CONVERSIONS, CONVERTED_RELEASES  # noqa: E402
 from prefixkey.render._hf_decision import (  # noqa: E402
     HARMONY_MODEL_TYPES,
     NON_HF_ARCHITECTURES,
@@ -106,12 +107,22 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   as for the Python tokenizers below, and a folder naming only architectures it refuses
   is refused as such);
 {_verified_text()}
-- **converted**: without `tokenizer.json` transformers converts SentencePiece, tiktoken
-  or vocab/merges files (reproduced when the class is TokenizersBackend and the file a
-  tiktoken one, Meta's Llama 3 `tokenizer.model`, or a `tekken.json` in `--tokenizer-mode
-  hf`: `prefixkey/render/_hf_tiktoken.py`, verified against vLLM 0.29.0 to 0.33.0's
-  render servers, but for a Mistral model type's `tekken.json` at 0.29.0, whose hf mode
-  loads MistralCommonBackend: refused there; refused otherwise);
+- **converted** (the last column, a folder without `tokenizer.json`): transformers
+  converts the folder's other files (`TokenizersBackend.convert_to_native_format`): a
+  tiktoken file (Meta's Llama 3 `tokenizer.model`) or a `tekken.json` in
+  `--tokenizer-mode hf`, for TokenizersBackend, into a whole tokenizer
+  (`prefixkey/render/_hf_tiktoken.py`, verified against vLLM 0.29.0 to 0.33.0's render
+  servers, but for a Mistral model type's `tekken.json` at 0.29.0, whose hf mode loads
+  MistralCommonBackend: refused there); a SentencePiece model's pieces and scores (read
+  from the file, no protobuf needed), or the vocab.json and merges.txt / vocab.txt files
+  as `tokenizers` reads them, handed to the class's own rebuild (the recipe named) or, for
+  the generic backend, built into a tokenizer from the model file (`spm`):
+  `prefixkey/render/_hf_converted.py`, for {", ".join(sorted(CONVERSIONS))} and
+  TokenizersBackend, verified against vLLM's answers on real SentencePiece models (vLLM
+  {", ".join(sorted(CONVERTED_RELEASES["sentencepiece"]))}, for the generic backend
+  {", ".join(sorted(CONVERTED_RELEASES["generic"]))}: `real_conv_` corpus) and
+  vocabulary files (vLLM {", ".join(sorted(CONVERTED_RELEASES["files"]))}:
+  `real_conv_files_` corpus), refused at other releases; refused for the other classes;
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
   code points, or its characters or words looked up in a vocabulary file, or its pieces
   from the folder's SentencePiece model (the `sentencepiece` extra,
@@ -132,15 +143,13 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   under the class's format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
                                        sorted(PYTHON_CODECS.items()) if c.borrowed)}. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s
-  render server starts for;
-- every path: with any `--vllm-version`, a folder is refused, naming the release and the
-  architecture, when that release's render server does not start for its `architectures`
-  (its model registry lists none of them and its Transformers modeling backend does not
-  take the first), or when whether it starts is not known
-  (`prefixkey/render/_vllm_startup.py`, from each release's facts:
-  `prefixkey/render/_hf_startup_facts.py` and the other releases' deltas, written by
-  `tools/probe_vllm_startup.py`). vLLM 0.29.0's backend takes far fewer architectures
-  (mBART's, BioGPT's, Wav2Vec2's are not started there);
+  model registry accepts when its render server starts
+  (`prefixkey/render/_hf_startup_facts.py`, written by running that step:
+  `tools/probe_vllm_startup.py`); a folder naming only architectures it refuses is refused
+  as such. Other releases' registries differ (vLLM 0.29.0's accepts far fewer of these
+  architectures: `_hf_startup_facts_0_29_0.py` and the other releases' modules): with
+  `--vllm-version`, a reproduced Python tokenizer's folder is refused when that release
+  does not start for its architectures, or was not probed;
 - **mistral**: `--tokenizer-mode mistral`, rendered with mistral_common
   ([render-mistral.md](render-mistral.md));
 - **harmony**: the chat of these model types renders with Harmony
@@ -187,31 +196,38 @@ def _path_text(path: str, recipe: str | None) -> str:
         return f"rebuilt ({recipe})" if recipe else "rebuilt, refused"
     if path == "python":
         return f"python ({recipe})"
+    if path == "converted":
+        return f"converted ({recipe})" if recipe else "converted, refused"
     return path
 
 
 def model_type_rows() -> list[str]:
-    rows = ["| model type | class (no tokenizer_class) | path | why |", "|---|---|---|---|"]
+    rows = ["| model type | class (no tokenizer_class) | path | why | without tokenizer.json |",
+            "|---|---|---|---|---|"]
     for model_type in sorted(facts.CONFIG_MODEL_TYPES | set(facts.REGISTERED_CLASS)):
-        decision = decide_tokenizer(model_type=model_type, architectures=[],
-                                    tokenizer_mode="auto", tokenizer_config={},
-                                    config={"model_type": model_type}, name="/model",
-                                    has_tokenizer_json=True)
+        decision, converted = (decide_tokenizer(
+            model_type=model_type, architectures=[], tokenizer_mode="auto",
+            tokenizer_config={}, config={"model_type": model_type}, name="/model",
+            has_tokenizer_json=has) for has in (True, False))
         harmony = "harmony; tokenizer " if model_type in HARMONY_MODEL_TYPES else ""
         rows.append(f"| `{model_type}` | {decision.tokenizer_class or '—'} | "
                     f"{harmony}{_path_text(decision.path, decision.recipe)} | "
-                    f"{decision.why.replace('|', '/')} |")
+                    f"{decision.why.replace('|', '/')} | "
+                    f"{_path_text(converted.path, converted.recipe)} |")
     return rows
 
 
 def class_rows() -> list[str]:
-    rows = ["| tokenizer_class | class transformers builds | path | why |", "|---|---|---|---|"]
+    rows = ["| tokenizer_class | class transformers builds | path | why "
+            "| without tokenizer.json |", "|---|---|---|---|---|"]
     for name in sorted(n for n in facts.CLASSES if not n.endswith("Fast")
                        or n == "PreTrainedTokenizerFast"):
-        decision = class_path(facts.CLASSES[name], has_tokenizer_json=True, why=name)
+        decision, converted = (class_path(facts.CLASSES[name], has_tokenizer_json=has, why=name)
+                               for has in (True, False))
         rows.append(f"| `{name}` | {facts.CLASSES[name][0]} | "
                     f"{_path_text(decision.path, decision.recipe)} | "
-                    f"{decision.why.removeprefix(name + ': ')} |")
+                    f"{decision.why.removeprefix(name + ': ')} | "
+                    f"{_path_text(converted.path, converted.recipe)} |")
     return rows
 
 

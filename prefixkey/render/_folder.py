@@ -22,6 +22,7 @@ from ._hf_decision import (
     TokenizerPath,
     byte_level_backend,
     check_release_codec,
+    check_release_conversion,
     check_release_drift,
     check_release_rebuild,
     decide_tokenizer,
@@ -249,6 +250,7 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         check_release_drift(vllm_version, model_type, name)
         check_release_codec(vllm_version, decision)
         check_release_rebuild(vllm_version, decision)
+        check_release_conversion(vllm_version, decision)
     if decision.reproduced:
         return decision
     field = {"converted": "tokenizer.json",

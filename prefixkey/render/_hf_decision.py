@@ -15,7 +15,9 @@ rules, in transformers' order, and says for a folder which path it takes:
   file's vocabulary (reproduced for the recipes in :data:`REBUILT_RECIPES`);
 - ``converted``: no ``tokenizer.json``, so transformers converts SentencePiece,
   tiktoken or vocab/merges files (reproduced for TokenizersBackend over a tiktoken or
-  tekken file: render/_hf_tiktoken.py);
+  tekken file: render/_hf_tiktoken.py; for the generic backend over a SentencePiece
+  model and for the rebuilding classes of render/_hf_converted.py's CONVERSIONS over
+  theirs or their vocabulary files: render/_hf_converted.py);
 - ``python``: a Python tokenizer class (no ``tokenizers`` backend) whose ids are the
   text's bytes or code points, its characters or words through a vocabulary file, or
   its SentencePiece pieces (reproduced for the classes of ``_hf_python.py``);
@@ -40,13 +42,15 @@ from typing import Any, Final, Literal
 from . import _hf_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
+from ._hf_converted import CONVERSIONS, GENERIC, conversion_releases, files_read
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 from ._hf_tiktoken import CONVERTERS, ConvertedSource
 from ._vllm_startup import BASE_STARTUP, vllm_startup
 
-__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "class_path",
+__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_conversion",
+           "class_path",
            "decide_tokenizer"]
 
 Path = Literal["as_is", "rebuilt", "converted", "python", "mistral", "refused"]
@@ -112,7 +116,8 @@ class TokenizerPath:
     def reproduced(self) -> bool:
         return self.path == "as_is" or (self.path in ("rebuilt", "python")
                                          and self.recipe is not None) or (
-            self.path == "converted" and self.converted is not None)
+            self.path == "converted" and (self.converted is not None
+                                          or self.recipe is not None))
 
 
 def _resolve(name: str, facts: HfFacts) -> tuple[str, str] | None:
@@ -146,9 +151,7 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str,
             f"{why}: no tokenizer.json, so {name} converts the folder's {converted.file} "
             f"with {CONVERTERS[converted.converter]}"), converted=converted)
     if not has_tokenizer_json:
-        return TokenizerPath("converted", name, f"{why}: no tokenizer.json, so {name} converts "
-                             "the folder's SentencePiece, tiktoken or vocab/merges files, "
-                             "which prefixkey does not reproduce")
+        return _converted_path(name, kind, why, converted)
     if kind in ("backend", "as_is"):
         return TokenizerPath("as_is", name, f"{why}: {name} loads tokenizer.json as it is")
     recipe = REBUILT_RECIPES.get(name)
@@ -162,6 +165,30 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str,
                          + (f"; its call refuses every text (\"{refusing}\"), which vLLM "
                             "answers with a 400" if refusing else ""),
                          recipe)
+
+
+def _converted_path(name: str, kind: str, why: str,
+                    source: ConvertedSource | None) -> TokenizerPath:
+    """A class's path without tokenizer.json: convert_to_native_format's conversion of a
+    SentencePiece model or vocabulary files (render/_hf_converted.py) for the generic
+    backend and the rebuilding classes of CONVERSIONS; a tiktoken or tekken file
+    (``source``) for a class of its own, and the other classes, are refused."""
+    head = f"{why}: no tokenizer.json, so {name} "
+    if source is not None:
+        return TokenizerPath("converted", name, head + (
+            f"runs its own __init__ around the folder's {source.file} converted with "
+            f"{CONVERTERS[source.converter]}, which prefixkey does not reproduce"))
+    if kind == "backend" and name == _BACKEND:
+        return TokenizerPath("converted", name, head + (
+            f"builds the tokenizer from the folder's {GENERIC.vocab_file} (a SentencePiece "
+            "model; a tiktoken file is not reproduced)"), "spm")
+    conversion = CONVERSIONS.get(name)
+    if conversion is not None and name in REBUILDS:
+        return TokenizerPath("converted", name, head + (
+            f"rebuilds the tokenizer from {files_read(conversion)}"), REBUILDS[name].name)
+    return TokenizerPath("converted", name, head + (
+        "converts the folder's SentencePiece, tiktoken or vocab/merges files, which "
+        "prefixkey does not reproduce for this class"))
 
 
 def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
@@ -255,7 +282,8 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why,
                           converted=converted)
     if (found[1] == "python" and why == f"model_type {model_type!r}") or (
-            decision.path == "rebuilt"):
+            decision.path == "rebuilt"
+            or (decision.path == "converted" and found[1] == "rebuilt")):
         return _with_startup(decision, model_type)
     return decision
 
@@ -320,7 +348,7 @@ def check_release_rebuild(vllm_version: str, decision: TokenizerPath) -> None:
     """Refuse a rebuild under a release whose transformers builds the class otherwise
     (render/_hf_rebuilds.py ``Rebuild.otherwise_in``)."""
     recipe = REBUILDS.get(decision.tokenizer_class or "")
-    if decision.path != "rebuilt" or recipe is None:
+    if decision.path not in ("rebuilt", "converted") or recipe is None:
         return
     release = render_release(vllm_version)
     differs = recipe.otherwise_in.get(release.transformers)
@@ -328,6 +356,23 @@ def check_release_rebuild(vllm_version: str, decision: TokenizerPath) -> None:
         raise RenderUnsupportedError("config.json", (
             f"{decision.tokenizer_class} in transformers {release.transformers} (vLLM "
             f"{vllm_version}'s): {differs}, which prefixkey does not reproduce"))
+
+
+def check_release_conversion(vllm_version: str, decision: TokenizerPath) -> None:
+    """Refuse a converted folder under a release whose answers for its conversion were
+    not harvested (render/_hf_converted.py ``CONVERTED_RELEASES``; the tiktoken and tekken
+    conversions of render/_hf_tiktoken.py are verified at every release)."""
+    if (decision.path != "converted" or decision.tokenizer_class is None
+            or decision.converted is not None):
+        return
+    release = render_release(vllm_version)
+    releases = conversion_releases(decision.tokenizer_class)
+    if release.release not in releases:
+        raise RenderUnsupportedError("tokenizer.json", (
+            f"converted: {decision.tokenizer_class}'s conversion of a folder without "
+            f"tokenizer.json was checked against vLLM {', '.join(sorted(releases))}'s "
+            f"answers only, not vLLM {vllm_version}'s (transformers "
+            f"{release.transformers}); not verified"))
 
 
 def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:

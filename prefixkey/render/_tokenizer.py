@@ -34,6 +34,12 @@ from tokenizers import (
 
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._folder import ModelFolder
+from ._hf_converted import (
+    Vocabulary,
+    converted_vocabulary,
+    generic_specials,
+    generic_spm_tokenizer,
+)
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
 from ._hf_tiktoken import converted_tokenizer, update_post_processor
 
@@ -167,29 +173,45 @@ def _component(spec: tuple[str, Any] | None, derived: Mapping[str, Any],
     return getattr(module, name)(**{k: _value(v, derived, module) for k, v in kwargs.items()})
 
 
-def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
-           tokenizer_json: Mapping[str, Any] | None) -> Any:
+def _model(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, Any],
+           tokenizer_json: Mapping[str, Any] | None, converted: Vocabulary | None) -> Any:
     """The model the class builds over the file's vocabulary (and merges).
 
     BPE and WordPiece: the model ``tokenizers`` read from the file with the class's
     options set, the same model the class builds from the same vocabulary, without
     passing it through Python (which cost more than transformers' whole load). Unigram
     (whose options cannot be set): a new one over the file's vocabulary and scores. A
-    class with a vocabulary of its own: a BPE without merges over it.
+    class with a vocabulary of its own: a BPE without merges over it. ``converted``: the
+    vocabulary converted from a SentencePiece model instead (render/_hf_converted.py).
     """
     kind, spec = recipe.model_spec
     options = {k: _value(v, derived, None) for k, v in spec.items()}
     if recipe.vocab is not None:  # the class's own, the file's is not read
         return models.BPE({token: i for i, token in enumerate(recipe.vocab)}, [], **options)
-    model = loaded.model
-    if type(model).__name__ != kind:
-        raise RenderUnsupportedError(
-            "tokenizer.json", f"the {recipe.name} tokenizer class builds a {kind} model over "
-            f"the file's vocabulary, here a {type(model).__name__} one: prefixkey reproduces "
-            f"it over a {kind} vocabulary only")
+    if converted is not None and converted.kind != kind:
+        raise RenderUnsupportedError(converted.file, (
+            f"the {recipe.name} tokenizer class builds a {kind} model over the converted "
+            f"vocabulary, here a {converted.kind} one: not reproduced"))
+    model: Any
+    if converted is not None and converted.read is not None:
+        model = converted.read  # the class's options set below
+    elif converted is not None and converted.bpe is not None:
+        model = models.BPE(*converted.bpe)
+    elif converted is None:
+        assert loaded is not None  # read unless converted
+        model = loaded.model
+        if type(model).__name__ != kind:
+            raise RenderUnsupportedError(
+                "tokenizer.json", f"the {recipe.name} tokenizer class builds a {kind} model "
+                f"over the file's vocabulary, here a {type(model).__name__} one: prefixkey "
+                f"reproduces it over a {kind} vocabulary only")
     if kind == "Unigram":
-        assert tokenizer_json is not None  # read for every Unigram recipe
-        vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
+        if converted is not None:
+            assert converted.unigram is not None  # CONVERSIONS pairs Unigram classes so
+            vocab = converted.unigram
+        else:
+            assert tokenizer_json is not None  # read for every Unigram recipe
+            vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
         if recipe.reorders_vocab and not any(t in recipe.extras_after for t, _ in vocab):
             raise RenderUnsupportedError("tokenizer.json", (
                 f"the {recipe.name} tokenizer class re-orders a vocabulary that holds none of "
@@ -214,16 +236,18 @@ def _model(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
     return model
 
 
-def _rebuilt(recipe: Rebuild, loaded: Tokenizer, derived: Mapping[str, Any],
-             tokenizer_json: Mapping[str, Any] | None) -> Tokenizer:
-    """The backend a rebuilding class (render/_hf_rebuilds.py) builds from tokenizer.json.
+def _rebuilt(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, Any],
+             tokenizer_json: Mapping[str, Any] | None, converted: Vocabulary | None
+             ) -> Tokenizer:
+    """The backend a rebuilding class (render/_hf_rebuilds.py) builds from tokenizer.json
+    (``loaded``) or from the vocabulary converted without it (``converted``).
 
     Those classes keep only the file's vocabulary, merges and post-processor: a new
     ``Tokenizer`` over the model the class builds (no added tokens of the file's), with
     the class's normalizer, pre-tokenizer and decoder.
     """
-    tok = Tokenizer(_model(recipe, loaded, derived, tokenizer_json))
-    tok.post_processor = loaded.post_processor
+    tok = Tokenizer(_model(recipe, loaded, derived, tokenizer_json, converted))
+    tok.post_processor = None if loaded is None else loaded.post_processor
     tok.normalizer = _component(recipe.normalizer, derived, normalizers)
     tok.pre_tokenizer = _component(recipe.pre_tokenizer, derived, pre_tokenizers)
     tok.decoder = _component(recipe.decoder, derived, decoders)
@@ -324,9 +348,13 @@ def _update_post_processor(tok: Tokenizer, specials: Mapping[str, AddedToken | s
 
 def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
                 specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str],
-                file_processor: bool) -> None:
+                file_processor: bool, flags: Mapping[str, bool]) -> None:
     """What the class's ``__init__`` does after TokenizersBackend's (render/_hf_rebuilds.py);
-    ``file_processor``: whether tokenizer.json has a post-processor."""
+    ``file_processor``: whether tokenizer.json has a post-processor; ``flags``: the
+    ``add_bos_token`` / ``add_eos_token`` the folder passes (without tokenizer.json), which
+    win over the class's."""
+    add_bos = flags.get("add_bos_token", recipe.add_bos_token)
+    add_eos = flags.get("add_eos_token", recipe.add_eos_token)
     if recipe.readd_specials:  # add_tokens(all_special_tokens), as special AddedTokens
         seen: list[str] = []
         for value in [*specials.values(), *extras]:
@@ -338,7 +366,7 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
             t if isinstance(t, AddedToken) else AddedToken(t, special=True, normalized=False)
             for t in [*specials.values(), *extras]])
     if recipe.post_processor == "update":
-        _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
+        _update_post_processor(tok, specials, add_bos, add_eos)
     elif recipe.post_processor == "roberta":
         sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
         options = {k: _value(v, derived, None) for k, v in recipe.processor_options.items()}
@@ -361,10 +389,10 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         if recipe.template_if is not None and _value(recipe.template_if[0], derived, None):
             template = recipe.template_if[1]
         tok.post_processor = _template(template, tok, specials, derived)
-    if recipe.post_init and not file_processor and not recipe.template_last:
+    if recipe.post_init and not file_processor:
         # _post_init() ends with update_post_processor() when TokenizersBackend had to
         # (no post-processor in the file), over whatever the class set before it.
-        _update_post_processor(tok, specials, recipe.add_bos_token, recipe.add_eos_token)
+        _update_post_processor(tok, specials, add_bos, add_eos)
 
 
 def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
@@ -507,33 +535,42 @@ class HfTokenizer:
 def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds."""
     decision = folder.tokenizer_decision
-    recipe = (REBUILDS[decision.tokenizer_class] if decision.recipe is not None
+    recipe = (REBUILDS.get(decision.tokenizer_class) if decision.recipe is not None
               and decision.tokenizer_class is not None else None)
     if folder.tokenizer_config.get("fix_mistral_regex"):
         # transformers may then swap the pre-tokenizer's regex (_patch_mistral_regex).
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "fix_mistral_regex is not reproduced")
     path = folder.tokenizer_path / "tokenizer.json"
-    converted = decision.converted  # no tokenizer.json: built below (render/_hf_tiktoken.py)
-    try:
-        loaded = Tokenizer.from_file(str(path)) if converted is None else None
-    except Exception as exc:  # tokenizers raises a bare Exception
-        raise ModelFolderError("tokenizer.json", f"cannot be loaded: {exc}") from None
+    # No tokenizer.json: a tiktoken or tekken file converted into a whole tokenizer
+    # (render/_hf_tiktoken.py, built below), or a vocabulary converted for the class
+    # (render/_hf_converted.py).
+    source = decision.converted
+    converted = (converted_vocabulary(folder.tokenizer_path, decision.tokenizer_class,
+                                      folder.tokenizer_config)
+                 if decision.path == "converted" and source is None
+                 and decision.tokenizer_class else None)
+    loaded: Tokenizer | None = None
+    if source is None and converted is None:
+        try:
+            loaded = Tokenizer.from_file(str(path))
+        except Exception as exc:  # tokenizers raises a bare Exception
+            raise ModelFolderError("tokenizer.json", f"cannot be loaded: {exc}") from None
     missing = [key for key in (recipe.required if recipe else ()) if key not in
                folder.tokenizer_config]
     if missing:
         raise ModelFolderError("tokenizer_config.json", (
             f"the {decision.tokenizer_class} class requires {missing[0]!r}, without which "
             "transformers fails to build it and vLLM does not start"))
-    call_error = _call_error(recipe, folder.tokenizer_config, decision.tokenizer_class)
     init = dict(folder.tokenizer_config)
-    # Without tokenizer.json the add_*_token flags stay: given, they rebuild the
-    # post-processor at the end of TokenizersBackend.__init__.
-    flags = {k: bool(init[k]) for k in ("add_bos_token", "add_eos_token")
-             if converted is not None and k in init}
-    for name in ("tokenizer_class", "init_inputs", "add_bos_token", "add_eos_token",
-                 "chat_template", "auto_map"):
-        init.pop(name, None)  # the add_*_token flags are dropped when tokenizer.json exists
+    # The add_*_token flags are dropped when tokenizer.json exists; without it they are
+    # passed, and either one given makes TokenizersBackend update the post-processor.
+    given: dict[str, bool] = {name: bool(init.pop(name)) for name in (
+        "add_bos_token", "add_eos_token") if name in init}
+    if decision.path != "converted":
+        given = {}
+    for name in ("tokenizer_class", "init_inputs", "chat_template", "auto_map"):
+        init.pop(name, None)
     if init.get("split_special_tokens"):
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "split_special_tokens is not reproduced")
@@ -574,7 +611,18 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             else:
                 init[key] = value
         # tokenizer.json's added_tokens, as the file lists them (id, content, flags).
-        decoder.update(loaded.get_added_tokens_decoder() if loaded is not None else {})
+        if loaded is not None:
+            decoder.update(loaded.get_added_tokens_decoder())
+    if converted is not None:
+        # The model file's control and user-defined pieces: SentencePieceExtractor's
+        # additional_special_tokens, which the folder's own list (extra_special_tokens by
+        # then) wins over.
+        init.setdefault("extra_special_tokens", [
+            AddedToken(text, normalized=False, special=special)
+            for text, special in converted.added])
+        if recipe is None:
+            for key, value in generic_specials(converted).items():
+                init.setdefault(key, value)
     by_content = {str(t): t for t in decoder.values()}
     named: dict[str, AddedToken | str] = {}
     for key, default in (recipe.defaults if recipe else {}).items():
@@ -632,29 +680,35 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _check_prefix_options(folder.tokenizer_config)
 
     derived: dict[str, Any] = {}
-    if converted is not None:  # convert_to_native_format's tokenizer_object
-        loaded = converted_tokenizer(folder.tokenizer_path, converted, decoder,
+    if source is not None:  # convert_to_native_format's tokenizer_object
+        loaded = converted_tokenizer(folder.tokenizer_path, source, decoder,
                                      list(init.get("extra_special_tokens") or []))
-    assert loaded is not None
     if recipe is None:
-        tok = loaded
+        if converted is not None:  # the generic backend over a SentencePiece model
+            tok = generic_spm_tokenizer(converted, decoder)
+        else:
+            assert loaded is not None
+            tok = loaded
     else:
         derived = _derived(folder.tokenizer_config, recipe)
         tokenizer_json = None
-        if recipe.model_spec[0] == "Unigram":  # its vocabulary's scores, the charsmap
+        if converted is not None:
+            derived["spm_charsmap"] = converted.charsmap
+        elif recipe.model_spec[0] == "Unigram":  # its vocabulary's scores, the charsmap
             tokenizer_json = _read_json(path)
             derived["spm_charsmap"] = _spm_charsmap(tokenizer_json.get("normalizer"))
         else:  # the file's normalizer alone, not its whole vocabulary through Python
+            assert loaded is not None
             derived["spm_charsmap"] = _spm_charsmap(None if loaded.normalizer is None else
                                                     json.loads(loaded.normalizer.__getstate__()))
-        tok = _rebuilt(recipe, loaded, derived, tokenizer_json)
+        tok = _rebuilt(recipe, loaded, derived, tokenizer_json, converted)
     if recipe is not None and recipe.template_first is not None:
         first = _template_first(recipe, recipe.template_first, tok, specials)
         if tok.post_processor is None:
             tok.post_processor = first
-    if tok.post_processor is None:
-        # update_post_processor() with add_bos/add_eos False: the sequence alone.
-        tok.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
+    # TokenizersBackend then updates the post-processor (the flags' bos / eos, or the
+    # sequence alone) when it has none, or when a flag was given.
+    update = bool(given) or tok.post_processor is None
     # TokenizersBackend.__init__: re-add every added_tokens_decoder entry (its "already
     # there" test compares against the decoder's ids, so nothing is skipped), then the
     # special tokens whose text is not yet an added token.
@@ -673,10 +727,11 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         tokens.append(value)
     if tokens:
         tok.add_tokens(tokens)
-    if flags:
-        tok.post_processor = update_post_processor(tok, specials, **flags)
+    if update:
+        tok.post_processor = update_post_processor(tok, specials, **given)
     if recipe is not None:
-        _after_init(recipe, tok, derived, specials, extras, loaded.post_processor is not None)
+        _after_init(recipe, tok, derived, specials, extras,
+                    loaded is not None and loaded.post_processor is not None, given)
     tok.no_truncation()
     tok.no_padding()
     return HfTokenizer(
@@ -687,24 +742,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _lock=threading.Lock(),
         infill_token=_infill_token(recipe, folder.tokenizer_config),
         words=recipe is not None and recipe.words,
-        call_error=call_error,
+        call_error=recipe.call_error if recipe is not None else None,
     )
-
-
-def _call_error(recipe: Rebuild | None, config: Mapping[str, Any],
-                name: str | None) -> str | None:
-    """The error the class's call raises for every text: its own, or its ``task``'s."""
-    if recipe is None:
-        return None
-    task = config.get("task")
-    if not recipe.task_errors or task is None:
-        return recipe.call_error
-    if not isinstance(task, str) or task not in recipe.task_errors:
-        raise ModelFolderError("tokenizer_config.json", (
-            f"task {task!r} is not one the {name} class supports "
-            f"({', '.join(recipe.task_errors)}): transformers fails to build it and vLLM "
-            "does not start"))
-    return recipe.task_errors[task]
 
 
 def _infill_token(recipe: Rebuild | None, config: Mapping[str, Any]) -> str | None:

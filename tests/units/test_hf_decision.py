@@ -94,9 +94,16 @@ def test_remote_code_and_conversions_are_refused_truly() -> None:
     dropped = decide("deepseek_v3", tokenizer_config={"auto_map": {"AutoTokenizer": ["x.T",
                                                                                      None]}})
     assert dropped.path == "as_is"
-    converted = decide("mistral", "LlamaTokenizer", tokenizer_json=False)
-    assert converted.path == "converted" and "does not reproduce" in converted.why
-    assert not converted.reproduced
+    converted = decide("llama", "LlamaTokenizer", tokenizer_json=False)
+    assert (converted.path, converted.recipe) == ("converted", "llama")
+    assert converted.reproduced and "tokenizer.model (a SentencePiece model)" in converted.why
+    # vLLM loads model_type mistral with TokenizersBackend: the generic conversion.
+    generic = decide("mistral", "LlamaTokenizer", tokenizer_json=False)
+    assert (generic.path, generic.tokenizer_class, generic.recipe) == (
+        "converted", "TokenizersBackend", "spm")
+    unconverted = decide("gpt2", "WhisperTokenizer", tokenizer_json=False)
+    assert unconverted.path == "converted" and not unconverted.reproduced
+    assert "does not reproduce for this class" in unconverted.why
 
 
 def test_a_tiktoken_or_tekken_file_is_converted_by_tokenizers_backend_only() -> None:

@@ -1,0 +1,196 @@
+"""Replay vLLM 0.31.0's rendering of folders without tokenizer.json (converted).
+
+``real_conv_bodies.jsonl`` (tools/build_real_conv_bodies.py) holds the bodies of
+test_real_wu_vectors.py over tests/render/real/ folders holding a real SentencePiece
+model and no tokenizer.json: Mistral 7B's BPE model (mistral_common 1.13.1's
+tokenizer.model.v1) as LlamaTokenizer's (``conv_llama`` with Llama 2's
+tokenizer_config.json, ``conv_llama_nobos`` without its ``add_bos_token``) and as the
+generic backend's (``conv_generic_bpe``), and the sentencepiece 0.2.1 sdist's Unigram test
+model under T5Tokenizer, AlbertTokenizer, XLNetTokenizer, CamembertTokenizer,
+XLMRobertaTokenizer and the generic backend (``conv_generic``).
+``real_conv_files_bodies.jsonl`` (tools/build_real_conv_files_bodies.py) holds them over
+folders with vocab.json and merges.txt, or vocab.txt, and no tokenizer.json. The vectors
+are what vLLM 0.31.0's render server answered (tools/harvest_render.py): every 200 must
+give the same ids, every vLLM error an error with the same status. The files are fetched
+into a cache (tests/real_models.py): without it these tests skip, under CI they fetch.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import pytest
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    each_case,
+    kept_case,
+    real_renderer,
+    render_cases,
+)
+
+from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_rebuilds import REBUILDS
+
+SPM_CASES = render_cases("real_conv_")
+FILE_CASES = render_cases("real_conv_files_")
+#: Each folder and the class vLLM's transformers converted it for.
+SPM_CLASSES = {
+    "conv_llama": "LlamaTokenizer", "conv_llama_nobos": "LlamaTokenizer",
+    "conv_generic_bpe": "TokenizersBackend", "conv_t5": "T5Tokenizer",
+    "conv_albert": "AlbertTokenizer", "conv_xlnet": "XLNetTokenizer",
+    "conv_camembert": "CamembertTokenizer", "conv_xlm_roberta": "XLMRobertaTokenizer",
+    "conv_generic": "TokenizersBackend"}
+FILE_CLASSES = {
+    "conv_qwen3": "Qwen2Tokenizer", "conv_gpt2": "GPT2Tokenizer",
+    "conv_roberta": "RobertaTokenizer", "conv_bert": "BertTokenizer",
+    "conv_blenderbot": "BlenderbotTokenizer", "conv_clip": "CLIPTokenizer",
+    "conv_codegen": "CodeGenTokenizer", "conv_cohere": "CohereTokenizer",
+    "conv_deberta": "DebertaTokenizer", "conv_distilbert_cased": "DistilBertTokenizer",
+    "conv_dpr_context": "DPRContextEncoderTokenizer", "conv_dpr": "DPRQuestionEncoderTokenizer",
+    "conv_funnel": "FunnelTokenizer", "conv_gpt_neox": "GPTNeoXTokenizer",
+    "conv_herbert": "HerbertTokenizer", "conv_layoutlmv2": "LayoutLMv2Tokenizer",
+    "conv_layoutlmv3": "LayoutLMv3Tokenizer", "conv_markuplm": "MarkupLMTokenizer",
+    "conv_mpnet": "MPNetTokenizer", "conv_nougat": "NougatTokenizer",
+    "conv_openai_gpt": "OpenAIGPTTokenizer", "conv_splinter": "SplinterTokenizer"}
+CASES = (*SPM_CASES, *FILE_CASES)
+
+
+def renderer(real: str) -> Renderer:
+    return real_renderer(CASES, real, 512)
+
+
+#: Classes whose call wants words with their boxes: vLLM answers every body with a 400.
+REFUSING = frozenset({"conv_layoutlmv2", "conv_layoutlmv3"})
+
+
+def test_the_corpora_cover_every_folder_and_both_answers() -> None:
+    """Both answers for each folder but the refusing ones, whose every answer is a 400
+    saying so (as for their tokenizer.json folders, test_real_layout_vectors.py)."""
+    assert_covers_both_answers(SPM_CASES, SPM_CLASSES)
+    assert {c.real for c in FILE_CASES} == set(FILE_CLASSES)
+    assert_covers_both_answers(tuple(c for c in FILE_CASES if c.real not in REFUSING),
+                               set(FILE_CLASSES) - REFUSING)
+    for real in REFUSING:
+        cases = [c for c in FILE_CASES if c.real == real]
+        assert {c.status for c in cases} == {400}
+        assert sum("Words must" in str(c.error) for c in cases) >= len(cases) - 2
+
+
+@pytest.mark.parametrize(("real", "cls"), sorted({**SPM_CLASSES, **FILE_CLASSES}.items()))
+def test_each_folder_takes_its_class_conversion(real: str, cls: str) -> None:
+    folder = next(c for c in CASES if c.real == real).folder()
+    assert not (folder / "tokenizer.json").exists()
+    decision = renderer(real).folder.tokenizer_decision
+    assert (decision.path, decision.tokenizer_class) == ("converted", cls)
+    assert decision.recipe == (REBUILDS[cls].name if cls in REBUILDS else "spm")
+
+
+def test_a_converted_bpe_model_merges_by_piece_id_not_by_score() -> None:
+    """SentencePieceExtractor generates a BPE model's merges in the order of the merged
+    piece's id, not by its score as the converter that wrote tokenizer.json did: Mistral
+    7B's model converted gives other pieces for runs of spaces than Llama 2's lenml
+    tokenizer.json of the same vocabulary (whose other texts encode the same)."""
+    import real_models
+
+    ids = {c.id: c.token_ids for c in SPM_CASES if c.status == 200}
+    llama = Renderer(ServerOptions(model=str(real_models.folder("llama2")),
+                                   served_model_name=("real-llama2",), max_model_len=512))
+    for key, same in (("space-runs", False), ("ascii", True), ("accents", True)):
+        body = json.loads(json.dumps(next(c.body for c in SPM_CASES
+                                          if c.id == f"conv_llama/completion-{key}")))
+        body["model"] = "real-llama2"
+        rendered = [list(r.token_ids) for r in llama.render("/v1/completions", body)]
+        assert (rendered == ids[f"conv_llama/completion-{key}"]) is same, key
+
+
+#: The texts whose pieces differ without tokenizer.json: they spell a special token the
+#: rule folder's tokenizer.json lists as an added token, a plain vocabulary entry here.
+_SPELLED_SPECIALS = {"conv_mpnet/completion-specials-bert-no-specials",
+                     "conv_markuplm/completion-specials-spm-no-specials"}
+
+
+def test_vocabulary_files_encode_as_their_tokenizer_json_does() -> None:
+    """A ``conv_X`` folder holds the vocabulary of the ``X_rule`` folder's tokenizer.json as
+    vocabulary files: vLLM's ids for the same text without special tokens are the same
+    (the post-processor, which the class keeps from tokenizer.json, and the file's added
+    tokens differ)."""
+    answers = {}
+    for corpus in ("real_wu_", "real_wu2_", "real_bpe_", "real_bpe_more_", "real_spm_",
+                   "real_layout_", "real_rebuild_"):
+        answers.update({c.id: (c.status, c.token_ids, c.body) for c in render_cases(corpus)})
+    compared = 0
+    for case in FILE_CASES:
+        ident = case.id.removeprefix("conv_")
+        rule = ident.replace("/", "_rule/", 1)
+        if not case.id.endswith("-no-specials") or rule not in answers:
+            continue
+        status, ids, body = answers[rule]
+        if {**body, "model": ""} != {**case.body, "model": ""}:
+            continue
+        compared += 1
+        same = (status, ids) == (case.status, case.token_ids)
+        assert same is (case.id not in _SPELLED_SPECIALS), case.id
+    assert compared >= 200  # every rule folder's corpus shares these bodies
+
+
+@each_case(CASES)
+def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    assert case.real is not None
+    assert_replays(renderer(case.real), case)
+
+
+@pytest.mark.parametrize(("corpus", "case"), [
+    pytest.param(corpus, c, id=c.id) for corpus, cases in (("real_conv_", SPM_CASES),
+                                                           ("real_conv_files_", FILE_CASES))
+    for c in cases])
+def test_vllm_0_32_rendering_of_the_folders_replays(corpus: str, case: RenderCase) -> None:
+    """vLLM 0.32.0 (transformers 5.19, whose conversion code is 5.17's) answered both
+    corpora as 0.31.0 did (releases/0.32.0/real_conv_vectors.jsonl,
+    real_conv_files_vectors.jsonl)."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", corpus))
+
+
+#: The generic backend's folders, which transformers 5.24 (vLLM 0.29, 0.30) converts
+#: otherwise.
+GENERIC = frozenset({"conv_generic", "conv_generic_bpe"})
+
+
+@each_case([c for c in SPM_CASES if c.real not in GENERIC])
+def test_vllm_0_30_rendering_of_the_class_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.30.0 (transformers 5.24) answered the rebuilding classes' SentencePiece
+    folders as 0.31.0 did (releases/0.30.0/real_conv_vectors.jsonl)."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.30.0", case.real),
+                   kept_case(case, "0.30.0", "real_conv_"))
+
+
+def test_vllm_0_30_converts_the_generic_folders_otherwise() -> None:
+    """Its transformers builds the generic backend's tokenizer otherwise: 76 of those
+    folders' 78 texts got other ids than 0.31.0's, so prefixkey refuses them there."""
+    cases = [c for c in SPM_CASES if c.real in GENERIC and c.status == 200
+             and c.endpoint == "/v1/completions" and isinstance(c.body.get("prompt"), str)
+             and c.body["prompt"].strip()]
+    kept = [kept_case(c, "0.30.0", "real_conv_") for c in cases]
+    assert len(cases) > 60
+    assert sum(k.token_ids != c.token_ids for c, k in zip(cases, kept, strict=True)) >= 60
+
+
+@lru_cache(maxsize=2)
+def _release_renderer(release: str, real: str) -> Renderer:
+    folder = next(c for c in CASES if c.real == real).folder()
+    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
+                                  max_model_len=512, vllm_version=release))
+
+
+@pytest.mark.parametrize(("release", "real"), [
+    ("0.30.0", "conv_generic"), ("0.30.0", "conv_generic_bpe"), ("0.29.0", "conv_t5"),
+    ("0.30.0", "conv_qwen3"), ("0.33.0", "conv_qwen3")])
+def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
+    """transformers 5.24 (vLLM 0.29.0, 0.30.0) converts the generic folders otherwise;
+    the other answers were not harvested from those releases."""
+    with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
+        _release_renderer(release, real)
