@@ -157,7 +157,7 @@ def _from_tiktoken(data: bytes, spec: dict[str, Any]) -> bytes:
 
     ranks = {base64.b64decode(token): int(rank) for token, rank in
              (line.split() for line in data.decode("ascii").splitlines() if line)}
-    table = _bytes_to_unicode()
+    from prefixkey.render._hf_tiktoken import BYTE_CHARS as table
 
     def text(b: bytes) -> str:
         return "".join(table[c] for c in b)
@@ -216,7 +216,9 @@ def _from_clip_bpe(data: bytes, spec: dict[str, Any]) -> bytes:
 
     lines = gzip.decompress(data).decode("utf-8").split("\n")[1:1 + spec["merges"]]
     merges = [tuple(line.split()) for line in lines]
-    units = list(_bytes_to_unicode().values())
+    from prefixkey.render._hf_tiktoken import BYTE_CHARS
+
+    units = list(BYTE_CHARS.values())
     tokens = [*units, *(u + "</w>" for u in units), *("".join(m) for m in merges)]
     bos, eos = "<|startoftext|>", "<|endoftext|>"
     tokens += [bos, eos]
@@ -254,7 +256,9 @@ def _from_clip_fastbpe(data: bytes, spec: dict[str, Any]) -> bytes:
         return ("#version: 0.2\n" + "".join(line + "\n" for line in lines)).encode("utf-8")
     if spec["file"] == "bpe.codes":  # fastBPE's codes: no header, a count on each line
         return "".join(line + " 1\n" for line in lines).encode("utf-8")
-    units = list(_bytes_to_unicode().values())
+    from prefixkey.render._hf_tiktoken import BYTE_CHARS
+
+    units = list(BYTE_CHARS.values())
     tokens = [*units, *(u + "</w>" for u in units), *("".join(line.split()) for line in lines)]
     vocab: dict[str, int] = {}
     for token in [*spec["first"], *(t[:-4] if t.endswith("</w>") else t + "@@"
@@ -263,19 +267,6 @@ def _from_clip_fastbpe(data: bytes, spec: dict[str, Any]) -> bytes:
     if spec["file"] == "vocab.txt":  # a fairseq dictionary: "<token> <count>" lines
         return "".join(f"{t} 1\n" for t in vocab).encode("utf-8")
     return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte → printable character table (byte-level BPE)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
-    table = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in table:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 def _gguf_metadata(data: bytes) -> dict[str, Any]:

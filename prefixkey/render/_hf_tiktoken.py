@@ -44,8 +44,8 @@ from tokenizers.models import BPE
 
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["CONVERTERS", "ConvertedSource", "converted_source", "converted_tokenizer",
-           "update_post_processor"]
+__all__ = ["BYTE_CHARS", "CONVERTERS", "ConvertedSource", "converted_source",
+           "converted_tokenizer", "update_post_processor"]
 
 Converter = Literal["tekken", "tiktoken"]
 #: What each converter is, as the decision's reason names it.
@@ -155,20 +155,18 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte-to-character table (convert_slow_tokenizer.bytes_to_unicode)."""
+    """GPT-2's ``bytes_to_unicode`` (transformers' convert_slow_tokenizer): printable
+    bytes as themselves, the others from U+0100 on."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
                  *range(ord("®"), ord("ÿ") + 1)]
-    table = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in table:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
+    others = [b for b in range(256) if b not in printable]
+    return {**{b: chr(b) for b in printable},
+            **{b: chr(256 + n) for n, b in enumerate(others)}}
 
 
-# The table as a str.translate map over a token's bytes decoded as latin-1.
-_BYTE_CHARS: Final = _bytes_to_unicode()
+#: Byte-level BPE's byte → character table (also a str.translate map over a token's
+#: bytes decoded as latin-1).
+BYTE_CHARS: Final = _bytes_to_unicode()
 
 
 def _byte_level_bpe(ranks: Mapping[bytes, int], pattern: str, *, shift: int = 0,
@@ -177,7 +175,7 @@ def _byte_level_bpe(ranks: Mapping[bytes, int], pattern: str, *, shift: int = 0,
     ranks (ids shifted by ``shift``, ``specials`` at ids 0…, over any token of the same
     text), each token's merges its splits into two known tokens by their ranks, all in
     the order of the tokens' ranks (a stable sort, as the converters')."""
-    texts = {t: t.decode("latin-1").translate(_BYTE_CHARS) for t in ranks}
+    texts = {t: t.decode("latin-1").translate(BYTE_CHARS) for t in ranks}
     merges: list[tuple[int, str, str]] = []
     for token, rank in ranks.items():
         local: list[tuple[int, int, bytes, bytes]] = []

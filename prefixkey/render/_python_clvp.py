@@ -22,8 +22,9 @@ from typing import Final
 from tokenizers import models
 
 from ._errors import RenderUnsupportedError
+from ._hf_tiktoken import BYTE_CHARS
 
-__all__ = ["BYTE_CHARS", "ClvpWords", "normalize_english"]
+__all__ = ["ClvpWords", "normalize_english"]
 
 _ABBREVIATIONS: Final = tuple((re.compile(rf"\b{short}\.", re.IGNORECASE), long)
                               for short, long in (
@@ -118,18 +119,6 @@ def normalize_english(text: str) -> str:
     for pattern, replacement in _ABBREVIATIONS:
         text = pattern.sub(replacement, text)
     return re.sub(r"\s+", " ", text).replace('"', "")
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's ``bytes_to_unicode``: printable bytes as themselves, the others from U+0100."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
-    others = [b for b in range(256) if b not in printable]
-    return {**{b: chr(b) for b in printable},
-            **{b: chr(256 + n) for n, b in enumerate(others)}}
-
-
-BYTE_CHARS: Final = _bytes_to_unicode()
 
 
 @dataclass(frozen=True, slots=True)

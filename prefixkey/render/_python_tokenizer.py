@@ -30,8 +30,9 @@ from ._hf_python import (
     BpeWords,
     PythonCodec,
 )
+from ._hf_tiktoken import BYTE_CHARS
 from ._python_backend import read_vocab, split_added
-from ._python_clvp import BYTE_CHARS, ClvpWords
+from ._python_clvp import ClvpWords
 from ._python_settings import _content, check_folder
 from ._python_subword_japanese import SubWordJapanese, read_subword_japanese
 from ._tokenizer import HfTokenizer, build_tokenizer
