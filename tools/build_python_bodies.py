@@ -63,9 +63,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_io import folder_lines, text_prompts, write_bodies
+from corpus_io import RENDER_DIR, folder_lines, text_prompts, write_bodies
 
-RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 FOLDERS = ("byt5", "perceiver", "canine")

@@ -28,9 +28,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import build_real_rebuild_bodies as rebuild
-from corpus_io import write_bodies
+from corpus_io import RENDER_DIR, write_bodies
 
-RENDER_DIR = rebuild.RENDER_DIR
 #: Each corpus and its folders: the first (CLIPTokenizer, WhisperTokenizer), then
 #: ``real_bpe_more_`` (OpenAIGPTTokenizer, HerbertTokenizer, DebertaTokenizer,
 #: BlenderbotTokenizer, Siglip2Tokenizer over Gemma 3's vocabulary as SigLIP 2's is,

@@ -24,12 +24,10 @@ Usage::
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
-from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
-from corpus_io import folder_lines, write_main
+from build_real_wu_bodies import wu_lines
+from corpus_io import corpus_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {
@@ -43,24 +41,11 @@ FOLDERS = {
 
 
 def build() -> list[dict[str, Any]]:
-    lines = []
-    for folder, template in FOLDERS.items():
-        name = f"real-{folder}"
-        server = {"--served-model-name": name, "--max-model-len": 512}
-        lines += folder_lines(folder, server, ((CHAT, _chat(name, template)),
-                                              (COMPLETIONS, _completions(name, False))))
-    return lines
+    return wu_lines(FOLDERS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["--keep-release"] and len(args) == 3:
-        from build_python_bodies import keep_release
-
-        keep_release(args[1], Path(args[2]), ("real_conv_files_",))
-        return 0
-    return write_main(__doc__.splitlines()[0], RENDER_DIR / "real_conv_files_bodies.jsonl", build,
-                      args)
+    return corpus_main(__doc__.splitlines()[0], "real_conv_files_", build, argv)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
-from corpus_io import folder_lines, write_bodies, write_main
+from build_real_wu_bodies import CHAT, COMPLETIONS, _chat, _completions
+from corpus_io import RENDER_DIR, folder_lines, write_bodies, write_main
 
 FOLDER = "mbart_encdec"
 UDOP = "udop_rule"

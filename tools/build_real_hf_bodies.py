@@ -18,12 +18,10 @@ Usage::
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from corpus_io import folder_lines, write_main
+from corpus_io import RENDER_DIR, folder_lines, write_main
 
-RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 MAX_MODEL_LEN = 2048

@@ -21,12 +21,10 @@ Usage::
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from corpus_io import write_main
+from corpus_io import RENDER_DIR, write_main
 
-RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 FOLDER = "llama3_1_meta"

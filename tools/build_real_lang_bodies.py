@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, TEXTS, _chat, _completions
-from corpus_io import write_bodies, write_main
+from build_real_wu_bodies import CHAT, COMPLETIONS, TEXTS, _chat, _completions
+from corpus_io import RENDER_DIR, write_bodies, write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"mbart_cc25": False, "mbart50_rule": True, "nllb_rule": True,

@@ -30,8 +30,8 @@ from __future__ import annotations
 from typing import Any
 
 import build_real_wu_bodies as wu
-from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
-from corpus_io import folder_lines, write_main
+from build_real_wu_bodies import CHAT, COMPLETIONS, _chat, _completions
+from corpus_io import RENDER_DIR, folder_lines, write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"markuplm_rule": True, "udop_rule": True, "lasr_rule": False,

@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 import build_real_wu_bodies as wu
-from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
-from corpus_io import folder_lines, write_main
+from build_real_wu_bodies import wu_lines
+from corpus_io import RENDER_DIR, write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"luke_rule": True, "luke_task_rule": False, "mluke_rule": True,
@@ -40,11 +40,7 @@ def build() -> list[dict[str, Any]]:
     saved = dict(wu.TEXTS)
     wu.TEXTS.update(ENTITY_TEXTS)
     try:
-        for folder, template in FOLDERS.items():
-            name = f"real-{folder}"
-            server = {"--served-model-name": name, "--max-model-len": 512}
-            lines += folder_lines(folder, server, ((CHAT, _chat(name, template)),
-                                                   (COMPLETIONS, _completions(name, False))))
+        lines += wu_lines(FOLDERS)
     finally:
         wu.TEXTS.clear()
         wu.TEXTS.update(saved)

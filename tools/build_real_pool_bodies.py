@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, TEXTS
-from corpus_io import folder_lines, write_main
+from build_real_wu_bodies import CHAT, COMPLETIONS, TEXTS
+from corpus_io import RENDER_DIR, folder_lines, write_main
 
 FOLDERS = ("bert_bge", "xlm_roberta_model", "chatglm_model_rule")
 TEMPLATE = "models/override_template.jinja"

@@ -31,13 +31,10 @@ tests/render/test_real_py_spm_vectors.py.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
-from corpus_io import folder_lines, text_prompts, write_main
+from corpus_io import corpus_main, folder_lines, text_prompts
 
-RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 #: Each folder and the class its tokenizer_config.json names.
@@ -122,14 +119,7 @@ def build() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["--keep-release"] and len(args) == 3:
-        from build_python_bodies import keep_release
-
-        keep_release(args[1], Path(args[2]), ("real_py_spm_",))
-        return 0
-    return write_main(__doc__.splitlines()[0], RENDER_DIR / "real_py_spm_bodies.jsonl", build,
-                      args)
+    return corpus_main(__doc__.splitlines()[0], "real_py_spm_", build, argv)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from corpus_io import folder_lines, text_prompts, write_bodies
+from corpus_io import RENDER_DIR, folder_lines, text_prompts, write_bodies
 
-RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 # cohere_rule and roberta_rule have no tokenizer_config.json (the class's own token

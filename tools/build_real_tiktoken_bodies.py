@@ -33,9 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import build_real_rebuild_bodies as rebuild
-from corpus_io import folder_lines, write_bodies
+from corpus_io import RENDER_DIR, folder_lines, write_bodies
 
-RENDER_DIR = rebuild.RENDER_DIR
 #: Each folder and the tokenizer mode its server runs.
 FOLDERS = {"llama3_tiktoken": "auto", "llama3_tiktoken_rule": "auto",
            "mistral_nemo": "hf", "mistral_tekken_rule": "hf"}

@@ -30,12 +30,10 @@ by tests/render/test_real_trunc_vectors.py.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any, Final
 
-from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, TEXTS
-from corpus_io import folder_lines, write_main
+from build_real_wu_bodies import CHAT, COMPLETIONS, TEXTS
+from corpus_io import corpus_main, folder_lines
 
 #: Each folder (``model_dir``), the text its bodies truncate (one its tokenizer splits
 #: into distinct ids), and whether it is served in mistral mode.
@@ -139,14 +137,7 @@ def build() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["--keep-release"] and len(args) == 3:
-        from build_python_bodies import keep_release
-
-        keep_release(args[1], Path(args[2]), ("real_trunc_",))
-        return 0
-    return write_main(__doc__.splitlines()[0], RENDER_DIR / "real_trunc_bodies.jsonl", build,
-                      args)
+    return corpus_main(__doc__.splitlines()[0], "real_trunc_", build, argv)
 
 
 if __name__ == "__main__":

@@ -16,21 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from build_real_wu_bodies import CHAT, COMPLETIONS, RENDER_DIR, _chat, _completions
-from corpus_io import folder_lines, write_main
+from build_real_wu_bodies import wu_lines
+from corpus_io import RENDER_DIR, write_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"barthez_rule": False, "deberta_v2_rule": False, "mpnet_rule": False}
 
 
 def build() -> list[dict[str, Any]]:
-    lines = []
-    for folder, template in FOLDERS.items():
-        name = f"real-{folder}"
-        server = {"--served-model-name": name, "--max-model-len": 512}
-        lines += folder_lines(folder, server, ((CHAT, _chat(name, template)),
-                                              (COMPLETIONS, _completions(name, False))))
-    return lines
+    return wu_lines(FOLDERS)
 
 
 def main(argv: list[str] | None = None) -> int:

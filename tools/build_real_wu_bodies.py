@@ -24,12 +24,11 @@ Usage::
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from corpus_io import folder_lines, text_prompts, write_main
+from corpus_io import RENDER_DIR, folder_lines, text_prompts, write_main
 
-RENDER_DIR = Path(__file__).resolve().parent.parent / "tests" / "render"
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 #: The folders, and whether their tokenizer_config.json has a chat template.
@@ -95,14 +94,21 @@ def _chat(name: str, template: bool) -> list[tuple[str, dict[str, Any]]]:
     return [(f"chat-{i}", {"model": name, **b}) for i, b in bodies]
 
 
-def build() -> list[dict[str, Any]]:
+def wu_lines(folders: Mapping[str, bool], pooling: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Each folder's chat bodies (its template overridden where ``folders`` says so) and
+    completions bodies (pooling ones for the folders in ``pooling``), served as
+    ``real-<folder>`` with a 512-token context: the shape the other corpora reuse."""
     lines = []
-    for folder, template in FOLDERS.items():
+    for folder, template in folders.items():
         name = f"real-{folder}"
         server = {"--served-model-name": name, "--max-model-len": 512}
         lines += folder_lines(folder, server, (
-            (CHAT, _chat(name, template)), (COMPLETIONS, _completions(name, folder in POOLING))))
+            (CHAT, _chat(name, template)), (COMPLETIONS, _completions(name, folder in pooling))))
     return lines
+
+
+def build() -> list[dict[str, Any]]:
+    return wu_lines(FOLDERS, POOLING)
 
 
 def main(argv: list[str] | None = None) -> int:

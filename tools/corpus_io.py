@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
+
+#: Where the corpora, their answers and the kept releases live.
+RENDER_DIR: Final = Path(__file__).resolve().parent.parent / "tests" / "render"
 
 #: A corpus's bodies for one endpoint: each body with its id within the folder.
 Bodies = Iterable[tuple[str, dict[str, Any]]]
@@ -63,3 +67,18 @@ def write_main(description: str, default_out: Path,
     args = parser.parse_args(argv)
     write_bodies(args.out, build())
     return 0
+
+
+def corpus_main(description: str, corpus: str, build: Callable[[], Iterable[dict[str, Any]]],
+                argv: list[str] | None = None) -> int:
+    """A kept-release corpus builder's command line: ``--keep-release RELEASE DIR`` keeps
+    another release's answers to ``corpus`` (``DIR/<corpus>vectors.jsonl``) under
+    tests/render/releases/RELEASE/ (tools/build_python_bodies.py), otherwise
+    :func:`write_main` into ``tests/render/<corpus>bodies.jsonl``."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--keep-release"] and len(args) == 3:
+        from build_python_bodies import keep_release
+
+        keep_release(args[1], Path(args[2]), (corpus,))
+        return 0
+    return write_main(description, RENDER_DIR / f"{corpus}bodies.jsonl", build, args)

@@ -116,11 +116,12 @@ def test_gpt_sw3_spaces_of_an_unread_transformers_release_are_refused() -> None:
 
 
 def test_a_release_the_corpus_was_not_harvested_from_refuses_the_class() -> None:
-    """vLLM 0.33.0 renders other folders in process, but none of these classes' answers
-    came from it (its start-up for their types is not probed either)."""
-    decision = TokenizerPath("python", "SiglipTokenizer", "why", "siglip")
-    codec = PYTHON_CODECS["SiglipTokenizer"]
+    """vLLM 0.33.0 renders other folders in process (Siglip's among them), but none of
+    SpeechT5Tokenizer's answers came from it (real_py_named_ was not harvested there)."""
+    codec = PYTHON_CODECS["SpeechT5Tokenizer"]
+    decision = TokenizerPath("python", "SpeechT5Tokenizer", "why", codec.name)
     assert codec.releases is not None and "0.33.0" not in codec.releases
+    assert "0.33.0" in (PYTHON_CODECS["SiglipTokenizer"].releases or ())
     for release in sorted(codec.releases):
         check_release_codec(release, decision)
     with pytest.raises(RenderUnsupportedError, match=r"not vLLM 0\.33\.0's; not verified"):
