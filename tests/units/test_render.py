@@ -352,7 +352,7 @@ def test_images_are_refused_pointing_to_the_render_endpoint(folders: dict[str, P
 @pytest.mark.parametrize(("config", "tokenizer_config", "field"), [
     ({"architectures": ["DeepseekV32ForCausalLM"]}, {}, "config.json"),
     ({"architectures": ["KimiK3ForConditionalGeneration"]}, {}, "config.json"),
-    ({}, {"tokenizer_class": "LukeTokenizer"}, "tokenizer_config.json"),
+    ({}, {"tokenizer_class": "TapasTokenizer"}, "tokenizer_config.json"),
     ({}, {"auto_map": {"AutoTokenizer": ["x.Tok", None]}}, "tokenizer_config.json"),
     ({"model_type": "paligemma"}, {"chat_template": None}, "chat_template"),
 ])
@@ -371,10 +371,12 @@ def test_folders_that_cannot_render_exactly_are_refused(
     assert info.value.field == field
 
 
-def test_a_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:
+def test_a_folder_without_any_vocabulary_file_is_refused(tmp_path: Path) -> None:
+    """No tokenizer.json and nothing transformers converts one from (render/_hf_converted.py)."""
     folder = build_folder(tmp_path, "generic")
     (folder / "tokenizer.json").unlink()
-    with pytest.raises(RenderUnsupportedError, match=r"no tokenizer.json, so .* converts"):
+    with pytest.raises(RenderUnsupportedError,
+                       match=r"neither tokenizer.json nor tokenizer.model"):
         renderer(folder)
 
 
