@@ -211,12 +211,12 @@ def test_a_folder_that_cannot_be_rendered_answers_every_line(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
     # Issue 19, item 5: one error record per input line and exit 1, as every command does.
     refused = build_folder(tmp_path / "models", "generic",
-                           tokenizer_config={"tokenizer_class": "LukeTokenizer"})
+                           tokenizer_config={"tokenizer_class": "TapasTokenizer"})
     source = lines(tmp_path / "in.jsonl",
                    {"id": "a", "endpoint": "/v1/chat/completions", "body": {"messages": [CHAT]}},
                    {"id": "b", "endpoint": "/v1/completions", "body": {"prompt": "x"}})
     argv = [command, "--model-dir", str(refused), source]
     status, out, err = run(capsys, *(argv if command == "render" else [*argv, "--lenient"]))
     assert status == 1 and [o["id"] for o in out] == ["a", "b"]
-    assert all("LukeTokenizer" in o["error"]["message"] for o in out)
+    assert all("TapasTokenizer" in o["error"]["message"] for o in out)
     assert "every body will be an error record" in err
