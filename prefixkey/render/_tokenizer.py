@@ -389,7 +389,7 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         if recipe.template_if is not None and _value(recipe.template_if[0], derived, None):
             template = recipe.template_if[1]
         tok.post_processor = _template(template, tok, specials, derived)
-    if recipe.post_init and not file_processor:
+    if recipe.post_init and not file_processor and not recipe.template_last:
         # _post_init() ends with update_post_processor() when TokenizersBackend had to
         # (no post-processor in the file), over whatever the class set before it.
         _update_post_processor(tok, specials, add_bos, add_eos)
@@ -742,7 +742,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         _lock=threading.Lock(),
         infill_token=_infill_token(recipe, folder.tokenizer_config),
         words=recipe is not None and recipe.words,
-        call_error=recipe.call_error if recipe is not None else None,
+        call_error=_call_error(recipe, folder.tokenizer_config, decision.tokenizer_class),
     )
 
 
@@ -753,3 +753,19 @@ def _infill_token(recipe: Rebuild | None, config: Mapping[str, Any]) -> str | No
     default, keyword = recipe.infilling
     value = config.get(keyword, default)
     return None if value is None else str(_added_token(value, keyword))
+
+
+def _call_error(recipe: Rebuild | None, config: Mapping[str, Any],
+                name: str | None) -> str | None:
+    """The error the class's call raises for every text: its own, or its ``task``'s."""
+    if recipe is None:
+        return None
+    task = config.get("task")
+    if not recipe.task_errors or task is None:
+        return recipe.call_error
+    if not isinstance(task, str) or task not in recipe.task_errors:
+        raise ModelFolderError("tokenizer_config.json", (
+            f"task {task!r} is not one the {name} class supports "
+            f"({', '.join(recipe.task_errors)}): transformers fails to build it and vLLM "
+            "does not start"))
+    return recipe.task_errors[task]
