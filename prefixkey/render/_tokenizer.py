@@ -332,20 +332,6 @@ def _token_id(tok: Tokenizer, token: str) -> int:
     return found
 
 
-def _update_post_processor(tok: Tokenizer, specials: Mapping[str, AddedToken | str],
-                           add_bos: bool, add_eos: bool) -> None:
-    """TokenizersBackend.update_post_processor: the sequence with bos / eos as flagged."""
-    bos, eos = specials.get("bos_token"), specials.get("eos_token")
-    add_bos, add_eos = add_bos and bos is not None, add_eos and eos is not None
-    single = (f"{bos}:0 " if add_bos else "") + "$A:0" + (f" {eos}:0" if add_eos else "")
-    pair = (single + (f" {bos}:1" if add_bos else "") + " $B:1"
-            + (f" {eos}:1" if add_eos else ""))
-    special_tokens = [(str(t), _token_id(tok, str(t)))
-                      for t, on in ((bos, add_bos), (eos, add_eos)) if on]
-    tok.post_processor = processors.TemplateProcessing(single=single, pair=pair,
-                                                       special_tokens=special_tokens)
-
-
 def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
                 specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str],
                 file_processor: bool, flags: Mapping[str, bool]) -> None:
@@ -366,7 +352,8 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
             t if isinstance(t, AddedToken) else AddedToken(t, special=True, normalized=False)
             for t in [*specials.values(), *extras]])
     if recipe.post_processor == "update":
-        _update_post_processor(tok, specials, add_bos, add_eos)
+        tok.post_processor = update_post_processor(
+            tok, specials, add_bos_token=add_bos, add_eos_token=add_eos)
     elif recipe.post_processor == "roberta":
         sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
         options = {k: _value(v, derived, None) for k, v in recipe.processor_options.items()}
@@ -392,7 +379,8 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
     if recipe.post_init and not file_processor and not recipe.template_last:
         # _post_init() ends with update_post_processor() when TokenizersBackend had to
         # (no post-processor in the file), over whatever the class set before it.
-        _update_post_processor(tok, specials, add_bos, add_eos)
+        tok.post_processor = update_post_processor(
+            tok, specials, add_bos_token=add_bos, add_eos_token=add_eos)
 
 
 def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
