@@ -575,9 +575,12 @@ class PrefixIndex:
 
     def _maps(self, group: int, media: int) -> list[tuple[int, dict[EventHash, int]]]:
         """The holder maps of ``group`` on the media of ``media`` that hold anything."""
-        held = self._holders.get(group, {})
+        held = self._holders.get(group, _NO_HOLDERS)
         bit_at = self._bit_at
         if media.bit_length() <= 64:
+            if len(held) == 1:  # one medium ever held (the usual index): no comprehension
+                (at, holders), = held.items()
+                return [(bit_at[at], holders)] if holders and media & bit_at[at] else []
             return [(bit_at[at], holders) for at, holders in held.items()
                     if holders and media & bit_at[at]]
         # Many media: one pass over the mask's digits, not a shift of it per medium.
@@ -631,3 +634,4 @@ def _ops_of(events: Iterable[object]) -> Iterator[BlockOp]:
 
 _CLEARED_OP: Final[BlockOp] = (CLEARED, (), None, None)
 _EMPTY: Final[Mapping[EventHash, int]] = MappingProxyType({})
+_NO_HOLDERS: Final[Mapping[int, dict[EventHash, int]]] = MappingProxyType({})

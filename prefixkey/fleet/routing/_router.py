@@ -134,6 +134,8 @@ LoadFn = Callable[[ReplicaId], float]
 #: The units a load may be given in.
 LoadUnit = Literal["tokens", "requests"]
 
+_NO_MEDIA: Final[frozenset[str]] = frozenset()
+
 
 class Router:
     """Ranks candidate replicas by expected time to first token, from any
@@ -205,7 +207,9 @@ class Router:
         self.mean_prefill_tokens = 0.0
         #: The running mean of the prefill the requests reported :meth:`sent` needed.
         self._sent_prefill = 0.0
-        self._mask_weights: dict[int, tuple[float, str]] = {}
+        #: Per media mask: its best weight, that medium's name, and the name as a set
+        #: (an outcome's ``used``: made once, not per decision).
+        self._mask_weights: dict[int, tuple[float, str, frozenset[str]]] = {}
         #: The in-memory index's slot table last walked, and each replica's bit in it.
         self._slot_bits: tuple[object, dict[ReplicaId, int]] = (None, {})
         self._bit_weights: list[tuple[int, float, str]] = []
@@ -486,12 +490,12 @@ class Router:
         self._counted = sum(bit for bit, weight, _ in self._bit_weights if weight > 0)
         self._mask_weights = {}
 
-    def _mask_weight(self, mask: int) -> tuple[float, str]:
+    def _mask_weight(self, mask: int) -> tuple[float, str, frozenset[str]]:
         hit = self._mask_weights.get(mask)
         if hit is None:
             weight, name = max(((w, n) for b, w, n in self._bit_weights if mask & b),
                                default=(0.0, ""))
-            hit = self._mask_weights[mask] = (weight, name)
+            hit = self._mask_weights[mask] = (weight, name, frozenset((name,)))
         return hit
 
     def _answers(
@@ -550,9 +554,11 @@ class Router:
     def _run_outcome(self, mask: int, n: int, bs: int, num_tokens: int) -> _Outcome:
         """:meth:`_outcome` of one group's run of ``n`` keys on the media of ``mask``."""
         blocks = min(n, max(num_tokens - 1, 0) // bs)
-        weight, medium = self._mask_weight(mask)
-        return _Outcome((n,), blocks * bs, weight * blocks * bs, medium, n > blocks,
-                        frozenset((medium,)) if blocks else frozenset())
+        weight, medium, used = self._mask_weight(mask)
+        # tuple.__new__ in C: a NamedTuple's own __new__ is a Python frame (a top-1
+        # ranking builds one outcome, and every step of it is counted).
+        return tuple.__new__(_Outcome, ((n,), blocks * bs, weight * blocks * bs, medium,
+                                        n > blocks, used if blocks else _NO_MEDIA))
 
     def _outcome(self, scheme: ReplicaScheme | None, runs: tuple[Run, ...],
                  num_tokens: int) -> _Outcome:
@@ -575,7 +581,7 @@ class Router:
         for run, g in zip(runs, scheme.groups, strict=True):
             used = hit // g.block_size  # blocks of the run vLLM would reuse
             for mask, n in run:
-                weight, medium = self._mask_weight(mask)
+                weight, medium, _ = self._mask_weight(mask)
                 weighted += weight * min(n, max(used, 0)) * g.block_size
                 if used > 0:
                     counted.add(medium)

@@ -148,6 +148,7 @@ def walked_best(ands: Sequence[int], slots: Slots, bits: Mapping[ReplicaId, int]
                     tied = True
     if tied or best_rid is None:
         return None
-    return Best(best_rid, best_walked, best_load, best_cost,
-                0.0 if pressure_of is None else pressure_of(best_rid))
+    # tuple.__new__ in C: a NamedTuple's own __new__ is a Python frame.
+    return tuple.__new__(Best, (best_rid, best_walked, best_load, best_cost,
+                                0.0 if pressure_of is None else pressure_of(best_rid)))
 
