@@ -370,6 +370,13 @@ class PrefixIndex:
         tail_first = self._keys(state, joined[::-1])
         keys = table.keys
         n = len(tail_first)
+        # A chain's consecutive keys mostly have one holder set (a prefix the same replicas
+        # hold), and that set one int object: the new set is made once per run of them
+        # (``before`` -> ``after``), so they share it too. A walk reads each key's set: one
+        # object, one cache line, for the whole run, not one per key (64 replicas x 8k
+        # tokens: 12% off a top-1 ranking right after hashing; ROUTING.md).
+        before: int | None = None
+        after = rbit
         if n >= _BULK and self._size + n <= self.max_entries:
             fresh = dict.fromkeys(tail_first, bit)
             if len(fresh) == n and keys.keys().isdisjoint(fresh):
@@ -382,7 +389,12 @@ class PrefixIndex:
                 get = holders.get
                 for key in tail_first:
                     held = get(key)
-                    holders[key] = rbit if held is None else held | rbit
+                    if held is None:
+                        holders[key] = rbit
+                        continue
+                    if held is not before:
+                        before, after = held, held | rbit
+                    holders[key] = after
                 return
         added = 0
         room = self.max_entries - self._size  # new entries before one must be evicted
@@ -418,7 +430,9 @@ class PrefixIndex:
             # The replica's own bit object when alone: no int allocated per entry.
             held = holders.setdefault(key, rbit)
             if len(holders) == size:
-                holders[key] = held | rbit
+                if held is not before:
+                    before, after = held, held | rbit
+                holders[key] = after
         self._added(state, added)
 
     def _added(self, state: ReplicaState, n: int) -> None:
@@ -445,9 +459,13 @@ class PrefixIndex:
             holders = self._holders[group][bit.bit_length()]
             owners = list(map(holders.pop, keys))  # holder sets are unordered: pop, put back
             if owners.count(rbit) != n:  # some are also held by other replicas
+                before: int | None = None  # one object per run of equal sets, as _store keeps
+                after = 0
                 for key, owner in zip(keys, owners, strict=True):
                     if owner != rbit:
-                        holders[key] = owner & ~rbit
+                        if owner is not before:
+                            before, after = owner, owner & ~rbit
+                        holders[key] = after
             deque(map(held.__delitem__, keys), 0)
             table.deleted += n
             state.count -= n
