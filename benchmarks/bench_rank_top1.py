@@ -19,7 +19,9 @@ named). ``before`` is ``REV``'s ``fleet/routing/_router.py`` (with the modules i
 was split into, ``_decision.py``, ``_cost_order.py`` and ``_top1.py``, where ``REV`` has
 them; the walk's ``walk``, ``members_of`` and ``SlotMembers._list``; and the in-memory
 index's methods a ranking's walk runs, :data:`WALK_METHODS`) loaded beside this tree's,
-over the same index; per round, hashing (``Router.prepare``) then each side's top-1
+each side over its own copy of the index, built by that side's store methods
+(:data:`STORE_METHODS`: how the index keeps its holder sets is part of what a walk
+reads); per round, hashing (``Router.prepare``) then each side's top-1
 (``rank(prepared, names, limit=1)[0]``) and full ranking read to its head
 (``rank(prepared, names)[0]``), each right after a hashing (the walk's index
 reads cache-cold, as a gateway's first ranking of a request is), the sides'
@@ -150,9 +152,9 @@ def main() -> None:
             module.members_of = old_walk.members_of  # type: ignore[attr-defined]
     sides: dict[str, Side] = {
         "before": (old_walk.walk, old_walk.SlotMembers._list,
-                   {m: getattr(old_memory.PrefixIndex, m) for m in WALK_METHODS}),
+                   {m: getattr(old_memory.PrefixIndex, m) for m in WALK_METHODS + STORE_METHODS}),
         "after": (_walk.walk, _walk.SlotMembers._list,
-                  {m: getattr(PrefixIndex, m) for m in WALK_METHODS})}
+                  {m: getattr(PrefixIndex, m) for m in WALK_METHODS + STORE_METHODS})}
     print("| load | replicas | tokens | layout | Router.prepare µs | top-1 before µs "
           "| top-1 after µs | top-1 after / before | full before µs | full after µs "
           "| full after / before | top-1 ratio before / after | full ratio before / after |")
@@ -160,10 +162,14 @@ def main() -> None:
     layouts = ["gateway"] if args.fleet == "gateway" else ["mixed", "worst"]
     for tokens in args.tokens:
         for layout in layouts:
-            if layout == "gateway":
-                made = fleet(args.replicas, tokens, holders=args.holders)
-            else:
-                made = routing_fleet(args.replicas, tokens, layout, args.blocks)
+            made: dict[str, Fleet] = {}
+            for side in ("before", "after"):  # the same fleet (seeded), stored as each side does
+                use(sides[side])
+                if layout == "gateway":
+                    made[side] = fleet(args.replicas, tokens, holders=args.holders)
+                else:
+                    made[side] = routing_fleet(args.replicas, tokens, layout, args.blocks)
+            use(sides["after"])
             for mode in args.loads:
                 m = row(old.Router, mode, made, args.rounds, sides)
                 p = m["prepare"]
@@ -180,6 +186,12 @@ def main() -> None:
 
 #: The in-memory index's methods a ranking's walk runs (``REV``'s beside this tree's).
 WALK_METHODS = ("leading_runs", "_prefix_walk", "_alive", "_maps")
+#: The in-memory index's methods that store and remove holder sets (each side's index is
+#: built by its own).
+STORE_METHODS = ("_store", "_remove", "_drop")
+
+#: An index, the request, the replicas' names and the random source left after the fill.
+Fleet = tuple[PrefixIndex, Request, list[str], random.Random]
 
 Side = tuple[Callable[..., object], Callable[[_walk.SlotMembers], list[ReplicaId]],
              dict[str, Callable[..., object]]]
@@ -193,15 +205,16 @@ def use(side: Side) -> None:
         setattr(PrefixIndex, name, method)
 
 
-def row(before: type[Router], mode: str,
-        made: tuple[PrefixIndex, Request, list[str], random.Random], rounds: int,
+def row(before: type[Router], mode: str, made: dict[str, Fleet], rounds: int,
         sides: dict[str, Side]) -> dict[str, float]:
-    """Median CPU µs of hashing and of each side's top-1 and full ranking."""
-    index, request, names, rng = made
+    """Median CPU µs of hashing and of each side's top-1 and full ranking (each side over
+    its own index)."""
+    _, request, names, rng = made["after"]
     tokens = len(request.token_ids)
     loads = [float(rng.randrange(0, 4 * tokens)) for _ in names]
     routers: dict[str, Router] = {}
     for side, cls in (("before", before), ("after", Router)):
+        index = made[side][0]
         router = cls(index) if mode == "pushed" else cls(index, replicas=names)
         if mode == "pushed":
             for name, load in zip(names, loads, strict=True):
