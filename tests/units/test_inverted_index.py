@@ -192,3 +192,28 @@ def test_slot_members_list_the_mask_in_slot_order(mask: int) -> None:
     assert len(members) == len(expected)
     assert list(members) == expected and members[-1] == extra[0]
     assert members[:2] == expected[:2]
+
+
+@pytest.mark.parametrize("length", [3, 40])  # a store key by key, and one in bulk
+def test_a_run_of_equal_holder_sets_is_one_object(length: int) -> None:
+    # A walk reads each key's holder set: equal sets along a chain are one int object, so
+    # a run of them is one cache line (ROUTING.md). Replicas in slots 9 and up: their
+    # masks are not among the small ints Python shares anyway.
+    index = PrefixIndex()
+    names = [f"r{i}" for i in range(12)]
+    for name in names:
+        index.register(name, ReplicaScheme(H16))
+    chain = [10_000 + i for i in range(length)]
+    half = length // 2
+    steps = [("r9", stored(*chain)), ("r10", stored(*chain)), ("r11", stored(*chain[:half])),
+             ("r10", removed(*chain))]
+    # After each step: the runs of keys whose holder sets must be one object.
+    runs = [[chain], [chain], [chain[:half], chain[half:]], [chain[:half], chain[half:]]]
+    masks = [[1 << 9], [1 << 9 | 1 << 10], [1 << 9 | 1 << 10 | 1 << 11, 1 << 9 | 1 << 10],
+             [1 << 9 | 1 << 11, 1 << 9]]
+    for (name, event), expected, values in zip(steps, runs, masks, strict=True):
+        index.apply(name, batch(event))
+        holders = index._maps(0, 1)[0][1]
+        for run, value in zip(expected, values, strict=True):
+            assert [holders[key] for key in run] == [value] * len(run)
+            assert len({id(holders[key]) for key in run}) == 1

@@ -374,7 +374,7 @@ class PrefixIndex:
         # hold), and that set one int object: the new set is made once per run of them
         # (``before`` -> ``after``), so they share it too. A walk reads each key's set: one
         # object, one cache line, for the whole run, not one per key (64 replicas x 8k
-        # tokens: 12% off a top-1 ranking right after hashing; ROUTING.md).
+        # tokens: 9-12% off a top-1 ranking right after hashing; ROUTING.md).
         before: int | None = None
         after = rbit
         if n >= _BULK and self._size + n <= self.max_entries:
