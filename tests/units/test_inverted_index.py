@@ -10,7 +10,7 @@ from hypothesis.stateful import invariant, rule
 from index_events import batch, removed, stored
 from test_index import H16, IndexMachine
 
-from prefixkey.events import EventHash
+from prefixkey.events import AllBlocksCleared, EventHash
 from prefixkey.fleet import (
     PrefixIndex,
     ReplicaId,
@@ -206,11 +206,13 @@ def test_a_run_of_equal_holder_sets_is_one_object(length: int) -> None:
     chain = [10_000 + i for i in range(length)]
     half = length // 2
     steps = [("r9", stored(*chain)), ("r10", stored(*chain)), ("r11", stored(*chain[:half])),
-             ("r10", removed(*chain))]
+             ("r10", removed(*chain)), ("r8", stored(*chain)), ("r9", AllBlocksCleared())]
     # After each step: the runs of keys whose holder sets must be one object.
-    runs = [[chain], [chain], [chain[:half], chain[half:]], [chain[:half], chain[half:]]]
+    halves = [chain[:half], chain[half:]]
+    runs = [[chain], [chain], halves, halves, halves, halves]
     masks = [[1 << 9], [1 << 9 | 1 << 10], [1 << 9 | 1 << 10 | 1 << 11, 1 << 9 | 1 << 10],
-             [1 << 9 | 1 << 11, 1 << 9]]
+             [1 << 9 | 1 << 11, 1 << 9], [1 << 8 | 1 << 9 | 1 << 11, 1 << 8 | 1 << 9],
+             [1 << 8 | 1 << 11, 1 << 8]]
     for (name, event), expected, values in zip(steps, runs, masks, strict=True):
         index.apply(name, batch(event))
         holders = index._maps(0, 1)[0][1]

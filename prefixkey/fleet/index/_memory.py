@@ -157,6 +157,10 @@ class PrefixIndex:
         # Every replica in registration order, and their holder bits (one attribute: one read).
         self._everyone: tuple[tuple[ReplicaId, ...], int] = ((), 0)
         self._holders: _Holders = {}
+        #: The last holder set :meth:`_drop` took a replica out of, that replica's bit and
+        #: the set left: evictions and clears drop a chain's keys one by one, and a run of
+        #: equal sets keeps one object (as ``_store`` keeps them).
+        self._dropped: tuple[int, int, int] = (0, 0, 0)
         self._size = 0
         self._counters = cast("IndexCounters", dict.fromkeys(INDEX_COUNTERS, 0))
         self._medium_bits: dict[str, int] = {"GPU": 1, "CPU": 2, "STORAGE": 4}
@@ -347,7 +351,11 @@ class PrefixIndex:
             low = mask & -mask
             mask ^= low
             holders = media[low.bit_length()]
-            rest = holders[key] & ~rbit
+            held = holders[key]
+            last, last_rbit, rest = self._dropped
+            if held != last or rbit != last_rbit:
+                rest = held & ~rbit
+                self._dropped = (held, rbit, rest)
             if rest:
                 holders[key] = rest
             else:
@@ -371,10 +379,11 @@ class PrefixIndex:
         keys = table.keys
         n = len(tail_first)
         # A chain's consecutive keys mostly have one holder set (a prefix the same replicas
-        # hold), and that set one int object: the new set is made once per run of them
-        # (``before`` -> ``after``), so they share it too. A walk reads each key's set: one
-        # object, one cache line, for the whole run, not one per key (64 replicas x 8k
-        # tokens: 9-12% off a top-1 ranking right after hashing; ROUTING.md).
+        # hold): the new set is made once per run of equal ones (``before`` -> ``after``)
+        # and stored as one int object for the whole run. A walk reads each key's set: one
+        # object, one cache line, for the run, not one per key (64 replicas x 8k tokens:
+        # 9-12% off a top-1 ranking right after hashing; ROUTING.md). Compared by value,
+        # so a run that removals split into objects of their own is joined again.
         before: int | None = None
         after = rbit
         if n >= _BULK and self._size + n <= self.max_entries:
@@ -392,7 +401,7 @@ class PrefixIndex:
                     if held is None:
                         holders[key] = rbit
                         continue
-                    if held is not before:
+                    if held != before:
                         before, after = held, held | rbit
                     holders[key] = after
                 return
@@ -430,7 +439,7 @@ class PrefixIndex:
             # The replica's own bit object when alone: no int allocated per entry.
             held = holders.setdefault(key, rbit)
             if len(holders) == size:
-                if held is not before:
+                if held != before:
                     before, after = held, held | rbit
                 holders[key] = after
         self._added(state, added)
@@ -463,7 +472,7 @@ class PrefixIndex:
                 after = 0
                 for key, owner in zip(keys, owners, strict=True):
                     if owner != rbit:
-                        if owner is not before:
+                        if owner != before:
                             before, after = owner, owner & ~rbit
                         holders[key] = after
             deque(map(held.__delitem__, keys), 0)
