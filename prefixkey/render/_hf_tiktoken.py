@@ -43,6 +43,8 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, p
 from tokenizers.models import BPE
 
 from ._errors import ModelFolderError, RenderUnsupportedError
+from ._hf_converted import MODEL_PROTO
+from ._protobuf import is_message
 
 __all__ = ["BYTE_CHARS", "CONVERTERS", "ConvertedSource", "converted_source",
            "converted_tokenizer", "update_post_processor"]
@@ -104,54 +106,10 @@ def converted_source(folder: Path) -> ConvertedSource | None:
         return ConvertedSource("tekken", name)
     if not name.endswith(".model"):
         return None
-    if name == _TIKTOKEN_LEGACY_NAME or not _may_be_protobuf(path.read_bytes()):
+    # SentencePiece's parse is tried first: a file it fails on is read as tiktoken's.
+    if name == _TIKTOKEN_LEGACY_NAME or not is_message(path.read_bytes(), MODEL_PROTO):
         return ConvertedSource("tiktoken", name)
-    return None  # SentencePiece's parse is tried first
-
-
-def _may_be_protobuf(data: bytes) -> bool:
-    """Whether ``data`` walks as protobuf wire format (tags, varints, lengths, groups).
-
-    A file that does not is no SentencePiece ``ModelProto``: its parse fails, and
-    transformers falls back to the tiktoken reader. A text of ``base64 rank`` lines
-    fails the walk at once (a tag of wire type 6 or 7, or a length past the end).
-    """
-    pos, end, groups = 0, len(data), []
-    while pos < end:
-        tag, pos = _varint(data, pos)
-        wire = tag & 7
-        if wire == 0:
-            _, pos = _varint(data, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            pos += length
-        elif wire == 5:
-            pos += 4
-        elif wire == 3:
-            groups.append(tag >> 3)
-        elif wire == 4:
-            if not groups or groups.pop() != tag >> 3:
-                return False
-        else:
-            return False
-        if pos > end:
-            return False
-    return not groups
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    """A base-128 varint at ``pos`` and the position after it (past the end if cut)."""
-    value = shift = 0
-    while pos < len(data):
-        byte = data[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-    return value, len(data) + 1
+    return None
 
 
 def _bytes_to_unicode() -> dict[int, str]:
