@@ -47,7 +47,7 @@ from ._hf_converted import MODEL_PROTO
 from ._protobuf import is_message
 
 __all__ = ["BYTE_CHARS", "CONVERTERS", "ConvertedSource", "converted_source",
-           "converted_tokenizer"]
+           "converted_tokenizer", "tiktoken_converter", "tiktoken_ranks"]
 
 Converter = Literal["tekken", "tiktoken"]
 #: What each converter is, as the decision's reason names it.
@@ -159,20 +159,33 @@ def _byte_level_bpe(ranks: Mapping[bytes, int], pattern: str, *, shift: int = 0,
     return tokenizer
 
 
-def _tiktoken_ranks(path: Path) -> dict[bytes, int]:
-    """tiktoken's ``load_tiktoken_bpe``: each non-empty line's base64 token and rank."""
+def tiktoken_ranks(data: bytes, name: str) -> dict[bytes, int]:
+    """tiktoken's ``load_tiktoken_bpe``: each non-empty line's base64 token and rank
+    (``name``: the file's, for the error)."""
     ranks: dict[bytes, int] = {}
-    for number, line in enumerate(path.read_bytes().splitlines(), 1):
+    for number, line in enumerate(data.splitlines(), 1):
         if not line:
             continue
         try:
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
         except (ValueError, binascii.Error):
-            raise ModelFolderError(path.name, (
+            raise ModelFolderError(name, (
                 f"line {number} is not a base64 token and a rank: tiktoken's reader fails "
                 "and vLLM does not start")) from None
     return ranks
+
+
+def tiktoken_converter(ranks: Mapping[bytes, int], pattern: str,
+                       specials: list[str]) -> Tokenizer:
+    """``TikTokenConverter(pattern=…, extra_special_tokens=…).converted()`` over the ranks:
+    byte-level BPE, then the special tokens from the first id after the ranks."""
+    tokenizer = _byte_level_bpe(ranks, pattern)
+    if specials:
+        tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True)
+                                      for t in specials])
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer
 
 
 def _tiktoken(path: Path, added_tokens_decoder: Mapping[int, Any],
@@ -184,7 +197,7 @@ def _tiktoken(path: Path, added_tokens_decoder: Mapping[int, Any],
             raise RenderUnsupportedError("extra_special_tokens", (
                 f"{token!r} is not a string: TikTokenConverter wraps each in an AddedToken "
                 "and transformers fails to load the folder"))
-    ranks = _tiktoken_ranks(path)
+    ranks = tiktoken_ranks(path.read_bytes(), path.name)
     added = {int(i): str(t) for i, t in added_tokens_decoder.items()}
     extras = list(extra_special_tokens)
     top = max(added) if added else 0
@@ -192,12 +205,7 @@ def _tiktoken(path: Path, added_tokens_decoder: Mapping[int, Any],
         extras = [added.get(i, f"<|reserved_token_{i}|>") for i in range(len(ranks), top + 1)]
         listed = set(extras)
         extras += [t for t in extra_special_tokens if t not in listed]
-    tokenizer = _byte_level_bpe(ranks, _TIKTOKEN_PATTERN)
-    if extras:
-        tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True)
-                                      for t in extras])
-    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
-    return tokenizer
+    return tiktoken_converter(ranks, _TIKTOKEN_PATTERN, extras)
 
 
 def _tekken(path: Path) -> Tokenizer:
