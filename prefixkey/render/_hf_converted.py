@@ -74,12 +74,13 @@ class SpmModel:
 #: 5 denormalizer_spec; none of them holds a message.
 MODEL_PROTO: Final[Messages] = MappingProxyType(
     {number: MappingProxyType({}) for number in (1, 2, 3, 5)})
+_FLOAT: Final = struct.Struct("<f")
 #: A field's wire type and how its value reads (protobuf keeps a field of another wire
 #: type, or an enum's unknown value, as an unknown field: the field keeps its value).
 _READERS: Final[Mapping[str, tuple[int, Callable[[Any], Any]]]] = MappingProxyType({
     "string": (2, lambda v: v.decode("utf-8")),
     "bytes": (2, bytes),
-    "float": (5, lambda v: struct.unpack("<f", v)[0]),
+    "float": (5, lambda v: _FLOAT.unpack(v)[0]),
     "int32": (0, lambda v: (v & 0xFFFFFFFF) - ((v & 0x80000000) << 1)),
     "bool": (0, bool),
     "Type": (0, lambda v: v if 1 <= v <= 6 else None),  # SentencePiece.Type
@@ -108,6 +109,24 @@ def _merge(into: dict[str, Any], message: list[tuple[int, int, int | bytes]],
     return into
 
 
+def _piece(value: bytes) -> tuple[str, float, int]:
+    """A ``SentencePiece`` message: (piece, score, type). The layout every writer uses
+    (each field once, in order: a piece under 128 bytes, a score, a type or none) is read
+    directly: tens of thousands of pieces; any other through :func:`_merge`."""
+    size = len(value)
+    if size > 1 and value[0] == 0x0A and value[1] < 0x80:  # field 1, length-delimited
+        at = 2 + value[1]
+        if at + 5 <= size and value[at] == 0x15:  # field 2, fixed32
+            if at + 5 == size:
+                return value[2:at].decode("utf-8"), _FLOAT.unpack_from(value, at + 1)[0], 1
+            if at + 7 == size and value[at + 5] == 0x18 and 1 <= value[at + 6] <= 6:
+                return (value[2:at].decode("utf-8"), _FLOAT.unpack_from(value, at + 1)[0],
+                        value[at + 6])  # field 3, a varint: a known SentencePiece.Type
+    read = _merge({"piece": "", "score": 0.0, "type": 1}, fields(value, DEPTH - 1),
+                  _PIECE_FIELDS)
+    return read["piece"], read["score"], read["type"]
+
+
 def read_spm_model(path: Path) -> SpmModel:
     """A SentencePiece model file's pieces, trainer and normalizer fields.
 
@@ -126,12 +145,12 @@ def read_spm_model(path: Path) -> SpmModel:
             if number not in MODEL_PROTO or wire != 2:
                 continue
             assert isinstance(value, bytes)
+            if number == 1:
+                pieces.append(_piece(value))
+                continue
             # Parsed as the parser parses a message field (none of MODEL_PROTO's holds one).
             message = fields(value, DEPTH - 1)
-            if number == 1:
-                piece = _merge({"piece": "", "score": 0.0, "type": 1}, message, _PIECE_FIELDS)
-                pieces.append((piece["piece"], piece["score"], piece["type"]))
-            elif number == 2:
+            if number == 2:
                 _merge(trainer, message, _TRAINER_FIELDS)
             elif number == 3:
                 _merge(trainer, message, _NORMALIZER_FIELDS)

@@ -43,7 +43,6 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, p
 from tokenizers.models import BPE
 
 from ._errors import ModelFolderError, RenderUnsupportedError
-from ._hf_converted import MODEL_PROTO
 from ._protobuf import is_message
 
 __all__ = ["BYTE_CHARS", "CONVERTERS", "ConvertedSource", "converted_source",
@@ -107,7 +106,9 @@ def converted_source(folder: Path) -> ConvertedSource | None:
     if not name.endswith(".model"):
         return None
     # SentencePiece's parse is tried first: a file it fails on is read as tiktoken's.
-    if name == _TIKTOKEN_LEGACY_NAME or not is_message(path.read_bytes(), MODEL_PROTO):
+    # Only the top level is walked (the pieces are tens of thousands of messages): a fault
+    # inside one is found where the model is read, which refuses the file.
+    if name == _TIKTOKEN_LEGACY_NAME or not is_message(path.read_bytes(), {}):
         return ConvertedSource("tiktoken", name)
     return None
 
