@@ -139,7 +139,7 @@ def read_spm_model(path: Path) -> SpmModel:
     except OSError as exc:
         raise ModelFolderError(path.name, f"cannot be read: {exc}") from None
     pieces: list[tuple[str, float, int]] = []
-    trainer: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
     try:
         for number, wire, value in fields(data):
             if number not in MODEL_PROTO or wire != 2:
@@ -151,14 +151,14 @@ def read_spm_model(path: Path) -> SpmModel:
             # Parsed as the parser parses a message field (none of MODEL_PROTO's holds one).
             message = fields(value, DEPTH - 1)
             if number == 2:
-                _merge(trainer, message, _TRAINER_FIELDS)
+                _merge(settings, message, _TRAINER_FIELDS)
             elif number == 3:
-                _merge(trainer, message, _NORMALIZER_FIELDS)
+                _merge(settings, message, _NORMALIZER_FIELDS)
     except (WireError, UnicodeDecodeError):
         raise tiktoken_conversion(path) from None
     if not pieces:
         raise tiktoken_conversion(path)
-    return SpmModel(pieces=tuple(pieces), **trainer)
+    return SpmModel(pieces=tuple(pieces), **settings)
 
 
 @dataclass(frozen=True, slots=True)
