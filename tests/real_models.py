@@ -144,38 +144,19 @@ def _added_tokens(data: bytes, edit: dict[str, Any]) -> bytes:
 
 def _from_tiktoken(data: bytes, spec: dict[str, Any]) -> bytes:
     """A tokenizer.json from a tiktoken file (``base64 rank`` lines), as transformers'
-    ``TikTokenConverter`` builds it: byte-level BPE over the ranks, each token's merges
-    those of its splits into two known tokens (by rank), ``ignore_merges``, the model's
-    split ``pattern``, then ``special_tokens`` from the first id after the ranks. An item
-    of ``special_tokens`` is a token, or ``[format, start, count]`` for numbered ones
-    (``count`` null: as many as fill ``special_count``), or ``[format, start, count, step]``
-    for tokens numbered ``i * step`` (Whisper's timestamps, ``<|{:.2f}|>``)."""
-    import base64
+    ``TikTokenConverter`` builds it with the model's split ``pattern`` and
+    ``special_tokens`` from the first id after the ranks. An item of ``special_tokens``
+    is a token, or ``[format, start, count]`` for numbered ones (``count`` null: as many
+    as fill ``special_count``), or ``[format, start, count, step]`` for tokens numbered
+    ``i * step`` (Whisper's timestamps, ``<|{:.2f}|>``).
 
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, processors
-    from tokenizers.models import BPE
+    The conversion is the package's (render/_hf_tiktoken.py), not a copy: it is checked
+    against transformers' own TikTokenConverter by the converted folders' replays
+    (tests/render/test_real_tiktoken_vectors.py), and the folders built here are read as
+    they are (tokenizer.json), through another path, so nothing checks it against itself.
+    """
+    from prefixkey.render._hf_tiktoken import tiktoken_converter, tiktoken_ranks
 
-    ranks = {base64.b64decode(token): int(rank) for token, rank in
-             (line.split() for line in data.decode("ascii").splitlines() if line)}
-    from prefixkey.render._hf_tiktoken import BYTE_CHARS as table
-
-    def text(b: bytes) -> str:
-        return "".join(table[c] for c in b)
-
-    merges: list[tuple[bytes, bytes, int]] = []
-    for token, rank in ranks.items():
-        local = [(token[:i], token[i:], rank) for i in range(1, len(token))
-                 if token[:i] in ranks and token[i:] in ranks]
-        merges += sorted(local, key=lambda m: (ranks[m[0]], ranks[m[1]]))
-    merges.sort(key=lambda m: m[2])
-    model = BPE({text(t): r for t, r in ranks.items()},
-                [(text(a), text(b)) for a, b, _ in merges], fuse_unk=False)
-    model.ignore_merges = True
-    tokenizer = Tokenizer(model)
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(spec["pattern"]), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tokenizer.decoder = decoders.ByteLevel()
     names: list[str] = []
     for item in spec["special_tokens"]:
         if isinstance(item, str):
@@ -185,9 +166,7 @@ def _from_tiktoken(data: bytes, spec: dict[str, Any]) -> bytes:
             count = spec["special_count"] - len(names) if count is None else count
             names += [form.format(i * step[0] if step else i)
                       for i in range(start, start + count)]
-    tokenizer.add_special_tokens([AddedToken(n, normalized=False, special=True)
-                                  for n in names])
-    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    tokenizer = tiktoken_converter(tiktoken_ranks(data, "tiktoken"), spec["pattern"], names)
     return tokenizer.to_str().encode("utf-8")
 
 

@@ -13,24 +13,27 @@ generic backend (TokenizersBackend) instead builds a tokenizer from the model fi
 vocabulary, as :class:`Vocabulary`, which render/_tokenizer.py feeds to the same records.
 
 The model file is a protobuf message (sentencepiece_model.proto); its few fields read
-here are decoded from the wire format directly, so no protobuf runtime is needed.
+here are decoded from the wire format by render/_protobuf.py, so no protobuf runtime is
+needed.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
 from ._errors import ModelFolderError, RenderUnsupportedError
+from ._protobuf import DEPTH, Messages, WireError, fields
 
 __all__ = [
     "CONVERSIONS",
     "CONVERTED_RELEASES",
     "GENERIC",
+    "MODEL_PROTO",
     "Conversion",
     "SpmModel",
     "Vocabulary",
@@ -66,108 +69,96 @@ class SpmModel:
     precompiled_charsmap: bytes = b""
 
 
-def _malformed(what: str) -> ModelFolderError:
-    """A wire-format fault (caught by :func:`read_spm_model`, never raised out of it)."""
-    return ModelFolderError("tokenizer.model", f"not a protobuf message: {what}")
+#: sentencepiece_model.proto's message fields (sentencepiece 0.2's, whose module
+#: transformers parses with): ModelProto's 1 pieces, 2 trainer_spec, 3 normalizer_spec,
+#: 5 denormalizer_spec; none of them holds a message.
+MODEL_PROTO: Final[Messages] = MappingProxyType(
+    {number: MappingProxyType({}) for number in (1, 2, 3, 5)})
+_FLOAT: Final = struct.Struct("<f")
+#: A field's wire type and how its value reads (protobuf keeps a field of another wire
+#: type, or an enum's unknown value, as an unknown field: the field keeps its value).
+_READERS: Final[Mapping[str, tuple[int, Callable[[Any], Any]]]] = MappingProxyType({
+    "string": (2, lambda v: v.decode("utf-8")),
+    "bytes": (2, bytes),
+    "float": (5, lambda v: _FLOAT.unpack(v)[0]),
+    "int32": (0, lambda v: (v & 0xFFFFFFFF) - ((v & 0x80000000) << 1)),
+    "bool": (0, bool),
+    "Type": (0, lambda v: v if 1 <= v <= 6 else None),  # SentencePiece.Type
+    "ModelType": (0, lambda v: v if 1 <= v <= 4 else None),  # TrainerSpec.ModelType
+})
+#: The fields read (each: its name, its type): a SentencePiece piece's, TrainerSpec's
+#: (model_type, byte_fallback, the unk/bos/eos ids and pieces), NormalizerSpec's charsmap.
+_PIECE_FIELDS: Final = {1: ("piece", "string"), 2: ("score", "float"), 3: ("type", "Type")}
+_TRAINER_FIELDS: Final = {
+    3: ("model_type", "ModelType"), 35: ("byte_fallback", "bool"), 40: ("unk_id", "int32"),
+    41: ("bos_id", "int32"), 42: ("eos_id", "int32"), 45: ("unk_piece", "string"),
+    46: ("bos_piece", "string"), 47: ("eos_piece", "string")}
+_NORMALIZER_FIELDS: Final = {2: ("precompiled_charsmap", "bytes")}
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise _malformed("a varint runs past the data")
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
+def _merge(into: dict[str, Any], message: list[tuple[int, int, int | bytes]],
+           wanted: Mapping[int, tuple[str, str]]) -> dict[str, Any]:
+    """A message's wanted fields merged into ``into`` as protobuf merges a message: the
+    last value of each field read wins."""
+    for number, wire, value in message:
+        name, kind = wanted.get(number, ("", ""))
+        if name and wire == _READERS[kind][0]:
+            read = _READERS[kind][1](value)
+            if read is not None:
+                into[name] = read
+    return into
 
 
-def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
-    """A message's (field number, value): a varint, or the bytes of a length-delimited or
-    fixed-size field."""
-    out: list[tuple[int, int | bytes]] = []
-    at = 0
-    while at < len(data):
-        key, at = _varint(data, at)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, at = _varint(data, at)
-            out.append((number, value))
-            continue
-        if wire == 2:
-            size, at = _varint(data, at)
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-        else:
-            raise _malformed(f"wire type {wire}")
-        if at + size > len(data):
-            raise _malformed("a field runs past the data")
-        out.append((number, data[at:at + size]))
-        at += size
-    return out
-
-
-def _int32(value: int | bytes) -> int:
-    if not isinstance(value, int):
-        raise _malformed("a length-delimited id")
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def _text(value: int | bytes) -> str:
-    if not isinstance(value, bytes):
-        raise _malformed("a varint piece")
-    return value.decode("utf-8")
-
-
-#: TrainerSpec's fields read: model_type, byte_fallback, the unk/bos/eos ids and pieces.
-_TRAINER_FIELDS: Final = {3: "model_type", 35: "byte_fallback", 40: "unk_id", 41: "bos_id",
-                          42: "eos_id", 45: "unk_piece", 46: "bos_piece", 47: "eos_piece"}
+def _piece(value: bytes) -> tuple[str, float, int]:
+    """A ``SentencePiece`` message: (piece, score, type). The layout every writer uses
+    (each field once, in order: a piece under 128 bytes, a score, a type or none) is read
+    directly: tens of thousands of pieces; any other through :func:`_merge`."""
+    size = len(value)
+    if size > 1 and value[0] == 0x0A and value[1] < 0x80:  # field 1, length-delimited
+        at = 2 + value[1]
+        if at + 5 <= size and value[at] == 0x15:  # field 2, fixed32
+            if at + 5 == size:
+                return value[2:at].decode("utf-8"), _FLOAT.unpack_from(value, at + 1)[0], 1
+            if at + 7 == size and value[at + 5] == 0x18 and 1 <= value[at + 6] <= 6:
+                return (value[2:at].decode("utf-8"), _FLOAT.unpack_from(value, at + 1)[0],
+                        value[at + 6])  # field 3, a varint: a known SentencePiece.Type
+    read = _merge({"piece": "", "score": 0.0, "type": 1}, fields(value, DEPTH - 1),
+                  _PIECE_FIELDS)
+    return read["piece"], read["score"], read["type"]
 
 
 def read_spm_model(path: Path) -> SpmModel:
     """A SentencePiece model file's pieces, trainer and normalizer fields.
 
-    ModelProto: 1 pieces (1 piece, 2 score, 3 type), 2 trainer_spec (:data:`_TRAINER_FIELDS`),
-    3 normalizer_spec (2 precompiled_charsmap). A file that is no such message is what
+    ModelProto: 1 pieces (:data:`_PIECE_FIELDS`), 2 trainer_spec (:data:`_TRAINER_FIELDS`),
+    3 normalizer_spec (:data:`_NORMALIZER_FIELDS`). A file that is no such message is what
     transformers then reads as a tiktoken file: :func:`tiktoken_conversion`.
     """
-    pieces: list[tuple[str, float, int]] = []
-    trainer: dict[str, Any] = {}
-    charsmap = b""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ModelFolderError(path.name, f"cannot be read: {exc}") from None
+    pieces: list[tuple[str, float, int]] = []
+    settings: dict[str, Any] = {}
     try:
-        for number, value in _fields(data):
-            if not isinstance(value, bytes):
+        for number, wire, value in fields(data):
+            if number not in MODEL_PROTO or wire != 2:
                 continue
+            assert isinstance(value, bytes)
             if number == 1:
-                piece, score, kind = "", 0.0, 1
-                for field, item in _fields(value):
-                    if field == 1:
-                        piece = _text(item)
-                    elif field == 2 and isinstance(item, bytes) and len(item) == 4:
-                        score = struct.unpack("<f", item)[0]
-                    elif field == 3 and isinstance(item, int):
-                        kind = item
-                pieces.append((piece, score, kind))
-            elif number == 2:
-                for field, item in _fields(value):
-                    name = _TRAINER_FIELDS.get(field)
-                    if name is not None:
-                        trainer[name] = (_text(item) if name.endswith("_piece") else
-                                         bool(item) if name == "byte_fallback" else _int32(item))
+                pieces.append(_piece(value))
+                continue
+            # Parsed as the parser parses a message field (none of MODEL_PROTO's holds one).
+            message = fields(value, DEPTH - 1)
+            if number == 2:
+                _merge(settings, message, _TRAINER_FIELDS)
             elif number == 3:
-                charsmap = b"".join(v for f, v in _fields(value)
-                                    if f == 2 and isinstance(v, bytes)) or charsmap
-    except (ModelFolderError, UnicodeDecodeError):
+                _merge(settings, message, _NORMALIZER_FIELDS)
+    except (WireError, UnicodeDecodeError):
         raise tiktoken_conversion(path) from None
     if not pieces:
         raise tiktoken_conversion(path)
-    return SpmModel(pieces=tuple(pieces), precompiled_charsmap=charsmap, **trainer)
+    return SpmModel(pieces=tuple(pieces), **settings)
 
 
 @dataclass(frozen=True, slots=True)

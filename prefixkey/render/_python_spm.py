@@ -28,7 +28,7 @@ from .._extras import needs_extra
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_python import PYTHON_CODECS, Added, SentencePieceRecipe
-from ._python_backend import read_vocab, split_added
+from ._python_backend import prepare_for_model, read_vocab, split_added
 from ._python_settings import _content
 from ._tokenizer import HfTokenizer
 
@@ -157,12 +157,8 @@ class SentencePieceTokenizer(HfTokenizer):
 
     def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
                          side: str) -> list[int]:
-        """``prepare_for_model``: room is left for the special tokens, then they are added."""
-        ids = self._ids(text)
-        room = max_length - (len(self._wrap([])) if add_special_tokens else 0)
-        if len(ids) > room:  # truncate_sequences drops len(ids) - room (all, room < 0)
-            ids = ids[len(ids) - room:] if side == "left" else ids[:max(room, 0)]
-        return self._wrap(ids) if add_special_tokens else ids
+        return prepare_for_model(self._ids(text), self._wrap, side=side,
+                                 add_special_tokens=add_special_tokens, max_length=max_length)
 
 
 def _load_model(folder: ModelFolder, name: str) -> Any:

@@ -31,7 +31,7 @@ from ._hf_python import (
     PythonCodec,
 )
 from ._hf_tiktoken import BYTE_CHARS
-from ._python_backend import read_vocab, split_added
+from ._python_backend import prepare_for_model, read_vocab, split_added
 from ._python_clvp import ClvpWords
 from ._python_settings import _content, check_folder
 from ._python_subword_japanese import SubWordJapanese, read_subword_japanese
@@ -291,12 +291,8 @@ class PythonTokenizer(HfTokenizer):
 
     def encode_truncated(self, text: str, *, add_special_tokens: bool, max_length: int,
                          side: str) -> list[int]:
-        """``prepare_for_model``: room is left for the special tokens, then they are added."""
-        ids = self._pieces(text)
-        room = max_length - (len(self._wrap([])) if add_special_tokens else 0)
-        if len(ids) > room:  # truncate_sequences drops len(ids) - room (all, room < 0)
-            ids = ids[len(ids) - room:] if side == "left" else ids[:max(room, 0)]
-        return self._wrap(ids) if add_special_tokens else ids
+        return prepare_for_model(self._pieces(text), self._wrap, side=side,
+                                 add_special_tokens=add_special_tokens, max_length=max_length)
 
 
 #: The named tokens' order (``PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES``).

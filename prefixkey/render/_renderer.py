@@ -33,7 +33,7 @@ from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
 from ._python_tokenizer import build_folder_tokenizer
-from ._reuse import reused_prompt_ids, text_vocab_size
+from ._reuse import checked_reused_ids, reused_prompt_ids, text_vocab_size
 from ._runner import refuse_unknown_side, runner_type, tokenizer_side
 from ._template import (
     HF_BASE_PARAMS,
@@ -244,12 +244,8 @@ class Renderer:
         reused = reused_prompt_ids(fields.reused_token_ids, self._era.reused_ids, body,
                                    self._vocab_size)
         if reused is not None:
-            if placeholder_token_ids is not None:
-                raise RenderUnsupportedError("kv_transfer_params.prompt_token_ids",
-                                             "reused prompt ids with images are not reproduced")
-            checked = check_token_ids(reused, field="kv_transfer_params.prompt_token_ids")
-            tok_params.check_reused_length(len(checked))
-            return self._result(list(checked), None, fields, lora)
+            return self._result(checked_reused_ids(
+                reused, tok_params, images=placeholder_token_ids is not None), None, fields, lora)
         kwargs = self._chat_kwargs(fields, tools)
         parts = (self._parts if self._images is None
                  else self._images.parts(request_mm_kwargs))

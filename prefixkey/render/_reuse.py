@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ..core import check_token_ids
 from ._eras import ReusedIds
 from ._errors import RenderRequestError, RenderUnsupportedError
+from ._fields import TokenizeParams
 
-__all__ = ["reused_prompt_ids", "text_vocab_size"]
+__all__ = ["checked_reused_ids", "reused_prompt_ids", "text_vocab_size"]
 
 _FIELD: Final = "kv_transfer_params.prompt_token_ids"
 # vLLM 0.32 renderers/chat_utils.py: the part types that carry no multimodal data, and
@@ -88,3 +90,16 @@ def reused_prompt_ids(raw: Any, rule: ReusedIds, body: Mapping[str, Any],
                                      "them against its tokenizer's largest id too, which is "
                                      "not reproduced")
     return raw
+
+
+def checked_reused_ids(reused: list[int], params: TokenizeParams, *,
+                       images: bool) -> list[int]:
+    """Reused ids (:func:`reused_prompt_ids`) as the engine takes them: each a token id,
+    their length within ``get_max_tokens``' bound; beside images (``images``: the
+    request gives their placeholders) not reproduced."""
+    if images:
+        raise RenderUnsupportedError(_FIELD, "reused prompt ids with images are not "
+                                     "reproduced")
+    checked = check_token_ids(reused, field=_FIELD)
+    params.check_reused_length(len(checked))
+    return list(checked)

@@ -41,7 +41,7 @@ from ._hf_converted import (
     generic_spm_tokenizer,
 )
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
-from ._hf_tiktoken import converted_tokenizer, update_post_processor
+from ._hf_tiktoken import converted_tokenizer
 
 __all__ = ["HfTokenizer", "build_tokenizer"]
 
@@ -330,6 +330,33 @@ def _token_id(tok: Tokenizer, token: str) -> int:
     if found is None:
         raise ModelFolderError("tokenizer_config.json", f"special token {token!r} has no id")
     return found
+
+
+def update_post_processor(tok: Tokenizer, special_tokens: Mapping[str, Any], *,
+                          add_bos_token: bool = False,
+                          add_eos_token: bool = False) -> processors.TemplateProcessing:
+    """``TokenizersBackend.update_post_processor``: the sequence between the BOS and EOS
+    the flags add (a flag without its token is dropped), each token's id looked up as
+    ``convert_tokens_to_ids`` does (else the unknown token's)."""
+    parts: dict[str, tuple[str, int]] = {}
+    for key, wanted in (("bos_token", add_bos_token), ("eos_token", add_eos_token)):
+        token = special_tokens.get(key)
+        if not wanted or token is None:
+            continue
+        found = tok.token_to_id(str(token))
+        unk = special_tokens.get("unk_token")
+        if found is None and unk is not None:
+            found = tok.token_to_id(str(unk))
+        if found is None:
+            raise ModelFolderError("tokenizer_config.json", (
+                f"add_{key} is set but {str(token)!r} has no id (and no unknown token): "
+                "transformers fails to build its post-processor and vLLM does not start"))
+        parts[key] = (str(token), found)
+    bos, eos = parts.get("bos_token"), parts.get("eos_token")
+    single = f"{bos[0] + ':0 ' if bos else ''}$A:0{' ' + eos[0] + ':0' if eos else ''}"
+    pair = f"{single}{' ' + bos[0] + ':1' if bos else ''} $B:1{' ' + eos[0] + ':1' if eos else ''}"
+    return processors.TemplateProcessing(single=single, pair=pair,
+                                         special_tokens=list(parts.values()))
 
 
 def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],

@@ -30,13 +30,14 @@ from render_cases import (
 
 from prefixkey.errors import PrefixKeyError
 from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_converted import MODEL_PROTO
 from prefixkey.render._hf_tiktoken import (
     TEKKEN_DEPRECATED_SPECIALS,
     TEKKEN_FILLER,
     ConvertedSource,
-    _may_be_protobuf,
     converted_source,
 )
+from prefixkey.render._protobuf import is_message
 
 #: Corpus prefix -> the release whose render server answered it (the same bodies).
 RELEASES = {"real_tiktoken_": "0.31.0", "real_tiktoken_029_": "0.29.0",
@@ -114,13 +115,13 @@ def test_the_deprecated_tekken_specials_are_mistral_commons() -> None:
     assert tekken.Tekkenizer.SPECIAL_TOKEN_TEMPLATE == TEKKEN_FILLER
 
 
-def test_a_tiktoken_file_is_no_protobuf_and_a_sentencepiece_model_may_be() -> None:
+def test_a_tiktoken_file_is_no_model_proto_and_a_sentencepiece_model_is() -> None:
     import real_models
 
     tiktoken = real_models.folder("llama3_tiktoken") / "tokenizer.model"
     spm = real_models.folder("mistral7b_v03") / "tokenizer.model.v3"
-    assert not _may_be_protobuf(tiktoken.read_bytes())
-    assert _may_be_protobuf(spm.read_bytes())
+    assert not is_message(tiktoken.read_bytes(), MODEL_PROTO)
+    assert is_message(spm.read_bytes(), MODEL_PROTO)
 
 
 def test_a_folder_whose_names_match_two_vocabulary_files_is_refused(tmp_path: Path) -> None:

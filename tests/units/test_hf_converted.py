@@ -19,7 +19,13 @@ import pytest
 import real_models
 
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
-from prefixkey.render._hf_converted import generate_merges, read_spm_model
+from prefixkey.render._hf_converted import (
+    MODEL_PROTO,
+    SpmModel,
+    generate_merges,
+    read_spm_model,
+)
+from prefixkey.render._protobuf import is_message
 
 
 def copied(tmp_path: Path, real: str, drop: tuple[str, ...] = (), **config: Any) -> Path:
@@ -34,14 +40,8 @@ def copied(tmp_path: Path, real: str, drop: tuple[str, ...] = (), **config: Any)
     return target
 
 
-@pytest.mark.parametrize(("real", "name"), [("conv_t5", "spiece.model"),
-                                            ("conv_llama", "tokenizer.model")])
-def test_the_model_file_reads_as_protobuf_parses_it(real: str, name: str) -> None:
-    model_pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
-    path = real_models.folder(real) / name
-    proto = model_pb2.ModelProto()
-    proto.ParseFromString(path.read_bytes())
-    read = read_spm_model(path)
+def assert_reads_as_parsed(read: SpmModel, proto: Any) -> None:
+    """What read_spm_model read is what protobuf's parse holds."""
     assert read.pieces == tuple((p.piece, p.score, p.type) for p in proto.pieces)
     spec = proto.trainer_spec
     assert (read.model_type, read.byte_fallback, read.unk_id, read.bos_id, read.eos_id) == (
@@ -49,6 +49,97 @@ def test_the_model_file_reads_as_protobuf_parses_it(real: str, name: str) -> Non
     assert (read.unk_piece, read.bos_piece, read.eos_piece) == (
         spec.unk_piece, spec.bos_piece, spec.eos_piece)
     assert read.precompiled_charsmap == proto.normalizer_spec.precompiled_charsmap
+
+
+@pytest.mark.parametrize(("real", "name"), [("conv_t5", "spiece.model"),
+                                            ("conv_llama", "tokenizer.model")])
+def test_the_model_file_reads_as_protobuf_parses_it(real: str, name: str) -> None:
+    model_pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
+    path = real_models.folder(real) / name
+    proto = model_pb2.ModelProto()
+    proto.ParseFromString(path.read_bytes())
+    assert_reads_as_parsed(read_spm_model(path), proto)
+
+
+def _varint(value: int) -> bytes:
+    out = b""
+    while value > 0x7F:
+        out, value = out + bytes([value & 0x7F | 0x80]), value >> 7
+    return out + bytes([value])
+
+
+def _tag(number: int, wire: int) -> bytes:
+    return _varint(number << 3 | wire)
+
+
+def _message(number: int, body: bytes) -> bytes:
+    return _tag(number, 2) + _varint(len(body)) + body
+
+
+def _groups(number: int, depth: int) -> bytes:
+    return _tag(number, 3) * depth + _tag(number, 4) * depth
+
+
+#: Fields appended to a real model file: whether protobuf's parse (the one transformers
+#: runs; when it fails transformers reads the file as tiktoken's) accepts each is asked of
+#: protobuf itself, and what it holds when it does.
+WIRE_CASES = {
+    "a group of an undeclared field": _tag(99, 3) + _tag(1, 0) + b"\x05" + _tag(99, 4),
+    "groups nested": _tag(99, 3) + _groups(98, 2) + _tag(99, 4),
+    "a group of a declared message field": _groups(1, 1),
+    "a group inside a piece": _message(1, _message(1, b"x") + _groups(7, 1)),
+    "groups 100 deep": _groups(9, 100),
+    "groups 101 deep": _groups(9, 101),
+    "groups 99 deep in a piece": _message(1, _groups(9, 99)),
+    "groups 100 deep in a piece": _message(1, _groups(9, 100)),
+    "a group closed by another number": _tag(99, 3) + _tag(98, 4),
+    "a group not closed": _tag(99, 3),
+    "a group closed, not open": _tag(99, 4),
+    "field number 0": _tag(0, 0) + b"\x01",
+    "wire type 6": _tag(99, 6),
+    "a varint of 10 bytes": _tag(99, 0) + b"\xff" * 9 + b"\x01",
+    "a varint of 11 bytes": _tag(99, 0) + b"\x80" * 10 + b"\x00",
+    "a fixed32 cut": _tag(99, 5) + b"\x00\x00",
+    "a piece given as a varint": _tag(1, 0) + b"\x07",
+    "a piece's text given as a varint": _message(1, _tag(1, 0) + b"\x03"),
+    "a piece's score given as 4 length-delimited bytes": _message(
+        1, _message(1, b"y") + _message(2, b"\x00\x00\x80\x3f")),
+    "a piece of an unknown type": _message(1, _message(1, b"z") + _tag(3, 0) + b"\x09"),
+    "a malformed piece": _message(1, _tag(1, 6)),
+    "a malformed denormalizer_spec": _message(5, _tag(1, 6)),
+    "a malformed undeclared field 4": _message(4, _tag(1, 6)),
+    "trainer ids past 32 bits, an unknown model type": _message(
+        2, _tag(40, 0) + _varint((1 << 32) + 5) + _tag(41, 0) + _varint((1 << 64) - 1)
+        + _tag(3, 0) + b"\x09" + _tag(35, 0) + b"\x02"),
+    "an unk_id given as bytes": _message(2, _message(40, b"")),
+    "a charsmap given twice": _message(3, _message(2, b"ab") + _message(2, b"cd")),
+}
+
+
+@pytest.mark.parametrize("case", WIRE_CASES)
+def test_the_wire_format_reads_as_protobuf_parses_it(case: str, tmp_path: Path) -> None:
+    """One reader (render/_protobuf.py) for both of transformers' readings: the fields of
+    a SentencePiece model, and whether a ``.model`` file is one (else tiktoken's)."""
+    model_pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
+    path = tmp_path / "spiece.model"
+    path.write_bytes((real_models.folder("conv_t5") / "spiece.model").read_bytes()
+                     + WIRE_CASES[case])
+    proto = model_pb2.ModelProto()
+    try:
+        proto.ParseFromString(path.read_bytes())
+    except Exception:  # protobuf's DecodeError
+        parsed = False
+    else:
+        parsed = True
+    assert is_message(path.read_bytes(), MODEL_PROTO) is parsed
+    # The folder decision walks the top level only: it never sends a model protobuf
+    # parses to the tiktoken converter (a fault inside a piece is refused when read).
+    assert is_message(path.read_bytes(), {}) or not parsed
+    if not parsed:
+        with pytest.raises(RenderUnsupportedError, match="TikTokenConverter"):
+            read_spm_model(path)
+        return
+    assert_reads_as_parsed(read_spm_model(path), proto)
 
 
 def test_generated_merges_follow_the_merged_piece_id_then_the_parts_lengths() -> None:
