@@ -18,6 +18,7 @@ here are decoded from the wire format directly, so no protobuf runtime is needed
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -86,27 +87,68 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
 
 def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
     """A message's (field number, value): a varint, or the bytes of a length-delimited or
-    fixed-size field."""
+    fixed-size field. (One-byte keys, varints and lengths, the common case, are read
+    inline: a real vocabulary has tens of thousands of pieces.)"""
     out: list[tuple[int, int | bytes]] = []
-    at = 0
-    while at < len(data):
-        key, at = _varint(data, at)
+    at, end = 0, len(data)
+    while at < end:
+        key = data[at]
+        if key < 0x80:
+            at += 1
+        else:
+            key, at = _varint(data, at)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            value, at = _varint(data, at)
-            out.append((number, value))
+            if at < end and data[at] < 0x80:
+                out.append((number, data[at]))
+                at += 1
+            else:
+                value, at = _varint(data, at)
+                out.append((number, value))
             continue
         if wire == 2:
-            size, at = _varint(data, at)
+            if at < end and data[at] < 0x80:
+                size = data[at]
+                at += 1
+            else:
+                size, at = _varint(data, at)
         elif wire in (1, 5):
             size = 8 if wire == 1 else 4
         else:
             raise _malformed(f"wire type {wire}")
-        if at + size > len(data):
+        if at + size > end:
             raise _malformed("a field runs past the data")
         out.append((number, data[at:at + size]))
         at += size
     return out
+
+
+_FLOAT: Final = struct.Struct("<f")
+
+
+def _piece(value: bytes) -> tuple[str, float, int]:
+    """A ``SentencePiece`` message: (piece, score, type), the proto's defaults for fields
+    left out. The layout every writer uses (each field once, in order: a piece under 128
+    bytes, a score, a type under 128 or none) is read directly; any other walks the
+    fields (the last of a repeated one wins)."""
+    size = len(value)
+    if size > 1 and value[0] == 0x0A and value[1] < 0x80:
+        at = 2 + value[1]
+        if at + 5 <= size and value[at] == 0x15:
+            if at + 5 == size:
+                return value[2:at].decode("utf-8"), _FLOAT.unpack_from(value, at + 1)[0], 1
+            if at + 7 == size and value[at + 5] == 0x18 and value[at + 6] < 0x80:
+                return (value[2:at].decode("utf-8"), _FLOAT.unpack_from(value, at + 1)[0],
+                        value[at + 6])
+    piece, score, kind = "", 0.0, 1
+    for field, item in _fields(value):
+        if field == 1:
+            piece = _text(item)
+        elif field == 2 and isinstance(item, bytes) and len(item) == 4:
+            score = _FLOAT.unpack(item)[0]
+        elif field == 3 and isinstance(item, int):
+            kind = item
+    return piece, score, kind
 
 
 def _int32(value: int | bytes) -> int:
@@ -145,15 +187,7 @@ def read_spm_model(path: Path) -> SpmModel:
             if not isinstance(value, bytes):
                 continue
             if number == 1:
-                piece, score, kind = "", 0.0, 1
-                for field, item in _fields(value):
-                    if field == 1:
-                        piece = _text(item)
-                    elif field == 2 and isinstance(item, bytes) and len(item) == 4:
-                        score = struct.unpack("<f", item)[0]
-                    elif field == 3 and isinstance(item, int):
-                        kind = item
-                pieces.append((piece, score, kind))
+                pieces.append(_piece(value))
             elif number == 2:
                 for field, item in _fields(value):
                     name = _TRAINER_FIELDS.get(field)
@@ -277,18 +311,21 @@ class Vocabulary:
 
 def generate_merges(vocab: Mapping[str, int]) -> list[tuple[str, str]]:
     """tokenization_utils_base.generate_merges without scores: every split of a piece
-    into two pieces of the vocabulary, by the piece's id, then the parts' lengths."""
-    found: list[tuple[int, int, int, int, int, str, str]] = []
-    for piece, rank in vocab.items():
-        for cut in range(1, len(piece)):
-            left, right = piece[:cut], piece[cut:]
-            if left in vocab and right in vocab:
-                found.append((rank, len(left), len(right), vocab[left], vocab[right],
-                              left, right))
-    # Python's sort is stable: the local (left id, right id) order stays within a key.
-    found.sort(key=lambda m: (m[0], m[3], m[4]))
-    found.sort(key=lambda m: (m[0], m[1], m[2]))
-    return [(m[5], m[6]) for m in found]
+    into two pieces of the vocabulary, by the piece's id, then the parts' lengths.
+
+    Its per-piece sort by the parts' ids never decides (a piece's splits differ in the
+    left part's length), so a vocabulary listed by increasing id (every converted one)
+    gives its merges in listing order, cut by cut, without a sort.
+    """
+    ids = list(vocab.values())
+    if all(map(operator.lt, ids, ids[1:])):
+        return [(piece[:cut], piece[cut:]) for piece in vocab for cut in range(1, len(piece))
+                if piece[:cut] in vocab and piece[cut:] in vocab]
+    # Python's sort is stable: merges of equal keys keep the vocabulary's order.
+    found = sorted(((rank, cut, len(piece) - cut, piece[:cut], piece[cut:])
+                    for piece, rank in vocab.items() for cut in range(1, len(piece))
+                    if piece[:cut] in vocab and piece[cut:] in vocab), key=lambda m: m[:3])
+    return [(m[3], m[4]) for m in found]
 
 
 def _entries(spec: tuple[tuple[str, str | None, float], ...],
