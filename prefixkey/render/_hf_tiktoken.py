@@ -118,15 +118,22 @@ def _may_be_protobuf(data: bytes) -> bool:
     """
     pos, end, groups = 0, len(data), []
     while pos < end:
-        tag, pos = _varint(data, pos)
+        tag = data[pos]  # one-byte tags and lengths (most of a vocabulary's) read inline
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _varint(data, pos)
         wire = tag & 7
         if wire == 0:
             _, pos = _varint(data, pos)
         elif wire == 1:
             pos += 8
         elif wire == 2:
-            length, pos = _varint(data, pos)
-            pos += length
+            if pos < end and data[pos] < 0x80:
+                pos += data[pos] + 1
+            else:
+                length, pos = _varint(data, pos)
+                pos += length
         elif wire == 5:
             pos += 4
         elif wire == 3:
