@@ -398,10 +398,10 @@ def converted_vocabulary(folder: Path, tokenizer_class: str,
     # Imported here: the decision and docs read this module's tables without tokenizers.
     from tokenizers import models
 
-    try:
+    try:  # the paths to the constructor, as the class passes them (from_file is slower)
         if merges is None:
-            return Vocabulary(file=path.name, read=models.WordPiece.from_file(str(path)))
-        return Vocabulary(file=path.name, read=models.BPE.from_file(str(path), str(merges)))
+            return Vocabulary(file=path.name, read=models.WordPiece(str(path)))
+        return Vocabulary(file=path.name, read=models.BPE(vocab=str(path), merges=str(merges)))
     except Exception as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError(path.name, f"cannot be read: {exc}") from None
 
