@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from types import MappingProxyType
 from typing import Final, Literal
 
@@ -216,8 +217,9 @@ RENDER_ERAS: Final = (
 )
 
 
+@cache
 def verified_releases() -> tuple[str, ...]:
-    """Every release rendered in process, oldest first."""
+    """Every release rendered in process, oldest first (once: every build names them)."""
     return tuple(r for era in RENDER_ERAS for r in sorted(era.verified, key=Version))
 
 

@@ -19,6 +19,7 @@ needed.
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -268,18 +269,21 @@ class Vocabulary:
 
 def generate_merges(vocab: Mapping[str, int]) -> list[tuple[str, str]]:
     """tokenization_utils_base.generate_merges without scores: every split of a piece
-    into two pieces of the vocabulary, by the piece's id, then the parts' lengths."""
-    found: list[tuple[int, int, int, int, int, str, str]] = []
-    for piece, rank in vocab.items():
-        for cut in range(1, len(piece)):
-            left, right = piece[:cut], piece[cut:]
-            if left in vocab and right in vocab:
-                found.append((rank, len(left), len(right), vocab[left], vocab[right],
-                              left, right))
-    # Python's sort is stable: the local (left id, right id) order stays within a key.
-    found.sort(key=lambda m: (m[0], m[3], m[4]))
-    found.sort(key=lambda m: (m[0], m[1], m[2]))
-    return [(m[5], m[6]) for m in found]
+    into two pieces of the vocabulary, by the piece's id, then the parts' lengths.
+
+    Its per-piece sort by the parts' ids never decides (a piece's splits differ in the
+    left part's length), so a vocabulary listed by increasing id (every converted one)
+    gives its merges in listing order, cut by cut, without a sort.
+    """
+    ids = list(vocab.values())
+    if all(map(operator.lt, ids, ids[1:])):
+        return [(piece[:cut], piece[cut:]) for piece in vocab for cut in range(1, len(piece))
+                if piece[:cut] in vocab and piece[cut:] in vocab]
+    # Python's sort is stable: merges of equal keys keep the vocabulary's order.
+    found = sorted(((rank, cut, len(piece) - cut, piece[:cut], piece[cut:])
+                    for piece, rank in vocab.items() for cut in range(1, len(piece))
+                    if piece[:cut] in vocab and piece[cut:] in vocab), key=lambda m: m[:3])
+    return [(m[3], m[4]) for m in found]
 
 
 def _entries(spec: tuple[tuple[str, str | None, float], ...],
@@ -352,10 +356,10 @@ def converted_vocabulary(folder: Path, tokenizer_class: str,
     # Imported here: the decision and docs read this module's tables without tokenizers.
     from tokenizers import models
 
-    try:
+    try:  # the paths to the constructor, as the class passes them (from_file is slower)
         if merges is None:
-            return Vocabulary(file=path.name, read=models.WordPiece.from_file(str(path)))
-        return Vocabulary(file=path.name, read=models.BPE.from_file(str(path), str(merges)))
+            return Vocabulary(file=path.name, read=models.WordPiece(str(path)))
+        return Vocabulary(file=path.name, read=models.BPE(vocab=str(path), merges=str(merges)))
     except Exception as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError(path.name, f"cannot be read: {exc}") from None
 

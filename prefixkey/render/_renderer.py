@@ -141,7 +141,13 @@ class Renderer:
             vllm_version=options.vllm_version)
             if is_harmony_model(self.folder.config) else None)
         self._trusted_sources = frozenset(self._folder_templates())
-        try:  # vLLM renders a warm-up conversation at start: a broken template stops it
+        # Every template is compiled now, so that one that does not compile refuses the
+        # build. vLLM 0.31's render server compiles and renders its default and tool-use
+        # templates at start (the /v1/messages system-order probe): a failure other than
+        # Jinja's own (a literal past 4,300 digits, nesting) stops it; a Jinja syntax
+        # error lets it start and answer each chat body 400, and the other named templates
+        # are compiled on use. Refusing all of them here is the stricter rule.
+        try:
             for source in self._folder_templates():
                 self._env.compile(source)
         except ChatTemplateSyntaxError as exc:

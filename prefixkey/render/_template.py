@@ -8,11 +8,14 @@ that tests are stable. vLLM reads two facts from a template's syntax tree:
 whether message content is iterated as a list of parts (content format
 'openai', else 'string'), and which variables it uses (the only
 ``chat_template_kwargs`` it passes on). A compiled template is built once per
-text and reused.
+text and reused. A template is parsed and its code generated once: the generation
+that compiles it also finds its undeclared variables (what ``jinja2.meta`` runs a second
+generation for), and the analyses read the same tree.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -21,14 +24,14 @@ from datetime import datetime
 from typing import Any, Final
 
 import jinja2
+import jinja2.compiler
 import jinja2.ext
-import jinja2.meta
 import jinja2.nodes
 import jinja2.parser
 import jinja2.runtime
 import jinja2.sandbox
 
-from ._template_bounds import BoundedSandbox, bound_filters
+from ._template_bounds import BoundedCodeGenerator, BoundedSandbox, bound_filters
 
 __all__ = ["ChatTemplate", "Clock", "TemplateEnvironment"]
 
@@ -78,12 +81,34 @@ _LOOP_ATTRIBUTES: Final = frozenset({
 _MISSING: Final = object()
 
 
+class _TrackingCodeGenerator(jinja2.compiler.CodeGenerator):
+    """Jinja's code generator, also noting the undeclared variables as
+    ``jinja2.meta.find_undeclared_variables``' generator does (the same rule, in the
+    generation that compiles the template)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.undeclared: set[str] = set()
+
+    def enter_frame(self, frame: jinja2.compiler.Frame) -> None:
+        super().enter_frame(frame)
+        for _, (action, param) in frame.symbols.loads.items():
+            if action == "resolve" and param not in self.environment.globals:
+                self.undeclared.add(param)
+
+
+class _BoundedTrackingCodeGenerator(_TrackingCodeGenerator, BoundedCodeGenerator):
+    """The bounded generator (a request's template), noting them too."""
+
+
 class _SandboxedEnvironment(jinja2.sandbox.ImmutableSandboxedEnvironment):
     """The sandbox, with the two lookups chat templates make most read directly, to the
     same values: ``message.role`` on a plain dict without the failed attribute lookup
     jinja2 tries first (a dict has no attributes but its class's, so for any other name
     jinja2 ends at the item, or undefined, anyway), and ``loop.first`` without the safety
     checks those public names pass."""
+
+    code_generator_class = _TrackingCodeGenerator
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         kind = type(obj)
@@ -100,6 +125,8 @@ class _SandboxedEnvironment(jinja2.sandbox.ImmutableSandboxedEnvironment):
 class _BoundedEnvironment(_SandboxedEnvironment, BoundedSandbox):
     """The environment of a request's own template: the same, within
     :mod:`._template_bounds`' bounds on time and size."""
+
+    code_generator_class = _BoundedTrackingCodeGenerator
 
 
 class TemplateEnvironment:
@@ -270,8 +297,7 @@ class ChatTemplate:
     def build(cls, env: jinja2.Environment, source: str) -> ChatTemplate:
         try:
             tree = env.parse(source)
-            template = env.from_string(source)
-            variables = frozenset(jinja2.meta.find_undeclared_variables(tree))
+            template, variables = _compiled(env, tree, source)
         except jinja2.TemplateError as exc:
             raise ChatTemplateSyntaxError(str(exc)) from None
         except (RecursionError, ValueError, SyntaxError, MemoryError, OverflowError) as exc:
@@ -295,6 +321,22 @@ class ChatTemplate:
             aliases_messages=_aliases_messages(tree),
             bounded=isinstance(env, BoundedSandbox),
         )
+
+
+def _compiled(env: jinja2.Environment, tree: jinja2.nodes.Template,
+              source: str) -> tuple[jinja2.Template, frozenset[str]]:
+    """``env.from_string(tree)`` (no second parse) and the undeclared variables its code
+    generation noted (:class:`_TrackingCodeGenerator`, the environments' generator)."""
+    stream = io.StringIO()
+    generator = env.code_generator_class(env, None, None, stream, False, env.optimized)
+    assert isinstance(generator, _TrackingCodeGenerator)
+    try:
+        generator.visit(tree)
+    except jinja2.TemplateSyntaxError:
+        env.handle_exception(source=source)  # as Environment.compile reports it
+    code = compile(stream.getvalue(), "<template>", "exec")
+    template = env.template_class.from_code(env, code, env.make_globals(None), None)
+    return template, frozenset(generator.undeclared)
 
 
 class ChatTemplateSyntaxError(Exception):

@@ -1,0 +1,95 @@
+"""A chat template is parsed and its code generated once (render/_template.py).
+
+The generation that compiles a template also notes its undeclared variables (the
+``chat_template_kwargs`` names vLLM passes on); the independent path here is jinja2's
+own ``meta.find_undeclared_variables`` over a second parse, and jinja2's
+``from_string`` for the rendered text, over every chat template committed under
+tests/render, in both environments (a folder's, and the bounded one of a request's
+template). A folder template that does not compile is still refused when the
+Renderer is built, not at its first chat body.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.meta
+import pytest
+from render_folders import build_folder
+
+from prefixkey.render import ModelFolderError, Renderer, ServerOptions
+from prefixkey.render._template import TemplateEnvironment
+
+RENDER = Path(__file__).resolve().parents[1] / "render"
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Bye"}]
+
+
+def _templates(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for item in value if isinstance(item, dict) for t in
+                _templates(item.get("template"))]
+    return []
+
+
+def committed_templates() -> list[str]:
+    found: list[str] = []
+    for path in sorted(RENDER.rglob("tokenizer_config.json")):
+        found += _templates(json.loads(path.read_text("utf-8")).get("chat_template"))
+    found += [path.read_text("utf-8") for path in sorted(RENDER.rglob("*.jinja"))]
+    return list(dict.fromkeys(found))
+
+
+TEMPLATES = [
+    *committed_templates(),
+    "{% set x = 1 %}{% macro m(a) %}{{ a ~ b }}{% endmacro %}{{ m(x) }}{{ c | default(d) }}",
+    "{% for m in messages %}{% set ns = namespace(k=m) %}{{ ns.k[key] }}{% endfor %}",
+    "{% if tools %}{% for t in tools %}{{ t | tojson }}{% endfor %}{% endif %}{{ raise_exception"
+    "('x') if bad }}{{ strftime_now('%Y') if date is defined }}",
+]
+
+
+def test_the_committed_templates_are_read() -> None:
+    assert len(TEMPLATES) > 20
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+@pytest.mark.parametrize("source", TEMPLATES, ids=range(len(TEMPLATES)))
+def test_one_generation_gives_what_jinja2s_two_passes_give(source: str, bounded: bool) -> None:
+    environment = TemplateEnvironment(bounded=bounded)
+    compiled = environment.compile(source)
+    assert compiled.variables == jinja2.meta.find_undeclared_variables(
+        environment.env.parse(source))
+
+    def rendered(template: jinja2.Template) -> str:
+        try:
+            return template.render(messages=MESSAGES, add_generation_prompt=True,
+                                   bos_token="<s>", eos_token="</s>")
+        except jinja2.TemplateError as exc:  # a template's own refusal, compared too
+            return f"{type(exc).__name__}: {exc}"
+
+    assert rendered(compiled.template) == rendered(environment.env.from_string(source))
+
+
+@pytest.mark.parametrize("source", [
+    "{% if %}x{% endif %}",  # a parse error
+    "{{ messages | no_such_filter }}",  # an error of the code generation
+    "{{ 10 ** 5000 }}",  # folded into a literal past Python's 4,300 digits
+])
+def test_a_folder_template_that_does_not_compile_refuses_the_build(tmp_path: Path,
+                                                                   source: str) -> None:
+    folder = build_folder(tmp_path, "generic", chat_template=source)
+    with pytest.raises(ModelFolderError, match="does not compile") as info:
+        Renderer(ServerOptions(model=str(folder)))
+    assert info.value.field == "chat_template"
+    try:
+        jinja2.Environment().from_string(source)
+    except (jinja2.TemplateError, ValueError) as exc:
+        assert str(exc) in str(info.value)  # jinja2's own message
+    else:
+        pytest.fail("jinja2 compiles it")
