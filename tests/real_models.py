@@ -399,6 +399,57 @@ def _from_spm_vocab(data: bytes, spec: dict[str, Any]) -> bytes:
     return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
 
 
+def _spm_model(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A byte-fallback BPE tokenizer.json written as the SentencePiece model (a
+    ``ModelProto``, sentencepiece_model.proto) its vocabulary came from, for a family whose
+    model file no registry ships: its pieces in id order, each typed as the conversion
+    to tokenizer.json typed it back (a special added token CONTROL, another added token
+    USER_DEFINED, ``<0xXX>`` BYTE, the unk token UNKNOWN, else NORMAL; score 0, which a
+    BPE conversion does not read), a BPE trainer spec with byte fallback and the ``unk``
+    / ``bos`` / ``eos`` / ``pad`` pieces' ids, and an identity normalizer (no charsmap)."""
+    import re
+    import struct as wire
+
+    document = json.loads(data)
+    vocab = document["model"]["vocab"]
+    added = {t["content"]: t["special"] for t in document["added_tokens"]}
+    by_id = sorted(vocab.items(), key=lambda item: item[1])
+    if [i for _, i in by_id] != list(range(len(by_id))):
+        raise FetchError("the vocabulary's ids are not 0 .. n-1")
+
+    def varint(value: int) -> bytes:
+        value &= (1 << 64) - 1
+        out = bytearray()
+        while True:
+            out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+            value >>= 7
+            if not value:
+                return bytes(out)
+
+    def field(number: int, value: int | bytes | str) -> bytes:
+        if isinstance(value, int):
+            return varint(number << 3) + varint(value)
+        raw = value.encode("utf-8") if isinstance(value, str) else value
+        return varint(number << 3 | 2) + varint(len(raw)) + raw
+
+    def kind(piece: str) -> int:
+        if piece == spec["unk"]:
+            return 2
+        if piece in added:
+            return 3 if added[piece] else 4
+        return 6 if re.fullmatch(r"<0x[0-9A-F]{2}>", piece) else 1
+
+    pieces = b"".join(field(1, field(1, piece) + varint(2 << 3 | 5) + wire.pack("<f", 0.0)
+                                 + field(3, kind(piece))) for piece, _ in by_id)
+    trainer = (field(3, 2) + field(4, len(by_id)) + field(35, 1)
+               + b"".join(field(number, vocab[spec[name]]) for number, name in (
+                   (40, "unk"), (41, "bos"), (42, "eos"), (43, "pad")))
+               + b"".join(field(number, spec[name]) for number, name in (
+                   (45, "unk"), (46, "bos"), (47, "eos"), (48, "pad"))))
+    normalizer = field(1, "identity") + field(3, 0) + field(4, 0)
+    return pieces + field(2, trainer) + field(3, normalizer)
+
+
 def _bpe_files(data: bytes, spec: dict[str, Any]) -> bytes:
     """A byte-level BPE tokenizer.json's model written as the slow files GPT-2-style
     classes read: ``vocab.json`` (its vocabulary, then the ``last`` tokens) or
@@ -428,6 +479,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_gguf(data, edit["gguf"])
     if "spm_vocab" in edit:
         data = _from_spm_vocab(data, edit["spm_vocab"])
+    if "spm_model" in edit:
+        data = _spm_model(data, edit["spm_model"])
     if "clip_fastbpe" in edit:
         data = _from_clip_fastbpe(data, edit["clip_fastbpe"])
     if "bpe_files" in edit:

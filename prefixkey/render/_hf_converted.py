@@ -215,6 +215,17 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
         head=(("", "<s>NOTUSED", 0.0), ("pad_token", "<pad>", 0.0), ("", "</s>NOTUSED", 0.0),
               ("unk_token", "<unk>", 0.0), ("", "<unk>NOTUSED", -100.0)), skip=1,
         tail=(("mask_token", "<mask>", 0.0),)),
+    # Classes whose vocab_files_names lists tokenizer.json only: from_pretrained hands
+    # them the folder's tokenizer.model (its pattern for a folder without tokenizer.json).
+    **dict.fromkeys(("GemmaTokenizer", "Siglip2Tokenizer"), Conversion("tokenizer.model", "BPE")),
+    "XGLMTokenizer": Conversion("tokenizer.model", "Unigram"),
+    "CodeLlamaTokenizer": Conversion("tokenizer.model", "BPE"),
+    # Its BPE model over whatever the model file holds (generated merges).
+    "ReformerTokenizer": Conversion("spiece.model", "BPE"),
+    "BigBirdTokenizer": Conversion("spiece.model", "Unigram"),
+    "DebertaV2Tokenizer": Conversion("spm.model", "Unigram"),
+    "BarthezTokenizer": Conversion("sentencepiece.bpe.model", None),
+    "RemBertTokenizer": Conversion("sentencepiece.model", "Unigram"),
     **dict.fromkeys(("GPT2Tokenizer", "Qwen2Tokenizer", "RobertaTokenizer", "CodeGenTokenizer",
                      "GPTNeoXTokenizer", "CohereTokenizer", "CLIPTokenizer",
                      "OpenAIGPTTokenizer", "HerbertTokenizer", "DebertaTokenizer",
@@ -261,6 +272,7 @@ class Vocabulary:
     #: The ``tokenizers`` model read from vocabulary files, as the class's ``__init__``
     #: reads them from the paths it is handed (BPE or WordPiece).
     read: Any = None
+    #: The model file's precompiled charsmap (b"": none), as the extractor hands it.
     charsmap: bytes | None = None
     #: (text, special): control pieces are special, user-defined ones are not.
     added: tuple[tuple[str, bool], ...] = ()
@@ -306,7 +318,9 @@ def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) 
     scores = [(piece, score) for piece, score, _ in spm.pieces]
     added = tuple((piece, kind_ == _CONTROL) for piece, _, kind_ in spm.pieces
                   if kind_ in (_CONTROL, _USER_DEFINED))
-    charsmap = spm.precompiled_charsmap or None
+    # The extractor hands the class the model's charsmap as it is: b"" when it has none
+    # (which each class's ``is not None`` test lets through to Precompiled, which fails).
+    charsmap = spm.precompiled_charsmap
     if kind == "BPE":
         vocab = {piece: i for i, (piece, _) in enumerate(scores)}
         if len(vocab) != len(scores):

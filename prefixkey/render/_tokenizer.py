@@ -248,7 +248,16 @@ def _rebuilt(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, An
     """
     tok = Tokenizer(_model(recipe, loaded, derived, tokenizer_json, converted))
     tok.post_processor = None if loaded is None else loaded.post_processor
-    tok.normalizer = _component(recipe.normalizer, derived, normalizers)
+    try:
+        tok.normalizer = _component(recipe.normalizer, derived, normalizers)
+    except Exception:  # tokenizers raises a bare Exception
+        if converted is None or converted.charsmap:
+            raise
+        raise ModelFolderError(converted.file, (
+            f"a SentencePiece model without a precompiled charsmap: the {recipe.name} "
+            "tokenizer class builds a Precompiled normalizer over the empty one it is "
+            "handed, which fails (\"Cannot parse precompiled_charsmap\"), so vLLM does not "
+            "start")) from None
     tok.pre_tokenizer = _component(recipe.pre_tokenizer, derived, pre_tokenizers)
     tok.decoder = _component(recipe.decoder, derived, decoders)
     return tok
@@ -682,6 +691,9 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         tokenizer_json = None
         if converted is not None:
             derived["spm_charsmap"] = converted.charsmap
+            if converted.unigram is not None and converted.model is not None:
+                # SentencePieceExtractor.extract sets the unk_id keyword to the model's.
+                derived["unk_id"] = converted.model.unk_id
         elif recipe.model_spec[0] == "Unigram":  # its vocabulary's scores, the charsmap
             tokenizer_json = _read_json(path)
             derived["spm_charsmap"] = _spm_charsmap(tokenizer_json.get("normalizer"))
