@@ -9,8 +9,9 @@ GemmaTokenizer (a Gemma 3 folder: its config.json and tokenizer_config.json) and
 Siglip2Tokenizer; Mistral 7B's BPE model (mistral_common 1.13.1's tokenizer.model.v1)
 under CodeLlamaTokenizer (with Code Llama's infilling tokens); the sentencepiece 0.2.1
 sdist's Unigram test model (with its nmt_nfkc charsmap) under ReformerTokenizer,
-BigBirdTokenizer, DebertaV2Tokenizer, BarthezTokenizer, RemBertTokenizer and
-XGLMTokenizer. The bodies are tools/build_real_wu_bodies.py's. ``tools/harvest_render.py
+BigBirdTokenizer, DebertaV2Tokenizer, BarthezTokenizer, RemBertTokenizer, XGLMTokenizer
+and FNetTokenizer (the generic backend's tokenizer with AlbertTokenizer's named tokens).
+The bodies are tools/build_real_wu_bodies.py's. ``tools/harvest_render.py
 --bodies tests/render/real_conv_spm_bodies.jsonl --out
 tests/render/real_conv_spm_vectors.jsonl --port 19110`` records vLLM 0.31's answers.
 
@@ -33,7 +34,8 @@ from corpus_io import corpus_main
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"conv_gemma3": True, "conv_siglip2": True, "conv_code_llama": False,
            "conv_reformer": True, "conv_big_bird": False, "conv_deberta_v2": False,
-           "conv_barthez": False, "conv_rembert": False, "conv_xglm": False}
+           "conv_barthez": False, "conv_rembert": False, "conv_xglm": False,
+           "conv_fnet": False}
 
 
 def build() -> list[dict[str, Any]]:

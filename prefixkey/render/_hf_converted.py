@@ -182,7 +182,11 @@ class Conversion:
     ``convert_from_spm`` re-ordering, the entries put first (each a ``*_token`` keyword
     with its default, or a literal text, and a score), how many of the file's first pieces
     it drops, the entries appended; ``sentinels``: T5Converter's ``<extra_id_{i}>`` pieces
-    appended, ``extra_ids`` of them from the highest down.
+    appended, ``extra_ids`` of them from the highest down. ``generic_defaults``: a class
+    without an ``__init__`` of its own (FNetTokenizer, AlbertTokenizer's): transformers
+    builds the generic backend's tokenizer over the model file (as for :data:`GENERIC`),
+    then the inherited ``__init__``'s named tokens (these defaults, after the model's
+    bos / eos / unk) are added.
     """
 
     vocab_file: str
@@ -192,6 +196,7 @@ class Conversion:
     skip: int = 0
     tail: tuple[tuple[str, str | None, float], ...] = ()
     sentinels: bool = False
+    generic_defaults: tuple[tuple[str, str], ...] | None = None
 
 
 _BYTE_LEVEL: Final = Conversion("vocab.json", "BPE", merges_file="merges.txt")
@@ -226,6 +231,11 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
     "DebertaV2Tokenizer": Conversion("spm.model", "Unigram"),
     "BarthezTokenizer": Conversion("sentencepiece.bpe.model", None),
     "RemBertTokenizer": Conversion("sentencepiece.model", "Unigram"),
+    # AlbertTokenizer.__init__'s defaults (models/albert/tokenization_albert.py).
+    "FNetTokenizer": Conversion("spiece.model", "Unigram", generic_defaults=(
+        ("bos_token", "[CLS]"), ("eos_token", "[SEP]"), ("unk_token", "<unk>"),
+        ("sep_token", "[SEP]"), ("pad_token", "<pad>"), ("cls_token", "[CLS]"),
+        ("mask_token", "[MASK]"))),
     **dict.fromkeys(("GPT2Tokenizer", "Qwen2Tokenizer", "RobertaTokenizer", "CodeGenTokenizer",
                      "GPTNeoXTokenizer", "CohereTokenizer", "CLIPTokenizer",
                      "OpenAIGPTTokenizer", "HerbertTokenizer", "DebertaTokenizer",
@@ -252,7 +262,7 @@ CONVERTED_RELEASES: Final = MappingProxyType({
 def conversion_releases(tokenizer_class: str) -> frozenset[str]:
     """The releases a class's conversion was replayed against."""
     conversion = CONVERSIONS.get(tokenizer_class)
-    if conversion is None:
+    if conversion is None or conversion.generic_defaults is not None:
         return CONVERTED_RELEASES["generic"]
     return CONVERTED_RELEASES[
         "sentencepiece" if conversion.vocab_file.endswith(".model") else "files"]

@@ -35,6 +35,7 @@ from tokenizers import (
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_converted import (
+    CONVERSIONS,
     Vocabulary,
     converted_vocabulary,
     generic_specials,
@@ -618,7 +619,9 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             AddedToken(text, normalized=False, special=special)
             for text, special in converted.added])
         if recipe is None:
-            for key, value in generic_specials(converted).items():
+            inherited = CONVERSIONS[decision.tokenizer_class].generic_defaults if (
+                decision.tokenizer_class in CONVERSIONS) else None
+            for key, value in [*generic_specials(converted).items(), *(inherited or ())]:
                 init.setdefault(key, value)
     by_content = {str(t): t for t in decoder.values()}
     named: dict[str, AddedToken | str] = {}

@@ -1,0 +1,99 @@
+"""Replay vLLM 0.31.0's rendering of more classes converting a SentencePiece model.
+
+``real_conv_spm_bodies.jsonl`` (tools/build_real_conv_spm_bodies.py) holds the bodies of
+test_real_wu_vectors.py over tests/render/real/ folders holding a SentencePiece model
+and no tokenizer.json: Gemma 3's vocabulary written as its tokenizer.model
+(tests/real_models.py's ``spm_model`` edit) under GemmaTokenizer (``conv_gemma3``, a
+Gemma 3 folder) and Siglip2Tokenizer, Mistral 7B's BPE model under CodeLlamaTokenizer,
+and the sentencepiece 0.2.1 sdist's Unigram test model under ReformerTokenizer (which
+builds a BPE over it), BigBirdTokenizer, DebertaV2Tokenizer, BarthezTokenizer,
+RemBertTokenizer and XGLMTokenizer, and FNetTokenizer (the generic backend's tokenizer
+with AlbertTokenizer's named tokens). The vectors are what vLLM 0.31.0's render server
+answered (tools/harvest_render.py): every 200 must give the same ids, every vLLM error
+an error with the same status. The files are fetched into a cache (tests/real_models.py):
+without it these tests skip, under CI they fetch.
+"""
+
+from __future__ import annotations
+
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    each_case,
+    kept_case,
+    real_renderer,
+    render_cases,
+)
+
+from prefixkey.render import ModelFolderError, Renderer, ServerOptions
+from prefixkey.render._hf_rebuilds import REBUILDS
+
+CASES = render_cases("real_conv_spm_")
+#: Each folder and the class vLLM's transformers converted it for.
+CLASSES = {
+    "conv_gemma3": "GemmaTokenizer", "conv_siglip2": "Siglip2Tokenizer",
+    "conv_code_llama": "CodeLlamaTokenizer", "conv_reformer": "ReformerTokenizer",
+    "conv_big_bird": "BigBirdTokenizer", "conv_deberta_v2": "DebertaV2Tokenizer",
+    "conv_barthez": "BarthezTokenizer", "conv_rembert": "RemBertTokenizer",
+    "conv_xglm": "XGLMTokenizer", "conv_fnet": "FNetTokenizer"}
+
+
+def renderer(real: str) -> Renderer:
+    return real_renderer(CASES, real, 512)
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    assert_covers_both_answers(CASES, CLASSES)
+
+
+@pytest.mark.parametrize(("real", "cls"), sorted(CLASSES.items()))
+def test_each_folder_takes_its_class_conversion(real: str, cls: str) -> None:
+    folder = next(c for c in CASES if c.real == real).folder()
+    assert not (folder / "tokenizer.json").exists()
+    decision = renderer(real).folder.tokenizer_decision
+    assert (decision.path, decision.tokenizer_class) == ("converted", cls)
+    # FNetTokenizer has no __init__ of its own: the generic backend's conversion.
+    assert decision.recipe == (REBUILDS[cls].name if cls in REBUILDS else "spm")
+
+
+@each_case(CASES)
+def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    assert case.real is not None
+    assert_replays(renderer(case.real), case)
+
+
+@lru_cache(maxsize=2)
+def _release_renderer(release: str, real: str) -> Renderer:
+    folder = next(c for c in CASES if c.real == real).folder()
+    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
+                                  max_model_len=512, vllm_version=release))
+
+
+@each_case(CASES)
+def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.32.0 (transformers 5.19) answered the corpus as kept in
+    releases/0.32.0/real_conv_spm_vectors.jsonl."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.32.0", case.real),
+                   kept_case(case, "0.32.0", "real_conv_spm_"))
+
+
+def test_a_model_without_charsmap_fails_the_classes_that_build_precompiled(
+        tmp_path: Path) -> None:
+    """SentencePieceExtractor hands the class the model's charsmap as it is, b"" when it
+    has none, and ReformerTokenizer (like every class testing ``is not None``) builds
+    ``Precompiled(b"")``, which fails: transformers 5.17 cannot load such a folder, so
+    vLLM does not start (Mistral 7B's BPE model as a Reformer spiece.model)."""
+    mistral = next(c for c in CASES if c.real == "conv_code_llama").folder() / "tokenizer.model"
+    reformer = next(c for c in CASES if c.real == "conv_reformer").folder()
+    shutil.copy(mistral, tmp_path / "spiece.model")
+    for name in ("config.json", "tokenizer_config.json"):
+        shutil.copy(reformer / name, tmp_path / name)
+    with pytest.raises(ModelFolderError, match="Cannot parse precompiled_charsmap"):
+        Renderer(ServerOptions(model=str(tmp_path), max_model_len=512))
