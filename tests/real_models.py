@@ -400,22 +400,31 @@ def _from_spm_vocab(data: bytes, spec: dict[str, Any]) -> bytes:
 
 
 def _spm_model(data: bytes, spec: dict[str, Any]) -> bytes:
-    """A byte-fallback BPE tokenizer.json written as the SentencePiece model (a
-    ``ModelProto``, sentencepiece_model.proto) its vocabulary came from, for a family whose
-    model file no registry ships: its pieces in id order, each typed as the conversion
-    to tokenizer.json typed it back (a special added token CONTROL, another added token
-    USER_DEFINED, ``<0xXX>`` BYTE, the unk token UNKNOWN, else NORMAL; score 0, which a
-    BPE conversion does not read), a BPE trainer spec with byte fallback and the ``unk``
-    / ``bos`` / ``eos`` / ``pad`` pieces' ids, and an identity normalizer (no charsmap)."""
+    """A BPE or Unigram tokenizer.json written as the SentencePiece model (a ``ModelProto``,
+    sentencepiece_model.proto) its vocabulary came from, for a family whose model file no
+    registry ships: its pieces in id order, each typed as the conversion to tokenizer.json
+    typed it back (a special added token CONTROL, another added token USER_DEFINED,
+    ``<0xXX>`` BYTE, the unk token UNKNOWN, else NORMAL) with its Unigram score (a BPE's
+    0, which its conversion does not read), the model's type and byte fallback and the
+    ``unk`` / ``bos`` / ``eos`` / ``pad`` pieces' ids in the trainer spec, and the
+    normalizer's precompiled charsmap (else an identity normalizer)."""
+    import base64
     import re
     import struct as wire
 
     document = json.loads(data)
-    vocab = document["model"]["vocab"]
-    added = {t["content"]: t["special"] for t in document["added_tokens"]}
-    by_id = sorted(vocab.items(), key=lambda item: item[1])
-    if [i for _, i in by_id] != list(range(len(by_id))):
+    model = document["model"]
+    unigram = model["type"] == "Unigram"
+    by_id = ([(piece, score) for piece, score in model["vocab"]] if unigram
+             else [(piece, 0.0) for piece, _ in sorted(model["vocab"].items(),
+                                                       key=lambda item: item[1])])
+    if not unigram and sorted(model["vocab"].values()) != list(range(len(by_id))):
         raise FetchError("the vocabulary's ids are not 0 .. n-1")
+    vocab = {piece: i for i, (piece, _) in reversed(list(enumerate(by_id)))}
+    added = {t["content"]: t["special"] for t in document["added_tokens"]}
+    found = document.get("normalizer") or {}
+    charsmap = [base64.b64decode(n["precompiled_charsmap"]) for n in (
+        found.get("normalizers", [found])) if n.get("type") == "Precompiled"]
 
     def varint(value: int) -> bytes:
         value &= (1 << 64) - 1
@@ -439,14 +448,16 @@ def _spm_model(data: bytes, spec: dict[str, Any]) -> bytes:
             return 3 if added[piece] else 4
         return 6 if re.fullmatch(r"<0x[0-9A-F]{2}>", piece) else 1
 
-    pieces = b"".join(field(1, field(1, piece) + varint(2 << 3 | 5) + wire.pack("<f", 0.0)
-                                 + field(3, kind(piece))) for piece, _ in by_id)
-    trainer = (field(3, 2) + field(4, len(by_id)) + field(35, 1)
+    pieces = b"".join(field(1, field(1, piece) + varint(2 << 3 | 5) + wire.pack("<f", score)
+                                 + field(3, kind(piece))) for piece, score in by_id)
+    trainer = (field(3, 1 if unigram else 2) + field(4, len(by_id))
+               + field(35, int(bool(model.get("byte_fallback"))))
                + b"".join(field(number, vocab[spec[name]]) for number, name in (
                    (40, "unk"), (41, "bos"), (42, "eos"), (43, "pad")))
                + b"".join(field(number, spec[name]) for number, name in (
                    (45, "unk"), (46, "bos"), (47, "eos"), (48, "pad"))))
-    normalizer = field(1, "identity") + field(3, 0) + field(4, 0)
+    normalizer = (field(1, "nmt_nfkc") + field(2, charsmap[0]) if charsmap
+                  else field(1, "identity")) + field(3, 0) + field(4, 0)
     return pieces + field(2, trainer) + field(3, normalizer)
 
 

@@ -182,7 +182,14 @@ class Conversion:
     ``convert_from_spm`` re-ordering, the entries put first (each a ``*_token`` keyword
     with its default, or a literal text, and a score), how many of the file's first pieces
     it drops, the entries appended; ``sentinels``: T5Converter's ``<extra_id_{i}>`` pieces
-    appended, ``extra_ids`` of them from the highest down. ``generic_defaults``: a class
+    appended, ``extra_ids`` of them from the highest down. ``optional_head``: head entries
+    whose text is ``"None"`` or repeats an earlier one are left out; ``numbered``: entries
+    ``(format, first, keyword, default, score)`` put after the head, ``format`` over
+    ``first`` up to the keyword's value (PegasusConverter's ``<unk_{i}>``, to
+    ``offset``). ``own_extras``: the class's ``__init__`` replaces the model's control and
+    user-defined pieces (its ``additional_special_tokens``) with its own list when that
+    keyword's value is not among them (PegasusTokenizer's ``mask_token_sent``).
+    ``generic_defaults``: a class
     without an ``__init__`` of its own (FNetTokenizer, AlbertTokenizer's): transformers
     builds the generic backend's tokenizer over the model file (as for :data:`GENERIC`),
     then the inherited ``__init__``'s named tokens (these defaults, after the model's
@@ -196,6 +203,9 @@ class Conversion:
     skip: int = 0
     tail: tuple[tuple[str, str | None, float], ...] = ()
     sentinels: bool = False
+    optional_head: bool = False
+    numbered: tuple[str, int, str, int, float] | None = None
+    own_extras: tuple[str, str] | None = None
     generic_defaults: tuple[tuple[str, str], ...] | None = None
 
 
@@ -231,6 +241,13 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
     "DebertaV2Tokenizer": Conversion("spm.model", "Unigram"),
     "BarthezTokenizer": Conversion("sentencepiece.bpe.model", None),
     "RemBertTokenizer": Conversion("sentencepiece.model", "Unigram"),
+    # Its converter's defaults name the mask tokens the other way round from the class's.
+    "PegasusTokenizer": Conversion(
+        "spiece.model", "Unigram",
+        head=(("pad_token", "<pad>", 0.0), ("eos_token", "</s>", 0.0),
+              ("mask_token", "<mask_1>", 0.0), ("mask_token_sent", "<mask_2>", 0.0)),
+        skip=2, optional_head=True, numbered=("<unk_{}>", 2, "offset", 103, -100.0),
+        own_extras=("mask_token_sent", "<mask_1>")),
     # AlbertTokenizer.__init__'s defaults (models/albert/tokenization_albert.py).
     "FNetTokenizer": Conversion("spiece.model", "Unigram", generic_defaults=(
         ("bos_token", "[CLS]"), ("eos_token", "[SEP]"), ("unk_token", "<unk>"),
@@ -320,6 +337,15 @@ def _entries(spec: tuple[tuple[str, str | None, float], ...],
             for key, default, score in spec]
 
 
+def _count(init: Mapping[str, Any], key: str, default: int) -> int:
+    """A converter's count keyword (``extra_ids``, ``offset``)."""
+    count = init.get(key, default)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ModelFolderError("tokenizer_config.json",
+                               f"{key} must be a non-negative integer, got {count!r}")
+    return count
+
+
 def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) -> Vocabulary:
     """SentencePieceExtractor.extract and the converter's convert_from_spm, over the
     folder's model file (``init``: tokenizer_config.json's keywords)."""
@@ -340,13 +366,17 @@ def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) 
         return Vocabulary(file=path.name, bpe=(vocab, generate_merges(vocab)),
                           charsmap=charsmap, added=added, model=spm)
     if conversion.head or conversion.tail or conversion.skip:
-        scores = [*_entries(conversion.head, init), *scores[conversion.skip:],
-                  *_entries(conversion.tail, init)]
+        head = _entries(conversion.head, init)
+        if conversion.optional_head:
+            head = [entry for at, entry in enumerate(head) if entry[0] != "None"
+                    and entry[0] not in (text for text, _ in head[:at])]
+        if conversion.numbered is not None:
+            form, first, key, default, score = conversion.numbered
+            end = _count(init, key, default)
+            head += [(form.format(i), score) for i in range(first, end)]
+        scores = [*head, *scores[conversion.skip:], *_entries(conversion.tail, init)]
     if conversion.sentinels:
-        count = init.get("extra_ids", 100)
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise ModelFolderError("tokenizer_config.json",
-                                   f"extra_ids must be a non-negative integer, got {count!r}")
+        count = _count(init, "extra_ids", 100)
         scores += [(f"<extra_id_{i}>", 0.0) for i in range(count - 1, -1, -1)]
     return Vocabulary(file=path.name, unigram=scores, charsmap=charsmap, added=added,
                       model=spm)

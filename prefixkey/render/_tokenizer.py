@@ -611,7 +611,19 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         # tokenizer.json's added_tokens, as the file lists them (id, content, flags).
         if loaded is not None:
             decoder.update(loaded.get_added_tokens_decoder())
-    if converted is not None:
+    conversion = CONVERSIONS.get(decision.tokenizer_class or "")
+    if converted is not None and conversion is not None and conversion.own_extras:
+        key, default = conversion.own_extras
+        if "extra_special_tokens" in init:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"additional or extra special tokens beside the {decision.tokenizer_class} "
+                "class's own list, over a converted SentencePiece model: not reproduced"))
+        if str(init.get(key, default)) in (text for text, _ in converted.added):
+            raise RenderUnsupportedError(converted.file, (
+                f"the model's control or user-defined pieces hold the {key} token, which "
+                f"makes the {decision.tokenizer_class} class keep none of them: not "
+                "reproduced"))
+    elif converted is not None:
         # The model file's control and user-defined pieces: SentencePieceExtractor's
         # additional_special_tokens, which the folder's own list (extra_special_tokens by
         # then) wins over.
@@ -619,8 +631,7 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             AddedToken(text, normalized=False, special=special)
             for text, special in converted.added])
         if recipe is None:
-            inherited = CONVERSIONS[decision.tokenizer_class].generic_defaults if (
-                decision.tokenizer_class in CONVERSIONS) else None
+            inherited = conversion.generic_defaults if conversion else None
             for key, value in [*generic_specials(converted).items(), *(inherited or ())]:
                 init.setdefault(key, value)
     by_content = {str(t): t for t in decoder.values()}
