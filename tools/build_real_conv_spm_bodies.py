@@ -1,4 +1,4 @@
-"""Build ``tests/render/real_conv_spm_bodies.jsonl``: more classes converting a SentencePiece model.
+"""Build ``tests/render/real_conv_spm_bodies.jsonl``: more classes converting SentencePiece.
 
 Maintainer tool. Each folder of :data:`FOLDERS` (tests/render/real/<name>/) holds a
 SentencePiece model and no tokenizer.json, so its class converts the model
@@ -10,8 +10,9 @@ Siglip2Tokenizer; Mistral 7B's BPE model (mistral_common 1.13.1's tokenizer.mode
 under CodeLlamaTokenizer (with Code Llama's infilling tokens); the sentencepiece 0.2.1
 sdist's Unigram test model (with its nmt_nfkc charsmap) under ReformerTokenizer,
 BigBirdTokenizer, DebertaV2Tokenizer, BarthezTokenizer, RemBertTokenizer, XGLMTokenizer
-and FNetTokenizer (the generic backend's tokenizer with AlbertTokenizer's named tokens).
-The bodies are tools/build_real_wu_bodies.py's. ``tools/harvest_render.py
+and FNetTokenizer (the generic backend's tokenizer with AlbertTokenizer's named tokens);
+XLM-R's Unigram vocabulary (llama.cpp's GGUF) written as a SentencePiece model under
+PegasusTokenizer. The bodies are tools/build_real_wu_bodies.py's. ``tools/harvest_render.py
 --bodies tests/render/real_conv_spm_bodies.jsonl --out
 tests/render/real_conv_spm_vectors.jsonl --port 19110`` records vLLM 0.31's answers.
 
@@ -35,7 +36,7 @@ from corpus_io import corpus_main
 FOLDERS = {"conv_gemma3": True, "conv_siglip2": True, "conv_code_llama": False,
            "conv_reformer": True, "conv_big_bird": False, "conv_deberta_v2": False,
            "conv_barthez": False, "conv_rembert": False, "conv_xglm": False,
-           "conv_fnet": False}
+           "conv_fnet": False, "conv_pegasus": True}
 
 
 def build() -> list[dict[str, Any]]:

@@ -613,14 +613,14 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             decoder.update(loaded.get_added_tokens_decoder())
     conversion = CONVERSIONS.get(decision.tokenizer_class or "")
     if converted is not None and conversion is not None and conversion.own_extras:
-        key, default = conversion.own_extras
+        keyword, fallback = conversion.own_extras
         if "extra_special_tokens" in init:
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"additional or extra special tokens beside the {decision.tokenizer_class} "
                 "class's own list, over a converted SentencePiece model: not reproduced"))
-        if str(init.get(key, default)) in (text for text, _ in converted.added):
+        if str(init.get(keyword, fallback)) in (text for text, _ in converted.added):
             raise RenderUnsupportedError(converted.file, (
-                f"the model's control or user-defined pieces hold the {key} token, which "
+                f"the model's control or user-defined pieces hold the {keyword} token, which "
                 f"makes the {decision.tokenizer_class} class keep none of them: not "
                 "reproduced"))
     elif converted is not None:

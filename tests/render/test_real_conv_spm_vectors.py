@@ -7,8 +7,9 @@ and no tokenizer.json: Gemma 3's vocabulary written as its tokenizer.model
 Gemma 3 folder) and Siglip2Tokenizer, Mistral 7B's BPE model under CodeLlamaTokenizer,
 and the sentencepiece 0.2.1 sdist's Unigram test model under ReformerTokenizer (which
 builds a BPE over it), BigBirdTokenizer, DebertaV2Tokenizer, BarthezTokenizer,
-RemBertTokenizer and XGLMTokenizer, and FNetTokenizer (the generic backend's tokenizer
-with AlbertTokenizer's named tokens). The vectors are what vLLM 0.31.0's render server
+RemBertTokenizer, XGLMTokenizer and FNetTokenizer (the generic backend's tokenizer with
+AlbertTokenizer's named tokens), and XLM-R's Unigram vocabulary (llama.cpp's GGUF) written
+as a SentencePiece model under PegasusTokenizer. The vectors are what vLLM 0.31.0's render server
 answered (tools/harvest_render.py): every 200 must give the same ids, every vLLM error
 an error with the same status. The files are fetched into a cache (tests/real_models.py):
 without it these tests skip, under CI they fetch.
@@ -41,7 +42,8 @@ CLASSES = {
     "conv_code_llama": "CodeLlamaTokenizer", "conv_reformer": "ReformerTokenizer",
     "conv_big_bird": "BigBirdTokenizer", "conv_deberta_v2": "DebertaV2Tokenizer",
     "conv_barthez": "BarthezTokenizer", "conv_rembert": "RemBertTokenizer",
-    "conv_xglm": "XGLMTokenizer", "conv_fnet": "FNetTokenizer"}
+    "conv_xglm": "XGLMTokenizer", "conv_fnet": "FNetTokenizer",
+    "conv_pegasus": "PegasusTokenizer"}
 
 
 def renderer(real: str) -> Renderer:
