@@ -17,9 +17,7 @@ without it these tests skip, under CI they fetch.
 
 from __future__ import annotations
 
-import shutil
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 from render_cases import (
@@ -32,7 +30,7 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import ModelFolderError, Renderer, ServerOptions
+from prefixkey.render import Renderer, ServerOptions
 from prefixkey.render._hf_rebuilds import REBUILDS
 
 CASES = render_cases("real_conv_spm_")
@@ -85,17 +83,3 @@ def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert_replays(_release_renderer("0.32.0", case.real),
                    kept_case(case, "0.32.0", "real_conv_spm_"))
 
-
-def test_a_model_without_charsmap_fails_the_classes_that_build_precompiled(
-        tmp_path: Path) -> None:
-    """SentencePieceExtractor hands the class the model's charsmap as it is, b"" when it
-    has none, and ReformerTokenizer (like every class testing ``is not None``) builds
-    ``Precompiled(b"")``, which fails: transformers 5.17 cannot load such a folder, so
-    vLLM does not start (Mistral 7B's BPE model as a Reformer spiece.model)."""
-    mistral = next(c for c in CASES if c.real == "conv_code_llama").folder() / "tokenizer.model"
-    reformer = next(c for c in CASES if c.real == "conv_reformer").folder()
-    shutil.copy(mistral, tmp_path / "spiece.model")
-    for name in ("config.json", "tokenizer_config.json"):
-        shutil.copy(reformer / name, tmp_path / name)
-    with pytest.raises(ModelFolderError, match="Cannot parse precompiled_charsmap"):
-        Renderer(ServerOptions(model=str(tmp_path), max_model_len=512))

@@ -35,7 +35,9 @@ def copied(tmp_path: Path, real: str, drop: tuple[str, ...] = (), **config: Any)
 
 
 @pytest.mark.parametrize(("real", "name"), [("conv_t5", "spiece.model"),
-                                            ("conv_llama", "tokenizer.model")])
+                                            ("conv_llama", "tokenizer.model"),
+                                            ("conv_gemma3", "tokenizer.model"),
+                                            ("conv_pegasus", "spiece.model")])
 def test_the_model_file_reads_as_protobuf_parses_it(real: str, name: str) -> None:
     model_pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
     path = real_models.folder(real) / name
@@ -88,4 +90,29 @@ def test_a_generic_unigram_model_renamed_by_added_tokens_fails(tmp_path: Path) -
 def test_a_class_whose_conversion_is_not_reproduced_is_refused(tmp_path: Path) -> None:
     folder = copied(tmp_path, "conv_gpt2", tokenizer_class="WhisperTokenizer")
     with pytest.raises(RenderUnsupportedError, match="does not reproduce for this class"):
+        Renderer(ServerOptions(model=str(folder)))
+
+
+def test_a_model_without_charsmap_fails_the_classes_that_build_precompiled(
+        tmp_path: Path) -> None:
+    """SentencePieceExtractor hands the class the model's charsmap as it is, b"" when it
+    has none, and ReformerTokenizer (like every class testing ``is not None``) builds
+    ``Precompiled(b"")``, which fails: transformers 5.17 cannot load such a folder, so
+    vLLM does not start (Mistral 7B's BPE model as a Reformer spiece.model)."""
+    folder = copied(tmp_path, "conv_reformer", drop=("spiece.model",))
+    shutil.copy(real_models.folder("conv_llama") / "tokenizer.model", folder / "spiece.model")
+    with pytest.raises(ModelFolderError, match="Cannot parse precompiled_charsmap"):
+        Renderer(ServerOptions(model=str(folder)))
+
+
+@pytest.mark.parametrize(("config", "match"), [
+    ({"additional_special_tokens": ["<x>"]}, "beside the PegasusTokenizer class's own list"),
+    ({"mask_token_sent": "<s>"}, "hold the mask_token_sent token")])
+def test_pegasus_keeping_its_own_extras_otherwise_is_refused(
+        tmp_path: Path, config: dict[str, Any], match: str) -> None:
+    """PegasusTokenizer replaces the model's control pieces with its own extra tokens
+    unless its mask_token_sent is among them; a folder's own list beside it is not
+    reproduced either."""
+    folder = copied(tmp_path, "conv_pegasus", **config)
+    with pytest.raises(RenderUnsupportedError, match=match):
         Renderer(ServerOptions(model=str(folder)))
