@@ -182,14 +182,14 @@ class Conversion:
     ``convert_from_spm`` re-ordering, the entries put first (each a ``*_token`` keyword
     with its default, or a literal text, and a score), how many of the file's first pieces
     it drops, the entries appended; ``sentinels``: T5Converter's ``<extra_id_{i}>`` pieces
-    appended, ``extra_ids`` of them from the highest down. ``optional_head``: head entries
-    whose text is ``"None"`` or repeats an earlier one are left out; ``numbered``: entries
-    ``(format, first, keyword, default, score)`` put after the head, ``format`` over
-    ``first`` up to the keyword's value (PegasusConverter's ``<unk_{i}>``, to
-    ``offset``). ``own_extras``: the class's ``__init__`` replaces the model's control and
-    user-defined pieces (its ``additional_special_tokens``) with its own list when that
-    keyword's value is not among them (PegasusTokenizer's ``mask_token_sent``).
-    ``generic_defaults``: a class
+    appended, ``extra_ids`` of them from the highest down. ``optional``: entries put
+    after the head unless their text is ``"None"`` or an earlier optional entry's
+    (PegasusConverter's mask tokens); ``numbered``: entries ``(format, first, keyword,
+    default, score)`` put after those, ``format`` over ``first`` up to the keyword's value
+    (PegasusConverter's ``<unk_{i}>``, to ``offset``). ``own_extras``: the class's
+    ``__init__`` replaces the model's control and user-defined pieces (its
+    ``additional_special_tokens``) with its own list when that keyword's value is not
+    among them (PegasusTokenizer's ``mask_token_sent``). ``generic_defaults``: a class
     without an ``__init__`` of its own (FNetTokenizer, AlbertTokenizer's): transformers
     builds the generic backend's tokenizer over the model file (as for :data:`GENERIC`),
     then the inherited ``__init__``'s named tokens (these defaults, after the model's
@@ -203,7 +203,7 @@ class Conversion:
     skip: int = 0
     tail: tuple[tuple[str, str | None, float], ...] = ()
     sentinels: bool = False
-    optional_head: bool = False
+    optional: tuple[tuple[str, str | None, float], ...] = ()
     numbered: tuple[str, int, str, int, float] | None = None
     own_extras: tuple[str, str] | None = None
     generic_defaults: tuple[tuple[str, str], ...] | None = None
@@ -244,9 +244,9 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
     # Its converter's defaults name the mask tokens the other way round from the class's.
     "PegasusTokenizer": Conversion(
         "spiece.model", "Unigram",
-        head=(("pad_token", "<pad>", 0.0), ("eos_token", "</s>", 0.0),
-              ("mask_token", "<mask_1>", 0.0), ("mask_token_sent", "<mask_2>", 0.0)),
-        skip=2, optional_head=True, numbered=("<unk_{}>", 2, "offset", 103, -100.0),
+        head=(("pad_token", "<pad>", 0.0), ("eos_token", "</s>", 0.0)),
+        optional=(("mask_token", "<mask_1>", 0.0), ("mask_token_sent", "<mask_2>", 0.0)),
+        skip=2, numbered=("<unk_{}>", 2, "offset", 103, -100.0),
         own_extras=("mask_token_sent", "<mask_1>")),
     # AlbertTokenizer.__init__'s defaults (models/albert/tokenization_albert.py).
     "FNetTokenizer": Conversion("spiece.model", "Unigram", generic_defaults=(
@@ -367,9 +367,9 @@ def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) 
                           charsmap=charsmap, added=added, model=spm)
     if conversion.head or conversion.tail or conversion.skip:
         head = _entries(conversion.head, init)
-        if conversion.optional_head:
-            head = [entry for at, entry in enumerate(head) if entry[0] != "None"
-                    and entry[0] not in (text for text, _ in head[:at])]
+        optional = _entries(conversion.optional, init)
+        head += [entry for at, entry in enumerate(optional) if entry[0] != "None"
+                 and entry[0] not in (text for text, _ in optional[:at])]
         if conversion.numbered is not None:
             form, first, key, default, score = conversion.numbered
             end = _count(init, key, default)

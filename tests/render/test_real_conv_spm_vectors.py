@@ -30,7 +30,7 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, ServerOptions
+from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_rebuilds import REBUILDS
 
 CASES = render_cases("real_conv_spm_")
@@ -83,3 +83,23 @@ def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert_replays(_release_renderer("0.32.0", case.real),
                    kept_case(case, "0.32.0", "real_conv_spm_"))
 
+
+
+#: The folders refused under vLLM 0.30.0 (transformers 5.24): FNetTokenizer's is the
+#: generic backend's conversion, which 5.24 builds otherwise.
+REFUSED_AT_0_30 = {"conv_fnet": "not vLLM 0.30.0's"}
+
+
+@each_case([c for c in CASES if c.real not in REFUSED_AT_0_30])
+def test_vllm_0_30_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.30.0 (transformers 5.24) answered the other folders as kept in
+    releases/0.30.0/real_conv_spm_vectors.jsonl."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.30.0", case.real),
+                   kept_case(case, "0.30.0", "real_conv_spm_"))
+
+
+@pytest.mark.parametrize(("real", "match"), sorted(REFUSED_AT_0_30.items()))
+def test_the_folders_0_30_converts_otherwise_are_refused_there(real: str, match: str) -> None:
+    with pytest.raises(RenderUnsupportedError, match=match):
+        _release_renderer("0.30.0", real)

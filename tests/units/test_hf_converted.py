@@ -19,7 +19,12 @@ import pytest
 import real_models
 
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
-from prefixkey.render._hf_converted import generate_merges, read_spm_model
+from prefixkey.render._hf_converted import (
+    CONVERSIONS,
+    generate_merges,
+    read_spm_model,
+    spm_vocabulary,
+)
 
 
 def copied(tmp_path: Path, real: str, drop: tuple[str, ...] = (), **config: Any) -> Path:
@@ -116,3 +121,24 @@ def test_pegasus_keeping_its_own_extras_otherwise_is_refused(
     folder = copied(tmp_path, "conv_pegasus", **config)
     with pytest.raises(RenderUnsupportedError, match=match):
         Renderer(ServerOptions(model=str(folder)))
+
+
+@pytest.mark.parametrize(("config", "first"), [
+    ({}, ["<pad>", "</s>", "<mask_1>", "<mask_2>", "<unk_2>"]),
+    ({"mask_token": None}, ["<pad>", "</s>", "<mask_2>", "<unk_2>"]),
+    ({"mask_token_sent": "<mask_1>"}, ["<pad>", "</s>", "<mask_1>", "<unk_2>"]),
+    ({"mask_token": "<m>", "mask_token_sent": None}, ["<pad>", "</s>", "<m>", "<unk_2>"])])
+def test_pegasus_converter_puts_its_optional_mask_tokens_then_unk_entries_first(
+        config: dict[str, Any], first: list[str]) -> None:
+    """PegasusConverter.convert_from_spm: pad and eos, each mask token unless "None" (or
+    the first one again), <unk_2> … <unk_{offset-1}>, then the model's pieces from 2 on."""
+    path = real_models.folder("conv_pegasus") / "spiece.model"
+    for offset in (103, 5):
+        vocabulary = spm_vocabulary(path, CONVERSIONS["PegasusTokenizer"],
+                                    {**config, "offset": offset})
+        assert vocabulary.unigram is not None
+        pieces = [piece for piece, _ in vocabulary.unigram]
+        head = len(first) - 1
+        assert pieces[:head] == first[:-1]
+        assert pieces[head:head + offset - 2] == [f"<unk_{i}>" for i in range(2, offset)]
+        assert pieces[head + offset - 2:] == [p for p, _, _ in read_spm_model(path).pieces][2:]
