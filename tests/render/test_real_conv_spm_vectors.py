@@ -86,7 +86,8 @@ def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
 
 
 #: The folders refused under vLLM 0.30.0 (transformers 5.24): FNetTokenizer's is the
-#: generic backend's conversion, which 5.24 builds otherwise.
+#: generic backend's conversion, which 5.24 builds otherwise (41 of its 44 answers
+#: differ: test_vllm_0_30_answers_fnet_otherwise).
 REFUSED_AT_0_30 = {"conv_fnet": "not vLLM 0.30.0's"}
 
 
@@ -103,3 +104,14 @@ def test_vllm_0_30_rendering_of_the_folders_replays(case: RenderCase) -> None:
 def test_the_folders_0_30_converts_otherwise_are_refused_there(real: str, match: str) -> None:
     with pytest.raises(RenderUnsupportedError, match=match):
         _release_renderer("0.30.0", real)
+
+
+def test_vllm_0_30_answers_fnet_otherwise() -> None:
+    """The generic backend's conversion in transformers 5.24 gave other answers for
+    nearly every FNet body, and the same for every other folder's."""
+    for real, at_least in (("conv_fnet", 40), ("conv_gemma3", 0)):
+        cases = [c for c in CASES if c.real == real]
+        kept = [kept_case(c, "0.30.0", "real_conv_spm_") for c in cases]
+        differ = sum((k.status, k.token_ids) != (c.status, c.token_ids)
+                     for c, k in zip(cases, kept, strict=True))
+        assert differ >= at_least if at_least else differ == 0, real
