@@ -115,3 +115,15 @@ def test_vllm_0_30_answers_fnet_otherwise() -> None:
         differ = sum((k.status, k.token_ids) != (c.status, c.token_ids)
                      for c, k in zip(cases, kept, strict=True))
         assert differ >= at_least if at_least else differ == 0, real
+
+
+def test_vllm_0_29_answered_as_0_30_yet_is_refused() -> None:
+    """vLLM 0.29.0 (transformers 5.24, as 0.30.0) answered every body as 0.30.0 did
+    (releases/0.29.0/real_conv_spm_vectors.jsonl); the SentencePiece conversions are not
+    claimed there while the real_conv_ corpus was not harvested from it
+    (render/_hf_converted.py ``CONVERTED_RELEASES``)."""
+    for case in CASES:
+        kept = [kept_case(case, release, "real_conv_spm_") for release in ("0.29.0", "0.30.0")]
+        assert (kept[0].status, kept[0].token_ids) == (kept[1].status, kept[1].token_ids)
+    with pytest.raises(RenderUnsupportedError, match="not vLLM 0.29.0's"):
+        _release_renderer("0.29.0", "conv_gemma3")
