@@ -88,7 +88,7 @@ def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
 #: The folders refused under vLLM 0.30.0 (transformers 5.24): FNetTokenizer's is the
 #: generic backend's conversion, which 5.24 builds otherwise (41 of its 44 answers
 #: differ: test_vllm_0_30_answers_fnet_otherwise).
-REFUSED_AT_0_30 = {"conv_fnet": "not vLLM 0.30.0's"}
+REFUSED_AT_0_30 = {"conv_fnet": r"not vLLM 0\.30\.0's"}
 
 
 @each_case([c for c in CASES if c.real not in REFUSED_AT_0_30])
@@ -125,5 +125,5 @@ def test_vllm_0_29_answered_as_0_30_yet_is_refused() -> None:
     for case in CASES:
         kept = [kept_case(case, release, "real_conv_spm_") for release in ("0.29.0", "0.30.0")]
         assert (kept[0].status, kept[0].token_ids) == (kept[1].status, kept[1].token_ids)
-    with pytest.raises(RenderUnsupportedError, match="not vLLM 0.29.0's"):
+    with pytest.raises(RenderUnsupportedError, match=r"not vLLM 0\.29\.0's"):
         _release_renderer("0.29.0", "conv_gemma3")
