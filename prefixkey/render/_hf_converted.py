@@ -174,7 +174,18 @@ class Conversion:
     ``convert_from_spm`` re-ordering, the entries put first (each a ``*_token`` keyword
     with its default, or a literal text, and a score), how many of the file's first pieces
     it drops, the entries appended; ``sentinels``: T5Converter's ``<extra_id_{i}>`` pieces
-    appended, ``extra_ids`` of them from the highest down.
+    appended, ``extra_ids`` of them from the highest down. ``optional``: entries put
+    after the head unless their text is ``"None"`` or an earlier optional entry's
+    (PegasusConverter's mask tokens); ``numbered``: entries ``(format, first, keyword,
+    default, score)`` put after those, ``format`` over ``first`` up to the keyword's value
+    (PegasusConverter's ``<unk_{i}>``, to ``offset``). ``own_extras``: the class's
+    ``__init__`` replaces the model's control and user-defined pieces (its
+    ``additional_special_tokens``) with its own list when that keyword's value is not
+    among them (PegasusTokenizer's ``mask_token_sent``). ``generic_defaults``: a class
+    without an ``__init__`` of its own (FNetTokenizer, AlbertTokenizer's): transformers
+    builds the generic backend's tokenizer over the model file (as for :data:`GENERIC`),
+    then the inherited ``__init__``'s named tokens (these defaults, after the model's
+    bos / eos / unk) are added.
     """
 
     vocab_file: str
@@ -184,6 +195,10 @@ class Conversion:
     skip: int = 0
     tail: tuple[tuple[str, str | None, float], ...] = ()
     sentinels: bool = False
+    optional: tuple[tuple[str, str | None, float], ...] = ()
+    numbered: tuple[str, int, str, int, float] | None = None
+    own_extras: tuple[str, str] | None = None
+    generic_defaults: tuple[tuple[str, str], ...] | None = None
 
 
 _BYTE_LEVEL: Final = Conversion("vocab.json", "BPE", merges_file="merges.txt")
@@ -207,6 +222,29 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
         head=(("", "<s>NOTUSED", 0.0), ("pad_token", "<pad>", 0.0), ("", "</s>NOTUSED", 0.0),
               ("unk_token", "<unk>", 0.0), ("", "<unk>NOTUSED", -100.0)), skip=1,
         tail=(("mask_token", "<mask>", 0.0),)),
+    # Classes whose vocab_files_names lists tokenizer.json only: from_pretrained hands
+    # them the folder's tokenizer.model (its pattern for a folder without tokenizer.json).
+    **dict.fromkeys(("GemmaTokenizer", "Siglip2Tokenizer"), Conversion("tokenizer.model", "BPE")),
+    "XGLMTokenizer": Conversion("tokenizer.model", "Unigram"),
+    "CodeLlamaTokenizer": Conversion("tokenizer.model", "BPE"),
+    # Its BPE model over whatever the model file holds (generated merges).
+    "ReformerTokenizer": Conversion("spiece.model", "BPE"),
+    "BigBirdTokenizer": Conversion("spiece.model", "Unigram"),
+    "DebertaV2Tokenizer": Conversion("spm.model", "Unigram"),
+    "BarthezTokenizer": Conversion("sentencepiece.bpe.model", None),
+    "RemBertTokenizer": Conversion("sentencepiece.model", "Unigram"),
+    # Its converter's defaults name the mask tokens the other way round from the class's.
+    "PegasusTokenizer": Conversion(
+        "spiece.model", "Unigram",
+        head=(("pad_token", "<pad>", 0.0), ("eos_token", "</s>", 0.0)),
+        optional=(("mask_token", "<mask_1>", 0.0), ("mask_token_sent", "<mask_2>", 0.0)),
+        skip=2, numbered=("<unk_{}>", 2, "offset", 103, -100.0),
+        own_extras=("mask_token_sent", "<mask_1>")),
+    # AlbertTokenizer.__init__'s defaults (models/albert/tokenization_albert.py).
+    "FNetTokenizer": Conversion("spiece.model", "Unigram", generic_defaults=(
+        ("bos_token", "[CLS]"), ("eos_token", "[SEP]"), ("unk_token", "<unk>"),
+        ("sep_token", "[SEP]"), ("pad_token", "<pad>"), ("cls_token", "[CLS]"),
+        ("mask_token", "[MASK]"))),
     **dict.fromkeys(("GPT2Tokenizer", "Qwen2Tokenizer", "RobertaTokenizer", "CodeGenTokenizer",
                      "GPTNeoXTokenizer", "CohereTokenizer", "CLIPTokenizer",
                      "OpenAIGPTTokenizer", "HerbertTokenizer", "DebertaTokenizer",
@@ -218,12 +256,13 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
 })
 GENERIC: Final = Conversion("tokenizer.model", None)
 #: The releases whose render servers' answers for converted folders were replayed, per
-#: source (tests/render/real_conv_vectors.jsonl, real_conv_files_vectors.jsonl and their
-#: releases/ copies); the others are refused. transformers 5.24 (vLLM 0.29.0, 0.30.0)
-#: builds the generic backend's tokenizer from a SentencePiece model otherwise (merges
-#: from the scores, renamed pieces kept apart, user-defined pieces not special): vLLM
-#: 0.30.0 answered 76 of the generic folders' 78 texts otherwise, the rebuilding classes'
-#: all as 0.31.0 did.
+#: source (tests/render/real_conv_vectors.jsonl, real_conv_spm_vectors.jsonl,
+#: real_conv_files_vectors.jsonl and their releases/ copies); the others are refused.
+#: transformers 5.24 (vLLM 0.29.0, 0.30.0) builds the generic backend's tokenizer from a
+#: SentencePiece model otherwise (merges from the scores, renamed pieces kept apart,
+#: user-defined pieces not special): vLLM 0.30.0 answered 76 of the generic folders' 78
+#: texts otherwise, the rebuilding classes' all as 0.31.0 did. vLLM 0.29.0 answered the
+#: real_conv_spm_ corpus as 0.30.0 did; real_conv_ was not harvested from it.
 CONVERTED_RELEASES: Final = MappingProxyType({
     "sentencepiece": frozenset({"0.30.0", "0.31.0", "0.32.0"}),
     "generic": frozenset({"0.31.0", "0.32.0"}),
@@ -233,7 +272,7 @@ CONVERTED_RELEASES: Final = MappingProxyType({
 def conversion_releases(tokenizer_class: str) -> frozenset[str]:
     """The releases a class's conversion was replayed against."""
     conversion = CONVERSIONS.get(tokenizer_class)
-    if conversion is None:
+    if conversion is None or conversion.generic_defaults is not None:
         return CONVERTED_RELEASES["generic"]
     return CONVERTED_RELEASES[
         "sentencepiece" if conversion.vocab_file.endswith(".model") else "files"]
@@ -253,6 +292,7 @@ class Vocabulary:
     #: The ``tokenizers`` model read from vocabulary files, as the class's ``__init__``
     #: reads them from the paths it is handed (BPE or WordPiece).
     read: Any = None
+    #: The model file's precompiled charsmap (b"": none), as the extractor hands it.
     charsmap: bytes | None = None
     #: (text, special): control pieces are special, user-defined ones are not.
     added: tuple[tuple[str, bool], ...] = ()
@@ -293,6 +333,15 @@ def _entries(spec: tuple[tuple[str, str | None, float], ...],
             for key, default, score in spec]
 
 
+def _count(init: Mapping[str, Any], key: str, default: int) -> int:
+    """A converter's count keyword (``extra_ids``, ``offset``)."""
+    count = init.get(key, default)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ModelFolderError("tokenizer_config.json",
+                               f"{key} must be a non-negative integer, got {count!r}")
+    return count
+
+
 def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) -> Vocabulary:
     """SentencePieceExtractor.extract and the converter's convert_from_spm, over the
     folder's model file (``init``: tokenizer_config.json's keywords)."""
@@ -301,7 +350,9 @@ def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) 
     scores = [(piece, score) for piece, score, _ in spm.pieces]
     added = tuple((piece, kind_ == _CONTROL) for piece, _, kind_ in spm.pieces
                   if kind_ in (_CONTROL, _USER_DEFINED))
-    charsmap = spm.precompiled_charsmap or None
+    # The extractor hands the class the model's charsmap as it is: b"" when it has none
+    # (which each class's ``is not None`` test lets through to Precompiled, which fails).
+    charsmap = spm.precompiled_charsmap
     if kind == "BPE":
         vocab = {piece: i for i, (piece, _) in enumerate(scores)}
         if len(vocab) != len(scores):
@@ -311,13 +362,17 @@ def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) 
         return Vocabulary(file=path.name, bpe=(vocab, generate_merges(vocab)),
                           charsmap=charsmap, added=added, model=spm)
     if conversion.head or conversion.tail or conversion.skip:
-        scores = [*_entries(conversion.head, init), *scores[conversion.skip:],
-                  *_entries(conversion.tail, init)]
+        head = _entries(conversion.head, init)
+        optional = _entries(conversion.optional, init)
+        head += [entry for at, entry in enumerate(optional) if entry[0] != "None"
+                 and entry[0] not in (text for text, _ in optional[:at])]
+        if conversion.numbered is not None:
+            form, first, key, default, score = conversion.numbered
+            end = _count(init, key, default)
+            head += [(form.format(i), score) for i in range(first, end)]
+        scores = [*head, *scores[conversion.skip:], *_entries(conversion.tail, init)]
     if conversion.sentinels:
-        count = init.get("extra_ids", 100)
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise ModelFolderError("tokenizer_config.json",
-                                   f"extra_ids must be a non-negative integer, got {count!r}")
+        count = _count(init, "extra_ids", 100)
         scores += [(f"<extra_id_{i}>", 0.0) for i in range(count - 1, -1, -1)]
     return Vocabulary(file=path.name, unigram=scores, charsmap=charsmap, added=added,
                       model=spm)

@@ -183,6 +183,10 @@ def _converted_path(name: str, kind: str, why: str,
             f"builds the tokenizer from the folder's {GENERIC.vocab_file} (a SentencePiece "
             "model; a tiktoken file is not reproduced)"), "spm")
     conversion = CONVERSIONS.get(name)
+    if conversion is not None and conversion.generic_defaults is not None:
+        return TokenizerPath("converted", name, head + (
+            f"builds the generic backend's tokenizer from {files_read(conversion)}, then "
+            "adds its inherited __init__'s named tokens"), "spm")
     if conversion is not None and name in REBUILDS:
         return TokenizerPath("converted", name, head + (
             f"rebuilds the tokenizer from {files_read(conversion)}"), REBUILDS[name].name)

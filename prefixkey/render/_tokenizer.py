@@ -35,6 +35,7 @@ from tokenizers import (
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_converted import (
+    CONVERSIONS,
     Vocabulary,
     converted_vocabulary,
     generic_specials,
@@ -248,7 +249,16 @@ def _rebuilt(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, An
     """
     tok = Tokenizer(_model(recipe, loaded, derived, tokenizer_json, converted))
     tok.post_processor = None if loaded is None else loaded.post_processor
-    tok.normalizer = _component(recipe.normalizer, derived, normalizers)
+    try:
+        tok.normalizer = _component(recipe.normalizer, derived, normalizers)
+    except Exception:  # tokenizers raises a bare Exception
+        if converted is None or converted.charsmap:
+            raise
+        raise ModelFolderError(converted.file, (
+            f"a SentencePiece model without a precompiled charsmap: the {recipe.name} "
+            "tokenizer class builds a Precompiled normalizer over the empty one it is "
+            "handed, which fails (\"Cannot parse precompiled_charsmap\"), so vLLM does not "
+            "start")) from None
     tok.pre_tokenizer = _component(recipe.pre_tokenizer, derived, pre_tokenizers)
     tok.decoder = _component(recipe.decoder, derived, decoders)
     return tok
@@ -628,7 +638,19 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         # tokenizer.json's added_tokens, as the file lists them (id, content, flags).
         if loaded is not None:
             decoder.update(loaded.get_added_tokens_decoder())
-    if converted is not None:
+    conversion = CONVERSIONS.get(decision.tokenizer_class or "")
+    if converted is not None and conversion is not None and conversion.own_extras:
+        keyword, fallback = conversion.own_extras
+        if "extra_special_tokens" in init:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"additional or extra special tokens beside the {decision.tokenizer_class} "
+                "class's own list, over a converted SentencePiece model: not reproduced"))
+        if str(init.get(keyword, fallback)) in (text for text, _ in converted.added):
+            raise RenderUnsupportedError(converted.file, (
+                f"the model's control or user-defined pieces hold the {keyword} token, which "
+                f"makes the {decision.tokenizer_class} class keep none of them: not "
+                "reproduced"))
+    elif converted is not None:
         # The model file's control and user-defined pieces: SentencePieceExtractor's
         # additional_special_tokens, which the folder's own list (extra_special_tokens by
         # then) wins over.
@@ -636,7 +658,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
             AddedToken(text, normalized=False, special=special)
             for text, special in converted.added])
         if recipe is None:
-            for key, value in generic_specials(converted).items():
+            inherited = conversion.generic_defaults if conversion else None
+            for key, value in [*generic_specials(converted).items(), *(inherited or ())]:
                 init.setdefault(key, value)
     by_content = {str(t): t for t in decoder.values()}
     named: dict[str, AddedToken | str] = {}
@@ -709,6 +732,9 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
         tokenizer_json = None
         if converted is not None:
             derived["spm_charsmap"] = converted.charsmap
+            if converted.unigram is not None and converted.model is not None:
+                # SentencePieceExtractor.extract sets the unk_id keyword to the model's.
+                derived["unk_id"] = converted.model.unk_id
         elif recipe.model_spec[0] == "Unigram":  # its vocabulary's scores, the charsmap
             tokenizer_json = _read_json(path)
             derived["spm_charsmap"] = _spm_charsmap(tokenizer_json.get("normalizer"))

@@ -20,10 +20,12 @@ import real_models
 
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_converted import (
+    CONVERSIONS,
     MODEL_PROTO,
     SpmModel,
     generate_merges,
     read_spm_model,
+    spm_vocabulary,
 )
 from prefixkey.render._protobuf import is_message
 
@@ -52,7 +54,9 @@ def assert_reads_as_parsed(read: SpmModel, proto: Any) -> None:
 
 
 @pytest.mark.parametrize(("real", "name"), [("conv_t5", "spiece.model"),
-                                            ("conv_llama", "tokenizer.model")])
+                                            ("conv_llama", "tokenizer.model"),
+                                            ("conv_gemma3", "tokenizer.model"),
+                                            ("conv_pegasus", "spiece.model")])
 def test_the_model_file_reads_as_protobuf_parses_it(real: str, name: str) -> None:
     model_pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
     path = real_models.folder(real) / name
@@ -180,3 +184,49 @@ def test_a_class_whose_conversion_is_not_reproduced_is_refused(tmp_path: Path) -
     folder = copied(tmp_path, "conv_gpt2", tokenizer_class="WhisperTokenizer")
     with pytest.raises(RenderUnsupportedError, match="does not reproduce for this class"):
         Renderer(ServerOptions(model=str(folder)))
+
+
+def test_a_model_without_charsmap_fails_the_classes_that_build_precompiled(
+        tmp_path: Path) -> None:
+    """SentencePieceExtractor hands the class the model's charsmap as it is, b"" when it
+    has none, and ReformerTokenizer (like every class testing ``is not None``) builds
+    ``Precompiled(b"")``, which fails: transformers 5.17 cannot load such a folder, so
+    vLLM does not start (Mistral 7B's BPE model as a Reformer spiece.model)."""
+    folder = copied(tmp_path, "conv_reformer", drop=("spiece.model",))
+    shutil.copy(real_models.folder("conv_llama") / "tokenizer.model", folder / "spiece.model")
+    with pytest.raises(ModelFolderError, match="Cannot parse precompiled_charsmap"):
+        Renderer(ServerOptions(model=str(folder)))
+
+
+@pytest.mark.parametrize(("config", "match"), [
+    ({"additional_special_tokens": ["<x>"]}, "beside the PegasusTokenizer class's own list"),
+    ({"mask_token_sent": "<s>"}, "hold the mask_token_sent token")])
+def test_pegasus_keeping_its_own_extras_otherwise_is_refused(
+        tmp_path: Path, config: dict[str, Any], match: str) -> None:
+    """PegasusTokenizer replaces the model's control pieces with its own extra tokens
+    unless its mask_token_sent is among them; a folder's own list beside it is not
+    reproduced either."""
+    folder = copied(tmp_path, "conv_pegasus", **config)
+    with pytest.raises(RenderUnsupportedError, match=match):
+        Renderer(ServerOptions(model=str(folder)))
+
+
+@pytest.mark.parametrize(("config", "first"), [
+    ({}, ["<pad>", "</s>", "<mask_1>", "<mask_2>", "<unk_2>"]),
+    ({"mask_token": None}, ["<pad>", "</s>", "<mask_2>", "<unk_2>"]),
+    ({"mask_token_sent": "<mask_1>"}, ["<pad>", "</s>", "<mask_1>", "<unk_2>"]),
+    ({"mask_token": "<m>", "mask_token_sent": None}, ["<pad>", "</s>", "<m>", "<unk_2>"])])
+def test_pegasus_converter_puts_its_optional_mask_tokens_then_unk_entries_first(
+        config: dict[str, Any], first: list[str]) -> None:
+    """PegasusConverter.convert_from_spm: pad and eos, each mask token unless "None" (or
+    the first one again), <unk_2> … <unk_{offset-1}>, then the model's pieces from 2 on."""
+    path = real_models.folder("conv_pegasus") / "spiece.model"
+    for offset in (103, 5):
+        vocabulary = spm_vocabulary(path, CONVERSIONS["PegasusTokenizer"],
+                                    {**config, "offset": offset})
+        assert vocabulary.unigram is not None
+        pieces = [piece for piece, _ in vocabulary.unigram]
+        head = len(first) - 1
+        assert pieces[:head] == first[:-1]
+        assert pieces[head:head + offset - 2] == [f"<unk_{i}>" for i in range(2, offset)]
+        assert pieces[head + offset - 2:] == [p for p, _, _ in read_spm_model(path).pieces][2:]

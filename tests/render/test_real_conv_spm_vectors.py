@@ -1,0 +1,129 @@
+"""Replay vLLM 0.31.0's rendering of more classes converting a SentencePiece model.
+
+``real_conv_spm_bodies.jsonl`` (tools/build_real_conv_spm_bodies.py) holds the bodies of
+test_real_wu_vectors.py over tests/render/real/ folders holding a SentencePiece model
+and no tokenizer.json: Gemma 3's vocabulary written as its tokenizer.model
+(tests/real_models.py's ``spm_model`` edit) under GemmaTokenizer (``conv_gemma3``, a
+Gemma 3 folder) and Siglip2Tokenizer, Mistral 7B's BPE model under CodeLlamaTokenizer,
+and the sentencepiece 0.2.1 sdist's Unigram test model under ReformerTokenizer (which
+builds a BPE over it), BigBirdTokenizer, DebertaV2Tokenizer, BarthezTokenizer,
+RemBertTokenizer, XGLMTokenizer and FNetTokenizer (the generic backend's tokenizer with
+AlbertTokenizer's named tokens), and XLM-R's Unigram vocabulary (llama.cpp's GGUF) written
+as a SentencePiece model under PegasusTokenizer. The vectors are what vLLM 0.31.0's render server
+answered (tools/harvest_render.py): every 200 must give the same ids, every vLLM error
+an error with the same status. The files are fetched into a cache (tests/real_models.py):
+without it these tests skip, under CI they fetch.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+from render_cases import (
+    RenderCase,
+    assert_covers_both_answers,
+    assert_replays,
+    each_case,
+    kept_case,
+    real_renderer,
+    render_cases,
+)
+
+from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_rebuilds import REBUILDS
+
+CASES = render_cases("real_conv_spm_")
+#: Each folder and the class vLLM's transformers converted it for.
+CLASSES = {
+    "conv_gemma3": "GemmaTokenizer", "conv_siglip2": "Siglip2Tokenizer",
+    "conv_code_llama": "CodeLlamaTokenizer", "conv_reformer": "ReformerTokenizer",
+    "conv_big_bird": "BigBirdTokenizer", "conv_deberta_v2": "DebertaV2Tokenizer",
+    "conv_barthez": "BarthezTokenizer", "conv_rembert": "RemBertTokenizer",
+    "conv_xglm": "XGLMTokenizer", "conv_fnet": "FNetTokenizer",
+    "conv_pegasus": "PegasusTokenizer"}
+
+
+def renderer(real: str) -> Renderer:
+    return real_renderer(CASES, real, 512)
+
+
+def test_the_corpus_covers_every_folder_and_both_answers() -> None:
+    assert_covers_both_answers(CASES, CLASSES)
+
+
+@pytest.mark.parametrize(("real", "cls"), sorted(CLASSES.items()))
+def test_each_folder_takes_its_class_conversion(real: str, cls: str) -> None:
+    folder = next(c for c in CASES if c.real == real).folder()
+    assert not (folder / "tokenizer.json").exists()
+    decision = renderer(real).folder.tokenizer_decision
+    assert (decision.path, decision.tokenizer_class) == ("converted", cls)
+    # FNetTokenizer has no __init__ of its own: the generic backend's conversion.
+    assert decision.recipe == (REBUILDS[cls].name if cls in REBUILDS else "spm")
+
+
+@each_case(CASES)
+def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    assert case.real is not None
+    assert_replays(renderer(case.real), case)
+
+
+@lru_cache(maxsize=2)
+def _release_renderer(release: str, real: str) -> Renderer:
+    folder = next(c for c in CASES if c.real == real).folder()
+    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
+                                  max_model_len=512, vllm_version=release))
+
+
+@each_case(CASES)
+def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.32.0 (transformers 5.19) answered the corpus as kept in
+    releases/0.32.0/real_conv_spm_vectors.jsonl."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.32.0", case.real),
+                   kept_case(case, "0.32.0", "real_conv_spm_"))
+
+
+
+#: The folders refused under vLLM 0.30.0 (transformers 5.24): FNetTokenizer's is the
+#: generic backend's conversion, which 5.24 builds otherwise (41 of its 44 answers
+#: differ: test_vllm_0_30_answers_fnet_otherwise).
+REFUSED_AT_0_30 = {"conv_fnet": r"not vLLM 0\.30\.0's"}
+
+
+@each_case([c for c in CASES if c.real not in REFUSED_AT_0_30])
+def test_vllm_0_30_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.30.0 (transformers 5.24) answered the other folders as kept in
+    releases/0.30.0/real_conv_spm_vectors.jsonl."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.30.0", case.real),
+                   kept_case(case, "0.30.0", "real_conv_spm_"))
+
+
+@pytest.mark.parametrize(("real", "match"), sorted(REFUSED_AT_0_30.items()))
+def test_the_folders_0_30_converts_otherwise_are_refused_there(real: str, match: str) -> None:
+    with pytest.raises(RenderUnsupportedError, match=match):
+        _release_renderer("0.30.0", real)
+
+
+def test_vllm_0_30_answers_fnet_otherwise() -> None:
+    """The generic backend's conversion in transformers 5.24 gave other answers for
+    nearly every FNet body, and the same for every other folder's."""
+    for real, at_least in (("conv_fnet", 40), ("conv_gemma3", 0)):
+        cases = [c for c in CASES if c.real == real]
+        kept = [kept_case(c, "0.30.0", "real_conv_spm_") for c in cases]
+        differ = sum((k.status, k.token_ids) != (c.status, c.token_ids)
+                     for c, k in zip(cases, kept, strict=True))
+        assert differ >= at_least if at_least else differ == 0, real
+
+
+def test_vllm_0_29_answered_as_0_30_yet_is_refused() -> None:
+    """vLLM 0.29.0 (transformers 5.24, as 0.30.0) answered every body as 0.30.0 did
+    (releases/0.29.0/real_conv_spm_vectors.jsonl); the SentencePiece conversions are not
+    claimed there while the real_conv_ corpus was not harvested from it
+    (render/_hf_converted.py ``CONVERTED_RELEASES``)."""
+    for case in CASES:
+        kept = [kept_case(case, release, "real_conv_spm_") for release in ("0.29.0", "0.30.0")]
+        assert (kept[0].status, kept[0].token_ids) == (kept[1].status, kept[1].token_ids)
+    with pytest.raises(RenderUnsupportedError, match=r"not vLLM 0\.29\.0's"):
+        _release_renderer("0.29.0", "conv_gemma3")
