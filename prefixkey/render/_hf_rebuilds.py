@@ -36,7 +36,8 @@ from typing import Any, Final, Literal
 
 from ..errors import InvalidRequestError
 
-__all__ = ["REBUILDS", "REFUSED_BECAUSE", "VERIFIED_WITH", "ModelSpec", "Rebuild", "Template"]
+__all__ = ["MBART50_CODES", "MBART_CODES", "REBUILDS", "REFUSED_BECAUSE", "VERIFIED_WITH",
+           "ModelSpec", "Rebuild", "Template"]
 
 Spec = tuple[str, Any]  # (name, kwargs) or ("Sequence", [Spec, ...])
 ModelKind = Literal["BPE", "WordPiece", "Unigram"]
@@ -269,11 +270,11 @@ _METASPACE_ALWAYS: Final[Spec] = ("Metaspace", {"replacement": "▁", "prepend_s
 #: SentencePiece's runs of spaces folded to one (its converters' normalizer tail).
 _SPACE_RUNS: Final[Spec] = ("Replace", {"pattern": ("Regex", " {2,}"), "content": " "})
 #: FAIRSEQ_LANGUAGE_CODES of models/mbart, mbart50 (the first 25 again) and nllb.
-_MBART_CODES: Final = (
+MBART_CODES: Final = (
     "ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN",
     "hi_IN", "it_IT", "ja_XX", "kk_KZ", "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP",
     "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN", "zh_CN")
-_MBART50_CODES: Final = (*_MBART_CODES,
+MBART50_CODES: Final = (*MBART_CODES,
                           "af_ZA", "az_AZ", "bn_IN", "fa_IR", "he_IL", "hr_HR", "id_ID",
                           "ka_GE", "km_KH", "mk_MK", "ml_IN", "mn_MN", "mr_IN", "pl_PL",
                           "ps_AF", "pt_XX", "sv_SE", "sw_KE", "ta_IN", "te_IN", "th_TH",
@@ -874,7 +875,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         decoder=_METASPACE_ALWAYS,
         defaults=_FAIRSEQ_TOKENS,
         wrap={"mask_token": {"lstrip": True, "rstrip": False}},
-        extras_before=_MBART_CODES,
+        extras_before=MBART_CODES,
         lang_code=("en_XX", "{}"),
         post_processor=_LANG_SUFFIX),
     "MBart50Tokenizer": Rebuild(
@@ -885,7 +886,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         decoder=_METASPACE_ALWAYS,
         defaults={**_FAIRSEQ_TOKENS, "bos_token": None},
         wrap={"mask_token": {"lstrip": True, "rstrip": False}},
-        extras_after=_MBART50_CODES,
+        extras_after=MBART50_CODES,
         reorders_vocab=True,
         lang_code=("en_XX", "{}"),
         post_processor=_LANG_PREFIX),

@@ -39,6 +39,7 @@ from ._hf_converted import (
     converted_vocabulary,
     generic_specials,
     generic_spm_tokenizer,
+    rebuilding_class,
 )
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
 from ._hf_tiktoken import converted_tokenizer, update_post_processor
@@ -248,7 +249,12 @@ def _rebuilt(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, An
     """
     tok = Tokenizer(_model(recipe, loaded, derived, tokenizer_json, converted))
     tok.post_processor = None if loaded is None else loaded.post_processor
-    tok.normalizer = _component(recipe.normalizer, derived, normalizers)
+    try:
+        tok.normalizer = _component(recipe.normalizer, derived, normalizers)
+    except Exception as exc:  # tokenizers raises a bare Exception (an empty charsmap's)
+        raise ModelFolderError(converted.file if converted else "tokenizer.json", (
+            f"the {recipe.name} tokenizer class's normalizer cannot be built ({exc}): "
+            "transformers fails to load the folder, so vLLM does not start")) from None
     tok.pre_tokenizer = _component(recipe.pre_tokenizer, derived, pre_tokenizers)
     tok.decoder = _component(recipe.decoder, derived, decoders)
     return tok
@@ -523,8 +529,9 @@ class HfTokenizer:
 def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds."""
     decision = folder.tokenizer_decision
-    recipe = (REBUILDS.get(decision.tokenizer_class) if decision.recipe is not None
-              and decision.tokenizer_class is not None else None)
+    recipe = (REBUILDS.get(rebuilding_class(decision.tokenizer_class))
+              if decision.recipe is not None and decision.tokenizer_class is not None
+              else None)
     if folder.tokenizer_config.get("fix_mistral_regex"):
         # transformers may then swap the pre-tokenizer's regex (_patch_mistral_regex).
         raise RenderUnsupportedError("tokenizer_config.json",
