@@ -1,4 +1,4 @@
-"""Build ``tests/render/real_conv_more_bodies.jsonl``: more classes' folders without tokenizer.json.
+"""Build ``tests/render/real_conv_more_bodies.jsonl``: more classes without tokenizer.json.
 
 Maintainer tool. Each folder of :data:`FOLDERS` (tests/render/real/<name>/) holds a real
 vocabulary file and no tokenizer.json, so transformers converts it for the folder's class

@@ -196,18 +196,19 @@ def _converted_path(name: str, kind: str, why: str,
             "reproduced)"), "spm")
     record = REBUILDS.get(name if conversion is None else conversion.init or name)
     if conversion is not None and record is not None:
-        source = files_read(conversion)
+        files = files_read(conversion)
         if conversion.default is not None and record.vocab is not None:
-            source = "its own vocabulary (no file is read)"
+            files = "its own vocabulary (no file is read)"
         elif conversion.default is not None:
-            source += (", or without it from its default vocabulary "
-                       f"({', '.join(conversion.default)}), which encodes no text")
+            files += (", or without it from its default vocabulary "
+                      f"({', '.join(conversion.default)}), which encodes no text")
         return TokenizerPath("converted", name, head + (
             (f"has {conversion.init}'s __init__, which " if conversion.init else "")
-            + f"rebuilds the tokenizer from {source}"), record.name)
+            + f"rebuilds the tokenizer from {files}"), record.name)
     return TokenizerPath("converted", name, head + (
         "converts the folder's SentencePiece, tiktoken or vocab/merges files, which "
-        "prefixkey does not reproduce for this class"))
+        "prefixkey does not reproduce for this class")
+        + (f"; {REFUSED_BECAUSE[name]}" if name in REFUSED_BECAUSE else ""))
 
 
 def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
