@@ -244,7 +244,7 @@ def test_vllm_0_30_rendering_of_the_more_folders_replays(case: RenderCase) -> No
 
 @pytest.mark.parametrize("real", sorted(NOT_030))
 def test_vllm_0_30_is_refused_for_the_folders_it_was_not_replayed_for(real: str) -> None:
-    with pytest.raises(RenderUnsupportedError, match="0.30.0"):
+    with pytest.raises(RenderUnsupportedError, match=r"0\.30\.0"):
         _release_renderer("0.30.0", real)
 
 
