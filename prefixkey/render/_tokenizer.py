@@ -40,6 +40,7 @@ from ._hf_converted import (
     converted_vocabulary,
     generic_specials,
     generic_spm_tokenizer,
+    rebuilding_class,
 )
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
 from ._hf_tiktoken import converted_tokenizer
@@ -560,8 +561,9 @@ class HfTokenizer:
 def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds."""
     decision = folder.tokenizer_decision
-    recipe = (REBUILDS.get(decision.tokenizer_class) if decision.recipe is not None
-              and decision.tokenizer_class is not None else None)
+    recipe = (REBUILDS.get(rebuilding_class(decision.tokenizer_class))
+              if decision.recipe is not None and decision.tokenizer_class is not None
+              else None)
     if folder.tokenizer_config.get("fix_mistral_regex"):
         # transformers may then swap the pre-tokenizer's regex (_patch_mistral_regex).
         raise RenderUnsupportedError("tokenizer_config.json",

@@ -230,3 +230,26 @@ def test_pegasus_converter_puts_its_optional_mask_tokens_then_unk_entries_first(
         assert pieces[:head] == first[:-1]
         assert pieces[head:head + offset - 2] == [f"<unk_{i}>" for i in range(2, offset)]
         assert pieces[head + offset - 2:] == [p for p, _, _ in read_spm_model(path).pieces][2:]
+
+
+def test_a_model_without_a_charsmap_fails_a_class_building_one(tmp_path: Path) -> None:
+    """NllbTokenizer builds a Precompiled normalizer over the extracted charsmap whenever
+    one is passed, and SentencePieceExtractor passes the proto's, empty for Mistral 7B's
+    model: tokenizers refuses it ("Cannot parse precompiled_charsmap"), so transformers
+    fails to load the folder (checked with transformers 5.17)."""
+    folder = copied(tmp_path, "conv_nllb", drop=("sentencepiece.bpe.model",))
+    shutil.copy(real_models.folder("conv_llama") / "tokenizer.model",
+                folder / "sentencepiece.bpe.model")
+    with pytest.raises(ModelFolderError, match="vLLM does not start") as info:
+        Renderer(ServerOptions(model=str(folder)))
+    assert info.value.field == "sentencepiece.bpe.model"
+
+
+def test_a_class_building_its_own_vocabulary_beside_a_model_file_is_refused(
+        tmp_path: Path) -> None:
+    """EsmcTokenizer names no vocabulary file, but from_pretrained hands it a folder's
+    tokenizer.model converted, whose pieces it then drops from its special tokens."""
+    folder = copied(tmp_path, "conv_esmc")
+    shutil.copy(real_models.folder("conv_llama") / "tokenizer.model", folder)
+    with pytest.raises(RenderUnsupportedError, match="also hands it"):
+        Renderer(ServerOptions(model=str(folder), max_model_len=512))
