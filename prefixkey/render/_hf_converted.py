@@ -463,9 +463,17 @@ def generic_spm_tokenizer(vocabulary: Vocabulary, renamed: Mapping[int, Any],
             user_defined = [by_id[i] for i, (_, _, kind) in enumerate(spm.pieces)
                             if kind == _USER_DEFINED and i in by_id]
             merges = _scored_merges(spm, by_id)
-        tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=spm.unk_piece,
-                                   fuse_unk=True, byte_fallback=spm.byte_fallback,
-                                   dropout=None, ignore_merges=bool(user_defined)))
+        try:
+            tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=spm.unk_piece,
+                                       fuse_unk=True, byte_fallback=spm.byte_fallback,
+                                       dropout=None, ignore_merges=bool(user_defined)))
+        except Exception as exc:  # tokenizers raises a bare Exception
+            # ``extracted``: the merges were generated before the renames, so a renamed
+            # piece they use is gone from the vocabulary, and transformers fails alike.
+            raise ModelFolderError("tokenizer_config.json", (
+                f"added_tokens_decoder renames pieces of the SentencePiece model "
+                f"{vocabulary.file}, and transformers fails to build its BPE model ({exc}): "
+                "vLLM does not start")) from None
     else:
         if renamed and build == "extracted":
             # transformers renames the pieces through ``vocab.items()``, which a Unigram
