@@ -233,7 +233,7 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
                      "GPTNeoXTokenizer", "CohereTokenizer", "CLIPTokenizer",
                      "OpenAIGPTTokenizer", "HerbertTokenizer", "DebertaTokenizer",
                      "BlenderbotTokenizer", "NougatTokenizer", "MarkupLMTokenizer",
-                     "LayoutLMv3Tokenizer"), _BYTE_LEVEL),
+                     "LayoutLMv3Tokenizer", "WhisperTokenizer"), _BYTE_LEVEL),
     **dict.fromkeys(("BertTokenizer", "DistilBertTokenizer", "DPRQuestionEncoderTokenizer",
                      "DPRContextEncoderTokenizer", "LayoutLMv2Tokenizer", "FunnelTokenizer",
                      "MPNetTokenizer", "SplinterTokenizer"), _WORDPIECE),
