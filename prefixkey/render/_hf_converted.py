@@ -242,13 +242,12 @@ GENERIC: Final = Conversion("tokenizer.model", None)
 #: The releases whose render servers' answers for converted folders were replayed, per
 #: source (tests/render/real_conv_vectors.jsonl, real_conv_files_vectors.jsonl and their
 #: releases/ copies); the others are refused. transformers 5.24 (vLLM 0.29.0, 0.30.0)
-#: builds the generic backend's tokenizer from a SentencePiece model otherwise (merges
-#: from the scores, renamed pieces kept apart, user-defined pieces not special): vLLM
-#: 0.30.0 answered 76 of the generic folders' 78 texts otherwise, the rebuilding classes'
-#: all as 0.31.0 did.
+#: builds the generic backend's tokenizer from a SentencePiece model otherwise (the
+#: era's ``generic_spm``, :func:`generic_spm_tokenizer`): 76 of the generic folders' 78
+#: texts got other ids than at 0.31.0, the rebuilding classes' all the same.
 CONVERTED_RELEASES: Final = MappingProxyType({
-    "sentencepiece": frozenset({"0.30.0", "0.31.0", "0.32.0"}),
-    "generic": frozenset({"0.30.0", "0.31.0", "0.32.0"}),
+    "sentencepiece": frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"}),
+    "generic": frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"}),
     "files": frozenset({"0.31.0", "0.32.0"})})
 
 

@@ -159,7 +159,7 @@ def test_vllm_0_32_rendering_of_the_folders_replays(corpus: str, case: RenderCas
 #: otherwise (render/_eras.py ``generic_spm``).
 GENERIC = frozenset({"conv_generic", "conv_generic_bpe"})
 #: The releases of transformers 5.24 whose answers for the SentencePiece folders were kept.
-SPM_524 = ("0.30.0",)
+SPM_524 = ("0.29.0", "0.30.0")
 
 
 @pytest.mark.parametrize(("release", "case"), [
@@ -195,8 +195,8 @@ def _release_renderer(release: str, real: str) -> Renderer:
 
 
 @pytest.mark.parametrize(("release", "real"), [
-    ("0.29.0", "conv_generic"), ("0.29.0", "conv_t5"), ("0.30.0", "conv_qwen3"),
-    ("0.33.0", "conv_qwen3"), ("0.33.0", "conv_generic")])
+    ("0.29.0", "conv_qwen3"), ("0.30.0", "conv_whisper"), ("0.33.0", "conv_qwen3"),
+    ("0.33.0", "conv_generic"), ("0.33.0", "conv_t5")])
 def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
     """The answers of those releases for those folders were not harvested."""
     with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
