@@ -120,7 +120,8 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   `prefixkey/render/_hf_converted.py`, for {", ".join(sorted(CONVERSIONS))} and
   TokenizersBackend, verified against vLLM's answers on real SentencePiece models (vLLM
   {", ".join(sorted(CONVERTED_RELEASES["sentencepiece"]))}, for the generic backend
-  {", ".join(sorted(CONVERTED_RELEASES["generic"]))}: `real_conv_` corpus) and
+  {", ".join(sorted(CONVERTED_RELEASES["generic"]))}, built as each release's transformers
+  builds it: `RenderEra.generic_spm`; `real_conv_` corpus) and
   vocabulary files (vLLM {", ".join(sorted(CONVERTED_RELEASES["files"]))}:
   `real_conv_files_` corpus), refused at other releases; refused for the other classes;
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
