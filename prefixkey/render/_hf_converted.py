@@ -248,7 +248,7 @@ GENERIC: Final = Conversion("tokenizer.model", None)
 CONVERTED_RELEASES: Final = MappingProxyType({
     "sentencepiece": frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"}),
     "generic": frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"}),
-    "files": frozenset({"0.31.0", "0.32.0"})})
+    "files": frozenset({"0.30.0", "0.31.0", "0.32.0"})})
 
 
 def conversion_releases(tokenizer_class: str) -> frozenset[str]:

@@ -155,6 +155,15 @@ def test_vllm_0_32_rendering_of_the_folders_replays(corpus: str, case: RenderCas
     assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", corpus))
 
 
+@each_case(FILE_CASES)
+def test_vllm_0_30_rendering_of_the_vocabulary_file_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.30.0 (transformers 5.24) answered the vocabulary-file folders
+    (releases/0.30.0/real_conv_files_vectors.jsonl)."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.30.0", case.real),
+                   kept_case(case, "0.30.0", "real_conv_files_"))
+
+
 #: The generic backend's folders, which transformers 5.24 (vLLM 0.29, 0.30) converts
 #: otherwise (render/_eras.py ``generic_spm``).
 GENERIC = frozenset({"conv_generic", "conv_generic_bpe"})
@@ -195,7 +204,7 @@ def _release_renderer(release: str, real: str) -> Renderer:
 
 
 @pytest.mark.parametrize(("release", "real"), [
-    ("0.29.0", "conv_qwen3"), ("0.30.0", "conv_whisper"), ("0.33.0", "conv_qwen3"),
+    ("0.29.0", "conv_qwen3"), ("0.29.0", "conv_whisper"), ("0.33.0", "conv_qwen3"),
     ("0.33.0", "conv_generic"), ("0.33.0", "conv_t5")])
 def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
     """The answers of those releases for those folders were not harvested."""
