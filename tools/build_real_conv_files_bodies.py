@@ -9,7 +9,10 @@ of Qwen3's, Llama 3's, DeepSeek V3's, CLIP's and Whisper's BPE vocabularies, voc
 ``conv_gpt2``, ``conv_roberta`` and ``conv_bert`` are Qwen3's, GPT-2-, RoBERTa- and
 BERT-style folders; the others are the ``*_rule`` folders of the rebuild corpora
 (tokenizer_config.json and config.json copied) with their tokenizer.json's vocabulary
-written as those files. The bodies are tools/build_real_wu_bodies.py's.
+written as those files; ``conv_whisper`` is ``whisper_rule``'s with its added tokens as
+tokenizer_config.json's ``added_tokens_decoder`` (``added_tokens_decoder``), as Whisper's
+hub folders hold them, ``conv_whisper_bare`` without them (its prefix tokens are then the
+unk token). The bodies are tools/build_real_wu_bodies.py's.
 ``tools/harvest_render.py --bodies tests/render/real_conv_files_bodies.jsonl --out
 tests/render/real_conv_files_vectors.jsonl --port 19151`` records vLLM 0.31's answers.
 
@@ -37,6 +40,7 @@ FOLDERS = {
     "conv_dpr": False, "conv_funnel": False, "conv_gpt_neox": True, "conv_herbert": True,
     "conv_layoutlmv2": True, "conv_layoutlmv3": True, "conv_markuplm": True,
     "conv_mpnet": False, "conv_nougat": True, "conv_openai_gpt": True, "conv_splinter": True,
+    "conv_whisper": True, "conv_whisper_bare": True,
 }
 
 

@@ -44,6 +44,9 @@ FOLDERS: Final[dict[str, tuple[str, bool]]] = {
     # Wav2Vec2Model.
     "python_models/byt5_pool": ("punct", False),
     "python_models/byt5": ("punct", False),
+    # No architectures: vLLM's config reader fills in the model type's transformers base
+    # class (MODEL_MAPPING_NAMES: GPT2Model), which it runs as a pooling model.
+    "python_models/byt5_noarch": ("punct", False),
     "python_models/perceiver_pool": ("punct", False),
     "python_models/dia_pool": ("punct", False),
     "python_models/canine_pool": ("punct", False),

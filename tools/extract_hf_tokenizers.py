@@ -9,6 +9,8 @@ that loads a folder's tokenizer:
   the ``MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS`` types as ``TokenizersBackend``),
   that list, ``MODEL_IDS_TO_TOKENIZERS_BACKEND`` and the model types with a config class;
 - vLLM's ``_MODEL_TYPES_WITH_INCORRECT_TOKENIZER_CLASS``;
+- ``MODEL_MAPPING_NAMES`` (model type → base model class), which vLLM's config reader
+  takes as the architectures of a config.json without them;
 - the model types whose config class is an encoder-decoder's by default
   (``is_encoder_decoder``, which vLLM's render server answers with no token ids) and
   with a decoder start token id (``DECODER_START_TYPES``);
@@ -86,6 +88,7 @@ def collect() -> dict[str, Any]:
     transformers = import_module("transformers")
     vllm = import_module("vllm")
     ca = import_module("transformers.models.auto.configuration_auto")
+    ma = import_module("transformers.models.auto.modeling_auto")
     ta = import_module("transformers.models.auto.tokenization_auto")
     registry = import_module("vllm.tokenizers.registry")
     TokenizersBackend, PythonBackend = transformers.TokenizersBackend, transformers.PythonBackend
@@ -122,6 +125,7 @@ def collect() -> dict[str, Any]:
         "transformers": transformers.__version__,
         "vllm": vllm.__version__,
         "mapping": mapping,
+        "base_models": dict(ma.MODEL_MAPPING_NAMES),
         "config_types": sorted(ca.CONFIG_MAPPING_NAMES),
         "incorrect": sorted(ta.MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS),
         "patterns": list(ta.MODEL_IDS_TO_TOKENIZERS_BACKEND),
@@ -181,6 +185,11 @@ def render(facts: dict[str, Any]) -> str:
     ]
     lines += [f"    {k!r}: {v!r}," for k, v in sorted(facts["mapping"].items())]
     lines += ["}", "",
+              "#: models/auto/modeling_auto.py MODEL_MAPPING_NAMES: model type -> base model class,",
+              "#: which vLLM's config reader takes as the architectures a config.json lacks.",
+              "BASE_MODELS: Final[dict[str, str | tuple[str, ...]]] = {"]
+    lines += [f"    {k!r}: {v!r}," for k, v in sorted(facts["base_models"].items())]
+    lines += ["}", "",
               "#: configuration_auto.py CONFIG_MAPPING_NAMES: the model types transformers knows.",
               "CONFIG_MODEL_TYPES: Final = frozenset({"]
     lines += [f"    {t!r}," for t in facts["config_types"]]
@@ -224,7 +233,8 @@ def render(facts: dict[str, Any]) -> str:
 def render_delta(facts: dict[str, Any], base: ModuleType) -> str:
     """A release's facts as their differences from the base module's."""
     delta_module = load_module(RENDER / "_hf_facts_delta.py")
-    tables = {"REGISTERED_CLASS": facts["mapping"], "CONFIG_MODEL_TYPES": facts["config_types"],
+    tables = {"REGISTERED_CLASS": facts["mapping"], "BASE_MODELS": facts["base_models"],
+              "CONFIG_MODEL_TYPES": facts["config_types"],
               "INCORRECT_HUB_CLASS": facts["incorrect"], "BACKEND_NAME_PATTERNS": facts["patterns"],
               "VLLM_INCORRECT_HUB_CLASS": facts["vllm_incorrect"],
               "BYTE_LEVEL_BACKEND_HUB": facts["byte_level"],
@@ -245,7 +255,8 @@ def render_delta(facts: dict[str, Any], base: ModuleType) -> str:
     for name, value in changes.items():
         lines.append("")
         if isinstance(value, dict):
-            kind = "tuple[str, str]" if name.startswith("CLASSES") else "str | None"
+            kind = ("tuple[str, str]" if name.startswith("CLASSES") else
+                    "str | tuple[str, ...]" if name.startswith("BASE_MODELS") else "str | None")
             lines.append(f"{name}: Final[dict[str, {kind}]] = {{" if value
                          else f"{name}: Final[dict[str, {kind}]] = {{}}")
             if value:

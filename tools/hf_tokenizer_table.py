@@ -120,7 +120,8 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   `prefixkey/render/_hf_converted.py`, for {", ".join(sorted(CONVERSIONS))} and
   TokenizersBackend, verified against vLLM's answers on real SentencePiece models (vLLM
   {", ".join(sorted(CONVERTED_RELEASES["sentencepiece"]))}, for the generic backend
-  {", ".join(sorted(CONVERTED_RELEASES["generic"]))}: `real_conv_` and `real_conv_spm_`
+  {", ".join(sorted(CONVERTED_RELEASES["generic"]))}, built as each release's transformers
+  builds it: `RenderEra.generic_spm`; `real_conv_` and `real_conv_spm_`
   corpora; GemmaTokenizer's and Siglip2Tokenizer's model is Gemma 3's vocabulary written
   as the SentencePiece model its tokenizer.json came from, a derived file, as no registry
   ships Gemma's; FNetTokenizer, without an `__init__` of its own, gets the generic

@@ -29,7 +29,7 @@ from ..core._api_rules import CACHE_SALT_MAX_CHARS
 from ..core._era_table import era_at
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-__all__ = ["RENDER_ERAS", "CacheSaltRule", "EncoderDecoderCompletions",
+__all__ = ["RENDER_ERAS", "CacheSaltRule", "EncoderDecoderCompletions", "GenericSpm",
            "HarmonyHeaders", "OutputBudget", "RenderEra",
            "RequestMMKwargs", "ReusedIds", "VerifiedRelease", "render_era", "render_release",
            "verified_releases"]
@@ -61,6 +61,14 @@ HarmonyHeaders = Literal["tool_calls", "every"]
 #: token_ids rendered"; 0.33 alike); None: not harvested for the era (0.29 starts none
 #: of the corpus's encoder-decoder architectures), refused.
 EncoderDecoderCompletions = Literal["no_ids"] | None
+#: How the generic backend (TokenizersBackend over a SentencePiece ``tokenizer.model``, no
+#: tokenizer.json) builds its tokenizer (render/_hf_converted.py ``generic_spm_tokenizer``):
+#: ``extracted`` (transformers 5.17, 5.19: SentencePieceExtractor's vocabulary, merges by
+#: piece id, pieces renamed in turn, user-defined pieces added as tokens, no dummy prefix)
+#: or ``spec`` (5.24: the model's normalizer spec followed, merges ranked by score, renamed
+#: pieces kept apart from the pieces keeping their ids, user-defined pieces left to the
+#: model: ``_convert_from_sentencepiece``, ``build_tokenizer_from_spm_proto``).
+GenericSpm = Literal["extracted", "spec"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +139,7 @@ class RenderEra:
     #: tekken.json: refused there (render/_folder.py).
     hf_mistral_format: bool = True
     encoder_decoder_completions: EncoderDecoderCompletions = None
+    generic_spm: GenericSpm = "extracted"
     cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -157,6 +166,7 @@ RENDER_ERAS: Final = (
         request_mm_kwargs="accepted",
         harmony_headers="every",
         hf_mistral_format=False,
+        generic_spm="spec",
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
@@ -170,6 +180,7 @@ RENDER_ERAS: Final = (
         request_mm_kwargs="accepted",
         harmony_headers="every",
         encoder_decoder_completions="no_ids",
+        generic_spm="spec",
         verified=_releases(
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.

@@ -214,10 +214,26 @@ def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
     return max_model_len
 
 
-def config_architectures(config: dict[str, Any]) -> tuple[str, ...]:
-    """config.json's ``architectures``: the strings among them."""
+def config_architectures(config: dict[str, Any], vllm_version: str) -> tuple[str, ...]:
+    """The architectures vLLM reads: config.json's ``architectures`` (the strings among
+    them), or when it names none, the one its config reader fills in (``get_config``): the
+    model type's transformers base class (``MODEL_MAPPING_NAMES``, the release's facts)."""
     found = config.get("architectures")
-    return tuple(a for a in found if isinstance(a, str)) if isinstance(found, list) else ()
+    if found:
+        return tuple(a for a in found if isinstance(a, str)) if isinstance(found, list) else ()
+    model_type = str(config.get("model_type", ""))
+    base = release_facts(vllm_version).BASE_MODELS.get(model_type)
+    if isinstance(base, str):
+        return (base,)
+    if base is None:
+        why = (f"model_type {model_type!r} has no base class in transformers, so vLLM's config "
+               "reader leaves them unset (with a warning)")
+    else:
+        why = (f"vLLM's config reader takes model_type {model_type!r}'s transformers base "
+               f"classes {list(base)} as one architecture")
+    raise RenderUnsupportedError("config.json", (
+        f"it names no architectures, and {why}: what vLLM {vllm_version} then runs is not "
+        "verified"))
 
 
 def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config: dict[str, Any],
@@ -230,7 +246,7 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
     has_tokenizer_json = (tokenizer_path / "tokenizer.json").is_file()
     decision = decide_tokenizer(
         model_type=model_type,
-        architectures=list(config_architectures(config)),
+        architectures=list(config_architectures(config, vllm_version)),
         tokenizer_mode=mode, tokenizer_config=tokenizer_config,
         config=tokenizer_model_config, name=name,
         has_tokenizer_json=has_tokenizer_json,
@@ -243,7 +259,8 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
     if decision.path != "mistral":  # render/_mistral.py checks its own folders
         # Whatever the path, no ids for a folder the release's server does not start for
         # (and for a folder refused anyway, that reason first when it holds).
-        check_vllm_starts(config_architectures(config), str(config.get("model_type", "")),
+        check_vllm_starts(config_architectures(config, vllm_version),
+                          str(config.get("model_type", "")),
                           vllm_version, unknown_refused=decision.reproduced)
     if decision.path not in ("mistral", "refused"):
         _check_hf_mistral_format(tokenizer_path, model_type, vllm_version)

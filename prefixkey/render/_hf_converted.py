@@ -19,7 +19,7 @@ needed.
 
 from __future__ import annotations
 
-import operator
+import re
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -27,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
+from ._eras import GenericSpm
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_rebuilds import MBART50_CODES, MBART_CODES
 from ._protobuf import DEPTH, Messages, WireError, fields
@@ -41,6 +42,7 @@ __all__ = [
     "Vocabulary",
     "converted_vocabulary",
     "files_read",
+    "generic_inputs",
     "generic_specials",
     "generic_spm_tokenizer",
     "read_spm_model",
@@ -48,8 +50,8 @@ __all__ = [
     "spm_vocabulary",
 ]
 
-#: sentencepiece_model.proto's ``SentencePiece.Type``: CONTROL and USER_DEFINED pieces.
-_CONTROL, _USER_DEFINED = 3, 4
+#: sentencepiece_model.proto's ``SentencePiece.Type``: NORMAL, CONTROL and USER_DEFINED.
+_NORMAL, _CONTROL, _USER_DEFINED = 1, 3, 4
 #: ``TrainerSpec.ModelType``: UNIGRAM (the default) and BPE.
 _UNIGRAM, _BPE = 1, 2
 
@@ -70,6 +72,10 @@ class SpmModel:
     bos_piece: str = "<s>"
     eos_piece: str = "</s>"
     precompiled_charsmap: bytes = b""
+    #: NormalizerSpec's switches (transformers 5.24's generic backend follows them).
+    add_dummy_prefix: bool = True
+    remove_extra_whitespaces: bool = True
+    escape_whitespaces: bool = True
 
 
 #: sentencepiece_model.proto's message fields (sentencepiece 0.2's, whose module
@@ -96,7 +102,9 @@ _TRAINER_FIELDS: Final = {
     3: ("model_type", "ModelType"), 35: ("byte_fallback", "bool"), 40: ("unk_id", "int32"),
     41: ("bos_id", "int32"), 42: ("eos_id", "int32"), 45: ("unk_piece", "string"),
     46: ("bos_piece", "string"), 47: ("eos_piece", "string")}
-_NORMALIZER_FIELDS: Final = {2: ("precompiled_charsmap", "bytes")}
+_NORMALIZER_FIELDS: Final = {
+    2: ("precompiled_charsmap", "bytes"), 3: ("add_dummy_prefix", "bool"),
+    4: ("remove_extra_whitespaces", "bool"), 5: ("escape_whitespaces", "bool")}
 
 
 def _merge(into: dict[str, Any], message: list[tuple[int, int, int | bytes]],
@@ -298,7 +306,8 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
                      "GPTNeoXTokenizer", "CohereTokenizer", "CLIPTokenizer",
                      "OpenAIGPTTokenizer", "HerbertTokenizer", "DebertaTokenizer",
                      "BlenderbotTokenizer", "NougatTokenizer", "MarkupLMTokenizer",
-                     "LayoutLMv3Tokenizer", "LukeTokenizer"), _BYTE_LEVEL),
+                     "LayoutLMv3Tokenizer", "LukeTokenizer",
+                     "WhisperTokenizer"), _BYTE_LEVEL),
     **dict.fromkeys(("BertTokenizer", "DistilBertTokenizer", "DPRQuestionEncoderTokenizer",
                      "DPRContextEncoderTokenizer", "LayoutLMv2Tokenizer", "FunnelTokenizer",
                      "MPNetTokenizer", "SplinterTokenizer", "DPRReaderTokenizer"),
@@ -308,14 +317,13 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
 #: source (tests/render/real_conv_vectors.jsonl, real_conv_spm_vectors.jsonl,
 #: real_conv_files_vectors.jsonl and their releases/ copies); the others are refused.
 #: transformers 5.24 (vLLM 0.29.0, 0.30.0) builds the generic backend's tokenizer from a
-#: SentencePiece model otherwise (merges from the scores, renamed pieces kept apart,
-#: user-defined pieces not special): vLLM 0.30.0 answered 76 of the generic folders' 78
-#: texts otherwise, the rebuilding classes' all as 0.31.0 did. vLLM 0.29.0 answered the
-#: real_conv_spm_ corpus as 0.30.0 did; real_conv_ was not harvested from it.
+#: SentencePiece model otherwise (the era's ``generic_spm``, :func:`generic_spm_tokenizer`):
+#: 76 of the generic folders' 78 texts got other ids than at 0.31.0, the rebuilding
+#: classes' all the same.
 CONVERTED_RELEASES: Final = MappingProxyType({
-    "sentencepiece": frozenset({"0.30.0", "0.31.0", "0.32.0"}),
-    "generic": frozenset({"0.31.0", "0.32.0"}),
-    "files": frozenset({"0.31.0", "0.32.0"})})
+    "sentencepiece": frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"}),
+    "generic": frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0"}),
+    "files": frozenset({"0.30.0", "0.31.0", "0.32.0"})})
 
 
 def conversion_releases(tokenizer_class: str) -> frozenset[str]:
@@ -511,42 +519,139 @@ def files_read(conversion: Conversion) -> str:
         f for f in (conversion.vocab_file, conversion.merges_file) if f)
 
 
-def generic_spm_tokenizer(vocabulary: Vocabulary, renamed: Mapping[int, Any]) -> Any:
+def _renamed(vocab: Mapping[str, int], renamed: Mapping[int, Any],
+             build: GenericSpm) -> dict[str, int]:
+    """The BPE vocabulary with its pieces renamed as ``added_tokens_decoder`` says:
+    ``extracted`` renames each in turn onto a name not yet taken; ``spec`` renames every
+    piece at once, but not onto a piece keeping its own id (two pieces may swap names)."""
+    names = {index: str(token) for index, token in renamed.items()}
+    if build == "spec":
+        kept = {piece for piece, index in vocab.items() if index not in names}
+        return {(names[i] if i in names and names[i] not in kept else piece): i
+                for piece, i in vocab.items()}
+    out = dict(vocab)
+    by_id = {i: piece for piece, i in out.items()}
+    for index, new in names.items():
+        current = by_id.get(index)
+        if current and current != new and new not in out:
+            out[new] = out.pop(current)
+            by_id[index] = new
+    return out
+
+
+def _scored_merges(spm: SpmModel, by_id: Mapping[int, str]) -> list[tuple[str, str]]:
+    """build_tokenizer_from_spm_proto's merges: every split of a normal piece into two
+    normal pieces, by the piece's score (highest first), then its id."""
+    normal = {by_id[i]: (score, i) for i, (_, score, kind) in enumerate(spm.pieces)
+              if kind == _NORMAL and i in by_id}
+    ranked = [(-score, i, token[:cut], token[cut:]) for token, (score, i) in normal.items()
+              for cut in range(1, len(token))
+              if token[:cut] in normal and token[cut:] in normal]
+    return [(left, right) for _, _, left, right in sorted(ranked)]
+
+
+def generic_inputs(vocabulary: Vocabulary, decoder: Mapping[int, Any], build: GenericSpm
+                   ) -> tuple[list[tuple[str, bool]], dict[int, Any]]:
+    """What ``_convert_from_sentencepiece`` hands the generic backend's ``__init__``
+    besides its tokenizer: the model file's control and user-defined pieces (``spec``:
+    the control ones only, user-defined pieces are the model's), and
+    ``added_tokens_decoder`` (``spec``, with a dummy prefix: every token matched on the
+    raw text, ``normalized`` false, so each chunk between them gets its own prefix)."""
+    spm = vocabulary.model
+    assert spm is not None  # the generic backend converts a SentencePiece model only
+    if build == "extracted":
+        return list(vocabulary.added), dict(decoder)
+    user_defined = {piece for piece, _, kind in spm.pieces if kind == _USER_DEFINED}
+    added = [(text, special) for text, special in vocabulary.added if text not in user_defined]
+    if spm.add_dummy_prefix:
+        from tokenizers import AddedToken
+
+        decoder = {i: AddedToken(**{**t.__getstate__(), "normalized": False})
+                   if isinstance(t, AddedToken) else t for i, t in decoder.items()}
+    return added, dict(decoder)
+
+
+def generic_spm_tokenizer(vocabulary: Vocabulary, renamed: Mapping[int, Any],
+                          build: GenericSpm, legacy: object = True) -> Any:
     """SpmConverter.build_tokenizer_from_spm_proto: the generic backend's tokenizer over
-    the model file, its BPE pieces first renamed as ``added_tokens_decoder`` says."""
+    the model file, its BPE pieces first renamed as ``added_tokens_decoder`` says, as the
+    release's transformers builds it (``build``: render/_eras.py ``generic_spm``;
+    ``legacy``: tokenizer_config.json's, which ``spec`` reads)."""
     # Imported here: the decision and docs read this module's tables without tokenizers.
-    from tokenizers import Tokenizer, decoders, models, normalizers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
     spm = vocabulary.model
     assert spm is not None  # the generic backend converts a SentencePiece model only
+    user_defined: list[str] = []
     if vocabulary.bpe is not None:
-        vocab, merges = dict(vocabulary.bpe[0]), vocabulary.bpe[1]
-        by_id = {i: piece for piece, i in vocab.items()}
-        for index, token in renamed.items():
-            current, new = by_id.get(index), str(token)
-            if current and current != new and new not in vocab:
-                vocab[new] = vocab.pop(current)
-                by_id[index] = new
-        tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=spm.unk_piece,
-                                   fuse_unk=True, byte_fallback=spm.byte_fallback,
-                                   dropout=None))
+        vocab = _renamed(vocabulary.bpe[0], renamed, build)
+        merges = vocabulary.bpe[1]
+        if build == "spec":
+            by_id = {i: piece for piece, i in vocab.items()}
+            user_defined = [by_id[i] for i, (_, _, kind) in enumerate(spm.pieces)
+                            if kind == _USER_DEFINED and i in by_id]
+            merges = _scored_merges(spm, by_id)
+        try:
+            tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=spm.unk_piece,
+                                       fuse_unk=True, byte_fallback=spm.byte_fallback,
+                                       dropout=None, ignore_merges=bool(user_defined)))
+        except Exception as exc:  # tokenizers raises a bare Exception
+            # ``extracted``: the merges were generated before the renames, so a renamed
+            # piece they use is gone from the vocabulary, and transformers fails alike.
+            raise ModelFolderError("tokenizer_config.json", (
+                f"added_tokens_decoder renames pieces of the SentencePiece model "
+                f"{vocabulary.file}, and transformers fails to build its BPE model ({exc}): "
+                "vLLM does not start")) from None
     else:
-        if renamed:
+        if renamed and build == "extracted":
             # transformers renames the pieces through ``vocab.items()``, which a Unigram
             # (piece, score) list lacks: the load fails.
             raise ModelFolderError("tokenizer_config.json", (
                 f"added_tokens_decoder beside the Unigram SentencePiece model "
                 f"{vocabulary.file}: transformers fails to convert it (no tokenizer.json)"))
         assert vocabulary.unigram is not None
+        if build == "spec":  # 5.24 renames no Unigram piece
+            user_defined = [piece for piece, _, kind in spm.pieces if kind == _USER_DEFINED]
         tok = Tokenizer(models.Unigram(vocabulary.unigram, unk_id=spm.unk_id,
                                        byte_fallback=spm.byte_fallback))
+    precompiled: list[Any] = ([normalizers.Precompiled(vocabulary.charsmap)]
+                              if vocabulary.charsmap else [])
     replace = normalizers.Replace(" ", "\u2581")
-    tok.normalizer = normalizers.Sequence(
-        [normalizers.Precompiled(vocabulary.charsmap), replace] if vocabulary.charsmap
-        else [replace])
-    tok.decoder = decoders.Sequence(
-        [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
-        if spm.byte_fallback else [decoders.Replace("\u2581", " ")])
+    if build == "extracted":
+        tok.normalizer = normalizers.Sequence([*precompiled, replace])
+        tok.decoder = decoders.Sequence(
+            [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
+            if spm.byte_fallback else [decoders.Replace("\u2581", " ")])
+        return tok
+    # SentencePiece's own order: the charsmap, extra spaces removed (spaces only), spaces
+    # escaped, and a text already starting with "▁" still given its dummy prefix (legacy).
+    steps: list[Any] = list(precompiled)
+    if spm.remove_extra_whitespaces:
+        steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""),
+                  normalizers.Replace(Regex(" {2,}"), " ")]
+    if spm.escape_whitespaces:
+        steps.append(replace)
+    if spm.add_dummy_prefix and legacy:
+        steps.append(normalizers.Replace(Regex("\\A\u2581"), "\u2581\u2581"))
+    tok.normalizer = normalizers.Sequence(steps)
+    # The dummy prefix, then the user-defined pieces isolated (emitted whole, never merged).
+    splits: list[Any] = []
+    if spm.add_dummy_prefix:
+        splits.append(pre_tokenizers.Metaspace(
+            replacement="\u2581", prepend_scheme="always" if legacy else "first", split=False))
+    if user_defined:
+        pattern = "|".join(re.escape(p) for p in sorted(user_defined, key=len, reverse=True))
+        splits.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
+    if splits:
+        tok.pre_tokenizer = pre_tokenizers.Sequence(splits)
+    parts: list[Any] = [decoders.Replace("\u2581", " ")]
+    if spm.byte_fallback:
+        parts.append(decoders.ByteFallback())
+    if spm.add_dummy_prefix:
+        parts += [decoders.Fuse(), decoders.Strip(content=" ", left=1)]
+    elif spm.byte_fallback:
+        parts.append(decoders.Fuse())
+    tok.decoder = decoders.Sequence(parts)
     return tok
 
 

@@ -25,6 +25,20 @@ REGISTERED_CLASS_DROP: Final = frozenset({
     'vision-encoder-decoder',
 })
 
+BASE_MODELS_SET: Final[dict[str, str | tuple[str, ...]]] = {
+    'embedding_gemma2': 'EmbeddingGemma2Model',
+    'embedding_gemma2_text': 'EmbeddingGemma2TextModel',
+    'gte': 'GteModel',
+    'hyperclovax_vision_v2': 'HyperCLOVAXVisionV2Model',
+    'minicpmv4_7': 'MiniCPMV4_7Model',
+    'minicpmv4_7_vision': 'MiniCPMV4_7VisionModel',
+    'nemotron3_diarization': 'Nemotron3DiarizationModel',
+    'nemotron3_diarization_audio': 'Nemotron3DiarizationAudioModel',
+    'qwen2_5_vl_vision': 'Qwen2_5_VisionTransformerPretrainedModel',
+}
+
+BASE_MODELS_DROP: Final[frozenset[str]] = frozenset()
+
 CONFIG_MODEL_TYPES_ADD: Final = frozenset({
     'embedding_gemma2',
     'embedding_gemma2_text',

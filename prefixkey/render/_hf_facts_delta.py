@@ -25,6 +25,7 @@ __all__ = ["STARTUP_TABLES", "TABLES", "HfFacts", "apply_delta", "delta_of", "dr
 #: tuple's order does not matter to the rules, which test membership).
 TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "REGISTERED_CLASS": "map",
+    "BASE_MODELS": "map",
     "CONFIG_MODEL_TYPES": "set",
     "INCORRECT_HUB_CLASS": "set",
     "BACKEND_NAME_PATTERNS": "set",
@@ -46,8 +47,8 @@ STARTUP_TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "ARCHITECTURES": "map",
 })
 #: The tables naming model types (a type in a delta of one of these is a drifted type).
-#: ENCODER_DECODER_TYPES and DECODER_START_TYPES are not: render/_folder.py reads each
-#: release's own.
+#: ENCODER_DECODER_TYPES, DECODER_START_TYPES and BASE_MODELS are not: render/_folder.py
+#: reads each release's own.
 MODEL_TYPE_TABLES: Final = ("REGISTERED_CLASS", "CONFIG_MODEL_TYPES", "INCORRECT_HUB_CLASS",
                             "VLLM_INCORRECT_HUB_CLASS")
 

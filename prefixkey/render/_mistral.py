@@ -236,7 +236,7 @@ class MistralRenderer:
                   if (path / "config.json").is_file() else _params_config(path / "params.json"))
         self.max_model_len = _context_length(config, {}, options.max_model_len)
         self._vocab_size = text_vocab_size(config)
-        architectures = config_architectures(config)
+        architectures = config_architectures(config, options.vllm_version)
         check_vllm_starts(architectures, str(config.get("model_type", "")), options.vllm_version)
         self._runner = runner_type(architectures, options.vllm_version)
         for name in _CALL_KWARGS:

@@ -22,6 +22,7 @@ from typing import Final
 
 from tokenizers import Tokenizer, models
 
+from ._eras import GenericSpm
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_python import (
@@ -420,9 +421,11 @@ def build_python_tokenizer(codec_class: str, folder: ModelFolder | None = None
                        else _read_byte_maps(folder, codec.byte_maps)))
 
 
-def build_folder_tokenizer(folder: ModelFolder, transformers: str) -> HfTokenizer:
+def build_folder_tokenizer(folder: ModelFolder, transformers: str,
+                           generic_spm: GenericSpm) -> HfTokenizer:
     """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's
-    (``transformers``: the release vLLM runs, for a class whose code changed)."""
+    (``transformers``: the release vLLM runs, for a class whose code changed;
+    ``generic_spm``: its era's build of the generic backend over a SentencePiece model)."""
     decision = folder.tokenizer_decision
     if decision.path == "python" and decision.tokenizer_class is not None:
         check_folder(decision.tokenizer_class, folder.tokenizer_config,
@@ -435,7 +438,7 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str) -> HfTokenize
         if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
             return build_vocab_tokenizer(folder, decision.tokenizer_class)
         return build_python_tokenizer(decision.tokenizer_class, folder)
-    return build_tokenizer(folder)
+    return build_tokenizer(folder, generic_spm)
 
 
 def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:

@@ -32,12 +32,14 @@ from tokenizers import (
     processors,
 )
 
+from ._eras import GenericSpm
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_converted import (
     CONVERSIONS,
     Vocabulary,
     converted_vocabulary,
+    generic_inputs,
     generic_specials,
     generic_spm_tokenizer,
     rebuilding_class,
@@ -402,7 +404,11 @@ def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         sep_id, cls_id = recipe.processor_ids
         tok.post_processor = processors.BertProcessing((sep, sep_id), (cls, cls_id))
     elif recipe.post_processor == "prefix":
-        prefix = [t for t in (_value(v, derived, None) for v in recipe.prefix_tokens)
+        # Through convert_tokens_to_ids and back: a token the tokenizer lacks (a folder
+        # without its added tokens) is the unk token.
+        unk = str(specials.get("unk_token"))
+        prefix = [t if tok.token_to_id(t) is not None else unk
+                  for t in (_value(v, derived, None) for v in recipe.prefix_tokens)
                   if t is not None]
         eos = str(specials.get("eos_token"))
         head = " ".join(f"{t}:0" for t in prefix)
@@ -558,8 +564,10 @@ class HfTokenizer:
                 add_special_tokens=add_special_tokens)[0].ids
 
 
-def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
-    """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds."""
+def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm) -> HfTokenizer:
+    """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds
+    (``generic_spm``: the release's build of the generic backend over a SentencePiece
+    model, render/_eras.py)."""
     decision = folder.tokenizer_decision
     recipe = (REBUILDS.get(rebuilding_class(decision.tokenizer_class))
               if decision.recipe is not None and decision.tokenizer_class is not None
@@ -655,10 +663,12 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
     elif converted is not None:
         # The model file's control and user-defined pieces: SentencePieceExtractor's
         # additional_special_tokens, which the folder's own list (extra_special_tokens by
-        # then) wins over.
+        # then) wins over; the generic backend's as the release's transformers hands them.
+        added = list(converted.added)
+        if recipe is None:
+            added, decoder = generic_inputs(converted, decoder, generic_spm)
         init.setdefault("extra_special_tokens", [
-            AddedToken(text, normalized=False, special=special)
-            for text, special in converted.added])
+            AddedToken(text, normalized=False, special=special) for text, special in added])
         if recipe is None:
             inherited = conversion.generic_defaults if conversion else None
             for key, value in [*generic_specials(converted).items(), *(inherited or ())]:
@@ -725,7 +735,8 @@ def build_tokenizer(folder: ModelFolder) -> HfTokenizer:
                                      list(init.get("extra_special_tokens") or []))
     if recipe is None:
         if converted is not None:  # the generic backend over a SentencePiece model
-            tok = generic_spm_tokenizer(converted, decoder)
+            tok = generic_spm_tokenizer(converted, decoder, generic_spm,
+                                        folder.tokenizer_config.get("legacy", True))
         else:
             assert loaded is not None
             tok = loaded

@@ -125,7 +125,8 @@ def check_vllm_starts(architectures: Sequence[str], model_type: str, vllm_versio
                       unknown_refused: bool = True) -> None:
     """Refuse a folder vLLM ``vllm_version``'s render server does not start for, and (with
     ``unknown_refused``, for a folder that would otherwise render) one whose start-up is
-    not known; a folder naming no architecture is left to the paths' own checks."""
+    not known; no architecture (render/_folder.py ``config_architectures`` has filled in
+    vLLM's own default first) is left to the paths' own checks."""
     if not architectures:
         return
     found = vllm_startup(architectures, model_type, vllm_version)

@@ -57,7 +57,8 @@ FILE_CLASSES = {
     "conv_herbert": "HerbertTokenizer", "conv_layoutlmv2": "LayoutLMv2Tokenizer",
     "conv_layoutlmv3": "LayoutLMv3Tokenizer", "conv_markuplm": "MarkupLMTokenizer",
     "conv_mpnet": "MPNetTokenizer", "conv_nougat": "NougatTokenizer",
-    "conv_openai_gpt": "OpenAIGPTTokenizer", "conv_splinter": "SplinterTokenizer"}
+    "conv_openai_gpt": "OpenAIGPTTokenizer", "conv_splinter": "SplinterTokenizer",
+    "conv_whisper": "WhisperTokenizer", "conv_whisper_bare": "WhisperTokenizer"}
 MORE_CASES = render_cases("real_conv_more_")
 MORE_CLASSES = {
     "conv_qwen3_5": "Qwen3_5Tokenizer", "conv_qwen3_5_spm": "Qwen3_5Tokenizer",
@@ -200,27 +201,43 @@ def test_vllm_0_32_rendering_of_the_folders_replays(corpus: str, case: RenderCas
     assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", corpus))
 
 
-#: The generic backend's folders, which transformers 5.24 (vLLM 0.29, 0.30) converts
-#: otherwise.
-GENERIC = frozenset({"conv_generic", "conv_generic_bpe"})
-
-
-@each_case([c for c in SPM_CASES if c.real not in GENERIC])
-def test_vllm_0_30_rendering_of_the_class_folders_replays(case: RenderCase) -> None:
-    """vLLM 0.30.0 (transformers 5.24) answered the rebuilding classes' SentencePiece
-    folders as 0.31.0 did (releases/0.30.0/real_conv_vectors.jsonl)."""
+@each_case(FILE_CASES)
+def test_vllm_0_30_rendering_of_the_vocabulary_file_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.30.0 (transformers 5.24) answered the vocabulary-file folders
+    (releases/0.30.0/real_conv_files_vectors.jsonl)."""
     assert case.real is not None
     assert_replays(_release_renderer("0.30.0", case.real),
-                   kept_case(case, "0.30.0", "real_conv_"))
+                   kept_case(case, "0.30.0", "real_conv_files_"))
 
 
-def test_vllm_0_30_converts_the_generic_folders_otherwise() -> None:
-    """Its transformers builds the generic backend's tokenizer otherwise: 76 of those
-    folders' 78 texts got other ids than 0.31.0's, so prefixkey refuses them there."""
+#: The generic backend's folders, which transformers 5.24 (vLLM 0.29, 0.30) converts
+#: otherwise (render/_eras.py ``generic_spm``).
+GENERIC = frozenset({"conv_generic", "conv_generic_bpe"})
+#: The releases of transformers 5.24 whose answers for the SentencePiece folders were kept.
+SPM_524 = ("0.29.0", "0.30.0")
+
+
+@pytest.mark.parametrize(("release", "case"), [
+    pytest.param(release, c, id=f"{release}-{c.id}") for release in SPM_524 for c in SPM_CASES])
+def test_vllm_0_29_and_0_30_rendering_of_the_spm_folders_replays(release: str,
+                                                                  case: RenderCase) -> None:
+    """vLLM 0.29.0 and 0.30.0 (transformers 5.24) answered the rebuilding classes'
+    SentencePiece folders as 0.31.0 did, and the generic backend's by 5.24's build
+    (releases/0.30.0/real_conv_vectors.jsonl, 0.29.0's)."""
+    assert case.real is not None
+    assert_replays(_release_renderer(release, case.real),
+                   kept_case(case, release, "real_conv_"))
+
+
+@pytest.mark.parametrize("release", SPM_524)
+def test_transformers_5_24_converts_the_generic_folders_otherwise(release: str) -> None:
+    """Its transformers builds the generic backend's tokenizer otherwise (the model's
+    normalizer spec followed, merges by score): 76 of those folders' 78 texts got other
+    ids than 0.31.0's, so one build cannot give both releases' answers."""
     cases = [c for c in SPM_CASES if c.real in GENERIC and c.status == 200
              and c.endpoint == "/v1/completions" and isinstance(c.body.get("prompt"), str)
              and c.body["prompt"].strip()]
-    kept = [kept_case(c, "0.30.0", "real_conv_") for c in cases]
+    kept = [kept_case(c, release, "real_conv_") for c in cases]
     assert len(cases) > 60
     assert sum(k.token_ids != c.token_ids for c, k in zip(cases, kept, strict=True)) >= 60
 
@@ -256,10 +273,9 @@ def _release_renderer(release: str, real: str) -> Renderer:
 
 
 @pytest.mark.parametrize(("release", "real"), [
-    ("0.30.0", "conv_generic"), ("0.30.0", "conv_generic_bpe"), ("0.29.0", "conv_t5"),
-    ("0.30.0", "conv_qwen3"), ("0.33.0", "conv_qwen3")])
+    ("0.29.0", "conv_qwen3"), ("0.29.0", "conv_whisper"), ("0.33.0", "conv_qwen3"),
+    ("0.33.0", "conv_generic"), ("0.33.0", "conv_t5")])
 def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
-    """transformers 5.24 (vLLM 0.29.0, 0.30.0) converts the generic folders otherwise;
-    the other answers were not harvested from those releases."""
+    """The answers of those releases for those folders were not harvested."""
     with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
         _release_renderer(release, real)

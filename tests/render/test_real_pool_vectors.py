@@ -73,7 +73,7 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
 def test_each_folder_runs_as_vllm_runs_it(real: str, runner: str) -> None:
     case = next(c for c in CASES if c.real == real)
     config = json.loads((case.folder() / "config.json").read_text("utf-8"))
-    assert runner_type(config_architectures(config), "0.31.0") == runner
+    assert runner_type(config_architectures(config, "0.31.0"), "0.31.0") == runner
 
 
 @pytest.mark.parametrize(("real", "runner"), sorted(FOLDER_RUNNERS.items()))

@@ -84,3 +84,19 @@ def test_spm_vocab_writes_first_then_the_model_pieces_then_last(tmp_path: Path) 
     expected = ["<s>", "<pad>", "</s>", "<unk>",
                 *(p for p in pieces if p not in ("<s>", "</s>", "<unk>")), "<extra>"]
     assert list(vocab) == expected and list(vocab.values()) == list(range(len(expected)))
+
+
+def test_added_tokens_decoder_writes_a_tokenizer_jsons_added_tokens_as_a_config() -> None:
+    """A Whisper folder's tokenizer_config.json beside its vocab.json and merges.txt."""
+    tokenizer = {"model": {}, "added_tokens": [
+        {"id": 7, "content": "<|a|>", "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": True},
+        {"id": 9, "content": "b", "single_word": False, "lstrip": True, "rstrip": False,
+         "normalized": True, "special": False}]}
+    edit = {"added_tokens_decoder": True, "set": {"tokenizer_class": "WhisperTokenizer"}}
+    config = json.loads(real_models._edited(json.dumps(tokenizer).encode(), edit))
+    assert config == {"tokenizer_class": "WhisperTokenizer", "added_tokens_decoder": {
+        "7": {"content": "<|a|>", "lstrip": False, "normalized": False, "rstrip": False,
+              "single_word": False, "special": True},
+        "9": {"content": "b", "lstrip": True, "normalized": True, "rstrip": False,
+              "single_word": False, "special": False}}}

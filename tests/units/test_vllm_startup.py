@@ -134,3 +134,21 @@ def test_the_rule_agrees_with_real_startups(release: str) -> None:
             found = vllm_startup((arch,), model_type, release)
             started = cls is not None and not cls.startswith("error: ")
             assert found.starts is started, (arch, cls, found.why)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_config_without_architectures_gets_its_types_base_class(release: str) -> None:
+    """vLLM's config reader fills a config.json naming no architectures with its model
+    type's transformers base class (MODEL_MAPPING_NAMES; its answers:
+    tests/render/test_real_trunc_vectors.py ``byt5_noarch``, GPT2Model run as a pooling
+    model); a type without one (or with a pair of classes) is refused."""
+    from prefixkey.render._folder import config_architectures
+
+    assert config_architectures({"model_type": "gpt2"}, release) == ("GPT2Model",)
+    assert config_architectures({"model_type": "gpt2", "architectures": []},
+                                release) == ("GPT2Model",)
+    assert config_architectures({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]},
+                                release) == ("GPT2LMHeadModel",)
+    for model_type, why in (("funnel", "as one architecture"), ("nonesuch", "no base class")):
+        with pytest.raises(RenderUnsupportedError, match=why):
+            config_architectures({"model_type": model_type}, release)
