@@ -19,6 +19,7 @@ needed.
 
 from __future__ import annotations
 
+import operator
 import re
 import struct
 from collections.abc import Callable, Mapping
