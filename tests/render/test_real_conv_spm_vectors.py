@@ -30,7 +30,7 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import Renderer, ServerOptions
 from prefixkey.render._hf_rebuilds import REBUILDS
 
 CASES = render_cases("real_conv_spm_")
@@ -85,25 +85,23 @@ def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
 
 
 
-#: The folders refused under vLLM 0.30.0 (transformers 5.24): FNetTokenizer's is the
-#: generic backend's conversion, which 5.24 builds otherwise (41 of its 44 answers
-#: differ: test_vllm_0_30_answers_fnet_otherwise).
-REFUSED_AT_0_30 = {"conv_fnet": r"not vLLM 0\.30\.0's"}
-
-
-@each_case([c for c in CASES if c.real not in REFUSED_AT_0_30])
+@each_case(CASES)
 def test_vllm_0_30_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    """vLLM 0.30.0 (transformers 5.24) answered the other folders as kept in
-    releases/0.30.0/real_conv_spm_vectors.jsonl."""
+    """vLLM 0.30.0 (transformers 5.24) answered the folders as kept in
+    releases/0.30.0/real_conv_spm_vectors.jsonl (FNet's through 5.24's generic build,
+    the era's ``generic_spm``)."""
     assert case.real is not None
     assert_replays(_release_renderer("0.30.0", case.real),
                    kept_case(case, "0.30.0", "real_conv_spm_"))
 
 
-@pytest.mark.parametrize(("real", "match"), sorted(REFUSED_AT_0_30.items()))
-def test_the_folders_0_30_converts_otherwise_are_refused_there(real: str, match: str) -> None:
-    with pytest.raises(RenderUnsupportedError, match=match):
-        _release_renderer("0.30.0", real)
+@each_case(CASES)
+def test_vllm_0_29_rendering_of_the_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.29.0 (transformers 5.24, as 0.30.0) answered every body as kept in
+    releases/0.29.0/real_conv_spm_vectors.jsonl."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.29.0", case.real),
+                   kept_case(case, "0.29.0", "real_conv_spm_"))
 
 
 def test_vllm_0_30_answers_fnet_otherwise() -> None:
@@ -115,15 +113,3 @@ def test_vllm_0_30_answers_fnet_otherwise() -> None:
         differ = sum((k.status, k.token_ids) != (c.status, c.token_ids)
                      for c, k in zip(cases, kept, strict=True))
         assert differ >= at_least if at_least else differ == 0, real
-
-
-def test_vllm_0_29_answered_as_0_30_yet_is_refused() -> None:
-    """vLLM 0.29.0 (transformers 5.24, as 0.30.0) answered every body as 0.30.0 did
-    (releases/0.29.0/real_conv_spm_vectors.jsonl); the SentencePiece conversions are not
-    claimed there while the real_conv_ corpus was not harvested from it
-    (render/_hf_converted.py ``CONVERTED_RELEASES``)."""
-    for case in CASES:
-        kept = [kept_case(case, release, "real_conv_spm_") for release in ("0.29.0", "0.30.0")]
-        assert (kept[0].status, kept[0].token_ids) == (kept[1].status, kept[1].token_ids)
-    with pytest.raises(RenderUnsupportedError, match=r"not vLLM 0\.29\.0's"):
-        _release_renderer("0.29.0", "conv_gemma3")

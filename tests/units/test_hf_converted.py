@@ -181,7 +181,7 @@ def test_a_generic_unigram_model_renamed_by_added_tokens_fails(tmp_path: Path) -
 
 
 def test_a_class_whose_conversion_is_not_reproduced_is_refused(tmp_path: Path) -> None:
-    folder = copied(tmp_path, "conv_gpt2", tokenizer_class="WhisperTokenizer")
+    folder = copied(tmp_path, "conv_gpt2", tokenizer_class="RoFormerTokenizer")
     with pytest.raises(RenderUnsupportedError, match="does not reproduce for this class"):
         Renderer(ServerOptions(model=str(folder)))
 

@@ -101,7 +101,7 @@ def test_remote_code_and_conversions_are_refused_truly() -> None:
     generic = decide("mistral", "LlamaTokenizer", tokenizer_json=False)
     assert (generic.path, generic.tokenizer_class, generic.recipe) == (
         "converted", "TokenizersBackend", "spm")
-    unconverted = decide("gpt2", "LukeTokenizer", tokenizer_json=False)
+    unconverted = decide("gpt2", "RoFormerTokenizer", tokenizer_json=False)
     assert unconverted.path == "converted" and not unconverted.reproduced
     assert "does not reproduce for this class" in unconverted.why
 
