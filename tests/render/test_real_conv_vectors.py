@@ -276,3 +276,25 @@ def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
     """The answers of those releases for those folders were not harvested."""
     with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
         _release_renderer(release, real)
+
+
+#: The conv_more folders vLLM 0.29.0 is refused for: its registry starts none of
+#: MBart's and Udop's architectures; LUKE's and mLUKE's classes build otherwise
+#: (Rebuild.otherwise_in); the vocabulary-file conversions were not replayed there.
+NOT_029 = frozenset({"conv_mbart", "conv_mbart50", "conv_udop", "conv_luke", "conv_mluke",
+                     "conv_dpr_reader", "conv_convbert"})
+
+
+@each_case([c for c in MORE_CASES if c.real not in NOT_029])
+def test_vllm_0_29_rendering_of_the_more_folders_replays(case: RenderCase) -> None:
+    """vLLM 0.29.0 (transformers 5.24) answered the other conv_more folders
+    (releases/0.29.0/real_conv_more_vectors.jsonl)."""
+    assert case.real is not None
+    assert_replays(_release_renderer("0.29.0", case.real),
+                   kept_case(case, "0.29.0", "real_conv_more_"))
+
+
+@pytest.mark.parametrize("real", sorted(NOT_029))
+def test_vllm_0_29_is_refused_for_the_more_folders_it_cannot_render(real: str) -> None:
+    with pytest.raises(RenderUnsupportedError, match=r"0\.29\.0"):
+        _release_renderer("0.29.0", real)
