@@ -254,9 +254,11 @@ def _rebuilt(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, An
     tok.post_processor = None if loaded is None else loaded.post_processor
     try:
         tok.normalizer = _component(recipe.normalizer, derived, normalizers)
-    except Exception:  # tokenizers raises a bare Exception
+    except Exception as exc:  # tokenizers raises a bare Exception
         if converted is None or converted.charsmap:
-            raise
+            raise ModelFolderError(converted.file if converted else "tokenizer.json", (
+                f"the {recipe.name} tokenizer class's normalizer cannot be built ({exc}): "
+                "transformers fails to load the folder, so vLLM does not start")) from None
         raise ModelFolderError(converted.file, (
             f"a SentencePiece model without a precompiled charsmap: the {recipe.name} "
             "tokenizer class builds a Precompiled normalizer over the empty one it is "
