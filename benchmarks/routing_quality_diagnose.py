@@ -25,6 +25,8 @@ without ``--cache-tokens``).
 block size), as the benchmark's ``ours`` is given it: the cache pressure's absolute
 measure, whose window ``--pressure-rounds K`` then scales (K x the fleet's capacity).
 ``--noload`` runs ``ours-noload`` instead (no load: the Router's own count of sends).
+``--whole-count`` feeds the load as the simulator did before :class:`PrefillBacklog`:
+the prefill sent and not yet first-tokened, the request being prefilled counted whole.
 ``--quick`` skips the per-request accounting (the hit rate only);
 ``--pooled`` prints the pooled cache's eviction ages instead. ``--by-request``
 also replays the pooled cache and splits the gap request by request: a
@@ -222,8 +224,11 @@ def main(args: argparse.Namespace) -> None:
         _router_module._CostOrder = _MidOrder  # type: ignore[attr-defined]
     capacity = ({rid: float(args.blocks * config.block_size) for rid in names}
                 if args.cache_tokens else None)
+    queued = fleet.gateway.backlog.queued
+    load = ((lambda rid: prefill[number[rid]]) if args.whole_count
+            else lambda rid: queued(rid, fleet.now))
     router = _Router(fleet.index, replicas=names, cache_tokens=capacity,
-                     load=None if args.noload else lambda rid: prefill[number[rid]])
+                     load=None if args.noload else load)
     probe = Router(fleet.index, replicas=names, load=lambda rid: 0.0)  # the index's view
     counts: Counter[str] = Counter()
     decided: list[tuple[Sequence[EventHash], int, list[int], list[int]]] = []
@@ -357,6 +362,9 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--noload", action="store_true",
                         help="no load at all (ours-noload: the Router counts its own sends)")
+    parser.add_argument("--whole-count", action="store_true",
+                        help="the load as the gateway's prefill sent and not first-tokened, "
+                             "the request being prefilled counted whole (before PrefillBacklog)")
     parser.add_argument("--cache-tokens", action="store_true",
                         help="give the Router each replica's capacity (blocks x block size)")
     parser.add_argument("--variant", default="default",

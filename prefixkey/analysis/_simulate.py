@@ -125,7 +125,8 @@ class SimulationReport:
 class _Job:
     """A request in flight on one simulated fleet."""
 
-    __slots__ = ("arrival", "blocks", "expected", "keys", "num_tokens", "output", "replica")
+    __slots__ = ("arrival", "blocks", "expected", "keys", "num_tokens", "output", "replica",
+                 "ticket")
 
     def __init__(self, arrival: float, keys: Sequence[EventHash], num_tokens: int,
                  output: int) -> None:
@@ -136,6 +137,7 @@ class _Job:
         self.blocks: list[int] = []
         self.replica = 0
         self.expected = 0.0
+        self.ticket = 0  # the gateway's backlog ticket
 
 
 class _Replica:
@@ -175,7 +177,8 @@ class _Fleet:
         self.gateway = Gateway([0] * n, [0.0] * n, [0] * n,
                                waiting=lambda i: len(self.replicas[i].waiting),
                                usage=lambda i: (self.replicas[i].pool.used_blocks()
-                                                / self.replicas[i].pool.capacity))
+                                                / self.replicas[i].pool.capacity),
+                               clock=lambda: self.now)
         self.policy: Policy | None = None if pooled else make_policy(name, PolicyContext(
             self.index, [r.name for r in self.replicas], self.gateway, config.block_size,
             config.seed, config.blocks_per_replica))
@@ -219,6 +222,7 @@ class _Fleet:
         job.replica, job.expected = i, expected
         gw.requests[i] += 1
         gw.prefill[i] += expected
+        job.ticket = gw.backlog.sent(self.replicas[i].name, expected, self.now)
         gw.active_blocks[i] += -(-job.num_tokens // self.config.block_size)
         self.result.per_replica_requests[i] += 1
         replica = self.replicas[i]
@@ -237,6 +241,7 @@ class _Fleet:
             replica.waiting.popleft()
             self.result.rejected += 1
             self._release_gateway(job)
+            self.gateway.backlog.failed(job.ticket)
             self.gateway.requests[job.replica] -= 1
             self.gateway.active_blocks[job.replica] -= -(-job.num_tokens // pool.block_size)
             self._at(self.now, _KICK, self.replicas.index(replica))
@@ -271,6 +276,7 @@ class _Fleet:
     def _first_token(self, job: _Job) -> None:
         self.ttfts.append(self.now - job.arrival)
         self._release_gateway(job)
+        self.gateway.backlog.first_token(job.ticket, self.now)
         decode = max(job.output - 1, 0) * self.config.time.decode_s_per_token
         self._at(self.now + decode, _DONE, job)
         self._admit(self.replicas[job.replica])

@@ -59,7 +59,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..fleet import PrefixIndex, PreparedRequest, ReplicaId, Router, rendezvous_weight
-from ..fleet.routing import SchemeKeys
+from ..fleet.routing import PrefillBacklog, SchemeKeys
 
 __all__ = ["POLICIES", "Gateway", "Policy", "PolicyContext", "make_policy"]
 
@@ -73,6 +73,9 @@ class Gateway:
     active_blocks: list[int]  # Dynamo: blocks of the requests sent and not finished
     waiting: Callable[[int], int] = field(default=lambda i: 0)  # engine metric
     usage: Callable[[int], float] = field(default=lambda i: 0.0)  # engine metric
+    clock: Callable[[], float] = field(default=lambda: 0.0)  # the simulated time
+    #: ``prefill`` less the work done on each replica's oldest (first tokens seen).
+    backlog: PrefillBacklog = field(default_factory=PrefillBacklog)
 
 
 @dataclass(slots=True)
@@ -93,9 +96,9 @@ Policy = Callable[[PreparedRequest, SchemeKeys], tuple[int, float]]
 
 def _ours(ctx: PolicyContext, with_load: bool) -> Policy:
     number = {rid: i for i, rid in enumerate(ctx.replicas)}
-    prefill = ctx.gateway.prefill
+    queued, clock = ctx.gateway.backlog.queued, ctx.gateway.clock
     router = Router(ctx.index, replicas=ctx.replicas,
-                    load=(lambda rid: prefill[number[rid]]) if with_load else None,
+                    load=(lambda rid: queued(rid, clock())) if with_load else None,
                     cache_tokens=dict.fromkeys(ctx.replicas, ctx.blocks * ctx.block_size))
 
     def choose(prepared: PreparedRequest, keys: SchemeKeys) -> tuple[int, float]:

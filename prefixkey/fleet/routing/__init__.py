@@ -7,6 +7,7 @@ request's keys per scheme; :class:`PredictedIndex` adds the keys of the requests
 router sent, for fleets without KV events; :class:`RouterMetrics` counts decisions.
 """
 
+from ._backlog import PrefillBacklog
 from ._metrics import (
     COUNTERS,
     ReplicaCounters,
@@ -44,6 +45,7 @@ __all__ = [
     "PredictedIndex",
     "PredictionStats",
     "Predictions",
+    "PrefillBacklog",
     "PreparedRequest",
     "ReplicaCounters",
     "ReplicaStats",
