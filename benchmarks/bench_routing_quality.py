@@ -81,8 +81,8 @@ def render(args: argparse.Namespace) -> None:
              "rows of the tables below were fed the prefill sent and not yet first-tokened "
              "(the request being prefilled counted whole); the simulator now feeds "
              "`PrefillBacklog` (the work still waiting), whose draws on all eight scenarios "
-             "are the first section after the tables, \"The queue as the work still "
-             "waiting\".", ""]
+             "follow the \"Done when\" table below (\"The queue as the work still "
+             "waiting\").", ""]
     verdicts = ["## Done when, per scenario", "",
                 "| scenario | hit rate ours / pooled (≥ 0.95) | TTFT mean ours / LOR (≤ 1) "
                 "| TTFT p99 ours / LOR (≤ 1.05) | no load: max / mean requests (≤ 2) |",
