@@ -9,7 +9,10 @@ scrape). Each returns the replica index chosen and the prefill it expects
 there (what the gateway counts as queued until the first token).
 
 * ``ours``: :class:`~prefixkey.fleet.Router` at its defaults, fed the
-  gateway's queued prefill tokens per replica and each replica's KV-cache
+  gateway's queued prefill tokens per replica as
+  :class:`~prefixkey.fleet.PrefillBacklog` counts them (the work still
+  waiting: the oldest request's prefill less the time since it started at
+  the measured rate, from the first tokens the gateway sees) and each replica's KV-cache
   capacity in tokens (``cache_tokens``: blocks per replica x block size), and
   told where each request went (``Router.sent``), as docs/routing.md says to.
 * ``ours-noload``: the Router with no load at all (its own count of sends), given

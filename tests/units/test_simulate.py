@@ -211,3 +211,30 @@ def test_audit_request_logs_replay_from_their_first_arrival_time() -> None:
     assert info.value.field == "timestamp"
     report = simulate(read_trace(log), SimulationConfig(replicas=2, policies=("ours",)))
     assert report.requests == 3
+
+
+def test_ours_is_fed_the_work_still_waiting() -> None:
+    """The simulated gateway's PrefillBacklog: the rate measured from its first tokens, the
+    request being prefilled counted less the time since it started (the whole count not)."""
+    from prefixkey import Hasher, Request
+    from prefixkey.analysis._simulate import _Fleet, _Job
+    from prefixkey.fleet import PreparedRequest, ReplicaScheme
+
+    config = SimulationConfig(replicas=1, policies=("ours",), pooled=False,
+                              time=TimeModel(prefill_tokens_per_s=500.0))
+    hasher = Hasher(block_size=16, hash_algo=config.hash_algo, vllm_version=config.vllm_version)
+    scheme = ReplicaScheme(hasher)
+    fleet = _Fleet("ours", config, scheme)
+    for first in (0, 10_000):  # two prompts of 1,000 tokens sharing nothing, both at 0 s
+        request = Request(list(range(first, first + 1000)))
+        prepared = PreparedRequest(1000, request)
+        keys = prepared.add_keys(scheme, hasher.block_hashes(request))
+        fleet.advance(0.0)
+        fleet.arrive(_Job(0.0, keys.groups[0], 1000, 2), prepared, keys)
+    fleet.advance(3.0)  # the first's first token at 2 s: the second prefills from then
+    backlog, rid = fleet.gateway.backlog, fleet.replicas[0].name
+    assert backlog.rate(rid) == 500.0
+    assert backlog.queued(rid, 3.0) == 500.0  # 1 s of its 2 s prefill left
+    assert fleet.gateway.prefill[0] == 1000.0  # the whole count holds it whole
+    fleet.finish()
+    assert backlog.queued(rid, fleet.now) == 0.0
