@@ -8,7 +8,8 @@ encoder, render/_deepseek_v32.py), served as ``real-dsv32`` with a 2,048-token c
 and one server with ``--max-model-len 300``, ``--exclude-tools-when-tool-choice-none`` and
 ``--default-chat-template-kwargs`` turning thinking on. The bodies cover system, user,
 developer and assistant turns, reasoning in history (kept or dropped), tools and tool
-calls (string, number, object arguments), tool results (one, several, out of place),
+calls (string, number, object arguments; ``tool_choice`` ``"none"``: this server has no
+tool parser, so ``"auto"`` is its 400), tool results (one, several, out of place),
 thinking on and off through ``chat_template_kwargs`` (``thinking``, ``enable_thinking``,
 truthy values) and ``reasoning_effort``, content parts, ``add_generation_prompt`` /
 ``continue_final_message``, ``tokenize`` in the kwargs, truncation, the context bound,
@@ -103,15 +104,16 @@ def default_chat() -> list[tuple[str, Body]]:
         *_both("assistant-last", [USER, FINAL]),
         *_both("assistant-empty-reasoning", [USER, {"role": "assistant", "content": "",
                                                     "reasoning": "Only thought."}]),
-        *_both("tools-one", [USER], tools=[WEATHER_TOOL]),
-        *_both("tools-two-system", [SYSTEM, USER], tools=[WEATHER_TOOL, TIME_TOOL]),
-        *_both("tools-bare", [USER], tools=[BARE_TOOL]),
+        *_both("tools-one", [USER], tools=[WEATHER_TOOL], tool_choice="none"),
+        *_both("tools-two-system", [SYSTEM, USER], tools=[WEATHER_TOOL, TIME_TOOL],
+               tool_choice="none"),
+        *_both("tools-bare", [USER], tools=[BARE_TOOL], tool_choice="none"),
         *_both("tool-call", [USER, CALL_TURN]),
-        *_both("tool-result", [USER, CALL_TURN, RESULT], tools=[WEATHER_TOOL]),
+        *_both("tool-result", [USER, CALL_TURN, RESULT], tools=[WEATHER_TOOL], tool_choice="none"),
         *_both("tool-result-answer", [USER, CALL_TURN, RESULT, FINAL, FOLLOW_UP],
-               tools=[WEATHER_TOOL]),
+               tools=[WEATHER_TOOL], tool_choice="none"),
         *_both("tool-results-two", [USER, two_calls, RESULT, RESULT_2],
-               tools=[WEATHER_TOOL, TIME_TOOL]),
+               tools=[WEATHER_TOOL, TIME_TOOL], tool_choice="none"),
         *_both("tool-results-partial", [USER, two_calls, RESULT]),
         *_both("tool-call-types", [USER, {"role": "assistant", "content": "",
                                           "tool_calls": [CALL_TYPES]}]),
@@ -126,6 +128,7 @@ def default_chat() -> list[tuple[str, Body]]:
             "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]),
         *_both("developer", [DEVELOPER, USER]),
         *_both("developer-last", [USER, FINAL, DEVELOPER]),
+        *_both("developer-tools", [{**DEVELOPER, "tools": [WEATHER_TOOL]}, USER]),
         *_both("user-parts", [{"role": "user", "content": [
             {"type": "text", "text": "Part one."}, {"type": "text", "text": "Part two."}]}]),
         *_both("system-parts", [{"role": "system", "content": [
@@ -161,6 +164,7 @@ def default_chat() -> list[tuple[str, Body]]:
         ("documents", _chat([USER], documents=[{"title": "t", "text": "x"}])),
         ("tool-choice-none", _chat([USER], tools=[WEATHER_TOOL], tool_choice="none")),
         ("tool-choice-auto", _chat([USER], tools=[WEATHER_TOOL], tool_choice="auto")),
+        ("tools-default-choice", _chat([USER], tools=[WEATHER_TOOL])),
         ("truncate", _chat([SYSTEM, USER, FINAL, FOLLOW_UP], truncate_prompt_tokens=5)),
         ("add-special-tokens", _chat([USER], add_special_tokens=True)),
         ("name-field", _chat([{**USER, "name": "alice"}])),
