@@ -72,9 +72,12 @@ def _with_tools(conversation: list[dict[str, Any]], tools: Any) -> list[dict[str
     """The conversation with the tools as a leading system message (DeepSeek V3.2)."""
     messages = list(conversation)
     if tools is not None:
-        if not isinstance(tools, list):  # vLLM takes len() of it, then its items' "function"
+        if not isinstance(tools, list) or not all(
+                isinstance(t, Mapping) and "function" in t for t in tools):
+            # vLLM takes len() of it, then each item's "function" (the body's always are).
             raise RenderUnsupportedError("chat_template_kwargs.tools", "tools other than a "
-                                         "list are not reproduced")
+                                         "list of objects with a 'function' are not "
+                                         "reproduced")
         if tools:
             messages.insert(0, {"role": "system", "tools": tools})
     return messages

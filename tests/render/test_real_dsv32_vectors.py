@@ -14,7 +14,10 @@ refusals, its message.
 from __future__ import annotations
 
 import json
+import shutil
+from dataclasses import replace
 from functools import cache
+from pathlib import Path
 
 import pytest
 from render_cases import RenderCase, each_case, kept_case, render_cases
@@ -27,7 +30,7 @@ from prefixkey.render import (
     ServerOptions,
 )
 from prefixkey.render._deepseek_v32 import encode_messages
-from prefixkey.render._encoders import ENCODER_MODES
+from prefixkey.render._encoders import ENCODER_MODES, check_encoder_release
 
 CORPUS = "real_dsv32_"
 CASES = render_cases(CORPUS)
@@ -119,3 +122,43 @@ def test_the_format_on_its_own(messages: list[dict[str, str]], thinking: str,
     """The encoder alone (the texts the replayed ids decode to)."""
     assert encode_messages(messages, thinking_mode=thinking,  # type: ignore[arg-type]
                            drop_thinking=messages[-1]["role"] == "user") == text
+
+
+def _default_renderer() -> Renderer:
+    return renderer(json.dumps(CASES[0].server, sort_keys=True), "0.31.0")
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"tools": {"type": "function"}}, "chat_template_kwargs.tools"),
+    ({"tools": ["not a tool"]}, "chat_template_kwargs.tools"),
+    ({"messages": []}, "chat_template_kwargs.messages"),
+    ({"tokenize": True, "max_length": 4}, "chat_template_kwargs"),
+])
+def test_what_is_not_reproduced_is_refused(kwargs: dict[str, object], field: str) -> None:
+    body = {"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": kwargs}
+    with pytest.raises(RenderUnsupportedError) as info:
+        _default_renderer().render_chat(body)
+    assert info.value.field == field
+
+
+def test_the_mode_given_renders_any_folder_so(tmp_path: Path) -> None:
+    """``--tokenizer-mode deepseek_v32`` picks the mode whatever the architecture."""
+    folder = tmp_path / "v3"
+    shutil.copytree(CASES[0].folder(), folder)
+    config = json.loads((folder / "config.json").read_text("utf-8"))
+    (folder / "config.json").write_text(json.dumps(
+        {**config, "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"}))
+    body = {"messages": [{"role": "user", "content": "Hi"}]}
+    given = Renderer(ServerOptions(model=str(folder), tokenizer_mode="deepseek_v32",
+                                   max_model_len=2048))
+    assert given.folder.tokenizer_decision.mode == "deepseek_v32"
+    assert given.render_chat(body).token_ids == _default_renderer().render_chat(body).token_ids
+
+
+def test_a_release_not_replayed_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    row = ENCODER_MODES["deepseek_v32"]
+    monkeypatch.setitem(ENCODER_MODES, "deepseek_v32",
+                        replace(row, releases=frozenset({"0.32.0"})))
+    with pytest.raises(RenderUnsupportedError, match="not verified"):
+        check_encoder_release("deepseek_v32", "0.31.0")
+    check_encoder_release("deepseek_v32", "0.32.0")
