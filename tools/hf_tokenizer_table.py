@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from prefixkey.render import _hf_facts as facts  # noqa: E402
+from prefixkey.render._encoders import ENCODER_MODES  # noqa: E402
 from prefixkey.render._eras import render_release, verified_releases  # noqa: E402
 from prefixkey.render._hf_converted import CONVERSIONS, CONVERTED_RELEASES  # noqa: E402
 from prefixkey.render._hf_decision import (  # noqa: E402
@@ -33,12 +34,31 @@ from prefixkey.render._hf_decision import (  # noqa: E402
 )
 from prefixkey.render._hf_python import PYTHON_CODECS  # noqa: E402
 from prefixkey.render._hf_rebuilds import REBUILDS, VERIFIED_WITH  # noqa: E402
+from prefixkey.render._hf_startup_facts import ARCHITECTURES  # noqa: E402
 from prefixkey.render._hf_startup_facts import VLLM_VERSION as PROBED  # noqa: E402
 
 OUT = ROOT / "docs" / "render-tokenizers.md"
 #: The rebuilt classes whose model is not a BPE, verified on the real_wu_ corpora (below).
 _NON_BPE = sorted(n for n, r in REBUILDS.items()
                   if r.model_spec[0] != "BPE" and n not in VERIFIED_WITH)
+
+
+#: The model types whose architectures vLLM switches to an encoder mode: (architecture, mode).
+_ENCODER_TYPES = {t: (a, row.mode) for t, archs in ARCHITECTURES.items() for a in archs
+                  for row in ENCODER_MODES.values() if a in row.architectures}
+
+
+def _encoder_text() -> str:
+    """The encoder modes' architectures, and the switched modes still refused."""
+    rendered = "; ".join(
+        f"`{row.mode}` for {', '.join(f'`{a}`' for a in sorted(row.architectures))} "
+        f"(vLLM {', '.join(sorted(row.releases))}; [{row.doc.removeprefix('docs/')}]"
+        f"({row.doc.removeprefix('docs/')}))" for row in ENCODER_MODES.values())
+    refused = ", ".join(f"`{a}` ({m})" for a, m in sorted(NON_HF_ARCHITECTURES.items())
+                        if m not in ENCODER_MODES)
+    return (f"Before these rules, vLLM switches some architectures to a tokenizer mode of its "
+            f"own. Rendered by the mode's Python encoder (path **encoder**): {rendered}. "
+            f"Refused until verified: {refused}.")
 
 
 def _wu_releases() -> str:
@@ -160,6 +180,11 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **harmony**: the chat of these model types renders with Harmony
   ([render-harmony.md](render-harmony.md)); their tokenizer (completions) takes the
   path shown beside it;
+- **encoder**: vLLM's tokenizer mode for the architecture (switched from `auto`, or
+  `--tokenizer-mode`) renders chat with a Python encoder (`prefixkey/render/_encoders.py`,
+  [render-deepseek.md](render-deepseek.md)); its tokenizer is
+  `TokenizersBackend.from_pretrained`: tokenizer.json as is, whatever the hub class
+  (the path shown beside it; the rows mark these model types with the mode);
 - **refused**: why is given.
 
 A folder whose config is an encoder-decoder's renders its chat as any other (verified on
@@ -184,9 +209,7 @@ append them (`real_lang_` corpus).
 PegasusTokenizer, XGLMTokenizer, RemBertTokenizer, ReformerTokenizer and SplinterTokenizer
 (`real_spm_` corpus) are replayed as vLLM {_corpus_releases("real_spm_")} answered them.
 
-Before these rules, vLLM switches some architectures to a tokenizer mode of its own
-(refused until verified): {", ".join(f"`{a}` ({m})" for a, m in
-                                     sorted(NON_HF_ARCHITECTURES.items()))}.
+{_encoder_text()}
 A `tokenizer_class` in `tokenizer_config.json` can change a row (see the second table);
 `auto_map` (the model's own tokenizer code) is refused, except for the model types whose
 hub class transformers ignores; {_byte_level_text()}; a `--model`/`--tokenizer` name matching
@@ -210,11 +233,13 @@ def model_type_rows() -> list[str]:
     rows = ["| model type | class (no tokenizer_class) | path | why | without tokenizer.json |",
             "|---|---|---|---|---|"]
     for model_type in sorted(facts.CONFIG_MODEL_TYPES | set(facts.REGISTERED_CLASS)):
+        architecture, mode = _ENCODER_TYPES.get(model_type, (None, None))
         decision, converted = (decide_tokenizer(
-            model_type=model_type, architectures=[], tokenizer_mode="auto",
-            tokenizer_config={}, config={"model_type": model_type}, name="/model",
-            has_tokenizer_json=has) for has in (True, False))
-        harmony = "harmony; tokenizer " if model_type in HARMONY_MODEL_TYPES else ""
+            model_type=model_type, architectures=[architecture] if architecture else [],
+            tokenizer_mode="auto", tokenizer_config={}, config={"model_type": model_type},
+            name="/model", has_tokenizer_json=has) for has in (True, False))
+        harmony = ("harmony; tokenizer " if model_type in HARMONY_MODEL_TYPES
+                   else f"encoder `{mode}`; tokenizer " if mode else "")
         rows.append(f"| `{model_type}` | {decision.tokenizer_class or '—'} | "
                     f"{harmony}{_path_text(decision.path, decision.recipe)} | "
                     f"{decision.why.replace('|', '/')} | "

@@ -15,10 +15,11 @@ directly::
 
 gpt-oss folders render with Harmony (the ``harmony`` extra, docs/render-harmony.md),
 Mistral's own format with mistral_common under the server's ``--tokenizer-mode
-mistral`` (the ``mistral`` extra, docs/render-mistral.md). What cannot be rendered
-exactly in pure Python (Mistral folders without the server's ``--tokenizer-mode``,
-renderers that are not Jinja, tokenizer classes whose rebuild is not reproduced,
-images of architectures other than BLIP-2) is a
+mistral`` (the ``mistral`` extra, docs/render-mistral.md), DeepSeek-V3.2 with its
+Python encoder as vLLM's mode ``deepseek_v32`` does (docs/render-deepseek.md). What
+cannot be rendered exactly in pure Python (Mistral folders without the server's
+``--tokenizer-mode``, other renderers that are not Jinja, tokenizer classes whose
+rebuild is not reproduced, images of architectures other than BLIP-2) is a
 :class:`RenderUnsupportedError`: render those with
 vLLM's render endpoint. Bodies vLLM itself refuses are a
 :class:`RenderRequestError` with the status vLLM answers. Needs the

@@ -214,10 +214,26 @@ def parse_messages(messages: Any, content_format: str,
         if isinstance(message.get("task"), str):
             out["task"] = message["task"]
         if role == "developer":
-            out["tools"] = message.get("tools")
+            out["tools"] = _developer_tools(message.get("tools"))
         conversation.append(out)
     _postprocess(conversation)
     return conversation
+
+
+# The fields of openai's FunctionDefinition TypedDict, in its order: vLLM's request model
+# validates a developer message's tools into it (other keys dropped).
+_FUNCTION_FIELDS: Final = ("name", "description", "parameters", "strict")
+
+
+def _developer_tools(tools: Any) -> Any:
+    """A developer message's ``tools`` as vLLM's request model validates them (each
+    function's fields in FunctionDefinition's order; the DeepSeek-V3.2 format writes
+    them as JSON). Other shapes are left as given."""
+    if not isinstance(tools, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("function"), dict) for t in tools):
+        return tools
+    return [{**t, "function": {k: t["function"][k] for k in _FUNCTION_FIELDS
+                               if k in t["function"]}} for t in tools]
 
 
 def _postprocess(conversation: list[dict[str, Any]]) -> None:

@@ -27,6 +27,7 @@ SERVICES = {
     "base_url": "a replica's OpenAI HTTP server (/v1/models)",
     "mistral_folder": "a real Mistral folder (tests/real_models.py's fetch cache)",
     "harmony_folder": "a real gpt-oss folder (tests/real_models.py's fetch cache)",
+    "deepseek_folder": "a real DeepSeek-V3.2 folder (tests/real_models.py's fetch cache)",
     "VLLMReplica": "a Ray Serve deployment of vLLM replicas publishing KV events",
     "qwen_folder": "a real Qwen2-VL folder (tests/real_models.py's fetch cache)",
 }
@@ -37,6 +38,7 @@ LIVE = {
     "docs/subscriber.md": "tests/end_to_end/test_fleet_doc.py",
     "docs/render-mistral.md": "tests/end_to_end/test_render_real_docs.py",
     "docs/render-harmony.md": "tests/end_to_end/test_render_real_docs.py",
+    "docs/render-deepseek.md": "tests/end_to_end/test_render_real_docs.py",
     "docs/ray.md": "tests/gateways/test_ray.py",
     "docs/litellm.md": "tests/gateways/test_litellm_doc.py",
     "docs/multimodal.md": "tests/end_to_end/test_vision_doc.py",

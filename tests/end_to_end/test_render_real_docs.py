@@ -18,6 +18,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = {
     "render-mistral.md": ("mistral_folder", "mistral_nemo", "mistral_common"),
     "render-harmony.md": ("harmony_folder", "gpt_oss", "openai_harmony"),
+    "render-deepseek.md": ("deepseek_folder", "deepseek_v32", "tokenizers"),
 }
 
 
