@@ -49,7 +49,7 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import VERIFIED_RELEASES, Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_python import PYTHON_CODECS
 
 #: Each corpus: its codec unit and the class of each folder.
@@ -117,6 +117,23 @@ def test_the_releases_answered_every_body_of_the_folders_they_start_for(corpus: 
     for release in RELEASES:
         assert set(kept_vectors(release, corpus)) == {
             c.id for c in render_cases(corpus) if (release, c.real) not in NOT_STARTED}
+
+
+@pytest.mark.parametrize(("corpus", "folder"), [
+    (corpus, folder) for corpus, (_, classes) in CORPORA.items() for folder in classes])
+def test_each_class_opens_the_releases_that_answered_it(corpus: str, folder: str) -> None:
+    """A class renders at 0.31.0 and the releases whose answers for its folder are kept;
+    any other verified release refuses it, naming the release (or its start-up)."""
+    answered = {"0.31.0", *(r for r in RELEASES if (r, folder) not in NOT_STARTED)}
+    assert PYTHON_CODECS[FOLDER_CLASSES[folder]].releases == answered
+    case = next(c for c in render_cases(corpus) if c.real == folder)
+    for release in sorted(set(VERIFIED_RELEASES) - answered):
+        match = ("does not start" if (release, folder) in NOT_STARTED
+                 else f"not vLLM {release}'s")
+        with pytest.raises(RenderUnsupportedError, match=match):
+            Renderer(ServerOptions(model=str(case.folder()),
+                                   served_model_name=case.served_names, max_model_len=512,
+                                   vllm_version=release))
 
 
 @pytest.mark.parametrize(("release", "folder"), sorted(NOT_STARTED))

@@ -22,7 +22,8 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import VERIFIED_RELEASES, Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_python import PYTHON_CODECS
 
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
 RELEASES = sorted(p.parent.name for p in (RENDER_DIR / "releases").glob("*/real_py_vectors.jsonl"))
@@ -75,3 +76,22 @@ def test_a_release_renders_the_python_corpora(release: str, corpus: str,
                   case.server.get("--max-model-len"))
     assert_replays(r, kept_case(case, release, corpus))
 
+
+
+@pytest.mark.parametrize("corpus", [c for c in CORPORA if c != "real_py_codellama_"])
+def test_each_class_opens_the_releases_that_answered_its_corpus(corpus: str) -> None:
+    """A reproduced class renders at 0.31.0 and the releases whose answers to its corpus
+    are kept; any other verified release refuses it, naming the release (CodeLlama's
+    corpus is a rebuild's, not a Python class's)."""
+    answered = {"0.31.0", *(r for r in RELEASES if (r, corpus) not in NOT_STARTED)}
+    for case in {c.folder(): c for c in render_cases(corpus)}.values():
+        r = _renderer("0.31.0", str(case.folder()), case.served_names,
+                      case.server.get("--max-model-len"))
+        cls = r.folder.tokenizer_decision.tokenizer_class
+        assert cls is not None and PYTHON_CODECS[cls].releases == answered, cls
+        for release in sorted(set(VERIFIED_RELEASES) - answered):
+            if (release, corpus) in NOT_STARTED:
+                continue
+            with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
+                _renderer(release, str(case.folder()), case.served_names,
+                          case.server.get("--max-model-len"))
