@@ -24,17 +24,20 @@ from functools import lru_cache
 
 import pytest
 from render_cases import (
+    RENDER_DIR,
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
     assert_takes_rebuild,
     each_case,
     kept_case,
+    kept_vectors,
     real_renderer,
     render_cases,
 )
 
 from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_converted import CONVERTED_RELEASES
 from prefixkey.render._hf_rebuilds import REBUILDS
 
 SPM_CASES = render_cases("real_conv_")
@@ -201,6 +204,15 @@ def test_vllm_0_32_rendering_of_the_folders_replays(corpus: str, case: RenderCas
     assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", corpus))
 
 
+def test_vllm_0_33_answered_the_spm_corpora_as_0_32() -> None:
+    """vLLM 0.33.0 (its overlay; transformers 5.19, as 0.32.0) answered real_conv_ and
+    real_conv_spm_ as 0.32.0 did, id for id. Its answers to real_conv_more_ and
+    real_conv_files_ are not kept, so its conversions stay refused
+    (test_a_release_not_replayed_is_refused)."""
+    for corpus in ("real_conv_", "real_conv_spm_"):
+        assert kept_vectors("0.33.0", corpus) == kept_vectors("0.32.0", corpus), corpus
+
+
 @each_case(FILE_CASES)
 def test_vllm_0_30_rendering_of_the_vocabulary_file_folders_replays(case: RenderCase) -> None:
     """vLLM 0.30.0 (transformers 5.24) answered the vocabulary-file folders
@@ -269,11 +281,28 @@ def _release_renderer(release: str, real: str) -> Renderer:
                                   max_model_len=512, vllm_version=release))
 
 
+#: The corpora each source's conversions were replayed on (render/_hf_converted.py
+#: ``CONVERTED_RELEASES``).
+SOURCE_CORPORA = {"sentencepiece": ("real_conv_", "real_conv_spm_", "real_conv_more_"),
+                  "generic": ("real_conv_", "real_conv_spm_", "real_conv_more_"),
+                  "files": ("real_conv_files_", "real_conv_more_")}
+
+
+@pytest.mark.parametrize("source", sorted(SOURCE_CORPORA))
+def test_each_conversion_opens_the_releases_that_answered_its_corpora(source: str) -> None:
+    """A release is open for a conversion exactly when its answers to every corpus of it
+    are kept (0.31.0's are the corpora's own)."""
+    kept = {p.parent.name for p in (RENDER_DIR / "releases").glob("*/meta.json")
+            if all((p.parent / f"{c}vectors.jsonl").is_file() for c in SOURCE_CORPORA[source])}
+    assert CONVERTED_RELEASES[source] == kept | {"0.31.0"}
+
+
 @pytest.mark.parametrize(("release", "real"), [
     ("0.29.0", "conv_qwen3"), ("0.29.0", "conv_whisper"), ("0.33.0", "conv_qwen3"),
-    ("0.33.0", "conv_generic"), ("0.33.0", "conv_t5")])
+    ("0.33.0", "conv_generic"), ("0.33.0", "conv_t5"), ("0.33.0", "conv_mbart")])
 def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
-    """The answers of those releases for those folders were not harvested."""
+    """The answers of those releases for those folders' conversions were not all
+    harvested (0.33.0's for real_conv_ and real_conv_spm_ alone)."""
     with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
         _release_renderer(release, real)
 
