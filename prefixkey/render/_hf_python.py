@@ -240,12 +240,11 @@ _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 #: M2M100, PLBart, Speech2Text), so those classes were not harvested there.
 _SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
-#: The releases the byte and code-point classes' corpus (real_py_) was harvested from
-#: (0.33.0: its overlay); the vocabulary classes' (real_py_vocab_): not 0.33.0; the CTC
-#: one's (real_py_ctc_): not 0.33.0, and 0.29.0 starts no Wav2Vec2 architecture.
+#: The releases the byte, code-point and vocabulary classes' corpora (real_py_,
+#: real_py_vocab_) were harvested from (0.33.0: its overlay); the CTC one's (real_py_ctc_):
+#: not 0.33.0, and 0.29.0 starts no Wav2Vec2 architecture.
 _PY_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
-_VOCAB_RELEASES: Final = _PY_RELEASES - {"0.33.0"}
-_CTC_RELEASES: Final = _VOCAB_RELEASES - {"0.29.0"}
+_CTC_RELEASES: Final = _PY_RELEASES - {"0.29.0", "0.33.0"}
 #: The releases the vocabulary-file classes' corpora (real_py_bpe_, real_py_wp_,
 #: real_py_fairseq_) were harvested from (not 0.30.0; 0.33.0: its overlay); 0.29.0 starts
 #: no blenderbot-small architecture.
@@ -308,17 +307,17 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
     "MgpstrTokenizer": PythonCodec(
         "mgpstr", "vocab_chars", 0, (), "none", "vocab.json", "specials",
         MappingProxyType({"unk_token": "[GO]", "bos_token": "[GO]", "eos_token": "[s]",
-                          "pad_token": "[GO]"}), releases=_VOCAB_RELEASES),
+                          "pad_token": "[GO]"}), releases=_PY_RELEASES),
     # models/esm/tokenization_esm.py: every vocabulary entry is a no-split token.
     "EsmTokenizer": PythonCodec(
         "esm", "vocab_words", 0, (), "cls_eos", "vocab.txt", "vocab",
         MappingProxyType({"unk_token": "<unk>", "cls_token": "<cls>", "pad_token": "<pad>",
                           "mask_token": "<mask>", "eos_token": "<eos>"}),
-        releases=_VOCAB_RELEASES),
+        releases=_PY_RELEASES),
     # models/dia/tokenization_dia.py: UTF-8 bytes, offset 0, beside three added tokens.
     "DiaTokenizer": PythonCodec("dia", "bytes", 0, (
         Added("<pad>", 0, "pad_token"), Added("<pad>", 0, "unk_token"), Added("[S1]", 1),
-        Added("[S2]", 2)), "none", releases=_VOCAB_RELEASES),
+        Added("[S2]", 2)), "none", releases=_PY_RELEASES),
     # SentencePiece classes (render/_python_spm.py), each over the folder's model file.
     # models/gpt_sw3/tokenization_gpt_sw3.py: preprocess_text, then the model; its
     # do_lower_case, remove_space and keep_accents change nothing it encodes.
