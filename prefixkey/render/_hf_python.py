@@ -241,10 +241,10 @@ _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 _SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
 #: The releases the byte, code-point and vocabulary classes' corpora (real_py_,
-#: real_py_vocab_) were harvested from (0.33.0: its overlay); the CTC one's (real_py_ctc_):
-#: not 0.33.0, and 0.29.0 starts no Wav2Vec2 architecture.
+#: real_py_vocab_, real_py_ctc_) were harvested from (0.33.0: its overlay); 0.29.0 starts
+#: no Wav2Vec2 architecture.
 _PY_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
-_CTC_RELEASES: Final = _PY_RELEASES - {"0.29.0", "0.33.0"}
+_CTC_RELEASES: Final = _PY_RELEASES - {"0.29.0"}
 #: The releases the vocabulary-file classes' corpora (real_py_bpe_, real_py_wp_,
 #: real_py_fairseq_) were harvested from (not 0.30.0; 0.33.0: its overlay); 0.29.0 starts
 #: no blenderbot-small architecture.

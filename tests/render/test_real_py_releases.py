@@ -29,9 +29,9 @@ from prefixkey.render._hf_python import PYTHON_CODECS
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
 #: The releases whose answers to each corpus are kept (0.33.0: its overlay).
 ANSWERED = {"real_py_": ("0.29.0", "0.30.0", "0.32.0", "0.33.0"),
-            "real_py_ctc_": ("0.30.0", "0.32.0"),
+            "real_py_ctc_": ("0.30.0", "0.32.0", "0.33.0"),
             "real_py_vocab_": ("0.29.0", "0.30.0", "0.32.0", "0.33.0"),
-            "real_py_codellama_": ("0.29.0", "0.30.0", "0.32.0")}
+            "real_py_codellama_": ("0.29.0", "0.30.0", "0.32.0", "0.33.0")}
 #: (release, corpus) whose server did not start: vLLM 0.29.0's registry answers
 #: "Model architectures ['Wav2Vec2ForCTC'] are not supported for now" (its harvest).
 NOT_STARTED = {("0.29.0", "real_py_ctc_")}
