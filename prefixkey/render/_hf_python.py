@@ -246,9 +246,9 @@ _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
 _PY_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 _CTC_RELEASES: Final = _PY_RELEASES - {"0.29.0"}
 #: The releases the vocabulary-file classes' corpora (real_py_bpe_, real_py_wp_,
-#: real_py_fairseq_) were harvested from (not 0.30.0; 0.33.0: its overlay); 0.29.0 starts
-#: no blenderbot-small architecture.
-_VOCAB_FILE_RELEASES: Final = frozenset({"0.29.0", "0.31.0", "0.32.0", "0.33.0"})
+#: real_py_fairseq_) were harvested from (0.33.0: its overlay); 0.29.0 starts no
+#: blenderbot-small architecture.
+_VOCAB_FILE_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 _BLENDERBOT_SMALL_RELEASES: Final = _VOCAB_FILE_RELEASES - {"0.29.0"}
 #: The releases the classes a folder names by tokenizer_class (real_py_named_) were
 #: harvested from (GPT-2 folders: every release starts for them; 0.33.0: its overlay).

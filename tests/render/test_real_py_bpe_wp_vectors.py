@@ -21,7 +21,7 @@ with the same status. The files are fetched into a cache: without it these tests
 under CI they fetch.
 
 tests/render/releases/<release>/real_py_{bpe,wp,fairseq}_vectors.jsonl hold vLLM
-0.29.0's, 0.32.0's and 0.33.0's answers for the same bodies (tools/build_python_bodies.py
+0.29.0's, 0.30.0's, 0.32.0's and 0.33.0's answers for the same bodies (tools/build_python_bodies.py
 ``--keep-release``), replayed with that ``--vllm-version``; vLLM 0.29.0 does not start
 for blenderbot-small's architectures (its harvest: "not supported for now"), so that
 folder is refused there.
@@ -100,7 +100,7 @@ def test_vllm_rendering_of_vocabulary_file_folders_replays(corpus: str,
     assert_replays(_renderer(corpus, case.real), case)
 
 
-RELEASES = ("0.29.0", "0.32.0", "0.33.0")
+RELEASES = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 #: (release, folder) whose server did not start.
 NOT_STARTED = {("0.29.0", "blenderbot_small_rule")}
 
