@@ -84,6 +84,16 @@ def _corpus_releases(corpus: str) -> str:
 _NAMED_RELEASES: frozenset[str] = PYTHON_CODECS["SpeechT5Tokenizer"].releases or frozenset()
 
 
+def _python_releases() -> str:
+    """The releases each reproduced Python class was verified against, grouped."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, codec in sorted(PYTHON_CODECS.items()):
+        releases = codec.releases or frozenset(verified_releases())
+        key = tuple(sorted(releases, key=lambda v: tuple(map(int, v.split(".")))))
+        groups.setdefault(key, []).append(name)
+    return "; ".join(f"vLLM {', '.join(k)}: {', '.join(v)}" for k, v in sorted(groups.items()))
+
+
 def _byte_level_text() -> str:
     """The releases whose transformers loads some hub classes as is over ByteLevel files."""
     groups: dict[tuple[str, ...], list[str]] = {}
@@ -151,15 +161,17 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
   code points, or its characters or words looked up in a vocabulary file, or its pieces
   from the folder's SentencePiece model (the `sentencepiece` extra,
-  `prefixkey/render/_python_spm.py`; those classes are verified against vLLM 0.29.0 to
-  0.32.0), or the pieces of fastBPE-style vocabulary and merges files, or BERT's Python
-  WordPiece over a vocab.txt, or VitsTokenizer's characters (its phonemize off), or
+  `prefixkey/render/_python_spm.py`), or the pieces of fastBPE-style vocabulary and merges
+  files, or BERT's Python WordPiece over a vocab.txt, or VitsTokenizer's characters (its
+  phonemize off), or
   GPTNeoXJapaneseTokenizer's spellings of its vocab.txt and emoji.json, or
   ClvpTokenizer's normalized words as byte-level BPE pieces (MyT5Tokenizer's bytes are
   rewritten by its byte_maps.json), reproduced as
   `prefixkey/render/_hf_python.py` records each class, for
-  {", ".join(sorted(PYTHON_CODECS))}; the other Python tokenizers are refused, each with
-  its reason. The classes a folder of an architecture vLLM starts for names by
+  {", ".join(sorted(PYTHON_CODECS))}, each verified against the releases whose render
+  servers answered its corpus and refused at the others ({_python_releases()}); the other
+  Python tokenizers are refused, each with its reason. The classes a folder of an
+  architecture vLLM starts for names by
   `tokenizer_class` while their own model types start none (BartphoTokenizer,
   ClvpTokenizer, GPTNeoXJapaneseTokenizer, MyT5Tokenizer, ProphetNetTokenizer, SpeechT5Tokenizer,
   VitsTokenizer: `real_py_named_` corpus) are

@@ -240,6 +240,16 @@ _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 #: M2M100, PLBart, Speech2Text), so those classes were not harvested there.
 _SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
+#: The releases the byte, code-point and vocabulary classes' corpora (real_py_,
+#: real_py_vocab_, real_py_ctc_) were harvested from (0.33.0: its overlay); 0.29.0 starts
+#: no Wav2Vec2 architecture.
+_PY_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
+_CTC_RELEASES: Final = _PY_RELEASES - {"0.29.0"}
+#: The releases the vocabulary-file classes' corpora (real_py_bpe_, real_py_wp_,
+#: real_py_fairseq_) were harvested from (0.33.0: its overlay); 0.29.0 starts no
+#: blenderbot-small architecture.
+_VOCAB_FILE_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
+_BLENDERBOT_SMALL_RELEASES: Final = _VOCAB_FILE_RELEASES - {"0.29.0"}
 #: The releases the classes a folder names by tokenizer_class (real_py_named_) were
 #: harvested from (GPT-2 folders: every release starts for them; 0.33.0: its overlay).
 _NAMED_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
@@ -271,11 +281,13 @@ _CLIP_FASTBPE: Final = ("OpenAI CLIP's merges (open_clip_torch 3.3.0) written in
 
 #: Each reproduced class (transformers 5.17) and what it does.
 PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
-    "ByT5Tokenizer": PythonCodec("byt5", "bytes", 3, _byt5_added(), "eos_if_absent"),
+    "ByT5Tokenizer": PythonCodec("byt5", "bytes", 3, _byt5_added(), "eos_if_absent",
+                                 releases=_PY_RELEASES),
     "PerceiverTokenizer": PythonCodec("perceiver", "bytes", 6, (
         Added("[PAD]", 0, "pad_token"), Added("[BOS]", 1, "bos_token"),
         Added("[EOS]", 2, "eos_token"), Added("[MASK]", 3, "mask_token"),
-        Added("[CLS]", 4, "cls_token"), Added("[SEP]", 5, "sep_token")), "cls_sep"),
+        Added("[CLS]", 4, "cls_token"), Added("[SEP]", 5, "sep_token")), "cls_sep",
+        releases=_PY_RELEASES),
     # Code points; the specials are private-use code points (their id is their value).
     # __init__ asks lstrip for the mask token, but the added token PythonBackend
     # registers for it has no strip flags (its added_tokens_decoder, read back).
@@ -283,28 +295,29 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
         Added("\ue000", 0xE000, "bos_token"), Added("\ue001", 0xE001, "eos_token"),
         Added("\ue001", 0xE001, "sep_token"), Added("\ue000", 0xE000, "cls_token"),
         Added("\x00", 0, "pad_token"), Added("\ue003", 0xE003, "mask_token")),
-        "cls_sep"),
+        "cls_sep", releases=_PY_RELEASES),
     # models/wav2vec2/tokenization_wav2vec2.py (every audio CTC model type registers it).
     "Wav2Vec2CTCTokenizer": PythonCodec(
         "wav2vec2_ctc", "vocab_chars", 0, (), "none", "vocab.json", "multichar",
         MappingProxyType({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
                           "pad_token": "<pad>", "word_delimiter_token": "|",
                           "do_lower_case": False, "replace_word_delimiter_char": " ",
-                          "target_lang": None})),
+                          "target_lang": None}), releases=_CTC_RELEASES),
     # models/mgp_str/tokenization_mgp_str.py: characters, the named tokens split out.
     "MgpstrTokenizer": PythonCodec(
         "mgpstr", "vocab_chars", 0, (), "none", "vocab.json", "specials",
         MappingProxyType({"unk_token": "[GO]", "bos_token": "[GO]", "eos_token": "[s]",
-                          "pad_token": "[GO]"})),
+                          "pad_token": "[GO]"}), releases=_PY_RELEASES),
     # models/esm/tokenization_esm.py: every vocabulary entry is a no-split token.
     "EsmTokenizer": PythonCodec(
         "esm", "vocab_words", 0, (), "cls_eos", "vocab.txt", "vocab",
         MappingProxyType({"unk_token": "<unk>", "cls_token": "<cls>", "pad_token": "<pad>",
-                          "mask_token": "<mask>", "eos_token": "<eos>"})),
+                          "mask_token": "<mask>", "eos_token": "<eos>"}),
+        releases=_PY_RELEASES),
     # models/dia/tokenization_dia.py: UTF-8 bytes, offset 0, beside three added tokens.
     "DiaTokenizer": PythonCodec("dia", "bytes", 0, (
         Added("<pad>", 0, "pad_token"), Added("<pad>", 0, "unk_token"), Added("[S1]", 1),
-        Added("[S2]", 2)), "none"),
+        Added("[S2]", 2)), "none", releases=_PY_RELEASES),
     # SentencePiece classes (render/_python_spm.py), each over the folder's model file.
     # models/gpt_sw3/tokenization_gpt_sw3.py: preprocess_text, then the model; its
     # do_lower_case, remove_space and keep_accents change nothing it encodes.
@@ -407,7 +420,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
     "CTRLTokenizer": PythonCodec(
         "ctrl", "bpe_words", 0, (), "none", "vocab.json", "specials",
         MappingProxyType({"unk_token": "<unk>"}), "merges.txt", BpeWords(words=_REGEX_WORDS),
-        borrowed=_CLIP_FASTBPE),
+        borrowed=_CLIP_FASTBPE, releases=_VOCAB_FILE_RELEASES),
     # models/blenderbot_small/tokenization_blenderbot_small.py: punctuation and
     # apostrophes split off, whitespace runs (the regex module's) to one space, a line
     # break written "__newln__", lower-cased; __init__ resets special_tokens_pattern to
@@ -418,12 +431,13 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
                           "unk_token": "__unk__", "pad_token": "__null__"}),
         "merges.txt", BpeWords((("([.,!?()])", r" \1"), ("(')", r" \1 "),
                                 (f"[{WHITE_SPACE}]{{2,}}", " "), ("\n", " __newln__")),
-                               lowercase=True, words=_REGEX_WORDS), borrowed=_CLIP_FASTBPE),
+                               lowercase=True, words=_REGEX_WORDS), borrowed=_CLIP_FASTBPE,
+        releases=_BLENDERBOT_SMALL_RELEASES),
     # models/phobert/tokenization_phobert.py: CTRL's bpe over a fairseq dictionary
     # (vocab.txt) and bpe.codes, Python re's words; "<s> X </s>".
     "PhobertTokenizer": PythonCodec(
         "phobert", "bpe_words", 0, (), "cls_sep", "vocab.txt", "specials", _FAIRSEQ_TOKENS,
-        "bpe.codes", _FAIRSEQ_BPE, borrowed=_CLIP_FASTBPE),
+        "bpe.codes", _FAIRSEQ_BPE, borrowed=_CLIP_FASTBPE, releases=_VOCAB_FILE_RELEASES),
     # models/bertweet/tokenization_bertweet.py: PhoBERT's, when normalization is off (its
     # default).
     "BertweetTokenizer": PythonCodec(
@@ -433,7 +447,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             MappingProxyType({("normalization", "True"): (
                 "(its port of NLTK's TweetTokenizer, and emoji's demojize when installed) "
                 "is not reproduced")}))),
-        borrowed=_CLIP_FASTBPE),
+        borrowed=_CLIP_FASTBPE, releases=_VOCAB_FILE_RELEASES),
     # models/roc_bert/tokenization_roc_bert.py: input_ids are BERT's (the shape and
     # pronunciation ids it also returns are not rendered); its prepare_for_model
     # truncates as PythonBackend's does.
@@ -444,7 +458,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
                           "never_split": None}),
         wordpiece=BasicWordPiece(None, MappingProxyType({
             "do_basic_tokenize": True, "never_split": None})),
-        borrowed=_BGE_VOCAB),
+        borrowed=_BGE_VOCAB, releases=_VOCAB_FILE_RELEASES),
     # models/bert_japanese/tokenization_bert_japanese.py, its pure-Python pairs (basic,
     # then wordpiece or character); MeCab, Sudachi and Juman++ word splitting need
     # libraries.
@@ -464,7 +478,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
                     lib="sudachipy", what="Sudachi word splitting"),
                 ("word_tokenizer_type", "jumanpp"): _NEEDS.format(
                     lib="rhoknp", what="Juman++ word splitting")}), "subword_tokenizer_type"),
-        borrowed=_BGE_VOCAB),
+        borrowed=_BGE_VOCAB, releases=_VOCAB_FILE_RELEASES),
     # models/prophetnet/tokenization_prophetnet.py: BERT's Python WordPiece over its
     # prophetnet.tokenizer, then sep_token; x_sep_token is a special token of its own
     # (added after the named ones the vocabulary lacks).

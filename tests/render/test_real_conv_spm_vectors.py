@@ -75,13 +75,16 @@ def _release_renderer(release: str, real: str) -> Renderer:
                                   max_model_len=512, vllm_version=release))
 
 
-@each_case(CASES)
-def test_vllm_0_32_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    """vLLM 0.32.0 (transformers 5.19) answered the corpus as kept in
-    releases/0.32.0/real_conv_spm_vectors.jsonl."""
+@pytest.mark.parametrize(("release", "case"), [
+    pytest.param(release, c, id=f"{release}-{c.id}") for release in ("0.32.0", "0.33.0")
+    for c in CASES])
+def test_vllm_0_32_and_0_33_rendering_of_the_folders_replays(release: str,
+                                                             case: RenderCase) -> None:
+    """vLLM 0.32.0 and 0.33.0 (transformers 5.19; 0.33.0: its overlay) answered the
+    corpus as kept in releases/<release>/real_conv_spm_vectors.jsonl."""
     assert case.real is not None
-    assert_replays(_release_renderer("0.32.0", case.real),
-                   kept_case(case, "0.32.0", "real_conv_spm_"))
+    assert_replays(_release_renderer(release, case.real),
+                   kept_case(case, release, "real_conv_spm_"))
 
 
 

@@ -24,6 +24,7 @@ from functools import lru_cache
 
 import pytest
 from render_cases import (
+    RENDER_DIR,
     RenderCase,
     assert_covers_both_answers,
     assert_replays,
@@ -35,6 +36,7 @@ from render_cases import (
 )
 
 from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_converted import CONVERTED_RELEASES
 from prefixkey.render._hf_rebuilds import REBUILDS
 
 SPM_CASES = render_cases("real_conv_")
@@ -188,17 +190,29 @@ def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert_replays(renderer(case.real), case)
 
 
-@pytest.mark.parametrize(("corpus", "case"), [
-    pytest.param(corpus, c, id=c.id) for corpus, cases in (("real_conv_", SPM_CASES),
-                                                           ("real_conv_files_", FILE_CASES),
-                                                           ("real_conv_more_", MORE_CASES))
-    for c in cases])
-def test_vllm_0_32_rendering_of_the_folders_replays(corpus: str, case: RenderCase) -> None:
-    """vLLM 0.32.0 (transformers 5.19, whose conversion code is 5.17's) answered the
-    corpora as 0.31.0 did (releases/0.32.0/real_conv_vectors.jsonl,
-    real_conv_files_vectors.jsonl, real_conv_more_vectors.jsonl)."""
+#: The releases of transformers 5.19, whose conversion code is 5.17's, and the corpora
+#: each answered as 0.31.0 did (0.33.0: its overlay; its vocabulary-file answers were not
+#: harvested, so those conversions are refused there).
+SAME_AS_031 = {"0.32.0": ("real_conv_", "real_conv_files_", "real_conv_more_"),
+               "0.33.0": ("real_conv_", "real_conv_more_")}
+#: The conv_more folders converted from vocabulary files (CONVERTED_RELEASES "files").
+MORE_FILES = frozenset({"conv_luke", "conv_dpr_reader", "conv_convbert"})
+_BY_CORPUS = {"real_conv_": SPM_CASES, "real_conv_files_": FILE_CASES,
+              "real_conv_more_": MORE_CASES}
+
+
+@pytest.mark.parametrize(("release", "corpus", "case"), [
+    pytest.param(release, corpus, c, id=f"{release}-{c.id}")
+    for release, corpora in SAME_AS_031.items() for corpus in corpora
+    for c in _BY_CORPUS[corpus]
+    if "real_conv_files_" in corpora or c.real not in MORE_FILES])
+def test_vllm_0_32_and_0_33_rendering_of_the_folders_replays(release: str, corpus: str,
+                                                             case: RenderCase) -> None:
+    """vLLM 0.32.0 and 0.33.0 (transformers 5.19) answered the corpora as 0.31.0 did
+    (releases/<release>/real_conv_vectors.jsonl, real_conv_files_vectors.jsonl,
+    real_conv_more_vectors.jsonl)."""
     assert case.real is not None
-    assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", corpus))
+    assert_replays(_release_renderer(release, case.real), kept_case(case, release, corpus))
 
 
 @each_case(FILE_CASES)
@@ -269,11 +283,28 @@ def _release_renderer(release: str, real: str) -> Renderer:
                                   max_model_len=512, vllm_version=release))
 
 
+#: The corpora each source's conversions were replayed on (render/_hf_converted.py
+#: ``CONVERTED_RELEASES``).
+SOURCE_CORPORA = {"sentencepiece": ("real_conv_", "real_conv_spm_", "real_conv_more_"),
+                  "generic": ("real_conv_", "real_conv_spm_", "real_conv_more_"),
+                  "files": ("real_conv_files_", "real_conv_more_")}
+
+
+@pytest.mark.parametrize("source", sorted(SOURCE_CORPORA))
+def test_each_conversion_opens_the_releases_that_answered_its_corpora(source: str) -> None:
+    """A release is open for a conversion exactly when its answers to every corpus of it
+    are kept (0.31.0's are the corpora's own)."""
+    kept = {p.parent.name for p in (RENDER_DIR / "releases").glob("*/meta.json")
+            if all((p.parent / f"{c}vectors.jsonl").is_file() for c in SOURCE_CORPORA[source])}
+    assert CONVERTED_RELEASES[source] == kept | {"0.31.0"}
+
+
 @pytest.mark.parametrize(("release", "real"), [
     ("0.29.0", "conv_qwen3"), ("0.29.0", "conv_whisper"), ("0.33.0", "conv_qwen3"),
-    ("0.33.0", "conv_generic"), ("0.33.0", "conv_t5")])
+    ("0.33.0", "conv_whisper"), ("0.33.0", "conv_luke"), ("0.33.0", "conv_dpr_reader")])
 def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
-    """The answers of those releases for those folders were not harvested."""
+    """The answers of those releases for those folders' conversions (vocabulary files)
+    were not harvested."""
     with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
         _release_renderer(release, real)
 

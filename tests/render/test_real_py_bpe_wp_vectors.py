@@ -21,7 +21,7 @@ with the same status. The files are fetched into a cache: without it these tests
 under CI they fetch.
 
 tests/render/releases/<release>/real_py_{bpe,wp,fairseq}_vectors.jsonl hold vLLM
-0.29.0's, 0.32.0's and 0.33.0's answers for the same bodies (tools/build_python_bodies.py
+0.29.0's, 0.30.0's, 0.32.0's and 0.33.0's answers for the same bodies (tools/build_python_bodies.py
 ``--keep-release``), replayed with that ``--vllm-version``; vLLM 0.29.0 does not start
 for blenderbot-small's architectures (its harvest: "not supported for now"), so that
 folder is refused there.
@@ -49,7 +49,7 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import VERIFIED_RELEASES, Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_python import PYTHON_CODECS
 
 #: Each corpus: its codec unit and the class of each folder.
@@ -100,7 +100,7 @@ def test_vllm_rendering_of_vocabulary_file_folders_replays(corpus: str,
     assert_replays(_renderer(corpus, case.real), case)
 
 
-RELEASES = ("0.29.0", "0.32.0", "0.33.0")
+RELEASES = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 #: (release, folder) whose server did not start.
 NOT_STARTED = {("0.29.0", "blenderbot_small_rule")}
 
@@ -117,6 +117,23 @@ def test_the_releases_answered_every_body_of_the_folders_they_start_for(corpus: 
     for release in RELEASES:
         assert set(kept_vectors(release, corpus)) == {
             c.id for c in render_cases(corpus) if (release, c.real) not in NOT_STARTED}
+
+
+@pytest.mark.parametrize(("corpus", "folder"), [
+    (corpus, folder) for corpus, (_, classes) in CORPORA.items() for folder in classes])
+def test_each_class_opens_the_releases_that_answered_it(corpus: str, folder: str) -> None:
+    """A class renders at 0.31.0 and the releases whose answers for its folder are kept;
+    any other verified release refuses it, naming the release (or its start-up)."""
+    answered = {"0.31.0", *(r for r in RELEASES if (r, folder) not in NOT_STARTED)}
+    assert PYTHON_CODECS[FOLDER_CLASSES[folder]].releases == frozenset(answered)
+    case = next(c for c in render_cases(corpus) if c.real == folder)
+    for release in sorted(set(VERIFIED_RELEASES) - answered):
+        match = ("does not start" if (release, folder) in NOT_STARTED
+                 else f"not vLLM {release}'s")
+        with pytest.raises(RenderUnsupportedError, match=match):
+            Renderer(ServerOptions(model=str(case.folder()),
+                                   served_model_name=case.served_names, max_model_len=512,
+                                   vllm_version=release))
 
 
 @pytest.mark.parametrize(("release", "folder"), sorted(NOT_STARTED))

@@ -1,8 +1,9 @@
 """Replay other releases' answers for the Python-tokenizer and CodeLlama corpora.
 
-tests/render/releases/<release>/real_py_*vectors.jsonl hold what vLLM 0.29.0's, 0.30.0's
-and 0.32.0's render servers answered for the bodies of tests/render/real_py_*bodies.jsonl
-(tools/build_python_bodies.py ``--keep-release``); each is replayed with that release's
+tests/render/releases/<release>/real_py_*vectors.jsonl hold what vLLM 0.29.0's, 0.30.0's,
+0.32.0's and 0.33.0's (its overlay; ``ANSWERED``) render servers answered for the bodies
+of tests/render/real_py_*bodies.jsonl (tools/build_python_bodies.py ``--keep-release``);
+each is replayed with that release's
 ``--vllm-version``. The CodeLlama bodies after an infilling text (``after-fill/``) and the
 infilling texts themselves are left to test_real_py_codellama_vectors.py.
 """
@@ -22,10 +23,15 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import VERIFIED_RELEASES, Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._hf_python import PYTHON_CODECS
 
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
-RELEASES = sorted(p.parent.name for p in (RENDER_DIR / "releases").glob("*/real_py_vectors.jsonl"))
+#: The releases whose answers to each corpus are kept (0.33.0: its overlay).
+ANSWERED = {"real_py_": ("0.29.0", "0.30.0", "0.32.0", "0.33.0"),
+            "real_py_ctc_": ("0.30.0", "0.32.0", "0.33.0"),
+            "real_py_vocab_": ("0.29.0", "0.30.0", "0.32.0", "0.33.0"),
+            "real_py_codellama_": ("0.29.0", "0.30.0", "0.32.0", "0.33.0")}
 #: (release, corpus) whose server did not start: vLLM 0.29.0's registry answers
 #: "Model architectures ['Wav2Vec2ForCTC'] are not supported for now" (its harvest).
 NOT_STARTED = {("0.29.0", "real_py_ctc_")}
@@ -36,9 +42,9 @@ INFILLING = {"code_llama/completion-fill", "code_llama/completion-fill-no-specia
 
 def _params() -> list[Any]:
     return [pytest.param(release, corpus, case, id=f"{release}/{case.id}")
-            for release in RELEASES for corpus in CORPORA for case in render_cases(corpus)
-            if not case.id.startswith("code_llama/after-fill/") and case.id not in INFILLING
-            and (release, corpus) not in NOT_STARTED]
+            for corpus in CORPORA for release in ANSWERED[corpus]
+            for case in render_cases(corpus)
+            if not case.id.startswith("code_llama/after-fill/") and case.id not in INFILLING]
 
 
 @cache
@@ -48,15 +54,13 @@ def _renderer(release: str, folder: str, served: tuple[str, ...], length: int | 
                                   max_model_len=length, vllm_version=release))
 
 
-def test_the_releases_answered_every_body() -> None:
-    assert RELEASES == ["0.29.0", "0.30.0", "0.32.0"]
-    for release in RELEASES:
-        for corpus in CORPORA:
-            if (release, corpus) in NOT_STARTED:
-                assert not (RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
-                            ).exists()
-                continue
-            assert set(kept_vectors(release, corpus)) == {c.id for c in render_cases(corpus)}
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_the_releases_answered_every_body(corpus: str) -> None:
+    kept = (RENDER_DIR / "releases").glob(f"*/{corpus}vectors.jsonl")
+    assert sorted(p.parent.name for p in kept) == list(ANSWERED[corpus])
+    assert not {r for r, c in NOT_STARTED if c == corpus} & set(ANSWERED[corpus])
+    for release in ANSWERED[corpus]:
+        assert set(kept_vectors(release, corpus)) == {c.id for c in render_cases(corpus)}
 
 
 @pytest.mark.parametrize(("release", "corpus"), sorted(NOT_STARTED))
@@ -75,3 +79,22 @@ def test_a_release_renders_the_python_corpora(release: str, corpus: str,
                   case.server.get("--max-model-len"))
     assert_replays(r, kept_case(case, release, corpus))
 
+
+
+@pytest.mark.parametrize("corpus", [c for c in CORPORA if c != "real_py_codellama_"])
+def test_each_class_opens_the_releases_that_answered_its_corpus(corpus: str) -> None:
+    """A reproduced class renders at 0.31.0 and the releases whose answers to its corpus
+    are kept; any other verified release refuses it, naming the release (CodeLlama's
+    corpus is a rebuild's, not a Python class's)."""
+    answered = {"0.31.0", *ANSWERED[corpus]}
+    for case in {c.folder(): c for c in render_cases(corpus)}.values():
+        r = _renderer("0.31.0", str(case.folder()), case.served_names,
+                      case.server.get("--max-model-len"))
+        cls = r.folder.tokenizer_decision.tokenizer_class
+        assert cls is not None and PYTHON_CODECS[cls].releases == frozenset(answered), cls
+        for release in sorted(set(VERIFIED_RELEASES) - answered):
+            if (release, corpus) in NOT_STARTED:
+                continue
+            with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
+                _renderer(release, str(case.folder()), case.served_names,
+                          case.server.get("--max-model-len"))
