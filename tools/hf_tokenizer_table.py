@@ -25,11 +25,13 @@ from prefixkey.render import _hf_facts as facts  # noqa: E402
 from prefixkey.render._eras import render_release, verified_releases  # noqa: E402
 from prefixkey.render._hf_converted import CONVERSIONS, CONVERTED_RELEASES  # noqa: E402
 from prefixkey.render._hf_decision import (  # noqa: E402
+    BASE_FACTS,
     HARMONY_MODEL_TYPES,
     NON_HF_ARCHITECTURES,
     class_path,
     decide_tokenizer,
     release_facts,
+    tokenizer_config_class,
 )
 from prefixkey.render._hf_python import PYTHON_CODECS  # noqa: E402
 from prefixkey.render._hf_rebuilds import REBUILDS, VERIFIED_WITH  # noqa: E402
@@ -227,9 +229,10 @@ def class_rows() -> list[str]:
             "| without tokenizer.json |", "|---|---|---|---|---|"]
     for name in sorted(n for n in facts.CLASSES if not n.endswith("Fast")
                        or n == "PreTrainedTokenizerFast"):
-        decision, converted = (class_path(facts.CLASSES[name], has_tokenizer_json=has, why=name)
+        built = tokenizer_config_class(name, BASE_FACTS)
+        decision, converted = (class_path(built, has_tokenizer_json=has, why=name)
                                for has in (True, False))
-        rows.append(f"| `{name}` | {facts.CLASSES[name][0]} | "
+        rows.append(f"| `{name}` | {built[0]} | "
                     f"{_path_text(decision.path, decision.recipe)} | "
                     f"{decision.why.removeprefix(name + ': ')} | "
                     f"{_path_text(converted.path, converted.recipe)} |")
