@@ -73,7 +73,8 @@ GenericSpm = Literal["extracted", "spec"]
 #: ``extra_special_tokens`` (render/_tokenizer.py): ``kept`` (transformers 5.17: an
 #: ``extra_special_tokens`` key, even an empty list or null, wins and the other is
 #: dropped) or ``if_empty`` (5.19, 5.24: the other replaces an empty or null one; beside
-#: a non-empty one both reach the class's ``__init__``, which is refused).
+#: a non-empty one both reach the class's ``__init__``, where the extra list wins as in
+#: 5.17: PegasusTokenizer's ids were the same, seen in vLLM 0.30's venv).
 SpecialsMerge = Literal["kept", "if_empty"]
 
 

@@ -614,19 +614,11 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "split_special_tokens is not reproduced")
     if "additional_special_tokens" in init:
-        if specials_merge == "kept" or not init.get("extra_special_tokens"):
-            extras = init.pop("additional_special_tokens")
-            if specials_merge == "kept":
-                init.setdefault("extra_special_tokens", extras)
-            else:
-                init["extra_special_tokens"] = extras
-        elif init["additional_special_tokens"]:
-            raise RenderUnsupportedError("tokenizer_config.json", (
-                "additional_special_tokens beside a non-empty extra_special_tokens: this "
-                "release's transformers (5.19 on) passes both to the class's __init__, "
-                "which prefixkey does not reproduce"))
+        extras = init.pop("additional_special_tokens")
+        if specials_merge == "if_empty" and not init.get("extra_special_tokens"):
+            init["extra_special_tokens"] = extras
         else:
-            init.pop("additional_special_tokens")
+            init.setdefault("extra_special_tokens", extras)
     explicit: dict[str, Any] = {
         k: init.pop(k) for k in list(init)
         if k not in _NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
