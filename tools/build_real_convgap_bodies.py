@@ -9,9 +9,9 @@ both: the generic backend's conversion), all three over the sentencepiece 0.2.1 
 Unigram test model; and PegasusTokenizer over XLM-R's Unigram vocabulary (llama.cpp's
 GGUF, as ``conv_pegasus``) with the folder's own ``additional_special_tokens``, and with
 them beside an empty ``extra_special_tokens`` (which transformers 5.19 and 5.24, vLLM
-0.29, 0.30, 0.32 and 0.33, replace with them; 5.17, vLLM 0.31's, keeps the empty list). The bodies are
-tools/build_real_wu_bodies.py's, and completions of a text holding the folders' own
-and the class's special tokens. ``tools/harvest_render.py --bodies
+0.29, 0.30, 0.32 and 0.33, replace with them; 5.17, vLLM 0.31's, keeps the empty
+list). The bodies are tools/build_real_wu_bodies.py's, and completions of a text holding
+the folders' own and the class's special tokens. ``tools/harvest_render.py --bodies
 tests/render/real_convgap_bodies.jsonl --out tests/render/real_convgap_vectors.jsonl
 --port 19810`` records vLLM 0.31's answers.
 

@@ -127,7 +127,9 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   corpora; GemmaTokenizer's and Siglip2Tokenizer's model is Gemma 3's vocabulary written
   as the SentencePiece model its tokenizer.json came from, a derived file, as no registry
   ships Gemma's; FNetTokenizer, without an `__init__` of its own, gets the generic
-  backend's tokenizer and AlbertTokenizer's named tokens) and
+  backend's tokenizer and AlbertTokenizer's named tokens; PythonBackend named by
+  `tokenizer_class` is TokenizersBackend: `real_convgap_` corpus, with PegasusTokenizer's
+  own special-token list, vLLM 0.30.0, 0.31.0, 0.32.0) and
   vocabulary files (vLLM {", ".join(sorted(CONVERTED_RELEASES["files"]))}:
   `real_conv_files_` corpus), refused at other releases; refused for the other classes;
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
@@ -146,8 +148,10 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   ClvpTokenizer, GPTNeoXJapaneseTokenizer, MyT5Tokenizer, ProphetNetTokenizer, SpeechT5Tokenizer,
   VitsTokenizer: `real_py_named_` corpus) are
   verified against vLLM {", ".join(sorted(_NAMED_RELEASES))} and refused at other
-  releases. Verified against vLLM's render servers on another model's real vocabulary
-  under the class's format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
+  releases; SentencePieceBackend itself, named so (`real_convgap_` corpus), against vLLM
+  {", ".join(sorted(PYTHON_CODECS["SentencePieceBackend"].releases or ()))}. Verified
+  against vLLM's render servers on another model's real vocabulary under the class's
+  format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
                                        sorted(PYTHON_CODECS.items()) if c.borrowed)}. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s
   model registry accepts when its render server starts
