@@ -205,13 +205,12 @@ def test_a_model_without_charsmap_fails_the_classes_that_build_precompiled(
 
 
 @pytest.mark.parametrize(("config", "match"), [
-    ({"additional_special_tokens": ["<x>"]}, "beside the PegasusTokenizer class's own list"),
     ({"mask_token_sent": "<s>"}, "hold the mask_token_sent token")])
 def test_pegasus_keeping_its_own_extras_otherwise_is_refused(
         tmp_path: Path, config: dict[str, Any], match: str) -> None:
     """PegasusTokenizer replaces the model's control pieces with its own extra tokens
-    unless its mask_token_sent is among them; a folder's own list beside it is not
-    reproduced either."""
+    unless its mask_token_sent is among them (a folder's own list wins over both:
+    real_convgap_ corpus)."""
     folder = copied(tmp_path, "conv_pegasus", **config)
     with pytest.raises(RenderUnsupportedError, match=match):
         Renderer(ServerOptions(model=str(folder)))
