@@ -26,11 +26,13 @@ from prefixkey.render._encoders import ENCODER_MODES  # noqa: E402
 from prefixkey.render._eras import render_release, verified_releases  # noqa: E402
 from prefixkey.render._hf_converted import CONVERSIONS, CONVERTED_RELEASES  # noqa: E402
 from prefixkey.render._hf_decision import (  # noqa: E402
+    BASE_FACTS,
     HARMONY_MODEL_TYPES,
     NON_HF_ARCHITECTURES,
     class_path,
     decide_tokenizer,
     release_facts,
+    tokenizer_config_class,
 )
 from prefixkey.render._hf_python import PYTHON_CODECS  # noqa: E402
 from prefixkey.render._hf_rebuilds import REBUILDS, VERIFIED_WITH  # noqa: E402
@@ -155,7 +157,9 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   corpora; GemmaTokenizer's and Siglip2Tokenizer's model is Gemma 3's vocabulary written
   as the SentencePiece model its tokenizer.json came from, a derived file, as no registry
   ships Gemma's; FNetTokenizer, without an `__init__` of its own, gets the generic
-  backend's tokenizer and AlbertTokenizer's named tokens) and
+  backend's tokenizer and AlbertTokenizer's named tokens; PythonBackend named by
+  `tokenizer_class` is TokenizersBackend: `real_convgap_` corpus, with PegasusTokenizer's
+  own special-token list, vLLM 0.29.0 to 0.32.0) and
   vocabulary files (vLLM {", ".join(sorted(CONVERTED_RELEASES["files"]))}:
   `real_conv_files_` corpus), refused at other releases; refused for the other classes;
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or
@@ -176,8 +180,10 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   ClvpTokenizer, GPTNeoXJapaneseTokenizer, MyT5Tokenizer, ProphetNetTokenizer, SpeechT5Tokenizer,
   VitsTokenizer: `real_py_named_` corpus) are
   verified against vLLM {", ".join(sorted(_NAMED_RELEASES))} and refused at other
-  releases. Verified against vLLM's render servers on another model's real vocabulary
-  under the class's format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
+  releases; SentencePieceBackend itself, named so (`real_convgap_` corpus), against vLLM
+  {", ".join(sorted(PYTHON_CODECS["SentencePieceBackend"].releases or ()))}. Verified
+  against vLLM's render servers on another model's real vocabulary under the class's
+  format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
                                        sorted(PYTHON_CODECS.items()) if c.borrowed)}. For a model
   type registering one, the row says which of the type's architectures vLLM {PROBED}'s
   model registry accepts when its render server starts
@@ -264,9 +270,10 @@ def class_rows() -> list[str]:
             "| without tokenizer.json |", "|---|---|---|---|---|"]
     for name in sorted(n for n in facts.CLASSES if not n.endswith("Fast")
                        or n == "PreTrainedTokenizerFast"):
-        decision, converted = (class_path(facts.CLASSES[name], has_tokenizer_json=has, why=name)
+        built = tokenizer_config_class(name, BASE_FACTS)
+        decision, converted = (class_path(built, has_tokenizer_json=has, why=name)
                                for has in (True, False))
-        rows.append(f"| `{name}` | {facts.CLASSES[name][0]} | "
+        rows.append(f"| `{name}` | {built[0]} | "
                     f"{_path_text(decision.path, decision.recipe)} | "
                     f"{decision.why.removeprefix(name + ': ')} | "
                     f"{_path_text(converted.path, converted.recipe)} |")

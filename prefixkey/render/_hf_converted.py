@@ -30,10 +30,11 @@ from typing import Any, Final
 
 from ._eras import GenericSpm
 from ._errors import ModelFolderError, RenderUnsupportedError
-from ._hf_rebuilds import MBART50_CODES, MBART_CODES
+from ._hf_rebuilds import MBART50_CODES, MBART_CODES, REBUILDS
 from ._protobuf import DEPTH, Messages, WireError, fields
 
 __all__ = [
+    "BACKEND",
     "CONVERSIONS",
     "CONVERTED_RELEASES",
     "GENERIC",
@@ -43,9 +44,11 @@ __all__ = [
     "Vocabulary",
     "converted_vocabulary",
     "files_read",
+    "generic_build",
     "generic_inputs",
     "generic_specials",
     "generic_spm_tokenizer",
+    "inherited_specials",
     "read_spm_model",
     "rebuilding_class",
     "spm_vocabulary",
@@ -192,18 +195,16 @@ class Conversion:
     (PegasusConverter's ``<unk_{i}>``, to ``offset``). ``own_extras``: the class's
     ``__init__`` replaces the model's control and user-defined pieces (its
     ``additional_special_tokens``) with its own list when that keyword's value is not
-    among them (PegasusTokenizer's ``mask_token_sent``). ``generic_defaults``: a class
-    without an ``__init__`` of its own (FNetTokenizer, AlbertTokenizer's): transformers
-    builds the generic backend's tokenizer over the model file (as for :data:`GENERIC`),
-    then the inherited ``__init__``'s named tokens (these defaults, after the model's
-    bos / eos / unk) are added. A BPE vocabulary's ``head`` tokens take the first ids
-    and the file's pieces follow, those already among them
+    among them (PegasusTokenizer's ``mask_token_sent``). A BPE vocabulary's ``head``
+    tokens take the first ids and the file's pieces follow, those already among them
     left out (NllbConverter), or, with ``offset``, each piece keeps its own id plus
     ``offset`` over the head (SeamlessM4TTokenizer.convert_from_spm_model). ``default``:
     the vocabulary the class's ``__init__`` builds without the file (its ``vocab``
     default, a BPE without merges); None: the folder is refused. ``init``: the class whose
     ``__init__`` the class inherits (its own has none, so it loads tokenizer.json as it
-    is): that class's rebuild record builds it.
+    is). Over vocabulary files that class's rebuild record builds it; over a
+    SentencePiece model transformers builds the generic backend's tokenizer instead
+    (:func:`generic_build`), and the inherited ``__init__`` adds its named tokens.
     """
 
     vocab_file: str
@@ -216,14 +217,15 @@ class Conversion:
     optional: tuple[tuple[str, str | None, float], ...] = ()
     numbered: tuple[str, int, str, int, float] | None = None
     own_extras: tuple[str, str] | None = None
-    generic_defaults: tuple[tuple[str, str], ...] | None = None
     offset: int | None = None
     default: tuple[str, ...] | None = None
     init: str | None = None
 
 
+#: The generic backend's class, whose ``__init__`` a class without its own may inherit.
+BACKEND: Final = "TokenizersBackend"
 #: The generic backend's: TokenizersBackend's own vocabulary file, the file's model type.
-GENERIC: Final = Conversion("tokenizer.model", None)
+GENERIC: Final = Conversion("tokenizer.model", None, init=BACKEND)
 _BYTE_LEVEL: Final = Conversion("vocab.json", "BPE", merges_file="merges.txt")
 _WORDPIECE: Final = Conversion("vocab.txt", "WordPiece")
 _XLM_R: Final = Conversion(
@@ -270,11 +272,8 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
         optional=(("mask_token", "<mask_1>", 0.0), ("mask_token_sent", "<mask_2>", 0.0)),
         skip=2, numbered=("<unk_{}>", 2, "offset", 103, -100.0),
         own_extras=("mask_token_sent", "<mask_1>")),
-    # AlbertTokenizer.__init__'s defaults (models/albert/tokenization_albert.py).
-    "FNetTokenizer": Conversion("spiece.model", "Unigram", generic_defaults=(
-        ("bos_token", "[CLS]"), ("eos_token", "[SEP]"), ("unk_token", "<unk>"),
-        ("sep_token", "[SEP]"), ("pad_token", "<pad>"), ("cls_token", "[CLS]"),
-        ("mask_token", "[MASK]"))),
+    # No __init__ of its own (models/fnet/tokenization_fnet.py): AlbertTokenizer's.
+    "FNetTokenizer": Conversion("spiece.model", "Unigram", init="AlbertTokenizer"),
     # MBartConverter, MBart50Converter, XLMRobertaConverter (LayoutXLM's): the fairseq
     # tokens first, the model's first three pieces dropped, the codes and mask appended.
     "MBartTokenizer": replace(_XLM_R, tail=(*_MBART_TAIL, ("mask_token", "<mask>", 0.0))),
@@ -300,7 +299,7 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
     "Qwen3_5Tokenizer": Conversion("tokenizer.model", "BPE", default=("<|endoftext|>",)),
     # Its __init__ builds its own vocabulary: no file is read (EsmcTokenizer names none).
     "EsmcTokenizer": Conversion("tokenizer.model", "BPE", default=()),
-    # ParakeetTokenizer has no __init__ of its own: TokenizersBackend's conversion.
+    # No __init__ of its own: TokenizersBackend's (its vocabulary file, the file's type).
     "ParakeetTokenizer": GENERIC,
     "ConvBertTokenizer": replace(_WORDPIECE, init="BertTokenizer"),
     **dict.fromkeys(("GPT2Tokenizer", "Qwen2Tokenizer", "RobertaTokenizer", "CodeGenTokenizer",
@@ -328,10 +327,17 @@ CONVERTED_RELEASES: Final = MappingProxyType({
     "files": frozenset({"0.30.0", "0.31.0", "0.32.0"})})
 
 
+def generic_build(conversion: Conversion) -> bool:
+    """Whether transformers builds the generic backend's tokenizer from the folder's model
+    file (``_convert_from_sentencepiece``: TokenizersBackend itself, or a class without
+    an ``__init__`` of its own, over a SentencePiece model)."""
+    return conversion.init is not None and conversion.vocab_file.endswith(".model")
+
+
 def conversion_releases(tokenizer_class: str) -> frozenset[str]:
     """The releases a class's conversion was replayed against."""
     conversion = CONVERSIONS.get(tokenizer_class, GENERIC)
-    if conversion is GENERIC or conversion.generic_defaults is not None:
+    if generic_build(conversion):
         return CONVERTED_RELEASES["generic"]
     return CONVERTED_RELEASES[
         "sentencepiece" if conversion.vocab_file.endswith(".model") else "files"]
@@ -507,10 +513,11 @@ def converted_vocabulary(folder: Path, tokenizer_class: str,
 
 def rebuilding_class(tokenizer_class: str) -> str:
     """The class whose rebuild record builds the class's tokenizer without tokenizer.json
-    (its own, or the one whose ``__init__`` it inherits: ``Conversion.init``)."""
+    (its own, or over vocabulary files the one whose ``__init__`` it inherits:
+    ``Conversion.init``; the generic build has none)."""
     conversion = CONVERSIONS.get(tokenizer_class)
     return (conversion.init if conversion is not None and conversion.init
-            else tokenizer_class)
+            and not generic_build(conversion) else tokenizer_class)
 
 
 def files_read(conversion: Conversion) -> str:
@@ -655,6 +662,14 @@ def generic_spm_tokenizer(vocabulary: Vocabulary, renamed: Mapping[int, Any],
         parts.append(decoders.Fuse())
     tok.decoder = decoders.Sequence(parts)
     return tok
+
+
+def inherited_specials(conversion: Conversion) -> dict[str, str]:
+    """The named tokens the ``__init__`` a generic build's class inherits passes on (its
+    signature's defaults, the rebuild record's; TokenizersBackend's has none)."""
+    record = REBUILDS.get(conversion.init or "")
+    return {key: value for key, value in (record.defaults if record else {}).items()
+            if value is not None}
 
 
 def generic_specials(vocabulary: Vocabulary) -> dict[str, str]:

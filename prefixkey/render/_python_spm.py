@@ -250,8 +250,10 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
         codes if recipe.backend == "sentencepiece" or _lists_languages(folder) else ())
     split = set(by_content) | (specials if recipe.backend == "sentencepiece" else set())
     names = sorted(split, key=len, reverse=True)
-    unk_id = fixed.get(named["unk_token"], vocab[named["unk_token"]] if vocab is not None
-                       else int(model.piece_to_id(named["unk_token"])))
+    # SentencePieceBackend itself names no unk_token: the model's own unknown id.
+    unk = named.get("unk_token")
+    unk_id = (int(model.unk_id()) if unk is None else fixed.get(
+        unk, vocab[unk] if vocab is not None else int(model.piece_to_id(unk))))
     source = settings.get("src_lang")
     lang = languages.get(str(source)) if source is not None else None
 
@@ -274,7 +276,7 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
         fixed_ids=MappingProxyType(fixed),
         vocab=None if vocab is None else MappingProxyType(vocab),
         unk_id=unk_id, prefix_ids=ids_of(recipe.prefix), suffix_ids=ids_of(recipe.suffix),
-        unk_pieces=len(model.encode(named["unk_token"])),
+        unk_pieces=0 if unk is None else len(model.encode(unk)),
         longest=max(map(len, full), default=0))
 
 

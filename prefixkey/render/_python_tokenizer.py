@@ -22,7 +22,7 @@ from typing import Final
 
 from tokenizers import Tokenizer, models
 
-from ._eras import GenericSpm
+from ._eras import GenericSpm, SpecialsMerge
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_python import (
@@ -421,11 +421,12 @@ def build_python_tokenizer(codec_class: str, folder: ModelFolder | None = None
                        else _read_byte_maps(folder, codec.byte_maps)))
 
 
-def build_folder_tokenizer(folder: ModelFolder, transformers: str,
-                           generic_spm: GenericSpm) -> HfTokenizer:
+def build_folder_tokenizer(folder: ModelFolder, transformers: str, generic_spm: GenericSpm,
+                           specials_merge: SpecialsMerge = "kept") -> HfTokenizer:
     """The folder's tokenizer: a reproduced Python class's, else render/_tokenizer.py's
     (``transformers``: the release vLLM runs, for a class whose code changed;
-    ``generic_spm``: its era's build of the generic backend over a SentencePiece model)."""
+    ``generic_spm``, ``specials_merge``: its era's build of the generic backend over a
+    SentencePiece model, and of the special tokens' lists)."""
     decision = folder.tokenizer_decision
     if decision.path == "python" and decision.tokenizer_class is not None:
         check_folder(decision.tokenizer_class, folder.tokenizer_config,
@@ -438,7 +439,7 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str,
         if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
             return build_vocab_tokenizer(folder, decision.tokenizer_class)
         return build_python_tokenizer(decision.tokenizer_class, folder)
-    return build_tokenizer(folder, generic_spm)
+    return build_tokenizer(folder, generic_spm, specials_merge)
 
 
 def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:

@@ -122,7 +122,7 @@ class Renderer:
                                        vllm_version=options.vllm_version)
         self.tokenizer: HfTokenizer = build_folder_tokenizer(
             self.folder, render_release(options.vllm_version).transformers,
-            self._era.generic_spm)
+            self._era.generic_spm, self._era.specials_merge)
         self._vocab_size = text_vocab_size(self.folder.config)
         self._runner = runner_type(config_architectures(self.folder.config,
                                                         options.vllm_version),

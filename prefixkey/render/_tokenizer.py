@@ -32,7 +32,7 @@ from tokenizers import (
     processors,
 )
 
-from ._eras import GenericSpm
+from ._eras import GenericSpm, SpecialsMerge
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._folder import ModelFolder
 from ._hf_converted import (
@@ -42,6 +42,7 @@ from ._hf_converted import (
     generic_inputs,
     generic_specials,
     generic_spm_tokenizer,
+    inherited_specials,
     rebuilding_class,
 )
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
@@ -566,10 +567,11 @@ class HfTokenizer:
                 add_special_tokens=add_special_tokens)[0].ids
 
 
-def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm) -> HfTokenizer:
+def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
+                    specials_merge: SpecialsMerge = "kept") -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds
     (``generic_spm``: the release's build of the generic backend over a SentencePiece
-    model, render/_eras.py)."""
+    model; ``specials_merge``: how it merges the special tokens' lists: render/_eras.py)."""
     decision = folder.tokenizer_decision
     recipe = (REBUILDS.get(rebuilding_class(decision.tokenizer_class))
               if decision.recipe is not None and decision.tokenizer_class is not None
@@ -612,7 +614,11 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm) -> HfTokenizer
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "split_special_tokens is not reproduced")
     if "additional_special_tokens" in init:
-        init.setdefault("extra_special_tokens", init.pop("additional_special_tokens"))
+        extras = init.pop("additional_special_tokens")
+        if specials_merge == "if_empty" and not init.get("extra_special_tokens"):
+            init["extra_special_tokens"] = extras
+        else:
+            init.setdefault("extra_special_tokens", extras)
     explicit: dict[str, Any] = {
         k: init.pop(k) for k in list(init)
         if k not in _NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
@@ -653,11 +659,10 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm) -> HfTokenizer
     conversion = CONVERSIONS.get(decision.tokenizer_class or "")
     if converted is not None and conversion is not None and conversion.own_extras:
         keyword, fallback = conversion.own_extras
-        if "extra_special_tokens" in init:
-            raise RenderUnsupportedError("tokenizer_config.json", (
-                f"additional or extra special tokens beside the {decision.tokenizer_class} "
-                "class's own list, over a converted SentencePiece model: not reproduced"))
-        if str(init.get(keyword, fallback)) in (text for text, _ in converted.added):
+        # The folder's own list (extra_special_tokens by now) wins over the class's, which
+        # then matters not (real_convgap_vectors.jsonl).
+        if "extra_special_tokens" not in init and str(init.get(keyword, fallback)) in (
+                text for text, _ in converted.added):
             raise RenderUnsupportedError(converted.file, (
                 f"the model's control or user-defined pieces hold the {keyword} token, which "
                 f"makes the {decision.tokenizer_class} class keep none of them: not "
@@ -672,8 +677,8 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm) -> HfTokenizer
         init.setdefault("extra_special_tokens", [
             AddedToken(text, normalized=False, special=special) for text, special in added])
         if recipe is None:
-            inherited = conversion.generic_defaults if conversion else None
-            for key, value in [*generic_specials(converted).items(), *(inherited or ())]:
+            inherited = inherited_specials(conversion) if conversion else {}
+            for key, value in [*generic_specials(converted).items(), *inherited.items()]:
                 init.setdefault(key, value)
     by_content = {str(t): t for t in decoder.values()}
     named: dict[str, AddedToken | str] = {}

@@ -21,12 +21,18 @@ import real_models
 from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._hf_converted import (
     CONVERSIONS,
+    GENERIC,
     MODEL_PROTO,
     SpmModel,
     generate_merges,
+    generic_build,
+    inherited_specials,
     read_spm_model,
+    rebuilding_class,
     spm_vocabulary,
 )
+from prefixkey.render._hf_facts import CLASSES
+from prefixkey.render._hf_rebuilds import REBUILDS
 from prefixkey.render._protobuf import is_message
 
 
@@ -199,13 +205,12 @@ def test_a_model_without_charsmap_fails_the_classes_that_build_precompiled(
 
 
 @pytest.mark.parametrize(("config", "match"), [
-    ({"additional_special_tokens": ["<x>"]}, "beside the PegasusTokenizer class's own list"),
     ({"mask_token_sent": "<s>"}, "hold the mask_token_sent token")])
 def test_pegasus_keeping_its_own_extras_otherwise_is_refused(
         tmp_path: Path, config: dict[str, Any], match: str) -> None:
     """PegasusTokenizer replaces the model's control pieces with its own extra tokens
-    unless its mask_token_sent is among them; a folder's own list beside it is not
-    reproduced either."""
+    unless its mask_token_sent is among them (a folder's own list wins over both:
+    real_convgap_ corpus)."""
     folder = copied(tmp_path, "conv_pegasus", **config)
     with pytest.raises(RenderUnsupportedError, match=match):
         Renderer(ServerOptions(model=str(folder)))
@@ -253,3 +258,24 @@ def test_a_class_building_its_own_vocabulary_beside_a_model_file_is_refused(
     shutil.copy(real_models.folder("conv_llama") / "tokenizer.model", folder)
     with pytest.raises(RenderUnsupportedError, match="also hands it"):
         Renderer(ServerOptions(model=str(folder), max_model_len=512))
+
+
+def test_a_class_without_its_own_init_takes_one_rule() -> None:
+    """transformers builds the generic backend's tokenizer for TokenizersBackend and for
+    each class without an __init__ of its own (the facts' ``as_is`` kind) over a
+    SentencePiece model, then the inherited __init__'s named tokens; over vocabulary files
+    the inherited class's rebuild runs."""
+    own_init_missing = {name for name, (cls, kind) in CLASSES.items()
+                        if kind == "as_is" and name == cls and not name.endswith("Fast")}
+    assert own_init_missing == {name for name, c in CONVERSIONS.items() if c.init}
+    assert generic_build(GENERIC) and not inherited_specials(GENERIC)
+    for name in own_init_missing:
+        conversion = CONVERSIONS[name]
+        assert conversion.init is not None
+        generic = generic_build(conversion)
+        assert generic == conversion.vocab_file.endswith(".model"), name
+        assert rebuilding_class(name) == (name if generic else conversion.init)
+        assert inherited_specials(conversion) == {
+            k: v for k, v in (REBUILDS[conversion.init].defaults
+                              if conversion.init in REBUILDS else {}).items() if v is not None}
+    assert inherited_specials(CONVERSIONS["FNetTokenizer"])["cls_token"] == "[CLS]"
