@@ -31,8 +31,8 @@ from ._errors import ModelFolderError, RenderUnsupportedError
 
 __all__ = ["RENDER_ERAS", "CacheSaltRule", "EncoderDecoderCompletions", "GenericSpm",
            "HarmonyHeaders", "OutputBudget", "RenderEra",
-           "RequestMMKwargs", "ReusedIds", "VerifiedRelease", "render_era", "render_release",
-           "verified_releases"]
+           "RequestMMKwargs", "ReusedIds", "StartupProbe", "VerifiedRelease", "render_era",
+           "render_release", "verified_releases"]
 
 #: How a chat body's ``kv_transfer_params.prompt_token_ids`` (ids reused from a prefill
 #: stage) is taken: ``lenient`` (an empty list is no ids; renderers/online_renderer.py
@@ -69,6 +69,11 @@ EncoderDecoderCompletions = Literal["no_ids"] | None
 #: pieces kept apart from the pieces keeping their ids, user-defined pieces left to the
 #: model: ``_convert_from_sentencepiece``, ``build_tokenizer_from_spm_proto``).
 GenericSpm = Literal["extracted", "spec"]
+#: Which chat templates the server's start-up probe renders (render/_startup_probe.py;
+#: a Python error there stops the server): ``server`` (0.29, 0.30: ``--chat-template``'s
+#: text only) or ``resolved`` (0.31 on: the template a body without tools resolves to,
+#: then the one with tools, the folder's included).
+StartupProbe = Literal["server", "resolved"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +145,7 @@ class RenderEra:
     hf_mistral_format: bool = True
     encoder_decoder_completions: EncoderDecoderCompletions = None
     generic_spm: GenericSpm = "extracted"
+    startup_probe: StartupProbe = "resolved"
     cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -167,6 +173,7 @@ RENDER_ERAS: Final = (
         harmony_headers="every",
         hf_mistral_format=False,
         generic_spm="spec",
+        startup_probe="server",
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
@@ -181,6 +188,7 @@ RENDER_ERAS: Final = (
         harmony_headers="every",
         encoder_decoder_completions="no_ids",
         generic_spm="spec",
+        startup_probe="server",
         verified=_releases(
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.
