@@ -23,6 +23,9 @@ Usage::
 from __future__ import annotations
 
 import json
+import shutil
+import sys
+from pathlib import Path
 from typing import Any, Final
 
 from corpus_io import RENDER_DIR, corpus_main, folder_lines
@@ -149,5 +152,15 @@ def build() -> list[dict[str, Any]]:
     return lines
 
 
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    code = corpus_main(__doc__.splitlines()[0], CORPUS, build, args)
+    if args[:1] == ["--keep-release"] and len(args) == 3:
+        # The harvest's meta too: which vllm answered (the replay checks it).
+        meta = f"{CORPUS}vectors.meta.json"
+        shutil.copyfile(Path(args[2]) / meta, RENDER_DIR / "releases" / args[1] / meta)
+    return code
+
+
 if __name__ == "__main__":
-    raise SystemExit(corpus_main(__doc__.splitlines()[0], CORPUS, build))
+    raise SystemExit(main())

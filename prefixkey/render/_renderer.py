@@ -85,8 +85,8 @@ class Renderer:
     """Renders OpenAI bodies into the token ids vLLM 0.31.0 computes, for one model folder.
 
     Build one per replica configuration and reuse it: the folder, its
-    tokenizer and its compiled templates are read once. ``model_dir`` is the
-    local folder holding the model's files when ``options.model`` is a name
+    tokenizer and its templates (compiled on first use) are read once.
+    ``model_dir`` is the local folder holding the model's files when ``options.model`` is a name
     (a hub id the server downloaded); by default ``options.model`` is the
     folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it), and
     for gpt-oss the local date Harmony's system message carries unless
