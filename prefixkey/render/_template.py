@@ -339,8 +339,13 @@ def _compiled(env: jinja2.Environment, tree: jinja2.nodes.Template,
     assert isinstance(generator, _TrackingCodeGenerator)
     try:
         generator.visit(tree)
-    except jinja2.TemplateSyntaxError:
-        env.handle_exception(source=source)  # as Environment.compile reports it
+    except jinja2.TemplateSyntaxError as exc:
+        # An error of the code generation (an unknown filter): vLLM meets it first in
+        # jinja2.meta.find_undeclared_variables' generation (the chat_template_kwargs it
+        # passes on), whose template is named "<introspection>" and whose error is not
+        # rewritten as Environment.compile rewrites it: its text names that place.
+        raise ChatTemplateSyntaxError(
+            f'{exc.message}\n  File "<introspection>", line {exc.lineno}') from None
     code = compile(stream.getvalue(), "<template>", "exec")
     template = env.template_class.from_code(env, code, env.make_globals(None), None)
     return template, frozenset(generator.undeclared)
