@@ -34,8 +34,8 @@ corpus is what the render server cannot answer: bodies naming LoRA adapters.
 A ``server`` key ``env:NAME`` sets an environment variable of that server instead of a
 flag (``env:VLLM_SYSTEM_START_DATE``, ``env:VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS``).
 The meta file's ``local_date`` is the harvest's local date, which vLLM writes into every
-gpt-oss (Harmony) chat prompt unless ``VLLM_SYSTEM_START_DATE`` pins it; a harvest that
-crosses midnight fails.
+gpt-oss (Harmony) chat prompt unless ``VLLM_SYSTEM_START_DATE`` pins it; a harvest of
+gpt-oss folders that crosses midnight fails.
 
 The render server needs no weights: it builds vLLM's model config from ``config.json`` and
 the tokenizer and chat template from the folder. It has no LoRA support
@@ -73,6 +73,8 @@ REQUEST_TIMEOUT_S = 300.0
 # A corpus line's server key ``env:NAME`` is an environment variable of the server.
 ENV_PREFIX = "env:"
 _RANDOM_ID = re.compile(r"^(?P<prefix>[a-z]+-)(?P<hex>[0-9a-f]+)$")
+# A traceback's last line: ``ZeroDivisionError: integer division or modulo by zero``.
+_EXCEPTION_LINE = re.compile(r"^(?:\S*\s)?(?P<line>[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b.*)$")
 
 Line = dict[str, Any]
 
@@ -182,6 +184,33 @@ def server_env(server: dict[str, Any]) -> dict[str, str]:
             if k.startswith(ENV_PREFIX)}
 
 
+class StartFailure(RuntimeError):
+    """The server exited before it was ready: vLLM refused to start for the folder."""
+
+    def __init__(self, returncode: int, log_tail: str) -> None:
+        super().__init__(f"render server exited with {returncode}:\n{log_tail}")
+        self.returncode = returncode
+        self.exception = exception_line(log_tail)
+
+
+def exception_line(log: str) -> str:
+    """The last exception a server's log reports (``Type: message``), or ''."""
+    found = ""
+    for text in log.splitlines():
+        match = _EXCEPTION_LINE.match(text.strip())
+        if match:
+            found = match["line"]
+    return found
+
+
+def start_failure_record(line: Line, failure: StartFailure) -> Line:
+    """The recorded line for a body whose server did not start: no status, no answer,
+    the start-up's exit code and exception (an expected answer for some corpora)."""
+    return {"id": line["id"], "endpoint": line["endpoint"], "status": None, "response": None,
+            "token_ids": None, "error": None,
+            "startup": {"returncode": failure.returncode, "exception": failure.exception}}
+
+
 class RenderServer:
     """One vLLM render server process on loopback, in its own process group."""
 
@@ -203,9 +232,7 @@ class RenderServer:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"render server exited with {self.process.returncode}:\n{self.log_tail()}"
-                )
+                raise StartFailure(self.process.returncode, self.log_tail(200))
             try:
                 probe = http.client.HTTPConnection(HOST, self.port, timeout=5)
                 probe.request("GET", "/health")
@@ -322,6 +349,16 @@ def _models_digest(lines: list[Line]) -> str:
     return sha.hexdigest()
 
 
+def _writes_date(lines: list[Line]) -> bool:
+    """Whether a body's folder is gpt-oss's (Harmony writes the local date into prompts)."""
+    for model_dir in {line["model_dir"] for line in lines}:
+        config = model_folder(model_dir) / "config.json"
+        if config.is_file() and json.loads(config.read_text("utf-8")).get(
+                "model_type") == "gpt_oss":
+            return True
+    return False
+
+
 def _versions(python: str) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json, platform;"
@@ -371,7 +408,16 @@ def harvest(args: argparse.Namespace) -> int:
             started = time.monotonic()
             srv = RenderServer(argv, port, Path(tmp) / f"{index}.log", server_env(server))
             try:
-                srv.wait_ready()
+                try:
+                    srv.wait_ready()
+                except StartFailure as failure:
+                    if not args.record_start_failures:
+                        raise
+                    for line in group:
+                        results[line["id"]] = start_failure_record(line, failure)
+                    print(f"{name}: {len(group)} bodies, server did not start "
+                          f"({failure.exception or failure.returncode})", flush=True)
+                    continue
                 ready = time.monotonic() - started
                 for line in group:
                     status, response = srv.post(line["endpoint"] + "/render", line["body"])
@@ -387,7 +433,7 @@ def harvest(args: argparse.Namespace) -> int:
                 f"statuses {dict(sorted(statuses.items()))}",
                 flush=True,
             )
-    if datetime.now().strftime("%Y-%m-%d") != local_date:
+    if datetime.now().strftime("%Y-%m-%d") != local_date and _writes_date(lines):
         print("the local date changed during the harvest: run it again", file=sys.stderr)
         return 1
     found = [results.get(line["id"]) or previous.get(line["id"]) for line in lines]
@@ -411,6 +457,9 @@ def harvest(args: argparse.Namespace) -> int:
         "models_sha256": _models_digest(lines),
         "records": len(records),
         "statuses": dict(sorted(Counter(str(r["status"]) for r in records).items())),
+        "not_started": sorted({line["server"].get("--served-model-name", line["model_dir"])
+                               for line, r in zip(lines, found, strict=True)
+                               if r is not None and r["status"] is None}),
         "normalised": "request_id: random hex tail written as zeros",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "local_date": local_date,
@@ -429,6 +478,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=18010, help="first loopback port")
     parser.add_argument(
         "--only", action="append", help="harvest only this served name (repeatable)"
+    )
+    parser.add_argument(
+        "--record-start-failures", action="store_true",
+        help="record a server that exits before it is ready (status null, its exception) "
+        "instead of failing: a corpus where not starting is vLLM's answer",
     )
     return harvest(parser.parse_args(argv))
 

@@ -46,8 +46,11 @@ def compact(record: dict[str, Any]) -> dict[str, Any]:
     if record["status"] == 200:
         answers = response if isinstance(response, list) else [response]
         salts = [a.get("cache_salt") for a in answers]
-    return {"id": record["id"], "status": record["status"], "token_ids": record["token_ids"],
+    kept = {"id": record["id"], "status": record["status"], "token_ids": record["token_ids"],
             "cache_salt": salts, "error": record["error"]}
+    if "startup" in record:  # a server that did not start (harvest_render.py)
+        kept["startup"] = record["startup"]
+    return kept
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

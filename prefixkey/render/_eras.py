@@ -31,8 +31,8 @@ from ._errors import ModelFolderError, RenderUnsupportedError
 
 __all__ = ["RENDER_ERAS", "CacheSaltRule", "EncoderDecoderCompletions", "GenericSpm",
            "HarmonyHeaders", "OutputBudget", "RenderEra",
-           "RequestMMKwargs", "ReusedIds", "VerifiedRelease", "render_era", "render_release",
-           "verified_releases"]
+           "RequestMMKwargs", "ReusedIds", "StartupProbe", "VerifiedRelease", "render_era",
+           "render_release", "verified_releases"]
 
 #: How a chat body's ``kv_transfer_params.prompt_token_ids`` (ids reused from a prefill
 #: stage) is taken: ``lenient`` (an empty list is no ids; renderers/online_renderer.py
@@ -76,6 +76,11 @@ GenericSpm = Literal["extracted", "spec"]
 #: a non-empty one both reach the class's ``__init__``, where the extra list wins as in
 #: 5.17: PegasusTokenizer's ids were the same, seen in vLLM 0.30's venv).
 SpecialsMerge = Literal["kept", "if_empty"]
+#: Which chat templates the server's start-up probe renders (render/_startup_probe.py;
+#: a Python error there stops the server): ``server`` (0.29, 0.30: ``--chat-template``'s
+#: text only) or ``resolved`` (0.31 on: the template a body without tools resolves to,
+#: then the one with tools, the folder's included).
+StartupProbe = Literal["server", "resolved"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +153,7 @@ class RenderEra:
     encoder_decoder_completions: EncoderDecoderCompletions = None
     generic_spm: GenericSpm = "extracted"
     specials_merge: SpecialsMerge = "kept"
+    startup_probe: StartupProbe = "resolved"
     cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -176,6 +182,7 @@ RENDER_ERAS: Final = (
         hf_mistral_format=False,
         generic_spm="spec",
         specials_merge="if_empty",
+        startup_probe="server",
         cache_salt=CacheSaltRule(1024, plain=False),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
@@ -191,6 +198,7 @@ RENDER_ERAS: Final = (
         encoder_decoder_completions="no_ids",
         generic_spm="spec",
         specials_merge="if_empty",
+        startup_probe="server",
         verified=_releases(
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.

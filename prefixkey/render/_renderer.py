@@ -14,9 +14,10 @@ and the context-length check. The ids come out as
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Final
 
 import jinja2
@@ -26,7 +27,7 @@ from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._encoders import encode_chat, encoder_mode
 from ._eras import render_era, render_release
-from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
+from ._errors import RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, config_architectures, load_server_template, processor_configs
 from ._harmony import HarmonyChat, check_messages, is_harmony_model
@@ -36,6 +37,7 @@ from ._options import ServerOptions
 from ._python_tokenizer import build_folder_tokenizer
 from ._reuse import checked_reused_ids, reused_prompt_ids, text_vocab_size
 from ._runner import refuse_unknown_side, runner_type, tokenizer_side
+from ._startup_probe import check_startup_probe
 from ._template import (
     HF_BASE_PARAMS,
     ChatTemplate,
@@ -84,8 +86,8 @@ class Renderer:
     """Renders OpenAI bodies into the token ids vLLM 0.31.0 computes, for one model folder.
 
     Build one per replica configuration and reuse it: the folder, its
-    tokenizer and its compiled templates are read once. ``model_dir`` is the
-    local folder holding the model's files when ``options.model`` is a name
+    tokenizer and its templates (compiled on first use) are read once.
+    ``model_dir`` is the local folder holding the model's files when ``options.model`` is a name
     (a hub id the server downloaded); by default ``options.model`` is the
     folder. ``clock`` is what templates' ``strftime_now`` reads (tests pin it), and
     for gpt-oss the local date Harmony's system message carries unless
@@ -113,6 +115,9 @@ class Renderer:
             self._mistral = MistralRenderer(options, model_dir or options.model, self.lora_for,
                                             "--model" if model_dir is None else "--model-dir",
                                             media_fetcher)
+            self._server_template = (None if options.chat_template is None
+                                     else load_server_template(options.chat_template))
+            self._check_startup_probe()
             return
         self.folder = ModelFolder.load(model_dir or options.model, options.tokenizer,
                                        options.max_model_len,
@@ -146,17 +151,28 @@ class Renderer:
         #: The tokenizer mode's Python encoder (render/_encoders.py), else None: Jinja.
         self._encoder = encoder_mode(self.folder.tokenizer_decision.mode)
         self._trusted_sources = frozenset(self._folder_templates())
-        # Every template is compiled now, so that one that does not compile refuses the
-        # build. vLLM 0.31's render server compiles and renders its default and tool-use
-        # templates at start (the /v1/messages system-order probe): a failure other than
-        # Jinja's own (a literal past 4,300 digits, nesting) stops it; a Jinja syntax
-        # error lets it start and answer each chat body 400, and the other named templates
-        # are compiled on use. Refusing all of them here is the stricter rule.
+        # Templates compile on use, as vLLM's do (one that does not compile is each chat
+        # body's 400, completions render); only its start-up probe stops the server.
+        self._check_startup_probe()
+
+    def _check_startup_probe(self) -> None:
+        """What the era's start-up probe renders (render/_startup_probe.py), in its order."""
+        release = self.options.vllm_version
+        server = self._server_template
+        probed: list[tuple[str, Callable[[], str | None]]]
+        if self._mistral is not None or self._era.startup_probe == "server":
+            probed = [("--chat-template's template", lambda: server)]
+        else:
+            probed = [(f"the template a body {what} resolves to",
+                       partial(self._probe_template, tools))
+                      for what, tools in (("without tools", None), ("with tools", []))]
+        check_startup_probe(release, probed)
+
+    def _probe_template(self, tools: list[dict[str, Any]] | None) -> str | None:
         try:
-            for source in self._folder_templates():
-                self._env.compile(source)
-        except ChatTemplateSyntaxError as exc:
-            raise ModelFolderError("chat_template", f"does not compile: {exc}") from None
+            return self._resolve_template(self._server_template, tools)
+        except RenderRequestError:
+            return None  # no template: the probe's "merge", nothing rendered
 
     @property
     def max_model_len(self) -> int:
@@ -538,7 +554,10 @@ class Renderer:
                 return self._request_env.compile(source)
             return self._env.compile(source)
         except ChatTemplateSyntaxError as exc:
-            raise RenderRequestError("chat_template", str(exc)) from None
+            # vLLM compiles a template on use and answers each chat body with the error.
+            raise RenderRequestError("chat_template", str(exc), hint=(
+                f"the chat template does not compile ({exc.kind or 'a Jinja error'})")
+            ) from None
 
     def _format_template(self, tools: list[dict[str, Any]] | None) -> ChatTemplate | None:
         """The folder's template vLLM reads the content format from (None: 'string')."""
@@ -597,10 +616,12 @@ class Renderer:
             raise RenderRequestError("chat_template", str(exc)) from None
         except jinja2.TemplateError as exc:
             raise RenderRequestError("messages", str(exc)) from None
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError,
-                ZeroDivisionError, OverflowError, RecursionError) as exc:
-            # vLLM answers 400 with the template's reason for whatever it raises.
-            raise RenderRequestError("messages", f"chat template failed: {exc}") from None
+        except Exception as exc:
+            # vLLM answers 400 with the exception's own text for whatever a template raises
+            # (safe_apply_chat_template's VLLMValidationError).
+            raise RenderRequestError("messages", str(exc),
+                                     hint=f"the chat template raised {type(exc).__name__}"
+                                     ) from None
         if final is not None:
             text = _cut_at_tag(text, final)
         return text

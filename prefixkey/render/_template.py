@@ -148,16 +148,24 @@ class TemplateEnvironment:
             env.filters = bound_filters(env.filters)
         self.bounded = bounded
         self.env = env
-        self._compiled: dict[str, ChatTemplate] = {}
+        #: Each text's template, or why it does not compile.
+        self._compiled: dict[str, ChatTemplate | ChatTemplateSyntaxError] = {}
 
     def compile(self, source: str) -> ChatTemplate:
-        """The compiled template for ``source`` (cached: a server has a handful)."""
+        """The compiled template for ``source`` (cached: a server has a handful), or
+        :class:`ChatTemplateSyntaxError` (cached too)."""
         template = self._compiled.get(source)
         if template is None:
             if len(self._compiled) >= 64:  # request templates (when trusted) bound the cache
                 self._compiled.clear()
-            template = ChatTemplate.build(self.env, source)
+            try:
+                template = ChatTemplate.build(self.env, source)
+            except ChatTemplateSyntaxError as exc:
+                # A folder's broken template fails each chat body alike: compiled once.
+                template = exc
             self._compiled[source] = template
+        if isinstance(template, ChatTemplateSyntaxError):
+            raise ChatTemplateSyntaxError(template.message, template.kind)
         return template
 
 
@@ -303,10 +311,9 @@ class ChatTemplate:
         except (RecursionError, ValueError, SyntaxError, MemoryError, OverflowError) as exc:
             # Jinja's parser and Python's compiler of what Jinja generates have limits of
             # their own: nesting (RecursionError, "too many levels of indentation"), a
-            # folded constant past 4,300 digits (ValueError).
-            raise ChatTemplateSyntaxError(
-                f"the template does not compile: {type(exc).__name__}: {str(exc)[:200]}"
-            ) from None
+            # folded constant past 4,300 digits (ValueError). vLLM answers with the
+            # exception's own text, as for Jinja's.
+            raise ChatTemplateSyntaxError(str(exc), type(exc).__name__) from None
         try:
             detected = "openai" if _iterates_content(tree) else "string"
         except (jinja2.TemplateError, RecursionError):
@@ -332,12 +339,28 @@ def _compiled(env: jinja2.Environment, tree: jinja2.nodes.Template,
     assert isinstance(generator, _TrackingCodeGenerator)
     try:
         generator.visit(tree)
-    except jinja2.TemplateSyntaxError:
-        env.handle_exception(source=source)  # as Environment.compile reports it
+    except jinja2.TemplateSyntaxError as exc:
+        # An error of the code generation (an unknown filter): vLLM meets it first in
+        # jinja2.meta.find_undeclared_variables' generation (the chat_template_kwargs it
+        # passes on), whose template is named "<introspection>" and whose error is not
+        # rewritten as Environment.compile rewrites it: its text names that place.
+        raise ChatTemplateSyntaxError(
+            f'{exc.message}\n  File "<introspection>", line {exc.lineno}') from None
     code = compile(stream.getvalue(), "<template>", "exec")
     template = env.template_class.from_code(env, code, env.make_globals(None), None)
     return template, frozenset(generator.undeclared)
 
 
 class ChatTemplateSyntaxError(Exception):
-    """A template that does not compile (the renderer turns it into a typed error)."""
+    """A template that does not compile (the renderer turns it into a typed error).
+
+    Its text is the compiler's own, as vLLM answers it; ``kind`` names a Python error
+    (``"ValueError"``, ``"IndentationError"``) or is None for Jinja's."""
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message, kind)
+        self.message = message
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return self.message

@@ -178,7 +178,10 @@ def test_a_dict_of_named_templates_picks_tool_use_with_tools(tmp_path: Path) -> 
 
 
 def test_tools_are_dumped_as_vllm_dumps_them(tmp_path: Path) -> None:
-    folder = build_folder(tmp_path, "generic", chat_template="{{ tools | tojson }}")
+    # Guarded: vLLM 0.31's start-up probe renders it without tools, where jinja2's tojson
+    # of an undefined value raises TypeError and stops the server.
+    folder = build_folder(tmp_path, "generic",
+                          chat_template="{% if tools %}{{ tools | tojson }}{% endif %}")
     r = renderer(folder, enable_auto_tool_choice=True, tool_call_parser="hermes")
     tools = [{"type": "function", "function": {"name": "f", "extra": 1}},
              {"type": "function", "defer_loading": True,
@@ -336,9 +339,12 @@ def test_a_trusted_template_that_does_not_compile_is_typed(folders: dict[str, Pa
     trusted = renderer(folders["generic"], trust_request_chat_template=True)
     # 10 ** 5000: a request's template folds no operator (a bounded one, see
     # test_request_template_bounds.py): refused by that bound, on the same field.
-    with pytest.raises(RenderRequestError, match=r"does not compile|vLLM has none") as info:
+    # The others: the compiler's own message, as vLLM answers it, and a hint saying so.
+    with pytest.raises(RenderRequestError) as info:
         trusted.render_chat({"messages": [USER], "chat_template": source})
     assert info.value.field == "chat_template"
+    assert "vLLM has none" in str(info.value) or \
+        "does not compile" in (info.value.hint or ""), info.value
 
 
 def test_images_are_refused_pointing_to_the_render_endpoint(folders: dict[str, Path]) -> None:

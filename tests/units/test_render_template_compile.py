@@ -5,8 +5,8 @@ The generation that compiles a template also notes its undeclared variables (the
 own ``meta.find_undeclared_variables`` over a second parse, and jinja2's
 ``from_string`` for the rendered text, over every chat template committed under
 tests/render, in both environments (a folder's, and the bounded one of a request's
-template). A folder template that does not compile is still refused when the
-Renderer is built, not at its first chat body.
+template). A folder template that does not compile fails each chat body as vLLM's
+does, unless vLLM's start-up probe stops the server (render/_startup_probe.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import jinja2.meta
 import pytest
 from render_folders import build_folder
 
-from prefixkey.render import ModelFolderError, Renderer, ServerOptions
+from prefixkey.render import ModelFolderError, Renderer, RenderRequestError, ServerOptions
 from prefixkey.render._template import TemplateEnvironment
 
 RENDER = Path(__file__).resolve().parents[1] / "render"
@@ -41,7 +41,9 @@ def committed_templates() -> list[str]:
     found: list[str] = []
     for path in sorted(RENDER.rglob("tokenizer_config.json")):
         found += _templates(json.loads(path.read_text("utf-8")).get("chat_template"))
-    found += [path.read_text("utf-8") for path in sorted(RENDER.rglob("*.jinja"))]
+    # tests/render/templates/ holds broken --chat-template files (real_tpl_ corpus).
+    found += [path.read_text("utf-8") for path in sorted(RENDER.rglob("*.jinja"))
+              if path.parent.name != "templates"]
     return list(dict.fromkeys(found))
 
 
@@ -76,20 +78,76 @@ def test_one_generation_gives_what_jinja2s_two_passes_give(source: str, bounded:
     assert rendered(compiled.template) == rendered(environment.env.from_string(source))
 
 
-@pytest.mark.parametrize("source", [
-    "{% if %}x{% endif %}",  # a parse error
-    "{{ messages | no_such_filter }}",  # an error of the code generation
-    "{{ 10 ** 5000 }}",  # folded into a literal past Python's 4,300 digits
-])
-def test_a_folder_template_that_does_not_compile_refuses_the_build(tmp_path: Path,
-                                                                   source: str) -> None:
+#: A folder template that does not compile, and whether vLLM's start-up probe (0.31 on:
+#: the folder's template; render/_startup_probe.py) stops the server: Jinja's own errors
+#: never do, Python's compiler's do.
+BROKEN = [
+    ("{% if %}x{% endif %}", False),  # a parse error
+    ("{{ messages | no_such_filter }}", False),  # an error of the code generation
+    ("{{ 10 ** 5000 }}", True),  # folded into a literal past Python's 4,300 digits
+]
+
+
+@pytest.mark.parametrize("release", ["0.30.0", "0.31.0"])
+@pytest.mark.parametrize(("source", "stops"), BROKEN)
+def test_a_folder_template_that_does_not_compile_fails_as_vllm_does(
+        tmp_path: Path, source: str, stops: bool, release: str) -> None:
     folder = build_folder(tmp_path, "generic", chat_template=source)
-    with pytest.raises(ModelFolderError, match="does not compile") as info:
-        Renderer(ServerOptions(model=str(folder)))
-    assert info.value.field == "chat_template"
+    options = ServerOptions(model=str(folder), vllm_version=release)
+    env = jinja2.Environment()
     try:
-        jinja2.Environment().from_string(source)
+        # vLLM's order: jinja2.meta's variables (the kwargs it passes on), then compiling.
+        jinja2.meta.find_undeclared_variables(env.parse(source))
+        env.from_string(source)
     except (jinja2.TemplateError, ValueError) as exc:
-        assert str(exc) in str(info.value)  # jinja2's own message
+        message = str(exc)  # jinja2's (or Python's) own message, as vLLM answers it
     else:
         pytest.fail("jinja2 compiles it")
+    if stops and release != "0.30.0":  # 0.29/0.30 probe --chat-template's only
+        with pytest.raises(ModelFolderError, match="does not start") as refused:
+            Renderer(options)
+        assert refused.value.field == "chat_template"
+        assert message[:100] in str(refused.value)
+        return
+    renderer = Renderer(options)  # vLLM starts, and renders completions
+    assert list(renderer.render_completion({"prompt": "Hi"})[0].token_ids)
+    with pytest.raises(RenderRequestError) as info:
+        renderer.render_chat({"messages": MESSAGES})
+    assert (info.value.field, info.value.status, info.value.reason) == (
+        "chat_template", 400, message)
+
+
+#: Templates and the release range whose start-up probe they stop, as vLLM 0.31's own
+#: ``AnthropicServingMessages._detect_merge_inline_system`` answered them (a TypeError:
+#: jinja2's tojson of ``tools``, undefined there; a ZeroDivisionError on its four
+#: messages); Jinja's errors (``raise_exception`` is undefined there) never stop it.
+PROBED = [
+    ("{{ tools | tojson }}", True),
+    ("{{ 1 // (messages | length - 4) }}", True),
+    ("{{ raise_exception('no') }}", False),
+    ("{% if tools %}{{ tools | tojson }}{% endif %}", False),
+    ("{% generation %}{{ messages[0].content }}{% endgeneration %}", False),
+]
+
+
+@pytest.mark.parametrize(("source", "stops"), PROBED)
+def test_the_start_up_probe_stops_on_a_python_error_only(tmp_path: Path, source: str,
+                                                         stops: bool) -> None:
+    folder = build_folder(tmp_path, "generic", chat_template=source)
+    for release in ("0.29.0", "0.31.0", "0.33.0"):
+        options = ServerOptions(model=str(folder), vllm_version=release)
+        if stops and release != "0.29.0":
+            with pytest.raises(ModelFolderError, match=f"vLLM {release} does not start"):
+                Renderer(options)
+        else:
+            assert list(Renderer(options).render_completion({"prompt": "Hi"})[0].token_ids)
+    # 0.29/0.30 probe --chat-template's text: the same template given so stops them all.
+    given = tmp_path / "given.jinja"
+    given.write_text(source, "utf-8")
+    options = ServerOptions(model=str(folder), vllm_version="0.29.0",
+                            chat_template=str(given))
+    if stops:
+        with pytest.raises(ModelFolderError, match="--chat-template's template"):
+            Renderer(options)
+    else:
+        Renderer(options)
