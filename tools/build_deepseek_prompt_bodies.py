@@ -79,6 +79,11 @@ CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
     "unknown_role": [{"role": "narrator", "content": "once"}, U],
     "placeholder_text": [{"role": "user", "content": "see <｜deepseek_image｜> here"}],
     "empty_user": [{"role": "user", "content": ""}],
+    "latest_reminder": [U, A, {"role": "latest_reminder", "content": "Today is Monday."}],
+    "latest_reminder_last_user": [U, {"role": "latest_reminder", "content": "Monday."}],
+    "developer_tools": [{"role": "developer", "content": "Use tools.", "tools": [WEATHER]}, U],
+    "named_user": [{"role": "user", "content": "hi", "name": "bob"}, A, U2],
+    "tool_only_last": [U, A, U2, TC, T1],
 }
 
 KWARGS: dict[str, tuple[dict[str, Any] | None, str | None]] = {
