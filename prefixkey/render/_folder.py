@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ._encoders import check_encoder_release
 from ._eras import render_era, render_release
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_decision import (
@@ -262,9 +263,13 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         check_vllm_starts(config_architectures(config, vllm_version),
                           str(config.get("model_type", "")),
                           vllm_version, unknown_refused=decision.reproduced)
-    if decision.path not in ("mistral", "refused"):
+    if decision.mode is not None:
+        check_encoder_release(decision.mode, vllm_version)
+    elif decision.path not in ("mistral", "refused"):
+        # The release's AutoTokenizer rules (an encoder mode's tokenizer skips them).
         _check_hf_mistral_format(tokenizer_path, model_type, vllm_version)
         check_release_drift(vllm_version, model_type, name)
+    if decision.path not in ("mistral", "refused"):
         check_release_codec(vllm_version, decision)
         check_release_rebuild(vllm_version, decision)
         check_release_conversion(vllm_version, decision)

@@ -22,6 +22,10 @@ rules, in transformers' order, and says for a folder which path it takes:
   text's bytes or code points, its characters or words through a vocabulary file, or
   its SentencePiece pieces (reproduced for the classes of ``_hf_python.py``);
 - ``mistral``: vLLM renders with mistral_common, without a Hugging Face tokenizer;
+- a tokenizer mode of render/_encoders.py's table (``deepseek_v32``), switched to from
+  ``auto`` for its architectures or given: ``TokenizersBackend.from_pretrained`` (the
+  ``as_is`` path, or the generic backend's conversion), the chat rendered by the mode's
+  Python encoder (the decision's ``mode``);
 - ``refused``: what prefixkey cannot reproduce, with the reason. A Python tokenizer
   registered for a model type, or a rebuild, says which of the type's architectures
   vLLM 0.31's model registry starts for (render/_vllm_startup.py; for some, none: no
@@ -34,12 +38,13 @@ from __future__ import annotations
 import fnmatch
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path as FilePath
 from typing import Any, Final, Literal
 
 from . import _hf_facts
+from ._encoders import ENCODER_MODES
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 from ._hf_converted import (
@@ -69,7 +74,8 @@ _GENERIC_REGISTERED: Final = ("TokenizersBackend", "PythonBackend", "PreTrainedT
 _GENERIC_RESOLVED: Final = ("TokenizersBackend", "PythonBackend", "PreTrainedTokenizerFast")
 _BACKEND: Final = "TokenizersBackend"
 #: Architectures vLLM 0.31 (config/model.py) switches from tokenizer mode ``auto`` to a
-#: mode of its own, rendered without a Jinja template or not yet verified here.
+#: mode of its own, rendered without a Jinja template: by a Python encoder for the modes
+#: of render/_encoders.py's ENCODER_MODES, refused for the others (not verified here).
 NON_HF_ARCHITECTURES: Final = {
     "MoonshotKimiaForCausalLM": "kimi_audio",
     "KimiK3ForConditionalGeneration": "kimi_k3",
@@ -117,6 +123,9 @@ class TokenizerPath:
     recipe: str | None = None
     #: For ``converted``: the tiktoken or tekken file converted (render/_hf_tiktoken.py).
     converted: ConvertedSource | None = None
+    #: The vLLM tokenizer mode whose Python encoder renders chat (render/_encoders.py);
+    #: None: a Jinja chat template.
+    mode: str | None = None
 
     @property
     def reproduced(self) -> bool:
@@ -293,6 +302,11 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
         return TokenizerPath("mistral", "MistralTokenizer", "vLLM's tokenizer mode mistral "
                              "renders with mistral_common")
     switched = [NON_HF_ARCHITECTURES[a] for a in architectures if a in NON_HF_ARCHITECTURES]
+    if mode in ENCODER_MODES or (mode == "auto" and switched and switched[0] in ENCODER_MODES):
+        return _encoder_path(switched[0] if mode == "auto" else mode,
+                             f"architecture {architectures[0]!r}" if mode == "auto"
+                             else f"tokenizer mode {tokenizer_mode!r}",
+                             has_tokenizer_json, converted)
     if mode == "auto" and switched:
         return TokenizerPath("refused", None, f"architecture {architectures[0]!r}: vLLM "
                              f"switches to its tokenizer mode {switched[0]!r}, whose "
@@ -310,6 +324,19 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
             or (decision.path == "converted" and found[1] == "rebuilt")):
         return _with_startup(decision, model_type)
     return decision
+
+
+def _encoder_path(mode: str, cause: str, has_tokenizer_json: bool,
+                  converted: ConvertedSource | None) -> TokenizerPath:
+    """An encoder mode's tokenizer: ``TokenizersBackend.from_pretrained``, which reads
+    tokenizer.json as it is (the hub ``tokenizer_class`` is not consulted, so no rebuild),
+    or without it converts as the generic backend does."""
+    why = (f"{cause}: vLLM's tokenizer mode {mode!r} renders chat with a Python encoder "
+           "(render/_encoders.py) and loads TokenizersBackend" + (
+               "" if cause.startswith("tokenizer mode") else " (switched from auto)"))
+    found = (_BACKEND, "backend")
+    return replace(class_path(found, has_tokenizer_json=has_tokenizer_json, why=why,
+                              converted=converted), mode=mode)
 
 
 def _with_startup(decision: TokenizerPath, model_type: str) -> TokenizerPath:

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from ..core._checks import int_refusal
+from ._encoders import ENCODER_MODES
 from ._eras import render_release, verified_releases
 from ._errors import ModelFolderError, RenderUnsupportedError
 
@@ -27,7 +28,7 @@ VERIFIED_RELEASES: Final = verified_releases()
 ContentFormat = Literal["auto", "string", "openai"]
 _CONTENT_FORMATS: Final = ("auto", "string", "openai")
 # --tokenizer-mode values rendered in process ("mistral": prefixkey/render/_mistral.py).
-_RENDERED_MODES: Final = ("auto", "hf", "mistral")
+_RENDERED_MODES: Final = ("auto", "hf", "mistral", *ENCODER_MODES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +187,8 @@ class ServerOptions:
                 "--tokenizer-mode",
                 f"{self.tokenizer_mode!r} is not rendered here (only "
                 f"{', '.join(_RENDERED_MODES)}: a Jinja chat template and a Hugging Face "
-                "tokenizer, or mistral_common for 'mistral')",
+                "tokenizer, mistral_common for 'mistral', a Python encoder for "
+                f"{', '.join(repr(m) for m in ENCODER_MODES)})",
             )
 
     @property

@@ -25,6 +25,7 @@ from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
 from ._eras import render_era, render_release
+from ._encoders import encode_chat, encoder_mode
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, config_architectures, load_server_template, processor_configs
@@ -142,6 +143,8 @@ class Renderer:
             start_date=options.system_start_date, clock=clock,
             vllm_version=options.vllm_version)
             if is_harmony_model(self.folder.config) else None)
+        #: The tokenizer mode's Python encoder (render/_encoders.py), else None: Jinja.
+        self._encoder = encoder_mode(self.folder.tokenizer_decision.mode)
         self._trusted_sources = frozenset(self._folder_templates())
         # Every template is compiled now, so that one that does not compile refuses the
         # build. vLLM 0.31's render server compiles and renders its default and tool-use
@@ -257,8 +260,11 @@ class Renderer:
         kwargs = self._chat_kwargs(fields, tools)
         parts = (self._parts if self._images is None
                  else self._images.parts(request_mm_kwargs))
-        text_or_ids, warnings = self._apply_template(body.get("messages"), request_template,
-                                                     kwargs, parts, user_kwargs or {})
+        if self._encoder is not None:
+            text_or_ids, warnings = self._apply_encoder(body.get("messages"), kwargs, parts)
+        else:
+            text_or_ids, warnings = self._apply_template(body.get("messages"), request_template,
+                                                         kwargs, parts, user_kwargs or {})
         if isinstance(text_or_ids, str):
             ids = self._tokenize(text_or_ids, tok_params, "messages")
             prompt: str | None = text_or_ids
@@ -509,6 +515,20 @@ class Renderer:
         if tokenize:
             return self.tokenizer.encode(text, add_special_tokens=False), warnings
         return text, warnings
+
+    def _apply_encoder(self, messages: Any, kwargs: dict[str, Any], parts: ContentParts
+                       ) -> tuple[str | list[int], tuple[str, ...]]:
+        """An encoder mode's ``apply_chat_template`` (render/_encoders.py): the conversation
+        in 'string' format, the text (or with ``tokenize`` its ids, no special tokens)."""
+        assert self._encoder is not None
+        conversation = parse_messages(messages, "string", parts)
+        text = encode_chat(self._encoder, conversation, kwargs)
+        if not kwargs.get("tokenize", True):
+            return text, ()
+        if any(name in kwargs for name in ("truncation", "max_length")):
+            raise RenderUnsupportedError("chat_template_kwargs", "tokenize with truncation "
+                                         "is not reproduced")
+        return self.tokenizer.encode(text, add_special_tokens=False), ()
 
     def _compile(self, source: str, bounded: bool = False) -> ChatTemplate:
         try:

@@ -69,7 +69,7 @@ def test_native_config_with_weights_is_refused(tmp_path: Path) -> None:
 def test_the_mode_is_read_as_vllm_reads_it() -> None:
     assert ServerOptions(model="m", tokenizer_mode="Mistral").tokenizer_mode == "mistral"
     with pytest.raises(RenderUnsupportedError):
-        ServerOptions(model="m", tokenizer_mode="deepseek_v32")
+        ServerOptions(model="m", tokenizer_mode="kimi_k3")
 
 
 def test_a_folder_without_a_mistral_tokenizer_file(tmp_path: Path) -> None:

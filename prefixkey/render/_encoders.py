@@ -1,0 +1,132 @@
+"""vLLM's tokenizer modes that render chat with a Python encoder, not a Jinja template.
+
+vLLM switches some architectures from tokenizer mode ``auto`` to a mode of their own
+(``config/model.py``); for the modes of :data:`ENCODER_MODES` that mode's tokenizer is
+transformers' ``TokenizersBackend.from_pretrained`` (``tokenizer.json`` as it is: no hub
+class, no rebuild; without it the generic backend's conversion), and its
+``apply_chat_template`` hands the parsed conversation (content parts joined as text,
+whatever ``--chat-template-content-format`` says) to the model's Python encoder. A row
+is one mode: how its tokenizer reads the chat kwargs (``prepare``: the messages the
+encoder takes and its options) and the encoder. render/_hf_decision.py consults the
+table for the tokenizer (the decision's ``mode``) and render/_renderer.py for the chat
+text, then tokenizes it as any chat text (``add_special_tokens`` and truncation as the
+body says). ``add_generation_prompt``, ``continue_final_message``, ``documents``, a
+template and the other kwargs change nothing on this path.
+
+A mode's row is added here with its encoder module (render/_deepseek_v32.py, …) and
+its corpus replayed at every release it names (``releases``); docs/render-deepseek.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from ._deepseek_v32 import ThinkingMode
+from ._deepseek_v32 import encode_messages as encode_v32
+from ._eras import render_release
+from ._errors import RenderRequestError, RenderUnsupportedError
+
+__all__ = ["ENCODER_MODES", "EncodeOptions", "EncoderMode", "check_encoder_release",
+           "encode_chat", "encoder_mode"]
+
+
+@dataclass(frozen=True, slots=True)
+class EncodeOptions:
+    """The keyword arguments a mode's tokenizer passes its encoder."""
+
+    thinking_mode: ThinkingMode
+    drop_thinking: bool
+    reasoning_effort: str | None = None
+
+
+class Encoder(Protocol):
+    def __call__(self, messages: list[dict[str, Any]], *, thinking_mode: ThinkingMode,
+                 drop_thinking: bool, reasoning_effort: str | None) -> str: ...
+
+
+#: How a mode's ``apply_chat_template`` reads its call: the conversation, the tools (the
+#: ``tools`` kwarg), the other chat kwargs -> the encoder's messages and options.
+Prepare = Callable[[list[dict[str, Any]], Any, Mapping[str, Any]],
+                   tuple[list[dict[str, Any]], EncodeOptions]]
+
+
+@dataclass(frozen=True, slots=True)
+class EncoderMode:
+    """One tokenizer mode rendered by a Python encoder."""
+
+    #: vLLM's name for the mode (``--tokenizer-mode``, or switched to from ``auto``).
+    mode: str
+    #: The architectures vLLM switches to it from ``auto`` (config/model.py).
+    architectures: frozenset[str]
+    prepare: Prepare
+    encode: Encoder
+    #: The releases whose render servers' answers the mode's corpus replays.
+    releases: frozenset[str]
+    #: Where its format is described.
+    doc: str
+
+
+def _with_tools(conversation: list[dict[str, Any]], tools: Any) -> list[dict[str, Any]]:
+    """The conversation with the tools as a leading system message (DeepSeek V3.2)."""
+    messages = list(conversation)
+    if tools is not None:
+        if not isinstance(tools, list):  # vLLM takes len() of it, then its items' "function"
+            raise RenderUnsupportedError("chat_template_kwargs.tools", "tools other than a "
+                                         "list are not reproduced")
+        if tools:
+            messages.insert(0, {"role": "system", "tools": tools})
+    return messages
+
+
+def _prepare_v32(conversation: list[dict[str, Any]], tools: Any,
+                 kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any]], EncodeOptions]:
+    """vLLM's DeepSeek V3.2 tokenizer: thinking when ``thinking`` or ``enable_thinking`` is
+    truthy; reasoning in history dropped when the last message is a user's."""
+    thinking = bool(kwargs.get("thinking", False) or kwargs.get("enable_thinking", False))
+    messages = _with_tools(conversation, tools)
+    if not messages:  # vLLM indexes the last message: an IndexError, answered 500
+        raise RenderRequestError("messages", "list index out of range", status=500)
+    return messages, EncodeOptions("thinking" if thinking else "chat",
+                                   drop_thinking=messages[-1]["role"] == "user")
+
+
+_ALL_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
+
+#: The modes rendered here, by vLLM's mode name.
+ENCODER_MODES: Final[Mapping[str, EncoderMode]] = {
+    "deepseek_v32": EncoderMode("deepseek_v32", frozenset({"DeepseekV32ForCausalLM"}),
+                                _prepare_v32, encode_v32, _ALL_RELEASES,
+                                "docs/render-deepseek.md"),
+}
+
+
+def encoder_mode(mode: str | None) -> EncoderMode | None:
+    """The row of a tokenizer mode (None: rendered by a Jinja template, or refused)."""
+    return None if mode is None else ENCODER_MODES.get(mode)
+
+
+def check_encoder_release(mode: str, vllm_version: str) -> None:
+    """Refuse an encoder mode under a release whose answers its corpus did not replay."""
+    row = ENCODER_MODES[mode]
+    release = render_release(vllm_version).release
+    if release not in row.releases:
+        raise RenderUnsupportedError("--tokenizer-mode", (
+            f"vLLM's tokenizer mode {mode!r} was checked against vLLM "
+            f"{', '.join(sorted(row.releases))}'s answers only, not vLLM {vllm_version}'s; "
+            "not verified"))
+
+
+def encode_chat(row: EncoderMode, conversation: list[dict[str, Any]],
+                kwargs: Mapping[str, Any]) -> str:
+    """The chat text a mode's ``apply_chat_template`` renders for the merged chat kwargs
+    (``tools`` among them, as vLLM passes it)."""
+    for name in ("conversation", "messages"):
+        if name in kwargs:  # passed twice to apply_chat_template: a TypeError in vLLM
+            raise RenderUnsupportedError(f"chat_template_kwargs.{name}", "clashes with a "
+                                         "parameter of apply_chat_template; not reproduced")
+    messages, options = row.prepare(conversation, kwargs.get("tools"), kwargs)
+    return row.encode(messages, thinking_mode=options.thinking_mode,
+                      drop_thinking=options.drop_thinking,
+                      reasoning_effort=options.reasoning_effort)
