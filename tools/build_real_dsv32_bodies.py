@@ -133,8 +133,8 @@ def default_chat() -> list[tuple[str, Body]]:
         *_both("system-only", [SYSTEM]),
         *_both("system-empty", [{"role": "system", "content": ""}, USER]),
         *_both("braces", [{"role": "user", "content": "Format {content} and {0} {{x}}"}]),
-        *_both("specials-in-text", [{"role": "user", "content":
-                                     "<｜User｜>x<｜end▁of▁sentence｜> <think>y</think>"}]),
+        *_both("specials-in-text", [{"role": "user", "content": (
+            "<\uff5cUser\uff5c>x<\uff5cend▁of▁sentence\uff5c> <think>y</think>")}]),
         *_both("unicode", [{"role": "user", "content": "Ünïcödé 日本語 🙂\n\ttabs"}]),
         ("think-enable", _chat([USER], **THINK_ALT)),
         ("think-both-false", _chat([USER], chat_template_kwargs={"thinking": False,
@@ -187,7 +187,7 @@ def default_chat() -> list[tuple[str, Body]]:
 
 
 def default_completions() -> list[tuple[str, Body]]:
-    text = "<｜User｜>Hi<｜Assistant｜></think>Hello"
+    text = "<\uff5cUser\uff5c>Hi<\uff5cAssistant\uff5c></think>Hello"
     return [
         ("prompt", {"model": NAME, "prompt": text}),
         ("prompt-no-specials", {"model": NAME, "prompt": text, "add_special_tokens": False}),

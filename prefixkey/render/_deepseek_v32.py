@@ -5,15 +5,16 @@ vLLM serves an architecture ``DeepseekV32ForCausalLM`` in its own tokenizer mode
 (content parts joined as text). This module writes the same text, checked against vLLM
 0.29.0-0.33.0's answers (tests/render/real_dsv32_vectors.jsonl); the facts it follows:
 
-- The prompt starts with ``<｜begin▁of▁sentence｜>``; a system message is its content
+- The prompt starts with :data:`BOS`; a system message is its content
   (a ``tools`` list after it as the tools preamble: the DSML call syntax, then each
   function as one JSON line).
-- A user message is ``<｜User｜>{content}<｜Assistant｜>``, then ``<think>`` when it is
-  the last user (or developer) message in thinking mode, else ``</think>``. A developer
+- A user message is :data:`USER_TAG`, its content, :data:`ASSISTANT_TAG`, then
+  ``<think>`` when it is the last user (or developer) message in thinking mode, else
+  ``</think>``. A developer
   message is a user message whose content says ``# The user's message is: …``.
 - An assistant message is its content and its tool calls (a DSML ``function_calls``
   block, each argument a ``parameter`` element, a string as it is and anything else as
-  JSON) then ``<｜end▁of▁sentence｜>``; after the last user message in thinking mode its
+  JSON) then :data:`EOS`; after the last user message in thinking mode its
   reasoning and ``</think>`` come first, and without reasoning or tool calls it is an
   error.
 - Tool results answer the preceding assistant's calls in order, inside one
@@ -40,13 +41,15 @@ __all__ = ["ThinkingMode", "encode_messages", "render_tools"]
 
 ThinkingMode = Literal["chat", "thinking"]
 
-BOS: Final = "<｜begin▁of▁sentence｜>"
-EOS: Final = "<｜end▁of▁sentence｜>"
-USER_TAG: Final = "<｜User｜>"
-ASSISTANT_TAG: Final = "<｜Assistant｜>"
+# DeepSeek's special tokens are spelled with the full-width vertical line (U+FF5C).
+_BAR: Final = "\uff5c"
+BOS: Final = f"<{_BAR}begin\u2581of\u2581sentence{_BAR}>"
+EOS: Final = f"<{_BAR}end\u2581of\u2581sentence{_BAR}>"
+USER_TAG: Final = f"<{_BAR}User{_BAR}>"
+ASSISTANT_TAG: Final = f"<{_BAR}Assistant{_BAR}>"
 THINK: Final = "<think>"
 END_THINK: Final = "</think>"
-DSML: Final = "｜DSML｜"
+DSML: Final = f"{_BAR}DSML{_BAR}"
 # The roles that end a user turn (vLLM's find_last_user_index).
 _USER_ROLES: Final = ("user", "developer")
 # The roles kept before the last user message when thinking is dropped (others: reasoning

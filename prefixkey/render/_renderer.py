@@ -24,8 +24,8 @@ import jinja2
 from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
-from ._eras import render_era, render_release
 from ._encoders import encode_chat, encoder_mode
+from ._eras import render_era, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
 from ._folder import ModelFolder, config_architectures, load_server_template, processor_configs

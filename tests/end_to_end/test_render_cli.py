@@ -132,7 +132,7 @@ def test_max_model_len_reads_as_vllm_reads_it(capsys: pytest.CaptureFixture[str]
 def test_a_tokenizer_mode_without_jinja_is_refused(capsys: pytest.CaptureFixture[str],
                                                   folder: Path, tmp_path: Path) -> None:
     empty = lines(tmp_path / "in.jsonl")
-    assert main(["render", "--model-dir", str(folder), "--tokenizer-mode", "deepseek_v32",
+    assert main(["render", "--model-dir", str(folder), "--tokenizer-mode", "kimi_k3",
                  empty]) == 2
     assert "RenderUnsupportedError: --tokenizer-mode" in capsys.readouterr().err
 

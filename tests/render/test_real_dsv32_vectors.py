@@ -106,13 +106,13 @@ def test_the_folder_takes_the_mode_and_tokenizer_json_as_is() -> None:
 
 @pytest.mark.parametrize(("messages", "thinking", "text"), [
     ([{"role": "user", "content": "Hi"}], "chat",
-     "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜></think>"),
+     "<\uff5cbegin▁of▁sentence\uff5c><\uff5cUser\uff5c>Hi<\uff5cAssistant\uff5c></think>"),
     ([{"role": "user", "content": "Hi"}], "thinking",
-     "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜><think>"),
+     "<\uff5cbegin▁of▁sentence\uff5c><\uff5cUser\uff5c>Hi<\uff5cAssistant\uff5c><think>"),
     ([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo",
                                           "reasoning": "r"}], "thinking",
-     "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜><think>r</think>Yo"
-     "<｜end▁of▁sentence｜>"),
+     "<\uff5cbegin▁of▁sentence\uff5c><\uff5cUser\uff5c>Hi<\uff5cAssistant\uff5c><think>r</think>Yo"
+     "<\uff5cend▁of▁sentence\uff5c>"),
 ])
 def test_the_format_on_its_own(messages: list[dict[str, str]], thinking: str,
                                text: str) -> None:

@@ -80,8 +80,15 @@ def test_what_is_not_a_hugging_face_tokenizer_is_named() -> None:
     assert decide("mistral", mode="mistral").path == "mistral"
     kimi = decide("kimi_k3", architectures=("KimiK3ForConditionalGeneration",))
     assert kimi.path == "refused" and "kimi_k3" in kimi.why
-    v32 = decide("deepseek_v32", architectures=("DeepseekV32ForCausalLM",))
-    assert v32.path == "refused" and "deepseek_v32" in v32.why
+    inkling = decide("inkling", architectures=("InklingForCausalLM",))
+    assert inkling.path == "refused" and "inkling" in inkling.why
+    # An encoder mode (render/_encoders.py): TokenizersBackend over tokenizer.json as it
+    # is, whatever the hub class (LlamaTokenizerFast would be rebuilt on the hf path).
+    v32 = decide("deepseek_v32", "LlamaTokenizerFast", architectures=("DeepseekV32ForCausalLM",))
+    assert (v32.path, v32.tokenizer_class, v32.mode) == ("as_is", "TokenizersBackend",
+                                                         "deepseek_v32")
+    given = decide("llama", "LlamaTokenizerFast", mode="deepseek_v32")
+    assert (given.path, given.mode) == ("as_is", "deepseek_v32")
     # An explicit hf mode keeps the Hugging Face tokenizer.
     assert decide("deepseek_v32", architectures=("DeepseekV32ForCausalLM",),
                   mode="hf").path == "as_is"

@@ -350,7 +350,7 @@ def test_images_are_refused_pointing_to_the_render_endpoint(folders: dict[str, P
 
 
 @pytest.mark.parametrize(("config", "tokenizer_config", "field"), [
-    ({"architectures": ["DeepseekV32ForCausalLM"]}, {}, "config.json"),
+    ({"architectures": ["InklingForCausalLM"]}, {}, "config.json"),
     ({"architectures": ["KimiK3ForConditionalGeneration"]}, {}, "config.json"),
     ({}, {"tokenizer_class": "TapasTokenizer"}, "tokenizer_config.json"),
     ({}, {"auto_map": {"AutoTokenizer": ["x.Tok", None]}}, "tokenizer_config.json"),
@@ -384,7 +384,7 @@ def test_unverified_releases_and_bad_flags_are_refused(folders: dict[str, Path])
     with pytest.raises(RenderUnsupportedError):
         ServerOptions(model="m", vllm_version="0.28.0")
     with pytest.raises(RenderUnsupportedError):
-        ServerOptions(model="m", tokenizer_mode="deepseek_v32")
+        ServerOptions(model="m", tokenizer_mode="kimi_k3")
     with pytest.raises(ModelFolderError):
         ServerOptions(model="m", enable_auto_tool_choice=True)
     with pytest.raises(ModelFolderError):
