@@ -41,7 +41,8 @@ from typing import Any, Final
 from ._errors import RenderRequestError, RenderUnsupportedError
 
 __all__ = ["DIALECT_V4", "Dialect", "V4_RELEASES", "V4Release", "encode_messages",
-           "encode_with", "render_prompt", "request_kwargs"]
+           "encode_request", "encode_with", "render_prompt", "request_kwargs",
+           "thinking_default_on", "v4_release"]
 
 BOS: Final = "<｜begin▁of▁sentence｜>"
 EOS: Final = "<｜end▁of▁sentence｜>"
@@ -461,22 +462,18 @@ def v4_release(release: str) -> V4Release:
             f"{', '.join(V4_RELEASES)}, not {release}") from None
 
 
-def render_prompt(conversation: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None,
-                  chat_template_kwargs: Mapping[str, Any] | None,
-                  reasoning_effort: str | None, *, release: str = "0.31.0") -> str:
-    """The prompt vLLM's ``deepseek_v4`` tokenizer encodes for a chat request.
-
-    ``conversation`` is vLLM's parsed conversation (prefixkey.render._chat in the
-    release's content format), ``tools`` the request's tools as vLLM dumps them.
-    """
+def encode_request(conversation: Sequence[Mapping[str, Any]], kwargs: Mapping[str, Any], *,
+                   release: str) -> str:
+    """The prompt vLLM's ``deepseek_v4`` tokenizer encodes, from the chat kwargs vLLM merged
+    (``tools`` among them) and its parsed conversation (``release``'s content format)."""
     rel = v4_release(release)
     if rel.content_format == "string" and any(
             isinstance(m.get("content"), list) for m in conversation):
         raise RenderUnsupportedError(
             "messages", f"vLLM {release} hands deepseek_v4 string content only")
-    kwargs = request_kwargs(chat_template_kwargs, reasoning_effort)
     thinking = thinking_default_on(kwargs)
     messages = list(conversation)
+    tools = kwargs.get("tools")
     if tools:
         if rel.tools_to_first_system:
             at = next((i for i, m in enumerate(messages) if m.get("role") == "system"), None)
@@ -486,7 +483,7 @@ def render_prompt(conversation: Sequence[Mapping[str, Any]], tools: Sequence[Any
         else:
             messages.insert(0, {"role": "system"})
             at = 0
-        messages[at] = {**messages[at], "tools": list(tools)}
+        messages[at] = {**messages[at], "tools": tools}
     effort = kwargs.get("reasoning_effort")
     if not isinstance(effort, str):
         effort = "high" if thinking else None
@@ -498,3 +495,15 @@ def render_prompt(conversation: Sequence[Mapping[str, Any]], tools: Sequence[Any
         effort = "high"
     return encode_with(messages, DIALECT_V4, thinking_mode="thinking" if thinking else "chat",
                        drop_thinking=kwargs.get("drop_thinking", True), reasoning_effort=effort)
+
+
+def render_prompt(conversation: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None,
+                  chat_template_kwargs: Mapping[str, Any] | None,
+                  reasoning_effort: str | None, *, release: str = "0.31.0") -> str:
+    """The prompt vLLM's ``deepseek_v4`` tokenizer encodes for a chat request.
+
+    ``conversation`` is vLLM's parsed conversation (prefixkey.render._chat in the
+    release's content format), ``tools`` the request's tools as vLLM dumps them.
+    """
+    kwargs = {"tools": tools, **request_kwargs(chat_template_kwargs, reasoning_effort)}
+    return encode_request(conversation, kwargs, release=release)

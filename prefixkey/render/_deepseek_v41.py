@@ -41,8 +41,8 @@ from ._deepseek_v4 import (
 )
 from ._errors import RenderUnsupportedError
 
-__all__ = ["V41_RELEASES", "V41Release", "dialect_v41", "encode_messages", "normalize_messages",
-           "render_prompt"]
+__all__ = ["V41_RELEASES", "V41Release", "dialect_v41", "encode_messages", "encode_request",
+           "normalize_messages", "render_prompt", "v41_release"]
 
 _ROLES: Final = ("system", "developer", "user", "assistant", "tool")
 _TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
@@ -71,7 +71,7 @@ V41_RELEASES: Final = {
 }
 
 
-def _release(release: str) -> V41Release:
+def v41_release(release: str) -> V41Release:
     try:
         return V41_RELEASES[release]
     except KeyError:
@@ -81,7 +81,7 @@ def _release(release: str) -> V41Release:
 
 
 def dialect_v41(release: str = "0.31.0") -> Dialect:
-    rel = _release(release)
+    rel = v41_release(release)
 
     def effort_prefix(effort: Any) -> str:
         effort = "high" if effort is None else effort
@@ -114,7 +114,7 @@ def _check_text(text: Any, rel: V41Release, field: str) -> None:
 def normalize_messages(messages: Sequence[Mapping[str, Any]],
                        release: str = "0.31.0") -> list[dict[str, Any]]:
     """The request's messages as V4.1's wrapper hands them to its encoder."""
-    rel = _release(release)
+    rel = v41_release(release)
     result = [dict(m) for m in copy.deepcopy(list(messages))]
     for index, message in enumerate(result):
         field = f"messages[{index}]"
@@ -154,20 +154,19 @@ def encode_messages(messages: Sequence[Mapping[str, Any]], *, thinking_mode: str
                        drop_thinking=drop_thinking, reasoning_effort=reasoning_effort)
 
 
-def render_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None,
-                  chat_template_kwargs: Mapping[str, Any] | None,
-                  reasoning_effort: str | None, *, release: str = "0.31.0") -> str:
-    """The prompt vLLM's ``deepseek_v41`` tokenizer encodes for a chat request
-    (``messages`` as the request holds them, ``tools`` as vLLM dumps them)."""
-    rel = _release(release)
+def encode_request(messages: Sequence[Mapping[str, Any]], kwargs: Mapping[str, Any], *,
+                   release: str) -> str:
+    """The prompt vLLM's ``deepseek_v41`` tokenizer encodes, from the chat kwargs vLLM merged
+    (``tools`` among them) and the request's messages."""
+    rel = v41_release(release)
     conversation = normalize_messages(messages, release)
+    tools = kwargs.get("tools")
     if tools:
         system = next((m for m in conversation if m["role"] == "system"), None)
         if system is None:
             system = {"role": "system", "content": ""}
             conversation.insert(0, system)
-        system["tools"] = list(tools)
-    kwargs = request_kwargs(chat_template_kwargs, reasoning_effort)
+        system["tools"] = tools
     thinking = thinking_default_on(kwargs)
     effort = kwargs.get("reasoning_effort")
     if effort == "none":
@@ -182,3 +181,12 @@ def render_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] | 
     return encode_with(conversation, dialect_v41(release),
                        thinking_mode="thinking" if thinking else "chat",
                        drop_thinking=kwargs.get("drop_thinking", True), reasoning_effort=effort)
+
+
+def render_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None,
+                  chat_template_kwargs: Mapping[str, Any] | None,
+                  reasoning_effort: str | None, *, release: str = "0.31.0") -> str:
+    """The prompt vLLM's ``deepseek_v41`` tokenizer encodes for a chat request
+    (``messages`` as the request holds them, ``tools`` as vLLM dumps them)."""
+    kwargs = {"tools": tools, **request_kwargs(chat_template_kwargs, reasoning_effort)}
+    return encode_request(messages, kwargs, release=release)
