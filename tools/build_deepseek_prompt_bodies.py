@@ -77,7 +77,7 @@ CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
     "task_bad": [{"role": "user", "content": "x", "task": "nope"}],
     "developer_empty": [{"role": "developer", "content": ""}, U],
     "unknown_role": [{"role": "narrator", "content": "once"}, U],
-    "placeholder_text": [{"role": "user", "content": "see <｜deepseek_image｜> here"}],
+    "placeholder_text": [{"role": "user", "content": "see <\uff5cdeepseek_image\uff5c> here"}],
     "empty_user": [{"role": "user", "content": ""}],
     "latest_reminder": [U, A, {"role": "latest_reminder", "content": "Today is Monday."}],
     "latest_reminder_last_user": [U, {"role": "latest_reminder", "content": "Monday."}],

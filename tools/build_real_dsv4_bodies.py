@@ -29,7 +29,7 @@ from corpus_io import corpus_main, folder_lines
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
-FOLDERS = ("deepseek_v4", "deepseek_v4_mm", "deepseek_v41")
+FOLDERS = ("deepseek_v4", "deepseek_v41")
 #: The conversations sent, by the string corpus's names.
 CHATS = ("user", "system_user", "developer_user", "multi_turn", "multi_turn_dev_history",
          "reasoning_last", "tool_round", "tool_round_answered", "consecutive_users",
@@ -67,7 +67,7 @@ def _chats(name: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _completions(name: str) -> list[tuple[str, dict[str, Any]]]:
-    return [("completion-plain", {"model": name, "prompt": "Hello <｜User｜> world"}),
+    return [("completion-plain", {"model": name, "prompt": "Hello <\uff5cUser\uff5c> world"}),
             ("completion-no-specials", {"model": name, "prompt": "Hello world",
                                         "add_special_tokens": False})]
 

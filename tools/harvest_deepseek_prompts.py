@@ -7,7 +7,8 @@ PYTHONPATH). For each row of a body corpus (``tests/render/deepseek_prompt_bodie
 model, ``build_chat_params`` and the release's renderer class for the mode
 (``render_messages``, tools as the online renderer passes them), and the string the
 encoder returns is recorded with the conversation vLLM parsed (what prefixkey's
-``deepseek_v4`` path takes) or the messages its request model validated (``deepseek_v41``) — or the error vLLM answers (status and message, by
+``deepseek_v4`` path takes) or the messages its request model validated
+(``deepseek_v41``) — or the error vLLM answers (status and message, by
 entrypoints/serve/exception_handling/error_response.py's classes). Rows with
 ``direct`` call the mode's tokenizer wrapper on the request's messages without
 parsing (images: vLLM's parser needs the model's multimodal processor).
@@ -53,28 +54,32 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
-    import vllm
+    # The scratch venv's vLLM and transformers: not installed where the project is checked.
+    import vllm  # type: ignore[import-not-found]
     from pydantic import ValidationError
-    from transformers import TokenizersBackend
-    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-    from vllm.renderers import registry
+    from transformers import TokenizersBackend  # type: ignore[import-not-found]
+    from vllm.entrypoints.openai.chat_completion.protocol import (  # type: ignore[import-not-found]
+        ChatCompletionRequest,
+    )
+    from vllm.renderers import registry  # type: ignore[import-not-found]
 
     base = TokenizersBackend.from_pretrained(args.tokenizer)
     captured: dict[str, Any] = {}
     rows_out = []
-    for line in open(args.bodies, encoding="utf-8"):
-        row = json.loads(line)
+    with open(args.bodies, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    for row in rows:
         mode = row["mode"]
         if mode not in registry._VLLM_RENDERERS:  # deepseek_v41 before 0.30
             rows_out.append({"id": row["id"], "absent": True})
             continue
-        tok_mod = importlib.import_module(f"vllm.tokenizers.{mode}")
+        tok_mod: Any = importlib.import_module(f"vllm.tokenizers.{mode}")
         wrap = getattr(tok_mod, f"get_{mode}_tokenizer")
         tokenizer = wrap(base)
         original = tok_mod.encode_messages
 
-        def capture(messages: Any, **kwargs: Any) -> str:
-            captured["prompt"] = original(messages, **kwargs)
+        def capture(messages: Any, _original: Any = original, **kwargs: Any) -> str:
+            captured["prompt"] = _original(messages, **kwargs)
             raise _Captured
 
         tok_mod.encode_messages = capture
@@ -126,13 +131,15 @@ def main() -> None:
                                                             default=str))
             out["tools"] = tool_dicts
             if mode != "deepseek_v4":  # V4.1 reads the request's messages as validated
-                out["request_messages"] = json.loads(json.dumps(request.messages, default=str))
+                out["request_messages"] = json.loads(
+                    json.dumps(request.messages, default=str))
         finally:
             tok_mod.encode_messages = original
         rows_out.append(out)
     with open(args.out, "w", encoding="utf-8") as fh:
         for out in rows_out:
-            fh.write(json.dumps(out, ensure_ascii=False) + "\n")  # key order is data (tool schemas)
+            # Not sorted: key order is data (a tool schema's JSON in the prompt).
+            fh.write(json.dumps(out, ensure_ascii=False) + "\n")
     print(f"{len(rows_out)} rows -> {args.out}", file=sys.stderr)
 
 

@@ -1,4 +1,4 @@
-"""DeepSeek-V4's chat prompt (vLLM tokenizer mode ``deepseek_v4``): a Python encoder, not a template.
+"""DeepSeek-V4's chat prompt (vLLM tokenizer mode ``deepseek_v4``): a Python encoder.
 
 vLLM 0.29 on gives ``DeepseekV4ForCausalLM`` and ``DeepseekV4ForConditionalGeneration``
 the tokenizer mode ``deepseek_v4`` (config/model.py): the tokenizer is
@@ -18,7 +18,7 @@ by tests/render/test_deepseek_prompts.py over tests/render/deepseek_prompts*.jso
 - The first message is preceded by the reasoning-effort text (thinking mode).
   Assistant turns are ``[reasoning</think>]content[DSML tool calls]<eos>``; a user
   or developer turn (or a system turn that ends the conversation or precedes an
-  assistant turn) followed by nothing or an assistant turn opens ``<｜Assistant｜>``
+  assistant turn) followed by nothing or an assistant turn opens ``<\uff5cAssistant\uff5c>``
   then ``<think>`` or ``</think>``. Messages may carry a ``task`` (its special token).
 - Request level: thinking is on unless ``thinking``/``enable_thinking`` is set
   false; the request's ``reasoning_effort`` overrides ``chat_template_kwargs``'s and
@@ -40,20 +40,31 @@ from typing import Any, Final
 
 from ._errors import RenderRequestError, RenderUnsupportedError
 
-__all__ = ["DIALECT_V4", "Dialect", "V4_RELEASES", "V4Release", "encode_messages",
-           "encode_request", "encode_with", "render_prompt", "request_kwargs",
-           "thinking_default_on", "v4_release"]
+__all__ = [
+    "DIALECT_V4",
+    "V4_RELEASES",
+    "Dialect",
+    "V4Release",
+    "encode_messages",
+    "encode_request",
+    "encode_with",
+    "render_prompt",
+    "request_kwargs",
+    "thinking_default_on",
+    "v4_release",
+]
 
-BOS: Final = "<｜begin▁of▁sentence｜>"
-EOS: Final = "<｜end▁of▁sentence｜>"
+BOS: Final = "<\uff5cbegin▁of▁sentence\uff5c>"
+EOS: Final = "<\uff5cend▁of▁sentence\uff5c>"
 THINK: Final = "<think>"
 END_THINK: Final = "</think>"
-DSML: Final = "｜DSML｜"
-USER: Final = "<｜User｜>"
-ASSISTANT: Final = "<｜Assistant｜>"
-LATEST_REMINDER: Final = "<｜latest_reminder｜>"
-IMAGE: Final = "<｜deepseek_image｜>"
-TASK_TOKENS: Final = {name: f"<｜{name}｜>" for name in
+DSML: Final = "\uff5cDSML\uff5c"
+USER: Final = "<\uff5cUser\uff5c>"
+ASSISTANT: Final = "<\uff5cAssistant\uff5c>"
+SYSTEM: Final = "<\uff5cSystem\uff5c>"
+LATEST_REMINDER: Final = "<\uff5clatest_reminder\uff5c>"
+IMAGE: Final = "<\uff5cdeepseek_image\uff5c>"
+TASK_TOKENS: Final = {name: f"<\uff5c{name}\uff5c>" for name in
                       ("action", "query", "authority", "domain", "title", "read_url")}
 # Roles _drop_thinking keeps before the last user turn (assistants lose their reasoning).
 _KEPT_ROLES: Final = frozenset({"user", "system", "tool", "latest_reminder",
@@ -129,7 +140,7 @@ class Dialect:
     #: The effort prefix of the first message in thinking mode; raises on a bad effort
     #: (checked at every message, as vLLM's encoder does).
     effort_prefix: Callable[[Any], str]
-    #: Whether a first system message (or an effort prefix) opens with ``<｜System｜>``
+    #: Whether a first system message (or an effort prefix) opens with ``<\uff5cSystem\uff5c>``
     #: and a later system message is a turn of its own (V4.1).
     system_turns: bool
     #: How content lists are flattened by the encoder (None: not at all).
@@ -228,7 +239,8 @@ def _sort_results(messages: list[dict[str, Any]]) -> None:
         elif role == "user" and msg.get("content_blocks"):
             results = [b for b in msg["content_blocks"] if b.get("type") == "tool_result"]
             if len(results) > 1 and order:
-                ordered = iter(sorted(results, key=lambda b: order.get(b.get("tool_use_id", ""), 0)))
+                ordered = iter(sorted(
+                    results, key=lambda b: order.get(b.get("tool_use_id", ""), 0)))
                 msg["content_blocks"] = [next(ordered) if b.get("type") == "tool_result" else b
                                          for b in msg["content_blocks"]]
 
@@ -287,7 +299,8 @@ def _tool_calls(calls: Sequence[Mapping[str, Any]], d: Dialect) -> str:
             raise _fail(AttributeError,
                         f"'{type(arguments).__name__}' object has no attribute 'items'")
         params = "\n".join(
-            f'<{DSML}{d.parameter_tag} name="{key}" string="{"true" if isinstance(v, str) else "false"}">'
+            f'<{DSML}{d.parameter_tag} name="{key}" '
+            f'string="{"true" if isinstance(v, str) else "false"}">'
             f"{v if isinstance(v, str) else to_json(v)}</{DSML}{d.parameter_tag}>"
             for key, v in arguments.items())
         invokes.append(f'<{DSML}{d.invoke_tag} name="{function["name"]}">\n{params}\n'
@@ -339,11 +352,12 @@ def _render(index: int, messages: list[dict[str, Any]], d: Dialect, thinking: bo
     content = _flatten(msg.get("content"), d.flatten_joiner)
     prefix = d.effort_prefix(effort)
     prefix = prefix if index == 0 and thinking else ""
-    prompt = "<｜System｜>" if d.system_turns and index == 0 and (prefix or role == "system") else ""
+    opens_system = d.system_turns and index == 0 and (bool(prefix) or role == "system")
+    prompt = SYSTEM if opens_system else ""
     prompt += prefix
     if role == "system":
         if d.system_turns and index > 0:
-            prompt += "<｜System｜>"
+            prompt += SYSTEM
         prompt += f"{content or ''}" + _extras(msg, d)
     elif role == "developer":
         if not content:

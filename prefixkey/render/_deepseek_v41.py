@@ -10,9 +10,9 @@ and differs in what this module records:
   roles other than system/developer/user/assistant/tool are refused; ``reasoning``
   is copied to ``reasoning_content`` (the key V4.1 reads); content lists become text
   (text/input_text/output_text parts and image_url/input_image/image_pil
-  placeholders ``<｜deepseek_image｜>`` joined by a blank line, any other part
+  placeholders ``<\uff5cdeepseek_image\uff5c>`` joined by a blank line, any other part
   refused); from 0.33 the placeholder text itself is refused in message text.
-- ``<｜System｜>`` opens the prompt when the first message is a system message or
+- ``<\uff5cSystem\uff5c>`` opens the prompt when the first message is a system message or
   carries the effort line, and opens every later system message, which also counts
   as a user turn (it opens the assistant header). From 0.33 a user turn made only
   of tool results is not the last user turn.
@@ -59,15 +59,18 @@ class V41Release:
     refuse_placeholder_text: bool
     #: Whether a user turn of tool results only counts as the last user turn (before 0.33).
     tool_only_user_is_turn: bool
+    #: Whether each message records its images' positions (``_image_indices``, 0.33: the
+    #: renderer reorders the images by it); it shows in the messages vLLM's errors print.
+    image_indices: bool
 
 
 _EFFORTS_0_30: Final = {"low": 25, "high": 50, "xhigh": 75, "max": 100}
 _EFFORTS_0_31: Final = {"low": 50, "high": 75, "xhigh": 75, "max": 100}
 V41_RELEASES: Final = {
-    "0.30.0": V41Release(_EFFORTS_0_30, False, True),
-    "0.31.0": V41Release(_EFFORTS_0_31, False, True),
-    "0.32.0": V41Release(_EFFORTS_0_31, False, True),
-    "0.33.0": V41Release(_EFFORTS_0_31, True, False),
+    "0.30.0": V41Release(_EFFORTS_0_30, False, True, False),
+    "0.31.0": V41Release(_EFFORTS_0_31, False, True, False),
+    "0.32.0": V41Release(_EFFORTS_0_31, False, True, False),
+    "0.33.0": V41Release(_EFFORTS_0_31, True, False, True),
 }
 
 
@@ -116,8 +119,12 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]],
     """The request's messages as V4.1's wrapper hands them to its encoder."""
     rel = v41_release(release)
     result = [dict(m) for m in copy.deepcopy(list(messages))]
+    images = 0
     for index, message in enumerate(result):
         field = f"messages[{index}]"
+        indices: list[int] = []
+        if rel.image_indices:
+            message["_image_indices"] = indices
         role = message.get("role")
         if role not in _ROLES:
             raise _fail(ValueError, f"Invalid role: {role}", f"{field}.role")
@@ -136,6 +143,8 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]],
                     parts.append(block.get("text", ""))
                 elif kind in _IMAGE_PARTS:
                     parts.append(IMAGE)
+                    indices.append(images)
+                    images += 1
                 else:
                     raise _fail(ValueError, "DeepSeek V4.1 supports text and image content "
                                 f"only; got {kind!r}", f"{field}.content")

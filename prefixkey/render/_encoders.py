@@ -68,7 +68,8 @@ class EncoderMode:
 
     #: vLLM's name for the mode (``--tokenizer-mode``, or switched to from ``auto``).
     mode: str
-    #: The architectures vLLM switches to it from ``auto`` (config/model.py).
+    #: The architectures vLLM switches to it from ``auto`` (config/model.py) that were
+    #: verified (render/_hf_decision.py refuses the others).
     architectures: frozenset[str]
     prepare: Prepare
     encode: Encoder
@@ -133,8 +134,11 @@ ENCODER_MODES: Final[Mapping[str, EncoderMode]] = {
     "deepseek_v32": EncoderMode("deepseek_v32", frozenset({"DeepseekV32ForCausalLM"}),
                                 _prepare_v32, encode_v32, _ALL_RELEASES,
                                 "docs/render-deepseek.md"),
+    # vLLM switches DeepseekV4ForConditionalGeneration to this mode too, but its render
+    # server does not start for it ("does not support `--runner generate`", 0.31 on CPU):
+    # not verified, so refused (render/_hf_decision.py).
     "deepseek_v4": EncoderMode(
-        "deepseek_v4", frozenset({"DeepseekV4ForCausalLM", "DeepseekV4ForConditionalGeneration"}),
+        "deepseek_v4", frozenset({"DeepseekV4ForCausalLM"}),
         _no_prepare, _deepseek_v4.encode_messages, _ALL_RELEASES, "docs/render-deepseek.md",
         request=_request_v4),
     "deepseek_v41": EncoderMode(
