@@ -6,7 +6,8 @@ added) and the V4.1 encoder (tokenizers/deepseek_v41_encoding.py), which shares
 V4's shape (:mod:`prefixkey.render._deepseek_v4`, whose :class:`Dialect` it fills)
 and differs in what this module records:
 
-- The wrapper reads the request's own messages, not vLLM's parsed conversation:
+- The wrapper reads the request's own messages, not vLLM's parsed conversation (but
+  with the tool-call arguments that parse rewrote in place: :func:`with_parsed_arguments`):
   roles other than system/developer/user/assistant/tool are refused; ``reasoning``
   is copied to ``reasoning_content`` (the key V4.1 reads); content lists become text
   (text/input_text/output_text parts and image_url/input_image/image_pil
@@ -42,7 +43,7 @@ from ._deepseek_v4 import (
 from ._errors import RenderUnsupportedError
 
 __all__ = ["V41_RELEASES", "V41Release", "dialect_v41", "encode_messages", "encode_request",
-           "normalize_messages", "render_prompt", "v41_release"]
+           "normalize_messages", "render_prompt", "v41_release", "with_parsed_arguments"]
 
 _ROLES: Final = ("system", "developer", "user", "assistant", "tool")
 _TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
@@ -153,6 +154,26 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]],
             except TypeError as exc:
                 raise _fail(TypeError, str(exc), f"{field}.content") from None
     return result
+
+
+def with_parsed_arguments(messages: Sequence[Mapping[str, Any]],
+                          conversation: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The request's messages as V4.1's tokenizer sees them after vLLM parsed the
+    conversation: that parse rewrites tool-call arguments in place (a JSON object's
+    text becomes the object, anything else ``{}``), in dicts the messages share."""
+    if len(messages) != len(conversation):
+        raise RenderUnsupportedError("messages", "a message vLLM parses into several is "
+                                     "not reproduced for deepseek_v41")
+    out: list[Any] = []
+    for message, parsed in zip(messages, conversation, strict=True):
+        calls, parsed_calls = message.get("tool_calls"), parsed.get("tool_calls")
+        if isinstance(calls, list) and isinstance(parsed_calls, list):
+            message = {**message, "tool_calls": [
+                {**call, "function": {**call["function"],
+                                      "arguments": done["function"]["arguments"]}}
+                for call, done in zip(calls, parsed_calls, strict=True)]}
+        out.append(message)
+    return out
 
 
 def encode_messages(messages: Sequence[Mapping[str, Any]], *, thinking_mode: str,

@@ -118,8 +118,9 @@ def _request_v41(messages: Any, parse: Callable[[str], list[dict[str, Any]]],
                  kwargs: Mapping[str, Any], release: str) -> str:
     """vLLM's DeepSeek V4.1 renderer parses the conversation (its refusals come first),
     then its tokenizer encodes the request's own messages."""
-    parse("string" if release == "0.30.0" else "openai")
-    return _deepseek_v41.encode_request(messages, kwargs, release=release)
+    conversation = parse("string" if release == "0.30.0" else "openai")
+    return _deepseek_v41.encode_request(
+        _deepseek_v41.with_parsed_arguments(messages, conversation), kwargs, release=release)
 
 
 def _no_prepare(conversation: list[dict[str, Any]], tools: Any, kwargs: Mapping[str, Any]
