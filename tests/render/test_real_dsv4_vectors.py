@@ -6,7 +6,8 @@ of ``real_dsv4_bodies.jsonl`` (tools/build_real_dsv4_bodies.py, tools/harvest_re
 over the real folders ``tests/render/real/deepseek_v4*``: DeepSeek-V3's tokenizer files
 (fetched into the test cache, tests/real_models.py; V4's own are in no registry) under a
 config.json naming ``DeepseekV4ForCausalLM`` or ``DeepseekV41ForCausalLM``, for which
-vLLM switches to its mode ``deepseek_v4`` or ``deepseek_v41`` (render/_encoders.py, render/_deepseek_v4.py, render/_deepseek_v41.py).
+vLLM switches to its mode ``deepseek_v4`` or ``deepseek_v41`` (render/_encoders.py,
+render/_deepseek_v4.py, render/_deepseek_v41.py).
 The other releases' answers are kept under ``releases/<release>/``. Every body must
 replay at every release its mode names: the same ids, or a typed error with vLLM's
 status and, for the encoders' own refusals, its message.
