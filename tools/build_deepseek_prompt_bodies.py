@@ -130,6 +130,11 @@ def rows() -> list[dict[str, Any]]:
     add("image_parts", [{"role": "user", "content": [{"type": "text", "text": "look"}, image,
                                                      {"type": "text", "text": "and"}, image]}],
         direct=True, modes=("deepseek_v41",))
+    # V4.1's tokenizer on the request's messages without vLLM's parse before it (which
+    # rewrites tool-call arguments to objects in place): its own argument decoding.
+    for args in ("{oops", "[1, 2]", '"{\\"city\\": \\"Rome\\"}"', '{"city": "Oslo"}'):
+        add(f"raw_arguments_{args!r}", [U, {"role": "assistant", "content": "x", "tool_calls": [
+            call("c6", "get_weather", args)]}, U2], direct=True, modes=("deepseek_v41",))
     add("image_only", [{"role": "user", "content": [image]}, A, U2], direct=True,
         modes=("deepseek_v41",))
     return out
