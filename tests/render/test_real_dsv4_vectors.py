@@ -94,7 +94,10 @@ def test_vllm_dsv4_rendering_replays(case: RenderCase) -> None:
 @pytest.mark.parametrize("release", KEPT)
 def test_each_release_replays(release: str) -> None:
     for case in CASES:
-        _replays(kept_case(case, release, CORPUS), release)
+        # A release without the mode has no answers kept (0.29's server does not start
+        # for the V4.1 folder): prefixkey must refuse the folder there.
+        _replays(kept_case(case, release, CORPUS) if _verified(case, release) else case,
+                 release)
 
 
 @pytest.mark.parametrize("folder", sorted(MODES))
