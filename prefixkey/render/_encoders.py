@@ -13,7 +13,10 @@ text, then tokenizes it as any chat text (``add_special_tokens`` and truncation 
 body says). ``add_generation_prompt``, ``continue_final_message``, ``documents``, a
 template and the other kwargs change nothing on this path.
 
-A mode's row is added here with its encoder module (render/_deepseek_v32.py, …) and
+A mode whose tokenizer reads more than that conversation (DeepSeek V4's content
+format changes by release; V4.1 encodes the request's own messages) has a ``request``
+encoder instead. A mode's row is added here with its encoder module (render/_deepseek_v32.py,
+render/_deepseek_v4.py, render/_deepseek_v41.py, …) and
 its corpus replayed at every release it names (``releases``); docs/render-deepseek.md.
 """
 
@@ -23,13 +26,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from . import _deepseek_v4, _deepseek_v41
 from ._deepseek_v32 import ThinkingMode
 from ._deepseek_v32 import encode_messages as encode_v32
 from ._eras import render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
 
-__all__ = ["ENCODER_MODES", "EncodeOptions", "EncoderMode", "check_encoder_release",
-           "encode_chat", "encoder_mode"]
+__all__ = ["ENCODER_MODES", "EncodeOptions", "EncoderMode", "RequestEncoder",
+           "check_encoder_release", "encode_chat", "encode_request", "encoder_mode"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +56,20 @@ Prepare = Callable[[list[dict[str, Any]], Any, Mapping[str, Any]],
                    tuple[list[dict[str, Any]], EncodeOptions]]
 
 
+#: ``(messages as the body holds them, parse(content_format) -> vLLM's conversation,
+#: merged chat kwargs, release) -> the chat text``.
+RequestEncoder = Callable[[Any, Callable[[str], list[dict[str, Any]]], Mapping[str, Any], str],
+                          str]
+
+
 @dataclass(frozen=True, slots=True)
 class EncoderMode:
     """One tokenizer mode rendered by a Python encoder."""
 
     #: vLLM's name for the mode (``--tokenizer-mode``, or switched to from ``auto``).
     mode: str
-    #: The architectures vLLM switches to it from ``auto`` (config/model.py).
+    #: The architectures vLLM switches to it from ``auto`` (config/model.py) that were
+    #: verified (render/_hf_decision.py refuses the others).
     architectures: frozenset[str]
     prepare: Prepare
     encode: Encoder
@@ -66,6 +77,10 @@ class EncoderMode:
     releases: frozenset[str]
     #: Where its format is described.
     doc: str
+    #: For a mode whose tokenizer reads more than the 'string' conversation (DeepSeek
+    #: V4/V4.1: the release's content format, the request's own messages): the whole
+    #: ``apply_chat_template`` as :data:`RequestEncoder`; None: ``prepare`` then ``encode``.
+    request: RequestEncoder | None = None
 
 
 def _with_tools(conversation: list[dict[str, Any]], tools: Any) -> list[dict[str, Any]]:
@@ -95,6 +110,27 @@ def _prepare_v32(conversation: list[dict[str, Any]], tools: Any,
                                    drop_thinking=messages[-1]["role"] == "user")
 
 
+def _request_v4(messages: Any, parse: Callable[[str], list[dict[str, Any]]],
+                kwargs: Mapping[str, Any], release: str) -> str:
+    """vLLM's DeepSeek V4 renderer: the conversation in the release's content format."""
+    conversation = parse(_deepseek_v4.v4_release(release).content_format)
+    return _deepseek_v4.encode_request(conversation, kwargs, release=release)
+
+
+def _request_v41(messages: Any, parse: Callable[[str], list[dict[str, Any]]],
+                 kwargs: Mapping[str, Any], release: str) -> str:
+    """vLLM's DeepSeek V4.1 renderer parses the conversation (its refusals come first),
+    then its tokenizer encodes the request's own messages."""
+    conversation = parse("string" if release == "0.30.0" else "openai")
+    return _deepseek_v41.encode_request(
+        _deepseek_v41.with_parsed_arguments(messages, conversation), kwargs, release=release)
+
+
+def _no_prepare(conversation: list[dict[str, Any]], tools: Any, kwargs: Mapping[str, Any]
+                ) -> tuple[list[dict[str, Any]], EncodeOptions]:
+    raise AssertionError("a request encoder's mode has no prepare step")
+
+
 _ALL_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 
 #: The modes rendered here, by vLLM's mode name.
@@ -102,6 +138,17 @@ ENCODER_MODES: Final[Mapping[str, EncoderMode]] = {
     "deepseek_v32": EncoderMode("deepseek_v32", frozenset({"DeepseekV32ForCausalLM"}),
                                 _prepare_v32, encode_v32, _ALL_RELEASES,
                                 "docs/render-deepseek.md"),
+    # vLLM switches DeepseekV4ForConditionalGeneration to this mode too, but its render
+    # server does not start for it ("does not support `--runner generate`", 0.31 on CPU):
+    # not verified, so refused (render/_hf_decision.py).
+    "deepseek_v4": EncoderMode(
+        "deepseek_v4", frozenset({"DeepseekV4ForCausalLM"}),
+        _no_prepare, _deepseek_v4.encode_messages, _ALL_RELEASES, "docs/render-deepseek.md",
+        request=_request_v4),
+    "deepseek_v41": EncoderMode(
+        "deepseek_v41", frozenset({"DeepseekV41ForCausalLM"}), _no_prepare,
+        _deepseek_v41.encode_messages, _ALL_RELEASES - {"0.29.0"}, "docs/render-deepseek.md",
+        request=_request_v41),
 }
 
 
@@ -119,6 +166,20 @@ def check_encoder_release(mode: str, vllm_version: str) -> None:
             f"vLLM's tokenizer mode {mode!r} was checked against vLLM "
             f"{', '.join(sorted(row.releases))}'s answers only, not vLLM {vllm_version}'s; "
             "not verified"))
+
+
+def encode_request(row: EncoderMode, messages: Any,
+                   parse: Callable[[str], list[dict[str, Any]]], kwargs: Mapping[str, Any],
+                   release: str) -> str:
+    """The chat text of a mode with a request encoder (``row.request``), or of its
+    ``prepare``/``encode`` over the 'string' conversation."""
+    if row.request is None:
+        return encode_chat(row, parse("string"), kwargs)
+    for name in ("conversation", "messages"):
+        if name in kwargs:  # passed twice to apply_chat_template: a TypeError in vLLM
+            raise RenderUnsupportedError(f"chat_template_kwargs.{name}", "clashes with a "
+                                         "parameter of apply_chat_template; not reproduced")
+    return row.request(messages, parse, kwargs, release)
 
 
 def encode_chat(row: EncoderMode, conversation: list[dict[str, Any]],

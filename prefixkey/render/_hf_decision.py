@@ -310,6 +310,12 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
         return TokenizerPath("mistral", "MistralTokenizer", "vLLM's tokenizer mode mistral "
                              "renders with mistral_common")
     switched = [NON_HF_ARCHITECTURES[a] for a in architectures if a in NON_HF_ARCHITECTURES]
+    row = ENCODER_MODES.get(switched[0]) if mode == "auto" and switched else None
+    if row is not None and not {a for a in architectures if a in NON_HF_ARCHITECTURES} \
+            <= row.architectures:
+        return TokenizerPath("refused", None, f"architecture {architectures[0]!r}: vLLM "
+                             f"switches to its tokenizer mode {row.mode!r}, verified here "
+                             f"for {', '.join(sorted(row.architectures))} only")
     if mode in ENCODER_MODES or (mode == "auto" and switched and switched[0] in ENCODER_MODES):
         return _encoder_path(switched[0] if mode == "auto" else mode,
                              f"architecture {architectures[0]!r}" if mode == "auto"

@@ -25,7 +25,7 @@ import jinja2
 from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
 from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
-from ._encoders import encode_chat, encoder_mode
+from ._encoders import encode_request, encoder_mode
 from ._eras import render_era, render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
@@ -535,10 +535,12 @@ class Renderer:
     def _apply_encoder(self, messages: Any, kwargs: dict[str, Any], parts: ContentParts
                        ) -> tuple[str | list[int], tuple[str, ...]]:
         """An encoder mode's ``apply_chat_template`` (render/_encoders.py): the conversation
-        in 'string' format, the text (or with ``tokenize`` its ids, no special tokens)."""
+        (in 'string' format unless the mode's request encoder parses it otherwise), the text
+        (or with ``tokenize`` its ids, no special tokens)."""
         assert self._encoder is not None
-        conversation = parse_messages(messages, "string", parts)
-        text = encode_chat(self._encoder, conversation, kwargs)
+        release = render_release(self.options.vllm_version).release
+        text = encode_request(self._encoder, messages,
+                              lambda fmt: parse_messages(messages, fmt, parts), kwargs, release)
         if not kwargs.get("tokenize", True):
             return text, ()
         if any(name in kwargs for name in ("truncation", "max_length")):
