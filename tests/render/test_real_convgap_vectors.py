@@ -28,7 +28,7 @@ from render_cases import (
     render_cases,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import Renderer, ServerOptions
 from prefixkey.render._hf_python import PYTHON_CODECS
 
 CASES = render_cases("real_convgap_")
@@ -41,10 +41,7 @@ CLASSES = {
     "convgap_pegasus_empty_extras": ("converted", "PegasusTokenizer"),
 }
 #: The releases whose answers were kept (releases/<release>/real_convgap_vectors.jsonl).
-KEPT = ("0.29.0", "0.30.0", "0.32.0")
-#: 0.33.0's answers (its overlay) are kept too, but only SentencePieceBackend's replay:
-#: converted folders are not verified there (render/_hf_converted.py CONVERTED_RELEASES).
-SPM_ONLY = ("0.33.0",)
+KEPT = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 
 
 def renderer(real: str) -> Renderer:
@@ -87,8 +84,7 @@ def _release_renderer(release: str, real: str) -> Renderer:
 
 @pytest.mark.parametrize(("release", "case"), [
     pytest.param(release, case, id=f"{release}/{case.id}") for release in KEPT for case in CASES
-] + [pytest.param(release, case, id=f"{release}/{case.id}") for release in SPM_ONLY
-     for case in CASES if case.real == "convgap_spm_backend"])
+])
 def test_other_releases_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
     """vLLM 0.29.0, 0.30.0 (transformers 5.24), 0.32.0 and 0.33.0 (5.19) answered as kept
     in releases/<release>/real_convgap_vectors.jsonl: the empty extra list replaced there."""
@@ -99,13 +95,7 @@ def test_other_releases_rendering_of_the_folders_replays(release: str, case: Ren
 
 def test_sentencepiece_backend_is_verified_where_its_answers_were_kept() -> None:
     assert PYTHON_CODECS["SentencePieceBackend"].releases == frozenset(
-        {"0.31.0", *KEPT, *SPM_ONLY})
-
-
-@pytest.mark.parametrize("real", sorted(set(CLASSES) - {"convgap_spm_backend"}))
-def test_the_converted_folders_are_refused_at_0_33(real: str) -> None:
-    with pytest.raises(RenderUnsupportedError, match=r"not vLLM 0\.33\.0's"):
-        _release_renderer("0.33.0", real)
+        {"0.31.0", *KEPT})
 
 
 @pytest.mark.parametrize("release", KEPT)
