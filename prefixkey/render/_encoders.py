@@ -71,7 +71,8 @@ class EncoderMode:
     #: The architectures vLLM switches to it from ``auto`` (config/model.py) that were
     #: verified (render/_hf_decision.py refuses the others).
     architectures: frozenset[str]
-    prepare: Prepare
+    #: None for a mode with a ``request`` encoder.
+    prepare: Prepare | None
     encode: Encoder
     #: The releases whose render servers' answers the mode's corpus replays.
     releases: frozenset[str]
@@ -126,11 +127,6 @@ def _request_v41(messages: Any, parse: Callable[[str], list[dict[str, Any]]],
         _deepseek_v41.with_parsed_arguments(messages, conversation), kwargs, release=release)
 
 
-def _no_prepare(conversation: list[dict[str, Any]], tools: Any, kwargs: Mapping[str, Any]
-                ) -> tuple[list[dict[str, Any]], EncodeOptions]:
-    raise AssertionError("a request encoder's mode has no prepare step")
-
-
 _ALL_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
 
 #: The modes rendered here, by vLLM's mode name.
@@ -143,10 +139,10 @@ ENCODER_MODES: Final[Mapping[str, EncoderMode]] = {
     # not verified, so refused (render/_hf_decision.py).
     "deepseek_v4": EncoderMode(
         "deepseek_v4", frozenset({"DeepseekV4ForCausalLM"}),
-        _no_prepare, _deepseek_v4.encode_messages, _ALL_RELEASES, "docs/render-deepseek.md",
+        None, _deepseek_v4.encode_messages, _ALL_RELEASES, "docs/render-deepseek.md",
         request=_request_v4),
     "deepseek_v41": EncoderMode(
-        "deepseek_v41", frozenset({"DeepseekV41ForCausalLM"}), _no_prepare,
+        "deepseek_v41", frozenset({"DeepseekV41ForCausalLM"}), None,
         _deepseek_v41.encode_messages, _ALL_RELEASES - {"0.29.0"}, "docs/render-deepseek.md",
         request=_request_v41),
 }
@@ -173,12 +169,12 @@ def encode_request(row: EncoderMode, messages: Any,
                    release: str) -> str:
     """The chat text of a mode with a request encoder (``row.request``), or of its
     ``prepare``/``encode`` over the 'string' conversation."""
-    if row.request is None:
-        return encode_chat(row, parse("string"), kwargs)
     for name in ("conversation", "messages"):
         if name in kwargs:  # passed twice to apply_chat_template: a TypeError in vLLM
             raise RenderUnsupportedError(f"chat_template_kwargs.{name}", "clashes with a "
                                          "parameter of apply_chat_template; not reproduced")
+    if row.request is None:
+        return encode_chat(row, parse("string"), kwargs)
     return row.request(messages, parse, kwargs, release)
 
 
@@ -186,10 +182,7 @@ def encode_chat(row: EncoderMode, conversation: list[dict[str, Any]],
                 kwargs: Mapping[str, Any]) -> str:
     """The chat text a mode's ``apply_chat_template`` renders for the merged chat kwargs
     (``tools`` among them, as vLLM passes it)."""
-    for name in ("conversation", "messages"):
-        if name in kwargs:  # passed twice to apply_chat_template: a TypeError in vLLM
-            raise RenderUnsupportedError(f"chat_template_kwargs.{name}", "clashes with a "
-                                         "parameter of apply_chat_template; not reproduced")
+    assert row.prepare is not None, "a mode without a request encoder has a prepare step"
     messages, options = row.prepare(conversation, kwargs.get("tools"), kwargs)
     return row.encode(messages, thinking_mode=options.thinking_mode,
                       drop_thinking=options.drop_thinking,
