@@ -6,14 +6,13 @@ examples, never derandomized; ``dev`` is the quicker default.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from bounded import run_bounded
 from hypothesis import HealthCheck, settings
 from subscribers import KINDS, AnySubscriber, make_subscriber
 
@@ -28,27 +27,6 @@ settings.register_profile("dev", deadline=None, max_examples=100)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
-# Run before a bounded child's code: its address-space limit, and peak_rss(), its
-# own peak (VmHWM; ru_maxrss keeps the forking pytest process's peak over exec).
-_BOUNDED_PRELUDE = """
-import resource, sys
-def peak_rss():
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) * 1024 for line in status
-                    if line.startswith("VmHWM:"))
-resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]),) * 2)
-"""
-
-
-def _run_bounded(code: str, *, address_space: int, stdin: str = "",
-                 timeout: float = 120) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", _BOUNDED_PRELUDE + code, str(address_space)],
-                          input=stdin, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
-    return result
-
-
 @pytest.fixture
 def bounded() -> Callable[..., dict[str, Any]]:
     """Runs Python code in a fresh interpreter whose address space is limited.
@@ -58,7 +36,7 @@ def bounded() -> Callable[..., dict[str, Any]]:
     allocate past the limit gets a MemoryError there instead of exhausting
     the machine; one that hangs fails the test after ``timeout`` seconds.
     """
-    return _run_bounded
+    return run_bounded
 
 
 @pytest.fixture

@@ -70,8 +70,7 @@ def _ask_in_child(bounded: Bounded, command: list[str], request: dict[str, Any],
 def test_a_flood_without_newlines_is_cut_at_the_line_limit(bounded: Bounded) -> None:
     [answer] = _ask_in_child(bounded, hostile("flood"), {"id": 0})
     assert answer["error"] == "AnswerTooLongError", answer
-    assert "max_line_bytes (1048576)" in answer["message"]
-    assert answer["seconds"] < 3  # the line limit, not the timeout, ended it
+    assert "max_line_bytes (1048576)" in answer["message"]  # the limit, not the timeout
 
 
 def test_a_flood_of_short_lines_is_not_buffered(bounded: Bounded) -> None:
