@@ -73,7 +73,7 @@ def load_at(rev: str, path: str, name: str, folder: Path) -> ModuleType:
 
 #: The modules ``_router.py`` was split into, in import order: where ``REV`` has them,
 #: its ``_router.py`` imports ``REV``'s copies (older revisions kept all in ``_router.py``).
-ROUTER_PARTS = ("_decision", "_cost_order", "_top1")
+ROUTER_PARTS = ("_candidates", "_decision", "_cost_order", "_top1")
 
 
 def load_router_at(rev: str, folder: Path) -> ModuleType:
