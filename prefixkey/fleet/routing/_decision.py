@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, make_dataclass
-from typing import Final, Literal, NamedTuple, cast
+from typing import Any, Final, Literal, NamedTuple
 
 from .._replicas import ReplicaId
 
@@ -92,7 +92,7 @@ def _new_decision(replica: ReplicaId, rank: int, score: float, hit_tokens: int,
     and then given RouteDecision's class: a frozen dataclass's ``__init__`` sets each field
     through ``object.__setattr__``, and each slot's own setter is a call too, which made
     building the one decision a top-1 ranking returns about three times as long."""
-    d = _new_building(_Building)  # the stores here: its __init__ would be one more frame
+    d: Any = _new_building(_Building)  # the stores here: its __init__ would be one more frame
     d.replica = replica
     d.rank = rank
     d.score = score
@@ -109,7 +109,7 @@ def _new_decision(replica: ReplicaId, rank: int, score: float, hit_tokens: int,
     d.pressure = pressure
     d.utilization = utilization
     d.__class__ = RouteDecision  # the same layout: allowed, and checked by CPython
-    return cast(RouteDecision, d)
+    return d  # type: ignore[no-any-return]  # (typing.cast is a Python call)
 
 
 class _Outcome(NamedTuple):

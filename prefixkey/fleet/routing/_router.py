@@ -447,7 +447,7 @@ class Router:
             return None
         (scheme, group), = todo.values()
         keys = prepared.keys_for(scheme)
-        walk = index._prefix_walk(cast("tuple[ReplicaId, ...]", group), keys.groups,
+        walk = index._prefix_walk(tuple(group), keys.groups,
                                   self._counted)
         if walk is None:
             return None
