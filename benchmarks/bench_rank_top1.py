@@ -16,10 +16,10 @@ holding a random-length prefix of the request's keys (only the first
 tokens, as bench_routing.py gives) and ``own`` (none: the Router's own queue
 estimate, which each decision moves; the LiteLLM plugin's case, candidates
 named). ``before`` is ``REV``'s ``fleet/routing/_router.py`` (with the modules it
-was split into, ``_decision.py``, ``_cost_order.py`` and ``_top1.py``, where ``REV`` has
-them; the walk's ``walk``, ``members_of`` and ``SlotMembers._list``; and the in-memory
-index's methods a ranking's walk runs, :data:`WALK_METHODS`) loaded beside this tree's,
-each side over its own copy of the index, built by that side's store methods
+was split into, ``_candidates.py``, ``_decision.py``, ``_cost_order.py`` and ``_top1.py``,
+where ``REV`` has them; the walk's ``walk``, ``members_of`` and ``SlotMembers._list``;
+and the in-memory index's methods a ranking's walk runs, :data:`WALK_METHODS`) loaded
+beside this tree's, each side over its own copy of the index, built by that side's store methods
 (:data:`STORE_METHODS`: how the index keeps its holder sets is part of what a walk
 reads); per round, hashing (``Router.prepare``) then each side's top-1
 (``rank(prepared, names, limit=1)[0]``) and full ranking read to its head
@@ -73,7 +73,7 @@ def load_at(rev: str, path: str, name: str, folder: Path) -> ModuleType:
 
 #: The modules ``_router.py`` was split into, in import order: where ``REV`` has them,
 #: its ``_router.py`` imports ``REV``'s copies (older revisions kept all in ``_router.py``).
-ROUTER_PARTS = ("_decision", "_cost_order", "_top1")
+ROUTER_PARTS = ("_candidates", "_decision", "_cost_order", "_top1")
 
 
 def load_router_at(rev: str, folder: Path) -> ModuleType:

@@ -97,3 +97,19 @@ def test_remembered_candidates_rank_as_the_first_call_did() -> None:
     assert first == again == as_ids and {r.name for r, _ in first} == {"a", "c"}
     with pytest.raises(InvalidRequestError, match="a replica is a ReplicaId or a name"):
         router.route(TOKENS, ["a", ["b"]])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(("first", "change", "expected"), [
+    (["a", "b"], lambda c: c.append("c"), {"a", "b", "c"}),  # grown in place
+    (["a", "b", "c"], lambda c: c.remove("b"), {"a", "c"}),  # shrunk in place
+    (["a", "b"], lambda c: c.__setitem__(1, "c"), {"a", "c"}),  # one replaced
+    (["a", "b"], lambda c: None, {"a", "b"}),  # unchanged: the last call's answer
+])
+def test_a_candidates_list_changed_in_place_ranks_its_new_contents(
+        first: list[str], change: object, expected: set[str]) -> None:
+    # The Router remembers the last candidates named (a copy of the caller's list).
+    router = Router(_index("a", "b", "c"), load=lambda r: 0.0)
+    assert {d.replica.name for d in router.route(TOKENS, first)} == set(first)
+    change(first)  # type: ignore[operator]
+    assert {d.replica.name for d in router.route(TOKENS, first)} == expected
+    assert {d.replica.name for d in router.route(TOKENS, tuple(first))} == expected

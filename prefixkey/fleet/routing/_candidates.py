@@ -41,7 +41,7 @@ def replica_id(c: ReplicaId | str) -> ReplicaId:
 class Candidates:
     """A Router's candidate resolution, with what it keeps per registrations view."""
 
-    __slots__ = ("_by_candidates", "_last_fleet", "_last_grouping", "_last_own")
+    __slots__ = ("_by_candidates", "_last_fleet", "_last_grouping", "_last_named", "_last_own")
 
     def __init__(self) -> None:
         self._last_grouping: tuple[Mapping[ReplicaId, ReplicaScheme], Grouping] | None = None
@@ -52,6 +52,11 @@ class Candidates:
         #: :meth:`of` per candidates tuple, for one registrations view and ``replicas``.
         self._by_candidates: tuple[object, object, dict[tuple[object, ...], tuple[
             Mapping[ReplicaId, ReplicaScheme], tuple[ReplicaId, ...]]]] = (None, None, {})
+        #: The last named candidates (a copy, of the caller's type) and :meth:`of` of them:
+        #: a gateway names the same ones call after call, and comparing two lists of the
+        #: same objects is pointer compares in C, where the memo hashes a tuple of them.
+        self._last_named: tuple[object, object, object, tuple[
+            Mapping[ReplicaId, ReplicaScheme], tuple[ReplicaId, ...]]] | None = None
 
     def of(
         self, known: Mapping[ReplicaId, ReplicaScheme], replicas: tuple[ReplicaId, ...],
@@ -70,7 +75,22 @@ class Candidates:
             if last is None or last[0] is not known:
                 last = self._last_fleet = (known, tuple(r for r in replicas if r not in known))
             return known, last[1]
+        named = self._last_named
+        if (named is not None and named[0] is known and named[1] is replicas
+                and type(candidates) is type(named[2]) and candidates == named[2]):
+            return named[3]
         wanted = candidates if type(candidates) is tuple else tuple(candidates)
+        found = self._named(known, replicas, wanted)
+        if type(candidates) in (list, tuple):  # copied: the caller may change its list later
+            self._last_named = (known, replicas,
+                                wanted if type(candidates) is tuple else list(wanted), found)
+        return found
+
+    def _named(
+        self, known: Mapping[ReplicaId, ReplicaScheme], replicas: tuple[ReplicaId, ...],
+        wanted: tuple[ReplicaId | str, ...],
+    ) -> tuple[Mapping[ReplicaId, ReplicaScheme], tuple[ReplicaId, ...]]:
+        """:meth:`of` the named candidates ``wanted`` (remembered per candidates tuple)."""
         memo = self._by_candidates
         if memo[0] is not known or memo[1] is not replicas:
             memo = self._by_candidates = (known, replicas, {})

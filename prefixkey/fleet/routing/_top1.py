@@ -25,7 +25,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Mapping, Sequence
 from operator import neg
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 from .._replicas import ReplicaId
 from ..index._walk import Slots
@@ -68,7 +68,8 @@ def walked_best(ands: Sequence[int], slots: Slots, bits: Mapping[ReplicaId, int]
     values, scale, ascending = queues
     get = values.get
     listed_at_most = _LISTED_AT_MOST  # a larger group is read in load order
-    held_slots = cast("Sequence[ReplicaId]", slots)  # a mask's slots are never free
+    # A mask's slots are never free (annotated, not cast: typing.cast is a Python call).
+    held_slots: Sequence[ReplicaId] = slots  # type: ignore[assignment]
     floor = ascending[0][0] * scale * per if ascending else 0.0
     cap = max(num_tokens - 1, 0) // block
     best_cost = best_load = math.inf
