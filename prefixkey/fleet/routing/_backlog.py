@@ -23,6 +23,14 @@ of the requests whose prefill was timed that way over their seconds
 requests count whole, as before. A time that also counts waiting (for a
 slot past ``--max-num-seqs``, or for free blocks) makes the rate lower, so
 the count errs toward the earlier, whole one.
+
+A gateway that sees no first token for a request (a whole response's end
+includes its decode) releases it with :meth:`failed` when it ends: nothing
+is timed, so that request counts whole until then. A first token learned
+late (a stream's first chunk recorded with its time, reported at the
+stream's end) is given with the time it came: the rate is measured right,
+though the count held the request until it was reported. :meth:`requests`
+is the number of sends not yet released, per replica.
 """
 
 from __future__ import annotations
@@ -86,8 +94,14 @@ class PrefillBacklog:
         self._release(ticket, now)
 
     def failed(self, ticket: int) -> None:
-        """The request of ``ticket`` ended without a first token (nothing timed)."""
+        """The request of ``ticket`` ended without a first token seen (failed, cancelled, or
+        answered where the gateway sees no first token): released, nothing timed."""
         self._release(ticket, None)
+
+    def requests(self, replica: ReplicaId | str) -> int:
+        """The replica's sends not yet released (first-tokened or failed)."""
+        r = self._replicas.get(replica_id(replica))
+        return len(r.sends) if r is not None else 0
 
     def queued(self, replica: ReplicaId | str, now: float) -> float:
         """The replica's prefill tokens still to do at ``now`` (0 for one never sent to)."""
