@@ -15,6 +15,7 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+
 class EventStream:
     """A reply of server-sent events (``data: <json>`` each, then ``data: [DONE]``):
     what an OpenAI server streams. ``events`` is read as the reply is written."""

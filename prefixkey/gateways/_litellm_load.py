@@ -4,9 +4,11 @@ docs/routing.md ("Feeding it the load") tells a gateway to count, in prefill
 tokens, what it sent each replica and release it at the request's first
 token, with :class:`~prefixkey.fleet.PrefillBacklog`'s rule (the work done
 on each replica's oldest request, at the rate measured from its first
-tokens). :class:`Outstanding` keeps that backlog; the Router reads it at each
-ranking (its ``load``), and is told where each request went (``sent``, the
-cache pressure). A send is matched to its outcome by a ticket stamped in the
+tokens). :class:`Outstanding` keeps that backlog and pushes it to the Router
+(``set_load``, so a ranking reads the least loaded first): at each send and
+release, and before each ranking for the replicas with sends in flight (only
+their backlog moves with time); it tells the Router where each request went
+(``sent``, the cache pressure). A send is matched to its outcome by a ticket stamped in the
 request's ``metadata``, which LiteLLM hands back to its callbacks
 (``litellm_params["metadata"]``). What LiteLLM 1.110.2 reports, and when
 (read in its ``CustomStreamWrapper`` and ``Logging``), decides the release:
@@ -75,10 +77,20 @@ class Outstanding:
         #: The backlog the Router reads (``queued``), on :func:`time.monotonic`'s clock.
         self.backlog = PrefillBacklog()
         self._sends: OrderedDict[int, _Send] = OrderedDict()
+        self._busy: set[str] = set()  # the replicas with sends in flight
+        for name in self._replicas:  # every replica's load is known, 0, from the start
+            router.set_load(name, 0.0)
 
     def queued(self, replica: ReplicaId | str) -> float:
-        """The replica's prefill tokens still waiting now: the Router's load."""
+        """The replica's prefill tokens still waiting now."""
         return self.backlog.queued(replica, time.monotonic())
+
+    def refresh(self) -> None:
+        """Push the loads that moved since the last push: the busy replicas' (before a
+        ranking)."""
+        now = time.monotonic()
+        for name in self._busy:
+            self._router.set_load(name, self.backlog.queued(name, now))
 
     def sent(self, decision: RouteDecision, kwargs: Mapping[str, object]) -> None:
         """Count ``decision``'s prefill on its replica; its ticket goes in the request metadata."""
@@ -95,19 +107,24 @@ class Outstanding:
         name = decision.replica.name
         self._sends[ticket] = _Send(
             name, self.backlog.sent(name, decision.prefill_tokens, now), now + self.timeout)
+        self._busy.add(name)
+        self._push(name, now)
 
     def first_token(self, ticket: object, at: float) -> None:
         """The request of ``ticket`` got its first token at ``at`` (monotonic seconds, maybe
         past): released and timed (a ticket not counted here: no-op)."""
         send = self._pop(ticket)
         if send is not None:
-            self.backlog.first_token(send.ticket, min(at, time.monotonic()))
+            now = time.monotonic()
+            self.backlog.first_token(send.ticket, min(at, now))
+            self._push(send.replica, now)
 
     def done(self, ticket: object) -> None:
         """The request of ``ticket`` ended with no first token seen: released untimed."""
         send = self._pop(ticket)
         if send is not None:
             self.backlog.failed(send.ticket)
+            self._push(send.replica, time.monotonic())
 
     def outstanding(self) -> dict[str, tuple[int, float]]:
         """Each replica's sends not yet released and prefill tokens still waiting, as the
@@ -127,6 +144,12 @@ class Outstanding:
                 return
             del self._sends[ticket]
             self.backlog.failed(send.ticket)
+            self._push(send.replica, now)
+
+    def _push(self, name: str, now: float) -> None:
+        self._router.set_load(name, self.backlog.queued(name, now))
+        if not self.backlog.requests(name):
+            self._busy.discard(name)
 
 
 def _monotonic_of(when: object) -> float | None:

@@ -94,6 +94,8 @@ COUNTERS: Final = (
     "index_unavailable",  # Redis unreachable while ranking: default order
     "bad_metadata",      # replicas advertising a malformed kv_event_metadata (not subscribed)
                          # or kv_cache_size_tokens (not given to the cost model)
+    "counted",           # ranked calls Ray reported routed: counted in the load
+    "released",          # of those, the calls Ray reported completed: released
 )
 
 #: Ray's default order (power of two choices), as Ray's own prefix router falls back to it.
@@ -186,7 +188,10 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         self._loads: dict[ReplicaId, float] = {}
         #: What this router sent each replica and Ray has not reported completed (tokens).
         self.backlog = PrefillBacklog()
-        self._in_flight: OrderedDict[str, int] = OrderedDict()  # request id -> ticket
+        self._in_flight: OrderedDict[tuple[str, str], int] = OrderedDict()  # (call, replica)
+        # Calls Ray reported completed before it reported them routed (a fast answer:
+        # Ray registers the completion callback before it awaits the replica's acceptance).
+        self._early: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._router = Router(index, load=self._load,
                               tier_weights=DEFAULT_TIER_WEIGHTS if tier_weights is None
                               else tier_weights)
@@ -472,8 +477,12 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         if decision is None:
             return
         self._sends.append(decision)
-        self._in_flight[call] = self.backlog.sent(decision.replica, decision.prefill_tokens,
-                                                  time.monotonic())
+        key = (call, replica_id.unique_id)
+        if self._early.pop(key, 0) is None:  # already completed: nothing queued
+            return
+        self.counters["counted"] += 1
+        self._in_flight[key] = self.backlog.sent(decision.replica, decision.prefill_tokens,
+                                                 time.monotonic())
         while len(self._in_flight) > _MAX_IN_FLIGHT:
             self.backlog.failed(self._in_flight.popitem(last=False)[1])
 
@@ -481,9 +490,17 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         """Ray reports the call done (answered, its stream ended, failed or cancelled): its
         prefill is no longer queued. No first token was seen: released untimed."""
         super().on_request_completed(replica_id, internal_request_id)
-        ticket = self._in_flight.pop(internal_request_id, None)
+        key = (internal_request_id, replica_id.unique_id)
+        ticket = self._in_flight.pop(key, None)
         if ticket is not None:
+            self.counters["released"] += 1
             self.backlog.failed(ticket)
+        elif internal_request_id in self._ranked:  # ranked, not yet reported routed
+            # (a rejected attempt is reported completed too: a retry accepted by the same
+            # replica is then not counted, an under-count of that one call)
+            self._early[key] = None
+            while len(self._early) > _MAX_PENDING:
+                self._early.popitem(last=False)
 
     def stats(self) -> dict[str, Any]:
         """This router's counters, its index size, each feed's counters and each replica's

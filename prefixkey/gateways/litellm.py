@@ -57,7 +57,6 @@ from ..fleet import (
     IndexUnavailableError,
     PrefixIndex,
     PrefixIndexBackend,
-    ReplicaId,
     SubscriberOptions,
 )
 from ..fleet import Router as PrefixRouter
@@ -115,7 +114,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         self._check_groups()
         self.router = PrefixRouter(self.index, replicas=list(self.replicas), cache_tokens={
             c.name: c.kv_cache_size_tokens for c in self.replicas.values()
-            if c.kv_cache_size_tokens is not None}, load=self._load)
+            if c.kv_cache_size_tokens is not None})
         #: Each deployment's prefill sent and still waiting (PrefillBacklog): the Router's load.
         self.outstanding = Outstanding(self.router, self.replicas, outstanding_timeout)
         self._outcomes: Outcomes | None = None  # LiteLLM's callback, while started
@@ -320,6 +319,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         when the index does not answer."""
         try:
             with self._lock:
+                self.outstanding.refresh()  # the busy deployments' backlog, now
                 prepared = self.router.prepare(request, candidates)
                 decision = self.router.rank(prepared, candidates, limit=1)[0]
                 if self._outcomes is not None:
@@ -328,10 +328,6 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         except IndexUnavailableError as exc:
             logger.debug("the index did not answer: routed without keys: %s", exc)
             return None
-
-    def _load(self, replica: ReplicaId) -> float:
-        """The Router's load: the deployment's prefill still waiting (read under the lock)."""
-        return self.outstanding.queued(replica)
 
     def _first_token(self, ticket: object, at: float) -> None:
         """LiteLLM reported the first token of the request of ``ticket``, come at ``at``."""

@@ -6,7 +6,7 @@ called in Ray 2.60's order (``ray/serve/_private/router.py``): a send is
 ``on_send_request`` (Ray's count of the replica's ongoing requests + 1), then
 ``on_request_routed`` once the replica accepted; every outcome (an answer, a
 stream's end, a failure, a cancellation) is ``on_request_completed``, then
-Ray's count − 1. The router counts what it sent in prefill tokens (a
+Ray's count - 1. The router counts what it sent in prefill tokens (a
 PrefillBacklog) and adds the ongoing requests Ray counts beyond its own at the
 Router's running mean prefill.
 """
@@ -67,7 +67,8 @@ class _Ray:
             self.router.replica_queue_len_cache.update(r.replica_id, 0)
         self.where: dict[str, ReplicaID] = {}
 
-    def send(self, call: str, tokens: int, *, accepted: bool = True) -> None:
+    def send(self, call: str, tokens: int, *, accepted: bool = True,
+             fast: bool = False) -> None:
         async def chosen() -> tuple[Any, Any]:
             pending = _pending(call, tokens)  # its future belongs to the loop
             choose: Any = self.router.choose_replicas
@@ -77,8 +78,12 @@ class _Ray:
             return
         rid = order[0][0].replica_id
         self.router.on_send_request(rid)
+        if fast:  # answered before Ray read the replica's acceptance: reported first
+            self.router.on_request_completed(rid, call)
+            self.router.decrement_queue_len_cache(rid)
         self.router.on_request_routed(pending, rid, None)
-        self.where[call] = rid
+        if not fast:
+            self.where[call] = rid
 
     def complete(self, call: str) -> None:
         rid = self.where.pop(call)
@@ -97,7 +102,8 @@ class _Ray:
         return {rid.name: load for rid, load in got.items()}
 
 
-# Steps: ("send", call, tokens), ("refused", call, tokens), ("complete", call),
+# Steps: ("send", call, tokens), ("refused", call, tokens), ("fast", call, tokens): Ray
+# reports it completed before it reports it routed, ("complete", call),
 # ("others", replica index, Ray's ongoing count). Expected: each replica's load,
 # where "c1" stands for the replica that took call c1 (its tokens), the other 0.
 _LIFE = [
@@ -105,6 +111,9 @@ _LIFE = [
     pytest.param([("send", "c1", 320), ("complete", "c1")], {"c1": 0.0},
                  id="completed (answer, stream end, failure, cancel): released"),
     pytest.param([("refused", "c1", 320)], {}, id="never routed: never counted"),
+    pytest.param([("fast", "c1", 320)], {}, id="completed before reported routed: not counted"),
+    pytest.param([("fast", "c1", 320), ("send", "c2", 320)], {"c2": 320.0},
+                 id="a fast one leaves the next counted"),
     pytest.param([("send", "c1", 320), ("send", "c2", 320), ("complete", "c1"),
                   ("complete", "c2")], {"c1": 0.0, "c2": 0.0},
                  id="two calls, both released: nothing leaks"),
@@ -122,6 +131,8 @@ def test_the_load_over_a_calls_life(steps: list[tuple[Any, ...]],
             taken[step[1]] = ray_.where[step[1]].unique_id
         elif step[0] == "refused":
             ray_.send(step[1], step[2], accepted=False)
+        elif step[0] == "fast":
+            ray_.send(step[1], step[2], fast=True)
         else:
             ray_.complete(step[1])
     loads = ray_.loads()
