@@ -478,7 +478,8 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
             return
         self._sends.append(decision)
         key = (call, replica_id.unique_id)
-        if self._early.pop(key, 0) is None:  # already completed: nothing queued
+        if key in self._early:  # already completed: nothing queued
+            del self._early[key]
             return
         self.counters["counted"] += 1
         self._in_flight[key] = self.backlog.sent(decision.replica, decision.prefill_tokens,
