@@ -344,12 +344,13 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         prefill (this call's tokens before any)."""
         ongoing = await self._queue_lens(replicas)
         per = self._router.mean_prefill_tokens or float(num_tokens)
-        now = time.monotonic()
+        mine = self.backlog.busy(time.monotonic())  # only the replicas with calls in flight
         out: dict[ReplicaId, float] = {}
-        for r in replicas:
-            rid = self._rid(r)
-            others = max(ongoing.get(rid, 0.0) - self.backlog.requests(rid), 0.0)
-            out[rid] = self.backlog.queued(rid, now) + others * per
+        for rid, n in ongoing.items():
+            own = mine.get(rid)
+            out[rid] = n * per if own is None else own[1] + max(n - own[0], 0.0) * per
+        for rid, (_, queued) in mine.items():  # Ray's count unknown: this router's own
+            out.setdefault(rid, queued)
         return out
 
     async def _queue_lens(self, replicas: Sequence[RunningReplica]) -> dict[ReplicaId, float]:

@@ -106,13 +106,21 @@ class PrefillBacklog:
     def queued(self, replica: ReplicaId | str, now: float) -> float:
         """The replica's prefill tokens still to do at ``now`` (0 for one never sent to)."""
         r = self._replicas.get(replica_id(replica))
-        if r is None or not r.sends:
-            return 0.0
+        return 0.0 if r is None or not r.sends else self._queued(r, now)
+
+    @staticmethod
+    def _queued(r: _Replica, now: float) -> float:
         if r.seconds <= 0.0:
             return r.tokens
         sent_at, tokens = next(iter(r.sends.values()))
         done = (now - max(sent_at, r.free_at)) * r.timed / r.seconds
         return max(r.tokens - min(max(done, 0.0), tokens), 0.0)
+
+    def busy(self, now: float) -> dict[ReplicaId, tuple[int, float]]:
+        """The replicas with sends not yet released: their :meth:`requests` and
+        :meth:`queued` at ``now`` (one pass over those replicas only)."""
+        return {rid: (len(r.sends), self._queued(r, now))
+                for rid, r in self._replicas.items() if r.sends}
 
     def rate(self, replica: ReplicaId | str) -> float | None:
         """The replica's measured prefill rate, tokens per second (None before a measure)."""
