@@ -96,6 +96,7 @@ COUNTERS: Final = (
                          # or kv_cache_size_tokens (not given to the cost model)
     "counted",           # ranked calls Ray reported routed: counted in the load
     "released",          # of those, the calls Ray reported completed: released
+    "completed_first",   # ranked calls Ray reported completed before routed: never counted
 )
 
 #: Ray's default order (power of two choices), as Ray's own prefix router falls back to it.
@@ -481,6 +482,7 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         key = (call, replica_id.unique_id)
         if key in self._early:  # already completed: nothing queued
             del self._early[key]
+            self.counters["completed_first"] += 1
             return
         self.counters["counted"] += 1
         self._in_flight[key] = self.backlog.sent(decision.replica, decision.prefill_tokens,

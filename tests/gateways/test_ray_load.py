@@ -140,6 +140,9 @@ def test_the_load_over_a_calls_life(steps: list[tuple[Any, ...]],
     for call, load in expected.items():
         want[taken[call]] += load
     assert loads == pytest.approx(want)
+    counters = ray_.router.counters
+    assert counters["counted"] + counters["completed_first"] == sum(
+        1 for step in steps if step[0] in ("send", "fast"))
     stats = ray_.router.stats()["backlog"]
     assert sum(n for n, _ in stats.values()) == sum(1 for v in expected.values() if v)
     ray_.loop.close()
