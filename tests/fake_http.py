@@ -15,7 +15,17 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-#: ``answer(path, headers, body)`` → the status and the JSON document to reply.
+
+class EventStream:
+    """A reply of server-sent events (``data: <json>`` each, then ``data: [DONE]``):
+    what an OpenAI server streams. ``events`` is read as the reply is written."""
+
+    def __init__(self, events: Iterable[Any]) -> None:
+        self.events = events
+
+
+#: ``answer(path, headers, body)`` → the status and the JSON document (or an
+#: :class:`EventStream`) to reply.
 Answer = Callable[[str, Message, Any], tuple[int, Any]]
 #: ``answer_get(path)`` → the status and the JSON document to reply.
 GetAnswer = Callable[[str], tuple[int, Any]]
@@ -42,6 +52,15 @@ class JsonServer:
                 self._reply(*answer_get(self.path))
 
             def _reply(self, status: int, document: Any) -> None:
+                if isinstance(document, EventStream):
+                    self.send_response(status)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()  # HTTP/1.0: the reply ends when the connection closes
+                    for event in document.events:
+                        self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
                 reply = json.dumps(document).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")

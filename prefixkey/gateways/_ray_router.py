@@ -16,8 +16,16 @@ This router
   namespace per deployment, fed by every router (applies are idempotent)
   and read in a worker thread so the loop never waits on Redis;
 * **ranks with prefixkey's cost model** (:class:`~prefixkey.fleet.Router`:
-  queued prefill plus twice the prefill still needed), the queue being the
-  per-replica count of ongoing requests Ray's router already tracks;
+  queued prefill plus the prefill still needed, in prefill tokens), the queue
+  being what this router sent each replica and Ray has not reported done, in
+  tokens (a :class:`~prefixkey.fleet.PrefillBacklog`: added when Ray reports
+  the call routed, ``on_request_routed``, released when it reports it
+  completed, ``on_request_completed``), plus the replica's other ongoing
+  requests (Ray's count of them, other routers' sends included, less this
+  router's own) at the Router's running mean prefill. Ray's router sees no
+  first token: the result it is handed completes (``add_done_callback``) when
+  the whole response, a stream's last chunk included, is produced, so a call
+  counts whole, untimed, until then (docs/ray.md, "The load");
 * **keys the call exactly** (:mod:`._ray_keys`): token ids as given, or an
   OpenAI body rendered with a :class:`~prefixkey.render.Renderer`;
 * **keeps the loop moving**: rendering runs in a worker thread, and with Redis the
@@ -36,6 +44,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -57,6 +66,7 @@ from ..fleet import (
     DEFAULT_TIER_WEIGHTS,
     AsyncSubscriber,
     IndexUnavailableError,
+    PrefillBacklog,
     PrefixIndex,
     PrefixIndexBackend,
     PreparedRequest,
@@ -84,6 +94,9 @@ COUNTERS: Final = (
     "index_unavailable",  # Redis unreachable while ranking: default order
     "bad_metadata",      # replicas advertising a malformed kv_event_metadata (not subscribed)
                          # or kv_cache_size_tokens (not given to the cost model)
+    "counted",           # ranked calls Ray reported routed: counted in the load
+    "released",          # of those, the calls Ray reported completed: released
+    "completed_first",   # ranked calls Ray reported completed before routed: never counted
 )
 
 #: Ray's default order (power of two choices), as Ray's own prefix router falls back to it.
@@ -95,6 +108,9 @@ _default_order: Any = _Pow2.choose_replicas
 _MAX_RANKS: Final = 2
 #: Ranked calls kept until Ray reports where each went.
 _MAX_PENDING: Final = 4096
+#: Routed calls counted until Ray reports each completed (it reports every one; the bound
+#: only keeps a router Ray stopped reporting to from growing: the oldest is released).
+_MAX_IN_FLIGHT: Final = 65536
 
 
 def _scheme(config: Mapping[str, Any] | None) -> ReplicaScheme | None:
@@ -171,7 +187,13 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
             index = PrefixIndex() if max_entries is None else PrefixIndex(max_entries=max_entries)
         self._index = index
         self._loads: dict[ReplicaId, float] = {}
-        self._router = Router(index, load=self._load, load_unit="requests",
+        #: What this router sent each replica and Ray has not reported completed (tokens).
+        self.backlog = PrefillBacklog()
+        self._in_flight: OrderedDict[tuple[str, str], int] = OrderedDict()  # (call, replica)
+        # Calls Ray reported completed before it reported them routed (a fast answer:
+        # Ray registers the completion callback before it awaits the replica's acceptance).
+        self._early: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._router = Router(index, load=self._load,
                               tier_weights=DEFAULT_TIER_WEIGHTS if tier_weights is None
                               else tier_weights)
         # Redis: ranking runs in worker threads, one at a time (the Router keeps state).
@@ -316,6 +338,22 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         rendered = await asyncio.to_thread(renderer.render, call.endpoint, call.body)
         return rendered[0].request if rendered else None
 
+    async def _loads_of(self, replicas: Sequence[RunningReplica],
+                        num_tokens: int) -> dict[ReplicaId, float]:
+        """Each candidate's queued prefill, in tokens: this router's backlog there, plus the
+        ongoing requests Ray counts beyond this router's own, at the Router's running mean
+        prefill (this call's tokens before any)."""
+        ongoing = await self._queue_lens(replicas)
+        per = self._router.mean_prefill_tokens or float(num_tokens)
+        mine = self.backlog.busy(time.monotonic())  # only the replicas with calls in flight
+        out: dict[ReplicaId, float] = {}
+        for rid, n in ongoing.items():
+            own = mine.get(rid)
+            out[rid] = n * per if own is None else own[1] + max(n - own[0], 0.0) * per
+        for rid, (_, queued) in mine.items():  # Ray's count unknown: this router's own
+            out.setdefault(rid, queued)
+        return out
+
     async def _queue_lens(self, replicas: Sequence[RunningReplica]) -> dict[ReplicaId, float]:
         """Ray's count of each candidate's ongoing requests (probed where its cache has none)."""
         out: dict[ReplicaId, float] = {}
@@ -408,7 +446,7 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         if request is None:
             return await self._default(candidate_replicas, pending_request)
         by_id = {self._rid(r): r for r in candidates}
-        loads = await self._queue_lens(candidates)
+        loads = await self._loads_of(candidates, len(request.token_ids))
         names = list(by_id)
         try:
             if self._redis_url is None:
@@ -432,15 +470,45 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
 
     def on_request_routed(self, pending_request: PendingRequest, replica_id: Any,
                           result: Any) -> None:
-        """Ray sent the call to ``replica_id``: its prefill counts as stored there."""
+        """Ray sent the call to ``replica_id``: its prefill counts as stored there, and as
+        queued until Ray reports the call completed."""
         super().on_request_routed(pending_request, replica_id, result)
-        decisions = self._ranked.pop(pending_request.metadata.internal_request_id, None)
+        call = pending_request.metadata.internal_request_id
+        decisions = self._ranked.pop(call, None)
         decision = decisions.get(replica_id.unique_id) if decisions else None
-        if decision is not None:
-            self._sends.append(decision)
+        if decision is None:
+            return
+        self._sends.append(decision)
+        key = (call, replica_id.unique_id)
+        if key in self._early:  # already completed: nothing queued
+            del self._early[key]
+            self.counters["completed_first"] += 1
+            return
+        self.counters["counted"] += 1
+        self._in_flight[key] = self.backlog.sent(decision.replica, decision.prefill_tokens,
+                                                 time.monotonic())
+        while len(self._in_flight) > _MAX_IN_FLIGHT:
+            self.backlog.failed(self._in_flight.popitem(last=False)[1])
+
+    def on_request_completed(self, replica_id: Any, internal_request_id: str) -> None:
+        """Ray reports the call done (answered, its stream ended, failed or cancelled): its
+        prefill is no longer queued. No first token was seen: released untimed."""
+        super().on_request_completed(replica_id, internal_request_id)
+        key = (internal_request_id, replica_id.unique_id)
+        ticket = self._in_flight.pop(key, None)
+        if ticket is not None:
+            self.counters["released"] += 1
+            self.backlog.failed(ticket)
+        elif internal_request_id in self._ranked:  # ranked, not yet reported routed
+            # (a rejected attempt is reported completed too: a retry accepted by the same
+            # replica is then not counted, an under-count of that one call)
+            self._early[key] = None
+            while len(self._early) > _MAX_PENDING:
+                self._early.popitem(last=False)
 
     def stats(self) -> dict[str, Any]:
-        """This router's counters, its index size and each feed's counters."""
+        """This router's counters, its index size, each feed's counters and each replica's
+        backlog (this router's calls there not reported completed, and their tokens)."""
         feeds: dict[str, Any] = {}
         for name, (_, sub) in list(self._feeds.items()):
             replicas = sub.stats().get("replicas", {})
@@ -449,6 +517,9 @@ class PrefixKeyRouter(LocalityMixin, MultiplexMixin, RequestRouter):
             entries: int | None = len(self._index) if self._redis_url is None else None
         except PrefixKeyError:
             entries = None
+        now = time.monotonic()
+        backlog = {rid.name: [self.backlog.requests(rid), self.backlog.queued(rid, now)]
+                   for rid in self._ids.values()}
         return {"deployment": str(self._deployment_id), "namespace": self._namespace,
                 "counters": dict(self.counters), "last_hit_tokens": self.last_hit_tokens,
-                "entries": entries, "feeds": feeds}
+                "entries": entries, "feeds": feeds, "backlog": backlog}

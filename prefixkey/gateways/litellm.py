@@ -12,9 +12,10 @@ deployments that carry ``model_info["prefixkey"]`` (docs/gateways/litellm.md) it
    :class:`prefixkey.fleet.Router` (the expected time to first token: queued
    prefill plus the prefill still needed) over the fleet index, fed by the
    replicas' KV events through a :class:`prefixkey.fleet.Subscriber`, with
-   the prefill each deployment was sent and has not answered as the load
-   (:mod:`._litellm_load`: counted on the pick, released by LiteLLM's success
-   and failure callbacks, or after ``outstanding_timeout`` seconds);
+   the prefill each deployment was sent and has still to do as the load
+   (:mod:`._litellm_load`, a :class:`prefixkey.fleet.PrefillBacklog`: counted
+   on the pick, released at the first token where LiteLLM reports one, else
+   at the answer or failure, or after ``outstanding_timeout`` seconds);
 3. returns the chosen deployment dict.
 
 Steps 1 and 2 run in a worker thread (a lean hand-off, :mod:`._handoff`): rendering a
@@ -86,7 +87,8 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     KV-event subscriber (:class:`~prefixkey.fleet.SubscriberOptions`);
     ``subscribe=False`` reads a shared index another process feeds (docs/fleet.md,
     "Many routers on Redis"). A request routed by keys counts as its deployment's
-    load (its prefill tokens) until LiteLLM reports it answered or failed, or for
+    load (its prefill tokens, as a PrefillBacklog counts them) until LiteLLM reports
+    its first token (a stream's), its answer or its failure, or for
     ``outstanding_timeout`` seconds at most (a stream the caller stops reading
     reports nothing).
     Call :meth:`start` (or use :func:`install`) to subscribe and count the load,
@@ -113,7 +115,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         self.router = PrefixRouter(self.index, replicas=list(self.replicas), cache_tokens={
             c.name: c.kv_cache_size_tokens for c in self.replicas.values()
             if c.kv_cache_size_tokens is not None})
-        #: Each deployment's outstanding requests and prefill tokens: the Router's load.
+        #: Each deployment's prefill sent and still waiting (PrefillBacklog): the Router's load.
         self.outstanding = Outstanding(self.router, self.replicas, outstanding_timeout)
         self._outcomes: Outcomes | None = None  # LiteLLM's callback, while started
         self._subscriber_options = subscriber_options
@@ -166,7 +168,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         """Subscribe to the replicas' KV events (those with ``kv_events``) and count the
         load (LiteLLM's callbacks release it)."""
         if self._outcomes is None:
-            self._outcomes = Outcomes(self._released)
+            self._outcomes = Outcomes(self._first_token, self._released)
             litellm.logging_callback_manager.add_litellm_callback(self._outcomes)
         endpoints = [c.endpoint for c in self.replicas.values() if c.endpoint is not None]
         if endpoints and self._subscribe and self.subscriber is None:
@@ -317,6 +319,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         when the index does not answer."""
         try:
             with self._lock:
+                self.outstanding.refresh()  # the busy deployments' backlog, now
                 prepared = self.router.prepare(request, candidates)
                 decision = self.router.rank(prepared, candidates, limit=1)[0]
                 if self._outcomes is not None:
@@ -326,8 +329,13 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
             logger.debug("the index did not answer: routed without keys: %s", exc)
             return None
 
+    def _first_token(self, ticket: object, at: float) -> None:
+        """LiteLLM reported the first token of the request of ``ticket``, come at ``at``."""
+        with self._lock:
+            self.outstanding.first_token(ticket, at)
+
     def _released(self, ticket: object) -> None:
-        """LiteLLM reported the request of ``ticket`` answered or failed."""
+        """LiteLLM reported the request of ``ticket`` ended with no first token seen."""
         with self._lock:
             self.outstanding.done(ticket)
 

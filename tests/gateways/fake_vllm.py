@@ -15,10 +15,11 @@ refused), as a crashed replica.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from email.message import Message
 from typing import Any
 
-from fake_http import JsonServer
+from fake_http import EventStream, JsonServer
 from fake_publisher import FakePublisher
 
 from prefixkey import Hasher
@@ -41,6 +42,11 @@ class FakeVLLM:
         #: Every block key it published (as published), for tests reading an index elsewhere.
         self.stored: set[Any] = set()
         self.drop_next = False
+        #: A stream's first chunk waits for ``first``, the others for ``rest`` (both set:
+        #: they follow at once).
+        self.first, self.rest = threading.Event(), threading.Event()
+        self.first.set()
+        self.rest.set()
         self._lock = threading.Lock()
         self.publisher = FakePublisher(ctx, VERSION, replay=True, port=port + 1,
                                        replay_port=port + 2, rebind_seconds=0)
@@ -56,6 +62,8 @@ class FakeVLLM:
             self._served(body)
         except RenderRequestError as exc:  # vLLM's refusal: its status and message
             return exc.status, {"error": {"message": str(exc), "code": exc.status}}
+        if body.get("stream"):
+            return 200, EventStream(self._chunks(body))
         return 200, {
             "id": "chatcmpl-1", "object": "chat.completion", "created": 1,
             "model": body.get("model"), "choices": [{
@@ -63,6 +71,19 @@ class FakeVLLM:
                 "message": {"role": "assistant", "content": f"served by {self.name}"}}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
+
+    def _chunks(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """A streamed answer: its first chunk (the first token) once ``first`` is set, then,
+        once ``rest`` is set, the rest."""
+        def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+            return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        self.first.wait(30.0)
+        yield chunk({"role": "assistant", "content": "served"}, None)
+        self.rest.wait(30.0)
+        yield chunk({"content": f" by {self.name}"}, None)
+        yield chunk({}, "stop")
 
     def _served(self, body: dict[str, Any]) -> None:
         """The engine computed the prompt: its full blocks are cached, and published."""

@@ -38,8 +38,10 @@ from prefixkey.render import Renderer, ServerOptions  # noqa: E402
 
 MODEL_DIR = Path(__file__).resolve().parents[1] / "render" / "models" / "qwen2_rebuilt"
 SERVED = "qwen2"
-#: This suite's loopback ports (each replica takes three: HTTP, PUB, replay).
-PORTS = range(18750, 18800)
+#: This suite's loopback ports (each replica takes three: HTTP, PUB, replay); a shared
+#: machine gives each run its own base (PREFIXKEY_LITELLM_PORT_BASE, 50 ports).
+_BASE = int(os.environ.get("PREFIXKEY_LITELLM_PORT_BASE", "18750"))
+PORTS = range(_BASE, _BASE + 50)
 
 
 #: The replicas' `vllm serve` flags that change rendering (tools need a parser).

@@ -14,6 +14,7 @@ by name (the test puts tests/gateways and tests on their PYTHONPATH).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
@@ -32,6 +33,8 @@ VLLM_VERSION = "0.29.0"
 BLOCK = 16
 #: Replay ports sit this far above the PUB ports (inside the test's port range).
 REPLAY_OFFSET = 10
+#: The test's 50 ports start here (a shared machine gives each run its own).
+PORT_BASE = int(os.environ.get("PREFIXKEY_RAY_PORT_BASE", "18800"))
 
 
 class FakeVLLM:
@@ -94,7 +97,7 @@ class FakeVLLM:
 class DocReplica(FakeVLLM):
     """The replica docs/ray.md's snippet is run against (its own ports)."""
 
-    PORTS = 18834
+    PORTS = PORT_BASE + 34
 
     def __init__(self) -> None:
         super().__init__(self.PORTS)

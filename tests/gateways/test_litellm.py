@@ -477,3 +477,86 @@ def test_a_small_kv_cache_takes_fewer_new_prompts(
         assert ("r0" in where) is not bool(capacities), where
     finally:
         strategy.close()
+
+
+# The load the Router reads over a request's life, as LiteLLM reports it: (how it is
+# called, counted once its first chunk is out (None: no chunk), timed at its end).
+_LIFE = [
+    pytest.param("sync stream", False, True, id="sync stream: released at its first chunk"),
+    pytest.param("async stream", True, True,
+                 id="async stream: released at its end, timed at its first chunk"),
+    pytest.param("async whole", None, False, id="whole response: released untimed at its end"),
+    pytest.param("sync whole", None, False, id="sync whole response: released untimed"),
+    pytest.param("failed", None, False, id="failure: released untimed"),
+]
+
+
+@pytest.mark.parametrize(("how", "counted_after_first", "timed"), _LIFE)
+def test_the_load_over_a_requests_life(
+        replicas: list[FakeVLLM], routed: Callable[..., tuple[Any, PrefixKeyRouting]],  # noqa: F811
+        how: str, counted_after_first: bool | None, timed: bool) -> None:
+    router, strategy = routed()
+    for r in replicas:
+        r.first.clear()
+        r.rest.clear()
+        if how == "failed":
+            r.kill()
+    messages = [{"role": "user", "content": f"one life, {how}: " + "word " * 40}]
+    stream = how.endswith("stream")
+    outcome: list[object] = []
+
+    def call() -> None:
+        try:
+            if how.startswith("sync"):
+                reply = router.completion(model="qwen", messages=messages, stream=stream)
+                if stream:
+                    for _ in reply:
+                        pass
+            else:
+                asyncio.run(acall())
+            outcome.append("ok")
+        except Exception as exc:
+            outcome.append(exc)
+
+    async def acall() -> None:
+        reply = await router.acompletion(model="qwen", messages=messages, stream=stream)
+        if stream:
+            async for _ in reply:
+                pass
+        await until_idle(strategy, "the release")  # LiteLLM's callbacks are the loop's tasks
+
+    def load() -> tuple[int, float]:
+        with strategy._lock:
+            out = strategy.outstanding.outstanding()
+        return sum(n for n, _ in out.values()), sum(t for _, t in out.values())
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    try:
+        if how != "failed":
+            wait_for(lambda: any(r.received for r in replicas), "the request at a replica")
+            (name,) = [r.name for r in replicas if r.received]
+            requests, tokens = load()
+            assert requests == 1 and tokens > 40  # sent: its prefill counts whole
+            with strategy._lock:  # what the Router reads at a ranking: the pushed load
+                strategy.outstanding.refresh()
+                pushed = strategy.router._queues.get(
+                    next(x for x in strategy.router.replicas if x.name == name))
+            assert pushed == tokens
+            for r in replicas:
+                r.first.set()
+            if counted_after_first is not None:  # the first chunk is out, the rest held
+                time.sleep(0.3)  # room for a release that must not come (not a timing test)
+                if counted_after_first:
+                    assert load()[0] == 1
+                else:
+                    wait_for(lambda: load() == (0, 0.0), "the release at the first chunk")
+            for r in replicas:
+                r.rest.set()
+    finally:
+        caller.join(TIMEOUT)
+    assert caller.is_alive() is False
+    wait_for(lambda: load() == (0, 0.0), "the release")  # nothing leaks
+    assert (outcome == ["ok"]) is (how != "failed"), outcome
+    rates = {r.name: strategy.outstanding.backlog.rate(r.name) for r in replicas}
+    assert any(v is not None for v in rates.values()) is timed, rates

@@ -33,6 +33,7 @@ import pytest
 from fake_vllm import VERSION, FakeVLLM
 from litellm_fleet import (
     MODEL_DIR,
+    PORTS,
     SERVED,
     SERVER_OPTIONS,
     replicas,  # noqa: F401 (a fixture)
@@ -48,7 +49,7 @@ PROXY_MODULES = ("litellm", "fastapi", "uvicorn", "uvloop", "orjson", "yaml", "b
                  "apscheduler", "multipart", "websockets", "jwt", "cryptography",
                  "fastapi_sso", "mcp", "semver", "expression", "soundfile", "redis")
 #: The proxy's port: the top of this suite's range (the replicas take the bottom).
-PROXY_PORTS = range(18790, 18800)
+PROXY_PORTS = range(PORTS.stop - 10, PORTS.stop)
 #: Starting the proxy imports thousands of modules: about 45 s on a loaded 2-core machine.
 STARTUP = 300.0
 WAIT = 30.0

@@ -30,7 +30,7 @@ try:
     from ray import serve
     from ray.serve.config import RequestRouterConfig
     from ray.serve.handle import DeploymentHandle
-    from ray_fleet import DocReplica, FakeVLLM, Ingress
+    from ray_fleet import PORT_BASE, DocReplica, FakeVLLM, Ingress
 
     from prefixkey.gateways.ray import PrefixKeyRouter
 except ImportError as exc:  # each test skips (fails under CI) through the cluster fixture
@@ -43,8 +43,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TIMEOUT = 60.0
 #: The fake replicas' KV-event ports: PUB at base + rank, replay 10 above (tests' range
-#: 18800-18849; each application its own base).
-MEMORY_PORTS, REDIS_PORTS = 18800, 18820
+#: 18800-18849, or PREFIXKEY_RAY_PORT_BASE's 50; each application its own base).
+MEMORY_PORTS, REDIS_PORTS = PORT_BASE, PORT_BASE + 20
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +195,20 @@ def test_multi_turn_conversations_land_on_their_prefix_holders(memory_fleet: Fle
     assert after["routed"] - before["routed"] == 9
     assert after["hits"] - before["hits"] == 9  # every later turn hit its prefix
     assert after["unkeyed"] == 0 and after["index_unavailable"] == 0
+    # each ranked call was counted in the load when Ray routed it (unless Ray reported it
+    # completed first), and released when Ray reported it completed: nothing leaks
+    assert (after["counted"] + after["completed_first"]
+            - before["counted"] - before["completed_first"]) == 9
+    seen: list[dict[str, Any]] = []
+
+    def released() -> bool:
+        seen[:] = [fleet.router()]
+        return bool(seen[0]["counters"]["released"] == seen[0]["counters"]["counted"])
+    try:
+        until("every call released", released)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {seen}") from None
+    assert all(n == 0 and t == 0.0 for n, t in seen[0]["backlog"].values()), seen
 
 
 def test_an_event_gap_is_replayed_before_it_costs_a_miss(memory_fleet: Fleet) -> None:

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from prefixkey.errors import InvalidRequestError
-from prefixkey.fleet import PrefillBacklog
+from prefixkey.fleet import PrefillBacklog, ReplicaId
 
 # Steps: ("sent", replica, tokens, at) -> ticket n (1, 2, ... in order);
 # ("first", n, at); ("failed", n); then (replica, at, queued expected).
@@ -62,6 +62,10 @@ def test_queued(steps: list[tuple[object, ...]],
             backlog.failed(tickets[int(str(step[1])) - 1])
     for replica, at, expected in reads:
         assert backlog.queued(replica, at) == pytest.approx(expected, abs=1e-9), (replica, at)
+        # the one-pass read of the replicas with sends in flight agrees
+        n, queued = backlog.busy(at).get(ReplicaId(replica), (0, 0.0))
+        assert n == backlog.requests(replica)
+        assert queued == pytest.approx(expected, abs=1e-9)
 
 
 def test_the_rate_is_measured_per_replica() -> None:

@@ -23,6 +23,14 @@ of the requests whose prefill was timed that way over their seconds
 requests count whole, as before. A time that also counts waiting (for a
 slot past ``--max-num-seqs``, or for free blocks) makes the rate lower, so
 the count errs toward the earlier, whole one.
+
+A gateway that sees no first token for a request (a whole response's end
+includes its decode) releases it with :meth:`failed` when it ends: nothing
+is timed, so that request counts whole until then. A first token learned
+late (a stream's first chunk recorded with its time, reported at the
+stream's end) is given with the time it came: the rate is measured right,
+though the count held the request until it was reported. :meth:`requests`
+is the number of sends not yet released, per replica.
 """
 
 from __future__ import annotations
@@ -86,19 +94,33 @@ class PrefillBacklog:
         self._release(ticket, now)
 
     def failed(self, ticket: int) -> None:
-        """The request of ``ticket`` ended without a first token (nothing timed)."""
+        """The request of ``ticket`` ended without a first token seen (failed, cancelled, or
+        answered where the gateway sees no first token): released, nothing timed."""
         self._release(ticket, None)
+
+    def requests(self, replica: ReplicaId | str) -> int:
+        """The replica's sends not yet released (first-tokened or failed)."""
+        r = self._replicas.get(replica_id(replica))
+        return len(r.sends) if r is not None else 0
 
     def queued(self, replica: ReplicaId | str, now: float) -> float:
         """The replica's prefill tokens still to do at ``now`` (0 for one never sent to)."""
         r = self._replicas.get(replica_id(replica))
-        if r is None or not r.sends:
-            return 0.0
+        return 0.0 if r is None or not r.sends else self._queued(r, now)
+
+    @staticmethod
+    def _queued(r: _Replica, now: float) -> float:
         if r.seconds <= 0.0:
             return r.tokens
         sent_at, tokens = next(iter(r.sends.values()))
         done = (now - max(sent_at, r.free_at)) * r.timed / r.seconds
         return max(r.tokens - min(max(done, 0.0), tokens), 0.0)
+
+    def busy(self, now: float) -> dict[ReplicaId, tuple[int, float]]:
+        """The replicas with sends not yet released: their :meth:`requests` and
+        :meth:`queued` at ``now`` (one pass over those replicas only)."""
+        return {rid: (len(r.sends), self._queued(r, now))
+                for rid, r in self._replicas.items() if r.sends}
 
     def rate(self, replica: ReplicaId | str) -> float | None:
         """The replica's measured prefill rate, tokens per second (None before a measure)."""
