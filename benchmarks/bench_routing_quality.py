@@ -74,6 +74,14 @@ def _by_policy(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["policy"]: r for r in report["results"]}
 
 
+def _over(ours: dict[str, Any], base: dict[str, Any] | None) -> str:
+    """``ours`` over ``base``: hit rate / TTFT mean / TTFT p99 ("-" with no such row)."""
+    if base is None:
+        return "-"
+    return " / ".join(f"{ours[k] / base[k]:.2f}"
+                      for k in ("hit_rate", "ttft_mean_s", "ttft_p99_s"))
+
+
 def render(args: argparse.Namespace) -> None:
     reports = [json.loads(p.read_text(encoding="utf-8"))
                for p in sorted(args.results.glob("*.json"))]
@@ -105,6 +113,14 @@ def render(args: argparse.Namespace) -> None:
              "same numbers to the token). An `ours` row not rerun since (its scenario "
              "marked *earlier run* in the \"Done when\" table) was fed the prefill sent "
              "and not yet first-tokened (the request being prefilled counted whole).", ""]
+    baselines = ("round-robin", "least-outstanding", "rendezvous", "dynamo", "llm-d",
+                 "ray-prefix", "sglang")
+    against = ["## `ours` against each baseline", "",
+               "Per scenario, `ours` over the baseline: hit rate / TTFT mean / TTFT p99 "
+               "(a hit rate above 1 and times below 1 favour `ours`; - where the "
+               "scenario's run has no such row).", "",
+               "| scenario | " + " | ".join(baselines) + " |",
+               "|---|" + "---|" * len(baselines)]
     verdicts = ["## Done when, per scenario", "",
                 "| scenario | hit rate ours / pooled (≥ 0.95) | TTFT mean ours / LOR (≤ 1) "
                 "| TTFT p99 ours / LOR (≤ 1.05) | no load: max / mean requests (≤ 2) |",
@@ -142,6 +158,8 @@ def render(args: argparse.Namespace) -> None:
                 f"| {r['max_over_mean_requests']:.2f} | {r['decision_cpu_us_mean']:.0f} |")
         lines.append("")
         ours, lor, noload = by["ours"], by["least-outstanding"], by["ours-noload"]
+        against.append(f"| {scenario} | "
+                       + " | ".join(_over(ours, by.get(b)) for b in baselines) + " |")
 
         def mark(value: float, ok: bool, digits: int = 2) -> str:
             return f"{value:.{digits}f} {'met' if ok else '**missed**'}"
@@ -153,7 +171,7 @@ def render(args: argparse.Namespace) -> None:
         verdicts.append(f"| {scenario}{earlier} | {mark(hit, hit >= 0.95, 3)} "
                         f"| {mark(mean, mean <= 1)} "
                         f"| {mark(p99, p99 <= 1.05)} | {mark(spread, spread <= 2)} |")
-    out = "\n".join([*lines, "", *verdicts, ""]) + "\n"
+    out = "\n".join([*lines, "", *verdicts, "", *against, ""]) + "\n"
     if args.notes.exists():
         out += "\n" + args.notes.read_text(encoding="utf-8")
     args.out.write_text(out, encoding="utf-8")
