@@ -24,6 +24,10 @@ without ``--cache-tokens``).
 ``--cache-tokens`` gives the Router each replica's capacity (``--blocks`` x the
 block size), as the benchmark's ``ours`` is given it: the cache pressure's absolute
 measure, whose window ``--pressure-rounds K`` then scales (K x the fleet's capacity).
+``--pressure-stats`` (with ``--cache-tokens``) counts, per ranking, how many
+replicas' pressures sit at 1 and the fleet's recent tokens over its capacity;
+``--variant fleetcap`` (with ``--cache-tokens``) divides each pressure by the
+fleet's recent tokens over its capacity when above 1 (measured, not adopted).
 ``--noload`` runs ``ours-noload`` instead (no load: the Router's own count of sends).
 ``--whole-count`` feeds the load as the simulator did before :class:`PrefillBacklog`:
 the prefill sent and not yet first-tokened, the request being prefilled counted whole.
@@ -44,7 +48,7 @@ import json
 import math
 import pickle
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -87,7 +91,38 @@ class _Pressure(CachePressure):
             self._recent.decay(1 - 1 / max(replicas * self.rounds, 2))
             self._recent.add(replica, tokens)
 
+    #: ``--pressure-stats``: per ranking, every replica's pressure, summed.
+    stats: defaultdict[str, float] | None = None
+
+    def _absolute(self) -> PressureFn | None:
+        """The capacity pressure (``fleetcap``: over the fleet's recent total past its
+        capacity), counted into :attr:`stats`; None when neither is asked for."""
+        v, stats = self.variant, self.stats
+        if not self.absolute or (stats is None and v != "fleetcap"):
+            return None
+        stored = self._recent
+        values, scale = stored.stored()
+        capacity, mean = self._capacity.get, self._capacity_sum / len(self._capacity)
+        fleet = self._fleet(len(self._capacity))
+        over = max(1.0, stored.total() / fleet) if v == "fleetcap" else 1.0
+
+        def pressure(rid: ReplicaId) -> float:
+            return min(values.get(rid, 0.0) * scale / capacity(rid, mean) / over, 1.0)
+        if stats is not None and stored.maximum() > 0:
+            each = [pressure(rid) for rid in self._capacity]
+            stats["rankings"] += 1
+            stats["replicas"] += len(each)
+            stats["clipped at 1"] += sum(p >= 1.0 for p in each)
+            stats["rankings with every replica at 1"] += all(p >= 1.0 for p in each)
+            stats["pressure sum"] += sum(each)
+            stats["least pressure sum"] += min(each)
+            stats["fleet recent over capacity"] += stored.total() / fleet
+        return pressure if v == "fleetcap" else None
+
     def of(self) -> PressureFn:
+        absolute = self._absolute()
+        if absolute is not None:
+            return absolute
         stored, v = self._recent, self.variant
         top = stored.maximum()
         if v not in ("base", "mean", "hmean", "hbase") or (top <= 0 and v != "base"):
@@ -220,6 +255,7 @@ def main(args: argparse.Namespace) -> None:
     prefill = fleet.gateway.prefill
     _Pressure.rounds = args.pressure_rounds
     _Router.variant = args.variant
+    _Pressure.stats = defaultdict(float) if args.pressure_stats else None
     if args.variant.startswith("mid"):
         _router_module._CostOrder = _MidOrder  # type: ignore[attr-defined]
     capacity = ({rid: float(args.blocks * config.block_size) for rid in names}
@@ -275,6 +311,16 @@ def main(args: argparse.Namespace) -> None:
           f"{ratio:.4f}x pooled; TTFT mean {result.ttft_mean_s:.3f} s, p99 "
           f"{result.ttft_p99_s:.3f} s; busiest replica {result.max_over_mean_requests:.2f}x "
           f"the mean requests; {time.perf_counter() - start:.0f} s")
+    stats = _Pressure.stats
+    if stats:
+        rankings, replicas = stats["rankings"], stats["replicas"]
+        print(f"  pressure over {rankings:.0f} rankings: "
+              f"{stats['clipped at 1'] / replicas:.3f} of the replicas at 1 (every replica "
+              f"at 1 in {stats['rankings with every replica at 1'] / rankings:.3f} of the "
+              f"rankings); mean {stats['pressure sum'] / replicas:.3f}, the least "
+              f"{stats['least pressure sum'] / rankings:.3f} on the mean ranking; the "
+              f"fleet's recent tokens {stats['fleet recent over capacity'] / rankings:.3f}x "
+              "its capacity")
     if args.quick:
         return
     for sent_keys, i, view, real in decided:
@@ -369,8 +415,11 @@ if __name__ == "__main__":
                         help="give the Router each replica's capacity (blocks x block size)")
     parser.add_argument("--variant", default="default",
                         choices=("default", "base", "mean", "hmean", "hbase", "mid", "touch",
-                                 "midtouch", "smooth", "smoothtouch"),
+                                 "midtouch", "smooth", "smoothtouch", "fleetcap"),
                         help="a pressure variant (benchmarks/routing_quality/NOTES.md)")
+    parser.add_argument("--pressure-stats", action="store_true",
+                        help="with --cache-tokens: how many replicas' pressures sit at 1, "
+                             "per ranking")
     parser.add_argument("--pooled", action="store_true",
                         help="the pooled cache's eviction ages instead (one pool, every request)")
     parser.add_argument("--by-request", action="store_true",
