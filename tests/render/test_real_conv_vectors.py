@@ -20,17 +20,18 @@ into a cache (tests/real_models.py): without it these tests skip, under CI they 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 
 import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     assert_takes_rebuild,
     each_case,
+    each_release_case,
     kept_case,
     real_renderer,
+    release_table,
     render_cases,
 )
 
@@ -79,7 +80,7 @@ CASES = (*SPM_CASES, *FILE_CASES, *MORE_CASES)
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 #: Classes whose call wants words with their boxes: vLLM answers every body with a 400.
@@ -184,30 +185,24 @@ def test_vocabulary_files_encode_as_their_tokenizer_json_does() -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real), case)
+    assert_server_replays(case)
 
 
-@pytest.mark.parametrize(("corpus", "case"), [
-    pytest.param(corpus, c, id=c.id) for corpus, cases in (("real_conv_", SPM_CASES),
-                                                           ("real_conv_files_", FILE_CASES),
-                                                           ("real_conv_more_", MORE_CASES))
-    for c in cases])
-def test_vllm_0_32_rendering_of_the_folders_replays(corpus: str, case: RenderCase) -> None:
+@each_release_case(release_table(("real_conv_", "real_conv_files_", "real_conv_more_"),
+                                 {"0.32.0": ()}))
+def test_vllm_0_32_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
     """vLLM 0.32.0 (transformers 5.19, whose conversion code is 5.17's) answered the
     corpora as 0.31.0 did (releases/0.32.0/real_conv_vectors.jsonl,
     real_conv_files_vectors.jsonl, real_conv_more_vectors.jsonl)."""
-    assert case.real is not None
-    assert_replays(_release_renderer("0.32.0", case.real), kept_case(case, "0.32.0", corpus))
+    assert_server_replays(case, release)
 
 
-@each_case(FILE_CASES)
-def test_vllm_0_30_rendering_of_the_vocabulary_file_folders_replays(case: RenderCase) -> None:
+@each_release_case(release_table("real_conv_files_", {"0.30.0": ()}))
+def test_vllm_0_30_rendering_of_the_vocabulary_file_folders_replays(release: str,
+                                                                   case: RenderCase) -> None:
     """vLLM 0.30.0 (transformers 5.24) answered the vocabulary-file folders
     (releases/0.30.0/real_conv_files_vectors.jsonl)."""
-    assert case.real is not None
-    assert_replays(_release_renderer("0.30.0", case.real),
-                   kept_case(case, "0.30.0", "real_conv_files_"))
+    assert_server_replays(case, release)
 
 
 #: The generic backend's folders, which transformers 5.24 (vLLM 0.29, 0.30) converts
@@ -217,16 +212,13 @@ GENERIC = frozenset({"conv_generic", "conv_generic_bpe"})
 SPM_524 = ("0.29.0", "0.30.0")
 
 
-@pytest.mark.parametrize(("release", "case"), [
-    pytest.param(release, c, id=f"{release}-{c.id}") for release in SPM_524 for c in SPM_CASES])
+@each_release_case(release_table("real_conv_", dict.fromkeys(SPM_524, ())))
 def test_vllm_0_29_and_0_30_rendering_of_the_spm_folders_replays(release: str,
                                                                   case: RenderCase) -> None:
     """vLLM 0.29.0 and 0.30.0 (transformers 5.24) answered the rebuilding classes'
     SentencePiece folders as 0.31.0 did, and the generic backend's by 5.24's build
     (releases/0.30.0/real_conv_vectors.jsonl, 0.29.0's)."""
-    assert case.real is not None
-    assert_replays(_release_renderer(release, case.real),
-                   kept_case(case, release, "real_conv_"))
+    assert_server_replays(case, release)
 
 
 @pytest.mark.parametrize("release", SPM_524)
@@ -247,13 +239,11 @@ def test_transformers_5_24_converts_the_generic_folders_otherwise(release: str) 
 NOT_030 = frozenset({"conv_luke", "conv_mluke"})
 
 
-@each_case([c for c in MORE_CASES if c.real not in NOT_030])
-def test_vllm_0_30_rendering_of_the_more_folders_replays(case: RenderCase) -> None:
+@each_release_case(release_table("real_conv_more_", {"0.30.0": NOT_030}))
+def test_vllm_0_30_rendering_of_the_more_folders_replays(release: str, case: RenderCase) -> None:
     """vLLM 0.30.0 (transformers 5.24) answered the other conv_more folders as 0.31.0 did
     (releases/0.30.0/real_conv_more_vectors.jsonl)."""
-    assert case.real is not None
-    assert_replays(_release_renderer("0.30.0", case.real),
-                   kept_case(case, "0.30.0", "real_conv_more_"))
+    assert_server_replays(case, release)
 
 
 @pytest.mark.parametrize("real", sorted(NOT_030))
@@ -262,11 +252,8 @@ def test_vllm_0_30_is_refused_for_the_folders_it_was_not_replayed_for(real: str)
         _release_renderer("0.30.0", real)
 
 
-@lru_cache(maxsize=2)
 def _release_renderer(release: str, real: str) -> Renderer:
-    folder = next(c for c in CASES if c.real == real).folder()
-    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
-                                  max_model_len=512, vllm_version=release))
+    return real_renderer(CASES, real, release)
 
 
 @pytest.mark.parametrize(("release", "real"), [
@@ -285,13 +272,11 @@ NOT_029 = frozenset({"conv_mbart", "conv_mbart50", "conv_udop", "conv_luke", "co
                      "conv_dpr_reader", "conv_convbert"})
 
 
-@each_case([c for c in MORE_CASES if c.real not in NOT_029])
-def test_vllm_0_29_rendering_of_the_more_folders_replays(case: RenderCase) -> None:
+@each_release_case(release_table("real_conv_more_", {"0.29.0": NOT_029}))
+def test_vllm_0_29_rendering_of_the_more_folders_replays(release: str, case: RenderCase) -> None:
     """vLLM 0.29.0 (transformers 5.24) answered the other conv_more folders
     (releases/0.29.0/real_conv_more_vectors.jsonl)."""
-    assert case.real is not None
-    assert_replays(_release_renderer("0.29.0", case.real),
-                   kept_case(case, "0.29.0", "real_conv_more_"))
+    assert_server_replays(case, release)
 
 
 @pytest.mark.parametrize("real", sorted(NOT_029))

@@ -9,20 +9,19 @@ infilling texts themselves are left to test_real_py_codellama_vectors.py.
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any
-
 import pytest
 from render_cases import (
     RENDER_DIR,
     RenderCase,
-    assert_replays,
-    kept_case,
+    assert_server_replays,
+    each_release_case,
     kept_vectors,
+    release_cases,
     render_cases,
+    server_renderer,
 )
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import RenderUnsupportedError
 
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
 RELEASES = sorted(p.parent.name for p in (RENDER_DIR / "releases").glob("*/real_py_vectors.jsonl"))
@@ -34,18 +33,10 @@ INFILLING = {"code_llama/completion-fill", "code_llama/completion-fill-no-specia
              "code_llama/completion-fill-start-no-specials", "code_llama/chat-fill"}
 
 
-def _params() -> list[Any]:
-    return [pytest.param(release, corpus, case, id=f"{release}/{case.id}")
-            for release in RELEASES for corpus in CORPORA for case in render_cases(corpus)
-            if not case.id.startswith("code_llama/after-fill/") and case.id not in INFILLING
-            and (release, corpus) not in NOT_STARTED]
-
-
-@cache
-def _renderer(release: str, folder: str, served: tuple[str, ...], length: int | None
-              ) -> Renderer:
-    return Renderer(ServerOptions(model=folder, served_model_name=served,
-                                  max_model_len=length, vllm_version=release))
+def _replayed(release: str) -> list[RenderCase]:
+    return [case for corpus in CORPORA if (release, corpus) not in NOT_STARTED
+            for case in release_cases(corpus, release)
+            if not case.id.startswith("code_llama/after-fill/") and case.id not in INFILLING]
 
 
 def test_the_releases_answered_every_body() -> None:
@@ -64,14 +55,10 @@ def test_a_folder_the_release_does_not_start_for_is_refused(release: str,
                                                             corpus: str) -> None:
     for case in render_cases(corpus):
         with pytest.raises(RenderUnsupportedError, match=f"vLLM {release} does not start"):
-            _renderer(release, str(case.folder()), case.served_names,
-                      case.server.get("--max-model-len"))
+            server_renderer(case, release)
 
 
-@pytest.mark.parametrize(("release", "corpus", "case"), _params())
-def test_a_release_renders_the_python_corpora(release: str, corpus: str,
-                                              case: RenderCase) -> None:
-    r = _renderer(release, str(case.folder()), case.served_names,
-                  case.server.get("--max-model-len"))
-    assert_replays(r, kept_case(case, release, corpus))
+@each_release_case({release: _replayed(release) for release in RELEASES})
+def test_a_release_renders_the_python_corpora(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release)
 
