@@ -210,6 +210,19 @@ def tables(facts: dict[str, Any]) -> dict[str, Any]:
             if opening == "{" else facts[key] for name, key, _, opening, _ in TABLES}
 
 
+def write_or_check(out: Path, text: str, *, check: bool) -> int:
+    """Write a generated module, or with ``check`` say whether ``out`` holds ``text``
+    (the exit status: 1 when it does not)."""
+    if check:
+        same = out.is_file() and out.read_text("utf-8") == text
+        print("up to date" if same else f"{out} differs from this install's answers: rerun",
+              file=sys.stderr)
+        return 0 if same else 1
+    out.write_text(text, "utf-8")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
 def render(facts: dict[str, Any]) -> str:
     lines = module_head([
         "What transformers and vLLM consult to pick a folder's tokenizer class: facts, as data.",
@@ -283,13 +296,7 @@ def main(argv: list[str]) -> int:
                   f"(written from vLLM {named}'s)", file=sys.stderr)
             facts = dict(facts, vllm=named)
     text = render(facts) if out.resolve() == base else render_delta(facts, load_module(base))
-    if args.check:
-        same = out.read_text("utf-8") == text
-        print("up to date" if same else f"{out} is stale: rerun", file=sys.stderr)
-        return 0 if same else 1
-    out.write_text(text, "utf-8")
-    print(f"wrote {out}", file=sys.stderr)
-    return 0
+    return write_or_check(out, text, check=args.check)
 
 
 if __name__ == "__main__":
