@@ -45,7 +45,7 @@ KEPT = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
