@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pytest
 
-    from prefixkey.render import Renderer, ServerOptions
+    from prefixkey.errors import PrefixKeyError
+    from prefixkey.render import Renderer, RenderRequestError, ServerOptions
 
 RENDER_DIR = Path(__file__).resolve().parent
 #: The release whose answers are each corpus's own ``<corpus>vectors.jsonl``.
@@ -51,7 +52,8 @@ class RenderCase:
     body: dict[str, Any]
     #: The server's flags, spelled as vLLM's (``{"--served-model-name": ..., ...}``).
     server: dict[str, Any]
-    status: int
+    #: vLLM's HTTP status; None where its server did not start (:attr:`startup`).
+    status: int | None
     #: vLLM's JSON answer (``request_id`` tails zeroed by the harvester).
     response: Any
     #: The chat answer's ids, or per prompt for completions; None for an error.
@@ -60,6 +62,9 @@ class RenderCase:
 
     #: A real folder's name (``"real:<name>"`` in the bodies): files fetched into a cache.
     real: str | None = None
+    #: A server that did not start (status None; tools/harvest_render.py
+    #: ``--record-start-failures``): its return code and exception.
+    startup: dict[str, Any] | None = None
 
     def folder(self) -> Path:
         """The model folder to render with; a real one is composed (skipped when not cached)."""
@@ -109,6 +114,7 @@ def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
             error=vectors[b["id"]]["error"],
             real=b["model_dir"].removeprefix("real:") if b["model_dir"].startswith(
                 "real:") else None,
+            startup=vectors[b["id"]].get("startup"),
         )
         for b in bodies
     )
@@ -126,7 +132,7 @@ def kept_case(case: RenderCase, release: str, corpus: str) -> RenderCase:
     """``case`` with ``release``'s kept answer in place of 0.31.0's, for :func:`assert_replays`."""
     vector = kept_vectors(release, corpus)[case.id]
     return replace(case, status=vector["status"], token_ids=vector["token_ids"],
-                   error=vector["error"])
+                   error=vector["error"], startup=vector.get("startup"))
 
 
 def each_case(cases: Sequence[RenderCase]) -> pytest.MarkDecorator:
@@ -136,8 +142,13 @@ def each_case(cases: Sequence[RenderCase]) -> pytest.MarkDecorator:
     return pytest.mark.parametrize("case", cases, ids=[c.id for c in cases])
 
 
-def assert_replays(renderer: Renderer, case: RenderCase) -> None:
-    """``renderer`` gives vLLM's ids for ``case``, or the typed error with vLLM's status."""
+def assert_replays(renderer: Renderer, case: RenderCase, *,
+                   unsupported: Mapping[str, str] | None = None,
+                   same_reason: Callable[[RenderCase, RenderRequestError], bool] | None = None
+                   ) -> None:
+    """``renderer`` gives vLLM's ids for ``case``, or the typed error with vLLM's status:
+    with vLLM's message as its reason where ``same_reason`` says so; a body ``unsupported``
+    names (id -> field) is refused as not reproduced, naming that field."""
     import pytest
 
     from prefixkey.errors import PrefixKeyError
@@ -152,9 +163,16 @@ def assert_replays(renderer: Renderer, case: RenderCase) -> None:
         return
     with pytest.raises(PrefixKeyError) as info:
         renderer.render(case.endpoint, case.body)
+    if unsupported and case.id in unsupported:
+        assert isinstance(info.value, RenderUnsupportedError), info.value
+        assert info.value.field == unsupported[case.id]
+        return
     assert not isinstance(info.value, RenderUnsupportedError), info.value
     assert isinstance(info.value, RenderRequestError), info.value
     assert info.value.status == case.status, (info.value, case.error)
+    if same_reason is not None and same_reason(case, info.value):
+        assert case.error is not None
+        assert info.value.reason == case.error["message"]
 
 
 def assert_covers_both_answers(cases: tuple[RenderCase, ...], folders: Iterable[str]) -> None:
@@ -236,16 +254,24 @@ def flag_options(folder: str, server: Mapping[str, Any], release: str | None = N
 # library's own); the corpora list their bodies folder by folder (and server by server),
 # and the parameters below keep that order, so two suffice.
 @lru_cache(maxsize=2)
-def _server_renderer(folder: str, server: str, release: str | None) -> Renderer:
+def _server_renderer(folder: str, server: str, release: str | None
+                     ) -> Renderer | PrefixKeyError:
+    from prefixkey.errors import PrefixKeyError
     from prefixkey.render import Renderer
 
-    return Renderer(flag_options(folder, json.loads(server), release))
+    try:
+        return Renderer(flag_options(folder, json.loads(server), release))
+    except PrefixKeyError as exc:  # kept too: each body of a refused server asks again
+        return exc
 
 
 def server_renderer(case: RenderCase, release: str | None = None) -> Renderer:
     """The renderer of the server that answered ``case`` (:func:`server_options`)."""
-    return _server_renderer(str(case.folder()), json.dumps(case.server, sort_keys=True),
-                            release)
+    built = _server_renderer(str(case.folder()), json.dumps(case.server, sort_keys=True),
+                             release)
+    if isinstance(built, Exception):
+        raise built.with_traceback(None)
+    return built
 
 
 def real_renderer(cases: Iterable[RenderCase], real: str, release: str | None = None
@@ -255,9 +281,28 @@ def real_renderer(cases: Iterable[RenderCase], real: str, release: str | None = 
     return server_renderer(next(c for c in cases if c.name == real), release)
 
 
-def assert_server_replays(case: RenderCase, release: str | None = None) -> None:
-    """The renderer of the server that answered ``case`` at ``release`` replays it."""
-    assert_replays(server_renderer(case, release), case)
+def assert_server_replays(case: RenderCase, release: str | None = None, *,
+                          unsupported: Mapping[str, str] | None = None,
+                          same_reason: Callable[[RenderCase, RenderRequestError], bool]
+                          | None = None) -> None:
+    """The renderer of the server that answered ``case`` at ``release`` replays it
+    (:func:`assert_replays`); where that server did not start, the Renderer refuses the
+    folder with a ModelFolderError naming vLLM's exception."""
+    if case.status is not None:
+        assert_replays(server_renderer(case, release), case, unsupported=unsupported,
+                       same_reason=same_reason)
+        return
+    import pytest
+
+    from prefixkey.render import ModelFolderError
+
+    assert case.startup is not None, case.id
+    with pytest.raises(ModelFolderError) as info:
+        server_renderer(case, release)
+    # vLLM's start-up probe renders the chat templates (render/_startup_probe.py).
+    assert info.value.field == "chat_template"
+    kind, _, message = case.startup["exception"].partition(": ")
+    assert f"{kind.rsplit('.', 1)[-1]}: {message[:200]}" in str(info.value)
 
 
 def release_cases(corpus: str, release: str, refused: Collection[str] = ()
