@@ -71,7 +71,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from extract_hf_tokenizers import RENDER, load_module, module_head
+from extract_hf_tokenizers import RENDER, load_module, module_head, write_or_check
 
 OUT = RENDER / "_hf_startup_facts.py"
 
@@ -226,14 +226,7 @@ def main(argv: list[str]) -> int:
     out: Path = args.out
     text = render(data) if out.resolve() == OUT.resolve() else render_delta(
         data, load_module(OUT))
-    if args.check:
-        same = out.is_file() and out.read_text("utf-8") == text
-        print("up to date" if same else f"{out} differs from this install's answers: rerun",
-              file=sys.stderr)
-        return 0 if same else 1
-    out.write_text(text, "utf-8")
-    print(f"wrote {out}", file=sys.stderr)
-    return 0
+    return write_or_check(out, text, check=args.check)
 
 
 if __name__ == "__main__":

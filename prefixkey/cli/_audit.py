@@ -16,7 +16,16 @@ from ..analysis import (
 )
 from ..errors import PrefixKeyError
 from ..jsonl import JsonLimits, bounded_lines, parse_json_line
-from ._common import Commands, add_limit_options, fail, json_limits, warn, write_report
+from ._common import (
+    Commands,
+    add_json_option,
+    add_lenient_option,
+    add_limit_options,
+    fail,
+    json_limits,
+    warn,
+    write_report,
+)
 
 __all__ = ["register"]
 
@@ -102,9 +111,8 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--framing", choices=("pub", "replay"), default=None,
                      help="framing of the recording lines whose \"via\" and frame count do "
                      "not tell (default pub; docs/events.md)")
-    cmd.add_argument("--lenient", action="store_true",
-                     help="treat a release newer than any known one as the newest era")
-    cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    add_lenient_option(cmd)
+    add_json_option(cmd)
     cmd.add_argument("--html", metavar="FILE", default=None,
                      help="also write a self-contained HTML report (inline CSS and SVG)")
     add_limit_options(cmd)

@@ -68,6 +68,19 @@ def add_limit_options(cmd: argparse.ArgumentParser) -> None:
     )
 
 
+def add_lenient_option(cmd: argparse.ArgumentParser, *, when: str = "") -> None:
+    """Add ``--lenient``: every command reads a newer release the same way (``when``: the
+    option it goes with, if any)."""
+    cmd.add_argument("--lenient", action="store_true",
+                     help=f"{when}read a vLLM release newer than any known one as the newest "
+                     "era, saying so")
+
+
+def add_json_option(cmd: argparse.ArgumentParser) -> None:
+    """Add ``--json``, the report as one JSON document (:func:`write_report`)."""
+    cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
+
+
 def json_limits(args: argparse.Namespace) -> JsonLimits:
     """The input limits the options ask for."""
     return dataclasses.replace(JSON_LIMITS, max_line_bytes=args.max_line_bytes,

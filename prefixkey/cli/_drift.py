@@ -9,7 +9,17 @@ import sys
 from ..analysis import DriftConfig, builtin_corpus, drift, drift_text, read_requests
 from ..core import resolve_release
 from ..errors import PrefixKeyError
-from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
+from ._common import (
+    Commands,
+    add_json_option,
+    add_lenient_option,
+    add_limit_options,
+    fail,
+    input_name,
+    json_limits,
+    open_input,
+    warn,
+)
 
 __all__ = ["register"]
 
@@ -54,11 +64,8 @@ def register(commands: Commands) -> None:
     cmd.add_argument("target", metavar="TO", help=f"the new configuration: {spec}")
     cmd.add_argument("requests", metavar="REQUESTS", nargs="?", default=None,
                      help="JSON Lines requests (- for stdin); default: the built-in corpus")
-    cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
-    cmd.add_argument(
-        "--lenient", action="store_true",
-        help="map a vLLM release newer than any known one to the newest era (with a warning)",
-    )
+    add_json_option(cmd)
+    add_lenient_option(cmd)
     cmd.add_argument(
         "--no-api-checks", action="store_true",
         help="skip the checks vLLM's API server makes (salt rules, non-empty LoRA path), as "

@@ -8,7 +8,16 @@ import sys
 
 from ..errors import PrefixKeyError
 from ..events import EventDecoder, decode_recording
-from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
+from ._common import (
+    Commands,
+    add_lenient_option,
+    add_limit_options,
+    fail,
+    input_name,
+    json_limits,
+    open_input,
+    warn,
+)
 
 __all__ = ["register"]
 
@@ -53,7 +62,6 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--framing", choices=("pub", "replay"), default=None,
                      help="framing of the lines whose \"via\" and frame count do not tell: "
                      "PUB messages [topic, seq, payload] (default) or replay replies")
-    cmd.add_argument("--lenient", action="store_true",
-                     help="decode a release newer than any known one as the newest era")
+    add_lenient_option(cmd)
     add_limit_options(cmd)
     cmd.set_defaults(run=_run_decode)

@@ -16,7 +16,17 @@ from typing import IO, Any
 from ..analysis import block_stored_events, fingerprint, fingerprint_text, read_requests
 from ..errors import PrefixKeyError
 from ..events import EventDecoder, decode_recording
-from ._common import Commands, add_limit_options, fail, input_name, json_limits, open_input, warn
+from ._common import (
+    Commands,
+    add_json_option,
+    add_lenient_option,
+    add_limit_options,
+    fail,
+    input_name,
+    json_limits,
+    open_input,
+    warn,
+)
 from ._formats import wrong_kind_of_lines
 
 __all__ = ["register"]
@@ -90,11 +100,9 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--vllm-version", metavar="X", default=None,
                      help="read EVENTS as a recording and decode it as this release publishes "
                      "(0.9.0+); the candidates tried stay all releases")
-    cmd.add_argument("--lenient", action="store_true",
-                     help="with --vllm-version: decode a release newer than any known one as "
-                     "the newest era")
+    add_lenient_option(cmd, when="with --vllm-version: ")
     cmd.add_argument("--seed", action="append", default=[], metavar="S",
                      help="a PYTHONHASHSEED value to try besides unset and '0' (repeatable)")
-    cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    add_json_option(cmd)
     add_limit_options(cmd)
     cmd.set_defaults(run=_run)

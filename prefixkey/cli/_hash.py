@@ -20,6 +20,7 @@ from ..jsonl import (
 )
 from ._common import (
     Commands,
+    add_lenient_option,
     add_limit_options,
     fail,
     input_name,
@@ -174,10 +175,7 @@ def register(commands: Commands) -> None:
         "hash", help="hash JSON Lines requests (docs/request-format.md), one result per line"
     )
     cmd.add_argument("file", nargs="?", default="-", help="request file, or - for stdin")
-    cmd.add_argument(
-        "--lenient", action="store_true",
-        help="map a vLLM release newer than any known one to the newest era (with a warning)",
-    )
+    add_lenient_option(cmd)
     cmd.add_argument(
         "--strict", action="store_true",
         help="make an unknown request field (often a misspelling such as cache_slat, whose "

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PrefixKeyError
-from ._common import Commands
+from ._common import Commands, add_lenient_option
 
 if TYPE_CHECKING:
     from ..fleet import SubscriberStats
@@ -171,6 +171,5 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--idle-timeout", type=float, default=30.0, metavar="SECONDS",
                      help="silence after which a replica is reported idle (default 30)")
     cmd.add_argument("--json", action="store_true", help="print the summaries as JSON lines")
-    cmd.add_argument("--lenient", action="store_true",
-                     help="decode a release newer than any known one as the newest era")
+    add_lenient_option(cmd)
     cmd.set_defaults(run=_run)

@@ -10,7 +10,7 @@ from typing import IO, Any
 from ..core import DEFAULT_VLLM_VERSION
 from ..errors import InvalidRequestError, PrefixKeyError
 from ..jsonl import error_record
-from ._common import Commands, fail, input_name, open_input, warn
+from ._common import Commands, add_lenient_option, fail, input_name, open_input, warn
 
 __all__ = ["register"]
 
@@ -102,6 +102,5 @@ def register(commands: Commands) -> None:
                      help="the server's VLLM_MAX_IMAGE_PIXELS (0.25+; default vLLM's)")
     cmd.add_argument("--max-file-bytes", type=int, default=_MAX_FILE_BYTES, metavar="N",
                      help=f"refuse a larger file unread (default {_MAX_FILE_BYTES}, 64 MiB)")
-    cmd.add_argument("--lenient", action="store_true",
-                     help="map a vLLM release newer than any known one to the newest era")
+    add_lenient_option(cmd)
     cmd.set_defaults(run=_run)

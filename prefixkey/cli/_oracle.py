@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core import DEFAULT_VLLM_VERSION
 from ..errors import PrefixKeyError
-from ._common import NO_HYPOTHESIS, Commands, fail
+from ._common import NO_HYPOTHESIS, Commands, add_json_option, fail
 
 __all__ = ["register"]
 
@@ -97,5 +97,5 @@ def register(commands: Commands) -> None:
                      help="only generate this block size (default: several)")
     cmd.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                      help="how long writing each request and reading its answer may take")
-    cmd.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_json_option(cmd)
     cmd.set_defaults(run=_run)

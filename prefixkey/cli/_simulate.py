@@ -20,7 +20,7 @@ from ..analysis import (
 )
 from ..core._checks import number_refusal
 from ..errors import PrefixKeyError
-from ._common import Commands, fail, positive_int, write_report
+from ._common import Commands, add_json_option, fail, positive_int, write_report
 
 __all__ = ["register"]
 
@@ -123,7 +123,7 @@ def register(commands: Commands) -> None:
     cmd.add_argument("--seed", type=int, default=0,
                      help="the seed of the trace's token content and of random tie-breaks "
                      "(the same seed, the same report)")
-    cmd.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    add_json_option(cmd)
     cmd.add_argument("--html", metavar="FILE", default=None,
                      help="also write an HTML report with plots to FILE")
     cmd.set_defaults(run=_run)

@@ -151,6 +151,11 @@ _TAGS: Final = ("BlockStored", "BlockRemoved", "AllBlocksCleared")
 
 _INT_TYPES: Final = frozenset({int})
 _HASH_TYPES: Final = frozenset({int, bytes})
+#: The array fields: what the value must be, its items' types, what each item must be.
+_ARRAYS: Final[dict[str, tuple[str, frozenset[type], str]]] = {
+    "block_hashes": ("an array of hashes", _HASH_TYPES, "an int or bin hash"),
+    "token_ids": ("an array of ints", _INT_TYPES, "an int"),
+}
 _ENTRY_TYPES: Final[frozenset[type]] = frozenset({type(None), tuple})
 #: What makes an extra key need a walk item by item: arrays and maps (msgpack's
 #: decoded forms) to check, and floats, which vLLM never puts in a key, to
@@ -451,23 +456,18 @@ class EventDecoder:
             return EventFieldError(f"must be {expected}, got {_kind(got)}", field=at,
                                    event_index=index)
 
-        if name == "block_hashes":
+        array = _ARRAYS.get(name)
+        if array is not None:
+            whole, types, each = array
             if not isinstance(value, tuple):
-                raise bad("an array of hashes")
-            j = _first_not(value, _HASH_TYPES)
+                raise bad(whole)
+            j = _first_not(value, types)
             if j is not None:
-                raise bad("an int or bin hash", value[j], f"{where}[{j}]")
+                raise bad(each, value[j], f"{where}[{j}]")
             return value
         if name == "parent_block_hash":
             if value is not None and type(value) not in (int, bytes):
                 raise bad("an int or bin hash, or nil")
-            return value
-        if name == "token_ids":
-            if not isinstance(value, tuple):
-                raise bad("an array of ints")
-            j = _first_not(value, _INT_TYPES)
-            if j is not None:
-                raise bad("an int", value[j], f"{where}[{j}]")
             return value
         if name == "block_size":
             if type(value) is not int:

@@ -32,12 +32,12 @@ conversation entry, as vLLM formats it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from ._errors import RenderRequestError, RenderUnsupportedError
 
-__all__ = ["ThinkingMode", "encode_messages", "render_tools"]
+__all__ = ["ThinkingMode", "encode_messages", "render_tools", "without_thinking"]
 
 ThinkingMode = Literal["chat", "thinking"]
 
@@ -138,17 +138,18 @@ def _last_user(messages: Sequence[Mapping[str, Any]]) -> int:
                  if messages[i].get("role") in _USER_ROLES), -1)
 
 
-def _without_thinking(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Before the last user message: assistants lose their reasoning, and roles other than
-    user, system, tool and assistant are left out."""
-    last = _last_user(messages)
+def without_thinking(messages: Sequence[dict[str, Any]], last: int, *,
+                     kept_roles: Collection[str], reasoning_key: str) -> list[dict[str, Any]]:
+    """``messages`` with thinking dropped, as V3.2's and V4/V4.1's encoders drop it: before
+    ``last`` (the last user turn, as each format finds it) assistants lose their reasoning
+    (``reasoning_key``) and roles other than ``kept_roles`` and assistant are left out."""
     kept: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         role = message.get("role")
-        if role in _KEPT_ROLES or i >= last:
+        if role in kept_roles or i >= last:
             kept.append(message)
         elif role == "assistant":
-            kept.append({k: v for k, v in message.items() if k != "reasoning"})
+            kept.append({k: v for k, v in message.items() if k != reasoning_key})
     return kept
 
 
@@ -227,7 +228,9 @@ def encode_messages(messages: list[dict[str, Any]], *, thinking_mode: ThinkingMo
     (the encoder table's signature, render/_encoders.py)."""
     del reasoning_effort
     thinking = thinking_mode == "thinking"
-    rendered = _without_thinking(messages) if thinking and drop_thinking else messages
+    rendered = (without_thinking(messages, _last_user(messages), kept_roles=_KEPT_ROLES,
+                                 reasoning_key="reasoning")
+                if thinking and drop_thinking else messages)
     last_user = _last_user(rendered)
     # The count is the messages given: a left-out message makes the last index overrun.
     return BOS + "".join(_message(i, rendered, thinking, last_user)

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ._deepseek_v32 import without_thinking
 from ._errors import RenderRequestError, RenderUnsupportedError
 
 __all__ = [
@@ -66,7 +67,7 @@ LATEST_REMINDER: Final = "<\uff5clatest_reminder\uff5c>"
 IMAGE: Final = "<\uff5cdeepseek_image\uff5c>"
 TASK_TOKENS: Final = {name: f"<\uff5c{name}\uff5c>" for name in
                       ("action", "query", "authority", "domain", "title", "read_url")}
-# Roles _drop_thinking keeps before the last user turn (assistants lose their reasoning).
+# Roles without_thinking keeps before the last user turn (assistants lose their reasoning).
 _KEPT_ROLES: Final = frozenset({"user", "system", "tool", "latest_reminder",
                                 "direct_search_results"})
 _RESPONSE_FORMAT: Final = ("## Response Format:\n\nYou MUST strictly adhere to the "
@@ -257,18 +258,6 @@ def _last_user(messages: Sequence[Mapping[str, Any]], d: Dialect) -> int:
     return -1
 
 
-def _drop_thinking(messages: list[dict[str, Any]], d: Dialect) -> list[dict[str, Any]]:
-    last = _last_user(messages, d)
-    kept: list[dict[str, Any]] = []
-    for idx, msg in enumerate(messages):
-        role = msg.get("role")
-        if role in _KEPT_ROLES or idx >= last:
-            kept.append(msg)
-        elif role == "assistant":
-            kept.append({k: v for k, v in msg.items() if k != d.reasoning_key})
-    return kept
-
-
 def _arguments(arguments: Any, d: Dialect) -> Any:
     if d.tolerant_arguments:
         if not isinstance(arguments, dict):
@@ -414,7 +403,8 @@ def encode_with(messages: Sequence[Mapping[str, Any]], d: Dialect, *, thinking_m
     drop = bool(drop_thinking) and not any(m.get("tools") for m in merged)
     thinking = thinking_mode == "thinking"
     if thinking and drop:
-        merged = _drop_thinking(merged, d)
+        merged = without_thinking(merged, _last_user(merged, d), kept_roles=_KEPT_ROLES,
+                                  reasoning_key=d.reasoning_key)
     last = _last_user(merged, d)
     return BOS + "".join(_render(i, merged, d, thinking, drop, reasoning_effort, last)
                          for i in range(len(merged)))

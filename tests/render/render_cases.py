@@ -4,12 +4,20 @@
 the server's flags; ``vectors.jsonl`` (tools/harvest_render.py) vLLM's answer, line for
 line; ``serve_bodies.jsonl`` and ``serve_vectors.jsonl`` the same for ``vllm serve
 --enable-scale-out`` with LoRA adapters. :func:`render_cases` pairs them, read once.
+
+Other releases answered the same bodies: a copy harvested whole
+(``<corpus>0XY_vectors.jsonl``, 0.29.0's ``029``) or answers kept compactly
+(``releases/<release>/<corpus>vectors.jsonl``). A replay module's table is
+``{release: folders refused there}``: :func:`release_table` reads each release's answers
+for the rest, :func:`each_release_case` parametrizes a test over them, and
+:func:`assert_server_replays` renders a case as the server that answered it did
+(:func:`server_options`: its own flags, at the release).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
@@ -18,9 +26,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pytest
 
-    from prefixkey.render import Renderer
+    from prefixkey.errors import PrefixKeyError
+    from prefixkey.render import Renderer, RenderRequestError, ServerOptions
 
 RENDER_DIR = Path(__file__).resolve().parent
+#: The release whose answers are each corpus's own ``<corpus>vectors.jsonl``.
+BASE_RELEASE = "0.31.0"
 #: The Python classes GPT-2 folders name by tokenizer_class in the real_py_named_ corpus
 #: (test_real_py_named_vectors.py), by folder; the per-unit corpora leave them out.
 NAMED_PY_FOLDERS: Mapping[str, str] = {
@@ -41,7 +52,8 @@ class RenderCase:
     body: dict[str, Any]
     #: The server's flags, spelled as vLLM's (``{"--served-model-name": ..., ...}``).
     server: dict[str, Any]
-    status: int
+    #: vLLM's HTTP status; None where its server did not start (:attr:`startup`).
+    status: int | None
     #: vLLM's JSON answer (``request_id`` tails zeroed by the harvester).
     response: Any
     #: The chat answer's ids, or per prompt for completions; None for an error.
@@ -50,6 +62,9 @@ class RenderCase:
 
     #: A real folder's name (``"real:<name>"`` in the bodies): files fetched into a cache.
     real: str | None = None
+    #: A server that did not start (status None; tools/harvest_render.py
+    #: ``--record-start-failures``): its return code and exception.
+    startup: dict[str, Any] | None = None
 
     def folder(self) -> Path:
         """The model folder to render with; a real one is composed (skipped when not cached)."""
@@ -58,6 +73,11 @@ class RenderCase:
         import real_models
 
         return real_models.folder(self.real)
+
+    @property
+    def name(self) -> str:
+        """The folder's name: a real one's, else the committed folder's."""
+        return self.real or self.model_dir.name
 
     @property
     def served_names(self) -> tuple[str, ...]:
@@ -94,6 +114,7 @@ def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
             error=vectors[b["id"]]["error"],
             real=b["model_dir"].removeprefix("real:") if b["model_dir"].startswith(
                 "real:") else None,
+            startup=vectors[b["id"]].get("startup"),
         )
         for b in bodies
     )
@@ -111,7 +132,7 @@ def kept_case(case: RenderCase, release: str, corpus: str) -> RenderCase:
     """``case`` with ``release``'s kept answer in place of 0.31.0's, for :func:`assert_replays`."""
     vector = kept_vectors(release, corpus)[case.id]
     return replace(case, status=vector["status"], token_ids=vector["token_ids"],
-                   error=vector["error"])
+                   error=vector["error"], startup=vector.get("startup"))
 
 
 def each_case(cases: Sequence[RenderCase]) -> pytest.MarkDecorator:
@@ -121,8 +142,13 @@ def each_case(cases: Sequence[RenderCase]) -> pytest.MarkDecorator:
     return pytest.mark.parametrize("case", cases, ids=[c.id for c in cases])
 
 
-def assert_replays(renderer: Renderer, case: RenderCase) -> None:
-    """``renderer`` gives vLLM's ids for ``case``, or the typed error with vLLM's status."""
+def assert_replays(renderer: Renderer, case: RenderCase, *,
+                   unsupported: Mapping[str, str] | None = None,
+                   same_reason: Callable[[RenderCase, RenderRequestError], bool] | None = None
+                   ) -> None:
+    """``renderer`` gives vLLM's ids for ``case``, or the typed error with vLLM's status:
+    with vLLM's message as its reason where ``same_reason`` says so; a body ``unsupported``
+    names (id -> field) is refused as not reproduced, naming that field."""
     import pytest
 
     from prefixkey.errors import PrefixKeyError
@@ -137,9 +163,16 @@ def assert_replays(renderer: Renderer, case: RenderCase) -> None:
         return
     with pytest.raises(PrefixKeyError) as info:
         renderer.render(case.endpoint, case.body)
+    if unsupported and case.id in unsupported:
+        assert isinstance(info.value, RenderUnsupportedError), info.value
+        assert info.value.field == unsupported[case.id]
+        return
     assert not isinstance(info.value, RenderUnsupportedError), info.value
     assert isinstance(info.value, RenderRequestError), info.value
     assert info.value.status == case.status, (info.value, case.error)
+    if same_reason is not None and same_reason(case, info.value):
+        assert case.error is not None
+        assert info.value.reason == case.error["message"]
 
 
 def assert_covers_both_answers(cases: tuple[RenderCase, ...], folders: Iterable[str]) -> None:
@@ -174,19 +207,137 @@ def class_rebuild_test(folder_classes: Mapping[str, str], renderer: Callable[[st
     return test
 
 
+#: vLLM flag -> ServerOptions field, for the flags the corpora's servers were given as
+#: they are (the others are read in :func:`server_options`).
+FLAGS = {
+    "--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
+    "--chat-template-content-format": "chat_template_content_format",
+    "--default-chat-template-kwargs": "default_chat_template_kwargs",
+    "--trust-request-chat-template": "trust_request_chat_template",
+    "--enable-auto-tool-choice": "enable_auto_tool_choice",
+    "--tool-call-parser": "tool_call_parser",
+    "--exclude-tools-when-tool-choice-none": "exclude_tools_when_tool_choice_none",
+    "--tokenizer-mode": "tokenizer_mode",
+}
+#: Engine flags of ``vllm serve`` runs (serve_ corpus) that do not change rendering.
+ENGINE_FLAGS = frozenset({"--enable-scale-out", "--enable-lora", "--max-lora-rank",
+                          "--enforce-eager"})
+
+
+def server_options(case: RenderCase, release: str | None = None) -> ServerOptions:
+    """The options of the server that answered ``case`` (its flags and ``env:`` variables),
+    at ``release`` (None: ServerOptions' own default)."""
+    return flag_options(str(case.folder()), case.server, release)
+
+
+def flag_options(folder: str, server: Mapping[str, Any], release: str | None = None
+                 ) -> ServerOptions:
+    """The options of a server started on ``folder`` with the flags ``server``."""
+    from prefixkey.render import ServerOptions, parse_lora_module
+
+    fields: dict[str, Any] = {} if release is None else {"vllm_version": release}
+    for flag, value in server.items():
+        if flag == "--lora-modules":
+            fields["lora_modules"] = tuple(parse_lora_module(v) for v in value)
+        elif flag == "--chat-template":  # a file under tests/render, as the harvester passed it
+            fields["chat_template"] = str(RENDER_DIR / value)
+        elif flag == "env:VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS":
+            fields["gpt_oss_harmony_system_instructions"] = bool(int(value))
+        elif flag == "env:VLLM_SYSTEM_START_DATE":
+            fields["system_start_date"] = value
+        elif flag not in ENGINE_FLAGS:
+            fields[FLAGS[flag]] = value
+    return ServerOptions(model=folder, **fields)
+
+
 # Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the tokenizers
-# library's own); the real-folder suites run their cases folder by folder.
+# library's own); the corpora list their bodies folder by folder (and server by server),
+# and the parameters below keep that order, so two suffice.
 @lru_cache(maxsize=2)
-def _real_renderer(folder: str, real: str, max_model_len: int | None) -> Renderer:
-    from prefixkey.render import Renderer, ServerOptions
+def _server_renderer(folder: str, server: str, release: str | None
+                     ) -> Renderer | PrefixKeyError:
+    from prefixkey.errors import PrefixKeyError
+    from prefixkey.render import Renderer
 
-    return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{real}",),
-                                  max_model_len=max_model_len))
+    try:
+        return Renderer(flag_options(folder, json.loads(server), release))
+    except PrefixKeyError as exc:  # kept too: each body of a refused server asks again
+        return exc
 
 
-def real_renderer(cases: tuple[RenderCase, ...], real: str, max_model_len: int | None
+def server_renderer(case: RenderCase, release: str | None = None) -> Renderer:
+    """The renderer of the server that answered ``case`` (:func:`server_options`)."""
+    built = _server_renderer(str(case.folder()), json.dumps(case.server, sort_keys=True),
+                             release)
+    if isinstance(built, Exception):
+        raise built.with_traceback(None)
+    return built
+
+
+def real_renderer(cases: Iterable[RenderCase], real: str, release: str | None = None
                   ) -> Renderer:
-    """The renderer of the server that answered ``real``'s cases (served as ``real-<name>``;
-    ``max_model_len`` None: the folder's own context length)."""
-    case = next(c for c in cases if c.real == real)
-    return _real_renderer(str(case.folder()), real, max_model_len)
+    """The renderer of the server that answered the folder ``real``'s (first) case of
+    ``cases``, at ``release``."""
+    return server_renderer(next(c for c in cases if c.name == real), release)
+
+
+def assert_server_replays(case: RenderCase, release: str | None = None, *,
+                          unsupported: Mapping[str, str] | None = None,
+                          same_reason: Callable[[RenderCase, RenderRequestError], bool]
+                          | None = None) -> None:
+    """The renderer of the server that answered ``case`` at ``release`` replays it
+    (:func:`assert_replays`); where that server did not start, the Renderer refuses the
+    folder with a ModelFolderError naming vLLM's exception."""
+    if case.status is not None:
+        assert_replays(server_renderer(case, release), case, unsupported=unsupported,
+                       same_reason=same_reason)
+        return
+    import pytest
+
+    from prefixkey.render import ModelFolderError
+
+    assert case.startup is not None, case.id
+    with pytest.raises(ModelFolderError) as info:
+        server_renderer(case, release)
+    # vLLM's start-up probe renders the chat templates (render/_startup_probe.py).
+    assert info.value.field == "chat_template"
+    kind, _, message = case.startup["exception"].partition(": ")
+    assert f"{kind.rsplit('.', 1)[-1]}: {message[:200]}" in str(info.value)
+
+
+def release_cases(corpus: str, release: str, refused: Collection[str] = ()
+                  ) -> tuple[RenderCase, ...]:
+    """``corpus``'s cases with ``release``'s answers, but for the folders ``refused``: its
+    harvested copy (``<corpus>0XY_``), the corpus itself at the base release, else the
+    answers kept for it (a body of another folder without one: KeyError)."""
+    copy = f"{corpus}{''.join(release.split('.')[:2])}_"
+    if (RENDER_DIR / f"{copy}vectors.jsonl").exists():
+        cases = render_cases(copy)
+    elif release == BASE_RELEASE:
+        cases = render_cases(corpus)
+    else:
+        return tuple(kept_case(c, release, corpus) for c in render_cases(corpus)
+                     if c.name not in refused)
+    return tuple(c for c in cases if c.name not in refused)
+
+
+def release_table(corpora: str | Iterable[str], refused: Mapping[str, Collection[str]]
+                  ) -> dict[str, tuple[RenderCase, ...]]:
+    """A replay table: each release ``refused`` names (release -> the folders it is
+    refused for, empty where it replays them all) and its answers for the corpora's
+    bodies of the other folders (:func:`release_cases`)."""
+    names = (corpora,) if isinstance(corpora, str) else tuple(corpora)
+    return {release: tuple(c for corpus in names for c in release_cases(corpus, release, folders))
+            for release, folders in refused.items()}
+
+
+def each_release_case(table: Mapping[str, Iterable[RenderCase]]) -> pytest.MarkDecorator:
+    """Parametrize a replay test with ``release``, ``case``: each release's cases (as
+    :func:`release_table` gives them), named ``<release>/<id>``, in the corpora's order."""
+    import pytest
+
+    params = [pytest.param(release, case, id=f"{release}/{case.id}")
+              for release, cases in table.items() for case in cases]
+    if not params:  # a table that names nothing would pass without replaying
+        raise AssertionError("an empty replay table")
+    return pytest.mark.parametrize(("release", "case"), params)

@@ -56,6 +56,7 @@ def expected_lora(case: RenderCase) -> LoRA | None:
 
 @each_case(RENDERED)
 def test_rendered_answer_replays(case: RenderCase) -> None:
+    assert case.status is not None  # the endpoint corpora's servers all started
     prompts = parser_for(case).parse(case.endpoint, case.status, case.response,
                                      model=case.body.get("model"))
     ids = [list(p.token_ids) for p in prompts]
@@ -70,7 +71,7 @@ def test_rendered_answer_replays(case: RenderCase) -> None:
 
 @each_case(REFUSED)
 def test_refused_answer_is_the_typed_error(case: RenderCase) -> None:
-    assert case.error is not None
+    assert case.error is not None and case.status is not None
     with pytest.raises(RenderRequestError) as caught:
         parser_for(case).parse(case.endpoint, case.status, case.response,
                                model=case.body.get("model"))
@@ -88,6 +89,7 @@ def test_refused_answer_is_the_typed_error(case: RenderCase) -> None:
 
 def test_unknown_model_field_is_model() -> None:
     case = next(c for c in REFUSED if c.id == "gpt2/bad-chat-unknown_model")
+    assert case.status is not None
     with pytest.raises(RenderRequestError) as caught:
         parser_for(case).parse(case.endpoint, case.status, case.response)
     assert (caught.value.field, caught.value.status) == ("model", 404)

@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import json
 import shutil
-from functools import cache
 from pathlib import Path
 
 import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     assert_takes_rebuild,
+    each_release_case,
+    real_renderer,
+    release_table,
     render_cases,
 )
 
@@ -57,11 +59,8 @@ def _classes(prefix: str) -> dict[str, str]:
                                if prefix.startswith(c))]
 
 
-@cache
 def renderer(prefix: str, real: str) -> Renderer:
-    case = next(c for c in CASES[prefix] if c.real == real)
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),
-                                  max_model_len=2048, vllm_version=RELEASES[prefix]))
+    return real_renderer(CASES[prefix], real, RELEASES[prefix])
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -76,12 +75,10 @@ def test_each_folder_takes_its_class_rebuild(prefix: str, real: str, cls: str) -
     assert_takes_rebuild(renderer(prefix, real), cls)
 
 
-@pytest.mark.parametrize("case", [c for cases in CASES.values() for c in cases],
-                         ids=[f"{p}{c.id}" for p, cases in CASES.items() for c in cases])
-def test_vllm_rendering_of_rebuilt_bpe_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    prefix = next(p for p, cases in CASES.items() if case in cases)
-    assert_replays(renderer(prefix, case.real), case)
+@each_release_case(release_table(tuple(FOLDER_CLASSES),
+                                 dict.fromkeys(sorted(set(RELEASES.values())), ())))
+def test_vllm_rendering_of_rebuilt_bpe_folders_replays(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release)
 
 
 def _whisper_folder(tmp_path: Path, **config: object) -> Path:

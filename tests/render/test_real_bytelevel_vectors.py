@@ -10,24 +10,25 @@ render servers answered it; each replays under its release.
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
-from render_cases import RenderCase, render_cases
+from render_cases import (
+    RenderCase,
+    assert_server_replays,
+    each_release_case,
+    release_table,
+    render_cases,
+    server_renderer,
+)
 
-from prefixkey.render import Renderer, RenderRequestError, ServerOptions
+from prefixkey.render import Renderer
 
 RELEASES = {"029": "0.29.0", "031": "0.31.0"}
 CASES = {key: render_cases(f"real_bytelevel_{key}_") for key in RELEASES}
 PATHS = {"029": ("as_is", "TokenizersBackend"), "031": ("rebuilt", "LlamaTokenizer")}
 
 
-@cache
 def renderer(key: str) -> Renderer:
-    case = CASES[key][0]
-    return Renderer(ServerOptions(model=str(case.folder()), vllm_version=RELEASES[key],
-                                  served_model_name=("real-llama3_llamatok_rule",),
-                                  max_model_len=2048))
+    return server_renderer(CASES[key][0], RELEASES[key])
 
 
 def test_the_two_releases_answer_differently() -> None:
@@ -42,14 +43,6 @@ def test_each_release_takes_its_path(key: str) -> None:
     assert (decision.path, decision.tokenizer_class) == PATHS[key]
 
 
-@pytest.mark.parametrize("case", [c for cases in CASES.values() for c in cases],
-                         ids=[f"{k}/{c.id}" for k, cases in CASES.items() for c in cases])
-def test_each_releases_answers_replay(case: RenderCase) -> None:
-    key = next(k for k, cases in CASES.items() if case in cases)
-    if case.status == 200:
-        rendered = renderer(key).render(case.endpoint, case.body)
-        assert [list(x.token_ids) for x in rendered] == case.token_ids
-        return
-    with pytest.raises(RenderRequestError) as info:
-        renderer(key).render(case.endpoint, case.body)
-    assert info.value.status == case.status, (info.value, case.error)
+@each_release_case(release_table("real_bytelevel_", dict.fromkeys(RELEASES.values(), ())))
+def test_each_releases_answers_replay(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release)

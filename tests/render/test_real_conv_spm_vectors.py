@@ -17,20 +17,20 @@ without it these tests skip, under CI they fetch.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     each_case,
+    each_release_case,
     kept_case,
     real_renderer,
+    release_table,
     render_cases,
 )
 
-from prefixkey.render import Renderer, ServerOptions
+from prefixkey.render import Renderer
 from prefixkey.render._hf_rebuilds import REBUILDS
 
 CASES = render_cases("real_conv_spm_")
@@ -45,7 +45,7 @@ CLASSES = {
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -64,47 +64,34 @@ def test_each_folder_takes_its_class_conversion(real: str, cls: str) -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real), case)
+    assert_server_replays(case)
 
 
-@lru_cache(maxsize=2)
 def _release_renderer(release: str, real: str) -> Renderer:
-    folder = next(c for c in CASES if c.real == real).folder()
-    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
-                                  max_model_len=512, vllm_version=release))
+    return real_renderer(CASES, real, release)
 
 
-@pytest.mark.parametrize(("release", "case"), [
-    pytest.param(release, c, id=f"{release}-{c.id}") for release in ("0.32.0", "0.33.0")
-    for c in CASES])
+@each_release_case(release_table("real_conv_spm_", {"0.32.0": (), "0.33.0": ()}))
 def test_vllm_0_32_and_0_33_rendering_of_the_folders_replays(release: str,
                                                              case: RenderCase) -> None:
     """vLLM 0.32.0 and 0.33.0 (transformers 5.19; 0.33.0: its overlay) answered the
     corpus as kept in releases/<release>/real_conv_spm_vectors.jsonl."""
-    assert case.real is not None
-    assert_replays(_release_renderer(release, case.real),
-                   kept_case(case, release, "real_conv_spm_"))
+    assert_server_replays(case, release)
 
 
-
-@each_case(CASES)
-def test_vllm_0_30_rendering_of_the_folders_replays(case: RenderCase) -> None:
+@each_release_case(release_table("real_conv_spm_", {"0.30.0": ()}))
+def test_vllm_0_30_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
     """vLLM 0.30.0 (transformers 5.24) answered the folders as kept in
     releases/0.30.0/real_conv_spm_vectors.jsonl (FNet's through 5.24's generic build,
     the era's ``generic_spm``)."""
-    assert case.real is not None
-    assert_replays(_release_renderer("0.30.0", case.real),
-                   kept_case(case, "0.30.0", "real_conv_spm_"))
+    assert_server_replays(case, release)
 
 
-@each_case(CASES)
-def test_vllm_0_29_rendering_of_the_folders_replays(case: RenderCase) -> None:
+@each_release_case(release_table("real_conv_spm_", {"0.29.0": ()}))
+def test_vllm_0_29_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
     """vLLM 0.29.0 (transformers 5.24, as 0.30.0) answered every body as kept in
     releases/0.29.0/real_conv_spm_vectors.jsonl."""
-    assert case.real is not None
-    assert_replays(_release_renderer("0.29.0", case.real),
-                   kept_case(case, "0.29.0", "real_conv_spm_"))
+    assert_server_replays(case, release)
 
 
 def test_vllm_0_30_answers_fnet_otherwise() -> None:

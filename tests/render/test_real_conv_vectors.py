@@ -20,18 +20,19 @@ into a cache (tests/real_models.py): without it these tests skip, under CI they 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 
 import pytest
 from render_cases import (
     RENDER_DIR,
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     assert_takes_rebuild,
     each_case,
+    each_release_case,
     kept_case,
     real_renderer,
+    release_table,
     render_cases,
 )
 
@@ -81,7 +82,7 @@ CASES = (*SPM_CASES, *FILE_CASES, *MORE_CASES)
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 #: Classes whose call wants words with their boxes: vLLM answers every body with a 400.
@@ -186,42 +187,33 @@ def test_vocabulary_files_encode_as_their_tokenizer_json_does() -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real), case)
+    assert_server_replays(case)
 
 
-#: The releases of transformers 5.19, whose conversion code is 5.17's, and the corpora
-#: each answered as 0.31.0 did (0.33.0: its overlay; its vocabulary-file answers were not
-#: harvested, so those conversions are refused there).
-SAME_AS_031 = {"0.32.0": ("real_conv_", "real_conv_files_", "real_conv_more_"),
-               "0.33.0": ("real_conv_", "real_conv_more_")}
 #: The conv_more folders converted from vocabulary files (CONVERTED_RELEASES "files").
 MORE_FILES = frozenset({"conv_luke", "conv_dpr_reader", "conv_convbert"})
-_BY_CORPUS = {"real_conv_": SPM_CASES, "real_conv_files_": FILE_CASES,
-              "real_conv_more_": MORE_CASES}
 
 
-@pytest.mark.parametrize(("release", "corpus", "case"), [
-    pytest.param(release, corpus, c, id=f"{release}-{c.id}")
-    for release, corpora in SAME_AS_031.items() for corpus in corpora
-    for c in _BY_CORPUS[corpus]
-    if "real_conv_files_" in corpora or c.real not in MORE_FILES])
-def test_vllm_0_32_and_0_33_rendering_of_the_folders_replays(release: str, corpus: str,
+#: The releases of transformers 5.19, whose conversion code is 5.17's, each with the
+#: corpora it answered as 0.31.0 did (0.33.0: its overlay; its vocabulary-file answers were
+#: not harvested, so those conversions are refused there).
+@each_release_case({
+    **release_table(("real_conv_", "real_conv_files_", "real_conv_more_"), {"0.32.0": ()}),
+    **release_table(("real_conv_", "real_conv_more_"), {"0.33.0": MORE_FILES})})
+def test_vllm_0_32_and_0_33_rendering_of_the_folders_replays(release: str,
                                                              case: RenderCase) -> None:
     """vLLM 0.32.0 and 0.33.0 (transformers 5.19) answered the corpora as 0.31.0 did
     (releases/<release>/real_conv_vectors.jsonl, real_conv_files_vectors.jsonl,
     real_conv_more_vectors.jsonl)."""
-    assert case.real is not None
-    assert_replays(_release_renderer(release, case.real), kept_case(case, release, corpus))
+    assert_server_replays(case, release)
 
 
-@each_case(FILE_CASES)
-def test_vllm_0_30_rendering_of_the_vocabulary_file_folders_replays(case: RenderCase) -> None:
+@each_release_case(release_table("real_conv_files_", {"0.30.0": ()}))
+def test_vllm_0_30_rendering_of_the_vocabulary_file_folders_replays(release: str,
+                                                                   case: RenderCase) -> None:
     """vLLM 0.30.0 (transformers 5.24) answered the vocabulary-file folders
     (releases/0.30.0/real_conv_files_vectors.jsonl)."""
-    assert case.real is not None
-    assert_replays(_release_renderer("0.30.0", case.real),
-                   kept_case(case, "0.30.0", "real_conv_files_"))
+    assert_server_replays(case, release)
 
 
 #: The generic backend's folders, which transformers 5.24 (vLLM 0.29, 0.30) converts
@@ -231,16 +223,13 @@ GENERIC = frozenset({"conv_generic", "conv_generic_bpe"})
 SPM_524 = ("0.29.0", "0.30.0")
 
 
-@pytest.mark.parametrize(("release", "case"), [
-    pytest.param(release, c, id=f"{release}-{c.id}") for release in SPM_524 for c in SPM_CASES])
+@each_release_case(release_table("real_conv_", dict.fromkeys(SPM_524, ())))
 def test_vllm_0_29_and_0_30_rendering_of_the_spm_folders_replays(release: str,
                                                                   case: RenderCase) -> None:
     """vLLM 0.29.0 and 0.30.0 (transformers 5.24) answered the rebuilding classes'
     SentencePiece folders as 0.31.0 did, and the generic backend's by 5.24's build
     (releases/0.30.0/real_conv_vectors.jsonl, 0.29.0's)."""
-    assert case.real is not None
-    assert_replays(_release_renderer(release, case.real),
-                   kept_case(case, release, "real_conv_"))
+    assert_server_replays(case, release)
 
 
 @pytest.mark.parametrize("release", SPM_524)
@@ -261,13 +250,11 @@ def test_transformers_5_24_converts_the_generic_folders_otherwise(release: str) 
 NOT_030 = frozenset({"conv_luke", "conv_mluke"})
 
 
-@each_case([c for c in MORE_CASES if c.real not in NOT_030])
-def test_vllm_0_30_rendering_of_the_more_folders_replays(case: RenderCase) -> None:
+@each_release_case(release_table("real_conv_more_", {"0.30.0": NOT_030}))
+def test_vllm_0_30_rendering_of_the_more_folders_replays(release: str, case: RenderCase) -> None:
     """vLLM 0.30.0 (transformers 5.24) answered the other conv_more folders as 0.31.0 did
     (releases/0.30.0/real_conv_more_vectors.jsonl)."""
-    assert case.real is not None
-    assert_replays(_release_renderer("0.30.0", case.real),
-                   kept_case(case, "0.30.0", "real_conv_more_"))
+    assert_server_replays(case, release)
 
 
 @pytest.mark.parametrize("real", sorted(NOT_030))
@@ -276,11 +263,8 @@ def test_vllm_0_30_is_refused_for_the_folders_it_was_not_replayed_for(real: str)
         _release_renderer("0.30.0", real)
 
 
-@lru_cache(maxsize=2)
 def _release_renderer(release: str, real: str) -> Renderer:
-    folder = next(c for c in CASES if c.real == real).folder()
-    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
-                                  max_model_len=512, vllm_version=release))
+    return real_renderer(CASES, real, release)
 
 
 #: The corpora each source's conversions were replayed on (render/_hf_converted.py
@@ -316,13 +300,11 @@ NOT_029 = frozenset({"conv_mbart", "conv_mbart50", "conv_udop", "conv_luke", "co
                      "conv_dpr_reader", "conv_convbert"})
 
 
-@each_case([c for c in MORE_CASES if c.real not in NOT_029])
-def test_vllm_0_29_rendering_of_the_more_folders_replays(case: RenderCase) -> None:
+@each_release_case(release_table("real_conv_more_", {"0.29.0": NOT_029}))
+def test_vllm_0_29_rendering_of_the_more_folders_replays(release: str, case: RenderCase) -> None:
     """vLLM 0.29.0 (transformers 5.24) answered the other conv_more folders
     (releases/0.29.0/real_conv_more_vectors.jsonl)."""
-    assert case.real is not None
-    assert_replays(_release_renderer("0.29.0", case.real),
-                   kept_case(case, "0.29.0", "real_conv_more_"))
+    assert_server_replays(case, release)
 
 
 @pytest.mark.parametrize("real", sorted(NOT_029))

@@ -15,20 +15,20 @@ every 200 must give the same ids, every vLLM error an error with the same status
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     each_case,
+    each_release_case,
     kept_case,
     real_renderer,
+    release_table,
     render_cases,
 )
 
-from prefixkey.render import Renderer, ServerOptions
+from prefixkey.render import Renderer
 from prefixkey.render._hf_python import PYTHON_CODECS
 
 CASES = render_cases("real_convgap_")
@@ -45,7 +45,7 @@ KEPT = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -62,8 +62,7 @@ def test_each_folder_takes_its_class(real: str, path: tuple[str, str]) -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real), case)
+    assert_server_replays(case)
 
 
 def test_the_listed_tokens_change_the_ids() -> None:
@@ -75,22 +74,11 @@ def test_the_listed_tokens_change_the_ids() -> None:
     assert ids("convgap_pegasus_extras") != ids("convgap_pegasus_empty_extras")
 
 
-@lru_cache(maxsize=2)
-def _release_renderer(release: str, real: str) -> Renderer:
-    folder = next(c for c in CASES if c.real == real).folder()
-    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
-                                  max_model_len=512, vllm_version=release))
-
-
-@pytest.mark.parametrize(("release", "case"), [
-    pytest.param(release, case, id=f"{release}/{case.id}") for release in KEPT for case in CASES
-])
+@each_release_case(release_table("real_convgap_", dict.fromkeys(KEPT, ())))
 def test_other_releases_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
     """vLLM 0.29.0, 0.30.0 (transformers 5.24), 0.32.0 and 0.33.0 (5.19) answered as kept
     in releases/<release>/real_convgap_vectors.jsonl: the empty extra list replaced there."""
-    assert case.real is not None
-    assert_replays(_release_renderer(release, case.real),
-                   kept_case(case, release, "real_convgap_"))
+    assert_server_replays(case, release)
 
 
 def test_sentencepiece_backend_is_verified_where_its_answers_were_kept() -> None:

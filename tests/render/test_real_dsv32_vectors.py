@@ -16,13 +16,19 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 
 import pytest
-from render_cases import RenderCase, each_case, kept_case, render_cases
+from render_cases import (
+    RenderCase,
+    assert_server_replays,
+    each_case,
+    each_release_case,
+    release_table,
+    render_cases,
+    server_renderer,
+)
 
-from prefixkey.errors import PrefixKeyError
 from prefixkey.render import (
     Renderer,
     RenderRequestError,
@@ -42,43 +48,9 @@ KEPT = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 UNSUPPORTED = {"deepseek_v32/image-part": "messages[0].content[0]"}
 
 
-def options(case: RenderCase, release: str) -> ServerOptions:
-    server = case.server
-    return ServerOptions(
-        model=str(case.folder()), served_model_name=tuple(case.served_names),
-        max_model_len=server.get("--max-model-len"),
-        exclude_tools_when_tool_choice_none=server.get(
-            "--exclude-tools-when-tool-choice-none", False),
-        default_chat_template_kwargs=server.get("--default-chat-template-kwargs", {}),
-        vllm_version=release)
-
-
-@cache
-def renderer(server: str, release: str) -> Renderer:
-    case = next(c for c in CASES if json.dumps(c.server, sort_keys=True) == server)
-    return Renderer(options(case, release))
-
-
-def _replays(case: RenderCase, release: str) -> None:
-    r = renderer(json.dumps(case.server, sort_keys=True), release)
-    if case.status == 200:
-        rendered = r.render(case.endpoint, case.body)
-        ids = [list(x.token_ids) for x in rendered]
-        assert ids == (case.token_ids if case.endpoint == "/v1/completions"
-                       else [case.token_ids])
-        return
-    with pytest.raises(PrefixKeyError) as info:
-        r.render(case.endpoint, case.body)
-    if case.id in UNSUPPORTED:
-        assert isinstance(info.value, RenderUnsupportedError), info.value
-        assert info.value.field == UNSUPPORTED[case.id]
-        return
-    assert not isinstance(info.value, RenderUnsupportedError), info.value
-    assert isinstance(info.value, RenderRequestError), info.value
-    assert info.value.status == case.status, (info.value, case.error)
-    assert case.error is not None
-    if info.value.field == "messages" and case.endpoint == "/v1/chat/completions":
-        assert info.value.reason == case.error["message"]
+def _same_reason(case: RenderCase, error: RenderRequestError) -> bool:
+    """The encoder's own refusals of the messages carry vLLM's message."""
+    return error.field == "messages" and case.endpoint == "/v1/chat/completions"
 
 
 def test_the_corpus_is_whole() -> None:
@@ -90,19 +62,17 @@ def test_the_corpus_is_whole() -> None:
 
 @each_case(CASES)
 def test_vllm_dsv32_rendering_replays(case: RenderCase) -> None:
-    _replays(case, "0.31.0")
+    assert_server_replays(case, unsupported=UNSUPPORTED, same_reason=_same_reason)
 
 
-@pytest.mark.parametrize("release", KEPT)
-def test_each_release_replays(release: str) -> None:
-    for case in CASES:
-        _replays(kept_case(case, release, CORPUS), release)
+@each_release_case(release_table(CORPUS, dict.fromkeys(KEPT, ())))
+def test_each_release_replays(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release, unsupported=UNSUPPORTED, same_reason=_same_reason)
 
 
 def test_the_folder_takes_the_mode_and_tokenizer_json_as_is() -> None:
     """The hub class (LlamaTokenizerFast) is not consulted: TokenizersBackend as is."""
-    decision = renderer(json.dumps(CASES[0].server, sort_keys=True), "0.31.0") \
-        .folder.tokenizer_decision
+    decision = server_renderer(CASES[0]).folder.tokenizer_decision
     assert (decision.path, decision.tokenizer_class, decision.mode) == (
         "as_is", "TokenizersBackend", "deepseek_v32")
 
@@ -125,7 +95,7 @@ def test_the_format_on_its_own(messages: list[dict[str, str]], thinking: str,
 
 
 def _default_renderer() -> Renderer:
-    return renderer(json.dumps(CASES[0].server, sort_keys=True), "0.31.0")
+    return server_renderer(CASES[0])
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [

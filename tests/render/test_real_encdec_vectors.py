@@ -21,11 +21,16 @@ MBartForConditionalGeneration: "not supported in-tree anymore").
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
-from render_cases import RenderCase, assert_replays, render_cases
+from render_cases import (
+    RenderCase,
+    assert_server_replays,
+    each_release_case,
+    release_table,
+    render_cases,
+)
 
 from prefixkey.render import Renderer, RenderRequestError, ServerOptions
 
@@ -63,19 +68,9 @@ def test_no_decoder_start_token_is_vllms_500() -> None:
                 status, message), case.id
 
 
-@lru_cache(maxsize=1)  # an XLM-RoBERTa-size Unigram tokenizer holds about 260 MB
-def renderer(prefix: str, real: str) -> Renderer:
-    folder = next(c.folder() for c in ALL_CASES[prefix] if c.real == real)
-    return Renderer(ServerOptions(model=str(folder), served_model_name=(f"real-{real}",),
-                                  max_model_len=512, vllm_version=RELEASES[prefix]))
-
-
-@pytest.mark.parametrize(("prefix", "case"), [(p, c) for p, cases in ALL_CASES.items()
-                                               for c in cases],
-                         ids=[f"{p}{c.id}" for p, cases in ALL_CASES.items() for c in cases])
-def test_vllm_rendering_of_the_folder_replays(prefix: str, case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(prefix, case.real), case)
+@each_release_case(release_table("real_encdec_", dict.fromkeys(RELEASES.values(), ())))
+def test_vllm_rendering_of_the_folder_replays(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release)
 
 
 def test_a_config_without_the_flag_takes_its_model_types_default(tmp_path: Path) -> None:

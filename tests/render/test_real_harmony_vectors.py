@@ -18,14 +18,13 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from render_cases import RenderCase, each_case, render_cases
+from render_cases import RenderCase, each_case, render_cases, server_options
 
 from prefixkey.errors import PrefixKeyError
 from prefixkey.render import (
     Renderer,
     RenderRequestError,
     RenderUnsupportedError,
-    ServerOptions,
 )
 
 pytest.importorskip("openai_harmony", reason="needs the harmony extra (oss-harmony)")
@@ -37,25 +36,10 @@ META = json.loads((HERE / "real_harmony_vectors.meta.json").read_text("utf-8"))
 HARVEST_DATE = datetime.strptime(META["local_date"], "%Y-%m-%d")
 
 
-def options(case: RenderCase) -> ServerOptions:
-    """The ServerOptions of the server that answered (flags and ``env:`` variables)."""
-    server = case.server
-    return ServerOptions(
-        model=str(case.folder()),
-        served_model_name=tuple(case.served_names),
-        max_model_len=server.get("--max-model-len"),
-        exclude_tools_when_tool_choice_none=server.get(
-            "--exclude-tools-when-tool-choice-none", False),
-        gpt_oss_harmony_system_instructions=bool(int(server.get(
-            "env:VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS", "0"))),
-        system_start_date=server.get("env:VLLM_SYSTEM_START_DATE"),
-    )
-
-
 @cache
 def renderer(server: str) -> Renderer:
     case = next(c for c in CASES if json.dumps(c.server, sort_keys=True) == server)
-    return Renderer(options(case), clock=lambda: HARVEST_DATE)
+    return Renderer(server_options(case), clock=lambda: HARVEST_DATE)
 
 
 def test_the_corpus_is_whole() -> None:
@@ -90,7 +74,7 @@ def _case(ident: str) -> RenderCase:
 def test_the_date_is_the_clocks_unless_pinned() -> None:
     """Unpinned, the date is the clock's local date per request (it moves with it)."""
     case = _case("user")
-    folder_options = options(case)
+    folder_options = server_options(case)
     today = Renderer(folder_options, clock=lambda: HARVEST_DATE)
     later = Renderer(folder_options, clock=lambda: datetime(2031, 5, 6, 23, 59))
     ids = list(today.render_chat(case.body).token_ids)
@@ -103,5 +87,5 @@ def test_the_date_is_the_clocks_unless_pinned() -> None:
     assert f"Current date: {META['local_date']}\n" in encoding.decode(ids)
     assert "Current date: 2031-05-06\n" in encoding.decode(moved)
     pinned_case = _case("pinned/user")
-    pinned = Renderer(options(pinned_case), clock=lambda: datetime(2031, 5, 6))
+    pinned = Renderer(server_options(pinned_case), clock=lambda: datetime(2031, 5, 6))
     assert list(pinned.render_chat(pinned_case.body).token_ids) == pinned_case.token_ids

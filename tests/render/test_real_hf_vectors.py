@@ -13,32 +13,15 @@ fetch.
 
 from __future__ import annotations
 
-import json
-from functools import cache
-
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     each_case,
     render_cases,
 )
 
-from prefixkey.render import Renderer, ServerOptions
-
 CASES = render_cases("real_hf_")
-FLAGS = {
-    "--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
-    "--enable-auto-tool-choice": "enable_auto_tool_choice",
-    "--tool-call-parser": "tool_call_parser",
-}
-
-
-@cache
-def renderer(real: str, server: str) -> Renderer:
-    case = next(c for c in CASES if c.real == real)
-    fields = {FLAGS[k]: v for k, v in json.loads(server).items()}
-    return Renderer(ServerOptions(model=str(case.folder()), **fields))
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -48,6 +31,4 @@ def test_the_corpus_covers_every_folder_and_both_answers() -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_of_real_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    r = renderer(case.real, json.dumps(case.server, sort_keys=True))
-    assert_replays(r, case)
+    assert_server_replays(case)

@@ -17,20 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cache
 
-from render_cases import RenderCase, assert_replays, each_case, render_cases
-
-from prefixkey.render import Renderer, ServerOptions
+from render_cases import RenderCase, assert_server_replays, each_case, render_cases
 
 CASES = render_cases("real_l31_")
 FOLDER = "llama3_1_meta"
-FLAGS = {
-    "--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
-    "--enable-auto-tool-choice": "enable_auto_tool_choice",
-    "--tool-call-parser": "tool_call_parser",
-    "--default-chat-template-kwargs": "default_chat_template_kwargs",
-}
 #: sha256 of llama.cpp's copy of Meta's template (llama-cpp-python 0.3.36 sdist,
 #: vendor/llama.cpp/models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja; its
 #: Llama-3.3-70B-Instruct copy is the same bytes).
@@ -41,13 +32,6 @@ LLAMA31_NAMES = {128004: "<|finetune_right_pad_id|>", 128005: "<|reserved_specia
                  128008: "<|eom_id|>", 128010: "<|python_tag|>",
                  128011: "<|reserved_special_token_3|>",
                  128255: "<|reserved_special_token_247|>"}
-
-
-@cache
-def renderer(server: str) -> Renderer:
-    case = next(c for c in CASES if json.dumps(c.server, sort_keys=True) == server)
-    fields = {FLAGS[k]: v for k, v in json.loads(server).items()}
-    return Renderer(ServerOptions(model=str(case.folder()), **fields))
 
 
 def test_the_folder_holds_metas_template_and_llama31_token_names() -> None:
@@ -78,4 +62,4 @@ def test_the_corpus_covers_the_templates_branches_and_both_answers() -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_with_metas_llama31_template_replays(case: RenderCase) -> None:
-    assert_replays(renderer(json.dumps(case.server, sort_keys=True)), case)
+    assert_server_replays(case)

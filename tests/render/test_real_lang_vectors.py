@@ -21,7 +21,6 @@ fetch.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +28,11 @@ import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     class_rebuild_test,
+    each_release_case,
+    real_renderer,
+    release_table,
     render_cases,
 )
 from tokenizers import Tokenizer, models
@@ -52,12 +54,8 @@ PLACES = {"mbart_cc25": "suffix", "mbart50_rule": "prefix", "nllb_rule": "prefix
           "nllb_legacy_rule": "suffix", "seamless_m4t_rule": "prefix"}
 
 
-# Bounded: an XLM-RoBERTa-size Unigram tokenizer holds about 260 MB.
-@lru_cache(maxsize=2)
-def renderer(real: str, prefix: str = "real_lang_") -> Renderer:
-    case = next(c for c in ALL_CASES[prefix] if c.real == real)
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=(f"real-{real}",),
-                                  max_model_len=512, vllm_version=RELEASES[prefix]))
+def renderer(real: str) -> Renderer:
+    return real_renderer(CASES, real)
 
 
 def _ids() -> dict[str, list[int]]:
@@ -162,9 +160,6 @@ def test_seamless_m4t_with_a_null_src_lang_is_refused(tmp_path: Path) -> None:
         _render(folder)
 
 
-@pytest.mark.parametrize(("prefix", "case"), [(p, c) for p, cases in ALL_CASES.items()
-                                               for c in cases],
-                         ids=[f"{p}{c.id}" for p, cases in ALL_CASES.items() for c in cases])
-def test_vllm_rendering_of_the_folders_replays(prefix: str, case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real, prefix), case)
+@each_release_case(release_table("real_lang_", dict.fromkeys(RELEASES.values(), ())))
+def test_vllm_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release)

@@ -25,17 +25,18 @@ ids, every vLLM error an error with the same status. The files are fetched into 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 
 import pytest
 import real_models
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     class_rebuild_test,
     each_case,
+    each_release_case,
     real_renderer,
+    release_table,
     render_cases,
 )
 
@@ -57,7 +58,7 @@ REFUSING = frozenset({"udop_rule", "layoutlmv2_rule", "layoutlmv3_rule", "layout
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -131,14 +132,7 @@ def test_markuplm_without_tags_dict_is_a_folder_error(tmp_path: pytest.TempPathF
 
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real), case)
-
-
-@lru_cache(maxsize=1)
-def _release_renderer(folder: str, real: str, release: str) -> Renderer:
-    return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{real}",),
-                                  max_model_len=512, vllm_version=release))
+    assert_server_replays(case)
 
 
 @pytest.mark.parametrize("release", sorted(RELEASE_CASES))
@@ -146,9 +140,6 @@ def test_the_other_releases_answered_the_same_bodies(release: str) -> None:
     assert [c.id for c in RELEASE_CASES[release]] == [c.id for c in CASES]
 
 
-@pytest.mark.parametrize(("release", "case"), [
-    (r, c) for r, cases in sorted(RELEASE_CASES.items()) for c in cases],
-    ids=[f"{r}-{c.id}" for r, cases in sorted(RELEASE_CASES.items()) for c in cases])
+@each_release_case(release_table("real_layout_", dict.fromkeys(sorted(RELEASE_CASES), ())))
 def test_other_releases_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(_release_renderer(str(case.folder()), case.real, release), case)
+    assert_server_replays(case, release)

@@ -23,17 +23,18 @@ fetch.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 
 import pytest
 import real_models
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     class_rebuild_test,
     each_case,
+    each_release_case,
     real_renderer,
+    release_table,
     render_cases,
 )
 
@@ -61,7 +62,7 @@ REFUSING = frozenset({"luke_task_rule"})
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -118,14 +119,7 @@ def test_an_unknown_task_is_a_folder_error(tmp_path: pytest.TempPathFactory) -> 
 
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real), case)
-
-
-@lru_cache(maxsize=1)
-def _release_renderer(folder: str, real: str, release: str) -> Renderer:
-    return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{real}",),
-                                  max_model_len=512, vllm_version=release))
+    assert_server_replays(case)
 
 
 @pytest.mark.parametrize("release", sorted(RELEASE_CASES))
@@ -143,14 +137,10 @@ def test_transformers_5_24_builds_the_luke_classes_otherwise(release: str) -> No
         if real != "luke_task_rule":  # every text refused at every release
             assert any((c.status, c.token_ids) != base[c.id] for c in cases), real
         with pytest.raises(RenderUnsupportedError, match=r"transformers 5\.24\.0"):
-            _release_renderer(str(cases[0].folder()), real, release)
+            real_renderer(cases, real, release)
 
 
-@pytest.mark.parametrize(("release", "case"), [
-    (r, c) for r, cases in sorted(RELEASE_CASES.items()) for c in cases
-    if c.real not in REFUSED_AT.get(r, ())],
-    ids=[f"{r}-{c.id}" for r, cases in sorted(RELEASE_CASES.items()) for c in cases
-         if c.real not in REFUSED_AT.get(r, ())])
+@each_release_case(release_table("real_luke_", {r: REFUSED_AT.get(r, ())
+                                                 for r in sorted(RELEASE_CASES)}))
 def test_other_releases_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(_release_renderer(str(case.folder()), case.real, release), case)
+    assert_server_replays(case, release)

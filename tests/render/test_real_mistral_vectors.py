@@ -12,42 +12,18 @@ mistral_common (the ``mistral`` extra, in ``test``).
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from typing import Any
-
 import pytest
-from render_cases import RENDER_DIR, RenderCase, each_case, render_cases
+from render_cases import RenderCase, each_case, render_cases, server_renderer
 
 from prefixkey.render import (
     COMPLETIONS_ENDPOINT,
-    Renderer,
     RenderRequestError,
     RenderUnsupportedError,
-    ServerOptions,
 )
 
 pytest.importorskip("mistral_common")
 
 CASES = render_cases("real_mistral_")
-FLAGS = {"--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
-         "--tokenizer-mode": "tokenizer_mode", "--chat-template": "chat_template",
-         "--default-chat-template-kwargs": "default_chat_template_kwargs",
-         "--exclude-tools-when-tool-choice-none": "exclude_tools_when_tool_choice_none"}
-
-
-@cache
-def _renderer(folder: str, server: str) -> Renderer:
-    fields: dict[str, Any] = {FLAGS[flag]: value for flag, value in json.loads(server).items()}
-    if "chat_template" in fields:  # a file under tests/render, as the harvester passed it
-        fields["chat_template"] = str(RENDER_DIR / fields["chat_template"])
-    return Renderer(ServerOptions(model=folder, **fields))
-
-
-def renderer(case: RenderCase) -> Renderer:
-    return _renderer(str(case.folder()), json.dumps(case.server, sort_keys=True))
-
-
 def test_the_corpus_covers_both_tokenizers_every_version_and_vllm_refusals() -> None:
     # Tekken v3 (NeMo); SentencePiece v3 (7B v0.3) and the wheel's v1, v2 and v7 files.
     folders = {"mistral7b_v03", "mistral_nemo", "mistral_spm_v1", "mistral_spm_v2",
@@ -62,7 +38,7 @@ def test_the_corpus_covers_both_tokenizers_every_version_and_vllm_refusals() -> 
 
 @each_case(CASES)
 def test_vllm_mistral_rendering_replays(case: RenderCase) -> None:
-    r = renderer(case)
+    r = server_renderer(case)
     if case.status == 200:
         rendered = r.render(case.endpoint, case.body)
         ids = [list(x.token_ids) for x in rendered]

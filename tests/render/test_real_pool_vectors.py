@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 from render_cases import (
-    RENDER_DIR,
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     each_case,
     render_cases,
 )
@@ -38,20 +36,6 @@ CASES = render_cases("real_pool_")
 #: Each folder and the runner vLLM 0.31.0 picks for it (the side its answers truncate on).
 FOLDER_RUNNERS = {"bert_bge": "pooling", "xlm_roberta_model": "pooling",
                   "chatglm_model_rule": "generate"}
-
-
-# Bounded: the XLM-RoBERTa Unigram tokenizer holds about 260 MB.
-@lru_cache(maxsize=2)
-def _renderer(folder: str, server: str) -> Renderer:
-    flags = json.loads(server)
-    return Renderer(ServerOptions(
-        model=folder, served_model_name=(flags["--served-model-name"],),
-        max_model_len=flags["--max-model-len"],
-        chat_template=str(RENDER_DIR / flags["--chat-template"])))
-
-
-def renderer(case: RenderCase) -> Renderer:
-    return _renderer(str(case.folder()), json.dumps(case.server, sort_keys=True))
 
 
 def _ids(real: str) -> dict[str, list[int]]:
@@ -92,8 +76,7 @@ def test_the_tokenizer_truncates_on_the_runners_side(real: str, runner: str) -> 
 
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case), case)
+    assert_server_replays(case)
 
 
 @pytest.mark.parametrize(("architectures", "runner"), [

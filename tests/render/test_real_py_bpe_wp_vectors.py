@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +41,12 @@ from render_cases import (
     RENDER_DIR,
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
-    kept_case,
+    assert_server_replays,
+    each_case,
+    each_release_case,
     kept_vectors,
     real_renderer,
+    release_table,
     render_cases,
 )
 
@@ -67,7 +68,7 @@ FOLDER_CLASSES = {f: c for _, classes in CORPORA.values() for f, c in classes.it
 
 
 def _renderer(corpus: str, real: str) -> Renderer:
-    return real_renderer(render_cases(corpus), real, 512)
+    return real_renderer(render_cases(corpus), real)
 
 
 @pytest.mark.parametrize("corpus", sorted(CORPORA))
@@ -93,23 +94,14 @@ def test_each_folder_takes_its_python_codec(corpus: str, folder: str) -> None:
     assert decision.recipe == PYTHON_CODECS[cls].name
 
 
-@pytest.mark.parametrize(("corpus", "case"), CASES, ids=[c.id for _, c in CASES])
-def test_vllm_rendering_of_vocabulary_file_folders_replays(corpus: str,
-                                                           case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(_renderer(corpus, case.real), case)
+@each_case([c for _, c in CASES])
+def test_vllm_rendering_of_vocabulary_file_folders_replays(case: RenderCase) -> None:
+    assert_server_replays(case)
 
 
 RELEASES = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 #: (release, folder) whose server did not start.
 NOT_STARTED = {("0.29.0", "blenderbot_small_rule")}
-
-
-@lru_cache(maxsize=1)
-def _release_renderer(release: str, corpus: str, folder: str) -> Renderer:
-    case = next(c for c in render_cases(corpus) if c.real == folder)
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=case.served_names,
-                                  max_model_len=512, vllm_version=release))
 
 
 @pytest.mark.parametrize("corpus", sorted(CORPORA))
@@ -126,32 +118,23 @@ def test_each_class_opens_the_releases_that_answered_it(corpus: str, folder: str
     any other verified release refuses it, naming the release (or its start-up)."""
     answered = {"0.31.0", *(r for r in RELEASES if (r, folder) not in NOT_STARTED)}
     assert PYTHON_CODECS[FOLDER_CLASSES[folder]].releases == frozenset(answered)
-    case = next(c for c in render_cases(corpus) if c.real == folder)
     for release in sorted(set(VERIFIED_RELEASES) - answered):
         match = ("does not start" if (release, folder) in NOT_STARTED
                  else f"not vLLM {release}'s")
         with pytest.raises(RenderUnsupportedError, match=match):
-            Renderer(ServerOptions(model=str(case.folder()),
-                                   served_model_name=case.served_names, max_model_len=512,
-                                   vllm_version=release))
+            real_renderer(render_cases(corpus), folder, release)
 
 
 @pytest.mark.parametrize(("release", "folder"), sorted(NOT_STARTED))
 def test_a_folder_the_release_does_not_start_for_is_refused(release: str, folder: str) -> None:
-    case = next(c for _, c in CASES if c.real == folder)
     with pytest.raises(RenderUnsupportedError, match=f"vLLM {release} does not start"):
-        Renderer(ServerOptions(model=str(case.folder()), served_model_name=case.served_names,
-                               max_model_len=512, vllm_version=release))
+        real_renderer((c for _, c in CASES), folder, release)
 
 
-@pytest.mark.parametrize(("release", "corpus", "case"), [
-    pytest.param(r, corpus, c, id=f"{r}/{c.id}") for r in RELEASES for corpus, c in CASES
-    if (r, c.real) not in NOT_STARTED])
-def test_a_release_renders_the_vocabulary_file_corpora(release: str, corpus: str,
-                                                       case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(_release_renderer(release, corpus, case.real),
-                   kept_case(case, release, corpus))
+@each_release_case(release_table(tuple(CORPORA), {
+    release: {folder for r, folder in NOT_STARTED if r == release} for release in RELEASES}))
+def test_a_release_renders_the_vocabulary_file_corpora(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release)
 
 
 def _edited_folder(tmp_path: Path, corpus: str, folder: str, **config: Any) -> Path:

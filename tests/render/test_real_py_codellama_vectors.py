@@ -15,12 +15,10 @@ tests skip, under CI they fetch.
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
-from render_cases import RenderCase, assert_replays, render_cases
+from render_cases import RenderCase, assert_replays, render_cases, server_renderer
 
-from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import Renderer, RenderUnsupportedError
 
 CASES = render_cases("real_py_codellama_")
 INFILLING = ("fill", "fill-start", "chat-fill")  # one <FILL_ME>, a non-empty suffix
@@ -33,10 +31,8 @@ def _infilling(case: RenderCase) -> bool:
     return name.removesuffix("-no-specials") in INFILLING
 
 
-@cache
 def renderer() -> Renderer:
-    return Renderer(ServerOptions(model=str(CASES[0].folder()),
-                                  served_model_name=("real-code_llama",)))
+    return server_renderer(CASES[0])
 
 
 def test_the_folder_takes_codellamas_rebuild() -> None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +40,12 @@ from render_cases import (
     NAMED_PY_FOLDERS,
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     each_case,
-    kept_case,
+    each_release_case,
     kept_vectors,
     real_renderer,
+    release_table,
     render_cases,
 )
 
@@ -59,7 +59,7 @@ CASES = tuple(c for c in render_cases(CORPUS) if c.real != PHONEMIZE)
 
 
 def _renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -76,8 +76,7 @@ def test_each_folder_takes_its_python_codec(folder: str, cls: str) -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_of_tokenizer_class_named_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(_renderer(case.real), case)
+    assert_server_replays(case)
 
 
 def test_vits_default_phonemizer_is_refused_where_vllm_answers_every_body_with_an_error(
@@ -104,18 +103,10 @@ def test_the_releases_answered_every_body_and_are_the_classes_releases() -> None
         assert PYTHON_CODECS[cls].releases == frozenset({"0.31.0", *RELEASES})
 
 
-@lru_cache(maxsize=1)
-def _release_renderer(release: str, folder: str) -> Renderer:
-    case = next(c for c in CASES if c.real == folder)
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=case.served_names,
-                                  max_model_len=512, vllm_version=release))
-
-
-@pytest.mark.parametrize(("release", "case"), [
-    pytest.param(r, c, id=f"{r}/{c.id}") for r in RELEASES for c in CASES])
+# The phonemizing folder is refused at every release (above).
+@each_release_case(release_table(CORPUS, dict.fromkeys(RELEASES, frozenset({PHONEMIZE}))))
 def test_a_release_renders_the_corpus(release: str, case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(_release_renderer(release, case.real), kept_case(case, release, CORPUS))
+    assert_server_replays(case, release)
 
 
 def _edited_folder(tmp_path: Path, folder: str, **config: Any) -> Path:

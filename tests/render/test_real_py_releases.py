@@ -10,20 +10,19 @@ infilling texts themselves are left to test_real_py_codellama_vectors.py.
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any
-
 import pytest
 from render_cases import (
     RENDER_DIR,
     RenderCase,
-    assert_replays,
-    kept_case,
+    assert_server_replays,
+    each_release_case,
     kept_vectors,
+    release_cases,
     render_cases,
+    server_renderer,
 )
 
-from prefixkey.render import VERIFIED_RELEASES, Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import VERIFIED_RELEASES, RenderUnsupportedError
 from prefixkey.render._hf_python import PYTHON_CODECS
 
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_")
@@ -32,6 +31,7 @@ ANSWERED = {"real_py_": ("0.29.0", "0.30.0", "0.32.0", "0.33.0"),
             "real_py_ctc_": ("0.30.0", "0.32.0", "0.33.0"),
             "real_py_vocab_": ("0.29.0", "0.30.0", "0.32.0", "0.33.0"),
             "real_py_codellama_": ("0.29.0", "0.30.0", "0.32.0", "0.33.0")}
+RELEASES = sorted({release for answered in ANSWERED.values() for release in answered})
 #: (release, corpus) whose server did not start: vLLM 0.29.0's registry answers
 #: "Model architectures ['Wav2Vec2ForCTC'] are not supported for now" (its harvest).
 NOT_STARTED = {("0.29.0", "real_py_ctc_")}
@@ -40,18 +40,10 @@ INFILLING = {"code_llama/completion-fill", "code_llama/completion-fill-no-specia
              "code_llama/completion-fill-start-no-specials", "code_llama/chat-fill"}
 
 
-def _params() -> list[Any]:
-    return [pytest.param(release, corpus, case, id=f"{release}/{case.id}")
-            for corpus in CORPORA for release in ANSWERED[corpus]
-            for case in render_cases(corpus)
+def _replayed(release: str) -> list[RenderCase]:
+    return [case for corpus in CORPORA if release in ANSWERED[corpus]
+            for case in release_cases(corpus, release)
             if not case.id.startswith("code_llama/after-fill/") and case.id not in INFILLING]
-
-
-@cache
-def _renderer(release: str, folder: str, served: tuple[str, ...], length: int | None
-              ) -> Renderer:
-    return Renderer(ServerOptions(model=folder, served_model_name=served,
-                                  max_model_len=length, vllm_version=release))
 
 
 @pytest.mark.parametrize("corpus", CORPORA)
@@ -68,17 +60,12 @@ def test_a_folder_the_release_does_not_start_for_is_refused(release: str,
                                                             corpus: str) -> None:
     for case in render_cases(corpus):
         with pytest.raises(RenderUnsupportedError, match=f"vLLM {release} does not start"):
-            _renderer(release, str(case.folder()), case.served_names,
-                      case.server.get("--max-model-len"))
+            server_renderer(case, release)
 
 
-@pytest.mark.parametrize(("release", "corpus", "case"), _params())
-def test_a_release_renders_the_python_corpora(release: str, corpus: str,
-                                              case: RenderCase) -> None:
-    r = _renderer(release, str(case.folder()), case.served_names,
-                  case.server.get("--max-model-len"))
-    assert_replays(r, kept_case(case, release, corpus))
-
+@each_release_case({release: _replayed(release) for release in RELEASES})
+def test_a_release_renders_the_python_corpora(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release)
 
 
 @pytest.mark.parametrize("corpus", [c for c in CORPORA if c != "real_py_codellama_"])
@@ -88,13 +75,11 @@ def test_each_class_opens_the_releases_that_answered_its_corpus(corpus: str) -> 
     corpus is a rebuild's, not a Python class's)."""
     answered = {"0.31.0", *ANSWERED[corpus]}
     for case in {c.folder(): c for c in render_cases(corpus)}.values():
-        r = _renderer("0.31.0", str(case.folder()), case.served_names,
-                      case.server.get("--max-model-len"))
+        r = server_renderer(case, "0.31.0")
         cls = r.folder.tokenizer_decision.tokenizer_class
         assert cls is not None and PYTHON_CODECS[cls].releases == frozenset(answered), cls
         for release in sorted(set(VERIFIED_RELEASES) - answered):
             if (release, corpus) in NOT_STARTED:
                 continue
             with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
-                _renderer(release, str(case.folder()), case.served_names,
-                          case.server.get("--max-model-len"))
+                server_renderer(case, release)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -27,11 +26,12 @@ from render_cases import (
     NAMED_PY_FOLDERS,
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     each_case,
-    kept_case,
+    each_release_case,
     kept_vectors,
     real_renderer,
+    release_table,
     render_cases,
 )
 
@@ -51,8 +51,7 @@ ENCODER_DECODER = {"marian_py", "m2m_100_py", "m2m_100_langs_py", "plbart_py",
 
 
 def renderer(real: str) -> Renderer:
-    case = next(c for c in CASES if c.real == real)
-    return real_renderer(CASES, real, case.server.get("--max-model-len"))
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -109,7 +108,7 @@ def test_an_encoder_decoder_completion_is_refused_where_vllm_won_t_start(tmp_pat
 #: (``siglip_py/completion-truncate*``) are cut on the right, special tokens counted in.
 @each_case(CASES)
 def test_vllm_rendering_of_sentencepiece_python_folders_replays(case: RenderCase) -> None:
-    assert_replays(renderer(case.real or ""), case)
+    assert_server_replays(case)
 
 
 #: Releases whose answers for the corpus were harvested and are kept compactly
@@ -126,12 +125,8 @@ WIDER_SPACES = {"gpt_sw3_py/chat-system-user", "gpt_sw3_py/chat-text-specials-sp
                 "gpt_sw3_py/completion-specials-spaced-no-specials"}
 
 
-@lru_cache(maxsize=2)
 def _release_renderer(release: str, real: str) -> Renderer:
-    case = next(c for c in CASES if c.real == real)
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=case.served_names,
-                                  max_model_len=case.server.get("--max-model-len"),
-                                  vllm_version=release))
+    return real_renderer(CASES, real, release)
 
 
 def test_the_kept_releases_answered_every_body_and_gpt_sw3_spaces_differ() -> None:
@@ -143,12 +138,10 @@ def test_the_kept_releases_answered_every_body_and_gpt_sw3_spaces_differ() -> No
         assert differ == WIDER_SPACES, release
 
 
-@pytest.mark.parametrize(("release", "case"), [
-    pytest.param(r, c, id=f"{r}/{c.id}") for r, folders in sorted(KEPT.items())
-    for c in CASES if c.real in folders])
+@each_release_case(release_table("real_py_spm_", {
+    release: set(FOLDER_CLASSES) - folders for release, folders in sorted(KEPT.items())}))
 def test_a_kept_release_replays(release: str, case: RenderCase) -> None:
-    assert_replays(_release_renderer(release, case.real or ""),
-                   kept_case(case, release, "real_py_spm_"))
+    assert_server_replays(case, release)
 
 
 @pytest.mark.parametrize(("release", "real"), [

@@ -11,18 +11,17 @@ same ids, every vLLM error an error with the same status.
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 from render_cases import (
     NAMED_PY_FOLDERS,
     RenderCase,
-    assert_replays,
+    assert_server_replays,
     each_case,
+    real_renderer,
     render_cases,
 )
 
-from prefixkey.render import Renderer, ServerOptions
+from prefixkey.render import Renderer
 from prefixkey.render._hf_python import PYTHON_CODECS
 
 CASES = (render_cases("real_py_") + render_cases("real_py_ctc_")
@@ -33,11 +32,8 @@ FOLDER_CLASSES = {"byt5": "ByT5Tokenizer", "perceiver": "PerceiverTokenizer",
                   "mgpstr": "MgpstrTokenizer", "dia": "DiaTokenizer"}
 
 
-@cache
 def renderer(folder: str) -> Renderer:
-    case = next(c for c in CASES if c.id.startswith(folder + "/"))
-    return Renderer(ServerOptions(model=str(case.folder()), served_model_name=case.served_names,
-                                  max_model_len=case.server.get("--max-model-len")))
+    return real_renderer(CASES, folder)
 
 
 def test_the_corpus_covers_every_codec_and_both_answers() -> None:
@@ -61,4 +57,4 @@ def test_each_folder_takes_its_python_codec(folder: str, cls: str) -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_of_python_tokenizer_folders_replays(case: RenderCase) -> None:
-    assert_replays(renderer(case.id.split("/")[0]), case)
+    assert_server_replays(case)

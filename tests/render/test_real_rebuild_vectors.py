@@ -17,7 +17,7 @@ from __future__ import annotations
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     class_rebuild_test,
     each_case,
     real_renderer,
@@ -34,7 +34,7 @@ FOLDER_CLASSES = {"qwen3_5_rule": "Qwen3_5Tokenizer", "gpt2_rule": "GPT2Tokenize
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 2048)
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -46,6 +46,4 @@ test_each_folder_takes_its_class_rebuild = class_rebuild_test(FOLDER_CLASSES, re
 
 @each_case(CASES)
 def test_vllm_rendering_of_rebuilt_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    r = renderer(case.real)
-    assert_replays(r, case)
+    assert_server_replays(case)

@@ -23,7 +23,7 @@ import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     class_rebuild_test,
     each_case,
     real_renderer,
@@ -46,7 +46,7 @@ XLMR_SIZE = 250002
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 def _ids() -> dict[str, list[list[int]] | list[int]]:
@@ -151,5 +151,4 @@ def test_pegasus_without_its_unk_token_is_a_folder_error(tmp_path: Path) -> None
 
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real), case)
+    assert_server_replays(case)

@@ -17,15 +17,17 @@ error an error with the same status. The files are fetched into a cache (tests/r
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
+    each_release_case,
+    release_table,
     render_cases,
+    server_renderer,
 )
 
 from prefixkey.errors import PrefixKeyError
@@ -51,16 +53,8 @@ FOLDER_CONVERTERS = {"llama3_tiktoken": ("tiktoken", "tokenizer.model"),
                      "mistral_tekken_rule": ("tekken", "tekken.json")}
 
 
-@lru_cache(maxsize=2)  # a converted tokenizer holds its whole vocabulary
-def _renderer(folder: str, mode: str, vllm_version: str) -> Renderer:
-    return Renderer(ServerOptions(model=folder, served_model_name=(f"real-{Path(folder).name}",),
-                                  max_model_len=2048, tokenizer_mode=mode,
-                                  vllm_version=vllm_version))
-
-
 def renderer(prefix: str, case: RenderCase) -> Renderer:
-    return _renderer(str(case.folder()), case.server.get("--tokenizer-mode", "auto"),
-                     RELEASES[prefix])
+    return server_renderer(case, RELEASES[prefix])
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -80,16 +74,9 @@ def test_each_folder_takes_its_conversion(real: str) -> None:
     assert (decision.converted.converter, decision.converted.file) == FOLDER_CONVERTERS[real]
 
 
-# Ordered by folder, then release: the bounded cache keeps one folder's tokenizers.
-BY_FOLDER: list[tuple[str, RenderCase]] = sorted(
-    ((p, c) for p, cases in CASES.items() for c in cases),
-    key=lambda pc: (pc[1].real or "", pc[0]))
-
-
-@pytest.mark.parametrize(("prefix", "case"), BY_FOLDER,
-                         ids=lambda x: x if isinstance(x, str) else x.id)
-def test_vllm_rendering_of_converted_folders_replays(prefix: str, case: RenderCase) -> None:
-    assert_replays(renderer(prefix, case), case)
+@each_release_case(release_table("real_tiktoken_", dict.fromkeys(RELEASES.values(), ())))
+def test_vllm_rendering_of_converted_folders_replays(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release)
 
 
 def test_vllm_0_29_hf_mode_loads_a_mistral_tekken_json_with_mistral_common() -> None:

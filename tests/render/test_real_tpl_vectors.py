@@ -16,24 +16,24 @@ or is a RenderRequestError with vLLM's status and message, completions included.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
 
-import pytest
-from render_cases import RENDER_DIR, RenderCase, kept_vectors, render_cases
-
-from prefixkey.errors import PrefixKeyError
-from prefixkey.render import (
-    CHAT_ENDPOINT,
-    ModelFolderError,
-    Renderer,
-    RenderRequestError,
-    ServerOptions,
+from render_cases import (
+    BASE_RELEASE,
+    RENDER_DIR,
+    RenderCase,
+    assert_server_replays,
+    each_release_case,
+    kept_vectors,
+    release_table,
+    render_cases,
 )
+
+from prefixkey.render import RenderRequestError
 
 CORPUS = "real_tpl_"
 CASES = render_cases(CORPUS)
-BASE = "0.31.0"
+BASE = BASE_RELEASE
 RELEASES = (BASE, *sorted(p.parent.name for p in (RENDER_DIR / "releases").glob(
     f"*/{CORPUS}vectors.jsonl")))
 
@@ -43,31 +43,6 @@ def _answers(release: str) -> dict[str, dict[str, Any]]:
         return {v["id"]: v for v in map(json.loads, (RENDER_DIR / f"{CORPUS}vectors.jsonl")
                                         .read_text("utf-8").splitlines())}
     return kept_vectors(release, CORPUS)
-
-
-def _server_key(case: RenderCase) -> str:
-    return f"{case.real}|{json.dumps(case.server, sort_keys=True)}"
-
-
-@lru_cache(maxsize=2)
-def _renderer(release: str, key: str) -> Renderer | ModelFolderError:
-    case = next(c for c in CASES if _server_key(c) == key)
-    server = case.server
-    options = ServerOptions(
-        model=str(case.folder()), served_model_name=(server["--served-model-name"],),
-        max_model_len=server["--max-model-len"], vllm_version=release,
-        trust_request_chat_template=bool(server.get("--trust-request-chat-template")),
-        chat_template=(str(RENDER_DIR / server["--chat-template"])
-                       if "--chat-template" in server else None))
-    try:
-        return Renderer(options)
-    except ModelFolderError as exc:
-        return exc
-
-
-def _params() -> list[Any]:
-    return [pytest.param(release, case, id=f"{release}/{case.id}")
-            for release in RELEASES for case in CASES]
 
 
 def test_every_release_answered_every_body_and_some_did_not_start() -> None:
@@ -88,25 +63,11 @@ def test_every_release_answered_every_body_and_some_did_not_start() -> None:
     assert _answers("0.30.0")["tpl_probe_default/chat-user"]["status"] == 200
 
 
-@pytest.mark.parametrize(("release", "case"), _params())
+def _same_reason(case: RenderCase, error: RenderRequestError) -> bool:
+    """Every refusal carries vLLM's message, the compiler's included."""
+    return True
+
+
+@each_release_case(release_table(CORPUS, dict.fromkeys(RELEASES, ())))
 def test_a_failing_template_answers_as_vllm(release: str, case: RenderCase) -> None:
-    answer = _answers(release)[case.id]
-    built = _renderer(release, _server_key(case))
-    if answer["status"] is None:  # vLLM's server did not start for this folder
-        assert isinstance(built, ModelFolderError), built
-        assert built.field == "chat_template"
-        exception = answer["startup"]["exception"]
-        kind, _, message = exception.partition(": ")
-        assert f"{kind.rsplit('.', 1)[-1]}: {message[:200]}" in str(built)
-        return
-    assert isinstance(built, Renderer), built
-    if answer["status"] == 200:
-        rendered = built.render(case.endpoint, case.body)
-        ids: Any = [list(r.token_ids) for r in rendered]
-        assert (ids[0] if case.endpoint == CHAT_ENDPOINT else ids) == answer["token_ids"]
-        return
-    with pytest.raises(PrefixKeyError) as info:
-        built.render(case.endpoint, case.body)
-    assert isinstance(info.value, RenderRequestError), info.value
-    assert info.value.status == answer["status"]
-    assert info.value.reason == answer["error"]["message"]
+    assert_server_replays(case, release, same_reason=_same_reason)

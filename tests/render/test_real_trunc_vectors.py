@@ -18,8 +18,6 @@ that release's ``--vllm-version``. The real folders' files are fetched into a ca
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-from typing import Any
 
 import pytest
 from render_cases import (
@@ -27,9 +25,11 @@ from render_cases import (
     RenderCase,
     assert_replays,
     each_case,
-    kept_case,
+    each_release_case,
     kept_vectors,
+    release_table,
     render_cases,
+    server_renderer,
 )
 
 from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
@@ -59,34 +59,17 @@ FOLDERS = {
     "bert_japanese_pool": ("pooling", 1, 1),
     "mistral7b_v03_pool": ("pooling", 1, 0), "mistral_nemo_pool": ("pooling", 1, 0),
 }
-FLAGS = {"--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
-         "--tokenizer-mode": "tokenizer_mode", "--chat-template": "chat_template"}
-
-
-def _folder(case: RenderCase) -> str:
-    return case.real or case.model_dir.name
-
-
-# Bounded: the cases come folder by folder.
-@lru_cache(maxsize=2)
-def _renderer(folder: str, server: str, release: str) -> Renderer:
-    fields: dict[str, Any] = {FLAGS[flag]: value for flag, value in json.loads(server).items()}
-    if "chat_template" in fields:  # a file under tests/render, as the harvester passed it
-        fields["chat_template"] = str(RENDER_DIR / fields["chat_template"])
-    return Renderer(ServerOptions(model=folder, vllm_version=release, **fields))
-
-
-def renderer(case: RenderCase, release: str = "0.31.0") -> Renderer:
+def renderer(case: RenderCase, release: str | None = None) -> Renderer:
     if case.server.get("--tokenizer-mode") == "mistral":
         pytest.importorskip("mistral_common")
-    return _renderer(str(case.folder()), json.dumps(case.server, sort_keys=True), release)
+    return server_renderer(case, release)
 
 
 def _ids(folder: str) -> dict[str, list[int]]:
     """vLLM's ids per body of ``folder`` (a completion's first prompt)."""
     out = {}
     for case in CASES:
-        if _folder(case) == folder and case.status == 200:
+        if case.name == folder and case.status == 200:
             ids = case.token_ids if case.endpoint == "/v1/chat/completions" else \
                 case.token_ids[0]
             out[case.id.split("/", 1)[1]] = ids
@@ -94,14 +77,14 @@ def _ids(folder: str) -> dict[str, list[int]]:
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
-    assert {_folder(c) for c in CASES} == set(FOLDERS)
+    assert {c.name for c in CASES} == set(FOLDERS)
     for folder in FOLDERS:
-        assert {200, 400} <= {c.status for c in CASES if _folder(c) == folder}, folder
+        assert {200, 400} <= {c.status for c in CASES if c.name == folder}, folder
 
 
 @pytest.mark.parametrize("folder", sorted(FOLDERS))
 def test_each_folder_runs_as_vllm_runs_it(folder: str) -> None:
-    case = next(c for c in CASES if _folder(c) == folder)
+    case = next(c for c in CASES if c.name == folder)
     config = json.loads((case.model_dir / "config.json").read_text("utf-8"))
     assert runner_type(config_architectures(config, "0.31.0"), "0.31.0") == FOLDERS[folder][0]
 
@@ -132,19 +115,18 @@ def test_the_releases_answered_every_body() -> None:
     assert RELEASES
     for release in RELEASES:
         assert set(kept_vectors(release, "real_trunc_")) == {
-            c.id for c in CASES if (release, _folder(c)) not in NOT_STARTED}
+            c.id for c in CASES if (release, c.name) not in NOT_STARTED}
 
 
-@pytest.mark.parametrize(("release", "case"), [
-    pytest.param(release, case, id=f"{release}/{case.id}")
-    for release in RELEASES for case in CASES if (release, _folder(case)) not in NOT_STARTED])
+@each_release_case(release_table("real_trunc_", {
+    release: {folder for r, folder in NOT_STARTED if r == release} for release in RELEASES}))
 def test_a_release_truncation_replays(release: str, case: RenderCase) -> None:
-    assert_replays(renderer(case, release), kept_case(case, release, "real_trunc_"))
+    assert_replays(renderer(case, release), case)
 
 
 @pytest.mark.parametrize(("release", "folder"), sorted(NOT_STARTED))
 def test_a_folder_the_release_does_not_start_is_refused(release: str, folder: str) -> None:
-    case = next(c for c in CASES if _folder(c) == folder)
+    case = next(c for c in CASES if c.name == folder)
     with pytest.raises(RenderUnsupportedError, match="does not start for it"):
         renderer(case, release)
 

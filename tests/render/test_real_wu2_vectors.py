@@ -20,7 +20,7 @@ from __future__ import annotations
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     class_rebuild_test,
     each_case,
     real_renderer,
@@ -36,7 +36,7 @@ FOLDER_CLASSES = {"barthez_rule": "BarthezTokenizer", "deberta_v2_rule": "Debert
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -85,5 +85,4 @@ def test_mpnet_is_bert_pieces_in_roberta_tokens() -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real), case)
+    assert_server_replays(case)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from render_cases import (
     RenderCase,
     assert_covers_both_answers,
-    assert_replays,
+    assert_server_replays,
     class_rebuild_test,
     each_case,
     real_renderer,
@@ -38,7 +38,7 @@ FOLDER_CLASSES = {"bert_bge": "BertTokenizer", "distilbert_cased_rule": "DistilB
 
 
 def renderer(real: str) -> Renderer:
-    return real_renderer(CASES, real, 512)
+    return real_renderer(CASES, real)
 
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
@@ -62,5 +62,4 @@ def test_the_options_the_classes_read_change_the_ids() -> None:
 
 @each_case(CASES)
 def test_vllm_rendering_of_wordpiece_and_unigram_folders_replays(case: RenderCase) -> None:
-    assert case.real is not None
-    assert_replays(renderer(case.real), case)
+    assert_server_replays(case)

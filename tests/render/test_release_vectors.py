@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from render_cases import RENDER_DIR, RenderCase, kept_vectors, render_cases
+from render_cases import RENDER_DIR, RenderCase, kept_vectors, render_cases, server_options
 from vllm_venvs import vllm_command
 
 from prefixkey.errors import PrefixKeyError
@@ -27,7 +27,6 @@ from prefixkey.render import (
     RenderRequestError,
     RenderUnsupportedError,
     ServerOptions,
-    parse_lora_module,
 )
 from prefixkey.render._eras import RENDER_ERAS, render_release, verified_releases
 
@@ -41,17 +40,6 @@ CORPORA = {"main": None, "real_hf_": None, "real_mistral_": "mistral_common",
 #: from every release, 0.31.0 included; the others are the corpora of the other tests.
 EDGES = "release_edges_"
 RELEASES = sorted(p.name for p in RELEASES_DIR.iterdir() if p.is_dir())
-# vLLM flag -> ServerOptions field, for the flags the corpora set.
-FLAGS = {
-    "--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
-    "--chat-template-content-format": "chat_template_content_format",
-    "--default-chat-template-kwargs": "default_chat_template_kwargs",
-    "--trust-request-chat-template": "trust_request_chat_template",
-    "--enable-auto-tool-choice": "enable_auto_tool_choice",
-    "--tool-call-parser": "tool_call_parser",
-    "--exclude-tools-when-tool-choice-none": "exclude_tools_when_tool_choice_none",
-    "--tokenizer-mode": "tokenizer_mode",
-}
 
 
 def _meta(release: str) -> dict[str, Any]:
@@ -72,23 +60,6 @@ def _params() -> list[Any]:
     return out
 
 
-def options(case: RenderCase, release: str) -> ServerOptions:
-    """The options of the server that answered, at ``release``."""
-    fields: dict[str, Any] = {}
-    for flag, value in case.server.items():
-        if flag == "--lora-modules":
-            fields["lora_modules"] = tuple(parse_lora_module(v) for v in value)
-        elif flag == "--chat-template":
-            fields["chat_template"] = str(RENDER_DIR / value)
-        elif flag == "env:VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS":
-            fields["gpt_oss_harmony_system_instructions"] = bool(int(value))
-        elif flag == "env:VLLM_SYSTEM_START_DATE":
-            fields["system_start_date"] = value
-        else:
-            fields[FLAGS[flag]] = value
-    return ServerOptions(model=str(case.folder()), vllm_version=release, **fields)
-
-
 # Bounded: a SentencePiece-Unigram folder's tokenizer holds about 260 MB (the
 # tokenizers library's own); the cases come folder by folder, so a few suffice.
 @lru_cache(maxsize=4)
@@ -97,7 +68,7 @@ def _renderer(release: str, corpus: str, folder: str, server: str) -> Renderer:
                 if str(c.folder()) == folder and json.dumps(c.server, sort_keys=True) == server)
     # Harmony writes the server's local date into each prompt: the harvest's.
     date = datetime.strptime(_meta(release)["corpora"][corpus]["local_date"], "%Y-%m-%d")
-    return Renderer(options(case, release), clock=lambda: date)
+    return Renderer(server_options(case, release), clock=lambda: date)
 
 
 def test_every_release_answered_every_corpus_body() -> None:

@@ -87,6 +87,7 @@ class Handler(BaseHTTPRequestHandler):
         if case is None:
             return self._send(500, b'{"error": {"message": "no such body", "type": "x", '
                               b'"param": null, "code": 500}}')
+        assert case.status is not None  # the corpus's server started
         self._send(case.status, json.dumps(case.response).encode())
         if prefix == "/close":
             # Close the kept-alive connection without saying so, as a restarting proxy does.

@@ -17,47 +17,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from render_cases import flag_options
 
 from prefixkey.errors import PrefixKeyError
 from prefixkey.render import (
     Renderer,
     RenderRequestError,
     RenderUnsupportedError,
-    ServerOptions,
-    parse_lora_module,
 )
 
 HERE = Path(__file__).resolve().parent
 BODIES = {b["id"]: b for b in map(json.loads, (HERE / "bodies.jsonl").open(encoding="utf-8"))}
 VECTORS = [json.loads(line) for line in (HERE / "vectors.jsonl").open(encoding="utf-8")]
-# vLLM flag -> ServerOptions field, for the flags the corpus sets.
-FLAGS = {
-    "--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
-    "--chat-template-content-format": "chat_template_content_format",
-    "--default-chat-template-kwargs": "default_chat_template_kwargs",
-    "--trust-request-chat-template": "trust_request_chat_template",
-    "--enable-auto-tool-choice": "enable_auto_tool_choice",
-    "--tool-call-parser": "tool_call_parser",
-    "--exclude-tools-when-tool-choice-none": "exclude_tools_when_tool_choice_none",
-}
-
-
-def server_options(model_dir: str, server: dict[str, Any]) -> ServerOptions:
-    """The options of the server that rendered a body (as the harvester started it)."""
-    fields: dict[str, Any] = {}
-    for flag, value in server.items():
-        if flag == "--lora-modules":
-            fields["lora_modules"] = tuple(parse_lora_module(v) for v in value)
-        elif flag == "--chat-template":
-            fields["chat_template"] = str(HERE / value)
-        else:
-            fields[FLAGS[flag]] = value
-    return ServerOptions(model=str(HERE / model_dir), **fields)
 
 
 @cache
 def renderer(model_dir: str, server: str) -> Renderer:
-    return Renderer(server_options(model_dir, json.loads(server)))
+    return Renderer(flag_options(str(HERE / model_dir), json.loads(server)))
 
 
 def test_the_corpus_is_whole() -> None:

@@ -10,39 +10,18 @@ test_render_vectors.py.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from render_cases import RenderCase, each_case, render_cases
+from render_cases import RenderCase, each_case, render_cases, server_options
 
 from prefixkey import LoRA
 from prefixkey.render import (
     COMPLETIONS_ENDPOINT,
     Renderer,
     RenderRequestError,
-    ServerOptions,
-    parse_lora_module,
 )
 
 CASES = render_cases("serve_")
-# Engine flags of the serve run that do not change rendering.
-ENGINE_FLAGS = {"--enable-scale-out", "--enable-lora", "--max-lora-rank", "--enforce-eager"}
-FLAGS = {"--served-model-name": "served_model_name", "--max-model-len": "max_model_len",
-         "--enable-auto-tool-choice": "enable_auto_tool_choice",
-         "--tool-call-parser": "tool_call_parser"}
-
-
-def _renderer(case: RenderCase) -> Renderer:
-    fields: dict[str, Any] = {}
-    for flag, value in case.server.items():
-        if flag == "--lora-modules":
-            fields["lora_modules"] = tuple(parse_lora_module(v) for v in value)
-        elif flag not in ENGINE_FLAGS:
-            fields[FLAGS[flag]] = value
-    return Renderer(ServerOptions(model=str(case.model_dir), **fields))
-
-
-RENDERER = _renderer(CASES[0])
+RENDERER = Renderer(server_options(CASES[0]))
 
 
 def test_one_server_and_both_adapters() -> None:
