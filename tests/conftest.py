@@ -16,6 +16,9 @@ from bounded import run_bounded
 from hypothesis import HealthCheck, settings
 from subscribers import KINDS, AnySubscriber, make_subscriber
 
+# The replay table's helpers assert for the modules that use it: let pytest explain them.
+pytest.register_assert_rewrite("render_cases")
+
 settings.register_profile(
     "ci",
     deadline=None,
