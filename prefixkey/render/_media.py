@@ -117,6 +117,27 @@ class ImageParts(ContentParts):
         return "\n".join([*missing, text] if text else missing)
 
 
+#: The media parts vLLM hands its item tracker, which for an architecture its registry
+#: does not call multimodal answers 400 "<served name> is not a multimodal model"
+#: (MultiModalRegistry.create_processor; real_dsv32_/real_dsv4_vectors.jsonl).
+_TRACKED_PARTS: Final = frozenset({"image_url", "input_audio", "audio_url", "video_url"})
+
+
+class TextOnlyParts(ImageParts):
+    """The parts of a body for a text-only architecture: its media parts are vLLM's 400,
+    its other parts as any body's."""
+
+    def __init__(self, chat: ImageChat, kwargs: Mapping[str, Any], model: str) -> None:
+        super().__init__(chat, kwargs)
+        self._model = model
+
+    def media_part(self, part_type: str, part: Mapping[str, Any], field: str, *,
+                   wrap: bool) -> Any:
+        if part_type in _TRACKED_PARTS:
+            raise RenderRequestError(field, f"{self._model} is not a multimodal model")
+        return super().media_part(part_type, part, field, wrap=wrap)
+
+
 class ImageChat:
     """The image path of one replica: its hasher, media rules and vision family, built once."""
 
@@ -181,11 +202,15 @@ class ImageChat:
                         media_io_kwargs={k: dict(v) for k, v in
                                          options.media_io_kwargs.items()})
 
-    def parts(self, request_kwargs: Mapping[str, Any] | None = None) -> ImageParts:
-        """A body's image collector; ``request_kwargs`` its trusted ``mm_processor_kwargs``."""
+    def parts(self, request_kwargs: Mapping[str, Any] | None = None, *,
+              text_only: str | None = None) -> ImageParts:
+        """A body's image collector; ``request_kwargs`` its trusted ``mm_processor_kwargs``;
+        ``text_only``: the served name of a text-only architecture (:class:`TextOnlyParts`)."""
         kwargs = dict(request_kwargs or {})
         if kwargs and self._family is not None:
             self._family.check_kwargs(kwargs, "mm_processor_kwargs")
+        if text_only is not None:
+            return TextOnlyParts(self, kwargs, text_only)
         return ImageParts(self, kwargs)
 
     def placeholder(self, number: int) -> str | None:

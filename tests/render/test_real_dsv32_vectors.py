@@ -36,10 +36,10 @@ CORPUS = "real_dsv32_"
 CASES = render_cases(CORPUS)
 #: The releases whose answers are kept beside 0.31.0's.
 KEPT = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
-#: Bodies vLLM refuses that prefixkey refuses as not reproduced, on every path (not this
-#: mode's): an image part for a model without a verified image processor (vLLM: "… is
-#: not a multimodal model").
-UNSUPPORTED = {"deepseek_v32/image-part": "messages[0].content[0]"}
+#: The bodies with media parts: vLLM's 400 for a text-only model, its message given.
+MEDIA = frozenset({"deepseek_v32/image-part", *(
+    f"deepseek_v32/media-{kind}" for kind in ("audio-part", "video-part", "audio-url-part",
+                                              "image-after-text", "image-later-turn"))})
 
 
 def options(case: RenderCase, release: str) -> ServerOptions:
@@ -69,15 +69,12 @@ def _replays(case: RenderCase, release: str) -> None:
         return
     with pytest.raises(PrefixKeyError) as info:
         r.render(case.endpoint, case.body)
-    if case.id in UNSUPPORTED:
-        assert isinstance(info.value, RenderUnsupportedError), info.value
-        assert info.value.field == UNSUPPORTED[case.id]
-        return
     assert not isinstance(info.value, RenderUnsupportedError), info.value
     assert isinstance(info.value, RenderRequestError), info.value
     assert info.value.status == case.status, (info.value, case.error)
     assert case.error is not None
-    if info.value.field == "messages" and case.endpoint == "/v1/chat/completions":
+    if case.id in MEDIA or (info.value.field == "messages"
+                            and case.endpoint == "/v1/chat/completions"):
         assert info.value.reason == case.error["message"]
 
 
@@ -162,3 +159,15 @@ def test_a_release_not_replayed_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(RenderUnsupportedError, match="not verified"):
         check_encoder_release("deepseek_v32", "0.31.0")
     check_encoder_release("deepseek_v32", "0.32.0")
+
+
+def test_every_tracked_media_part_was_harvested() -> None:
+    """Each part type answered as vLLM's 400 here has its own harvested body."""
+    from prefixkey.render._media import _TRACKED_PARTS
+
+    seen = {part["type"] for case in CASES if case.id in MEDIA
+            for message in case.body["messages"] if isinstance(message["content"], list)
+            for part in message["content"] if part["type"] != "text"}
+    assert seen == _TRACKED_PARTS
+    assert all(c.status == 400 and "is not a multimodal model" in (c.error or {})["message"]
+               for c in CASES if c.id in MEDIA)
