@@ -584,17 +584,20 @@ def _merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tikto
         else:
             init.setdefault("extra_special_tokens", extras)
         return None
-    if not isinstance(current, dict) or not extras or path == "converted" and not tiktoken:
+    if not isinstance(current, dict) or not extras or (path == "converted" and not tiktoken):
         # Beside a list the extra list wins; a SentencePiece conversion replaces the
         # keyword with the model's control pieces (SentencePieceExtractor.extract).
         return None
-    if tiktoken or recipe is not None and (
-            recipe.extras_default is not None or recipe.sentinels is not None
-            or recipe.extras_before or recipe.extras_after or recipe.extra_specials):
+    where = ("the tiktoken conversion, whose special tokens it then follows" if tiktoken
+             else f"the {recipe.name} tokenizer class, which builds its own list from it"
+             if recipe is not None and (
+                 recipe.extras_default is not None or recipe.sentinels is not None
+                 or recipe.extras_before or recipe.extras_after or recipe.extra_specials)
+             else None)
+    if where is not None:
         raise RenderUnsupportedError("tokenizer_config.json", (
-            "additional_special_tokens beside named extra_special_tokens reaches the "
-            f"{recipe.name if recipe else 'tiktoken'} conversion's own list of special tokens "
-            "in this vLLM release's transformers: not reproduced"))
+            "additional_special_tokens beside named extra_special_tokens reaches "
+            f"{where}, in this vLLM release's transformers (5.19, 5.24): not reproduced"))
     return list(extras)
 
 
