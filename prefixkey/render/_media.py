@@ -121,6 +121,10 @@ class ImageParts(ContentParts):
 #: does not call multimodal answers 400 "<served name> is not a multimodal model"
 #: (MultiModalRegistry.create_processor; real_dsv32_/real_dsv4_vectors.jsonl).
 _TRACKED_PARTS: Final = frozenset({"image_url", "input_audio", "audio_url", "video_url"})
+#: The architectures whose render servers answered those parts so (harvested: the
+#: DeepSeek encoder modes'; DeepseekV41ForCausalLM is multimodal there, its parts are
+#: loaded and counted, not reproduced).
+TEXT_ONLY_ARCHITECTURES: Final = frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"})
 
 
 class TextOnlyParts(ImageParts):
@@ -142,7 +146,7 @@ class ImageChat:
     """The image path of one replica: its hasher, media rules and vision family, built once."""
 
     __slots__ = ("_architecture", "_family", "_fetch", "_hasher", "_hashers", "_limit",
-                 "_lock", "_options", "_refusal", "_server_kwargs", "_source")
+                 "_lock", "_options", "_refusal", "_server_kwargs", "_source", "_text_only")
 
     _hasher: MMHasher | None
     _source: MediaSource | None
@@ -151,6 +155,11 @@ class ImageChat:
                  fetch: MediaFetcher | None = None, vision: VisionFolder | None = None) -> None:
         self._options = options
         self._architecture = family_architecture(config)
+        # vLLM's model_config.served_model_name: the first served name, else the model.
+        architectures = config.get("architectures")
+        self._text_only = (options.served_names[0] if isinstance(architectures, list)
+                           and architectures[:1] and architectures[0] in
+                           TEXT_ONLY_ARCHITECTURES else None)
         self._family: VisionFamily | None = None
         self._refusal = self._why_refused(options)
         self._server_kwargs = dict(options.mm_processor_kwargs)
@@ -202,15 +211,13 @@ class ImageChat:
                         media_io_kwargs={k: dict(v) for k, v in
                                          options.media_io_kwargs.items()})
 
-    def parts(self, request_kwargs: Mapping[str, Any] | None = None, *,
-              text_only: str | None = None) -> ImageParts:
-        """A body's image collector; ``request_kwargs`` its trusted ``mm_processor_kwargs``;
-        ``text_only``: the served name of a text-only architecture (:class:`TextOnlyParts`)."""
+    def parts(self, request_kwargs: Mapping[str, Any] | None = None) -> ImageParts:
+        """A body's image collector; ``request_kwargs`` its trusted ``mm_processor_kwargs``."""
         kwargs = dict(request_kwargs or {})
         if kwargs and self._family is not None:
             self._family.check_kwargs(kwargs, "mm_processor_kwargs")
-        if text_only is not None:
-            return TextOnlyParts(self, kwargs, text_only)
+        if self._text_only is not None:
+            return TextOnlyParts(self, kwargs, self._text_only)
         return ImageParts(self, kwargs)
 
     def placeholder(self, number: int) -> str | None:

@@ -274,10 +274,8 @@ class Renderer:
             return self._result(checked_reused_ids(
                 reused, tok_params, images=placeholder_token_ids is not None), None, fields, lora)
         kwargs = self._chat_kwargs(fields, tools)
-        # The encoder modes' verified architectures are text-only (render/_encoders.py).
         parts = (self._parts if self._images is None
-                 else self._images.parts(request_mm_kwargs, text_only=(
-                     self.options.served_names[0] if self._encoder is not None else None)))
+                 else self._images.parts(request_mm_kwargs))
         if self._encoder is not None:
             text_or_ids, warnings = self._apply_encoder(body.get("messages"), kwargs, parts)
         else:
