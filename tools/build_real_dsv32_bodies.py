@@ -72,6 +72,23 @@ CALL_TURN = {"role": "assistant", "content": None, "tool_calls": [CALL]}
 RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 21}"}
 RESULT_2 = {"role": "tool", "tool_call_id": "call_2", "content": "10:00"}
 THINK = {"chat_template_kwargs": {"thinking": True}}
+#: Media parts for a text-only model (vLLM: "<served name> is not a multimodal model"),
+#: in user turns after text, alone, and in a later turn.
+MEDIA: dict[str, list[Any]] = {
+    "audio-part": [{"role": "user", "content": [
+        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]}],
+    "video-part": [{"role": "user", "content": [
+        {"type": "video_url", "video_url": {"url": "data:video/mp4;base64,AAAA"}}]}],
+    "audio-url-part": [{"role": "user", "content": [
+        {"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64,AAAA"}}]}],
+    "image-after-text": [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}],
+    "image-later-turn": [
+        {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}],
+}
 THINK_ALT = {"chat_template_kwargs": {"enable_thinking": True}}
 
 
@@ -186,6 +203,7 @@ def default_chat() -> list[tuple[str, Body]]:
         ("chat-template-untrusted", _chat([USER], chat_template="{{ 'x' }}")),
         ("image-part", _chat([{"role": "user", "content": [
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}])),
+        *((f"media-{kind}", _chat(messages)) for kind, messages in MEDIA.items()),
     ]
     return out
 

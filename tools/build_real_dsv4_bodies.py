@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from build_deepseek_prompt_bodies import CLOCK, CONVERSATIONS, WEATHER
+from build_real_dsv32_bodies import MEDIA
 from corpus_io import corpus_main, folder_lines
 
 CHAT = "/v1/chat/completions"
@@ -63,6 +64,8 @@ def _chats(name: str) -> list[tuple[str, dict[str, Any]]]:
     bodies.append(("chat-tools-round", {"model": name,
                                         "messages": CONVERSATIONS["tool_round_answered"],
                                         "tools": [WEATHER, CLOCK]}))
+    bodies += [(f"chat-media-{kind}", {"model": name, "messages": messages})
+               for kind, messages in MEDIA.items()]
     return bodies
 
 

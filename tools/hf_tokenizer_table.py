@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from prefixkey.render import _hf_facts as facts  # noqa: E402
 from prefixkey.render._encoders import ENCODER_MODES  # noqa: E402
-from prefixkey.render._eras import render_release, verified_releases  # noqa: E402
+from prefixkey.render._eras import RENDER_ERAS, render_release, verified_releases  # noqa: E402
 from prefixkey.render._hf_converted import CONVERSIONS, CONVERTED_RELEASES  # noqa: E402
 from prefixkey.render._hf_decision import (  # noqa: E402
     BASE_FACTS,
@@ -72,6 +72,22 @@ def _wu_releases() -> str:
         if {"real_wu_", "real_wu2_"} <= set(corpora):
             found.append(meta.parent.name)
     return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
+
+def _encdec_releases() -> str:
+    """The releases whose era answers an encoder-decoder completion (render/_eras.py
+    ``encoder_decoder_completions``), and those refused."""
+    answering = {r: era.encoder_decoder_completions is not None
+                 for era in RENDER_ERAS for r in era.verified}
+    answered = [r for r in verified_releases() if answering[r]]
+    refused = [r for r in verified_releases() if not answering[r]]
+    releases = list(verified_releases())
+    run = releases[releases.index(answered[0]):releases.index(answered[-1]) + 1] == answered
+    text = (f"vLLM {answered[0]} to {answered[-1]}" if len(answered) > 2 and run
+            else f"vLLM {', '.join(answered)}")
+    if refused:
+        text += f"; refused at the releases not harvested for it, {', '.join(refused)}"
+    return text
+
 
 def _corpus_releases(corpus: str) -> str:
     """The releases whose render server answered one corpus (0.31.0: its own vectors)."""
@@ -207,8 +223,8 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 
 A folder whose config is an encoder-decoder's renders its chat as any other (verified on
 mBART's: `real_encdec_` corpus; and on the SentencePiece Python classes': `real_py_spm_`),
-and every completion (text or token ids) is vLLM's 400 "No token_ids rendered" (vLLM
-0.30.0 to 0.32.0; refused at the releases not harvested for it, 0.29.0 and 0.33.0): vLLM
+and every completion (text or token ids) is vLLM's 400 "No token_ids rendered"
+({_encdec_releases()}): vLLM
 answers a completion with the encoder prompt's token ids, which its renderer leaves
 empty. That is
 `is_encoder_decoder` in `config.json`, else the default of the model type's config class,

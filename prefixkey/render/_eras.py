@@ -73,8 +73,10 @@ GenericSpm = Literal["extracted", "spec"]
 #: ``extra_special_tokens`` (render/_tokenizer.py): ``kept`` (transformers 5.17: an
 #: ``extra_special_tokens`` key, even an empty list or null, wins and the other is
 #: dropped) or ``if_empty`` (5.19, 5.24: the other replaces an empty or null one; beside
-#: a non-empty one both reach the class's ``__init__``, where the extra list wins as in
-#: 5.17: PegasusTokenizer's ids were the same, seen in vLLM 0.30's venv).
+#: a non-empty one both reach the class's ``__init__``, where a non-empty extra list wins
+#: as in 5.17, and a dict of named tokens, moved out first, leaves the additional list to
+#: become the extra list; a SentencePiece conversion replaces that keyword with the
+#: model's pieces: real_specials_vectors.jsonl).
 SpecialsMerge = Literal["kept", "if_empty"]
 #: Which chat templates the server's start-up probe renders (render/_startup_probe.py;
 #: a Python error there stops the server): ``server`` (0.29, 0.30: ``--chat-template``'s

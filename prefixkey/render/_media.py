@@ -117,11 +117,36 @@ class ImageParts(ContentParts):
         return "\n".join([*missing, text] if text else missing)
 
 
+#: The media parts vLLM hands its item tracker, which for an architecture its registry
+#: does not call multimodal answers 400 "<served name> is not a multimodal model"
+#: (MultiModalRegistry.create_processor; real_dsv32_/real_dsv4_vectors.jsonl).
+_TRACKED_PARTS: Final = frozenset({"image_url", "input_audio", "audio_url", "video_url"})
+#: The architectures whose render servers answered those parts so (harvested: the
+#: DeepSeek encoder modes'; DeepseekV41ForCausalLM is multimodal there, its parts are
+#: loaded and counted, not reproduced).
+TEXT_ONLY_ARCHITECTURES: Final = frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"})
+
+
+class TextOnlyParts(ImageParts):
+    """The parts of a body for a text-only architecture: its media parts are vLLM's 400,
+    its other parts as any body's."""
+
+    def __init__(self, chat: ImageChat, kwargs: Mapping[str, Any], model: str) -> None:
+        super().__init__(chat, kwargs)
+        self._model = model
+
+    def media_part(self, part_type: str, part: Mapping[str, Any], field: str, *,
+                   wrap: bool) -> Any:
+        if part_type in _TRACKED_PARTS:
+            raise RenderRequestError(field, f"{self._model} is not a multimodal model")
+        return super().media_part(part_type, part, field, wrap=wrap)
+
+
 class ImageChat:
     """The image path of one replica: its hasher, media rules and vision family, built once."""
 
     __slots__ = ("_architecture", "_family", "_fetch", "_hasher", "_hashers", "_limit",
-                 "_lock", "_options", "_refusal", "_server_kwargs", "_source")
+                 "_lock", "_options", "_refusal", "_server_kwargs", "_source", "_text_only")
 
     _hasher: MMHasher | None
     _source: MediaSource | None
@@ -130,6 +155,11 @@ class ImageChat:
                  fetch: MediaFetcher | None = None, vision: VisionFolder | None = None) -> None:
         self._options = options
         self._architecture = family_architecture(config)
+        # vLLM's model_config.served_model_name: the first served name, else the model.
+        architectures = config.get("architectures")
+        self._text_only = (options.served_names[0] if isinstance(architectures, list)
+                           and architectures[:1] and architectures[0] in
+                           TEXT_ONLY_ARCHITECTURES else None)
         self._family: VisionFamily | None = None
         self._refusal = self._why_refused(options)
         self._server_kwargs = dict(options.mm_processor_kwargs)
@@ -186,6 +216,8 @@ class ImageChat:
         kwargs = dict(request_kwargs or {})
         if kwargs and self._family is not None:
             self._family.check_kwargs(kwargs, "mm_processor_kwargs")
+        if self._text_only is not None:
+            return TextOnlyParts(self, kwargs, self._text_only)
         return ImageParts(self, kwargs)
 
     def placeholder(self, number: int) -> str | None:

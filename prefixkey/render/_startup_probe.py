@@ -17,9 +17,10 @@ render/_eras.py): ``server`` (0.29, 0.30: ``--chat-template``'s text only, the f
 never) or ``resolved`` (0.31 on, ``_should_merge_inline_system``: the template a chat
 body without tools resolves to, then, only if that one rendered, the one a body with
 tools resolves to, e.g. a folder's ``tool_use``; ``--chat-template``'s text alone for a
-non-HF renderer, mistral mode). The chat renderer's own start-up warm-up renders with
-every exception caught (a warning), so it stops nothing. Everything else about a broken
-template is per body: vLLM compiles it on use (render/_renderer.py).
+non-HF renderer, mistral mode: real_tpl_mistral_vectors.jsonl, every release). The chat
+renderer's own start-up warm-up renders with every exception caught (a warning), so it
+stops nothing. Everything else about a broken template is per body: vLLM compiles it on
+use (render/_renderer.py).
 """
 
 from __future__ import annotations

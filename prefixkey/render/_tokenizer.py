@@ -567,6 +567,40 @@ class HfTokenizer:
                 add_special_tokens=add_special_tokens)[0].ids
 
 
+def _merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tiktoken: bool,
+                    recipe: Rebuild | None) -> list[Any] | None:
+    """from_pretrained's merge of ``additional_special_tokens`` into ``extra_special_tokens``
+    (render/_eras.py ``specials_merge``), in ``init``; returns the additional list that
+    still reaches the class as a keyword beside a dict of named extra tokens, which
+    becomes the extra list once the dict is moved to the named tokens (5.19, 5.24:
+    PreTrainedTokenizerBase.__init__; real_specials_vectors.jsonl), else None."""
+    if "additional_special_tokens" not in init:
+        return None
+    extras = init.pop("additional_special_tokens")
+    current = init.get("extra_special_tokens")
+    if merge == "kept" or not current:
+        if merge == "if_empty":
+            init["extra_special_tokens"] = extras
+        else:
+            init.setdefault("extra_special_tokens", extras)
+        return None
+    if not isinstance(current, dict) or not extras or (path == "converted" and not tiktoken):
+        # Beside a list the extra list wins; a SentencePiece conversion replaces the
+        # keyword with the model's control pieces (SentencePieceExtractor.extract).
+        return None
+    where = ("the tiktoken conversion, whose special tokens it then follows" if tiktoken
+             else f"the {recipe.name} tokenizer class, which builds its own list from it"
+             if recipe is not None and (
+                 recipe.extras_default is not None or recipe.sentinels is not None
+                 or recipe.extras_before or recipe.extras_after or recipe.extra_specials)
+             else None)
+    if where is not None:
+        raise RenderUnsupportedError("tokenizer_config.json", (
+            "additional_special_tokens beside named extra_special_tokens reaches "
+            f"{where}, in this vLLM release's transformers (5.19, 5.24): not reproduced"))
+    return list(extras)
+
+
 def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
                     specials_merge: SpecialsMerge = "kept") -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds
@@ -613,17 +647,15 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
     if init.get("split_special_tokens"):
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "split_special_tokens is not reproduced")
-    if "additional_special_tokens" in init:
-        extras = init.pop("additional_special_tokens")
-        if specials_merge == "if_empty" and not init.get("extra_special_tokens"):
-            init["extra_special_tokens"] = extras
-        else:
-            init.setdefault("extra_special_tokens", extras)
+    kept_extras = _merge_specials(init, specials_merge, decision.path, source is not None,
+                                  recipe)
     explicit: dict[str, Any] = {
         k: init.pop(k) for k in list(init)
         if k not in _NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
     if isinstance(init.get("extra_special_tokens"), dict):
         explicit.update(init.pop("extra_special_tokens"))
+        if kept_extras is not None:
+            init["extra_special_tokens"] = kept_extras
     # added_tokens_decoder: from tokenizer_config.json, else (legacy) special_tokens_map.json
     # and tokenizer.json's own added tokens.
     decoder: dict[int, AddedToken] = {}

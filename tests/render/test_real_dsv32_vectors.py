@@ -42,15 +42,16 @@ CORPUS = "real_dsv32_"
 CASES = render_cases(CORPUS)
 #: The releases whose answers are kept beside 0.31.0's.
 KEPT = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
-#: Bodies vLLM refuses that prefixkey refuses as not reproduced, on every path (not this
-#: mode's): an image part for a model without a verified image processor (vLLM: "… is
-#: not a multimodal model").
-UNSUPPORTED = {"deepseek_v32/image-part": "messages[0].content[0]"}
+#: The bodies with media parts: vLLM's 400 for a text-only model, its message given.
+MEDIA = frozenset({"deepseek_v32/image-part", *(
+    f"deepseek_v32/media-{kind}" for kind in ("audio-part", "video-part", "audio-url-part",
+                                              "image-after-text", "image-later-turn"))})
 
 
 def _same_reason(case: RenderCase, error: RenderRequestError) -> bool:
-    """The encoder's own refusals of the messages carry vLLM's message."""
-    return error.field == "messages" and case.endpoint == "/v1/chat/completions"
+    """The encoder's own refusals of the messages, and the media parts', carry vLLM's message."""
+    return case.id in MEDIA or (error.field == "messages"
+                                and case.endpoint == "/v1/chat/completions")
 
 
 def test_the_corpus_is_whole() -> None:
@@ -62,12 +63,12 @@ def test_the_corpus_is_whole() -> None:
 
 @each_case(CASES)
 def test_vllm_dsv32_rendering_replays(case: RenderCase) -> None:
-    assert_server_replays(case, unsupported=UNSUPPORTED, same_reason=_same_reason)
+    assert_server_replays(case, same_reason=_same_reason)
 
 
 @each_release_case(release_table(CORPUS, dict.fromkeys(KEPT, ())))
 def test_each_release_replays(release: str, case: RenderCase) -> None:
-    assert_server_replays(case, release, unsupported=UNSUPPORTED, same_reason=_same_reason)
+    assert_server_replays(case, release, same_reason=_same_reason)
 
 
 def test_the_folder_takes_the_mode_and_tokenizer_json_as_is() -> None:
@@ -132,3 +133,15 @@ def test_a_release_not_replayed_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(RenderUnsupportedError, match="not verified"):
         check_encoder_release("deepseek_v32", "0.31.0")
     check_encoder_release("deepseek_v32", "0.32.0")
+
+
+def test_every_tracked_media_part_was_harvested() -> None:
+    """Each part type answered as vLLM's 400 here has its own harvested body."""
+    from prefixkey.render._media import _TRACKED_PARTS
+
+    seen = {part["type"] for case in CASES if case.id in MEDIA
+            for message in case.body["messages"] if isinstance(message["content"], list)
+            for part in message["content"] if part["type"] != "text"}
+    assert seen == _TRACKED_PARTS
+    assert all(c.status == 400 and "is not a multimodal model" in (c.error or {})["message"]
+               for c in CASES if c.id in MEDIA)

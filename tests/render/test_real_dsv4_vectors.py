@@ -39,6 +39,14 @@ MODES = {"deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v41"}
 #: The releases kept without a mode's answers: vLLM 0.29 has no deepseek_v41 mode (its
 #: server does not start for the V4.1 folder), and prefixkey refuses the folder there.
 NOT_VERIFIED = {"0.29.0": frozenset({"deepseek_v41"})}
+#: Media parts over V4.1, which vLLM's registry calls multimodal: it counts the parts
+#: ("At most 0 audio(s) …") and loads the images, which prefixkey does not reproduce; the
+#: refusal names the first media part.
+UNSUPPORTED = {
+    c.id: next(f"messages[{i}].content[{j}]" for i, m in enumerate(c.body["messages"])
+               if isinstance(m["content"], list)
+               for j, part in enumerate(m["content"]) if part["type"] != "text")
+    for c in CASES if c.id.startswith("deepseek_v41/chat-media-")}
 
 
 def _same_reason(case: RenderCase, error: RenderRequestError) -> bool:
@@ -59,12 +67,12 @@ def test_the_corpus_is_whole() -> None:
 
 @each_case(CASES)
 def test_vllm_dsv4_rendering_replays(case: RenderCase) -> None:
-    assert_server_replays(case, same_reason=_same_reason)
+    assert_server_replays(case, unsupported=UNSUPPORTED, same_reason=_same_reason)
 
 
 @each_release_case(release_table(CORPUS, {r: NOT_VERIFIED.get(r, ()) for r in KEPT}))
 def test_each_release_replays(release: str, case: RenderCase) -> None:
-    assert_server_replays(case, release, same_reason=_same_reason)
+    assert_server_replays(case, release, unsupported=UNSUPPORTED, same_reason=_same_reason)
 
 
 @pytest.mark.parametrize(("release", "folder"), [
@@ -93,3 +101,12 @@ def test_the_conditional_generation_architecture_is_refused() -> None:
         has_tokenizer_json=True)
     assert decision.path == "refused"
     assert "verified here for DeepseekV4ForCausalLM only" in decision.why
+
+
+def test_media_parts_are_vllms_400_over_v4_and_refused_over_v41() -> None:
+    media = [c for c in CASES if "/chat-media-" in c.id]
+    assert {c.real for c in media} == set(MODES)
+    for case in media:
+        assert case.status in (400, 500) and case.error is not None
+        text_only = case.real == "deepseek_v4"
+        assert ("is not a multimodal model" in case.error["message"]) == text_only, case.id

@@ -113,3 +113,13 @@ def test_a_decoder_start_token_in_the_config_makes_it_the_400(tmp_path: Path) ->
     with pytest.raises(RenderRequestError, match="No token_ids rendered") as info:
         renderer.render("/v1/completions", {"model": "u", "prompt": [0, 35378, 2]})
     assert info.value.status == 400
+
+
+def test_the_releases_answering_completions_are_the_harvested_ones() -> None:
+    """render/_eras.py ``encoder_decoder_completions`` (which docs/render-tokenizers.md
+    states, tools/hf_tokenizer_table.py) is set exactly for the releases harvested here."""
+    from prefixkey.render._eras import RENDER_ERAS
+
+    answering = {r for era in RENDER_ERAS for r in era.verified
+                 if era.encoder_decoder_completions is not None}
+    assert answering == set(RELEASES.values())
