@@ -190,3 +190,16 @@ def test_a_template_that_does_not_compile_fails_each_time() -> None:
     for environment in (TemplateEnvironment(), TemplateEnvironment()):
         with pytest.raises(Exception, match="no_such_filter"):
             environment.compile("{{ messages | no_such_filter }}")
+
+
+@pytest.mark.parametrize("source", [s for s, stops in [*BROKEN, *PROBED] if stops])
+def test_a_probe_that_stops_the_server_stops_each_build(tmp_path: Path, source: str) -> None:
+    # The probe's compiled code is kept for the process; its failures and its rendering
+    # are not: each build over the folder is refused alike.
+    folder = build_folder(tmp_path, "generic", chat_template=source)
+    messages = set()
+    for _ in range(2):
+        with pytest.raises(ModelFolderError, match="does not start") as refused:
+            Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
+        messages.add(str(refused.value))
+    assert len(messages) == 1
