@@ -9,8 +9,8 @@ own (``PYTHONPATH``; never installed into that venv)::
         benchmarks/bench_render_real.py --out benchmarks/RENDER_REAL.md
 
 The folders are the real ones of tests/render/real/ (``python tests/real_models.py
-fetch``; ``--folders`` for some of them). Rows, each timed in one process,
-interleaved, best time kept:
+fetch``; ``--folders`` for some of them). Rows, best time kept (the machine is shared:
+run it several times and state the load average it prints):
 
 - **first build**: the first ``Renderer(ServerOptions(model=folder))`` (folder, tokenizer,
   vLLM's start-up probe of the templates) in a new process, against the first
