@@ -26,6 +26,8 @@ use (render/_renderer.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import lru_cache
+from types import CodeType
 from typing import Final
 
 import jinja2
@@ -41,14 +43,32 @@ PROBE_MESSAGES: Final = ({"role": "system", "content": "t"}, {"role": "user", "c
                          {"role": "system", "content": "t"}, {"role": "user", "content": "t"})
 
 
+def _environment() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
+    """The probe's environment (a new one each time, as vLLM makes)."""
+    return jinja2.sandbox.ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+
+
+@lru_cache(maxsize=64)
+def _code(source: str) -> CodeType:
+    """The code the probe's environment compiles ``source`` to, once per process for each
+    text (a Renderer built again over the same template compiles it no more). Exact: every
+    probe environment has the same settings, filters and globals, which are all the
+    compilation reads; the code is bound to a new environment each time, and a text that
+    does not compile raises each time (nothing is kept for it)."""
+    return _environment().compile(source)
+
+
 def _probe(source: str) -> bool | Exception:
     """What vLLM's probe makes of ``source``: True (it rendered), False (a Jinja error:
     the answer "merge"), or the exception that stops the server."""
-    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env = _environment()
     try:
-        env.from_string(source).render(messages=[dict(m) for m in PROBE_MESSAGES],
-                                       add_generation_prompt=False)
+        # env.from_string(source), its compilation kept for the process (_code).
+        template = env.template_class.from_code(env, _code(source), env.make_globals(None),
+                                                None)
+        template.render(messages=[dict(m) for m in PROBE_MESSAGES],
+                        add_generation_prompt=False)
     except jinja2.TemplateError:
         return False
     except Exception as exc:  # what vLLM lets escape: its server does not start

@@ -10,7 +10,10 @@ whether message content is iterated as a list of parts (content format
 ``chat_template_kwargs`` it passes on). A compiled template is built once per
 text and reused. A template is parsed and its code generated once: the generation
 that compiles it also finds its undeclared variables (what ``jinja2.meta`` runs a second
-generation for), and the analyses read the same tree.
+generation for), and the analyses read the same tree. The code and the analyses are
+also kept once per process for each text (:func:`_compiled_parts`, as transformers keeps
+its compiled templates with ``lru_cache``): a second Renderer over the same template
+only binds that code to its own environment.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
+from types import CodeType
 from typing import Any, Final
 
 import jinja2
@@ -159,7 +164,7 @@ class TemplateEnvironment:
             if len(self._compiled) >= 64:  # request templates (when trusted) bound the cache
                 self._compiled.clear()
             try:
-                template = ChatTemplate.build(self.env, source)
+                template = ChatTemplate.bind(self.env, _compiled_parts(self.bounded, source))
             except ChatTemplateSyntaxError as exc:
                 # A folder's broken template fails each chat body alike: compiled once.
                 template = exc
@@ -167,6 +172,26 @@ class TemplateEnvironment:
         if isinstance(template, ChatTemplateSyntaxError):
             raise ChatTemplateSyntaxError(template.message, template.kind)
         return template
+
+
+@lru_cache(maxsize=2)
+def _prototype(bounded: bool) -> jinja2.Environment:
+    """An environment of the kind, which templates are compiled in (its clock unread)."""
+    return TemplateEnvironment(bounded=bounded).env
+
+
+@lru_cache(maxsize=64)
+def _compiled_parts(bounded: bool, source: str) -> _Parts:
+    """A template's code and analyses, once per process for each kind and text.
+
+    Exact for every environment of the kind: the code Jinja generates (and folds
+    constants into) depends on the environment's settings, extensions and the names
+    of its filters, tests and globals, which every :class:`TemplateEnvironment` of one
+    kind shares; the clock (``strftime_now``) and the filters are looked up in the
+    rendering environment when the code is bound to it (:meth:`ChatTemplate.bind`). A
+    template that does not compile raises each time (nothing is cached for it).
+    """
+    return _Parts.build(_prototype(bounded), source)
 
 
 # ---------------------------------------------------------------- vLLM's syntax-tree reading
@@ -282,6 +307,40 @@ def _iterates_content(root: jinja2.nodes.Template) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class _Parts:
+    """What compiling a template yields apart from its environment: its code and
+    what vLLM reads from its source (:class:`ChatTemplate`'s fields)."""
+
+    source: str
+    code: CodeType
+    detected_format: str
+    variables: frozenset[str]
+    aliases_messages: bool
+    bounded: bool
+
+    @classmethod
+    def build(cls, env: jinja2.Environment, source: str) -> _Parts:
+        try:
+            tree = env.parse(source)
+            code, variables = _compiled(env, tree, source)
+        except jinja2.TemplateError as exc:
+            raise ChatTemplateSyntaxError(str(exc)) from None
+        except (RecursionError, ValueError, SyntaxError, MemoryError, OverflowError) as exc:
+            # Jinja's parser and Python's compiler of what Jinja generates have limits of
+            # their own: nesting (RecursionError, "too many levels of indentation"), a
+            # folded constant past 4,300 digits (ValueError). vLLM answers with the
+            # exception's own text, as for Jinja's.
+            raise ChatTemplateSyntaxError(str(exc), type(exc).__name__) from None
+        try:
+            detected = "openai" if _iterates_content(tree) else "string"
+        except (jinja2.TemplateError, RecursionError):
+            detected = "string"  # vLLM logs the failure and takes the default
+        return cls(source=source, code=code, detected_format=detected, variables=variables,
+                   aliases_messages=_aliases_messages(tree),
+                   bounded=isinstance(env, BoundedSandbox))
+
+
+@dataclass(frozen=True, slots=True)
 class ChatTemplate:
     """One compiled chat template and what vLLM reads from its source."""
 
@@ -302,38 +361,28 @@ class ChatTemplate:
     bounded: bool = False
 
     @classmethod
-    def build(cls, env: jinja2.Environment, source: str) -> ChatTemplate:
-        try:
-            tree = env.parse(source)
-            template, variables = _compiled(env, tree, source)
-        except jinja2.TemplateError as exc:
-            raise ChatTemplateSyntaxError(str(exc)) from None
-        except (RecursionError, ValueError, SyntaxError, MemoryError, OverflowError) as exc:
-            # Jinja's parser and Python's compiler of what Jinja generates have limits of
-            # their own: nesting (RecursionError, "too many levels of indentation"), a
-            # folded constant past 4,300 digits (ValueError). vLLM answers with the
-            # exception's own text, as for Jinja's.
-            raise ChatTemplateSyntaxError(str(exc), type(exc).__name__) from None
-        try:
-            detected = "openai" if _iterates_content(tree) else "string"
-        except (jinja2.TemplateError, RecursionError):
-            detected = "string"  # vLLM logs the failure and takes the default
+    def bind(cls, env: jinja2.Environment, parts: _Parts) -> ChatTemplate:
+        """A template compiled for an environment of ``env``'s kind, bound to ``env``
+        (``env.from_string`` of its source, without compiling it again)."""
+        template = env.template_class.from_code(env, parts.code, env.make_globals(None), None)
+        source = parts.source
         return cls(
             source=source,
             template=template,
-            detected_format=detected,
-            variables=variables,
+            detected_format=parts.detected_format,
+            variables=parts.variables,
             supports_developer='"developer"' in source or "'developer'" in source,
-            accepted_kwargs=(variables | HF_BASE_PARAMS) - {"chat_template", "tokenize"},
-            aliases_messages=_aliases_messages(tree),
-            bounded=isinstance(env, BoundedSandbox),
+            accepted_kwargs=(parts.variables | HF_BASE_PARAMS) - {"chat_template", "tokenize"},
+            aliases_messages=parts.aliases_messages,
+            bounded=parts.bounded,
         )
 
 
 def _compiled(env: jinja2.Environment, tree: jinja2.nodes.Template,
-              source: str) -> tuple[jinja2.Template, frozenset[str]]:
-    """``env.from_string(tree)`` (no second parse) and the undeclared variables its code
-    generation noted (:class:`_TrackingCodeGenerator`, the environments' generator)."""
+              source: str) -> tuple[CodeType, frozenset[str]]:
+    """The code ``env.compile(tree)`` generates (no second parse) and the undeclared
+    variables its code generation noted (:class:`_TrackingCodeGenerator`, the
+    environments' generator)."""
     stream = io.StringIO()
     generator = env.code_generator_class(env, None, None, stream, False, env.optimized)
     assert isinstance(generator, _TrackingCodeGenerator)
@@ -347,8 +396,7 @@ def _compiled(env: jinja2.Environment, tree: jinja2.nodes.Template,
         raise ChatTemplateSyntaxError(
             f'{exc.message}\n  File "<introspection>", line {exc.lineno}') from None
     code = compile(stream.getvalue(), "<template>", "exec")
-    template = env.template_class.from_code(env, code, env.make_globals(None), None)
-    return template, frozenset(generator.undeclared)
+    return code, frozenset(generator.undeclared)
 
 
 class ChatTemplateSyntaxError(Exception):

@@ -6,12 +6,15 @@ own ``meta.find_undeclared_variables`` over a second parse, and jinja2's
 ``from_string`` for the rendered text, over every chat template committed under
 tests/render, in both environments (a folder's, and the bounded one of a request's
 template). A folder template that does not compile fails each chat body as vLLM's
-does, unless vLLM's start-up probe stops the server (render/_startup_probe.py).
+does, unless vLLM's start-up probe stops the server (render/_startup_probe.py). The code
+and analyses are kept once per process for each text and environment kind; every
+environment binds them to itself (its own clock, its own bounds).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,11 @@ from render_folders import build_folder
 
 from prefixkey.render import ModelFolderError, Renderer, RenderRequestError, ServerOptions
 from prefixkey.render._template import TemplateEnvironment
+from prefixkey.render._template_bounds import (
+    REQUEST_TEMPLATE_MAX_CHARS,
+    TemplateLimitError,
+    render_bounded,
+)
 
 RENDER = Path(__file__).resolve().parents[1] / "render"
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
@@ -151,3 +159,47 @@ def test_the_start_up_probe_stops_on_a_python_error_only(tmp_path: Path, source:
             Renderer(options)
     else:
         Renderer(options)
+
+
+def test_environments_share_a_templates_code_but_render_with_their_own_clock() -> None:
+    source = "{{ strftime_now('%Y-%m-%d') }} {{ messages | length }}"
+    first = TemplateEnvironment(lambda: datetime(2024, 1, 2)).compile(source)
+    second = TemplateEnvironment(lambda: datetime(2031, 5, 6)).compile(source)
+    assert first.template is not second.template
+    assert first.template.render(messages=MESSAGES) == "2024-01-02 4"
+    assert second.template.render(messages=MESSAGES) == "2031-05-06 4"
+    assert (first.variables, first.detected_format) == (second.variables,
+                                                        second.detected_format)
+
+
+@pytest.mark.parametrize("bounded_first", [False, True])
+def test_one_text_compiles_apart_for_a_request_and_for_a_folder(bounded_first: bool) -> None:
+    # The same text, past the request bound: bounded as a request's template only,
+    # whichever kind compiled it first in this process.
+    source = f"{{{{ 'x' * {REQUEST_TEMPLATE_MAX_CHARS + int(bounded_first) + 1} }}}}"
+    kinds = [True, False] if bounded_first else [False, True]
+    compiled = {bounded: TemplateEnvironment(bounded=bounded).compile(source)
+                for bounded in kinds}
+    assert compiled[True].bounded and not compiled[False].bounded
+    with pytest.raises(TemplateLimitError):
+        render_bounded(compiled[True].template.generate)
+    assert len(compiled[False].template.render()) > REQUEST_TEMPLATE_MAX_CHARS
+
+
+def test_a_template_that_does_not_compile_fails_each_time() -> None:
+    for environment in (TemplateEnvironment(), TemplateEnvironment()):
+        with pytest.raises(Exception, match="no_such_filter"):
+            environment.compile("{{ messages | no_such_filter }}")
+
+
+@pytest.mark.parametrize("source", [s for s, stops in [*BROKEN, *PROBED] if stops])
+def test_a_probe_that_stops_the_server_stops_each_build(tmp_path: Path, source: str) -> None:
+    # The probe's compiled code is kept for the process; its failures and its rendering
+    # are not: each build over the folder is refused alike.
+    folder = build_folder(tmp_path, "generic", chat_template=source)
+    messages = set()
+    for _ in range(2):
+        with pytest.raises(ModelFolderError, match="does not start") as refused:
+            Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
+        messages.add(str(refused.value))
+    assert len(messages) == 1
