@@ -175,7 +175,7 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   ships Gemma's; FNetTokenizer, without an `__init__` of its own, gets the generic
   backend's tokenizer and AlbertTokenizer's named tokens; PythonBackend named by
   `tokenizer_class` is TokenizersBackend: `real_convgap_` corpus, with PegasusTokenizer's
-  own special-token list, vLLM 0.29.0 to 0.32.0) and
+  own special-token list, vLLM 0.29.0 to 0.33.0) and
   vocabulary files (vLLM {", ".join(sorted(CONVERTED_RELEASES["files"]))}:
   `real_conv_files_` corpus), refused at other releases; refused for the other classes;
 - **python**: a Python tokenizer (no `tokenizers` backend) whose ids are the text's bytes or

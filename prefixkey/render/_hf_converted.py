@@ -319,12 +319,12 @@ CONVERSIONS: Final[Mapping[str, Conversion]] = MappingProxyType({
 #: transformers 5.24 (vLLM 0.29.0, 0.30.0) builds the generic backend's tokenizer from a
 #: SentencePiece model otherwise (the era's ``generic_spm``, :func:`generic_spm_tokenizer`):
 #: 76 of the generic folders' 78 texts got other ids than at 0.31.0, the rebuilding
-#: classes' all the same. vLLM 0.33.0 (its overlay) answered the SentencePiece corpora as
-#: 0.32.0; its vocabulary-file answers were not harvested.
+#: classes' all the same. vLLM 0.33.0 (its overlay) answered every corpus as 0.32.0, and
+#: 0.29.0 the vocabulary-file folders it starts for as 0.30.0 and 0.31.0.
 CONVERTED_RELEASES: Final = MappingProxyType({
     "sentencepiece": frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"}),
     "generic": frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"}),
-    "files": frozenset({"0.30.0", "0.31.0", "0.32.0"})})
+    "files": frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})})
 
 
 def generic_build(conversion: Conversion) -> bool:

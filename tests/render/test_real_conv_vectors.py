@@ -20,6 +20,7 @@ into a cache (tests/real_models.py): without it these tests skip, under CI they 
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 
 import pytest
 from render_cases import (
@@ -31,9 +32,11 @@ from render_cases import (
     each_case,
     each_release_case,
     kept_case,
+    kept_vectors,
     real_renderer,
     release_table,
     render_cases,
+    server_options,
 )
 
 from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
@@ -190,16 +193,10 @@ def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert_server_replays(case)
 
 
-#: The conv_more folders converted from vocabulary files (CONVERTED_RELEASES "files").
-MORE_FILES = frozenset({"conv_luke", "conv_dpr_reader", "conv_convbert"})
-
-
 #: The releases of transformers 5.19, whose conversion code is 5.17's, each with the
-#: corpora it answered as 0.31.0 did (0.33.0: its overlay; its vocabulary-file answers were
-#: not harvested, so those conversions are refused there).
-@each_release_case({
-    **release_table(("real_conv_", "real_conv_files_", "real_conv_more_"), {"0.32.0": ()}),
-    **release_table(("real_conv_", "real_conv_more_"), {"0.33.0": MORE_FILES})})
+#: corpora it answered as 0.31.0 did (0.33.0: its overlay).
+@each_release_case(release_table(("real_conv_", "real_conv_files_", "real_conv_more_"),
+                                 {"0.32.0": (), "0.33.0": ()}))
 def test_vllm_0_32_and_0_33_rendering_of_the_folders_replays(release: str,
                                                              case: RenderCase) -> None:
     """vLLM 0.32.0 and 0.33.0 (transformers 5.19) answered the corpora as 0.31.0 did
@@ -208,12 +205,27 @@ def test_vllm_0_32_and_0_33_rendering_of_the_folders_replays(release: str,
     assert_server_replays(case, release)
 
 
-@each_release_case(release_table("real_conv_files_", {"0.30.0": ()}))
-def test_vllm_0_30_rendering_of_the_vocabulary_file_folders_replays(release: str,
-                                                                   case: RenderCase) -> None:
-    """vLLM 0.30.0 (transformers 5.24) answered the vocabulary-file folders
-    (releases/0.30.0/real_conv_files_vectors.jsonl)."""
+#: The vocabulary-file folder vLLM 0.29.0 did not start for (its registry lists none of
+#: MarkupLM's architectures): its kept answers are that start failure.
+NOT_STARTED_029 = frozenset({"conv_markuplm"})
+
+
+@each_release_case(release_table("real_conv_files_", {"0.29.0": NOT_STARTED_029,
+                                                      "0.30.0": ()}))
+def test_vllm_0_29_and_0_30_rendering_of_the_vocabulary_file_folders_replays(
+        release: str, case: RenderCase) -> None:
+    """vLLM 0.29.0 and 0.30.0 (transformers 5.24) answered the vocabulary-file folders
+    as 0.31.0 did (releases/<release>/real_conv_files_vectors.jsonl)."""
     assert_server_replays(case, release)
+
+
+@pytest.mark.parametrize("real", sorted(NOT_STARTED_029))
+def test_vllm_0_29_did_not_start_for_a_folder_and_it_is_refused(real: str) -> None:
+    kept = [v for k, v in kept_vectors("0.29.0", "real_conv_files_").items()
+            if k.startswith(f"{real}/")]
+    assert kept and all(v["status"] is None and "startup" in v for v in kept)
+    with pytest.raises(RenderUnsupportedError, match=r"vLLM 0\.29\.0 does not start"):
+        real_renderer(FILE_CASES, real, "0.29.0")
 
 
 #: The generic backend's folders, which transformers 5.24 (vLLM 0.29, 0.30) converts
@@ -286,18 +298,24 @@ def test_each_conversion_opens_the_releases_that_answered_its_corpora(source: st
 @pytest.mark.parametrize(("release", "real"), [
     ("0.29.0", "conv_qwen3"), ("0.29.0", "conv_whisper"), ("0.33.0", "conv_qwen3"),
     ("0.33.0", "conv_whisper"), ("0.33.0", "conv_luke"), ("0.33.0", "conv_dpr_reader")])
-def test_a_release_not_replayed_is_refused(release: str, real: str) -> None:
-    """The answers of those releases for those folders' conversions (vocabulary files)
-    were not harvested."""
+def test_a_release_not_replayed_is_refused(monkeypatch: pytest.MonkeyPatch, release: str,
+                                           real: str) -> None:
+    """A release missing from a source's ``CONVERTED_RELEASES`` (its answers not
+    harvested) is refused for that source's conversions; every release prefixkey knows
+    answered them all, so one is taken out here."""
+    from prefixkey.render import _hf_converted
+
+    monkeypatch.setattr(_hf_converted, "CONVERTED_RELEASES", MappingProxyType(
+        {**CONVERTED_RELEASES, "files": CONVERTED_RELEASES["files"] - {release}}))
+    case = next(c for c in CASES if c.name == real)
     with pytest.raises(RenderUnsupportedError, match=f"not vLLM {release}'s"):
-        _release_renderer(release, real)
+        Renderer(server_options(case, release))  # not the cached renderers
 
 
 #: The conv_more folders vLLM 0.29.0 is refused for: its registry starts none of
 #: MBart's and Udop's architectures; LUKE's and mLUKE's classes build otherwise
-#: (Rebuild.otherwise_in); the vocabulary-file conversions were not replayed there.
-NOT_029 = frozenset({"conv_mbart", "conv_mbart50", "conv_udop", "conv_luke", "conv_mluke",
-                     "conv_dpr_reader", "conv_convbert"})
+#: (Rebuild.otherwise_in).
+NOT_029 = frozenset({"conv_mbart", "conv_mbart50", "conv_udop", "conv_luke", "conv_mluke"})
 
 
 @each_release_case(release_table("real_conv_more_", {"0.29.0": NOT_029}))
