@@ -193,7 +193,6 @@ def default_chat() -> list[tuple[str, Body]]:
         ("tool-after-user", _chat([USER, RESULT])),
         ("tool-too-many", _chat([USER, CALL_TURN, RESULT, RESULT_2])),
         ("tool-first-last-call", _chat([RESULT, USER, CALL_TURN])),
-        ("assistant-last-think", _chat([USER, FINAL], **THINK)),
         ("developer-empty", _chat([{"role": "developer", "content": ""}, USER])),
         ("developer-before-user-think", _chat([DEVELOPER, USER, FINAL, FOLLOW_UP], **THINK)),
         ("bad-role-before-user-think", _chat([USER, {"role": "narrator", "content": "x"},

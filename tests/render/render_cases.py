@@ -94,12 +94,20 @@ def _lines(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line]
 
 
+def _by_id(records: list[dict[str, Any]], name: str) -> dict[str, dict[str, Any]]:
+    """The records by id: one id twice would replay only its last answer."""
+    by_id = {r["id"]: r for r in records}
+    if len(by_id) != len(records):
+        raise AssertionError(f"{name} gives an id twice")
+    return by_id
+
+
 @cache
 def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
     """The render server's cases, or with ``corpus="serve_"`` vllm serve's (LoRA adapters)."""
     bodies = _lines(f"{corpus}bodies.jsonl")
-    vectors = {v["id"]: v for v in _lines(f"{corpus}vectors.jsonl")}
-    if set(vectors) != {b["id"] for b in bodies}:
+    vectors = _by_id(_lines(f"{corpus}vectors.jsonl"), f"{corpus}vectors.jsonl")
+    if set(vectors) != set(_by_id(bodies, f"{corpus}bodies.jsonl")):
         raise AssertionError("vectors.jsonl does not answer bodies.jsonl: re-harvest")
     return tuple(
         RenderCase(
@@ -124,8 +132,8 @@ def render_cases(corpus: str = "") -> tuple[RenderCase, ...]:
 def kept_vectors(release: str, corpus: str) -> dict[str, dict[str, Any]]:
     """``release``'s answers for ``corpus``'s bodies by id, kept compactly in
     releases/<release>/<corpus>vectors.jsonl (a builder's ``--keep-release``)."""
-    path = RENDER_DIR / "releases" / release / f"{corpus}vectors.jsonl"
-    return {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+    name = f"releases/{release}/{corpus}vectors.jsonl"
+    return _by_id(_lines(name), name)
 
 
 def kept_case(case: RenderCase, release: str, corpus: str) -> RenderCase:
