@@ -38,14 +38,17 @@ import random
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ray.serve._private.common import DeploymentHandleSource, DeploymentID, ReplicaID
-from ray.serve._private.request_router.common import PendingRequest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "gateways"))
+
+from ray_requests import FakeReplica, pending_request
 
 from prefixkey import Hasher, Request
 from prefixkey.core import check_token_ids
@@ -55,25 +58,6 @@ from prefixkey.gateways.ray import PrefixKeyRouter
 
 BLOCK = 16
 VERSION = "0.29.0"
-
-
-@dataclass
-class _Replica:
-    """What choose_replicas reads of a RunningReplica."""
-
-    replica_id: ReplicaID
-    max_ongoing_requests: int = 64
-    routing_stats: Any = None
-    multiplexed_model_ids: Any = frozenset()
-    node_id: str = "node"
-    availability_zone: str | None = None
-
-
-def _pending(ids: list[int]) -> Any:
-    metadata: Any = type("Meta", (), {"request_id": "r", "multiplexed_model_id": "",
-                                      "internal_request_id": "r"})()
-    return PendingRequest(args=[{"model": "m"}], kwargs={"request_token_ids": ids},
-                          metadata=metadata)
 
 
 def _router(redis_url: str | None, namespace: str) -> PrefixKeyRouter:
@@ -99,9 +83,9 @@ def _fill(index: PrefixIndexBackend, scheme: ReplicaScheme, names: list[str],
         index.apply(ReplicaId(name), EventBatch(0.0, (event,)))
 
 
-async def _measure(router: PrefixKeyRouter, hasher: Hasher, replicas: list[_Replica],
+async def _measure(router: PrefixKeyRouter, hasher: Hasher, replicas: list[FakeReplica],
                    tokens: list[int], rounds: int) -> dict[str, float]:
-    pending = _pending(tokens)
+    pending = pending_request("r", tokens)
     choose: Any = router.choose_replicas  # given stand-ins for Ray's RunningReplica
     for _ in range(3):  # warm-up: scripts loaded, registrations read, caches filled
         await choose(replicas, pending)
@@ -186,7 +170,7 @@ def main() -> None:
                     tokens = [rng.randrange(100, 50_000) for _ in range(num_tokens)]
                     ns = f"bench:{n}:{num_tokens}"
                     router = _router(url if backend == "redis" else None, ns)
-                    replicas = [_Replica(ReplicaID(f"r{i:03d}", DeploymentID("llm", "bench")))
+                    replicas = [FakeReplica(ReplicaID(f"r{i:03d}", DeploymentID("llm", "bench")))
                                 for i in range(n)]
                     fill = (RedisPrefixIndex.from_url(url, namespace=ns) if backend == "redis"
                             else router._index)

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from build_real_wu_bodies import COMPLETIONS, wu_lines
-from corpus_io import corpus_main, folder_lines, text_prompts
+from build_real_wu_bodies import wu_text_lines
+from corpus_io import corpus_main
 
 #: The folders, and whether their tokenizer_config.json has a chat template.
 FOLDERS = {"specials_asis_lists": True, "specials_asis_named": True,
@@ -43,14 +43,7 @@ TEXTS = {
 
 
 def build() -> list[dict[str, Any]]:
-    lines = wu_lines(FOLDERS)
-    for folder in FOLDERS:
-        name = f"real-{folder}"
-        server = {"--served-model-name": name, "--max-model-len": 512}
-        lines += folder_lines(folder, server, ((COMPLETIONS, [
-            (f"completion-{ident}", {"model": name, **body})
-            for ident, body in text_prompts(TEXTS)]),))
-    return lines
+    return wu_text_lines(FOLDERS, TEXTS)
 
 
 def main(argv: list[str] | None = None) -> int:

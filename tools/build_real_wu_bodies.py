@@ -107,6 +107,19 @@ def wu_lines(folders: Mapping[str, bool], pooling: Collection[str] = ()) -> list
     return lines
 
 
+def wu_text_lines(folders: Mapping[str, bool], texts: dict[str, str]) -> list[dict[str, Any]]:
+    """:func:`wu_lines`, then each folder's completions of ``texts`` (with and without
+    special tokens: ``completion-<key>``, ``completion-<key>-no-specials``)."""
+    lines = wu_lines(folders)
+    for folder in folders:
+        name = f"real-{folder}"
+        server = {"--served-model-name": name, "--max-model-len": 512}
+        lines += folder_lines(folder, server, ((COMPLETIONS, [
+            (f"completion-{ident}", {"model": name, **body})
+            for ident, body in text_prompts(texts)]),))
+    return lines
+
+
 def build() -> list[dict[str, Any]]:
     return wu_lines(FOLDERS, POOLING)
 

@@ -14,7 +14,6 @@ Router's running mean prefill.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -26,31 +25,15 @@ from ray.serve._private.common import (  # noqa: E402
     DeploymentID,
     ReplicaID,
 )
-from ray.serve._private.request_router.common import PendingRequest  # noqa: E402
+from ray_requests import FakeReplica, pending_request  # noqa: E402
 
 from prefixkey.gateways.ray import PrefixKeyRouter  # noqa: E402
 
 DEPLOYMENT = DeploymentID(name="llm", app_name="load")
 
 
-@dataclass
-class _Replica:
-    """What the router reads of Ray's RunningReplica."""
-
-    replica_id: ReplicaID
-    max_ongoing_requests: int = 64
-    routing_stats: Any = None
-    multiplexed_model_ids: Any = frozenset()
-    node_id: str = "node"
-    availability_zone: str | None = None
-
-
 def _pending(call: str, tokens: int) -> Any:
-    metadata: Any = type("Meta", (), {"request_id": call, "multiplexed_model_id": "",
-                                      "internal_request_id": call})()
-    ids = [1000 + (hash(call) % 1000) * 100 + i for i in range(tokens)]
-    return PendingRequest(args=[{"model": "m"}], kwargs={"request_token_ids": ids},
-                          metadata=metadata)
+    return pending_request(call, [1000 + (hash(call) % 1000) * 100 + i for i in range(tokens)])
 
 
 class _Ray:
@@ -62,7 +45,7 @@ class _Ray:
             deployment_id=DEPLOYMENT, handle_source=DeploymentHandleSource.UNKNOWN,
             use_replica_queue_len_cache=True, get_curr_time_s=lambda: 0.0)
         self.router.initialize_state(vllm_version="0.29.0")
-        self.replicas = [_Replica(ReplicaID(f"r{i}", DEPLOYMENT)) for i in range(2)]
+        self.replicas = [FakeReplica(ReplicaID(f"r{i}", DEPLOYMENT)) for i in range(2)]
         for r in self.replicas:
             self.router.replica_queue_len_cache.update(r.replica_id, 0)
         self.where: dict[str, ReplicaID] = {}
