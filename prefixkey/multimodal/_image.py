@@ -11,18 +11,27 @@ integer blending. Other images in those eras are refused with
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import re
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
-
-from PIL import Image
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import InvalidRequestError, UndecodableMediaError, UnreproducibleIdentifierError
 from ._encoding import Keyed, Streamed, Value
 from ._eras import IdentifierEra
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+# Pillow is imported when an image is first decoded, not here: a Renderer builds its
+# ImageChat (and so imports this module) for every model, and importing PIL costs a
+# text-only first build tens of milliseconds. Its absence is still found at import, so
+# ``prefixkey.multimodal`` raises MissingExtraError (via needs_extra) exactly as before.
+if importlib.util.find_spec("PIL") is None:
+    raise ModuleNotFoundError("No module named 'PIL'", name="PIL")
 
 __all__ = ["ImageLoader", "image_loader", "image_payload", "image_payload_and_size",
            "loaded_size"]
@@ -89,6 +98,8 @@ def image_loader(era: IdentifierEra, image_kwargs: Mapping[str, Any],
 
 
 def _open(data: bytes, era: IdentifierEra, max_pixels: int, field: str) -> Image.Image:
+    from PIL import Image
+
     try:
         with warnings.catch_warnings():
             # Pillow warns about corrupt metadata and past MAX_IMAGE_PIXELS (the error
@@ -133,6 +144,8 @@ def _rgb(image: Image.Image, era: IdentifierEra, loader: ImageLoader) -> Image.I
     if image.mode == "RGB":
         return image
     if image.mode == "RGBA" and era.rgb_conversion != "convert":
+        from PIL import Image
+
         converted = Image.new("RGB", image.size, loader.rgba_background_color)
         converted.paste(image, mask=image.split()[3])
         return converted

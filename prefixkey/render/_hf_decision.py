@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
-from collections.abc import Mapping
+import os
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path as FilePath
@@ -236,6 +238,19 @@ def _converted_path(name: str, kind: str, why: str,
         + (f"; {REFUSED_BECAUSE[name]}" if name in REFUSED_BECAUSE else ""))
 
 
+@cache
+def _name_pattern(patterns: frozenset[str]) -> re.Pattern[str]:
+    # One regex per table, compiled once: the first build would otherwise translate and
+    # compile each pattern (fnmatch's own cache starts empty in a new process).
+    return re.compile("|".join(fnmatch.translate(os.path.normcase(p))
+                               for p in sorted(patterns)) or "(?!)")
+
+
+def _name_matches(name: str, patterns: Iterable[str]) -> bool:
+    """``any(fnmatch.fnmatch(name.lower(), p) for p in patterns)``, as one match."""
+    return _name_pattern(frozenset(patterns)).match(os.path.normcase(name.lower())) is not None
+
+
 def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
               config: Mapping[str, Any], name: str,
               facts: HfFacts) -> tuple[tuple[str, str] | None, str]:
@@ -246,8 +261,7 @@ def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
     raw_map = tokenizer_config.get("auto_map")
     auto_map = raw_map if isinstance(raw_map, (list, tuple)) else (
         raw_map.get("AutoTokenizer") if isinstance(raw_map, Mapping) else None)
-    if auto_map is None and any(fnmatch.fnmatch(name.lower(), p)
-                                for p in facts.BACKEND_NAME_PATTERNS):
+    if auto_map is None and _name_matches(name, facts.BACKEND_NAME_PATTERNS):
         return backend, f"the name {name!r} matches transformers' TokenizersBackend patterns"
     tc_class = tokenizer_config.get("tokenizer_class")
     hub = tc_class or config.get("tokenizer_class")
@@ -449,7 +463,7 @@ def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:
             f"model_type {model_type!r}: transformers {release.transformers} (vLLM "
             f"{vllm_version}'s) registers its tokenizer otherwise than transformers 5.17, "
             "whose rules prefixkey applies; not verified"))
-    if any(fnmatch.fnmatch(name.lower(), p) for p in patterns):
+    if _name_matches(name, patterns):
         raise RenderUnsupportedError("--tokenizer", (
             f"the name {name!r} matches a TokenizersBackend name pattern of only one of "
             f"transformers {release.transformers} (vLLM {vllm_version}'s) and 5.17; "

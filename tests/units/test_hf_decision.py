@@ -10,6 +10,7 @@ render server in tests/render/test_real_hf_vectors.py.
 
 from __future__ import annotations
 
+import fnmatch
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,13 @@ from typing import Any
 
 import pytest
 
-from prefixkey.render._hf_decision import TokenizerPath, decide_tokenizer
+from prefixkey.render._hf_decision import (
+    BASE_FACTS,
+    TokenizerPath,
+    _name_matches,
+    decide_tokenizer,
+    release_drift,
+)
 from prefixkey.render._hf_tiktoken import ConvertedSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,3 +156,19 @@ def test_the_docs_table_is_current() -> None:
     done = subprocess.run([sys.executable, "tools/hf_tokenizer_table.py", "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+#: Every name pattern table the decision matches against: the rules' own and each release's drift.
+_PATTERN_TABLES = [BASE_FACTS.BACKEND_NAME_PATTERNS, frozenset()] + [
+    release_drift(v)[1] for v in ("0.29.0", "0.30.0", "0.32.0", "0.33.0")]
+
+
+@pytest.mark.parametrize("patterns", _PATTERN_TABLES)
+def test_a_tables_one_regex_matches_as_fnmatch_does(patterns: Any) -> None:
+    names = [p.replace("*", s) for table in _PATTERN_TABLES for p in table
+             for s in ("", "x", "-7B/b")]
+    names += ["Qwen/Qwen3-8B", "DeepSeek-AI/DeepSeek-Coder-7b", "a/b", "", "x\n",
+              "deepseek-ai/deepseek-coder"]
+    for name in names:
+        expected = any(fnmatch.fnmatch(name.lower(), p) for p in patterns)
+        assert _name_matches(name, patterns) is expected, (name, sorted(patterns))

@@ -10,6 +10,8 @@ in tests/render/test_render_vectors.py.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -449,3 +451,15 @@ def test_a_tokenizer_folder_brings_its_own_tokenizer_class(folders: dict[str, Pa
     (bare / "config.json").unlink()
     with pytest.raises(RenderUnsupportedError):
         renderer(folders["generic"], tokenizer=str(bare))
+
+
+def test_a_text_models_renderer_imports_no_pillow(folders: dict[str, Path]) -> None:
+    # Pillow loads when an image is first decoded (multimodal/_image.py), not at build:
+    # the build's image options are still checked then, without it.
+    code = ("import sys\nfrom prefixkey.render import Renderer, ServerOptions\n"
+            f"Renderer(ServerOptions(model={str(folders['generic'])!r}))\n"
+            "assert 'prefixkey.multimodal' in sys.modules\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'PIL'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["[]"]
