@@ -19,7 +19,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import InvalidRequestError, UndecodableMediaError, UnreproducibleIdentifierError
+from ..errors import (
+    InvalidRequestError,
+    MissingExtraError,
+    UndecodableMediaError,
+    UnreproducibleIdentifierError,
+)
 from ._encoding import Keyed, Streamed, Value
 from ._eras import IdentifierEra
 
@@ -31,7 +36,7 @@ if TYPE_CHECKING:
 # text-only first build tens of milliseconds. Its absence is still found at import, so
 # ``prefixkey.multimodal`` raises MissingExtraError (via needs_extra) exactly as before.
 if importlib.util.find_spec("PIL") is None:
-    raise ModuleNotFoundError("No module named 'PIL'", name="PIL")
+    raise MissingExtraError("prefixkey.multimodal", "multimodal", "PIL")
 
 __all__ = ["ImageLoader", "image_loader", "image_payload", "image_payload_and_size",
            "loaded_size"]
