@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
 # Pillow is imported when an image is first decoded, not here: a Renderer builds its
 # ImageChat (and so imports this module) for every model, and importing PIL costs a
-# text-only first build tens of milliseconds. Its absence is still found at import, so
-# ``prefixkey.multimodal`` raises MissingExtraError (via needs_extra) exactly as before.
+# text-only first build tens of milliseconds. Its absence is still found at import:
+# ``prefixkey.multimodal`` raises the MissingExtraError needs_extra gave before.
 if importlib.util.find_spec("PIL") is None:
     raise MissingExtraError("prefixkey.multimodal", "multimodal", "PIL")
 

@@ -213,6 +213,14 @@ class Rebuild:
         assert self.bpe is not None  # __post_init__
         return ("BPE", self.bpe)
 
+    @property
+    def builds_special_list(self) -> bool:
+        """Whether the class builds its own extra special-token list (sentinels, default
+        extras, extras around the given ones, its own named extras) rather than taking
+        the list it is given as it is."""
+        return (self.sentinels is not None or self.extras_default is not None
+                or bool(self.extras_before or self.extras_after or self.extra_specials))
+
 
 #: GPT2Tokenizer's recipe (CodeGenTokenizer's too, but for its name).
 _GPT2: Final = Rebuild(

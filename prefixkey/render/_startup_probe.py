@@ -35,6 +35,7 @@ import jinja2.ext
 import jinja2.sandbox
 
 from ._errors import ModelFolderError
+from ._template import bind_code
 
 __all__ = ["PROBE_MESSAGES", "check_startup_probe"]
 
@@ -65,10 +66,8 @@ def _probe(source: str) -> bool | Exception:
     env = _environment()
     try:
         # env.from_string(source), its compilation kept for the process (_code).
-        template = env.template_class.from_code(env, _code(source), env.make_globals(None),
-                                                None)
-        template.render(messages=[dict(m) for m in PROBE_MESSAGES],
-                        add_generation_prompt=False)
+        bind_code(env, _code(source)).render(
+            messages=[dict(m) for m in PROBE_MESSAGES], add_generation_prompt=False)
     except jinja2.TemplateError:
         return False
     except Exception as exc:  # what vLLM lets escape: its server does not start

@@ -364,7 +364,7 @@ class ChatTemplate:
     def bind(cls, env: jinja2.Environment, parts: _Parts) -> ChatTemplate:
         """A template compiled for an environment of ``env``'s kind, bound to ``env``
         (``env.from_string`` of its source, without compiling it again)."""
-        template = env.template_class.from_code(env, parts.code, env.make_globals(None), None)
+        template = bind_code(env, parts.code)
         source = parts.source
         return cls(
             source=source,
@@ -376,6 +376,12 @@ class ChatTemplate:
             aliases_messages=parts.aliases_messages,
             bounded=parts.bounded,
         )
+
+
+def bind_code(env: jinja2.Environment, code: CodeType) -> jinja2.Template:
+    """``env.from_string(source)`` for the ``code`` an environment of ``env``'s kind
+    compiled ``source`` to: the code bound to ``env``'s globals, filters and tests."""
+    return env.template_class.from_code(env, code, env.make_globals(None), None)
 
 
 def _compiled(env: jinja2.Environment, tree: jinja2.nodes.Template,

@@ -590,10 +590,7 @@ def _merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tikto
         return None
     where = ("the tiktoken conversion, whose special tokens it then follows" if tiktoken
              else f"the {recipe.name} tokenizer class, which builds its own list from it"
-             if recipe is not None and (
-                 recipe.extras_default is not None or recipe.sentinels is not None
-                 or recipe.extras_before or recipe.extras_after or recipe.extra_specials)
-             else None)
+             if recipe is not None and recipe.builds_special_list else None)
     if where is not None:
         raise RenderUnsupportedError("tokenizer_config.json", (
             "additional_special_tokens beside named extra_special_tokens reaches "
