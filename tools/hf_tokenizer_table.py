@@ -222,7 +222,7 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **refused**: why is given.
 
 A folder whose config is an encoder-decoder's renders its chat as any other (verified on
-mBART's: `real_encdec_` corpus; and on the SentencePiece Python classes': `real_py_spm_`),
+mBART's, and at vLLM 0.29.0, which starts no mBART architecture, DETR's: `real_encdec_` corpus; and on the SentencePiece Python classes': `real_py_spm_`),
 and every completion (text or token ids) is vLLM's 400 "No token_ids rendered"
 ({_encdec_releases()}): vLLM
 answers a completion with the encoder prompt's token ids, which its renderer leaves

@@ -56,10 +56,11 @@ RequestMMKwargs = Literal["accepted", "refused"]
 #: ``functions.<name> to=assistant`` included, and vLLM rewrites none).
 HarmonyHeaders = Literal["tool_calls", "every"]
 #: A completions body over an encoder-decoder config (render/_folder.py
-#: ``is_encoder_decoder``): ``no_ids`` (0.30 to 0.32: the engine input is the
+#: ``is_encoder_decoder``): ``no_ids`` (0.29 to 0.33: the engine input is the
 #: encoder/decoder pair, in which the render server finds no prompt ids: 400 "No
-#: token_ids rendered"; 0.33 alike); None: not harvested for the era (0.29 starts none
-#: of the corpus's encoder-decoder architectures), refused.
+#: token_ids rendered"; 0.29 answered so for DETR's config, the corpus's mBART and Udop
+#: ones being architectures it does not start for); None: not harvested for the era,
+#: refused.
 EncoderDecoderCompletions = Literal["no_ids"] | None
 #: How the generic backend (TokenizersBackend over a SentencePiece ``tokenizer.model``, no
 #: tokenizer.json) builds its tokenizer (render/_hf_converted.py ``generic_spm_tokenizer``):
@@ -182,6 +183,7 @@ RENDER_ERAS: Final = (
         request_mm_kwargs="accepted",
         harmony_headers="every",
         hf_mistral_format=False,
+        encoder_decoder_completions="no_ids",
         generic_spm="spec",
         specials_merge="if_empty",
         startup_probe="server",
