@@ -41,8 +41,11 @@ FOLDERS = {"llama3_tiktoken": "auto", "llama3_tiktoken_rule": "auto",
 #: The releases whose own servers answer the same bodies (one copy of the corpus each),
 #: and the folders each copy holds: vLLM 0.29's hf mode passes no ``mistral_format=False``,
 #: so transformers 5.24 loads a Mistral model type's tekken.json with MistralCommonBackend
-#: there (refused: render/_eras.py ``hf_mistral_format``).
-RELEASES = {"029": ("llama3_tiktoken", "llama3_tiktoken_rule"), "030": tuple(FOLDERS),
+#: there (render/_eras.py ``hf_mistral_format``): mistral_nemo's answers are then
+#: mistral_common's, and its server does not start for mistral_tekken_rule ("Unknown
+#: control token [IMG]").
+RELEASES = {"029": ("llama3_tiktoken", "llama3_tiktoken_rule", "mistral_nemo"),
+            "030": tuple(FOLDERS),
             "032": tuple(FOLDERS), "033": tuple(FOLDERS)}
 TEXTS = {
     "specials-rule": ("<|begin_of_text|>hi<|eot_id|> x <|custom_lstrip|> y<|custom_last|>  z "

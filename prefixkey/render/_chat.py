@@ -20,7 +20,13 @@ from typing import Any, Final
 
 from ._errors import RenderRequestError, RenderUnsupportedError
 
-__all__ = ["ContentParts", "check_tool_choice", "dump_tools", "message_objects", "parse_messages"]
+__all__ = ["NO_CHAT_TEMPLATE", "ContentParts", "check_tool_choice", "dump_tools",
+           "message_objects", "parse_messages"]
+
+#: transformers' error (vLLM's 400) for a chat without any template to apply.
+NO_CHAT_TEMPLATE: Final = (
+    "As of transformers v4.44, default chat template is no longer allowed, so you must "
+    "provide a chat template if the tokenizer does not define one.")
 
 # Part types whose payload is text (chat_utils.py MM_PARSER_MAP), and the key holding it.
 _TEXT_PARTS: Final = {

@@ -151,7 +151,8 @@ class RenderEra:
     #: Whether vLLM's tokenizer mode hf passes transformers ``mistral_format=False``
     #: (0.30 on, tokenizers/registry.py). 0.29's does not, so its transformers 5.24 loads
     #: a model type registering MistralCommonBackend with it when the folder has a
-    #: tekken.json: refused there (render/_folder.py).
+    #: tekken.json (render/_folder.py ``hf_loads_mistral_common``): its completions are
+    #: then mistral_common's, its chat transformers' (render/_mistral.py ``hf_chat``).
     hf_mistral_format: bool = True
     encoder_decoder_completions: EncoderDecoderCompletions = None
     generic_spm: GenericSpm = "extracted"

@@ -309,21 +309,28 @@ def _check_mistral_files(folder: Path, mode: str) -> None:
         "tokenizer; Mistral's SentencePiece files are read in --tokenizer-mode mistral")
 
 
-def _check_hf_mistral_format(folder: Path, model_type: str, vllm_version: str) -> None:
-    """Refuse, under a release whose hf mode passes no ``mistral_format=False`` (0.29),
-    a tekken.json folder of a model type registering MistralCommonBackend: transformers
-    5.24 then loads MistralCommonBackend (mistral_common's tokenizer), not a Hugging Face
-    one. (vLLM 0.29 did not start for such a folder whose tekken.json lists special tokens
-    without the image ones its image config names.)"""
+def hf_loads_mistral_common(folder: Path, model_type: str, vllm_version: str) -> bool:
+    """Whether the release's hf mode passes no ``mistral_format=False`` (0.29:
+    ``RenderEra.hf_mistral_format``) and the tokenizer folder is a tekken.json without
+    tokenizer.json of a model type registering MistralCommonBackend: transformers 5.24
+    then loads MistralCommonBackend (mistral_common's tokenizer), not a Hugging Face one
+    (render/_mistral.py renders it so)."""
     registered = release_facts(vllm_version).REGISTERED_CLASS.get(model_type) or ""
-    if (render_era(vllm_version).hf_mistral_format or not (folder / "tekken.json").is_file()
-            or registered.removesuffix("Fast") != "MistralCommonBackend"):
-        return
-    raise RenderUnsupportedError("--tokenizer-mode", (
-        f"vLLM {vllm_version}'s tokenizer mode hf passes no mistral_format=False, so "
-        f"transformers {render_release(vllm_version).transformers} loads model_type "
-        f"{model_type!r}'s MistralCommonBackend over the folder's tekken.json "
-        "(mistral_common's tokenizer), which prefixkey does not render in mode hf"))
+    return (not render_era(vllm_version).hf_mistral_format
+            and (folder / "tekken.json").is_file()
+            and not (folder / "tokenizer.json").is_file()
+            and registered.removesuffix("Fast") == "MistralCommonBackend")
+
+
+def _check_hf_mistral_format(folder: Path, model_type: str, vllm_version: str) -> None:
+    """Refuse a folder :func:`hf_loads_mistral_common` gives to mistral_common as a Hugging
+    Face one (the Renderer takes it to render/_mistral.py first)."""
+    if hf_loads_mistral_common(folder, model_type, vllm_version):
+        raise RenderUnsupportedError("--tokenizer-mode", (
+            f"vLLM {vllm_version}'s tokenizer mode hf passes no mistral_format=False, so "
+            f"transformers {render_release(vllm_version).transformers} loads model_type "
+            f"{model_type!r}'s MistralCommonBackend over the folder's tekken.json "
+            "(mistral_common's tokenizer), not a Hugging Face tokenizer"))
 
 
 def _blamed(decision: TokenizerPath) -> str:

@@ -54,11 +54,23 @@ from typing import Any, Final
 from .._extras import needs_extra
 from ..core import LoRA, MMItem
 from ..errors import MissingExtraError
-from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
+from ._chat import (
+    NO_CHAT_TEMPLATE,
+    ContentParts,
+    check_tool_choice,
+    dump_tools,
+    parse_messages,
+)
 from ._eras import RENDER_ERAS, render_era, render_release
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams
-from ._folder import _context_length, _not_a_folder, _read_json, config_architectures
+from ._folder import (
+    _context_length,
+    _not_a_folder,
+    _read_json,
+    config_architectures,
+    hf_loads_mistral_common,
+)
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._options import ServerOptions
 from ._reuse import checked_reused_ids, reused_prompt_ids, text_vocab_size
@@ -161,7 +173,9 @@ def _files(folder: Path, pattern: str) -> list[Path]:
 
 def check_auto_mode(options: ServerOptions, model_dir: str) -> str:
     """The mode vLLM's ``auto`` resolves to for this folder: ``"mistral"``, ``"auto"``
-    (Hugging Face), or a refusal when the folder's copy cannot tell.
+    (Hugging Face), or a refusal when the folder's copy cannot tell; ``"hf_mistral"`` for
+    mode hf where the release's transformers loads MistralCommonBackend
+    (render/_folder.py ``hf_loads_mistral_common``: vLLM 0.29).
 
     vLLM (tokenizers/registry.py ``resolve_tokenizer_args``) takes the mistral mode only
     when the tokenizer folder has ``consolidated*.safetensors`` weights and a tekken.json
@@ -169,6 +183,13 @@ def check_auto_mode(options: ServerOptions, model_dir: str) -> str:
     weights, so which mode the server runs depends on a file the copy does not have.
     """
     folder = Path(options.tokenizer or model_dir)
+    if options.tokenizer_mode.lower() == "hf" and folder.is_dir():
+        config = next((c for c in (folder / "config.json", Path(model_dir) / "config.json")
+                       if c.is_file()), None)
+        model_type = "" if config is None else str(
+            _read_json(config, "config.json").get("model_type", ""))
+        if hf_loads_mistral_common(folder, model_type, options.vllm_version):
+            return "hf_mistral"
     if options.tokenizer_mode != "auto" or not folder.is_dir():
         return options.tokenizer_mode
     found = [p for pattern in _TOKENIZER_PATTERNS for p in _files(folder, pattern)]
@@ -187,6 +208,34 @@ def check_auto_mode(options: ServerOptions, model_dir: str) -> str:
         "tokenizer.model.v* alone the server does not start). Pass the server's "
         "--tokenizer-mode (mistral, or hf)",
     )
+
+
+def _check_hf_chat_template(options: ServerOptions, folder: Path) -> None:
+    """Refuse mode hf over MistralCommonBackend with a chat template (the server's, or the
+    folder's): what vLLM 0.29 renders, and whether it starts, with one was not harvested
+    (its answers without one: real_tiktoken_029_vectors.jsonl)."""
+    config = folder / "tokenizer_config.json"
+    found = ("--chat-template" if options.chat_template is not None
+             else "chat_template.jinja" if (folder / "chat_template.jinja").is_file()
+             else "chat_template.json" if (folder / "chat_template.json").is_file()
+             else "tokenizer_config.json" if config.is_file()
+             and "chat_template" in _read_json(config, "tokenizer_config.json") else None)
+    if found is not None:
+        raise RenderUnsupportedError(found, (
+            f"vLLM {options.vllm_version}'s tokenizer mode hf loads the folder's tekken.json "
+            "with transformers' MistralCommonBackend; its chat with a chat template is not "
+            "verified"))
+
+
+def _hf_chat_refusal(fields: BodyFields) -> None:
+    """Chat in mode hf over MistralCommonBackend without a template (vLLM 0.29): vLLM's
+    hf renderer finds none, as for any Hugging Face tokenizer without one; a request's
+    own template is not verified."""
+    if fields.chat_template is not None:
+        raise RenderUnsupportedError("chat_template", (
+            "a request's chat template over transformers' MistralCommonBackend (mode hf, "
+            "vLLM 0.29) is not verified"))
+    raise RenderRequestError("chat_template", NO_CHAT_TEMPLATE)
 
 
 def _import_mistral_common(vllm_version: str) -> Any:
@@ -213,8 +262,12 @@ class MistralRenderer:
 
     def __init__(self, options: ServerOptions, model_dir: str,
                  lora_for: Callable[[Any], LoRA | None], option: str = "--model",
-                 media_fetcher: MediaFetcher | None = None) -> None:
+                 media_fetcher: MediaFetcher | None = None, *, hf_chat: bool = False) -> None:
         mistral = _import_mistral_common(options.vllm_version)
+        #: Mode hf over MistralCommonBackend (vLLM 0.29, :func:`check_auto_mode`): its
+        #: completions are mistral_common's, its chat transformers' template path.
+        self._hf_chat = hf_chat
+        self._mode = "hf (MistralCommonBackend)" if hf_chat else "mistral"
         validation = importlib.import_module("mistral_common.protocol.instruct.validator")
         utils = importlib.import_module("mistral_common.tokens.tokenizers.utils")
         self._request_cls = importlib.import_module(
@@ -252,7 +305,7 @@ class MistralRenderer:
             chosen = utils.get_one_valid_tokenizer_file(
                 [str(p) for p in sorted(tokenizer_dir.iterdir())])
         except ValueError as exc:  # vLLM does not start
-            raise ModelFolderError("--tokenizer-mode", f"mistral: {exc}") from None
+            raise ModelFolderError("--tokenizer-mode", f"{self._mode}: {exc}") from None
         self.tokenizer_file = Path(chosen)
         if self.tokenizer_file.name != "tekken.json" and \
                 importlib.util.find_spec("sentencepiece") is None:
@@ -262,8 +315,10 @@ class MistralRenderer:
             self._mistral = mistral.MistralTokenizer.from_file(
                 chosen, mode=validation.ValidationMode.test)
         except Exception as exc:  # vLLM does not start: the library's reason
-            raise ModelFolderError("--tokenizer-mode", f"mistral: the folder's tokenizer "
-                                   f"does not load: {exc}") from None
+            raise ModelFolderError("--tokenizer-mode", f"{self._mode}: the folder's "
+                                   f"tokenizer does not load: {exc}") from None
+        if hf_chat:
+            _check_hf_chat_template(options, tokenizer_dir)
         self._instruct = self._mistral.instruct_tokenizer
         self._tokenizer = self._instruct.tokenizer
         self.version = int(str(self._tokenizer.version.value).split("v")[-1])
@@ -304,6 +359,8 @@ class MistralRenderer:
         (or its error)."""
         fields = BodyFields.chat(body, render_era(self.options.vllm_version).cache_salt)
         self._lora_for(fields.model)
+        if self._hf_chat:
+            _hf_chat_refusal(fields)
         if placeholder_token_ids is not None and self._images is None:
             raise RenderUnsupportedError("placeholder_token_ids", "images are not rendered "
                                          "in the mistral mode without a vision folder")

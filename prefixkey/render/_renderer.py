@@ -24,7 +24,13 @@ import jinja2
 
 from ..core import LoRA, MMItem, Request, TokenIds, check_token_ids
 from ..errors import InvalidRequestError
-from ._chat import ContentParts, check_tool_choice, dump_tools, parse_messages
+from ._chat import (
+    NO_CHAT_TEMPLATE,
+    ContentParts,
+    check_tool_choice,
+    dump_tools,
+    parse_messages,
+)
 from ._encoders import encode_request, encoder_mode
 from ._eras import render_era, render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
@@ -111,10 +117,11 @@ class Renderer:
         self._loras = {m.name: LoRA(m.name, m.path, i)
                        for i, m in enumerate(options.lora_modules, start=1)}
         self._mistral: MistralRenderer | None = None
-        if check_auto_mode(options, model_dir or options.model) == "mistral":
+        mode = check_auto_mode(options, model_dir or options.model)
+        if mode in ("mistral", "hf_mistral"):
             self._mistral = MistralRenderer(options, model_dir or options.model, self.lora_for,
                                             "--model" if model_dir is None else "--model-dir",
-                                            media_fetcher)
+                                            media_fetcher, hf_chat=mode == "hf_mistral")
             self._server_template = (None if options.chat_template is None
                                      else load_server_template(options.chat_template))
             self._check_startup_probe()
@@ -479,9 +486,7 @@ class Renderer:
                 return folder["default"]
         elif folder is not None:
             return folder
-        raise RenderRequestError(
-            "chat_template", "As of transformers v4.44, default chat template is no longer "
-            "allowed, so you must provide a chat template if the tokenizer does not define one.")
+        raise RenderRequestError("chat_template", NO_CHAT_TEMPLATE)
 
     def _apply_template(self, messages: Any, request_template: str | None,
                         kwargs: dict[str, Any], parts: ContentParts,

@@ -8,11 +8,15 @@ gaps in ``added_tokens_decoder``, ``extra_special_tokens`` and ``add_bos_token``
 over mistral_common's ``tekken.json`` files, alone and given ``special_tokens`` under a
 tokenizer_config.json with ``add_bos_token``/``add_eos_token`` (``--tokenizer-mode hf``).
 ``real_tiktoken_vectors.jsonl`` is what vLLM 0.31.0's render server answered
-(tools/harvest_render.py); ``real_tiktoken_029_`` (the tiktoken folders), ``_030_``,
-``_032_`` and ``_033_`` are the same bodies answered by vLLM 0.29.0's, 0.30.0's, 0.32.0's
-and 0.33.0's servers,
-each replayed with ``vllm_version`` set. Every 200 must give the same ids, every vLLM
-error an error with the same status. The files are fetched into a cache (tests/real_models.py).
+(tools/harvest_render.py); ``real_tiktoken_029_`` (the tiktoken folders and
+mistral_nemo), ``_030_``, ``_032_`` and ``_033_`` are the same bodies answered by vLLM
+0.29.0's, 0.30.0's, 0.32.0's and 0.33.0's servers,
+each replayed with ``vllm_version`` set. vLLM 0.29.0's mode hf loads a Mistral model
+type's tekken.json with transformers' MistralCommonBackend: mistral_nemo's completions are
+then mistral_common's ids (rendered as the mistral mode renders them) and its chat finds
+no template (a 400); its server does not start for mistral_tekken_rule. Every 200 must
+give the same ids, every vLLM error an error with the same status. The files are fetched
+into a cache (tests/real_models.py).
 """
 
 from __future__ import annotations
@@ -59,9 +63,10 @@ def renderer(prefix: str, case: RenderCase) -> Renderer:
 
 def test_the_corpus_covers_every_folder_and_both_answers() -> None:
     for prefix, cases in CASES.items():
-        # 0.29's hf mode loads tekken.json with MistralCommonBackend: tiktoken folders only.
-        folders = [f for f, (converter, _) in FOLDER_CONVERTERS.items()
-                   if prefix != "real_tiktoken_029_" or converter == "tiktoken"]
+        # 0.29's hf mode loads tekken.json with MistralCommonBackend, which does not load
+        # mistral_tekken_rule's (the server does not start).
+        folders = [f for f in FOLDER_CONVERTERS
+                   if prefix != "real_tiktoken_029_" or f != "mistral_tekken_rule"]
         assert_covers_both_answers(cases, folders)
 
 
@@ -79,18 +84,36 @@ def test_vllm_rendering_of_converted_folders_replays(release: str, case: RenderC
     assert_server_replays(case, release)
 
 
-def test_vllm_0_29_hf_mode_loads_a_mistral_tekken_json_with_mistral_common() -> None:
+def test_vllm_0_29_hf_mode_loads_a_mistral_tekken_json_with_mistral_common(
+        tmp_path: Path) -> None:
     """vLLM 0.29 passes no mistral_format=False in mode hf: transformers 5.24 loads
-    MistralCommonBackend over tekken.json (its server did not start for
-    mistral_tekken_rule: "Unknown control token [IMG]")."""
+    MistralCommonBackend over tekken.json, so prefixkey renders mistral_nemo with
+    mistral_common (the replay above), refuses mistral_tekken_rule with the reason its
+    server did not start ("Unknown control token [IMG]"), and a folder with a chat
+    template, which was not harvested."""
     import real_models
 
-    for real in ("mistral_nemo", "mistral_tekken_rule"):
-        with pytest.raises(RenderUnsupportedError) as info:
-            Renderer(ServerOptions(model=str(real_models.folder(real)), tokenizer_mode="hf",
-                                   vllm_version="0.29.0"))
-        assert info.value.field == "--tokenizer-mode"
-        assert "MistralCommonBackend over the folder's tekken.json" in str(info.value)
+    nemo = real_models.folder("mistral_nemo")
+    renderer = Renderer(ServerOptions(model=str(nemo), tokenizer_mode="hf",
+                                      vllm_version="0.29.0"))
+    assert renderer._mistral is not None
+    with pytest.raises(PrefixKeyError, match=r"Unknown control token \[IMG\]") as failed:
+        Renderer(ServerOptions(model=str(real_models.folder("mistral_tekken_rule")),
+                               tokenizer_mode="hf", vllm_version="0.29.0"))
+    assert failed.value.field == "--tokenizer-mode"
+    with pytest.raises(RenderUnsupportedError, match="not verified") as info:
+        renderer.render("/v1/chat/completions", {
+            "model": str(nemo), "messages": [{"role": "user", "content": "Hi"}],
+            "chat_template": "{{ messages[0]['content'] }}"})
+    assert info.value.field == "chat_template"
+    folder = tmp_path / "nemo"
+    folder.mkdir()
+    for name in ("config.json", "tekken.json"):
+        (folder / name).symlink_to(nemo / name)
+    (folder / "tokenizer_config.json").write_text('{"chat_template": "{{ 1 }}"}')
+    with pytest.raises(RenderUnsupportedError, match="not verified") as info:
+        Renderer(ServerOptions(model=str(folder), tokenizer_mode="hf", vllm_version="0.29.0"))
+    assert info.value.field == "tokenizer_config.json"
 
 
 def test_the_deprecated_tekken_specials_are_mistral_commons() -> None:
