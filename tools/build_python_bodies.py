@@ -33,7 +33,12 @@ bert_japanese_rule); with ``--fairseq``: ``real_py_fairseq_bodies.jsonl`` over
 PhobertTokenizer and BertweetTokenizer real folders (phobert_rule, bertweet_rule);
 with ``--named``: ``real_py_named_bodies.jsonl`` over GPT-2 folders naming
 SpeechT5Tokenizer, BartphoTokenizer, ProphetNetTokenizer and VitsTokenizer by
-``tokenizer_class`` (:data:`NAMED_FOLDERS`); harvested the same way.
+``tokenizer_class`` (:data:`NAMED_FOLDERS`); with ``--gpt2``: ``real_py_gpt2_bodies.jsonl``
+over GPT-2 twins of the classes whose own model types vLLM 0.29.0 does not start for
+(MarianTokenizer, M2M100Tokenizer, PLBartTokenizer, Speech2TextTokenizer,
+BlenderbotSmallTokenizer, Wav2Vec2CTCTokenizer: :data:`GPT2_FOLDERS`), each the class's
+folder with only ``config.json`` a GPT-2 one (and the class named by ``tokenizer_class``
+where the model type named it); harvested the same way.
 
 Usage::
 
@@ -45,6 +50,7 @@ Usage::
     python tools/build_python_bodies.py --wordpiece
     python tools/build_python_bodies.py --fairseq
     python tools/build_python_bodies.py --named
+    python tools/build_python_bodies.py --gpt2
     python tools/build_python_bodies.py --keep-release 0.32.0 /tmp/r/032
 
 ``--keep-release RELEASE DIR`` keeps, compactly (tools/release_vectors.py's ``compact``),
@@ -347,8 +353,33 @@ def build_named() -> list[dict[str, Any]]:
             + build_bpe(("clvp_named",), CLVP_TEXTS))
 
 
+#: GPT-2 twins (tests/render/real/, python_models/) of the folders of classes whose own
+#: architectures vLLM 0.29.0 starts none of, and their corpora's bodies: that release
+#: tokenizes them named in a folder it starts for.
+GPT2_FOLDERS = {"marian_gpt2": "spm", "m2m_100_gpt2": "spm", "plbart_gpt2": "spm",
+                "speech_to_text_gpt2": "spm", "blenderbot_small_gpt2": "bpe",
+                "wav2vec2_gpt2": "ctc"}
+
+
+def build_gpt2() -> list[dict[str, Any]]:
+    """The GPT-2 twins' bodies, each its class's corpus's (:data:`GPT2_FOLDERS`)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import build_real_pyspm_bodies as spm
+
+    lines: list[dict[str, Any]] = []
+    for folder, kind in GPT2_FOLDERS.items():
+        if kind == "spm":
+            name = f"real-{folder}"
+            lines += folder_lines(folder, {"--served-model-name": name, "--max-model-len": 512},
+                                  ((CHAT, spm._chat(name)), (COMPLETIONS, spm._completions(name))))
+        else:
+            lines += build_bpe((folder,)) if kind == "bpe" else build_ctc((folder,))
+    return lines
+
+
 CORPORA = ("real_py_", "real_py_ctc_", "real_py_vocab_", "real_py_codellama_",
-           "real_py_bpe_", "real_py_wp_", "real_py_fairseq_", "real_py_named_")
+           "real_py_bpe_", "real_py_wp_", "real_py_fairseq_", "real_py_named_",
+           "real_py_gpt2_")
 
 
 def keep_release(release: str, harvest: Path, corpora: tuple[str, ...] = CORPORA) -> None:
@@ -376,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wordpiece", action="store_true")
     parser.add_argument("--fairseq", action="store_true")
     parser.add_argument("--named", action="store_true")
+    parser.add_argument("--gpt2", action="store_true")
     args = parser.parse_args(argv)
     if args.keep_release:
         keep_release(args.keep_release[0], Path(args.keep_release[1]))
@@ -384,13 +416,15 @@ def main(argv: list[str] | None = None) -> int:
               else "real_py_vocab_" if args.vocab else "real_py_bpe_" if args.bpe
               else "real_py_wp_" if args.wordpiece
               else "real_py_fairseq_" if args.fairseq
-              else "real_py_named_" if args.named else "real_py_")
+              else "real_py_named_" if args.named
+              else "real_py_gpt2_" if args.gpt2 else "real_py_")
     out = args.out or RENDER_DIR / f"{corpus}bodies.jsonl"
     lines = (build_code_llama() if args.code_llama else build_ctc() if args.ctc
              else build_ctc(VOCAB_FOLDERS, VOCAB_TEXTS) if args.vocab
              else build_bpe() if args.bpe else build_wordpiece() if args.wordpiece
              else build_bpe(FAIRSEQ_FOLDERS, FAIRSEQ_TEXTS) if args.fairseq
-             else build_named() if args.named else build())
+             else build_named() if args.named
+             else build_gpt2() if args.gpt2 else build())
     write_bodies(out, lines)
     return 0
 

@@ -161,7 +161,8 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   `--tokenizer-mode hf`, for TokenizersBackend, into a whole tokenizer
   (`prefixkey/render/_hf_tiktoken.py`, verified against vLLM 0.29.0 to 0.33.0's render
   servers, but for a Mistral model type's `tekken.json` at 0.29.0, whose hf mode loads
-  MistralCommonBackend: refused there); a SentencePiece model's pieces and scores (read
+  MistralCommonBackend: rendered there with mistral_common, its chat without a template
+  vLLM's 400, with one refused); a SentencePiece model's pieces and scores (read
   from the file, no protobuf needed), or the vocab.json and merges.txt / vocab.txt files
   as `tokenizers` reads them, handed to the class's own rebuild (the recipe named) or, for
   the generic backend, built into a tokenizer from the model file (`spm`):
@@ -196,7 +197,11 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
   ClvpTokenizer, GPTNeoXJapaneseTokenizer, MyT5Tokenizer, ProphetNetTokenizer, SpeechT5Tokenizer,
   VitsTokenizer: `real_py_named_` corpus) are
   verified against vLLM {", ".join(sorted(_NAMED_RELEASES))} and refused at other
-  releases; SentencePieceBackend itself, named so (`real_convgap_` corpus), against vLLM
+  releases; at vLLM 0.29.0, which starts none of their own model types' architectures,
+  BlenderbotSmallTokenizer, M2M100Tokenizer, MarianTokenizer, PLBartTokenizer,
+  Speech2TextTokenizer and Wav2Vec2CTCTokenizer are verified so, each named by a GPT-2
+  folder (`real_py_gpt2_` corpus); SentencePieceBackend itself, named so
+  (`real_convgap_` corpus), against vLLM
   {", ".join(sorted(PYTHON_CODECS["SentencePieceBackend"].releases or ()))}. Verified
   against vLLM's render servers on another model's real vocabulary under the class's
   format: {"; ".join(f"{n} ({c.borrowed})" for n, c in
@@ -222,7 +227,8 @@ from vLLM {facts.VLLM_VERSION} and transformers {facts.TRANSFORMERS_VERSION}) an
 - **refused**: why is given.
 
 A folder whose config is an encoder-decoder's renders its chat as any other (verified on
-mBART's, and at vLLM 0.29.0, which starts no mBART architecture, DETR's: `real_encdec_` corpus; and on the SentencePiece Python classes': `real_py_spm_`),
+mBART's, and at vLLM 0.29.0, which starts no mBART architecture, DETR's: `real_encdec_`
+corpus; and on the SentencePiece Python classes': `real_py_spm_`),
 and every completion (text or token ids) is vLLM's 400 "No token_ids rendered"
 ({_encdec_releases()}): vLLM
 answers a completion with the encoder prompt's token ids, which its renderer leaves

@@ -236,20 +236,18 @@ _M2M100_CODES: Final = (
 _WMT21_CODES: Final = "en ha is ja cs ru zh de"
 
 #: The releases the SentencePiece classes' corpus (real_py_spm_) was harvested from (0.33.0:
-#: its overlay); vLLM 0.29.0 starts none of the encoder-decoder architectures (Marian,
-#: M2M100, PLBart, Speech2Text), so those classes were not harvested there.
+#: its overlay). vLLM 0.29.0 starts none of the encoder-decoder architectures (Marian,
+#: M2M100, PLBart, Speech2Text): it answered those classes in GPT-2 folders naming them
+#: (real_py_gpt2_), as 0.29.0 starts no Wav2Vec2 or blenderbot-small architecture either.
 _SPM_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
-_SPM_ENCODER_DECODER_RELEASES: Final = _SPM_RELEASES - {"0.29.0"}
 #: The releases the byte, code-point and vocabulary classes' corpora (real_py_,
-#: real_py_vocab_, real_py_ctc_) were harvested from (0.33.0: its overlay); 0.29.0 starts
-#: no Wav2Vec2 architecture.
+#: real_py_vocab_, real_py_ctc_; Wav2Vec2CTC at 0.29.0: real_py_gpt2_) were harvested from
+#: (0.33.0: its overlay).
 _PY_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
-_CTC_RELEASES: Final = _PY_RELEASES - {"0.29.0"}
 #: The releases the vocabulary-file classes' corpora (real_py_bpe_, real_py_wp_,
-#: real_py_fairseq_) were harvested from (0.33.0: its overlay); 0.29.0 starts no
-#: blenderbot-small architecture.
+#: real_py_fairseq_; Blenderbot small at 0.29.0: real_py_gpt2_) were harvested from (0.33.0:
+#: its overlay).
 _VOCAB_FILE_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
-_BLENDERBOT_SMALL_RELEASES: Final = _VOCAB_FILE_RELEASES - {"0.29.0"}
 #: The releases the classes a folder names by tokenizer_class (real_py_named_) were
 #: harvested from (GPT-2 folders: every release starts for them; 0.33.0: its overlay).
 _NAMED_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
@@ -305,7 +303,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
         MappingProxyType({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
                           "pad_token": "<pad>", "word_delimiter_token": "|",
                           "do_lower_case": False, "replace_word_delimiter_char": " ",
-                          "target_lang": None}), releases=_CTC_RELEASES),
+                          "target_lang": None}), releases=_PY_RELEASES),
     # models/mgp_str/tokenization_mgp_str.py: characters, the named tokens split out.
     "MgpstrTokenizer": PythonCodec(
         "mgpstr", "vocab_chars", 0, (), "none", "vocab.json", "specials",
@@ -357,7 +355,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "unk_token": "<unk>", "eos_token": "</s>", "pad_token": "<pad>",
             "source_lang": None, "target_lang": None, "separate_vocabs": None,
             "target_vocab_file": None, "model_max_length": None}),
-        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
+        releases=_SPM_RELEASES, spm=SentencePieceRecipe(
             "source.spm", "python", "vocab_json", language_code_tokens=True,
             suffix=("eos_token",))),
     # models/m2m_100/tokenization_m2m_100.py: the source language's code, the text, eos;
@@ -367,7 +365,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
             "pad_token": "<pad>", "unk_token": "<unk>", "src_lang": "en", "tgt_lang": None,
             "language_codes": "m2m100", "num_madeup_words": None, "model_max_length": None}),
-        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
+        releases=_SPM_RELEASES, spm=SentencePieceRecipe(
             "sentencepiece.bpe.model", "python", "vocab_json", prefix=("src_lang",),
             suffix=("eos_token",), languages=MappingProxyType({
                 key: MappingProxyType({code: f"__{code}__" for code in codes.split()})
@@ -380,7 +378,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>",
             "language_codes": "base", "src_lang": None, "tgt_lang": None,
             "model_max_length": None}),
-        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
+        releases=_SPM_RELEASES, spm=SentencePieceRecipe(
             "sentencepiece.bpe.model", "sentencepiece", "fairseq",
             suffix=("eos_token", "src_lang"), languages=MappingProxyType({
                 "base": MappingProxyType({
@@ -395,7 +393,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
             "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>",
             "unk_token": "<unk>", "do_upper_case": None, "do_lower_case": None,
             "tgt_lang": None, "model_max_length": None}),
-        releases=_SPM_ENCODER_DECODER_RELEASES, spm=SentencePieceRecipe(
+        releases=_SPM_RELEASES, spm=SentencePieceRecipe(
             "sentencepiece.bpe.model", "python", "vocab_json", suffix=("eos_token",))),
     # models/speecht5/tokenization_speecht5.py: the model as it is, then eos; its
     # normalize (spelling numbers out) is refused as an unknown setting.
@@ -442,7 +440,7 @@ PYTHON_CODECS: Final[Mapping[str, PythonCodec]] = MappingProxyType({
         "merges.txt", BpeWords((("([.,!?()])", r" \1"), ("(')", r" \1 "),
                                 (f"[{WHITE_SPACE}]{{2,}}", " "), ("\n", " __newln__")),
                                lowercase=True, words=_REGEX_WORDS), borrowed=_CLIP_FASTBPE,
-        releases=_BLENDERBOT_SMALL_RELEASES),
+        releases=_VOCAB_FILE_RELEASES),
     # models/phobert/tokenization_phobert.py: CTRL's bpe over a fairseq dictionary
     # (vocab.txt) and bpe.codes, Python re's words; "<s> X </s>".
     "PhobertTokenizer": PythonCodec(

@@ -39,6 +39,15 @@ NAMED_PY_FOLDERS: Mapping[str, str] = {
     "prophetnet_named": "ProphetNetTokenizer", "vits_named": "VitsTokenizer",
     "vits_raw_named": "VitsTokenizer", "myt5_named": "MyT5Tokenizer",
     "gpt_neox_japanese_named": "GPTNeoXJapaneseTokenizer", "clvp_named": "ClvpTokenizer"}
+#: GPT-2 twins of the Python classes' folders whose own architectures vLLM 0.29.0 starts
+#: none of (``real_py_gpt2_``, tools/build_python_bodies.py ``--gpt2``), and the class
+#: each names; the releases that answered them (0.31.0: the corpus's own answers).
+GPT2_PY_FOLDERS: Mapping[str, str] = {
+    "marian_gpt2": "MarianTokenizer", "m2m_100_gpt2": "M2M100Tokenizer",
+    "plbart_gpt2": "PLBartTokenizer", "speech_to_text_gpt2": "Speech2TextTokenizer",
+    "blenderbot_small_gpt2": "BlenderbotSmallTokenizer",
+    "wav2vec2_gpt2": "Wav2Vec2CTCTokenizer"}
+GPT2_PY_RELEASES: frozenset[str] = frozenset({"0.29.0", "0.31.0"})
 
 
 @dataclass(frozen=True)

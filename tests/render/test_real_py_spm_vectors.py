@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from render_cases import (
+    GPT2_PY_FOLDERS,
+    GPT2_PY_RELEASES,
     NAMED_PY_FOLDERS,
     RenderCase,
     assert_covers_both_answers,
@@ -159,7 +161,10 @@ def test_a_release_not_harvested_refuses_the_classes(release: str, real: str) ->
 
 def test_each_class_renders_the_releases_that_answered_it() -> None:
     """``PythonCodec.releases``: the releases whose server answered the class's folders
-    (the kept ones and 0.31.0's own); any other refuses it."""
+    (the kept ones and 0.31.0's own), or its GPT-2 twin's (real_py_gpt2_); any other
+    refuses it."""
     for real, cls in FOLDER_CLASSES.items():
-        answered = frozenset({r for r, folders in KEPT.items() if real in folders} | {"0.31.0"})
+        twin = GPT2_PY_RELEASES if cls in GPT2_PY_FOLDERS.values() else frozenset()
+        answered = frozenset({r for r, folders in KEPT.items() if real in folders}
+                             | {"0.31.0"} | twin)
         assert PYTHON_CODECS[cls].releases == answered, cls
