@@ -311,26 +311,27 @@ def _check_mistral_files(folder: Path, mode: str) -> None:
 
 def hf_loads_mistral_common(folder: Path, model_type: str, vllm_version: str) -> bool:
     """Whether the release's hf mode passes no ``mistral_format=False`` (0.29:
-    ``RenderEra.hf_mistral_format``) and the tokenizer folder is a tekken.json without
-    tokenizer.json of a model type registering MistralCommonBackend: transformers 5.24
-    then loads MistralCommonBackend (mistral_common's tokenizer), not a Hugging Face one
-    (render/_mistral.py renders it so)."""
+    ``RenderEra.hf_mistral_format``) and the tokenizer folder has a tekken.json and a model
+    type registering MistralCommonBackend: transformers 5.24 then loads MistralCommonBackend
+    (mistral_common's tokenizer), not a Hugging Face one, tokenizer.json or not
+    (render/_mistral.py renders the folder without one so: its answers were harvested)."""
     registered = release_facts(vllm_version).REGISTERED_CLASS.get(model_type) or ""
     return (not render_era(vllm_version).hf_mistral_format
             and (folder / "tekken.json").is_file()
-            and not (folder / "tokenizer.json").is_file()
             and registered.removesuffix("Fast") == "MistralCommonBackend")
 
 
 def _check_hf_mistral_format(folder: Path, model_type: str, vllm_version: str) -> None:
     """Refuse a folder :func:`hf_loads_mistral_common` gives to mistral_common as a Hugging
-    Face one (the Renderer takes it to render/_mistral.py first)."""
+    Face one: the Renderer takes one without tokenizer.json to render/_mistral.py first,
+    so this is a folder with one beside its tekken.json, not harvested."""
     if hf_loads_mistral_common(folder, model_type, vllm_version):
         raise RenderUnsupportedError("--tokenizer-mode", (
             f"vLLM {vllm_version}'s tokenizer mode hf passes no mistral_format=False, so "
             f"transformers {render_release(vllm_version).transformers} loads model_type "
             f"{model_type!r}'s MistralCommonBackend over the folder's tekken.json "
-            "(mistral_common's tokenizer), not a Hugging Face tokenizer"))
+            "(mistral_common's tokenizer), whose answers beside a tokenizer.json were not "
+            "harvested; not verified"))
 
 
 def _blamed(decision: TokenizerPath) -> str:

@@ -188,7 +188,8 @@ def check_auto_mode(options: ServerOptions, model_dir: str) -> str:
                        if c.is_file()), None)
         model_type = "" if config is None else str(
             _read_json(config, "config.json").get("model_type", ""))
-        if hf_loads_mistral_common(folder, model_type, options.vllm_version):
+        if hf_loads_mistral_common(folder, model_type, options.vllm_version) and not (
+                folder / "tokenizer.json").is_file():  # beside one: not harvested (refused)
             return "hf_mistral"
     if options.tokenizer_mode != "auto" or not folder.is_dir():
         return options.tokenizer_mode

@@ -114,6 +114,12 @@ def test_vllm_0_29_hf_mode_loads_a_mistral_tekken_json_with_mistral_common(
     with pytest.raises(RenderUnsupportedError, match="not verified") as info:
         Renderer(ServerOptions(model=str(folder), tokenizer_mode="hf", vllm_version="0.29.0"))
     assert info.value.field == "tokenizer_config.json"
+    # transformers 5.24 takes tekken.json beside a tokenizer.json too: not harvested.
+    (folder / "tokenizer_config.json").unlink()
+    (folder / "tokenizer.json").symlink_to(real_models.folder("mbart_encdec") / "tokenizer.json")
+    with pytest.raises(RenderUnsupportedError, match=r"beside a tokenizer\.json") as info:
+        Renderer(ServerOptions(model=str(folder), tokenizer_mode="hf", vllm_version="0.29.0"))
+    assert info.value.field == "--tokenizer-mode"
 
 
 def test_the_deprecated_tekken_specials_are_mistral_commons() -> None:
