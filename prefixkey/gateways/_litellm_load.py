@@ -10,7 +10,14 @@ release, and before each ranking for the replicas with sends in flight (only
 their backlog moves with time); it tells the Router where each request went
 (``sent``, the cache pressure). A send is matched to its outcome by a ticket stamped in the
 request's ``metadata``, which LiteLLM hands back to its callbacks
-(``litellm_params["metadata"]``). What LiteLLM 1.110.2 reports, and when
+(``litellm_params["metadata"]``), filed under the call's ``litellm_trace_id``
+(which the callbacks get too) in the order of its attempts: LiteLLM stamps the
+caller's own dict, the same object for every attempt and for every call given
+it, and runs a sync call's success callbacks on its logging thread pool
+(``litellm_core_utils/thread_pool_executor.py``) after the call returned, so
+a callback may read the dict after a later call or attempt stamped it. Each
+outcome takes its call's oldest ticket, and only its own call's.
+What LiteLLM 1.110.2 reports, and when
 (read in its ``CustomStreamWrapper`` and ``Logging``), decides the release:
 
 * a **sync stream**: every chunk is logged (``log_stream_event``, from a
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -56,6 +64,40 @@ __all__ = ["SEND_KEY", "Outcomes", "Outstanding"]
 SEND_KEY = "prefixkey_send"
 #: Tickets are unique in the process: every strategy's callback sees every request.
 _tickets = itertools.count(1)
+#: Held while a ticket is filed in, or taken from, a request's metadata: LiteLLM's
+#: logging threads and the callers' threads reach one dict.
+_filing = threading.Lock()
+
+
+def _filed_as(owner: int, kwargs: Mapping[str, Any]) -> str:
+    """Where ``owner``'s (an :class:`Outstanding`'s) tickets of a call are filed: the call
+    is the pick's request's or the callback's ``litellm_trace_id`` (its attempts share it)."""
+    call = kwargs.get("litellm_trace_id")
+    return f"{owner}/{call if isinstance(call, str) else ''}"
+
+
+def _file(metadata: dict[str, Any], call: str, ticket: int) -> None:
+    """File ``ticket`` as ``call``'s newest in the request's metadata."""
+    with _filing:
+        filed = metadata.get(SEND_KEY)
+        if not isinstance(filed, dict):
+            filed = metadata[SEND_KEY] = {}
+        filed.setdefault(call, []).append(ticket)
+
+
+def _take(metadata: object, call: str) -> int | None:
+    """``call``'s oldest ticket still filed, taken out (None: none left)."""
+    if not isinstance(metadata, dict):
+        return None
+    with _filing:
+        filed = metadata.get(SEND_KEY)
+        waiting = filed.get(call) if isinstance(filed, dict) else None
+        if not waiting:
+            return None
+        ticket: int = waiting.pop(0)
+        if not waiting:  # a dict reused for every call keeps no entry per call
+            del filed[call]
+        return ticket
 
 
 @dataclass(slots=True)
@@ -72,6 +114,9 @@ class Outstanding:
 
     def __init__(self, router: PrefixRouter, replicas: Iterable[str], timeout: float) -> None:
         self.timeout = check_number("outstanding_timeout", timeout, strict=True)
+        #: Files this backlog's tickets apart from other strategies' (each one's callback
+        #: sees every request).
+        self.owner = next(_tickets)
         self._router = router
         self._replicas = tuple(replicas)
         #: The backlog the Router reads (``queued``), on :func:`time.monotonic`'s clock.
@@ -103,7 +148,7 @@ class Outstanding:
         if not isinstance(metadata, dict):
             return
         ticket = next(_tickets)
-        metadata[SEND_KEY] = ticket
+        _file(metadata, _filed_as(self.owner, kwargs), ticket)
         name = decision.replica.name
         self._sends[ticket] = _Send(
             name, self.backlog.sent(name, decision.prefill_tokens, now), now + self.timeout)
@@ -164,24 +209,26 @@ class Outcomes(CustomLogger):  # type: ignore[misc]  # litellm is untyped here
     """LiteLLM's stream, success and failure callbacks, releasing each request's send
     (module docs: when each comes)."""
 
-    def __init__(self, first_token: Callable[[object, float], None],
+    def __init__(self, owner: int, first_token: Callable[[object, float], None],
                  done: Callable[[object], None]) -> None:
         super().__init__()
+        self.owner = owner  # the Outstanding whose tickets these outcomes take
         self.first_token = first_token
         self.done = done
         # LiteLLM adds no logger whose class and public str/int/bool attributes equal
         # a registered one's: this one's are its own
         self.name = f"prefixkey-outcomes-{next(_tickets)}"
 
-    @staticmethod
-    def _ticket(kwargs: Mapping[str, Any]) -> object:
+    def _ticket(self, kwargs: Mapping[str, Any]) -> int | None:
+        """The send this outcome ends: its call's oldest ticket not yet taken."""
         params = kwargs.get("litellm_params")
-        metadata = params.get("metadata") if isinstance(params, dict) else None
-        return metadata.get(SEND_KEY) if isinstance(metadata, dict) else None
+        if not isinstance(params, dict):
+            return None
+        return _take(params.get("metadata"), _filed_as(self.owner, kwargs))
 
     def _chunk(self, kwargs: Mapping[str, Any]) -> None:
         ticket = self._ticket(kwargs)
-        if ticket is not None:  # the first chunk releases it; later ones find it gone
+        if ticket is not None:  # the first chunk takes it; later ones find none
             self.first_token(ticket, time.monotonic())
 
     def _success(self, kwargs: Mapping[str, Any]) -> None:

@@ -168,7 +168,8 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         """Subscribe to the replicas' KV events (those with ``kv_events``) and count the
         load (LiteLLM's callbacks release it)."""
         if self._outcomes is None:
-            self._outcomes = Outcomes(self._first_token, self._released)
+            self._outcomes = Outcomes(self.outstanding.owner, self._first_token,
+                                      self._released)
             litellm.logging_callback_manager.add_litellm_callback(self._outcomes)
         endpoints = [c.endpoint for c in self.replicas.values() if c.endpoint is not None]
         if endpoints and self._subscribe and self.subscriber is None:
