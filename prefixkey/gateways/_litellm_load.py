@@ -85,15 +85,25 @@ def _file(metadata: dict[str, Any], call: str, ticket: int) -> None:
         filed.setdefault(call, []).append(ticket)
 
 
+def _newest(metadata: object, call: str) -> int | None:
+    """``call``'s newest ticket still filed (its attempt in flight), left in place."""
+    if not isinstance(metadata, dict):
+        return None
+    with _filing:
+        filed = metadata.get(SEND_KEY)
+        waiting = filed.get(call) if isinstance(filed, dict) else None
+        return waiting[-1] if waiting else None
+
+
 def _take(metadata: object, call: str) -> int | None:
     """``call``'s oldest ticket still filed, taken out (None: none left)."""
     if not isinstance(metadata, dict):
         return None
     with _filing:
         filed = metadata.get(SEND_KEY)
-        waiting = filed.get(call) if isinstance(filed, dict) else None
-        if not waiting:
+        if not isinstance(filed, dict) or not filed.get(call):
             return None
+        waiting = filed[call]
         ticket: int = waiting.pop(0)
         if not waiting:  # a dict reused for every call keeps no entry per call
             del filed[call]
@@ -123,6 +133,9 @@ class Outstanding:
         self.backlog = PrefillBacklog()
         self._sends: OrderedDict[int, _Send] = OrderedDict()
         self._busy: set[str] = set()  # the replicas with sends in flight
+        #: The streams in flight by ticket: LiteLLM's live call details, where it writes
+        #: ``completion_start_time`` at the first chunk (read before each ranking).
+        self._streams: dict[int, Mapping[str, object]] = {}
         for name in self._replicas:  # every replica's load is known, 0, from the start
             router.set_load(name, 0.0)
 
@@ -133,6 +146,7 @@ class Outstanding:
     def refresh(self) -> None:
         """Push the loads that moved since the last push: the busy replicas' (before a
         ranking)."""
+        self._first_chunks()
         now = time.monotonic()
         for name in self._busy:
             self._router.set_load(name, self.backlog.queued(name, now))
@@ -155,6 +169,12 @@ class Outstanding:
         self._busy.add(name)
         self._push(name, now)
 
+    def streaming(self, ticket: object, details: Mapping[str, object]) -> None:
+        """The request of ``ticket`` is a stream whose LiteLLM call details are ``details``:
+        its first token is read there (``completion_start_time``) before each ranking."""
+        if isinstance(ticket, int) and ticket in self._sends:
+            self._streams[ticket] = details
+
     def first_token(self, ticket: object, at: float) -> None:
         """The request of ``ticket`` got its first token at ``at`` (monotonic seconds, maybe
         past): released and timed (a ticket not counted here: no-op)."""
@@ -174,20 +194,31 @@ class Outstanding:
     def outstanding(self) -> dict[str, tuple[int, float]]:
         """Each replica's sends not yet released and prefill tokens still waiting, as the
         Router reads them now."""
+        self._first_chunks()
         now = time.monotonic()
         self._expire(now)
         return {name: (self.backlog.requests(name), self.backlog.queued(name, now))
                 for name in self._replicas}
 
     def _pop(self, ticket: object) -> _Send | None:
-        return self._sends.pop(ticket, None) if isinstance(ticket, int) else None
+        if not isinstance(ticket, int):
+            return None
+        self._streams.pop(ticket, None)
+        return self._sends.pop(ticket, None)
+
+    def _first_chunks(self) -> None:
+        """Release the streams whose first chunk LiteLLM received, timed when it did."""
+        for ticket, details in list(self._streams.items()):
+            at = _monotonic_of(details.get("completion_start_time"))
+            if at is not None:
+                self.first_token(ticket, at)
 
     def _expire(self, now: float) -> None:
         while self._sends:  # deadlines grow with the sends: the oldest is first
             ticket, send = next(iter(self._sends.items()))
             if send.deadline > now:
                 return
-            del self._sends[ticket]
+            self._pop(ticket)
             self.backlog.failed(send.ticket)
             self._push(send.replica, now)
 
@@ -210,11 +241,13 @@ class Outcomes(CustomLogger):  # type: ignore[misc]  # litellm is untyped here
     (module docs: when each comes)."""
 
     def __init__(self, owner: int, first_token: Callable[[object, float], None],
-                 done: Callable[[object], None]) -> None:
+                 done: Callable[[object], None],
+                 streaming: Callable[[object, Mapping[str, object]], None]) -> None:
         super().__init__()
         self.owner = owner  # the Outstanding whose tickets these outcomes take
         self.first_token = first_token
         self.done = done
+        self.streaming = streaming
         # LiteLLM adds no logger whose class and public str/int/bool attributes equal
         # a registered one's: this one's are its own
         self.name = f"prefixkey-outcomes-{next(_tickets)}"
@@ -225,6 +258,16 @@ class Outcomes(CustomLogger):  # type: ignore[misc]  # litellm is untyped here
         if not isinstance(params, dict):
             return None
         return _take(params.get("metadata"), _filed_as(self.owner, kwargs))
+
+    def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
+        """An attempt is about to be sent: a stream's call details are watched for its
+        first chunk (the async stream reports none before its end)."""
+        params = kwargs.get("litellm_params") if isinstance(kwargs, dict) else None
+        if not kwargs.get("stream") or not isinstance(params, dict):
+            return
+        ticket = _newest(params.get("metadata"), _filed_as(self.owner, kwargs))
+        if ticket is not None:
+            self.streaming(ticket, kwargs)
 
     def _chunk(self, kwargs: Mapping[str, Any]) -> None:
         ticket = self._ticket(kwargs)
