@@ -24,16 +24,19 @@ What LiteLLM 1.110.2 reports, and when
   logging thread) as it arrives: the first one is the first token, timed;
 * an **async stream** (``acompletion(stream=True)``, the proxy's path): no
   chunk reaches a ``CustomLogger`` before the end (the per-chunk deployment
-  hook runs on the last chunk only); the success event at the stream's end
-  carries ``completion_start_time``, when LiteLLM received the first chunk:
-  the first token is released then, timed at that time (so the rate is
-  right; the request counted whole until the end);
+  hook runs on the last chunk only), but LiteLLM writes
+  ``completion_start_time`` in the attempt's call details at the first
+  chunk, and hands those details (a live dict) to ``log_pre_api_call`` before
+  the request is sent: the stream is released at its first chunk, timed
+  then, seen before the next ranking (:meth:`Outstanding.refresh`) or read;
+  the success event at its end carries the same time, if no ranking came
+  between;
 * a **whole response**: LiteLLM reports no first token (the answer arrives
   after the decode): released untimed at its success;
 * a **failure**: released untimed when LiteLLM logs it.
 
 :class:`Outcomes` is the ``CustomLogger`` doing this. A request whose event
-never comes (a stream the caller stops reading, a callback LiteLLM drops)
+never comes (a callback LiteLLM drops, or one its closed event loop never ran)
 counts until ``timeout`` seconds after it was sent; sends expire in order,
 checked at each send.
 """

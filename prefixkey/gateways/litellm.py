@@ -89,8 +89,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     "Many routers on Redis"). A request routed by keys counts as its deployment's
     load (its prefill tokens, as a PrefillBacklog counts them) until LiteLLM reports
     its first token (a stream's), its answer or its failure, or for
-    ``outstanding_timeout`` seconds at most (a stream the caller stops reading
-    reports nothing).
+    ``outstanding_timeout`` seconds at most (a callback LiteLLM drops reports nothing).
     Call :meth:`start` (or use :func:`install`) to subscribe and count the load,
     :meth:`close` to stop.
     """
