@@ -265,8 +265,10 @@ class Outcomes(CustomLogger):  # type: ignore[misc]  # litellm is untyped here
     def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
         """An attempt is about to be sent: a stream's call details are watched for its
         first chunk (the async stream reports none before its end)."""
-        params = kwargs.get("litellm_params") if isinstance(kwargs, dict) else None
-        if not kwargs.get("stream") or not isinstance(params, dict):
+        if not isinstance(kwargs, dict) or not kwargs.get("stream"):
+            return
+        params = kwargs.get("litellm_params")
+        if not isinstance(params, dict):
             return
         ticket = _newest(params.get("metadata"), _filed_as(self.owner, kwargs))
         if ticket is not None:

@@ -10,6 +10,7 @@ What is asserted is where each call actually arrived.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import math
 import threading
 import time
@@ -568,6 +569,8 @@ def test_the_load_over_a_requests_life(
 # after the call returned: an outcome may come after a later call's or attempt's pick. Each
 # case is a sequence of ("pick", label, call), or (callback, label, call) the outcome of the
 # pick ``label`` of ``call`` (its litellm_trace_id); the picks still counted after each step.
+# "pre" is the attempt's pre-API-call callback (a stream's), handing its call details;
+# "first chunk" is LiteLLM writing completion_start_time there (no callback).
 _ORDERS = [
     pytest.param([("pick", "A", "a"), ("pick", "B", "b"), ("success", "A", "a"),
                   ("success", "B", "b")], [{"A"}, {"A", "B"}, {"B"}, set()],
@@ -583,6 +586,11 @@ _ORDERS = [
                   ("failure", "A", "a"), ("success", "B", "b")],
                  [{"B"}, {"B"}, {"A", "B"}, {"B"}, set()],
                  id="an outcome of a call not counted releases no other call's"),
+    pytest.param([("pick", "A", "a"), ("pre", "A", "a"), ("pick", "B", "b"),
+                  ("pre", "B", "b"), ("first chunk", "A", "a"), ("success", "A", "a"),
+                  ("first chunk", "B", "b")],
+                 [{"A"}, {"A"}, {"A", "B"}, {"A", "B"}, {"B"}, {"B"}, set()],
+                 id="an async stream's first chunk, read in its call details"),
 ]
 
 
@@ -595,10 +603,17 @@ def test_each_outcome_releases_its_own_send_in_any_order(
         assert outcomes is not None
         metadata: dict[str, Any] = {}  # the caller's, given to every call
         where: dict[str, str] = {}
+        details: dict[str, dict[str, Any]] = {}  # each stream attempt's, as LiteLLM keeps it
         callbacks = {"success": outcomes.log_success_event, "failure": outcomes.log_failure_event,
                      "chunk": outcomes.log_stream_event}
         for (what, label, call), expected in zip(steps, counted, strict=True):
-            if what == "pick":
+            if what == "pre":
+                details[label] = {"litellm_params": {"metadata": metadata},
+                                  "litellm_trace_id": call, "stream": True}
+                outcomes.log_pre_api_call("qwen", [], details[label])
+            elif what == "first chunk":
+                details[label]["completion_start_time"] = datetime.datetime.now()
+            elif what == "pick":
                 messages = [{"role": "user", "content": f"{label}: " + "word " * 40}]
                 chosen = strategy.get_available_deployment(
                     "qwen", messages, request_kwargs={"metadata": metadata,
