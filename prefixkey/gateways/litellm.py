@@ -89,8 +89,7 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
     "Many routers on Redis"). A request routed by keys counts as its deployment's
     load (its prefill tokens, as a PrefillBacklog counts them) until LiteLLM reports
     its first token (a stream's), its answer or its failure, or for
-    ``outstanding_timeout`` seconds at most (a stream the caller stops reading
-    reports nothing).
+    ``outstanding_timeout`` seconds at most (a callback LiteLLM drops reports nothing).
     Call :meth:`start` (or use :func:`install`) to subscribe and count the load,
     :meth:`close` to stop.
     """
@@ -168,7 +167,8 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         """Subscribe to the replicas' KV events (those with ``kv_events``) and count the
         load (LiteLLM's callbacks release it)."""
         if self._outcomes is None:
-            self._outcomes = Outcomes(self._first_token, self._released)
+            self._outcomes = Outcomes(self.outstanding.owner, self._first_token,
+                                      self._released, self._streaming)
             litellm.logging_callback_manager.add_litellm_callback(self._outcomes)
         endpoints = [c.endpoint for c in self.replicas.values() if c.endpoint is not None]
         if endpoints and self._subscribe and self.subscriber is None:
@@ -333,6 +333,12 @@ class PrefixKeyRouting(CustomRoutingStrategyBase):  # type: ignore[misc]  # lite
         """LiteLLM reported the first token of the request of ``ticket``, come at ``at``."""
         with self._lock:
             self.outstanding.first_token(ticket, at)
+
+    def _streaming(self, ticket: object, details: Mapping[str, object]) -> None:
+        """The request of ``ticket`` is a stream: LiteLLM's call details, watched for its first
+        chunk."""
+        with self._lock:
+            self.outstanding.streaming(ticket, details)
 
     def _released(self, ticket: object) -> None:
         """LiteLLM reported the request of ``ticket`` ended with no first token seen."""

@@ -42,8 +42,8 @@ class FakeVLLM:
         #: Every block key it published (as published), for tests reading an index elsewhere.
         self.stored: set[Any] = set()
         self.drop_next = False
-        #: A stream's first chunk waits for ``first``, the others for ``rest`` (both set:
-        #: they follow at once).
+        #: A stream's first chunk waits for ``first``, the others for ``rest``; a whole
+        #: answer, which comes after the decode, for both (both set: no wait).
         self.first, self.rest = threading.Event(), threading.Event()
         self.first.set()
         self.rest.set()
@@ -64,6 +64,8 @@ class FakeVLLM:
             return exc.status, {"error": {"message": str(exc), "code": exc.status}}
         if body.get("stream"):
             return 200, EventStream(self._chunks(body))
+        self.first.wait(30.0)
+        self.rest.wait(30.0)
         return 200, {
             "id": "chatcmpl-1", "object": "chat.completion", "created": 1,
             "model": body.get("model"), "choices": [{
