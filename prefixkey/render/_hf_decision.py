@@ -423,20 +423,6 @@ def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
             "not verified"))
 
 
-def check_release_rebuild(vllm_version: str, decision: TokenizerPath) -> None:
-    """Refuse a rebuild under a release whose transformers builds the class otherwise
-    (render/_hf_rebuilds.py ``Rebuild.otherwise_in``)."""
-    recipe = REBUILDS.get(rebuilding_class(decision.tokenizer_class or ""))
-    if decision.path not in ("rebuilt", "converted") or recipe is None:
-        return
-    release = render_release(vllm_version)
-    differs = recipe.otherwise_in.get(release.transformers)
-    if differs is not None:
-        raise RenderUnsupportedError("config.json", (
-            f"{decision.tokenizer_class} in transformers {release.transformers} (vLLM "
-            f"{vllm_version}'s): {differs}, which prefixkey does not reproduce"))
-
-
 def check_release_conversion(vllm_version: str, decision: TokenizerPath) -> None:
     """Refuse a converted folder under a release whose answers for its conversion were
     not harvested (render/_hf_converted.py ``CONVERTED_RELEASES``; the tiktoken and tekken

@@ -598,15 +598,18 @@ def _merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tikto
     return list(extras)
 
 
-def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
+def build_tokenizer(folder: ModelFolder, transformers: str, generic_spm: GenericSpm,
                     specials_merge: SpecialsMerge = "kept") -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds
-    (``generic_spm``: the release's build of the generic backend over a SentencePiece
-    model; ``specials_merge``: how it merges the special tokens' lists: render/_eras.py)."""
+    in that ``transformers`` release (a rebuilding class's record for it:
+    render/_hf_rebuilds.py ``Rebuild.builds_in``; ``generic_spm``: the release's build of
+    the generic backend over a SentencePiece model; ``specials_merge``: how it merges the
+    special tokens' lists: render/_eras.py)."""
     decision = folder.tokenizer_decision
-    recipe = (REBUILDS.get(rebuilding_class(decision.tokenizer_class))
+    record = (REBUILDS.get(rebuilding_class(decision.tokenizer_class))
               if decision.recipe is not None and decision.tokenizer_class is not None
               else None)
+    recipe = None if record is None else record.in_transformers(transformers)
     if folder.tokenizer_config.get("fix_mistral_regex"):
         # transformers may then swap the pre-tokenizer's regex (_patch_mistral_regex).
         raise RenderUnsupportedError("tokenizer_config.json",
@@ -632,6 +635,13 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
         raise ModelFolderError("tokenizer_config.json", (
             f"the {decision.tokenizer_class} class requires {missing[0]!r}, without which "
             "transformers fails to build it and vLLM does not start"))
+    renamed = [old for old in (recipe.renamed_keywords if recipe else ()) if old in
+               folder.tokenizer_config]
+    if renamed and recipe is not None:
+        raise RenderUnsupportedError("tokenizer_config.json", (
+            f"{renamed[0]} beside the {decision.tokenizer_class} class, which in transformers "
+            f"{transformers} reads it as {recipe.renamed_keywords[renamed[0]]}, is not "
+            "reproduced"))
     init = dict(folder.tokenizer_config)
     # The add_*_token flags are dropped when tokenizer.json exists; without it they are
     # passed, and either one given makes TokenizersBackend update the post-processor.
