@@ -56,7 +56,6 @@ from ._hf_converted import (
     conversion_releases,
     files_read,
     generic_build,
-    rebuilding_class,
 )
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED

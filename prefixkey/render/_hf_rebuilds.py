@@ -193,9 +193,11 @@ class Rebuild:
     #: record of what it builds there (:meth:`in_transformers`; the vLLM release's
     #: transformers picks it: render/_tokenizer.py).
     builds_in: Mapping[str, Rebuild] = field(default_factory=dict)
-    #: Older keywords the class reads in place of a newer one (``kwargs.pop(old, new)``),
-    #: old to new: a tokenizer_config.json giving one is refused (not reproduced).
-    renamed_keywords: Mapping[str, str] = field(default_factory=dict)
+    #: Older keywords the class reads in place of a renamed one (``kwargs.pop(old,
+    #: new)``), each old one to (new, form): a text given is written in ``form`` (an
+    #: AddedToken kept), joins the extra special tokens and is passed to ``super()`` as
+    #: the model-specific token ``new`` (render/_tokenizer.py).
+    renamed_keywords: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     #: tokenizer_config.json keys the class's ``__init__`` requires (without one the
     #: class fails, and vLLM's server does not start).
     required: tuple[str, ...] = field(default=())
@@ -383,7 +385,8 @@ def _entity_524(record: Rebuild, named: Mapping[str, str | None], prefix: str) -
     specials = tuple((prefix + text, _ENTITY_524_RENAMED[old]) for text, old in _ENTITY_SPECIALS)
     return replace(record, defaults={**named, **{key: text for text, key in specials},
                                      **_ENTITY_TOKENS},
-                   extra_specials=specials, renamed_keywords=_ENTITY_524_RENAMED)
+                   extra_specials=specials, renamed_keywords=MappingProxyType({
+                       old: (new, prefix + "{}") for old, new in _ENTITY_524_RENAMED.items()}))
 
 
 #: What their call raises for a text without entity spans when ``task`` is set (their

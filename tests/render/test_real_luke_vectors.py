@@ -144,19 +144,21 @@ def test_transformers_5_24_builds_the_luke_classes_otherwise(release: str, real:
 
 @pytest.mark.parametrize("release", OTHERWISE_AT)
 @pytest.mark.parametrize("old", ["entity_token_1", "entity_token_2"])
-def test_an_older_entity_keyword_is_refused_where_it_is_renamed(
+def test_an_older_entity_keyword_beside_the_renamed_one_is_refused(
         tmp_path: pytest.TempPathFactory, release: str, old: str) -> None:
-    """transformers 5.24 reads ``entity_token_1`` / ``_2`` as its renamed keyword (which
-    then wins): not reproduced, refused; 5.17 reads them as they are."""
+    """transformers 5.24 takes ``entity_token_1`` / ``_2`` for its renamed keyword (each
+    alone is reproduced: tests/units/test_luke_entity_keywords.py); beside the renamed one
+    too, refused there. 5.17 reads them apart."""
     folder = real_models.folder("luke_rule")
     target = tmp_path / "luke"  # type: ignore[operator]
     target.mkdir()
     for name in ("config.json", "tokenizer.json"):
         (target / name).write_bytes((folder / name).read_bytes())
+    new = old.replace("token_", "") + "_token"
     (target / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "LukeTokenizer", old: "<ent>"}), "utf-8")
+        "tokenizer_class": "LukeTokenizer", old: "<ent>", new: "<x>"}), "utf-8")
     body = {"model": str(target), "prompt": "x"}
-    with pytest.raises(RenderUnsupportedError, match=f"{old}.*transformers 5.24.0"):
+    with pytest.raises(RenderUnsupportedError, match=f"{old} beside {new}.*transformers 5.24.0"):
         Renderer(ServerOptions(model=str(target), vllm_version=release)).render(
             "/v1/completions", body)
     Renderer(ServerOptions(model=str(target))).render("/v1/completions", body)
