@@ -25,7 +25,6 @@ from ._hf_decision import (
     check_release_codec,
     check_release_conversion,
     check_release_drift,
-    check_release_rebuild,
     decide_tokenizer,
     release_facts,
 )
@@ -271,7 +270,6 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         check_release_drift(vllm_version, model_type, name)
     if decision.path not in ("mistral", "refused"):
         check_release_codec(vllm_version, decision)
-        check_release_rebuild(vllm_version, decision)
         check_release_conversion(vllm_version, decision)
     if decision.reproduced:
         return decision

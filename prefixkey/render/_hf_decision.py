@@ -56,7 +56,6 @@ from ._hf_converted import (
     conversion_releases,
     files_read,
     generic_build,
-    rebuilding_class,
 )
 from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
@@ -421,20 +420,6 @@ def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
             f"{decision.tokenizer_class}: its encoding was checked against vLLM "
             f"{', '.join(sorted(codec.releases))}'s answers only, not vLLM {vllm_version}'s; "
             "not verified"))
-
-
-def check_release_rebuild(vllm_version: str, decision: TokenizerPath) -> None:
-    """Refuse a rebuild under a release whose transformers builds the class otherwise
-    (render/_hf_rebuilds.py ``Rebuild.otherwise_in``)."""
-    recipe = REBUILDS.get(rebuilding_class(decision.tokenizer_class or ""))
-    if decision.path not in ("rebuilt", "converted") or recipe is None:
-        return
-    release = render_release(vllm_version)
-    differs = recipe.otherwise_in.get(release.transformers)
-    if differs is not None:
-        raise RenderUnsupportedError("config.json", (
-            f"{decision.tokenizer_class} in transformers {release.transformers} (vLLM "
-            f"{vllm_version}'s): {differs}, which prefixkey does not reproduce"))
 
 
 def check_release_conversion(vllm_version: str, decision: TokenizerPath) -> None:

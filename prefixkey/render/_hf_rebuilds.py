@@ -189,9 +189,15 @@ class Rebuild:
     #: ``task`` (null: none); a task not listed fails the class's ``__init__`` (vLLM
     #: does not start). Empty: the class has no ``task``.
     task_errors: Mapping[str, str] = field(default_factory=dict)
-    #: transformers releases whose class builds otherwise than 5.17's (what differs): a
-    #: vLLM release running one is refused for the class (render/_hf_decision.py).
-    otherwise_in: Mapping[str, str] = field(default_factory=dict)
+    #: transformers releases whose class builds otherwise than 5.17's, each with the
+    #: record of what it builds there (:meth:`in_transformers`; the vLLM release's
+    #: transformers picks it: render/_tokenizer.py).
+    builds_in: Mapping[str, Rebuild] = field(default_factory=dict)
+    #: Older keywords the class reads in place of a renamed one (``kwargs.pop(old,
+    #: new)``), each old one to (new, form): a text given is written in ``form`` (an
+    #: AddedToken kept), joins the extra special tokens and is passed to ``super()`` as
+    #: the model-specific token ``new`` (render/_tokenizer.py).
+    renamed_keywords: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     #: tokenizer_config.json keys the class's ``__init__`` requires (without one the
     #: class fails, and vLLM's server does not start).
     required: tuple[str, ...] = field(default=())
@@ -212,6 +218,10 @@ class Rebuild:
             return self.model
         assert self.bpe is not None  # __post_init__
         return ("BPE", self.bpe)
+
+    def in_transformers(self, version: str) -> Rebuild:
+        """The record of what the class builds in that transformers release."""
+        return self.builds_in.get(version, self)
 
     @property
     def builds_special_list(self) -> bool:
@@ -361,10 +371,24 @@ _ENTITY_TOKENS: Final = MappingProxyType({
     "entity_unk_token": "[UNK]", "entity_pad_token": "[PAD]", "entity_mask_token": "[MASK]",
     "entity_mask2_token": "[MASK2]"})
 _ENTITY_SPECIALS: Final = (("<ent>", "entity_token_1"), ("<ent2>", "entity_token_2"))
-#: transformers 5.24 (vLLM 0.29, 0.30) names them ``entity_1_token`` / ``_2``: model-specific
-#: special tokens, added in another order.
-_ENTITY_524: Final = ("its entity tokens are the entity_1_token / entity_2_token keywords, "
-                      "model-specific special tokens added in another order")
+#: transformers 5.24 (vLLM 0.29, 0.30) names those two keywords ``entity_1_token`` /
+#: ``entity_2_token`` (an older name given still wins): model-specific special tokens too,
+#: which its ``super().__init__`` call passes before the entity ``*_token`` ones, so they
+#: are added first (MLukeTokenizer's texts with a "▁" before them, the text it passes).
+_ENTITY_524_RENAMED: Final = MappingProxyType({"entity_token_1": "entity_1_token",
+                                               "entity_token_2": "entity_2_token"})
+
+
+def _entity_524(record: Rebuild, named: Mapping[str, str | None], prefix: str) -> Rebuild:
+    """``record`` with transformers 5.24's entity tokens: the renamed keywords' model-specific
+    tokens before the entity ``*_token`` ones, each text after ``prefix``."""
+    specials = tuple((prefix + text, _ENTITY_524_RENAMED[old]) for text, old in _ENTITY_SPECIALS)
+    return replace(record, defaults={**named, **{key: text for text, key in specials},
+                                     **_ENTITY_TOKENS},
+                   extra_specials=specials, renamed_keywords=MappingProxyType({
+                       old: (new, prefix + "{}") for old, new in _ENTITY_524_RENAMED.items()}))
+
+
 #: What their call raises for a text without entity spans when ``task`` is set (their
 #: ``_create_input_sequence``; vLLM passes none).
 _ENTITY_TASK_ERRORS: Final = MappingProxyType({
@@ -387,6 +411,47 @@ _ROBERTA: Final = Rebuild(
               "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
               "mask_token": "<mask>"},
     post_processor="roberta")
+
+#: models/luke/tokenization_luke.py: RoBERTa's byte-level BPE, tokenizer.json's
+#: post-processor kept; <ent> and <ent2> join the extra special tokens and the entity
+#: *_token keywords are model-specific special tokens. A plain text (vLLM passes no
+#: entity spans) is encoded by TokenizersBackend's own call unless a task is set.
+_LUKE_517: Final = replace(
+    _ROBERTA, name="luke",
+    defaults={**_ROBERTA.defaults, **_ENTITY_TOKENS},
+    post_processor="file",
+    extra_specials=_ENTITY_SPECIALS,
+    task_errors=_ENTITY_TASK_ERRORS)
+_LUKE: Final = replace(_LUKE_517, builds_in={
+    # transformers 5.24 (vLLM 0.29, 0.30): the renamed entity keywords, and its __init__
+    # ends by setting RoBERTa's post-processor (its default options) over tokenizer.json's.
+    "5.24.0": _entity_524(replace(_LUKE_517, post_processor="roberta",
+                                  processor_options=MappingProxyType({})),
+                          _ROBERTA.defaults, "")})
+
+#: models/mluke/tokenization_mluke.py: a Unigram over the file's vocabulary whose unk
+#: id is 0 (not the unk token's), quotes folded, Metaspace; the entity tokens join
+#: the extra special tokens; _post_init() then sets <s> $A </s> last.
+_MLUKE_517: Final = Rebuild(
+    name="mluke",
+    model=("Unigram", {"unk_id": 0, "byte_fallback": False}),
+    normalizer=("Sequence", [("Replace", {"pattern": "``", "content": '"'}),
+                             ("Replace", {"pattern": "''", "content": '"'})]),
+    pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+    decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
+    defaults={**_FAIRSEQ_TOKENS, **_ENTITY_TOKENS},
+    wrap={"mask_token": {"lstrip": True, "rstrip": False}},
+    extra_specials=_ENTITY_SPECIALS,
+    post_init=True,
+    template_last=True,
+    post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
+                            "{cls_token}:0 $A:0 {sep_token}:0 {sep_token}:0 $B:1 "
+                            "{sep_token}:1",
+                            (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
+    task_errors=_ENTITY_TASK_ERRORS)
+_MLUKE: Final = replace(_MLUKE_517, builds_in={
+    # transformers 5.24: the renamed entity keywords, their texts "▁<ent>" and "▁<ent2>".
+    "5.24.0": _entity_524(_MLUKE_517, _FAIRSEQ_TOKENS, "▁")})
 
 #: Each reproduced class (transformers 5.17) and what it builds.
 REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
@@ -886,14 +951,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # post-processor kept; <ent> and <ent2> join the extra special tokens and the entity
     # *_token keywords are model-specific special tokens. A plain text (vLLM passes no
     # entity spans) is encoded by TokenizersBackend's own call unless a task is set.
-    "LukeTokenizer": replace(
-        _ROBERTA, name="luke",
-        defaults={**_ROBERTA.defaults, **_ENTITY_TOKENS},
-        post_processor="file",
-        extra_specials=_ENTITY_SPECIALS,
-        task_errors=_ENTITY_TASK_ERRORS,
-        otherwise_in={"5.24.0": f"{_ENTITY_524}, and it sets a RobertaProcessing over "
-                                "tokenizer.json's post-processor"}),
+    "LukeTokenizer": _LUKE,
     # The language-code classes (models/mbart, mbart50, nllb, seamless_m4t): vLLM tokenizes
     # through __call__, which first runs _switch_to_input_mode(), so the template is the
     # src_lang one whatever __init__ set last.
@@ -949,29 +1007,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         defaults={k: v for k, v in _FAIRSEQ_TOKENS.items() if k != "mask_token"},
         lang_code=("eng", "__{}__"),
         post_processor=_LANG_PREFIX),
-    # models/mluke/tokenization_mluke.py: a Unigram over the file's vocabulary whose unk
-    # id is 0 (not the unk token's), quotes folded, Metaspace; the entity tokens join
-    # the extra special tokens; _post_init() then sets <s> $A </s> last.
-    "MLukeTokenizer": Rebuild(
-        name="mluke",
-        model=("Unigram", {"unk_id": 0, "byte_fallback": False}),
-        normalizer=("Sequence", [("Replace", {"pattern": "``", "content": '"'}),
-                                 ("Replace", {"pattern": "''", "content": '"'})]),
-        pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
-        decoder=("Metaspace", {"replacement": "▁", "prepend_scheme": "always"}),
-        defaults={**_FAIRSEQ_TOKENS, **_ENTITY_TOKENS},
-        wrap={"mask_token": {"lstrip": True, "rstrip": False}},
-        extra_specials=_ENTITY_SPECIALS,
-        post_init=True,
-        template_last=True,
-        post_processor=Template("{cls_token}:0 $A:0 {sep_token}:0",
-                                "{cls_token}:0 $A:0 {sep_token}:0 {sep_token}:0 $B:1 "
-                                "{sep_token}:1",
-                                (("{cls_token}", "cls_token"), ("{sep_token}", "sep_token"))),
-        task_errors=_ENTITY_TASK_ERRORS,
-        otherwise_in={"5.24.0": "its entity tokens are \"▁<ent>\" and \"▁<ent2>\", "
-                                "named by the entity_1_token / entity_2_token keywords: "
-                                "model-specific special tokens added in another order"}),
+    "MLukeTokenizer": _MLUKE,
     # -- The SentencePiece classes of issue 19's last wave (Pegasus, XGLM, Reformer,
     # RemBert) and Splinter: models/<type>/tokenization_<type>.py in transformers 5.17.
     "PegasusTokenizer": Rebuild(

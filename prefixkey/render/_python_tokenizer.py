@@ -439,7 +439,7 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str, generic_spm: 
         if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
             return build_vocab_tokenizer(folder, decision.tokenizer_class)
         return build_python_tokenizer(decision.tokenizer_class, folder)
-    return build_tokenizer(folder, generic_spm, specials_merge)
+    return build_tokenizer(folder, transformers, generic_spm, specials_merge)
 
 
 def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:

