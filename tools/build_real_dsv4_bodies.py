@@ -8,7 +8,9 @@ or ``deepseek_v41`` (DeepseekV41ForCausalLM) and renders chat with its Python en
 (render/_deepseek_v4.py, _deepseek_v41.py). The chat bodies are a cross-section of the
 string-level corpus (tools/build_deepseek_prompt_bodies.py: roles, history with reasoning,
 tools, tool calls and results, thinking on/off, efforts, content parts, bad inputs), plus
-completions. ``tools/harvest_render.py --bodies tests/render/real_dsv4_bodies.jsonl --out
+completions, and image bodies over V4.1 (:data:`IMAGES`: data URLs of the vision corpus's
+PNGs) for the folders that hold the image token (:data:`IMAGE_FOLDERS`) and the one that
+does not. ``tools/harvest_render.py --bodies tests/render/real_dsv4_bodies.jsonl --out
 tests/render/real_dsv4_vectors.jsonl --port 19210`` records vLLM 0.31's answers.
 
 ``--keep-release RELEASE DIR`` keeps, compactly, another release's answers harvested into
@@ -27,12 +29,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from build_deepseek_prompt_bodies import CLOCK, CONVERSATIONS, TC, WEATHER, U, U2
+from build_deepseek_prompt_bodies import CLOCK, CONVERSATIONS, TC, U2, WEATHER, U
 from build_real_dsv32_bodies import MEDIA
 from corpus_io import corpus_main, folder_lines
 
+# The vision corpus's PNG encoder: the same bytes under any zlib (identifiers hash them).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "vision"))
-from images import png  # noqa: E402  (the vision corpus's fixed PNG encoder)
+from images import png
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"

@@ -84,6 +84,9 @@ class ImageParts(ContentParts):
         #: Each image's part, field and URL, counted as it is parsed, loaded by finish().
         self._pending: list[tuple[Mapping[str, Any], str, str]] = []
         self.images: list[LoadedImage] = []
+        #: Which image each placeholder takes, where the encoder says (DeepSeek V4.1, whose
+        #: 0.33 renderer reorders them, dropping those it left out); None: in order.
+        self.order: list[int] | None = None
         #: Each image's part (the body's own object) and bytes, in the images' order: the
         #: mistral path hands mistral_common the image as it opens the URL itself.
         self.sources: list[tuple[Mapping[str, Any], bytes]] = []
@@ -318,7 +321,8 @@ class ImageChat:
         ``placeholder_token_ids`` (deprecated: the family computes them) must equal the
         expansions when given.
         """
-        images = parts.images
+        images = (parts.images if parts.order is None
+                  else [parts.images[i] for i in parts.order])
         if not images:
             if placeholder_token_ids:
                 raise InvalidRequestError(

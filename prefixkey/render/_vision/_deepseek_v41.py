@@ -1,8 +1,8 @@
-"""DeepSeek-V4.1: one ``<｜deepseek_image｜>`` per image, grown to its token grid.
+"""DeepSeek-V4.1: one ``<\uff5cdeepseek_image\uff5c>`` per image, grown to its token grid.
 
 vLLM 0.30-0.33 (``vllm/models/deepseek_v41``, ``common/mm_preprocess.py``) registers a
 processor for ``DeepseekV41ForCausalLM``; its encoder writes the placeholder text
-``<｜deepseek_image｜>`` for each image part (render/_deepseek_v41.py), and each such
+``<\uff5cdeepseek_image\uff5c>`` for each image part (render/_deepseek_v41.py), and each such
 token of the prompt is replaced, in order, by the image's span: ``n_h * (n_w + 1) + 2``
 copies of the same token (start, ``n_w`` image tokens and a newline per row, end; the
 roles travel beside the ids). ``n_h`` x ``n_w`` is the image's grid after the
@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Final
 from .._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._base import ImageSize, VisionFamily, VisionFolder
 
-__all__ = ["DeepseekV41Vision", "IMAGE_TOKEN", "image_grid"]
+__all__ = ["IMAGE_TOKEN", "DeepseekV41Vision", "image_grid"]
 
 IMAGE_TOKEN: Final = "<\uff5cdeepseek_image\uff5c>"
 #: The id vLLM requires of the token (its IMAGE_SENTINEL_BASE_ID; config image_token_id).
