@@ -65,6 +65,29 @@ OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
+_PLAIN = [U]
+#: Chat-template kwargs that name apply_chat_template's own parameters, and message fields
+#: vLLM's request parse may drop (the encoders read ``response_format``, ``wo_eos``).
+EDGES: dict[str, dict[str, Any]] = {
+    "kwarg-tools": {"messages": _PLAIN, "chat_template_kwargs": {"tools": [WEATHER]}},
+    "kwarg-tools-and-tools": {"messages": _PLAIN, "tools": [CLOCK], "tool_choice": "none",
+                              "chat_template_kwargs": {"tools": [WEATHER]}},
+    "kwarg-conversation": {"messages": _PLAIN, "chat_template_kwargs": {
+        "conversation": [{"role": "user", "content": "Other"}]}},
+    "kwarg-messages": {"messages": _PLAIN, "chat_template_kwargs": {
+        "messages": [{"role": "user", "content": "Other"}]}},
+    "field-response-format": {"messages": [
+        {"role": "system", "content": "Be terse.",
+         "response_format": {"type": "json_object"}}, U]},
+    "field-response-format-user": {"messages": [
+        {"role": "user", "content": "Hi", "response_format": {"type": "json_object"}}]},
+    "field-wo-eos": {"messages": [U, {"role": "assistant", "content": "Hel", "wo_eos": True},
+                                  U2]},
+    "field-wo-eos-last": {"messages": [U, {"role": "assistant", "content": "Hel",
+                                           "wo_eos": True}]},
+}
+
+
 def _chats(name: str) -> list[tuple[str, dict[str, Any]]]:
     bodies: list[tuple[str, dict[str, Any]]] = []
     for conv in CHATS:
@@ -82,6 +105,7 @@ def _chats(name: str) -> list[tuple[str, dict[str, Any]]]:
                                         "tools": [WEATHER, CLOCK]}))
     bodies += [(f"chat-media-{kind}", {"model": name, "messages": messages})
                for kind, messages in MEDIA.items()]
+    bodies += [(f"chat-{ident}", {"model": name, **extra}) for ident, extra in EDGES.items()]
     return bodies
 
 
@@ -130,6 +154,9 @@ IMAGES: dict[str, list[Any]] = {
     "undecodable": [_user(_text("Broken:"), _BAD)],
     "image-then-audio": [_user(_image(32, 32, seed=12), _AUDIO)],
     "bad-image-then-audio": [_user(_BAD, _AUDIO)],
+    "developer-dropped": [{"role": "developer", "content": [_text("Look:"),
+                                                            _image(36, 36, seed=14)]},
+                          U, {"role": "assistant", "content": "Hello."}, U2],
     "history-drop": [_user(_image(32, 32, seed=13)),
                      {"role": "assistant", "content": "It is a pattern.",
                       "reasoning": "Looks striped."}, U2],
@@ -153,7 +180,7 @@ def _image_chats(name: str, kinds: tuple[str, ...] | None = None
     if kinds is not None:
         return bodies
     for opt, extra in IMAGE_OPTIONS.items():
-        for kind in ("two", "history-drop"):
+        for kind in ("two", "history-drop", "developer-dropped"):
             bodies.append((f"chat-image-{kind}-{opt}",
                            {"model": name, "messages": IMAGES[kind], **extra}))
     bodies.append(("chat-image-tools-declared", {"model": name, "messages": IMAGES["tools"],

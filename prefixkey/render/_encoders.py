@@ -180,14 +180,31 @@ def encode_request(row: EncoderMode, messages: Any,
     """The chat text of a mode with a request encoder (``row.request``), or of its
     ``prepare``/``encode`` over the 'string' conversation; ``order`` gets the images' order
     where the mode gives one."""
-    for name in ("conversation", "messages"):
-        if name in kwargs:  # passed twice to apply_chat_template: a TypeError in vLLM
-            raise RenderUnsupportedError(f"chat_template_kwargs.{name}", "clashes with a "
-                                         "parameter of apply_chat_template; not reproduced")
+    clash = next((name for name in kwargs if name in _CALL_PARAMETERS), None)
     if row.request is None:
+        if clash is not None:  # V3.2's renderer: not harvested
+            raise RenderUnsupportedError(f"chat_template_kwargs.{clash}", "clashes with a "
+                                         "parameter of apply_chat_template; not reproduced")
         return encode_chat(row, parse("string"), kwargs)
-    return row.request(messages, parse, kwargs, release,
+
+    def parse_then_call(content_format: str) -> list[dict[str, Any]]:
+        conversation = parse(content_format)
+        if clash is not None:
+            # After the parse, V4/V4.1's renderers call their apply_chat_template wrapper
+            # with conversation=, messages= and the kwargs: Python's TypeError, a 400
+            # (real_dsv4_ corpus, 0.29-0.33).
+            raise RenderRequestError(f"chat_template_kwargs.{clash}", _WRAPPER + "() got "
+                                     f"multiple values for keyword argument '{clash}'")
+        return conversation
+
+    return row.request(messages, parse_then_call, kwargs, release,
                        ImageOrder() if order is None else order)
+
+
+#: The keyword arguments vLLM's DeepSeek renderers pass their apply_chat_template beside
+#: the chat kwargs, and the wrapper a clash names (vllm.utils.async_utils.make_async).
+_CALL_PARAMETERS: Final = frozenset({"conversation", "messages"})
+_WRAPPER: Final = "vllm.utils.async_utils.make_async.<locals>._async_wrapper"
 
 
 def encode_chat(row: EncoderMode, conversation: list[dict[str, Any]],
