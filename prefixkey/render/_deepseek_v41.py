@@ -19,6 +19,10 @@ and differs in what this module records:
   of tool results is not the last user turn.
 - DSML tags are `` calls``/`` invoke``/`` parameter``; tool-call arguments that are
   not an object (after at most two JSON decodings) are wrapped as ``{"arguments": …}``.
+- Images: the placeholders take the request's images in the messages' order; from 0.33
+  in the order the encoder writes them (``image_order``: tool results sorted by call id
+  carry theirs along, a message left out drops its images). Their tokens are the vision
+  family's (render/_vision/_deepseek_v41.py).
 - Effort: ``"Reasoning Effort: N (range 1-100, …)"`` with N an int in [1, 100] or
   low/high/xhigh/max mapped by the release's table (0.30: 25/50/75/100, 0.31 on:
   50/75/75/100); the default is high; ``"none"`` turns thinking off; any other value

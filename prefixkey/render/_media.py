@@ -9,12 +9,14 @@ unknown fields>}`` in 'openai' format or the model's placeholder string in
 'string' format (the placeholders an image part leaves are put before the
 message's text, as ``_get_full_multimodal_text_prompt`` does), and checks the
 per-prompt item limit as each part arrives (``--limit-mm-per-prompt`` and the
-model's own). After tokenization the model's processor replaces each image's
-marker by its expansion: the folder's vision family (prefixkey/render/_vision)
-computes it from the image's size and the processor kwargs in force, and says
-where each item lies. The identifier is :class:`~prefixkey.multimodal.MMHasher`'s,
-with the ``--model`` string, ``--mm-hasher-algorithm``, ``--media-io-kwargs`` and
-the body's own ``mm_processor_kwargs``.
+model's own; a modality the model does not take has the limit 0); the render
+server loads the images once the whole conversation is parsed. After tokenization
+the model's processor replaces each image's marker by its expansion: the folder's
+vision family (prefixkey/render/_vision) computes it from the image's size and the
+processor kwargs in force, and says where each item lies. The identifier is
+:class:`~prefixkey.multimodal.MMHasher`'s, with the ``--model`` string,
+``--mm-hasher-algorithm``, ``--media-io-kwargs`` and the body's own
+``mm_processor_kwargs``.
 """
 
 from __future__ import annotations
