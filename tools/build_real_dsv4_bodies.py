@@ -8,7 +8,9 @@ or ``deepseek_v41`` (DeepseekV41ForCausalLM) and renders chat with its Python en
 (render/_deepseek_v4.py, _deepseek_v41.py). The chat bodies are a cross-section of the
 string-level corpus (tools/build_deepseek_prompt_bodies.py: roles, history with reasoning,
 tools, tool calls and results, thinking on/off, efforts, content parts, bad inputs), plus
-completions. ``tools/harvest_render.py --bodies tests/render/real_dsv4_bodies.jsonl --out
+completions, and image bodies over V4.1 (:data:`IMAGES`: data URLs of the vision corpus's
+PNGs) for the folders that hold the image token (:data:`IMAGE_FOLDERS`) and the one that
+does not. ``tools/harvest_render.py --bodies tests/render/real_dsv4_bodies.jsonl --out
 tests/render/real_dsv4_vectors.jsonl --port 19210`` records vLLM 0.31's answers.
 
 ``--keep-release RELEASE DIR`` keeps, compactly, another release's answers harvested into
@@ -22,15 +24,29 @@ Usage::
 
 from __future__ import annotations
 
+import base64
+import sys
+from pathlib import Path
 from typing import Any
 
-from build_deepseek_prompt_bodies import CLOCK, CONVERSATIONS, WEATHER
+from build_deepseek_prompt_bodies import CLOCK, CONVERSATIONS, TC, U2, WEATHER, U
 from build_real_dsv32_bodies import MEDIA
 from corpus_io import corpus_main, folder_lines
+
+# The vision corpus's PNG encoder: the same bytes under any zlib (identifiers hash them).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "vision"))
+from images import png
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 FOLDERS = ("deepseek_v4", "deepseek_v41")
+#: V4.1 folders whose tokenizer holds ``<\uff5cdeepseek_image\uff5c>`` at id 129264 (the V4.1
+#: processor's image token; DeepSeek-V3's has no such token, so over ``deepseek_v41`` every
+#: image is vLLM's 400 "Token not found in tokenizer"): the image bodies only. The
+#: ``_vision`` folder's config.json sets a ``vision_config`` (patch 14, downsample 2, at
+#: most 64 tokens, min_pixels 10000, max_wh_ratio 2.5); ``_image``'s has none (vLLM's
+#: defaults: 14, 3, 1024, 295936, no ratio).
+IMAGE_FOLDERS = ("deepseek_v41_image", "deepseek_v41_vision")
 #: The conversations sent, by the string corpus's names.
 CHATS = ("user", "system_user", "developer_user", "multi_turn", "multi_turn_dev_history",
          "reasoning_last", "tool_round", "tool_round_answered", "consecutive_users",
@@ -46,6 +62,29 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "effort-none": {"reasoning_effort": "none"},
     "effort-medium": {"reasoning_effort": "medium"},
     "kwarg-effort-42": {"chat_template_kwargs": {"reasoning_effort": 42}},
+}
+
+
+_PLAIN = [U]
+#: Chat-template kwargs that name apply_chat_template's own parameters, and message fields
+#: vLLM's request parse may drop (the encoders read ``response_format``, ``wo_eos``).
+EDGES: dict[str, dict[str, Any]] = {
+    "kwarg-tools": {"messages": _PLAIN, "chat_template_kwargs": {"tools": [WEATHER]}},
+    "kwarg-tools-and-tools": {"messages": _PLAIN, "tools": [CLOCK], "tool_choice": "none",
+                              "chat_template_kwargs": {"tools": [WEATHER]}},
+    "kwarg-conversation": {"messages": _PLAIN, "chat_template_kwargs": {
+        "conversation": [{"role": "user", "content": "Other"}]}},
+    "kwarg-messages": {"messages": _PLAIN, "chat_template_kwargs": {
+        "messages": [{"role": "user", "content": "Other"}]}},
+    "field-response-format": {"messages": [
+        {"role": "system", "content": "Be terse.",
+         "response_format": {"type": "json_object"}}, U]},
+    "field-response-format-user": {"messages": [
+        {"role": "user", "content": "Hi", "response_format": {"type": "json_object"}}]},
+    "field-wo-eos": {"messages": [U, {"role": "assistant", "content": "Hel", "wo_eos": True},
+                                  U2]},
+    "field-wo-eos-last": {"messages": [U, {"role": "assistant", "content": "Hel",
+                                           "wo_eos": True}]},
 }
 
 
@@ -66,6 +105,86 @@ def _chats(name: str) -> list[tuple[str, dict[str, Any]]]:
                                         "tools": [WEATHER, CLOCK]}))
     bodies += [(f"chat-media-{kind}", {"model": name, "messages": messages})
                for kind, messages in MEDIA.items()]
+    bodies += [(f"chat-{ident}", {"model": name, **extra}) for ident, extra in EDGES.items()]
+    return bodies
+
+
+def _image(width: int, height: int, mode: str = "RGB", seed: int = 0,
+           **extra: Any) -> dict[str, Any]:
+    data = base64.b64encode(png(width, height, mode, seed)).decode()
+    return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"},
+            **extra}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _user(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "content": list(parts)}
+
+
+_AUDIO = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
+_BAD = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+#: Image conversations over the V4.1 folders: sizes below min_pixels (upscaled), above the
+#: token budget (resized), tall and wide ones, several images per message and per turn,
+#: images in system, assistant and tool messages (tool results sorted by call id), the
+#: placeholder text beside an image, uuids, undecodable images and audio beside images.
+IMAGES: dict[str, list[Any]] = {
+    "small": [_user(_text("What is this?"), _image(32, 24))],
+    "first": [_user(_image(64, 64, seed=1), _text("Describe it."))],
+    "medium": [_user(_image(700, 500, "1"), _text("And this?"))],
+    "wide": [_user(_image(2400, 60, "1"), _text("Wide."))],
+    "tall": [_user(_image(40, 1500, "1"))],
+    "rgba": [_user(_image(50, 70, "RGBA"), _text("Alpha."))],
+    "two": [_user(_image(64, 64, seed=2), _text("versus"), _image(300, 200, "1", seed=3))],
+    "turns": [_user(_image(48, 48, seed=4), _text("First.")),
+              {"role": "assistant", "content": "A square."},
+              _user(_text("Second:"), _image(90, 30, seed=5))],
+    "system": [{"role": "system", "content": [_text("Logo:"), _image(20, 20, seed=6)]},
+               _user(_text("Hi"))],
+    "assistant": [U, {"role": "assistant", "content": [_image(30, 30, seed=7)]}, U2],
+    "tools": [U, TC,
+              {"role": "tool", "tool_call_id": "c2", "content": [_image(40, 40, seed=8)]},
+              {"role": "tool", "tool_call_id": "c1", "content": [_text("Sunny"),
+                                                                 _image(60, 20, seed=9)]}],
+    "placeholder-text": [_user(_text("See <\uff5cdeepseek_image\uff5c> here"),
+                               _image(32, 32, seed=10))],
+    "uuid": [_user(_image(32, 32, seed=11, uuid="my-image"), _text("Named."))],
+    "undecodable": [_user(_text("Broken:"), _BAD)],
+    "image-then-audio": [_user(_image(32, 32, seed=12), _AUDIO)],
+    "bad-image-then-audio": [_user(_BAD, _AUDIO)],
+    "developer-dropped": [{"role": "developer", "content": [_text("Look:"),
+                                                            _image(36, 36, seed=14)]},
+                          U, {"role": "assistant", "content": "Hello."}, U2],
+    "history-drop": [_user(_image(32, 32, seed=13)),
+                     {"role": "assistant", "content": "It is a pattern.",
+                      "reasoning": "Looks striped."}, U2],
+}
+#: Options an image conversation is also sent with.
+IMAGE_OPTIONS: dict[str, dict[str, Any]] = {
+    "chat": {"chat_template_kwargs": {"thinking": False}},
+    "keep": {"chat_template_kwargs": {"drop_thinking": False}},
+}
+
+
+#: What the folder without the image token is sent (each image is the same 400).
+NO_TOKEN = ("small", "two", "tools", "placeholder-text", "undecodable", "image-then-audio",
+            "bad-image-then-audio")
+
+
+def _image_chats(name: str, kinds: tuple[str, ...] | None = None
+                 ) -> list[tuple[str, dict[str, Any]]]:
+    bodies = [(f"chat-image-{kind}", {"model": name, "messages": messages})
+              for kind, messages in IMAGES.items() if kinds is None or kind in kinds]
+    if kinds is not None:
+        return bodies
+    for opt, extra in IMAGE_OPTIONS.items():
+        for kind in ("two", "history-drop", "developer-dropped"):
+            bodies.append((f"chat-image-{kind}-{opt}",
+                           {"model": name, "messages": IMAGES[kind], **extra}))
+    bodies.append(("chat-image-tools-declared", {"model": name, "messages": IMAGES["tools"],
+                                                 "tools": [WEATHER, CLOCK]}))
     return bodies
 
 
@@ -80,8 +199,17 @@ def build() -> list[dict[str, Any]]:
     for folder in FOLDERS:
         name = f"real-{folder}"
         server = {"--max-model-len": 8192, "--served-model-name": name}
-        lines += folder_lines(folder, server, [(CHAT, _chats(name)),
+        chats = _chats(name) + (_image_chats(name, NO_TOKEN) if folder == "deepseek_v41" else [])
+        lines += folder_lines(folder, server, [(CHAT, chats),
                                                (COMPLETIONS, _completions(name))])
+    for folder in IMAGE_FOLDERS:
+        name = f"real-{folder}"
+        server = {"--max-model-len": 8192, "--served-model-name": name}
+        chats = [(f"chat-{c}-default", {"model": name, "messages": CONVERSATIONS[c]})
+                 for c in ("user", "placeholder_text")]
+        chats += [(f"chat-media-{kind}", {"model": name, "messages": messages})
+                  for kind, messages in MEDIA.items() if not kind.startswith("image")]
+        lines += folder_lines(folder, server, [(CHAT, chats + _image_chats(name))])
     return lines
 
 

@@ -287,9 +287,15 @@ def _normalised(response: Any) -> Any:
 
 
 def vector(line: Line, status: int, response: Any) -> Line:
-    """The recorded line for one body: the answer as vLLM gave it, and its ids or error."""
+    """The recorded line for one body: the answer as vLLM gave it (less an image answer's
+    ``features.kwargs_data``, the processed pixel tensors, which no key depends on), and
+    its ids or error."""
     token_ids: Any = None
     error: Any = None
+    if status == 200 and isinstance(response, dict):
+        features = response.get("features")
+        if isinstance(features, dict):
+            features.pop("kwargs_data", None)
     if status == 200:
         if isinstance(response, list):
             token_ids = [item["token_ids"] for item in response]

@@ -58,15 +58,6 @@ def server_flags(server: dict[str, Any], image_dir: Path) -> dict[str, Any]:
     return {k: (str(image_dir) if v == IMAGES_DIR else v) for k, v in server.items()}
 
 
-def record(line: Line, status: int, response: Any) -> Line:
-    """harvest_render's line, without the processed pixels."""
-    if status == 200 and isinstance(response, dict):
-        features = response.get("features")
-        if isinstance(features, dict):
-            features.pop("kwargs_data", None)
-    return hr.vector(line, status, response)
-
-
 def harvest(args: argparse.Namespace) -> int:
     lines = [json.loads(t) for t in args.bodies.read_text("utf-8").splitlines() if t]
     previous: dict[str, Line] = {}
@@ -108,7 +99,7 @@ def harvest(args: argparse.Namespace) -> int:
                         srv.connection.close()
                         continue
                     # The --model string: identifiers hash it, so the replay passes it.
-                    results[line["id"]] = {**record(line, status, response),
+                    results[line["id"]] = {**hr.vector(line, status, response),
                                            "model": str(folder)}
             except Exception:
                 print(srv.log_tail(), file=sys.stderr)

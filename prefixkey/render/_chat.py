@@ -71,6 +71,9 @@ class ContentParts:
         """A message's content in 'string' format: its parts' texts, one per line."""
         return "\n".join(parts)
 
+    def finish(self) -> None:
+        """The end of the parse: what vLLM does once every part is counted (loads them)."""
+
 
 def _anchors(part: Any) -> bool:
     """A part beside which vLLM's request model lets Responses API parts through."""
@@ -223,6 +226,7 @@ def parse_messages(messages: Any, content_format: str,
             out["tools"] = _developer_tools(message.get("tools"))
         conversation.append(out)
     _postprocess(conversation)
+    media.finish()
     return conversation
 
 

@@ -197,7 +197,7 @@ def _merge_tools(messages: Sequence[Mapping[str, Any]], d: Dialect) -> list[dict
         joinable = last is not None and last.get("role") == "user" and "content_blocks" in last
         if role == "tool":
             block = {"type": "tool_result", "tool_use_id": msg.get("tool_call_id", ""),
-                     "content": msg.get("content", "")}
+                     "content": msg.get("content", ""), **_images_of(msg)}
             if joinable:
                 assert last is not None
                 last["content_blocks"].append(block)
@@ -207,7 +207,8 @@ def _merge_tools(messages: Sequence[Mapping[str, Any]], d: Dialect) -> list[dict
             if d.system_turns:  # V4.1 keeps the message and its own blocks
                 blocks = msg.get("content_blocks")
                 if blocks is None:
-                    blocks = [{"type": "text", "text": msg.get("content", "")}]
+                    blocks = [{"type": "text", "text": msg.get("content", ""),
+                               **_images_of(msg)}]
                 if joinable and last is not None and last.get("task") is None:
                     last["content_blocks"].extend(blocks)
                 else:
@@ -225,6 +226,26 @@ def _merge_tools(messages: Sequence[Mapping[str, Any]], d: Dialect) -> list[dict
         else:
             merged.append(msg)
     return merged
+
+
+def _images_of(msg: Mapping[str, Any]) -> dict[str, Any]:
+    """The message's image positions, which V4.1 (0.33) carries into its blocks."""
+    return {"_image_indices": msg["_image_indices"]} if "_image_indices" in msg else {}
+
+
+def _image_order(messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The images in the order the encoded messages hold them (vLLM 0.33's V4.1
+    renderer reorders the request's images so): a user turn's by its text and tool-result
+    blocks, any other message's its own."""
+    order: list[int] = []
+    for msg in messages:
+        if msg.get("role") == "user" and msg.get("content_blocks"):
+            for block in msg["content_blocks"]:
+                if block.get("type") in ("text", "tool_result"):
+                    order.extend(block.get("_image_indices", []))
+        else:
+            order.extend(msg.get("_image_indices", []))
+    return order
 
 
 def _sort_results(messages: list[dict[str, Any]]) -> None:
@@ -394,8 +415,10 @@ _TASK_SET_ORDER: Final = tuple(TASK_TOKENS)
 
 
 def encode_with(messages: Sequence[Mapping[str, Any]], d: Dialect, *, thinking_mode: str,
-                drop_thinking: Any, reasoning_effort: Any) -> str:
-    """The encoder of dialect ``d`` over messages as its tokenizer wrapper passes them."""
+                drop_thinking: Any, reasoning_effort: Any,
+                image_order: list[int] | None = None) -> str:
+    """The encoder of dialect ``d`` over messages as its tokenizer wrapper passes them;
+    ``image_order`` gets the images' positions (``_image_indices``) in encoded order."""
     if thinking_mode not in ("chat", "thinking"):
         raise _fail(d.check_error, f"Invalid thinking_mode `{thinking_mode}`")
     merged = _merge_tools(messages, d)
@@ -406,6 +429,8 @@ def encode_with(messages: Sequence[Mapping[str, Any]], d: Dialect, *, thinking_m
         merged = without_thinking(merged, _last_user(merged, d), kept_roles=_KEPT_ROLES,
                                   reasoning_key=d.reasoning_key)
     last = _last_user(merged, d)
+    if image_order is not None:
+        image_order.extend(_image_order(merged))
     return BOS + "".join(_render(i, merged, d, thinking, drop, reasoning_effort, last)
                          for i in range(len(merged)))
 

@@ -19,6 +19,10 @@ and differs in what this module records:
   of tool results is not the last user turn.
 - DSML tags are `` calls``/`` invoke``/`` parameter``; tool-call arguments that are
   not an object (after at most two JSON decodings) are wrapped as ``{"arguments": …}``.
+- Images: the placeholders take the request's images in the messages' order; from 0.33
+  in the order the encoder writes them (``image_order``: tool results sorted by call id
+  carry theirs along, a message left out drops its images). Their tokens are the vision
+  family's (render/_vision/_deepseek_v41.py).
 - Effort: ``"Reasoning Effort: N (range 1-100, …)"`` with N an int in [1, 100] or
   low/high/xhigh/max mapped by the release's table (0.30: 25/50/75/100, 0.31 on:
   50/75/75/100); the default is high; ``"none"`` turns thinking off; any other value
@@ -118,6 +122,12 @@ def _check_text(text: Any, rel: V41Release, field: str) -> None:
 def normalize_messages(messages: Sequence[Mapping[str, Any]],
                        release: str = "0.31.0") -> list[dict[str, Any]]:
     """The request's messages as V4.1's wrapper hands them to its encoder."""
+    return _normalized(messages, release)[0]
+
+
+def _normalized(messages: Sequence[Mapping[str, Any]],
+                release: str) -> tuple[list[dict[str, Any]], int]:
+    """:func:`normalize_messages`, and how many images the messages hold."""
     rel = v41_release(release)
     result = [dict(m) for m in copy.deepcopy(list(messages))]
     images = 0
@@ -153,7 +163,7 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]],
                 message["content"] = "\n\n".join(parts)
             except TypeError as exc:
                 raise _fail(TypeError, str(exc), f"{field}.content") from None
-    return result
+    return result, images
 
 
 def with_parsed_arguments(messages: Sequence[Mapping[str, Any]],
@@ -185,11 +195,16 @@ def encode_messages(messages: Sequence[Mapping[str, Any]], *, thinking_mode: str
 
 
 def encode_request(messages: Sequence[Mapping[str, Any]], kwargs: Mapping[str, Any], *,
-                   release: str) -> str:
+                   release: str, image_order: list[int] | None = None) -> str:
     """The prompt vLLM's ``deepseek_v41`` tokenizer encodes, from the chat kwargs vLLM merged
-    (``tools`` among them) and the request's messages."""
+    (``tools`` among them) and the request's messages. ``image_order`` gets the request's
+    images in the order the prompt's placeholders take them: from 0.33 the encoded order
+    (an image whose message the encoder leaves out is dropped), before it the messages'."""
     rel = v41_release(release)
-    conversation = normalize_messages(messages, release)
+    conversation, images = _normalized(messages, release)
+    if image_order is not None and not rel.image_indices:
+        image_order.extend(range(images))
+        image_order = None
     tools = kwargs.get("tools")
     if tools:
         system = next((m for m in conversation if m["role"] == "system"), None)
@@ -210,7 +225,8 @@ def encode_request(messages: Sequence[Mapping[str, Any]], kwargs: Mapping[str, A
                     "chat_template_kwargs.reasoning_effort")
     return encode_with(conversation, dialect_v41(release),
                        thinking_mode="thinking" if thinking else "chat",
-                       drop_thinking=kwargs.get("drop_thinking", True), reasoning_effort=effort)
+                       drop_thinking=kwargs.get("drop_thinking", True), reasoning_effort=effort,
+                       image_order=image_order)
 
 
 def render_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None,

@@ -32,7 +32,7 @@ from ._deepseek_v32 import encode_messages as encode_v32
 from ._eras import render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
 
-__all__ = ["ENCODER_MODES", "EncodeOptions", "EncoderMode", "RequestEncoder",
+__all__ = ["ENCODER_MODES", "EncodeOptions", "EncoderMode", "ImageOrder", "RequestEncoder",
            "check_encoder_release", "encode_chat", "encode_request", "encoder_mode"]
 
 
@@ -56,10 +56,18 @@ Prepare = Callable[[list[dict[str, Any]], Any, Mapping[str, Any]],
                    tuple[list[dict[str, Any]], EncodeOptions]]
 
 
+@dataclass(slots=True)
+class ImageOrder:
+    """Which of the body's images (numbered in parse order) each image placeholder of the
+    prompt takes, where the mode's renderer says (DeepSeek V4.1); None: parse order."""
+
+    indices: list[int] | None = None
+
+
 #: ``(messages as the body holds them, parse(content_format) -> vLLM's conversation,
-#: merged chat kwargs, release) -> the chat text``.
-RequestEncoder = Callable[[Any, Callable[[str], list[dict[str, Any]]], Mapping[str, Any], str],
-                          str]
+#: merged chat kwargs, release, the images' order to fill) -> the chat text``.
+RequestEncoder = Callable[[Any, Callable[[str], list[dict[str, Any]]], Mapping[str, Any], str,
+                           ImageOrder], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,19 +120,21 @@ def _prepare_v32(conversation: list[dict[str, Any]], tools: Any,
 
 
 def _request_v4(messages: Any, parse: Callable[[str], list[dict[str, Any]]],
-                kwargs: Mapping[str, Any], release: str) -> str:
+                kwargs: Mapping[str, Any], release: str, order: ImageOrder) -> str:
     """vLLM's DeepSeek V4 renderer: the conversation in the release's content format."""
     conversation = parse(_deepseek_v4.v4_release(release).content_format)
     return _deepseek_v4.encode_request(conversation, kwargs, release=release)
 
 
 def _request_v41(messages: Any, parse: Callable[[str], list[dict[str, Any]]],
-                 kwargs: Mapping[str, Any], release: str) -> str:
+                 kwargs: Mapping[str, Any], release: str, order: ImageOrder) -> str:
     """vLLM's DeepSeek V4.1 renderer parses the conversation (its refusals come first),
-    then its tokenizer encodes the request's own messages."""
+    then its tokenizer encodes the request's own messages (and says the images' order)."""
     conversation = parse("string" if release == "0.30.0" else "openai")
+    order.indices = []
     return _deepseek_v41.encode_request(
-        _deepseek_v41.with_parsed_arguments(messages, conversation), kwargs, release=release)
+        _deepseek_v41.with_parsed_arguments(messages, conversation), kwargs, release=release,
+        image_order=order.indices)
 
 
 _ALL_RELEASES: Final = frozenset({"0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"})
@@ -166,16 +176,35 @@ def check_encoder_release(mode: str, vllm_version: str) -> None:
 
 def encode_request(row: EncoderMode, messages: Any,
                    parse: Callable[[str], list[dict[str, Any]]], kwargs: Mapping[str, Any],
-                   release: str) -> str:
+                   release: str, order: ImageOrder | None = None) -> str:
     """The chat text of a mode with a request encoder (``row.request``), or of its
-    ``prepare``/``encode`` over the 'string' conversation."""
-    for name in ("conversation", "messages"):
-        if name in kwargs:  # passed twice to apply_chat_template: a TypeError in vLLM
-            raise RenderUnsupportedError(f"chat_template_kwargs.{name}", "clashes with a "
-                                         "parameter of apply_chat_template; not reproduced")
+    ``prepare``/``encode`` over the 'string' conversation; ``order`` gets the images' order
+    where the mode gives one."""
+    clash = next((name for name in kwargs if name in _CALL_PARAMETERS), None)
     if row.request is None:
+        if clash is not None:  # V3.2's renderer: not harvested
+            raise RenderUnsupportedError(f"chat_template_kwargs.{clash}", "clashes with a "
+                                         "parameter of apply_chat_template; not reproduced")
         return encode_chat(row, parse("string"), kwargs)
-    return row.request(messages, parse, kwargs, release)
+
+    def parse_then_call(content_format: str) -> list[dict[str, Any]]:
+        conversation = parse(content_format)
+        if clash is not None:
+            # After the parse, V4/V4.1's renderers call their apply_chat_template wrapper
+            # with conversation=, messages= and the kwargs: Python's TypeError, a 400
+            # (real_dsv4_ corpus, 0.29-0.33).
+            raise RenderRequestError(f"chat_template_kwargs.{clash}", _WRAPPER + "() got "
+                                     f"multiple values for keyword argument '{clash}'")
+        return conversation
+
+    return row.request(messages, parse_then_call, kwargs, release,
+                       ImageOrder() if order is None else order)
+
+
+#: The keyword arguments vLLM's DeepSeek renderers pass their apply_chat_template beside
+#: the chat kwargs, and the wrapper a clash names (vllm.utils.async_utils.make_async).
+_CALL_PARAMETERS: Final = frozenset({"conversation", "messages"})
+_WRAPPER: Final = "vllm.utils.async_utils.make_async.<locals>._async_wrapper"
 
 
 def encode_chat(row: EncoderMode, conversation: list[dict[str, Any]],

@@ -9,12 +9,14 @@ unknown fields>}`` in 'openai' format or the model's placeholder string in
 'string' format (the placeholders an image part leaves are put before the
 message's text, as ``_get_full_multimodal_text_prompt`` does), and checks the
 per-prompt item limit as each part arrives (``--limit-mm-per-prompt`` and the
-model's own). After tokenization the model's processor replaces each image's
-marker by its expansion: the folder's vision family (prefixkey/render/_vision)
-computes it from the image's size and the processor kwargs in force, and says
-where each item lies. The identifier is :class:`~prefixkey.multimodal.MMHasher`'s,
-with the ``--model`` string, ``--mm-hasher-algorithm``, ``--media-io-kwargs`` and
-the body's own ``mm_processor_kwargs``.
+model's own; a modality the model does not take has the limit 0); the render
+server loads the images once the whole conversation is parsed. After tokenization
+the model's processor replaces each image's marker by its expansion: the folder's
+vision family (prefixkey/render/_vision) computes it from the image's size and the
+processor kwargs in force, and says where each item lies. The identifier is
+:class:`~prefixkey.multimodal.MMHasher`'s, with the ``--model`` string,
+``--mm-hasher-algorithm``, ``--media-io-kwargs`` and the body's own
+``mm_processor_kwargs``.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ _FETCH_MAX_BYTES: Final = 64 << 20
 #: Architectures whose image path prefixkey reproduces (their family in render/_vision).
 IMAGE_ARCHITECTURES: Final = FAMILIES
 _IMAGE_PARTS: Final = ("image_url", "input_image")
+#: The other media parts vLLM's item tracker counts, by modality.
+_MODALITIES: Final = {"input_audio": "audio", "audio_url": "audio", "video_url": "video"}
 #: Distinct per-request processor kwargs whose hashers a Renderer keeps.
 _HASHERS_KEPT: Final = 64
 
@@ -79,7 +83,12 @@ class ImageParts(ContentParts):
     def __init__(self, chat: ImageChat, kwargs: Mapping[str, Any]) -> None:
         self._chat = chat
         self._kwargs = kwargs
+        #: Each image's part, field and URL, counted as it is parsed, loaded by finish().
+        self._pending: list[tuple[Mapping[str, Any], str, str]] = []
         self.images: list[LoadedImage] = []
+        #: Which image each placeholder takes, where the encoder says (DeepSeek V4.1, whose
+        #: 0.33 renderer reorders them, dropping those it left out); None: in order.
+        self.order: list[int] | None = None
         #: Each image's part (the body's own object) and bytes, in the images' order: the
         #: mistral path hands mistral_common the image as it opens the URL itself.
         self.sources: list[tuple[Mapping[str, Any], bytes]] = []
@@ -91,14 +100,23 @@ class ImageParts(ContentParts):
     def media_part(self, part_type: str, part: Mapping[str, Any], field: str, *,
                    wrap: bool) -> Any:
         if part_type not in _IMAGE_PARTS:
+            self._chat.check_modality(_MODALITIES.get(part_type), field)
             return super().media_part(part_type, part, field, wrap=wrap)
-        self.images.append(self._chat.load(part_type, part, field, len(self.images) + 1,
-                                           self._kwargs, self.sources))
+        url, url_field = self._chat.admit(part_type, part, field, len(self._pending) + 1)
+        self._pending.append((part, url, url_field))
         if wrap:
             return {"type": "image",
                     **{k: v for k, v in part.items() if k not in _KNOWN_PART_FIELDS}}
-        text = self._chat.placeholder(len(self.images))
+        text = self._chat.placeholder(len(self._pending))
         return None if text is None else _Placeholder(text)
+
+    def finish(self) -> None:
+        """vLLM's tracker resolves the items once the whole conversation is parsed (and
+        counted): each image loaded, in order."""
+        for part, url, url_field in self._pending:
+            self.images.append(self._chat.load(part, url, url_field, self._kwargs,
+                                               self.sources))
+        self._pending.clear()
 
     def join_texts(self, parts: list[Any]) -> str:
         """``_get_full_multimodal_text_prompt``: the texts joined, missing placeholders first."""
@@ -122,8 +140,7 @@ class ImageParts(ContentParts):
 #: (MultiModalRegistry.create_processor; real_dsv32_/real_dsv4_vectors.jsonl).
 _TRACKED_PARTS: Final = frozenset({"image_url", "input_audio", "audio_url", "video_url"})
 #: The architectures whose render servers answered those parts so (harvested: the
-#: DeepSeek encoder modes'; DeepseekV41ForCausalLM is multimodal there, its parts are
-#: loaded and counted, not reproduced).
+#: DeepSeek encoder modes'; DeepseekV41ForCausalLM is multimodal there: a vision family).
 TEXT_ONLY_ARCHITECTURES: Final = frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"})
 
 
@@ -220,6 +237,15 @@ class ImageChat:
             return TextOnlyParts(self, kwargs, self._text_only)
         return ImageParts(self, kwargs)
 
+    def check_modality(self, modality: str | None, field: str) -> None:
+        """``validate_num_items`` for a part of a modality the family's model does not take
+        (its supported limit is 0, whatever ``--limit-mm-per-prompt`` says)."""
+        family = self._family
+        if (modality is not None and family is not None and family.modalities is not None
+                and modality not in family.modalities):
+            raise RenderRequestError(
+                field, f"At most 0 {modality}(s) may be provided in one prompt.")
+
     def placeholder(self, number: int) -> str | None:
         return None if self._family is None else self._family.placeholder(number)
 
@@ -236,11 +262,10 @@ class ImageChat:
                 hasher = self._hashers[key] = self._new_hasher(request_kwargs)
         return hasher
 
-    def load(self, part_type: str, part: Mapping[str, Any], field: str, number: int,
-             request_kwargs: Mapping[str, Any],
-             sources: list[tuple[Mapping[str, Any], bytes]] | None = None) -> LoadedImage:
-        """The image's identifier and loaded size, after vLLM's per-prompt item limit
-        (``sources`` gets the part and its bytes)."""
+    def admit(self, part_type: str, part: Mapping[str, Any], field: str,
+              number: int) -> tuple[str, str]:
+        """What vLLM checks of an image part as it parses it: its shape, then the
+        per-prompt item limit (``MultiModalItemTracker.add``); the URL and its field."""
         if self._refusal is not None or self._family is None:
             raise RenderUnsupportedError(
                 field, f"{self._refusal or 'no vision family'}: render it with vLLM's render "
@@ -256,11 +281,19 @@ class ImageChat:
             raise RenderUnsupportedError(
                 url_field, "an image given by its uuid alone: its size, which decides its "
                 "placeholder tokens, is known only to the server's cache")
+        self._check_count(number)
+        return url, url_field
+
+    def load(self, part: Mapping[str, Any], url: str, url_field: str,
+             request_kwargs: Mapping[str, Any],
+             sources: list[tuple[Mapping[str, Any], bytes]] | None = None) -> LoadedImage:
+        """An admitted image's identifier and loaded size (``sources`` gets the part and
+        its bytes): vLLM's render server loads the items after the parse."""
+        assert self._hasher is not None and self._source is not None  # admit() refused
+        uuid = part.get("uuid")
         data = self._image_bytes(self._source, url, url_field)
         loaded = self._hasher_for(request_kwargs).loaded_image(data, uuid=uuid,
                                                                field=url_field)
-        # vLLM loads the image, then counts it (MultiModalItemTracker.add).
-        self._check_count(number)
         if sources is not None:
             sources.append((part, data))
         return loaded
@@ -290,7 +323,8 @@ class ImageChat:
         ``placeholder_token_ids`` (deprecated: the family computes them) must equal the
         expansions when given.
         """
-        images = parts.images
+        images = (parts.images if parts.order is None
+                  else [parts.images[i] for i in parts.order])
         if not images:
             if placeholder_token_ids:
                 raise InvalidRequestError(

@@ -31,7 +31,7 @@ from ._chat import (
     dump_tools,
     parse_messages,
 )
-from ._encoders import encode_request, encoder_mode
+from ._encoders import ImageOrder, encode_request, encoder_mode
 from ._eras import render_era, render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
 from ._fields import BodyFields, TokenizeParams, dropped_kwarg_warning
@@ -544,8 +544,12 @@ class Renderer:
         (or with ``tokenize`` its ids, no special tokens)."""
         assert self._encoder is not None
         release = render_release(self.options.vllm_version).release
+        order = ImageOrder()
         text = encode_request(self._encoder, messages,
-                              lambda fmt: parse_messages(messages, fmt, parts), kwargs, release)
+                              lambda fmt: parse_messages(messages, fmt, parts), kwargs, release,
+                              order)
+        if isinstance(parts, ImageParts):
+            parts.order = order.indices
         if not kwargs.get("tokenize", True):
             return text, ()
         if any(name in kwargs for name in ("truncation", "max_length")):

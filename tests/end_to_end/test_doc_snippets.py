@@ -28,6 +28,8 @@ SERVICES = {
     "mistral_folder": "a real Mistral folder (tests/real_models.py's fetch cache)",
     "harmony_folder": "a real gpt-oss folder (tests/real_models.py's fetch cache)",
     "deepseek_folder": "a real DeepSeek-V3.2 folder (tests/real_models.py's fetch cache)",
+    "deepseek_v41_image_folder": "a real DeepSeek-V4.1 stand-in folder with the image token "
+                                 "(tests/real_models.py's fetch cache)",
     "VLLMReplica": "a Ray Serve deployment of vLLM replicas publishing KV events",
     "qwen_folder": "a real Qwen2-VL folder (tests/real_models.py's fetch cache)",
 }

@@ -164,11 +164,13 @@ def assert_replays(renderer: Renderer, case: RenderCase, *,
                    same_reason: Callable[[RenderCase, RenderRequestError], bool] | None = None
                    ) -> None:
     """``renderer`` gives vLLM's ids for ``case``, or the typed error with vLLM's status:
-    with vLLM's message as its reason where ``same_reason`` says so; a body ``unsupported``
-    names (id -> field) is refused as not reproduced, naming that field."""
+    with vLLM's message as its reason where ``same_reason`` says so (less the
+    `` (parameter=…)`` vLLM's server appends for an error naming its parameter); an image
+    vLLM failed to load is an UndecodableMediaError; a body ``unsupported`` names
+    (id -> field) is refused as not reproduced, naming that field."""
     import pytest
 
-    from prefixkey.errors import PrefixKeyError
+    from prefixkey.errors import PrefixKeyError, UndecodableMediaError
     from prefixkey.render import RenderRequestError, RenderUnsupportedError
 
     if case.status == 200:
@@ -185,11 +187,15 @@ def assert_replays(renderer: Renderer, case: RenderCase, *,
         assert info.value.field == unsupported[case.id]
         return
     assert not isinstance(info.value, RenderUnsupportedError), info.value
+    assert case.error is not None
+    if isinstance(info.value, UndecodableMediaError):
+        assert (case.status, case.error["message"][:21]) == (400, "Failed to load image:")
+        return
     assert isinstance(info.value, RenderRequestError), info.value
     assert info.value.status == case.status, (info.value, case.error)
     if same_reason is not None and same_reason(case, info.value):
-        assert case.error is not None
-        assert info.value.reason == case.error["message"]
+        message, param = case.error["message"], case.error.get("param")
+        assert info.value.reason in (message, message.removesuffix(f" (parameter={param})"))
 
 
 def assert_covers_both_answers(cases: tuple[RenderCase, ...], folders: Iterable[str]) -> None:

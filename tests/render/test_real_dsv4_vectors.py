@@ -8,8 +8,11 @@ over the real folders ``tests/render/real/deepseek_v4*``: DeepSeek-V3's tokenize
 config.json naming ``DeepseekV4ForCausalLM`` or ``DeepseekV41ForCausalLM``, for which
 vLLM switches to its mode ``deepseek_v4`` or ``deepseek_v41`` (render/_encoders.py,
 render/_deepseek_v4.py, render/_deepseek_v41.py).
-The other releases' answers are kept under ``releases/<release>/``. Every body must
-replay at every release its mode names: the same ids, or a typed error with vLLM's
+The ``deepseek_v41_image`` and ``deepseek_v41_vision`` folders add the V4.1 processor's
+image token to that tokenizer (at 129264, the id vLLM requires) and carry the image bodies
+(render/_vision/_deepseek_v41.py); over ``deepseek_v41`` (no such token) every image is
+vLLM's 400. The other releases' answers are kept under ``releases/<release>/``. Every body
+must replay at every release its mode names: the same ids, or a typed error with vLLM's
 status and, for the encoders' own refusals, its message.
 """
 
@@ -27,6 +30,7 @@ from render_cases import (
     server_renderer,
 )
 
+from prefixkey.errors import RemoteMediaError
 from prefixkey.render import RenderRequestError, RenderUnsupportedError
 from prefixkey.render._encoders import ENCODER_MODES
 
@@ -35,18 +39,16 @@ CASES = render_cases(CORPUS)
 #: The releases whose answers are kept beside 0.31.0's.
 KEPT = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 #: The folders' modes.
-MODES = {"deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v41"}
+MODES = {"deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v41",
+         "deepseek_v41_image": "deepseek_v41", "deepseek_v41_vision": "deepseek_v41"}
+V41_FOLDERS = frozenset(f for f, mode in MODES.items() if mode == "deepseek_v41")
 #: The releases kept without a mode's answers: vLLM 0.29 has no deepseek_v41 mode (its
-#: server does not start for the V4.1 folder), and prefixkey refuses the folder there.
-NOT_VERIFIED = {"0.29.0": frozenset({"deepseek_v41"})}
-#: Media parts over V4.1, which vLLM's registry calls multimodal: it counts the parts
-#: ("At most 0 audio(s) …") and loads the images, which prefixkey does not reproduce; the
-#: refusal names the first media part.
-UNSUPPORTED = {
-    c.id: next(f"messages[{i}].content[{j}]" for i, m in enumerate(c.body["messages"])
-               if isinstance(m["content"], list)
-               for j, part in enumerate(m["content"]) if part["type"] != "text")
-    for c in CASES if c.id.startswith("deepseek_v41/chat-media-")}
+#: server does not start for the V4.1 folders), and prefixkey refuses the folders there.
+NOT_VERIFIED = {"0.29.0": V41_FOLDERS}
+#: An https image over V4.1: vLLM fetches it (here it answered 500, having no network);
+#: prefixkey fetches nothing unless the caller opts in (RemoteMediaError).
+REMOTE = frozenset(c.id for c in CASES if c.real in V41_FOLDERS
+                   and c.id.endswith("/chat-media-image-later-turn"))
 
 
 def _same_reason(case: RenderCase, error: RenderRequestError) -> bool:
@@ -65,14 +67,41 @@ def test_the_corpus_is_whole() -> None:
             "0.31.0", *(r for r in KEPT if folder not in NOT_VERIFIED.get(r, ()))}
 
 
+def _replays(case: RenderCase, release: str | None = None) -> None:
+    if case.id in REMOTE:
+        with pytest.raises(RemoteMediaError):
+            server_renderer(case, release).render(case.endpoint, case.body)
+        return
+    assert_server_replays(case, release, same_reason=_same_reason)
+
+
 @each_case(CASES)
 def test_vllm_dsv4_rendering_replays(case: RenderCase) -> None:
-    assert_server_replays(case, unsupported=UNSUPPORTED, same_reason=_same_reason)
+    _replays(case)
 
 
 @each_release_case(release_table(CORPUS, {r: NOT_VERIFIED.get(r, ()) for r in KEPT}))
 def test_each_release_replays(release: str, case: RenderCase) -> None:
-    assert_server_replays(case, release, unsupported=UNSUPPORTED, same_reason=_same_reason)
+    _replays(case, release)
+
+
+IMAGE_CASES = [c for c in CASES if c.status == 200 and c.endpoint == "/v1/chat/completions"
+               and c.response.get("features")]
+
+
+@each_case(IMAGE_CASES)
+def test_each_image_lies_where_vllm_placed_it(case: RenderCase) -> None:
+    """Each image's item: vLLM's placeholder range (``features.mm_placeholders``), and
+    its identifier where it is the body's uuid (the others hash the server's --model
+    path, the harvesting machine's: the same only over the same cache path)."""
+    (rendered,) = server_renderer(case).render(case.endpoint, case.body)
+    features = case.response["features"]
+    assert [(m.offset, m.length) for m in rendered.request.mm_items] == [
+        (p["offset"], p["length"]) for p in features["mm_placeholders"]["image"]]
+    for item, name in zip(rendered.request.mm_items, features["mm_hashes"]["image"],
+                          strict=True):
+        if len(name) != 64:  # a uuid
+            assert item.identifier == name
 
 
 @pytest.mark.parametrize(("release", "folder"), [
@@ -103,10 +132,15 @@ def test_the_conditional_generation_architecture_is_refused() -> None:
     assert "verified here for DeepseekV4ForCausalLM only" in decision.why
 
 
-def test_media_parts_are_vllms_400_over_v4_and_refused_over_v41() -> None:
+def test_media_parts_are_text_only_over_v4_and_counted_over_v41() -> None:
+    """V4 is text-only in vLLM's registry; V4.1 is multimodal: images only (audio and
+    video: "At most 0 …"), and its corpus has images vLLM rendered."""
     media = [c for c in CASES if "/chat-media-" in c.id]
     assert {c.real for c in media} == set(MODES)
     for case in media:
         assert case.status in (400, 500) and case.error is not None
         text_only = case.real == "deepseek_v4"
         assert ("is not a multimodal model" in case.error["message"]) == text_only, case.id
+        if "audio" in case.id or "video" in case.id:
+            assert case.error["message"].startswith("At most 0 ") != text_only, case.id
+    assert {c.real for c in IMAGE_CASES} == {"deepseek_v41_image", "deepseek_v41_vision"}

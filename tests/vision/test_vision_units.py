@@ -234,3 +234,26 @@ def test_a_family_verified_for_one_release_refuses_another() -> None:
     renderer = Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
     with pytest.raises(RenderUnsupportedError, match=r"verified against vLLM 0\.31\.0 only"):
         renderer.render_chat(_body(_image(), {"type": "text", "text": "x"}))
+
+
+@pytest.mark.parametrize(("vision", "field"), [
+    ({"patch_size": 0}, "patch_size"),
+    ({"downsample_ratio": 1.5}, "downsample_ratio"),
+    ({"max_image_tokens": "many"}, "max_image_tokens"),
+    ({"min_pixels": True}, "min_pixels"),
+    ({"max_wh_ratio": -1}, "max_wh_ratio"),
+    ({"max_wh_ratio": "wide"}, "max_wh_ratio"),
+])
+def test_deepseek_v41_refuses_a_malformed_vision_config(tmp_path: Path, vision: dict[str, Any],
+                                                        field: str) -> None:
+    """What the V4.1 processor reads of ``vision_config`` is checked when the folder loads
+    (its image answers are replayed by tests/render/test_real_dsv4_vectors.py)."""
+    import real_models
+
+    folder = tmp_path / "dsv41"
+    shutil.copytree(real_models.folder("deepseek_v41_image"), folder)
+    config = json.loads((folder / "config.json").read_text("utf-8"))
+    (folder / "config.json").write_text(json.dumps({**config, "vision_config": vision}))
+    with pytest.raises(ModelFolderError) as caught:
+        Renderer(ServerOptions(model=str(folder)))
+    assert caught.value.field == f"config.json vision_config {field}"

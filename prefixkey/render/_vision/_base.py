@@ -107,6 +107,10 @@ class VisionFamily(ABC):
     limit: ClassVar[int | None] = None
     #: The vLLM releases whose answers this family was verified against.
     releases: ClassVar[frozenset[str]] = frozenset({"0.31.0"})
+    #: The modalities ``get_supported_mm_limits`` names, where verified: a part of another
+    #: (audio, video) is vLLM's 400 "At most 0 audio(s) …". None: such a part is refused
+    #: as not reproduced.
+    modalities: ClassVar[frozenset[str] | None] = None
 
     #: The token ids an image's expansion replaces (vLLM's ``PromptReplacement`` target).
     marker: tuple[int, ...] = ()

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from ._base import VisionFamily
 from ._blip2 import Blip2
+from ._deepseek_v41 import DeepseekV41Vision
 from ._gemma3 import Gemma3
 from ._internvl import InternVL
 from ._llama4 import Llama4
@@ -26,6 +27,8 @@ __all__ = ["FAMILIES", "MISTRAL_FORMAT", "UNVERIFIED", "family_architecture"]
 
 FAMILIES: Final[Mapping[str, type[VisionFamily]]] = MappingProxyType({
     "Blip2ForConditionalGeneration": Blip2,
+    # Its images reach the prompt through the deepseek_v41 encoder (render/_deepseek_v41.py).
+    "DeepseekV41ForCausalLM": DeepseekV41Vision,
     "Qwen2VLForConditionalGeneration": Qwen2VL,
     "Qwen2_5_VLForConditionalGeneration": Qwen2_5VL,
     "Qwen3VLForConditionalGeneration": Qwen3VL,
