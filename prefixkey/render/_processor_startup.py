@@ -59,8 +59,8 @@ _WHISPER_EXIT: Final = (
     "the same name. Otherwise, make sure '<folder>' is the correct path to a directory "
     "containing a preprocessor_config.json file")
 VERIFIED: Final[Mapping[str, Mapping[str, str]]] = {
-    "0.29.0": {"WhisperForConditionalGeneration": _WHISPER_EXIT},
-    "0.31.0": {"WhisperForConditionalGeneration": _WHISPER_EXIT},
+    release: {"WhisperForConditionalGeneration": _WHISPER_EXIT}
+    for release in ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 }
 
 

@@ -3,10 +3,10 @@
 render/_processor_startup.py refuses a folder of an architecture whose start-up loads a
 feature extractor or processor (its ``get_data_parser``) when the folder has no
 ``preprocessor_config.json`` or ``processor_config.json``. The verified reasons are the
-real render servers' exits (vLLM 0.29.0 and 0.31.0, ``python -m
+real render servers' exits (vLLM 0.29.0 to 0.33.0, ``python -m
 vllm.entrypoints.launchers.render.entry`` on a Whisper folder: Whisper's default config,
 conv_whisper's vocabulary files; with WhisperFeatureExtractor's preprocessor_config.json
-both started, and 0.31.0's answered chat renders, a completion "No token_ids rendered").
+each started, and 0.29.0's and 0.31.0's answered chat renders, a completion "No token_ids rendered").
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ CASES: list[tuple[str, str, tuple[str, ...], tuple[str, str] | None]] = [
     (WHISPER, "0.31.0", (), ("preprocessor_config.json",
                              "0.31.0's render server does not start: OSError: Can't load "
                              "feature extractor for '<folder>'")),
-    (WHISPER, "0.30.0", (), ("preprocessor_config.json", "not run at this release")),
-    (WHISPER, "0.33.0", (), ("preprocessor_config.json", "not run at this release")),
+    (WHISPER, "0.33.0", (), ("preprocessor_config.json",
+                             "0.33.0's render server does not start: OSError: Can't load "
+                             "feature extractor for '<folder>'")),
     ("Qwen2AudioForConditionalGeneration", "0.31.0", (),
      ("preprocessor_config.json", "loads Qwen2AudioForConditionalGeneration's feature "
       "extractor or processor at start-up")),
