@@ -6,7 +6,8 @@ feature extractor or processor (its ``get_data_parser``) when the folder has no
 real render servers' exits (vLLM 0.29.0 to 0.33.0, ``python -m
 vllm.entrypoints.launchers.render.entry`` on a Whisper folder: Whisper's default config,
 conv_whisper's vocabulary files; with WhisperFeatureExtractor's preprocessor_config.json
-each started, and 0.29.0's and 0.31.0's answered chat renders, a completion "No token_ids rendered").
+each started, and 0.29.0's and 0.31.0's answered chat renders, a completion "No token_ids
+rendered").
 """
 
 from __future__ import annotations
