@@ -29,6 +29,7 @@ from ._hf_decision import (
     release_facts,
 )
 from ._hf_tiktoken import converted_source
+from ._processor_startup import check_processor_files
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 from ._vllm_startup import check_vllm_starts
 
@@ -437,6 +438,8 @@ class ModelFolder:
                     "picks the tokenizer class without a model type")
             tokenizer_model_config = _read_json(tokenizer_path / "config.json",
                                                 "--tokenizer config.json")
+        # The processor vLLM's renderer loads at start-up comes from the model folder.
+        check_processor_files(config_architectures(config, vllm_version), path, vllm_version)
         decision = _decide(tokenizer_path, config, tokenizer_model_config, tokenizer_config,
                            name or str(tokenizer or model), tokenizer_mode, vllm_version)
         return cls(path, tokenizer_path, config, tokenizer_model_config, tokenizer_config,

@@ -61,6 +61,7 @@ from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 from ._hf_tiktoken import CONVERTERS, ConvertedSource
+from ._processor_startup import LOADS_AT_START
 from ._vllm_startup import BASE_STARTUP, vllm_startup
 
 __all__ = [
@@ -377,7 +378,13 @@ def _with_startup(decision: TokenizerPath, model_type: str) -> TokenizerPath:
         note = (f"transformers' auto mappings list no architecture of it, so whether vLLM "
                 f"{version} starts depends on the folder's")
     elif started:
-        note = f"vLLM {version} starts for {', '.join(started)}"
+        # An architecture whose start-up loads its processor starts only with the file
+        # (render/_processor_startup.py), and such a folder is refused either way.
+        loads = LOADS_AT_START.get(version, frozenset())
+        note = f"vLLM {version} starts for " + ", ".join(
+            f"{a} (only with a preprocessor_config.json or processor_config.json; refused here "
+            "either way)"
+            if a in loads else a for a in started)
     elif all(s.starts is False for s in answers.values()):
         note = (f"vLLM {version} starts for none of its architectures ({', '.join(archs)}), "
                 "only a folder naming another one")

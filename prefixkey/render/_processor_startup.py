@@ -1,0 +1,88 @@
+"""Folders vLLM's render server does not start for: no file for the processor it loads.
+
+The render server's renderer (``renderers/base.py`` ``BaseRenderer.__init__``) builds
+the model's multimodal processor at start-up when the architecture takes multimodal
+inputs (``MULTIMODAL_REGISTRY.create_processor``); the processor's constructor asks the
+model's ``ProcessingInfo.get_data_parser()``, which for the audio models below reads the
+sampling rate from the Hugging Face feature extractor or processor, loaded from the
+model folder (``cached_processor_from_config(model_config.model)``). transformers loads
+it from ``preprocessor_config.json`` (or a ``processor_config.json`` holding it), so a
+folder with neither does not start ("Can't load feature extractor for '<folder>'...");
+image models' data parsers read only ``config.json`` and start without one.
+
+The architectures are read from each release's model code (every ``get_data_parser``
+that loads the feature extractor or processor); ``VERIFIED`` are the releases whose real
+render server was started on such a folder both ways (with the file: starts; without:
+exits with the reason quoted). A folder with the file is refused by render/_folder.py's
+processor-file rule, so neither way renders ids vLLM has no server for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from ._eras import render_release
+from ._errors import RenderUnsupportedError
+
+__all__ = ["LOADS_AT_START", "PROCESSOR_FILES", "VERIFIED", "check_processor_files"]
+
+#: The files transformers loads a feature extractor or processor from.
+PROCESSOR_FILES: Final = ("preprocessor_config.json", "processor_config.json")
+
+_AUDIO_0_29: Final = frozenset({
+    "AudioFlamingo3ForConditionalGeneration", "CohereAsrForConditionalGeneration",
+    "FireRedASR2ForConditionalGeneration", "FunASRForConditionalGeneration",
+    "FunAudioChatForConditionalGeneration", "Gemma3nForConditionalGeneration",
+    "Gemma4ForConditionalGeneration", "GlmAsrForConditionalGeneration",
+    "GraniteSpeechForConditionalGeneration", "MiDashengLMModel", "MoonshotKimiaForCausalLM",
+    "MossAudioModel", "MossTranscribeDiarizeForConditionalGeneration", "Phi4MMForCausalLM",
+    "Qwen2AudioForConditionalGeneration", "Qwen2_5OmniForConditionalGeneration",
+    "Qwen2_5OmniModel", "Qwen3ASRForConditionalGeneration", "UltravoxModel",
+    "VoxtralForConditionalGeneration", "WhisperForConditionalGeneration",
+})
+_AUDIO_0_31: Final = _AUDIO_0_29 | {"Qwen3OmniMoeForConditionalGeneration"}
+
+#: release -> the architectures whose render-server start-up loads the model's feature
+#: extractor or processor (their ``get_data_parser``).
+LOADS_AT_START: Final[Mapping[str, frozenset[str]]] = {
+    "0.29.0": _AUDIO_0_29, "0.30.0": _AUDIO_0_29, "0.31.0": _AUDIO_0_31,
+    "0.32.0": _AUDIO_0_31, "0.33.0": _AUDIO_0_31,
+}
+
+#: release -> {architecture: the exception its real render server exited with on a
+#: folder without the files (``<folder>``: the folder's path)}.
+_WHISPER_EXIT: Final = (
+    "OSError: Can't load feature extractor for '<folder>'. If you were trying to load it "
+    "from 'https://huggingface.co/models', make sure you don't have a local directory with "
+    "the same name. Otherwise, make sure '<folder>' is the correct path to a directory "
+    "containing a preprocessor_config.json file")
+VERIFIED: Final[Mapping[str, Mapping[str, str]]] = {
+    release: {"WhisperForConditionalGeneration": _WHISPER_EXIT}
+    for release in ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+}
+
+
+def check_processor_files(architectures: Sequence[str], folder: Path,
+                          vllm_version: str) -> None:
+    """Refuse a folder of an architecture whose start-up loads a feature extractor or
+    processor when ``folder`` (the ``--model`` folder) has no file to load it from.
+
+    The model registry resolves the first listed architecture (render/_vllm_startup.py);
+    each listed one is checked, since any of them may be the one vLLM runs."""
+    if any((folder / name).is_file() for name in PROCESSOR_FILES):
+        return
+    release = render_release(vllm_version).release
+    for arch in architectures:
+        if arch not in LOADS_AT_START.get(release, frozenset()):
+            continue
+        seen = VERIFIED.get(release, {}).get(arch)
+        why = (f"vLLM {vllm_version}'s render server does not start: {seen}"
+               .replace("<folder>", str(folder)) if seen is not None else
+               f"vLLM {vllm_version}'s render server loads {arch}'s feature extractor or "
+               "processor at start-up, which the folder has no file for, so it does not "
+               "start (read from its model code; not run at this release)")
+        raise RenderUnsupportedError(
+            "preprocessor_config.json", f"architecture {arch!r}: {why} (no "
+            f"{' or '.join(PROCESSOR_FILES)} in the folder)")
