@@ -67,6 +67,35 @@ from report_sections import write_section  # noqa: E402 (after the path setup)
 #: llama3_tiktoken: Llama 3's tiktoken tokenizer.model without tokenizer.json, converted.
 FOLDERS = ("qwen3", "deepseek_v3", "gemma3", "llama3", "llama3_tiktoken")
 LENGTHS = (1024, 8000)  # 8k within Llama 3's 8192-token context
+#: Where a build's time goes, for the folders whose build rows have missed (profiled with
+#: cProfile on 2026-12-03; stated under the table for each row that misses).
+WHERE_TIME_GOES = {
+    "conv_qwen3": (
+        "no tokenizer.json: both sides hand vocab.json and merges.txt to tokenizers' "
+        "`models.BPE(vocab=..., merges=...)`, about 411 ms unloaded and over 95% of either "
+        "build (reading the files in Python and passing a dict is slower); prefixkey's "
+        "own part is about 10 ms (the folder's decision and files), and a first build "
+        "adds the start-up probe's compile of the Qwen3 template (about 63 ms; it decides "
+        "refusals, so it stays at build) and the multimodal package's import (about "
+        "20 ms). The repeated row is the same Rust call on both sides: its ratio is that "
+        "call's noise."),
+    "conv_gpt2": (
+        "as conv_qwen3: tokenizers' `models.BPE(vocab, merges)` over the folder's two files "
+        "on both sides, prefixkey's own part about 10 ms, plus at a first build the "
+        "probe's template compile and the multimodal import."),
+    "conv_bert": (
+        "no tokenizer.json: both sides build tokenizers' `models.WordPiece(vocab.txt)`, "
+        "about 20-28 ms unloaded; prefixkey's own part is about 5 ms (the decision, "
+        "tokenizer_config.json and config.json read once each), transformers' about as "
+        "much, so the ratio swings with the Rust call's noise."),
+    "llama3_tiktoken": (
+        "no tokenizer.json: the tiktoken tokenizer.model converted in Python on both sides "
+        "(128,000 base64 lines read, every split of every token looked up for the 280,147 "
+        "merges, then tokenizers' BPE over them); prefixkey reads the file once with one "
+        "lookup per half (transformers reads it twice and sorts with a key lookup), and a "
+        "first build adds the probe's compile of the Llama 3 template and the multimodal "
+        "import."),
+}
 WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "router", "replica",
          "prefix", "cache", "block", "key", "request", "token", "weather", "Paris", "London",
          "tomorrow", "sunny", "degrees", "hello", "world"]
@@ -274,6 +303,12 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|---|---|---|---|---|---|",
         *(row.line() for row in rows),
     ]
+    missed = [row for row in rows if statistics.median(row.ratios) > row.aim]
+    if missed:
+        lines += ["", "Misses (median pair ratio above the aim) and where the time goes:", ""]
+        lines += [f"- **{row.folder}, {row.row}**: {statistics.median(row.ratios):.2f}x "
+                  f"({min(row.ratios):.2f}-{max(row.ratios):.2f}x over the pairs). "
+                  + WHERE_TIME_GOES.get(row.folder, "not profiled.") for row in missed]
     if args.section:
         report = "\n".join([f"## Real folders: {args.section}", "", *lines]) + "\n"
         print(report)
