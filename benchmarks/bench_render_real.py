@@ -85,14 +85,15 @@ WHERE_TIME_GOES = {
         "probe's template compile and the multimodal import."),
     "conv_bert": (
         "no tokenizer.json: both sides build tokenizers' `models.WordPiece(vocab.txt)`, "
-        "about 20-28 ms unloaded; prefixkey's own part is about 5 ms (the decision, "
-        "tokenizer_config.json and config.json read once each), transformers' about as "
-        "much, so the ratio swings with the Rust call's noise."),
+        "about 20-28 ms unloaded; prefixkey's own part is about 5-8 ms (the decision, "
+        "tokenizer_config.json and config.json read once each), so the ratio swings with "
+        "the Rust call's noise."),
     "llama3_tiktoken": (
         "no tokenizer.json: the tiktoken tokenizer.model converted in Python on both sides "
         "(128,000 base64 lines read, every split of every token looked up for the 280,147 "
         "merges, then tokenizers' BPE over them); prefixkey reads the file once with one "
-        "lookup per half (transformers reads it twice and sorts with a key lookup), and a "
+        "lookup per half (transformers first tries it as a SentencePiece model, then reads "
+        "it twice and sorts with a key lookup), and a "
         "first build adds the probe's compile of the Llama 3 template and the multimodal "
         "import."),
 }
