@@ -36,6 +36,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -135,19 +136,19 @@ def _byte_level_bpe(ranks: Mapping[bytes, int], pattern: str, *, shift: int = 0,
     text), each token's merges its splits into two known tokens by their ranks, all in
     the order of the tokens' ranks (a stable sort, as the converters')."""
     texts = {t: t.decode("latin-1").translate(BYTE_CHARS) for t in ranks}
+    get = ranks.get
     merges: list[tuple[int, str, str]] = []
     for token, rank in ranks.items():
-        local: list[tuple[int, int, bytes, bytes]] = []
-        for i in range(1, len(token)):
-            left = ranks.get(token[:i])
-            if left is not None:
-                right = ranks.get(token[i:])
-                if right is not None:
-                    local.append((left, right, token[:i], token[i:]))
-        if len(local) > 1:
-            local.sort(key=lambda m: (m[0], m[1]))
-        merges += [(rank, texts[a], texts[b]) for _, _, a, b in local]
-    merges.sort(key=lambda m: m[0])
+        # The cut ``i`` last: sorting the triples is the converters' stable sort by
+        # (left rank, right rank), equal keys in cut order.
+        local = [(left, right, i) for i in range(1, len(token))
+                 if (left := get(token[:i])) is not None
+                 and (right := get(token[i:])) is not None]
+        if local:
+            if len(local) > 1:
+                local.sort()
+            merges += [(rank, texts[token[:i]], texts[token[i:]]) for _, _, i in local]
+    merges.sort(key=itemgetter(0))
     vocab = {texts[t]: r + shift for t, r in ranks.items()}
     vocab.update({s: i for i, s in enumerate(specials)})
     model = BPE(vocab, [(a, b) for _, a, b in merges], fuse_unk=False)
@@ -163,13 +164,19 @@ def _byte_level_bpe(ranks: Mapping[bytes, int], pattern: str, *, shift: int = 0,
 def tiktoken_ranks(data: bytes, name: str) -> dict[bytes, int]:
     """tiktoken's ``load_tiktoken_bpe``: each non-empty line's base64 token and rank
     (``name``: the file's, for the error)."""
+    decode = binascii.a2b_base64  # base64.b64decode of bytes, without its checks' calls
+    try:
+        return {decode(token): int(rank) for token, rank in
+                (line.split() for line in data.splitlines() if line)}
+    except (ValueError, binascii.Error):
+        pass  # read again line by line, to name the line that fails
     ranks: dict[bytes, int] = {}
     for number, line in enumerate(data.splitlines(), 1):
         if not line:
             continue
         try:
             token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
+            ranks[decode(token)] = int(rank)
         except (ValueError, binascii.Error):
             raise ModelFolderError(name, (
                 f"line {number} is not a base64 token and a rank: tiktoken's reader fails "

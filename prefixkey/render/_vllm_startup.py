@@ -75,6 +75,16 @@ def _normalized(arch: str, registered: frozenset[str], vllm_version: str) -> str
     return None
 
 
+@cache
+def _registry(vllm_version: str, release: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The release's registered architectures and those its facts' install could not
+    import, as sets once per release (a folder's decision asks for several)."""
+    facts = startup_facts(vllm_version)
+    assert facts is not None
+    return (frozenset(facts.REGISTERED),
+            frozenset(a for a, r in RUNNER_REGISTERED[release].items() if r == "error"))
+
+
 def vllm_startup(architectures: Sequence[str], model_type: str, vllm_version: str) -> Startup:
     """Whether vLLM ``vllm_version``'s registry resolves ``architectures`` (non-empty) of a
     folder whose ``config.json`` has ``model_type``."""
@@ -83,8 +93,7 @@ def vllm_startup(architectures: Sequence[str], model_type: str, vllm_version: st
     if facts is None or release not in RUNNER_REGISTERED:
         return Startup(None, f"which architectures vLLM {vllm_version} starts for was not "
                        "probed (tools/probe_vllm_startup.py)")
-    registered: frozenset[str] = frozenset(facts.REGISTERED)
-    unimportable = {a for a, r in RUNNER_REGISTERED[release].items() if r == "error"}
+    registered, unimportable = _registry(vllm_version, release)
     listed = [a for a in architectures if a in registered]
     first = architectures[0]
     if listed:
