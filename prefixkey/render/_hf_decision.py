@@ -62,7 +62,7 @@ from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 from ._hf_tiktoken import CONVERTERS, ConvertedSource
-from ._vllm_startup import BASE_STARTUP, vllm_startup
+from ._vllm_startup import BASE_STARTUP, startup_facts, vllm_startup
 
 __all__ = [
     "REBUILT_RECIPES",
@@ -370,23 +370,29 @@ def _encoder_path(mode: str, cause: str, has_tokenizer_json: bool,
 def _with_startup(decision: TokenizerPath, model_type: str) -> TokenizerPath:
     """A model type's Python tokenizer or rebuild, with which of the type's architectures
     vLLM 0.31's render server starts for, each alone (render/_vllm_startup.py)."""
-    version = BASE_STARTUP.vllm_version
-    archs = BASE_STARTUP.ARCHITECTURES.get(model_type, ())
-    answers = {a: vllm_startup((a,), model_type, version) for a in archs}
-    started = sorted(a for a, s in answers.items() if s.starts)
-    if not archs:
-        note = (f"transformers' auto mappings list no architecture of it, so whether vLLM "
-                f"{version} starts depends on the folder's")
-    elif started:
-        note = f"vLLM {version} starts for {', '.join(started)}"
-    elif all(s.starts is False for s in answers.values()):
-        note = (f"vLLM {version} starts for none of its architectures ({', '.join(archs)}), "
-                "only a folder naming another one")
-    else:
-        note = (f"whether vLLM {version} starts for its architectures is not known: "
-                + next(s.why for s in answers.values() if s.starts is None))
+    _, note = startup_note(model_type, BASE_STARTUP.vllm_version)
     return TokenizerPath(decision.path, decision.tokenizer_class, f"{decision.why}; {note}",
                          decision.recipe)
+
+
+def startup_note(model_type: str, vllm_version: str) -> tuple[bool | None, str]:
+    """Whether the release's render server starts for some of the model type's
+    architectures (transformers' auto mappings', each alone; None: no architecture listed,
+    or not known), and the sentence saying so."""
+    facts = startup_facts(vllm_version)
+    archs = facts.ARCHITECTURES.get(model_type, ()) if facts is not None else ()
+    answers = {a: vllm_startup((a,), model_type, vllm_version) for a in archs}
+    started = sorted(a for a, s in answers.items() if s.starts)
+    if not archs:
+        return None, (f"transformers' auto mappings list no architecture of it, so whether "
+                      f"vLLM {vllm_version} starts depends on the folder's")
+    if started:
+        return True, f"vLLM {vllm_version} starts for {', '.join(started)}"
+    if all(s.starts is False for s in answers.values()):
+        return False, (f"vLLM {vllm_version} starts for none of its architectures "
+                       f"({', '.join(archs)}), only a folder naming another one")
+    return None, (f"whether vLLM {vllm_version} starts for its architectures is not known: "
+                  + next(s.why for s in answers.values() if s.starts is None))
 
 
 #: The facts the rules apply: the base install's (vLLM 0.31.0, transformers 5.17).
@@ -459,10 +465,15 @@ def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:
     types, patterns = release_drift(vllm_version)
     release = render_release(vllm_version)
     if model_type in types:
+        # A folder gets here only when the release starts for its own architectures
+        # (render/_folder.py checks that first); when the release starts for none of the
+        # type's, that is said first, as the type's row says it for 0.31.
+        starts, note = startup_note(model_type, vllm_version)
         raise RenderUnsupportedError("config.json", (
-            f"model_type {model_type!r}: transformers {release.transformers} (vLLM "
-            f"{vllm_version}'s) registers its tokenizer otherwise than transformers 5.17, "
-            "whose rules prefixkey applies; not verified"))
+            f"model_type {model_type!r}: " + (f"{note}, and " if starts is False else "")
+            + f"transformers {release.transformers} (vLLM {vllm_version}'s) registers its "
+            "tokenizer otherwise than transformers 5.17, whose rules prefixkey applies; "
+            "not verified"))
     if _name_matches(name, patterns):
         raise RenderUnsupportedError("--tokenizer", (
             f"the name {name!r} matches a TokenizersBackend name pattern of only one of "

@@ -259,6 +259,39 @@ def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
         Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
 
 
+#: A drifted type whose release starts for none of its architectures: its refusal says
+#: so first (a folder naming one of them is refused by the start-up rule itself).
+_NOT_STARTED_DRIFT = [
+    ("0.30.0", "wavtokenizer", ["GPT2LMHeadModel"],
+     r"vLLM 0\.30\.0 starts for none of its architectures \(WavTokenizerModel\), only a "
+     r"folder naming another one, and transformers 5\.24\.0"),
+    ("0.30.0", "wavtokenizer", ["WavTokenizerModel"],
+     r"architecture 'WavTokenizerModel' \(model_type 'wavtokenizer'\): vLLM 0\.30\.0 does "
+     "not start for it"),
+    ("0.29.0", "janus", ["GPT2LMHeadModel"],
+     r"vLLM 0\.29\.0 starts for none of its architectures \(JanusForConditionalGeneration, "
+     r"JanusModel\)"),
+    ("0.32.0", "qwen3_5", ["GPT2LMHeadModel"],
+     r"^config\.json: model_type 'qwen3_5': transformers 5\.19\.0"),
+]
+
+
+@pytest.mark.parametrize(("release", "model_type", "architectures", "message"),
+                         _NOT_STARTED_DRIFT)
+def test_a_drifted_type_the_release_starts_for_none_of_says_so(
+        tmp_path: Path, release: str, model_type: str, architectures: list[str],
+        message: str) -> None:
+    import shutil
+
+    folder = tmp_path / "m"
+    shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
+    config = json.loads((folder / "config.json").read_text("utf-8"))
+    (folder / "config.json").write_text(json.dumps(
+        config | {"model_type": model_type, "architectures": architectures}), "utf-8")
+    with pytest.raises(RenderUnsupportedError, match=message):
+        Renderer(ServerOptions(model=str(folder), vllm_version=release))
+
+
 def test_the_cache_salt_rule_follows_the_release() -> None:
     """0.29's request model takes any salt of 1 to 1024 characters (Field); 0.30 on,
     at most 128 without '@', '/', '\\\\' or NUL (the facts of prefixkey.core.API_RULES)."""
