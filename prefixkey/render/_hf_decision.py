@@ -254,7 +254,8 @@ def _name_matches(name: str, patterns: Iterable[str]) -> bool:
 def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
               config: Mapping[str, Any], name: str,
               facts: HfFacts) -> tuple[tuple[str, str] | None, str]:
-    """The class AutoTokenizer.from_pretrained picks (transformers 5.17), and the rule that did."""
+    """The class AutoTokenizer.from_pretrained picks (under ``facts``' transformers), and
+    the rule that did."""
     backend = (BACKEND, "backend")
     if model_type in facts.VLLM_INCORRECT_HUB_CLASS:
         return backend, f"vLLM loads model_type {model_type!r} with TokenizersBackend"
@@ -310,14 +311,18 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
                      tokenizer_config: Mapping[str, Any], config: Mapping[str, Any],
                      name: str, has_tokenizer_json: bool,
                      mistral_auto: bool = False,
-                     converted: ConvertedSource | None = None) -> TokenizerPath:
+                     converted: ConvertedSource | None = None,
+                     facts: HfFacts | None = None) -> TokenizerPath:
     """The path of one folder's tokenizer under vLLM 0.31 and transformers 5.17.
 
     ``model_type``/``config`` are the tokenizer folder's ``config.json``; ``name`` is the
     string vLLM was given (``--tokenizer`` or ``--model``), which transformers matches
     against its name patterns; ``mistral_auto`` says whether vLLM's ``auto`` mode picks
     ``mistral`` (``consolidated*.safetensors`` beside ``tekken.json``/``tokenizer.model.v*``);
-    ``converted``: the tiktoken or tekken file transformers converts without tokenizer.json.
+    ``converted``: the tiktoken or tekken file transformers converts without tokenizer.json;
+    ``facts``: the release's install's (:func:`release_facts`; default 0.31.0's), which the
+    same rules apply (a type they differ for is refused unless its answers were replayed:
+    :func:`check_release_drift`).
     """
     mode = tokenizer_mode.lower()
     if mode == "mistral" or (mode == "auto" and mistral_auto):
@@ -342,7 +347,7 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     if mode not in ("auto", "hf"):
         return TokenizerPath("refused", None, f"tokenizer mode {tokenizer_mode!r} is not "
                              "rendered by a Jinja chat template and a Hugging Face tokenizer")
-    found, why = _hf_class(model_type, tokenizer_config, config, name, BASE_FACTS)
+    found, why = _hf_class(model_type, tokenizer_config, config, name, facts or BASE_FACTS)
     if found is None:
         return TokenizerPath("refused", None, why)
     decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why,
@@ -408,12 +413,28 @@ def release_facts(vllm_version: str) -> HfFacts:
     return apply_delta(BASE_FACTS, importlib.import_module(f"{__package__}.{module}"))
 
 
+def type_rule_facts(model_type: str, facts: HfFacts) -> tuple[str | None, bool, bool, bool | None]:
+    """Every fact about ``model_type`` the rules read (:func:`_hf_class`,
+    :func:`byte_level_backend`, render/_folder.py's MistralCommonBackend check): its
+    registered class, whether transformers and vLLM ignore its hub class, and with a
+    registered class whether transformers' config mapping has it. Two types alike here
+    take the same decision for the same folder."""
+    registered = facts.REGISTERED_CLASS.get(model_type)
+    return (registered, model_type in facts.INCORRECT_HUB_CLASS,
+            model_type in facts.VLLM_INCORRECT_HUB_CLASS,
+            model_type in facts.CONFIG_MODEL_TYPES if registered else None)
+
+
 @cache
 def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
     """The model types and name patterns whose facts differ between the release's install
-    and the facts the rules apply (0.31.0's), less the types its corpus replayed."""
-    types, patterns = drifted(BASE_FACTS, release_facts(vllm_version))
-    return frozenset(types - render_release(vllm_version).hf_replayed), patterns
+    and the facts the rules apply (0.31.0's), less the types its corpora replayed and
+    those the release's facts decide as one of them (:func:`type_rule_facts`): its own
+    facts decide them (render/_folder.py), as its answers confirmed for their like."""
+    facts = release_facts(vllm_version)
+    types, patterns = drifted(BASE_FACTS, facts)
+    verified = {type_rule_facts(t, facts) for t in render_release(vllm_version).hf_replayed}
+    return frozenset(t for t in types if type_rule_facts(t, facts) not in verified), patterns
 
 
 def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
