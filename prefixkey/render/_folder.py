@@ -252,7 +252,8 @@ def _decide(tokenizer_path: Path, config: dict[str, Any], tokenizer_model_config
         config=tokenizer_model_config, name=name,
         has_tokenizer_json=has_tokenizer_json,
         mistral_auto=mistral_files and any(tokenizer_path.glob("consolidated*.safetensors")),
-        converted=None if has_tokenizer_json else converted_source(tokenizer_path))
+        converted=None if has_tokenizer_json else converted_source(tokenizer_path),
+        facts=release_facts(vllm_version))
     decision = byte_level_backend(
         vllm_version, decision, model_type=model_type,
         tokenizer_config=tokenizer_config, config=tokenizer_model_config,

@@ -62,7 +62,7 @@ from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 from ._hf_tiktoken import CONVERTERS, ConvertedSource
 from ._processor_startup import LOADS_AT_START
-from ._vllm_startup import BASE_STARTUP, vllm_startup
+from ._vllm_startup import BASE_STARTUP, startup_facts, vllm_startup
 
 __all__ = [
     "REBUILT_RECIPES",
@@ -254,7 +254,8 @@ def _name_matches(name: str, patterns: Iterable[str]) -> bool:
 def _hf_class(model_type: str, tokenizer_config: Mapping[str, Any],
               config: Mapping[str, Any], name: str,
               facts: HfFacts) -> tuple[tuple[str, str] | None, str]:
-    """The class AutoTokenizer.from_pretrained picks (transformers 5.17), and the rule that did."""
+    """The class AutoTokenizer.from_pretrained picks (under ``facts``' transformers), and
+    the rule that did."""
     backend = (BACKEND, "backend")
     if model_type in facts.VLLM_INCORRECT_HUB_CLASS:
         return backend, f"vLLM loads model_type {model_type!r} with TokenizersBackend"
@@ -310,14 +311,18 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
                      tokenizer_config: Mapping[str, Any], config: Mapping[str, Any],
                      name: str, has_tokenizer_json: bool,
                      mistral_auto: bool = False,
-                     converted: ConvertedSource | None = None) -> TokenizerPath:
+                     converted: ConvertedSource | None = None,
+                     facts: HfFacts | None = None) -> TokenizerPath:
     """The path of one folder's tokenizer under vLLM 0.31 and transformers 5.17.
 
     ``model_type``/``config`` are the tokenizer folder's ``config.json``; ``name`` is the
     string vLLM was given (``--tokenizer`` or ``--model``), which transformers matches
     against its name patterns; ``mistral_auto`` says whether vLLM's ``auto`` mode picks
     ``mistral`` (``consolidated*.safetensors`` beside ``tekken.json``/``tokenizer.model.v*``);
-    ``converted``: the tiktoken or tekken file transformers converts without tokenizer.json.
+    ``converted``: the tiktoken or tekken file transformers converts without tokenizer.json;
+    ``facts``: the release's install's (:func:`release_facts`; default 0.31.0's), which the
+    same rules apply (a type they differ for is refused unless its answers were replayed:
+    :func:`check_release_drift`).
     """
     mode = tokenizer_mode.lower()
     if mode == "mistral" or (mode == "auto" and mistral_auto):
@@ -342,7 +347,7 @@ def decide_tokenizer(*, model_type: str, architectures: list[str], tokenizer_mod
     if mode not in ("auto", "hf"):
         return TokenizerPath("refused", None, f"tokenizer mode {tokenizer_mode!r} is not "
                              "rendered by a Jinja chat template and a Hugging Face tokenizer")
-    found, why = _hf_class(model_type, tokenizer_config, config, name, BASE_FACTS)
+    found, why = _hf_class(model_type, tokenizer_config, config, name, facts or BASE_FACTS)
     if found is None:
         return TokenizerPath("refused", None, why)
     decision = class_path(found, has_tokenizer_json=has_tokenizer_json, why=why,
@@ -370,29 +375,34 @@ def _encoder_path(mode: str, cause: str, has_tokenizer_json: bool,
 def _with_startup(decision: TokenizerPath, model_type: str) -> TokenizerPath:
     """A model type's Python tokenizer or rebuild, with which of the type's architectures
     vLLM 0.31's render server starts for, each alone (render/_vllm_startup.py)."""
-    version = BASE_STARTUP.vllm_version
-    archs = BASE_STARTUP.ARCHITECTURES.get(model_type, ())
-    answers = {a: vllm_startup((a,), model_type, version) for a in archs}
-    started = sorted(a for a, s in answers.items() if s.starts)
-    if not archs:
-        note = (f"transformers' auto mappings list no architecture of it, so whether vLLM "
-                f"{version} starts depends on the folder's")
-    elif started:
-        # An architecture whose start-up loads its processor starts only with the file
-        # (render/_processor_startup.py), and such a folder is refused either way.
-        loads = LOADS_AT_START.get(version, frozenset())
-        note = f"vLLM {version} starts for " + ", ".join(
-            f"{a} (only with a preprocessor_config.json or processor_config.json; refused here "
-            "either way)"
-            if a in loads else a for a in started)
-    elif all(s.starts is False for s in answers.values()):
-        note = (f"vLLM {version} starts for none of its architectures ({', '.join(archs)}), "
-                "only a folder naming another one")
-    else:
-        note = (f"whether vLLM {version} starts for its architectures is not known: "
-                + next(s.why for s in answers.values() if s.starts is None))
+    _, note = startup_note(model_type, BASE_STARTUP.vllm_version)
     return TokenizerPath(decision.path, decision.tokenizer_class, f"{decision.why}; {note}",
                          decision.recipe)
+
+
+def startup_note(model_type: str, vllm_version: str) -> tuple[bool | None, str]:
+    """Whether the release's render server starts for some of the model type's
+    architectures (transformers' auto mappings', each alone; None: no architecture listed,
+    or not known), and the sentence saying so."""
+    facts = startup_facts(vllm_version)
+    archs = facts.ARCHITECTURES.get(model_type, ()) if facts is not None else ()
+    answers = {a: vllm_startup((a,), model_type, vllm_version) for a in archs}
+    started = sorted(a for a, s in answers.items() if s.starts)
+    if not archs:
+        return None, (f"transformers' auto mappings list no architecture of it, so whether "
+                      f"vLLM {vllm_version} starts depends on the folder's")
+    if started:
+        # An architecture whose start-up loads its processor starts only with the file
+        # (render/_processor_startup.py), and such a folder is refused either way.
+        loads = LOADS_AT_START.get(vllm_version, frozenset())
+        return True, f"vLLM {vllm_version} starts for " + ", ".join(
+            f"{a} (only with a preprocessor_config.json or processor_config.json; refused "
+            "here either way)" if a in loads else a for a in started)
+    if all(s.starts is False for s in answers.values()):
+        return False, (f"vLLM {vllm_version} starts for none of its architectures "
+                       f"({', '.join(archs)}), only a folder naming another one")
+    return None, (f"whether vLLM {vllm_version} starts for its architectures is not known: "
+                  + next(s.why for s in answers.values() if s.starts is None))
 
 
 #: The facts the rules apply: the base install's (vLLM 0.31.0, transformers 5.17).
@@ -408,12 +418,28 @@ def release_facts(vllm_version: str) -> HfFacts:
     return apply_delta(BASE_FACTS, importlib.import_module(f"{__package__}.{module}"))
 
 
+def type_rule_facts(model_type: str, facts: HfFacts) -> tuple[str | None, bool, bool, bool | None]:
+    """Every fact about ``model_type`` the rules read (:func:`_hf_class`,
+    :func:`byte_level_backend`, render/_folder.py's MistralCommonBackend check): its
+    registered class, whether transformers and vLLM ignore its hub class, and with a
+    registered class whether transformers' config mapping has it. Two types alike here
+    take the same decision for the same folder."""
+    registered = facts.REGISTERED_CLASS.get(model_type)
+    return (registered, model_type in facts.INCORRECT_HUB_CLASS,
+            model_type in facts.VLLM_INCORRECT_HUB_CLASS,
+            model_type in facts.CONFIG_MODEL_TYPES if registered else None)
+
+
 @cache
 def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
     """The model types and name patterns whose facts differ between the release's install
-    and the facts the rules apply (0.31.0's), less the types its corpus replayed."""
-    types, patterns = drifted(BASE_FACTS, release_facts(vllm_version))
-    return frozenset(types - render_release(vllm_version).hf_replayed), patterns
+    and the facts the rules apply (0.31.0's), less the types its corpora replayed and
+    those the release's facts decide as one of them (:func:`type_rule_facts`): its own
+    facts decide them (render/_folder.py), as its answers confirmed for their like."""
+    facts = release_facts(vllm_version)
+    types, patterns = drifted(BASE_FACTS, facts)
+    verified = {type_rule_facts(t, facts) for t in render_release(vllm_version).hf_replayed}
+    return frozenset(t for t in types if type_rule_facts(t, facts) not in verified), patterns
 
 
 def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:
@@ -451,10 +477,15 @@ def check_release_drift(vllm_version: str, model_type: str, name: str) -> None:
     types, patterns = release_drift(vllm_version)
     release = render_release(vllm_version)
     if model_type in types:
+        # A folder gets here only when the release starts for its own architectures
+        # (render/_folder.py checks that first); when the release starts for none of the
+        # type's, that is said first, as the type's row says it for 0.31.
+        starts, note = startup_note(model_type, vllm_version)
         raise RenderUnsupportedError("config.json", (
-            f"model_type {model_type!r}: transformers {release.transformers} (vLLM "
-            f"{vllm_version}'s) registers its tokenizer otherwise than transformers 5.17, "
-            "whose rules prefixkey applies; not verified"))
+            f"model_type {model_type!r}: " + (f"{note}, and " if starts is False else "")
+            + f"transformers {release.transformers} (vLLM {vllm_version}'s) registers its "
+            "tokenizer otherwise than transformers 5.17, whose rules prefixkey applies; "
+            "not verified"))
     if _name_matches(name, patterns):
         raise RenderUnsupportedError("--tokenizer", (
             f"the name {name!r} matches a TokenizersBackend name pattern of only one of "

@@ -243,20 +243,55 @@ def test_releases_with_the_same_facts_share_one_module() -> None:
 
 def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
         tmp_path: Path) -> None:
-    """transformers 5.19 (0.32.0's) registers qwen3_5's tokenizer; 5.17 does not."""
+    """transformers 5.19 (0.32.0's) registers minicpmv4_7's tokenizer; 5.17 does not (a type
+    whose folders were not replayed there: tests/render/test_real_drift_vectors.py replays
+    others)."""
     import shutil
 
     from prefixkey.render._hf_decision import release_drift
 
-    assert "qwen3_5" in release_drift("0.32.0")[0]
+    assert "minicpmv4_7" in release_drift("0.32.0")[0]
+    assert "qwen3_5" not in release_drift("0.32.0")[0]
     assert not release_drift("0.31.0")[0]
     folder = tmp_path / "m"
     shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
     config = json.loads((folder / "config.json").read_text("utf-8"))
-    (folder / "config.json").write_text(json.dumps(config | {"model_type": "qwen3_5"}), "utf-8")
+    (folder / "config.json").write_text(json.dumps(config | {"model_type": "minicpmv4_7"}),
+                                        "utf-8")
     Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
-    with pytest.raises(RenderUnsupportedError, match=r"qwen3_5.*transformers 5\.19\.0"):
+    with pytest.raises(RenderUnsupportedError, match=r"minicpmv4_7.*transformers 5\.19\.0"):
         Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
+
+
+#: A drifted type whose release starts for none of its architectures: its refusal says
+#: so first (a folder naming one of them is refused by the start-up rule itself).
+_NOT_STARTED_DRIFT = [
+    ("0.29.0", "minicpmv4_7", ["GPT2LMHeadModel"],
+     r"vLLM 0\.29\.0 starts for none of its architectures "
+     r"\(MiniCPMV4_7ForConditionalGeneration, MiniCPMV4_7Model\), only a folder naming "
+     r"another one, and transformers 5\.24\.0"),
+    ("0.29.0", "minicpmv4_7", ["MiniCPMV4_7Model"],
+     r"architecture 'MiniCPMV4_7Model' \(model_type 'minicpmv4_7'\): vLLM 0\.29\.0 does "
+     "not start for it"),
+    ("0.32.0", "minicpmv4_7", ["GPT2LMHeadModel"],
+     r"^config\.json: model_type 'minicpmv4_7': transformers 5\.19\.0"),
+]
+
+
+@pytest.mark.parametrize(("release", "model_type", "architectures", "message"),
+                         _NOT_STARTED_DRIFT)
+def test_a_drifted_type_the_release_starts_for_none_of_says_so(
+        tmp_path: Path, release: str, model_type: str, architectures: list[str],
+        message: str) -> None:
+    import shutil
+
+    folder = tmp_path / "m"
+    shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
+    config = json.loads((folder / "config.json").read_text("utf-8"))
+    (folder / "config.json").write_text(json.dumps(
+        config | {"model_type": model_type, "architectures": architectures}), "utf-8")
+    with pytest.raises(RenderUnsupportedError, match=message):
+        Renderer(ServerOptions(model=str(folder), vllm_version=release))
 
 
 def test_the_cache_salt_rule_follows_the_release() -> None:

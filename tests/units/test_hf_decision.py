@@ -172,3 +172,31 @@ def test_a_tables_one_regex_matches_as_fnmatch_does(patterns: Any) -> None:
     for name in names:
         expected = any(fnmatch.fnmatch(name.lower(), p) for p in patterns)
         assert _name_matches(name, patterns) is expected, (name, sorted(patterns))
+
+
+#: Drifted types per release: refused, or decided by the release's own facts as a type its
+#: corpora replayed is (render/_hf_decision.py ``type_rule_facts``): janus and wavtokenizer
+#: register nothing at 5.24, as llama; qwen4_exp ignores its hub class for Qwen3_5Tokenizer,
+#: as qwen3_5 (tests/render/test_real_drift_vectors.py); internlm3 as modernbert-decoder.
+_DRIFT_ROWS = [
+    ("0.29.0", "janus", False), ("0.30.0", "wavtokenizer", False),
+    ("0.29.0", "internlm3", False), ("0.29.0", "siglip2", True),
+    ("0.32.0", "qwen4_exp", False), ("0.32.0", "qwen3_5_moe_text", False),
+    ("0.32.0", "minicpmv4_7", True), ("0.33.0", "step5", True),
+    ("0.33.0", "hyperclovax_vision_v2", True),
+]
+
+
+@pytest.mark.parametrize(("release", "model_type", "refused"), _DRIFT_ROWS)
+def test_a_drifted_type_is_refused_unless_decided_as_a_replayed_one(
+        release: str, model_type: str, refused: bool) -> None:
+    from prefixkey.render._eras import render_release
+    from prefixkey.render._hf_decision import release_facts, type_rule_facts
+    from prefixkey.render._hf_facts_delta import drifted
+
+    facts = release_facts(release)
+    assert model_type in drifted(BASE_FACTS, facts)[0]
+    assert (model_type in release_drift(release)[0]) is refused
+    alike = {t for t in render_release(release).hf_replayed
+             if type_rule_facts(t, facts) == type_rule_facts(model_type, facts)}
+    assert bool(alike) is not refused

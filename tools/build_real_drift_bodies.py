@@ -1,0 +1,37 @@
+"""Build ``tests/render/real_drift_bodies.jsonl``: bodies over folders of model types whose
+tokenizer class transformers 5.19 (vLLM 0.32.0's and 0.33.0's) registers otherwise than
+5.17 (0.31.0's, whose facts the rules were written for).
+
+Maintainer tool. Each folder of :data:`FOLDERS` (tests/render/real/drift_*/) is a real
+vocabulary (an existing real folder's files) under a ``config.json`` of the drifted model
+type and an architecture every release but 0.29/0.30 starts for, with a hub
+``tokenizer_class`` where the drift decides whether it is honoured: each release's answer is
+the ground truth of its own facts' decision (render/_hf_decision.py ``release_facts``;
+the types verified are ``VerifiedRelease.hf_replayed``). The bodies are
+tools/build_real_rebuild_bodies.py's. ``tools/harvest_render.py --bodies
+tests/render/real_drift_bodies.jsonl`` records vLLM 0.31's answers; other releases' are kept
+with ``--keep-release RELEASE DIR``.
+
+Usage::
+
+    python tools/build_real_drift_bodies.py [--keep-release RELEASE DIR]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from build_real_rebuild_bodies import build as rebuild_bodies
+from corpus_io import corpus_main
+
+#: folder -> the model type it stands for (its config.json's).
+FOLDERS = {"drift_qwen3_5": "qwen3_5", "drift_modernbert_decoder": "modernbert-decoder",
+           "drift_gte": "gte"}
+
+
+def build() -> list[dict[str, Any]]:
+    return rebuild_bodies(tuple(FOLDERS))
+
+
+if __name__ == "__main__":
+    raise SystemExit(corpus_main(__doc__.splitlines()[0], "real_drift_", build))
