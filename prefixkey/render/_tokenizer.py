@@ -19,7 +19,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path as FilePath
-from typing import Any, Final
+from typing import Any
 
 from tokenizers import (
     AddedToken,
@@ -46,26 +46,10 @@ from ._hf_converted import (
     rebuilding_class,
 )
 from ._hf_rebuilds import REBUILDS, Rebuild, Template
+from ._hf_specials import NAMED_TOKENS, added_token, merge_specials, model_specific, sentinels
 from ._hf_tiktoken import converted_tokenizer
 
 __all__ = ["HfTokenizer", "build_tokenizer"]
-
-# PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES: the named special tokens.
-_NAMED_TOKENS: Final = (
-    "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
-)
-def _added_token(value: Any, field: str) -> AddedToken | str:
-    """A token value of tokenizer_config.json: a string or a serialised AddedToken."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and value.get("__type") == "AddedToken":
-        fields = {k: v for k, v in value.items() if k != "__type"}
-        try:
-            return AddedToken(**fields)
-        except TypeError as exc:
-            raise ModelFolderError("tokenizer_config.json", f"{field}: {exc}") from None
-    raise ModelFolderError("tokenizer_config.json",
-                           f"{field} must be a string or an AddedToken, got {value!r}")
 
 
 def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
@@ -84,14 +68,14 @@ def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
         # DebertaV2Tokenizer: ``"always" if add_prefix_space else "first"``.
         "spm_first_scheme": "always" if spm_prefix else "first",
         # ``str(unk_token)``, as the WordPiece classes pass it (None too).
-        "unk_str": str(_added_token(unk, "unk_token")) if unk is not None else "None",
+        "unk_str": str(added_token(unk, "unk_token")) if unk is not None else "None",
         "add_prefix_space": prefix,
         "trim_offsets": bool(init.get("trim_offsets", True)),
         # models/llama/tokenization_llama.py _get_prepend_scheme.
         "llama_scheme": ("first" if not legacy else "always") if prefix else "never",
         # models/code_llama/tokenization_code_llama.py: no legacy rule.
         "prefix_scheme": "first" if prefix else "never",
-        "unk_token": None if unk is None else str(_added_token(unk, "unk_token")),
+        "unk_token": None if unk is None else str(added_token(unk, "unk_token")),
         # models/whisper/tokenization_whisper.py prefix_tokens: the task's token, then
         # <|notimestamps|> unless timestamps are predicted.
         "whisper_task": None if task is None else f"<|{task}|>",
@@ -270,29 +254,6 @@ def _rebuilt(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, An
     return tok
 
 
-def _sentinels(form: str, config: Mapping[str, Any], listed: list[Any] | None) -> list[Any]:
-    """T5Tokenizer's ``additional_special_tokens``: the listed ones, with the ``extra_ids``
-    sentinel tokens appended when none of them is one (models/t5/tokenization_t5.py)."""
-    if "extra_special_tokens" in config:
-        raise RenderUnsupportedError("tokenizer_config.json", (
-            "extra_special_tokens beside a T5-style tokenizer class's sentinel tokens is "
-            "not reproduced"))
-    count = config.get("extra_ids", 100)
-    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        raise ModelFolderError("tokenizer_config.json",
-                               f"extra_ids must be a non-negative integer, got {count!r}")
-    generated = [form.format(i) for i in range(count)]
-    if listed is None:
-        return generated
-    marker = form.partition("{")[0]
-    found = [t for t in listed if marker in str(t)]
-    if not found:
-        return [*listed, *generated]
-    if count > 0 and count != len(found):
-        raise ModelFolderError("tokenizer_config.json", (
-            f"extra_ids is {count} but additional_special_tokens holds {len(found)} "
-            f"{marker}…> tokens: transformers refuses the folder"))
-    return listed
 
 
 def _extras_default(recipe: Rebuild, derived: Mapping[str, Any]) -> list[Any]:
@@ -302,7 +263,7 @@ def _extras_default(recipe: Rebuild, derived: Mapping[str, Any]) -> list[Any]:
         if isinstance(item, str):
             value = _value(item, derived, None)
             if value is not None:
-                out.append(_added_token(value, item.lstrip("$")))
+                out.append(added_token(value, item.lstrip("$")))
             continue
         form, start, stop = item
         count = _value(stop, derived, None)
@@ -313,22 +274,6 @@ def _extras_default(recipe: Rebuild, derived: Mapping[str, Any]) -> list[Any]:
     return out
 
 
-def _model_specific(recipe: Rebuild, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The class's own ``*_token`` keywords beside the standard seven, with their defaults.
-
-    from_pretrained moves a ``*_token`` of tokenizer_config.json out of the keyword (into
-    the model-specific tokens), so the keyword keeps its default: a class that sets the
-    attribute again from it (SplinterTokenizer) ends with another token than the file's.
-    """
-    own = {k: v for k, v in recipe.defaults.items() if k not in _NAMED_TOKENS}
-    for key, default in own.items():
-        if key in config and config[key] != default:
-            raise RenderUnsupportedError("tokenizer_config.json", (
-                f"{key} {config[key]!r} beside the {recipe.name} tokenizer class, whose "
-                f"keyword does not get it (from_pretrained passes a string as a "
-                f"model-specific token) and which sets {key} from that keyword (default "
-                f"{default!r}) after loading, is not reproduced"))
-    return {k: v for k, v in own.items() if v is not None}
 
 
 def _read_json(path: FilePath) -> dict[str, Any]:
@@ -434,7 +379,7 @@ def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
                     specials: Mapping[str, AddedToken | str]) -> Any:
     """The TemplateProcessing a class sets before ``super().__init__``, over the bare
     model's ids (AlbertTokenizer): a token the vocabulary lacks fails the class."""
-    names = {n: str(specials.get(n, "None")) for n in _NAMED_TOKENS}
+    names = {n: str(specials.get(n, "None")) for n in NAMED_TOKENS}
     pieces = []
     for text, name in template.special_tokens:
         found = tok.model.token_to_id(names[name])
@@ -456,7 +401,7 @@ def _template(template: Template, tok: Tokenizer, specials: Mapping[str, AddedTo
     """The TemplateProcessing a class sets itself over its named special tokens (and
     its language code, ``{src_lang}``)."""
     names = {}
-    for name in _NAMED_TOKENS:
+    for name in NAMED_TOKENS:
         value = specials.get(name)
         names[name] = "" if value is None else str(value)
     lang = derived.get("src_lang")
@@ -468,7 +413,7 @@ def _template(template: Template, tok: Tokenizer, specials: Mapping[str, AddedTo
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"src_lang {lang!r} is not a token of the vocabulary, which prefixkey does "
                 "not reproduce"))
-    used = [n for n in _NAMED_TOKENS if "{" + n + "}" in template.single + (template.pair or "")]
+    used = [n for n in NAMED_TOKENS if "{" + n + "}" in template.single + (template.pair or "")]
     used += [n for _, n in template.special_tokens]
     missing = [n for n in used if not names[n]]
     if missing:
@@ -567,35 +512,6 @@ class HfTokenizer:
                 add_special_tokens=add_special_tokens)[0].ids
 
 
-def _merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tiktoken: bool,
-                    recipe: Rebuild | None) -> list[Any] | None:
-    """from_pretrained's merge of ``additional_special_tokens`` into ``extra_special_tokens``
-    (render/_eras.py ``specials_merge``), in ``init``; returns the additional list that
-    still reaches the class as a keyword beside a dict of named extra tokens, which
-    becomes the extra list once the dict is moved to the named tokens (5.19, 5.24:
-    PreTrainedTokenizerBase.__init__; real_specials_vectors.jsonl), else None."""
-    if "additional_special_tokens" not in init:
-        return None
-    extras = init.pop("additional_special_tokens")
-    current = init.get("extra_special_tokens")
-    if merge == "kept" or not current:
-        if merge == "if_empty":
-            init["extra_special_tokens"] = extras
-        else:
-            init.setdefault("extra_special_tokens", extras)
-        return None
-    if not isinstance(current, dict) or not extras or (path == "converted" and not tiktoken):
-        # Beside a list the extra list wins; a SentencePiece conversion replaces the
-        # keyword with the model's control pieces (SentencePieceExtractor.extract).
-        return None
-    where = ("the tiktoken conversion, whose special tokens it then follows" if tiktoken
-             else f"the {recipe.name} tokenizer class, which builds its own list from it"
-             if recipe is not None and recipe.builds_special_list else None)
-    if where is not None:
-        raise RenderUnsupportedError("tokenizer_config.json", (
-            "additional_special_tokens beside named extra_special_tokens reaches "
-            f"{where}, in this vLLM release's transformers (5.19, 5.24): not reproduced"))
-    return list(extras)
 
 
 def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
@@ -644,11 +560,11 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
     if init.get("split_special_tokens"):
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "split_special_tokens is not reproduced")
-    kept_extras = _merge_specials(init, specials_merge, decision.path, source is not None,
+    kept_extras = merge_specials(init, specials_merge, decision.path, source is not None,
                                   recipe)
     explicit: dict[str, Any] = {
         k: init.pop(k) for k in list(init)
-        if k not in _NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
+        if k not in NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
     if isinstance(init.get("extra_special_tokens"), dict):
         explicit.update(init.pop("extra_special_tokens"))
         if kept_extras is not None:
@@ -717,30 +633,30 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
                           if recipe is not None and key in recipe.wrap else default)
     auto: dict[str, AddedToken | str] = {}
     for key in list(init):
-        if key in _NAMED_TOKENS:
+        if key in NAMED_TOKENS:
             value = init.pop(key)
             if value is None:  # an explicit null overrides the class's default
                 named.pop(key, None)
             else:
-                token = _added_token(value, key)
+                token = added_token(value, key)
                 if recipe is not None and key in recipe.wrap and isinstance(token, str):
                     token = AddedToken(token, **recipe.wrap[key])
                 named[key] = by_content.get(str(token), token) if by_content else token
         elif key.endswith("_token") and isinstance(init[key], dict):
-            token = _added_token(init.pop(key), key)
+            token = added_token(init.pop(key), key)
             if isinstance(token, AddedToken):
                 auto[key] = token
-    specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
+    specials: dict[str, AddedToken | str] = {k: named[k] for k in NAMED_TOKENS if k in named}
     if recipe is not None:
-        specials.update(_model_specific(recipe, folder.tokenizer_config))
+        specials.update(model_specific(recipe, folder.tokenizer_config))
     # The class's own extra tokens (CodeLlama's infilling ones) are added in its order
     # below, not in tokenizer_config.json's (vLLM's ids: real_py_codellama_vectors.jsonl).
     late = {keyword for _, keyword in (recipe.extra_specials if recipe else ())}
-    specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()
+    specials.update({**auto, **{k: added_token(v, k) for k, v in explicit.items()
                                 if k not in late}})
     listed = init.get("extra_special_tokens")
     if recipe is not None and recipe.sentinels is not None:
-        listed = _sentinels(recipe.sentinels, folder.tokenizer_config, listed)
+        listed = sentinels(recipe.sentinels, folder.tokenizer_config, listed)
     if recipe is not None and recipe.extras_default is not None and listed is None:
         if "extra_special_tokens" in folder.tokenizer_config:
             raise RenderUnsupportedError("tokenizer_config.json", (
@@ -751,7 +667,7 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
         before = recipe.extras_before
         listed = [*before, *(t for t in listed or [] if str(t) not in before),
                   *recipe.extras_after]
-    extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
+    extras = [added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in listed or []]
     for default, keyword in (recipe.extra_specials if recipe else ()):
         # The class appends each (its keyword's value, else its default; None: none) to
@@ -759,8 +675,8 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
         value = explicit.get(keyword, default) if keyword in explicit or keyword not in init \
             else init.get(keyword)
         if value is not None:
-            extras.append(_added_token(value, keyword))
-            specials.setdefault(keyword, _added_token(value, keyword))
+            extras.append(added_token(value, keyword))
+            specials.setdefault(keyword, added_token(value, keyword))
 
     if recipe is not None and recipe.post_processor == "prefix":
         _check_prefix_options(folder.tokenizer_config)
@@ -842,7 +758,7 @@ def _infill_token(recipe: Rebuild | None, config: Mapping[str, Any]) -> str | No
         return None
     default, keyword = recipe.infilling
     value = config.get(keyword, default)
-    return None if value is None else str(_added_token(value, keyword))
+    return None if value is None else str(added_token(value, keyword))
 
 
 def _call_error(recipe: Rebuild | None, config: Mapping[str, Any],

@@ -1,0 +1,117 @@
+"""The special tokens transformers 5 hands a tokenizer class, read from a folder's files.
+
+``tokenizer_config.json`` names them three ways: the seven named tokens
+(``bos_token`` … ``mask_token``), model-specific ``*_token`` keywords, and the lists
+``additional_special_tokens`` / ``extra_special_tokens``, which from_pretrained merges
+by its release's rule (render/_eras.py ``specials_merge``). A class may
+then add its own: T5's sentinel tokens, the defaults of its model-specific keywords.
+Here are those values as the class receives them; render/_tokenizer.py adds them to the
+tokenizer in the class's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from tokenizers import AddedToken
+
+from ._eras import SpecialsMerge
+from ._errors import ModelFolderError, RenderUnsupportedError
+from ._hf_rebuilds import Rebuild
+
+__all__ = ["NAMED_TOKENS", "added_token", "merge_specials", "model_specific", "sentinels"]
+
+# PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES: the named special tokens.
+NAMED_TOKENS: Final = (
+    "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
+)
+
+
+def added_token(value: Any, field: str) -> AddedToken | str:
+    """A token value of tokenizer_config.json: a string or a serialised AddedToken."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and value.get("__type") == "AddedToken":
+        fields = {k: v for k, v in value.items() if k != "__type"}
+        try:
+            return AddedToken(**fields)
+        except TypeError as exc:
+            raise ModelFolderError("tokenizer_config.json", f"{field}: {exc}") from None
+    raise ModelFolderError("tokenizer_config.json",
+                           f"{field} must be a string or an AddedToken, got {value!r}")
+
+
+def sentinels(form: str, config: Mapping[str, Any], listed: list[Any] | None) -> list[Any]:
+    """T5Tokenizer's ``additional_special_tokens``: the listed ones, with the ``extra_ids``
+    sentinel tokens appended when none of them is one (models/t5/tokenization_t5.py)."""
+    if "extra_special_tokens" in config:
+        raise RenderUnsupportedError("tokenizer_config.json", (
+            "extra_special_tokens beside a T5-style tokenizer class's sentinel tokens is "
+            "not reproduced"))
+    count = config.get("extra_ids", 100)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ModelFolderError("tokenizer_config.json",
+                               f"extra_ids must be a non-negative integer, got {count!r}")
+    generated = [form.format(i) for i in range(count)]
+    if listed is None:
+        return generated
+    marker = form.partition("{")[0]
+    found = [t for t in listed if marker in str(t)]
+    if not found:
+        return [*listed, *generated]
+    if count > 0 and count != len(found):
+        raise ModelFolderError("tokenizer_config.json", (
+            f"extra_ids is {count} but additional_special_tokens holds {len(found)} "
+            f"{marker}…> tokens: transformers refuses the folder"))
+    return listed
+
+
+def model_specific(recipe: Rebuild, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The class's own ``*_token`` keywords beside the standard seven, with their defaults.
+
+    from_pretrained moves a ``*_token`` of tokenizer_config.json out of the keyword (into
+    the model-specific tokens), so the keyword keeps its default: a class that sets the
+    attribute again from it (SplinterTokenizer) ends with another token than the file's.
+    """
+    own = {k: v for k, v in recipe.defaults.items() if k not in NAMED_TOKENS}
+    for key, default in own.items():
+        if key in config and config[key] != default:
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{key} {config[key]!r} beside the {recipe.name} tokenizer class, whose "
+                f"keyword does not get it (from_pretrained passes a string as a "
+                f"model-specific token) and which sets {key} from that keyword (default "
+                f"{default!r}) after loading, is not reproduced"))
+    return {k: v for k, v in own.items() if v is not None}
+
+
+def merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tiktoken: bool,
+                   recipe: Rebuild | None) -> list[Any] | None:
+    """from_pretrained's merge of ``additional_special_tokens`` into ``extra_special_tokens``
+    (render/_eras.py ``specials_merge``), in ``init``; returns the additional list that
+    still reaches the class as a keyword beside a dict of named extra tokens, which
+    becomes the extra list once the dict is moved to the named tokens (5.19, 5.24:
+    PreTrainedTokenizerBase.__init__; real_specials_vectors.jsonl), else None."""
+    if "additional_special_tokens" not in init:
+        return None
+    extras = init.pop("additional_special_tokens")
+    current = init.get("extra_special_tokens")
+    if merge == "kept" or not current:
+        if merge == "if_empty":
+            init["extra_special_tokens"] = extras
+        else:
+            init.setdefault("extra_special_tokens", extras)
+        return None
+    if not isinstance(current, dict) or not extras or (path == "converted" and not tiktoken):
+        # Beside a list the extra list wins; a SentencePiece conversion replaces the
+        # keyword with the model's control pieces (SentencePieceExtractor.extract).
+        return None
+    where = ("the tiktoken conversion, whose special tokens it then follows" if tiktoken
+             else f"the {recipe.name} tokenizer class, which builds its own list from it"
+             if recipe is not None and recipe.builds_special_list else None)
+    if where is not None:
+        raise RenderUnsupportedError("tokenizer_config.json", (
+            "additional_special_tokens beside named extra_special_tokens reaches "
+            f"{where}, in this vLLM release's transformers (5.19, 5.24): not reproduced"))
+    return list(extras)
+
