@@ -3,7 +3,7 @@
 ``tokenizer_config.json`` names them three ways: the seven named tokens
 (``bos_token`` … ``mask_token``), model-specific ``*_token`` keywords, and the lists
 ``additional_special_tokens`` / ``extra_special_tokens``, which from_pretrained merges
-by its release's rule (render/_eras.py ``specials_merge``). A class may
+by its release's rule (render/_eras.py ``specials_merge``, :data:`MERGES`). A class may
 then add its own: T5's sentinel tokens, the defaults of its model-specific keywords.
 Here are those values as the class receives them; render/_tokenizer.py adds them to the
 tokenizer in the class's order.
@@ -12,7 +12,7 @@ tokenizer in the class's order.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from tokenizers import AddedToken
 
@@ -20,7 +20,9 @@ from ._eras import SpecialsMerge
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_rebuilds import Rebuild
 
-__all__ = ["NAMED_TOKENS", "added_token", "merge_specials", "model_specific", "sentinels"]
+__all__ = [
+    "MERGES", "NAMED_TOKENS", "added_token", "merge_specials", "model_specific", "sentinels",
+]
 
 # PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES: the named special tokens.
 NAMED_TOKENS: Final = (
@@ -85,33 +87,64 @@ def model_specific(recipe: Rebuild, config: Mapping[str, Any]) -> dict[str, Any]
     return {k: v for k, v in own.items() if v is not None}
 
 
+#: What ``extra_special_tokens`` holds beside an ``additional_special_tokens`` key: no
+#: key, a falsy value (null, an empty list), a non-empty list, a dict of named tokens.
+Held = Literal["absent", "empty", "list", "dict"]
+#: What becomes of ``additional_special_tokens``: ``extra`` (dropped, the extra key
+#: stays as it is), ``additional`` (it becomes the extra list), ``beside`` (both reach
+#: the class's ``__init__``, which moves the dict to the named tokens first and so is
+#: left the additional list as its extra one: :func:`merge_specials`).
+Merged = Literal["extra", "additional", "beside"]
+#: from_pretrained's merge (PreTrainedTokenizerBase.__init__), by the release's
+#: render/_eras.py ``specials_merge`` and what the extra key holds
+#: (real_specials_vectors.jsonl).
+MERGES: Final[Mapping[tuple[SpecialsMerge, Held], Merged]] = {
+    # ``kept``, transformers 5.17: an extra_special_tokens key wins, even a falsy one.
+    ("kept", "absent"): "additional",
+    ("kept", "empty"): "extra",
+    ("kept", "list"): "extra",
+    ("kept", "dict"): "extra",
+    # ``if_empty``, 5.19 and 5.24: the additional list replaces a missing or falsy one;
+    # beside a non-empty list the class's __init__ keeps the extra list, as 5.17 does.
+    ("if_empty", "absent"): "additional",
+    ("if_empty", "empty"): "additional",
+    ("if_empty", "list"): "extra",
+    ("if_empty", "dict"): "beside",
+}
+
+
+def _held(init: Mapping[str, Any]) -> Held:
+    if "extra_special_tokens" not in init:
+        return "absent"
+    current = init["extra_special_tokens"]
+    return "empty" if not current else "dict" if isinstance(current, dict) else "list"
+
+
 def merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tiktoken: bool,
                    recipe: Rebuild | None) -> list[Any] | None:
     """from_pretrained's merge of ``additional_special_tokens`` into ``extra_special_tokens``
-    (render/_eras.py ``specials_merge``), in ``init``; returns the additional list that
-    still reaches the class as a keyword beside a dict of named extra tokens, which
-    becomes the extra list once the dict is moved to the named tokens (5.19, 5.24:
-    PreTrainedTokenizerBase.__init__; real_specials_vectors.jsonl), else None."""
+    (:data:`MERGES`), in ``init``; returns the additional list that still reaches the class
+    as a keyword beside a dict of named extra tokens, which becomes the extra list once
+    the dict is moved to the named tokens, else None."""
     if "additional_special_tokens" not in init:
         return None
+    held = _held(init)
     extras = init.pop("additional_special_tokens")
-    current = init.get("extra_special_tokens")
-    if merge == "kept" or not current:
-        if merge == "if_empty":
-            init["extra_special_tokens"] = extras
-        else:
-            init.setdefault("extra_special_tokens", extras)
+    merged = MERGES[merge, held]
+    if merged == "additional":
+        init["extra_special_tokens"] = extras
+    if merged != "beside" or not extras:
         return None
-    if not isinstance(current, dict) or not extras or (path == "converted" and not tiktoken):
-        # Beside a list the extra list wins; a SentencePiece conversion replaces the
-        # keyword with the model's control pieces (SentencePieceExtractor.extract).
+    if tiktoken:
+        where = "the tiktoken conversion, whose special tokens it then follows"
+    elif path == "converted":
+        # A SentencePiece conversion replaces the keyword with the model's control
+        # pieces (SentencePieceExtractor.extract): nothing of it is left.
         return None
-    where = ("the tiktoken conversion, whose special tokens it then follows" if tiktoken
-             else f"the {recipe.name} tokenizer class, which builds its own list from it"
-             if recipe is not None and recipe.builds_special_list else None)
-    if where is not None:
-        raise RenderUnsupportedError("tokenizer_config.json", (
-            "additional_special_tokens beside named extra_special_tokens reaches "
-            f"{where}, in this vLLM release's transformers (5.19, 5.24): not reproduced"))
-    return list(extras)
-
+    elif recipe is not None and recipe.builds_special_list:
+        where = f"the {recipe.name} tokenizer class, which builds its own list from it"
+    else:
+        return list(extras)
+    raise RenderUnsupportedError("tokenizer_config.json", (
+        "additional_special_tokens beside named extra_special_tokens reaches "
+        f"{where}, in this vLLM release's transformers (5.19, 5.24): not reproduced"))
