@@ -14,14 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from tokenizers import AddedToken
+from tokenizers import AddedToken, Tokenizer
 
 from ._eras import SpecialsMerge
 from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_rebuilds import Rebuild
 
 __all__ = [
-    "MERGES", "NAMED_TOKENS", "added_token", "merge_specials", "model_specific", "sentinels",
+    "MERGES", "NAMED_TOKENS", "add_backend_tokens", "added_token", "added_tokens_decoder",
+    "merge_specials", "model_specific", "sentinels",
 ]
 
 # PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES: the named special tokens.
@@ -148,3 +149,64 @@ def merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tiktok
     raise RenderUnsupportedError("tokenizer_config.json", (
         "additional_special_tokens beside named extra_special_tokens reaches "
         f"{where}, in this vLLM release's transformers (5.19, 5.24): not reproduced"))
+
+
+def added_tokens_decoder(init: dict[str, Any], special_tokens_map: Mapping[str, Any] | None,
+                         loaded: Tokenizer | None) -> dict[int, AddedToken]:
+    """The ``added_tokens_decoder`` from_pretrained passes: tokenizer_config.json's (taken
+    out of ``init``), else (a legacy folder) tokenizer.json's own added tokens, with
+    special_tokens_map.json's tokens merged into ``init``."""
+    decoder: dict[int, AddedToken] = {}
+    if "added_tokens_decoder" in init:
+        raw = init.pop("added_tokens_decoder")
+        if not isinstance(raw, dict):
+            raise ModelFolderError("tokenizer_config.json", "added_tokens_decoder must be an "
+                                   "object")
+        for index, value in raw.items():
+            fields = {k: v for k, v in value.items() if k != "__type"} if isinstance(
+                value, dict) else None
+            if fields is None or not str(index).isdigit():
+                raise ModelFolderError("tokenizer_config.json",
+                                       f"added_tokens_decoder[{index!r}] is not an AddedToken")
+            decoder[int(index)] = AddedToken(**fields)
+    else:
+        for key, value in (special_tokens_map or {}).items():
+            if key == "extra_special_tokens" or key == "additional_special_tokens":
+                existing = list(init.get("extra_special_tokens") or [])
+                for token in value if isinstance(value, list) else []:
+                    token = AddedToken(**token, special=True) if isinstance(token, dict) else token
+                    if token not in existing:
+                        existing.append(token)
+                init["extra_special_tokens"] = existing
+            elif isinstance(value, dict):
+                fields = {k: v for k, v in value.items() if k not in ("special", "__type")}
+                init[key] = AddedToken(**fields, special=True)
+            else:
+                init[key] = value
+        # tokenizer.json's added_tokens, as the file lists them (id, content, flags).
+        if loaded is not None:
+            decoder.update(loaded.get_added_tokens_decoder())
+    return decoder
+
+
+def add_backend_tokens(tok: Tokenizer, decoder: Mapping[int, AddedToken],
+                       specials: Mapping[str, AddedToken | str],
+                       extras: list[AddedToken | str]) -> None:
+    """TokenizersBackend.__init__'s added tokens: every added_tokens_decoder entry again
+    (its "already there" test compares against the decoder's ids, so nothing is skipped),
+    then the special tokens whose text is not yet an added token."""
+    to_add: list[AddedToken | str] = [t for _, t in sorted(decoder.items())]
+    encoder = [str(t) for t in tok.get_added_tokens_decoder().values()] + [str(t) for t in to_add]
+    for value in [*specials.values(), *extras]:
+        if str(value) not in encoder and value not in to_add:
+            to_add.append(value)
+    all_named = [str(t) for t in specials.values() if t]
+    tokens: list[AddedToken] = []
+    for value in to_add:
+        if isinstance(value, str):
+            value = AddedToken(value, special=True)
+        elif not value.special and str(value) in all_named:
+            value.special = True
+        tokens.append(value)
+    if tokens:
+        tok.add_tokens(tokens)

@@ -42,34 +42,18 @@ from ._hf_post_processor import (
     update_post_processor,
 )
 from ._hf_rebuilds import REBUILDS, Rebuild
-from ._hf_specials import NAMED_TOKENS, added_token, merge_specials, model_specific, sentinels
+from ._hf_specials import (
+    NAMED_TOKENS,
+    add_backend_tokens,
+    added_token,
+    added_tokens_decoder,
+    merge_specials,
+    model_specific,
+    sentinels,
+)
 from ._hf_tiktoken import converted_tokenizer
 
 __all__ = ["HfTokenizer", "build_tokenizer"]
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _read_json(path: FilePath) -> dict[str, Any]:
@@ -79,18 +63,6 @@ def _read_json(path: FilePath) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise ModelFolderError("tokenizer.json", f"cannot be read: {exc}") from None
     return loaded
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -180,8 +152,6 @@ class HfTokenizer:
                 add_special_tokens=add_special_tokens)[0].ids
 
 
-
-
 def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
                     specials_merge: SpecialsMerge = "kept") -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds
@@ -237,38 +207,7 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
         explicit.update(init.pop("extra_special_tokens"))
         if kept_extras is not None:
             init["extra_special_tokens"] = kept_extras
-    # added_tokens_decoder: from tokenizer_config.json, else (legacy) special_tokens_map.json
-    # and tokenizer.json's own added tokens.
-    decoder: dict[int, AddedToken] = {}
-    if "added_tokens_decoder" in init:
-        raw = init.pop("added_tokens_decoder")
-        if not isinstance(raw, dict):
-            raise ModelFolderError("tokenizer_config.json", "added_tokens_decoder must be an "
-                                   "object")
-        for index, value in raw.items():
-            fields = {k: v for k, v in value.items() if k != "__type"} if isinstance(
-                value, dict) else None
-            if fields is None or not str(index).isdigit():
-                raise ModelFolderError("tokenizer_config.json",
-                                       f"added_tokens_decoder[{index!r}] is not an AddedToken")
-            decoder[int(index)] = AddedToken(**fields)
-    else:
-        for key, value in (folder.special_tokens_map or {}).items():
-            if key == "extra_special_tokens" or key == "additional_special_tokens":
-                existing = list(init.get("extra_special_tokens") or [])
-                for tok in value if isinstance(value, list) else []:
-                    tok = AddedToken(**tok, special=True) if isinstance(tok, dict) else tok
-                    if tok not in existing:
-                        existing.append(tok)
-                init["extra_special_tokens"] = existing
-            elif isinstance(value, dict):
-                fields = {k: v for k, v in value.items() if k not in ("special", "__type")}
-                init[key] = AddedToken(**fields, special=True)
-            else:
-                init[key] = value
-        # tokenizer.json's added_tokens, as the file lists them (id, content, flags).
-        if loaded is not None:
-            decoder.update(loaded.get_added_tokens_decoder())
+    decoder = added_tokens_decoder(init, folder.special_tokens_map, loaded)
     conversion = CONVERSIONS.get(decision.tokenizer_class or "")
     if converted is not None and conversion is not None and conversion.own_extras:
         keyword, fallback = conversion.own_extras
@@ -340,11 +279,11 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
     for default, keyword in (recipe.extra_specials if recipe else ()):
         # The class appends each (its keyword's value, else its default; None: none) to
         # additional_special_tokens and passes it to super() as a named token.
-        value = explicit.get(keyword, default) if keyword in explicit or keyword not in init \
+        chosen = explicit.get(keyword, default) if keyword in explicit or keyword not in init \
             else init.get(keyword)
-        if value is not None:
-            extras.append(added_token(value, keyword))
-            specials.setdefault(keyword, added_token(value, keyword))
+        if chosen is not None:
+            extras.append(added_token(chosen, keyword))
+            specials.setdefault(keyword, added_token(chosen, keyword))
 
     if recipe is not None and recipe.post_processor == "prefix":
         check_prefix_options(folder.tokenizer_config)
@@ -383,24 +322,7 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
     # TokenizersBackend then updates the post-processor (the flags' bos / eos, or the
     # sequence alone) when it has none, or when a flag was given.
     update = bool(given) or tok.post_processor is None
-    # TokenizersBackend.__init__: re-add every added_tokens_decoder entry (its "already
-    # there" test compares against the decoder's ids, so nothing is skipped), then the
-    # special tokens whose text is not yet an added token.
-    to_add: list[AddedToken | str] = [t for _, t in sorted(decoder.items())]
-    encoder = [str(t) for t in tok.get_added_tokens_decoder().values()] + [str(t) for t in to_add]
-    for value in [*specials.values(), *extras]:
-        if str(value) not in encoder and value not in to_add:
-            to_add.append(value)
-    all_named = [str(t) for t in specials.values() if t]
-    tokens: list[AddedToken] = []
-    for value in to_add:
-        if isinstance(value, str):
-            value = AddedToken(value, special=True)
-        elif not value.special and str(value) in all_named:
-            value.special = True
-        tokens.append(value)
-    if tokens:
-        tok.add_tokens(tokens)
+    add_backend_tokens(tok, decoder, specials, extras)
     if update:
         tok.post_processor = update_post_processor(tok, specials, **given)
     if recipe is not None:
