@@ -5,8 +5,9 @@
 ``additional_special_tokens`` / ``extra_special_tokens``, which from_pretrained merges
 by its release's rule (render/_eras.py ``specials_merge``, :data:`MERGES`). A class may
 then add its own: T5's sentinel tokens, the defaults of its model-specific keywords.
-Here are those values as the class receives them; render/_tokenizer.py adds them to the
-tokenizer in the class's order.
+Here are those values as the class receives them, the ``added_tokens_decoder`` beside
+them, and TokenizersBackend's adding of both to the tokenizer (:func:`add_backend_tokens`),
+which render/_tokenizer.py calls in the class's order.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ the rebuilds reproduced (render/_hf_rebuilds.py's REBUILDS), so
 added and special tokens get the ids and matching flags transformers gives them.
 Everything else is refused before this module is reached: encoding with a
 different tokenizer would give ids that look right and are not.
+
+:func:`build_tokenizer` holds the order of those steps; the steps themselves are the
+special tokens (render/_hf_specials.py), a rebuilding class's backend
+(render/_hf_backend.py) and the post-processors (render/_hf_post_processor.py).
+:class:`HfTokenizer` is the result, encoding as the class's call does.
 """
 
 from __future__ import annotations
