@@ -204,7 +204,7 @@ def build_tokenizer(folder: ModelFolder, generic_spm: GenericSpm,
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "split_special_tokens is not reproduced")
     kept_extras = merge_specials(init, specials_merge, decision.path, source is not None,
-                                  recipe)
+                                 recipe)
     explicit: dict[str, Any] = {
         k: init.pop(k) for k in list(init)
         if k not in NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
