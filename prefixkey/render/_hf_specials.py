@@ -22,7 +22,7 @@ from ._errors import ModelFolderError, RenderUnsupportedError
 from ._hf_rebuilds import Rebuild
 
 __all__ = [
-    "MERGES", "NAMED_TOKENS", "add_backend_tokens", "added_token", "added_tokens_decoder",
+    "MERGES", "NAMED_TOKENS", "Held", "add_backend_tokens", "added_token", "added_tokens_decoder",
     "merge_specials", "model_specific", "sentinels",
 ]
 
