@@ -71,7 +71,7 @@ EncoderDecoderCompletions = Literal["no_ids"] | None
 #: model: ``_convert_from_sentencepiece``, ``build_tokenizer_from_spm_proto``).
 GenericSpm = Literal["extracted", "spec"]
 #: How from_pretrained merges tokenizer_config.json's ``additional_special_tokens`` into
-#: ``extra_special_tokens`` (render/_tokenizer.py): ``kept`` (transformers 5.17: an
+#: ``extra_special_tokens`` (render/_hf_specials.py): ``kept`` (transformers 5.17: an
 #: ``extra_special_tokens`` key, even an empty list or null, wins and the other is
 #: dropped) or ``if_empty`` (5.19, 5.24: the other replaces an empty or null one; beside
 #: a non-empty one both reach the class's ``__init__``, where a non-empty extra list wins

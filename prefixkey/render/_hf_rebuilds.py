@@ -5,7 +5,7 @@ A transformers 5 tokenizer class with its own ``__init__`` (Qwen2Tokenizer, GPT2
 (and, unless the class sets its own, the post-processor) and builds the model options,
 normalizer, pre-tokenizer and decoder itself. Each :class:`Rebuild` below records what
 one class's ``__init__`` in transformers 5.17 (the install vLLM 0.31 runs) builds, as
-``tokenizers`` component specs that render/_tokenizer.py instantiates; nothing here
+``tokenizers`` component specs that render/_hf_backend.py instantiates; nothing here
 imports ``tokenizers``, so the decision (render/_hf_decision.py) and the docs table read
 it freely. A class missing from :data:`REBUILDS` is refused: encoding with another
 pipeline would give ids that look right and are not.
@@ -13,7 +13,7 @@ pipeline would give ids that look right and are not.
 A component spec is ``(name, kwargs)`` for ``tokenizers.<kind>.<name>(**kwargs)``, or
 ``("Sequence", [spec, …])``; a kwarg value ``("Regex", pattern)`` is a ``tokenizers.Regex``,
 and a string starting with ``$`` is a value the class
-derives from ``tokenizer_config.json`` (render/_tokenizer.py's ``_derived``).
+derives from ``tokenizer_config.json`` (render/_hf_backend.py's ``derived_values``).
 ``("Optional", spec)`` is the spec when every ``$`` value in it is set, else nothing
 (dropped from a ``Sequence``): a component the class builds only from what the file has;
 ``("If", ("$name", spec))`` / ``("Unless", ("$name", spec))`` the spec when the value is

@@ -9,35 +9,30 @@ the rebuilds reproduced (render/_hf_rebuilds.py's REBUILDS), so
 added and special tokens get the ids and matching flags transformers gives them.
 Everything else is refused before this module is reached: encoding with a
 different tokenizer would give ids that look right and are not.
+
+:func:`build_tokenizer` holds the order of those steps; the steps themselves are the
+special tokens (render/_hf_specials.py), a rebuilding class's backend
+(render/_hf_backend.py) and the post-processors (render/_hf_post_processor.py).
+:class:`HfTokenizer` is the result, encoding as the class's call does.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path as FilePath
-from typing import Any, Final
+from typing import Any
 
-from tokenizers import (
-    AddedToken,
-    Regex,
-    Tokenizer,
-    decoders,
-    models,
-    normalizers,
-    pre_tokenizers,
-    processors,
-)
+from tokenizers import AddedToken, Tokenizer
 
 from ._eras import GenericSpm, SpecialsMerge
 from ._errors import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from ._folder import ModelFolder
+from ._hf_backend import derived_values, extras_default, rebuilt_tokenizer, spm_charsmap
 from ._hf_converted import (
     CONVERSIONS,
-    Vocabulary,
     converted_vocabulary,
     generic_inputs,
     generic_specials,
@@ -45,302 +40,25 @@ from ._hf_converted import (
     inherited_specials,
     rebuilding_class,
 )
-from ._hf_rebuilds import REBUILDS, Rebuild, Template
+from ._hf_post_processor import (
+    after_init,
+    check_prefix_options,
+    template_first,
+    update_post_processor,
+)
+from ._hf_rebuilds import REBUILDS, Rebuild
+from ._hf_specials import (
+    NAMED_TOKENS,
+    add_backend_tokens,
+    added_token,
+    added_tokens_decoder,
+    merge_specials,
+    model_specific,
+    sentinels,
+)
 from ._hf_tiktoken import converted_tokenizer
 
 __all__ = ["HfTokenizer", "build_tokenizer"]
-
-# PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES: the named special tokens.
-_NAMED_TOKENS: Final = (
-    "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
-)
-def _added_token(value: Any, field: str) -> AddedToken | str:
-    """A token value of tokenizer_config.json: a string or a serialised AddedToken (one
-    read already is kept)."""
-    if isinstance(value, (str, AddedToken)):
-        return value
-    if isinstance(value, dict) and value.get("__type") == "AddedToken":
-        fields = {k: v for k, v in value.items() if k != "__type"}
-        try:
-            return AddedToken(**fields)
-        except TypeError as exc:
-            raise ModelFolderError("tokenizer_config.json", f"{field}: {exc}") from None
-    raise ModelFolderError("tokenizer_config.json",
-                           f"{field} must be a string or an AddedToken, got {value!r}")
-
-
-def _derived(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
-    """The values a class's ``__init__`` derives from tokenizer_config.json (``$name``)."""
-    given = init.get("add_prefix_space")
-    prefix = recipe.add_prefix_space if given is None else bool(given)
-    legacy = bool(init.get("legacy", False))
-    unk = init.get("unk_token", recipe.defaults.get("unk_token"))
-    task = init.get("task")
-    # The SentencePiece classes: ``"always" if add_prefix_space else "never"`` over the
-    # keyword as passed (a null in the file is falsy there).
-    spm_prefix = init.get("add_prefix_space", recipe.add_prefix_space)
-    return {
-        **{name: init.get(name, default) for name, default in recipe.options.items()},
-        "metaspace_scheme": "always" if spm_prefix else "never",
-        # DebertaV2Tokenizer: ``"always" if add_prefix_space else "first"``.
-        "spm_first_scheme": "always" if spm_prefix else "first",
-        # ``str(unk_token)``, as the WordPiece classes pass it (None too).
-        "unk_str": str(_added_token(unk, "unk_token")) if unk is not None else "None",
-        "add_prefix_space": prefix,
-        "trim_offsets": bool(init.get("trim_offsets", True)),
-        # models/llama/tokenization_llama.py _get_prepend_scheme.
-        "llama_scheme": ("first" if not legacy else "always") if prefix else "never",
-        # models/code_llama/tokenization_code_llama.py: no legacy rule.
-        "prefix_scheme": "first" if prefix else "never",
-        "unk_token": None if unk is None else str(_added_token(unk, "unk_token")),
-        # models/whisper/tokenization_whisper.py prefix_tokens: the task's token, then
-        # <|notimestamps|> unless timestamps are predicted.
-        "whisper_task": None if task is None else f"<|{task}|>",
-        "whisper_notimestamps": (None if init.get("predict_timestamps")
-                                 else "<|notimestamps|>"),
-        **({} if recipe.lang_code is None else {"src_lang": _lang_code(init, recipe.lang_code)}),
-    }
-
-
-def _lang_code(init: Mapping[str, Any], rule: tuple[str, str]) -> str:
-    """The ``src_lang`` a language-code class's template names (Rebuild.lang_code)."""
-    default, form = rule
-    given = init.get("src_lang")
-    if given is None and "src_lang" in init and "__" in form:
-        raise ModelFolderError("tokenizer_config.json", "src_lang is null, which the class "
-                               "tests for '__': transformers fails to load the folder")
-    code = default if given is None else given
-    if not isinstance(code, str):
-        raise ModelFolderError("tokenizer_config.json", f"src_lang must be a string, got {code!r}")
-    return code if "__" in code else form.format(code)
-
-
-def _check_prefix_options(init: Mapping[str, Any]) -> None:
-    """The WhisperTokenizer options prefixkey reproduces (set_prefix_tokens' checks)."""
-    if init.get("language") is not None:
-        # The language token's id is <|startoftranscript|>'s plus its index in
-        # transformers' LANGUAGES table, which prefixkey does not carry.
-        raise RenderUnsupportedError("tokenizer_config.json",
-                                     "a WhisperTokenizer language is not reproduced")
-    task = init.get("task")
-    if task is not None and task not in ("translate", "transcribe"):
-        raise ModelFolderError("tokenizer_config.json", f"task: Unsupported task: {task}. "
-                               "Task should be in: ['translate', 'transcribe']")
-
-
-def _spm_charsmap(found: Any) -> bytes | None:
-    """convert_to_native_format's ``_spm_precompiled_charsmap``: the first Precompiled
-    normalizer's charsmap in tokenizer.json's normalizer (alone or in a Sequence), decoded."""
-    if not found:
-        return None
-    listed = found["normalizers"] if found.get("type") == "Sequence" else (
-        found if isinstance(found, list) else [found])
-    for normalizer in listed:
-        if normalizer.get("type") == "Precompiled" and "precompiled_charsmap" in normalizer:
-            return base64.b64decode(normalizer["precompiled_charsmap"])
-    return None
-
-
-def _value(value: Any, derived: Mapping[str, Any], module: Any) -> Any:
-    if isinstance(value, str) and value.startswith("$"):
-        return derived[value[1:]]
-    if isinstance(value, tuple) and len(value) == 2 and value[0] == "Regex":
-        return Regex(value[1])
-    return value
-
-
-def _unset(spec: Any, derived: Mapping[str, Any]) -> bool:
-    """Whether a spec names a ``$`` value that is None (an ``Optional`` spec then drops)."""
-    if isinstance(spec, str):
-        return spec.startswith("$") and derived[spec[1:]] is None
-    if isinstance(spec, Mapping):
-        return any(_unset(v, derived) for v in spec.values())
-    if isinstance(spec, (list, tuple)):
-        return any(_unset(v, derived) for v in spec)
-    return False
-
-
-def _component(spec: tuple[str, Any] | None, derived: Mapping[str, Any],
-               module: Any) -> Any:
-    """A ``tokenizers`` normalizer, pre-tokenizer or decoder from its spec (_hf_rebuilds)."""
-    if spec is None:
-        return None
-    name, kwargs = spec
-    if name == "Optional":
-        return None if _unset(kwargs, derived) else _component(kwargs, derived, module)
-    if name in ("If", "Unless"):
-        test, spec = kwargs
-        wanted = name == "If"
-        return _component(spec, derived, module) if bool(_value(test, derived, module)) == (
-            wanted) else None
-    if isinstance(kwargs, list):
-        parts = [_component(v, derived, module) for v in kwargs]
-        return getattr(module, name)([p for p in parts if p is not None])
-    return getattr(module, name)(**{k: _value(v, derived, module) for k, v in kwargs.items()})
-
-
-def _model(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, Any],
-           tokenizer_json: Mapping[str, Any] | None, converted: Vocabulary | None) -> Any:
-    """The model the class builds over the file's vocabulary (and merges).
-
-    BPE and WordPiece: the model ``tokenizers`` read from the file with the class's
-    options set, the same model the class builds from the same vocabulary, without
-    passing it through Python (which cost more than transformers' whole load). Unigram
-    (whose options cannot be set): a new one over the file's vocabulary and scores. A
-    class with a vocabulary of its own: a BPE without merges over it. ``converted``: the
-    vocabulary converted from a SentencePiece model instead (render/_hf_converted.py).
-    """
-    kind, spec = recipe.model_spec
-    options = {k: _value(v, derived, None) for k, v in spec.items()}
-    if recipe.vocab is not None:  # the class's own, the file's is not read
-        return models.BPE({token: i for i, token in enumerate(recipe.vocab)}, [], **options)
-    if converted is not None and converted.kind != kind:
-        raise RenderUnsupportedError(converted.file, (
-            f"the {recipe.name} tokenizer class builds a {kind} model over the converted "
-            f"vocabulary, here a {converted.kind} one: not reproduced"))
-    model: Any
-    if converted is not None and converted.read is not None:
-        model = converted.read  # the class's options set below
-    elif converted is not None and converted.bpe is not None:
-        model = models.BPE(*converted.bpe)
-    elif converted is None:
-        assert loaded is not None  # read unless converted
-        model = loaded.model
-        if type(model).__name__ != kind:
-            raise RenderUnsupportedError(
-                "tokenizer.json", f"the {recipe.name} tokenizer class builds a {kind} model "
-                f"over the file's vocabulary, here a {type(model).__name__} one: prefixkey "
-                f"reproduces it over a {kind} vocabulary only")
-    if kind == "Unigram":
-        if converted is not None:
-            assert converted.unigram is not None  # CONVERSIONS pairs Unigram classes so
-            vocab = converted.unigram
-        else:
-            assert tokenizer_json is not None  # read for every Unigram recipe
-            vocab = [tuple(item) for item in tokenizer_json["model"]["vocab"]]
-        if recipe.reorders_vocab and not any(t in recipe.extras_after for t, _ in vocab):
-            raise RenderUnsupportedError("tokenizer.json", (
-                f"the {recipe.name} tokenizer class re-orders a vocabulary that holds none of "
-                "its language codes (SentencePiece's order to fairseq's), which prefixkey "
-                "does not reproduce"))
-        lookup = options.pop("unk_id_lookup", None)
-        if lookup is not None:  # the class finds its unk token in the vocabulary
-            unk, score, start = derived["unk_str"], lookup["score"], lookup.get("start", 0)
-            found = next((i for i, (t, v) in enumerate(vocab) if i >= start and t == unk and (
-                score is None or v == score)), _value(lookup["fallback"], derived, None))
-            if found is None:
-                raise ModelFolderError("tokenizer.json", (
-                    f"the unk token {unk!r} (score {score}) is not in the vocabulary from "
-                    f"index {start} on: transformers' {recipe.name} tokenizer class fails "
-                    "to load the folder"))
-            options["unk_id"] = found
-        return models.Unigram(vocab, **options)
-    if kind == "BPE":
-        options["ignore_merges"] = False
-    for name, value in options.items():
-        setattr(model, name, value)
-    return model
-
-
-def _rebuilt(recipe: Rebuild, loaded: Tokenizer | None, derived: Mapping[str, Any],
-             tokenizer_json: Mapping[str, Any] | None, converted: Vocabulary | None
-             ) -> Tokenizer:
-    """The backend a rebuilding class (render/_hf_rebuilds.py) builds from tokenizer.json
-    (``loaded``) or from the vocabulary converted without it (``converted``).
-
-    Those classes keep only the file's vocabulary, merges and post-processor: a new
-    ``Tokenizer`` over the model the class builds (no added tokens of the file's), with
-    the class's normalizer, pre-tokenizer and decoder.
-    """
-    tok = Tokenizer(_model(recipe, loaded, derived, tokenizer_json, converted))
-    tok.post_processor = None if loaded is None else loaded.post_processor
-    try:
-        tok.normalizer = _component(recipe.normalizer, derived, normalizers)
-    except Exception as exc:  # tokenizers raises a bare Exception
-        if converted is None or converted.charsmap:
-            raise ModelFolderError(converted.file if converted else "tokenizer.json", (
-                f"the {recipe.name} tokenizer class's normalizer cannot be built ({exc}): "
-                "transformers fails to load the folder, so vLLM does not start")) from None
-        raise ModelFolderError(converted.file, (
-            f"a SentencePiece model without a precompiled charsmap: the {recipe.name} "
-            "tokenizer class builds a Precompiled normalizer over the empty one it is "
-            "handed, which fails (\"Cannot parse precompiled_charsmap\"), so vLLM does not "
-            "start")) from None
-    tok.pre_tokenizer = _component(recipe.pre_tokenizer, derived, pre_tokenizers)
-    tok.decoder = _component(recipe.decoder, derived, decoders)
-    return tok
-
-
-def _sentinels(form: str, config: Mapping[str, Any], listed: list[Any] | None) -> list[Any]:
-    """T5Tokenizer's ``additional_special_tokens``: the listed ones, with the ``extra_ids``
-    sentinel tokens appended when none of them is one (models/t5/tokenization_t5.py)."""
-    if "extra_special_tokens" in config:
-        raise RenderUnsupportedError("tokenizer_config.json", (
-            "extra_special_tokens beside a T5-style tokenizer class's sentinel tokens is "
-            "not reproduced"))
-    count = config.get("extra_ids", 100)
-    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        raise ModelFolderError("tokenizer_config.json",
-                               f"extra_ids must be a non-negative integer, got {count!r}")
-    generated = [form.format(i) for i in range(count)]
-    if listed is None:
-        return generated
-    marker = form.partition("{")[0]
-    found = [t for t in listed if marker in str(t)]
-    if not found:
-        return [*listed, *generated]
-    if count > 0 and count != len(found):
-        raise ModelFolderError("tokenizer_config.json", (
-            f"extra_ids is {count} but additional_special_tokens holds {len(found)} "
-            f"{marker}…> tokens: transformers refuses the folder"))
-    return listed
-
-
-def _extras_default(recipe: Rebuild, derived: Mapping[str, Any]) -> list[Any]:
-    """The ``additional_special_tokens`` a class passes when the file gives none."""
-    out: list[Any] = []
-    for item in recipe.extras_default or ():
-        if isinstance(item, str):
-            value = _value(item, derived, None)
-            if value is not None:
-                out.append(_added_token(value, item.lstrip("$")))
-            continue
-        form, start, stop = item
-        count = _value(stop, derived, None)
-        if not isinstance(count, int) or isinstance(count, bool):
-            raise ModelFolderError("tokenizer_config.json", (
-                f"{str(stop).lstrip('$')} must be an integer, got {count!r}"))
-        out.extend(form.format(i) for i in range(start, count))
-    return out
-
-
-def _model_specific(recipe: Rebuild, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The class's own ``*_token`` keywords beside the standard seven, with their defaults.
-
-    from_pretrained moves a ``*_token`` of tokenizer_config.json out of the keyword (into
-    the model-specific tokens), so the keyword keeps its default: a class that sets the
-    attribute again from it (SplinterTokenizer) ends with another token than the file's.
-    A serialised AddedToken does reach the keyword (from_pretrained reads it after moving
-    the strings out): reproduced for a renamed keyword (``Rebuild.renamed_keywords``, in
-    :func:`build_tokenizer`), refused for the others.
-    """
-    own = {k: v for k, v in recipe.defaults.items() if k not in _NAMED_TOKENS}
-    renamed = {new for new, _ in recipe.renamed_keywords.values()}
-    for key, default in own.items():
-        if key not in config or config[key] == default:
-            continue
-        if isinstance(config[key], str):
-            raise RenderUnsupportedError("tokenizer_config.json", (
-                f"{key} {config[key]!r} beside the {recipe.name} tokenizer class is not "
-                "reproduced: from_pretrained passes a string as a model-specific token, not "
-                f"as the class's keyword, which keeps its default {default!r} for the class "
-                "to use too"))
-        if key not in renamed:
-            raise RenderUnsupportedError("tokenizer_config.json", (
-                f"{key} {config[key]!r} beside the {recipe.name} tokenizer class, whose "
-                f"keyword gets it (not a string) in place of its default {default!r}, is "
-                "not reproduced"))
-    return {k: v for k, v in own.items() if v is not None}
 
 
 def _read_json(path: FilePath) -> dict[str, Any]:
@@ -350,146 +68,6 @@ def _read_json(path: FilePath) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise ModelFolderError("tokenizer.json", f"cannot be read: {exc}") from None
     return loaded
-
-
-def _token_id(tok: Tokenizer, token: str) -> int:
-    """A special token's id (every named special token is added before this is asked)."""
-    found = tok.token_to_id(token)
-    if found is None:
-        raise ModelFolderError("tokenizer_config.json", f"special token {token!r} has no id")
-    return found
-
-
-def update_post_processor(tok: Tokenizer, special_tokens: Mapping[str, Any], *,
-                          add_bos_token: bool = False,
-                          add_eos_token: bool = False) -> processors.TemplateProcessing:
-    """``TokenizersBackend.update_post_processor``: the sequence between the BOS and EOS
-    the flags add (a flag without its token is dropped), each token's id looked up as
-    ``convert_tokens_to_ids`` does (else the unknown token's)."""
-    parts: dict[str, tuple[str, int]] = {}
-    for key, wanted in (("bos_token", add_bos_token), ("eos_token", add_eos_token)):
-        token = special_tokens.get(key)
-        if not wanted or token is None:
-            continue
-        found = tok.token_to_id(str(token))
-        unk = special_tokens.get("unk_token")
-        if found is None and unk is not None:
-            found = tok.token_to_id(str(unk))
-        if found is None:
-            raise ModelFolderError("tokenizer_config.json", (
-                f"add_{key} is set but {str(token)!r} has no id (and no unknown token): "
-                "transformers fails to build its post-processor and vLLM does not start"))
-        parts[key] = (str(token), found)
-    bos, eos = parts.get("bos_token"), parts.get("eos_token")
-    single = f"{bos[0] + ':0 ' if bos else ''}$A:0{' ' + eos[0] + ':0' if eos else ''}"
-    pair = f"{single}{' ' + bos[0] + ':1' if bos else ''} $B:1{' ' + eos[0] + ':1' if eos else ''}"
-    return processors.TemplateProcessing(single=single, pair=pair,
-                                         special_tokens=list(parts.values()))
-
-
-def _after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
-                specials: Mapping[str, AddedToken | str], extras: list[AddedToken | str],
-                file_processor: bool, flags: Mapping[str, bool]) -> None:
-    """What the class's ``__init__`` does after TokenizersBackend's (render/_hf_rebuilds.py);
-    ``file_processor``: whether tokenizer.json has a post-processor; ``flags``: the
-    ``add_bos_token`` / ``add_eos_token`` the folder passes (without tokenizer.json), which
-    win over the class's."""
-    add_bos = flags.get("add_bos_token", recipe.add_bos_token)
-    add_eos = flags.get("add_eos_token", recipe.add_eos_token)
-    if recipe.readd_specials:  # add_tokens(all_special_tokens), as special AddedTokens
-        seen: list[str] = []
-        for value in [*specials.values(), *extras]:
-            if str(value) not in seen:
-                seen.append(str(value))
-        tok.add_tokens([AddedToken(t, special=True) for t in seen])
-    if recipe.post_init:  # _post_init(): every special token through add_special_tokens
-        tok.add_special_tokens([
-            t if isinstance(t, AddedToken) else AddedToken(t, special=True, normalized=False)
-            for t in [*specials.values(), *extras]])
-    if recipe.post_processor == "update":
-        tok.post_processor = update_post_processor(
-            tok, specials, add_bos_token=add_bos, add_eos_token=add_eos)
-    elif recipe.post_processor == "roberta":
-        sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
-        options = {k: _value(v, derived, None) for k, v in recipe.processor_options.items()}
-        tok.post_processor = processors.RobertaProcessing(
-            (sep, _token_id(tok, sep)), (cls, _token_id(tok, cls)), **options)
-    elif recipe.post_processor == "bert":
-        sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
-        sep_id, cls_id = recipe.processor_ids
-        tok.post_processor = processors.BertProcessing((sep, sep_id), (cls, cls_id))
-    elif recipe.post_processor == "prefix":
-        # Through convert_tokens_to_ids and back: a token the tokenizer lacks (a folder
-        # without its added tokens) is the unk token.
-        unk = str(specials.get("unk_token"))
-        prefix = [t if tok.token_to_id(t) is not None else unk
-                  for t in (_value(v, derived, None) for v in recipe.prefix_tokens)
-                  if t is not None]
-        eos = str(specials.get("eos_token"))
-        head = " ".join(f"{t}:0" for t in prefix)
-        tok.post_processor = processors.TemplateProcessing(
-            single=f"{head} $A:0 {eos}:0", pair=f"{head} $A:0 $B:1 {eos}:1",
-            special_tokens=[(t, _token_id(tok, t)) for t in dict.fromkeys([eos, *prefix])])
-    elif isinstance(recipe.post_processor, Template):
-        template = recipe.post_processor
-        if recipe.template_if is not None and _value(recipe.template_if[0], derived, None):
-            template = recipe.template_if[1]
-        tok.post_processor = _template(template, tok, specials, derived)
-    if recipe.post_init and not file_processor and not recipe.template_last:
-        # _post_init() ends with update_post_processor() when TokenizersBackend had to
-        # (no post-processor in the file), over whatever the class set before it.
-        tok.post_processor = update_post_processor(
-            tok, specials, add_bos_token=add_bos, add_eos_token=add_eos)
-
-
-def _template_first(recipe: Rebuild, template: Template, tok: Tokenizer,
-                    specials: Mapping[str, AddedToken | str]) -> Any:
-    """The TemplateProcessing a class sets before ``super().__init__``, over the bare
-    model's ids (AlbertTokenizer): a token the vocabulary lacks fails the class."""
-    names = {n: str(specials.get(n, "None")) for n in _NAMED_TOKENS}
-    pieces = []
-    for text, name in template.special_tokens:
-        found = tok.model.token_to_id(names[name])
-        if found is None:
-            raise ModelFolderError("tokenizer.json", (
-                f"{name} {names[name]!r} is not in the vocabulary: transformers' "
-                f"{recipe.name} tokenizer class fails to load the folder"))
-        pieces.append((text.format(**names), found))
-    return processors.TemplateProcessing(single=template.single.format(**names),
-                                         pair=_pair(template, names), special_tokens=pieces)
-
-
-def _pair(template: Template, names: Mapping[str, str]) -> str | None:
-    return None if template.pair is None else template.pair.format(**names)
-
-
-def _template(template: Template, tok: Tokenizer, specials: Mapping[str, AddedToken | str],
-              derived: Mapping[str, Any]) -> Any:
-    """The TemplateProcessing a class sets itself over its named special tokens (and
-    its language code, ``{src_lang}``)."""
-    names = {}
-    for name in _NAMED_TOKENS:
-        value = specials.get(name)
-        names[name] = "" if value is None else str(value)
-    lang = derived.get("src_lang")
-    if lang is not None:
-        names["src_lang"] = lang
-        if tok.token_to_id(lang) is None:
-            # MBart, Nllb and SeamlessM4T then put the unknown token's id under the code's
-            # text (MBart50 fails to load): not reproduced.
-            raise RenderUnsupportedError("tokenizer_config.json", (
-                f"src_lang {lang!r} is not a token of the vocabulary, which prefixkey does "
-                "not reproduce"))
-    used = [n for n in _NAMED_TOKENS if "{" + n + "}" in template.single + (template.pair or "")]
-    used += [n for _, n in template.special_tokens]
-    missing = [n for n in used if not names[n]]
-    if missing:
-        raise ModelFolderError("tokenizer_config.json",
-                               f"{missing[0]} is null, which the class's template needs")
-    return processors.TemplateProcessing(
-        single=template.single.format(**names), pair=_pair(template, names),
-        special_tokens=[(text.format(**names), _token_id(tok, names[name]))
-                        for text, name in template.special_tokens])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -579,37 +157,6 @@ class HfTokenizer:
                 add_special_tokens=add_special_tokens)[0].ids
 
 
-def _merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tiktoken: bool,
-                    recipe: Rebuild | None) -> list[Any] | None:
-    """from_pretrained's merge of ``additional_special_tokens`` into ``extra_special_tokens``
-    (render/_eras.py ``specials_merge``), in ``init``; returns the additional list that
-    still reaches the class as a keyword beside a dict of named extra tokens, which
-    becomes the extra list once the dict is moved to the named tokens (5.19, 5.24:
-    PreTrainedTokenizerBase.__init__; real_specials_vectors.jsonl), else None."""
-    if "additional_special_tokens" not in init:
-        return None
-    extras = init.pop("additional_special_tokens")
-    current = init.get("extra_special_tokens")
-    if merge == "kept" or not current:
-        if merge == "if_empty":
-            init["extra_special_tokens"] = extras
-        else:
-            init.setdefault("extra_special_tokens", extras)
-        return None
-    if not isinstance(current, dict) or not extras or (path == "converted" and not tiktoken):
-        # Beside a list the extra list wins; a SentencePiece conversion replaces the
-        # keyword with the model's control pieces (SentencePieceExtractor.extract).
-        return None
-    where = ("the tiktoken conversion, whose special tokens it then follows" if tiktoken
-             else f"the {recipe.name} tokenizer class, which builds its own list from it"
-             if recipe is not None and recipe.builds_special_list else None)
-    if where is not None:
-        raise RenderUnsupportedError("tokenizer_config.json", (
-            "additional_special_tokens beside named extra_special_tokens reaches "
-            f"{where}, in this vLLM release's transformers (5.19, 5.24): not reproduced"))
-    return list(extras)
-
-
 def build_tokenizer(folder: ModelFolder, transformers: str, generic_spm: GenericSpm,
                     specials_merge: SpecialsMerge = "kept") -> HfTokenizer:
     """The tokenizer ``AutoTokenizer.from_pretrained(folder, truncation_side="left")`` builds
@@ -664,47 +211,16 @@ def build_tokenizer(folder: ModelFolder, transformers: str, generic_spm: Generic
     if init.get("split_special_tokens"):
         raise RenderUnsupportedError("tokenizer_config.json",
                                      "split_special_tokens is not reproduced")
-    kept_extras = _merge_specials(init, specials_merge, decision.path, source is not None,
-                                  recipe)
+    kept_extras = merge_specials(init, specials_merge, decision.path, source is not None,
+                                 recipe)
     explicit: dict[str, Any] = {
         k: init.pop(k) for k in list(init)
-        if k not in _NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
+        if k not in NAMED_TOKENS and k.endswith("_token") and isinstance(init[k], str)}
     if isinstance(init.get("extra_special_tokens"), dict):
         explicit.update(init.pop("extra_special_tokens"))
         if kept_extras is not None:
             init["extra_special_tokens"] = kept_extras
-    # added_tokens_decoder: from tokenizer_config.json, else (legacy) special_tokens_map.json
-    # and tokenizer.json's own added tokens.
-    decoder: dict[int, AddedToken] = {}
-    if "added_tokens_decoder" in init:
-        raw = init.pop("added_tokens_decoder")
-        if not isinstance(raw, dict):
-            raise ModelFolderError("tokenizer_config.json", "added_tokens_decoder must be an "
-                                   "object")
-        for index, value in raw.items():
-            fields = {k: v for k, v in value.items() if k != "__type"} if isinstance(
-                value, dict) else None
-            if fields is None or not str(index).isdigit():
-                raise ModelFolderError("tokenizer_config.json",
-                                       f"added_tokens_decoder[{index!r}] is not an AddedToken")
-            decoder[int(index)] = AddedToken(**fields)
-    else:
-        for key, value in (folder.special_tokens_map or {}).items():
-            if key == "extra_special_tokens" or key == "additional_special_tokens":
-                existing = list(init.get("extra_special_tokens") or [])
-                for tok in value if isinstance(value, list) else []:
-                    tok = AddedToken(**tok, special=True) if isinstance(tok, dict) else tok
-                    if tok not in existing:
-                        existing.append(tok)
-                init["extra_special_tokens"] = existing
-            elif isinstance(value, dict):
-                fields = {k: v for k, v in value.items() if k not in ("special", "__type")}
-                init[key] = AddedToken(**fields, special=True)
-            else:
-                init[key] = value
-        # tokenizer.json's added_tokens, as the file lists them (id, content, flags).
-        if loaded is not None:
-            decoder.update(loaded.get_added_tokens_decoder())
+    decoder = added_tokens_decoder(init, folder.special_tokens_map, loaded)
     conversion = CONVERSIONS.get(decision.tokenizer_class or "")
     if converted is not None and conversion is not None and conversion.own_extras:
         keyword, fallback = conversion.own_extras
@@ -737,26 +253,26 @@ def build_tokenizer(folder: ModelFolder, transformers: str, generic_spm: Generic
                           if recipe is not None and key in recipe.wrap else default)
     auto: dict[str, AddedToken | str] = {}
     for key in list(init):
-        if key in _NAMED_TOKENS:
+        if key in NAMED_TOKENS:
             value = init.pop(key)
             if value is None:  # an explicit null overrides the class's default
                 named.pop(key, None)
             else:
-                token = _added_token(value, key)
+                token = added_token(value, key)
                 if recipe is not None and key in recipe.wrap and isinstance(token, str):
                     token = AddedToken(token, **recipe.wrap[key])
                 named[key] = by_content.get(str(token), token) if by_content else token
         elif key.endswith("_token") and isinstance(init[key], dict):
-            token = _added_token(init.pop(key), key)
+            token = added_token(init.pop(key), key)
             if isinstance(token, AddedToken):
                 auto[key] = token
-    specials: dict[str, AddedToken | str] = {k: named[k] for k in _NAMED_TOKENS if k in named}
+    specials: dict[str, AddedToken | str] = {k: named[k] for k in NAMED_TOKENS if k in named}
     if recipe is not None:
-        specials.update(_model_specific(recipe, folder.tokenizer_config))
+        specials.update(model_specific(recipe, folder.tokenizer_config))
     # The class's own extra tokens (CodeLlama's infilling ones) are added in its order
     # below, not in tokenizer_config.json's (vLLM's ids: real_py_codellama_vectors.jsonl).
     late = {keyword for _, keyword in (recipe.extra_specials if recipe else ())}
-    specials.update({**auto, **{k: _added_token(v, k) for k, v in explicit.items()
+    specials.update({**auto, **{k: added_token(v, k) for k, v in explicit.items()
                                 if k not in late}})
     for old, (new, form) in (recipe.renamed_keywords.items() if recipe else ()):
         # The class's keyword: the older one, else the renamed one's AddedToken (a text
@@ -764,33 +280,33 @@ def build_tokenizer(folder: ModelFolder, transformers: str, generic_spm: Generic
         taken = init.pop(old) if old in init else auto.get(new)
         if taken is not None:
             init[new] = form.format(taken) if isinstance(taken, str) else taken
-            specials[new] = str(_added_token(init[new], old))
+            specials[new] = str(added_token(init[new], old))
     listed = init.get("extra_special_tokens")
     if recipe is not None and recipe.sentinels is not None:
-        listed = _sentinels(recipe.sentinels, folder.tokenizer_config, listed)
+        listed = sentinels(recipe.sentinels, folder.tokenizer_config, listed)
     if recipe is not None and recipe.extras_default is not None and listed is None:
         if "extra_special_tokens" in folder.tokenizer_config:
             raise RenderUnsupportedError("tokenizer_config.json", (
                 f"extra_special_tokens with the {recipe.name} tokenizer class's own "
                 "additional_special_tokens is not reproduced"))
-        listed = _extras_default(recipe, _derived(folder.tokenizer_config, recipe))
+        listed = extras_default(recipe, derived_values(folder.tokenizer_config, recipe))
     if recipe is not None and (recipe.extras_before or recipe.extras_after):
         before = recipe.extras_before
         listed = [*before, *(t for t in listed or [] if str(t) not in before),
                   *recipe.extras_after]
-    extras = [_added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
+    extras = [added_token(t, "extra_special_tokens") if not isinstance(t, AddedToken) else t
               for t in listed or []]
     for default, keyword in (recipe.extra_specials if recipe else ()):
         # The class appends each (its keyword's value, else its default; None: none) to
         # additional_special_tokens and passes it to super() as a named token.
-        value = explicit.get(keyword, default) if keyword in explicit or keyword not in init \
+        chosen = explicit.get(keyword, default) if keyword in explicit or keyword not in init \
             else init.get(keyword)
-        if value is not None:
-            extras.append(_added_token(value, keyword))
-            specials.setdefault(keyword, _added_token(value, keyword))
+        if chosen is not None:
+            extras.append(added_token(chosen, keyword))
+            specials.setdefault(keyword, added_token(chosen, keyword))
 
     if recipe is not None and recipe.post_processor == "prefix":
-        _check_prefix_options(folder.tokenizer_config)
+        check_prefix_options(folder.tokenizer_config)
 
     derived: dict[str, Any] = {}
     if source is not None:  # convert_to_native_format's tokenizer_object
@@ -804,7 +320,7 @@ def build_tokenizer(folder: ModelFolder, transformers: str, generic_spm: Generic
             assert loaded is not None
             tok = loaded
     else:
-        derived = _derived(folder.tokenizer_config, recipe)
+        derived = derived_values(folder.tokenizer_config, recipe)
         tokenizer_json = None
         if converted is not None:
             derived["spm_charsmap"] = converted.charsmap
@@ -813,42 +329,25 @@ def build_tokenizer(folder: ModelFolder, transformers: str, generic_spm: Generic
                 derived["unk_id"] = converted.model.unk_id
         elif recipe.model_spec[0] == "Unigram":  # its vocabulary's scores, the charsmap
             tokenizer_json = _read_json(path)
-            derived["spm_charsmap"] = _spm_charsmap(tokenizer_json.get("normalizer"))
+            derived["spm_charsmap"] = spm_charsmap(tokenizer_json.get("normalizer"))
         else:  # the file's normalizer alone, not its whole vocabulary through Python
             assert loaded is not None
-            derived["spm_charsmap"] = _spm_charsmap(None if loaded.normalizer is None else
+            derived["spm_charsmap"] = spm_charsmap(None if loaded.normalizer is None else
                                                     json.loads(loaded.normalizer.__getstate__()))
-        tok = _rebuilt(recipe, loaded, derived, tokenizer_json, converted)
+        tok = rebuilt_tokenizer(recipe, loaded, derived, tokenizer_json, converted)
     if recipe is not None and recipe.template_first is not None:
-        first = _template_first(recipe, recipe.template_first, tok, specials)
+        first = template_first(recipe, recipe.template_first, tok, specials)
         if tok.post_processor is None:
             tok.post_processor = first
     # TokenizersBackend then updates the post-processor (the flags' bos / eos, or the
     # sequence alone) when it has none, or when a flag was given.
     update = bool(given) or tok.post_processor is None
-    # TokenizersBackend.__init__: re-add every added_tokens_decoder entry (its "already
-    # there" test compares against the decoder's ids, so nothing is skipped), then the
-    # special tokens whose text is not yet an added token.
-    to_add: list[AddedToken | str] = [t for _, t in sorted(decoder.items())]
-    encoder = [str(t) for t in tok.get_added_tokens_decoder().values()] + [str(t) for t in to_add]
-    for value in [*specials.values(), *extras]:
-        if str(value) not in encoder and value not in to_add:
-            to_add.append(value)
-    all_named = [str(t) for t in specials.values() if t]
-    tokens: list[AddedToken] = []
-    for value in to_add:
-        if isinstance(value, str):
-            value = AddedToken(value, special=True)
-        elif not value.special and str(value) in all_named:
-            value.special = True
-        tokens.append(value)
-    if tokens:
-        tok.add_tokens(tokens)
+    add_backend_tokens(tok, decoder, specials, extras)
     if update:
         tok.post_processor = update_post_processor(tok, specials, **given)
     if recipe is not None:
-        _after_init(recipe, tok, derived, specials, extras,
-                    loaded is not None and loaded.post_processor is not None, given)
+        after_init(recipe, tok, derived, specials, extras,
+                   loaded is not None and loaded.post_processor is not None, given)
     tok.no_truncation()
     tok.no_padding()
     return HfTokenizer(
@@ -869,7 +368,7 @@ def _infill_token(recipe: Rebuild | None, config: Mapping[str, Any]) -> str | No
         return None
     default, keyword = recipe.infilling
     value = config.get(keyword, default)
-    return None if value is None else str(_added_token(value, keyword))
+    return None if value is None else str(added_token(value, keyword))
 
 
 def _call_error(recipe: Rebuild | None, config: Mapping[str, Any],

@@ -12,9 +12,11 @@ must give the same ids, every vLLM error an error with the same status.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from real_models import folder as real_folder
@@ -31,6 +33,8 @@ from render_cases import (
 )
 
 from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render._eras import SpecialsMerge
+from prefixkey.render._hf_specials import MERGES, Held
 
 CASES = render_cases("real_specials_")
 #: Each folder: the path and class vLLM's transformers loads it with.
@@ -63,6 +67,12 @@ def test_each_folder_takes_its_path_and_gives_both_lists(real: str,
     assert config["additional_special_tokens"] != config["extra_special_tokens"]
     decision = r.folder.tokenizer_decision
     assert (decision.path, decision.tokenizer_class) == path
+
+
+def test_the_merge_table_has_a_row_for_every_rule_and_holding() -> None:
+    """MERGES answers every era's ``specials_merge`` beside every holding of the extra
+    key, so a new rule cannot reach a folder without its row."""
+    assert set(MERGES) == set(itertools.product(get_args(SpecialsMerge), get_args(Held)))
 
 
 @each_case(CASES)
