@@ -5,7 +5,8 @@ chat template under Whisper's config (WhisperForConditionalGeneration, an encode
 model whose render server loads WhisperFeatureExtractor at start-up) with the
 ``preprocessor_config.json`` WhisperFeatureExtractor's defaults write. The bodies: text
 chats (a user turn, system, multi-turn, continued), completions as text and token ids,
-chats with an audio part and an image part, and bad bodies. ``tools/harvest_render.py
+chats with an audio part, an image part, a video part and both audio and image, and bad
+bodies. ``tools/harvest_render.py
 --bodies tests/render/real_whisper_bodies.jsonl`` records vLLM 0.31's answers; other
 releases' are kept with ``--keep-release RELEASE DIR``.
 
@@ -63,6 +64,9 @@ def build() -> list[dict[str, Any]]:
         ("audio-undecodable", {"messages": _user(
             {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}})}),
         ("image", {"messages": _user(image)}),
+        ("video", {"messages": _user(
+            {"type": "video_url", "video_url": {"url": "data:video/mp4;base64,AAAA"}})}),
+        ("audio-image", {"messages": _user(audio, image)}),
         ("no-messages", {}),
         ("bad-content", {"messages": [{"role": "user", "content": 5}]}),
         ("bad-role", {"messages": [{"content": "hi"}]}),

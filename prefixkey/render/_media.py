@@ -92,6 +92,8 @@ class ImageParts(ContentParts):
         #: Each image's part (the body's own object) and bytes, in the images' order: the
         #: mistral path hands mistral_common the image as it opens the URL itself.
         self.sources: list[tuple[Mapping[str, Any], bytes]] = []
+        #: The first part of a modality the model takes whose processor is not run here.
+        self._refused: RenderUnsupportedError | None = None
 
     @property
     def identifiers(self) -> list[str]:
@@ -100,8 +102,17 @@ class ImageParts(ContentParts):
     def media_part(self, part_type: str, part: Mapping[str, Any], field: str, *,
                    wrap: bool) -> Any:
         if part_type not in _IMAGE_PARTS:
-            self._chat.check_modality(_MODALITIES.get(part_type), field)
-            return super().media_part(part_type, part, field, wrap=wrap)
+            modality = _MODALITIES.get(part_type)
+            self._chat.check_modality(modality, field)
+            try:
+                return super().media_part(part_type, part, field, wrap=wrap)
+            except RenderUnsupportedError as exc:
+                if not self._chat.takes_unrun(modality):
+                    raise
+                # vLLM counts every part before it loads any, so a later part's 400 comes
+                # first: refused once the parse is done.
+                self._refused = self._refused or exc
+                return None
         self._chat.check_modality("image", field)
         url, url_field = self._chat.admit(part_type, part, field, len(self._pending) + 1)
         self._pending.append((part, url, url_field))
@@ -114,6 +125,8 @@ class ImageParts(ContentParts):
     def finish(self) -> None:
         """vLLM's tracker resolves the items once the whole conversation is parsed (and
         counted): each image loaded, in order."""
+        if self._refused is not None:
+            raise self._refused
         for part, url, url_field in self._pending:
             self.images.append(self._chat.load(part, url, url_field, self._kwargs,
                                                self.sources))
@@ -258,6 +271,12 @@ class ImageChat:
         if modality is not None and modalities is not None and modality not in modalities:
             raise RenderRequestError(
                 field, f"At most 0 {modality}(s) may be provided in one prompt.")
+
+    def takes_unrun(self, modality: str | None) -> bool:
+        """Whether ``modality`` is one :data:`OTHER_MODALITIES` says the model takes: its
+        parts are counted, then refused (no processor of theirs is run here)."""
+        return (self._family is None and modality is not None
+                and self._modalities is not None and modality in self._modalities)
 
     def placeholder(self, number: int) -> str | None:
         return None if self._family is None else self._family.placeholder(number)
