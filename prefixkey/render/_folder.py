@@ -29,7 +29,7 @@ from ._hf_decision import (
     release_facts,
 )
 from ._hf_tiktoken import converted_source
-from ._processor_startup import check_processor_files
+from ._processor_startup import check_processor_files, rendered_processor_files
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 from ._vllm_startup import check_vllm_starts
 
@@ -413,7 +413,8 @@ class ModelFolder:
         model_type = config.get("model_type")
         if not isinstance(model_type, str):
             raise ModelFolderError("config.json", "has no model_type")
-        allowed = _image_processor_files(path, config)
+        allowed = _image_processor_files(path, config) | rendered_processor_files(
+            config_architectures(config, vllm_version), vllm_version)
         for folder in {path, tokenizer_path}:
             for file, why in _REFUSED_FILES.items():
                 if (folder / file).exists() and not (folder == path and file in allowed):

@@ -61,7 +61,7 @@ from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 from ._hf_tiktoken import CONVERTERS, ConvertedSource
-from ._processor_startup import LOADS_AT_START
+from ._processor_startup import LOADS_AT_START, PROCESSOR_FILES, rendered_processor_files
 from ._vllm_startup import BASE_STARTUP, startup_facts, vllm_startup
 
 __all__ = [
@@ -393,11 +393,21 @@ def startup_note(model_type: str, vllm_version: str) -> tuple[bool | None, str]:
                       f"vLLM {vllm_version} starts depends on the folder's")
     if started:
         # An architecture whose start-up loads its processor starts only with the file
-        # (render/_processor_startup.py), and such a folder is refused either way.
+        # (render/_processor_startup.py); a folder with it is rendered for the files
+        # RENDERED_WITH_FILE names, refused otherwise.
         loads = LOADS_AT_START.get(vllm_version, frozenset())
-        return True, f"vLLM {vllm_version} starts for " + ", ".join(
-            f"{a} (only with a preprocessor_config.json or processor_config.json; refused "
-            "here either way)" if a in loads else a for a in started)
+
+        def with_file(arch: str) -> str:
+            if arch not in loads:
+                return arch
+            files = rendered_processor_files((arch,), vllm_version)
+            others = [f for f in PROCESSOR_FILES if f not in files]
+            return f"{arch} (only with a {' or '.join(PROCESSOR_FILES)}; " + (
+                "refused here either way)" if not files else
+                f"rendered here with a {' or '.join(sorted(files))}"
+                + (f", refused with a {' or '.join(others)})" if others else ")"))
+
+        return True, f"vLLM {vllm_version} starts for " + ", ".join(map(with_file, started))
     if all(s.starts is False for s in answers.values()):
         return False, (f"vLLM {vllm_version} starts for none of its architectures "
                        f"({', '.join(archs)}), only a folder naming another one")

@@ -92,6 +92,8 @@ class ImageParts(ContentParts):
         #: Each image's part (the body's own object) and bytes, in the images' order: the
         #: mistral path hands mistral_common the image as it opens the URL itself.
         self.sources: list[tuple[Mapping[str, Any], bytes]] = []
+        #: The first part of a modality the model takes whose processor is not run here.
+        self._refused: RenderUnsupportedError | None = None
 
     @property
     def identifiers(self) -> list[str]:
@@ -100,8 +102,18 @@ class ImageParts(ContentParts):
     def media_part(self, part_type: str, part: Mapping[str, Any], field: str, *,
                    wrap: bool) -> Any:
         if part_type not in _IMAGE_PARTS:
-            self._chat.check_modality(_MODALITIES.get(part_type), field)
-            return super().media_part(part_type, part, field, wrap=wrap)
+            modality = _MODALITIES.get(part_type)
+            self._chat.check_modality(modality, field)
+            try:
+                return super().media_part(part_type, part, field, wrap=wrap)
+            except RenderUnsupportedError as exc:
+                if not self._chat.takes_unrun(modality):
+                    raise
+                # vLLM counts every part before it loads any, so a later part's 400 comes
+                # first: refused once the parse is done.
+                self._refused = self._refused or exc
+                return None
+        self._chat.check_modality("image", field)
         url, url_field = self._chat.admit(part_type, part, field, len(self._pending) + 1)
         self._pending.append((part, url, url_field))
         if wrap:
@@ -113,6 +125,8 @@ class ImageParts(ContentParts):
     def finish(self) -> None:
         """vLLM's tracker resolves the items once the whole conversation is parsed (and
         counted): each image loaded, in order."""
+        if self._refused is not None:
+            raise self._refused
         for part, url, url_field in self._pending:
             self.images.append(self._chat.load(part, url, url_field, self._kwargs,
                                                self.sources))
@@ -143,6 +157,14 @@ _TRACKED_PARTS: Final = frozenset({"image_url", "input_audio", "audio_url", "vid
 #: DeepSeek encoder modes'; DeepseekV41ForCausalLM is multimodal there: a vision family).
 TEXT_ONLY_ARCHITECTURES: Final = frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"})
 
+#: Architectures without a vision family -> the modalities their model takes
+#: (``get_supported_mm_limits``): a part of another modality is vLLM's 400 (its limit is
+#: 0; Whisper's image part: real_whisper_vectors.jsonl), one of theirs needs their
+#: processor (refused: ContentParts.media_part).
+OTHER_MODALITIES: Final[Mapping[str, frozenset[str]]] = {
+    "WhisperForConditionalGeneration": frozenset({"audio"}),
+}
+
 
 class TextOnlyParts(ImageParts):
     """The parts of a body for a text-only architecture: its media parts are vLLM's 400,
@@ -163,7 +185,8 @@ class ImageChat:
     """The image path of one replica: its hasher, media rules and vision family, built once."""
 
     __slots__ = ("_architecture", "_family", "_fetch", "_hasher", "_hashers", "_limit",
-                 "_lock", "_options", "_refusal", "_server_kwargs", "_source", "_text_only")
+                 "_lock", "_modalities", "_options", "_refusal", "_server_kwargs", "_source",
+                 "_text_only")
 
     _hasher: MMHasher | None
     _source: MediaSource | None
@@ -174,9 +197,10 @@ class ImageChat:
         self._architecture = family_architecture(config)
         # vLLM's model_config.served_model_name: the first served name, else the model.
         architectures = config.get("architectures")
-        self._text_only = (options.served_names[0] if isinstance(architectures, list)
-                           and architectures[:1] and architectures[0] in
-                           TEXT_ONLY_ARCHITECTURES else None)
+        first = (architectures[0] if isinstance(architectures, list) and architectures[:1]
+                 and isinstance(architectures[0], str) else None)
+        self._text_only = (options.served_names[0] if first in TEXT_ONLY_ARCHITECTURES
+                           else None)
         self._family: VisionFamily | None = None
         self._refusal = self._why_refused(options)
         self._server_kwargs = dict(options.mm_processor_kwargs)
@@ -184,6 +208,8 @@ class ImageChat:
             assert self._architecture is not None
             self._family = FAMILIES[self._architecture](vision)
             self._family.check_kwargs(self._server_kwargs, "--mm-processor-kwargs")
+        self._modalities = (self._family.modalities if self._family is not None
+                            else OTHER_MODALITIES.get(first) if first is not None else None)
         supported = self._family.limit if self._family is not None else None
         user = options.limit_mm_per_prompt.get("image", DEFAULT_LIMIT)
         self._limit = (user, supported)
@@ -238,13 +264,19 @@ class ImageChat:
         return ImageParts(self, kwargs)
 
     def check_modality(self, modality: str | None, field: str) -> None:
-        """``validate_num_items`` for a part of a modality the family's model does not take
-        (its supported limit is 0, whatever ``--limit-mm-per-prompt`` says)."""
-        family = self._family
-        if (modality is not None and family is not None and family.modalities is not None
-                and modality not in family.modalities):
+        """``validate_num_items`` for a part of a modality the model does not take (its
+        family's, or :data:`OTHER_MODALITIES`': its supported limit is 0, whatever
+        ``--limit-mm-per-prompt`` says)."""
+        modalities = self._modalities
+        if modality is not None and modalities is not None and modality not in modalities:
             raise RenderRequestError(
                 field, f"At most 0 {modality}(s) may be provided in one prompt.")
+
+    def takes_unrun(self, modality: str | None) -> bool:
+        """Whether ``modality`` is one :data:`OTHER_MODALITIES` says the model takes: its
+        parts are counted, then refused (no processor of theirs is run here)."""
+        return (self._family is None and modality is not None
+                and self._modalities is not None and modality in self._modalities)
 
     def placeholder(self, number: int) -> str | None:
         return None if self._family is None else self._family.placeholder(number)

@@ -13,8 +13,10 @@ image models' data parsers read only ``config.json`` and start without one.
 The architectures are read from each release's model code (every ``get_data_parser``
 that loads the feature extractor or processor); ``VERIFIED`` are the releases whose real
 render server was started on such a folder both ways (with the file: starts; without:
-exits with the reason quoted). A folder with the file is refused by render/_folder.py's
-processor-file rule, so neither way renders ids vLLM has no server for.
+exits with the reason quoted). With the file, :data:`RENDERED_WITH_FILE`'s architectures
+are rendered from their tokenizer files alone (their chats' ids harvested at each release:
+tests/render/real_whisper_vectors.jsonl); any other's folder with the file is refused by
+render/_folder.py's processor-file rule.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from typing import Final
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 
-__all__ = ["LOADS_AT_START", "PROCESSOR_FILES", "VERIFIED", "check_processor_files"]
+__all__ = ["LOADS_AT_START", "PROCESSOR_FILES", "RENDERED_WITH_FILE", "VERIFIED",
+           "check_processor_files", "rendered_processor_files"]
 
 #: The files transformers loads a feature extractor or processor from.
 PROCESSOR_FILES: Final = ("preprocessor_config.json", "processor_config.json")
@@ -62,6 +65,23 @@ VERIFIED: Final[Mapping[str, Mapping[str, str]]] = {
     release: {"WhisperForConditionalGeneration": _WHISPER_EXIT}
     for release in ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 }
+#: release -> {architecture: the processor files a folder may have}: the release's render
+#: server started on the folder with them and its text chats' ids are the tokenizer's and
+#: template's alone (harvested and replayed); a processor_config.json, which may carry the
+#: processor's own chat template, was not run, so it stays refused.
+RENDERED_WITH_FILE: Final[Mapping[str, Mapping[str, frozenset[str]]]] = {
+    release: {"WhisperForConditionalGeneration": frozenset({"preprocessor_config.json"})}
+    for release in ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+}
+
+
+def rendered_processor_files(architectures: Sequence[str], vllm_version: str) -> frozenset[str]:
+    """The processor files a folder of ``architectures`` may have at ``vllm_version``
+    (:data:`RENDERED_WITH_FILE`): those every listed one may have, since any of them may
+    be the one vLLM runs."""
+    table = RENDERED_WITH_FILE.get(render_release(vllm_version).release, {})
+    found = [table.get(arch, frozenset()) for arch in architectures]
+    return frozenset.intersection(*found) if found else frozenset()
 
 
 def check_processor_files(architectures: Sequence[str], folder: Path,

@@ -6,8 +6,7 @@ feature extractor or processor (its ``get_data_parser``) when the folder has no
 real render servers' exits (vLLM 0.29.0 to 0.33.0, ``python -m
 vllm.entrypoints.launchers.render.entry`` on a Whisper folder: Whisper's default config,
 conv_whisper's vocabulary files; with WhisperFeatureExtractor's preprocessor_config.json
-each started, and 0.29.0's and 0.31.0's answered chat renders, a completion "No token_ids
-rendered").
+each started: tests/render/test_real_whisper_vectors.py replays their answers).
 """
 
 from __future__ import annotations
@@ -24,8 +23,10 @@ from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
 from prefixkey.render._eras import verified_releases
 from prefixkey.render._processor_startup import (
     LOADS_AT_START,
+    RENDERED_WITH_FILE,
     VERIFIED,
     check_processor_files,
+    rendered_processor_files,
 )
 
 WHISPER = "WhisperForConditionalGeneration"
@@ -72,28 +73,51 @@ def test_processor_files(tmp_path: Path, arch: str, release: str, files: tuple[s
     assert fragment.replace("<folder>", str(tmp_path)) in str(caught.value)
 
 
-@pytest.mark.parametrize(("files", "fragment"), [
-    ((), "does not start: OSError: Can't load feature extractor"),
-    (("preprocessor_config.json",), "the folder has a multimodal preprocessor config"),
+@pytest.mark.parametrize(("archs", "files", "fragment"), [
+    ((WHISPER,), (), "does not start: OSError: Can't load feature extractor"),
+    # With the feature extractor's file Whisper is rendered (tests/render/
+    # test_real_whisper_vectors.py); a processor_config.json was not run.
+    ((WHISPER,), ("preprocessor_config.json", "processor_config.json"),
+     "the folder has a processor config"),
+    # Another listed architecture may be the one vLLM runs: its rule still holds.
+    ((WHISPER, "Qwen2AudioForConditionalGeneration"), ("preprocessor_config.json",),
+     "the folder has a multimodal preprocessor config"),
 ])
-def test_whisper_folder_refused_either_way(tmp_path: Path, files: tuple[str, ...],
-                                           fragment: str) -> None:
-    """A Renderer over a Whisper folder: without the file vLLM does not start; with it
-    the processor-file rule refuses (vLLM starts; its answers are not reproduced)."""
+def test_whisper_folder_refusals(tmp_path: Path, archs: tuple[str, ...],
+                                 files: tuple[str, ...], fragment: str) -> None:
+    """A Renderer over a Whisper folder: without the file vLLM does not start; with a
+    file not verified the processor-file rule refuses."""
     (tmp_path / "config.json").write_text(json.dumps(
-        {"model_type": "whisper", "architectures": [WHISPER], "vocab_size": 51865,
+        {"model_type": "whisper", "architectures": list(archs), "vocab_size": 51865,
          "max_source_positions": 1500, "max_target_positions": 448}))
     for name in files:
         (tmp_path / name).write_text("{}")
     for release in VERIFIED:
-        with pytest.raises(RenderUnsupportedError, match=r"preprocessor_config\.json") as caught:
+        with pytest.raises(RenderUnsupportedError) as caught:
             Renderer(ServerOptions(model=str(tmp_path), vllm_version=release))
         assert fragment in str(caught.value)
+
+
+#: (architectures, release) -> the processor files a folder of them may have.
+RENDERED: list[tuple[tuple[str, ...], str, frozenset[str]]] = [
+    ((WHISPER,), "0.29.0", frozenset({"preprocessor_config.json"})),
+    ((WHISPER,), "0.33.0", frozenset({"preprocessor_config.json"})),
+    ((WHISPER, "Qwen2AudioForConditionalGeneration"), "0.31.0", frozenset()),
+    (("Qwen2AudioForConditionalGeneration",), "0.31.0", frozenset()),
+    ((), "0.31.0", frozenset()),
+]
+
+
+@pytest.mark.parametrize(("archs", "release", "files"), RENDERED)
+def test_rendered_processor_files(archs: tuple[str, ...], release: str,
+                                  files: frozenset[str]) -> None:
+    assert rendered_processor_files(archs, release) == files
 
 
 def test_every_release_has_a_row() -> None:
     assert set(LOADS_AT_START) == set(verified_releases())
     assert all(set(archs) <= LOADS_AT_START[r] for r, archs in VERIFIED.items())
+    assert all(set(archs) <= set(VERIFIED[r]) for r, archs in RENDERED_WITH_FILE.items())
 
 
 _PARSER = re.compile(r"def get_data_parser\(self[^)]*\)[^:]*:\n((?:\s{8}.*\n|\s*\n)+)")
