@@ -27,14 +27,16 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 RELEASES = verified_releases()
 
 #: model_type -> the releases whose config reader loads a config.json of it (and no
-#: auto_map): transformers' (gte: not 5.17's, 0.31.0's), vLLM's own (chatglm,
-#: RefinedWeb; deepseek_v41 from 0.30.0), both (llama), neither (nonesuch).
+#: auto_map): transformers' (gte, minicpmv4_7: not 5.17's, 0.31.0's), vLLM's own (chatglm,
+#: RefinedWeb; deepseek_v41 from 0.30.0), both (llama), neither (nonesuch; minicpmv4_7
+#: at 0.31.0).
 LOADED: dict[str, frozenset[str]] = {
     "llama": frozenset(RELEASES),
     "chatglm": frozenset(RELEASES),
     "RefinedWeb": frozenset(RELEASES),
     "gte": frozenset(RELEASES) - {"0.31.0"},
     "deepseek_v41": frozenset(RELEASES) - {"0.29.0"},
+    "minicpmv4_7": frozenset(RELEASES) - {"0.31.0"},
     "nonesuch": frozenset(),
 }
 #: auto_map names an AutoConfig (the model's own code): transformers' own message when
