@@ -8,6 +8,8 @@ that loads a folder's tokenizer:
 - ``TOKENIZER_MAPPING_NAMES`` (model type → registered class, after transformers adds
   the ``MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS`` types as ``TokenizersBackend``),
   that list, ``MODEL_IDS_TO_TOKENIZERS_BACKEND`` and the model types with a config class;
+- vLLM's own config registry (``_CONFIG_REGISTRY``): with transformers' config mapping,
+  the model types whose ``config.json`` vLLM's config reader loads;
 - vLLM's ``_MODEL_TYPES_WITH_INCORRECT_TOKENIZER_CLASS``;
 - ``MODEL_MAPPING_NAMES`` (model type → base model class), which vLLM's config reader
   takes as the architectures of a config.json without them;
@@ -91,6 +93,7 @@ def collect() -> dict[str, Any]:
     ma = import_module("transformers.models.auto.modeling_auto")
     ta = import_module("transformers.models.auto.tokenization_auto")
     registry = import_module("vllm.tokenizers.registry")
+    vllm_config = import_module("vllm.transformers_utils.config")
     TokenizersBackend, PythonBackend = transformers.TokenizersBackend, transformers.PythonBackend
 
     mapping = {k: v for k, v in ta.TOKENIZER_MAPPING_NAMES.items()}
@@ -127,6 +130,7 @@ def collect() -> dict[str, Any]:
         "mapping": mapping,
         "base_models": dict(ma.MODEL_MAPPING_NAMES),
         "config_types": sorted(ca.CONFIG_MAPPING_NAMES),
+        "vllm_config_types": sorted(vllm_config._CONFIG_REGISTRY),
         "incorrect": sorted(ta.MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS),
         "patterns": list(ta.MODEL_IDS_TO_TOKENIZERS_BACKEND),
         "vllm_incorrect": sorted(registry._MODEL_TYPES_WITH_INCORRECT_TOKENIZER_CLASS),
@@ -182,6 +186,9 @@ TABLES: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
       "which vLLM's config reader takes as the architectures a config.json lacks.")),
     ("CONFIG_MODEL_TYPES", "config_types", "", "frozenset({",
      ("configuration_auto.py CONFIG_MAPPING_NAMES: the model types transformers knows.",)),
+    ("VLLM_CONFIG_TYPES", "vllm_config_types", "[frozenset[str]]", "frozenset({",
+     ("vLLM transformers_utils/config.py _CONFIG_REGISTRY: the model types vLLM's own config",
+      "classes load (registered with AutoConfig before it reads config.json).")),
     ("INCORRECT_HUB_CLASS", "incorrect", "", "frozenset({",
      ("MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS: the hub class is ignored for these.",)),
     ("BACKEND_NAME_PATTERNS", "patterns", "", "(",

@@ -212,9 +212,10 @@ RENDER_ERAS: Final = (
         verified=_releases(
             # Its server ran openai-harmony 0.0.8; oss-harmony 0.0.11 with every header in
             # the older form reproduces its 116 Harmony answers.
-            # Its install's tokenizer facts are 0.29.0's (the same transformers 5.24.0).
+            # Its install's tokenizer facts are 0.29.0's (the same transformers 5.24.0)
+            # but for vLLM's own config registry.
             VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
-                            "_hf_facts_0_29_0", _REAL_HF_TYPES | _DRIFT_TYPES,
+                            "_hf_facts_0_30_0", _REAL_HF_TYPES | _DRIFT_TYPES,
                             startup_facts="_hf_startup_facts_0_30_0"),
         ),
     ),

@@ -33,7 +33,7 @@ from ._processor_startup import check_processor_files, rendered_processor_files
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 from ._vllm_startup import check_vllm_starts
 
-__all__ = ["ModelFolder", "load_server_template", "processor_configs"]
+__all__ = ["ModelFolder", "check_config_loads", "load_server_template", "processor_configs"]
 
 # config.json keys vLLM 0.31 reads for the context length; it takes the smallest
 # (transformers_utils/model_arch_config_convertor.py), then model_max_length wins.
@@ -213,6 +213,39 @@ def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
             "--max-model-len", f"{max_model_len} exceeds the model's context length "
             f"{int(derived)} (vLLM will not start)")
     return max_model_len
+
+
+#: What vLLM's server exits with when its config reader (transformers' ``AutoConfig``)
+#: cannot load config.json, by whether its ``auto_map`` names an ``AutoConfig`` (the model's
+#: own code, which it runs only with --trust-remote-code): its ModelConfig's validation
+#: error, whose value error is transformers' (``{model_type}``, ``{path}``: the folder's).
+_CONFIG_LOAD_ERRORS: Final = {
+    False: "The checkpoint you are trying to load has model type `{model_type}` but "
+           "Transformers does not recognize this architecture",
+    True: "The repository {path} contains custom code which must be executed to correctly "
+          "load the model",
+}
+
+
+def check_config_loads(config: dict[str, Any], path: Path, vllm_version: str) -> None:
+    """Refuse a config.json vLLM's config reader does not load: a ``model_type`` neither
+    transformers' config mapping nor vLLM's own config registry (registered with
+    ``AutoConfig`` first) has, which no server of the release starts for (prefixkey runs
+    no remote code: ``--trust-remote-code`` is not an option here)."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        raise ModelFolderError("config.json", "has no model_type")
+    facts = release_facts(vllm_version)
+    if model_type in facts.CONFIG_MODEL_TYPES or model_type in facts.VLLM_CONFIG_TYPES:
+        return
+    auto_map = config.get("auto_map")
+    remote = isinstance(auto_map, dict) and "AutoConfig" in auto_map
+    raise ModelFolderError("config.json", (
+        f"model_type {model_type!r} is in neither transformers "
+        f"{render_release(vllm_version).transformers}'s config mapping nor vLLM "
+        f"{vllm_version}'s own config registry, so its server does not start "
+        "(ValidationError: 1 validation error for ModelConfig; Value error, "
+        + _CONFIG_LOAD_ERRORS[remote].format(model_type=model_type, path=path) + ")"))
 
 
 def config_architectures(config: dict[str, Any], vllm_version: str) -> tuple[str, ...]:
@@ -410,9 +443,8 @@ class ModelFolder:
         if not (path / "config.json").is_file():
             raise ModelFolderError("config.json", f"missing in {model!r} (vLLM needs it)")
         config = _read_json(path / "config.json", "config.json")
-        model_type = config.get("model_type")
-        if not isinstance(model_type, str):
-            raise ModelFolderError("config.json", "has no model_type")
+        check_config_loads(config, path, vllm_version)
+        model_type = str(config["model_type"])
         allowed = _image_processor_files(path, config) | rendered_processor_files(
             config_architectures(config, vllm_version), vllm_version)
         for folder in {path, tokenizer_path}:

@@ -235,6 +235,19 @@ CONFIG_MODEL_TYPES_ADD: Final = frozenset({
 
 CONFIG_MODEL_TYPES_DROP: Final[frozenset[str]] = frozenset()
 
+VLLM_CONFIG_TYPES_ADD: Final = frozenset({
+    'laguna',
+    'mellum',
+})
+
+VLLM_CONFIG_TYPES_DROP: Final = frozenset({
+    'bailing_moe_v3_vl',
+    'deepseek_v41',
+    'glm5_next',
+    'glm5_next_text',
+    'glm5_next_vision',
+})
+
 INCORRECT_HUB_CLASS_ADD: Final = frozenset({
     'hyperclovax_vision_v2',
     'internlm3',

@@ -53,6 +53,32 @@ CONFIG_MODEL_TYPES_ADD: Final = frozenset({
 
 CONFIG_MODEL_TYPES_DROP: Final[frozenset[str]] = frozenset()
 
+VLLM_CONFIG_TYPES_ADD: Final = frozenset({
+    'unlimited_ocr',
+})
+
+VLLM_CONFIG_TYPES_DROP: Final = frozenset({
+    'afmoe',
+    'axk1',
+    'cosmos3_omni',
+    'diffusion_gemma',
+    'glm5_next',
+    'glm5_next_text',
+    'glm5_next_vision',
+    'granite4_vision',
+    'hy_v3',
+    'lfm2_moe',
+    'nemotron',
+    'olmo_hybrid',
+    'qwen3_5',
+    'qwen3_5_moe',
+    'qwen3_5_moe_text',
+    'qwen3_5_text',
+    'qwen3_next',
+    'qwen4_exp',
+    'qwen4_exp_text',
+})
+
 INCORRECT_HUB_CLASS_ADD: Final = frozenset({
     'hyperclovax_vision_v2',
     'modernbert-decoder',

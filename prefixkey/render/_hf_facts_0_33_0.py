@@ -53,6 +53,56 @@ CONFIG_MODEL_TYPES_ADD: Final = frozenset({
 
 CONFIG_MODEL_TYPES_DROP: Final[frozenset[str]] = frozenset()
 
+VLLM_CONFIG_TYPES_ADD: Final = frozenset({
+    'alpamayo2_super',
+    'beam',
+    'dory',
+    'flint',
+    'muse_spark',
+    'muse_spark_audio',
+    'muse_spark_dspark',
+    'muse_spark_text',
+    'muse_spark_vision',
+    'musespark1x_text',
+    'step5',
+    'step5_vl',
+    'ultravbert',
+    'unlimited_ocr',
+})
+
+VLLM_CONFIG_TYPES_DROP: Final = frozenset({
+    'afmoe',
+    'axk1',
+    'colpali',
+    'cosmos3_edge',
+    'cosmos3_omni',
+    'deepseek_v4',
+    'diffusion_gemma',
+    'glm5_next',
+    'glm5_next_text',
+    'glm5_next_vision',
+    'granite4_vision',
+    'hy_v3',
+    'lfm2_moe',
+    'medusa',
+    'mlp_speculator',
+    'modernvbert',
+    'muse_glimmer',
+    'muse_glimmer_assistant',
+    'muse_glimmer_text',
+    'muse_glimmer_vision',
+    'nemotron',
+    'olmo_hybrid',
+    'qianfan_ocr',
+    'qwen3_5',
+    'qwen3_5_moe',
+    'qwen3_5_moe_text',
+    'qwen3_5_text',
+    'qwen3_next',
+    'qwen4_exp',
+    'qwen4_exp_text',
+})
+
 INCORRECT_HUB_CLASS_ADD: Final = frozenset({
     'hyperclovax_vision_v2',
     'modernbert-decoder',

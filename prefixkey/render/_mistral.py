@@ -68,6 +68,7 @@ from ._folder import (
     _context_length,
     _not_a_folder,
     _read_json,
+    check_config_loads,
     config_architectures,
     hf_loads_mistral_common,
 )
@@ -288,6 +289,8 @@ class MistralRenderer:
                 "config, whose context length prefixkey does not derive")
         config = (_read_json(path / "config.json", "config.json")
                   if (path / "config.json").is_file() else _params_config(path / "params.json"))
+        if (path / "config.json").is_file():  # read as transformers' config (vLLM's "hf")
+            check_config_loads(config, path, options.vllm_version)
         self.max_model_len = _context_length(config, {}, options.max_model_len)
         self._vocab_size = text_vocab_size(config)
         architectures = config_architectures(config, options.vllm_version)

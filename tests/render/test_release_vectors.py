@@ -23,6 +23,7 @@ from vllm_venvs import vllm_command
 from prefixkey.errors import PrefixKeyError
 from prefixkey.render import (
     COMPLETIONS_ENDPOINT,
+    ModelFolderError,
     Renderer,
     RenderRequestError,
     RenderUnsupportedError,
@@ -157,8 +158,6 @@ def test_a_template_aliasing_messages_into_a_namespace_is_refused_for_0_33(
 
 
 def test_a_bad_version_is_a_typed_error(tmp_path: Path) -> None:
-    from prefixkey.render import ModelFolderError
-
     with pytest.raises(ModelFolderError, match="--vllm-version"):
         ServerOptions(model=str(tmp_path), vllm_version="zero.thirty")
     with pytest.raises(ModelFolderError, match="--vllm-version"):
@@ -245,7 +244,7 @@ def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
         tmp_path: Path) -> None:
     """transformers 5.19 (0.32.0's) registers minicpmv4_7's tokenizer; 5.17 does not (a type
     whose folders were not replayed there: tests/render/test_real_drift_vectors.py replays
-    others)."""
+    others), nor its config: vLLM 0.31.0's server does not start for the folder."""
     import shutil
 
     from prefixkey.render._hf_decision import release_drift
@@ -258,7 +257,8 @@ def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
     config = json.loads((folder / "config.json").read_text("utf-8"))
     (folder / "config.json").write_text(json.dumps(config | {"model_type": "minicpmv4_7"}),
                                         "utf-8")
-    Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
+    with pytest.raises(ModelFolderError, match=r"nor vLLM 0\.31\.0's own config registry"):
+        Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
     with pytest.raises(RenderUnsupportedError, match=r"minicpmv4_7.*transformers 5\.19\.0"):
         Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
 
