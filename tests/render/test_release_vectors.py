@@ -243,26 +243,24 @@ def test_releases_with_the_same_facts_share_one_module() -> None:
 
 def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
         tmp_path: Path) -> None:
-    """transformers 5.19 (0.32.0's) registers hyperclovax_vision_v2's tokenizer and ignores
-    its hub class; 5.17 does neither (no type its facts decide alike was replayed there:
-    tests/render/test_real_drift_vectors.py replays others)."""
+    """transformers 5.24 (0.29.0's) ignores siglip2's hub class; 5.17 does not (its
+    answers at 0.29 differ from prefixkey's Siglip2Tokenizer rebuild:
+    tests/render/test_real_drift_vectors.py, which replays the other drifted types)."""
     import shutil
 
     from prefixkey.render._hf_decision import release_drift
 
-    assert "hyperclovax_vision_v2" in release_drift("0.32.0")[0]
-    assert not {"qwen3_5", "minicpmv4_7"} & release_drift("0.32.0")[0]
-    assert not release_drift("0.31.0")[0]
+    assert release_drift("0.29.0")[0] == {"siglip2"}
+    assert not release_drift("0.31.0")[0] and not release_drift("0.32.0")[0]
     folder = tmp_path / "m"
     shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
     config = json.loads((folder / "config.json").read_text("utf-8"))
-    (folder / "config.json").write_text(
-        json.dumps(config | {"model_type": "hyperclovax_vision_v2"}), "utf-8")
+    (folder / "config.json").write_text(json.dumps(config | {"model_type": "siglip2"}),
+                                        "utf-8")
     Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
     with pytest.raises(RenderUnsupportedError,
-                       match=r"^config\.json: model_type 'hyperclovax_vision_v2': "
-                       r"transformers 5\.19\.0"):
-        Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
+                       match=r"^config\.json: model_type 'siglip2': transformers 5\.24\.0"):
+        Renderer(ServerOptions(model=str(folder), vllm_version="0.29.0"))
 
 
 #: A drifted type whose release starts for none of its architectures: its refusal says
