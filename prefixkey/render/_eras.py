@@ -181,9 +181,10 @@ _DRIFT_TYPES: Final = frozenset({"qwen3_5", "modernbert-decoder", "gte"})
 #: ``type_rule_facts``): at transformers 5.24 (0.29, 0.30) beam and minicpmv4_7 register
 #: TokenizersBackend, omniasr_ctc ParakeetTokenizer, hyperclovax_vision_v2 ignores its
 #: hub class (not siglip2: prefixkey's Siglip2Tokenizer rebuild gave other ids than
-#: 0.29's and 0.30's servers for 43 of its 46 bodies, so it stays refused); at 5.19 (0.32, 0.33) minicpmv4_7 registers TokenizersBackend,
-#: vLLM loads unlimited_ocr with it, hyperclovax_vision_v2 ignores its hub class (and
-#: 0.33's own config starts beam's architecture).
+#: 0.29's and 0.30's servers for 43 of its 46 bodies, so it stays refused); at 5.19
+#: (0.32, 0.33) minicpmv4_7 registers TokenizersBackend, vLLM loads unlimited_ocr with
+#: it, hyperclovax_vision_v2 ignores its hub class (and 0.33's own config starts beam's
+#: architecture).
 _DRIFT_TYPES_TF5_24: Final = _DRIFT_TYPES | {"beam", "minicpmv4_7", "omniasr_ctc",
                                              "unlimited_ocr", "hyperclovax_vision_v2"}
 _DRIFT_TYPES_TF5_19: Final = _DRIFT_TYPES | {"minicpmv4_7", "unlimited_ocr", "siglip2",
