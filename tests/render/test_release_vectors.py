@@ -265,8 +265,9 @@ def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
 
 #: A drifted type whose release starts for none of its architectures: its refusal says
 #: so first (a folder naming one of them is refused by the start-up rule itself). No
-#: type drifts so at a verified release now (0.29's minicpmv4_7 is decided as beam,
-#: tests/render/test_real_drift_vectors.py), so the first row takes it as drifted.
+#: type drifts so at a verified release now (0.29's minicpmv4_7 was replayed under
+#: Qwen3ForCausalLM: tests/render/test_real_drift_vectors.py), so the rows take it as
+#: drifted.
 _NOT_STARTED_DRIFT = [
     ("0.29.0", "minicpmv4_7", ["GPT2LMHeadModel"],
      r"vLLM 0\.29\.0 starts for none of its architectures "
