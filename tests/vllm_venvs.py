@@ -16,9 +16,11 @@ variable, or without the release's venv, the check is skipped with the command t
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 
@@ -58,3 +60,36 @@ def vllm_command(release: str, *, test: str = "tests/render/test_release_vectors
     if not python.exists():
         pytest.skip(f"no scratch venv {python.parent.parent} for vLLM {release}: {enable}")
     return python, env
+
+
+#: AutoTokenizer as vLLM's tokenizer loads a folder, each text encoded with and without the
+#: special tokens; a folder it fails on answers the exception's repr.
+_TRANSFORMERS_ENCODE: Final = """
+import json, sys
+from transformers import AutoTokenizer
+out = {}
+for folder in sys.argv[2:]:
+    try:
+        tok = AutoTokenizer.from_pretrained(folder, truncation_side="left")
+    except Exception as exc:
+        out[folder] = repr(exc)
+        continue
+    texts = json.loads(sys.argv[1])
+    out[folder] = [[tok(t, add_special_tokens=s).input_ids for s in (True, False)]
+                   for t in texts]
+print(json.dumps(out))
+"""
+
+
+def transformers_encodes(release: str, folders: list[Path], texts: tuple[str, ...], *,
+                         test: str, cwd: Path) -> dict[str, Any]:
+    """Each folder's ids for ``texts`` (with, without special tokens) as the transformers
+    of ``release``'s scratch install builds its tokenizer, by folder path (a str: the
+    failure), or a skip as :func:`vllm_command` gives."""
+    python, env = vllm_command(release, test=test)
+    done = subprocess.run(
+        [str(python), "-c", _TRANSFORMERS_ENCODE, json.dumps(texts), *map(str, folders)],
+        capture_output=True, text=True, timeout=600, env=env, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return answers

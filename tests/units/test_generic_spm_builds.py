@@ -14,7 +14,6 @@ give the same ids, or fail where transformers fails. Skipped without the install
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -42,21 +41,6 @@ FOLDERS: dict[str, tuple[str, list[str], dict[str, Any], dict[str, Any]]] = {
     "unigram_decoder": ("unigram", [], {}, {"added_tokens_decoder": {
         "1": {"content": "<s>", "special": True, "normalized": False}}}),
 }
-_TRANSFORMERS = """
-import json, sys
-from transformers import AutoTokenizer
-out = {}
-for folder in sys.argv[2:]:
-    try:
-        tok = AutoTokenizer.from_pretrained(folder, truncation_side="left")
-    except Exception as exc:
-        out[folder] = repr(exc)
-        continue
-    texts = json.loads(sys.argv[1])
-    out[folder] = [[tok(t, add_special_tokens=s).input_ids for s in (True, False)]
-                   for t in texts]
-print(json.dumps(out))
-"""
 
 
 def _folder(root: Path, name: str) -> Path:
@@ -79,15 +63,11 @@ def _folder(root: Path, name: str) -> Path:
 
 @pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.31.0", "0.32.0"])
 def test_the_generic_build_is_transformers_own(release: str, tmp_path: Path) -> None:
-    from vllm_venvs import vllm_command
+    from vllm_venvs import transformers_encodes
 
-    python, env = vllm_command(release, test="tests/units/test_generic_spm_builds.py")
     folders = [_folder(tmp_path, name) for name in FOLDERS]
-    done = subprocess.run(
-        [str(python), "-c", _TRANSFORMERS, json.dumps(TEXTS), *map(str, folders)],
-        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    expected = json.loads(done.stdout.splitlines()[-1])
+    expected = transformers_encodes(release, folders, TEXTS, cwd=tmp_path,
+                                    test="tests/units/test_generic_spm_builds.py")
     for folder in folders:
         answer = expected[str(folder)]
         try:

@@ -14,7 +14,6 @@ the same ids, or refuse. Skipped without the installs or the real folders' cache
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -38,21 +37,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 #: Variants prefixkey refuses at a release (not reproduced there): 5.24's keyword keeps
 #: its default for the extra list while the file's text is the model-specific token.
 REFUSED: dict[str, frozenset[str]] = {"0.30.0": frozenset({"new_text"})}
-_TRANSFORMERS = """
-import json, sys
-from transformers import AutoTokenizer
-out = {}
-for folder in sys.argv[2:]:
-    try:
-        tok = AutoTokenizer.from_pretrained(folder, truncation_side="left")
-    except Exception as exc:
-        out[folder] = repr(exc)
-        continue
-    texts = json.loads(sys.argv[1])
-    out[folder] = [[tok(t, add_special_tokens=s).input_ids for s in (True, False)]
-                   for t in texts]
-print(json.dumps(out))
-"""
 
 
 def _folders(root: Path, real: str, cls: str) -> list[Path]:
@@ -76,15 +60,11 @@ def _folders(root: Path, real: str, cls: str) -> list[Path]:
                                            ("mluke_rule", "MLukeTokenizer")])
 def test_the_entity_keywords_build_as_transformers_does(release: str, real: str, cls: str,
                                                         tmp_path: Path) -> None:
-    from vllm_venvs import vllm_command
+    from vllm_venvs import transformers_encodes
 
-    python, env = vllm_command(release, test="tests/units/test_luke_entity_keywords.py")
     folders = _folders(tmp_path, real, cls)
-    done = subprocess.run(
-        [str(python), "-c", _TRANSFORMERS, json.dumps(TEXTS), *map(str, folders)],
-        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    expected = json.loads(done.stdout.splitlines()[-1])
+    expected = transformers_encodes(release, folders, TEXTS, cwd=tmp_path,
+                                    test="tests/units/test_luke_entity_keywords.py")
     for folder in folders:
         answer = expected[str(folder)]
         assert not isinstance(answer, str), f"{folder.name}: transformers failed: {answer}"
