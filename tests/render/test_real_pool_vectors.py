@@ -116,20 +116,21 @@ def test_a_vision_model_truncates_on_the_left() -> None:
 
 def test_an_architecture_whose_runner_is_not_known_renders_but_does_not_truncate(
         tmp_path: Path) -> None:
-    """MiDashengLM's class imports torchaudio, which the install the facts come from
-    lacks: which runner vLLM picks for it is not known here, so only the tokenizer's own
-    truncation (no ``truncation_side``) is refused."""
+    """Dots3Note's class could not be imported in the install the facts come from (an
+    audio architecture such as MiDashengLM's would need its processor file to start at
+    all: render/_processor_startup.py): which runner vLLM picks for it is not known here,
+    so only the tokenizer's own truncation (no ``truncation_side``) is refused."""
     import real_models
 
-    assert REGISTERED["0.31.0"]["MiDashengLMModel"] == "error"
+    assert REGISTERED["0.31.0"]["Dots3NoteForCausalLM"] == "error"
     shutil.copytree(real_models.folder("bert_bge"), tmp_path / "m")
     config = json.loads((tmp_path / "m" / "config.json").read_text("utf-8"))
-    config["architectures"] = ["MiDashengLMModel"]
+    config["architectures"] = ["Dots3NoteForCausalLM"]
     (tmp_path / "m" / "config.json").write_text(json.dumps(config), "utf-8")
     r = Renderer(ServerOptions(model=str(tmp_path / "m")))
     body = {"prompt": "Hello there, how are you?"}
     (full,) = r.render_completion(body)
-    with pytest.raises(RenderUnsupportedError, match="torchaudio") as info:
+    with pytest.raises(RenderUnsupportedError, match="could not be imported") as info:
         r.render_completion(body | {"truncate_prompt_tokens": 5})
     assert info.value.field == "truncate_prompt_tokens"
     (named,) = r.render_completion(body | {"truncate_prompt_tokens": 5,

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import real_models
 
-from prefixkey.render import ModelFolderError, Renderer, RenderUnsupportedError, ServerOptions
+from prefixkey.render import (
+    ModelFolderError,
+    Renderer,
+    RenderUnsupportedError,
+    ServerOptions,
+    _hf_decision,
+)
+from prefixkey.render._eras import verified_releases
 from prefixkey.render._hf_decision import TokenizerPath, check_release_codec
 from prefixkey.render._hf_python import PYTHON_CODECS
 from prefixkey.render._python_spm import _GPT_SW3_WHITESPACES, CLEAN, _gpt_sw3_whitespace
@@ -115,15 +123,17 @@ def test_gpt_sw3_spaces_of_an_unread_transformers_release_are_refused() -> None:
         _gpt_sw3_whitespace({}, "5.25.0")
 
 
-def test_a_release_the_corpus_was_not_harvested_from_refuses_the_class() -> None:
-    """vLLM 0.29.0 renders other folders in process (SpeechT5's among them), but none of
-    MarianTokenizer's answers came from it (its encoder-decoder architectures do not start
-    there, so real_py_spm_ has none of its answers)."""
-    codec = PYTHON_CODECS["MarianTokenizer"]
+def test_a_release_the_corpus_was_not_harvested_from_refuses_the_class(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Python class's corpus is now replayed at every verified release (MarianTokenizer's
+    at 0.29.0 in folders of an architecture that release starts for: real_py_gpt2_); a
+    class whose answers lack a release is refused there."""
+    assert all(c.releases == frozenset(verified_releases()) for c in PYTHON_CODECS.values())
+    codec = replace(PYTHON_CODECS["MarianTokenizer"],
+                    releases=frozenset(verified_releases()) - {"0.29.0"})
+    monkeypatch.setattr(_hf_decision, "PYTHON_CODECS", {**PYTHON_CODECS, "MarianTokenizer": codec})
     decision = TokenizerPath("python", "MarianTokenizer", "why", codec.name)
-    assert codec.releases is not None and "0.29.0" not in codec.releases
-    assert "0.29.0" in (PYTHON_CODECS["SpeechT5Tokenizer"].releases or ())
-    for release in sorted(codec.releases):
+    for release in sorted(codec.releases or ()):
         check_release_codec(release, decision)
     with pytest.raises(RenderUnsupportedError, match=r"not vLLM 0\.29\.0's; not verified"):
         check_release_codec("0.29.0", decision)
