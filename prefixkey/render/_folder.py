@@ -445,8 +445,9 @@ class ModelFolder:
         config = _read_json(path / "config.json", "config.json")
         check_config_loads(config, path, vllm_version)
         model_type = str(config["model_type"])
-        allowed = _image_processor_files(path, config) | rendered_processor_files(
-            config_architectures(config, vllm_version), vllm_version)
+        architectures = config_architectures(config, vllm_version)
+        allowed = (_image_processor_files(path, config)
+                   | rendered_processor_files(architectures, vllm_version))
         for folder in {path, tokenizer_path}:
             for file, why in _REFUSED_FILES.items():
                 if (folder / file).exists() and not (folder == path and file in allowed):
@@ -473,7 +474,7 @@ class ModelFolder:
             tokenizer_model_config = _read_json(tokenizer_path / "config.json",
                                                 "--tokenizer config.json")
         # The processor vLLM's renderer loads at start-up comes from the model folder.
-        check_processor_files(config_architectures(config, vllm_version), path, vllm_version)
+        check_processor_files(architectures, path, vllm_version)
         decision = _decide(tokenizer_path, config, tokenizer_model_config, tokenizer_config,
                            name or str(tokenizer or model), tokenizer_mode, vllm_version)
         return cls(path, tokenizer_path, config, tokenizer_model_config, tokenizer_config,
