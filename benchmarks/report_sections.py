@@ -37,7 +37,8 @@ def write_section(out: Path, name: str, script: str, body: str) -> None:
     text = out.read_text(encoding="utf-8") if out.exists() else ""
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
-        text = head + section + rest.split(end, 1)[1].lstrip("\n")
+        after = rest.split(end, 1)[1].lstrip("\n")
+        text = head + section + ("\n" + after if after else "")
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + section
     out.write_text(text, encoding="utf-8")
