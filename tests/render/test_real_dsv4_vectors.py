@@ -10,8 +10,10 @@ vLLM switches to its mode ``deepseek_v4`` or ``deepseek_v41`` (render/_encoders.
 render/_deepseek_v4.py, render/_deepseek_v41.py).
 The ``deepseek_v41_image`` and ``deepseek_v41_vision`` folders add the V4.1 processor's
 image token to that tokenizer (at 129264, the id vLLM requires) and carry the image bodies
-(render/_vision/_deepseek_v41.py); over ``deepseek_v41`` (no such token) every image is
-vLLM's 400. The other releases' answers are kept under ``releases/<release>/``. Every body
+(render/_vision/_deepseek_v41.py; the ``_image`` folder also served with
+``--trust-request-mm-kwargs`` and with ``--mm-processor-kwargs``); over ``deepseek_v41``
+(no such token) and ``deepseek_v41_otherid`` (the token at 129265) every image is vLLM's
+400. The other releases' answers are kept under ``releases/<release>/``. Every body
 must replay at every release its mode names: the same ids, or a typed error with vLLM's
 status and, for the encoders' own refusals, its message.
 """
@@ -40,7 +42,8 @@ CASES = render_cases(CORPUS)
 KEPT = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 #: The folders' modes.
 MODES = {"deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v41",
-         "deepseek_v41_image": "deepseek_v41", "deepseek_v41_vision": "deepseek_v41"}
+         "deepseek_v41_image": "deepseek_v41", "deepseek_v41_vision": "deepseek_v41",
+         "deepseek_v41_otherid": "deepseek_v41"}
 V41_FOLDERS = frozenset(f for f, mode in MODES.items() if mode == "deepseek_v41")
 #: The releases kept without a mode's answers: vLLM 0.29 has no deepseek_v41 mode (its
 #: server does not start for the V4.1 folders: neither its config registry nor transformers
@@ -50,6 +53,10 @@ NOT_VERIFIED = {"0.29.0": V41_FOLDERS}
 #: prefixkey fetches nothing unless the caller opts in (RemoteMediaError).
 REMOTE = frozenset(c.id for c in CASES if c.real in V41_FOLDERS
                    and c.id.endswith("/chat-media-image-later-turn"))
+#: An image by its uuid alone whose uuid an earlier body sent the same server: vLLM
+#: answers from its processor cache (the cached image's grid); prefixkey keeps no such
+#: state and answers what a server that has not seen it answers (the "uuid-only" bodies).
+CACHED = frozenset(c.id for c in CASES if c.id.endswith("/chat-image-uuid-only-seen"))
 
 
 def _same_reason(case: RenderCase, error: RenderRequestError) -> bool:
@@ -73,6 +80,13 @@ def _replays(case: RenderCase, release: str | None = None) -> None:
         with pytest.raises(RemoteMediaError):
             server_renderer(case, release).render(case.endpoint, case.body)
         return
+    if case.id in CACHED:
+        assert case.status == 200
+        with pytest.raises(RenderRequestError, match="Cache miss for image at index 0 but "
+                           "data is not provided") as caught:
+            server_renderer(case, release).render(case.endpoint, case.body)
+        assert caught.value.status == 400
+        return
     assert_server_replays(case, release, same_reason=_same_reason)
 
 
@@ -87,7 +101,7 @@ def test_each_release_replays(release: str, case: RenderCase) -> None:
 
 
 IMAGE_CASES = [c for c in CASES if c.status == 200 and c.endpoint == "/v1/chat/completions"
-               and c.response.get("features")]
+               and c.response.get("features") and c.id not in CACHED]
 
 
 @each_case(IMAGE_CASES)
