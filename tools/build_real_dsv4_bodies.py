@@ -9,8 +9,12 @@ or ``deepseek_v41`` (DeepseekV41ForCausalLM) and renders chat with its Python en
 string-level corpus (tools/build_deepseek_prompt_bodies.py: roles, history with reasoning,
 tools, tool calls and results, thinking on/off, efforts, content parts, bad inputs), plus
 completions, and image bodies over V4.1 (:data:`IMAGES`: data URLs of the vision corpus's
-PNGs) for the folders that hold the image token (:data:`IMAGE_FOLDERS`) and the one that
-does not. ``tools/harvest_render.py --bodies tests/render/real_dsv4_bodies.jsonl --out
+PNGs, images by uuid alone among them) for the folders that hold the image token
+(:data:`IMAGE_FOLDERS`), the one that does not and the one holding it at another id
+(``deepseek_v41_otherid``: 129265), and ``mm_processor_kwargs`` bodies (:data:`MM_KWARGS`)
+over ``deepseek_v41_image`` served as it is, with ``--trust-request-mm-kwargs`` (0.31 on;
+0.30 has no such flag and takes a body's own kwargs always: its answers were harvested
+from a server without it) and with ``--mm-processor-kwargs``. ``tools/harvest_render.py --bodies tests/render/real_dsv4_bodies.jsonl --out
 tests/render/real_dsv4_vectors.jsonl --port 19210`` records vLLM 0.31's answers.
 
 ``--keep-release RELEASE DIR`` keeps, compactly, another release's answers harvested into
