@@ -14,8 +14,9 @@ PNGs, images by uuid alone among them) for the folders that hold the image token
 (``deepseek_v41_otherid``: 129265), and ``mm_processor_kwargs`` bodies (:data:`MM_KWARGS`)
 over ``deepseek_v41_image`` served as it is, with ``--trust-request-mm-kwargs`` (0.31 on;
 0.30 has no such flag and takes a body's own kwargs always: its answers were harvested
-from a server without it) and with ``--mm-processor-kwargs``. ``tools/harvest_render.py --bodies tests/render/real_dsv4_bodies.jsonl --out
-tests/render/real_dsv4_vectors.jsonl --port 19210`` records vLLM 0.31's answers.
+from a server without it) and with ``--mm-processor-kwargs``. ``tools/harvest_render.py
+--bodies tests/render/real_dsv4_bodies.jsonl --out tests/render/real_dsv4_vectors.jsonl
+--port 19210`` records vLLM 0.31's answers.
 
 ``--keep-release RELEASE DIR`` keeps, compactly, another release's answers harvested into
 ``DIR/real_dsv4_vectors.jsonl`` (tests/render/releases/RELEASE/).

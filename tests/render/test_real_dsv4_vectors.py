@@ -14,9 +14,10 @@ image token to that tokenizer (at 129264, the id vLLM requires) and carry the im
 ``--trust-request-mm-kwargs`` and with ``--mm-processor-kwargs``); over ``deepseek_v41``
 (no such token) and ``deepseek_v41_otherid`` (the token at 129265) every image is vLLM's
 400. vLLM 0.30 has no ``--trust-request-mm-kwargs`` (it takes a body's own kwargs always):
-its answers for the ``trusted-`` bodies come from a server without the flag. The other releases' answers are kept under ``releases/<release>/``. Every body
-must replay at every release its mode names: the same ids, or a typed error with vLLM's
-status and, for the encoders' own refusals, its message.
+its answers for the ``trusted-`` bodies come from a server without the flag. The other
+releases' answers are kept under ``releases/<release>/``. Every body must replay at every
+release its mode names: the same ids, or a typed error with vLLM's status and, for the
+encoders' own refusals, its message.
 """
 
 from __future__ import annotations
