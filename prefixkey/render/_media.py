@@ -375,11 +375,14 @@ class ImageChat:
         assert family is not None  # load() refused the images otherwise
         for index, image in enumerate(images):
             if image.size is None:
-                # By its uuid alone: a render server that has not processed that uuid
-                # (the processor cache's _get_cache_missing_items, 0.29-0.33); one that
-                # has renders it with the cached image's size, which only it knows.
-                raise RenderRequestError("messages", f"Cache miss for image at index {index} "
-                                         "but data is not provided.")
+                # By its uuid alone: the answer depends on the render server's processor
+                # cache (_get_cache_missing_items, 0.29-0.33), which prefixkey cannot see.
+                raise RenderUnsupportedError("messages", (
+                    f"image {index} is given by its uuid alone: a render server that has not "
+                    "processed that uuid answers 400 'Cache miss for image at index "
+                    f"{index} but data is not provided.', one that has renders it with the "
+                    "cached image's size, which only that server knows: render it with "
+                    "vLLM's render endpoint"))
         family.check_request_kwargs(parts._kwargs)
         kwargs = {**self._server_kwargs, **parts._kwargs}
         expansions = []
