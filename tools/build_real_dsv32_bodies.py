@@ -12,7 +12,8 @@ calls (string, number, object arguments; ``tool_choice`` ``"none"``: this server
 tool parser, so ``"auto"`` is its 400), tool results (one, several, out of place),
 thinking on and off through ``chat_template_kwargs`` (``thinking``, ``enable_thinking``,
 truthy values) and ``reasoning_effort``, content parts, ``add_generation_prompt`` /
-``continue_final_message``, ``tokenize`` in the kwargs, truncation, the context bound,
+``continue_final_message``, ``tokenize`` in the kwargs, kwargs named ``conversation`` or
+``messages`` (the renderer's own arguments), truncation, the context bound,
 completions, and the bodies vLLM refuses (bad roles, tool results without a call, an
 assistant turn without reasoning after the last user turn in thinking mode, an empty
 conversation).
@@ -203,6 +204,13 @@ def default_chat() -> list[tuple[str, Body]]:
         ("image-part", _chat([{"role": "user", "content": [
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}])),
         *((f"media-{kind}", _chat(messages)) for kind, messages in MEDIA.items()),
+        # Chat-template kwargs naming the renderer's own apply_chat_template arguments.
+        ("kwarg-conversation", _chat([USER], chat_template_kwargs={
+            "conversation": [{"role": "user", "content": "Other"}]})),
+        ("kwarg-messages", _chat([USER], chat_template_kwargs={
+            "messages": [{"role": "user", "content": "Other"}]})),
+        ("kwarg-conversation-bad-role", _chat([{"role": "narrator", "content": "x"}],
+                                              chat_template_kwargs={"conversation": []})),
     ]
     return out
 

@@ -9,9 +9,14 @@ or ``deepseek_v41`` (DeepseekV41ForCausalLM) and renders chat with its Python en
 string-level corpus (tools/build_deepseek_prompt_bodies.py: roles, history with reasoning,
 tools, tool calls and results, thinking on/off, efforts, content parts, bad inputs), plus
 completions, and image bodies over V4.1 (:data:`IMAGES`: data URLs of the vision corpus's
-PNGs) for the folders that hold the image token (:data:`IMAGE_FOLDERS`) and the one that
-does not. ``tools/harvest_render.py --bodies tests/render/real_dsv4_bodies.jsonl --out
-tests/render/real_dsv4_vectors.jsonl --port 19210`` records vLLM 0.31's answers.
+PNGs, images by uuid alone among them) for the folders that hold the image token
+(:data:`IMAGE_FOLDERS`), the one that does not and the one holding it at another id
+(``deepseek_v41_otherid``: 129265), and ``mm_processor_kwargs`` bodies (:data:`MM_KWARGS`)
+over ``deepseek_v41_image`` served as it is, with ``--trust-request-mm-kwargs`` (0.31 on;
+0.30 has no such flag and takes a body's own kwargs always: its answers were harvested
+from a server without it) and with ``--mm-processor-kwargs``. ``tools/harvest_render.py
+--bodies tests/render/real_dsv4_bodies.jsonl --out tests/render/real_dsv4_vectors.jsonl
+--port 19210`` records vLLM 0.31's answers.
 
 ``--keep-release RELEASE DIR`` keeps, compactly, another release's answers harvested into
 ``DIR/real_dsv4_vectors.jsonl`` (tests/render/releases/RELEASE/).
@@ -126,6 +131,8 @@ def _user(*parts: dict[str, Any]) -> dict[str, Any]:
 
 _AUDIO = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
 _BAD = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+_UUID_ONLY = {"type": "image_url", "image_url": None, "uuid": "never-sent"}
+_UUID_ONLY_URL = {"type": "image_url", "image_url": {"url": None}, "uuid": "never-sent-2"}
 #: Image conversations over the V4.1 folders: sizes below min_pixels (upscaled), above the
 #: token budget (resized), tall and wide ones, several images per message and per turn,
 #: images in system, assistant and tool messages (tool results sorted by call id), the
@@ -151,6 +158,11 @@ IMAGES: dict[str, list[Any]] = {
     "placeholder-text": [_user(_text("See <\uff5cdeepseek_image\uff5c> here"),
                                _image(32, 32, seed=10))],
     "uuid": [_user(_image(32, 32, seed=11, uuid="my-image"), _text("Named."))],
+    # By uuid alone: the render server answers from its processor cache, so an unseen
+    # uuid is its 400 and one an earlier body of the same server sent renders.
+    "uuid-only": [_user(_UUID_ONLY, _text("Cached?"))],
+    "uuid-only-second": [_user(_image(32, 32, seed=15), _UUID_ONLY_URL)],
+    "uuid-only-seen": [_user({**_UUID_ONLY, "uuid": "my-image"}, _text("Again."))],
     "undecodable": [_user(_text("Broken:"), _BAD)],
     "image-then-audio": [_user(_image(32, 32, seed=12), _AUDIO)],
     "bad-image-then-audio": [_user(_BAD, _AUDIO)],
@@ -171,6 +183,22 @@ IMAGE_OPTIONS: dict[str, dict[str, Any]] = {
 #: What the folder without the image token is sent (each image is the same 400).
 NO_TOKEN = ("small", "two", "tools", "placeholder-text", "undecodable", "image-then-audio",
             "bad-image-then-audio")
+#: What the folder whose image token sits at another id than 129264 is sent.
+OTHER_ID = ("small", "two", "uuid-only", "undecodable", "developer-dropped")
+#: ``mm_processor_kwargs`` sent with an image, and without one (vLLM's V4.1 processor takes
+#: no kwarg: get_hf_processor raises for any, which only an image reaches), to a server
+#: that trusts them (0.31 on; 0.30 takes a body's own always) and to one that does not.
+MM_KWARGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "budget": ("small", {"max_image_tokens": 64}),
+    "two-keys": ("two", {"patch_size": 28, "downsample_ratio": 2}),
+    "unknown": ("small", {"do_resize": False}),
+    "empty": ("small", {}),
+    "text-only": ("", {"max_image_tokens": 64}),
+    "uuid-only": ("uuid-only", {"max_image_tokens": 64}),
+}
+#: The server-side ``--mm-processor-kwargs`` the image folder is also served with: merged
+#: into the processor's call, whose ``**kwargs`` ignores them.
+SERVER_MM_KWARGS = {"max_image_tokens": 64, "downsample_ratio": 2}
 
 
 def _image_chats(name: str, kinds: tuple[str, ...] | None = None
@@ -186,6 +214,14 @@ def _image_chats(name: str, kinds: tuple[str, ...] | None = None
     bodies.append(("chat-image-tools-declared", {"model": name, "messages": IMAGES["tools"],
                                                  "tools": [WEATHER, CLOCK]}))
     return bodies
+
+
+def _mm_kwargs_chats(name: str, kinds: tuple[str, ...] | None = None
+                     ) -> list[tuple[str, dict[str, Any]]]:
+    return [(f"chat-mm-kwargs-{kind}",
+             {"model": name, "messages": IMAGES[conv] if conv else [U],
+              "mm_processor_kwargs": kwargs})
+            for kind, (conv, kwargs) in MM_KWARGS.items() if kinds is None or kind in kinds]
 
 
 def _completions(name: str) -> list[tuple[str, dict[str, Any]]]:
@@ -210,6 +246,23 @@ def build() -> list[dict[str, Any]]:
         chats += [(f"chat-media-{kind}", {"model": name, "messages": messages})
                   for kind, messages in MEDIA.items() if not kind.startswith("image")]
         lines += folder_lines(folder, server, [(CHAT, chats + _image_chats(name))])
+    name = "real-deepseek_v41_otherid"
+    server = {"--max-model-len": 8192, "--served-model-name": name}
+    chats = [("chat-user-default", {"model": name, "messages": CONVERSATIONS["user"]})]
+    lines += folder_lines("deepseek_v41_otherid", server,
+                          [(CHAT, chats + _image_chats(name, OTHER_ID))])
+    folder = "deepseek_v41_image"
+    name = f"real-{folder}"
+    server = {"--max-model-len": 8192, "--served-model-name": name}
+    untrusted = _mm_kwargs_chats(name, ("budget", "text-only"))
+    lines += folder_lines(folder, server, [(CHAT, untrusted)])
+    trusted = [(f"trusted-{ident}", body) for ident, body in _mm_kwargs_chats(name)]
+    lines += folder_lines(folder, {**server, "--trust-request-mm-kwargs": True},
+                          [(CHAT, trusted)])
+    served = [(f"server-kwargs-{ident}", body) for ident, body in _image_chats(
+        name, ("small", "medium", "two"))]
+    lines += folder_lines(folder, {**server, "--mm-processor-kwargs": SERVER_MM_KWARGS},
+                          [(CHAT, served)])
     return lines
 
 

@@ -181,22 +181,19 @@ def encode_request(row: EncoderMode, messages: Any,
     ``prepare``/``encode`` over the 'string' conversation; ``order`` gets the images' order
     where the mode gives one."""
     clash = next((name for name in kwargs if name in _CALL_PARAMETERS), None)
-    if row.request is None:
-        if clash is not None:  # V3.2's renderer: not harvested
-            raise RenderUnsupportedError(f"chat_template_kwargs.{clash}", "clashes with a "
-                                         "parameter of apply_chat_template; not reproduced")
-        return encode_chat(row, parse("string"), kwargs)
 
     def parse_then_call(content_format: str) -> list[dict[str, Any]]:
         conversation = parse(content_format)
         if clash is not None:
-            # After the parse, V4/V4.1's renderers call their apply_chat_template wrapper
-            # with conversation=, messages= and the kwargs: Python's TypeError, a 400
-            # (real_dsv4_ corpus, 0.29-0.33).
+            # After the parse, the DeepSeek renderers (V3.2, V4, V4.1) call their
+            # apply_chat_template wrapper with conversation=, messages= and the kwargs:
+            # Python's TypeError, a 400 (real_dsv32_, real_dsv4_ corpora, 0.29-0.33).
             raise RenderRequestError(f"chat_template_kwargs.{clash}", _WRAPPER + "() got "
                                      f"multiple values for keyword argument '{clash}'")
         return conversation
 
+    if row.request is None:
+        return encode_chat(row, parse_then_call("string"), kwargs)
     return row.request(messages, parse_then_call, kwargs, release,
                        ImageOrder() if order is None else order)
 

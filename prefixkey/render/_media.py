@@ -84,7 +84,7 @@ class ImageParts(ContentParts):
         self._chat = chat
         self._kwargs = kwargs
         #: Each image's part, field and URL, counted as it is parsed, loaded by finish().
-        self._pending: list[tuple[Mapping[str, Any], str, str]] = []
+        self._pending: list[tuple[Mapping[str, Any], str | None, str]] = []
         self.images: list[LoadedImage] = []
         #: Which image each placeholder takes, where the encoder says (DeepSeek V4.1, whose
         #: 0.33 renderer reorders them, dropping those it left out); None: in order.
@@ -295,7 +295,7 @@ class ImageChat:
         return hasher
 
     def admit(self, part_type: str, part: Mapping[str, Any], field: str,
-              number: int) -> tuple[str, str]:
+              number: int) -> tuple[str | None, str]:
         """What vLLM checks of an image part as it parses it: its shape, then the
         per-prompt item limit (``MultiModalItemTracker.add``); the URL and its field."""
         if self._refusal is not None or self._family is None:
@@ -309,20 +309,28 @@ class ImageChat:
         if uuid is not None and not isinstance(uuid, str):
             raise RenderUnsupportedError(f"{field}.uuid", "only a string uuid is reproduced")
         url, url_field = _url(part_type, part, field)
+        if url is None and uuid is not None and self._architecture not in MISTRAL_FORMAT:
+            # By its uuid alone: vLLM's processor looks the item up in its cache (place()).
+            self._check_count(number)
+            return None, url_field
         if not url:
             raise RenderUnsupportedError(
-                url_field, "an image given by its uuid alone: its size, which decides its "
-                "placeholder tokens, is known only to the server's cache")
+                url_field, "an image without data is not reproduced here (by its uuid "
+                "alone: the server's cache holds its size; with an empty URL: not verified)")
         self._check_count(number)
         return url, url_field
 
-    def load(self, part: Mapping[str, Any], url: str, url_field: str,
+    def load(self, part: Mapping[str, Any], url: str | None, url_field: str,
              request_kwargs: Mapping[str, Any],
              sources: list[tuple[Mapping[str, Any], bytes]] | None = None) -> LoadedImage:
         """An admitted image's identifier and loaded size (``sources`` gets the part and
-        its bytes): vLLM's render server loads the items after the parse."""
+        its bytes; an image by its uuid alone, ``url`` None, has neither bytes nor size):
+        vLLM's render server loads the items after the parse."""
         assert self._hasher is not None and self._source is not None  # admit() refused
         uuid = part.get("uuid")
+        if url is None:
+            return self._hasher_for(request_kwargs).loaded_image(None, uuid=uuid,
+                                                                 field=url_field)
         data = self._image_bytes(self._source, url, url_field)
         loaded = self._hasher_for(request_kwargs).loaded_image(data, uuid=uuid,
                                                                field=url_field)
@@ -365,10 +373,21 @@ class ImageChat:
             return ids, ()
         family = self._family
         assert family is not None  # load() refused the images otherwise
+        for index, image in enumerate(images):
+            if image.size is None:
+                # By its uuid alone: the answer depends on the render server's processor
+                # cache (_get_cache_missing_items, 0.29-0.33), which prefixkey cannot see.
+                raise RenderUnsupportedError("messages", (
+                    f"image {index} is given by its uuid alone: a render server that has not "
+                    "processed that uuid answers 400 'Cache miss for image at index "
+                    f"{index} but data is not provided.', one that has renders it with the "
+                    "cached image's size, which only that server knows: render it with "
+                    "vLLM's render endpoint"))
+        family.check_request_kwargs(parts._kwargs)
         kwargs = {**self._server_kwargs, **parts._kwargs}
         expansions = []
         for image in images:
-            assert image.size is not None  # load() refused uuid-only images
+            assert image.size is not None
             width, height = image.size
             expansions.append(family.expansion(ImageSize(width, height), kwargs))
         if placeholder_token_ids is not None:

@@ -241,6 +241,8 @@ FLAGS = {
     "--tool-call-parser": "tool_call_parser",
     "--exclude-tools-when-tool-choice-none": "exclude_tools_when_tool_choice_none",
     "--tokenizer-mode": "tokenizer_mode",
+    "--trust-request-mm-kwargs": "trust_request_mm_kwargs",
+    "--mm-processor-kwargs": "mm_processor_kwargs",
 }
 #: Engine flags of ``vllm serve`` runs (serve_ corpus) that do not change rendering.
 ENGINE_FLAGS = frozenset({"--enable-scale-out", "--enable-lora", "--max-lora-rank",

@@ -102,7 +102,6 @@ def _default_renderer() -> Renderer:
 @pytest.mark.parametrize(("kwargs", "field"), [
     ({"tools": {"type": "function"}}, "chat_template_kwargs.tools"),
     ({"tools": ["not a tool"]}, "chat_template_kwargs.tools"),
-    ({"messages": []}, "chat_template_kwargs.messages"),
     ({"tokenize": True, "max_length": 4}, "chat_template_kwargs"),
 ])
 def test_what_is_not_reproduced_is_refused(kwargs: dict[str, object], field: str) -> None:

@@ -10,10 +10,14 @@ vLLM switches to its mode ``deepseek_v4`` or ``deepseek_v41`` (render/_encoders.
 render/_deepseek_v4.py, render/_deepseek_v41.py).
 The ``deepseek_v41_image`` and ``deepseek_v41_vision`` folders add the V4.1 processor's
 image token to that tokenizer (at 129264, the id vLLM requires) and carry the image bodies
-(render/_vision/_deepseek_v41.py); over ``deepseek_v41`` (no such token) every image is
-vLLM's 400. The other releases' answers are kept under ``releases/<release>/``. Every body
-must replay at every release its mode names: the same ids, or a typed error with vLLM's
-status and, for the encoders' own refusals, its message.
+(render/_vision/_deepseek_v41.py; the ``_image`` folder also served with
+``--trust-request-mm-kwargs`` and with ``--mm-processor-kwargs``); over ``deepseek_v41``
+(no such token) and ``deepseek_v41_otherid`` (the token at 129265) every image is vLLM's
+400. vLLM 0.30 has no ``--trust-request-mm-kwargs`` (it takes a body's own kwargs always):
+its answers for the ``trusted-`` bodies come from a server without the flag. The other
+releases' answers are kept under ``releases/<release>/``. Every body must replay at every
+release its mode names: the same ids, or a typed error with vLLM's status and, for the
+encoders' own refusals, its message.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from render_cases import (
 )
 
 from prefixkey.errors import RemoteMediaError
-from prefixkey.render import ModelFolderError, RenderRequestError
+from prefixkey.render import ModelFolderError, RenderRequestError, RenderUnsupportedError
 from prefixkey.render._encoders import ENCODER_MODES
 
 CORPUS = "real_dsv4_"
@@ -40,7 +44,8 @@ CASES = render_cases(CORPUS)
 KEPT = ("0.29.0", "0.30.0", "0.32.0", "0.33.0")
 #: The folders' modes.
 MODES = {"deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v41",
-         "deepseek_v41_image": "deepseek_v41", "deepseek_v41_vision": "deepseek_v41"}
+         "deepseek_v41_image": "deepseek_v41", "deepseek_v41_vision": "deepseek_v41",
+         "deepseek_v41_otherid": "deepseek_v41"}
 V41_FOLDERS = frozenset(f for f, mode in MODES.items() if mode == "deepseek_v41")
 #: The releases kept without a mode's answers: vLLM 0.29 has no deepseek_v41 mode (its
 #: server does not start for the V4.1 folders: neither its config registry nor transformers
@@ -50,6 +55,13 @@ NOT_VERIFIED = {"0.29.0": V41_FOLDERS}
 #: prefixkey fetches nothing unless the caller opts in (RemoteMediaError).
 REMOTE = frozenset(c.id for c in CASES if c.real in V41_FOLDERS
                    and c.id.endswith("/chat-media-image-later-turn"))
+#: An image by its uuid alone: a server whose processor cache has not seen the uuid
+#: answers 400 "Cache miss ..." (the "uuid-only" bodies), one that has renders it with the
+#: cached image's grid ("-seen": an earlier body sent it); prefixkey, which cannot see the
+#: replica's cache, refuses both once the checks before that lookup pass.
+CACHE_MISS = "Cache miss for image at index"
+UUID_ONLY = frozenset(c.id for c in CASES if c.id.endswith("/chat-image-uuid-only-seen")
+                      or (c.error is not None and CACHE_MISS in c.error["message"]))
 
 
 def _same_reason(case: RenderCase, error: RenderRequestError) -> bool:
@@ -73,6 +85,11 @@ def _replays(case: RenderCase, release: str | None = None) -> None:
         with pytest.raises(RemoteMediaError):
             server_renderer(case, release).render(case.endpoint, case.body)
         return
+    if case.id in UUID_ONLY:
+        assert case.status == 200 if case.id.endswith("-seen") else case.status == 400
+        with pytest.raises(RenderUnsupportedError, match=CACHE_MISS):
+            server_renderer(case, release).render(case.endpoint, case.body)
+        return
     assert_server_replays(case, release, same_reason=_same_reason)
 
 
@@ -87,7 +104,7 @@ def test_each_release_replays(release: str, case: RenderCase) -> None:
 
 
 IMAGE_CASES = [c for c in CASES if c.status == 200 and c.endpoint == "/v1/chat/completions"
-               and c.response.get("features")]
+               and c.response.get("features") and c.id not in UUID_ONLY]
 
 
 @each_case(IMAGE_CASES)
@@ -137,7 +154,7 @@ def test_media_parts_are_text_only_over_v4_and_counted_over_v41() -> None:
     """V4 is text-only in vLLM's registry; V4.1 is multimodal: images only (audio and
     video: "At most 0 …"), and its corpus has images vLLM rendered."""
     media = [c for c in CASES if "/chat-media-" in c.id]
-    assert {c.real for c in media} == set(MODES)
+    assert {c.real for c in media} == set(MODES) - {"deepseek_v41_otherid"}  # images only
     for case in media:
         assert case.status in (400, 500) and case.error is not None
         text_only = case.real == "deepseek_v4"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -169,10 +170,21 @@ def test_video_and_audio_stay_refused(part: dict[str, Any]) -> None:
         renderer.render_chat(_body(part, {"type": "text", "text": "x"}))
 
 
-def test_an_image_given_by_uuid_alone_is_refused() -> None:
+def test_an_image_given_by_uuid_alone_is_refused_naming_both_answers() -> None:
+    """vLLM's processor base looks such an item up in its cache before any family's code
+    runs: a server that has not seen the uuid answers 400, one that has renders it
+    (real_dsv4_ corpus); only the replica knows which it is."""
     renderer = Renderer(ServerOptions(model=str(BLIP2)))
-    with pytest.raises(RenderUnsupportedError, match="uuid alone"):
+    with pytest.raises(RenderUnsupportedError, match=re.escape(
+            "Cache miss for image at index 0 but data is not provided.")):
         renderer.render_chat(_body({"type": "image_url", "image_url": None, "uuid": "u"},
+                                   {"type": "text", "text": "x"}))
+
+
+def test_an_image_without_data_or_uuid_is_refused() -> None:
+    renderer = Renderer(ServerOptions(model=str(BLIP2)))
+    with pytest.raises(RenderUnsupportedError, match="without data"):
+        renderer.render_chat(_body({"type": "image_url", "image_url": {"url": ""}},
                                    {"type": "text", "text": "x"}))
 
 

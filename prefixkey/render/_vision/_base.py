@@ -137,6 +137,11 @@ class VisionFamily(ABC):
         """The prompt after the updates; by default each marker replaced in order."""
         return replace_markers(token_ids, self.marker, expansions)
 
+    def check_request_kwargs(self, kwargs: Mapping[str, Any]) -> None:
+        """What the processor says of the body's own ``mm_processor_kwargs`` once its
+        images are loaded (they passed :meth:`check_kwargs`); by default nothing."""
+        return None
+
     def check_kwargs(self, kwargs: Mapping[str, Any], field: str) -> None:
         """Refuse kwargs this family does not reproduce (override to check values too)."""
         for name in kwargs:

@@ -17,7 +17,12 @@ not found in tokenizer: …", DeepSeek-V3's, which the verification folders borr
 with it at another id than 129264 (the id the model's router keys on). The model takes
 images only: an audio or video part is vLLM's 400 "At most 0 audio(s) …" (its
 ``get_supported_mm_limits`` names no other modality), and ``get_placeholder_str`` gives
-the same placeholder for every image.
+the same placeholder for every image. ``mm_processor_kwargs``: the processor takes none.
+A body's own (0.31 on, only under ``--trust-request-mm-kwargs``) with an image is vLLM's
+400 "Unexpected processor kwargs: [...]" (its ``get_hf_processor``), after the images
+load; without an image nothing reads them. The server's (``--mm-processor-kwargs``) reach
+only the processor's call, whose ``**kwargs`` ignores them: the grid stays the
+``vision_config``'s (real_dsv4_ corpus, 0.30-0.33).
 """
 
 from __future__ import annotations
@@ -112,6 +117,16 @@ class DeepseekV41Vision(VisionFamily):
         return image_grid(size.width, size.height, patch=self._patch, ratio=self._ratio,
                           budget=self._budget, min_pixels=self._min_pixels,
                           max_wh_ratio=self._max_wh_ratio)
+
+    def check_kwargs(self, kwargs: Mapping[str, Any], field: str) -> None:
+        """Any name passes here: the server's kwargs reach only the processor's call, whose
+        ``**kwargs`` drops them; the body's are refused once its images are loaded."""
+
+    def check_request_kwargs(self, kwargs: Mapping[str, Any]) -> None:
+        # get_hf_processor(**the body's kwargs) takes none (0.30-0.33).
+        if kwargs:
+            raise RenderRequestError("mm_processor_kwargs",
+                                     f"Unexpected processor kwargs: {sorted(kwargs)}")
 
     def expansion(self, size: ImageSize, kwargs: Mapping[str, Any]) -> Sequence[int]:
         token = self._token
