@@ -145,7 +145,8 @@ class Renderer:
         self._request_env: TemplateEnvironment | None = None
         self._parts = content_parts or ContentParts()
         self._images = (ImageChat(options, self.folder.config, media_fetcher,
-                                  self._vision_folder())
+                                  self._vision_folder(),
+                                  processor_configs(self.folder.path)[0])
                         if content_parts is None else None)
         self._server_template = (None if options.chat_template is None
                                  else load_server_template(options.chat_template))
@@ -293,6 +294,10 @@ class Renderer:
             prompt: str | None = text_or_ids
         else:
             ids, prompt = tok_params.post_tokenization(text_or_ids, self.tokenizer), None
+        if isinstance(parts, ImageParts) and parts.first_clip is not None:
+            # Whisper's audio (render/_audio.py): its answer is decided by the decoder ids.
+            assert self._images is not None and self._images.audio is not None
+            self._images.audio.answer(parts.first_clip, len(ids))
         if not isinstance(parts, ImageParts) or self._images is None or not (
                 parts.images or placeholder_token_ids is not None):
             return self._result(ids, prompt, fields, lora, warnings=warnings)
