@@ -38,7 +38,7 @@ RELEASES = Path(__file__).resolve().parent.parent / "tests" / "render" / "releas
 #: Whisper folders with a processor_config.json (tests/render/real/): the feature
 #: extractor nested in it and no preprocessor_config.json; the legacy file (no feature
 #: extractor) alone; and beside preprocessor_config.json, with a chat template.
-PROCESSOR_FOLDERS: tuple[str, ...] = ()
+PROCESSOR_FOLDERS = ("whisper_pc_nested", "whisper_pc_legacy", "whisper_pc_template")
 
 
 def _samples(frames: int, channels: int, width: int) -> bytes:

@@ -33,8 +33,8 @@ from ..core import MMItem, check_token_ids
 from ..errors import InvalidRequestError, RemoteMediaError
 from ._audio import AUDIO_ARCHITECTURES, AUDIO_LIMIT, AudioChat
 from ._chat import _KNOWN_PART_FIELDS, ContentParts
-from ._eras import render_era, render_release
 from ._deadline import Watchdog, watched_opener
+from ._eras import render_era, render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
 from ._options import ServerOptions
 from ._vision import (

@@ -40,6 +40,7 @@ from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
+from ._processor_startup import nested_feature_extractor
 from ._python_tokenizer import build_folder_tokenizer
 from ._reuse import checked_reused_ids, reused_prompt_ids, text_vocab_size
 from ._runner import refuse_unknown_side, runner_type, tokenizer_side
@@ -144,9 +145,10 @@ class Renderer:
         #: Built on the first template a request carries (bounded: see _template_bounds).
         self._request_env: TemplateEnvironment | None = None
         self._parts = content_parts or ContentParts()
+        preprocessor, processor = processor_configs(self.folder.path)
         self._images = (ImageChat(options, self.folder.config, media_fetcher,
                                   self._vision_folder(),
-                                  processor_configs(self.folder.path)[0])
+                                  nested_feature_extractor(processor) or preprocessor)
                         if content_parts is None else None)
         self._server_template = (None if options.chat_template is None
                                  else load_server_template(options.chat_template))

@@ -19,6 +19,13 @@ kept in releases/0.29.0/real_whisper_audio_features.json). Refused at every rele
 clip that is not WAV (vLLM: "Invalid or corrupted audio data"), and one at another rate,
 which vLLM resamples with torchaudio from 0.30 on: the scratch installs have none (PyPI
 has no build for their torch) and answered 500, not an answer of vLLM's to reproduce.
+
+Three more folders have a ``processor_config.json`` (tools/build_real_whisper_bodies.py
+``PROCESSOR_FOLDERS``), run at the releases render/_processor_startup.py names: the
+feature extractor nested in it (no preprocessor_config.json) renders as whisper_pp; the
+legacy file alone does not start (vLLM's exit quoted); beside preprocessor_config.json
+with a ``chat_template``, that template is dropped (WhisperProcessor takes none) and the
+tokenizer's renders. Elsewhere the file is refused by name.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from prefixkey.render._eras import verified_releases
 from prefixkey.render._processor_startup import RENDERED_WITH_FILE
 
 sys.path.insert(0, str(RENDER_DIR.parent.parent / "tools"))
-from build_real_whisper_bodies import FOLDER
+from build_real_whisper_bodies import FOLDER, PROCESSOR_FOLDERS
 
 CORPUS = "real_whisper_"
 CASES = render_cases(CORPUS)
@@ -78,24 +85,53 @@ def _refused(case: RenderCase) -> dict[str, str]:
     return {case.id: field}
 
 
-def test_the_corpus_covers_the_folder() -> None:
-    assert {c.name for c in CASES} == {FOLDER}
+#: release -> the processor_config.json folders its server ran (the others refuse the file).
+PROCESSOR_RUN = {release: PROCESSOR_FOLDERS if "processor_config.json" in
+                 RENDERED_WITH_FILE[release]["WhisperForConditionalGeneration"] else ()
+                 for release in RELEASES}
+#: release -> the folders it is not replayed for: those with a file it has not run.
+NOT_RUN = {release: tuple(f for f in PROCESSOR_FOLDERS if f not in PROCESSOR_RUN[release])
+           for release in RELEASES}
+
+
+def test_the_corpus_covers_the_folders() -> None:
+    assert {c.name for c in CASES} == {FOLDER, *PROCESSOR_FOLDERS}
 
 
 @pytest.mark.parametrize("release", KEPT)
 def test_the_kept_releases_answered_every_body(release: str) -> None:
-    assert set(kept_vectors(release, CORPUS)) == {c.id for c in CASES}
+    assert set(kept_vectors(release, CORPUS)) == {c.id for c in CASES
+                                                  if c.name not in NOT_RUN[release]}
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if NOT_RUN[r]])
+def test_a_processor_config_not_run_is_refused(release: str) -> None:
+    """Where no server ran a Whisper folder with a processor_config.json, the file is
+    refused by name (render/_folder.py's processor-file rule)."""
+    case = next(c for c in CASES if c.name in NOT_RUN[release])
+    with pytest.raises(RenderUnsupportedError) as info:
+        server_renderer(case, release)
+    assert info.value.field == "processor_config.json"
 
 
 def test_every_release_with_the_rule_was_harvested() -> None:
     assert set(RENDERED_WITH_FILE) == set(RELEASES) == set(verified_releases())
 
 
-@each_release_case(release_table(CORPUS, dict.fromkeys(RELEASES, ())))
+@each_release_case(release_table(CORPUS, NOT_RUN))
 def test_vllm_rendering_of_whisper_replays(release: str, case: RenderCase) -> None:
     if case.id in RESAMPLED and release != "0.29.0":
         # The scratch install's 500, not vLLM's answer (module docstring): refused.
         assert case.status == 500 and case.error is not None
+    if case.status is None:
+        # A processor_config.json without the feature extractor: vLLM did not start, nor
+        # does prefixkey (render/_processor_startup.py), quoting vLLM's exit.
+        assert case.startup is not None
+        with pytest.raises(RenderUnsupportedError) as exited:
+            server_renderer(case, release)
+        assert exited.value.field == "preprocessor_config.json"
+        assert case.startup["exception"] in str(exited.value)
+        return
     refused = _refused(case)
     if case.status == 200 and refused:
         # 0.29.0's answer carries the waveform's identifier: refused, naming the part.
@@ -130,6 +166,7 @@ def test_the_audio_placeholders_do_not_depend_on_the_clip() -> None:
 
 def test_every_audio_answer_is_replayed() -> None:
     """The corpus's 16 kHz WAV clips are all vLLM's 400 (none is refused here)."""
-    answered = [c for c in CASES if _first_audio(c.body) and c.id not in NOT_DECODED]
+    answered = [c for c in CASES if _first_audio(c.body) and c.id not in NOT_DECODED
+                and c.status is not None]
     assert len(answered) >= 12
     assert all(c.status == 400 for c in answered)
