@@ -123,7 +123,7 @@ def test_whisper_folder_refusals(tmp_path: Path, archs: tuple[str, ...],
 #: (architectures, release) -> the processor files a folder of them may have.
 RENDERED: list[tuple[tuple[str, ...], str, frozenset[str]]] = [
     ((WHISPER,), "0.29.0", frozenset({"preprocessor_config.json"})),
-    ((WHISPER,), "0.33.0", frozenset({"preprocessor_config.json"})),
+    ((WHISPER,), "0.33.0", frozenset({"preprocessor_config.json", "processor_config.json"})),
     ((WHISPER, "Qwen2AudioForConditionalGeneration"), "0.31.0", frozenset()),
     (("Qwen2AudioForConditionalGeneration",), "0.31.0", frozenset()),
     ((), "0.31.0", frozenset()),
