@@ -75,7 +75,7 @@ VERIFIED: Final[Mapping[str, Mapping[str, str]]] = {
 #: ``chat_template``, which vLLM would prefer for a body without tools, is dropped:
 #: WhisperProcessor takes no chat_template (its processor's template is None), so the
 #: tokenizer's renders.
-_PROCESSOR_CONFIG_RUN: Final = ("0.30.0", "0.31.0", "0.32.0", "0.33.0")
+_PROCESSOR_CONFIG_RUN: Final = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 #: release -> {architecture: the processor files a folder may have}: the release's render
 #: server started on the folder with them and its text chats' ids are the tokenizer's and
 #: template's (harvested and replayed); elsewhere a processor_config.json was not run, so

@@ -21,11 +21,11 @@ which vLLM resamples with torchaudio from 0.30 on: the scratch installs have non
 has no build for their torch) and answered 500, not an answer of vLLM's to reproduce.
 
 Three more folders have a ``processor_config.json`` (tools/build_real_whisper_bodies.py
-``PROCESSOR_FOLDERS``), run at the releases render/_processor_startup.py names: the
+``PROCESSOR_FOLDERS``), run at every release (render/_processor_startup.py): the
 feature extractor nested in it (no preprocessor_config.json) renders as whisper_pp; the
 legacy file alone does not start (vLLM's exit quoted); beside preprocessor_config.json
 with a ``chat_template``, that template is dropped (WhisperProcessor takes none) and the
-tokenizer's renders. Elsewhere the file is refused by name.
+tokenizer's renders.
 """
 
 from __future__ import annotations
@@ -102,16 +102,6 @@ def test_the_corpus_covers_the_folders() -> None:
 def test_the_kept_releases_answered_every_body(release: str) -> None:
     assert set(kept_vectors(release, CORPUS)) == {c.id for c in CASES
                                                   if c.name not in NOT_RUN[release]}
-
-
-@pytest.mark.parametrize("release", [r for r in RELEASES if NOT_RUN[r]])
-def test_a_processor_config_not_run_is_refused(release: str) -> None:
-    """Where no server ran a Whisper folder with a processor_config.json, the file is
-    refused by name (render/_folder.py's processor-file rule)."""
-    case = next(c for c in CASES if c.name in NOT_RUN[release])
-    with pytest.raises(RenderUnsupportedError) as info:
-        server_renderer(case, release)
-    assert info.value.field == "processor_config.json"
 
 
 def test_every_release_with_the_rule_was_harvested() -> None:

@@ -88,17 +88,8 @@ def test_a_nested_feature_extractor_starts(tmp_path: Path) -> None:
         check_processor_files([WHISPER], tmp_path, "0.31.0")
 
 
-#: The releases whose servers did not run a Whisper folder with a processor_config.json.
-_PROCESSOR_CONFIG_NOT_RUN = tuple(
-    r for r in VERIFIED if "processor_config.json" not in RENDERED_WITH_FILE[r][WHISPER])
-
-
 @pytest.mark.parametrize(("archs", "files", "fragment", "releases"), [
     ((WHISPER,), (), "does not start: OSError: Can't load feature extractor", tuple(VERIFIED)),
-    # With the feature extractor's file Whisper is rendered (tests/render/
-    # test_real_whisper_vectors.py); a processor_config.json where it was not run.
-    ((WHISPER,), ("preprocessor_config.json", "processor_config.json"),
-     "the folder has a processor config", _PROCESSOR_CONFIG_NOT_RUN),
     # Another listed architecture may be the one vLLM runs: its rule still holds.
     ((WHISPER, "Qwen2AudioForConditionalGeneration"), ("preprocessor_config.json",),
      "the folder has a multimodal preprocessor config", tuple(VERIFIED)),
@@ -122,7 +113,7 @@ def test_whisper_folder_refusals(tmp_path: Path, archs: tuple[str, ...],
 
 #: (architectures, release) -> the processor files a folder of them may have.
 RENDERED: list[tuple[tuple[str, ...], str, frozenset[str]]] = [
-    ((WHISPER,), "0.29.0", frozenset({"preprocessor_config.json"})),
+    ((WHISPER,), "0.29.0", frozenset({"preprocessor_config.json", "processor_config.json"})),
     ((WHISPER,), "0.33.0", frozenset({"preprocessor_config.json", "processor_config.json"})),
     ((WHISPER, "Qwen2AudioForConditionalGeneration"), "0.31.0", frozenset()),
     (("Qwen2AudioForConditionalGeneration",), "0.31.0", frozenset()),
