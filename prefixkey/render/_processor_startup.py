@@ -32,7 +32,7 @@ from ._errors import RenderUnsupportedError
 
 __all__ = ["LOADS_AT_START", "NESTED_FEATURE_EXTRACTOR", "PROCESSOR_FILES",
            "RENDERED_WITH_FILE", "VERIFIED", "check_processor_files", "feature_extractor_file",
-           "nested_feature_extractor", "rendered_processor_files"]
+           "nested_feature_extractor", "rendered_processor_files", "unrendered_processor"]
 
 #: The files transformers loads a feature extractor or processor from.
 PROCESSOR_FILES: Final = ("preprocessor_config.json", "processor_config.json")
@@ -122,6 +122,18 @@ def rendered_processor_files(architectures: Sequence[str], vllm_version: str) ->
     table = RENDERED_WITH_FILE.get(render_release(vllm_version).release, {})
     found = [table.get(arch, frozenset()) for arch in architectures]
     return frozenset.intersection(*found) if found else frozenset()
+
+
+def unrendered_processor(architectures: Sequence[str], vllm_version: str) -> str | None:
+    """Why a processor file of a folder of ``architectures`` is refused when one of them
+    loads it at start-up but its processor is not rendered here, else None."""
+    release = render_release(vllm_version).release
+    for arch in architectures:
+        if arch in LOADS_AT_START.get(release, frozenset()) and \
+                arch not in RENDERED_WITH_FILE.get(release, {}):
+            return (f"{arch}'s processor, which vLLM {vllm_version} loads from it at start-up "
+                    "(its feature extractor, its own chat template), is not run here")
+    return None
 
 
 def check_processor_files(architectures: Sequence[str], folder: Path,
