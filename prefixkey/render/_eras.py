@@ -156,6 +156,10 @@ class RenderEra:
     #: then mistral_common's, its chat transformers' (render/_mistral.py ``hf_chat``).
     hf_mistral_format: bool = True
     encoder_decoder_completions: EncoderDecoderCompletions = None
+    #: Whether the render answer model requires each multimodal placeholder range to lie
+    #: within the returned ids (0.30 on, ``GenerateRequest``): a Whisper audio chat is
+    #: then its 400 (render/_audio.py); 0.29 answers it with the audio's identifier.
+    mm_placeholder_bounds: bool = True
     generic_spm: GenericSpm = "extracted"
     specials_merge: SpecialsMerge = "kept"
     startup_probe: StartupProbe = "resolved"
@@ -204,6 +208,7 @@ RENDER_ERAS: Final = (
         harmony_headers="every",
         hf_mistral_format=False,
         encoder_decoder_completions="no_ids",
+        mm_placeholder_bounds=False,
         generic_spm="spec",
         specials_merge="if_empty",
         startup_probe="server",

@@ -29,7 +29,12 @@ from ._hf_decision import (
     release_facts,
 )
 from ._hf_tiktoken import converted_source
-from ._processor_startup import check_processor_files, rendered_processor_files
+from ._processor_startup import (
+    PROCESSOR_FILES,
+    check_processor_files,
+    rendered_processor_files,
+    unrendered_processor,
+)
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 from ._vllm_startup import check_vllm_starts
 
@@ -448,10 +453,13 @@ class ModelFolder:
         architectures = config_architectures(config, vllm_version)
         allowed = (_image_processor_files(path, config)
                    | rendered_processor_files(architectures, vllm_version))
+        unrendered = unrendered_processor(architectures, vllm_version)
         for folder in {path, tokenizer_path}:
             for file, why in _REFUSED_FILES.items():
                 if (folder / file).exists() and not (folder == path and file in allowed):
-                    raise RenderUnsupportedError(file, f"the folder has {why}")
+                    raise RenderUnsupportedError(file, (
+                        unrendered if unrendered is not None and file in PROCESSOR_FILES
+                        else f"the folder has {why}"))
         _check_mistral_files(tokenizer_path, tokenizer_mode)
         tokenizer_config = (
             _read_json(tokenizer_path / "tokenizer_config.json", "tokenizer_config.json")

@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from ..core import MMItem, check_token_ids
 from ..errors import InvalidRequestError, RemoteMediaError
+from ._audio import AUDIO_ARCHITECTURES, AUDIO_LIMIT, AudioChat
 from ._chat import _KNOWN_PART_FIELDS, ContentParts
 from ._deadline import Watchdog, watched_opener
+from ._eras import render_era, render_release
 from ._errors import RenderRequestError, RenderUnsupportedError
 from ._options import ServerOptions
 from ._vision import (
@@ -94,6 +96,13 @@ class ImageParts(ContentParts):
         self.sources: list[tuple[Mapping[str, Any], bytes]] = []
         #: The first part of a modality the model takes whose processor is not run here.
         self._refused: RenderUnsupportedError | None = None
+        #: Each audio part (type, part, field, wrap), counted as parsed, checked by finish().
+        self._audio: list[tuple[str, Mapping[str, Any], str, bool]] = []
+
+    @property
+    def first_clip(self) -> str | None:
+        """The field of the body's first audio part (checked by finish()), else None."""
+        return self._audio[0][2] if self._audio else None
 
     @property
     def identifiers(self) -> list[str]:
@@ -104,6 +113,10 @@ class ImageParts(ContentParts):
         if part_type not in _IMAGE_PARTS:
             modality = _MODALITIES.get(part_type)
             self._chat.check_modality(modality, field)
+            if modality == "audio" and self._chat.audio is not None:
+                self._chat.check_count(len(self._audio) + 1, "audio")
+                self._audio.append((part_type, part, field, wrap))
+                return None  # Whisper has no placeholder text (get_placeholder_str: None)
             try:
                 return super().media_part(part_type, part, field, wrap=wrap)
             except RenderUnsupportedError as exc:
@@ -127,6 +140,10 @@ class ImageParts(ContentParts):
         counted): each image loaded, in order."""
         if self._refused is not None:
             raise self._refused
+        audio = self._chat.audio
+        for part_type, part, field, wrap in self._audio:
+            assert audio is not None  # media_part() kept no audio part otherwise
+            audio.check_clip(part_type, part, field, wrap)
         for part, url, url_field in self._pending:
             self.images.append(self._chat.load(part, url, url_field, self._kwargs,
                                                self.sources))
@@ -186,13 +203,16 @@ class ImageChat:
 
     __slots__ = ("_architecture", "_family", "_fetch", "_hasher", "_hashers", "_limit",
                  "_lock", "_modalities", "_options", "_refusal", "_server_kwargs", "_source",
-                 "_text_only")
+                 "_text_only", "audio")
 
     _hasher: MMHasher | None
     _source: MediaSource | None
 
     def __init__(self, options: ServerOptions, config: Mapping[str, Any],
-                 fetch: MediaFetcher | None = None, vision: VisionFolder | None = None) -> None:
+                 fetch: MediaFetcher | None = None, vision: VisionFolder | None = None,
+                 preprocessor: Mapping[str, Any] | None = None) -> None:
+        """``preprocessor``: the folder's preprocessor_config.json (an audio model's
+        feature extractor)."""
         self._options = options
         self._architecture = family_architecture(config)
         # vLLM's model_config.served_model_name: the first served name, else the model.
@@ -211,8 +231,17 @@ class ImageChat:
         self._modalities = (self._family.modalities if self._family is not None
                             else OTHER_MODALITIES.get(first) if first is not None else None)
         supported = self._family.limit if self._family is not None else None
-        user = options.limit_mm_per_prompt.get("image", DEFAULT_LIMIT)
-        self._limit = (user, supported)
+        self._limit = {"image": (options.limit_mm_per_prompt.get("image", DEFAULT_LIMIT),
+                                 supported),
+                       "audio": (options.limit_mm_per_prompt.get("audio", DEFAULT_LIMIT),
+                                 AUDIO_LIMIT)}
+        #: The audio rule of an architecture whose audio answers are reproduced here
+        #: (render/_audio.py), else None: its audio parts are refused.
+        self.audio = (AudioChat(config, preprocessor or {},
+                                render_era(options.vllm_version).mm_placeholder_bounds)
+                      if first in AUDIO_ARCHITECTURES.get(
+                          render_release(options.vllm_version).release, frozenset())
+                      else None)
         # Only with a list of domains: vLLM fetches from any host when it has none.
         self._fetch = fetch if options.allowed_media_domains else None
         self._hashers: dict[str, MMHasher] = {}
@@ -311,13 +340,13 @@ class ImageChat:
         url, url_field = _url(part_type, part, field)
         if url is None and uuid is not None and self._architecture not in MISTRAL_FORMAT:
             # By its uuid alone: vLLM's processor looks the item up in its cache (place()).
-            self._check_count(number)
+            self.check_count(number, "image")
             return None, url_field
         if not url:
             raise RenderUnsupportedError(
                 url_field, "an image without data is not reproduced here (by its uuid "
                 "alone: the server's cache holds its size; with an empty URL: not verified)")
-        self._check_count(number)
+        self.check_count(number, "image")
         return url, url_field
 
     def load(self, part: Mapping[str, Any], url: str | None, url_field: str,
@@ -338,15 +367,16 @@ class ImageChat:
             sources.append((part, data))
         return loaded
 
-    def _check_count(self, number: int) -> None:
-        """``validate_num_items``: the server's limit, and the model's own."""
-        user, supported = self._limit
+    def check_count(self, number: int, modality: str) -> None:
+        """``validate_num_items`` for the ``number``-th item of ``modality``: the server's
+        limit, and the model's own."""
+        user, supported = self._limit[modality]
         limit = user if supported is None else min(user, supported)
         if number > limit:
             hint = (" Set `--limit-mm-per-prompt` to increase this limit."
                     if supported is not None and number <= supported else "")
-            raise RenderRequestError("messages", f"At most {limit} image(s) may be provided "
-                                     f"in one prompt.{hint}")
+            raise RenderRequestError("messages", f"At most {limit} {modality}(s) may be "
+                                     f"provided in one prompt.{hint}")
 
     def _image_bytes(self, source: MediaSource, url: str, field: str) -> bytes:
         try:

@@ -6,9 +6,10 @@ inputs (``MULTIMODAL_REGISTRY.create_processor``); the processor's constructor a
 model's ``ProcessingInfo.get_data_parser()``, which for the audio models below reads the
 sampling rate from the Hugging Face feature extractor or processor, loaded from the
 model folder (``cached_processor_from_config(model_config.model)``). transformers loads
-it from ``preprocessor_config.json`` (or a ``processor_config.json`` holding it), so a
-folder with neither does not start ("Can't load feature extractor for '<folder>'...");
-image models' data parsers read only ``config.json`` and start without one.
+it from ``preprocessor_config.json`` (or a ``processor_config.json`` holding it nested:
+:func:`feature_extractor_file`), so a folder with neither does not start ("Can't load
+feature extractor for '<folder>'..."); image models' data parsers read only
+``config.json`` and start without one.
 
 The architectures are read from each release's model code (every ``get_data_parser``
 that loads the feature extractor or processor); ``VERIFIED`` are the releases whose real
@@ -21,15 +22,17 @@ render/_folder.py's processor-file rule.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
 
-__all__ = ["LOADS_AT_START", "PROCESSOR_FILES", "RENDERED_WITH_FILE", "VERIFIED",
-           "check_processor_files", "rendered_processor_files"]
+__all__ = ["LOADS_AT_START", "NESTED_FEATURE_EXTRACTOR", "PROCESSOR_FILES",
+           "RENDERED_WITH_FILE", "VERIFIED", "check_processor_files", "feature_extractor_file",
+           "nested_feature_extractor", "rendered_processor_files", "unrendered_processor"]
 
 #: The files transformers loads a feature extractor or processor from.
 PROCESSOR_FILES: Final = ("preprocessor_config.json", "processor_config.json")
@@ -65,14 +68,51 @@ VERIFIED: Final[Mapping[str, Mapping[str, str]]] = {
     release: {"WhisperForConditionalGeneration": _WHISPER_EXIT}
     for release in ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 }
+#: The releases whose render server ran Whisper folders with a processor_config.json
+#: (tests/render/real_whisper_vectors.jsonl): the feature extractor nested in it (no
+#: preprocessor_config.json) starts and renders as preprocessor_config.json does; the
+#: legacy file without it alone exits as a folder without any file; and its
+#: ``chat_template``, which vLLM would prefer for a body without tools, is dropped:
+#: WhisperProcessor takes no chat_template (its processor's template is None), so the
+#: tokenizer's renders.
+_PROCESSOR_CONFIG_RUN: Final = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 #: release -> {architecture: the processor files a folder may have}: the release's render
 #: server started on the folder with them and its text chats' ids are the tokenizer's and
-#: template's alone (harvested and replayed); a processor_config.json, which may carry the
-#: processor's own chat template, was not run, so it stays refused.
+#: template's (harvested and replayed); elsewhere a processor_config.json was not run, so
+#: it stays refused.
 RENDERED_WITH_FILE: Final[Mapping[str, Mapping[str, frozenset[str]]]] = {
-    release: {"WhisperForConditionalGeneration": frozenset({"preprocessor_config.json"})}
+    release: {"WhisperForConditionalGeneration": frozenset(
+        {"preprocessor_config.json"}
+        | ({"processor_config.json"} if release in _PROCESSOR_CONFIG_RUN else set()))}
     for release in ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 }
+#: processor_config.json's keys transformers takes a nested feature extractor from
+#: (``FeatureExtractionMixin.get_feature_extractor_dict``), before preprocessor_config.json.
+NESTED_FEATURE_EXTRACTOR: Final = ("feature_extractor", "audio_processor")
+
+
+def nested_feature_extractor(processor: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The feature extractor's settings nested in a processor_config.json, else None."""
+    for key in NESTED_FEATURE_EXTRACTOR:
+        value = processor.get(key)
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def feature_extractor_file(folder: Path) -> str | None:
+    """The file transformers loads the folder's feature extractor from, else None: a
+    processor_config.json's nested one, else preprocessor_config.json (a processor_config.json
+    without one is no feature extractor: the legacy form)."""
+    processor = folder / "processor_config.json"
+    if processor.is_file():
+        try:
+            nested = json.loads(processor.read_text("utf-8"))
+        except (OSError, ValueError):
+            nested = None
+        if isinstance(nested, dict) and nested_feature_extractor(nested) is not None:
+            return "processor_config.json"
+    return "preprocessor_config.json" if (folder / "preprocessor_config.json").is_file() else None
 
 
 def rendered_processor_files(architectures: Sequence[str], vllm_version: str) -> frozenset[str]:
@@ -84,6 +124,18 @@ def rendered_processor_files(architectures: Sequence[str], vllm_version: str) ->
     return frozenset.intersection(*found) if found else frozenset()
 
 
+def unrendered_processor(architectures: Sequence[str], vllm_version: str) -> str | None:
+    """Why a processor file of a folder of ``architectures`` is refused when one of them
+    loads it at start-up but its processor is not rendered here, else None."""
+    release = render_release(vllm_version).release
+    for arch in architectures:
+        if arch in LOADS_AT_START.get(release, frozenset()) and \
+                arch not in RENDERED_WITH_FILE.get(release, {}):
+            return (f"{arch}'s processor, which vLLM {vllm_version} loads from it at start-up "
+                    "(its feature extractor, its own chat template), is not run here")
+    return None
+
+
 def check_processor_files(architectures: Sequence[str], folder: Path,
                           vllm_version: str) -> None:
     """Refuse a folder of an architecture whose start-up loads a feature extractor or
@@ -91,7 +143,7 @@ def check_processor_files(architectures: Sequence[str], folder: Path,
 
     The model registry resolves the first listed architecture (render/_vllm_startup.py);
     each listed one is checked, since any of them may be the one vLLM runs."""
-    if any((folder / name).is_file() for name in PROCESSOR_FILES):
+    if feature_extractor_file(folder) is not None:
         return
     release = render_release(vllm_version).release
     for arch in architectures:
@@ -105,4 +157,5 @@ def check_processor_files(architectures: Sequence[str], folder: Path,
                "start (read from its model code; not run at this release)")
         raise RenderUnsupportedError(
             "preprocessor_config.json", f"architecture {arch!r}: {why} (no "
-            f"{' or '.join(PROCESSOR_FILES)} in the folder)")
+            "preprocessor_config.json, nor a processor_config.json with the feature "
+            "extractor nested, in the folder)")

@@ -40,6 +40,7 @@ from ._harmony import HarmonyChat, check_messages, is_harmony_model
 from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
+from ._processor_startup import nested_feature_extractor
 from ._python_tokenizer import build_folder_tokenizer
 from ._reuse import checked_reused_ids, reused_prompt_ids, text_vocab_size
 from ._runner import refuse_unknown_side, runner_type, tokenizer_side
@@ -144,8 +145,10 @@ class Renderer:
         #: Built on the first template a request carries (bounded: see _template_bounds).
         self._request_env: TemplateEnvironment | None = None
         self._parts = content_parts or ContentParts()
+        preprocessor, processor = processor_configs(self.folder.path)
         self._images = (ImageChat(options, self.folder.config, media_fetcher,
-                                  self._vision_folder())
+                                  self._vision_folder(),
+                                  nested_feature_extractor(processor) or preprocessor)
                         if content_parts is None else None)
         self._server_template = (None if options.chat_template is None
                                  else load_server_template(options.chat_template))
@@ -293,6 +296,10 @@ class Renderer:
             prompt: str | None = text_or_ids
         else:
             ids, prompt = tok_params.post_tokenization(text_or_ids, self.tokenizer), None
+        if isinstance(parts, ImageParts) and parts.first_clip is not None:
+            # Whisper's audio (render/_audio.py): its answer is decided by the decoder ids.
+            assert self._images is not None and self._images.audio is not None
+            self._images.audio.answer(parts.first_clip, len(ids))
         if not isinstance(parts, ImageParts) or self._images is None or not (
                 parts.images or placeholder_token_ids is not None):
             return self._result(ids, prompt, fields, lora, warnings=warnings)

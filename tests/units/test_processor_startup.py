@@ -2,7 +2,8 @@
 
 render/_processor_startup.py refuses a folder of an architecture whose start-up loads a
 feature extractor or processor (its ``get_data_parser``) when the folder has no
-``preprocessor_config.json`` or ``processor_config.json``. The verified reasons are the
+``preprocessor_config.json`` or ``processor_config.json`` with the feature extractor
+nested. The verified reasons are the
 real render servers' exits (vLLM 0.29.0 to 0.33.0, ``python -m
 vllm.entrypoints.launchers.render.entry`` on a Whisper folder: Whisper's default config,
 conv_whisper's vocabulary files; with WhisperFeatureExtractor's preprocessor_config.json
@@ -51,7 +52,11 @@ CASES: list[tuple[str, str, tuple[str, ...], tuple[str, str] | None]] = [
     # 0.29's Qwen 3 Omni has no data parser of its own loading one.
     ("Qwen3OmniMoeForConditionalGeneration", "0.29.0", (), None),
     (WHISPER, "0.31.0", ("preprocessor_config.json",), None),
-    (WHISPER, "0.31.0", ("processor_config.json",), None),
+    # A processor_config.json without the feature extractor nested (the legacy form):
+    # the real server exits as without any file (tests/render/real/whisper_pc_legacy).
+    (WHISPER, "0.31.0", ("processor_config.json",),
+     ("preprocessor_config.json", "0.31.0's render server does not start: OSError: Can't "
+      "load feature extractor for '<folder>'")),
     # Image models' data parsers read config.json only; a text model loads none.
     ("Qwen2VLForConditionalGeneration", "0.31.0", (), None),
     ("GPT2LMHeadModel", "0.31.0", (), None),
@@ -73,18 +78,25 @@ def test_processor_files(tmp_path: Path, arch: str, release: str, files: tuple[s
     assert fragment.replace("<folder>", str(tmp_path)) in str(caught.value)
 
 
-@pytest.mark.parametrize(("archs", "files", "fragment"), [
-    ((WHISPER,), (), "does not start: OSError: Can't load feature extractor"),
-    # With the feature extractor's file Whisper is rendered (tests/render/
-    # test_real_whisper_vectors.py); a processor_config.json was not run.
-    ((WHISPER,), ("preprocessor_config.json", "processor_config.json"),
-     "the folder has a processor config"),
+def test_a_nested_feature_extractor_starts(tmp_path: Path) -> None:
+    """transformers takes the feature extractor nested in processor_config.json first
+    (tests/render/real/whisper_pc_nested: the real servers started on it)."""
+    (tmp_path / "processor_config.json").write_text(json.dumps({"feature_extractor": {}}))
+    check_processor_files([WHISPER], tmp_path, "0.31.0")
+    (tmp_path / "processor_config.json").write_text(json.dumps({"audio_processor": 1}))
+    with pytest.raises(RenderUnsupportedError):
+        check_processor_files([WHISPER], tmp_path, "0.31.0")
+
+
+@pytest.mark.parametrize(("archs", "files", "fragment", "releases"), [
+    ((WHISPER,), (), "does not start: OSError: Can't load feature extractor", tuple(VERIFIED)),
     # Another listed architecture may be the one vLLM runs: its rule still holds.
     ((WHISPER, "Qwen2AudioForConditionalGeneration"), ("preprocessor_config.json",),
-     "the folder has a multimodal preprocessor config"),
+     "Qwen2AudioForConditionalGeneration's processor, which vLLM", tuple(VERIFIED)),
 ])
 def test_whisper_folder_refusals(tmp_path: Path, archs: tuple[str, ...],
-                                 files: tuple[str, ...], fragment: str) -> None:
+                                 files: tuple[str, ...], fragment: str,
+                                 releases: tuple[str, ...]) -> None:
     """A Renderer over a Whisper folder: without the file vLLM does not start; with a
     file not verified the processor-file rule refuses."""
     (tmp_path / "config.json").write_text(json.dumps(
@@ -92,7 +104,8 @@ def test_whisper_folder_refusals(tmp_path: Path, archs: tuple[str, ...],
          "max_source_positions": 1500, "max_target_positions": 448}))
     for name in files:
         (tmp_path / name).write_text("{}")
-    for release in VERIFIED:
+    assert releases
+    for release in releases:
         with pytest.raises(RenderUnsupportedError) as caught:
             Renderer(ServerOptions(model=str(tmp_path), vllm_version=release))
         assert fragment in str(caught.value)
@@ -100,8 +113,8 @@ def test_whisper_folder_refusals(tmp_path: Path, archs: tuple[str, ...],
 
 #: (architectures, release) -> the processor files a folder of them may have.
 RENDERED: list[tuple[tuple[str, ...], str, frozenset[str]]] = [
-    ((WHISPER,), "0.29.0", frozenset({"preprocessor_config.json"})),
-    ((WHISPER,), "0.33.0", frozenset({"preprocessor_config.json"})),
+    ((WHISPER,), "0.29.0", frozenset({"preprocessor_config.json", "processor_config.json"})),
+    ((WHISPER,), "0.33.0", frozenset({"preprocessor_config.json", "processor_config.json"})),
     ((WHISPER, "Qwen2AudioForConditionalGeneration"), "0.31.0", frozenset()),
     (("Qwen2AudioForConditionalGeneration",), "0.31.0", frozenset()),
     ((), "0.31.0", frozenset()),
