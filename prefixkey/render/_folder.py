@@ -52,8 +52,8 @@ _BUNDLED_FALLBACK_TEMPLATES: Final = frozenset({
     "deepseek_vl_v2", "minicpmv", "minicpmv4_6", "paligemma", "siglip", "siglip2",
 })
 # Files whose presence means a processor (its own chat template) or Mistral's native
-# format: none rendered here. (sentence-transformers files: _sentence_transformers.py.) (Mistral's tokenizer
-# files: _check_mistral_files.)
+# format: none rendered here. (Mistral's tokenizer files: _check_mistral_files;
+# sentence-transformers files: _sentence_transformers.py.)
 _REFUSED_FILES: Final = {
     "processor_config.json": "a processor config (the processor's chat template wins)",
     "preprocessor_config.json": "a multimodal preprocessor config",
@@ -61,6 +61,9 @@ _REFUSED_FILES: Final = {
     "params.json": "Mistral's native format",
     "added_tokens.json": "a legacy added_tokens.json",
 }
+
+
+_NO_SENTENCE_TRANSFORMERS: Final = SentenceTransformers()
 
 
 def _read_json(path: Path, name: str) -> dict[str, Any]:
@@ -425,7 +428,7 @@ class ModelFolder:
     #: without one vLLM takes the tokenizer's bos id for an encoder-decoder prompt.
     decoder_start: bool = True
     #: What its sentence-transformers files change (render/_sentence_transformers.py).
-    sentence_transformers: SentenceTransformers = SentenceTransformers()
+    sentence_transformers: SentenceTransformers = _NO_SENTENCE_TRANSFORMERS
 
     @property
     def tokenizer_model_type(self) -> str:
