@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from render_cases import (
     RENDER_DIR,
+    RenderCase,
     assert_server_replays,
     each_release_case,
     kept_vectors,
@@ -66,8 +67,8 @@ def test_each_folder_reads_as_its_release_reads_it(release: str, folder: str) ->
 
 @each_release_case(release_table(CORPUS, dict.fromkeys(RELEASES, ())))
 def test_vllm_rendering_of_sentence_transformers_folders_replays(release: str,
-                                                                 case: object) -> None:
-    assert_server_replays(case, release)  # type: ignore[arg-type]
+                                                                 case: RenderCase) -> None:
+    assert_server_replays(case, release)
 
 
 def _copy(folder: Path, tmp_path: Path) -> Path:
