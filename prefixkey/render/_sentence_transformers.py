@@ -20,7 +20,8 @@ its one supported task being ``render``):
   ``do_lower_case``, vLLM's ``get_tokenizer`` adds each named special token lowercased as
   a special token (``tokenizer.add_special_tokens``): ``[CLS]`` stays id 101 in the
   post-processor, but a prompt's ``[cls]`` becomes a new id after the vocabulary, and the
-  chat template sees the lowercased names.
+  chat template sees the lowercased names (render/_tokenizer.py
+  ``HfTokenizer.with_lowercased_specials``).
 
 The prompt itself is not lowercased on these endpoints: ``do_lower_case`` reaches the
 text only through the pooling endpoints' and the offline entry points' tokenize
@@ -31,21 +32,13 @@ Normalize and Dense module configs decide only the pooler and the embedding size
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
-
-from tokenizers import AddedToken
+from typing import Any, Final
 
 from ._errors import ModelFolderError, RenderUnsupportedError
 
-if TYPE_CHECKING:  # _tokenizer reads the folder this module's facts belong to
-    from ._tokenizer import HfTokenizer
-
-__all__ = [
-    "SentenceTransformers", "lowercase_special_tokens", "read_sentence_transformers",
-    "refuse_python_lowercase",
-]
+__all__ = ["SentenceTransformers", "read_sentence_transformers", "refuse_python_lowercase"]
 
 #: The encoder config files vLLM looks for, in its order (transformers_utils/config.py).
 ENCODER_FILES: Final = (
@@ -53,10 +46,6 @@ ENCODER_FILES: Final = (
     "sentence_distilbert_config.json", "sentence_camembert_config.json",
     "sentence_albert_config.json", "sentence_xlm-roberta_config.json",
     "sentence_xlnet_config.json",
-)
-# PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES, the order of special_tokens_map.
-_NAMED: Final = (
-    "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
 )
 
 
@@ -134,19 +123,3 @@ def refuse_python_lowercase(tokenizer_class: str) -> None:
     raise RenderUnsupportedError("sentence_bert_config.json", (
         f"do_lower_case makes vLLM add the {tokenizer_class} tokenizer's special tokens "
         "lowercased, which that Python tokenizer class does its own way; not reproduced"))
-
-
-def lowercase_special_tokens(tokenizer: HfTokenizer) -> HfTokenizer:
-    """The tokenizer after vLLM's ``add_special_tokens`` of its named special tokens
-    lowercased (changed in place, and returned with the template variables lowercased).
-
-    transformers hands the tokens, as ``AddedToken(normalized=False, special=True)``, to
-    the ``tokenizers`` backend's own ``add_special_tokens``, called the same way here: a
-    string it already has keeps its id (an added one takes the new flags), a new one gets
-    the next id.
-    """
-    named = {k: v.lower() for k, v in tokenizer.special_tokens_map.items() if k in _NAMED}
-    tokenizer.tokenizer.add_special_tokens([
-        AddedToken(named[k], rstrip=False, lstrip=False, normalized=False, special=True)
-        for k in _NAMED if k in named])
-    return replace(tokenizer, special_tokens_map={**tokenizer.special_tokens_map, **named})
