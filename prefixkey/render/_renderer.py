@@ -137,9 +137,9 @@ class Renderer:
             self.folder, render_release(options.vllm_version).transformers,
             self._era.generic_spm, self._era.specials_merge)
         self._vocab_size = text_vocab_size(self.folder.config)
-        self._runner = runner_type(config_architectures(self.folder.config,
-                                                        options.vllm_version),
-                                   options.vllm_version)
+        self._runner = runner_type(
+            config_architectures(self.folder.config, options.vllm_version),
+            options.vllm_version, st_pooling=self.folder.sentence_transformers.pooling)
         self._env = TemplateEnvironment(clock)
         self._clock = clock
         #: Built on the first template a request carries (bounded: see _template_bounds).

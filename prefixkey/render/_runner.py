@@ -9,8 +9,9 @@ The runner is ``--runner auto``'s (``ModelConfig._get_default_runner_type``): th
 architecture of ``config.json`` the release's model registry knows, by what its class
 does, or else the first ``_SUFFIX_TO_DEFAULTS`` suffix it ends with; none: generate.
 Those facts are each release's own (``_runner_facts.py``, written from its install by
-tools/extract_runner_facts.py). A sentence-transformers ``modules.json``, which makes
-vLLM pool whatever the architecture, is refused with its folder (``_folder.py``).
+tools/extract_runner_facts.py). Before them all, a sentence-transformers ``modules.json``
+naming a Pooling module makes vLLM pool whatever the architecture
+(render/_sentence_transformers.py).
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ Runner = Literal["generate", "pooling"]
 TRUNCATION_SIDES: Final[Mapping[str, str]] = {"generate": "left", "pooling": "right"}
 
 
-def runner_type(architectures: tuple[str, ...], vllm_version: str) -> Runner | str:
+def runner_type(architectures: tuple[str, ...], vllm_version: str, *,
+                st_pooling: bool = False) -> Runner | str:
     """The runner vLLM ``vllm_version`` picks for ``architectures`` (``--runner auto``), or
-    why it is not known here."""
+    why it is not known here; ``st_pooling``: the folder's ``modules.json`` has a Pooling
+    module, which vLLM asks about first."""
+    if st_pooling:
+        return "pooling"
     if vllm_version not in REGISTERED:
         return (f"which runner vLLM {vllm_version} picks was not extracted from its install "
                 "(tools/extract_runner_facts.py)")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path as FilePath
 from typing import Any
 
@@ -128,6 +128,23 @@ class HfTokenizer:
                     vocab = self.tokenizer.get_vocab(with_added_tokens=True)
                     self._max_chars.append(max(map(len, vocab), default=0))
         return self._max_chars[0]
+
+    def with_lowercased_specials(self) -> HfTokenizer:
+        """This tokenizer after vLLM's ``add_special_tokens`` of its named special tokens
+        lowercased (a sentence-transformers ``do_lower_case``:
+        render/_sentence_transformers.py), changed in place and returned with the template
+        variables lowercased.
+
+        transformers hands the tokens, as ``AddedToken(normalized=False, special=True)``,
+        to the ``tokenizers`` backend's own ``add_special_tokens``, called the same way
+        here: a string it already has keeps its id (an added one takes the new flags), a
+        new one gets the next id.
+        """
+        named = {k: v.lower() for k, v in self.special_tokens_map.items() if k in NAMED_TOKENS}
+        self.tokenizer.add_special_tokens([
+            AddedToken(named[k], rstrip=False, lstrip=False, normalized=False, special=True)
+            for k in NAMED_TOKENS if k in named])
+        return replace(self, special_tokens_map={**self.special_tokens_map, **named})
 
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         """``tokenizer(text, add_special_tokens=…)["input_ids"]``, untruncated.

