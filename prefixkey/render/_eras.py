@@ -143,7 +143,7 @@ class RenderEra:
     output_budget: OutputBudget = "reserved"
     request_mm_kwargs: RequestMMKwargs = "refused"
     #: Whether the ``auto`` content format follows namespace aliases of ``messages``
-    #: (0.33 renderers/hf.py; such templates are refused there).
+    #: (0.33 renderers/hf.py: render/_template.py ``ChatTemplate.namespace_format``).
     content_format_aliases: bool = False
     #: Whether a chat body without max_tokens counts as generating when truncation keeps
     #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).

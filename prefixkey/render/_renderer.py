@@ -514,13 +514,9 @@ class Renderer:
         content_format: str = self.options.chat_template_content_format
         if content_format == "auto":
             detected = template if rendering is given else self._format_template(tools)
-            if detected is not None and detected.aliases_messages and \
-                    self._era.content_format_aliases:
-                raise RenderUnsupportedError(
-                    "chat_template", f"vLLM {self.options.vllm_version} detects the content "
-                    "format through namespace aliases of messages, which is not reproduced "
-                    "(pass --chat-template-content-format)")
-            content_format = "string" if detected is None else detected.detected_format
+            content_format = ("string" if detected is None
+                              else detected.namespace_format if self._era.content_format_aliases
+                              else detected.detected_format)
         conversation = parse_messages(messages, content_format, parts)
         if any(m["role"] == "developer" for m in conversation) and \
                 not template.supports_developer:
