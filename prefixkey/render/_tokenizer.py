@@ -129,6 +129,16 @@ class HfTokenizer:
                     self._max_chars.append(max(map(len, vocab), default=0))
         return self._max_chars[0]
 
+    def max_token_id(self) -> int:
+        """vLLM's ``max_token_id`` of a TokenizersBackend (tokenizers/hf.py
+        ``get_cached_tokenizer``): the largest id of ``get_vocab()``, the added tokens
+        included, or the base vocabulary's ``vocab_size`` less one, whichever is larger.
+        (Only MLukeTokenizer among transformers' TokenizersBackend classes counts its
+        vocabulary otherwise: render/_renderer.py does not ask it.)"""
+        vocab = self.tokenizer.get_vocab(with_added_tokens=True)
+        return max(max(vocab.values(), default=-1),
+                   self.tokenizer.get_vocab_size(with_added_tokens=False) - 1)
+
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         """``tokenizer(text, add_special_tokens=…)["input_ids"]``, untruncated.
 
