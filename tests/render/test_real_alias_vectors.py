@@ -32,7 +32,7 @@ from build_real_alias_bodies import TEMPLATES
 
 CORPUS = "real_alias_"
 CASES = render_cases(CORPUS)
-RELEASES = ("0.29.0", "0.31.0", "0.32.0", "0.33.0")
+RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 #: Each template's format before 0.33 and at 0.33.
 FORMATS = {"ns-kwarg": ("string", "openai"), "ns-set-slice": ("string", "openai"),
            "ns-then-name": ("string", "openai"), "ns-filter": ("string", "openai"),
