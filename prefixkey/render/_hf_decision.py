@@ -444,12 +444,21 @@ def type_rule_facts(model_type: str, facts: HfFacts) -> tuple[str | None, bool, 
 def release_drift(vllm_version: str) -> tuple[frozenset[str], frozenset[str]]:
     """The model types and name patterns whose facts differ between the release's install
     and the facts the rules apply (0.31.0's), less the types its corpora replayed and
-    those the release's facts decide as one of them (:func:`type_rule_facts`): its own
-    facts decide them (render/_folder.py), as its answers confirmed for their like."""
+    those the release's facts decide as one of them (:func:`type_rule_facts`), and less
+    the patterns its list adds (or drops) where its corpora replayed a name one of those
+    matches (``hf_names_replayed``: every pattern takes the one name rule, so its own list
+    decides them alike): its own facts decide them (render/_folder.py), as its answers
+    confirmed for their like."""
+    release = render_release(vllm_version)
     facts = release_facts(vllm_version)
     types, patterns = drifted(BASE_FACTS, facts)
-    verified = {type_rule_facts(t, facts) for t in render_release(vllm_version).hf_replayed}
-    return frozenset(t for t in types if type_rule_facts(t, facts) not in verified), patterns
+    verified = {type_rule_facts(t, facts) for t in release.hf_replayed}
+    undecided: frozenset[str] = frozenset()
+    own = frozenset(facts.BACKEND_NAME_PATTERNS)
+    for side in (patterns & own, patterns - own):
+        if not any(_name_matches(n, side) for n in release.hf_names_replayed):
+            undecided |= side
+    return frozenset(t for t in types if type_rule_facts(t, facts) not in verified), undecided
 
 
 def check_release_codec(vllm_version: str, decision: TokenizerPath) -> None:

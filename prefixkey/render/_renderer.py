@@ -160,6 +160,12 @@ class Renderer:
             if is_harmony_model(self.folder.config) else None)
         #: The tokenizer mode's Python encoder (render/_encoders.py), else None: Jinja.
         self._encoder = encoder_mode(self.folder.tokenizer_decision.mode)
+        #: The largest reused id vLLM's tokenizer admits, where reproduced: a tokenizers
+        #: library one (not a Python class's, an encoder mode's, nor MLuke's own count).
+        self._max_token_id = (
+            self.tokenizer.max_token_id if type(self.tokenizer) is HfTokenizer
+            and self._encoder is None
+            and self.folder.tokenizer_decision.tokenizer_class != "MLukeTokenizer" else None)
         self._trusted_sources = frozenset(self._folder_templates())
         # Templates compile on use, as vLLM's do (one that does not compile is each chat
         # body's 400, completions render); only its start-up probe stops the server.
@@ -279,7 +285,7 @@ class Renderer:
                 "chat template.")
         tok_params = self._tokenize_params(fields)
         reused = reused_prompt_ids(fields.reused_token_ids, self._era.reused_ids, body,
-                                   self._vocab_size)
+                                   self._vocab_size, max_token_id=self._max_token_id)
         if reused is not None:
             return self._result(checked_reused_ids(
                 reused, tok_params, images=placeholder_token_ids is not None), None, fields, lora)
@@ -390,7 +396,8 @@ class Renderer:
             raise RenderUnsupportedError("placeholder_token_ids", "image parts are not "
                                          "rendered on the Harmony path")
         reused = reused_prompt_ids(fields.reused_token_ids, self._era.reused_ids, body,
-                                   self._vocab_size, messages_checked=False)
+                                   self._vocab_size, max_token_id=self._max_token_id,
+                                   messages_checked=False)
         if reused is not None:
             ids = list(check_token_ids(reused, field="kv_transfer_params.prompt_token_ids"))
         else:
@@ -521,13 +528,9 @@ class Renderer:
         content_format: str = self.options.chat_template_content_format
         if content_format == "auto":
             detected = template if rendering is given else self._format_template(tools)
-            if detected is not None and detected.aliases_messages and \
-                    self._era.content_format_aliases:
-                raise RenderUnsupportedError(
-                    "chat_template", f"vLLM {self.options.vllm_version} detects the content "
-                    "format through namespace aliases of messages, which is not reproduced "
-                    "(pass --chat-template-content-format)")
-            content_format = "string" if detected is None else detected.detected_format
+            content_format = ("string" if detected is None
+                              else detected.namespace_format if self._era.content_format_aliases
+                              else detected.detected_format)
         conversation = parse_messages(messages, content_format, parts)
         if any(m["role"] == "developer" for m in conversation) and \
                 not template.supports_developer:

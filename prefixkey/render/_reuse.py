@@ -5,12 +5,13 @@ Disaggregated serving forwards the prefill stage's ids in
 to the engine. How it takes them is a render era's ``reused_ids``
 (prefixkey/render/_eras.py): before 0.32 an empty list is no ids; 0.32 ignores them
 beside ``echo`` or a non-text content part and answers 400 for anything but a
-non-empty list of non-negative ints inside the vocabulary.
+non-empty list of non-negative ints inside the vocabulary (its tokenizer's largest id or
+config.json's ``vocab_size``, whichever is larger).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..core import check_token_ids
@@ -54,12 +55,15 @@ def text_vocab_size(config: Mapping[str, Any]) -> Any:
 
 
 def reused_prompt_ids(raw: Any, rule: ReusedIds, body: Mapping[str, Any],
-                      vocab_size: Any, *, messages_checked: bool = True) -> list[int] | None:
+                      vocab_size: Any, *, max_token_id: Callable[[], int] | None = None,
+                      messages_checked: bool = True) -> list[int] | None:
     """The ids a chat body reuses, or None to render its messages.
 
     ``raw`` is ``kv_transfer_params.prompt_token_ids`` (None when absent);
-    ``vocab_size`` is config.json's. ``messages_checked`` is False on the Harmony path,
-    where vLLM 0.32 does not look at the messages' parts.
+    ``vocab_size`` is config.json's; ``max_token_id`` the tokenizer's largest id as vLLM
+    computes it (render/_tokenizer.py ``HfTokenizer.max_token_id``; None: not reproduced
+    for this tokenizer). ``messages_checked`` is False on the Harmony path, where vLLM
+    0.32 does not look at the messages' parts.
     """
     if raw is None:
         return None
@@ -84,12 +88,22 @@ def reused_prompt_ids(raw: Any, rule: ReusedIds, body: Mapping[str, Any],
     if not isinstance(raw, list) or not raw or any(type(x) is not int or x < 0 for x in raw):
         raise RenderRequestError(_FIELD, "`kv_transfer_params['prompt_token_ids']` must be a "
                                  "non-empty list of non-negative integers.")
-    if type(vocab_size) is not int or max(raw) > vocab_size - 1:
-        # vLLM admits ids up to max(its tokenizer's largest id, vocab_size - 1).
+    # vLLM admits ids up to max(its tokenizer's largest id, vocab_size - 1)
+    # (renderers/base.py ``validate_token_ids``).
+    top = max(raw)
+    if type(vocab_size) is int and top <= vocab_size - 1:
+        return raw
+    if max_token_id is None:
         raise RenderUnsupportedError(_FIELD, "ids past config.json's vocab_size: vLLM checks "
                                      "them against its tokenizer's largest id too, which is "
-                                     "not reproduced")
-    return raw
+                                     "not reproduced for this tokenizer")
+    if top <= max_token_id():
+        return raw
+    if type(vocab_size) is not int:
+        raise RenderUnsupportedError(_FIELD, "ids past the tokenizer's largest id, and "
+                                     "config.json gives no vocab_size (vLLM takes its config "
+                                     "class's default, not known here)")
+    raise RenderRequestError(_FIELD, f"Token id {top} is out of vocabulary")
 
 
 def checked_reused_ids(reused: list[int], params: TokenizeParams, *,

@@ -196,11 +196,19 @@ def _compiled_parts(bounded: bool, source: str) -> _Parts:
 
 # ---------------------------------------------------------------- vLLM's syntax-tree reading
 # vLLM 0.31 renderers/hf.py: content is 'openai' iff some loop iterates a message's content
-# (or a macro parameter bound to it, or a bare ``content`` variable outside macros).
+# (or a macro parameter bound to it, or a bare ``content`` variable outside macros). From
+# 0.33 on (``follow_namespaces``) the names bound to ``messages`` include namespace
+# attributes (``namespace(rest=messages)``, ``{% set ns.rest = messages %}``) as dotted
+# names; before, an attribute assigned from them fails the reading (vLLM's default).
 
 
 def _is_var(node: jinja2.nodes.Node, name: str) -> bool:
-    return isinstance(node, jinja2.nodes.Name) and node.ctx == "load" and node.name == name
+    if isinstance(node, jinja2.nodes.Name):
+        return node.ctx == "load" and node.name == name
+    if isinstance(node, jinja2.nodes.Getattr) and "." in name:  # ``ns.rest``: 0.33's aliases
+        base, _, attr = name.rpartition(".")
+        return node.attr == attr and _is_var(node.node, base)
+    return False
 
 
 def _is_attr(node: jinja2.nodes.Node, name: str, key: str) -> bool:
@@ -222,48 +230,62 @@ def _is_var_or_elems(node: jinja2.nodes.Node, name: str, key: str | None = None)
     return _is_attr(node, name, key) if key else _is_var(node, name)
 
 
-def _names_bound_to(root: jinja2.nodes.Template, name: str) -> Iterator[str]:
+def _dotted(node: jinja2.nodes.Node) -> str | None:
+    """An attribute assignment's target (``ns.rest``) as a dotted name."""
+    if isinstance(node, jinja2.nodes.NSRef):
+        return f"{node.name}.{node.attr}"
+    parts = []
+    while isinstance(node, jinja2.nodes.Getattr):
+        parts.append(node.attr)
+        node = node.node
+    if isinstance(node, jinja2.nodes.Name):
+        return ".".join([node.name, *reversed(parts)])
+    return None
+
+
+def _bound(assign: jinja2.nodes.Assign, current: str, follow_namespaces: bool) -> list[str]:
+    """The names one assignment binds to ``current``."""
+    target, node = assign.target, assign.node
+    if not follow_namespaces:
+        if not _is_var_or_elems(node, current):
+            return []
+        if not isinstance(target, jinja2.nodes.Name):
+            raise jinja2.TemplateError("unexpected assignment target")
+        return [target.name]
+    if isinstance(target, jinja2.nodes.Name):
+        if _is_var_or_elems(node, current):
+            return [target.name]
+        if isinstance(node, jinja2.nodes.Call) and isinstance(node.node, jinja2.nodes.Name) \
+                and node.node.name == "namespace":
+            return [f"{target.name}.{k.key}" for k in node.kwargs
+                    if _is_var_or_elems(k.value, current)]
+        return []
+    if isinstance(target, (jinja2.nodes.Getattr, jinja2.nodes.NSRef)) and \
+            _is_var_or_elems(node, current):
+        dotted = _dotted(target)
+        return [] if dotted is None else [dotted]
+    return []  # another target (a tuple): 0.33 passes it by
+
+
+def _names_bound_to(root: jinja2.nodes.Template, name: str, follow_namespaces: bool
+                    ) -> Iterator[str]:
     yield name
+    seen = {name}
     pending = deque([name])
     while pending:
         current = pending.popleft()
         for assign in root.find_all(jinja2.nodes.Assign):
-            if _is_var_or_elems(assign.node, current):
-                target = assign.target
-                if not isinstance(target, jinja2.nodes.Name):
-                    raise jinja2.TemplateError("unexpected assignment target")
-                yield target.name
-                if target.name != current:
-                    pending.append(target.name)
+            for bound in _bound(assign, current, follow_namespaces):
+                yield bound
+                # 0.33 visits each name once; earlier releases each binding but a
+                # self-assignment (a cycle of two names never ends there, nor here).
+                if bound != current and (not follow_namespaces or bound not in seen):
+                    seen.add(bound)
+                    pending.append(bound)
 
 
-def _aliases_messages(root: jinja2.nodes.Template) -> bool:
-    """Whether the template puts ``messages`` (or a name bound to it) into a namespace
-    (``namespace(rest=messages)``, ``{% set ns.rest = messages %}``): vLLM 0.33 follows
-    such aliases when it detects the content format; 0.30-0.32, as here, do not."""
-    names = {"messages"}
-    pending = deque(names)
-    while pending:
-        current = pending.popleft()
-        for assign in root.find_all(jinja2.nodes.Assign):
-            target = assign.target
-            if isinstance(target, jinja2.nodes.Name) and target.name not in names and \
-                    _is_var_or_elems(assign.node, current):
-                names.add(target.name)
-                pending.append(target.name)
-    for assign in root.find_all(jinja2.nodes.Assign):
-        if not isinstance(assign.target, jinja2.nodes.Name) and any(
-                _is_var_or_elems(assign.node, n) for n in names):
-            return True
-    for call in root.find_all(jinja2.nodes.Call):
-        if isinstance(call.node, jinja2.nodes.Name) and call.node.name == "namespace" and any(
-                _is_var_or_elems(k.value, n) for k in call.kwargs for n in names):
-            return True
-    return False
-
-
-def _message_loops(root: jinja2.nodes.Template) -> Iterator[str]:
-    names = list(_names_bound_to(root, "messages"))
+def _message_loops(root: jinja2.nodes.Template, follow_namespaces: bool) -> Iterator[str]:
+    names = list(_names_bound_to(root, "messages", follow_namespaces))
     for loop in root.find_all(jinja2.nodes.For):
         for name in names:
             if _is_var_or_elems(loop.iter, name):
@@ -273,8 +295,8 @@ def _message_loops(root: jinja2.nodes.Template) -> Iterator[str]:
                 break
 
 
-def _iterates_content(root: jinja2.nodes.Template) -> bool:
-    messages = list(_message_loops(root))
+def _iterates_content(root: jinja2.nodes.Template, follow_namespaces: bool) -> bool:
+    messages = list(_message_loops(root, follow_namespaces))
     params_by_loop: dict[int, set[str]] = {}
     loops_in_macros: set[int] = set()
     for macro in root.find_all(jinja2.nodes.Macro):
@@ -306,6 +328,14 @@ def _iterates_content(root: jinja2.nodes.Template) -> bool:
     return False
 
 
+def _detected_format(tree: jinja2.nodes.Template, follow_namespaces: bool) -> str:
+    """The ``auto`` content format vLLM detects from the syntax tree."""
+    try:
+        return "openai" if _iterates_content(tree, follow_namespaces) else "string"
+    except (jinja2.TemplateError, RecursionError):
+        return "string"  # vLLM logs the failure and takes the default
+
+
 @dataclass(frozen=True, slots=True)
 class _Parts:
     """What compiling a template yields apart from its environment: its code and
@@ -314,8 +344,8 @@ class _Parts:
     source: str
     code: CodeType
     detected_format: str
+    namespace_format: str
     variables: frozenset[str]
-    aliases_messages: bool
     bounded: bool
 
     @classmethod
@@ -331,12 +361,9 @@ class _Parts:
             # folded constant past 4,300 digits (ValueError). vLLM answers with the
             # exception's own text, as for Jinja's.
             raise ChatTemplateSyntaxError(str(exc), type(exc).__name__) from None
-        try:
-            detected = "openai" if _iterates_content(tree) else "string"
-        except (jinja2.TemplateError, RecursionError):
-            detected = "string"  # vLLM logs the failure and takes the default
-        return cls(source=source, code=code, detected_format=detected, variables=variables,
-                   aliases_messages=_aliases_messages(tree),
+        detected, namespaces = (_detected_format(tree, follow) for follow in (False, True))
+        return cls(source=source, code=code, detected_format=detected,
+                   namespace_format=namespaces, variables=variables,
                    bounded=isinstance(env, BoundedSandbox))
 
 
@@ -355,8 +382,9 @@ class ChatTemplate:
     #: The chat_template_kwargs names that reach it: its variables and transformers'
     #: parameters (less the template and ``tokenize``, which never are variables).
     accepted_kwargs: frozenset[str]
-    #: Whether ``messages`` is aliased into a namespace (detected otherwise by vLLM 0.33).
-    aliases_messages: bool = False
+    #: The content format 0.33 on detect, following namespace aliases of ``messages``
+    #: (RenderEra.content_format_aliases).
+    namespace_format: str = "string"
     #: Whether it renders within :mod:`._template_bounds`' bounds (a request's template).
     bounded: bool = False
 
@@ -373,7 +401,7 @@ class ChatTemplate:
             variables=parts.variables,
             supports_developer='"developer"' in source or "'developer'" in source,
             accepted_kwargs=(parts.variables | HF_BASE_PARAMS) - {"chat_template", "tokenize"},
-            aliases_messages=parts.aliases_messages,
+            namespace_format=parts.namespace_format,
             bounded=parts.bounded,
         )
 

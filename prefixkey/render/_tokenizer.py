@@ -146,6 +146,16 @@ class HfTokenizer:
             for k in NAMED_TOKENS if k in named])
         return replace(self, special_tokens_map={**self.special_tokens_map, **named})
 
+    def max_token_id(self) -> int:
+        """vLLM's ``max_token_id`` of a TokenizersBackend (tokenizers/hf.py
+        ``get_cached_tokenizer``): the largest id of ``get_vocab()``, the added tokens
+        included, or the base vocabulary's ``vocab_size`` less one, whichever is larger.
+        (Only MLukeTokenizer among transformers' TokenizersBackend classes counts its
+        vocabulary otherwise: render/_renderer.py does not ask it.)"""
+        vocab = self.tokenizer.get_vocab(with_added_tokens=True)
+        return max(max(vocab.values(), default=-1),
+                   self.tokenizer.get_vocab_size(with_added_tokens=False) - 1)
+
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         """``tokenizer(text, add_special_tokens=…)["input_ids"]``, untruncated.
 

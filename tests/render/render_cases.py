@@ -17,7 +17,10 @@ for the rest, :func:`each_release_case` parametrizes a test over them, and
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import os
+import tempfile
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
@@ -249,6 +252,16 @@ ENGINE_FLAGS = frozenset({"--enable-scale-out", "--enable-lora", "--max-lora-ran
                           "--enforce-eager"})
 
 
+def _folder(value: str) -> Path:
+    """A folder a corpus names: ``real:<name>`` composed from the fetch cache, else one
+    under tests/render."""
+    if not value.startswith("real:"):
+        return RENDER_DIR / value
+    import real_models
+
+    return real_models.folder(value.removeprefix("real:"))
+
+
 def server_options(case: RenderCase, release: str | None = None) -> ServerOptions:
     """The options of the server that answered ``case`` (its flags and ``env:`` variables),
     at ``release`` (None: ServerOptions' own default)."""
@@ -266,6 +279,10 @@ def flag_options(folder: str, server: Mapping[str, Any], release: str | None = N
             fields["lora_modules"] = tuple(parse_lora_module(v) for v in value)
         elif flag == "--chat-template":  # a file under tests/render, as the harvester passed it
             fields["chat_template"] = str(RENDER_DIR / value)
+        elif flag == "--tokenizer":  # a real folder, or a name a ``link:`` key makes
+            fields["tokenizer"] = str(_folder(value)) if value.startswith("real:") else value
+        elif flag.startswith(LINK_PREFIX):
+            continue  # the working directory's (_linked_cwd)
         elif flag == "env:VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS":
             fields["gpt_oss_harmony_system_instructions"] = bool(int(value))
         elif flag == "env:VLLM_SYSTEM_START_DATE":
@@ -284,10 +301,39 @@ def _server_renderer(folder: str, server: str, release: str | None
     from prefixkey.errors import PrefixKeyError
     from prefixkey.render import Renderer
 
+    flags = json.loads(server)
     try:
-        return Renderer(flag_options(folder, json.loads(server), release))
+        with _linked_cwd(flags):
+            return Renderer(flag_options(folder, flags, release))
     except PrefixKeyError as exc:  # kept too: each body of a refused server asks again
         return exc
+
+
+#: A server key ``link:NAME``: NAME, relative to the server's working directory, links to
+#: the folder its value names (tools/harvest_render.py), so that a relative --tokenizer
+#: NAME is the string vLLM was given.
+LINK_PREFIX: Final = "link:"
+
+
+@contextmanager
+def _linked_cwd(server: Mapping[str, Any]) -> Iterator[None]:
+    """Run in a directory holding the server's ``link:`` names (when it has any): a
+    Renderer reads its folders while it is built."""
+    links = {k.removeprefix(LINK_PREFIX): v for k, v in server.items()
+             if k.startswith(LINK_PREFIX)}
+    if not links:
+        yield
+        return
+    before = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="render_links_") as tmp:
+        for name, target in links.items():
+            (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / name).symlink_to(_folder(target), target_is_directory=True)
+        os.chdir(tmp)
+        try:
+            yield
+        finally:
+            os.chdir(before)
 
 
 def server_renderer(case: RenderCase, release: str | None = None) -> Renderer:

@@ -133,28 +133,17 @@ def test_a_release_not_harvested_is_refused_saying_so(version: str, tmp_path: Pa
     assert ("not verified" in str(info.value) or "verified for" in str(info.value))
 
 
-def test_a_template_aliasing_messages_into_a_namespace_is_refused_for_0_33(
-        tmp_path: Path) -> None:
-    """0.33 detects the content format through ``ns.rest = messages``; 0.32 does not."""
-    import shutil
+def test_0_33_alone_follows_messages_into_a_namespace() -> None:
+    """0.33 detects the content format through ``namespace(rest=messages)``; 0.29-0.32
+    do not (tests/render/test_real_alias_vectors.py replays their answers)."""
+    from prefixkey.render._template import TemplateEnvironment
 
-    folder = tmp_path / "m"
-    shutil.copytree(RENDER_DIR / "models" / "gpt2_bytelevel", folder)
-    template = ("{% set ns = namespace(rest=messages) %}{% for m in ns.rest %}"
-                "{{ m['content'] }}{% endfor %}")
-    body = {"messages": [{"role": "user", "content": "Hi"}]}
-    older = Renderer(ServerOptions(model=str(folder), chat_template=template,
-                                   vllm_version="0.32.0"))
-    assert older.render_chat(body).token_ids
-    newer = Renderer(ServerOptions(model=str(folder), chat_template=template,
-                                   vllm_version="0.33.0"))
-    with pytest.raises(RenderUnsupportedError, match="namespace aliases"):
-        newer.render_chat(body)
-    fixed = Renderer(ServerOptions(model=str(folder), chat_template=template,
-                                   chat_template_content_format="string",
-                                   vllm_version="0.33.0"))
-    assert fixed.render_chat(body).token_ids == older.render_chat(body).token_ids
-    assert RENDER_ERAS[-1].content_format_aliases
+    template = TemplateEnvironment().compile(
+        "{% set ns = namespace(rest=messages) %}{% for m in ns.rest %}"
+        "{% for p in m['content'] %}{{ p['text'] }}{% endfor %}{% endfor %}")
+    assert (template.detected_format, template.namespace_format) == ("string", "openai")
+    assert [era.content_format_aliases for era in RENDER_ERAS] == [
+        era.since == "0.33.0" for era in RENDER_ERAS]
 
 
 def test_a_bad_version_is_a_typed_error(tmp_path: Path) -> None:

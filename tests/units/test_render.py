@@ -463,3 +463,34 @@ def test_a_text_models_renderer_imports_no_pillow(folders: dict[str, Path]) -> N
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["[]"]
+
+
+#: vLLM 0.32's bound on reused ids (renderers/base.py ``validate_token_ids``): config.json's
+#: vocab_size, the tokenizer's largest id (None: not reproduced for it), the last id reused,
+#: and the outcome: taken, vLLM's 400, or refused as not reproduced.
+_REUSE_BOUNDS = [
+    (100, 120, 99, "taken"), (100, 120, 120, "taken"), (100, 120, 121, "400"),
+    (100, 50, 99, "taken"), (100, 50, 100, "400"),
+    (100, None, 99, "taken"), (100, None, 100, "refused"),
+    (None, 120, 120, "taken"), (None, 120, 121, "refused"),
+]
+
+
+@pytest.mark.parametrize(("vocab_size", "largest", "last", "outcome"), _REUSE_BOUNDS)
+def test_reused_ids_take_the_larger_of_the_two_bounds(
+        vocab_size: int | None, largest: int | None, last: int, outcome: str) -> None:
+    from prefixkey.render import RenderRequestError, RenderUnsupportedError
+    from prefixkey.render._reuse import reused_prompt_ids
+
+    body = {"messages": [USER]}
+    bound = None if largest is None else (lambda: largest)
+    if outcome == "taken":
+        assert reused_prompt_ids([5, last], "checked", body, vocab_size,
+                                 max_token_id=bound) == [5, last]
+        return
+    error = RenderRequestError if outcome == "400" else RenderUnsupportedError
+    with pytest.raises(error) as info:
+        reused_prompt_ids([5, last], "checked", body, vocab_size, max_token_id=bound)
+    assert info.value.field == "kv_transfer_params.prompt_token_ids"
+    if outcome == "400":
+        assert str(info.value).endswith(f"Token id {last} is out of vocabulary")
