@@ -21,8 +21,8 @@ vocab.json or merges.txt; ``{"added_tokens_decoder": true}``: a tokenizer.json's
 tokens as a tokenizer_config.json's ``added_tokens_decoder``;
 ``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
 source's file (a chat template a registry ships on its own); ``{"drop": [key, …]}``:
-top-level keys removed (after ``set``: a legacy folder without ``added_tokens_decoder``). ``folder(name)``
-composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
+top-level keys removed (after ``set``: a folder without ``added_tokens_decoder``).
+``folder(name)`` composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
 ``~/.cache/prefixkey-tests``). Like a service: a machine without the cache skips those
 tests with the command that fetches them, and under ``CI`` they are fetched. Fetch by
 hand::

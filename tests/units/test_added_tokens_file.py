@@ -1,4 +1,4 @@
-"""transformers' legacy ``added_tokens.json``, as from_pretrained reads it (render/_hf_specials.py).
+"""transformers' legacy ``added_tokens.json`` as from_pretrained reads it (render/_hf_specials).
 
 One rule at every release vLLM 0.29-0.33 runs (transformers 5.17, 5.19, 5.24 read it
 with the same code): the file is opened only when tokenizer_config.json has no
@@ -37,7 +37,7 @@ def test_the_file_is_read_only_without_a_decoder(tmp_path: Path, config: dict[st
 def test_a_file_that_is_no_token_to_id_map_is_a_folder_error(tmp_path: Path,
                                                             text: str) -> None:
     (tmp_path / "added_tokens.json").write_text(text, "utf-8")
-    with pytest.raises(ModelFolderError, match="added_tokens.json"):
+    with pytest.raises(ModelFolderError, match=r"added_tokens\.json"):
         legacy_added_tokens(tmp_path, {})
 
 
