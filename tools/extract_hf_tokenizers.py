@@ -16,6 +16,8 @@ that loads a folder's tokenizer:
 - the model types whose config class is an encoder-decoder's by default
   (``is_encoder_decoder``, which vLLM's render server answers with no token ids) and
   with a decoder start token id (``DECODER_START_TYPES``);
+- ``PROCESSOR_MAPPING_NAMES``' model types (``PROCESSOR_TYPES``): those ``AutoProcessor``
+  builds a processor for (which may read ``chat_template.json``) without a processor file;
 - for every class name a config may give (each registered class, every ``*Tokenizer`` /
   ``*TokenizerFast`` / ``*Backend`` name of the ``transformers`` namespace), what
   ``tokenizer_class_from_name`` resolves it to and how that class reads ``tokenizer.json``:
@@ -92,6 +94,7 @@ def collect() -> dict[str, Any]:
     ca = import_module("transformers.models.auto.configuration_auto")
     ma = import_module("transformers.models.auto.modeling_auto")
     ta = import_module("transformers.models.auto.tokenization_auto")
+    pa = import_module("transformers.models.auto.processing_auto")
     registry = import_module("vllm.tokenizers.registry")
     vllm_config = import_module("vllm.transformers_utils.config")
     TokenizersBackend, PythonBackend = transformers.TokenizersBackend, transformers.PythonBackend
@@ -124,6 +127,7 @@ def collect() -> dict[str, Any]:
     return {
         "encoder_decoder": encoder_decoder,
         "decoder_start": decoder_start,
+        "processor_types": sorted(pa.PROCESSOR_MAPPING_NAMES),
         "byte_level": byte_level,
         "transformers": transformers.__version__,
         "vllm": vllm.__version__,
@@ -205,6 +209,9 @@ TABLES: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("DECODER_START_TYPES", "decoder_start", "[frozenset[str]]", "frozenset({",
      ("The model types whose config class has a decoder_start_token_id by default",
       "(vLLM's decoder start token: the config's, else the tokenizer's bos).")),
+    ("PROCESSOR_TYPES", "processor_types", "[frozenset[str]]", "frozenset({",
+     ("models/auto/processing_auto.py PROCESSOR_MAPPING_NAMES: the model types AutoProcessor",
+      "builds a processor class for (it reads chat_template.json), processor files or not.")),
     ("CLASSES", "classes", "[dict[str, tuple[str, str]]]", "{",
      ("tokenizer_class_from_name(name) -> (the class's name, how it reads tokenizer.json):",
       "backend | as_is | rebuilt | python | mistral_common | unavailable.")),

@@ -90,10 +90,12 @@ def _encdec_releases() -> str:
 
 
 def _corpus_releases(corpus: str) -> str:
-    """The releases whose render server answered one corpus (0.31.0: its own vectors)."""
+    """The releases whose render server answered one corpus (0.31.0: its own vectors;
+    another's: listed in its meta.json, or kept by the corpus's builder)."""
     found = ["0.31.0"]
     for meta in sorted((ROOT / "tests" / "render" / "releases").glob("*/meta.json")):
-        if corpus in json.loads(meta.read_text("utf-8")).get("corpora", {}):
+        if (corpus in json.loads(meta.read_text("utf-8")).get("corpora", {})
+                or (meta.parent / f"{corpus}vectors.jsonl").is_file()):
             found.append(meta.parent.name)
     return ", ".join(sorted(set(found), key=lambda v: tuple(map(int, v.split(".")))))
 
@@ -250,6 +252,23 @@ PegasusTokenizer, XGLMTokenizer, RemBertTokenizer, ReformerTokenizer and Splinte
 (`real_spm_` corpus) are replayed as vLLM {_corpus_releases("real_spm_")} answered them.
 
 {_encoder_text()}
+Two legacy files change no row. transformers' `added_tokens.json` is read as
+`from_pretrained` reads it at every release (transformers 5.17, 5.19 and 5.24 share the
+code: `prefixkey/render/_hf_specials.py` `legacy_added_tokens`): only when
+`tokenizer_config.json` has no `added_tokens_decoder` (beside one the file is never
+opened); its tokens, special when their text is a named or an
+extra special token (then not normalized), join tokenizer.json's own added tokens (which
+win an id both give) and are added by their text, at their vocabulary id or the next free
+one, whatever id the file gives; for a Python tokenizer, which keeps the file's ids, such
+a file is refused. A processor's `chat_template.json` is read only by a processor: for a
+model type transformers has no processor class for (no `processor_class` named, no
+processor file), vLLM's AutoProcessor lookup falls back to the tokenizer and renders with
+the tokenizer's template, so the file is unused; with a processor it is refused, but for
+the vision families prefixkey expands. Both verified against vLLM
+{_corpus_releases("real_files_")} (`real_files_` corpus: every folder at 0.29.0 and
+0.31.0; at 0.32.0 all but the unread file's and the template-less one; at 0.30.0 and
+0.33.0 the rebuilt and converted `added_tokens.json` folders).
+
 A `tokenizer_class` in `tokenizer_config.json` can change a row (see the second table);
 `auto_map` (the model's own tokenizer code) is refused, except for the model types whose
 hub class transformers ignores; {_byte_level_text()}; a `--model`/`--tokenizer` name matching

@@ -57,14 +57,14 @@ _BUNDLED_FALLBACK_TEMPLATES: Final = frozenset({
     "deepseek_vl_v2", "minicpmv", "minicpmv4_6", "paligemma", "siglip", "siglip2",
 })
 # Files whose presence means a processor (its own chat template) or Mistral's native
-# format: none rendered here. (Mistral's tokenizer files: _check_mistral_files;
-# sentence-transformers files: _sentence_transformers.py.)
+# format: none rendered here. (Mistral's tokenizer files: _check_mistral_files; a
+# processor's chat_template.json: _check_processor_template; added_tokens.json is read
+# as transformers reads it: render/_hf_specials.py; sentence-transformers files:
+# _sentence_transformers.py.)
 _REFUSED_FILES: Final = {
     "processor_config.json": "a processor config (the processor's chat template wins)",
     "preprocessor_config.json": "a multimodal preprocessor config",
-    "chat_template.json": "a processor chat template",
     "params.json": "Mistral's native format",
-    "added_tokens.json": "a legacy added_tokens.json",
 }
 
 
@@ -140,6 +140,37 @@ def _processor_template(path: Path, config: dict[str, Any]) -> str | None:
     if (path / "chat_template.jinja").is_file():
         return _read_text(path / "chat_template.jinja", "chat_template.jinja")
     return None
+
+
+def _check_processor_template(tokenizer_path: Path, tokenizer_model_config: dict[str, Any],
+                              tokenizer_config: dict[str, Any], vllm_version: str) -> None:
+    """Refuse a ``chat_template.json`` that vLLM's renderer may render with.
+
+    For a body without tools vLLM asks ``AutoProcessor`` for the tokenizer folder (its
+    ``name_or_path``) and renders with the template of the processor it gets, if that is
+    a ``ProcessorMixin``; only a processor reads ``chat_template.json`` (the tokenizer
+    reads tokenizer_config.json's template and ``chat_template.jinja``). AutoProcessor
+    builds one from a processor file (refused or a vision family's: :data:`_REFUSED_FILES`),
+    a ``processor_class`` in tokenizer_config.json or config.json, or the model type's
+    entry in transformers' ``PROCESSOR_MAPPING`` (the release's facts); else it falls back
+    to the tokenizer, and the file is never read (real_files_vectors.jsonl).
+    """
+    if not (tokenizer_path / "chat_template.json").is_file():
+        return
+    model_type = str(tokenizer_model_config.get("model_type", ""))
+    if model_type in release_facts(vllm_version).PROCESSOR_TYPES:
+        why = f"model_type {model_type!r} has a processor class in transformers"
+    elif tokenizer_config.get("processor_class") or tokenizer_model_config.get(
+            "processor_class"):
+        why = "the folder names a processor_class"
+    elif (tokenizer_path / "video_preprocessor_config.json").is_file():
+        why = "the folder has a video processor config"
+    else:
+        return
+    raise RenderUnsupportedError("chat_template.json", (
+        f"{why}, so vLLM {vllm_version}'s AutoProcessor lookup builds a processor, which "
+        "reads this file as the chat template it renders bodies without tools with: not "
+        "verified"))
 
 
 def processor_configs(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -495,6 +526,9 @@ class ModelFolder:
                     "picks the tokenizer class without a model type")
             tokenizer_model_config = _read_json(tokenizer_path / "config.json",
                                                 "--tokenizer config.json")
+        if "chat_template.json" not in allowed or tokenizer_path != path:
+            _check_processor_template(tokenizer_path, tokenizer_model_config,
+                                      tokenizer_config, vllm_version)
         # The processor vLLM's renderer loads at start-up comes from the model folder.
         check_processor_files(architectures, path, vllm_version)
         decision = _decide(tokenizer_path, config, tokenizer_model_config, tokenizer_config,

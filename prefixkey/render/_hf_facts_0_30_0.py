@@ -301,6 +301,36 @@ DECODER_START_TYPES_ADD: Final = frozenset({
 
 DECODER_START_TYPES_DROP: Final[frozenset[str]] = frozenset()
 
+PROCESSOR_TYPES_ADD: Final = frozenset({
+    'apertus1p5',
+    'dots3_note',
+    'embedding_gemma2',
+    'gradium_phonon_tts',
+    'granite_docling',
+    'hy_v4_vl',
+    'hyperclovax_vision_v2',
+    'inkling2',
+    'inkling2_loop',
+    'lfm3_vl',
+    'minicpm_ocr',
+    'minicpmv4_7',
+    'mistral_large4',
+    'molmo2',
+    'moss_transcribe_diarize',
+    'muse_spark',
+    'nemo_speechlm',
+    'nemotron3_diarization',
+    'nemotron_h_omni',
+    'omniasr',
+    'omniasr_ctc',
+    'pocket_tts',
+    'shieldgemma2',
+    'ultravbert',
+    'unlimited_ocr',
+})
+
+PROCESSOR_TYPES_DROP: Final[frozenset[str]] = frozenset()
+
 CLASSES_SET: Final[dict[str, tuple[str, str]]] = {}
 
 CLASSES_DROP: Final[frozenset[str]] = frozenset()

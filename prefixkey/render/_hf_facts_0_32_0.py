@@ -116,6 +116,16 @@ DECODER_START_TYPES_ADD: Final[frozenset[str]] = frozenset()
 
 DECODER_START_TYPES_DROP: Final[frozenset[str]] = frozenset()
 
+PROCESSOR_TYPES_ADD: Final = frozenset({
+    'embedding_gemma2',
+    'hyperclovax_vision_v2',
+    'minicpmv4_7',
+    'nemotron3_diarization',
+    'nemotron_h_omni',
+})
+
+PROCESSOR_TYPES_DROP: Final[frozenset[str]] = frozenset()
+
 CLASSES_SET: Final[dict[str, tuple[str, str]]] = {}
 
 CLASSES_DROP: Final[frozenset[str]] = frozenset()

@@ -34,6 +34,7 @@ TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "BYTE_LEVEL_BACKEND_HUB": "set",
     "ENCODER_DECODER_TYPES": "set",
     "DECODER_START_TYPES": "set",
+    "PROCESSOR_TYPES": "set",
     "CLASSES": "map",
 })
 #: The start-up facts' tables (tools/probe_vllm_startup.py; render/_vllm_startup.py applies

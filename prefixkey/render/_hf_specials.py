@@ -12,7 +12,9 @@ which render/_tokenizer.py calls in the class's order.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from tokenizers import AddedToken, Tokenizer
@@ -23,7 +25,7 @@ from ._hf_rebuilds import Rebuild
 
 __all__ = [
     "MERGES", "NAMED_TOKENS", "Held", "add_backend_tokens", "added_token", "added_tokens_decoder",
-    "merge_specials", "model_specific", "sentinels",
+    "legacy_added_tokens", "merge_specials", "model_specific", "sentinels",
 ]
 
 # PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES: the named special tokens.
@@ -164,11 +166,36 @@ def merge_specials(init: dict[str, Any], merge: SpecialsMerge, path: str, tiktok
         f"{where}, in this vLLM release's transformers (5.19, 5.24): not reproduced"))
 
 
+def legacy_added_tokens(folder: Path, tokenizer_config: Mapping[str, Any]
+                        ) -> dict[str, int] | None:
+    """The tokens of the folder's ``added_tokens.json`` that from_pretrained reads (every
+    transformers release vLLM 0.29-0.33 runs, 5.17-5.24: one rule): only without an
+    ``added_tokens_decoder`` in tokenizer_config.json, else the file is never opened."""
+    file = folder / "added_tokens.json"
+    if "added_tokens_decoder" in tokenizer_config or not file.is_file():
+        return None
+    try:
+        value = json.loads(file.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelFolderError("added_tokens.json", f"cannot be read as JSON: {exc}") from None
+    if not isinstance(value, dict) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in value.values()):
+        raise ModelFolderError("added_tokens.json", "must map each token to an integer id")
+    return value
+
+
 def added_tokens_decoder(init: dict[str, Any], special_tokens_map: Mapping[str, Any] | None,
-                         loaded: Tokenizer | None) -> dict[int, AddedToken]:
+                         loaded: Tokenizer | None,
+                         legacy: Mapping[str, int] | None = None) -> dict[int, AddedToken]:
     """The ``added_tokens_decoder`` from_pretrained passes: tokenizer_config.json's (taken
-    out of ``init``), else (a legacy folder) tokenizer.json's own added tokens, with
-    special_tokens_map.json's tokens merged into ``init``."""
+    out of ``init``), else (a legacy folder) special_tokens_map.json's tokens merged into
+    ``init``, then added_tokens.json's tokens (``legacy``: :func:`legacy_added_tokens`),
+    then tokenizer.json's own added tokens, which win an id both give.
+
+    An added_tokens.json token is special when its text is a named token's or an extra
+    special token's as tokenizer_config.json (or special_tokens_map.json) gives it, and then
+    not normalized. Its id is not kept: the backend adds every decoder entry by its text
+    (:func:`add_backend_tokens`), at its vocabulary id or the next free one."""
     decoder: dict[int, AddedToken] = {}
     if "added_tokens_decoder" in init:
         raw = init.pop("added_tokens_decoder")
@@ -196,6 +223,16 @@ def added_tokens_decoder(init: dict[str, Any], special_tokens_map: Mapping[str, 
                 init[key] = AddedToken(**fields, special=True)
             else:
                 init[key] = value
+        if legacy:
+            # str() of the raw value, as transformers takes it: a serialised AddedToken
+            # (a dict) in tokenizer_config.json names no token here.
+            special = {str(init[k]) for k in NAMED_TOKENS if init.get(k)}
+            extras = init.get("extra_special_tokens") or []
+            special.update(str(t) for t in (extras if isinstance(extras, (list, tuple)) else []))
+            for text, index in legacy.items():
+                is_special = text in special
+                decoder[index] = AddedToken(text, rstrip=False, lstrip=False,
+                                            normalized=not is_special, special=is_special)
         # tokenizer.json's added_tokens, as the file lists them (id, content, flags).
         if loaded is not None:
             decoder.update(loaded.get_added_tokens_decoder())

@@ -186,10 +186,6 @@ def build_spm_tokenizer(folder: ModelFolder, codec_class: str, transformers: str
             raise RenderUnsupportedError("--tokenizer", (
                 f"{codec_class} takes other default tokens for a name holding {name!r} "
                 "(its name_or_path); not reproduced"))
-    if (folder.tokenizer_path / "added_tokens.json").exists():
-        # from_pretrained turns it into added tokens (transformers' legacy file).
-        raise RenderUnsupportedError("added_tokens.json", (
-            f"its added tokens are not reproduced for {codec_class}"))
     model = _load_model(folder, recipe.model_file)
     size = int(model.get_piece_size())
     settings = {**codec.settings, **{k: _content(v) for k, v in folder.tokenizer_config.items()

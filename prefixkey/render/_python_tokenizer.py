@@ -31,6 +31,7 @@ from ._hf_python import (
     BpeWords,
     PythonCodec,
 )
+from ._hf_specials import legacy_added_tokens
 from ._hf_tiktoken import BYTE_CHARS
 from ._python_backend import prepare_for_model, read_vocab, split_added
 from ._python_clvp import ClvpWords
@@ -437,6 +438,13 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str, generic_spm: 
     if decision.path == "python" and decision.tokenizer_class is not None:
         check_folder(decision.tokenizer_class, folder.tokenizer_config,
                      folder.special_tokens_map)
+        if legacy_added_tokens(folder.tokenizer_path, folder.tokenizer_config):
+            # from_pretrained hands them over as added_tokens_decoder, which a Python
+            # class keeps at the file's ids (no tokenizers backend re-adds them by text).
+            raise RenderUnsupportedError("added_tokens.json", (
+                "tokenizer_config.json has no added_tokens_decoder, so transformers adds "
+                f"this file's tokens to the Python class {decision.tokenizer_class} at "
+                "their ids: not reproduced"))
         if PYTHON_CODECS[decision.tokenizer_class].spm is not None:
             # Imported here: it needs the sentencepiece extra, the other codecs do not.
             from ._python_spm import build_spm_tokenizer

@@ -52,6 +52,7 @@ from ._hf_specials import (
     add_backend_tokens,
     added_token,
     added_tokens_decoder,
+    legacy_added_tokens,
     merge_specials,
     model_specific,
     sentinels,
@@ -247,7 +248,13 @@ def build_tokenizer(folder: ModelFolder, transformers: str, generic_spm: Generic
         explicit.update(init.pop("extra_special_tokens"))
         if kept_extras is not None:
             init["extra_special_tokens"] = kept_extras
-    decoder = added_tokens_decoder(init, folder.special_tokens_map, loaded)
+    legacy = legacy_added_tokens(folder.tokenizer_path, folder.tokenizer_config)
+    if legacy and kept_extras is not None:
+        raise RenderUnsupportedError("added_tokens.json", (
+            "its tokens beside additional_special_tokens and named extra_special_tokens, "
+            "which transformers 5.19 and 5.24 keep apart when it marks them special: not "
+            "reproduced"))
+    decoder = added_tokens_decoder(init, folder.special_tokens_map, loaded, legacy)
     conversion = CONVERSIONS.get(decision.tokenizer_class or "")
     if converted is not None and conversion is not None and conversion.own_extras:
         keyword, fallback = conversion.own_extras
