@@ -13,6 +13,11 @@ that loads a folder's tokenizer:
 - vLLM's ``_MODEL_TYPES_WITH_INCORRECT_TOKENIZER_CLASS``;
 - ``MODEL_MAPPING_NAMES`` (model type → base model class), which vLLM's config reader
   takes as the architectures of a config.json without them;
+- the RoPE fields of a config.json vLLM's config reader fails on for a model type
+  (``ROPE_LOAD_FAILURES``): its ``get_config`` run on a minimal config.json per
+  :data:`ROPE_VARIANTS`, a failure kept where the same type with a complete flat
+  ``rope_parameters`` loads (so the RoPE fields, through the config class's defaults and
+  vLLM's ``patch_rope_parameters``, are what fails);
 - the model types whose config class is an encoder-decoder's by default
   (``is_encoder_decoder``, which vLLM's render server answers with no token ids) and
   with a decoder start token id (``DECODER_START_TYPES``);
@@ -124,7 +129,9 @@ def collect() -> dict[str, Any]:
         r'_hub_declared_class\.removesuffix\("Fast"\) == "(\w+)"', source))
         if "_tokenizer_json_has_byte_level" in source else set())
     encoder_decoder, decoder_start = _config_defaults(ca)
+    config_types = sorted(set(ca.CONFIG_MAPPING_NAMES) | set(vllm_config._CONFIG_REGISTRY))
     return {
+        "rope_failures": _rope_load_failures(vllm_config.get_config, config_types),
         "encoder_decoder": encoder_decoder,
         "decoder_start": decoder_start,
         "processor_types": sorted(pa.PROCESSOR_MAPPING_NAMES),
@@ -171,6 +178,62 @@ def _config_defaults(ca: Any) -> tuple[list[str], list[str]]:
     return encoder_decoder, decoder_start
 
 
+#: The RoPE fields of the minimal config.json each model type is loaded with (a
+#: ``<model_type>:<variant>`` key of ``ROPE_LOAD_FAILURES``; render/_folder.py
+#: ``rope_variant`` names a folder's): none given (the config class fills its default),
+#: ``null``, a per-layer-type mapping with a layer type left without RoPE (``null``, as
+#: transformers saves a config whose layers of one type run without positional encoding),
+#: and one giving each of two layer types its own.
+ROPE_VARIANTS: dict[str, dict[str, Any]] = {
+    "absent": {},
+    "null": {"rope_parameters": None},
+    "layer_none": {"rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": None}},
+    "layers": {"rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+}
+#: A complete flat ``rope_parameters``: the control a variant's failure is compared with.
+_ROPE_COMPLETE: dict[str, Any] = {
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+
+
+def _rope_load_failures(get_config: Any, model_types: list[str]) -> dict[str, str]:
+    """``<model_type>:<variant>`` -> the exception (``Type: message``, first line) vLLM's
+    config reader raises on a minimal config.json of that type with the variant's RoPE
+    fields, kept only where the control (:data:`_ROPE_COMPLETE`) loads."""
+    import json
+    import logging
+    import tempfile
+    import warnings
+
+    logging.disable(logging.CRITICAL)
+    warnings.filterwarnings("ignore")
+
+    def load(folder: Path, config: dict[str, Any]) -> str | None:
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config), "utf-8")
+        try:
+            get_config(str(folder), trust_remote_code=False)
+        except Exception as exc:  # what the server's start-up would raise
+            return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return None
+
+    failures: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, model_type in enumerate(model_types):
+            found = {variant: load(Path(tmp) / f"{n}-{variant}", {"model_type": model_type} | extra)
+                     for variant, extra in ROPE_VARIANTS.items()}
+            if not any(found.values()):
+                continue
+            if load(Path(tmp) / f"{n}-complete", {"model_type": model_type} | _ROPE_COMPLETE):
+                continue  # the type fails whatever its RoPE fields: not theirs to answer
+            failures |= {f"{model_type}:{v}": why for v, why in found.items() if why}
+    logging.disable(logging.NOTSET)
+    return failures
+
+
 def module_head(doc: list[str], constants: dict[str, str]) -> list[str]:
     """A generated module's first lines: its docstring (``doc``, the lines between the
     quotes), its imports and ``NAME: Final = 'value'`` for each constant."""
@@ -193,6 +256,10 @@ TABLES: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("VLLM_CONFIG_TYPES", "vllm_config_types", "[frozenset[str]]", "frozenset({",
      ("vLLM transformers_utils/config.py _CONFIG_REGISTRY: the model types vLLM's own config",
       "classes load (registered with AutoConfig before it reads config.json).")),
+    ("ROPE_LOAD_FAILURES", "rope_failures", "[dict[str, str]]", "{",
+     ("vLLM transformers_utils/config.py get_config on a minimal config.json per RoPE variant",
+      "(tools/extract_hf_tokenizers.py ROPE_VARIANTS): '<model_type>:<variant>' -> the",
+      "exception its server's start-up fails with, where a complete rope_parameters loads.")),
     ("INCORRECT_HUB_CLASS", "incorrect", "", "frozenset({",
      ("MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS: the hub class is ignored for these.",)),
     ("BACKEND_NAME_PATTERNS", "patterns", "", "(",

@@ -39,7 +39,8 @@ from ._sentence_transformers import SentenceTransformers, read_sentence_transfor
 from ._vision import FAMILIES, UNVERIFIED, family_architecture
 from ._vllm_startup import check_vllm_starts
 
-__all__ = ["ModelFolder", "check_config_loads", "load_server_template", "processor_configs"]
+__all__ = ["ModelFolder", "check_config_loads", "load_server_template", "processor_configs",
+           "rope_variant"]
 
 # config.json keys vLLM 0.31 reads for the context length; it takes the smallest
 # (transformers_utils/model_arch_config_convertor.py), then model_max_length wins.
@@ -271,16 +272,56 @@ _CONFIG_LOAD_ERRORS: Final = {
 }
 
 
+#: How a config.json gives its RoPE parameters, by the variant names of the facts'
+#: ``ROPE_LOAD_FAILURES`` (tools/extract_hf_tokenizers.py ``ROPE_VARIANTS``, the minimal
+#: config.json each release's config reader was run on).
+_ROPE_VARIANT_TEXT: Final = {
+    "absent": "it gives no rope_parameters (the config class's default is taken)",
+    "null": "its rope_parameters is null (the config class's default is taken)",
+    "layer_none": "its rope_parameters leaves a layer type null (no RoPE for those layers)",
+    "layers": "its rope_parameters gives several layer types their own",
+}
+
+
+def rope_variant(config: dict[str, Any]) -> str | None:
+    """Which of the probed RoPE variants a config.json's top-level ``rope_parameters``
+    is, or None when it gives them otherwise (loaded as given: not probed). A per-layer
+    mapping is a probed variant only with the probed layer types (its failure can be a
+    layer type the mapping lacks), and ``layer_none`` only with full_attention's null."""
+    if "rope_parameters" not in config:
+        return "absent"
+    rope = config["rope_parameters"]
+    if rope is None:
+        return "null"
+    if not isinstance(rope, dict) or set(rope) != {"sliding_attention", "full_attention"}:
+        return None
+    if not isinstance(rope["sliding_attention"], dict):
+        return None
+    full = rope["full_attention"]
+    return "layer_none" if full is None else "layers" if isinstance(full, dict) else None
+
+
 def check_config_loads(config: dict[str, Any], path: Path, vllm_version: str) -> None:
     """Refuse a config.json vLLM's config reader does not load: a ``model_type`` neither
     transformers' config mapping nor vLLM's own config registry (registered with
     ``AutoConfig`` first) has, which no server of the release starts for (prefixkey runs
-    no remote code: ``--trust-remote-code`` is not an option here)."""
+    no remote code: ``--trust-remote-code`` is not an option here); or RoPE fields the
+    release's config reader fails on for that type (the facts' ``ROPE_LOAD_FAILURES``:
+    e.g. transformers 5.24's BeamConfig default leaves full_attention None, which vLLM
+    0.29's ``patch_legacy_rope_type`` cannot iterate)."""
     model_type = config.get("model_type")
     if not isinstance(model_type, str):
         raise ModelFolderError("config.json", "has no model_type")
     facts = release_facts(vllm_version)
     if model_type in facts.CONFIG_MODEL_TYPES or model_type in facts.VLLM_CONFIG_TYPES:
+        variant = rope_variant(config)
+        failure = facts.ROPE_LOAD_FAILURES.get(f"{model_type}:{variant}")
+        if variant is not None and failure is not None:
+            raise ModelFolderError("config.json", (
+                f"{_ROPE_VARIANT_TEXT[variant]}: vLLM {vllm_version}'s config "
+                f"reader fails on model_type {model_type!r}'s RoPE parameters (its config "
+                "class's and vLLM's patching of them), so its server does not start "
+                f"({failure})"))
         return
     auto_map = config.get("auto_map")
     remote = isinstance(auto_map, dict) and "AutoConfig" in auto_map

@@ -1673,6 +1673,52 @@ VLLM_CONFIG_TYPES: Final[frozenset[str]] = frozenset({
     'unlimited-ocr',
 })
 
+#: vLLM transformers_utils/config.py get_config on a minimal config.json per RoPE variant
+#: (tools/extract_hf_tokenizers.py ROPE_VARIANTS): '<model_type>:<variant>' -> the
+#: exception its server's start-up fails with, where a complete rope_parameters loads.
+ROPE_LOAD_FAILURES: Final[dict[str, str]] = {
+    'cohere2:layer_none': "AttributeError: 'float' object has no attribute 'get'",
+    'cohere2:layers': "AttributeError: 'float' object has no attribute 'get'",
+    'cwm:layer_none': "AttributeError: 'float' object has no attribute 'get'",
+    'cwm:layers': "AttributeError: 'float' object has no attribute 'get'",
+    'deepseek_ocr2_encoder:layer_none': "AttributeError: 'float' object has no attribute 'get'",
+    'deepseek_ocr2_encoder:layers': "AttributeError: 'float' object has no attribute 'get'",
+    'dots1:layer_none': "AttributeError: 'float' object has no attribute 'get'",
+    'dots1:layers': "AttributeError: 'float' object has no attribute 'get'",
+    'exaone4:layer_none': "AttributeError: 'float' object has no attribute 'get'",
+    'exaone4:layers': "AttributeError: 'float' object has no attribute 'get'",
+    'exaone_moe:layer_none': "AttributeError: 'float' object has no attribute 'get'",
+    'exaone_moe:layers': "AttributeError: 'float' object has no attribute 'get'",
+    'gemma2:layer_none': "AttributeError: 'float' object has no attribute 'get'",
+    'gemma2:layers': "AttributeError: 'float' object has no attribute 'get'",
+    'jamba:layer_none': "KeyError: 'linear_attention'",
+    'jamba:layers': "KeyError: 'linear_attention'",
+    'llama4_text:layer_none': "KeyError: 'chunked_attention'",
+    'llama4_text:layers': "KeyError: 'chunked_attention'",
+    'minimax:layer_none': "KeyError: 'linear_attention'",
+    'minimax:layers': "KeyError: 'linear_attention'",
+    'musicflamingo:layer_none': "KeyError: 'rope_theta'",
+    'musicflamingo:layers': "KeyError: 'rope_theta'",
+    'nemotron:layer_none': "ValueError: `rope_type` must be one of ['default', 'linear', 'dynamic'], got None",
+    'nemotron:layers': "ValueError: `rope_type` must be one of ['default', 'linear', 'dynamic'], got None",
+    'nemotron_h:layer_none': "KeyError: 'linear_attention'",
+    'nemotron_h:layers': "KeyError: 'linear_attention'",
+    'olmo_hybrid:layer_none': "KeyError: 'linear_attention'",
+    'olmo_hybrid:layers': "KeyError: 'linear_attention'",
+    'phi3:layer_none': "KeyError: 'partial_rotary_factor'",
+    'phi3:layers': "KeyError: 'partial_rotary_factor'",
+    'phi4_multimodal:layer_none': "KeyError: 'partial_rotary_factor'",
+    'phi4_multimodal:layers': "KeyError: 'partial_rotary_factor'",
+    'qwen3_5_moe_text:layer_none': "KeyError: 'linear_attention'",
+    'qwen3_5_moe_text:layers': "KeyError: 'linear_attention'",
+    'qwen3_5_text:layer_none': "KeyError: 'linear_attention'",
+    'qwen3_5_text:layers': "KeyError: 'linear_attention'",
+    'qwen3_next:layer_none': "KeyError: 'linear_attention'",
+    'qwen3_next:layers': "KeyError: 'linear_attention'",
+    'qwen4_exp_text:layer_none': "KeyError: 'linear_attention'",
+    'qwen4_exp_text:layers': "KeyError: 'linear_attention'",
+}
+
 #: MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS: the hub class is ignored for these.
 INCORRECT_HUB_CLASS: Final = frozenset({
     'arctic',

@@ -79,6 +79,50 @@ VLLM_CONFIG_TYPES_DROP: Final = frozenset({
     'qwen4_exp_text',
 })
 
+ROPE_LOAD_FAILURES_SET: Final[dict[str, str | None]] = {
+    'granite_swa:layer_none': "KeyError: 'rope_theta'",
+    'granite_swa:layers': "KeyError: 'rope_theta'",
+    'granitemoe_swa:layer_none': "KeyError: 'rope_theta'",
+    'granitemoe_swa:layers': "KeyError: 'rope_theta'",
+}
+
+ROPE_LOAD_FAILURES_DROP: Final = frozenset({
+    'cohere2:layer_none',
+    'cohere2:layers',
+    'cwm:layer_none',
+    'cwm:layers',
+    'deepseek_ocr2_encoder:layer_none',
+    'deepseek_ocr2_encoder:layers',
+    'dots1:layer_none',
+    'dots1:layers',
+    'exaone4:layer_none',
+    'exaone4:layers',
+    'exaone_moe:layer_none',
+    'exaone_moe:layers',
+    'gemma2:layer_none',
+    'gemma2:layers',
+    'jamba:layer_none',
+    'jamba:layers',
+    'llama4_text:layer_none',
+    'llama4_text:layers',
+    'minimax:layer_none',
+    'minimax:layers',
+    'nemotron:layer_none',
+    'nemotron:layers',
+    'nemotron_h:layer_none',
+    'nemotron_h:layers',
+    'olmo_hybrid:layer_none',
+    'olmo_hybrid:layers',
+    'qwen3_5_moe_text:layer_none',
+    'qwen3_5_moe_text:layers',
+    'qwen3_5_text:layer_none',
+    'qwen3_5_text:layers',
+    'qwen3_next:layer_none',
+    'qwen3_next:layers',
+    'qwen4_exp_text:layer_none',
+    'qwen4_exp_text:layers',
+})
+
 INCORRECT_HUB_CLASS_ADD: Final = frozenset({
     'hyperclovax_vision_v2',
     'modernbert-decoder',

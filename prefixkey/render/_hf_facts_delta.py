@@ -28,6 +28,7 @@ TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "BASE_MODELS": "map",
     "CONFIG_MODEL_TYPES": "set",
     "VLLM_CONFIG_TYPES": "set",
+    "ROPE_LOAD_FAILURES": "map",
     "INCORRECT_HUB_CLASS": "set",
     "BACKEND_NAME_PATTERNS": "set",
     "VLLM_INCORRECT_HUB_CLASS": "set",
@@ -49,8 +50,8 @@ STARTUP_TABLES: Final[Mapping[str, Literal["map", "set"]]] = MappingProxyType({
     "ARCHITECTURES": "map",
 })
 #: The tables naming model types (a type in a delta of one of these is a drifted type).
-#: ENCODER_DECODER_TYPES, DECODER_START_TYPES, BASE_MODELS and VLLM_CONFIG_TYPES are not:
-#: render/_folder.py reads each release's own.
+#: ENCODER_DECODER_TYPES, DECODER_START_TYPES, BASE_MODELS, VLLM_CONFIG_TYPES and
+#: ROPE_LOAD_FAILURES are not: render/_folder.py reads each release's own.
 MODEL_TYPE_TABLES: Final = ("REGISTERED_CLASS", "CONFIG_MODEL_TYPES", "INCORRECT_HUB_CLASS",
                             "VLLM_INCORRECT_HUB_CLASS")
 
