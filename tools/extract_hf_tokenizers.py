@@ -37,10 +37,17 @@ Usage::
     /work/venvs/vllm031/bin/python tools/extract_hf_tokenizers.py [--check] [--out PATH]
 
 Another release's facts go to their own module, named in its render era
-(prefixkey/render/_eras.py), as their differences from ``_hf_facts.py`` (the base, vLLM
-0.31.0's install; prefixkey/render/_hf_facts_delta.py writes and reads the delta):
-``/work/venvs/vllm032/bin/python tools/extract_hf_tokenizers.py --out
-prefixkey/render/_hf_facts_0_32_0.py``. Regenerate the releases' deltas after the base.
+(prefixkey/render/_eras.py), as their differences from a base module's facts: the full
+``_hf_facts.py`` (vLLM 0.31.0's install) or another release's delta, so deltas chain
+(prefixkey/render/_hf_facts_delta.py writes and reads them; the module records its base
+as ``BASE_MODULE``): ``/work/venvs/vllm032/bin/python tools/extract_hf_tokenizers.py
+--out prefixkey/render/_hf_facts_0_32_0.py [--base _hf_facts]``. Without ``--base`` the
+base is the one the committed module names (else the full module); the tool prints how
+many entries the delta would hold over each other module, to choose the smallest, and
+refuses a base whose chain holds the module itself. ``--rebase`` writes a committed
+delta over another base without an install (its facts as they are; the start-up facts'
+tool takes it too). Regenerate a base before the deltas over it (today: ``_hf_facts``, then 0.32.0 over it, 0.33.0 and 0.29.0 over 0.32.0's, 0.30.0
+over 0.29.0's).
 
 The output is deterministic; ``--check`` exits 1 when the committed file differs.
 """
@@ -323,21 +330,71 @@ def render(facts: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_delta(facts: dict[str, Any], base: ModuleType) -> str:
-    """A release's facts as their differences from the base module's."""
-    delta_module = load_module(RENDER / "_hf_facts_delta.py")
-    values = tables(facts)
-    assert set(values) == set(delta_module.TABLES)
-    changes = delta_module.delta_of(delta_module.facts_of(base), values)
+def render_module(name: str) -> ModuleType:
+    """A facts module of prefixkey/render by its name (what ``BASE_MODULE`` names)."""
+    return load_module(RENDER / f"{name}.py")
+
+
+#: How a delta module says what it applies to (after the versions it was read from).
+DELTA_DOC = ["prefixkey/render/_hf_facts_delta.py applies them over the facts of BASE_MODULE",
+             "(a full module, or a delta over its own base): per table, the entries this",
+             "install adds or changes (_SET: a mapping's, _ADD: a set's) and those it drops."]
+
+
+def delta_base(out: Path, base: str | None, full: Path, values: dict[str, Any],
+               shapes: Any) -> tuple[str, dict[str, Any], Any]:
+    """The base a release's delta module ``out`` is written over, the delta (``values``,
+    every table in full, as differences from the base's facts) and the base's facts.
+
+    The base is ``base``, else the one the committed ``out`` names, else the full module
+    ``full``; one whose chain holds ``out`` itself is refused (a cycle). How many entries
+    the delta would hold over each other module of ``full``'s kind is printed, to choose
+    the smallest."""
+    delta = load_module(RENDER / "_hf_facts_delta.py")
+
+    def chain(name: str) -> list[str]:
+        return [n for n, _ in delta.chain_of(name, render_module)]
+
+    if base is None:
+        committed = render_module(out.stem) if out.is_file() else None
+        base = getattr(committed, "BASE_MODULE", full.stem)
+    if out.stem in chain(base):
+        raise SystemExit(f"--base {base}: its chain ({' -> '.join(chain(base))}) holds "
+                         f"{out.stem} itself")
+    sizes = []
+    for path in sorted(RENDER.glob(f"{full.stem}*.py")):
+        if path.stem not in (out.stem, "_hf_facts_delta") and out.stem not in chain(path.stem):
+            changes = delta.delta_of(delta.load_facts(path.stem, render_module, shapes),
+                                     values, shapes)
+            sizes.append(f"{path.stem} {sum(map(len, changes.values()))}")
+    print(f"{out.stem}: delta entries over each base: {', '.join(sizes)}", file=sys.stderr)
+    facts = delta.load_facts(base, render_module, shapes)
+    return base, delta.delta_of(facts, values, shapes), facts
+
+
+def committed_facts(out: Path, shapes: Any) -> Any:
+    """``--rebase``: the facts the committed delta module ``out`` holds (its chain
+    applied), to write them over another base without the install they were read from
+    (the facts stay what that install gave)."""
+    if not out.is_file() or not hasattr(render_module(out.stem), "BASE_MODULE"):
+        raise SystemExit(f"--rebase: {out} is not a release's delta module")
+    return load_module(RENDER / "_hf_facts_delta.py").load_facts(out.stem, render_module,
+                                                                shapes)
+
+
+def render_delta(values: dict[str, Any], transformers: str, vllm: str, out: Path,
+                 base: str | None) -> str:
+    """A release's facts (every table in full) as their differences from a base module's."""
+    shapes = load_module(RENDER / "_hf_facts_delta.py").TABLES
+    assert set(values) == set(shapes)
+    base, changes, base_facts = delta_base(out, base, OUT, values, shapes)
     lines = module_head([
-        f"vLLM {facts['vllm']}'s tokenizer-class facts, as differences from _hf_facts.py "
-        f"(vLLM {base.VLLM_VERSION}'s).",
+        f"vLLM {vllm}'s tokenizer-class facts, as differences from vLLM "
+        f"{base_facts.vllm_version}'s.",
         "",
         "GENERATED by tools/extract_hf_tokenizers.py from the installed packages named below;",
-        "do not edit. prefixkey/render/_hf_facts_delta.py applies them: per table, the entries",
-        "this install adds or changes (_SET: a mapping's, _ADD: a set's) and those it drops.",
-    ], {"TRANSFORMERS_VERSION": facts["transformers"], "VLLM_VERSION": facts["vllm"],
-        "BASE_VLLM_VERSION": base.VLLM_VERSION})
+        "do not edit.", *DELTA_DOC,
+    ], {"TRANSFORMERS_VERSION": transformers, "VLLM_VERSION": vllm, "BASE_MODULE": base})
     for name, value in changes.items():
         lines.append("")
         if isinstance(value, dict):
@@ -363,8 +420,17 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--base", help="the module a release's delta is written over "
+                        "(default: the one the committed module names, else _hf_facts)")
+    parser.add_argument("--rebase", action="store_true", help="write the committed delta "
+                        "module over --base as it is, without an install (its facts kept)")
     args = parser.parse_args(argv)
     out: Path = args.out
+    if args.rebase:
+        held = committed_facts(out, load_module(RENDER / "_hf_facts_delta.py").TABLES)
+        return write_or_check(out, render_delta(dict(held.tables), held.transformers_version,
+                                                held.vllm_version, out, args.base),
+                              check=args.check)
     facts = collect()
     base = OUT.resolve()
     if args.check and out.resolve() != base and out.is_file():
@@ -376,7 +442,8 @@ def main(argv: list[str]) -> int:
             print(f"vLLM {facts['vllm']}'s install, checked against {out.name} "
                   f"(written from vLLM {named}'s)", file=sys.stderr)
             facts = dict(facts, vllm=named)
-    text = render(facts) if out.resolve() == base else render_delta(facts, load_module(base))
+    text = (render(facts) if out.resolve() == base else
+            render_delta(tables(facts), facts["transformers"], facts["vllm"], out, args.base))
     return write_or_check(out, text, check=args.check)
 
 

@@ -9,7 +9,10 @@ config's ``architectures`` (``ModelRegistry.inspect_model_cls``, at
 transformers class of that name when its Transformers modeling backend takes it
 (``_try_resolve_transformers``). Recorded from the installed release, as data, in
 ``prefixkey/render/_hf_startup_facts.py`` (vLLM 0.31.0's, in full) or a release's delta
-(``_hf_startup_facts_0_29_0.py``, …; prefixkey/render/_hf_facts_delta.py):
+(``_hf_startup_facts_0_29_0.py``, …) over a base module's facts, chained as the
+tokenizer-class facts' (prefixkey/render/_hf_facts_delta.py; ``--base`` as
+tools/extract_hf_tokenizers.py's, and ``--rebase``; today 0.32.0 over the full module,
+0.33.0 and 0.30.0 over 0.32.0's, 0.29.0 over 0.30.0's):
 
 - ``REGISTERED``: every architecture the registry lists (``ModelRegistry.models``);
   which of their classes cannot be imported is ``prefixkey/render/_runner_facts.py``'s
@@ -43,7 +46,7 @@ Usage::
 
     /work/venvs/vllm031v/bin/python tools/probe_vllm_startup.py [--check]
     /work/venvs/vllm029v/bin/python tools/probe_vllm_startup.py \\
-        --out prefixkey/render/_hf_startup_facts_0_29_0.py [--check]
+        --out prefixkey/render/_hf_startup_facts_0_29_0.py [--base MODULE] [--check]
     /work/venvs/vllm031v/bin/python tools/probe_vllm_startup.py --startup canine,mbart
 
 About half a minute per release (every class transformers' mappings name is imported).
@@ -71,7 +74,15 @@ import types
 from pathlib import Path
 from typing import Any
 
-from extract_hf_tokenizers import RENDER, load_module, module_head, write_or_check
+from extract_hf_tokenizers import (
+    DELTA_DOC,
+    RENDER,
+    committed_facts,
+    delta_base,
+    load_module,
+    module_head,
+    write_or_check,
+)
 
 OUT = RENDER / "_hf_startup_facts.py"
 
@@ -163,18 +174,15 @@ def render(data: dict[str, Any]) -> str:
     return _joined(lines)
 
 
-def render_delta(data: dict[str, Any], base: Any) -> str:
-    """A release's start-up facts as their differences from the base module's."""
-    delta = load_module(RENDER / "_hf_facts_delta.py")
-    shapes = delta.STARTUP_TABLES
-    changes = delta.delta_of(delta.facts_of(base, shapes), data["tables"], shapes)
+def render_delta(data: dict[str, Any], out: Path, base: str | None) -> str:
+    """A release's start-up facts as their differences from a base module's facts."""
+    shapes = load_module(RENDER / "_hf_facts_delta.py").STARTUP_TABLES
+    base, changes, base_facts = delta_base(out, base, OUT, data["tables"], shapes)
     lines = module_head([
-        f"vLLM {data['vllm']}'s start-up facts, as differences from _hf_startup_facts.py "
-        f"(vLLM {base.VLLM_VERSION}'s).", "", *_DOC,
-        "prefixkey/render/_hf_facts_delta.py applies the differences: per table, the entries",
-        "this install adds or changes (_SET: a mapping's, _ADD: a set's) and those it drops.",
+        f"vLLM {data['vllm']}'s start-up facts, as differences from vLLM "
+        f"{base_facts.vllm_version}'s.", "", *_DOC, *DELTA_DOC,
     ], {"VLLM_VERSION": data["vllm"], "TRANSFORMERS_VERSION": data["transformers"],
-        "BASE_VLLM_VERSION": base.VLLM_VERSION})
+        "BASE_MODULE": base})
     for name, value in changes.items():
         lines += ["", *_lines(name, value)]
     return _joined(lines)
@@ -216,16 +224,25 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--base", help="the module a release's delta is written over "
+                        "(default: the one the committed module names, else the full one)")
+    parser.add_argument("--rebase", action="store_true", help="write the committed delta "
+                        "module over --base as it is, without an install (its facts kept)")
     parser.add_argument("--startup", help="comma-separated model types: print vLLM's real "
                         "start-up answer per architecture as JSON")
     args = parser.parse_args(argv)
     if args.startup:
         print(json.dumps(startup(args.startup.split(","))))
         return 0
-    data = collect()
     out: Path = args.out
+    if args.rebase:
+        held = committed_facts(out, load_module(RENDER / "_hf_facts_delta.py").STARTUP_TABLES)
+        data = {"vllm": held.vllm_version, "transformers": held.transformers_version,
+                "tables": dict(held.tables)}
+    else:
+        data = collect()
     text = render(data) if out.resolve() == OUT.resolve() else render_delta(
-        data, load_module(OUT))
+        data, out, args.base)
     return write_or_check(out, text, check=args.check)
 
 

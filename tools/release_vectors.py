@@ -39,8 +39,20 @@ def _prefix(corpus: str) -> str:
     return "" if corpus == "main" else corpus
 
 
+#: The keys of a compact record (what :func:`compact` keeps; ``startup`` only for a
+#: server that did not start).
+COMPACT_KEYS = frozenset({"id", "status", "token_ids", "cache_salt", "error", "startup"})
+
+
 def compact(record: dict[str, Any]) -> dict[str, Any]:
-    """What the replay checks of one harvested answer."""
+    """What the replay checks of one harvested answer. A record that is already compact
+    is kept as it is: a partial harvest (``harvest_render.py --only``) into a directory
+    seeded with a kept release's file writes the other servers' records back unchanged."""
+    if "response" not in record:
+        if "cache_salt" not in record or set(record) - COMPACT_KEYS:
+            raise ValueError(f"record {record.get('id')!r} is neither a harvested answer (it "
+                             f"has no 'response') nor a compact one (keys {sorted(record)})")
+        return dict(record)
     response = record["response"]
     salts = None
     if record["status"] == 200:

@@ -36,7 +36,6 @@ rules, in transformers' order, and says for a folder which path it takes:
 from __future__ import annotations
 
 import fnmatch
-import importlib
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -57,7 +56,7 @@ from ._hf_converted import (
     files_read,
     generic_build,
 )
-from ._hf_facts_delta import HfFacts, apply_delta, drifted, facts_of
+from ._hf_facts_delta import HfFacts, drifted, package_facts
 from ._hf_python import PYTHON_CODECS, PYTHON_REFUSED
 from ._hf_rebuilds import REBUILDS, REFUSED_BECAUSE
 from ._hf_tiktoken import CONVERTERS, ConvertedSource
@@ -415,17 +414,16 @@ def startup_note(model_type: str, vllm_version: str) -> tuple[bool | None, str]:
                   + next(s.why for s in answers.values() if s.starts is None))
 
 
+#: Each facts module's facts, by its name (a delta's over its chain of bases).
+_module_facts: Final = package_facts(__name__.rpartition(".")[0])
 #: The facts the rules apply: the base install's (vLLM 0.31.0, transformers 5.17).
-BASE_FACTS: Final = facts_of(_hf_facts)
+BASE_FACTS: Final = _module_facts(_hf_facts.__name__.rpartition(".")[2])
 
 
 @cache
 def release_facts(vllm_version: str) -> HfFacts:
-    """The facts of a verified release's own install: the base, or its delta applied."""
-    module = render_release(vllm_version).hf_facts
-    if module == _hf_facts.__name__.rpartition(".")[2]:
-        return BASE_FACTS
-    return apply_delta(BASE_FACTS, importlib.import_module(f"{__package__}.{module}"))
+    """The facts of a verified release's own install (its module's, deltas applied)."""
+    return _module_facts(render_release(vllm_version).hf_facts)
 
 
 def type_rule_facts(model_type: str, facts: HfFacts) -> tuple[str | None, bool, bool, bool | None]:

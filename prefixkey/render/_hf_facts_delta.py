@@ -3,23 +3,28 @@
 ``_hf_facts.py`` holds the tokenizer-class facts of the base install (vLLM 0.31.0,
 transformers 5.17) in full; every other release's module (``_hf_facts_0_29_0.py``, …,
 named by the release whose install it was read from) holds only how that install
-differs: for each table, the entries it adds or changes (``<TABLE>_SET`` for a mapping,
-``<TABLE>_ADD`` for a set) and the keys it drops (``<TABLE>_DROP``). The start-up facts
-(``_hf_startup_facts.py`` and its releases' deltas, tables :data:`STARTUP_TABLES`) are
-kept the same way. They are written by tools/extract_hf_tokenizers.py and
-tools/probe_vllm_startup.py, which load this module by its path to compute a delta, so
-writing and reading a delta are one piece of code. Kept free of package imports for that
-reason.
+differs from the facts of the module it names as its base (``BASE_MODULE``: the full
+module or another release's delta, whichever gives the smaller delta, so deltas chain):
+for each table, the entries it adds or changes (``<TABLE>_SET`` for a mapping,
+``<TABLE>_ADD`` for a set) and the keys it drops (``<TABLE>_DROP``). :func:`load_facts`
+applies a chain in order. The start-up facts (``_hf_startup_facts.py`` and its releases'
+deltas, tables :data:`STARTUP_TABLES`) are kept the same way. They are written by
+tools/extract_hf_tokenizers.py and tools/probe_vllm_startup.py, which load this module by
+its path to compute a delta, so writing and reading a delta are one piece of code. Kept
+free of package imports for that reason (:func:`load_facts` takes the module loader).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-__all__ = ["STARTUP_TABLES", "TABLES", "HfFacts", "apply_delta", "delta_of", "drifted", "facts_of"]
+__all__ = ["STARTUP_TABLES", "TABLES", "HfFacts", "apply_delta", "chain_of", "delta_of", "drifted",
+           "facts_of", "load_facts", "package_facts"]
 
 #: Each table of the facts, and its shape: ``map`` (key -> value) or ``set`` (keys; a
 #: tuple's order does not matter to the rules, which test membership).
@@ -114,6 +119,42 @@ def apply_delta(base: HfFacts, delta: Any,
             kept = [k for k in mine if k not in drop] + list(getattr(delta, f"{name}_ADD"))
             tables[name] = tuple(kept) if isinstance(mine, tuple) else frozenset(kept)
     return HfFacts(delta.TRANSFORMERS_VERSION, delta.VLLM_VERSION, MappingProxyType(tables))
+
+
+def chain_of(module: str, load: Callable[[str], Any]) -> list[tuple[str, Any]]:
+    """The facts module named ``module`` and each base it names in turn (``BASE_MODULE``),
+    down to the full module, as (name, module) pairs (``load`` gives a module by name)."""
+    chain = [(module, load(module))]
+    while (base := getattr(chain[-1][1], "BASE_MODULE", None)) is not None:
+        names = [name for name, _ in chain]
+        # The tools never write a cycle (they refuse a base whose chain holds the module).
+        assert base not in names, f"facts modules in a cycle: {' -> '.join(names)} -> {base}"
+        chain.append((base, load(base)))
+    return chain
+
+
+def load_facts(module: str, load: Callable[[str], Any],
+               shapes: Mapping[str, Literal["map", "set"]] = TABLES) -> HfFacts:
+    """The facts of the facts module named ``module``: a full module's tables, or a
+    delta's applied over its base's facts, each delta of the chain in turn."""
+    chain = [namespace for _, namespace in chain_of(module, load)]
+    facts = facts_of(chain.pop(), shapes)
+    for delta in reversed(chain):
+        facts = apply_delta(facts, delta, shapes)
+    return facts
+
+
+def package_facts(package: str, shapes: Mapping[str, Literal["map", "set"]] = TABLES
+                  ) -> Callable[[str], HfFacts]:
+    """:func:`load_facts` over the facts modules of ``package`` (imported by name), once
+    per module."""
+
+    @cache
+    def facts(module: str) -> HfFacts:
+        return load_facts(module, lambda name: importlib.import_module(f"{package}.{name}"),
+                          shapes)
+
+    return facts
 
 
 def drifted(base: HfFacts, release: HfFacts) -> tuple[frozenset[str], frozenset[str]]:

@@ -24,7 +24,6 @@ Hugging Face paths, render/_mistral.py for Mistral's format).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -33,14 +32,16 @@ from typing import Final
 from . import _hf_startup_facts
 from ._eras import render_release
 from ._errors import RenderUnsupportedError
-from ._hf_facts_delta import STARTUP_TABLES, HfFacts, apply_delta, facts_of
+from ._hf_facts_delta import STARTUP_TABLES, HfFacts, package_facts
 from ._runner_facts import REGISTERED as RUNNER_REGISTERED
 from ._runner_facts import SUFFIXES
 
 __all__ = ["Startup", "check_vllm_starts", "startup_facts", "vllm_startup"]
 
-#: vLLM 0.31.0's start-up facts, in full (the base of the other releases' deltas).
-BASE_STARTUP: Final = facts_of(_hf_startup_facts, STARTUP_TABLES)
+#: Each start-up facts module's facts, by its name (a delta's over its chain of bases).
+_module_facts: Final = package_facts(__name__.rpartition(".")[0], STARTUP_TABLES)
+#: vLLM 0.31.0's start-up facts, in full (the base the other releases' deltas chain to).
+BASE_STARTUP: Final = _module_facts(_hf_startup_facts.__name__.rpartition(".")[2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +56,7 @@ class Startup:
 def startup_facts(vllm_version: str) -> HfFacts | None:
     """The release's start-up facts (None: not probed under it)."""
     module = render_release(vllm_version).startup_facts
-    if module is None:
-        return None
-    if module == _hf_startup_facts.__name__.rpartition(".")[2]:
-        return BASE_STARTUP
-    return apply_delta(BASE_STARTUP, importlib.import_module(f"{__package__}.{module}"),
-                       STARTUP_TABLES)
+    return None if module is None else _module_facts(module)
 
 
 def _normalized(arch: str, registered: frozenset[str], vllm_version: str) -> str | None:

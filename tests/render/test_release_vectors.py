@@ -156,7 +156,7 @@ def test_a_bad_version_is_a_typed_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("release", verified_releases())
 def test_a_releases_tokenizer_facts_are_its_installs(release: str) -> None:
     """The facts module a release names is what its own install's transformers says
-    (the base in full, every other release as its delta over the base)."""
+    (the base in full, every other release as its delta over the base module it names)."""
     import subprocess
 
     python, env = vllm_command(release)
@@ -184,47 +184,79 @@ def test_a_releases_runner_facts_are_its_installs(release: str) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-@pytest.mark.parametrize("release", verified_releases())
-def test_a_releases_facts_module_holds_only_its_differences(release: str) -> None:
-    """Only the base module is a full table; a release's module names what differs."""
+#: Each kind of per-release facts: the module a release names (its era's field), the
+#: full module the deltas chain to, and the tables.
+FACT_KINDS = {"tokenizer": ("hf_facts", "_hf_facts", "TABLES"),
+              "startup": ("startup_facts", "_hf_startup_facts", "STARTUP_TABLES")}
+
+
+def _facts_modules(kind: str) -> tuple[Any, list[str]]:
+    """A kind's facts reader (by module name) and every module the releases name."""
+    from prefixkey.render import _hf_facts_delta
+
+    field, _, tables = FACT_KINDS[kind]
+    names = sorted({getattr(v, field) for era in RENDER_ERAS for v in era.verified.values()})
+    return _hf_facts_delta.package_facts("prefixkey.render",
+                                         getattr(_hf_facts_delta, tables)), names
+
+
+@pytest.mark.parametrize("kind", sorted(FACT_KINDS))
+def test_a_facts_module_holds_only_its_differences_from_its_base(kind: str) -> None:
+    """Only the full module is a full table; a release's module names what differs from
+    the facts of the base module it names (full, or a delta itself: deltas chain, and
+    every chain ends at the full module)."""
     import importlib
 
-    from prefixkey.render import _hf_facts
-    from prefixkey.render._hf_decision import BASE_FACTS, release_facts
-    from prefixkey.render._hf_facts_delta import TABLES, delta_of
+    from prefixkey.render import _hf_facts_delta
 
-    name = render_release(release).hf_facts
-    module = importlib.import_module(f"prefixkey.render.{name}")
-    facts = release_facts(release)
-    assert facts.vllm_version == module.VLLM_VERSION
-    if module is _hf_facts:
-        assert facts is BASE_FACTS
-        return
-    assert BASE_FACTS.vllm_version == module.BASE_VLLM_VERSION
-    assert not any(hasattr(module, table) for table in TABLES)
-    # Every entry it holds is a real difference, and applying it gives back the same delta.
-    stored = {k: getattr(module, k) for k in delta_of(BASE_FACTS, BASE_FACTS.tables)}
-    again = delta_of(BASE_FACTS, facts.tables)
-    assert {k: sorted(v) if not isinstance(v, dict) else v for k, v in stored.items()} == again
-
-
-def test_releases_with_the_same_facts_share_one_module() -> None:
-    """No two facts modules hold the same tables: a release whose install's facts are
-    another's names that release's module (0.30.0 names 0.29.0's)."""
-    import importlib
-
-    from prefixkey.render._eras import RENDER_ERAS
-    from prefixkey.render._hf_decision import BASE_FACTS
-    from prefixkey.render._hf_facts_delta import delta_of
-
-    modules = sorted({v.hf_facts for era in RENDER_ERAS for v in era.verified.values()})
-    seen: dict[str, str] = {}
-    for name in modules:
+    facts, names = _facts_modules(kind)
+    _, full, table_names = FACT_KINDS[kind]
+    tables = getattr(_hf_facts_delta, table_names)
+    for name in names:
         module = importlib.import_module(f"prefixkey.render.{name}")
-        if name == "_hf_facts":
+        chain = [n for n, _ in _hf_facts_delta.chain_of(
+            name, lambda n: importlib.import_module(f"prefixkey.render.{n}"))]
+        assert chain[-1] == full, chain
+        assert facts(name).vllm_version == module.VLLM_VERSION
+        if name == full:
             continue
-        tables = {k: getattr(module, k) for k in delta_of(BASE_FACTS, BASE_FACTS.tables)}
-        key = repr((module.TRANSFORMERS_VERSION, sorted(tables.items())))
+        assert not any(hasattr(module, table) for table in tables)
+        # Every entry it holds is a real difference, and applying it gives back the delta.
+        base = facts(module.BASE_MODULE)
+        stored = {k: getattr(module, k) for k in _hf_facts_delta.delta_of(base, base.tables,
+                                                                           tables)}
+        again = _hf_facts_delta.delta_of(base, facts(name).tables, tables)
+        assert {k: sorted(v) if not isinstance(v, dict) else v
+                for k, v in stored.items()} == again, name
+
+
+def test_the_releases_read_their_facts_through_the_chain() -> None:
+    """A release's facts (render/_hf_decision.py, render/_vllm_startup.py) are its
+    module's, its chain of deltas applied; the base release's are the full module's."""
+    from prefixkey.render._hf_decision import BASE_FACTS, release_facts
+    from prefixkey.render._vllm_startup import BASE_STARTUP, startup_facts
+
+    hf, _ = _facts_modules("tokenizer")
+    startup, _ = _facts_modules("startup")
+    for release in verified_releases():
+        verified = render_release(release)
+        assert release_facts(release) == hf(verified.hf_facts)
+        assert verified.startup_facts is not None
+        assert startup_facts(release) == startup(verified.startup_facts)
+    assert release_facts("0.31.0") is BASE_FACTS and startup_facts("0.31.0") is BASE_STARTUP
+
+
+@pytest.mark.parametrize("kind", sorted(FACT_KINDS))
+def test_releases_with_the_same_facts_share_one_module(kind: str) -> None:
+    """No two facts modules hold the same facts: a release whose install's facts are
+    another's names that release's module."""
+    facts, names = _facts_modules(kind)
+    seen: dict[str, str] = {}
+    for name in names:
+        loaded = facts(name)
+        key = repr((loaded.transformers_version, sorted(
+            (k, sorted(v.items()) if hasattr(v, "items") else sorted(v))
+            for k, v in loaded.tables.items())))
         assert key not in seen, (name, seen.get(key))
         seen[key] = name
 
