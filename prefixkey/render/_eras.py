@@ -201,14 +201,15 @@ _DRIFT_TYPES: Final = frozenset({"qwen3_5", "modernbert-decoder", "gte"})
 #: 5.17 does not know: 0.31's server fails on config.json) or that drift at only some,
 #: each standing for the types the release's facts decide alike (render/_hf_decision.py
 #: ``type_rule_facts``): at transformers 5.24 (0.29, 0.30) beam and minicpmv4_7 register
-#: TokenizersBackend, omniasr_ctc ParakeetTokenizer, hyperclovax_vision_v2 ignores its
-#: hub class (not siglip2: prefixkey's Siglip2Tokenizer rebuild gave other ids than
-#: 0.29's and 0.30's servers for 43 of its 46 bodies, so it stays refused); at 5.19
-#: (0.32, 0.33) minicpmv4_7 registers TokenizersBackend, vLLM loads unlimited_ocr with
-#: it, hyperclovax_vision_v2 ignores its hub class (and 0.33's own config starts beam's
-#: architecture).
+#: TokenizersBackend, omniasr_ctc ParakeetTokenizer, hyperclovax_vision_v2 and siglip2
+#: ignore their hub class (siglip2's folder, Qwen3's vocabulary with a null unk_token,
+#: then gets Siglip2Tokenizer, whose BPE takes ``str(unk_token)``, "None", as its unk);
+#: at 5.19 (0.32, 0.33) minicpmv4_7 registers TokenizersBackend, vLLM loads unlimited_ocr
+#: with it, hyperclovax_vision_v2 ignores its hub class (and 0.33's own config starts
+#: beam's architecture).
 _DRIFT_TYPES_TF5_24: Final = _DRIFT_TYPES | {"beam", "minicpmv4_7", "omniasr_ctc",
-                                             "unlimited_ocr", "hyperclovax_vision_v2"}
+                                             "unlimited_ocr", "hyperclovax_vision_v2",
+                                             "siglip2"}
 _DRIFT_TYPES_TF5_19: Final = _DRIFT_TYPES | {"minicpmv4_7", "unlimited_ocr", "siglip2",
                                              "hyperclovax_vision_v2"}
 

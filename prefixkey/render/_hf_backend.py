@@ -39,7 +39,8 @@ def derived_values(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
         "metaspace_scheme": "always" if spm_prefix else "never",
         # DebertaV2Tokenizer: ``"always" if add_prefix_space else "first"``.
         "spm_first_scheme": "always" if spm_prefix else "first",
-        # ``str(unk_token)``, as the WordPiece classes pass it (None too).
+        # ``str(unk_token)``, as the WordPiece and BPE classes pass it to their model: a
+        # null unk_token is the text "None" (a real token of some vocabularies).
         "unk_str": str(added_token(unk, "unk_token")) if unk is not None else "None",
         "add_prefix_space": prefix,
         "trim_offsets": bool(init.get("trim_offsets", True)),
@@ -47,7 +48,6 @@ def derived_values(init: Mapping[str, Any], recipe: Rebuild) -> dict[str, Any]:
         "llama_scheme": ("first" if not legacy else "always") if prefix else "never",
         # models/code_llama/tokenization_code_llama.py: no legacy rule.
         "prefix_scheme": "first" if prefix else "never",
-        "unk_token": None if unk is None else str(added_token(unk, "unk_token")),
         # models/whisper/tokenization_whisper.py prefix_tokens: the task's token, then
         # <|notimestamps|> unless timestamps are predicted.
         "whisper_task": None if task is None else f"<|{task}|>",

@@ -131,6 +131,13 @@ def after_init(recipe: Rebuild, tok: Tokenizer, derived: Mapping[str, Any],
         tok.post_processor = update_post_processor(
             tok, specials, add_bos_token=add_bos, add_eos_token=add_eos)
     elif recipe.post_processor == "roberta":
+        null = [name for name in recipe.processor_tokens if specials.get(name) is None]
+        if null:
+            # str(None) is "None", a token of some vocabularies (Qwen's): most classes
+            # then fail on the null id, MPNetTokenizer falls back to 0 and 2.
+            raise RenderUnsupportedError("tokenizer_config.json", (
+                f"{null[0]} is null, which the {recipe.name} tokenizer class's "
+                "RobertaProcessing takes: not reproduced"))
         sep, cls = (str(specials.get(name)) for name in recipe.processor_tokens)
         options = {k: spec_value(v, derived) for k, v in recipe.processor_options.items()}
         tok.post_processor = processors.RobertaProcessing(

@@ -341,7 +341,7 @@ _FAIRSEQ_TOKENS: Final = MappingProxyType({
     "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"})
 #: NllbTokenizer's and SeamlessM4TTokenizer's BPE (no byte fallback).
 _SPM_BPE: Final = MappingProxyType({
-    "dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+    "dropout": None, "unk_token": "$unk_str", "continuing_subword_prefix": None,
     "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": False})
 #: T5Tokenizer's recipe (models/t5/tokenization_t5.py).
 _T5: Final = Rebuild(
@@ -491,7 +491,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
         add_prefix_space=True),
     "GemmaTokenizer": Rebuild(
         name="gemma",
-        bpe={"dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+        bpe={"dropout": None, "unk_token": "$unk_str", "continuing_subword_prefix": None,
              "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
         # models/gemma/tokenization_gemma.py: byte-fallback BPE, spaces as "▁", split after.
         normalizer=("Replace", {"pattern": " ", "content": "▁"}),
@@ -530,7 +530,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # lowercased after NFC and whitespace runs folded; <|startoftext|> … <|endoftext|>.
     "CLIPTokenizer": Rebuild(
         name="clip",
-        bpe={**_BYTE_LEVEL_BPE, "end_of_word_suffix": "</w>", "unk_token": "$unk_token"},
+        bpe={**_BYTE_LEVEL_BPE, "end_of_word_suffix": "</w>", "unk_token": "$unk_str"},
         normalizer=("Sequence", [
             ("NFC", {}), ("Replace", {"pattern": ("Regex", r"\s+"), "content": " "}),
             ("Lowercase", {})]),
@@ -559,7 +559,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # pre-tokenizer (no byte level); tokenizer.json's post-processor is kept.
     "OpenAIGPTTokenizer": Rebuild(
         name="openai_gpt",
-        bpe={**_BYTE_LEVEL_BPE, "end_of_word_suffix": "</w>", "unk_token": "$unk_token"},
+        bpe={**_BYTE_LEVEL_BPE, "end_of_word_suffix": "</w>", "unk_token": "$unk_str"},
         normalizer=("BertNormalizer", {"lowercase": True}),
         pre_tokenizer=("BertPreTokenizer", {}),
         decoder=("BPEDecoder", {"suffix": "</w>"}),
@@ -568,7 +568,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # then BertProcessing with the literal ids 2 (sep) and 0 (cls).
     "HerbertTokenizer": Rebuild(
         name="herbert",
-        bpe={"dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+        bpe={"dropout": None, "unk_token": "$unk_str", "continuing_subword_prefix": None,
              "end_of_word_suffix": "</w>", "fuse_unk": False, "byte_fallback": False},
         normalizer=("BertNormalizer", {"lowercase": False, "strip_accents": False,
                                        "clean_text": True, "handle_chinese_chars": True}),
@@ -609,7 +609,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # (the class prepends Lowercase to its normalizer after super().__init__).
     "Siglip2Tokenizer": Rebuild(
         name="siglip2",
-        bpe={"dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+        bpe={"dropout": None, "unk_token": "$unk_str", "continuing_subword_prefix": None,
              "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
         normalizer=("Sequence", [("Lowercase", {}),
                                  ("Replace", {"pattern": " ", "content": "▁"})]),
@@ -645,7 +645,7 @@ REBUILDS: Final[Mapping[str, Rebuild]] = MappingProxyType({
     # is passed to super(), so the post-processor is rebuilt (<s> $A).
     "CodeLlamaTokenizer": Rebuild(
         name="code_llama",
-        bpe={"dropout": None, "unk_token": "$unk_token", "continuing_subword_prefix": None,
+        bpe={"dropout": None, "unk_token": "$unk_str", "continuing_subword_prefix": None,
              "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True},
         normalizer=None,
         pre_tokenizer=("Metaspace", {"replacement": "▁", "prepend_scheme": "$prefix_scheme",

@@ -28,7 +28,6 @@ from render_cases import (
     server_renderer,
 )
 
-from prefixkey.render import RenderUnsupportedError
 from prefixkey.render._eras import render_release
 
 sys.path.insert(0, str(RENDER_DIR.parent.parent / "tools"))
@@ -46,10 +45,13 @@ _LATER = {"drift_qwen3_5": ("rebuilt", "Qwen3_5Tokenizer"),
           "drift_modernbert_decoder": ("as_is", "TokenizersBackend"),
           "drift_gte": ("rebuilt", "XLMRobertaTokenizer"),
           "drift_minicpmv4_7": ("as_is", "TokenizersBackend")}
+#: siglip2 ignores its hub class at 5.24: Siglip2Tokenizer over Qwen3's vocabulary, its
+#: null unk_token the BPE's unk "None" (a token of that vocabulary).
 _TF5_24 = _LATER | {"drift_beam": ("as_is", "TokenizersBackend"),
                     "drift_omniasr_ctc": ("rebuilt", "GPT2Tokenizer"),
                     "drift_unlimited_ocr": ("rebuilt", "GPT2Tokenizer"),
-                    "drift_hyperclovax_vision_v2": ("rebuilt", "GPT2Tokenizer")}
+                    "drift_hyperclovax_vision_v2": ("rebuilt", "GPT2Tokenizer"),
+                    "drift_siglip2": ("rebuilt", "Siglip2Tokenizer")}
 _TF5_19 = _LATER | {"drift_unlimited_ocr": ("as_is", "TokenizersBackend"),
                     "drift_siglip2": ("rebuilt", "GPT2Tokenizer"),
                     "drift_hyperclovax_vision_v2": ("rebuilt", "GPT2Tokenizer")}
@@ -68,10 +70,6 @@ DECISIONS = {
 NOT_STARTED = {"0.31.0": {"drift_beam", "drift_gte", "drift_minicpmv4_7", "drift_omniasr_ctc",
                           "drift_unlimited_ocr", "drift_hyperclovax_vision_v2"},
                "0.32.0": {"drift_beam", "drift_omniasr_ctc"}, "0.33.0": {"drift_omniasr_ctc"}}
-#: Those its server answered but prefixkey refuses as drift: transformers 5.24's
-#: Siglip2Tokenizer (siglip2 ignores its hub class there) gave other ids than prefixkey's
-#: rebuild of it for 43 of the 46 bodies; no other replayed type takes its facts.
-DRIFT_REFUSED = {"0.29.0": {"drift_siglip2"}, "0.30.0": {"drift_siglip2"}}
 KEPT = sorted(set(DECISIONS) - {"0.31.0"})
 
 
@@ -95,7 +93,7 @@ def test_each_folder_takes_its_releases_decision(release: str, folder: str) -> N
 
 @pytest.mark.parametrize("release", sorted(DECISIONS))
 def test_the_folders_not_replayed_are_the_ones_no_server_started_for(release: str) -> None:
-    folders = set(DECISIONS[release]) | DRIFT_REFUSED.get(release, set())
+    folders = set(DECISIONS[release])
     stopped = NOT_STARTED.get(release, set())
     assert not folders & stopped and folders | stopped == set(FOLDERS)
     cases = release_cases(CORPUS, release)
@@ -103,22 +101,8 @@ def test_the_folders_not_replayed_are_the_ones_no_server_started_for(release: st
     assert all(c.startup is not None for c in cases if c.name in stopped)
 
 
-@pytest.mark.parametrize(("release", "folder"),
-                         [(r, f) for r, folders in sorted(DRIFT_REFUSED.items()) for f in folders])
-def test_a_drifted_type_prefixkey_renders_otherwise_stays_refused(release: str,
-                                                                  folder: str) -> None:
-    case = next(c for c in CASES if c.name == folder)
-    assert FOLDERS[folder] not in render_release(release).hf_replayed
-    with pytest.raises(RenderUnsupportedError, match=(
-            rf"^config\.json: model_type '{FOLDERS[folder]}': transformers .* registers its "
-            "tokenizer otherwise than transformers 5.17")):
-        server_renderer(case, release)
-
-
-@each_release_case(release_table(CORPUS, {r: DRIFT_REFUSED.get(r, set())
-                                          for r in sorted(DECISIONS)}))
+@each_release_case(release_table(CORPUS, {r: () for r in sorted(DECISIONS)}))
 def test_vllm_rendering_of_the_drifted_types_replays(release: str, case: RenderCase) -> None:
-    """Every folder at every release but the drift refused: its answers, or where the
-    server did not start, the refusal naming vLLM's exception (render_cases.py
-    ``assert_server_replays``)."""
+    """Every folder at every release: its answers, or where the server did not start, the
+    refusal naming vLLM's exception (render_cases.py ``assert_server_replays``)."""
     assert_server_replays(case, release)
