@@ -93,3 +93,25 @@ def transformers_encodes(release: str, folders: list[Path], texts: tuple[str, ..
     assert done.returncode == 0, done.stderr[-2000:]
     answers: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return answers
+
+
+def assert_builds_as_transformers(release: str, folders: list[Path], texts: tuple[str, ...],
+                                  *, test: str, cwd: Path) -> None:
+    """Each folder's ``Renderer`` encodes ``texts`` (with, without special tokens) to the
+    ids ``release``'s own transformers gives, or both refuse the folder."""
+    from prefixkey.errors import PrefixKeyError
+    from prefixkey.render import Renderer, ServerOptions
+
+    expected = transformers_encodes(release, folders, texts, cwd=cwd, test=test)
+    for folder in folders:
+        answer = expected[str(folder)]
+        try:
+            renderer = Renderer(ServerOptions(model=str(folder), served_model_name=("m",),
+                                              vllm_version=release))
+        except PrefixKeyError as exc:
+            assert isinstance(answer, str), f"{folder.name}: {exc}"
+            continue
+        assert not isinstance(answer, str), f"{folder.name}: transformers failed: {answer}"
+        got = [[renderer.tokenizer.encode(t, add_special_tokens=s) for s in (True, False)]
+               for t in texts]
+        assert got == answer, folder.name

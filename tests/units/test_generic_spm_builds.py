@@ -19,9 +19,6 @@ from typing import Any
 
 import pytest
 
-from prefixkey.errors import PrefixKeyError
-from prefixkey.render import Renderer, ServerOptions
-
 sentencepiece = pytest.importorskip("sentencepiece")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,20 +60,8 @@ def _folder(root: Path, name: str) -> Path:
 
 @pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.31.0", "0.32.0"])
 def test_the_generic_build_is_transformers_own(release: str, tmp_path: Path) -> None:
-    from vllm_venvs import transformers_encodes
+    from vllm_venvs import assert_builds_as_transformers
 
-    folders = [_folder(tmp_path, name) for name in FOLDERS]
-    expected = transformers_encodes(release, folders, TEXTS, cwd=tmp_path,
-                                    test="tests/units/test_generic_spm_builds.py")
-    for folder in folders:
-        answer = expected[str(folder)]
-        try:
-            renderer = Renderer(ServerOptions(model=str(folder), served_model_name=("m",),
-                                              vllm_version=release))
-        except PrefixKeyError as exc:
-            assert isinstance(answer, str), f"{folder.name}: {exc}"
-            continue
-        assert not isinstance(answer, str), f"{folder.name}: transformers failed: {answer}"
-        got = [[renderer.tokenizer.encode(t, add_special_tokens=s) for s in (True, False)]
-               for t in TEXTS]
-        assert got == answer, folder.name
+    assert_builds_as_transformers(release, [_folder(tmp_path, name) for name in FOLDERS],
+                                  TEXTS, cwd=tmp_path,
+                                  test="tests/units/test_generic_spm_builds.py")

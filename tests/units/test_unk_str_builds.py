@@ -23,9 +23,6 @@ from typing import Any
 
 import pytest
 
-from prefixkey.errors import PrefixKeyError
-from prefixkey.render import Renderer, ServerOptions
-
 TEXTS = ("Hello World", "HeLLo ÀÉÎ İstanbul ǅ ΣΑΣ ß", "café naïve e\u0301 日本語 🙂",
          "  lead and trail  ", "a  b\t\tc\n\nd\r\n", "\u00a0nbsp\u3000ideo\u200bzw",
          "▁x ▁▁y", "<bos>a<eos> <unk> <mask> <pad>", "<|im_start|>Hi None<|im_end|>", "")
@@ -68,20 +65,8 @@ def _folder(root: Path, name: str) -> Path:
 
 @pytest.mark.parametrize("release", ["0.29.0", "0.31.0"])
 def test_the_unk_token_builds_as_transformers_does(release: str, tmp_path: Path) -> None:
-    from vllm_venvs import transformers_encodes
+    from vllm_venvs import assert_builds_as_transformers
 
-    folders = [_folder(tmp_path, name) for name in FOLDERS]
-    expected = transformers_encodes(release, folders, TEXTS, cwd=tmp_path,
-                                    test="tests/units/test_unk_str_builds.py")
-    for folder in folders:
-        answer = expected[str(folder)]
-        try:
-            renderer = Renderer(ServerOptions(model=str(folder), served_model_name=("m",),
-                                              vllm_version=release))
-        except PrefixKeyError as exc:
-            assert isinstance(answer, str), f"{folder.name}: {exc}"
-            continue
-        assert not isinstance(answer, str), f"{folder.name}: transformers failed: {answer}"
-        got = [[renderer.tokenizer.encode(t, add_special_tokens=s) for s in (True, False)]
-               for t in TEXTS]
-        assert got == answer, folder.name
+    assert_builds_as_transformers(release, [_folder(tmp_path, name) for name in FOLDERS],
+                                  TEXTS, cwd=tmp_path,
+                                  test="tests/units/test_unk_str_builds.py")
