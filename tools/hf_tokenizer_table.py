@@ -265,9 +265,7 @@ model type transformers has no processor class for (no `processor_class` named, 
 processor file), vLLM's AutoProcessor lookup falls back to the tokenizer and renders with
 the tokenizer's template, so the file is unused; with a processor it is refused, but for
 the vision families prefixkey expands. Both verified against vLLM
-{_corpus_releases("real_files_")} (`real_files_` corpus: every folder at 0.29.0 and
-0.31.0; at 0.32.0 all but the unread file's and the template-less one; at 0.30.0 and
-0.33.0 the rebuilt and converted `added_tokens.json` folders).
+{_corpus_releases("real_files_")} (`real_files_` corpus: every folder at each).
 
 A `tokenizer_class` in `tokenizer_config.json` can change a row (see the second table);
 `auto_map` (the model's own tokenizer code) is refused, except for the model types whose
