@@ -15,7 +15,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from types import MappingProxyType
 from typing import Final
@@ -65,8 +65,11 @@ class PythonTokenizer(HfTokenizer):
     word_pattern: re.Pattern[str] | None = None
     rewrites: tuple[tuple[re.Pattern[str], str], ...] = ()
     #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``,
-    #: ``CharacterTokenizer`` rather than WordPiece) as the folder sets them.
+    #: ``CharacterTokenizer`` rather than WordPiece) as the folder sets them, and the
+    #: unknown token the word-piece tokenizer keeps from ``__init__`` (a later
+    #: ``add_special_tokens`` does not reach it).
     basic: tuple[bool, bool | None, bool, bool] | None = None
+    unk_piece: str = ""
     #: ``vits_chars``: (``normalize``, ``add_blank``, ``language``) as the folder sets them.
     vits: tuple[bool, bool, str | None] | None = None
     #: ``subword_japanese``: the folder's vocabulary and emoji rewrites.
@@ -246,19 +249,21 @@ class PythonTokenizer(HfTokenizer):
                 words.extend(_split_on_punctuation(word))
             else:
                 words.append(word)
-        return [self.vocab.get(piece, self.unk_id)
+        # _convert_token_to_id_with_added_voc: an added token's id first.
+        added = self.by_content
+        return [added[piece].id if piece in added else self.vocab.get(piece, self.unk_id)
                 for word in " ".join(words).split() for piece in (
                     self._characters(word) if characters else self._wordpiece(word))]
 
     def _characters(self, word: str) -> list[str]:
         """``CharacterTokenizer.tokenize``: NFKC, then each character or the unknown token."""
         assert self.vocab is not None
-        unk = self.special_tokens_map["unk_token"]
+        unk = self.unk_piece
         return [c if c in self.vocab else unk for c in unicodedata.normalize("NFKC", word)]
 
     def _wordpiece(self, word: str) -> list[str]:
         assert self.vocab is not None
-        unk = self.special_tokens_map["unk_token"]
+        unk = self.unk_piece
         if len(word) > _MAX_WORDPIECE_CHARS:
             return [unk]
         pieces: list[str] = []
@@ -287,6 +292,46 @@ class PythonTokenizer(HfTokenizer):
                     special["sep_token" if wrap == "cls_sep" else "eos_token"]]
         eos = special["eos_token"]
         return ids if ids and ids[-1] == eos else [*ids, eos]
+
+    def with_added(self, tokens: list[Added],
+                   specials: Mapping[str, str] | None = None) -> PythonTokenizer:
+        """This tokenizer with ``tokens`` in its ``added_tokens_decoder`` at their ids
+        (``PythonBackend``: the text splits on them, a piece equal to one takes its id, and
+        a later one wins a content), and ``specials`` as its named tokens: their ids
+        (the special tokens ``_wrap`` adds) are then the added tokens' for their text."""
+        by_content = {**self.by_content, **{t.content: t for t in tokens}}
+        names = sorted(by_content, key=len, reverse=True)
+        named = {**self.special_tokens_map, **(specials or {})}
+        # get_vocab(): the class's vocabulary, then the added tokens (``vocab`` stays the
+        # class's own, which its _tokenize reads).
+        lookup = {**self.tokenizer.get_vocab(), **{t.content: t.id for t in tokens}}
+        return replace(
+            self, tokenizer=Tokenizer(models.WordLevel(lookup, unk_token=None)),
+            special_tokens_map=named, _max_chars=[], _truncating=[], _lock=threading.Lock(),
+            by_content=MappingProxyType(by_content),
+            splitter=re.compile("(" + "|".join(map(re.escape, names)) + ")"),
+            special_ids=MappingProxyType({k: by_content[v].id if v in by_content else
+                                          self.special_ids[k] for k, v in named.items()}))
+
+    def with_lowercased_specials(self) -> HfTokenizer:
+        """vLLM's ``add_special_tokens`` of the named tokens lowercased (a
+        sentence-transformers ``do_lower_case``: render/_sentence_transformers.py), as
+        ``PythonBackend._add_tokens`` adds them: a text ``get_vocab()`` holds keeps its id,
+        a new one takes the next after ``get_vocab()``'s length; the class's attributes
+        become the lowercased tokens, so their ids are the special tokens it adds."""
+        # render/_python_tokenizer.py build_folder_tokenizer refuses the other classes.
+        assert self.codec.wordpiece is not None and self.vocab is not None
+        vocab = {**self.vocab, **{a.content: a.id for a in self.by_content.values()}}
+        size = len(vocab)
+        named = {k: self.special_tokens_map[k].lower() for k in _SPECIAL_TOKENS_ATTRIBUTES
+                 if self.special_tokens_map.get(k)}
+        tokens: list[Added] = []
+        for content in named.values():
+            if content not in vocab:
+                vocab[content] = size
+                size += 1
+            tokens.append(Added(content, vocab[content]))
+        return self.with_added(tokens, named)
 
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         ids = self._pieces(text)
@@ -430,34 +475,40 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str, generic_spm: 
     ``generic_spm``, ``specials_merge``: its era's build of the generic backend over a
     SentencePiece model, and of the special tokens' lists)."""
     decision = folder.tokenizer_decision
-    if folder.sentence_transformers.lower_specials:
-        if decision.path == "python" and decision.tokenizer_class is not None:
-            refuse_python_lowercase(decision.tokenizer_class)
-        return build_tokenizer(folder, transformers, generic_spm,
-                               specials_merge).with_lowercased_specials()
-    if decision.path == "python" and decision.tokenizer_class is not None:
-        check_folder(decision.tokenizer_class, folder.tokenizer_config,
-                     folder.special_tokens_map)
-        if legacy_added_tokens(folder.tokenizer_path, folder.tokenizer_config):
-            # from_pretrained hands them over as added_tokens_decoder, which a Python
-            # class keeps at the file's ids (no tokenizers backend re-adds them by text).
-            raise RenderUnsupportedError("added_tokens.json", (
-                "tokenizer_config.json has no added_tokens_decoder, so transformers adds "
-                f"this file's tokens to the Python class {decision.tokenizer_class} at "
-                "their ids: not reproduced"))
-        if PYTHON_CODECS[decision.tokenizer_class].spm is not None:
-            # Imported here: it needs the sentencepiece extra, the other codecs do not.
-            from ._python_spm import build_spm_tokenizer
+    lower = folder.sentence_transformers.lower_specials
+    if decision.path != "python" or decision.tokenizer_class is None:
+        tokenizer = build_tokenizer(folder, transformers, generic_spm, specials_merge)
+        return tokenizer.with_lowercased_specials() if lower else tokenizer
+    codec_class = decision.tokenizer_class
+    codec = PYTHON_CODECS[codec_class]
+    if lower and codec.wordpiece is None:
+        refuse_python_lowercase(codec_class)
+    check_folder(codec_class, folder.tokenizer_config, folder.special_tokens_map)
+    legacy = legacy_added_tokens(folder.tokenizer_path, folder.tokenizer_config)
+    if legacy and codec.wordpiece is None:
+        # from_pretrained hands them over as added_tokens_decoder, which a Python class
+        # keeps at the file's ids: reproduced (with_added) for the word-piece classes
+        # only, the ones verified against vLLM and transformers.
+        raise RenderUnsupportedError("added_tokens.json", (
+            "tokenizer_config.json has no added_tokens_decoder, so transformers adds this "
+            f"file's tokens to the Python class {codec_class} at their ids: reproduced "
+            "for the word-piece classes only (RoCBert, BertJapanese, ProphetNet)"))
+    if codec.spm is not None:
+        # Imported here: it needs the sentencepiece extra, the other codecs do not.
+        from ._python_spm import build_spm_tokenizer
 
-            return build_spm_tokenizer(folder, decision.tokenizer_class, transformers)
-        if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
-            return build_vocab_tokenizer(folder, decision.tokenizer_class)
-        return build_python_tokenizer(decision.tokenizer_class, folder)
-    return build_tokenizer(folder, transformers, generic_spm, specials_merge)
+        return build_spm_tokenizer(folder, codec_class, transformers)
+    if codec.vocab_file is None:
+        return build_python_tokenizer(codec_class, folder)
+    python = build_vocab_tokenizer(folder, codec_class, legacy)
+    return python.with_lowercased_specials() if lower else python
 
 
-def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:
-    """A vocabulary-file class (render/_hf_python.py) over the folder's file."""
+def build_vocab_tokenizer(folder: ModelFolder, codec_class: str,
+                          legacy: Mapping[str, int] | None = None) -> PythonTokenizer:
+    """A vocabulary-file class (render/_hf_python.py) over the folder's file, with
+    ``legacy``: added_tokens.json's tokens (render/_hf_specials.py
+    ``legacy_added_tokens``), which from_pretrained passes as ``added_tokens_decoder``."""
     codec = PYTHON_CODECS[codec_class]
     assert codec.vocab_file is not None
     settings = {**codec.settings, **{
@@ -496,6 +547,11 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         for key in [*_SPECIAL_TOKENS_ATTRIBUTES,
                     *(k for k in named if k not in _SPECIAL_TOKENS_ATTRIBUTES)]:
             value = named.get(key)
+            if legacy and isinstance(value, str) and value not in vocab:
+                # Its id would follow get_vocab(), the file's tokens counted.
+                raise RenderUnsupportedError("added_tokens.json", (
+                    f"{key} {value!r} is not in {codec.vocab_file}: the id {codec_class} "
+                    "gives it beside this file's tokens is not reproduced"))
             if isinstance(value, str) and value not in vocab:
                 vocab[value] = size
                 size += 1
@@ -524,7 +580,7 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
     names = sorted(by_content, key=len, reverse=True)
     ranks = (None if codec.merges_file is None or codec.bpe is None
              else _read_merges(folder, codec.merges_file, codec.bpe))
-    return PythonTokenizer(
+    python = PythonTokenizer(
         tokenizer=Tokenizer(models.WordLevel(dict(vocab), unk_token=None)),
         special_tokens_map={k: str(v) for k, v in named.items()
                             if k != "word_delimiter_token"},
@@ -543,9 +599,12 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
             bool(settings["tokenize_chinese_chars"] if codec.wordpiece.chinese is None
                  else codec.wordpiece.chinese),
             settings.get(codec.wordpiece.subword_setting or "") == "character"),
-        subword_japanese=japanese, clvp=clvp,
+        unk_piece=str(named["unk_token"]), subword_japanese=japanese, clvp=clvp,
         vits=None if not vits else (
             bool(settings["normalize"]), bool(settings["add_blank"]), settings["language"]))
+    # added_tokens_decoder at the file's ids, each special when its text is a named
+    # token's (never stripping: added_tokens_decoder's rule, render/_hf_specials.py).
+    return python.with_added([Added(t, i) for t, i in legacy.items()]) if legacy else python
 
 
 _FLAGS: Final = ("lstrip", "rstrip", "single_word")
