@@ -542,17 +542,16 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str,
         # PythonBackend.__init__ adds the named tokens the vocabulary lacks after it, in
         # SPECIAL_TOKENS_ATTRIBUTES order (its get_vocab()'s length, then one by one),
         # then the class's other named tokens (ProphetNet's x_sep_token).
+        # With added_tokens.json, get_vocab() counts the file's tokens (already added
+        # tokens: one the file holds keeps the file's id).
         vocab = dict(vocab)
-        size = len(vocab)
+        size = len(vocab.keys() | (legacy or {}).keys())
         for key in [*_SPECIAL_TOKENS_ATTRIBUTES,
                     *(k for k in named if k not in _SPECIAL_TOKENS_ATTRIBUTES)]:
             value = named.get(key)
-            if legacy and isinstance(value, str) and value not in vocab:
-                # Its id would follow get_vocab(), the file's tokens counted.
-                raise RenderUnsupportedError("added_tokens.json", (
-                    f"{key} {value!r} is not in {codec.vocab_file}: the id {codec_class} "
-                    "gives it beside this file's tokens is not reproduced"))
-            if isinstance(value, str) and value not in vocab:
+            if legacy and isinstance(value, str) and value not in vocab and value in legacy:
+                vocab[value] = legacy[value]
+            elif isinstance(value, str) and value not in vocab:
                 vocab[value] = size
                 size += 1
     if vits and 0 not in vocab.values():
