@@ -323,7 +323,11 @@ class PythonTokenizer(HfTokenizer):
         assert self.codec.wordpiece is not None and self.vocab is not None
         vocab = {**self.vocab, **{a.content: a.id for a in self.by_content.values()}}
         size = len(vocab)
-        named = {k: self.special_tokens_map[k].lower() for k in _SPECIAL_TOKENS_ATTRIBUTES
+        # special_tokens_map: the class's SPECIAL_TOKENS_ATTRIBUTES (ProphetNet's
+        # x_sep_token after the standard seven).
+        order = [*_SPECIAL_TOKENS_ATTRIBUTES,
+                 *(k for k in self.special_tokens_map if k not in _SPECIAL_TOKENS_ATTRIBUTES)]
+        named = {k: self.special_tokens_map[k].lower() for k in order
                  if self.special_tokens_map.get(k)}
         tokens: list[Added] = []
         for content in named.values():

@@ -25,7 +25,9 @@ from render_cases import (
     RenderCase,
     assert_server_replays,
     each_case,
+    each_release_case,
     real_renderer,
+    release_table,
     render_cases,
 )
 
@@ -35,6 +37,9 @@ from prefixkey.render._python_tokenizer import PythonTokenizer
 CASES = render_cases("real_pyadded_")
 #: Each folder and the file it carries beside roc_bert_rule's.
 FOLDERS = {"pyadded_wp": "added_tokens.json", "st_py_lower": "sentence_bert_config.json"}
+#: The releases whose answers were kept (releases/<release>/real_pyadded_vectors.jsonl),
+#: and the folders each did not harvest.
+KEPT: dict[str, tuple[str, ...]] = {"0.29.0": (), "0.32.0": ()}
 #: The text each folder's corpus encodes with its added tokens.
 ADDED_TEXT = "completion-added-no-specials"
 
@@ -65,3 +70,8 @@ def test_each_folder_is_a_python_class_with_its_file(real: str, file: str,
 def test_vllm_rendering_of_the_folders_replays(case: RenderCase) -> None:
     assert_server_replays(case)
 
+
+
+@each_release_case(release_table("real_pyadded_", KEPT))
+def test_other_releases_rendering_of_the_folders_replays(release: str, case: RenderCase) -> None:
+    assert_server_replays(case, release)

@@ -96,3 +96,14 @@ def test_the_file_changes_the_ids(tmp_path: Path) -> None:
     assert added.tokenizer.encode("hello", add_special_tokens=True) == [30525, 30523, 102]
     assert plain.tokenizer.encode("hello", add_special_tokens=True) != [30525, 30523, 102]
 
+
+
+def test_the_file_beside_another_python_class_is_refused(tmp_path: Path) -> None:
+    """ByT5Tokenizer (bytes) keeps the file's ids its own way: not verified, refused."""
+    folder = tmp_path / "byt5"
+    shutil.copytree(Path(__file__).parents[1] / "render" / "python_models" / "byt5", folder)
+    (folder / "added_tokens.json").write_text(json.dumps(ADDED), "utf-8")
+    with pytest.raises(RenderUnsupportedError, match="Python class ByT5Tokenizer at their ids: "
+                       "reproduced for the word-piece classes only") as info:
+        Renderer(ServerOptions(model=str(folder)))
+    assert info.value.field == "added_tokens.json"
