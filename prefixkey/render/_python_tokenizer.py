@@ -556,6 +556,13 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str,
             if legacy and isinstance(value, str) and value not in vocab and value in legacy:
                 vocab[value] = legacy[value]
             elif isinstance(value, str) and value not in vocab:
+                if legacy and size in legacy.values():
+                    # It replaces the file's token in added_tokens_decoder before the
+                    # text is ever split on that one: not reproduced.
+                    raise RenderUnsupportedError("added_tokens.json", (
+                        f"{key} {value!r} is not in {codec.vocab_file}, so {codec_class} "
+                        f"adds it at id {size}, which this file gives another token: "
+                        "not reproduced"))
                 vocab[value] = size
                 size += 1
     if vits and 0 not in vocab.values():
