@@ -239,8 +239,11 @@ class PythonTokenizer(HfTokenizer):
         if chinese:
             text = "".join(f" {c} " if _is_chinese(ord(c)) else c for c in text)
         words: list[str] = []
+        # never_split: all_special_tokens (the named tokens as they are now), not the
+        # other added tokens.
+        specials = self.special_tokens_map.values()
         for word in unicodedata.normalize("NFC", text).split():
-            if word not in self.by_content:
+            if word not in specials:
                 if lower:
                     word = word.lower()
                 if (lower and strip_accents is not False) or (not lower and strip_accents):

@@ -27,7 +27,9 @@ from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
 
 TEXTS = ("<new_plain> a hello Hello HELLO othello [MASK] [mask] [CLS] [cls] [SEP] [sep] "
          "<gap> zzqqxj [UNK] [unk] [PAD] [pad] [X_SEP] [x_sep]",
-         "x<new_plain>y[CLS]z[cls]hello_othello[sep][SEP]<gap>", "Hello World", "")
+         "x<new_plain>y[CLS]z[cls]hello_othello[sep][SEP]<gap>", "Hello World", "",
+         # Cleaned into a token's text after the split: a special one is never split.
+         "F\x00oo [C\x00LS] [c\x00ls] hel\x00lo HEL\x00LO <new\x00_plain>")
 #: The legacy file: a new token, a vocabulary word at a new id, named tokens at new ids
 #: and at their own, a gap in the ids.
 #: (ProphetNet adds its [X_SEP], which bert-base-uncased's vocabulary lacks, at 30524: the
