@@ -39,7 +39,7 @@ CASES = render_cases("real_pyadded_")
 FOLDERS = {"pyadded_wp": "added_tokens.json", "st_py_lower": "sentence_bert_config.json"}
 #: The releases whose answers were kept (releases/<release>/real_pyadded_vectors.jsonl),
 #: and the folders each did not harvest.
-KEPT: dict[str, tuple[str, ...]] = {"0.29.0": (), "0.32.0": (), "0.33.0": ()}
+KEPT: dict[str, tuple[str, ...]] = {"0.29.0": (), "0.30.0": (), "0.32.0": (), "0.33.0": ()}
 #: The text each folder's corpus encodes with its added tokens.
 ADDED_TEXT = "completion-added-no-specials"
 
