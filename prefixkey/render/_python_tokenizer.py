@@ -249,7 +249,8 @@ class PythonTokenizer(HfTokenizer):
                 if (lower and strip_accents is not False) or (not lower and strip_accents):
                     word = "".join(c for c in unicodedata.normalize("NFD", word)
                                    if unicodedata.category(c) != "Mn")
-                words.extend(_split_on_punctuation(word))
+                # _run_split_on_punc asks never_split again, of the lowercased word.
+                words.extend([word] if word in specials else _split_on_punctuation(word))
             else:
                 words.append(word)
         # _convert_token_to_id_with_added_voc: an added token's id first.

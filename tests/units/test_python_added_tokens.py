@@ -71,7 +71,7 @@ def _folder(root: Path, real: str, variant: str) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("release", ["0.29.0", "0.31.0"])
+@pytest.mark.parametrize("release", ["0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"])
 def test_added_tokens_build_as_vllm_does(release: str, tmp_path: Path) -> None:
     from vllm_venvs import vllm_command
 
