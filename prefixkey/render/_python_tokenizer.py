@@ -493,23 +493,53 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str, generic_spm: 
         refuse_python_lowercase(codec_class)
     check_folder(codec_class, folder.tokenizer_config, folder.special_tokens_map)
     legacy = legacy_added_tokens(folder.tokenizer_path, folder.tokenizer_config)
-    if legacy and codec.wordpiece is None:
+    if legacy and not _reads_legacy(codec):
         # from_pretrained hands them over as added_tokens_decoder, which a Python class
-        # keeps at the file's ids: reproduced (with_added) for the word-piece classes
-        # only, the ones verified against vLLM and transformers.
+        # keeps at the file's ids: reproduced (with_added) for the classes verified
+        # against vLLM (tests/units/test_python_added_tokens.py).
         raise RenderUnsupportedError("added_tokens.json", (
             "tokenizer_config.json has no added_tokens_decoder, so transformers adds this "
             f"file's tokens to the Python class {codec_class} at their ids: reproduced "
-            "for the word-piece classes only (RoCBert, BertJapanese, ProphetNet)"))
+            "for the word-piece classes (RoCBert, BertJapanese, ProphetNet), "
+            "PerceiverTokenizer and CanineTokenizer only"))
     if codec.spm is not None:
         # Imported here: it needs the sentencepiece extra, the other codecs do not.
         from ._python_spm import build_spm_tokenizer
 
         return build_spm_tokenizer(folder, codec_class, transformers)
     if codec.vocab_file is None:
-        return build_python_tokenizer(codec_class, folder)
+        tokenizer = build_python_tokenizer(codec_class, folder)
+        return _with_legacy(tokenizer, codec_class, legacy) if legacy else tokenizer
     python = build_vocab_tokenizer(folder, codec_class, legacy)
     return python.with_lowercased_specials() if lower else python
+
+
+def _reads_legacy(codec: PythonCodec) -> bool:
+    """Whether added_tokens.json is reproduced for the class: the word-piece classes, and
+    the byte and code point classes whose own tokens are all named (ByT5's sentinels
+    take ids after get_vocab(), which the file's tokens lengthen; MyT5's pieces are hex
+    texts; Dia's speaker tokens were not verified)."""
+    return codec.wordpiece is not None or (
+        codec.unit in ("bytes", "code_points") and codec.byte_maps is None
+        and all(a.attribute for a in codec.added))
+
+
+def _with_legacy(tokenizer: PythonTokenizer, codec_class: str, legacy: Mapping[str, int]
+                 ) -> PythonTokenizer:
+    """A byte or code point class with added_tokens.json's tokens at their ids."""
+    own = {a.id: a.content for a in tokenizer.codec.added}
+    for text, index in legacy.items():
+        if own.get(index, text) != text:
+            raise RenderUnsupportedError("added_tokens.json", (
+                f"{text!r} at id {index}, which is {codec_class}'s own {own[index]!r}: "
+                "not reproduced"))
+        if tokenizer.codec.unit == "bytes" and len(text) == 1 and ord(text) < 256:
+            # _tokenize's pieces are chr(byte): a byte of another character would
+            # take the token's id too.
+            raise RenderUnsupportedError("added_tokens.json", (
+                f"{text!r} is a one-character token {codec_class}'s byte pieces can "
+                "equal: not reproduced"))
+    return tokenizer.with_added([Added(t, i) for t, i in legacy.items()])
 
 
 def build_vocab_tokenizer(folder: ModelFolder, codec_class: str,

@@ -7,7 +7,8 @@ at their ids, named tokens following the file), and a sentence-transformers
 ``do_lower_case``, for which vLLM adds the named tokens lowercased through the class's
 ``_add_tokens``. Real folders (RoCBertTokenizer, BertJapaneseTokenizer word and character,
 ProphetNetTokenizer over bert-base-uncased's vocabulary: tests/render/real/) get each
-file, and both; each release's scratch vLLM install (tests/vllm_venvs.py) builds their
+file, and both, and PerceiverTokenizer's and CanineTokenizer's folders
+(tests/render/python_models/) the legacy file; each release's scratch vLLM install (tests/vllm_venvs.py) builds their
 tokenizer with its ``get_tokenizer`` and encodes the texts with and without the special
 tokens: prefixkey must give the same ids. tests/render/test_real_pyadded_vectors.py
 replays vLLM's render server over two of them. Skipped without the installs or the real
@@ -25,7 +26,7 @@ import pytest
 
 from prefixkey.render import Renderer, RenderUnsupportedError, ServerOptions
 
-TEXTS = ("<new_plain> a hello Hello HELLO othello [MASK] [mask] [CLS] [cls] [SEP] [sep] "
+TEXTS = ("<new_plain> a hello Hello HELLO othello [MASK] [mask] [CLS] [cls] [SEP] [sep] \u0100 "
          "<gap> zzqqxj [UNK] [unk] [PAD] [pad] [X_SEP] [x_sep]",
          "x<new_plain>y[CLS]z[cls]hello_othello[sep][SEP]<gap>", "Hello World", "",
          # Cleaned into a token's text after the split: a special one is never split.
@@ -61,10 +62,22 @@ print(json.dumps(out))
 """
 
 
+#: Byte and code point classes (tests/render/python_models/): the file alone.
+CODECS = ("perceiver", "canine")
+#: Their file: a new token, a word, a named token at a new id, a gap, a character beyond
+#: the bytes.
+CODEC_ADDED = {"<new_plain>": 400, "hello": 401, "[CLS]": 402, "<gap>": 5000, "\u0100": 403}
+PYTHON_MODELS = Path(__file__).parents[1] / "render" / "python_models"
+
+
 def _folder(root: Path, real: str, variant: str) -> Path:
     import real_models
 
     folder = root / f"{real}-{variant}"
+    if real in CODECS:
+        shutil.copytree(PYTHON_MODELS / real, folder)
+        (folder / "added_tokens.json").write_text(json.dumps(CODEC_ADDED), "utf-8")
+        return folder
     shutil.copytree(real_models.folder(real), folder, ignore=shutil.ignore_patterns(".*"))
     for name, value in VARIANTS[variant].items():
         (folder / name).write_text(json.dumps(value), "utf-8")
@@ -76,7 +89,8 @@ def test_added_tokens_build_as_vllm_does(release: str, tmp_path: Path) -> None:
     from vllm_venvs import vllm_command
 
     python, env = vllm_command(release, test="tests/units/test_python_added_tokens.py")
-    folders = [_folder(tmp_path, real, variant) for real in REALS for variant in VARIANTS]
+    folders = [*(_folder(tmp_path, real, variant) for real in REALS for variant in VARIANTS),
+               *(_folder(tmp_path, codec, "added") for codec in CODECS)]
     done = subprocess.run([str(python), "-c", _ENCODE, json.dumps(TEXTS), *map(str, folders)],
                           capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -108,7 +122,7 @@ def test_the_file_beside_another_python_class_is_refused(tmp_path: Path) -> None
     shutil.copytree(Path(__file__).parents[1] / "render" / "python_models" / "byt5", folder)
     (folder / "added_tokens.json").write_text(json.dumps(ADDED), "utf-8")
     with pytest.raises(RenderUnsupportedError, match="Python class ByT5Tokenizer at their ids: "
-                       "reproduced for the word-piece classes only") as info:
+                       "reproduced for the word-piece classes") as info:
         Renderer(ServerOptions(model=str(folder)))
     assert info.value.field == "added_tokens.json"
 
@@ -121,4 +135,16 @@ def test_a_named_token_added_at_an_id_the_file_gives_is_refused(tmp_path: Path) 
     folder = _folder(tmp_path, "prophetnet_named", "added")
     (folder / "added_tokens.json").write_text(json.dumps(ADDED | {"[MASK]": 30524}), "utf-8")
     with pytest.raises(RenderUnsupportedError, match=r"x_sep_token '\[X_SEP\]' .* at id 30524"):
+        Renderer(ServerOptions(model=str(folder)))
+
+
+@pytest.mark.parametrize(("added", "why"), [
+    ({"<new>": 2}, r"'<new>' at id 2, which is PerceiverTokenizer's own '\[EOS\]'"),
+    ({"\u00e9": 400}, "one-character token PerceiverTokenizer's byte pieces can equal"),
+])
+def test_a_file_token_a_byte_class_reads_otherwise_is_refused(
+        tmp_path: Path, added: dict[str, int], why: str) -> None:
+    folder = _folder(tmp_path, "perceiver", "added")
+    (folder / "added_tokens.json").write_text(json.dumps(added), "utf-8")
+    with pytest.raises(RenderUnsupportedError, match=why):
         Renderer(ServerOptions(model=str(folder)))
