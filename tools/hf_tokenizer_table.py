@@ -259,8 +259,14 @@ code: `prefixkey/render/_hf_specials.py` `legacy_added_tokens`): only when
 opened); its tokens, special when their text is a named or an
 extra special token (then not normalized), join tokenizer.json's own added tokens (which
 win an id both give) and are added by their text, at their vocabulary id or the next free
-one, whatever id the file gives; for a Python tokenizer, which keeps the file's ids, such
-a file is refused. A processor's `chat_template.json` is read only by a processor: for a
+one, whatever id the file gives. A Python tokenizer keeps the file's ids (a piece of its
+own equal to one takes it; a named token's text in the file moves the id the class adds
+around a prompt): reproduced for the word-piece classes (RoCBert, BertJapanese,
+ProphetNet; `real_pyadded_` corpus, vLLM {_corpus_releases("real_pyadded_")}), and for
+PerceiverTokenizer and CanineTokenizer (compared with every release's own
+`get_tokenizer`: `tests/units/test_python_added_tokens.py`; a one-character token a byte
+piece can equal, or an id of the class's own tokens, refused), refused for the other
+Python classes (ByT5's sentinel ids move with the file's tokens). A processor's `chat_template.json` is read only by a processor: for a
 model type transformers has no processor class for (no `processor_class` named, no
 processor file), vLLM's AutoProcessor lookup falls back to the tokenizer and renders with
 the tokenizer's template, so the file is unused; with a processor it is refused, but for

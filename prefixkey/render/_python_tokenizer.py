@@ -15,7 +15,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from types import MappingProxyType
 from typing import Final
@@ -65,8 +65,11 @@ class PythonTokenizer(HfTokenizer):
     word_pattern: re.Pattern[str] | None = None
     rewrites: tuple[tuple[re.Pattern[str], str], ...] = ()
     #: ``wordpiece``: (``do_lower_case``, ``strip_accents``, ``tokenize_chinese_chars``,
-    #: ``CharacterTokenizer`` rather than WordPiece) as the folder sets them.
+    #: ``CharacterTokenizer`` rather than WordPiece) as the folder sets them, and the
+    #: unknown token the word-piece tokenizer keeps from ``__init__`` (a later
+    #: ``add_special_tokens`` does not reach it).
     basic: tuple[bool, bool | None, bool, bool] | None = None
+    unk_piece: str = ""
     #: ``vits_chars``: (``normalize``, ``add_blank``, ``language``) as the folder sets them.
     vits: tuple[bool, bool, str | None] | None = None
     #: ``subword_japanese``: the folder's vocabulary and emoji rewrites.
@@ -236,29 +239,35 @@ class PythonTokenizer(HfTokenizer):
         if chinese:
             text = "".join(f" {c} " if _is_chinese(ord(c)) else c for c in text)
         words: list[str] = []
+        # never_split: all_special_tokens (the named tokens as they are now), not the
+        # other added tokens.
+        specials = self.special_tokens_map.values()
         for word in unicodedata.normalize("NFC", text).split():
-            if word not in self.by_content:
+            if word not in specials:
                 if lower:
                     word = word.lower()
                 if (lower and strip_accents is not False) or (not lower and strip_accents):
                     word = "".join(c for c in unicodedata.normalize("NFD", word)
                                    if unicodedata.category(c) != "Mn")
-                words.extend(_split_on_punctuation(word))
+                # _run_split_on_punc asks never_split again, of the lowercased word.
+                words.extend([word] if word in specials else _split_on_punctuation(word))
             else:
                 words.append(word)
-        return [self.vocab.get(piece, self.unk_id)
+        # _convert_token_to_id_with_added_voc: an added token's id first.
+        added = self.by_content
+        return [added[piece].id if piece in added else self.vocab.get(piece, self.unk_id)
                 for word in " ".join(words).split() for piece in (
                     self._characters(word) if characters else self._wordpiece(word))]
 
     def _characters(self, word: str) -> list[str]:
         """``CharacterTokenizer.tokenize``: NFKC, then each character or the unknown token."""
         assert self.vocab is not None
-        unk = self.special_tokens_map["unk_token"]
+        unk = self.unk_piece
         return [c if c in self.vocab else unk for c in unicodedata.normalize("NFKC", word)]
 
     def _wordpiece(self, word: str) -> list[str]:
         assert self.vocab is not None
-        unk = self.special_tokens_map["unk_token"]
+        unk = self.unk_piece
         if len(word) > _MAX_WORDPIECE_CHARS:
             return [unk]
         pieces: list[str] = []
@@ -287,6 +296,50 @@ class PythonTokenizer(HfTokenizer):
                     special["sep_token" if wrap == "cls_sep" else "eos_token"]]
         eos = special["eos_token"]
         return ids if ids and ids[-1] == eos else [*ids, eos]
+
+    def with_added(self, tokens: list[Added],
+                   specials: Mapping[str, str] | None = None) -> PythonTokenizer:
+        """This tokenizer with ``tokens`` in its ``added_tokens_decoder`` at their ids
+        (``PythonBackend``: the text splits on them, a piece equal to one takes its id, and
+        a later one wins a content), and ``specials`` as its named tokens: their ids
+        (the special tokens ``_wrap`` adds) are then the added tokens' for their text."""
+        by_content = {**self.by_content, **{t.content: t for t in tokens}}
+        names = sorted(by_content, key=len, reverse=True)
+        named = {**self.special_tokens_map, **(specials or {})}
+        # get_vocab(): the class's vocabulary, then the added tokens (``vocab`` stays the
+        # class's own, which its _tokenize reads).
+        lookup = {**self.tokenizer.get_vocab(), **{t.content: t.id for t in tokens}}
+        return replace(
+            self, tokenizer=Tokenizer(models.WordLevel(lookup, unk_token=None)),
+            special_tokens_map=named, _max_chars=[], _truncating=[], _lock=threading.Lock(),
+            by_content=MappingProxyType(by_content),
+            splitter=re.compile("(" + "|".join(map(re.escape, names)) + ")"),
+            special_ids=MappingProxyType({k: by_content[v].id if v in by_content else
+                                          self.special_ids[k] for k, v in named.items()}))
+
+    def with_lowercased_specials(self) -> HfTokenizer:
+        """vLLM's ``add_special_tokens`` of the named tokens lowercased (a
+        sentence-transformers ``do_lower_case``: render/_sentence_transformers.py), as
+        ``PythonBackend._add_tokens`` adds them: a text ``get_vocab()`` holds keeps its id,
+        a new one takes the next after ``get_vocab()``'s length; the class's attributes
+        become the lowercased tokens, so their ids are the special tokens it adds."""
+        # render/_python_tokenizer.py build_folder_tokenizer refuses the other classes.
+        assert self.codec.wordpiece is not None and self.vocab is not None
+        vocab = {**self.vocab, **{a.content: a.id for a in self.by_content.values()}}
+        size = len(vocab)
+        # special_tokens_map: the class's SPECIAL_TOKENS_ATTRIBUTES (ProphetNet's
+        # x_sep_token after the standard seven).
+        order = [*_SPECIAL_TOKENS_ATTRIBUTES,
+                 *(k for k in self.special_tokens_map if k not in _SPECIAL_TOKENS_ATTRIBUTES)]
+        named = {k: self.special_tokens_map[k].lower() for k in order
+                 if self.special_tokens_map.get(k)}
+        tokens: list[Added] = []
+        for content in named.values():
+            if content not in vocab:
+                vocab[content] = size
+                size += 1
+            tokens.append(Added(content, vocab[content]))
+        return self.with_added(tokens, named)
 
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         ids = self._pieces(text)
@@ -430,34 +483,70 @@ def build_folder_tokenizer(folder: ModelFolder, transformers: str, generic_spm: 
     ``generic_spm``, ``specials_merge``: its era's build of the generic backend over a
     SentencePiece model, and of the special tokens' lists)."""
     decision = folder.tokenizer_decision
-    if folder.sentence_transformers.lower_specials:
-        if decision.path == "python" and decision.tokenizer_class is not None:
-            refuse_python_lowercase(decision.tokenizer_class)
-        return build_tokenizer(folder, transformers, generic_spm,
-                               specials_merge).with_lowercased_specials()
-    if decision.path == "python" and decision.tokenizer_class is not None:
-        check_folder(decision.tokenizer_class, folder.tokenizer_config,
-                     folder.special_tokens_map)
-        if legacy_added_tokens(folder.tokenizer_path, folder.tokenizer_config):
-            # from_pretrained hands them over as added_tokens_decoder, which a Python
-            # class keeps at the file's ids (no tokenizers backend re-adds them by text).
+    lower = folder.sentence_transformers.lower_specials
+    if decision.path != "python" or decision.tokenizer_class is None:
+        tokenizer = build_tokenizer(folder, transformers, generic_spm, specials_merge)
+        return tokenizer.with_lowercased_specials() if lower else tokenizer
+    codec_class = decision.tokenizer_class
+    codec = PYTHON_CODECS[codec_class]
+    if lower and codec.wordpiece is None:
+        refuse_python_lowercase(codec_class)
+    check_folder(codec_class, folder.tokenizer_config, folder.special_tokens_map)
+    legacy = legacy_added_tokens(folder.tokenizer_path, folder.tokenizer_config)
+    if legacy and not _reads_legacy(codec):
+        # from_pretrained hands them over as added_tokens_decoder, which a Python class
+        # keeps at the file's ids: reproduced (with_added) for the classes verified
+        # against vLLM (tests/units/test_python_added_tokens.py).
+        raise RenderUnsupportedError("added_tokens.json", (
+            "tokenizer_config.json has no added_tokens_decoder, so transformers adds this "
+            f"file's tokens to the Python class {codec_class} at their ids: reproduced "
+            "for the word-piece classes (RoCBert, BertJapanese, ProphetNet), "
+            "PerceiverTokenizer and CanineTokenizer only"))
+    if codec.spm is not None:
+        # Imported here: it needs the sentencepiece extra, the other codecs do not.
+        from ._python_spm import build_spm_tokenizer
+
+        return build_spm_tokenizer(folder, codec_class, transformers)
+    if codec.vocab_file is None:
+        tokenizer = build_python_tokenizer(codec_class, folder)
+        return _with_legacy(tokenizer, codec_class, legacy) if legacy else tokenizer
+    python = build_vocab_tokenizer(folder, codec_class, legacy)
+    return python.with_lowercased_specials() if lower else python
+
+
+def _reads_legacy(codec: PythonCodec) -> bool:
+    """Whether added_tokens.json is reproduced for the class: the word-piece classes, and
+    the byte and code point classes whose own tokens are all named (ByT5's sentinels
+    take ids after get_vocab(), which the file's tokens lengthen; MyT5's pieces are hex
+    texts; Dia's speaker tokens were not verified)."""
+    return codec.wordpiece is not None or (
+        codec.unit in ("bytes", "code_points") and codec.byte_maps is None
+        and all(a.attribute for a in codec.added))
+
+
+def _with_legacy(tokenizer: PythonTokenizer, codec_class: str, legacy: Mapping[str, int]
+                 ) -> PythonTokenizer:
+    """A byte or code point class with added_tokens.json's tokens at their ids."""
+    own = {a.id: a.content for a in tokenizer.codec.added}
+    for text, index in legacy.items():
+        if own.get(index, text) != text:
             raise RenderUnsupportedError("added_tokens.json", (
-                "tokenizer_config.json has no added_tokens_decoder, so transformers adds "
-                f"this file's tokens to the Python class {decision.tokenizer_class} at "
-                "their ids: not reproduced"))
-        if PYTHON_CODECS[decision.tokenizer_class].spm is not None:
-            # Imported here: it needs the sentencepiece extra, the other codecs do not.
-            from ._python_spm import build_spm_tokenizer
-
-            return build_spm_tokenizer(folder, decision.tokenizer_class, transformers)
-        if PYTHON_CODECS[decision.tokenizer_class].vocab_file is not None:
-            return build_vocab_tokenizer(folder, decision.tokenizer_class)
-        return build_python_tokenizer(decision.tokenizer_class, folder)
-    return build_tokenizer(folder, transformers, generic_spm, specials_merge)
+                f"{text!r} at id {index}, which is {codec_class}'s own {own[index]!r}: "
+                "not reproduced"))
+        if tokenizer.codec.unit == "bytes" and len(text) == 1 and ord(text) < 256:
+            # _tokenize's pieces are chr(byte): a byte of another character would
+            # take the token's id too.
+            raise RenderUnsupportedError("added_tokens.json", (
+                f"{text!r} is a one-character token {codec_class}'s byte pieces can "
+                "equal: not reproduced"))
+    return tokenizer.with_added([Added(t, i) for t, i in legacy.items()])
 
 
-def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokenizer:
-    """A vocabulary-file class (render/_hf_python.py) over the folder's file."""
+def build_vocab_tokenizer(folder: ModelFolder, codec_class: str,
+                          legacy: Mapping[str, int] | None = None) -> PythonTokenizer:
+    """A vocabulary-file class (render/_hf_python.py) over the folder's file, with
+    ``legacy``: added_tokens.json's tokens (render/_hf_specials.py
+    ``legacy_added_tokens``), which from_pretrained passes as ``added_tokens_decoder``."""
     codec = PYTHON_CODECS[codec_class]
     assert codec.vocab_file is not None
     settings = {**codec.settings, **{
@@ -491,12 +580,23 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
         # PythonBackend.__init__ adds the named tokens the vocabulary lacks after it, in
         # SPECIAL_TOKENS_ATTRIBUTES order (its get_vocab()'s length, then one by one),
         # then the class's other named tokens (ProphetNet's x_sep_token).
+        # With added_tokens.json, get_vocab() counts the file's tokens (already added
+        # tokens: one the file holds keeps the file's id).
         vocab = dict(vocab)
-        size = len(vocab)
+        size = len(vocab.keys() | (legacy or {}).keys())
         for key in [*_SPECIAL_TOKENS_ATTRIBUTES,
                     *(k for k in named if k not in _SPECIAL_TOKENS_ATTRIBUTES)]:
             value = named.get(key)
-            if isinstance(value, str) and value not in vocab:
+            if legacy and isinstance(value, str) and value not in vocab and value in legacy:
+                vocab[value] = legacy[value]
+            elif isinstance(value, str) and value not in vocab:
+                if legacy and size in legacy.values():
+                    # It replaces the file's token in added_tokens_decoder before the
+                    # text is ever split on that one: not reproduced.
+                    raise RenderUnsupportedError("added_tokens.json", (
+                        f"{key} {value!r} is not in {codec.vocab_file}, so {codec_class} "
+                        f"adds it at id {size}, which this file gives another token: "
+                        "not reproduced"))
                 vocab[value] = size
                 size += 1
     if vits and 0 not in vocab.values():
@@ -524,7 +624,7 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
     names = sorted(by_content, key=len, reverse=True)
     ranks = (None if codec.merges_file is None or codec.bpe is None
              else _read_merges(folder, codec.merges_file, codec.bpe))
-    return PythonTokenizer(
+    python = PythonTokenizer(
         tokenizer=Tokenizer(models.WordLevel(dict(vocab), unk_token=None)),
         special_tokens_map={k: str(v) for k, v in named.items()
                             if k != "word_delimiter_token"},
@@ -543,9 +643,12 @@ def build_vocab_tokenizer(folder: ModelFolder, codec_class: str) -> PythonTokeni
             bool(settings["tokenize_chinese_chars"] if codec.wordpiece.chinese is None
                  else codec.wordpiece.chinese),
             settings.get(codec.wordpiece.subword_setting or "") == "character"),
-        subword_japanese=japanese, clvp=clvp,
+        unk_piece=str(named["unk_token"]), subword_japanese=japanese, clvp=clvp,
         vits=None if not vits else (
             bool(settings["normalize"]), bool(settings["add_blank"]), settings["language"]))
+    # added_tokens_decoder at the file's ids, each special when its text is a named
+    # token's (never stripping: added_tokens_decoder's rule, render/_hf_specials.py).
+    return python.with_added([Added(t, i) for t, i in legacy.items()]) if legacy else python
 
 
 _FLAGS: Final = ("lstrip", "rstrip", "single_word")

@@ -21,7 +21,9 @@ its one supported task being ``render``):
   a special token (``tokenizer.add_special_tokens``): ``[CLS]`` stays id 101 in the
   post-processor, but a prompt's ``[cls]`` becomes a new id after the vocabulary, and the
   chat template sees the lowercased names (render/_tokenizer.py
-  ``HfTokenizer.with_lowercased_specials``).
+  ``HfTokenizer.with_lowercased_specials``). A Python word-piece class adds them through
+  its own ``_add_tokens``, and its ``cls_token_id`` then follows the new token
+  (render/_python_tokenizer.py ``PythonTokenizer.with_lowercased_specials``).
 
 The prompt itself is not lowercased on these endpoints: ``do_lower_case`` reaches the
 text only through the pooling endpoints' and the offline entry points' tokenize
@@ -119,7 +121,10 @@ def read_sentence_transformers(model: Path, tokenizer: Path, *,
 
 
 def refuse_python_lowercase(tokenizer_class: str) -> None:
-    """A Python tokenizer class adds special tokens its own way: not reproduced."""
+    """A Python tokenizer class adds special tokens its own way (``_add_tokens``, its
+    ``get_vocab()``): reproduced for the word-piece classes only
+    (render/_python_tokenizer.py ``PythonTokenizer.with_lowercased_specials``)."""
     raise RenderUnsupportedError("sentence_bert_config.json", (
         f"do_lower_case makes vLLM add the {tokenizer_class} tokenizer's special tokens "
-        "lowercased, which that Python tokenizer class does its own way; not reproduced"))
+        "lowercased, which that Python tokenizer class does its own way; not reproduced "
+        "but for the word-piece classes (RoCBert, BertJapanese, ProphetNet)"))
