@@ -266,8 +266,9 @@ ProphetNet; `real_pyadded_` corpus, vLLM {_corpus_releases("real_pyadded_")}), a
 PerceiverTokenizer and CanineTokenizer (compared with every release's own
 `get_tokenizer`: `tests/units/test_python_added_tokens.py`; a one-character token a byte
 piece can equal, or an id of the class's own tokens, refused), refused for the other
-Python classes (ByT5's sentinel ids move with the file's tokens). A processor's `chat_template.json` is read only by a processor: for a
-model type transformers has no processor class for (no `processor_class` named, no
+Python classes (ByT5's sentinel ids move with the file's tokens). A processor's
+`chat_template.json` is read only by a processor: for a model type transformers has no
+processor class for (no `processor_class` named, no
 processor file), vLLM's AutoProcessor lookup falls back to the tokenizer and renders with
 the tokenizer's template, so the file is unused; with a processor it is refused, but for
 the vision families prefixkey expands. Both verified against vLLM

@@ -2,17 +2,16 @@
 builds them (render/_python_tokenizer.py ``PythonTokenizer.with_added``).
 
 Two ways tokens reach such a class: transformers' legacy ``added_tokens.json`` (read only
-without an ``added_tokens_decoder``: from_pretrained hands the file's tokens to the class
-at their ids, named tokens following the file), and a sentence-transformers
-``do_lower_case``, for which vLLM adds the named tokens lowercased through the class's
-``_add_tokens``. Real folders (RoCBertTokenizer, BertJapaneseTokenizer word and character,
-ProphetNetTokenizer over bert-base-uncased's vocabulary: tests/render/real/) get each
-file, and both, and PerceiverTokenizer's and CanineTokenizer's folders
-(tests/render/python_models/) the legacy file; each release's scratch vLLM install (tests/vllm_venvs.py) builds their
-tokenizer with its ``get_tokenizer`` and encodes the texts with and without the special
-tokens: prefixkey must give the same ids. tests/render/test_real_pyadded_vectors.py
-replays vLLM's render server over two of them. Skipped without the installs or the real
-folders' cache.
+without an ``added_tokens_decoder``: from_pretrained hands the file's tokens to the class at
+their ids, named tokens following the file), and a sentence-transformers ``do_lower_case``,
+for which vLLM adds the named tokens lowercased through the class's ``_add_tokens``. Real
+folders (RoCBertTokenizer, BertJapaneseTokenizer word and character, ProphetNetTokenizer
+over bert-base-uncased's vocabulary: tests/render/real/) get each file, and both, and
+PerceiverTokenizer's and CanineTokenizer's folders (tests/render/python_models/) the legacy
+file; each release's scratch vLLM install (tests/vllm_venvs.py) builds their tokenizer with
+its ``get_tokenizer`` and encodes the texts with and without the special tokens: prefixkey
+must give the same ids. tests/render/test_real_pyadded_vectors.py replays vLLM's render
+server over two of them. Skipped without the installs or the real folders' cache.
 """
 
 from __future__ import annotations
