@@ -41,7 +41,7 @@ from ._media import ImageChat, ImageParts, MediaFetcher
 from ._mistral import MistralRenderer, check_auto_mode
 from ._options import ServerOptions
 from ._processor_startup import nested_feature_extractor
-from ._python_tokenizer import build_folder_tokenizer
+from ._python_folder import build_folder_tokenizer
 from ._reuse import checked_reused_ids, reused_prompt_ids, text_vocab_size
 from ._runner import refuse_unknown_side, runner_type, tokenizer_side
 from ._startup_probe import check_startup_probe
