@@ -68,22 +68,18 @@ VERIFIED: Final[Mapping[str, Mapping[str, str]]] = {
     release: {"WhisperForConditionalGeneration": _WHISPER_EXIT}
     for release in ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 }
-#: The releases whose render server ran Whisper folders with a processor_config.json
-#: (tests/render/real_whisper_vectors.jsonl): the feature extractor nested in it (no
-#: preprocessor_config.json) starts and renders as preprocessor_config.json does; the
-#: legacy file without it alone exits as a folder without any file; and its
-#: ``chat_template``, which vLLM would prefer for a body without tools, is dropped:
-#: WhisperProcessor takes no chat_template (its processor's template is None), so the
-#: tokenizer's renders.
-_PROCESSOR_CONFIG_RUN: Final = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 #: release -> {architecture: the processor files a folder may have}: the release's render
 #: server started on the folder with them and its text chats' ids are the tokenizer's and
-#: template's (harvested and replayed); elsewhere a processor_config.json was not run, so
-#: it stays refused.
+#: template's (harvested and replayed: tests/render/real_whisper_vectors.jsonl). Whisper's
+#: processor_config.json: the feature extractor nested in it (no preprocessor_config.json)
+#: starts and renders as preprocessor_config.json does; the legacy file without it alone
+#: exits as a folder without any file; and its ``chat_template``, which vLLM would prefer
+#: for a body without tools, is dropped: WhisperProcessor takes no chat_template (its
+#: processor's template is None), so the tokenizer's renders. Elsewhere a
+#: processor_config.json was not run, so it stays refused.
 RENDERED_WITH_FILE: Final[Mapping[str, Mapping[str, frozenset[str]]]] = {
     release: {"WhisperForConditionalGeneration": frozenset(
-        {"preprocessor_config.json"}
-        | ({"processor_config.json"} if release in _PROCESSOR_CONFIG_RUN else set()))}
+        {"preprocessor_config.json", "processor_config.json"})}
     for release in ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 }
 #: processor_config.json's keys transformers takes a nested feature extractor from
