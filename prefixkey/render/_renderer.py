@@ -147,7 +147,7 @@ class Renderer:
         self._parts = content_parts or ContentParts()
         preprocessor, processor = processor_configs(self.folder.path)
         self._images = (ImageChat(options, self.folder.config, media_fetcher,
-                                  self._vision_folder(),
+                                  self._vision_folder(preprocessor, processor),
                                   nested_feature_extractor(processor) or preprocessor)
                         if content_parts is None else None)
         self._server_template = (None if options.chat_template is None
@@ -196,12 +196,13 @@ class Renderer:
             return self._mistral.max_model_len
         return self.folder.max_model_len
 
-    def _vision_folder(self) -> VisionFolder | None:
-        """What the folder's vision family reads (None without a verified family)."""
+    def _vision_folder(self, preprocessor: dict[str, Any], processor: dict[str, Any]
+                       ) -> VisionFolder | None:
+        """What the folder's vision family reads, from its two processor files (None
+        without a verified family)."""
         architecture = family_architecture(self.folder.config)
         if architecture not in FAMILIES or architecture in MISTRAL_FORMAT:
             return None
-        preprocessor, processor = processor_configs(self.folder.path)
         tokenizer = self.tokenizer
         return VisionFolder(
             self.folder.config, preprocessor, processor, tokenizer.tokenizer.token_to_id,
